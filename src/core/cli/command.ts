@@ -1,0 +1,95 @@
+// The base of every xtts command (core plugins and third-party ones alike): `run()` computes a typed
+// result, `render()` shows it to a person, and `--json` prints one envelope and nothing else:
+//   success: {"status": "success", "result": ..., "warnings": [...]}
+//   failure: {"status": "error", "error": {"code", "message", "suggestions"}, "warnings": [...]}
+// Exit codes are ExitCode's (docs/exit-codes.md). A user mistake never ends in a stack trace.
+import { Command, Errors } from '@oclif/core';
+import { ExitCode, isXttsError, XttsError } from '../errors.js';
+import { paint } from '../render/style.js';
+
+export interface SuccessEnvelope<T> {
+  status: 'success';
+  result: T;
+  warnings: string[];
+}
+
+export interface ErrorEnvelope {
+  status: 'error';
+  error: { code: string; message: string; suggestions: string[]; position?: unknown };
+  warnings: string[];
+}
+
+export abstract class XttsCommand<T> extends Command {
+  static override enableJsonFlag = true;
+
+  private readonly warnings: string[] = [];
+
+  /** Compute the result (the `--json` payload). Throw XttsError for anything the user can fix. */
+  protected abstract execute(): Promise<T>;
+
+  /** Show the result to a person. Not called with --json. */
+  protected abstract render(result: T): void;
+
+  /** The exit code for a computed result (e.g. 1 when findings reach the fail level). */
+  protected exitCodeFor(_result: T): number {
+    return ExitCode.ok;
+  }
+
+  /** A warning for the user: stderr for people, the envelope's `warnings` for --json. */
+  protected addWarning(message: string): void {
+    this.warnings.push(message);
+    if (!this.jsonEnabled()) process.stderr.write(`${paint.warn('warning')} ${message}\n`);
+  }
+
+  async run(): Promise<T> {
+    const result = await this.execute();
+    if (!this.jsonEnabled()) this.render(result);
+    const code = this.exitCodeFor(result);
+    if (code !== ExitCode.ok) process.exitCode = code;
+    return result;
+  }
+
+  protected override toSuccessJson(result: unknown): SuccessEnvelope<unknown> {
+    return { status: 'success', result, warnings: this.warnings };
+  }
+
+  protected override logJson(json: unknown): void {
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
+
+  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
+    if (err instanceof Errors.ExitError) throw err;
+    const xe = toXttsError(err);
+    if (this.jsonEnabled()) {
+      const envelope: ErrorEnvelope = { status: 'error', error: xe.toJSON(), warnings: this.warnings };
+      this.logJson(envelope);
+    } else {
+      process.stderr.write(`${paint.error(`Error [${xe.code}]`)} ${xe.message}\n`);
+      for (const s of xe.suggestions) process.stderr.write(`  ${paint.dim('→')} ${s}\n`);
+      if (xe.code === 'INTERNAL' && process.env.XTTS_DEBUG) process.stderr.write(`${err.stack}\n`);
+    }
+    process.exitCode = xe.exitCode;
+    this.exit(xe.exitCode);
+    return undefined;
+  }
+}
+
+/** Turn anything thrown into an XttsError: ours as is, oclif's parse errors as usage errors. */
+export function toXttsError(err: unknown): XttsError {
+  if (isXttsError(err)) return err;
+  const e = err as Error & { oclif?: { exit?: number }; code?: string };
+  if (e && typeof e === 'object' && 'oclif' in e && e.oclif) {
+    // Flag and argument parse errors from oclif: a usage error with oclif's message.
+    return new XttsError('USAGE', stripAnsi(e.message), { exitCode: ExitCode.usage, suggestions: ['see --help for the flags this command takes'] });
+  }
+  return new XttsError('INTERNAL', `xtts failed unexpectedly: ${e?.message ?? String(err)}`, {
+    exitCode: ExitCode.findings,
+    suggestions: ['this is a bug in xtts: rerun with XTTS_DEBUG=1 for the stack trace and report it with `xtts diagnose-gpu-utilization --json`'],
+    cause: err,
+  });
+}
+
+function stripAnsi(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/\u001b\[[0-9;]*m/g, '');
+}

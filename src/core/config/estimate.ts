@@ -1,0 +1,93 @@
+// Closed-form estimates of a config's parameter count and training memory, so that the linter can
+// judge batch size against a memory budget without building the model (or loading TensorFlow.js).
+import type { XttsConfig } from './schema.js';
+
+const BYTES_PER_FLOAT = 4;
+/** Vocabulary size assumed for estimates: specials + language tokens + the characters of a Latin-script corpus. */
+const ESTIMATE_VOCAB = 160;
+
+function transformerBlockParams(d: number, ffMult: number, crossAttention: boolean): number {
+  const attention = 4 * d * d + 4 * d; // fused QKV + output projection, with biases
+  const ff = 2 * ffMult * d * d + ffMult * d + d;
+  const norms = (crossAttention ? 3 : 2) * 2 * d;
+  return attention + ff + norms + (crossAttention ? attention : 0);
+}
+
+/** Parameters of the XTTS-style model a config describes (within a few % of the built model). */
+export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCAB): number {
+  const m = config.model;
+  const d = m.d_model;
+  const nMels = config.audio.n_mels;
+  const r = m.reduction_factor;
+  const languages = config.text.languages.length;
+  const text = vocabSize * d + languages * d + m.max_text_tokens * d + m.text_layers * transformerBlockParams(d, m.ff_mult, false) + 2 * d;
+  const cond = nMels * d + d + m.cond_layers * transformerBlockParams(d, m.ff_mult, false) + m.cond_latents * d + 4 * d * d + 4 * d + 2 * d;
+  const prenet = r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
+  const decoder =
+    prenet + Math.ceil(m.max_mel_frames / r) * d + m.decoder_layers * transformerBlockParams(d, m.ff_mult, true) + 2 * d + d * (r * nMels) + r * nMels + d + 1;
+  const c = m.postnet_channels;
+  const k = m.postnet_kernel;
+  const postnet = m.postnet_layers === 0 ? 0 : m.postnet_layers === 1 ? nMels * nMels * k + nMels : nMels * c * k + c + (m.postnet_layers - 2) * (c * c * k + c) + c * nMels * k + nMels;
+  return Math.round(text + cond + decoder + postnet);
+}
+
+export interface MemoryEstimate {
+  parameters: number;
+  /** Weights, gradients and AdamW's two moments: 16 bytes a parameter in float32. */
+  parameterBytes: number;
+  /** Activations kept for the backward pass at the largest bucket shape. */
+  activationBytes: number;
+  /** One prefetch slot (a padded batch on the host). */
+  slotBytes: number;
+  totalBytes: number;
+  /** The longest text and mel sequence the estimate assumed. */
+  maxTextTokens: number;
+  maxMelFrames: number;
+}
+
+/**
+ * Training memory at the largest batch the config allows. Activations: per layer and position
+ * roughly (2·ff_mult + 10)·d floats (inputs of each matmul, norms, residuals) plus heads·T² for the
+ * attention probabilities, counted once for the forward pass that backward keeps.
+ */
+export function estimateTrainingMemory(config: XttsConfig): MemoryEstimate {
+  const m = config.model;
+  const d = m.d_model;
+  const parameters = estimateParameters(config);
+  const melFrames = Math.min(m.max_mel_frames, Math.ceil((config.limits.max_audio_s * config.audio.sample_rate_hz) / config.audio.hop_length) + 1);
+  // Characters per second of speech is ~15 (LJSpeech averages 14.6); cap by the text limits.
+  const textTokens = Math.min(m.max_text_tokens, config.limits.max_text_chars + 3);
+  const decSteps = Math.ceil(melFrames / m.reduction_factor);
+  const refFrames = melFrames;
+  const perPos = (2 * m.ff_mult + 10) * d;
+  const batch = config.batching.frame_budget ? Math.max(1, Math.min(config.batching.batch_size, Math.floor(config.batching.frame_budget / melFrames))) : config.batching.batch_size;
+  const perUtterance =
+    m.text_layers * (textTokens * perPos + m.heads * textTokens * textTokens) +
+    m.cond_layers * (refFrames * perPos + m.heads * refFrames * refFrames) +
+    m.decoder_layers * (decSteps * (perPos + 4 * d) + m.heads * decSteps * decSteps + m.heads * decSteps * (textTokens + m.cond_latents)) +
+    m.postnet_layers * melFrames * m.postnet_channels * 3 +
+    melFrames * config.audio.n_mels * 6;
+  const activationBytes = batch * perUtterance * BYTES_PER_FLOAT;
+  const slotBytes = batch * (textTokens * 4 + (melFrames + refFrames) * config.audio.n_mels * 4 + decSteps * 4 + 16);
+  const parameterBytes = parameters * 16;
+  return {
+    parameters,
+    parameterBytes,
+    activationBytes,
+    slotBytes,
+    totalBytes: parameterBytes + activationBytes,
+    maxTextTokens: textTokens,
+    maxMelFrames: melFrames,
+  };
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let u = 0;
+  while (Math.abs(v) >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 100 || u === 0 ? v.toFixed(0) : v.toFixed(1)} ${units[u]}`;
+}

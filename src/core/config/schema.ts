@@ -1,0 +1,296 @@
+// The one source of truth for a training config: this JSON Schema validates YAML (ajv), gives the
+// TypeScript types (TypeBox's Static), and generates docs/config-reference.md. Every field here is
+// read by some part of xtts; a field nobody reads does not belong here.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/** A string enum that ajv reports as one `enum` error (TypeBox unions of literals report one per arm). */
+function Enum<const T extends readonly string[]>(values: T, options: { default?: T[number]; description: string }) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+function Section<T extends Record<string, TSchema>>(properties: T, description: string) {
+  return Type.Object(properties, { additionalProperties: false, default: {}, description });
+}
+
+/** A GPU chosen by index (0, 1, ...) or by a case-insensitive substring of its name ("H100"). */
+const DeviceRef = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 }), Type.Null()], {
+  default: null,
+  description: 'GPU by index (0, 1, …) or by a substring of its name ("H100"); null lets the backend choose.',
+});
+
+export const BACKENDS = ['auto', 'webgpu', 'tensorflow', 'wasm', 'cpu'] as const;
+export const PRECISIONS = ['fp32', 'mixed_fp16'] as const;
+export const CLEANERS = ['english', 'multilingual', 'basic'] as const;
+
+export const DatasetSchema = Section(
+  {
+    path: Type.String({
+      minLength: 1,
+      description: 'Dataset root folder. A relative path is resolved against the folder of the config file that sets it.',
+    }),
+    format: Enum(['auto', 'ljspeech', 'ljspeech_multispeaker', 'wav_path_speaker_text'] as const, {
+      default: 'auto',
+      description:
+        'Metadata layout: `ljspeech` (`id|text|normalized_text` or `id|text`), `ljspeech_multispeaker` (`id|text|normalized|speaker`), `wav_path_speaker_text`; `auto` detects it from the rows.',
+    }),
+    metadata: Type.String({ minLength: 1, default: 'metadata.csv', description: 'Training metadata file, relative to `path`.' }),
+    validation_metadata: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+      default: null,
+      description: 'Separate validation metadata file relative to `path`; null splits `metadata` with `validation_fraction`.',
+    }),
+    validation_fraction: Type.Number({
+      minimum: 0,
+      maximum: 0.5,
+      default: 0.05,
+      description: 'Share of rows held out for validation when there is no `validation_metadata`. The split is seeded and stored in the cache, so it is reused.',
+    }),
+    split_seed: Type.Integer({ default: 1234, description: 'Seed of the train/validation split.' }),
+    language: Type.String({
+      pattern: '^[a-z]{2,3}(-[A-Za-z0-9]+)?$',
+      default: 'en',
+      description: 'Language of rows that do not state one (ISO 639 code, e.g. `en`, `de`, `pt-br`).',
+    }),
+    language_source: Enum(['fixed', 'metadata', 'filename', 'detect'] as const, {
+      default: 'fixed',
+      description:
+        'Where each row\'s language comes from: `fixed` (`language`), `metadata` (a language column), `filename` (a `xx_` or `xx/` prefix of the audio path), `detect` (from the text\'s script and letter statistics).',
+    }),
+  },
+  'Where the utterances are and how their metadata is written.',
+);
+
+export const AudioSchema = Section(
+  {
+    sample_rate_hz: Type.Integer({ minimum: 8000, maximum: 96000, default: 22050, description: 'Every clip is resampled to this rate.' }),
+    n_fft: Type.Integer({ minimum: 64, maximum: 8192, default: 1024, description: 'FFT size of the STFT (a power of two).' }),
+    hop_length: Type.Integer({ minimum: 16, maximum: 4096, default: 256, description: 'Samples between STFT frames; one mel frame per hop.' }),
+    win_length: Type.Integer({ minimum: 16, maximum: 8192, default: 1024, description: 'Analysis window length in samples (≤ n_fft).' }),
+    window: Enum(['hann', 'hamming'] as const, { default: 'hann', description: 'STFT window function.' }),
+    n_mels: Type.Integer({ minimum: 8, maximum: 256, default: 80, description: 'Mel bands.' }),
+    fmin_hz: Type.Number({ minimum: 0, default: 0, description: 'Lowest mel filter edge.' }),
+    fmax_hz: Type.Number({ minimum: 1000, default: 8000, description: 'Highest mel filter edge (≤ sample_rate_hz / 2).' }),
+    mel_scale: Enum(['slaney', 'htk'] as const, { default: 'slaney', description: 'Mel frequency scale.' }),
+    mel_norm: Enum(['slaney', 'none'] as const, { default: 'slaney', description: 'Filter normalisation: `slaney` divides each filter by its bandwidth (librosa\'s default).' }),
+    log_base: Enum(['e', '10'] as const, { default: 'e', description: 'Logarithm of the mel magnitudes.' }),
+    log_floor: Type.Number({ exclusiveMinimum: 0, default: 1e-5, description: 'Magnitudes are clamped to at least this before the log.' }),
+    trim: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'Trim leading and trailing silence.' }),
+        top_db: Type.Number({ minimum: 10, maximum: 120, default: 40, description: 'Frames quieter than the peak by more than this are silence.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Silence trimming.' },
+    ),
+    loudness: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false, description: 'Normalise each clip\'s integrated loudness (ITU-R BS.1770).' }),
+        target_lufs: Type.Number({ minimum: -70, maximum: 0, default: -23, description: 'Target integrated loudness in LUFS.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Loudness normalisation.' },
+    ),
+  },
+  'Audio decoding and log-mel features. Changing any of these invalidates every cached feature.',
+);
+
+export const TextSchema = Section(
+  {
+    cleaners: Enum(CLEANERS, {
+      default: 'multilingual',
+      description: '`english` expands abbreviations, numbers, ordinals, decimals, currency and years; `multilingual` lower-cases and normalises punctuation for any script; `basic` only collapses whitespace.',
+    }),
+    unicode_normalization: Enum(['NFC', 'NFKC', 'NFD', 'NFKD', 'none'] as const, { default: 'NFC', description: 'Unicode normalisation applied before cleaning.' }),
+    tokenizer: Enum(['characters', 'phonemes'] as const, {
+      default: 'characters',
+      description: '`characters`: one token per character; `phonemes`: IPA from espeak-ng (one long-lived process per worker).',
+    }),
+    phonemizer_command: Type.String({ minLength: 1, default: 'espeak-ng', description: 'The espeak-ng executable used when `tokenizer: phonemes`.' }),
+    languages: Type.Array(Type.String({ pattern: '^[a-z]{2,3}(-[A-Za-z0-9]+)?$' }), {
+      minItems: 1,
+      uniqueItems: true,
+      default: ['en'],
+      description: 'Languages the model knows; each gets a language token. Rows in other languages are skipped.',
+    }),
+  },
+  'Text front end: cleaning and tokenization. The tokenizer is stored with the cache and every checkpoint.',
+);
+
+export const LimitsSchema = Section(
+  {
+    min_text_chars: Type.Integer({ minimum: 1, default: 1, description: 'Rows with shorter cleaned text are skipped (`text_too_short`).' }),
+    max_text_chars: Type.Integer({ minimum: 1, default: 250, description: 'Rows with longer cleaned text are skipped (`text_too_long`).' }),
+    min_audio_s: Type.Number({ minimum: 0, default: 0.3, description: 'Clips shorter than this (after trimming) are skipped.' }),
+    max_audio_s: Type.Number({ exclusiveMinimum: 0, default: 11, description: 'Clips longer than this (after trimming) are skipped.' }),
+  },
+  'Length limits that decide which rows are usable.',
+);
+
+export const BatchingSchema = Section(
+  {
+    batch_size: Type.Integer({ minimum: 1, maximum: 4096, default: 16, description: 'Utterances per batch (per step before accumulation).' }),
+    frame_budget: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      default: null,
+      description: 'When set, a batch holds as many utterances as fit this many padded mel frames, per bucket; `batch_size` is then the upper bound.',
+    }),
+    buckets: Type.Integer({
+      minimum: 0,
+      maximum: 64,
+      default: 4,
+      description: 'Number of static (text length, frame count) shapes chosen from the length distribution; 0 pads each batch to its own longest item (dynamic shapes: every new shape recompiles kernels).',
+    }),
+    shuffle: Type.Boolean({ default: true, description: 'Shuffle batches each epoch (seeded by `training.seed`).' }),
+  },
+  'How utterances become batches of a few static shapes.',
+);
+
+export const PipelineSchema = Section(
+  {
+    workers: Type.Union([Type.Integer({ minimum: 0, maximum: 256 }), Type.Literal('auto')], {
+      default: 'auto',
+      description: 'Preprocessing worker threads; `auto` uses the CPU cores less one; 0 preprocesses on the training thread.',
+    }),
+    prefetch_depth: Type.Integer({ minimum: 1, maximum: 64, default: 3, description: 'Slots in the prefetch ring filled ahead of the trainer (3 = triple buffering).' }),
+    cache: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'Keep tokens and log-mel features in the SQLite cache (keys are content hashes).' }),
+        path: Type.String({ minLength: 1, default: '.xtts-cache/cache.sqlite', description: 'Cache database; a relative path is resolved against the working directory.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'The feature cache.' },
+    ),
+  },
+  'The input pipeline that keeps the device fed.',
+);
+
+export const ModelSchema = Section(
+  {
+    d_model: Type.Integer({ minimum: 16, maximum: 4096, default: 256, description: 'Width of every transformer layer.' }),
+    heads: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Attention heads (must divide d_model).' }),
+    ff_mult: Type.Integer({ minimum: 1, maximum: 8, default: 4, description: 'Feed-forward width as a multiple of d_model.' }),
+    text_layers: Type.Integer({ minimum: 1, maximum: 48, default: 4, description: 'Text encoder layers.' }),
+    cond_layers: Type.Integer({ minimum: 1, maximum: 24, default: 2, description: 'Conditioning (reference speaker) encoder layers.' }),
+    cond_latents: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Conditioning latents the reference clip is pooled into.' }),
+    decoder_layers: Type.Integer({ minimum: 1, maximum: 48, default: 4, description: 'Autoregressive mel decoder layers.' }),
+    prenet_dim: Type.Integer({ minimum: 8, maximum: 2048, default: 256, description: 'Decoder prenet width.' }),
+    postnet_layers: Type.Integer({ minimum: 0, maximum: 12, default: 3, description: 'Convolutional postnet layers (0 disables it).' }),
+    postnet_channels: Type.Integer({ minimum: 8, maximum: 2048, default: 256, description: 'Postnet channels.' }),
+    postnet_kernel: Type.Integer({ minimum: 1, maximum: 31, default: 5, description: 'Postnet kernel width (odd).' }),
+    reduction_factor: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Mel frames predicted per decoder step.' }),
+    dropout: Type.Number({ minimum: 0, maximum: 0.9, default: 0.1, description: 'Dropout in attention and feed-forward blocks.' }),
+    max_text_tokens: Type.Integer({ minimum: 8, maximum: 4096, default: 256, description: 'Longest token sequence the positional table covers.' }),
+    max_mel_frames: Type.Integer({ minimum: 16, maximum: 16384, default: 1024, description: 'Longest mel sequence the positional table covers.' }),
+  },
+  'Model dimensions. Presets tiny/small/normal/big set these.',
+);
+
+export const TrainingSchema = Section(
+  {
+    max_steps: Type.Integer({ minimum: 1, default: 10000, description: 'Optimizer steps to train.' }),
+    learning_rate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 1e-3, description: 'Peak learning rate.' }),
+    optimizer: Type.Object(
+      {
+        name: Enum(['adamw'] as const, { default: 'adamw', description: 'Optimizer.' }),
+        beta1: Type.Number({ minimum: 0, exclusiveMaximum: 1, default: 0.9, description: 'First-moment decay.' }),
+        beta2: Type.Number({ minimum: 0, exclusiveMaximum: 1, default: 0.98, description: 'Second-moment decay.' }),
+        epsilon: Type.Number({ exclusiveMinimum: 0, default: 1e-9, description: 'Denominator epsilon.' }),
+        weight_decay: Type.Number({ minimum: 0, default: 0.01, description: 'Decoupled weight decay (not applied to biases and norms).' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Optimizer settings.' },
+    ),
+    schedule: Type.Object(
+      {
+        name: Enum(['warmup_cosine', 'noam', 'constant'] as const, { default: 'warmup_cosine', description: 'Learning-rate schedule.' }),
+        warmup_steps: Type.Integer({ minimum: 0, default: 500, description: 'Linear warm-up steps.' }),
+        min_learning_rate: Type.Number({ minimum: 0, default: 1e-5, description: 'Floor of the cosine decay.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Learning-rate schedule.' },
+    ),
+    grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
+    grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are summed before one optimizer step.' }),
+    precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16.' }),
+    seed: Type.Integer({ default: 1234, description: 'Seed of initialisation, dropout and shuffling.' }),
+    loss: Type.Object(
+      {
+        mel: Enum(['l1', 'l2', 'l1_l2'] as const, { default: 'l1', description: 'Masked mel loss on real frames only.' }),
+        stop_weight: Type.Number({ minimum: 0, default: 1, description: 'Weight of the stop-token loss.' }),
+        stop_pos_weight: Type.Number({ minimum: 1, default: 5, description: 'Weight of the (rare) positive stop frames in the stop-token loss.' }),
+        guided_attention_weight: Type.Number({ minimum: 0, default: 0, description: 'Weight of the guided (diagonal) attention loss; 0 disables it.' }),
+        guided_attention_sigma: Type.Number({ exclusiveMinimum: 0, default: 0.2, description: 'Width of the guided attention diagonal.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Loss terms.' },
+    ),
+    log_every: Type.Integer({ minimum: 1, default: 10, description: 'Steps between reading the loss back from the device (each read waits for the device).' }),
+    validate_every: Type.Integer({ minimum: 1, default: 500, description: 'Steps between validation passes.' }),
+    checkpoint_every: Type.Integer({ minimum: 1, default: 1000, description: 'Steps between checkpoints (one is also written at the end and on Ctrl-C).' }),
+    eval_every: Type.Integer({ minimum: 1, default: 1000, description: 'Steps between synthesising the eval sentences to WAV.' }),
+    keep_checkpoints: Type.Integer({ minimum: 1, default: 3, description: 'Checkpoints kept besides the best one.' }),
+    early_stopping_patience: Type.Integer({ minimum: 0, default: 0, description: 'Stop after this many validations without improvement (0 never stops early).' }),
+    max_nonfinite_steps: Type.Integer({ minimum: 0, default: 10, description: 'A NaN/Inf loss skips its step; the run stops after this many.' }),
+    eval_sentences: Type.Array(
+      Type.Object(
+        {
+          text: Type.String({ minLength: 1 }),
+          language: Type.Optional(Type.String({ pattern: '^[a-z]{2,3}(-[A-Za-z0-9]+)?$' })),
+        },
+        { additionalProperties: false },
+      ),
+      { default: [], description: 'Sentences synthesised every `eval_every` steps.' },
+    ),
+  },
+  'The trainer.',
+);
+
+export const DeviceSchema = Section(
+  {
+    backend: Enum(BACKENDS, {
+      default: 'auto',
+      description: '`webgpu` (Dawn), `tensorflow` (tfjs-node-gpu / tfjs-node), `wasm`, `cpu`; `auto` picks the fastest that works here and says why.',
+    }),
+    model_device: DeviceRef,
+    data_device: DeviceRef,
+    model_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
+      default: null,
+      description: 'Memory the trainer may use on its device; null means the device\'s memory.',
+    }),
+    data_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
+      default: null,
+      description: 'Memory the data producer may use (prefetch ring, staging); null means 1/8 of the host\'s memory.',
+    }),
+  },
+  'Backend and devices. Setting `data_device` to another GPU than `model_device` runs the producer and trainer on separate devices.',
+);
+
+export const OutputSchema = Section(
+  {
+    dir: Type.String({ minLength: 1, default: 'runs/xtts', description: 'Run folder (checkpoints, metrics, eval WAVs); relative to the working directory.' }),
+  },
+  'Where a run writes.',
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    extends: Type.Optional(
+      Type.String({ minLength: 1, description: 'A preset name (`tiny`, `small`, `normal`, `big`, `quickstart`, `dual-gpu`) or a path to another config, relative to this file. Its values are the defaults of this one.' }),
+    ),
+    dataset: DatasetSchema,
+    audio: AudioSchema,
+    text: TextSchema,
+    limits: LimitsSchema,
+    batching: BatchingSchema,
+    pipeline: PipelineSchema,
+    model: ModelSchema,
+    training: TrainingSchema,
+    device: DeviceSchema,
+    output: OutputSchema,
+  },
+  { additionalProperties: false, required: ['dataset'], description: 'An xtts training config.' },
+);
+
+export type XttsConfig = Static<typeof ConfigSchema>;
+export type AudioConfig = Static<typeof AudioSchema>;
+export type TextConfig = Static<typeof TextSchema>;
+export type DatasetConfig = Static<typeof DatasetSchema>;
+export type LimitsConfig = Static<typeof LimitsSchema>;
+export type BatchingConfig = Static<typeof BatchingSchema>;
+export type PipelineConfig = Static<typeof PipelineSchema>;
+export type ModelConfig = Static<typeof ModelSchema>;
+export type TrainingConfig = Static<typeof TrainingSchema>;
+export type DeviceConfig = Static<typeof DeviceSchema>;
+export type Backend = (typeof BACKENDS)[number];

@@ -1,0 +1,42 @@
+// `xtts validate-gpu-optimization` as one core call: load (positions, schema) then lint (rules).
+import { countBySeverity, type Finding, type Severity, severityRank, sortFindings } from './findings.js';
+import { loadConfig } from './load.js';
+import { lintConfig } from './rules.js';
+
+export interface ValidationOptions {
+  set?: readonly string[];
+  /** Run the checks that look at this machine (dataset on disk, backends, GPUs, cores). */
+  environment?: boolean;
+  failSeverity?: Severity;
+}
+
+export interface ValidationReport {
+  file: string;
+  /** Whether the config parsed and matched the schema (rules only run when it did). */
+  schemaValid: boolean;
+  findings: Finding[];
+  summary: Record<Severity, number>;
+  failSeverity: Severity;
+  /** No finding at or above failSeverity. */
+  passed: boolean;
+}
+
+export function validateConfigFile(file: string, options: ValidationOptions = {}): ValidationReport {
+  const failSeverity = options.failSeverity ?? 'error';
+  const { loaded, findings } = loadConfig(file, { set: options.set });
+  const all = loaded ? [...findings, ...lintConfig(loaded, { environment: options.environment })] : findings;
+  const sorted = sortFindings(all);
+  return {
+    file,
+    schemaValid: loaded !== undefined,
+    findings: sorted,
+    summary: countBySeverity(sorted),
+    failSeverity,
+    passed: !sorted.some((f) => severityRank(f.severity) >= severityRank(failSeverity)),
+  };
+}
+
+/** Findings that come from reading the file (unreadable, not YAML) rather than from its content. */
+export function isInputFailure(report: ValidationReport): boolean {
+  return report.findings.some((f) => f.ruleId.startsWith('input/') || f.ruleId === 'yaml/syntax');
+}

@@ -1,0 +1,72 @@
+// What this machine has, read cheaply and without loading TensorFlow.js: CPU cores, memory, NVIDIA
+// GPUs (through nvidia-smi's inventory query), and which backend packages are installed.
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { availableParallelism, totalmem } from 'node:os';
+
+export interface GpuInventoryEntry {
+  index: number;
+  name: string;
+  memoryTotalBytes: number;
+  uuid?: string;
+}
+
+export interface HostInventory {
+  cpuCores: number;
+  memoryBytes: number;
+  /** NVIDIA GPUs seen by nvidia-smi; empty when there is none or no driver. */
+  gpus: GpuInventoryEntry[];
+  /** Why `gpus` is empty, when it is. */
+  gpuNote?: string;
+}
+
+let cached: HostInventory | undefined;
+
+export function parseNvidiaSmiInventory(csv: string): GpuInventoryEntry[] {
+  const out: GpuInventoryEntry[] = [];
+  for (const line of csv.split('\n')) {
+    const cells = line.split(',').map((s) => s.trim());
+    if (cells.length < 3 || !/^\d+$/.test(cells[0])) continue;
+    const mib = Number(cells[2]);
+    out.push({ index: Number(cells[0]), name: cells[1], memoryTotalBytes: Number.isFinite(mib) ? mib * 1024 * 1024 : 0, uuid: cells[3] || undefined });
+  }
+  return out;
+}
+
+/** The machine's inventory; nvidia-smi is asked once per process (it takes ~50-200 ms). */
+export function hostInventory(): HostInventory {
+  if (cached) return cached;
+  const inv: HostInventory = { cpuCores: availableParallelism(), memoryBytes: totalmem(), gpus: [] };
+  const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 });
+  if (r.error) inv.gpuNote = (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no NVIDIA driver (nvidia-smi not found)' : `nvidia-smi failed: ${r.error.message}`;
+  else if (r.status !== 0) inv.gpuNote = `nvidia-smi failed: ${(r.stderr || r.stdout).trim().split('\n')[0]}`;
+  else {
+    inv.gpus = parseNvidiaSmiInventory(r.stdout);
+    if (inv.gpus.length === 0) inv.gpuNote = 'nvidia-smi lists no GPU';
+  }
+  cached = inv;
+  return inv;
+}
+
+/** Whether a package can be loaded here, without loading it. A bundle carries its packages inside. */
+export function packageInstalled(name: string): boolean {
+  if ((globalThis as { __XTTS_BUNDLED_PACKAGES__?: string[] }).__XTTS_BUNDLED_PACKAGES__?.includes(name)) return true;
+  try {
+    createRequire(import.meta.url).resolve(`${name}/package.json`);
+    return true;
+  } catch {
+    try {
+      createRequire(import.meta.url).resolve(name);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+/** Find a GPU by index or by a case-insensitive substring of its name. */
+export function findGpu(gpus: readonly GpuInventoryEntry[], ref: number | string): GpuInventoryEntry | undefined {
+  if (typeof ref === 'number') return gpus.find((g) => g.index === ref);
+  const needle = ref.toLowerCase();
+  return gpus.find((g) => g.name.toLowerCase().includes(needle) || g.uuid?.toLowerCase() === needle);
+}

@@ -1,0 +1,71 @@
+// Errors are values with a code, a message and suggestions the user can act on. Every command turns
+// an XttsError into the same JSON envelope and exit code; anything else is a bug in xtts.
+
+/** Exit codes shared by every command (documented in docs/exit-codes.md). */
+export const ExitCode = {
+  ok: 0,
+  /** Findings at or above the fail level, or a run that failed. */
+  findings: 1,
+  /** Usage or input error: bad flags, unreadable or invalid files. */
+  usage: 2,
+  /** The environment cannot do what was asked (backend missing, no device, out of memory). */
+  environment: 3,
+  /** Interrupted by the user (Ctrl-C) after saving what could be saved. */
+  interrupted: 130,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Where in a user's input something is: a file position, a metadata row, or a flag. */
+export interface SourcePosition {
+  file: string;
+  /** 1-based line. */
+  line?: number;
+  /** 1-based column. */
+  col?: number;
+  /** Row id of a dataset entry, when the position is a metadata row. */
+  rowId?: string;
+}
+
+export function formatPosition(pos: SourcePosition): string {
+  let s = pos.file;
+  if (pos.line !== undefined) s += `:${pos.line}`;
+  if (pos.line !== undefined && pos.col !== undefined) s += `:${pos.col}`;
+  if (pos.rowId !== undefined) s += ` (row ${pos.rowId})`;
+  return s;
+}
+
+export interface XttsErrorOptions {
+  suggestions?: string[];
+  exitCode?: ExitCode;
+  position?: SourcePosition;
+  cause?: unknown;
+}
+
+export class XttsError extends Error {
+  readonly code: string;
+  readonly suggestions: string[];
+  readonly exitCode: ExitCode;
+  readonly position?: SourcePosition;
+
+  constructor(code: string, message: string, options: XttsErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'XttsError';
+    this.code = code;
+    this.suggestions = options.suggestions ?? [];
+    this.exitCode = options.exitCode ?? ExitCode.usage;
+    this.position = options.position;
+  }
+
+  toJSON(): { code: string; message: string; suggestions: string[]; position?: SourcePosition } {
+    return {
+      code: this.code,
+      message: this.message,
+      suggestions: this.suggestions,
+      ...(this.position ? { position: this.position } : {}),
+    };
+  }
+}
+
+export function isXttsError(e: unknown): e is XttsError {
+  return e instanceof Error && (e as XttsError).name === 'XttsError' && typeof (e as XttsError).code === 'string';
+}

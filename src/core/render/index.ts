@@ -1,0 +1,2 @@
+export { paint, renderTable, type TableOptions } from './style.js';
+export { renderValidationReport, toSarif } from './findings.js';
