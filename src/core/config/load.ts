@@ -58,15 +58,18 @@ export interface LoadOptions {
 export const PRESETS = ['tiny', 'small', 'normal', 'big', 'quickstart', 'dual-gpu'] as const;
 const MAX_EXTENDS_DEPTH = 8;
 
-/** The folder holding the YAML presets: `configs/` of the repository, or beside a bundle. */
+/**
+ * The folder holding the YAML presets: $XTTS_CONFIGS_DIR, or the first `configs/` with the presets
+ * above this module (the repository's, from src/core or src/core/dist), or beside a bundle.
+ */
 export function presetsDir(): string {
-  const candidates = [
-    process.env.XTTS_CONFIGS_DIR,
-    fileURLToPath(new URL('../../../../configs', import.meta.url)), // src/core/dist/config -> configs
-    fileURLToPath(new URL('./configs', import.meta.url)), // a bundle ships configs/ beside itself
-  ];
-  for (const c of candidates) if (c && existsSync(join(c, 'tiny.yaml'))) return c;
-  return candidates[1] as string;
+  if (process.env.XTTS_CONFIGS_DIR) return process.env.XTTS_CONFIGS_DIR;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, 'configs', 'tiny.yaml'))) return join(dir, 'configs');
+    dir = dirname(dir);
+  }
+  return join(dirname(fileURLToPath(import.meta.url)), 'configs');
 }
 
 export function presetPath(name: string): string {

@@ -1,0 +1,65 @@
+// The host as a user meets it: --version, --help without TensorFlow.js, the generated docs in sync
+// with the code, and a third-party plugin linked with `xtts plugins link` adding a working command.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { staleDocs } from '../../src/core/config/docs.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function xtts(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, ['src/cli/run.js', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', ...env } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+test('--version names xtts and its version', () => {
+  const r = xtts(['--version']);
+  assert.equal(r.code, 0);
+  assert.match(r.stdout, /^xtts\/0\.1\.0 /);
+});
+
+test('--help lists the core commands and does not load TensorFlow.js', () => {
+  const r = spawnSync(process.execPath, ['src/cli/run.js', '--help'], { cwd: root, encoding: 'utf8', env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /validate-gpu-optimization/);
+  assert.match(r.stderr, /@oclif/, 'NODE_DEBUG=module printed no module loads: the check would be vacuous');
+  assert.doesNotMatch(r.stderr, /@tensorflow/, 'xtts --help loaded a TensorFlow.js module');
+});
+
+test('the validator does not load TensorFlow.js either', () => {
+  const r = spawnSync(process.execPath, ['src/cli/run.js', 'validate-gpu-optimization', '--config', 'configs/quickstart.yaml'], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' },
+  });
+  assert.equal(r.status, 0, r.stdout);
+  assert.match(r.stderr, /@oclif/, 'NODE_DEBUG=module printed no module loads: the check would be vacuous');
+  assert.doesNotMatch(r.stderr, /@tensorflow/);
+});
+
+test('the generated docs match the code (run `npm run build` and commit docs/)', () => {
+  assert.deepEqual(staleDocs(root), []);
+});
+
+test('a third-party plugin links and its command uses the public config API', () => {
+  const env = { XTTS_DATA_DIR: mkdtempSync(join(tmpdir(), 'xtts-data-')), XTTS_CACHE_DIR: mkdtempSync(join(tmpdir(), 'xtts-cache-')), XTTS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'xtts-cfg-')) };
+  assert.equal(xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code, 2, 'the command exists before linking');
+  const link = xtts(['plugins', 'link', '--no-install', 'test/fixtures/plugin-hello'], env);
+  assert.equal(link.code, 0, link.stderr);
+  const r = xtts(['hello', 'config', '--config', 'configs/quickstart.yaml', '--json'], env);
+  assert.equal(r.code, 0, r.stderr);
+  const env1 = JSON.parse(r.stdout);
+  assert.equal(env1.status, 'success');
+  assert.equal(env1.result.dModel, 128);
+  assert.deepEqual(env1.result.files, ['configs/quickstart.yaml', 'configs/tiny.yaml']);
+  assert.ok(env1.result.parameters > 1e6 && env1.result.parameters < 3e6);
+  const bad = xtts(['hello', 'config', '--config', 'missing.yaml', '--json'], env);
+  assert.equal(bad.code, 2);
+  assert.equal(JSON.parse(bad.stdout).error.code, 'CONFIG_INVALID');
+  assert.equal(xtts(['plugins', 'unlink', 'xtts-plugin-hello'], env).code, 0);
+  assert.equal(xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code, 2, 'the command is gone after unlinking');
+});
