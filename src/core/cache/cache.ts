@@ -1,0 +1,375 @@
+// The feature cache: one SQLite database (WAL) whose keys are content hashes. A text entry's key
+// covers the text, language, cleaner, normalisation and tokenizer/phonemizer identity; a feature's
+// key covers the audio bytes' SHA-256 and every feature setting. Nothing is keyed by file names or
+// counts, so changing an input invalidates exactly what depends on it. Every write is a transaction:
+// a killed build leaves whole entries only, and the next build resumes where it stopped.
+import { createHash } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { ExitCode, XttsError } from '../errors.js';
+
+/** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
+export const CACHE_SCHEMA_VERSION = 1;
+
+export interface CachedFeature {
+  frames: number;
+  nMels: number;
+  durationS: number;
+  /** [frames, nMels] row-major log-mel. */
+  mel: Float32Array;
+}
+
+export interface CachedFailure {
+  reason: string;
+  message: string;
+}
+
+export interface CacheStats {
+  path: string;
+  bytes: number;
+  texts: number;
+  tokens: number;
+  features: number;
+  failures: number;
+  featureFrames: number;
+  audioHashes: number;
+  /** Lookups and hits since the cache was created, per table. */
+  lookups: Record<'text' | 'tokens' | 'feature', { lookups: number; hits: number; hitRate: number | null }>;
+}
+
+export interface VerifyReport {
+  integrity: string;
+  checkedFeatures: number;
+  badFeatures: string[];
+  checkedTokens: number;
+  badTokens: string[];
+  checkedAudio: number;
+  staleAudio: string[];
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audio_hashes (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL, ino INTEGER NOT NULL, sha256 TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (key TEXT PRIMARY KEY, cleaned TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens (key TEXT PRIMARY KEY, n INTEGER NOT NULL, ids BLOB NOT NULL, unmappable TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, frames INTEGER NOT NULL, n_mels INTEGER NOT NULL, duration_s REAL NOT NULL, mel BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS failures (key TEXT PRIMARY KEY, reason TEXT NOT NULL, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value BLOB NOT NULL);
+`;
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** A key from named parts: canonical JSON so that field order or number formatting cannot change it. */
+export function contentKey(kind: string, parts: Record<string, unknown>): string {
+  const canonical = JSON.stringify(parts, Object.keys(parts).sort());
+  return `${kind}:${sha256Hex(canonical)}`;
+}
+
+function toBlob(a: Float32Array | Int32Array): Buffer {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
+function f32(blob: Buffer): Float32Array {
+  // Copy into an aligned buffer: SQLite blobs come back at arbitrary offsets.
+  const out = new Float32Array(blob.byteLength / 4);
+  new Uint8Array(out.buffer).set(blob);
+  return out;
+}
+
+function i32(blob: Buffer): Int32Array {
+  const out = new Int32Array(blob.byteLength / 4);
+  new Uint8Array(out.buffer).set(blob);
+  return out;
+}
+
+/** The native binding's path when running from the bundle (set by the bundle's entry). */
+function nativeBinding(): string | undefined {
+  const dir = (globalThis as { __XTTS_BUNDLE_DIR__?: string }).__XTTS_BUNDLE_DIR__;
+  return dir ? `${dir}/better_sqlite3.node` : undefined;
+}
+
+export class FeatureCache {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly counters = { text: [0, 0], tokens: [0, 0], feature: [0, 0] } as Record<'text' | 'tokens' | 'feature', [number, number]>;
+  private readonly stmt: Record<string, Database.Statement>;
+
+  private constructor(path: string, readonly: boolean) {
+    this.path = path;
+    try {
+      if (!readonly) mkdirSync(dirname(path), { recursive: true });
+      this.db = new Database(path, { readonly, fileMustExist: readonly, nativeBinding: nativeBinding() });
+    } catch (e) {
+      throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
+        exitCode: ExitCode.environment,
+        suggestions: ['set pipeline.cache.path to a writable location', `or remove a corrupt cache with \`xtts cache clear --config ...\``],
+      });
+    }
+    if (!readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.migrate();
+    }
+    this.db.pragma('cache_size = -65536');
+    const prep = (sql: string) => this.db.prepare(sql);
+    // A read-only cache (producer threads) gets statements that refuse to write, with a clear error.
+    const prepWrite = (sql: string) => (readonly ? readonlyStatement(path) : this.db.prepare(sql));
+    this.stmt = {
+      getText: prep('SELECT cleaned FROM texts WHERE key = ?'),
+      putText: prepWrite('INSERT OR REPLACE INTO texts (key, cleaned) VALUES (?, ?)'),
+      getTokens: prep('SELECT ids, unmappable FROM tokens WHERE key = ?'),
+      putTokens: prepWrite('INSERT OR REPLACE INTO tokens (key, n, ids, unmappable) VALUES (?, ?, ?, ?)'),
+      getFeature: prep('SELECT frames, n_mels, duration_s, mel FROM features WHERE key = ?'),
+      getFeatureInfo: prep('SELECT frames, n_mels, duration_s FROM features WHERE key = ?'),
+      putFeature: prepWrite('INSERT OR REPLACE INTO features (key, frames, n_mels, duration_s, mel) VALUES (?, ?, ?, ?, ?)'),
+      getFailure: prep('SELECT reason, message FROM failures WHERE key = ?'),
+      putFailure: prepWrite('INSERT OR REPLACE INTO failures (key, reason, message) VALUES (?, ?, ?)'),
+      getHash: prep('SELECT size, mtime_ns, ino, sha256 FROM audio_hashes WHERE path = ?'),
+      putHash: prepWrite('INSERT OR REPLACE INTO audio_hashes (path, size, mtime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?)'),
+      getMeta: prep('SELECT v FROM meta WHERE k = ?'),
+      putMeta: prepWrite('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)'),
+      getBlob: prep('SELECT value FROM blobs WHERE key = ?'),
+      putBlob: prepWrite('INSERT OR REPLACE INTO blobs (key, kind, value) VALUES (?, ?, ?)'),
+    };
+  }
+
+  /** Open (creating if needed) a cache for writing. */
+  static open(path: string): FeatureCache {
+    return new FeatureCache(path, false);
+  }
+
+  /** Open an existing cache read-only (producer threads, stats). */
+  static openReadonly(path: string): FeatureCache {
+    return new FeatureCache(path, true);
+  }
+
+  private migrate(): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
+    const row = this.db.prepare("SELECT v FROM meta WHERE k = 'schema_version'").get() as { v: string } | undefined;
+    if (row && Number(row.v) !== CACHE_SCHEMA_VERSION) {
+      // An incompatible layout: drop everything rather than misread it.
+      this.db.exec('DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; DROP TABLE IF EXISTS blobs; DELETE FROM meta;');
+    }
+    this.db.exec(SCHEMA);
+    this.db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
+  }
+
+  private count(kind: 'text' | 'tokens' | 'feature', hit: boolean): void {
+    this.counters[kind][0]++;
+    if (hit) this.counters[kind][1]++;
+  }
+
+  getText(key: string): string | undefined {
+    const row = this.stmt.getText.get(key) as { cleaned: string } | undefined;
+    this.count('text', row !== undefined);
+    return row?.cleaned;
+  }
+
+  getTokens(key: string): { ids: Int32Array; unmappable: string[] } | undefined {
+    const row = this.stmt.getTokens.get(key) as { ids: Buffer; unmappable: string } | undefined;
+    this.count('tokens', row !== undefined);
+    return row ? { ids: i32(row.ids), unmappable: JSON.parse(row.unmappable) as string[] } : undefined;
+  }
+
+  getFeature(key: string): CachedFeature | undefined {
+    const row = this.stmt.getFeature.get(key) as { frames: number; n_mels: number; duration_s: number; mel: Buffer } | undefined;
+    this.count('feature', row !== undefined);
+    return row ? { frames: row.frames, nMels: row.n_mels, durationS: row.duration_s, mel: f32(row.mel) } : undefined;
+  }
+
+  /** Frames and duration of a cached feature without reading its mel. */
+  getFeatureInfo(key: string): { frames: number; nMels: number; durationS: number } | undefined {
+    const row = this.stmt.getFeatureInfo.get(key) as { frames: number; n_mels: number; duration_s: number } | undefined;
+    this.count('feature', row !== undefined);
+    return row ? { frames: row.frames, nMels: row.n_mels, durationS: row.duration_s } : undefined;
+  }
+
+  /** The raw mel blob (no copy) for hot paths that copy it into a slot themselves. */
+  getMelBlob(key: string): Buffer | undefined {
+    const row = this.stmt.getFeature.get(key) as { mel: Buffer } | undefined;
+    return row?.mel;
+  }
+
+  getFailure(key: string): CachedFailure | undefined {
+    return this.stmt.getFailure.get(key) as CachedFailure | undefined;
+  }
+
+  /** Write many entries in one transaction. */
+  putMany(entries: {
+    texts?: { key: string; cleaned: string }[];
+    tokens?: { key: string; ids: Int32Array; unmappable: string[] }[];
+    features?: { key: string; feature: CachedFeature }[];
+    failures?: { key: string; failure: CachedFailure }[];
+  }): void {
+    this.db.transaction(() => {
+      for (const t of entries.texts ?? []) this.stmt.putText.run(t.key, t.cleaned);
+      for (const t of entries.tokens ?? []) this.stmt.putTokens.run(t.key, t.ids.length, toBlob(t.ids), JSON.stringify(t.unmappable));
+      for (const f of entries.features ?? []) this.stmt.putFeature.run(f.key, f.feature.frames, f.feature.nMels, f.feature.durationS, toBlob(f.feature.mel));
+      for (const f of entries.failures ?? []) this.stmt.putFailure.run(f.key, f.failure.reason, f.failure.message);
+    })();
+  }
+
+  getMeta(k: string): string | undefined {
+    return (this.stmt.getMeta.get(k) as { v: string } | undefined)?.v;
+  }
+
+  setMeta(k: string, v: string): void {
+    this.stmt.putMeta.run(k, v);
+  }
+
+  getBlob(key: string): Buffer | undefined {
+    return (this.stmt.getBlob.get(key) as { value: Buffer } | undefined)?.value;
+  }
+
+  putBlob(key: string, kind: string, value: Buffer | string): void {
+    this.stmt.putBlob.run(key, kind, typeof value === 'string' ? Buffer.from(value) : value);
+  }
+
+  /**
+   * SHA-256 of an audio file's bytes. Like git's index, a (size, mtime, inode) match with the last
+   * hash skips re-reading the file; `verify` re-hashes everything.
+   */
+  audioHash(path: string): string {
+    const st = statSync(path, { bigint: true });
+    const memo = this.stmt.getHash.get(path) as { size: number; mtime_ns: string; ino: number; sha256: string } | undefined;
+    if (memo && BigInt(memo.size) === st.size && memo.mtime_ns === st.mtimeNs.toString() && BigInt(memo.ino) === st.ino) return memo.sha256;
+    const sha = hashFile(path);
+    this.stmt.putHash.run(path, Number(st.size), st.mtimeNs.toString(), Number(st.ino), sha);
+    return sha;
+  }
+
+  /** Add this session's lookups and hits to the cumulative counters. */
+  flushCounters(): void {
+    this.db.transaction(() => {
+      for (const kind of ['text', 'tokens', 'feature'] as const) {
+        const [lookups, hits] = this.counters[kind];
+        if (lookups === 0) continue;
+        this.setMeta(`lookups_${kind}`, String(Number(this.getMeta(`lookups_${kind}`) ?? 0) + lookups));
+        this.setMeta(`hits_${kind}`, String(Number(this.getMeta(`hits_${kind}`) ?? 0) + hits));
+        this.counters[kind] = [0, 0];
+      }
+    })();
+  }
+
+  /** This session's lookups and hits (not yet flushed). */
+  sessionCounters(): Record<'text' | 'tokens' | 'feature', { lookups: number; hits: number }> {
+    const out = {} as Record<'text' | 'tokens' | 'feature', { lookups: number; hits: number }>;
+    for (const k of ['text', 'tokens', 'feature'] as const) out[k] = { lookups: this.counters[k][0], hits: this.counters[k][1] };
+    return out;
+  }
+
+  stats(): CacheStats {
+    const n = (table: string) => (this.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+    let bytes = 0;
+    for (const suffix of ['', '-wal', '-shm']) {
+      try {
+        bytes += statSync(this.path + suffix).size;
+      } catch {
+        /* the WAL files exist only while a writer has them */
+      }
+    }
+    const lookups = {} as CacheStats['lookups'];
+    for (const k of ['text', 'tokens', 'feature'] as const) {
+      const l = Number(this.getMeta(`lookups_${k}`) ?? 0) + this.counters[k][0];
+      const h = Number(this.getMeta(`hits_${k}`) ?? 0) + this.counters[k][1];
+      lookups[k] = { lookups: l, hits: h, hitRate: l ? h / l : null };
+    }
+    return {
+      path: this.path,
+      bytes,
+      texts: n('texts'),
+      tokens: n('tokens'),
+      features: n('features'),
+      failures: n('failures'),
+      featureFrames: (this.db.prepare('SELECT COALESCE(SUM(frames), 0) AS f FROM features').get() as { f: number }).f,
+      audioHashes: n('audio_hashes'),
+      lookups,
+    };
+  }
+
+  /** SQLite's integrity check, every blob's length against its shape, and every audio hash against the file. */
+  verify(): VerifyReport {
+    const integrity = (this.db.pragma('integrity_check', { simple: true }) as string) ?? 'unknown';
+    const badFeatures: string[] = [];
+    let checkedFeatures = 0;
+    for (const row of this.db.prepare('SELECT key, frames, n_mels, length(mel) AS len FROM features').iterate() as Iterable<{ key: string; frames: number; n_mels: number; len: number }>) {
+      checkedFeatures++;
+      if (row.len !== row.frames * row.n_mels * 4) badFeatures.push(row.key);
+    }
+    const badTokens: string[] = [];
+    let checkedTokens = 0;
+    for (const row of this.db.prepare('SELECT key, n, length(ids) AS len FROM tokens').iterate() as Iterable<{ key: string; n: number; len: number }>) {
+      checkedTokens++;
+      if (row.len !== row.n * 4) badTokens.push(row.key);
+    }
+    const staleAudio: string[] = [];
+    let checkedAudio = 0;
+    for (const row of this.db.prepare('SELECT path, sha256 FROM audio_hashes').all() as { path: string; sha256: string }[]) {
+      checkedAudio++;
+      let sha: string | undefined;
+      try {
+        sha = hashFile(row.path);
+      } catch {
+        sha = undefined;
+      }
+      if (sha !== row.sha256) staleAudio.push(row.path);
+    }
+    return { integrity, checkedFeatures, badFeatures, checkedTokens, badTokens, checkedAudio, staleAudio };
+  }
+
+  /** Remove the named entries and forget stale audio hashes (after `verify`). */
+  repair(report: VerifyReport): void {
+    this.db.transaction(() => {
+      for (const k of report.badFeatures) this.db.prepare('DELETE FROM features WHERE key = ?').run(k);
+      for (const k of report.badTokens) this.db.prepare('DELETE FROM tokens WHERE key = ?').run(k);
+      for (const p of report.staleAudio) this.db.prepare('DELETE FROM audio_hashes WHERE path = ?').run(p);
+    })();
+  }
+
+  close(): void {
+    if (this.db.open) {
+      if (!this.db.readonly) this.flushCounters();
+      this.db.close();
+    }
+  }
+}
+
+function readonlyStatement(path: string): Database.Statement {
+  const refuse = () => {
+    throw new XttsError('CACHE_READONLY', `the cache ${path} was opened read-only`, { exitCode: ExitCode.findings });
+  };
+  return { run: refuse, get: refuse, all: refuse } as unknown as Database.Statement;
+}
+
+function hashFile(path: string): string {
+  const h = createHash('sha256');
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      h.update(buf.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return h.digest('hex');
+}
+
+/** Delete a cache database and its WAL files. */
+export function clearCache(path: string): { removedBytes: number } {
+  let removedBytes = 0;
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      removedBytes += statSync(path + suffix).size;
+      rmSync(path + suffix);
+    } catch {
+      /* not there */
+    }
+  }
+  return { removedBytes };
+}

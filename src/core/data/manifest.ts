@@ -1,0 +1,247 @@
+// The manifest: metadata rows read, validated and split. A row that cannot be used is skipped with
+// its file, line, id and a reason code; the good rows are all kept. Checks that need the audio or
+// the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
+// and report through the same SkippedRow shape.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { ExitCode, XttsError } from '../errors.js';
+import type { DatasetConfig } from '../config/schema.js';
+
+export const SKIP_REASONS = {
+  malformed_row: 'the row does not have the columns of the metadata format',
+  empty_text: 'the text is empty',
+  missing_audio: 'the audio file does not exist',
+  unreadable_audio: 'the audio file cannot be read or decoded',
+  unsupported_format: 'the audio format is not supported',
+  text_too_short: 'the cleaned text is shorter than limits.min_text_chars',
+  text_too_long: 'the cleaned text is longer than limits.max_text_chars',
+  audio_too_short: 'the audio (after trimming) is shorter than limits.min_audio_s',
+  audio_too_long: 'the audio (after trimming) is longer than limits.max_audio_s',
+  unmappable_characters: 'the text has characters the tokenizer cannot map',
+  duplicate_id: 'another row above has the same id',
+  path_escapes_root: 'the audio path points outside the dataset folder',
+  unknown_language: 'the row\'s language is not in text.languages',
+} as const;
+export type SkipReason = keyof typeof SKIP_REASONS;
+
+export interface SkippedRow {
+  file: string;
+  /** 1-based line of the metadata file. */
+  line: number;
+  id: string;
+  reason: SkipReason;
+  detail: string;
+}
+
+export interface ManifestRow {
+  id: string;
+  /** Metadata file and 1-based line the row came from. */
+  file: string;
+  line: number;
+  /** Absolute path of the audio file. */
+  audioPath: string;
+  /** The text to speak: the normalized column when the format has one, else the text column. */
+  text: string;
+  speaker: string;
+  /** Language from the metadata or file name; undefined means "decide later" (fixed or detected). */
+  language?: string;
+}
+
+export type MetadataFormat = 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text';
+
+export interface ManifestPart {
+  file: string;
+  format: MetadataFormat;
+  rows: ManifestRow[];
+  skipped: SkippedRow[];
+}
+
+const HEADER_FIRST_CELLS = new Set(['id', 'wav', 'wav_path', 'wav_file', 'audio', 'audio_file', 'audio_path', 'path', 'file', 'filename', 'file_name', 'utterance', 'utterance_id']);
+const LANGUAGE_RE = /^[a-z]{2,3}(-[A-Za-z0-9]+)?$/;
+
+function looksLikeAudioPath(cell: string): boolean {
+  return /\.(wav|wave)$/i.test(cell) || cell.includes('/');
+}
+
+/** Decide the layout from the first data rows: column counts and whether the first cell is a path. */
+export function detectFormat(lines: readonly string[]): MetadataFormat {
+  const sample = lines.filter((l) => l.trim() !== '').slice(0, 50).map((l) => l.split('|'));
+  if (sample.length === 0) return 'ljspeech';
+  const counts = new Map<number, number>();
+  for (const cells of sample) counts.set(cells.length, (counts.get(cells.length) ?? 0) + 1);
+  const common = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0];
+  if (common === 3 && sample.filter((c) => looksLikeAudioPath(c[0])).length > sample.length / 2) return 'wav_path_speaker_text';
+  if (common >= 4) return 'ljspeech_multispeaker';
+  return 'ljspeech';
+}
+
+function isInside(root: string, p: string): boolean {
+  const rel = relative(root, p);
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+}
+
+/** Audio path of an LJSpeech id: wavs/<id>.wav (or <id> itself when it already names a .wav). */
+function ljspeechAudio(root: string, id: string): string {
+  return /\.wav$/i.test(id) ? resolve(root, id) : resolve(root, 'wavs', `${id}.wav`);
+}
+
+/**
+ * Read one metadata file. UTF-8 with or without BOM, LF or CRLF, a header line tolerated.
+ * Throws XttsError only when the file itself cannot be read; bad rows are skipped and reported.
+ */
+export function readMetadataFile(datasetDir: string, metadataName: string, formatSetting: DatasetConfig['format']): ManifestPart {
+  const file = join(datasetDir, metadataName);
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
+      position: { file },
+      suggestions: ['set dataset.path to the folder that holds metadata.csv, or dataset.metadata to the file name'],
+    });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
+  } catch {
+    throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is not UTF-8`, { position: { file }, suggestions: [`convert it: iconv -f LATIN1 -t UTF-8 ${file} > fixed.csv`] });
+  }
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  const lines = text.split(/\r?\n/);
+  let first = 0;
+  while (first < lines.length && lines[first].trim() === '') first++;
+  const hasHeader = first < lines.length && HEADER_FIRST_CELLS.has(lines[first].split('|')[0].trim().toLowerCase());
+  const dataStart = hasHeader ? first + 1 : first;
+  const format: MetadataFormat = formatSetting === 'auto' ? detectFormat(lines.slice(dataStart)) : formatSetting;
+  const rows: ManifestRow[] = [];
+  const skipped: SkippedRow[] = [];
+  const expected = format === 'ljspeech' ? [2, 3] : format === 'ljspeech_multispeaker' ? [4, 5] : [3, 4];
+  for (let i = dataStart; i < lines.length; i++) {
+    const raw = lines[i];
+    if (raw.trim() === '') continue;
+    const line = i + 1;
+    const cells = raw.split('|');
+    const skip = (id: string, reason: SkipReason, detail: string) => skipped.push({ file, line, id, reason, detail });
+    if (!expected.includes(cells.length)) {
+      skip(cells[0]?.trim() ?? '', 'malformed_row', `${cells.length} column${cells.length === 1 ? '' : 's'}; ${format} rows have ${expected.join(' or ')} separated by |`);
+      continue;
+    }
+    let id: string;
+    let audioPath: string;
+    let rowText: string;
+    let speaker = 'default';
+    let language: string | undefined;
+    if (format === 'wav_path_speaker_text') {
+      const [path, spk, txt, lang] = cells;
+      id = path.trim().replace(/\.wav$/i, '');
+      audioPath = resolve(datasetDir, path.trim());
+      speaker = spk.trim() || 'default';
+      rowText = txt;
+      language = lang?.trim() || undefined;
+    } else {
+      id = cells[0].trim();
+      audioPath = ljspeechAudio(datasetDir, id);
+      rowText = format === 'ljspeech' ? (cells[2] !== undefined && cells[2].trim() !== '' ? cells[2] : cells[1]) : cells[2].trim() !== '' ? cells[2] : cells[1];
+      if (format === 'ljspeech_multispeaker') {
+        speaker = cells[3].trim() || 'default';
+        language = cells[4]?.trim() || undefined;
+      }
+    }
+    if (id === '') {
+      skip('', 'malformed_row', 'the id column is empty');
+      continue;
+    }
+    if (language !== undefined && !LANGUAGE_RE.test(language)) {
+      skip(id, 'malformed_row', `language column ${JSON.stringify(language)} is not a language code like "en"`);
+      continue;
+    }
+    if (!isInside(datasetDir, audioPath)) {
+      skip(id, 'path_escapes_root', `${audioPath} is outside ${datasetDir}`);
+      continue;
+    }
+    if (rowText.trim() === '') {
+      skip(id, 'empty_text', 'the text column is empty');
+      continue;
+    }
+    rows.push({ id, file, line, audioPath, text: rowText.trim(), speaker, language });
+  }
+  return { file, format, rows, skipped };
+}
+
+/** Drop later rows whose id repeats an earlier one (across files too), and rows whose audio is missing. */
+function dedupeAndCheckAudio(parts: ManifestPart[]): void {
+  const seen = new Map<string, ManifestRow>();
+  for (const part of parts) {
+    const kept: ManifestRow[] = [];
+    for (const row of part.rows) {
+      const prior = seen.get(row.id);
+      if (prior) {
+        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'duplicate_id', detail: `id also on line ${prior.line} of ${prior.file}` });
+        continue;
+      }
+      seen.set(row.id, row);
+      let isFile = false;
+      try {
+        isFile = statSync(row.audioPath).isFile();
+      } catch {
+        isFile = false;
+      }
+      if (!isFile) {
+        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'missing_audio', detail: `${row.audioPath} does not exist` });
+        continue;
+      }
+      kept.push(row);
+    }
+    part.rows = kept;
+  }
+}
+
+/** Whether an id goes to validation: a seeded hash of the id, so adding rows never moves others. */
+export function inValidationSplit(id: string, seed: number, fraction: number): boolean {
+  if (fraction <= 0) return false;
+  const h = createHash('sha256').update(`${seed}\u0000${id}`).digest();
+  return h.readUInt32BE(0) / 2 ** 32 < fraction;
+}
+
+export interface Manifest {
+  datasetDir: string;
+  format: MetadataFormat;
+  train: ManifestRow[];
+  validation: ManifestRow[];
+  skipped: SkippedRow[];
+  /** How the validation rows were chosen. */
+  split: { source: 'file' | 'seeded'; seed?: number; fraction?: number };
+}
+
+/** Read, validate and split the dataset's metadata. */
+export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manifest {
+  if (!existsSync(datasetDir) || !statSync(datasetDir).isDirectory()) {
+    throw new XttsError('DATASET_NOT_FOUND', `dataset folder not found: ${datasetDir}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['set dataset.path in the config (relative paths are resolved against the config file) or pass --dataset DIR'],
+    });
+  }
+  const trainPart = readMetadataFile(datasetDir, dataset.metadata, dataset.format);
+  const parts = [trainPart];
+  let validation: ManifestRow[];
+  let split: Manifest['split'];
+  if (dataset.validation_metadata) {
+    const valPart = readMetadataFile(datasetDir, dataset.validation_metadata, dataset.format);
+    parts.push(valPart);
+    dedupeAndCheckAudio(parts);
+    validation = valPart.rows;
+    split = { source: 'file' };
+  } else {
+    dedupeAndCheckAudio(parts);
+    validation = trainPart.rows.filter((r) => inValidationSplit(r.id, dataset.split_seed, dataset.validation_fraction));
+    const valIds = new Set(validation.map((r) => r.id));
+    trainPart.rows = trainPart.rows.filter((r) => !valIds.has(r.id));
+    split = { source: 'seeded', seed: dataset.split_seed, fraction: dataset.validation_fraction };
+  }
+  return {
+    datasetDir,
+    format: trainPart.format,
+    train: trainPart.rows,
+    validation,
+    skipped: parts.flatMap((p) => p.skipped),
+    split,
+  };
+}

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { buildManifest, detectFormat, inValidationSplit } from '../../src/core/data/manifest.js';
+import type { DatasetConfig } from '../../src/core/config/schema.js';
+import { writeToneWav } from '../helpers/wav.js';
+
+const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
+  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, language: 'en', language_source: 'fixed', ...over,
+});
+
+function makeDataset(metadata: string, wavs: string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-ds-'));
+  mkdirSync(join(dir, 'wavs'));
+  for (const w of wavs) writeToneWav(join(dir, 'wavs', `${w}.wav`), 0.5);
+  writeFileSync(join(dir, 'metadata.csv'), metadata);
+  return dir;
+}
+
+test('LJSpeech rows with BOM, CRLF and a header; normalized text preferred', () => {
+  const dir = makeDataset('\ufeffid|text|normalized_text\r\nA1|Dr. Who|Doctor Who\r\nA2|Plain text|\r\n', ['A1', 'A2']);
+  const m = buildManifest(dir, dataset());
+  assert.equal(m.format, 'ljspeech');
+  assert.deepEqual(m.train.map((r) => [r.id, r.text, r.line]), [['A1', 'Doctor Who', 2], ['A2', 'Plain text', 3]]);
+  assert.deepEqual(m.skipped, []);
+});
+
+test('every manifest-level skip reason is produced, with line and id, and good rows are kept', () => {
+  const meta = ['G1|good one', 'G2|good two', 'G1|duplicate of the first', 'M1|no audio file', 'E1|   ', 'X1|too|many|columns|here|and|more', '../../etc/passwd|escape attempt', 'G3|good three'].join('\n');
+  const dir = makeDataset(meta, ['G1', 'G2', 'G3', 'E1']);
+  const m = buildManifest(dir, dataset({ format: 'ljspeech' }));
+  assert.deepEqual(m.train.map((r) => r.id), ['G1', 'G2', 'G3']);
+  const got = m.skipped.map((s) => `${s.line}:${s.id}:${s.reason}`).sort();
+  assert.deepEqual(got, ['3:G1:duplicate_id', '4:M1:missing_audio', '5:E1:empty_text', '6:X1:malformed_row', '7:../../etc/passwd:path_escapes_root'].sort());
+  assert.ok(m.skipped.every((s) => s.file.endsWith('metadata.csv') && s.detail.length > 0));
+});
+
+test('multi-speaker formats: id|text|normalized|speaker and wav_path|speaker|text', () => {
+  const d1 = makeDataset('a|x|y|alice\nb|x|y|bob\n', ['a', 'b']);
+  const m1 = buildManifest(d1, dataset());
+  assert.equal(m1.format, 'ljspeech_multispeaker');
+  assert.deepEqual(m1.train.map((r) => r.speaker), ['alice', 'bob']);
+  const d2 = makeDataset('wavs/a.wav|alice|hello there\nwavs/b.wav|bob|general kenobi\n', ['a', 'b']);
+  const m2 = buildManifest(d2, dataset());
+  assert.equal(m2.format, 'wav_path_speaker_text');
+  assert.deepEqual(m2.train.map((r) => [r.id, r.speaker, r.text]), [['wavs/a', 'alice', 'hello there'], ['wavs/b', 'bob', 'general kenobi']]);
+  assert.equal(detectFormat(['x|y']), 'ljspeech');
+});
+
+test('the seeded split is stable: adding rows never moves existing ones', () => {
+  const ids = Array.from({ length: 400 }, (_, i) => `U${i}`);
+  const before = ids.filter((id) => inValidationSplit(id, 7, 0.1));
+  const more = [...ids, ...Array.from({ length: 100 }, (_, i) => `V${i}`)];
+  const after = more.filter((id) => inValidationSplit(id, 7, 0.1));
+  assert.deepEqual(after.filter((id) => id.startsWith('U')), before);
+  assert.ok(before.length > 20 && before.length < 60, `~10% of 400, got ${before.length}`);
+  assert.notDeepEqual(ids.filter((id) => inValidationSplit(id, 8, 0.1)), before, 'another seed gives another split');
+});
+
+test('a separate validation file is used as given; ids may not repeat across files', () => {
+  const dir = makeDataset('A|one\nB|two\n', ['A', 'B', 'C']);
+  writeFileSync(join(dir, 'val.csv'), 'C|three\nA|again\n');
+  const m = buildManifest(dir, dataset({ validation_metadata: 'val.csv' }));
+  assert.deepEqual(m.train.map((r) => r.id), ['A', 'B']);
+  assert.deepEqual(m.validation.map((r) => r.id), ['C']);
+  assert.deepEqual(m.skipped.map((s) => [s.id, s.reason, s.line]), [['A', 'duplicate_id', 2]]);
+});
+
+test('a missing dataset folder is an XttsError with a suggestion', () => {
+  assert.throws(() => buildManifest('/nonexistent/xtts', dataset()), (e: Error & { code?: string; suggestions?: string[] }) => e.code === 'DATASET_NOT_FOUND' && (e.suggestions?.length ?? 0) > 0);
+});
