@@ -1,0 +1,168 @@
+// The trainer's side of the input pipeline: start producers over a prefetch ring, hand out batches
+// in order, and measure what the trainer waited. Position (epoch, batch) can be saved and restored.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { BucketPlan } from './buckets.js';
+import { batchSequence, type ProducerItem, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
+import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
+
+export interface LoaderOptions {
+  cachePath: string;
+  items: ProducerItem[];
+  plan: BucketPlan;
+  mean: Float32Array;
+  std: Float32Array;
+  seed: number;
+  shuffle: boolean;
+  depth: number;
+  /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
+  producers: number;
+  refFrames: number;
+  nMels: number;
+  reductionFactor: number;
+  start?: { epoch: number; batch: number };
+  /** Stop after this many batches (default: endless). */
+  maxBatches?: number;
+}
+
+export interface LoadedBatch extends BatchViews {
+  shape: BatchShape;
+  bucket: number;
+  fillers: number;
+  /** Position of this batch: resume from (epoch, index + 1) to continue after it. */
+  epoch: number;
+  index: number;
+  /** Milliseconds the caller waited for this batch. */
+  waitMs: number;
+  /** Slots already full when the batch was taken (how far ahead producers are). */
+  readySlots: number;
+  slot: number;
+}
+
+/** Module that runs a producer in a worker: the bundle sets its own file (it dispatches on workerData). */
+function workerEntry(): URL | string {
+  const bundled = (globalThis as { __XTTS_WORKER_ENTRY__?: string }).__XTTS_WORKER_ENTRY__;
+  if (bundled) return bundled;
+  const js = new URL('./producer-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return js;
+  // From TypeScript sources (tests under tsx), worker threads cannot load .ts: use the build.
+  const built = new URL('../dist/data/producer-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(built))) return built;
+  throw new Error(`the producer worker is not built (${fileURLToPath(built)}): run \`npm run build\``);
+}
+
+export class DataLoader {
+  readonly ring: RingShared;
+  private readonly options: LoaderOptions;
+  private readonly workers: Worker[] = [];
+  private readonly positions: Generator<{ epoch: number; index: number }>;
+  private seq = 0;
+  private closed = false;
+  private readonly producerResults: ProducerResult[] = [];
+  private workerError?: Error;
+
+  constructor(options: LoaderOptions) {
+    this.options = options;
+    const maxBatch = Math.max(...options.plan.buckets.map((b) => b.batchSize));
+    const layout: SlotLayout = {
+      batchSize: maxBatch,
+      maxTokens: Math.max(...options.plan.buckets.map((b) => b.maxTokens)),
+      maxFrames: Math.max(...options.plan.buckets.map((b) => b.maxFrames)),
+      refFrames: options.refFrames,
+      nMels: options.nMels,
+      reductionFactor: options.reductionFactor,
+    };
+    this.ring = createRing(options.depth, layout);
+    const start = options.start ?? { epoch: 0, batch: 0 };
+    this.positions = batchSequence({ plan: options.plan, seed: options.seed, shuffle: options.shuffle, startEpoch: start.epoch, startBatch: start.batch });
+    for (let p = 0; p < options.producers; p++) {
+      const job = this.job(p, options.producers);
+      const w = new Worker(workerEntry(), { workerData: { xttsRole: 'producer', job } });
+      w.on('message', (m: { type: string; result?: ProducerResult; message?: string }) => {
+        if (m.type === 'done' && m.result) this.producerResults.push(m.result);
+      });
+      w.on('error', (e) => {
+        this.workerError = e;
+      });
+      this.workers.push(w);
+    }
+  }
+
+  private job(producerIndex: number, producers: number): ProducerJob {
+    const o = this.options;
+    const start = o.start ?? { epoch: 0, batch: 0 };
+    return {
+      ring: this.ring,
+      cachePath: o.cachePath,
+      items: o.items,
+      plan: o.plan,
+      mean: o.mean,
+      std: o.std,
+      seed: o.seed,
+      shuffle: o.shuffle,
+      startEpoch: start.epoch,
+      startBatch: start.batch,
+      maxBatches: o.maxBatches ?? Infinity,
+      producerIndex,
+      producers,
+    };
+  }
+
+  /** The next batch in order; the caller must `release` it once its data has been copied/uploaded. */
+  async next(): Promise<LoadedBatch | undefined> {
+    if (this.closed) return undefined;
+    if (this.options.maxBatches !== undefined && this.seq >= this.options.maxBatches) return undefined;
+    const pos = this.positions.next();
+    if (pos.done) return undefined;
+    const t0 = performance.now();
+    if (this.workers.length === 0) {
+      // No producer threads: fill this one batch here (the wait is then the whole fill).
+      runProducer({ ...this.job(0, 1), startEpoch: pos.value.epoch, startBatch: pos.value.index, maxBatches: 1, ring: this.ring, producers: 1, producerIndex: 0 });
+      // runProducer numbered it seq 0 for its slot; align the ring with our sequence.
+    }
+    if (this.workerError) throw this.workerError;
+    const seq = this.workers.length === 0 ? 0 : this.seq;
+    const taken = await takeFilled(this.ring, seq);
+    const waitMs = performance.now() - t0;
+    const bucket = this.options.plan.buckets[taken.bucket];
+    const shape: BatchShape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: this.options.refFrames, nMels: this.options.nMels };
+    const views = viewsFor(this.ring.slots[taken.slot], this.ring.offsets, shape, this.options.reductionFactor);
+    this.seq++;
+    return { ...views, shape, bucket: taken.bucket, fillers: taken.fillers, epoch: pos.value.epoch, index: pos.value.index, waitMs, readySlots: taken.fullSlots, slot: taken.slot };
+  }
+
+  release(batch: LoadedBatch): void {
+    if (this.workers.length === 0) {
+      // Reset the single slot so the next in-thread fill may use it again as sequence 0.
+      const c = new Int32Array(this.ring.control);
+      releaseSlot(this.ring, batch.slot);
+      Atomics.store(c, 4 + batch.slot * 4 + 1, batch.slot);
+      return;
+    }
+    releaseSlot(this.ring, batch.slot);
+  }
+
+  /** Producer totals (fill and wait time), available after close(). */
+  get producerStats(): ProducerResult[] {
+    return this.producerResults;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    stopRing(this.ring);
+    await Promise.all(
+      this.workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(() => void w.terminate().then(() => resolve()), 5000);
+            w.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      ),
+    );
+  }
+}

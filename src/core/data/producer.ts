@@ -1,0 +1,140 @@
+// Filling prefetch slots: read tokens and log-mels of a planned batch from the feature cache,
+// normalise with the dataset's per-bin statistics, pad into the slot's preallocated arrays, pick a
+// reference clip of the same speaker, and publish. Runs in producer worker threads (producer-
+// worker.ts) — or on the calling thread when pipeline.workers is 0.
+import { FeatureCache } from '../cache/cache.js';
+import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
+import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
+
+/** What a producer needs to know about one utterance. */
+export interface ProducerItem {
+  featureKey: string;
+  frames: number;
+  tokens: Int32Array;
+  language: number;
+  speaker: number;
+}
+
+export interface ProducerJob {
+  ring: RingShared;
+  cachePath: string;
+  items: ProducerItem[];
+  plan: BucketPlan;
+  /** Per-bin normalisation: (mel - mean) / std. */
+  mean: Float32Array;
+  std: Float32Array;
+  seed: number;
+  shuffle: boolean;
+  /** Where to start: this epoch, skipping its first `startBatch` batches. */
+  startEpoch: number;
+  startBatch: number;
+  /** Stop after this many batches (Infinity: until the ring is stopped). */
+  maxBatches: number;
+  /** This producer fills sequence numbers ≡ producerIndex (mod producers). */
+  producerIndex: number;
+  producers: number;
+}
+
+/** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
+export function* batchSequence(job: Pick<ProducerJob, 'plan' | 'seed' | 'shuffle' | 'startEpoch' | 'startBatch'>): Generator<{ epoch: number; index: number; batch: PlannedBatch }> {
+  for (let epoch = job.startEpoch; ; epoch++) {
+    const batches = epochBatches(job.plan, job.seed, epoch, job.shuffle);
+    if (batches.length === 0) return;
+    for (let index = epoch === job.startEpoch ? job.startBatch : 0; index < batches.length; index++) yield { epoch, index, batch: batches[index] };
+  }
+}
+
+/** Items of each speaker, for picking references. */
+function bySpeaker(items: readonly ProducerItem[]): Map<number, number[]> {
+  const m = new Map<number, number[]>();
+  items.forEach((it, i) => {
+    const list = m.get(it.speaker) ?? [];
+    list.push(i);
+    m.set(it.speaker, list);
+  });
+  return m;
+}
+
+export interface ProducerResult {
+  batches: number;
+  fillMs: number;
+  waitMs: number;
+}
+
+/** Fill this producer's share of the sequence until done or stopped. */
+export function runProducer(job: ProducerJob): ProducerResult {
+  const cache = FeatureCache.openReadonly(job.cachePath);
+  const { layout } = job.ring;
+  const nMels = layout.nMels;
+  const speakers = bySpeaker(job.items);
+  const result: ProducerResult = { batches: 0, fillMs: 0, waitMs: 0 };
+  try {
+    let seq = 0;
+    for (const { epoch, index, batch } of batchSequence(job)) {
+      if (seq >= job.maxBatches) break;
+      if (seq % job.producers !== job.producerIndex) {
+        seq++;
+        continue;
+      }
+      const t0 = performance.now();
+      const slot = acquireForFill(job.ring, seq);
+      const t1 = performance.now();
+      result.waitMs += t1 - t0;
+      if (slot === undefined) break;
+      const bucket = job.plan.buckets[batch.bucket];
+      const shape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: layout.refFrames, nMels };
+      const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape, layout.reductionFactor);
+      v.tokens.fill(0);
+      v.mel.fill(0);
+      v.stopTargets.fill(1);
+      v.refMel.fill(0);
+      const steps = Math.ceil(shape.frames / layout.reductionFactor);
+      const rand = mulberry32((job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
+      batch.items.forEach((itemIndex, b) => {
+        const item = job.items[itemIndex];
+        const filler = b >= batch.items.length - batch.fillers;
+        const n = Math.min(item.tokens.length, shape.tokens);
+        v.tokens.set(item.tokens.subarray(0, n), b * shape.tokens);
+        v.textLengths[b] = n;
+        v.languages[b] = item.language;
+        v.speakers[b] = item.speaker;
+        const blob = cache.getMelBlob(item.featureKey);
+        if (!blob) throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`);
+        const frames = Math.min(item.frames, shape.frames);
+        copyNormalised(blob, 0, frames, nMels, job.mean, job.std, v.mel, b * shape.frames * nMels);
+        v.melLengths[b] = filler ? 0 : frames;
+        const lastStep = Math.ceil(frames / layout.reductionFactor) - 1;
+        for (let s = 0; s < steps; s++) v.stopTargets[b * steps + s] = s >= lastStep ? 1 : 0;
+        // Reference: another clip of the same speaker (the clip itself when it is the only one).
+        const peers = speakers.get(item.speaker) ?? [itemIndex];
+        let refIndex = peers[Math.floor(rand() * peers.length)];
+        if (refIndex === itemIndex && peers.length > 1) refIndex = peers[(peers.indexOf(itemIndex) + 1) % peers.length];
+        const ref = job.items[refIndex];
+        const refBlob = refIndex === itemIndex ? blob : cache.getMelBlob(ref.featureKey);
+        if (!refBlob) throw new Error(`feature ${ref.featureKey} is missing from the cache ${job.cachePath}`);
+        const refLen = Math.min(ref.frames, layout.refFrames);
+        const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
+        copyNormalised(refBlob, start, refLen, nMels, job.mean, job.std, v.refMel, b * layout.refFrames * nMels);
+        v.refLengths[b] = refLen;
+      });
+      publishFilled(job.ring, slot, batch.bucket, batch.fillers);
+      result.fillMs += performance.now() - t1;
+      result.batches++;
+      seq++;
+    }
+  } finally {
+    cache.close();
+  }
+  return result;
+}
+
+/** Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin. */
+function copyNormalised(blob: Buffer, startFrame: number, frames: number, nMels: number, mean: Float32Array, std: Float32Array, out: Float32Array, outOffset: number): void {
+  const src = new Float32Array(frames * nMels);
+  new Uint8Array(src.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
+  for (let f = 0; f < frames; f++) {
+    const o = outOffset + f * nMels;
+    const i = f * nMels;
+    for (let m = 0; m < nMels; m++) out[o + m] = (src[i + m] - mean[m]) / std[m];
+  }
+}

@@ -1,0 +1,98 @@
+// The prefetch ring and producers on a real SQLite cache: batches arrive in the planned order with
+// the right (normalised, padded) contents, identically with 0, 1 or 2 producer threads, and a run
+// restarted at a saved position continues with exactly the batches the first run would have had.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { FeatureCache } from '../../src/core/cache/cache.js';
+import { epochBatches, mulberry32, planBuckets } from '../../src/core/data/buckets.js';
+import { DataLoader, type LoadedBatch } from '../../src/core/data/loader.js';
+import type { ProducerItem } from '../../src/core/data/producer.js';
+
+const nMels = 8;
+
+function fixture(n: number) {
+  const path = join(mkdtempSync(join(tmpdir(), 'xtts-loader-')), 'cache.sqlite');
+  const cache = FeatureCache.open(path);
+  const rand = mulberry32(9);
+  const items: ProducerItem[] = [];
+  const mels: Float32Array[] = [];
+  const features = [];
+  for (let i = 0; i < n; i++) {
+    const frames = 10 + Math.floor(rand() * 50);
+    const mel = new Float32Array(frames * nMels).map(() => rand() * 4 - 2);
+    mels.push(mel);
+    features.push({ key: `feature:${i}`, feature: { frames, nMels, durationS: frames / 86, mel } });
+    items.push({ featureKey: `feature:${i}`, frames, tokens: Int32Array.from({ length: 5 + (i % 7) }, (_, t) => 1 + ((i + t) % 30)), language: i % 2, speaker: i % 3 });
+  }
+  cache.putMany({ features });
+  cache.close();
+  const plan = planBuckets(items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })), { buckets: 3, batchSize: 4, frameBudget: null, frameMultiple: 2 });
+  const mean = new Float32Array(nMels).fill(0.5);
+  const std = new Float32Array(nMels).fill(2);
+  return { path, items, mels, plan, mean, std };
+}
+
+async function collect(f: ReturnType<typeof fixture>, producers: number, maxBatches: number, start?: { epoch: number; batch: number }) {
+  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, reductionFactor: 2, start, maxBatches });
+  const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; stop: number[]; refLengths: number[] }[] = [];
+  const batches: LoadedBatch[] = [];
+  for (;;) {
+    const b = await loader.next();
+    if (!b) break;
+    batches.push(b);
+    out.push({ pos: [b.epoch, b.index], tokens: [...b.tokens], mel: [...b.mel], melLengths: [...b.melLengths], stop: [...b.stopTargets], refLengths: [...b.refLengths] });
+    loader.release(b);
+  }
+  await loader.close();
+  return { out, batches };
+}
+
+test('batches follow the plan with normalised, padded contents', async () => {
+  const f = fixture(30);
+  const perEpoch = epochBatches(f.plan, 5, 0, true);
+  const { out, batches } = await collect(f, 1, perEpoch.length);
+  assert.equal(out.length, perEpoch.length);
+  batches.forEach((b, k) => {
+    const planned = perEpoch[k];
+    assert.equal(b.bucket, planned.bucket);
+    const shape = b.shape;
+    planned.items.forEach((itemIndex, j) => {
+      const item = f.items[itemIndex];
+      const filler = j >= planned.items.length - planned.fillers;
+      assert.equal(out[k].melLengths[j], filler ? 0 : item.frames);
+      assert.deepEqual(out[k].tokens.slice(j * shape.tokens, j * shape.tokens + item.tokens.length), [...item.tokens]);
+      assert.ok(out[k].tokens.slice(j * shape.tokens + item.tokens.length, (j + 1) * shape.tokens).every((t) => t === 0), 'token padding is 0');
+      const got = out[k].mel[j * shape.frames * nMels + 3];
+      assert.ok(Math.abs(got - (f.mels[itemIndex][3] - 0.5) / 2) < 1e-6, 'mel normalised per bin');
+      assert.ok(out[k].mel.slice(j * shape.frames * nMels + item.frames * nMels, (j + 1) * shape.frames * nMels).every((x) => x === 0), 'frame padding is 0');
+      const steps = shape.frames / 2;
+      const last = Math.ceil(item.frames / 2) - 1;
+      const stop = out[k].stop.slice(j * steps, (j + 1) * steps);
+      if (!filler) assert.deepEqual(stop, stop.map((_, s) => (s >= last ? 1 : 0)));
+      assert.ok(out[k].refLengths[j] > 0 && out[k].refLengths[j] <= 16);
+    });
+  });
+});
+
+test('0, 1 and 2 producers deliver identical batches; a restart at a saved position continues exactly', async () => {
+  const f = fixture(40);
+  const n = 25; // crosses an epoch boundary
+  const one = (await collect(f, 1, n)).out;
+  const two = (await collect(f, 2, n)).out;
+  const none = (await collect(f, 0, n)).out;
+  assert.deepEqual(two, one);
+  assert.deepEqual(none, one);
+  const k = 11;
+  const [epoch, index] = one[k - 1].pos;
+  const resumed = (await collect(f, 2, n - k, { epoch, batch: index + 1 })).out;
+  assert.deepEqual(resumed, one.slice(k));
+});
+
+test('a missing feature fails the loader with the producer\'s message instead of hanging', async () => {
+  const f = fixture(12);
+  f.items[3] = { ...f.items[3], featureKey: 'feature:missing' };
+  await assert.rejects(collect(f, 1, 50), /feature:missing is missing from the cache/);
+});
