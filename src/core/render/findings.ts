@@ -18,7 +18,7 @@ export function renderValidationReport(report: ValidationReport): string {
     out.push('');
     out.push(`${paint.severity(sev)} (${group.length})`);
     const rows = group.map((f) => [f.position ? formatPosition(f.position) : '', f.ruleId, f.message, f.fix ?? '']);
-    out.push(renderTable(['where', 'rule', 'finding', 'fix'], rows, { widths: { 0: 28, 1: 26, 2: 60, 3: 36 } }).trimEnd());
+    out.push(renderTable(['where', 'rule', 'finding', 'fix'], rows, { widths: columnWidths([0.22, 0.18, 0.36, 0.24]) }).trimEnd());
   }
   const { error, warn, info } = report.summary;
   const parts = `${error} error${error === 1 ? '' : 's'}, ${warn} warning${warn === 1 ? '' : 's'}, ${info} info`;
@@ -28,6 +28,12 @@ export function renderValidationReport(report: ValidationReport): string {
   else out.push(paint.error(`✗ ${parts} (fail level: ${report.failSeverity})`));
   if (report.findings.length) out.push(paint.dim('rules are explained in docs/rules.md'));
   return out.join('\n');
+}
+
+/** Column widths that fit the terminal (120 columns when not a terminal), at least 10 each. */
+function columnWidths(shares: number[]): Record<number, number> {
+  const total = Math.max(80, process.stdout.columns || 120) - (3 * shares.length + 1);
+  return Object.fromEntries(shares.map((s, i) => [i, Math.max(10, Math.floor(total * s))]));
 }
 
 const SARIF_LEVEL: Record<Severity, 'error' | 'warning' | 'note'> = { error: 'error', warn: 'warning', info: 'note' };
