@@ -3,18 +3,11 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { BucketPlan } from './buckets.js';
-import { batchSequence, type ProducerItem, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
+import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
 
-export interface LoaderOptions {
-  cachePath: string;
-  items: ProducerItem[];
-  plan: BucketPlan;
-  mean: Float32Array;
-  std: Float32Array;
-  seed: number;
-  shuffle: boolean;
+/** The producers' inputs, plus the ring's shape and where to start. */
+export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle'> {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
   producers: number;
