@@ -64,8 +64,21 @@ export function sha256Hex(data: string | Uint8Array): string {
 
 /** A key from named parts: canonical JSON so that field order or number formatting cannot change it. */
 export function contentKey(kind: string, parts: Record<string, unknown>): string {
-  const canonical = JSON.stringify(parts, Object.keys(parts).sort());
-  return `${kind}:${sha256Hex(canonical)}`;
+  return `${kind}:${sha256Hex(canonicalJson(parts))}`;
+}
+
+/** JSON with object keys sorted at every depth, so equal values always give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 function toBlob(a: Float32Array | Int32Array): Buffer {

@@ -1,0 +1,36 @@
+// A preprocessing worker's task: read one audio file and compute its log-mel. Failures come back as
+// reason codes (they become dataset skips), never as thrown errors that would stop the pool.
+import { readFileSync } from 'node:fs';
+import type { AudioConfig } from '../config/schema.js';
+import { isXttsError } from '../errors.js';
+import { processClip } from './audio/index.js';
+
+export interface FeatureTask {
+  audioPath: string;
+  audio: AudioConfig;
+}
+
+export type FeatureTaskResult =
+  | { ok: true; frames: number; nMels: number; durationS: number; mel: Float32Array; ms: { read: number; process: number } }
+  | { ok: false; reason: 'unreadable_audio' | 'unsupported_format'; message: string };
+
+export function featureTask(task: FeatureTask): FeatureTaskResult {
+  const t0 = performance.now();
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(task.audioPath);
+  } catch (e) {
+    return { ok: false, reason: 'unreadable_audio', message: `cannot read ${task.audioPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+  }
+  const t1 = performance.now();
+  try {
+    const clip = processClip(bytes, task.audio, task.audioPath);
+    return { ok: true, frames: clip.frames, nMels: clip.nMels, durationS: clip.durationS, mel: clip.mel, ms: { read: t1 - t0, process: performance.now() - t1 } };
+  } catch (e) {
+    if (isXttsError(e)) return { ok: false, reason: e.code === 'AUDIO_UNSUPPORTED_FORMAT' ? 'unsupported_format' : 'unreadable_audio', message: e.message };
+    return { ok: false, reason: 'unreadable_audio', message: `${task.audioPath}: ${(e as Error).message}` };
+  }
+}
+
+/** The piscina entry (a clip's mel is ~200 KB: structured cloning it costs far less than computing it). */
+export default featureTask;
