@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../util/sqlite.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
@@ -98,12 +99,6 @@ function i32(blob: Buffer): Int32Array {
   return out;
 }
 
-/** The native binding's path when running from the bundle (set by the bundle's entry). */
-function nativeBinding(): string | undefined {
-  const dir = (globalThis as { __XTTS_BUNDLE_DIR__?: string }).__XTTS_BUNDLE_DIR__;
-  return dir ? `${dir}/better_sqlite3.node` : undefined;
-}
-
 export class FeatureCache {
   readonly path: string;
   private readonly db: Database.Database;
@@ -114,18 +109,14 @@ export class FeatureCache {
     this.path = path;
     try {
       if (!readonly) mkdirSync(dirname(path), { recursive: true });
-      this.db = new Database(path, { readonly, fileMustExist: readonly, nativeBinding: nativeBinding() });
+      this.db = openSqlite(path, { readonly });
     } catch (e) {
       throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
         exitCode: ExitCode.environment,
         suggestions: ['set pipeline.cache.path to a writable location', `or remove a corrupt cache with \`xtts cache clear --config ...\``],
       });
     }
-    if (!readonly) {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = NORMAL');
-      this.migrate();
-    }
+    if (!readonly) this.migrate();
     this.db.pragma('cache_size = -65536');
     const prep = (sql: string) => this.db.prepare(sql);
     // A read-only cache (producer threads) gets statements that refuse to write, with a clear error.

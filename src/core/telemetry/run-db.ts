@@ -1,0 +1,170 @@
+// A run's database: one SQLite file in the run folder with the config, every step's spans,
+// metrics (loss curves, validation) and device samples, mirrored as JSON lines in metrics.jsonl
+// for tools that prefer text. Writes are batched into transactions so logging never stalls a step.
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { openSqlite } from '../util/sqlite.js';
+import { ExitCode, XttsError } from '../errors.js';
+import { SPAN_NAMES, type StepRecord } from './spans.js';
+
+export const RUN_DB_FILE = 'run.sqlite';
+export const METRICS_JSONL = 'metrics.jsonl';
+
+export interface MetricRecord {
+  step: number;
+  name: string;
+  value: number;
+}
+
+export interface DeviceSampleRecord {
+  tMs: number;
+  device: number;
+  utilizationPct: number | null;
+  memoryUsedBytes: number | null;
+  memoryTotalBytes: number | null;
+  smClockMhz: number | null;
+  powerW: number | null;
+  temperatureC: number | null;
+  smActivityPct: number | null;
+  throttleReasons: string | null;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+  step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, ${SPAN_NAMES.map((s) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms REAL`).join(', ')},
+  epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER,
+  kernels INTEGER, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER);
+CREATE TABLE IF NOT EXISTS metrics (step INTEGER, name TEXT, value REAL, PRIMARY KEY (step, name));
+CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilization_pct REAL, memory_used_bytes REAL, memory_total_bytes REAL,
+  sm_clock_mhz REAL, power_w REAL, temperature_c REAL, sm_activity_pct REAL, throttle_reasons TEXT);
+`;
+
+const spanColumn = (s: string) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms`;
+
+export class RunDatabase {
+  readonly dir: string;
+  private readonly db: Database.Database;
+  private readonly insertStep: Database.Statement;
+  private readonly insertMetric: Database.Statement;
+  private readonly insertSample: Database.Statement;
+  private pendingSteps: StepRecord[] = [];
+  private pendingMetrics: MetricRecord[] = [];
+  private pendingSamples: DeviceSampleRecord[] = [];
+
+  private constructor(dir: string, readonly: boolean) {
+    this.dir = dir;
+    const path = join(dir, RUN_DB_FILE);
+    if (readonly && !existsSync(path)) {
+      throw new XttsError('RUN_NOT_FOUND', `no run database in ${dir} (${RUN_DB_FILE} is missing)`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['name the output folder of an `xtts train` or `xtts profile-bottleneck` run'],
+      });
+    }
+    if (!readonly) mkdirSync(dir, { recursive: true });
+    this.db = openSqlite(path, { readonly });
+    if (!readonly) this.db.exec(SCHEMA);
+    const cols = ['step', 'start_ms', 'wall_ms', ...SPAN_NAMES.map(spanColumn), 'epoch', 'batch_index', 'bucket', 'batch_size', 'tokens', 'frames', 'kernels', 'device_ms', 'ready_slots', 'learning_rate', 'loss', 'grad_norm', 'non_finite'];
+    const w = (sql: string) => (readonly ? (undefined as unknown as Database.Statement) : this.db.prepare(sql));
+    this.insertStep = w(`INSERT OR REPLACE INTO steps (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
+    this.insertMetric = w('INSERT OR REPLACE INTO metrics (step, name, value) VALUES (?, ?, ?)');
+    this.insertSample = w('INSERT INTO device_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  }
+
+  static create(dir: string): RunDatabase {
+    return new RunDatabase(dir, false);
+  }
+
+  static open(dir: string): RunDatabase {
+    return new RunDatabase(dir, true);
+  }
+
+  setMeta(k: string, v: unknown): void {
+    this.db.prepare('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)').run(k, JSON.stringify(v));
+  }
+
+  getMeta<T>(k: string): T | undefined {
+    const row = this.db.prepare('SELECT v FROM meta WHERE k = ?').get(k) as { v: string } | undefined;
+    return row ? (JSON.parse(row.v) as T) : undefined;
+  }
+
+  addStep(r: StepRecord): void {
+    this.pendingSteps.push(r);
+  }
+
+  addMetric(step: number, name: string, value: number): void {
+    this.pendingMetrics.push({ step, name, value });
+  }
+
+  addDeviceSample(s: DeviceSampleRecord): void {
+    this.pendingSamples.push(s);
+  }
+
+  /** Write what is pending in one transaction, and append the metrics to metrics.jsonl. */
+  flush(): void {
+    if (!this.pendingSteps.length && !this.pendingMetrics.length && !this.pendingSamples.length) return;
+    const steps = this.pendingSteps;
+    const metrics = this.pendingMetrics;
+    const samples = this.pendingSamples;
+    this.pendingSteps = [];
+    this.pendingMetrics = [];
+    this.pendingSamples = [];
+    this.db.transaction(() => {
+      for (const r of steps) {
+        this.insertStep.run(r.step, r.startMs, r.wallMs, ...SPAN_NAMES.map((s) => r.spans[s]), r.epoch, r.batchIndex, r.bucket, r.batchSize, r.tokens, r.frames, r.kernels, r.deviceMs ?? null, r.readySlots, r.learningRate, r.loss ?? null, r.gradNorm ?? null, r.nonFinite ? 1 : 0);
+      }
+      for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
+      for (const s of samples) this.insertSample.run(s.tMs, s.device, s.utilizationPct, s.memoryUsedBytes, s.memoryTotalBytes, s.smClockMhz, s.powerW, s.temperatureC, s.smActivityPct, s.throttleReasons);
+    })();
+    if (metrics.length) appendFileSync(join(this.dir, METRICS_JSONL), metrics.map((m) => JSON.stringify(m)).join('\n') + '\n');
+  }
+
+  steps(fromStep = 0): StepRecord[] {
+    const rows = this.db.prepare('SELECT * FROM steps WHERE step >= ? ORDER BY step').all(fromStep) as Record<string, number | null>[];
+    return rows.map((r) => ({
+      step: r.step as number,
+      startMs: r.start_ms as number,
+      wallMs: r.wall_ms as number,
+      spans: Object.fromEntries(SPAN_NAMES.map((s) => [s, (r[spanColumn(s)] as number) ?? 0])) as unknown as StepRecord['spans'],
+      epoch: r.epoch as number,
+      batchIndex: r.batch_index as number,
+      bucket: r.bucket as number,
+      batchSize: r.batch_size as number,
+      tokens: r.tokens as number,
+      frames: r.frames as number,
+      kernels: r.kernels as number,
+      deviceMs: r.device_ms ?? undefined,
+      readySlots: r.ready_slots as number,
+      learningRate: r.learning_rate as number,
+      loss: r.loss ?? undefined,
+      gradNorm: r.grad_norm ?? undefined,
+      nonFinite: r.non_finite === 1,
+    }));
+  }
+
+  metrics(name?: string): MetricRecord[] {
+    return (name ? this.db.prepare('SELECT step, name, value FROM metrics WHERE name = ? ORDER BY step').all(name) : this.db.prepare('SELECT step, name, value FROM metrics ORDER BY step, name').all()) as MetricRecord[];
+  }
+
+  deviceSamples(): DeviceSampleRecord[] {
+    return (this.db.prepare('SELECT * FROM device_samples ORDER BY t_ms').all() as Record<string, number | string | null>[]).map((r) => ({
+      tMs: r.t_ms as number,
+      device: r.device as number,
+      utilizationPct: r.utilization_pct as number | null,
+      memoryUsedBytes: r.memory_used_bytes as number | null,
+      memoryTotalBytes: r.memory_total_bytes as number | null,
+      smClockMhz: r.sm_clock_mhz as number | null,
+      powerW: r.power_w as number | null,
+      temperatureC: r.temperature_c as number | null,
+      smActivityPct: r.sm_activity_pct as number | null,
+      throttleReasons: r.throttle_reasons as string | null,
+    }));
+  }
+
+  close(): void {
+    if (!this.db.open) return;
+    if (!this.db.readonly) this.flush();
+    this.db.close();
+  }
+}

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { RunDatabase } from '../../src/core/telemetry/run-db.js';
+import { SpanTimer, type StepRecord } from '../../src/core/telemetry/spans.js';
+
+test('spans account for the whole step; the run database round-trips steps, metrics and samples', async () => {
+  const t = new SpanTimer();
+  t.add('dataWaitMs', 2);
+  await new Promise((r) => setTimeout(r, 15));
+  t.mark('forwardBackwardMs');
+  const { wallMs, spans } = t.finish();
+  const sum = Object.values(spans).reduce((a, b) => a + b, 0);
+  assert.ok(spans.forwardBackwardMs >= 10, `${spans.forwardBackwardMs}`);
+  assert.ok(Math.abs(sum - wallMs - 2) < 1e-6 || Math.abs(sum - wallMs) < 2.5, `spans ${sum} vs wall ${wallMs}`);
+
+  const dir = join(mkdtempSync(join(tmpdir(), 'xtts-run-')), 'run');
+  const db = RunDatabase.create(dir);
+  db.setMeta('config', { a: 1 });
+  const step: StepRecord = { step: 1, startMs: 0, wallMs, spans, epoch: 0, batchIndex: 0, bucket: 1, batchSize: 8, tokens: 64, frames: 400, kernels: 1234, readySlots: 2, learningRate: 1e-3, loss: 1.5, gradNorm: 0.7 };
+  db.addStep(step);
+  db.addStep({ ...step, step: 2, loss: undefined, gradNorm: undefined, nonFinite: true });
+  db.addMetric(1, 'loss/train', 1.5);
+  db.addMetric(1, 'loss/mel', 1.2);
+  db.addDeviceSample({ tMs: 5, device: 0, utilizationPct: 40, memoryUsedBytes: 1e9, memoryTotalBytes: 8e10, smClockMhz: 1980, powerW: 300, temperatureC: 50, smActivityPct: null, throttleReasons: null });
+  db.close();
+  const ro = RunDatabase.open(dir);
+  assert.deepEqual(ro.getMeta('config'), { a: 1 });
+  const steps = ro.steps();
+  assert.equal(steps.length, 2);
+  assert.deepEqual(steps[0], { ...step, deviceMs: undefined, nonFinite: false });
+  assert.equal(steps[1].nonFinite, true);
+  assert.equal(steps[1].loss, undefined);
+  assert.deepEqual(ro.metrics('loss/train'), [{ step: 1, name: 'loss/train', value: 1.5 }]);
+  assert.equal(ro.deviceSamples()[0].smClockMhz, 1980);
+  ro.close();
+  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.length, 2);
+  assert.throws(() => RunDatabase.open(join(dir, 'nope')), /no run database/);
+});
