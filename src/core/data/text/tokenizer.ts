@@ -10,6 +10,7 @@ export const BOS = 1;
 export const EOS = 2;
 export const UNK = 3;
 const SPECIALS = ['<pad>', '<bos>', '<eos>', '<unk>'];
+const SPEAKABLE = /^[\p{L}\p{M}\p{N}\p{P} ]$/u;
 
 export interface TokenizerJSON {
   format: 'xtts-tokenizer@1';
@@ -46,10 +47,15 @@ export class Tokenizer {
     this.identityHash = createHash('sha256').update(JSON.stringify(json)).digest('hex');
   }
 
-  /** Build from texts deterministically: the vocabulary is the sorted set of their code points. */
+  /**
+   * Build from texts deterministically: the vocabulary is the sorted set of their speakable code
+   * points — letters, combining marks, digits, punctuation and spaces. Symbols (☃, emoji, math,
+   * currency signs a cleaner did not expand), controls and private-use characters get no id, so a
+   * row that has them is reported as unmappable instead of teaching the model a silent token.
+   */
   static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerJSON['mode'] = 'characters', phonemizer: string | null = null): Tokenizer {
     const seen = new Set<string>();
-    for (const t of texts) for (const ch of t) seen.add(ch);
+    for (const t of texts) for (const ch of t) if (SPEAKABLE.test(ch)) seen.add(ch);
     return new Tokenizer({ format: 'xtts-tokenizer@1', mode, phonemizer, languages: [...languages], symbols: [...seen].sort() });
   }
 

@@ -1,0 +1,257 @@
+// Preparing a dataset: manifest -> languages -> text (cleaned, cached) -> tokenizer -> tokens
+// (cached) -> features (cached, worker pool) -> length limits -> per-bin statistics (cached). Every
+// unusable row is reported with its file, line, id and reason; all usable rows are kept.
+import { availableParallelism } from 'node:os';
+import { contentKey, FeatureCache } from '../cache/cache.js';
+import type { LoadedConfig } from '../config/load.js';
+import { effectiveWorkers } from '../config/rules.js';
+import type { XttsConfig } from '../config/schema.js';
+import { ExitCode, XttsError } from '../errors.js';
+import { MelStats } from './audio/stats.js';
+import { type FeatureProgress, prepareFeatures } from './features.js';
+import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
+import { CLEANER_VERSIONS, cleanText } from './text/cleaners.js';
+import { detectLanguage, languageFromFilename } from './text/language.js';
+import { Phonemizer } from './text/phonemizer.js';
+import { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';
+
+export interface PreparedItem {
+  id: string;
+  file: string;
+  line: number;
+  speaker: number;
+  language: number;
+  tokens: Int32Array;
+  featureKey: string;
+  frames: number;
+  durationS: number;
+}
+
+export interface PreparedDataset {
+  train: PreparedItem[];
+  validation: PreparedItem[];
+  skipped: SkippedRow[];
+  tokenizer: Tokenizer;
+  speakers: string[];
+  languages: string[];
+  stats: { mean: Float32Array; std: Float32Array; frames: number };
+  manifest: Manifest;
+  cachePath: string;
+  /** Milliseconds per stage, and how much came from the cache. */
+  timings: { manifestMs: number; textMs: number; tokensMs: number; featuresMs: number; statsMs: number; totalMs: number };
+  cacheUse: { texts: { computed: number; cached: number }; tokens: { computed: number; cached: number }; features: { computed: number; cached: number } };
+}
+
+export type PrepareProgress = { stage: 'text' | 'features'; done: number; total: number; elapsedMs: number };
+
+export interface PrepareOptions {
+  /** Override the dataset folder (`--dataset DIR`). */
+  datasetDir?: string;
+  /** Override the cache file (analysis uses a scratch cache for cold measurements). */
+  cachePath?: string;
+  /** Any skipped row is an error. */
+  strict?: boolean;
+  onProgress?: (p: PrepareProgress) => void;
+}
+
+function textIdentity(config: XttsConfig, phonemizer: Phonemizer | undefined) {
+  return { cleaner: CLEANER_VERSIONS[config.text.cleaners], normalization: config.text.unicode_normalization, phonemizer: phonemizer?.identity ?? null };
+}
+
+/** Where each row's language comes from (dataset.language_source). */
+function rowLanguage(row: ManifestRow, config: XttsConfig): string {
+  if (row.language) return row.language;
+  switch (config.dataset.language_source) {
+    case 'filename':
+      return languageFromFilename(row.audioPath) ?? config.dataset.language;
+    case 'detect':
+      return detectLanguage(row.text, config.text.languages).language;
+    default:
+      return config.dataset.language;
+  }
+}
+
+export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptions = {}): Promise<PreparedDataset> {
+  const config = loaded.config;
+  const t0 = performance.now();
+  const manifest = buildManifest(options.datasetDir ?? loaded.datasetDir, config.dataset);
+  const manifestMs = performance.now() - t0;
+  const skipped: SkippedRow[] = [...manifest.skipped];
+  const skip = (row: ManifestRow, reason: SkipReason, detail: string) => skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail });
+  const cachePath = options.cachePath ?? loaded.cachePath;
+  const cache = FeatureCache.open(cachePath);
+  const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
+  try {
+    // Languages.
+    const rows: { row: ManifestRow; split: 'train' | 'validation'; language: string }[] = [];
+    for (const [split, list] of [['train', manifest.train], ['validation', manifest.validation]] as const) {
+      for (const row of list) {
+        const language = rowLanguage(row, config);
+        if (!config.text.languages.includes(language)) skip(row, 'unknown_language', `language "${language}" is not in text.languages (${config.text.languages.join(', ')})`);
+        else rows.push({ row, split, language });
+      }
+    }
+
+    // Text: cleaned (and phonemized) text, keyed by everything that decides it.
+    const t1 = performance.now();
+    const ident = textIdentity(config, phonemizer);
+    const cleaned = new Map<string, { key: string; text: string }>();
+    const newTexts: { key: string; cleaned: string }[] = [];
+    let textsCached = 0;
+    let done = 0;
+    for (const r of rows) {
+      const key = contentKey('text', { text: r.row.text, language: r.language, ...ident });
+      let text = cache.getText(key);
+      if (text === undefined) {
+        text = cleanText(r.row.text, config.text);
+        if (phonemizer) text = await phonemizer.phonemize(text, r.language);
+        newTexts.push({ key, cleaned: text });
+        if (newTexts.length >= 512) cache.putMany({ texts: newTexts.splice(0) });
+      } else textsCached++;
+      cleaned.set(r.row.id, { key, text });
+      if (++done % 256 === 0) options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 });
+    }
+    cache.putMany({ texts: newTexts });
+    const textMs = performance.now() - t1;
+
+    // Tokenizer from the training texts that pass the length limits, then tokens per row.
+    const t2 = performance.now();
+    const lim = config.limits;
+    const usable = rows.filter((r) => {
+      const n = [...cleaned.get(r.row.id)!.text].length;
+      if (n < lim.min_text_chars) skip(r.row, 'text_too_short', `${n} characters after cleaning; limits.min_text_chars is ${lim.min_text_chars}`);
+      else if (n > lim.max_text_chars) skip(r.row, 'text_too_long', `${n} characters after cleaning; limits.max_text_chars is ${lim.max_text_chars}`);
+      else return true;
+      return false;
+    });
+    const tokenizer = Tokenizer.fromTexts(
+      usable.filter((r) => r.split === 'train').map((r) => cleaned.get(r.row.id)!.text),
+      config.text.languages,
+      config.text.tokenizer,
+      phonemizer?.identity ?? null,
+    );
+    cache.putBlob(`tokenizer:${tokenizer.identity()}`, 'tokenizer', JSON.stringify(tokenizer.toJSON()));
+    const tokens = new Map<string, Int32Array>();
+    const newTokens: { key: string; ids: Int32Array; unmappable: string[] }[] = [];
+    let tokensCached = 0;
+    const withTokens = usable.filter((r) => {
+      const c = cleaned.get(r.row.id)!;
+      const key = contentKey('tokens', { text: c.key, tokenizer: tokenizer.identity() });
+      let entry = cache.getTokens(key);
+      if (!entry) {
+        entry = tokenizer.encode(c.text, r.language);
+        newTokens.push({ key, ...entry });
+      } else tokensCached++;
+      if (entry.unmappable.length) {
+        skip(r.row, 'unmappable_characters', `characters not in the training vocabulary: ${entry.unmappable.map((ch) => JSON.stringify(ch)).join(' ')}`);
+        return false;
+      }
+      tokens.set(r.row.id, entry.ids);
+      return true;
+    });
+    cache.putMany({ tokens: newTokens });
+    const tokensMs = performance.now() - t2;
+
+    // Features.
+    const t3 = performance.now();
+    const workers = effectiveWorkers(config, availableParallelism());
+    const feats = await prepareFeatures({
+      cache,
+      rows: withTokens.map((r) => r.row),
+      audio: config.audio,
+      workers,
+      onProgress: (p: FeatureProgress) => options.onProgress?.({ stage: 'features', done: p.done, total: p.total, elapsedMs: p.elapsedMs }),
+    });
+    for (const f of feats.failures) skip(f.row, f.reason, f.message);
+    const featuresMs = performance.now() - t3;
+
+    // Audio length limits, speakers and languages as indices.
+    const speakers = [...new Set(withTokens.map((r) => r.row.speaker))].sort();
+    const train: PreparedItem[] = [];
+    const validation: PreparedItem[] = [];
+    for (const r of withTokens) {
+      const f = feats.features.get(r.row.id);
+      if (!f) continue;
+      if (f.durationS < lim.min_audio_s) {
+        skip(r.row, 'audio_too_short', `${f.durationS.toFixed(2)} s after trimming; limits.min_audio_s is ${lim.min_audio_s}`);
+        continue;
+      }
+      if (f.durationS > lim.max_audio_s) {
+        skip(r.row, 'audio_too_long', `${f.durationS.toFixed(2)} s after trimming; limits.max_audio_s is ${lim.max_audio_s}`);
+        continue;
+      }
+      const item: PreparedItem = {
+        id: r.row.id,
+        file: r.row.file,
+        line: r.row.line,
+        speaker: speakers.indexOf(r.row.speaker),
+        language: config.text.languages.indexOf(r.language),
+        tokens: tokens.get(r.row.id)!,
+        featureKey: f.featureKey,
+        frames: f.frames,
+        durationS: f.durationS,
+      };
+      (r.split === 'train' ? train : validation).push(item);
+    }
+    if (options.strict && skipped.length) {
+      const first = skipped[0];
+      throw new XttsError('DATASET_ROWS_SKIPPED', `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`, {
+        position: { file: first.file, line: first.line, rowId: first.id },
+        suggestions: ['fix or remove those rows, or run without --strict to skip them'],
+      });
+    }
+    if (train.length === 0) {
+      throw new XttsError('DATASET_EMPTY', `no usable training rows in ${manifest.datasetDir} (${skipped.length} skipped)`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['see the skipped rows and their reasons with `xtts analyze-data-pipeline --config ...`'],
+      });
+    }
+
+    // Per-bin statistics of the training features, cached under the set of feature keys.
+    const t4 = performance.now();
+    const statsKey = contentKey('stats', { features: train.map((i) => i.featureKey).sort() });
+    let stats: PreparedDataset['stats'];
+    const blob = cache.getBlob(statsKey);
+    if (blob) {
+      const all = new Float32Array(new Uint8Array(blob).slice().buffer);
+      const nMels = (all.length - 1) / 2;
+      stats = { mean: all.slice(0, nMels), std: all.slice(nMels, 2 * nMels), frames: all[2 * nMels] };
+    } else {
+      const acc = new MelStats(config.audio.n_mels);
+      for (const item of train) {
+        const f = cache.getFeature(item.featureKey)!;
+        acc.add(f.mel, f.frames);
+      }
+      const r = acc.finalize();
+      stats = r;
+      const packed = new Float32Array(2 * r.mean.length + 1);
+      packed.set(r.mean);
+      packed.set(r.std, r.mean.length);
+      packed[2 * r.mean.length] = r.frames;
+      cache.putBlob(statsKey, 'stats', Buffer.from(packed.buffer));
+    }
+    const statsMs = performance.now() - t4;
+    return {
+      train,
+      validation,
+      skipped: skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line),
+      tokenizer,
+      speakers,
+      languages: [...config.text.languages],
+      stats,
+      manifest,
+      cachePath,
+      timings: { manifestMs, textMs, tokensMs, featuresMs, statsMs, totalMs: performance.now() - t0 },
+      cacheUse: {
+        texts: { computed: rows.length - textsCached, cached: textsCached },
+        tokens: { computed: usable.length - tokensCached, cached: tokensCached },
+        features: { computed: feats.computed, cached: feats.fromCache },
+      },
+    };
+  } finally {
+    phonemizer?.close();
+    cache.close();
+  }
+}
+
+export type { TokenizerJSON };

@@ -1,0 +1,96 @@
+// Dataset preparation end to end on real files: espeak-ng speech, a real SQLite cache, every skip
+// reason produced by a crafted row, and exactly-what-changed invalidation.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/core/config/load.js';
+import { SKIP_REASONS } from '../../src/core/data/manifest.js';
+import { prepareDataset } from '../../src/core/data/prepare.js';
+import { pcm16Wav, tone } from '../helpers/wav.js';
+
+function speak(path: string, text: string, voice = 'en-us') {
+  execFileSync('espeak-ng', ['-v', voice, '-w', path, text]);
+}
+
+function configFor(dir: string, extra = ''): string {
+  const p = join(dir, 'config.yaml');
+  writeFileSync(p, `extends: quickstart\ndataset:\n  path: ${dir}\n  validation_fraction: 0\n  language_source: metadata\ntext:\n  cleaners: english\n  languages: [en, de]\nlimits:\n  min_audio_s: 0.5\n  max_audio_s: 6\n  max_text_chars: 120\n  min_text_chars: 3\npipeline:\n  workers: 1\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n${extra}`);
+  return p;
+}
+
+test('every skip reason comes from a crafted row, and the good rows are all kept', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-'));
+  mkdirSync(join(dir, 'wavs'));
+  const good = ['The first good sentence.', 'A second good sentence here.', 'And the third one.'];
+  good.forEach((t, i) => speak(join(dir, 'wavs', `g${i}.wav`), t));
+  speak(join(dir, 'wavs', 'long.wav'), 'This sentence is spoken on purpose for much longer than the limit allows, going on and on and on about nothing in particular at all.');
+  writeFileSync(join(dir, 'wavs', 'short.wav'), pcm16Wav(tone(0.2, 22050), 22050));
+  writeFileSync(join(dir, 'wavs', 'garbage.wav'), 'definitely not a wav file');
+  const ulaw = join(dir, 'wavs', 'ulaw.wav');
+  execFileSync('sox', [join(dir, 'wavs', 'g0.wav'), '-e', 'u-law', ulaw]);
+  for (const id of ['dup', 'uni', 'tl', 'ts', 'lang', 'empty']) copyFileSync(join(dir, 'wavs', 'g1.wav'), join(dir, 'wavs', `${id}.wav`));
+  const rows = [
+    'g0|x|The first good sentence.|alice|en',
+    'g1|x|A second good sentence here.|alice|en',
+    'g2|x|And the third one.|bob|en',
+    'g0|x|A duplicate id.|alice|en',
+    'missing|x|No audio for this one.|alice|en',
+    'garbage|x|Garbage bytes in a wav.|alice|en',
+    'ulaw|x|Mu-law is not supported.|alice|en',
+    'short|x|Too short audio here.|alice|en',
+    'long|x|Too long audio.|alice|en',
+    'uni|x|Snowman ☃ is not in the vocabulary.|alice|en',
+    `tl|x|${'word '.repeat(40)}|alice|en`,
+    'ts|x|Hi|alice|en',
+    'lang|x|Bonjour tout le monde.|alice|fr',
+    'empty| | |alice|en',
+    '../../outside|x|Escapes the root.|alice|en',
+    'only|two',
+  ];
+  writeFileSync(join(dir, 'metadata.csv'), rows.join('\n') + '\n');
+  const loaded = loadConfig(configFor(dir)).loaded!;
+  const p = await prepareDataset(loaded);
+  assert.deepEqual(p.train.map((i) => i.id).sort(), ['g0', 'g1', 'g2']);
+  const reasons = Object.fromEntries(p.skipped.map((s) => [s.id === '' ? 'only' : s.id, s.reason]));
+  assert.deepEqual(reasons, {
+    g0: 'duplicate_id', missing: 'missing_audio', garbage: 'unsupported_format', ulaw: 'unsupported_format', short: 'audio_too_short', long: 'audio_too_long',
+    uni: 'unmappable_characters', tl: 'text_too_long', ts: 'text_too_short', lang: 'unknown_language', empty: 'empty_text', '../../outside': 'path_escapes_root', only: 'malformed_row',
+  });
+  const covered = new Set(p.skipped.map((s) => s.reason));
+  const notCovered = Object.keys(SKIP_REASONS).filter((r) => !covered.has(r as never));
+  // unreadable_audio needs a file that exists but cannot be read: a folder named like a wav.
+  assert.deepEqual(notCovered, ['unreadable_audio']);
+  mkdirSync(join(dir, 'wavs', 'dirwav.wav'));
+  writeFileSync(join(dir, 'metadata.csv'), rows.join('\n') + '\ndirwav|x|A folder, not a file.|alice|en\n');
+  const p2 = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+  assert.ok(p2.skipped.some((s) => s.id === 'dirwav' && (s.reason === 'unreadable_audio' || s.reason === 'missing_audio')));
+  for (const s of p.skipped) assert.ok(s.line > 0 && s.file.endsWith('metadata.csv') && s.detail.length > 0, JSON.stringify(s));
+  assert.deepEqual(p.speakers, ['alice', 'bob']);
+  await assert.rejects(prepareDataset(loaded, { strict: true }), /cannot be used \(--strict\)/);
+});
+
+test('invalidation: nothing changed -> nothing recomputed; one text edited -> one text; hop changed -> all features', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-inval-'));
+  mkdirSync(join(dir, 'wavs'));
+  const texts = ['One two three.', 'Four five six.', 'Seven eight nine.', 'Ten eleven twelve.'];
+  texts.forEach((t, i) => speak(join(dir, 'wavs', `u${i}.wav`), t));
+  const meta = (ts: string[]) => ts.map((t, i) => `u${i}|${t}|${t}|spk|en`).join('\n') + '\n';
+  writeFileSync(join(dir, 'metadata.csv'), meta(texts));
+  const cold = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+  assert.deepEqual(cold.cacheUse.texts, { computed: 4, cached: 0 });
+  assert.deepEqual(cold.cacheUse.features, { computed: 4, cached: 0 });
+  const warm = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+  assert.deepEqual(warm.cacheUse, { texts: { computed: 0, cached: 4 }, tokens: { computed: 0, cached: 4 }, features: { computed: 0, cached: 4 } });
+  assert.deepEqual([...warm.stats.mean], [...cold.stats.mean]);
+  writeFileSync(join(dir, 'metadata.csv'), meta(['One two three.', 'Four five sixteen.', 'Seven eight nine.', 'Ten eleven twelve.']));
+  const edited = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+  assert.deepEqual(edited.cacheUse.texts, { computed: 1, cached: 3 });
+  assert.deepEqual(edited.cacheUse.features, { computed: 0, cached: 4 });
+  const hop = await prepareDataset(loadConfig(configFor(dir), { set: ['audio.hop_length=200'] }).loaded!);
+  assert.deepEqual(hop.cacheUse.texts, { computed: 0, cached: 4 });
+  assert.deepEqual(hop.cacheUse.features, { computed: 4, cached: 0 });
+  assert.ok(hop.train[0].frames > edited.train[0].frames);
+});
