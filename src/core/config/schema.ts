@@ -137,6 +137,12 @@ export const BatchingSchema = Section(
       description: 'Number of static (text length, frame count) shapes chosen from the length distribution; 0 pads each batch to its own longest item (dynamic shapes: every new shape recompiles kernels).',
     }),
     shuffle: Type.Boolean({ default: true, description: 'Shuffle batches each epoch (seeded by `training.seed`).' }),
+    reference_frames: Type.Integer({
+      minimum: 16,
+      maximum: 4096,
+      default: 192,
+      description: 'Mel frames of the reference clip (another utterance of the same speaker) the conditioning encoder sees; a random window of this length, fixed so the shape stays static.',
+    }),
   },
   'How utterances become batches of a few static shapes.',
 );

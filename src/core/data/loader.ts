@@ -3,6 +3,8 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { effectiveWorkers } from '../config/rules.js';
+import type { XttsConfig } from '../config/schema.js';
 import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
 
@@ -31,6 +33,11 @@ export interface LoadedBatch extends BatchViews {
   /** Slots already full when the batch was taken (how far ahead producers are). */
   readySlots: number;
   slot: number;
+}
+
+/** Producer threads for a config: the preprocessing workers, at most 4 (more only contend for the cache). */
+export function producerThreads(config: XttsConfig, cpuCores: number): number {
+  return Math.min(4, effectiveWorkers(config, cpuCores));
 }
 
 /** Module that runs a producer in a worker: the bundle sets its own file (it dispatches on workerData). */

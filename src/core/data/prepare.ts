@@ -71,6 +71,56 @@ function rowLanguage(row: ManifestRow, config: XttsConfig): string {
   }
 }
 
+export interface TextRow {
+  row: ManifestRow;
+  language: string;
+}
+
+/**
+ * Cleaned (and, in phonemes mode, phonemized) text of every row, from the cache where it is there,
+ * computed and written in batches where it is not.
+ */
+export async function prepareTexts(
+  rows: readonly TextRow[],
+  config: XttsConfig,
+  cache: FeatureCache,
+  phonemizer: Phonemizer | undefined,
+  onProgress?: (done: number) => void,
+): Promise<{ cleaned: Map<string, { key: string; text: string }>; cached: number }> {
+  const ident = textIdentity(config, phonemizer);
+  const cleaned = new Map<string, { key: string; text: string }>();
+  const newTexts: { key: string; cleaned: string }[] = [];
+  let cached = 0;
+  let done = 0;
+  for (const r of rows) {
+    const key = contentKey('text', { text: r.row.text, language: r.language, ...ident });
+    let text = cache.getText(key);
+    if (text === undefined) {
+      text = cleanText(r.row.text, config.text);
+      if (phonemizer) text = await phonemizer.phonemize(text, r.language);
+      newTexts.push({ key, cleaned: text });
+      if (newTexts.length >= 512) cache.putMany({ texts: newTexts.splice(0) });
+    } else cached++;
+    cleaned.set(r.row.id, { key, text });
+    if (++done % 256 === 0) onProgress?.(done);
+  }
+  cache.putMany({ texts: newTexts });
+  return { cleaned, cached };
+}
+
+/** Each usable row's language, or a skip when it is not one of text.languages. */
+export function assignLanguages(manifest: Manifest, config: XttsConfig, skip: (row: ManifestRow, reason: SkipReason, detail: string) => void): (TextRow & { split: 'train' | 'validation' })[] {
+  const rows: (TextRow & { split: 'train' | 'validation' })[] = [];
+  for (const [split, list] of [['train', manifest.train], ['validation', manifest.validation]] as const) {
+    for (const row of list) {
+      const language = rowLanguage(row, config);
+      if (!config.text.languages.includes(language)) skip(row, 'unknown_language', `language "${language}" is not in text.languages (${config.text.languages.join(', ')})`);
+      else rows.push({ row, split, language });
+    }
+  }
+  return rows;
+}
+
 export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptions = {}): Promise<PreparedDataset> {
   const config = loaded.config;
   const t0 = performance.now();
@@ -82,36 +132,11 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
   const cache = FeatureCache.open(cachePath);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   try {
-    // Languages.
-    const rows: { row: ManifestRow; split: 'train' | 'validation'; language: string }[] = [];
-    for (const [split, list] of [['train', manifest.train], ['validation', manifest.validation]] as const) {
-      for (const row of list) {
-        const language = rowLanguage(row, config);
-        if (!config.text.languages.includes(language)) skip(row, 'unknown_language', `language "${language}" is not in text.languages (${config.text.languages.join(', ')})`);
-        else rows.push({ row, split, language });
-      }
-    }
+    const rows = assignLanguages(manifest, config, skip);
 
     // Text: cleaned (and phonemized) text, keyed by everything that decides it.
     const t1 = performance.now();
-    const ident = textIdentity(config, phonemizer);
-    const cleaned = new Map<string, { key: string; text: string }>();
-    const newTexts: { key: string; cleaned: string }[] = [];
-    let textsCached = 0;
-    let done = 0;
-    for (const r of rows) {
-      const key = contentKey('text', { text: r.row.text, language: r.language, ...ident });
-      let text = cache.getText(key);
-      if (text === undefined) {
-        text = cleanText(r.row.text, config.text);
-        if (phonemizer) text = await phonemizer.phonemize(text, r.language);
-        newTexts.push({ key, cleaned: text });
-        if (newTexts.length >= 512) cache.putMany({ texts: newTexts.splice(0) });
-      } else textsCached++;
-      cleaned.set(r.row.id, { key, text });
-      if (++done % 256 === 0) options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 });
-    }
-    cache.putMany({ texts: newTexts });
+    const { cleaned, cached: textsCached } = await prepareTexts(rows, config, cache, phonemizer, (done) => options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 }));
     const textMs = performance.now() - t1;
 
     // Tokenizer from the training texts that pass the length limits, then tokens per row.

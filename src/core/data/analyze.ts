@@ -1,0 +1,259 @@
+// `xtts analyze-data-pipeline` as one core call: measure each input stage on the real dataset —
+// manifest, text front end cold (scratch cache) and warm, audio read/decode/resample/trim/mel per
+// file, batch assembly, and the prefetch ring against a consumer that takes a batch every stepMs —
+// then grade the consumer's wait the way every xtts tool does and say what to change.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FeatureCache } from '../cache/cache.js';
+import type { LoadedConfig } from '../config/load.js';
+import { effectiveWorkers } from '../config/rules.js';
+import { gradeInputWait, THRESHOLDS } from '../config/thresholds.js';
+import { summarize, type Summary } from '../util/stats.js';
+import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
+import { melExtractorFor } from './audio/index.js';
+import { resample } from './audio/resample.js';
+import { decodeWav } from './audio/wav.js';
+import { planBuckets } from './buckets.js';
+import { DataLoader, producerThreads } from './loader.js';
+import { buildManifest, type SkippedRow } from './manifest.js';
+import { assignLanguages, prepareDataset, prepareTexts } from './prepare.js';
+import { Phonemizer } from './text/phonemizer.js';
+
+export interface StageRow {
+  stage: string;
+  /** What one sample is: a file, a row, a batch. */
+  unit: string;
+  ms: Summary;
+}
+
+export interface Recommendation {
+  key: string;
+  value: string;
+  why: string;
+  /** The validator rule that checks the same thing. */
+  rule?: string;
+}
+
+export interface PipelineAnalysis {
+  datasetDir: string;
+  rows: { train: number; validation: number; skipped: number };
+  skipped: SkippedRow[];
+  stages: StageRow[];
+  text: { rows: number; coldMs: number; warmMs: number; coldRowsPerS: number; warmRowsPerS: number; mode: string };
+  audio: { files: number; audioSeconds: number; realtimeFactor: number };
+  prepare: { ms: number; computedFeatures: number; cachedFeatures: number };
+  buckets: { count: number; shapes: { batchSize: number; tokens: number; frames: number; batches: number }[]; paddingShare: number };
+  ring: {
+    stepMs: number;
+    stepMsSource: 'flag' | 'run' | 'default';
+    batches: number;
+    depth: number;
+    producers: number;
+    waitShare: number;
+    waitMs: Summary;
+    readySlots: Summary;
+    grade: 'not' | 'moderately' | 'highly';
+  };
+  recommendations: Recommendation[];
+}
+
+export interface AnalyzeOptions {
+  datasetDir?: string;
+  stepMs?: number;
+  stepMsSource?: 'flag' | 'run' | 'default';
+  /** Audio files to time stage by stage (all when fewer). */
+  audioFiles?: number;
+  /** Batches to pull through the ring. */
+  batches?: number;
+  onProgress?: (message: string) => void;
+}
+
+export const DEFAULT_STEP_MS = 100;
+
+export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOptions = {}): Promise<PipelineAnalysis> {
+  const config = loaded.config;
+  const datasetDir = options.datasetDir ?? loaded.datasetDir;
+  const stages: StageRow[] = [];
+
+  // Manifest.
+  const manifestTimes: number[] = [];
+  let manifest = buildManifest(datasetDir, config.dataset);
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    manifest = buildManifest(datasetDir, config.dataset);
+    manifestTimes.push(performance.now() - t);
+  }
+  stages.push({ stage: 'manifest (read + validate + split)', unit: 'run', ms: summarize(manifestTimes) });
+
+  // Text front end, cold in a scratch cache and then warm from it.
+  options.onProgress?.('text front end');
+  const scratch = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
+  const skipSink: SkippedRow[] = [];
+  const rows = assignLanguages(manifest, config, (row, reason, detail) => skipSink.push({ file: row.file, line: row.line, id: row.id, reason, detail }));
+  const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
+  let coldMs: number;
+  let warmMs: number;
+  try {
+    const cache = FeatureCache.open(join(scratch, 'scratch.sqlite'));
+    try {
+      let t = performance.now();
+      await prepareTexts(rows, config, cache, phonemizer);
+      coldMs = performance.now() - t;
+      t = performance.now();
+      await prepareTexts(rows, config, cache, phonemizer);
+      warmMs = performance.now() - t;
+    } finally {
+      cache.close();
+    }
+  } finally {
+    phonemizer?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  stages.push({ stage: `text front end, cold (${config.text.tokenizer})`, unit: 'run', ms: summarize([coldMs]) });
+  stages.push({ stage: 'text front end, warm (cache)', unit: 'run', ms: summarize([warmMs]) });
+
+  // Audio, stage by stage, per file.
+  options.onProgress?.('audio front end');
+  const files = [...manifest.train, ...manifest.validation].slice(0, options.audioFiles ?? 200);
+  const per = { read: [] as number[], decode: [] as number[], resample: [] as number[], trim: [] as number[], mel: [] as number[], total: [] as number[] };
+  let audioSeconds = 0;
+  const mel = melExtractorFor(config.audio);
+  for (const row of files) {
+    try {
+      const t0 = performance.now();
+      const bytes = readFileSync(row.audioPath);
+      const t1 = performance.now();
+      const wav = decodeWav(bytes, row.audioPath);
+      const t2 = performance.now();
+      let samples = resample(wav.samples, wav.sampleRateHz, config.audio.sample_rate_hz);
+      const t3 = performance.now();
+      if (config.audio.trim.enabled) {
+        const { start, end } = trimSilence(samples, config.audio.trim.top_db);
+        samples = samples.subarray(start, end);
+      }
+      if (config.audio.loudness.enabled) samples = normaliseLoudness(samples, config.audio.sample_rate_hz, config.audio.loudness.target_lufs);
+      const t4 = performance.now();
+      mel.compute(samples);
+      const t5 = performance.now();
+      per.read.push(t1 - t0);
+      per.decode.push(t2 - t1);
+      per.resample.push(t3 - t2);
+      per.trim.push(t4 - t3);
+      per.mel.push(t5 - t4);
+      per.total.push(t5 - t0);
+      audioSeconds += wav.durationS;
+    } catch {
+      // Unusable files are reported by the preparation below, with their reason.
+    }
+  }
+  const trimLabel = config.audio.loudness.enabled ? 'trim + loudness' : 'trim';
+  for (const [name, values] of [['audio read', per.read], ['audio decode', per.decode], [`resample to ${config.audio.sample_rate_hz} Hz`, per.resample], [trimLabel, per.trim], ['log-mel', per.mel], ['audio total', per.total]] as const) {
+    stages.push({ stage: name, unit: 'file', ms: summarize(values) });
+  }
+  const audioTotalS = per.total.reduce((a, b) => a + b, 0) / 1000;
+
+  // The real preparation (warm when the cache already holds this dataset).
+  options.onProgress?.('preparing the dataset (feature cache)');
+  const tp = performance.now();
+  const prepared = await prepareDataset(loaded, { datasetDir });
+  const prepareMs = performance.now() - tp;
+
+  // Buckets and batch assembly through the ring.
+  const plan = planBuckets(
+    prepared.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
+    { buckets: config.batching.buckets, batchSize: config.batching.batch_size, frameBudget: config.batching.frame_budget, frameMultiple: config.model.reduction_factor },
+  );
+  const stepMs = options.stepMs ?? DEFAULT_STEP_MS;
+  const batches = options.batches ?? 50;
+  const producers = producerThreads(config, availableParallelism());
+  const loaderOptions = {
+    cachePath: prepared.cachePath,
+    items: prepared.train.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker })),
+    plan,
+    mean: prepared.stats.mean,
+    std: prepared.stats.std,
+    seed: config.training.seed,
+    shuffle: config.batching.shuffle,
+    refFrames: config.batching.reference_frames,
+    nMels: config.audio.n_mels,
+    reductionFactor: config.model.reduction_factor,
+  };
+  // Assembly alone: one producer on this thread, no consumer work in between.
+  options.onProgress?.('batch assembly');
+  const assembly: number[] = [];
+  {
+    const loader = new DataLoader({ ...loaderOptions, depth: 1, producers: 0, maxBatches: Math.min(batches, 20) });
+    for (;;) {
+      const b = await loader.next();
+      if (!b) break;
+      assembly.push(b.waitMs);
+      loader.release(b);
+    }
+    await loader.close();
+  }
+  stages.push({ stage: 'batch assembly (cache -> padded slot)', unit: 'batch', ms: summarize(assembly) });
+
+  options.onProgress?.(`prefetch ring vs a ${stepMs} ms step`);
+  const waits: number[] = [];
+  const ready: number[] = [];
+  const loader = new DataLoader({ ...loaderOptions, depth: config.pipeline.prefetch_depth, producers, maxBatches: batches });
+  const tr = performance.now();
+  try {
+    for (;;) {
+      const b = await loader.next();
+      if (!b) break;
+      waits.push(b.waitMs);
+      ready.push(b.readySlots);
+      loader.release(b);
+      await new Promise((r) => setTimeout(r, stepMs));
+    }
+  } finally {
+    await loader.close();
+  }
+  const totalMs = performance.now() - tr;
+  // The first batch is the pipeline filling, which a training run pays once; leave it out.
+  const steadyWait = waits.slice(1).reduce((a, b) => a + b, 0);
+  const waitShare = steadyWait / Math.max(1, totalMs - waits[0]);
+  const grade = gradeInputWait(waitShare);
+
+  const recommendations = recommend(loaded, { grade, readySlots: summarize(ready.slice(1)), assembly: summarize(assembly), stepMs, producers, paddingShare: plan.paddingShare, cores: availableParallelism() });
+  return {
+    datasetDir,
+    rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
+    skipped: prepared.skipped,
+    stages,
+    text: { rows: rows.length, coldMs, warmMs, coldRowsPerS: rows.length / (coldMs / 1000), warmRowsPerS: rows.length / (warmMs / 1000), mode: config.text.tokenizer },
+    audio: { files: per.total.length, audioSeconds, realtimeFactor: audioTotalS ? audioSeconds / audioTotalS : 0 },
+    prepare: { ms: prepareMs, computedFeatures: prepared.cacheUse.features.computed, cachedFeatures: prepared.cacheUse.features.cached },
+    buckets: {
+      count: plan.buckets.length,
+      shapes: plan.buckets.map((b) => ({ batchSize: b.batchSize, tokens: b.maxTokens, frames: b.maxFrames, batches: Math.ceil(b.items.length / b.batchSize) })),
+      paddingShare: plan.paddingShare,
+    },
+    ring: { stepMs, stepMsSource: options.stepMsSource ?? (options.stepMs === undefined ? 'default' : 'flag'), batches: waits.length, depth: config.pipeline.prefetch_depth, producers, waitShare, waitMs: summarize(waits.slice(1)), readySlots: summarize(ready.slice(1)), grade },
+    recommendations,
+  };
+}
+
+function recommend(
+  loaded: LoadedConfig,
+  m: { grade: 'not' | 'moderately' | 'highly'; readySlots: Summary; assembly: Summary; stepMs: number; producers: number; paddingShare: number; cores: number },
+): Recommendation[] {
+  const c = loaded.config;
+  const out: Recommendation[] = [];
+  if (!c.pipeline.cache.enabled) out.push({ key: 'pipeline.cache.enabled', value: 'true', why: 'every epoch recomputes features without it', rule: 'pipeline/cache' });
+  if (c.batching.buckets === 0) out.push({ key: 'batching.buckets', value: '4', why: 'dynamic shapes recompile kernels on most steps', rule: 'batching/static-shapes' });
+  else if (m.paddingShare > 0.3 && c.batching.buckets < 8) out.push({ key: 'batching.buckets', value: String(Math.min(8, c.batching.buckets * 2)), why: `${(m.paddingShare * 100).toFixed(0)}% of the padded frames are padding`, rule: 'batching/static-shapes' });
+  if (m.grade === 'not') return out;
+  // Producers cannot keep up: one batch takes longer to assemble than the trainer's step per producer.
+  const perProducerMs = m.assembly.p50 / Math.max(1, m.producers);
+  if (perProducerMs > m.stepMs * 0.8) {
+    const needed = Math.ceil(m.assembly.p50 / (m.stepMs * 0.7));
+    out.push({ key: 'pipeline.workers', value: String(Math.min(Math.max(1, m.cores - 1), needed)), why: `assembling a batch takes ${m.assembly.p50.toFixed(1)} ms (median) for a ${m.stepMs} ms step with ${m.producers} producer${m.producers === 1 ? '' : 's'}`, rule: 'pipeline/workers-vs-cores' });
+  }
+  if (m.readySlots.p50 < 1 && c.pipeline.prefetch_depth < THRESHOLDS.maxUsefulPrefetchDepth) {
+    out.push({ key: 'pipeline.prefetch_depth', value: String(Math.min(THRESHOLDS.maxUsefulPrefetchDepth, c.pipeline.prefetch_depth * 2)), why: 'the ring is usually empty when the trainer asks: deeper buffering absorbs slow batches', rule: 'pipeline/prefetch-depth' });
+  }
+  return out;
+}

@@ -1,0 +1,16 @@
+// The step time a recorded run measured: the median wall time of its steps after the first few
+// (which compile kernels), for analyses that should match what training really does.
+import { RunDatabase } from '../telemetry/run-db.js';
+import { ExitCode, XttsError } from '../errors.js';
+import { summarize } from '../util/stats.js';
+
+export function stepMsFromRun(runDir: string, skipFirst = 5): number {
+  const db = RunDatabase.open(runDir);
+  try {
+    const steps = db.steps().slice(skipFirst);
+    if (steps.length === 0) throw new XttsError('RUN_TOO_SHORT', `${runDir} has no steps after the first ${skipFirst} (compile) steps`, { exitCode: ExitCode.usage, suggestions: ['pass --step-ms instead, or name a longer run'] });
+    return summarize(steps.map((s) => s.wallMs)).p50;
+  } finally {
+    db.close();
+  }
+}

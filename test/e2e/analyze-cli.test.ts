@@ -1,0 +1,76 @@
+// `xtts analyze-data-pipeline` as a process: it measures every stage on the quickstart data, grades
+// the ring against a consumer's step, reports skipped rows with positions, and the utility binary
+// gives the same envelope shape.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { repoRoot, runCli, hasStackTrace } from '../helpers/cli.js';
+
+const quick = join(repoRoot, 'configs', 'quickstart');
+
+function dataset(extraRows: string[] = []): { dir: string; config: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
+  mkdirSync(join(dir, 'wavs'));
+  for (const f of readdirSync(join(quick, 'wavs')).slice(0, 12)) copyFileSync(join(quick, 'wavs', f), join(dir, 'wavs', f));
+  const rows = readFileLines(join(quick, 'metadata.csv')).slice(0, 12);
+  writeFileSync(join(dir, 'metadata.csv'), [...rows, ...extraRows].join('\n') + '\n');
+  const config = join(dir, 'config.yaml');
+  writeFileSync(config, `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  path: ${dir}\npipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`);
+  return { dir, config };
+}
+
+function readFileLines(p: string): string[] {
+  return readFileSync(p, 'utf8').trim().split('\n');
+}
+
+test('measures every stage and grades a generous step as not input-bound', async () => {
+  const { config } = dataset();
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '12', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const a = r.json.result;
+  const stages = a.stages.map((s: { stage: string }) => s.stage);
+  for (const name of ['manifest', 'text front end, cold', 'text front end, warm', 'audio read', 'audio decode', 'resample', 'trim', 'log-mel', 'batch assembly']) {
+    assert.ok(stages.some((s: string) => s.startsWith(name) || s.includes(name)), `stage ${name} missing: ${stages}`);
+  }
+  const mel = a.stages.find((s: { stage: string }) => s.stage === 'log-mel');
+  assert.equal(mel.ms.n, 12);
+  assert.ok(mel.ms.p95 >= mel.ms.p50 && mel.ms.max >= mel.ms.p95 && mel.ms.cv >= 0);
+  assert.equal(a.ring.stepMs, 40);
+  assert.equal(a.ring.batches, 12);
+  assert.equal(a.ring.grade, 'not');
+  assert.ok(a.ring.waitShare < 0.05);
+  assert.equal(a.rows.train + a.rows.validation, 12);
+});
+
+test('skipped rows are listed with file:line and reason; --strict exits 1', async () => {
+  const { dir, config } = dataset(['QS-999|Missing audio.|Missing audio.', 'QS-001|Duplicate.|Duplicate.']);
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '4'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /metadata\.csv:13 .*QS-999 .*missing_audio/);
+  assert.match(r.stdout, /metadata\.csv:14 .*QS-001 .*duplicate_id/);
+  const strict = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '4', '--strict', '--json']);
+  assert.equal(strict.code, 1);
+  assert.equal(strict.json.result.skipped.length, 2);
+});
+
+test('a missing dataset and a bad flag are clear errors without stack traces', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-bad-'));
+  const config = join(dir, 'c.yaml');
+  writeFileSync(config, `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  path: ./nowhere\n`);
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--json']);
+  assert.equal(r.code, 2);
+  assert.equal(r.json.error.code, 'DATASET_NOT_FOUND');
+  const bad = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', 'fast']);
+  assert.equal(bad.code, 2);
+  assert.ok(!hasStackTrace(bad.stdout + bad.stderr));
+});
+
+test('the utility binary runs the same command', async () => {
+  const { config } = dataset();
+  const r = await runCli(['--config', config, '--step-ms', '40', '--batches', '4', '--json'], { bin: join(repoRoot, 'utilities', 'analyze-data-pipeline.js') });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.json.status, 'success');
+  assert.equal(r.json.result.ring.batches, 4);
+});
