@@ -17,7 +17,7 @@ import { decodeWav } from './audio/wav.js';
 import { planBuckets } from './buckets.js';
 import { DataLoader, producerThreads } from './loader.js';
 import { buildManifest, type SkippedRow } from './manifest.js';
-import { assignLanguages, prepareDataset, prepareTexts } from './prepare.js';
+import { assignLanguages, prepareDataset, prepareTexts, type PrepareProgress } from './prepare.js';
 import { Phonemizer } from './text/phonemizer.js';
 
 export interface StageRow {
@@ -67,6 +67,8 @@ export interface AnalyzeOptions {
   /** Batches to pull through the ring. */
   batches?: number;
   onProgress?: (message: string) => void;
+  /** Progress of the dataset preparation (text and features). */
+  onPrepareProgress?: (p: PrepareProgress) => void;
 }
 
 export const DEFAULT_STEP_MS = 100;
@@ -156,7 +158,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   // The real preparation (warm when the cache already holds this dataset).
   options.onProgress?.('preparing the dataset (feature cache)');
   const tp = performance.now();
-  const prepared = await prepareDataset(loaded, { datasetDir });
+  const prepared = await prepareDataset(loaded, { datasetDir, onProgress: options.onPrepareProgress });
   const prepareMs = performance.now() - tp;
 
   // Buckets and batch assembly through the ring.

@@ -1,2 +1,3 @@
 export { paint, renderTable, type TableOptions } from './style.js';
 export { renderValidationReport, toSarif } from './findings.js';
+export { ProgressLine } from './progress.js';

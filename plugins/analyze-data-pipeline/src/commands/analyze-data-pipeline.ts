@@ -3,7 +3,7 @@ import { Flags } from '@oclif/core';
 import { ExitCode, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow } from '@xtts/core/config';
 import { analyzePipeline, stepMsFromRun, type PipelineAnalysis } from '@xtts/core/data';
-import { paint, renderTable } from '@xtts/core/render';
+import { paint, ProgressLine, renderTable } from '@xtts/core/render';
 
 const GRADE_TEXT = { not: 'not input-bound', moderately: 'moderately input-bound', highly: 'highly input-bound' } as const;
 
@@ -38,15 +38,28 @@ Exit codes: 0 measured; 1 highly input-bound, or rows were skipped with --strict
     this.strict = flags.strict;
     const loaded = loadConfigOrThrow(flags.config, { set: flags.set });
     const stepMs = flags['step-ms'] ?? (flags.run ? stepMsFromRun(flags.run) : undefined);
-    const progress = !this.jsonEnabled() && process.stderr.isTTY ? (m: string) => process.stderr.write(`${paint.dim(`… ${m}`)}\n`) : undefined;
-    return analyzePipeline(loaded, {
+    const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips') };
+    const showBars = !this.jsonEnabled();
+    const progress =
+      !this.jsonEnabled() && process.stderr.isTTY
+        ? (m: string) => {
+            bars.text.finish();
+            bars.features.finish();
+            process.stderr.write(`${paint.dim(`… ${m}`)}\n`);
+          }
+        : undefined;
+    const result = await analyzePipeline(loaded, {
       datasetDir: flags.dataset,
       stepMs,
       stepMsSource: flags['step-ms'] !== undefined ? 'flag' : flags.run ? 'run' : 'default',
       audioFiles: flags.files,
       batches: flags.batches,
       onProgress: progress,
+      onPrepareProgress: showBars ? (p) => bars[p.stage].update(p.done, p.total, p.elapsedMs) : undefined,
     });
+    bars.text.finish();
+    bars.features.finish();
+    return result;
   }
 
   protected render(a: PipelineAnalysis): void {
