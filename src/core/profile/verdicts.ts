@@ -1,0 +1,198 @@
+// What bounds a training step, from its recorded spans and device samples: a per-span breakdown
+// (mean, std, min, max, p95, CV) and numbered, graded verdicts with the config changes that follow.
+// Thresholds are the shared ones (config/thresholds.ts) and can be overridden per call.
+import { THRESHOLDS } from '../config/thresholds.js';
+import type { DeviceSampleRecord } from '../telemetry/run-db.js';
+import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
+import { summarize, type Summary } from '../util/stats.js';
+
+export type Thresholds = { -readonly [K in keyof typeof THRESHOLDS]: number };
+
+export type Grade = 'ok' | 'moderate' | 'high';
+
+export interface Verdict {
+  /** 1-based, in order of importance. */
+  n: number;
+  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating';
+  grade: Grade;
+  title: string;
+  evidence: string;
+  /** Config changes that address it, with the validator rule that checks the same thing. */
+  actions: { key: string; value: string | number | boolean; effect: string; rule?: string }[];
+}
+
+export interface StepBreakdown {
+  steps: number;
+  wallMs: Summary;
+  spans: Record<keyof StepSpans, Summary>;
+  /** Share of the summed wall time per span. */
+  shares: Record<keyof StepSpans, number>;
+  kernels: Summary;
+  /** Host milliseconds per kernel: dispatch time (forward/backward + optimizer) over kernels. */
+  hostMsPerKernel: number | null;
+  /** Device time per step when the backend measured it. */
+  deviceMs: Summary | null;
+  /** Share of wall time the GPU was busy: device time if measured, else mean utilisation samples. */
+  gpuBusyShare: number | null;
+  gpuBusySource: 'timestamp-queries' | 'nvml-utilization' | null;
+  peakMemoryShare: number | null;
+  samplesPerS: number;
+}
+
+export interface ProfileVerdicts {
+  breakdown: StepBreakdown;
+  verdicts: Verdict[];
+  thresholds: Thresholds;
+}
+
+export interface VerdictContext {
+  batchSize: number;
+  logEvery: number;
+  workers: number | 'auto';
+  prefetchDepth: number;
+  cacheEnabled: boolean;
+  buckets: number;
+  cpuCores: number;
+  checkpointEvery: number;
+}
+
+export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[]): StepBreakdown {
+  const wall = steps.map((s) => s.wallMs);
+  const total = wall.reduce((a, b) => a + b, 0) || 1;
+  const spans = {} as Record<keyof StepSpans, Summary>;
+  const shares = {} as Record<keyof StepSpans, number>;
+  for (const name of SPAN_NAMES) {
+    const values = steps.map((s) => s.spans[name]);
+    spans[name] = summarize(values);
+    shares[name] = values.reduce((a, b) => a + b, 0) / total;
+  }
+  const kernels = summarize(steps.map((s) => s.kernels));
+  const dispatch = steps.reduce((a, s) => a + s.spans.forwardBackwardMs + s.spans.optimizerMs, 0);
+  const kernelTotal = steps.reduce((a, s) => a + s.kernels, 0);
+  const withDevice = steps.filter((s) => s.deviceMs !== undefined);
+  const deviceMs = withDevice.length === steps.length && steps.length > 0 ? summarize(withDevice.map((s) => s.deviceMs!)) : null;
+  let gpuBusyShare: number | null = null;
+  let gpuBusySource: StepBreakdown['gpuBusySource'] = null;
+  if (deviceMs) {
+    gpuBusyShare = Math.min(1, deviceMs.total / total);
+    gpuBusySource = 'timestamp-queries';
+  } else {
+    const util = samples.map((s) => s.utilizationPct).filter((u): u is number => u !== null);
+    if (util.length) {
+      gpuBusyShare = util.reduce((a, b) => a + b, 0) / util.length / 100;
+      gpuBusySource = 'nvml-utilization';
+    }
+  }
+  const mem = samples.filter((s) => s.memoryUsedBytes !== null && s.memoryTotalBytes);
+  const peakMemoryShare = mem.length ? Math.max(...mem.map((s) => s.memoryUsedBytes! / s.memoryTotalBytes!)) : null;
+  const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
+  return {
+    steps: steps.length,
+    wallMs: summarize(wall),
+    spans,
+    shares,
+    kernels,
+    hostMsPerKernel: kernelTotal ? dispatch / kernelTotal : null,
+    deviceMs,
+    gpuBusyShare,
+    gpuBusySource,
+    peakMemoryShare,
+    samplesPerS: utterances / (total / 1000),
+  };
+}
+
+function grade(value: number, moderate: number, high: number): Grade {
+  return value >= high ? 'high' : value >= moderate ? 'moderate' : 'ok';
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}): ProfileVerdicts {
+  const th: Thresholds = { ...THRESHOLDS, ...overrides };
+  const b = breakdown(steps, samples);
+  const out: Omit<Verdict, 'n'>[] = [];
+  const input = b.shares.dataWaitMs;
+  const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
+  const workers = ctx.workers === 'auto' ? Math.max(1, ctx.cpuCores - 1) : ctx.workers;
+  out.push({
+    id: 'input-bound',
+    grade: inputGrade,
+    title: inputGrade === 'ok' ? 'not input-bound' : `${inputGrade === 'high' ? 'highly' : 'moderately'} input-bound`,
+    evidence: `the trainer waited for data ${pct(input)} of the wall time (under ${pct(th.inputBoundModerate)} is fine, ${pct(th.inputBoundHigh)} or more is highly input-bound)`,
+    actions:
+      inputGrade === 'ok'
+        ? []
+        : [
+            ...(!ctx.cacheEnabled ? [{ key: 'pipeline.cache.enabled', value: true, effect: 'features are read instead of recomputed every epoch', rule: 'pipeline/cache' }] : []),
+            ...(workers < Math.max(1, ctx.cpuCores - 1) ? [{ key: 'pipeline.workers', value: Math.max(1, ctx.cpuCores - 1), effect: 'more producer threads fill the ring', rule: 'pipeline/workers-vs-cores' }] : []),
+            ...(ctx.prefetchDepth < th.maxUsefulPrefetchDepth ? [{ key: 'pipeline.prefetch_depth', value: Math.min(th.maxUsefulPrefetchDepth, ctx.prefetchDepth * 2), effect: 'deeper buffering absorbs slow batches', rule: 'pipeline/prefetch-depth' }] : []),
+          ],
+  });
+  const sync = b.shares.syncMs;
+  const syncGrade = grade(sync, th.syncBoundShare, th.syncBoundShare * 2);
+  out.push({
+    id: 'sync-bound',
+    grade: syncGrade,
+    title: syncGrade === 'ok' ? 'device syncs are rare' : 'sync-bound: the host waits for the device',
+    evidence: `${pct(sync)} of the wall time is spent in readbacks (loss every ${ctx.logEvery} step${ctx.logEvery === 1 ? '' : 's'})`,
+    actions: syncGrade === 'ok' ? [] : [{ key: 'training.log_every', value: Math.max(25, ctx.logEvery * 5), effect: 'fewer readbacks let the host queue work ahead of the device', rule: 'training/log-sync' }],
+  });
+  const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
+  if (b.gpuBusyShare !== null) {
+    const idle = b.gpuBusyShare < th.dispatchBoundGpuBusy && inputGrade === 'ok';
+    out.push({
+      id: 'dispatch-bound',
+      grade: idle ? (b.gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
+      title: idle ? 'host/dispatch-bound: the GPU idles while the host issues kernels' : 'the host keeps the GPU supplied',
+      evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${b.gpuBusySource}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
+      actions: idle
+        ? [
+            { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'the same kernels carry twice the work: per-kernel host cost is amortised (check memory with the validator)', rule: 'batching/memory' },
+            ...(ctx.buckets > 4 ? [{ key: 'batching.buckets', value: 4, effect: 'fewer shapes, fewer pipeline compilations', rule: 'batching/static-shapes' }] : []),
+          ]
+        : [],
+    });
+    const compute = b.gpuBusyShare >= 0.85;
+    out.push({
+      id: 'compute-bound',
+      grade: 'ok',
+      title: compute ? 'compute-bound: the GPU is the bottleneck (the healthy state)' : 'not compute-bound',
+      evidence: `GPU busy ${pct(b.gpuBusyShare)}`,
+      actions: [],
+    });
+  } else {
+    out.push({
+      id: 'dispatch-bound',
+      grade: dispatchShare > 0.8 ? 'moderate' : 'ok',
+      title: 'no device activity measured (no GPU or no telemetry)',
+      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} each; on the CPU backends dispatch includes the arithmetic`,
+      actions: [],
+    });
+  }
+  if (b.peakMemoryShare !== null) {
+    const tight = b.peakMemoryShare > th.memoryHeadroomShare;
+    out.push({
+      id: 'memory-headroom',
+      grade: tight ? 'high' : 'ok',
+      title: tight ? 'little memory headroom' : 'memory headroom is fine',
+      evidence: `peak device memory ${pct(b.peakMemoryShare)} of the device`,
+      actions: tight ? [{ key: 'batching.batch_size', value: Math.max(1, Math.floor(ctx.batchSize * 0.75)), effect: 'room for allocator fragmentation and longer buckets', rule: 'batching/memory' }] : [],
+    });
+  }
+  const osc = b.wallMs.cv > th.oscillatingStepCv;
+  out.push({
+    id: 'oscillating',
+    grade: osc ? 'moderate' : 'ok',
+    title: osc ? 'step time oscillates' : 'step time is steady',
+    evidence: `step time CV ${b.wallMs.cv.toFixed(2)} (p50 ${b.wallMs.p50.toFixed(1)} ms, p95 ${b.wallMs.p95.toFixed(1)} ms, max ${b.wallMs.max.toFixed(1)} ms)`,
+    actions: osc
+      ? [
+          ...(b.shares.checkpointMs > 0.05 ? [{ key: 'training.checkpoint_every', value: ctx.checkpointEvery * 4, effect: 'checkpoint writes stall fewer steps', rule: 'training/intervals' }] : []),
+          ...(ctx.buckets === 0 || ctx.buckets > 8 ? [{ key: 'batching.buckets', value: 4, effect: 'fewer distinct shapes: steady per-shape cost after compilation', rule: 'batching/static-shapes' }] : []),
+        ]
+      : [],
+  });
+  const order: Grade[] = ['high', 'moderate', 'ok'];
+  const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
+  return { breakdown: b, verdicts: sorted.map((v, i) => ({ ...v, n: i + 1 })), thresholds: th };
+}

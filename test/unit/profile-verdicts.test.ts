@@ -1,0 +1,100 @@
+// Verdicts on recorded runs crafted to be input-bound, dispatch-bound, sync-bound and balanced;
+// trace files in the structure Perfetto's JSON importer reads; the HTML report.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { judge, type VerdictContext } from '../../src/core/profile/verdicts.js';
+import { toTrace, traceProblems } from '../../src/core/profile/trace.js';
+import { htmlReport, terminalTimeline } from '../../src/core/profile/report.js';
+import type { StepRecord, StepSpans } from '../../src/core/telemetry/spans.js';
+import type { DeviceSampleRecord } from '../../src/core/telemetry/run-db.js';
+
+const ctx: VerdictContext = { batchSize: 16, logEvery: 10, workers: 1, prefetchDepth: 3, cacheEnabled: true, buckets: 4, cpuCores: 8, checkpointEvery: 1000 };
+
+function run(n: number, spans: (i: number) => Partial<StepSpans>, extra: (i: number) => Partial<StepRecord> = () => ({})): StepRecord[] {
+  let t = 0;
+  return Array.from({ length: n }, (_, i) => {
+    const s: StepSpans = { dataWaitMs: 0, uploadMs: 1, forwardBackwardMs: 10, optimizerMs: 3, syncMs: 0.5, checkpointMs: 0, otherMs: 0.5, ...spans(i) };
+    const wallMs = Object.values(s).reduce((a, b) => a + b, 0);
+    const r: StepRecord = { step: i + 1, startMs: t, wallMs, spans: s, epoch: 0, batchIndex: i, bucket: i % 2, batchSize: 16, tokens: 64, frames: 400, kernels: 1270, readySlots: 2, learningRate: 1e-3, ...extra(i) };
+    t += wallMs;
+    return r;
+  });
+}
+
+function gpu(n: number, util: number): DeviceSampleRecord[] {
+  return Array.from({ length: n }, (_, i) => ({ tMs: i * 100, device: 0, utilizationPct: util, memoryUsedBytes: 20e9, memoryTotalBytes: 80e9, smClockMhz: 1980, powerW: 200, temperatureC: 50, smActivityPct: null, throttleReasons: null }));
+}
+
+const verdict = (v: ReturnType<typeof judge>, id: string) => v.verdicts.find((x) => x.id === id)!;
+
+test('input-bound: 30% data wait is highly input-bound, with workers and prefetch actions', () => {
+  const v = judge(run(50, () => ({ dataWaitMs: 7 })), gpu(20, 60), ctx);
+  const x = verdict(v, 'input-bound');
+  assert.equal(x.grade, 'high');
+  assert.equal(v.verdicts[0].id, 'input-bound', 'the worst verdict comes first');
+  assert.deepEqual(x.actions.map((a) => a.key), ['pipeline.workers', 'pipeline.prefetch_depth']);
+  assert.equal(x.actions[0].value, 7);
+  const moderate = judge(run(50, () => ({ dataWaitMs: 1.5 })), gpu(20, 60), ctx);
+  assert.equal(verdict(moderate, 'input-bound').grade, 'moderate');
+});
+
+test('dispatch-bound: low GPU busy with no input wait names kernels per step and host time per kernel', () => {
+  const v = judge(run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })), gpu(30, 11), ctx);
+  const x = verdict(v, 'dispatch-bound');
+  assert.equal(x.grade, 'high');
+  assert.match(x.evidence, /GPU busy 11\.0%/);
+  assert.match(x.evidence, /1270 kernels a step at 630 µs of host time each/);
+  assert.equal(x.actions[0].key, 'batching.batch_size');
+  assert.equal(x.actions[0].value, 32);
+  assert.equal(verdict(v, 'input-bound').grade, 'ok');
+});
+
+test('device time from timestamp queries takes precedence over utilisation samples', () => {
+  const v = judge(run(10, () => ({})), gpu(10, 99), ctx);
+  assert.equal(v.breakdown.gpuBusySource, 'nvml-utilization');
+  const w = judge(run(10, () => ({}), () => ({ deviceMs: 3 })), gpu(10, 99), ctx);
+  assert.equal(w.breakdown.gpuBusySource, 'timestamp-queries');
+  assert.ok(Math.abs(w.breakdown.gpuBusyShare! - 0.2) < 1e-9);
+});
+
+test('sync-bound and oscillating runs; thresholds can be overridden', () => {
+  const v = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 });
+  assert.notEqual(verdict(v, 'sync-bound').grade, 'ok');
+  assert.equal(verdict(v, 'sync-bound').actions[0].key, 'training.log_every');
+  assert.equal(verdict(v, 'oscillating').grade, 'moderate');
+  const relaxed = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 }, { syncBoundShare: 0.9, oscillatingStepCv: 0.9 });
+  assert.equal(verdict(relaxed, 'sync-bound').grade, 'ok');
+  assert.equal(verdict(relaxed, 'oscillating').grade, 'ok');
+});
+
+test('a balanced run gets no warnings; memory headroom is judged from samples', () => {
+  const v = judge(run(40, () => ({})), gpu(10, 95), ctx);
+  assert.ok(v.verdicts.every((x) => x.grade === 'ok'), JSON.stringify(v.verdicts.map((x) => [x.id, x.grade])));
+  assert.equal(verdict(v, 'compute-bound').title.startsWith('compute-bound'), true);
+  const tight = judge(run(10, () => ({})), gpu(10, 95).map((s) => ({ ...s, memoryUsedBytes: 78e9 })), ctx);
+  assert.equal(verdict(tight, 'memory-headroom').grade, 'high');
+});
+
+test('the trace has the structure Perfetto reads, one complete event per span', () => {
+  const steps = run(5, () => ({ dataWaitMs: 2 }));
+  const trace = toTrace(steps, gpu(3, 50));
+  assert.deepEqual(traceProblems(trace), []);
+  const spans = trace.traceEvents.filter((e) => e.cat === 'span');
+  assert.equal(spans.length, 5 * 6, 'every non-empty span (checkpoint is 0 here)');
+  const stepEvents = trace.traceEvents.filter((e) => e.cat === 'step');
+  assert.equal(stepEvents[1].ts, steps[1].startMs * 1000);
+  assert.ok(trace.traceEvents.some((e) => e.ph === 'C' && e.name.includes('utilisation')));
+  assert.deepEqual(traceProblems(JSON.parse(JSON.stringify({ traceEvents: [{ name: 'x', ph: 'X', ts: -1, pid: 1, tid: 1 }] }))), ['event 0: ts', 'event 0: dur']);
+});
+
+test('the HTML report and the terminal timeline show every span', () => {
+  const steps = run(8, () => ({ dataWaitMs: 5 }));
+  const v = judge(steps, gpu(5, 40), ctx);
+  const html = htmlReport('profile', steps, gpu(5, 40), v, { device: 'test' });
+  assert.match(html, /<svg/);
+  assert.match(html, /dataWait/);
+  assert.match(html, /input-bound/);
+  const lines = terminalTimeline(steps);
+  assert.equal(lines.length, 8);
+  assert.match(lines[0], /D+U*F+O+/);
+});
