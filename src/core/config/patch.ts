@@ -1,0 +1,40 @@
+// Writing a config with some keys changed, keeping the user's comments, order and formatting
+// (the yaml package edits the document tree, not the text).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
+import { ExitCode, XttsError } from '../errors.js';
+import { splitKeyPath } from './load.js';
+
+export interface ConfigChange {
+  key: string;
+  value: unknown;
+  /** Why, written as a comment above the changed key. */
+  reason?: string;
+}
+
+export function patchConfigText(text: string, changes: readonly ConfigChange[]): string {
+  const doc = parseDocument(text);
+  for (const c of changes) {
+    const path = splitKeyPath(c.key);
+    doc.setIn(path, c.value);
+    if (!c.reason) continue;
+    // Comments belong on the pair's key, so they print on the line above `key: value`.
+    const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
+    if (!isMap(parent)) continue;
+    const pair = parent.items.find((p) => (isScalar(p.key) ? p.key.value : p.key) === path[path.length - 1]);
+    if (!pair) continue;
+    if (!isScalar(pair.key)) pair.key = doc.createNode(pair.key) as Scalar;
+    (pair.key as Scalar).commentBefore = ` xtts: ${c.reason}`;
+  }
+  return doc.toString();
+}
+
+export function patchConfigFile(file: string, changes: readonly ConfigChange[], out: string): void {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new XttsError('CONFIG_UNREADABLE', `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
+  }
+  writeFileSync(out, patchConfigText(text, changes));
+}
