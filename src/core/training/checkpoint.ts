@@ -1,0 +1,181 @@
+// Checkpoints: a folder per step written whole or not at all. Everything goes into a temporary
+// folder, every file is fsynced, and one rename makes it visible; `latest` and `best` are pointer
+// files replaced the same way. A write killed at any point leaves the previous checkpoint intact.
+// Rotation keeps the last N and the best.
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { ExitCode, XttsError } from '../errors.js';
+
+/** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
+export interface NamedArray {
+  name: string;
+  shape: number[];
+  dtype: 'float32' | 'int32';
+  data: Float32Array | Int32Array;
+}
+
+interface ArrayManifestEntry {
+  name: string;
+  shape: number[];
+  dtype: 'float32' | 'int32';
+  offset: number;
+  length: number;
+}
+
+export const CHECKPOINT_FORMAT = 'xtts-checkpoint@1';
+
+function writeFileDurable(path: string, data: Uint8Array | string): void {
+  const fd = openSync(path, 'w');
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Write a set of arrays as `<name>.bin` (concatenated little-endian data) and `<name>.json` (manifest). */
+function writeArrays(dir: string, base: string, arrays: readonly NamedArray[]): void {
+  let offset = 0;
+  const manifest: ArrayManifestEntry[] = arrays.map((a) => {
+    const e = { name: a.name, shape: a.shape, dtype: a.dtype, offset, length: a.data.length };
+    offset += a.data.byteLength;
+    return e;
+  });
+  const bin = new Uint8Array(offset);
+  arrays.forEach((a, i) => bin.set(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength), manifest[i].offset));
+  writeFileDurable(join(dir, `${base}.bin`), bin);
+  writeFileDurable(join(dir, `${base}.json`), JSON.stringify({ format: CHECKPOINT_FORMAT, arrays: manifest }, null, 1));
+}
+
+function readArrays(dir: string, base: string): NamedArray[] {
+  const manifest = JSON.parse(readFileSync(join(dir, `${base}.json`), 'utf8')) as { format: string; arrays: ArrayManifestEntry[] };
+  if (manifest.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir}/${base}.json is ${manifest.format}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
+  const bin = readFileSync(join(dir, `${base}.bin`));
+  return manifest.arrays.map((e) => {
+    const bytes = bin.subarray(e.offset, e.offset + e.length * 4);
+    if (bytes.length !== e.length * 4) throw new XttsError('CHECKPOINT_TRUNCATED', `${dir}/${base}.bin is shorter than its manifest says (${e.name})`, { exitCode: ExitCode.usage, suggestions: ['resume from another checkpoint: --resume picks the latest whole one'] });
+    const copy = new Uint8Array(bytes); // aligned copy
+    return { name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer) };
+  });
+}
+
+export interface CheckpointContents<State> {
+  weights: NamedArray[];
+  optimizer: NamedArray[];
+  /** Everything else a resume needs (JSON): step, data position, schedule, RNG, tokenizer, stats, config. */
+  state: State;
+}
+
+export interface CheckpointInfo {
+  dir: string;
+  step: number;
+}
+
+const STEP_DIR = /^step-(\d{8})$/;
+
+export class CheckpointStore {
+  readonly root: string;
+
+  constructor(runDir: string) {
+    this.root = join(runDir, 'checkpoints');
+  }
+
+  list(): CheckpointInfo[] {
+    if (!existsSync(this.root)) return [];
+    return readdirSync(this.root)
+      .map((name) => STEP_DIR.exec(name))
+      .filter((m): m is RegExpExecArray => m !== null && existsSync(join(this.root, m[0], 'state.json')))
+      .map((m) => ({ dir: join(this.root, m[0]), step: Number(m[1]) }))
+      .sort((a, b) => a.step - b.step);
+  }
+
+  private pointer(name: 'latest' | 'best'): string | undefined {
+    const p = join(this.root, name);
+    if (!existsSync(p)) return undefined;
+    const target = readFileSync(p, 'utf8').trim();
+    return existsSync(join(this.root, target, 'state.json')) ? join(this.root, target) : undefined;
+  }
+
+  private setPointer(name: 'latest' | 'best', dirName: string): void {
+    const tmp = join(this.root, `.${name}.${process.pid}.tmp`);
+    writeFileDurable(tmp, `${dirName}\n`);
+    renameSync(tmp, join(this.root, name));
+    fsyncDir(this.root);
+  }
+
+  /** The checkpoint to resume from: `latest` if whole, else the newest whole step folder. */
+  latest(): string | undefined {
+    return this.pointer('latest') ?? this.list().at(-1)?.dir;
+  }
+
+  best(): string | undefined {
+    return this.pointer('best');
+  }
+
+  save<State>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {
+    mkdirSync(this.root, { recursive: true });
+    const name = `step-${String(step).padStart(8, '0')}`;
+    const tmp = join(this.root, `.tmp-${name}-${process.pid}`);
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp);
+    writeArrays(tmp, 'weights', contents.weights);
+    writeArrays(tmp, 'optimizer', contents.optimizer);
+    writeFileDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
+    fsyncDir(tmp);
+    const final = join(this.root, name);
+    rmSync(final, { recursive: true, force: true });
+    renameSync(tmp, final);
+    fsyncDir(this.root);
+    this.setPointer('latest', name);
+    if (options.best) this.setPointer('best', name);
+    this.rotate(options.keep);
+    this.sweepTemporaries();
+    return final;
+  }
+
+  load<State>(dir: string): CheckpointContents<State> {
+    if (!existsSync(join(dir, 'state.json'))) {
+      throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['name a run folder (its latest checkpoint is used) or one of its checkpoints/step-* folders'],
+      });
+    }
+    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as State & { format?: string };
+    if (state.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir} is ${state.format ?? 'unknown'}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
+    return { weights: readArrays(dir, 'weights'), optimizer: readArrays(dir, 'optimizer'), state };
+  }
+
+  /** Keep the newest `keep` checkpoints and the best one. */
+  private rotate(keep: number): void {
+    const best = this.best();
+    const all = this.list();
+    for (const c of all.slice(0, Math.max(0, all.length - keep))) if (c.dir !== best) rmSync(c.dir, { recursive: true, force: true });
+  }
+
+  /** Temporary folders of writes that were killed (never visible as checkpoints). */
+  private sweepTemporaries(): void {
+    for (const name of readdirSync(this.root)) if (name.startsWith('.tmp-') && !name.endsWith(`-${process.pid}`)) rmSync(join(this.root, name), { recursive: true, force: true });
+  }
+}
+
+/** A run folder, a checkpoints folder or one checkpoint: the checkpoint folder it means. */
+export function resolveCheckpoint(path: string): string {
+  if (existsSync(join(path, 'state.json'))) return path;
+  const asRun = new CheckpointStore(path).latest();
+  if (asRun) return asRun;
+  const asRoot = existsSync(join(path, 'latest')) ? new CheckpointStore(join(path, '..')).latest() : undefined;
+  if (asRoot) return asRoot;
+  throw new XttsError('CHECKPOINT_NOT_FOUND', `no checkpoint in ${path}`, { exitCode: ExitCode.usage, suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'] });
+}

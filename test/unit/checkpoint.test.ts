@@ -1,0 +1,67 @@
+// Checkpoints are whole or absent: a write killed mid-way (SIGKILL in a child process) leaves the
+// previous checkpoint as `latest`; rotation keeps the last N and the best.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { CheckpointStore, resolveCheckpoint, type NamedArray } from '../../src/core/training/checkpoint.js';
+
+const arrays = (v: number, n = 4): NamedArray[] => [
+  { name: 'a.w', shape: [2, n / 2], dtype: 'float32', data: new Float32Array(n).fill(v) },
+  { name: 'b', shape: [3], dtype: 'int32', data: Int32Array.from([1, 2, v]) },
+];
+
+test('save, load, latest, rotation keeps the last N and the best', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-'));
+  const store = new CheckpointStore(run);
+  for (const step of [100, 200, 300, 400]) store.save(step, { weights: arrays(step), optimizer: arrays(-step), state: { step } }, { keep: 2, best: step === 200 });
+  assert.deepEqual(store.list().map((c) => c.step), [200, 300, 400]);
+  assert.equal(store.best(), join(run, 'checkpoints', 'step-00000200'));
+  const c = store.load<{ step: number }>(store.latest()!);
+  assert.equal(c.state.step, 400);
+  assert.deepEqual([...c.weights[0].data], [400, 400, 400, 400]);
+  assert.deepEqual([...c.weights[1].data], [1, 2, 400]);
+  assert.equal(c.weights[1].data instanceof Int32Array, true);
+  assert.deepEqual([...c.optimizer[0].data], [-400, -400, -400, -400]);
+  assert.equal(resolveCheckpoint(run), store.latest());
+  assert.throws(() => resolveCheckpoint(mkdtempSync(join(tmpdir(), 'xtts-none-'))), /no checkpoint/);
+});
+
+test('a checkpoint write killed mid-way leaves the previous one intact and latest', async () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-kill-'));
+  const store = new CheckpointStore(run);
+  store.save(100, { weights: arrays(1), optimizer: arrays(2), state: { step: 100 } }, { keep: 3 });
+  // A child writes a large checkpoint and is killed while writing it.
+  const script = join(run, 'writer.mts');
+  writeFileSync(script, `
+    import { CheckpointStore } from '${new URL('../../src/core/training/checkpoint.ts', import.meta.url).href}';
+    const big = [{ name: 'w', shape: [1 << 26], dtype: 'float32', data: new Float32Array(1 << 26) }];
+    process.stdout.write('writing\\n');
+    new CheckpointStore(process.argv[2]).save(200, { weights: big, optimizer: big, state: { step: 200 } }, { keep: 3 });
+    process.stdout.write('done\\n');`);
+  const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+  const child = spawn(process.execPath, ['--import', 'tsx', script, run], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => child.once('exit', r));
+  let out = '';
+  await new Promise<void>((resolve) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('writing')) setTimeout(() => {
+        child.kill('SIGKILL');
+        resolve();
+      }, 150);
+    });
+    child.on('exit', () => resolve());
+  });
+  await exited;
+  assert.ok(!out.includes('done'), 'the child was killed before it finished');
+  const again = new CheckpointStore(run);
+  assert.equal(again.latest(), join(run, 'checkpoints', 'step-00000100'));
+  assert.equal(again.load<{ step: number }>(again.latest()!).state.step, 100);
+  assert.deepEqual(again.list().map((c) => c.step), [100]);
+  // The next save sweeps the killed write's temporary folder.
+  again.save(300, { weights: arrays(3), optimizer: arrays(4), state: { step: 300 } }, { keep: 3 });
+  assert.ok(!existsSync(join(run, 'checkpoints', `.tmp-step-00000200-${child.pid}`)));
+});
