@@ -47,3 +47,4 @@ export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string
   const { frames, nMels, mel } = melExtractorFor(audio).compute(samples);
   return { frames, nMels, mel, samples, durationS: samples.length / audio.sample_rate_hz, originalSampleRateHz: wav.sampleRateHz, channels: wav.channels };
 }
+export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-lim.js';
