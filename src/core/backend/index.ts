@@ -1,6 +1,7 @@
 // TensorFlow.js backends: webgpu (Dawn through the `webgpu` package), tensorflow (tfjs-node-gpu /
 // tfjs-node, optional dependencies), wasm and cpu. `auto` takes the fastest that works here and says
 // why each faster one was passed over. Imported only by commands that compute.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Backend } from '../config/schema.js';
@@ -30,6 +31,14 @@ export function tensorflowUnavailableReason(): string {
   return 'neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node is installed: they are optional dependencies whose install script downloads libtensorflow (network needed at install time; the GPU build wants CUDA 11.2 and cuDNN 8.1). Install one with `npm install @tensorflow/tfjs-node-gpu` on a host that can reach storage.googleapis.com, or use --backend webgpu';
 }
 
+/** Where the Vulkan loader Dawn needs would be found, or undefined (checked before Dawn prints its own warning). */
+export function findVulkanLoader(): string | undefined {
+  const dirs = [...(process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean), '/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/usr/local/lib', '/usr/lib/aarch64-linux-gnu'];
+  if (process.platform !== 'linux') return 'system';
+  for (const d of dirs) if (existsSync(join(d, 'libvulkan.so.1'))) return join(d, 'libvulkan.so.1');
+  return undefined;
+}
+
 async function tryWebgpu(tf: typeof import('@tensorflow/tfjs-core'), options: BackendOptions): Promise<{ ok: true; adapter: BackendChoice['adapter'] } | { ok: false; reason: string }> {
   let webgpu: { create: (opts: string[]) => unknown; globals: Record<string, unknown> };
   try {
@@ -37,6 +46,7 @@ async function tryWebgpu(tf: typeof import('@tensorflow/tfjs-core'), options: Ba
   } catch (e) {
     return { ok: false, reason: `the webgpu package (Dawn) cannot be loaded: ${(e as Error).message.split('\n')[0]}` };
   }
+  if (!findVulkanLoader()) return { ok: false, reason: 'the Vulkan loader (libvulkan.so.1) is not installed, so Dawn cannot reach a GPU: apt-get install libvulkan1 (with the GPU driver\'s Vulkan ICD), or source the GPU runtime\'s setup.sh' };
   const flags: string[] = [];
   if (options.unsafeApis) flags.push('enable-dawn-features=allow_unsafe_apis');
   if (typeof options.device === 'string') flags.push(`adapter=${options.device}`);
