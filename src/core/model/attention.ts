@@ -1,0 +1,115 @@
+// Attention, feed-forward and the pre-LN transformer blocks. Heads are batched by reshape/transpose
+// (never a loop over heads); Q, K and V come out of one matmul and are separated by one split.
+import * as tf from '@tensorflow/tfjs-core';
+import { type DropoutPool, LayerNorm, Linear, scalar } from './nn.js';
+import type { ParamStore } from './params.js';
+
+export interface AttentionShape {
+  dModel: number;
+  heads: number;
+}
+
+/**
+ * [B·T, n·D] -> n tensors [B, H, T, dh] with one transpose and one split. The groups go to the
+ * leading axis so that each part is one contiguous block: a split along an inner axis takes the
+ * cpu backend's element-by-element slice path (~50x slower), and costs the same elsewhere.
+ */
+export function splitHeads(x: tf.Tensor2D, batch: number, steps: number, groups: number, heads: number): tf.Tensor4D[] {
+  const headDim = x.shape[1] / (groups * heads);
+  const shape: [number, number, number, number] = [batch, heads, steps, headDim];
+  if (groups === 1) return [tf.transpose(tf.reshape(x, [batch, steps, heads, headDim]), [0, 2, 1, 3]) as tf.Tensor4D];
+  const t = tf.transpose(tf.reshape(x, [batch, steps, groups, heads, headDim]), [2, 0, 3, 1, 4]); // [n, B, H, T, dh]
+  return tf.split(t, groups, 0).map((part) => tf.reshape(part, shape) as tf.Tensor4D);
+}
+
+/** [B, H, T, dh] -> [B·T, H·dh] */
+export function mergeHeads(y: tf.Tensor4D): tf.Tensor2D {
+  const [batch, heads, steps, headDim] = y.shape;
+  return tf.reshape(tf.transpose(y, [0, 2, 1, 3]), [batch * steps, heads * headDim]);
+}
+
+/**
+ * softmax(q·kᵀ/√dh + bias)·v. q [B, H, Tq, dh], k and v [B, H, Tk, dh], bias broadcastable to
+ * [B, H, Tq, Tk]. Returns the context [B, H, Tq, dh] and the weights [B, H, Tq, Tk].
+ */
+export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): { context: tf.Tensor4D; weights: tf.Tensor4D } {
+  // Scaling q (B·H·Tq·dh values) is cheaper than scaling the scores (B·H·Tq·Tk) when Tk > dh.
+  const scaled = tf.mul(q, scalar(1 / Math.sqrt(q.shape[3])));
+  const weights = tf.softmax(tf.add(tf.matMul(scaled, k, false, true), bias)) as tf.Tensor4D;
+  return { context: tf.matMul(weights, v) as tf.Tensor4D, weights };
+}
+
+export class SelfAttention {
+  readonly qkv: Linear;
+  readonly out: Linear;
+  constructor(store: ParamStore, name: string, readonly shape: AttentionShape, residualStd: number) {
+    this.qkv = new Linear(store, `${name}.qkv`, shape.dModel, 3 * shape.dModel);
+    this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
+  }
+
+  // x [B·T, D] (already normalised), bias broadcastable to [B, H, T, T] -> [B·T, D]
+  apply(x: tf.Tensor2D, batch: number, steps: number, bias: tf.Tensor): tf.Tensor2D {
+    const [q, k, v] = splitHeads(this.qkv.apply(x), batch, steps, 3, this.shape.heads);
+    return this.out.apply(mergeHeads(attend(q, k, v, bias).context));
+  }
+}
+
+/** Cross-attention whose keys and values were projected outside (all layers in one matmul). */
+export class CrossAttention {
+  readonly q: Linear;
+  readonly out: Linear;
+  constructor(store: ParamStore, name: string, readonly shape: AttentionShape, residualStd: number) {
+    this.q = new Linear(store, `${name}.q`, shape.dModel, shape.dModel);
+    this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
+  }
+
+  // x [B·Tq, D] normalised; k, v [B, H, Tk, dh]; bias broadcastable to [B, H, Tq, Tk]
+  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): { y: tf.Tensor2D; weights: tf.Tensor4D } {
+    const [q] = splitHeads(this.q.apply(x), batch, steps, 1, this.shape.heads);
+    const { context, weights } = attend(q, k, v, bias);
+    return { y: this.out.apply(mergeHeads(context)), weights };
+  }
+}
+
+export class Mlp {
+  readonly fc: Linear;
+  readonly proj: Linear;
+  constructor(store: ParamStore, name: string, dModel: number, ffMult: number, residualStd: number) {
+    this.fc = new Linear(store, `${name}.fc`, dModel, ffMult * dModel);
+    this.proj = new Linear(store, `${name}.proj`, ffMult * dModel, dModel, { std: residualStd });
+  }
+  // [rows, D] -> [rows, D]; ReLU because tfjs fuses it into the matmul (tfjs-core has no GELU).
+  apply(x: tf.Tensor2D): tf.Tensor2D {
+    return this.proj.apply(this.fc.apply(x, 'relu'));
+  }
+}
+
+export interface BlockContext {
+  batch: number;
+  steps: number;
+  dropout: DropoutPool;
+  dropoutRate: number;
+}
+
+/** Pre-LN encoder block: x + attn(ln(x)), then x + mlp(ln(x)). */
+export class EncoderBlock {
+  readonly ln1: LayerNorm;
+  readonly attn: SelfAttention;
+  readonly ln2: LayerNorm;
+  readonly mlp: Mlp;
+  constructor(store: ParamStore, name: string, shape: AttentionShape, ffMult: number, layers: number) {
+    // GPT-2: residual projections start at 0.02/√(2·layers) so the residual stream's variance does
+    // not grow with depth (Radford et al. 2019).
+    const residualStd = 0.02 / Math.sqrt(2 * layers);
+    this.ln1 = new LayerNorm(store, `${name}.ln1`, shape.dModel);
+    this.attn = new SelfAttention(store, `${name}.attn`, shape, residualStd);
+    this.ln2 = new LayerNorm(store, `${name}.ln2`, shape.dModel);
+    this.mlp = new Mlp(store, `${name}.mlp`, shape.dModel, ffMult, residualStd);
+  }
+
+  // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
+  apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
+    const h = tf.add(x, c.dropout.apply(this.attn.apply(this.ln1.apply(x), c.batch, c.steps, bias), c.dropoutRate)) as tf.Tensor2D;
+    return tf.add(h, c.dropout.apply(this.mlp.apply(this.ln2.apply(h)), c.dropoutRate));
+  }
+}

@@ -1,0 +1,316 @@
+// The model's building blocks on tfjs-core ops, written for few kernels per step: every dense layer
+// is one fused matmul (bias and activation inside), layer norm has a hand-written gradient, masks
+// are built once per forward pass and shared by all layers, and nothing reads a tensor back.
+// Activations between layers are kept 2-D ([rows, features]) so dense layers need no reshapes.
+//
+// Kernel availability (tfjs 4.22): wasm has no Conv2DBackpropFilter and no UnsortedSegmentSum
+// (the gradient of gather). So embeddings are one-hot matmuls on every backend, and a 1-D conv
+// uses the native conv kernels where the backend can differentiate them, else an equivalent
+// matmul composition (`conv1dComposed`).
+import * as tf from '@tensorflow/tfjs-core';
+import { hashString, mixSeed, Rng } from './init.js';
+import type { ParamStore } from './params.js';
+
+/** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
+ * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
+ * float32, so a masked key gets exactly zero weight. (float16 would need -6e4 instead.) */
+export const MASK_BIAS = -1e9;
+
+// ---------------------------------------------------------------------------------------------
+// Constants kept on the device: an op with a JS number argument makes (and uploads) a new scalar
+// tensor on every call; these are made once per backend.
+const constants = new Map<string, tf.Tensor>();
+
+export function scalar(value: number): tf.Scalar {
+  const key = `${tf.getBackend()}:${value}`;
+  let t = constants.get(key);
+  if (!t || t.isDisposed) {
+    t = tf.keep(tf.scalar(value, 'float32'));
+    constants.set(key, t);
+  }
+  return t as tf.Scalar;
+}
+
+/** A cached device tensor made from host values, keyed by a caller-chosen name. */
+export function cachedConstant(name: string, make: () => tf.Tensor): tf.Tensor {
+  const key = `${tf.getBackend()}:${name}`;
+  let t = constants.get(key);
+  if (!t || t.isDisposed) {
+    t = tf.keep(tf.tidy(make));
+    constants.set(key, t);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Masks
+
+/** 1 for positions < length, else 0. Lengths int32 or float32. */
+export function lengthMask(lengths: tf.Tensor1D, length: number): tf.Tensor2D {
+  // [batch, length]
+  const positions = tf.reshape(tf.range(0, length, 1, lengths.dtype === 'int32' ? 'int32' : 'float32'), [1, length]);
+  return tf.cast(tf.less(positions, tf.reshape(lengths, [-1, 1])), 'float32') as tf.Tensor2D;
+}
+
+/** Additive attention bias for key padding: [batch, 1, 1, keys], 0 for real keys, MASK_BIAS for padding. */
+export function keyPaddingBias(lengths: tf.Tensor1D, keys: number): tf.Tensor4D {
+  const mask = lengthMask(lengths, keys);
+  return tf.reshape(tf.mul(tf.sub(mask, scalar(1)), scalar(-MASK_BIAS)), [-1, 1, 1, keys]);
+}
+
+/** Causal bias [steps, steps]: query t sees keys 0..t. Made once per shape and kept. */
+export function causalBias(steps: number): tf.Tensor2D {
+  return cachedConstant(`causal:${steps}`, () => {
+    const v = new Float32Array(steps * steps);
+    for (let q = 0; q < steps; q++) for (let k = q + 1; k < steps; k++) v[q * steps + k] = MASK_BIAS;
+    return tf.tensor2d(v, [steps, steps]);
+  }) as tf.Tensor2D;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dense layers
+
+export type Activation = 'linear' | 'relu';
+
+/**
+ * act(x·W + b) as one _FusedMatMul kernel, with its gradient written out. tf.fused.matMul falls
+ * back to matMul + add + relu (3 kernels, 6 in backward) whenever a gradient tape is recording
+ * and the activation is not linear (tfjs-core fused_util shouldFuse); this op stays fused and its
+ * backward is 3 kernels (linear) or 5 (relu: dy·step(y) first). W is read from the closure, not
+ * saved, which spares a clone per call.
+ */
+function fusedLinear(activation: Activation, w: tf.Tensor2D) {
+  return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [x, , b, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
+    const [rows, inDim] = x.shape;
+    const outDim = w.shape[1];
+    // The wasm kernel reads rank-3 shapes only; tf.fused.matMul reshapes the same way.
+    const y3 = tf.engine().runKernel('_FusedMatMul', { a: tf.reshape(x, [1, rows, inDim]), b: tf.reshape(w, [1, inDim, outDim]), bias: b }, {
+      transposeA: false,
+      transposeB: false,
+      activation,
+      leakyreluAlpha: 0,
+    }) as tf.Tensor;
+    const y = tf.reshape(y3, [rows, outDim]);
+    save(activation === 'relu' ? [x, y] : [x]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+        const dz = activation === 'relu' ? tf.mul(dy, tf.step(saved[1])) : dy;
+        return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), tf.sum(dz, 0)];
+      },
+    };
+  });
+}
+
+/** y = act(x W + b). Weight [in, out]. */
+export class Linear {
+  readonly w: tf.Variable;
+  readonly b: tf.Variable;
+  private readonly ops: Record<Activation, (x: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.Tensor>;
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly inDim: number,
+    readonly outDim: number,
+    opts: { std?: number } = {},
+  ) {
+    this.w = store.param(`${name}.w`, [inDim, outDim], { kind: 'normal', std: opts.std ?? 0.02 });
+    this.b = store.param(`${name}.b`, [outDim], { kind: 'zeros' });
+    this.ops = { linear: fusedLinear('linear', this.w as tf.Tensor2D), relu: fusedLinear('relu', this.w as tf.Tensor2D) };
+  }
+
+  // [rows, in] -> [rows, out]
+  apply(x: tf.Tensor2D, activation: Activation = 'linear'): tf.Tensor2D {
+    return this.ops[activation](x, this.w, this.b) as tf.Tensor2D;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layer norm (Ba et al. 2016) with a gain and no bias, its gradient written out: autodiff of the
+// forward formula costs about 25 kernels, this one 10 (dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)),
+// dŷ = dy·g), and 7 forward. No bias because every norm here feeds a linear layer that has one:
+// (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
+// (PaLM drops it too, Chowdhery et al. 2022).
+
+const LN_EPSILON = 1e-5;
+
+function layerNormOp(g: tf.Tensor1D) {
+  return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [x, , save] = args as [tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
+    // x: [rows, features]
+    const centred = tf.sub(x, tf.mean(x, -1, true));
+    const inv = tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), scalar(LN_EPSILON)));
+    const xhat = tf.mul(centred, inv);
+    save([xhat, inv]);
+    return {
+      value: tf.mul(xhat, g),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+        const [xh, iv] = saved;
+        const dxhat = tf.mul(dy, g);
+        const meanD = tf.mean(dxhat, -1, true);
+        const meanDX = tf.mean(tf.mul(dxhat, xh), -1, true);
+        const dx = tf.mul(tf.sub(tf.sub(dxhat, meanD), tf.mul(xh, meanDX)), iv);
+        return [dx, tf.sum(tf.mul(dy, xh), 0)];
+      },
+    };
+  });
+}
+
+export class LayerNorm {
+  readonly g: tf.Variable;
+  private readonly op: (x: tf.Tensor, g: tf.Tensor) => tf.Tensor;
+  constructor(store: ParamStore, name: string, dim: number) {
+    this.g = store.param(`${name}.g`, [dim], { kind: 'ones' });
+    this.op = layerNormOp(this.g as tf.Tensor1D);
+  }
+  // [rows, dim] -> [rows, dim]
+  apply(x: tf.Tensor2D): tf.Tensor2D {
+    return this.op(x, this.g) as tf.Tensor2D;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings as one-hot matmuls (see the header: gather's gradient is missing on wasm).
+
+export class Embedding {
+  readonly table: tf.Variable;
+  constructor(store: ParamStore, name: string, readonly count: number, dim: number) {
+    this.table = store.param(name, [count, dim], { kind: 'normal', std: 0.02 });
+  }
+  // [n] int32 -> [n, dim]
+  lookup(ids: tf.Tensor1D): tf.Tensor2D {
+    // tf.oneHot needs depth >= 2: a one-entry table (a single language) is broadcast instead.
+    if (this.count === 1) return tf.matMul(tf.ones([ids.shape[0], 1]), this.table) as tf.Tensor2D;
+    return tf.matMul(tf.oneHot(ids, this.count, 1, 0, 'float32'), this.table) as tf.Tensor2D;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dropout from a device-resident pool of keep-multipliers ({0, 1/(1-rate)}), so a dropout site is
+// one slice and one multiply: no random numbers made on the host per step (tf.dropout draws them
+// in JavaScript and uploads them, ~10 ms per million elements) and no extra kernels to make them
+// on the device. Each call takes a window at a random offset (host PRNG, no sync); a pool holds at
+// least twice the site size, so windows of consecutive steps differ. Pools are made per (rate,
+// power-of-two size class) from the seed alone, so masks depend only on the seed and the PRNG state
+// (`rngState`), which a checkpoint saves for a bit-identical resume.
+
+export class DropoutPool {
+  private readonly rng: Rng;
+  private readonly pools = new Map<string, tf.Tensor1D>();
+
+  constructor(private readonly seed: number) {
+    this.rng = new Rng(mixSeed(seed, hashString('dropout')));
+  }
+
+  get rngState(): number {
+    return this.rng.state;
+  }
+  set rngState(state: number) {
+    this.rng.state = state >>> 0;
+  }
+
+  apply<T extends tf.Tensor>(x: T, rate: number): T {
+    if (rate <= 0) return x;
+    const size = x.size;
+    const pool = this.poolFor(rate, size);
+    const offset = Math.floor(this.rng.next() * (pool.size - size + 1));
+    return tf.mul(x, tf.reshape(tf.slice(pool, [offset], [size]), x.shape)) as T;
+  }
+
+  private poolFor(rate: number, size: number): tf.Tensor1D {
+    let cls = 1 << 16;
+    while (cls < size) cls *= 2;
+    const key = `${tf.getBackend()}:${rate}:${cls}`;
+    let pool = this.pools.get(key);
+    if (!pool || pool.isDisposed) {
+      const n = 2 * cls;
+      const rng = new Rng(mixSeed(mixSeed(this.seed, hashString(`pool:${rate}`)), cls));
+      const keep = 1 / (1 - rate);
+      const values = new Float32Array(n);
+      for (let i = 0; i < n; i++) values[i] = rng.next() >= rate ? keep : 0;
+      pool = tf.keep(tf.tensor1d(values));
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  dispose(): void {
+    for (const p of this.pools.values()) p.dispose();
+    this.pools.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1-D convolution over time, 'same' padding, odd kernel. Filter [kernel, in, out] (tf.conv1d's
+// layout) whichever path runs, so checkpoints do not depend on the backend.
+
+export type ConvImpl = 'auto' | 'native' | 'composed';
+
+/**
+ * 'auto': the native conv kernels where the backend can differentiate them, except on cpu, whose
+ * Conv2DBackpropFilter is a scalar loop slower than the composition's matmul (measured: a tiny-model
+ * step 10% faster composed). On wasm the composition is the only way (no Conv2DBackpropFilter).
+ */
+export function nativeConvAvailable(): boolean {
+  const backend = tf.getBackend();
+  return backend !== 'cpu' && tf.getKernel('Conv2DBackpropFilter', backend) !== undefined;
+}
+
+export class Conv1d {
+  readonly w: tf.Variable;
+  readonly b: tf.Variable;
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly kernel: number,
+    readonly inCh: number,
+    readonly outCh: number,
+    gain: number,
+  ) {
+    // Xavier/Glorot uniform with a gain, as NVIDIA's Tacotron 2 (ConvNorm, w_init_gain 'tanh' = 5/3).
+    const limit = gain * Math.sqrt(6 / (kernel * inCh + kernel * outCh));
+    this.w = store.param(`${name}.w`, [kernel, inCh, outCh], { kind: 'uniform', limit });
+    this.b = store.param(`${name}.b`, [outCh], { kind: 'zeros' });
+  }
+
+  // [batch, frames, in] -> [batch, frames, out]
+  apply(x: tf.Tensor3D, impl: ConvImpl): tf.Tensor3D {
+    const useNative = impl === 'native' || (impl === 'auto' && nativeConvAvailable());
+    return useNative ? this.native(x) : conv1dComposed(x, this.w as tf.Tensor3D, this.b as tf.Tensor1D);
+  }
+
+  private native(x: tf.Tensor3D): tf.Tensor3D {
+    const [batch, frames] = x.shape;
+    const y = tf.fused.conv2d({
+      x: tf.reshape(x, [batch, 1, frames, this.inCh]) as tf.Tensor4D,
+      filter: tf.reshape(this.w, [1, this.kernel, this.inCh, this.outCh]) as tf.Tensor4D,
+      strides: 1,
+      pad: 'same',
+      bias: this.b,
+    });
+    return tf.reshape(y, [batch, frames, this.outCh]);
+  }
+}
+
+/**
+ * The same convolution as one matmul: every input frame is multiplied by all K filter taps at once
+ * ([B·(T+K−1), in] × [in, K·out]), then output frame t sums tap k of padded frame t+k (K slices, one
+ * AddN). Forward K+3 kernels, backward about 2K+2, all present on every backend.
+ */
+export function conv1dComposed(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D): tf.Tensor3D {
+  const [batch, frames, inCh] = x.shape;
+  const [kernel, , outCh] = w.shape;
+  const half = (kernel - 1) / 2;
+  const padded = tf.pad(x, [
+    [0, 0],
+    [half, half],
+    [0, 0],
+  ]);
+  const span = frames + kernel - 1;
+  const taps = tf.reshape(tf.matMul(tf.reshape(padded, [batch * span, inCh]), tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh])), [batch, span, kernel, outCh]);
+  const parts: tf.Tensor[] = [];
+  for (let k = 0; k < kernel; k++) parts.push(tf.slice(taps, [0, k, k, 0], [batch, frames, 1, outCh]));
+  const summed = kernel === 1 ? parts[0] : tf.addN(parts);
+  return tf.add(tf.reshape(summed, [batch, frames, outCh]), b);
+}
