@@ -28,3 +28,15 @@ test('the kernel counter counts a known op sequence exactly', async () => {
   tf.add(a, a);
   assert.equal(k.take(), 0);
 });
+
+test('wasm: transposed matmuls (every weight gradient) give the same result through the fast path', async () => {
+  const { tf, choice } = await initBackend('wasm');
+  assert.equal(choice.backend, 'wasm');
+  const a = tf.tensor3d([[[1, 2, 3], [4, 5, 6]]]); // [1, 2, 3]
+  const b = tf.tensor3d([[[1, 0], [0, 1], [1, 1]]]); // [1, 3, 2]
+  const c = tf.tensor3d([[[1, 2, 3], [0, 1, 0]]]); // [1, 2, 3]
+  assert.deepEqual(Array.from(await tf.matMul(a, c, true, false).data()), [1, 6, 3, 2, 9, 6, 3, 12, 9]); // aᵀ·c
+  assert.deepEqual(Array.from(await tf.matMul(a, c, false, true).data()), [14, 2, 32, 5]); // a·cᵀ
+  assert.deepEqual(Array.from(await tf.matMul(b, a, true, true).data()), [4, 10, 5, 11]); // bᵀ·aᵀ
+  assert.deepEqual(Array.from(await tf.matMul(a, b).data()), [4, 5, 10, 11]);
+});
