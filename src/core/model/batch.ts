@@ -1,0 +1,81 @@
+// The batch the trainer hands the model: the data pipeline's slot views (src/core/data/ring.ts,
+// BatchViews) uploaded as tensors of one bucket's static shape. Producer conventions, relied on here:
+//
+//   tokens       Int32   [B, T_text]        token ids, padded with 0 after textLengths[b]
+//   textLengths  Int32   [B]                real tokens
+//   languages    Int32   [B]                index into config text.languages
+//   mel          Float32 [B, T_mel, nMels]  normalised log-mel, padded with 0; T_mel % r == 0
+//                                           (the bucket planner guarantees it)
+//   melLengths   Int32   [B]                real frames; 0 marks a filler utterance (no loss at all)
+//   stopTargets  Float32 [B, T_mel / r]     per decoder step: 1 from the step holding the last real
+//                                           frame, ceil(melLengths/r) − 1, onwards; 0 before it.
+//                                           The stop loss counts steps 0..ceil(melLengths/r) − 1
+//                                           only, so each real utterance has exactly one positive.
+//   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
+//   refLengths   Int32   [B]                real reference frames
+import * as tf from '@tensorflow/tfjs-core';
+
+export interface TrainBatch {
+  /** [B, T_text] int32 */
+  tokens: tf.Tensor2D;
+  /** [B] int32 */
+  textLengths: tf.Tensor1D;
+  /** [B] int32 */
+  languages: tf.Tensor1D;
+  /** [B, T_mel, nMels] float32 */
+  mel: tf.Tensor3D;
+  /** [B] int32 */
+  melLengths: tf.Tensor1D;
+  /** [B, T_mel / r] float32 */
+  stopTargets: tf.Tensor2D;
+  /** [B, T_ref, nMels] float32 */
+  refMel: tf.Tensor3D;
+  /** [B] int32 */
+  refLengths: tf.Tensor1D;
+}
+
+/** What `XttsModel.forward` reads (a TrainBatch without the targets it does not need). */
+export type ModelInputs = Omit<TrainBatch, 'stopTargets'>;
+
+/** Host arrays of one batch, as the ring's BatchViews hold them (prefixes of a slot's arrays). */
+export interface HostBatch {
+  tokens: Int32Array;
+  textLengths: Int32Array;
+  languages: Int32Array;
+  mel: Float32Array;
+  melLengths: Int32Array;
+  stopTargets: Float32Array;
+  refMel: Float32Array;
+  refLengths: Int32Array;
+}
+
+export interface BatchDims {
+  batchSize: number;
+  tokens: number;
+  frames: number;
+  refFrames: number;
+  nMels: number;
+  reductionFactor: number;
+}
+
+/** Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch. */
+export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
+  const b = d.batchSize;
+  const steps = d.frames / d.reductionFactor;
+  if (!Number.isInteger(steps)) throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
+  // subarray: the ring's views may be longer than this bucket's shape.
+  return {
+    tokens: tf.tensor2d(h.tokens.subarray(0, b * d.tokens), [b, d.tokens], 'int32'),
+    textLengths: tf.tensor1d(h.textLengths.subarray(0, b), 'int32'),
+    languages: tf.tensor1d(h.languages.subarray(0, b), 'int32'),
+    mel: tf.tensor3d(h.mel.subarray(0, b * d.frames * d.nMels), [b, d.frames, d.nMels], 'float32'),
+    melLengths: tf.tensor1d(h.melLengths.subarray(0, b), 'int32'),
+    stopTargets: tf.tensor2d(h.stopTargets.subarray(0, b * steps), [b, steps], 'float32'),
+    refMel: tf.tensor3d(h.refMel.subarray(0, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
+    refLengths: tf.tensor1d(h.refLengths.subarray(0, b), 'int32'),
+  };
+}
+
+export function disposeBatch(batch: TrainBatch): void {
+  for (const t of Object.values(batch)) (t as tf.Tensor).dispose();
+}
