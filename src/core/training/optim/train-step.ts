@@ -1,0 +1,69 @@
+// One training call: forward, losses, backward, and — every `accumulate`-th call — clip and update.
+// Returns device scalars only; nothing is read back, so the trainer decides when to wait for the
+// device (at log intervals, reading `stats` in one transfer).
+import * as tf from '@tensorflow/tfjs-core';
+import '../../model/gradients.js';
+import type { TrainBatch } from '../../model/batch.js';
+import { computeLosses, type LossConfig, type LossParts } from '../../model/losses.js';
+import type { XttsModel } from '../../model/model.js';
+import type { AdamW } from './adamw.js';
+
+export interface TrainStepOptions {
+  /** Micro-batches whose gradients make one update (training.grad_accumulation_steps). Default 1. */
+  accumulate?: number;
+}
+
+/** Order of the values in StepResult.stats. */
+export const STEP_STATS = ['loss', 'melPre', 'melPost', 'stop', 'guidedAttention', 'gradNorm', 'finite'] as const;
+
+export interface StepResult extends LossParts {
+  /** True when this call made an optimizer update (the last micro-batch of an accumulation). */
+  applied: boolean;
+  /** Norm of the averaged gradient before clipping; null on calls that only accumulated. */
+  gradNorm: tf.Scalar | null;
+  /** 1 if the update was applied, 0 if it was skipped as non-finite; for accumulate-only calls,
+   * whether this micro-batch's loss is finite. */
+  finite: tf.Scalar;
+  /** Learning rate of the update (NaN on accumulate-only calls). */
+  learningRate: number;
+  /** [loss, melPre, melPost, stop, guidedAttention, gradNorm (0 if none), finite]: one read-back. */
+  stats: tf.Tensor1D;
+}
+
+export function trainStep(model: XttsModel, optimizer: AdamW, batch: TrainBatch, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
+  const accumulate = Math.max(1, Math.floor(opts.accumulate ?? 1));
+  let parts: LossParts | undefined;
+  const { value, grads } = tf.variableGrads(() => {
+    const out = model.forward(batch, { training: true, attention: loss.guided_attention_weight > 0 });
+    const p = computeLosses(out, batch, loss, model.config.reduction_factor);
+    parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), stop: tf.keep(p.stop), guidedAttention: tf.keep(p.guidedAttention) };
+    return p.total;
+  }, optimizer.variables);
+  const lossParts: LossParts = { ...parts!, total: value };
+  const flat = optimizer.flatten(grads);
+  tf.dispose(Object.values(grads));
+  optimizer.accumulate(flat, tf.clone(value));
+
+  let applied = false;
+  let gradNorm: tf.Scalar | null = null;
+  let finite: tf.Scalar;
+  let learningRate = Number.NaN;
+  if (optimizer.pendingMicroBatches >= accumulate) {
+    const r = optimizer.apply();
+    applied = true;
+    gradNorm = r.gradNorm;
+    finite = r.finite;
+    learningRate = r.learningRate;
+  } else {
+    finite = tf.tidy(() => tf.cast(tf.isFinite(value), 'float32') as tf.Scalar);
+  }
+  const stats = tf.tidy(() =>
+    tf.stack([lossParts.total, lossParts.melPre, lossParts.melPost, lossParts.stop, lossParts.guidedAttention, gradNorm ?? tf.zeros([]), finite]),
+  ) as tf.Tensor1D;
+  return { ...lossParts, applied, gradNorm, finite, learningRate, stats };
+}
+
+/** Free every tensor of a StepResult. */
+export function disposeStepResult(r: StepResult): void {
+  tf.dispose([r.total, r.melPre, r.melPost, r.stop, r.guidedAttention, r.finite, r.stats, ...(r.gradNorm ? [r.gradNorm] : [])]);
+}
