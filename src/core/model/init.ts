@@ -56,13 +56,21 @@ export function initValues(init: Init, size: number, seed: number): Float32Array
       return out;
     }
     case 'normal': {
-      // Box-Muller, both outputs used; 1 - u keeps the log's argument in (0, 1].
+      // Marsaglia's polar method (Marsaglia & Bray 1964): two normals per accepted pair with one log
+      // and no trigonometry, about twice as fast as Box-Muller (the big preset has 422 M values).
       const rng = new Rng(seed);
       for (let i = 0; i < size; i += 2) {
-        const r = Math.sqrt(-2 * Math.log(1 - rng.next()));
-        const theta = 2 * Math.PI * rng.next();
-        out[i] = r * Math.cos(theta) * init.std;
-        if (i + 1 < size) out[i + 1] = r * Math.sin(theta) * init.std;
+        let u: number;
+        let v: number;
+        let s: number;
+        do {
+          u = 2 * rng.next() - 1;
+          v = 2 * rng.next() - 1;
+          s = u * u + v * v;
+        } while (s >= 1 || s === 0);
+        const f = init.std * Math.sqrt((-2 * Math.log(s)) / s);
+        out[i] = u * f;
+        if (i + 1 < size) out[i + 1] = v * f;
       }
       return out;
     }

@@ -2,13 +2,14 @@
 // postnet. Reads top to bottom: dimensions, the model (construction, teacher-forced forward pass,
 // free-running generation), then weights in and out.
 //
-// Parameter counts (vocabSize 160, nMels 80, 1 language; `countParameters`, checked by a test):
+// Parameter counts (vocabSize 160, nMels 80, 1 language; `countParameters`, checked by
+// test/unit/model-shapes.test.ts):
 //
 //   preset | d_model heads text/cond/dec layers latents prenet postnet | parameters
-//   tiny   |   128     2     2 / 1 / 2            4      128   2x128   |   1,657,553
-//   small  |   256     4     4 / 2 / 4            8      256   3x256   |   9,211,985
-//   normal |   512     8     6 / 3 / 6           16      256   5x512   |  45,262,417
-//   big    |  1024    16    12 / 4 / 12          32      512   5x512   | 265,373,009
+//   tiny   |   128     2     2 / 1 / 2            4      128   2x128   |   1,648,113
+//   small  |   256     4     4 / 2 / 4            8      256   3x256   |  10,785,009
+//   normal |   512     8     6 / 3 / 6           16      256   5x512   |  62,002,417
+//   big    |  1024    16    12 / 4 / 12          32      512   5x512   | 422,237,425
 //
 // (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256, max_mel_frames 1024 throughout.)
 import * as tf from '@tensorflow/tfjs-core';

@@ -1,0 +1,79 @@
+// The hand-written pieces checked against tfjs autodiff of the plain formulas: layer norm's and the
+// fused linear layer's gradients, and the matmul composition of a 1-D conv against tf.conv1d.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import '../../src/core/model/gradients.js';
+import { Conv1d, conv1dComposed, LayerNorm, Linear } from '../../src/core/model/nn.js';
+import { ParamStore } from '../../src/core/model/params.js';
+import { maxAbsDiff } from './model-fixtures.js';
+
+before(async () => {
+  await tf.setBackend('cpu');
+});
+
+describe('layer norm', () => {
+  it('matches the textbook formula and its autodiff gradient', () => {
+    const store = new ParamStore(3);
+    const ln = new LayerNorm(store, 'ln', 24);
+    ln.g.assign(tf.randomUniform([24], 0.5, 1.5, 'float32', 4));
+    const x = tf.randomNormal([10, 24], 1, 2, 'float32', 5) as tf.Tensor2D;
+    const dy = tf.randomNormal([10, 24], 0, 1, 'float32', 6);
+    const reference = (xv: tf.Tensor, g: tf.Tensor) => {
+      const { mean, variance } = tf.moments(xv, -1, true);
+      return tf.mul(tf.div(tf.sub(xv, mean), tf.sqrt(tf.add(variance, 1e-5))), g);
+    };
+    assert.ok(maxAbsDiff(ln.apply(x), reference(x, ln.g)) < 1e-5);
+    const [dxRef, dgRef] = tf.grads((xv: tf.Tensor, g: tf.Tensor) => tf.sum(tf.mul(reference(xv, g), dy)))([x, ln.g]);
+    const [dx, dg] = tf.grads((xv: tf.Tensor, g: tf.Tensor) => tf.sum(tf.mul(ln.apply(xv as tf.Tensor2D), dy)))([x, ln.g]);
+    assert.ok(maxAbsDiff(dx, dxRef) < 1e-4, `dx differs by ${maxAbsDiff(dx, dxRef)}`);
+    assert.ok(maxAbsDiff(dg, dgRef) < 1e-4, `dg differs by ${maxAbsDiff(dg, dgRef)}`);
+    // The gain is a variable: variableGrads must reach it through the custom gradient.
+    const { grads } = tf.variableGrads(() => tf.sum(tf.mul(ln.apply(x), dy)) as tf.Scalar, [ln.g]);
+    assert.ok(maxAbsDiff(grads[ln.g.name], dgRef) < 1e-4);
+  });
+});
+
+describe('fused linear', () => {
+  for (const activation of ['linear', 'relu'] as const) {
+    it(`${activation}: value and gradients equal matMul + bias + activation`, () => {
+      const store = new ParamStore(8);
+      const lin = new Linear(store, 'fc', 12, 7, { std: 0.5 });
+      lin.b.assign(tf.randomNormal([7], 0, 0.5, 'float32', 9));
+      const x = tf.randomNormal([9, 12], 0, 1, 'float32', 10) as tf.Tensor2D;
+      const dy = tf.randomNormal([9, 7], 0, 1, 'float32', 11);
+      const reference = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => {
+        const z = tf.add(tf.matMul(xv as tf.Tensor2D, w as tf.Tensor2D), b);
+        return activation === 'relu' ? tf.relu(z) : z;
+      };
+      assert.ok(maxAbsDiff(lin.apply(x, activation), reference(x, lin.w, lin.b)) < 1e-5);
+      const loss = (f: () => tf.Tensor) => () => tf.sum(tf.mul(f(), dy)) as tf.Scalar;
+      const ours = tf.variableGrads(loss(() => lin.apply(x, activation)), [lin.w, lin.b]).grads;
+      const ref = tf.variableGrads(loss(() => reference(x, lin.w, lin.b)), [lin.w, lin.b]).grads;
+      assert.ok(maxAbsDiff(ours[lin.w.name], ref[lin.w.name]) < 1e-4);
+      assert.ok(maxAbsDiff(ours[lin.b.name], ref[lin.b.name]) < 1e-4);
+      const [dx] = tf.grads((xv: tf.Tensor) => tf.sum(tf.mul(lin.apply(xv as tf.Tensor2D, activation), dy)))([x]);
+      const [dxRef] = tf.grads((xv: tf.Tensor) => tf.sum(tf.mul(reference(xv, lin.w, lin.b), dy)))([x]);
+      assert.ok(maxAbsDiff(dx, dxRef) < 1e-4);
+    });
+  }
+});
+
+describe('1-D conv', () => {
+  for (const kernel of [1, 3, 5]) {
+    it(`kernel ${kernel}: the matmul composition equals tf.conv1d, value and gradients`, () => {
+      const store = new ParamStore(12);
+      const conv = new Conv1d(store, 'c', kernel, 6, 4, 1);
+      const x = tf.randomNormal([2, 9, 6], 0, 1, 'float32', 13) as tf.Tensor3D;
+      const dy = tf.randomNormal([2, 9, 4], 0, 1, 'float32', 14);
+      const native = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.add(tf.conv1d(xv as tf.Tensor3D, w as tf.Tensor3D, 1, 'same'), b);
+      const composed = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => conv1dComposed(xv as tf.Tensor3D, w as tf.Tensor3D, b as tf.Tensor1D);
+      assert.ok(maxAbsDiff(native(x, conv.w, conv.b), composed(x, conv.w, conv.b)) < 1e-5);
+      assert.ok(maxAbsDiff(conv.apply(x, 'native'), conv.apply(x, 'composed')) < 1e-5);
+      const g1 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(native(xv, w, b), dy)))([x, conv.w, conv.b]);
+      const g2 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(composed(xv, w, b), dy)))([x, conv.w, conv.b]);
+      g1.forEach((g, i) => assert.ok(maxAbsDiff(g, g2[i]) < 1e-4, `gradient ${i} differs by ${maxAbsDiff(g, g2[i])}`));
+    });
+  }
+});
