@@ -180,13 +180,20 @@ export class XttsModel {
 
     const melPre = tf.reshape(dec.frames, [batch, frames, nMels]) as tf.Tensor3D;
     const frameMask = tf.reshape(lengthMask(inputs.melLengths, frames), [batch, frames, 1]) as tf.Tensor3D;
-    // Padded frames are zeroed before the postnet: its convs would otherwise carry them into the
-    // last real frames, and their (meaningless) predictions would receive gradient.
-    const melPost = this.postnet ? this.postnet.apply(tf.mul(melPre, frameMask) as tf.Tensor3D, this.convImpl) : null;
+    const melPost = this.refine(melPre, frameMask);
     const textAttention = opts.attention
       ? dec.weights.map((w) => tf.mean(tf.slice(w, [0, 0, 0, latents], [batch, this.config.heads, steps, textSteps]), 1) as tf.Tensor3D)
       : null;
     return { melPre, melPost, stopLogits: tf.reshape(dec.stop, [batch, steps]), frameMask, textAttention };
+  }
+
+  /**
+   * The postnet pass: melPre [B, T, nMels], frameMask [B, T, 1] -> refined mel, or null without a
+   * postnet. Padded frames are zeroed first: the convs would otherwise carry them into the last real
+   * frames, and their (meaningless) predictions would receive gradient.
+   */
+  refine(melPre: tf.Tensor3D, frameMask: tf.Tensor3D): tf.Tensor3D | null {
+    return this.postnet ? this.postnet.apply(tf.mul(melPre, frameMask) as tf.Tensor3D, this.convImpl) : null;
   }
 
   // -------------------------------------------------------------------------------------------
