@@ -48,13 +48,14 @@ function cpuAdamW({ inputs: named, backend, attrs }: { inputs: tf.NamedTensorInf
   } else {
     const k1 = (1 - beta1) * scale;
     const k2 = (1 - beta2) * scale * scale;
+    const decayed = 1 - lrWd;
     for (let i = 0; i < n; i++) {
       const gi = g[i];
       const mi = beta1 * m[i] + k1 * gi;
       const vi = beta2 * v[i] + k2 * gi * gi;
       mOut[i] = mi;
       vOut[i] = vi;
-      pOut[i] = p[i] * (1 - lrWd * mask[i]) - (stepSize * mi) / (Math.sqrt(vi) + epsHat);
+      pOut[i] = p[i] * (mask[i] === 0 ? 1 : decayed) - (stepSize * mi) / (Math.sqrt(vi) + epsHat);
     }
   }
   return [b.makeTensorInfo([n], 'float32', pOut), b.makeTensorInfo([n], 'float32', mOut), b.makeTensorInfo([n], 'float32', vOut)];
