@@ -270,21 +270,28 @@ void ReadSample(DeviceState& d, RawSample& s) {
   }
   if (g_api.DeviceGetClockInfo) {
     unsigned mhz = 0;
-    Record(s.smClock, "nvmlDeviceGetClockInfo(SM)", g_api.DeviceGetClockInfo(d.handle, NVML_CLOCK_SM, &mhz), mhz);
+    nvmlReturn_t r = g_api.DeviceGetClockInfo(d.handle, NVML_CLOCK_SM, &mhz);
+    Record(s.smClock, "nvmlDeviceGetClockInfo(SM)", r, mhz);
   }
   if (g_api.DeviceGetPowerUsage) {
     unsigned mw = 0;
-    Record(s.power, "nvmlDeviceGetPowerUsage", g_api.DeviceGetPowerUsage(d.handle, &mw), mw / 1000.0);
+    nvmlReturn_t r = g_api.DeviceGetPowerUsage(d.handle, &mw);
+    Record(s.power, "nvmlDeviceGetPowerUsage", r, mw / 1000.0);
   }
   if (g_api.DeviceGetTemperature) {
     unsigned c = 0;
-    Record(s.temperature, "nvmlDeviceGetTemperature(GPU)", g_api.DeviceGetTemperature(d.handle, NVML_TEMPERATURE_GPU, &c), c);
+    nvmlReturn_t r = g_api.DeviceGetTemperature(d.handle, NVML_TEMPERATURE_GPU, &c);
+    Record(s.temperature, "nvmlDeviceGetTemperature(GPU)", r, c);
   }
+  // The value argument of Record() must be read after the call that fills it: C++ leaves the order
+  // in which arguments are evaluated unspecified.
   unsigned long long mask = 0;
   if (g_api.DeviceGetCurrentClocksEventReasons) {
-    Record(s.throttleMask, "nvmlDeviceGetCurrentClocksEventReasons", g_api.DeviceGetCurrentClocksEventReasons(d.handle, &mask), static_cast<double>(mask));
+    nvmlReturn_t r = g_api.DeviceGetCurrentClocksEventReasons(d.handle, &mask);
+    Record(s.throttleMask, "nvmlDeviceGetCurrentClocksEventReasons", r, static_cast<double>(mask));
   } else if (g_api.DeviceGetCurrentClocksThrottleReasons) {
-    Record(s.throttleMask, "nvmlDeviceGetCurrentClocksThrottleReasons", g_api.DeviceGetCurrentClocksThrottleReasons(d.handle, &mask), static_cast<double>(mask));
+    nvmlReturn_t r = g_api.DeviceGetCurrentClocksThrottleReasons(d.handle, &mask);
+    Record(s.throttleMask, "nvmlDeviceGetCurrentClocksThrottleReasons", r, static_cast<double>(mask));
   }
 }
 
