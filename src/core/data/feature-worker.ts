@@ -1,6 +1,7 @@
 // A preprocessing worker's task: read one audio file and compute its log-mel. Failures come back as
 // reason codes (they become dataset skips), never as thrown errors that would stop the pool.
 import { readFileSync } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { AudioConfig } from '../config/schema.js';
 import { isXttsError } from '../errors.js';
 import { processClip } from './audio/index.js';
@@ -32,5 +33,12 @@ export function featureTask(task: FeatureTask): FeatureTaskResult {
   }
 }
 
-/** The piscina entry (a clip's mel is ~200 KB: structured cloning it costs far less than computing it). */
-export default featureTask;
+/** A feature worker thread: answers {id, task} messages with {id, result}; the mel's buffer is moved, not copied. */
+export function featureWorkerMain(): void {
+  parentPort?.on('message', (m: { id: number; task: FeatureTask }) => {
+    const result = featureTask(m.task);
+    parentPort!.postMessage({ id: m.id, result }, result.ok ? [result.mel.buffer as ArrayBuffer] : []);
+  });
+}
+
+if (parentPort && (workerData as { xttsRole?: string } | undefined)?.xttsRole === 'feature') featureWorkerMain();

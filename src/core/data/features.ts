@@ -1,13 +1,13 @@
 // The audio half of preprocessing: content-hash every clip, take what the cache has, compute the
-// rest in a worker pool, and write results in small transactions so that a killed build keeps all
-// finished clips and resumes with the rest.
+// rest in worker threads, and write results in small transactions so that a killed build keeps all
+// finished clips and resumes with the rest. The threads are our own (not a pool library): the same
+// mechanism as the producers, which also runs from the single-file bundle.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import { Worker } from 'node:worker_threads';
 import { contentKey, type FeatureCache } from '../cache/cache.js';
 import type { AudioConfig } from '../config/schema.js';
-import type { FeatureTaskResult } from './feature-worker.js';
-import { featureTask } from './feature-worker.js';
+import { featureTask, type FeatureTask, type FeatureTaskResult } from './feature-worker.js';
 import type { ManifestRow, SkipReason } from './manifest.js';
 
 /** Bumped when the feature computation changes in a way the settings do not capture. */
@@ -39,14 +39,55 @@ export function featureKeyFor(audioSha256: string, audio: AudioConfig): string {
   return contentKey('feature', { audio: audioSha256, settings: audio, version: FEATURE_CODE_VERSION });
 }
 
-function workerFile(): string {
+/** The worker module: the bundle itself when bundled (it dispatches on workerData), else the build. */
+function workerFile(): string | URL {
   const bundled = (globalThis as { __XTTS_WORKER_ENTRY__?: string }).__XTTS_WORKER_ENTRY__;
   if (bundled) return bundled;
-  const js = fileURLToPath(new URL('./feature-worker.js', import.meta.url));
-  if (existsSync(js)) return js;
-  const built = fileURLToPath(new URL('../dist/data/feature-worker.js', import.meta.url));
-  if (existsSync(built)) return built;
-  throw new Error(`the feature worker is not built (${built}): run \`npm run build\``);
+  const js = new URL('./feature-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return js;
+  const built = new URL('../dist/data/feature-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(built))) return built;
+  throw new Error(`the feature worker is not built (${fileURLToPath(built)}): run \`npm run build\``);
+}
+
+/**
+ * A small pool of feature threads with back-pressure: at most `inFlight` tasks per thread are
+ * queued, results stream back as they finish, and a thread that dies fails the stage loudly.
+ */
+async function runPool<T>(threads: number, items: readonly T[], task: (item: T) => FeatureTask, onResult: (item: T, r: FeatureTaskResult) => void): Promise<void> {
+  const workers = Array.from({ length: threads }, () => new Worker(workerFile(), { workerData: { xttsRole: 'feature' } }));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let next = 0;
+      let done = 0;
+      const pending = new Map<number, T>();
+      const feed = (w: Worker) => {
+        if (next >= items.length) return;
+        const id = next++;
+        pending.set(id, items[id]);
+        w.postMessage({ id, task: task(items[id]) });
+      };
+      for (const w of workers) {
+        w.on('message', (m: { id: number; result: FeatureTaskResult }) => {
+          const item = pending.get(m.id)!;
+          pending.delete(m.id);
+          onResult(item, m.result);
+          if (++done === items.length) resolve();
+          else feed(w);
+        });
+        w.on('error', reject);
+        w.on('exit', (code) => {
+          if (done < items.length) reject(new Error(`a feature worker exited with code ${code}`));
+        });
+        // Two tasks per thread in flight: the next is queued while one is computed.
+        feed(w);
+        feed(w);
+      }
+      if (items.length === 0) resolve();
+    });
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
 }
 
 export interface FeatureStageOptions {
@@ -107,20 +148,7 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   };
   const tc = performance.now();
   if (todo.length > 0 && o.workers > 0) {
-    const pool = new Piscina({ filename: workerFile(), maxThreads: o.workers, minThreads: Math.min(o.workers, todo.length), idleTimeout: 1000 });
-    try {
-      // Keep at most 4 tasks per thread in flight so results stream back in order of completion.
-      const inFlight = new Set<Promise<void>>();
-      for (const item of todo) {
-        const p: Promise<void> = pool.run({ audioPath: item.row.audioPath, audio: o.audio }).then((r: FeatureTaskResult) => accept(item, r));
-        inFlight.add(p);
-        void p.finally(() => inFlight.delete(p));
-        if (inFlight.size >= o.workers * 4) await Promise.race(inFlight);
-      }
-      await Promise.all(inFlight);
-    } finally {
-      await pool.destroy();
-    }
+    await runPool(Math.min(o.workers, todo.length), todo, (item) => ({ audioPath: item.row.audioPath, audio: o.audio }), accept);
   } else {
     for (const item of todo) accept(item, featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
   }

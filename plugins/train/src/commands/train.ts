@@ -1,0 +1,91 @@
+import { Flags } from '@oclif/core';
+import { ExitCode, XttsCommand } from '@xtts/core';
+import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
+import { paint, ProgressLine } from '@xtts/core/render';
+import type { TrainResult } from '@xtts/core/training';
+
+export default class Train extends XttsCommand<TrainResult> {
+  static override summary = 'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
+
+  static override description = `Prepares the dataset (cached by content hash), picks the backend (--backend auto says which and why), and trains with AdamW, the configured schedule, clipping and accumulation. Every log_every steps the loss is read back and a progress line shows loss, samples/s and the share of time spent waiting for data; checkpoints are written atomically (keep-last-N plus best); every eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite and metrics.jsonl.
+
+Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; --resume continues the same loss curve.`;
+
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --config configs/small.yaml --dataset /data/LJSpeech-1.1 --backend webgpu',
+    '<%= config.bin %> <%= command.id %> --output runs/small --resume',
+  ];
+
+  static override flags = {
+    config: Flags.string({ char: 'c', summary: 'Training config (default: configs/quickstart.yaml).', helpValue: 'FILE' }),
+    set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
+    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
+    backend: Flags.string({ summary: 'TensorFlow.js backend (instead of device.backend).', options: [...BACKENDS] }),
+    'max-steps': Flags.integer({ summary: 'Stop after this many optimizer steps (instead of training.max_steps).', min: 1 }),
+    output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR' }),
+    resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
+  };
+
+  private interrupted = false;
+
+  protected async execute(): Promise<TrainResult> {
+    const { flags } = await this.parse(Train);
+    const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set: flags.set });
+    const { train } = await import('@xtts/core/training');
+    const human = !this.jsonEnabled();
+    const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips') };
+    const control = { stop: false };
+    const onSigint = () => {
+      if (control.stop) process.exit(ExitCode.interrupted);
+      control.stop = true;
+      this.interrupted = true;
+      process.stderr.write(`\n${paint.warn('interrupt')}: finishing this step and writing a checkpoint (Ctrl-C again to quit now)\n`);
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      return await train({
+        loaded,
+        datasetDir: flags.dataset,
+        backend: flags.backend as never,
+        maxSteps: flags['max-steps'],
+        outputDir: flags.output,
+        resume: flags.resume,
+        control,
+        onPrepareProgress: human ? (p) => bars[p.stage].update(p.done, p.total, p.elapsedMs) : undefined,
+        onMessage: human
+          ? (m) => {
+              bars.text.finish();
+              bars.features.finish();
+              process.stderr.write(`${m}\n`);
+            }
+          : undefined,
+        onProgress: human
+          ? (p) =>
+              process.stderr.write(
+                `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  loss ${p.loss.toFixed(4)}  lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} samples/s  ${p.stepMs.toFixed(0)} ms/step  data wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ETA ${Math.round(p.etaS)} s\n`,
+              )
+          : undefined,
+      });
+    } finally {
+      process.off('SIGINT', onSigint);
+    }
+  }
+
+  protected render(r: TrainResult): void {
+    this.log(paint.bold(`trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) on ${r.backend.backend}; stopped by ${r.stoppedBy.replace('_', ' ')}`));
+    const first = r.lossCurve[0];
+    const last = r.lossCurve.at(-1);
+    if (first && last) this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);
+    if (r.bestValidationLoss !== null) this.log(`best validation loss ${r.bestValidationLoss.toFixed(4)}`);
+    this.log(`${(r.parameters / 1e6).toFixed(2)} M parameters; median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} samples/s, ${r.timing.kernelsPerStep} kernels/step, data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`);
+    if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} steps had a NaN/Inf loss and were skipped`));
+    this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
+    if (r.evalFiles.length) this.log(`eval audio: ${r.evalFiles.filter((f) => f.endsWith('.wav')).slice(-3).join(', ')}`);
+  }
+
+  protected override exitCodeFor(r: TrainResult): number {
+    if (this.interrupted || r.stoppedBy === 'interrupted') return ExitCode.interrupted;
+    return r.stoppedBy === 'non_finite' ? ExitCode.findings : ExitCode.ok;
+  }
+}
