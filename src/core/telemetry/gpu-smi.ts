@@ -200,7 +200,9 @@ export class NvidiaSmiStream {
     if (options.devices?.length) args.push(`--id=${options.devices.join(',')}`);
     return new Promise((resolve) => {
       let settled = false;
+      // What nvidia-smi said other than readings: all of it until the first row, then the latest line.
       let output = '';
+      let lastMessage = '';
       let child: ChildProcess;
       try {
         child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -213,8 +215,9 @@ export class NvidiaSmiStream {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        if (!r.ok) stream.stop();
-        resolve(r);
+        // A failed start leaves no process behind by the time it answers.
+        if (!r.ok) void stream.stop().then(() => resolve(r));
+        else resolve(r);
       };
       const timeoutMs = options.startTimeoutMs ?? 15_000;
       const timer = setTimeout(() => settle({ ok: false, reason: `nvidia-smi printed no reading within ${timeoutMs} ms` }), timeoutMs);
@@ -223,7 +226,8 @@ export class NvidiaSmiStream {
       });
       child.stderr!.setEncoding('utf8');
       child.stderr!.on('data', (d: string) => {
-        if (output.length < 4096) output += d;
+        if (!settled && output.length < 4096) output += d;
+        lastMessage = d.trim().split('\n').pop() || lastMessage;
       });
       const lines = createInterface({ input: child.stdout!, crlfDelay: Infinity });
       lines.on('line', (line) => {
@@ -233,6 +237,7 @@ export class NvidiaSmiStream {
         if (!row) {
           stream.skippedLines++;
           if (!settled && output.length < 4096) output += `${line}\n`;
+          if (line.trim()) lastMessage = line.trim();
           return;
         }
         stream.rows++;
@@ -257,7 +262,7 @@ export class NvidiaSmiStream {
             else settle({ ok: false, reason: `nvidia-smi failed (${why})${first ? `: ${first.trim()}` : ''}` });
           } else if (!stream.stopped) {
             process.off('exit', stream.killOnExit);
-            options.onExit?.(`nvidia-smi exited while streaming (${why})${first ? `: ${first.trim()}` : ''}`);
+            options.onExit?.(`nvidia-smi exited while streaming (${why})${lastMessage ? `: ${lastMessage}` : ''}`);
           }
         });
       });
@@ -270,9 +275,10 @@ export class NvidiaSmiStream {
     process.off('exit', this.killOnExit);
     const child = this.child;
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
+    // The child was unref'd so as not to keep Node alive; waiting for its exit must.
+    child.ref();
     return new Promise((resolve) => {
       const force = setTimeout(() => child.kill('SIGKILL'), 2000);
-      force.unref();
       child.once('exit', () => {
         clearTimeout(force);
         resolve();
