@@ -22,6 +22,8 @@ import { type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
 import { computeLosses } from '../model/losses.js';
 import { XttsModel } from '../model/model.js';
 import { melPanelsPng } from '../render/png.js';
+import { GpuSampler } from '../telemetry/gpu-sampler.js';
+import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
 import { RunDatabase } from '../telemetry/run-db.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
@@ -39,6 +41,8 @@ export interface TrainProgress {
   stepMs: number;
   etaS: number;
   nonFiniteSteps: number;
+  /** Mean GPU utilisation over the last log interval (NVML or nvidia-smi), when on a GPU. */
+  gpuUtilizationPct?: number;
 }
 
 export interface TrainOptions {
@@ -176,6 +180,9 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   let nonFiniteSteps = 0;
   let stoppedBy: TrainResult['stoppedBy'] = 'max_steps';
   const runStart = performance.now();
+  // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
+  const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
+  sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
   const dims = (b: LoadedBatch): BatchDims => ({ batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
 
   const saveCheckpoint = (best: boolean) => {
@@ -292,6 +299,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
           stepMs: wall / recent.length,
           etaS: ((maxSteps - step) * wall) / recent.length / 1000,
           nonFiniteSteps,
+          gpuUtilizationPct: sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
         });
         if (nonFiniteSteps > t.max_nonfinite_steps) {
           stoppedBy = 'non_finite';
@@ -308,6 +316,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
     if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), say)));
   } finally {
     kernels.uninstall();
+    await sampler?.stop();
     await loader.close();
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps });
     db.close();

@@ -63,7 +63,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
         onProgress: human
           ? (p) =>
               process.stderr.write(
-                `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  loss ${p.loss.toFixed(4)}  lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} samples/s  ${p.stepMs.toFixed(0)} ms/step  data wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ETA ${Math.round(p.etaS)} s\n`,
+                `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  loss ${p.loss.toFixed(4)}  lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} samples/s  ${p.stepMs.toFixed(0)} ms/step  data wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : ''}${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ETA ${Math.round(p.etaS)} s\n`,
               )
           : undefined,
       });
