@@ -1,59 +1,154 @@
 // Text cleaners. Each has a version that enters the cache keys: change what a cleaner outputs and
-// bump its version, and exactly the texts it cleaned are recomputed.
+// bump its version, and exactly the texts it cleaned are recomputed. The versions also carry the
+// Unicode version of the running Node (its ICU decides toLowerCase and normalize), so a Node upgrade
+// that changes case mappings invalidates cleaned text instead of silently mixing two spellings.
 import type { TextConfig } from '../../config/schema.js';
 import { expandNumbers } from './numbers.js';
 
-export const CLEANER_VERSIONS: Record<TextConfig['cleaners'], string> = {
-  english: 'english@1',
-  multilingual: 'multilingual@1',
-  basic: 'basic@1',
+export type CleanerName = TextConfig['cleaners'];
+export type UnicodeNormalization = TextConfig['unicode_normalization'];
+
+const UNICODE = `unicode${process.versions.unicode ?? 'unknown'}`;
+
+/** The version of each cleaner's output, as it enters cache keys ("english@2+unicode17.0"). */
+export const CLEANER_VERSIONS: Readonly<Record<CleanerName, string>> = {
+  english: `english@2+${UNICODE}`,
+  multilingual: `multilingual@2+${UNICODE}`,
+  basic: `basic@1+${UNICODE}`,
 };
 
-const ABBREVIATIONS: Record<string, string> = {
-  mr: 'mister', mrs: 'missus', ms: 'miss', dr: 'doctor', drs: 'doctors', jr: 'junior', sr: 'senior', rev: 'reverend', hon: 'honorable',
-  gen: 'general', col: 'colonel', lt: 'lieutenant', sgt: 'sergeant', capt: 'captain', maj: 'major', gov: 'governor', prof: 'professor',
-  co: 'company', ltd: 'limited', inc: 'incorporated', esq: 'esquire', ft: 'fort', mt: 'mount', ave: 'avenue', vs: 'versus', etc: 'et cetera', no: 'number',
-};
-
-/** Typographic variants folded to one spelling so the vocabulary does not split on them. */
-function foldPunctuation(s: string): string {
-  return s
-    .replace(/[\u2018\u2019\u201b\u2032\u00b4`]/g, "'")
-    .replace(/[\u201c\u201d\u201e\u201f\u00ab\u00bb\u2033]/g, '"')
-    .replace(/[\u2010-\u2015\u2212]/g, '-')
-    .replace(/\u2026/g, '...')
-    .replace(/[\u00a0\u2000-\u200b\u202f\u205f\u3000]/g, ' ');
+export function cleanerVersion(name: CleanerName): string {
+  return CLEANER_VERSIONS[name];
 }
 
-function collapse(s: string): string {
-  return s.replace(/\s+/g, ' ').trim();
-}
-
-function expandAbbreviations(s: string): string {
-  // "St." is "Street" after a capitalised word ("Main St.") and "Saint" before one ("St. Louis").
-  s = s.replace(/\b([A-Z][a-z]+) St\.(?=\s|$|[,;])/g, '$1 Street').replace(/\bSt\.(?=\s+[A-Z])/g, 'Saint');
-  // Whole words followed by a period only: "Dr." is expanded, "drum" and "dr" are not.
-  return s.replace(/\b([A-Za-z]+)\.(?=\s|$|[,;:])/g, (m, word: string, offset: number) => {
-    const full = ABBREVIATIONS[word.toLowerCase()];
-    if (!full) return m;
-    if (word.toLowerCase() === 'no' && !/^\s*\d/.test(s.slice(offset + m.length))) return m; // "No." only before a number
-    return word[0] === word[0].toUpperCase() ? full[0].toUpperCase() + full.slice(1) : full;
-  });
-}
-
-export function normalizeUnicode(text: string, form: TextConfig['unicode_normalization']): string {
+export function normalizeUnicode(text: string, form: UnicodeNormalization): string {
   return form === 'none' ? text : text.normalize(form);
 }
 
-/** Clean one text with the configured cleaner (after Unicode normalisation). */
-export function cleanText(text: string, text_: Pick<TextConfig, 'cleaners' | 'unicode_normalization'>): string {
-  const t = normalizeUnicode(text, text_.unicode_normalization);
-  switch (text_.cleaners) {
+// Typographic and script-specific variants folded to one spelling, so the vocabulary does not split
+// on them: quotes, dashes, ellipsis, full-width ASCII (U+FF01-FF5E), CJK, Arabic and Devanagari
+// sentence punctuation, and Unicode spaces.
+const FOLD: Record<string, string> = {};
+for (const ch of '\u2018\u2019\u201a\u201b\u2032\u2035\u00b4`\u2039\u203a') FOLD[ch] = "'";
+for (const ch of '\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u300c\u300d\u300e\u300f') FOLD[ch] = '"';
+for (const ch of '\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63') FOLD[ch] = '-';
+FOLD['\u2026'] = '...';
+Object.assign(FOLD, { '\u3002': '.', '\uff61': '.', '\u3001': ',', '\uff64': ',', '\u060c': ',', '\u061b': ';', '\u061f': '?', '\u0964': '.', '\u0965': '.' });
+for (let c = 0xff01; c <= 0xff5e; c++) FOLD[String.fromCharCode(c)] = String.fromCharCode(c - 0xfee0);
+// Invisible characters that carry no sound: zero-width space, word joiner, BOM, soft hyphen and
+// bidirectional controls. ZWJ and ZWNJ (U+200C/D) stay: Persian and Indic spelling depends on them.
+for (const ch of '\u200b\u2060\ufeff\u00ad\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069') FOLD[ch] = '';
+const FOLD_RE = new RegExp(`[${Object.keys(FOLD).join('').replace(/[\]\\^-]/g, '\\$&')}]|[\\u0000-\\u0008\\u000e-\\u001f\\u007f-\\u009f]`, 'g');
+const PLAIN_ASCII = /^[\x20-\x7e]*$/;
+
+/** Fold punctuation variants and drop invisible characters; control characters become spaces. */
+export function foldPunctuation(text: string): string {
+  if (PLAIN_ASCII.test(text)) return text;
+  return text.replace(FOLD_RE, (ch) => FOLD[ch] ?? ' ');
+}
+
+export function collapseWhitespace(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+// Languages whose lower-casing differs from the default Unicode mapping (dotted and dotless i).
+const LOCALE_LOWER = new Set(['tr', 'az', 'lt']);
+
+/** Unicode-aware lower-casing; Turkish, Azerbaijani and Lithuanian use their own rules. */
+export function lowerCase(text: string, language?: string): string {
+  const primary = language?.split('-')[0].toLowerCase();
+  return primary && LOCALE_LOWER.has(primary) ? text.toLocaleLowerCase(primary) : text.toLowerCase();
+}
+
+// English abbreviations, expanded only as whole words ending in a period ("Dr." but never "drum",
+// "dr" or "Adr."). From Ito's english_cleaners list, plus common ones his list lacks. Case decides
+// nothing here: the cleaner lower-cases afterwards, so "DR." and "dr." read alike. The abbreviation's
+// period is consumed, as in Ito's cleaner ("Main St." -> "main street").
+const ABBREVIATIONS: Record<string, string> = {
+  mr: 'mister', mrs: 'missus', ms: 'miss', messrs: 'messieurs', dr: 'doctor', drs: 'doctors', jr: 'junior', sr: 'senior',
+  rev: 'reverend', hon: 'honorable', gen: 'general', col: 'colonel', lt: 'lieutenant', sgt: 'sergeant', capt: 'captain',
+  cmdr: 'commander', adm: 'admiral', maj: 'major', gov: 'governor', sen: 'senator', rep: 'representative', pres: 'president',
+  supt: 'superintendent', prof: 'professor', co: 'company', corp: 'corporation', ltd: 'limited', inc: 'incorporated',
+  bros: 'brothers', esq: 'esquire', ft: 'fort', mt: 'mount', ave: 'avenue', blvd: 'boulevard', rd: 'road', hwy: 'highway',
+  dept: 'department', univ: 'university', approx: 'approximately', vs: 'versus', etc: 'et cetera', vol: 'volume', ch: 'chapter',
+};
+// Titles that British style writes without a period ("Dr Smith", "St Paul"): expanded without one
+// only when written with a capital and followed by a capitalised word.
+const TITLES_WITHOUT_PERIOD = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'mt', 'ft', 'capt', 'sgt', 'lt', 'col', 'gen', 'rev', 'gov', 'supt']);
+// Months and days abbreviated with a period, only when capitalised ("Jan." but not "jan.").
+const CAPITALISED: Record<string, string> = {
+  jan: 'january', feb: 'february', mar: 'march', apr: 'april', jun: 'june', jul: 'july', aug: 'august', sep: 'september',
+  sept: 'september', oct: 'october', nov: 'november', dec: 'december', mon: 'monday', tue: 'tuesday', tues: 'tuesday',
+  wed: 'wednesday', thu: 'thursday', thur: 'thursday', thurs: 'thursday', fri: 'friday', sat: 'saturday',
+};
+
+// Only the words in the tables are candidates; the regex does the filtering so ordinary words cost
+// nothing. Letters are matched case-insensitively by class ([dD][rR]) because /i would also make
+// \p{Lu} match lower-case letters.
+const ABBREVIATION_WORDS = [...new Set([...Object.keys(ABBREVIATIONS), ...TITLES_WITHOUT_PERIOD, ...Object.keys(CAPITALISED), 'no', 'nos', 'st'])]
+  .sort((a, b) => b.length - a.length)
+  .map((w) => [...w].map((c) => `[${c}${c.toUpperCase()}]`).join(''));
+const ABBREVIATION_RE = new RegExp(`(?<![\\p{L}\\p{M}\\p{N}_'.])(${ABBREVIATION_WORDS.join('|')})(?![\\p{L}\\p{M}\\p{N}_])(\\.)?(?=(\\s*)(\\p{Lu}|\\p{N})?)`, 'gu');
+const LETTER_DOTS_RE = /(?<![\p{L}\p{M}\p{N}])(?:e\.g\.|i\.e\.|a\.k\.a\.)/giu;
+const LETTER_DOTS: Record<string, string> = { 'e.g.': 'for example', 'i.e.': 'that is', 'a.k.a.': 'also known as' };
+const SENTENCE_START = /(?:^|[.!?"(]\s*)$/;
+
+function isCapitalised(word: string): boolean {
+  return word[0] !== word[0].toLowerCase();
+}
+
+/**
+ * "St." is "Saint" before a capitalised word ("St. Louis", "In St. Petersburg") unless it follows a
+ * capitalised word inside the sentence or a number ("Main St.", "42nd St."), where it is "Street".
+ */
+function street(text: string, offset: number, followedByCapital: boolean): boolean {
+  const before = text.slice(Math.max(0, offset - 40), offset);
+  const prev = /([\p{L}\p{N}]+)(\s+)$/u.exec(before);
+  if (!prev) return !followedByCapital;
+  const prevWord = prev[1];
+  if (/\p{N}/u.test(prevWord)) return true;
+  if (isCapitalised(prevWord) && !SENTENCE_START.test(before.slice(0, prev.index))) return true;
+  return !followedByCapital;
+}
+
+/** Expand English abbreviations that are whole words (documented above each table). */
+export function expandAbbreviations(text: string): string {
+  if (text.includes('.')) text = text.replace(LETTER_DOTS_RE, (m) => LETTER_DOTS[m.toLowerCase()]);
+  return text.replace(ABBREVIATION_RE, (m, word: string, dot: string | undefined, space: string, next: string | undefined, offset: number) => {
+    // Right after a number the word is a unit ("5 ft.", "20 ms"), which expandNumbers reads.
+    if (/\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
+    const key = word.toLowerCase();
+    const capital = next !== undefined && /\p{Lu}/u.test(next);
+    const digit = next !== undefined && !capital;
+    if (!dot) {
+      if (!TITLES_WITHOUT_PERIOD.has(key) || !isCapitalised(word) || !capital || space.length === 0) return m;
+      if (key === 'st') return street(text, offset, true) ? 'street' : 'saint';
+      return ABBREVIATIONS[key];
+    }
+    if (key === 'no' || key === 'nos') return digit ? (key === 'no' ? 'number' : 'numbers') : m;
+    if (key === 'st') return street(text, offset, capital && space.length > 0) ? 'street' : 'saint';
+    if (CAPITALISED[key] && isCapitalised(word)) return CAPITALISED[key];
+    return ABBREVIATIONS[key] ?? m;
+  });
+}
+
+const AMPERSAND_RE = /\s*&\s*/g;
+
+/**
+ * Clean one text with the configured cleaner, after Unicode normalisation.
+ * `language` only matters for lower-casing (Turkish dotless i); the english cleaner ignores it.
+ */
+export function cleanText(text: string, config: Pick<TextConfig, 'cleaners' | 'unicode_normalization'>, language?: string): string {
+  const t = normalizeUnicode(text, config.unicode_normalization);
+  switch (config.cleaners) {
     case 'basic':
-      return collapse(t);
+      return collapseWhitespace(t);
     case 'multilingual':
-      return collapse(foldPunctuation(t).toLowerCase());
-    case 'english':
-      return collapse(expandNumbers(expandAbbreviations(foldPunctuation(t))).toLowerCase());
+      return collapseWhitespace(lowerCase(foldPunctuation(t), language));
+    case 'english': {
+      let s = expandAbbreviations(foldPunctuation(t));
+      if (s.includes('&')) s = s.replace(AMPERSAND_RE, ' and ');
+      return collapseWhitespace(expandNumbers(s).toLowerCase());
+    }
   }
 }

@@ -1,17 +1,28 @@
-// English number normalisation for TTS: cardinals, ordinals, decimals, currency, percentages,
-// times and years, following the conventions of Keith Ito's Tacotron cleaners (which LJSpeech-era
-// front ends share): "1999" -> "nineteen ninety-nine", "2005" -> "two thousand five",
-// "2010" -> "twenty ten", "$5.50" -> "five dollars, fifty cents".
+// English number normalisation for TTS: cardinals (negatives, thousands separators), ordinals,
+// decimals, currency, percentages, times, decades and years. Readings follow Keith Ito's Tacotron
+// `english_cleaners` (keithito/tacotron, text/numbers.py), which LJSpeech-era front ends share:
+// "1999" -> "nineteen ninety-nine", "2005" -> "two thousand five", "2010" -> "twenty ten",
+// "$5.50" -> "five dollars, fifty cents". Where Ito reads digits glued to letters ("mp3") as one
+// word, we put a space between them so the reading is a word the model has heard.
 
 const ONES = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen'];
 const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
+// Short scale, as American and modern British English use it.
 const SCALES: [bigint, string][] = [
+  [10n ** 33n, 'decillion'],
+  [10n ** 30n, 'nonillion'],
+  [10n ** 27n, 'octillion'],
+  [10n ** 24n, 'septillion'],
+  [10n ** 21n, 'sextillion'],
+  [10n ** 18n, 'quintillion'],
   [10n ** 15n, 'quadrillion'],
   [10n ** 12n, 'trillion'],
   [10n ** 9n, 'billion'],
   [10n ** 6n, 'million'],
   [1000n, 'thousand'],
 ];
+/** Beyond the largest scale a number is read digit by digit (serial numbers, not quantities). */
+const MAX_CARDINAL_DIGITS = 36;
 
 function below1000(n: number): string {
   const parts: string[] = [];
@@ -24,8 +35,17 @@ function below1000(n: number): string {
   return parts.join(' ');
 }
 
+/** Each digit as a word: "0451" -> "zero four five one". */
+export function digitsAsWords(digits: string): string {
+  let out = '';
+  for (let i = 0; i < digits.length; i++) out += (i ? ' ' : '') + ONES[digits.charCodeAt(i) - 48];
+  return out;
+}
+
 /** Cardinal words for a non-negative integer given as digits ("1234" -> "one thousand two hundred thirty-four"). */
 export function cardinal(digits: string): string {
+  if (digits.length <= 3) return below1000(Number(digits));
+  if (digits.replace(/^0+/, '').length > MAX_CARDINAL_DIGITS) return digitsAsWords(digits);
   let n = BigInt(digits);
   if (n === 0n) return 'zero';
   const parts: string[] = [];
@@ -41,65 +61,147 @@ export function cardinal(digits: string): string {
 
 const ORDINAL_EXCEPTIONS: Record<string, string> = { one: 'first', two: 'second', three: 'third', five: 'fifth', eight: 'eighth', nine: 'ninth', twelve: 'twelfth' };
 
-export function ordinal(digits: string): string {
-  const words = cardinal(digits);
+/** The ordinal of the last word of a cardinal reading ("twenty-one" -> "twenty-first"). */
+function ordinalOfWords(words: string): string {
   const m = /([a-z]+)$/.exec(words)!;
   const last = m[1];
   const ord = ORDINAL_EXCEPTIONS[last] ?? (last.endsWith('y') ? `${last.slice(0, -1)}ieth` : `${last}th`);
   return words.slice(0, m.index) + ord;
 }
 
-/** A year read the way people say it. */
-export function year(digits: string): string {
-  const n = Number(digits);
-  if (n >= 2000 && n < 2010) return cardinal(digits);
-  if (n % 100 === 0 && n % 1000 !== 0) return `${cardinal(String(n / 100))} hundred`;
-  if (n >= 1000 && n < 3000) {
-    const hi = Math.floor(n / 100);
-    const lo = n % 100;
-    return `${cardinal(String(hi))} ${lo < 10 ? `oh ${ONES[lo]}` : cardinal(String(lo))}`;
-  }
-  return cardinal(digits);
+/** "22" -> "twenty-second", "103" -> "one hundred third". */
+export function ordinal(digits: string): string {
+  return ordinalOfWords(cardinal(digits));
 }
 
-const CURRENCIES: Record<string, [string, string, string, string]> = {
+/**
+ * A four-digit number read as a year, as Ito's cleaner reads every number from 1001 to 2999:
+ * "1999" -> "nineteen ninety-nine", "1900" -> "nineteen hundred", "1905" -> "nineteen oh five",
+ * "2005" -> "two thousand five", "2010" -> "twenty ten". Other values are read as cardinals.
+ */
+export function year(digits: string): string {
+  const n = Number(digits);
+  if (digits.length !== 4 || n <= 1000 || n >= 3000) return cardinal(digits);
+  if ((n > 1000 && n < 1010) || (n >= 2000 && n < 2010)) return cardinal(digits);
+  const hi = Math.floor(n / 100);
+  const lo = n % 100;
+  if (lo === 0) return `${cardinal(String(hi))} hundred`;
+  return `${cardinal(String(hi))} ${lo < 10 ? `oh ${ONES[lo]}` : below1000(lo)}`;
+}
+
+/** Plural of a number reading, for decades and "in twos": "sixty" -> "sixties", "six" -> "sixes". */
+function pluralOfWords(words: string): string {
+  if (words.endsWith('y')) return `${words.slice(0, -1)}ies`;
+  if (words.endsWith('x')) return `${words}es`;
+  return `${words}s`;
+}
+
+type CurrencyNames = [one: string, many: string, subOne: string, subMany: string];
+const CURRENCIES: Record<string, CurrencyNames> = {
   $: ['dollar', 'dollars', 'cent', 'cents'],
   '£': ['pound', 'pounds', 'penny', 'pence'],
   '€': ['euro', 'euros', 'cent', 'cents'],
   '¥': ['yen', 'yen', 'sen', 'sen'],
+  '₹': ['rupee', 'rupees', 'paisa', 'paise'],
 };
 
+/** "$5.50" -> "five dollars, fifty cents"; fractions of more than two digits are read as decimals. */
 function money(symbol: string, whole: string, fraction: string | undefined): string {
   const [one, many, subOne, subMany] = CURRENCIES[symbol];
-  const w = BigInt(whole.replace(/,/g, '') || '0');
-  const f = fraction ? Number(fraction.padEnd(2, '0').slice(0, 2)) : 0;
+  if (fraction !== undefined && fraction.length > 2) return `${decimal(whole, fraction)} ${many}`;
+  const w = whole.replace(/^0+(?=\d)/, '');
+  const f = fraction ? Number(fraction.padEnd(2, '0')) : 0;
   const parts: string[] = [];
-  if (w > 0n || f === 0) parts.push(`${cardinal(w.toString())} ${w === 1n ? one : many}`);
+  if (w !== '0' || f === 0) parts.push(`${cardinal(w)} ${w === '1' ? one : many}`);
   if (f > 0) parts.push(`${cardinal(String(f))} ${f === 1 ? subOne : subMany}`);
   return parts.join(', ');
 }
 
-/** Expand every number in English text. Order matters: currency and ordinals before plain numbers. */
+/** "3", "14" -> "three point one four". */
+function decimal(whole: string, fraction: string | undefined): string {
+  return fraction ? `${cardinal(whole)} point ${digitsAsWords(fraction)}` : cardinal(whole);
+}
+
+// Units read only right after a number ("5 ft." -> "five feet"; "ft." alone is Ito's "fort").
+const UNITS: Record<string, [one: string, many: string]> = {
+  ft: ['foot', 'feet'],
+  lb: ['pound', 'pounds'],
+  lbs: ['pound', 'pounds'],
+  oz: ['ounce', 'ounces'],
+  mph: ['mile per hour', 'miles per hour'],
+  km: ['kilometer', 'kilometers'],
+  kg: ['kilogram', 'kilograms'],
+  cm: ['centimeter', 'centimeters'],
+  mm: ['millimeter', 'millimeters'],
+  mg: ['milligram', 'milligrams'],
+  ms: ['millisecond', 'milliseconds'],
+  ml: ['milliliter', 'milliliters'],
+};
+
+// A number as written: digits with optional thousands separators ("1,234"), optional decimals.
+const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?`;
+// Not glued to a preceding word character, dot or comma (so "1.2.3" and "a1,5" are left to later passes).
+const START = String.raw`(?<![\p{L}\p{N}_.,])`;
+const END = String.raw`(?![\p{L}\p{N}_]|[.,]\d)`;
+const strip = (digits: string) => digits.replace(/,/g, '');
+
+const CURRENCY_RE = new RegExp(
+  String.raw`${START}(-)?([$£€¥₹])\s?${NUM}(?:\s?(thousand|million|billion|trillion)\b)?${END}|${START}(-)?${NUM}\s?([$£€¥₹])(?![\p{L}\p{N}])`,
+  'gu',
+);
+const TIME_RE = /(?<![\p{L}\p{N}:.])([01]?\d|2[0-4]):([0-5]\d)(?![\p{L}\p{N}:]|[.,]\d)/gu;
+const ORDINAL_RE = new RegExp(String.raw`${START}(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)(?![\p{L}\p{N}_])`, 'giu');
+const DECADE_RE = /(?<![\p{L}\p{N}_.,])'?(\d{2}|\d{3}0)'?s(?![\p{L}\p{N}_])/gu;
+const PERCENT_RE = new RegExp(String.raw`${START}([-+])?${NUM}\s?%`, 'gu');
+const UNIT_RE = new RegExp(String.raw`${START}${NUM}\s?(${Object.keys(UNITS).join('|')})\b\.?`, 'gu');
+const DEGREE_RE = /\s?°(?:\s?([CF])(?!\p{L}))?/gu;
+// Version numbers and addresses: "1.2.3" -> "one dot two dot three".
+const DOTTED_RE = /(?<![\p{L}\p{N}_.])\d+(?:\.\d+){2,}(?![\p{N}]|\.\d)/gu;
+const NUMBER_SIGN_RE = /#\s?(?=\d)/g;
+const GLUED_RE = /(\p{L})(?=\d)|(\d)(?=\p{L})/gu;
+const NUMBER_RE = new RegExp(String.raw`(?<![\p{L}\p{N}_.,])([-+])?${NUM}(?![\p{N}])|(?<![\p{N}])\.(\d+)(?![\p{N}])`, 'gu');
+const MAYBE_NUMBER = /[\d%#°]/;
+
+/** A signed number: "-5" -> "minus five"; with `asYear`, four digits without separators read as a year. */
+function number(sign: string | undefined, whole: string, fraction: string | undefined, asYear: boolean): string {
+  // START keeps a sign that follows a word or digit ("1990-95", "3+4") out of the match.
+  const prefix = sign === '-' ? 'minus ' : sign === '+' ? 'plus ' : '';
+  if (fraction !== undefined) return prefix + decimal(strip(whole), fraction);
+  if (asYear && !sign && /^\d{4}$/.test(whole)) return year(whole);
+  // Leading zeros mark a code, not a quantity: "007" -> "zero zero seven".
+  if (whole.length > 1 && whole[0] === '0') return prefix + digitsAsWords(whole);
+  return prefix + cardinal(strip(whole));
+}
+
+/**
+ * Expand every number in English text. Order matters: currency, times, ordinals, decades,
+ * percentages and units each claim their numbers before plain numbers are read.
+ */
 export function expandNumbers(text: string): string {
-  return text
-    .replace(/([$£€¥])\s?(\d[\d,]*)(?:\.(\d+))?(\s?(?:million|billion|trillion))?/g, (_m, sym: string, whole: string, frac: string | undefined, scale: string | undefined) =>
-      scale ? `${expandDecimal(whole.replace(/,/g, ''), frac)}${scale} ${CURRENCIES[sym][1]}` : money(sym, whole, frac),
-    )
-    .replace(/\b(\d{1,2}):(\d{2})\b/g, (_m, h: string, mm: string) => (mm === '00' ? `${cardinal(h)} o'clock` : `${cardinal(h)} ${Number(mm) < 10 ? `oh ${cardinal(mm)}` : cardinal(mm)}`))
-    .replace(/\b(\d[\d,]*)(st|nd|rd|th)\b/gi, (_m, d: string) => ordinal(d.replace(/,/g, '')))
-    .replace(/(\d[\d,]*(?:\.\d+)?)\s?%/g, (_m, d: string) => `${expandDecimalText(d)} percent`)
-    .replace(/\b(\d+)\.(\d+)\b/g, (_m, w: string, f: string) => expandDecimal(w, f))
-    .replace(/\b\d{1,3}(?:,\d{3})+\b/g, (m) => cardinal(m.replace(/,/g, '')))
-    .replace(/\b(1[1-9]\d\d|20\d\d)\b/g, (m) => year(m))
-    .replace(/-(\d+)\b/g, (m, d: string, offset: number, s: string) => (offset === 0 || /\s/.test(s[offset - 1]) ? `minus ${cardinal(d)}` : m))
-    .replace(/\d+/g, (m) => cardinal(m));
-}
-
-function expandDecimal(whole: string, fraction: string | undefined): string {
-  return fraction ? `${cardinal(whole)} point ${[...fraction].map((c) => ONES[Number(c)]).join(' ')}` : cardinal(whole);
-}
-
-function expandDecimalText(d: string): string {
-  const [w, f] = d.replace(/,/g, '').split('.');
-  return expandDecimal(w, f);
+  if (!MAYBE_NUMBER.test(text)) return text;
+  return (
+    text
+      .replace(CURRENCY_RE, (_m, neg1?: string, sym1?: string, w1?: string, f1?: string, scale?: string, neg2?: string, w2?: string, f2?: string, sym2?: string) => {
+        const neg = neg1 ?? neg2 ? 'minus ' : '';
+        if (sym1 !== undefined) return neg + (scale ? `${decimal(strip(w1!), f1)} ${scale} ${CURRENCIES[sym1][1]}` : money(sym1, strip(w1!), f1));
+        return neg + money(sym2!, strip(w2!), f2);
+      })
+      .replace(TIME_RE, (_m, h: string, mm: string) => (mm === '00' ? `${cardinal(h)} o'clock` : `${cardinal(h)} ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`))
+      .replace(ORDINAL_RE, (_m, d: string) => ordinal(strip(d)))
+      .replace(DECADE_RE, (_m, d: string) => pluralOfWords(d.length === 4 ? year(d) : cardinal(d)))
+      .replace(PERCENT_RE, (_m, sign: string | undefined, w: string, f: string | undefined) => `${number(sign, w, f, false)} percent`)
+      .replace(UNIT_RE, (_m, w: string, f: string | undefined, unit: string) => {
+        const [one, many] = UNITS[unit];
+        return `${decimal(strip(w), f)} ${w === '1' && f === undefined ? one : many}`;
+      })
+      .replace(DEGREE_RE, (_m, scale?: string) => ` degrees${scale === 'C' ? ' celsius' : scale === 'F' ? ' fahrenheit' : ''}`)
+      .replace(NUMBER_SIGN_RE, 'number ')
+      .replace(GLUED_RE, '$1$2 ')
+      .replace(DOTTED_RE, (m) => m.split('.').map((d) => cardinal(d)).join(' dot '))
+      .replace(NUMBER_RE, (_m, sign: string | undefined, w: string | undefined, f: string | undefined, leadingFraction: string | undefined) =>
+        leadingFraction !== undefined ? `point ${digitsAsWords(leadingFraction)}` : number(sign, w!, f, true),
+      )
+      // Whatever digits the patterns above left (odd groupings such as "1,2345") are read one group at a time.
+      .replace(/\d+/g, (d) => cardinal(d))
+  );
 }
