@@ -9,7 +9,8 @@ export const PAD = 0;
 export const BOS = 1;
 export const EOS = 2;
 export const UNK = 3;
-const SPECIALS = ['<pad>', '<bos>', '<eos>', '<unk>'];
+export const SPECIAL_TOKENS: readonly string[] = ['<pad>', '<bos>', '<eos>', '<unk>'];
+const SPECIALS = SPECIAL_TOKENS;
 const SPEAKABLE = /^[\p{L}\p{M}\p{N}\p{P} ]$/u;
 
 export interface TokenizerJSON {
@@ -28,6 +29,21 @@ export interface Encoded {
   unmappable: string[];
 }
 
+export type TokenizerMode = TokenizerJSON['mode'];
+
+/** Why a stored tokenizer cannot be used, or undefined when it can. */
+function invalid(json: TokenizerJSON): string | undefined {
+  if (json?.format !== 'xtts-tokenizer@1') return `format is ${JSON.stringify(json?.format)}`;
+  if (json.mode !== 'characters' && json.mode !== 'phonemes') return `mode is ${JSON.stringify(json.mode)}`;
+  if (json.mode === 'phonemes' && typeof json.phonemizer !== 'string') return 'phonemes mode without a phonemizer identity';
+  if (json.mode === 'characters' && json.phonemizer !== null) return 'characters mode with a phonemizer';
+  if (!Array.isArray(json.languages) || json.languages.length === 0 || json.languages.some((l) => typeof l !== 'string' || l === '')) return 'languages is not a list of codes';
+  if (new Set(json.languages).size !== json.languages.length) return 'a language is listed twice';
+  if (!Array.isArray(json.symbols) || json.symbols.some((s) => typeof s !== 'string' || [...s].length !== 1)) return 'symbols is not a list of single characters';
+  if (new Set(json.symbols).size !== json.symbols.length) return 'a symbol is listed twice';
+  return undefined;
+}
+
 export class Tokenizer {
   readonly mode: TokenizerJSON['mode'];
   readonly phonemizer: string | null;
@@ -40,11 +56,12 @@ export class Tokenizer {
   private constructor(json: TokenizerJSON) {
     this.mode = json.mode;
     this.phonemizer = json.phonemizer;
-    this.languages = json.languages;
-    this.symbols = json.symbols;
-    json.languages.forEach((l, i) => this.languageIds.set(l, SPECIALS.length + i));
-    json.symbols.forEach((s, i) => this.symbolIds.set(s, SPECIALS.length + json.languages.length + i));
-    this.identityHash = createHash('sha256').update(JSON.stringify(json)).digest('hex');
+    this.languages = Object.freeze([...json.languages]);
+    this.symbols = Object.freeze([...json.symbols]);
+    this.languages.forEach((l, i) => this.languageIds.set(l, SPECIALS.length + i));
+    this.symbols.forEach((s, i) => this.symbolIds.set(s, SPECIALS.length + this.languages.length + i));
+    // Hash the canonical form, so a stored tokenizer whose keys were reordered keeps its identity.
+    this.identityHash = createHash('sha256').update(JSON.stringify(this.toJSON())).digest('hex');
   }
 
   /**
@@ -52,16 +69,25 @@ export class Tokenizer {
    * points — letters, combining marks, digits, punctuation and spaces. Symbols (☃, emoji, math,
    * currency signs a cleaner did not expand), controls and private-use characters get no id, so a
    * row that has them is reported as unmappable instead of teaching the model a silent token.
+   * In phonemes mode the texts are espeak-ng's IPA and `phonemizer` is its identity.
    */
-  static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerJSON['mode'] = 'characters', phonemizer: string | null = null): Tokenizer {
-    const seen = new Set<string>();
-    for (const t of texts) for (const ch of t) if (SPEAKABLE.test(ch)) seen.add(ch);
-    return new Tokenizer({ format: 'xtts-tokenizer@1', mode, phonemizer, languages: [...languages], symbols: [...seen].sort() });
+  static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerMode = 'characters', phonemizer: string | null = null): Tokenizer {
+    const verdict = new Map<string, boolean>();
+    for (const t of texts) {
+      for (const ch of t) if (!verdict.has(ch)) verdict.set(ch, SPEAKABLE.test(ch));
+    }
+    const symbols = [...verdict].filter(([, ok]) => ok).map(([ch]) => ch);
+    // Code-unit order: the same on every machine and Node version, unlike localeCompare.
+    symbols.sort();
+    return Tokenizer.fromJSON({ format: 'xtts-tokenizer@1', mode, phonemizer, languages: [...languages], symbols });
   }
 
   static fromJSON(json: TokenizerJSON): Tokenizer {
-    if (json?.format !== 'xtts-tokenizer@1' || !Array.isArray(json.symbols) || !Array.isArray(json.languages)) {
-      throw new XttsError('TOKENIZER_INVALID', 'the stored tokenizer is not an xtts tokenizer (format xtts-tokenizer@1)', { suggestions: ['the checkpoint or cache was written by another tool or version; retrain or clear the cache'] });
+    const problem = invalid(json);
+    if (problem) {
+      throw new XttsError('TOKENIZER_INVALID', `the stored tokenizer is not a valid xtts tokenizer (format xtts-tokenizer@1): ${problem}`, {
+        suggestions: ['the checkpoint or cache was written by another tool or version; retrain or clear the cache (xtts cache clear)'],
+      });
     }
     return new Tokenizer(json);
   }
@@ -84,21 +110,47 @@ export class Tokenizer {
     return id === undefined ? undefined : id - SPECIALS.length;
   }
 
+  /** The id of a language token, e.g. `[en]`. */
+  languageId(language: string): number | undefined {
+    return this.languageIds.get(language);
+  }
+
+  /** The id of one character (or IPA symbol); undefined when it is not in the vocabulary. */
+  symbolId(symbol: string): number | undefined {
+    return this.symbolIds.get(symbol);
+  }
+
+  /** What an id stands for: `<pad>`, `[en]`, or the symbol itself. */
+  token(id: number): string | undefined {
+    if (id < SPECIALS.length) return SPECIALS[id];
+    if (id < SPECIALS.length + this.languages.length) return `[${this.languages[id - SPECIALS.length]}]`;
+    return this.symbols[id - SPECIALS.length - this.languages.length];
+  }
+
+  /**
+   * [<bos>, [lang], ...symbols, <eos>]. Symbols with no id become <unk> in `ids` and are listed in
+   * `unmappable` (once each, in order of first appearance), so the caller can skip the row.
+   */
   encode(text: string, language: string): Encoded {
     const lang = this.languageIds.get(language);
-    if (lang === undefined) throw new XttsError('TOKENIZER_UNKNOWN_LANGUAGE', `language "${language}" is not one of the tokenizer's: ${this.languages.join(', ')}`, { suggestions: ['add it to text.languages and retrain, or pick one of those'] });
-    const chars = [...text];
-    const ids = new Int32Array(chars.length + 3);
+    if (lang === undefined) {
+      throw new XttsError('TOKENIZER_UNKNOWN_LANGUAGE', `language "${language}" is not one of the tokenizer's: ${this.languages.join(', ')}`, {
+        suggestions: ['add it to text.languages and retrain, or pick one of those'],
+      });
+    }
+    const ids = new Int32Array(text.length + 3);
     ids[0] = BOS;
     ids[1] = lang;
-    const unmappable = new Set<string>();
-    chars.forEach((ch, i) => {
+    let n = 2;
+    let unmappable: Set<string> | undefined;
+    for (const ch of text) {
       const id = this.symbolIds.get(ch);
-      if (id === undefined) unmappable.add(ch);
-      ids[i + 2] = id ?? UNK;
-    });
-    ids[ids.length - 1] = EOS;
-    return { ids, unmappable: [...unmappable] };
+      if (id === undefined) (unmappable ??= new Set()).add(ch);
+      ids[n++] = id ?? UNK;
+    }
+    ids[n++] = EOS;
+    // text.length counts UTF-16 units; astral characters are one symbol, so trim the spare slots.
+    return { ids: n === ids.length ? ids : ids.slice(0, n), unmappable: unmappable ? [...unmappable] : [] };
   }
 
   decode(ids: ArrayLike<number>): string {
