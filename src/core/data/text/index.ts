@@ -1,6 +1,19 @@
-// The text front end: Unicode normalisation, cleaners, tokenizer, espeak-ng phonemes, languages.
-export { cleanText, normalizeUnicode, CLEANER_VERSIONS } from './cleaners.js';
-export { expandNumbers, cardinal, ordinal, year } from './numbers.js';
-export { Tokenizer, PAD, BOS, EOS, UNK, type TokenizerJSON, type Encoded } from './tokenizer.js';
-export { Phonemizer, espeakVersion, espeakVoice } from './phonemizer.js';
+// The text front end: Unicode normalisation, cleaners, tokenizer, espeak-ng phonemes, languages,
+// and the per-row entry points the data pipeline, trainer and synthesis call.
+export {
+  cleanText,
+  cleanerVersion,
+  normalizeUnicode,
+  foldPunctuation,
+  collapseWhitespace,
+  lowerCase,
+  expandAbbreviations,
+  CLEANER_VERSIONS,
+  type CleanerName,
+  type UnicodeNormalization,
+} from './cleaners.js';
+export { expandNumbers, cardinal, ordinal, year, digitsAsWords } from './numbers.js';
+export { Tokenizer, PAD, BOS, EOS, UNK, SPECIAL_TOKENS, type TokenizerJSON, type TokenizerMode, type Encoded } from './tokenizer.js';
+export { Phonemizer, espeakVersion, espeakVoice, splitPunctuation } from './phonemizer.js';
 export { detectLanguage, languageFromFilename, type DetectedLanguage } from './language.js';
+export { prepareText, preparePhonemes, prepareTextBatch, tokenizerText, textIdentity, type PreparedText, type TextRowInput, type TextFrontConfig } from './frontend.js';
