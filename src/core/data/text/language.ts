@@ -136,12 +136,12 @@ const LATIN: Record<string, Profile> = {
     { lar: 1, ler: 1, yor: 1.5, dir: 0.5 },
   ),
   cs: profile(
-    'děkuji ano dobře a je se v na že to s z do o jsem ale jak by i k za jako tak po pro od už jsou jsme být který která které co když bylo byl byla není ve ze',
+    'děkuji ano dobře vím nevím protože také tady teď proč a je se v na že to s z do o jsem ale jak by i k za jako tak po pro od už jsou jsme být který která které co když bylo byl byla není ve ze',
     { ř: 3, ů: 3, ě: 3, č: 1, š: 1, ž: 1, ý: 1, á: 0.5, í: 0.5, é: 0.3, ú: 0.5 },
     { ost: 0.5, ní: 0.7, ých: 1 },
   ),
   sk: profile(
-    'a je sa v na že to s z do o som ale ako by i k za tak po pre od už sú sme byť ktorý ktorá ktoré čo keď bolo bol bola nie vo zo aj',
+    'ďakujem áno dobre viem neviem pretože tiež teraz prečo a je sa v na že to s z do o som ale ako by i k za tak po pre od už sú sme byť ktorý ktorá ktoré čo keď bolo bol bola nie vo zo aj',
     { ľ: 3, ĺ: 3, ŕ: 3, ô: 1.5, ä: 1, č: 1, š: 1, ž: 1, ý: 1, á: 0.5, í: 0.5, ú: 0.5 },
   ),
   hu: profile('a az és hogy nem is egy ez meg de van csak már azt el mint volt még ha ki mi be vagy kell lesz nagyon minden', { ő: 3, ű: 3, ö: 0.7, ü: 0.7, á: 0.4, é: 0.4, sz: 0.5, gy: 0.8, cs: 0.4 }),

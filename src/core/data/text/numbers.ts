@@ -153,7 +153,8 @@ const TIME_RE = /(?<![\p{L}\p{N}:.])([01]?\d|2[0-4]):([0-5]\d)(?![\p{L}\p{N}:]|[
 const ORDINAL_RE = new RegExp(String.raw`${START}(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)(?![\p{L}\p{N}_])`, 'giu');
 const DECADE_RE = /(?<![\p{L}\p{N}_.,])'?(\d{2}|\d{3}0)'?s(?![\p{L}\p{N}_])/gu;
 const PERCENT_RE = new RegExp(String.raw`${START}([-+])?${NUM}\s?%`, 'gu');
-const UNIT_RE = new RegExp(String.raw`${START}${NUM}\s?(${Object.keys(UNITS).join('|')})\b\.?`, 'gu');
+// A period after a unit is the unit's own only when the sentence goes on ("6 ft. tall"); "3 kg." ends one.
+const UNIT_RE = new RegExp(String.raw`${START}${NUM}\s?(${Object.keys(UNITS).join('|')})\b(?:\.(?=\s+\p{Ll}))?`, 'gu');
 const DEGREE_RE = /\s?°(?:\s?([CF])(?!\p{L}))?/gu;
 // Version numbers and addresses: "1.2.3" -> "one dot two dot three".
 const DOTTED_RE = /(?<![\p{L}\p{N}_.])\d+(?:\.\d+){2,}(?![\p{N}]|\.\d)/gu;

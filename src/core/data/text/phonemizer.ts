@@ -233,6 +233,8 @@ class VoiceProcess {
     if (this.proc.exitCode !== null || this.proc.signalCode !== null) return Promise.resolve();
     return new Promise<void>((resolve) => {
       this.proc.once('exit', () => resolve());
+      // Held open until the exit is seen: an idle process is unref'd, and awaiting it must not let Node stop.
+      this.setRef(true);
       this.proc.stdin.end();
     });
   }
