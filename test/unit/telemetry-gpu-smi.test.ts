@@ -102,6 +102,9 @@ describe('nvidia-smi helpers', () => {
     assert.equal(parseNvidiaSmiTimestamp('2024/01/15 10:22:33.5'), Date.UTC(2024, 0, 15, 15, 22, 33, 500));
     assert.equal(parseNvidiaSmiTimestamp('2024/01/15 10:22:33'), Date.UTC(2024, 0, 15, 15, 22, 33, 0));
     assert.equal(parseNvidiaSmiTimestamp('Tue May 14 09:31:07 2024'), null);
+    // New York skips 02:00-03:00 on 2024-03-10: 200 ms pass between these two readings.
+    assert.equal(parseNvidiaSmiTimestamp('2024/03/10 03:00:00.100')! - parseNvidiaSmiTimestamp('2024/03/10 01:59:59.900')!, 200);
+    assert.equal(parseNvidiaSmiTimestamp('2024/03/10 01:59:59.900'), Date.UTC(2024, 2, 10, 6, 59, 59, 900));
   });
 
   test('a rejected field is replaced by its next name, then dropped; the index never is', () => {

@@ -33,6 +33,8 @@ export function defaultNvidiaSmiQuery(): NvidiaSmiQuery {
   return { columns: NVIDIA_SMI_COLUMNS.map((c) => ({ key: c.key, field: c.fields[0] })) };
 }
 
+const DEFAULT_QUERY = defaultNvidiaSmiQuery();
+
 export interface NvidiaSmiRow {
   /** nvidia-smi's own timestamp of the reading (local time, ms resolution) as epoch ms. */
   timestampMs: number | null;
@@ -51,68 +53,63 @@ export interface NvidiaSmiRow {
 
 const MIB = 1024 * 1024;
 
+// Epoch ms of the last "YYYY/MM/DD HH:MM" seen: local-time conversion is the costly part of a
+// parse, and a UTC offset cannot change within a minute (zones move by whole or half hours).
+let minuteKey = '';
+let minuteEpochMs = 0;
+
 /** nvidia-smi's "2024/01/15 10:22:33.123" (local time) as epoch ms. */
 export function parseNvidiaSmiTimestamp(s: string): number | null {
-  const m = /^(\d{4})\/(\d{2})\/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$/.exec(s.trim());
+  const t = s.trim();
+  const m = /^(\d{4})\/(\d{2})\/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$/.exec(t);
   if (!m) return null;
-  const ms = m[7] ? Number(m[7].padEnd(3, '0')) : 0;
-  return new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]), ms).getTime();
+  const key = t.slice(0, 16);
+  if (key !== minuteKey) {
+    minuteEpochMs = new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5])).getTime();
+    minuteKey = key;
+  }
+  return minuteEpochMs + Number(m[6]) * 1000 + (m[7] ? Number(m[7].padEnd(3, '0')) : 0);
 }
 
 /** One line of `--format=csv,noheader,nounits` output for `query`; undefined for a line that is not
  * a data row (blank, a header, a message). Cells nvidia-smi cannot fill read "[N/A]",
  * "[Not Supported]", "[Unknown Error]", ... and become null. */
-export function parseNvidiaSmiLine(line: string, query: NvidiaSmiQuery = defaultNvidiaSmiQuery()): NvidiaSmiRow | undefined {
-  const cells = line.split(',').map((c) => c.trim());
-  if (cells.length !== query.columns.length) return undefined;
-  const raw: Partial<Record<NvidiaSmiColumnKey, string>> = {};
-  query.columns.forEach((c, i) => (raw[c.key] = cells[i]));
-  const indexCell = raw.index;
-  if (indexCell === undefined || !/^\d+$/.test(indexCell)) return undefined;
-  const missing: NvidiaSmiRow['missing'] = {};
-  const value = (key: NvidiaSmiColumnKey): string | null => {
-    const v = raw[key];
-    if (v === undefined) return null;
-    if (/^\[.*\]$/.test(v) || v === 'N/A' || v === '') {
-      missing[key] = v || '(empty)';
-      return null;
-    }
-    return v;
+export function parseNvidiaSmiLine(line: string, query: NvidiaSmiQuery = DEFAULT_QUERY): NvidiaSmiRow | undefined {
+  const cells = line.split(',');
+  const columns = query.columns;
+  if (cells.length !== columns.length) return undefined;
+  const row: NvidiaSmiRow = {
+    timestampMs: null, index: -1, utilizationPct: null, memoryUsedBytes: null, memoryTotalBytes: null, smClockMhz: null, powerW: null, temperatureC: null, throttleReasons: null, missing: {},
   };
-  const num = (key: NvidiaSmiColumnKey): number | null => {
-    const v = value(key);
-    if (v === null) return null;
-    const n = Number(v);
-    if (!Number.isFinite(n)) {
-      missing[key] = v;
-      return null;
+  for (let i = 0; i < cells.length; i++) {
+    const key = columns[i].key;
+    const v = cells[i].trim();
+    if (key === 'index') {
+      if (!/^\d+$/.test(v)) return undefined;
+      row.index = Number(v);
+      continue;
     }
-    return n;
-  };
-  const ts = value('timestamp');
-  const used = num('memoryUsedMiB');
-  const total = num('memoryTotalMiB');
-  const mask = value('throttleMask');
-  let throttleReasons: string[] | null = null;
-  if (mask !== null) {
-    try {
-      throttleReasons = decodeThrottleReasons(mask);
-    } catch {
-      missing.throttleMask = mask;
+    if (v === '' || v === 'N/A' || (v.charCodeAt(0) === 91 /* [ */ && v.charCodeAt(v.length - 1) === 93) /* ] */) {
+      row.missing[key] = v || '(empty)';
+      continue;
+    }
+    if (key === 'timestamp') {
+      row.timestampMs = parseNvidiaSmiTimestamp(v);
+    } else if (key === 'throttleMask') {
+      try {
+        row.throttleReasons = decodeThrottleReasons(v);
+      } catch {
+        row.missing.throttleMask = v;
+      }
+    } else {
+      const n = Number(v);
+      if (!Number.isFinite(n)) row.missing[key] = v;
+      else if (key === 'memoryUsedMiB') row.memoryUsedBytes = n * MIB;
+      else if (key === 'memoryTotalMiB') row.memoryTotalBytes = n * MIB;
+      else row[key] = n;
     }
   }
-  return {
-    timestampMs: ts === null ? null : parseNvidiaSmiTimestamp(ts),
-    index: Number(indexCell),
-    utilizationPct: num('utilizationPct'),
-    memoryUsedBytes: used === null ? null : used * MIB,
-    memoryTotalBytes: total === null ? null : total * MIB,
-    smClockMhz: num('smClockMhz'),
-    powerW: num('powerW'),
-    temperatureC: num('temperatureC'),
-    throttleReasons,
-    missing,
-  };
+  return row.index < 0 ? undefined : row;
 }
 
 /** The field nvidia-smi rejected, from its message 'Field "x.y" is not a valid field to query.' */
