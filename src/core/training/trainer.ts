@@ -97,8 +97,9 @@ interface CheckpointState {
   config: XttsConfig;
 }
 
-function toArrays(tensors: Map<string, tf.Tensor>): NamedArray[] {
-  return [...tensors.entries()].map(([name, t]) => ({ name, shape: t.shape, dtype: t.dtype === 'int32' ? 'int32' : 'float32', data: t.dataSync() as Float32Array | Int32Array }));
+/** Host copies of tensors. Asynchronous reads: WebGPU's synchronous readback needs a canvas, which Node has not. */
+async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
+  return Promise.all([...tensors.entries()].map(async ([name, t]) => ({ name, shape: t.shape, dtype: t.dtype === 'int32' ? ('int32' as const) : ('float32' as const), data: (await t.data()) as Float32Array | Int32Array })));
 }
 
 function fromArrays(arrays: NamedArray[]): Map<string, tf.Tensor> {
@@ -185,7 +186,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
   const dims = (b: LoadedBatch): BatchDims => ({ batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
 
-  const saveCheckpoint = (best: boolean) => {
+  const saveCheckpoint = async (best: boolean) => {
     const state: CheckpointState = {
       step,
       position,
@@ -200,7 +201,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
       sizes,
       config,
     };
-    const dir = store.save(step, { weights: toArrays(model.getWeights()), optimizer: toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
+    const dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
     checkpoints.push(dir);
   };
 
@@ -259,9 +260,9 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
             validationsWithoutImprovement = 0;
           } else validationsWithoutImprovement++;
           say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}`);
-          saveCheckpoint(improved);
+          await saveCheckpoint(improved);
           if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';
-        } else if (step % t.checkpoint_every === 0) saveCheckpoint(false);
+        } else if (step % t.checkpoint_every === 0) await saveCheckpoint(false);
         if (step % t.eval_every === 0) evalFiles.push(...(await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), say)));
         timer.mark('checkpointMs');
       }
@@ -312,7 +313,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         break;
       }
     }
-    if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) saveCheckpoint(false);
+    if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
     if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), say)));
   } finally {
     kernels.uninstall();
