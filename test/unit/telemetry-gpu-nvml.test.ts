@@ -28,9 +28,12 @@ struct dev { int index; };
 typedef struct dev *nvmlDevice_t;
 static struct dev devs[2] = {{0}, {1}};
 static int inited = 0;
+static long long gpm_fail_after = -1; /* GPM samples that succeed before nvmlGpmSampleGet fails */
 nvmlReturn_t nvmlInit_v2(void) {
   const char *m = getenv("FAKE_NVML_MODE");
   if (m && !strcmp(m, "driver-not-loaded")) return 9;
+  const char *f = getenv("FAKE_NVML_GPM_FAIL_AFTER");
+  gpm_fail_after = f ? atoll(f) : -1;
   inited++;
   return 0;
 }
@@ -64,7 +67,10 @@ struct sample { int device; long long seq; };
 static long long seq = 0;
 nvmlReturn_t nvmlGpmSampleAlloc(struct sample **s) { *s = calloc(1, sizeof **s); (*s)->device = -1; return 0; }
 nvmlReturn_t nvmlGpmSampleFree(struct sample *s) { free(s); return 0; }
-nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, struct sample *s) { s->device = d->index; s->seq = ++seq; return 0; }
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, struct sample *s) {
+  if (gpm_fail_after >= 0 && seq >= gpm_fail_after) return 4;
+  s->device = d->index; s->seq = ++seq; return 0;
+}
 typedef struct { unsigned metricId; nvmlReturn_t nvmlReturn; double value; struct { char *s, *l, *u; } info; } metric_t;
 typedef struct { unsigned version, numMetrics; struct sample *s1, *s2; metric_t metrics[98]; } get_t;
 nvmlReturn_t nvmlGpmMetricsGet(get_t *g) {
@@ -300,6 +306,28 @@ describe('GpuSampler on NVML', () => {
     const row = rows.filter((r) => r.device === 0).at(-1)!;
     assert.equal(row.smActivityPct, 20.5);
     assert.equal(row.throttleReasons, 'sw_power_cap');
+  });
+
+  test('GPM values that can no longer be read are cleared, not repeated', { skip: noCompiler }, async () => {
+    process.env.FAKE_NVML_GPM_FAIL_AFTER = '4';
+    let sampler: GpuSampler;
+    try {
+      sampler = await GpuSampler.start({ nvmlLibraryPath: fakeLib, rateHz: 50, gpmIntervalMs: 20, devices: [0] });
+    } finally {
+      delete process.env.FAKE_NVML_GPM_FAIL_AFTER;
+    }
+    try {
+      await waitFor(() => {
+        const xs = sampler.samples({ index: 0 });
+        const firstValue = xs.findIndex((s) => s.smOccupancyPct === 30.5);
+        return firstValue >= 0 && xs.slice(firstValue).some((s) => s.smOccupancyPct === null);
+      }, 10_000);
+    } finally {
+      await sampler.stop();
+    }
+    assert.equal(sampler.latest(0)!.smOccupancyPct, null);
+    assert.equal(sampler.latest(0)!.utilizationPct, 97, 'the other readings go on');
+    assert.match(sampler.counters.lastError ?? '', /GPU 0: nvmlGpmSampleGet: Unknown Error \(NVML_ERROR_NO_PERMISSION\)/);
   });
 
   test('a GPU index that does not exist is a user error naming the GPUs there are', { skip: noCompiler }, async () => {

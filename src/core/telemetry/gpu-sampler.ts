@@ -121,6 +121,7 @@ export class GpuSampler {
 
     if (source !== 'nvml') {
       const inventory = nvidiaSmiInventory(options.nvidiaSmiCommand ?? 'nvidia-smi');
+      const inventoryPromise = inventory.result;
       let sampler: GpuSampler | undefined;
       const early: NvidiaSmiRow[] = [];
       const r = await NvidiaSmiStream.start({
@@ -136,7 +137,7 @@ export class GpuSampler {
         },
       });
       if (r.ok) {
-        const inv = await inventory;
+        const inv = await inventoryPromise;
         if (failures.length) notes.push(`${failures[0]}; using nvidia-smi`);
         const dropped = defaultQueryDropped(r.stream);
         if (dropped.length) notes.push(`nvidia-smi on this driver does not report: ${dropped.join(', ')}`);
@@ -158,6 +159,7 @@ export class GpuSampler {
         for (const row of early) sampler.acceptSmiRow(row, now);
         return sampler;
       }
+      inventory.cancel();
       failures.push(`nvidia-smi: ${r.reason}`);
     }
 
@@ -187,9 +189,14 @@ export class GpuSampler {
         .then(
           (results) => {
             for (const { sample, gpm } of results) {
-              if (gpmOn.has(sample.index)) {
-                if (gpm && gpm.intervalMs !== null) lastGpm.set(sample.index, gpmValues(gpm));
-                else if (gpm?.error) this.noteError(`GPU ${sample.index}: ${gpm.error}`);
+              if (gpmOn.has(sample.index) && gpm) {
+                if (gpm.error) {
+                  // Stale GPM values would be read as current: a failed read clears them.
+                  this.noteError(`GPU ${sample.index}: ${gpm.error}`);
+                  lastGpm.delete(sample.index);
+                } else if (gpm.intervalMs !== null) {
+                  lastGpm.set(sample.index, gpmValues(gpm));
+                }
               }
               if (sample.errors) this.noteError(`GPU ${sample.index}: ${Object.values(sample.errors)[0]}`);
               const s = fromNvml(sample, perfMinusMono - this.originMs);
@@ -308,13 +315,16 @@ function pickDevices(requested: readonly number[] | undefined, count: number, so
   return [...new Set(requested)];
 }
 
-/** Names, UUIDs and memory sizes from one asynchronous nvidia-smi call (empty if it fails). */
-function nvidiaSmiInventory(command: string): Promise<ReturnType<typeof parseNvidiaSmiInventory>> {
-  return new Promise((resolve) => {
-    execFile(command, ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { timeout: 15_000 }, (err, stdout) => {
+/** Names, UUIDs and memory sizes from one asynchronous nvidia-smi call (empty if it fails); cancel()
+ * ends the call when the stream could not start, so that no process outlives the answer. */
+function nvidiaSmiInventory(command: string): { result: Promise<ReturnType<typeof parseNvidiaSmiInventory>>; cancel: () => void } {
+  let child: ReturnType<typeof execFile> | undefined;
+  const result = new Promise<ReturnType<typeof parseNvidiaSmiInventory>>((resolve) => {
+    child = execFile(command, ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { timeout: 15_000 }, (err, stdout) => {
       resolve(err ? [] : parseNvidiaSmiInventory(stdout));
     });
   });
+  return { result, cancel: () => child?.kill('SIGKILL') };
 }
 
 /** Columns of the default query that this driver's nvidia-smi rejected. */
