@@ -201,7 +201,8 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
         [0, 'NVIDIA H100 80GB HBM3', 'GPU-aaaaaaaa-0000-0000-0000-000000000000', 81559 * MIB, false],
         [1, 'NVIDIA H100 80GB HBM3', 'GPU-bbbbbbbb-0000-0000-0000-000000000001', 81559 * MIB, false],
       ]);
-      assert.match(sampler.status.notes.join('\n'), /NVML: cannot load \/nonexistent\/libnvidia-ml\.so\.1.*; using nvidia-smi/);
+      // The NVML reason itself is the NVML test's business (and reads differently while that test rebuilds the addon).
+      assert.match(sampler.status.notes.join('\n'), /^NVML: .+; using nvidia-smi$/m);
       await waitFor(() => sampler.samples({ index: 1 }).length >= 10, 20_000);
       const launched = starts();
       assert.equal(launched.length, 1, 'one nvidia-smi process for the whole stream, not one per sample');
@@ -248,7 +249,7 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
   test('a driver that cannot talk to the GPU, or no GPU: unavailable, with nvidia-smi\'s words', async () => {
     const noDriver = await withMode('nodriver', () => GpuSampler.start({ nvmlLibraryPath: '/nonexistent/libnvidia-ml.so.1', nvidiaSmiCommand: FAKE }));
     assert.equal(noDriver.status.available, false);
-    assert.match(!noDriver.status.available ? noDriver.status.reason : '', /^no NVIDIA GPU \/ no driver: NVML: cannot load .*; nvidia-smi: nvidia-smi failed \(exit code 9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/);
+    assert.match(!noDriver.status.available ? noDriver.status.reason : '', /^no NVIDIA GPU \/ no driver: NVML: .+; nvidia-smi: nvidia-smi failed \(exit code 9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/);
     await noDriver.stop();
     const none = await withMode('nodevices', () => GpuSampler.start({ source: 'nvidia-smi', nvidiaSmiCommand: FAKE }));
     assert.equal(!none.status.available && none.status.reason, 'no NVIDIA GPU / no driver: nvidia-smi: nvidia-smi lists no GPU');
