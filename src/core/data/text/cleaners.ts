@@ -47,8 +47,11 @@ export function foldPunctuation(text: string): string {
   return text.replace(FOLD_RE, (ch) => FOLD[ch] ?? ' ');
 }
 
+const NEEDS_COLLAPSE = /[^\S ]| {2}/;
+
 export function collapseWhitespace(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+  // Most cleaned rows have single spaces only; replacing each of them would copy the row for nothing.
+  return (NEEDS_COLLAPSE.test(text) ? text.replace(/\s+/g, ' ') : text).trim();
 }
 
 // Languages whose lower-casing differs from the default Unicode mapping (dotted and dotless i).
@@ -88,7 +91,13 @@ const CAPITALISED: Record<string, string> = {
 const ABBREVIATION_WORDS = [...new Set([...Object.keys(ABBREVIATIONS), ...TITLES_WITHOUT_PERIOD, ...Object.keys(CAPITALISED), 'no', 'nos', 'st'])]
   .sort((a, b) => b.length - a.length)
   .map((w) => [...w].map((c) => `[${c}${c.toUpperCase()}]`).join(''));
-const ABBREVIATION_RE = new RegExp(`(?<![\\p{L}\\p{M}\\p{N}_'.])(${ABBREVIATION_WORDS.join('|')})(?![\\p{L}\\p{M}\\p{N}_])(\\.)?(?=(\\s*)(\\p{Lu}|\\p{N})?)`, 'gu');
+// Shape: a candidate word (the leading \b lets the regex engine skip ahead cheaply; the lookbehind
+// then checks the character before the word with Unicode classes), not followed by a letter, then
+// either its period (with what follows it) or, for titles without one, space and a capital.
+const ABBREVIATION_RE = new RegExp(
+  `\\b(${ABBREVIATION_WORDS.join('|')})(?![\\p{L}\\p{M}\\p{N}_])(?<![\\p{L}\\p{M}\\p{N}_'.]\\1)(?:(\\.)(?=(\\s*)(\\p{Lu}|\\p{N})?)|(?=(\\s+)(\\p{Lu})))`,
+  'gu',
+);
 const LETTER_DOTS_RE = /(?<![\p{L}\p{M}\p{N}])(?:e\.g\.|i\.e\.|a\.k\.a\.)/giu;
 const LETTER_DOTS: Record<string, string> = { 'e.g.': 'for example', 'i.e.': 'that is', 'a.k.a.': 'also known as' };
 const SENTENCE_START = /(?:^|[.!?"(]\s*)$/;
@@ -113,8 +122,10 @@ function street(text: string, offset: number, followedByCapital: boolean): boole
 
 /** Expand English abbreviations that are whole words (documented above each table). */
 export function expandAbbreviations(text: string): string {
-  if (text.includes('.')) text = text.replace(LETTER_DOTS_RE, (m) => LETTER_DOTS[m.toLowerCase()]);
-  return text.replace(ABBREVIATION_RE, (m, word: string, dot: string | undefined, space: string, next: string | undefined, offset: number) => {
+  if (/\.[gGeEkK]\./.test(text)) text = text.replace(LETTER_DOTS_RE, (m) => LETTER_DOTS[m.toLowerCase()]);
+  return text.replace(ABBREVIATION_RE, (m, word: string, dot: string | undefined, dotSpace: string | undefined, dotNext: string | undefined, titleSpace: string | undefined, titleNext: string | undefined, offset: number) => {
+    const space = dot ? dotSpace! : titleSpace!;
+    const next = dot ? dotNext : titleNext;
     // Right after a number the word is a unit ("5 ft.", "20 ms"), which expandNumbers reads.
     if (/\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
     const key = word.toLowerCase();

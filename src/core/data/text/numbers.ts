@@ -143,7 +143,7 @@ const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?`;
 // Not glued to a preceding word character, dot or comma (so "1.2.3" and "a1,5" are left to later passes).
 const START = String.raw`(?<![\p{L}\p{N}_.,])`;
 const END = String.raw`(?![\p{L}\p{N}_]|[.,]\d)`;
-const strip = (digits: string) => digits.replace(/,/g, '');
+const strip = (digits: string) => (digits.includes(',') ? digits.replace(/,/g, '') : digits);
 
 const CURRENCY_RE = new RegExp(
   String.raw`${START}(-)?([$£€¥₹])\s?${NUM}(?:\s?(thousand|million|billion|trillion)\b)?${END}|${START}(-)?${NUM}\s?([$£€¥₹])(?![\p{L}\p{N}])`,
@@ -160,7 +160,12 @@ const DEGREE_RE = /\s?°(?:\s?([CF])(?!\p{L}))?/gu;
 const DOTTED_RE = /(?<![\p{L}\p{N}_.])\d+(?:\.\d+){2,}(?![\p{N}]|\.\d)/gu;
 const NUMBER_SIGN_RE = /#\s?(?=\d)/g;
 const GLUED_RE = /(\p{L})(?=\d)|(\d)(?=\p{L})/gu;
-const NUMBER_RE = new RegExp(String.raw`(?<![\p{L}\p{N}_.,])([-+])?${NUM}(?![\p{N}])|(?<![\p{N}])\.(\d+)(?![\p{N}])`, 'gu');
+const GLUED_HINT = /\p{L}\d|\d\p{L}/u;
+const UNIT_HINT = new RegExp(String.raw`\d\s?(?:${Object.keys(UNITS).join('|')})\b`);
+// Plain numbers: ASCII only and without lookbehind, so the engine can skip to the next digit; what
+// precedes a match is checked in the callback instead.
+const NUMBER_RE = /([-+]?)(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?!\d)|\.(\d+)(?!\d)/g;
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
 const MAYBE_NUMBER = /[\d%#°]/;
 
 /** A signed number: "-5" -> "minus five"; with `asYear`, four digits without separators read as a year. */
@@ -180,29 +185,40 @@ function number(sign: string | undefined, whole: string, fraction: string | unde
  */
 export function expandNumbers(text: string): string {
   if (!MAYBE_NUMBER.test(text)) return text;
-  return (
-    text
-      .replace(CURRENCY_RE, (_m, neg1?: string, sym1?: string, w1?: string, f1?: string, scale?: string, neg2?: string, w2?: string, f2?: string, sym2?: string) => {
-        const neg = neg1 ?? neg2 ? 'minus ' : '';
-        if (sym1 !== undefined) return neg + (scale ? `${decimal(strip(w1!), f1)} ${scale} ${CURRENCIES[sym1][1]}` : money(sym1, strip(w1!), f1));
-        return neg + money(sym2!, strip(w2!), f2);
-      })
-      .replace(TIME_RE, (_m, h: string, mm: string) => (mm === '00' ? `${cardinal(h)} o'clock` : `${cardinal(h)} ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`))
-      .replace(ORDINAL_RE, (_m, d: string) => ordinal(strip(d)))
-      .replace(DECADE_RE, (_m, d: string) => pluralOfWords(d.length === 4 ? year(d) : cardinal(d)))
-      .replace(PERCENT_RE, (_m, sign: string | undefined, w: string, f: string | undefined) => `${number(sign, w, f, false)} percent`)
-      .replace(UNIT_RE, (_m, w: string, f: string | undefined, unit: string) => {
-        const [one, many] = UNITS[unit];
-        return `${decimal(strip(w), f)} ${w === '1' && f === undefined ? one : many}`;
-      })
-      .replace(DEGREE_RE, (_m, scale?: string) => ` degrees${scale === 'C' ? ' celsius' : scale === 'F' ? ' fahrenheit' : ''}`)
-      .replace(NUMBER_SIGN_RE, 'number ')
-      .replace(GLUED_RE, '$1$2 ')
-      .replace(DOTTED_RE, (m) => m.split('.').map((d) => cardinal(d)).join(' dot '))
-      .replace(NUMBER_RE, (_m, sign: string | undefined, w: string | undefined, f: string | undefined, leadingFraction: string | undefined) =>
-        leadingFraction !== undefined ? `point ${digitsAsWords(leadingFraction)}` : number(sign, w!, f, true),
-      )
-      // Whatever digits the patterns above left (odd groupings such as "1,2345") are read one group at a time.
-      .replace(/\d+/g, (d) => cardinal(d))
-  );
+  // Each pass runs only when its trigger is in the text: most rows have one plain number or none,
+  // and a pass over a row costs about a microsecond whether it finds anything or not.
+  let s = text;
+  if (/[$£€¥₹]/.test(s)) {
+    s = s.replace(CURRENCY_RE, (_m, neg1?: string, sym1?: string, w1?: string, f1?: string, scale?: string, neg2?: string, w2?: string, f2?: string, sym2?: string) => {
+      const neg = neg1 ?? neg2 ? 'minus ' : '';
+      if (sym1 !== undefined) return neg + (scale ? `${decimal(strip(w1!), f1)} ${scale} ${CURRENCIES[sym1][1]}` : money(sym1, strip(w1!), f1));
+      return neg + money(sym2!, strip(w2!), f2);
+    });
+  }
+  if (s.includes(':')) s = s.replace(TIME_RE, (_m, h: string, mm: string) => (mm === '00' ? `${cardinal(h)} o'clock` : `${cardinal(h)} ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`));
+  if (/\d(?:st|nd|rd|th)/i.test(s)) s = s.replace(ORDINAL_RE, (_m, d: string) => ordinal(strip(d)));
+  if (/\d'?s/.test(s)) s = s.replace(DECADE_RE, (_m, d: string) => pluralOfWords(d.length === 4 ? year(d) : cardinal(d)));
+  if (s.includes('%')) s = s.replace(PERCENT_RE, (_m, sign: string | undefined, w: string, f: string | undefined) => `${number(sign, w, f, false)} percent`);
+  if (UNIT_HINT.test(s)) {
+    s = s.replace(UNIT_RE, (_m, w: string, f: string | undefined, unit: string) => {
+      const [one, many] = UNITS[unit];
+      return `${decimal(strip(w), f)} ${w === '1' && f === undefined ? one : many}`;
+    });
+  }
+  if (s.includes('°')) s = s.replace(DEGREE_RE, (_m, scale?: string) => ` degrees${scale === 'C' ? ' celsius' : scale === 'F' ? ' fahrenheit' : ''}`);
+  if (s.includes('#')) s = s.replace(NUMBER_SIGN_RE, 'number ');
+  if (!/\d/.test(s)) return s;
+  if (GLUED_HINT.test(s)) s = s.replace(GLUED_RE, '$1$2 ');
+  if (/\d\.\d+\./.test(s)) s = s.replace(DOTTED_RE, (m) => m.split('.').map((d) => cardinal(d)).join(' dot '));
+  s = s.replace(NUMBER_RE, (m, sign: string, w: string | undefined, f: string | undefined, leadingFraction: string | undefined, offset: number, all: string) => {
+    const before = offset > 0 ? all[offset - 1] : ' ';
+    // ".5" is a fraction only when the dot does not end a word or number ("a.5" is left to the last pass).
+    if (leadingFraction !== undefined) return WORD_CHAR.test(before) ? m : `point ${digitsAsWords(leadingFraction)}`;
+    // A sign right after a word or number is a hyphen or an operator: "1990-95", "3+4", "COVID-19".
+    if (sign && WORD_CHAR.test(before)) return sign + number(undefined, w!, f, false);
+    // Digits after a separator ("1,2345") are a group, not a year.
+    return number(sign || undefined, w!, f, before !== '.' && before !== ',' && !WORD_CHAR.test(before));
+  });
+  // Whatever digits the patterns above left (odd groupings such as "1,2345") are read one group at a time.
+  return /\d/.test(s) ? s.replace(/\d+/g, (d) => cardinal(d)) : s;
 }
