@@ -29,6 +29,7 @@ cases('english: abbreviations are whole words only', [
   ['On Jan. 5 he left; jan. is not a month here.', 'on january five he left; jan. is not a month here.'],
   ['He is 6 ft. tall and Ft. Worth is in Texas.', 'he is six feet tall and fort worth is in texas.'],
   ['It took 20 ms and weighed 3 kg.', 'it took twenty milliseconds and weighed three kilograms.'],
+  ['Room 5 Dr. Smith is in; 20 Ms. Jones are not.', 'room five doctor smith is in; twenty miss jones are not.'],
 ]);
 
 cases('english: cardinals, negatives and separators', [

@@ -26,8 +26,8 @@ export function normalizeUnicode(text: string, form: UnicodeNormalization): stri
 }
 
 // Typographic and script-specific variants folded to one spelling, so the vocabulary does not split
-// on them: quotes, dashes, ellipsis, full-width ASCII (U+FF01-FF5E), CJK, Arabic and Devanagari
-// sentence punctuation, and Unicode spaces.
+// on them: quotes, dashes, ellipsis, full-width ASCII (U+FF01-FF5E), and CJK, Arabic and Devanagari
+// sentence punctuation. Unicode spaces are left to collapseWhitespace (JavaScript's \s covers them).
 const FOLD: Record<string, string> = {};
 for (const ch of '\u2018\u2019\u201a\u201b\u2032\u2035\u00b4`\u2039\u203a') FOLD[ch] = "'";
 for (const ch of '\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u300c\u300d\u300e\u300f') FOLD[ch] = '"';
@@ -126,9 +126,9 @@ export function expandAbbreviations(text: string): string {
   return text.replace(ABBREVIATION_RE, (m, word: string, dot: string | undefined, dotSpace: string | undefined, dotNext: string | undefined, titleSpace: string | undefined, titleNext: string | undefined, offset: number) => {
     const space = dot ? dotSpace! : titleSpace!;
     const next = dot ? dotNext : titleNext;
-    // Right after a number the word is a unit ("5 ft.", "20 ms"), which expandNumbers reads.
-    if (/\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
     const key = word.toLowerCase();
+    // Lower-case right after a number these are units ("5 ft.", "20 ms"), which expandNumbers reads.
+    if ((word === 'ft' || word === 'ms') && /\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
     const capital = next !== undefined && /\p{Lu}/u.test(next);
     const digit = next !== undefined && !capital;
     if (!dot) {

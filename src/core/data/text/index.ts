@@ -14,6 +14,6 @@ export {
 } from './cleaners.js';
 export { expandNumbers, cardinal, ordinal, year, digitsAsWords } from './numbers.js';
 export { Tokenizer, PAD, BOS, EOS, UNK, SPECIAL_TOKENS, type TokenizerJSON, type TokenizerMode, type Encoded } from './tokenizer.js';
-export { Phonemizer, espeakVersion, espeakVoice, splitPunctuation } from './phonemizer.js';
+export { Phonemizer, espeakVersion, espeakVoice, splitPunctuation, type PhonemePiece } from './phonemizer.js';
 export { detectLanguage, languageFromFilename, type DetectedLanguage } from './language.js';
 export { prepareText, preparePhonemes, prepareTextBatch, tokenizerText, textIdentity, type PreparedText, type TextRowInput, type TextFrontConfig } from './frontend.js';

@@ -170,7 +170,7 @@ const MAYBE_NUMBER = /[\d%#°]/;
 
 /** A signed number: "-5" -> "minus five"; with `asYear`, four digits without separators read as a year. */
 function number(sign: string | undefined, whole: string, fraction: string | undefined, asYear: boolean): string {
-  // START keeps a sign that follows a word or digit ("1990-95", "3+4") out of the match.
+  // Callers pass a sign only when it stands before the number, not between ("1990-95", "3+4").
   const prefix = sign === '-' ? 'minus ' : sign === '+' ? 'plus ' : '';
   if (fraction !== undefined) return prefix + decimal(strip(whole), fraction);
   if (asYear && !sign && /^\d{4}$/.test(whole)) return year(whole);

@@ -29,7 +29,8 @@ const PHONEMIZER_VERSION = 'xtts-phonemes@2';
 
 /**
  * espeak-ng voices for language codes (see `espeak-ng --voices`). Codes not listed are passed to
- * espeak-ng as they are, which knows most ISO 639-1 codes as voice names.
+ * espeak-ng as they are: it knows most ISO 639-1 codes as voices, and falls back from a region it
+ * has no voice for to the language ("de-at" is read with "de").
  */
 const VOICES: Record<string, string> = {
   en: 'en-us', 'en-us': 'en-us', 'en-gb': 'en-gb', 'en-uk': 'en-gb',
@@ -82,15 +83,15 @@ export function espeakVersion(command = 'espeak-ng'): string {
   return (/\d+\.\d+(?:\.\d+)?(?:-[\w.]+)?/.exec(r.stdout)?.[0] ?? r.stdout.trim()).trim();
 }
 
-/** The text of one request, cut into the lines written to espeak-ng. */
-interface Piece {
+/** A run of words (phonemized) or of punctuation (kept as written) in a text to phonemize. */
+export interface PhonemePiece {
   kind: 'words' | 'punctuation';
   text: string;
 }
 
 /** Split at punctuation runs; word pieces keep their inner hyphens and apostrophes. */
-export function splitPunctuation(text: string): Piece[] {
-  const pieces: Piece[] = [];
+export function splitPunctuation(text: string): PhonemePiece[] {
+  const pieces: PhonemePiece[] = [];
   let last = 0;
   for (const m of text.matchAll(PUNCTUATION_RUN)) {
     if (m[0].length === 0) continue;
