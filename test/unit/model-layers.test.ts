@@ -5,7 +5,8 @@ import { before, describe, it } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
-import { Conv1d, conv1dComposed, LayerNorm, Linear } from '../../src/core/model/nn.js';
+import { attend } from '../../src/core/model/attention.js';
+import { Conv1d, conv1dComposed, DropoutPool, keyPaddingBias, LayerNorm, Linear } from '../../src/core/model/nn.js';
 import { ParamStore } from '../../src/core/model/params.js';
 import { maxAbsDiff } from './model-fixtures.js';
 
@@ -76,4 +77,46 @@ describe('1-D conv', () => {
       g1.forEach((g, i) => assert.ok(maxAbsDiff(g, g2[i]) < 1e-4, `gradient ${i} differs by ${maxAbsDiff(g, g2[i])}`));
     });
   }
+});
+
+describe('attention', () => {
+  it('has a written-out gradient equal to autodiff of the plain formula (inside variableGrads, as training runs it)', () => {
+    const bias = keyPaddingBias(tf.tensor1d([5, 3], 'int32'), 5);
+    const dy = tf.randomNormal([2, 2, 4, 8], 0, 1, 'float32', 20);
+    const store = new ParamStore(21);
+    // Variables feed q, k, v through ops, so the inputs of the attention op are intermediates of
+    // the forward pass (which tfjs disposes before backward: the op must have saved them).
+    const wq = store.param('q', [2, 2, 4, 8], { kind: 'normal', std: 1 });
+    const wk = store.param('k', [2, 2, 5, 8], { kind: 'normal', std: 1 });
+    const wv = store.param('v', [2, 2, 5, 8], { kind: 'normal', std: 1 });
+    const loss = (keep: boolean) => () => {
+      const { context } = attend(tf.mul(wq, 2) as tf.Tensor4D, tf.add(wk, 1) as tf.Tensor4D, tf.neg(wv) as tf.Tensor4D, bias, keep);
+      return tf.sum(tf.mul(context, dy)) as tf.Scalar;
+    };
+    const ours = tf.variableGrads(loss(false), [wq, wk, wv]);
+    const ref = tf.variableGrads(loss(true), [wq, wk, wv]);
+    assert.ok(Math.abs(ours.value.dataSync()[0] - ref.value.dataSync()[0]) < 1e-4);
+    for (const v of [wq, wk, wv]) assert.ok(maxAbsDiff(ours.grads[v.name], ref.grads[v.name]) < 1e-4, `${v.name}: ${maxAbsDiff(ours.grads[v.name], ref.grads[v.name])}`);
+  });
+});
+
+describe('dropout', () => {
+  it('scales kept values by 1/(1-rate), drops about `rate` of them, and passes gradient through the same mask', () => {
+    const pool = new DropoutPool(5);
+    const store = new ParamStore(22);
+    const w = store.param('w', [200, 50], { kind: 'normal', std: 1 });
+    const { value, grads } = tf.variableGrads(() => {
+      const y = pool.apply(tf.mul(w, 1), 0.3);
+      return tf.sum(tf.div(y, tf.mul(w, 1))) as tf.Scalar; // Σ mask, mask ∈ {0, 1/0.7}
+    }, [w]);
+    const kept = value.dataSync()[0] * 0.7;
+    assert.ok(Math.abs(kept / 10000 - 0.7) < 0.02, `kept ${kept} of 10000`);
+    // d/dw Σ (w·mask)/w = 0 wherever the mask is applied consistently forward and backward.
+    assert.ok(tf.max(tf.abs(grads[w.name])).dataSync()[0] < 1e-3);
+    const state = pool.rngState;
+    const a = pool.apply(tf.ones([10, 10]), 0.5);
+    pool.rngState = state;
+    assert.equal(maxAbsDiff(a, pool.apply(tf.ones([10, 10]), 0.5)), 0);
+    assert.ok(maxAbsDiff(a, pool.apply(tf.ones([10, 10]), 0.5)) > 0);
+  });
 });

@@ -49,6 +49,14 @@ describe('presets', () => {
     assert.throws(() => new XttsModel({ ...PRESETS.tiny, postnet_kernel: 4 }, SIZES), (e) => isXttsError(e) && /postnet_kernel/.test(e.message));
   });
 
+  it('takes a single language (a one-entry language table)', () => {
+    const model = new XttsModel(PRESETS.tiny, { ...SIZES, numLanguages: 1 }, { seed: 1 });
+    const batch = syntheticBatch({ ...shapeFor(PRESETS.tiny, 2, 4, 8), numLanguages: 1 }, 1);
+    const out = model.forward(batch, { training: false });
+    assert.equal(tf.all(tf.isFinite(out.melPost!)).dataSync()[0], 1);
+    model.dispose();
+  });
+
   it('runs without a postnet (postnet_layers 0)', () => {
     const model = new XttsModel({ ...PRESETS.tiny, postnet_layers: 0 }, SIZES, { seed: 1 });
     const out = model.forward(syntheticBatch(shapeFor(PRESETS.tiny, 1, 4, 8), 1), { training: false });

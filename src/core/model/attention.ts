@@ -31,12 +31,37 @@ export function mergeHeads(y: tf.Tensor4D): tf.Tensor2D {
 /**
  * softmax(q·kᵀ/√dh + bias)·v. q [B, H, Tq, dh], k and v [B, H, Tk, dh], bias broadcastable to
  * [B, H, Tq, Tk]. Returns the context [B, H, Tq, dh] and the weights [B, H, Tq, Tk].
+ *
+ * When the weights are not needed downstream (`keepWeights` false) the gradient is written out:
+ * the same 9 compute kernels autodiff would run, with 4 saved tensors instead of 7 and no casts or
+ * reshapes.
+ * The weights then carry no gradient, so a loss on them needs `keepWeights`.
  */
-export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): { context: tf.Tensor4D; weights: tf.Tensor4D } {
-  // Scaling q (B·H·Tq·dh values) is cheaper than scaling the scores (B·H·Tq·Tk) when Tk > dh.
-  const scaled = tf.mul(q, scalar(1 / Math.sqrt(q.shape[3])));
-  const weights = tf.softmax(tf.add(tf.matMul(scaled, k, false, true), bias)) as tf.Tensor4D;
-  return { context: tf.matMul(weights, v) as tf.Tensor4D, weights };
+export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor, keepWeights = true): { context: tf.Tensor4D; weights: tf.Tensor4D | null } {
+  const scale = scalar(1 / Math.sqrt(q.shape[3]));
+  if (keepWeights) {
+    // Scaling q (B·H·Tq·dh values) is cheaper than scaling the scores (B·H·Tq·Tk) when Tk > dh.
+    const weights = tf.softmax(tf.add(tf.matMul(tf.mul(q, scale), k, false, true), bias)) as tf.Tensor4D;
+    return { context: tf.matMul(weights, v) as tf.Tensor4D, weights };
+  }
+  const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const [qi, ki, vi, save] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D, tf.GradSaveFunc];
+    const scaled = tf.mul(qi, scale);
+    const weights = tf.softmax(tf.add(tf.matMul(scaled, ki, false, true), bias));
+    // Everything backward reads is saved: tfjs disposes the forward pass's tensors (these inputs
+    // included) before backward starts.
+    save([scaled, ki, vi, weights]);
+    return {
+      value: tf.matMul(weights, vi),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+        const [qs, ks, vs, w] = saved;
+        const dw = tf.matMul(dy, vs, false, true);
+        const ds = tf.mul(w, tf.sub(dw, tf.sum(tf.mul(dw, w), -1, true))); // softmax backward
+        return [tf.mul(tf.matMul(ds, ks), scale), tf.matMul(ds, qs, true, false), tf.matMul(w, dy, true, false)];
+      },
+    };
+  });
+  return { context: op(q, k, v) as tf.Tensor4D, weights: null };
 }
 
 export class SelfAttention {
@@ -50,7 +75,7 @@ export class SelfAttention {
   // x [B·T, D] (already normalised), bias broadcastable to [B, H, T, T] -> [B·T, D]
   apply(x: tf.Tensor2D, batch: number, steps: number, bias: tf.Tensor): tf.Tensor2D {
     const [q, k, v] = splitHeads(this.qkv.apply(x), batch, steps, 3, this.shape.heads);
-    return this.out.apply(mergeHeads(attend(q, k, v, bias).context));
+    return this.out.apply(mergeHeads(attend(q, k, v, bias, false).context));
   }
 }
 
@@ -64,9 +89,9 @@ export class CrossAttention {
   }
 
   // x [B·Tq, D] normalised; k, v [B, H, Tk, dh]; bias broadcastable to [B, H, Tq, Tk]
-  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): { y: tf.Tensor2D; weights: tf.Tensor4D } {
+  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor, keepWeights = false): { y: tf.Tensor2D; weights: tf.Tensor4D | null } {
     const [q] = splitHeads(this.q.apply(x), batch, steps, 1, this.shape.heads);
-    const { context, weights } = attend(q, k, v, bias);
+    const { context, weights } = attend(q, k, v, bias, keepWeights);
     return { y: this.out.apply(mergeHeads(context)), weights };
   }
 }

@@ -52,10 +52,11 @@ export class DecoderBlock {
     this.mlp = new Mlp(store, `${name}.mlp`, shape.dModel, ffMult, residualStd);
   }
 
-  // x [B·S, D]; selfBias [S, S] causal; crossBias [B, 1, 1, M] -> x [B·S, D], weights [B, H, S, M]
-  apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): { x: tf.Tensor2D; weights: tf.Tensor4D } {
+  // x [B·S, D]; selfBias [S, S] causal; crossBias [B, 1, 1, M] -> x [B·S, D], and the cross-attention
+  // weights [B, H, S, M] when `keepWeights` (they then carry gradient, for the guided attention loss)
+  apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext, keepWeights: boolean): { x: tf.Tensor2D; weights: tf.Tensor4D | null } {
     let h = tf.add(x, c.dropout.apply(this.self.apply(this.ln1.apply(x), c.batch, c.steps, selfBias), c.dropoutRate)) as tf.Tensor2D;
-    const cross = this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias);
+    const cross = this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias, keepWeights);
     h = tf.add(h, c.dropout.apply(cross.y, c.dropoutRate));
     return { x: tf.add(h, c.dropout.apply(this.mlp.apply(this.ln3.apply(h)), c.dropoutRate)), weights: cross.weights };
   }
@@ -72,7 +73,7 @@ export class DecoderBlock {
     const [q, newKv] = tf.split(qkvT, [heads, 2 * heads], 1) as tf.Tensor4D[];
     const cache = tf.add(state.cache, tf.mul(newKv, writeMask)) as tf.Tensor4D;
     const [k, v] = tf.split(cache, 2, 1) as tf.Tensor4D[];
-    let h = tf.add(x, this.self.out.apply(mergeHeads(attend(q, k, v, stepBias).context))) as tf.Tensor2D;
+    let h = tf.add(x, this.self.out.apply(mergeHeads(attend(q, k, v, stepBias, false).context))) as tf.Tensor2D;
     h = tf.add(h, this.cross.apply(this.ln2.apply(h), batch, 1, kv.k, kv.v, crossBias).y);
     return { x: tf.add(h, this.mlp.apply(this.ln3.apply(h))), state: { cache } };
   }
@@ -127,7 +128,7 @@ export class Decoder {
    * Teacher-forced pass. prev [B·S, r·nMels]: step s sees frame group s−1 (zeros at s = 0).
    * Returns frames [B·S, r·nMels], stop logits [B·S, 1], and each layer's cross-attention weights.
    */
-  apply(prev: tf.Tensor2D, kv: MemoryKv[], crossBias: tf.Tensor, selfBias: tf.Tensor, c: BlockContext, prenetDropout: number) {
+  apply(prev: tf.Tensor2D, kv: MemoryKv[], crossBias: tf.Tensor, selfBias: tf.Tensor, c: BlockContext, prenetDropout: number, keepWeights: boolean) {
     const { batch, steps } = c;
     const dModel = this.d.dModel;
     const pos = tf.slice(this.positions, [0, 0], [steps, dModel]);
@@ -135,9 +136,9 @@ export class Decoder {
     let x = c.dropout.apply(tf.reshape(tf.add(inp, pos), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
     const weights: tf.Tensor4D[] = [];
     for (let l = 0; l < this.blocks.length; l++) {
-      const out = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c);
+      const out = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c, keepWeights);
       x = out.x;
-      weights.push(out.weights);
+      if (out.weights) weights.push(out.weights);
     }
     return { ...this.heads(x), weights };
   }

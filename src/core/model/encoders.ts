@@ -86,7 +86,7 @@ export class ConditioningEncoder {
     // adding zeros (Add's gradient is one sum; tile's would be a slice per utterance).
     const zeros = cachedConstant(`zeros:${batch},1,1,1`, () => tf.zeros([batch, 1, 1, 1]));
     const q = tf.add(tf.transpose(tf.reshape(this.poolQ.apply(this.queries as tf.Tensor2D), [this.latents, heads, dModel / heads]), [1, 0, 2]), zeros) as tf.Tensor4D;
-    const pooled = this.poolOut.apply(mergeHeads(attend(q, k, v, bias).context));
+    const pooled = this.poolOut.apply(mergeHeads(attend(q, k, v, bias, false).context));
     const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
     const out = tf.add(lat, c.dropout.apply(this.poolMlp.apply(this.lnPool.apply(lat)), c.dropoutRate)) as tf.Tensor2D;
     return this.lnOut.apply(out);

@@ -176,7 +176,7 @@ export class XttsModel {
     const frameDim = r * nMels;
     const grouped = tf.reshape(inputs.mel, [batch, steps, frameDim]);
     const prev = tf.reshape(tf.pad(tf.slice(grouped, [0, 0, 0], [batch, steps - 1, frameDim]), [[0, 0], [1, 0], [0, 0]]), [batch * steps, frameDim]) as tf.Tensor2D;
-    const dec = this.decoder.apply(prev, kv, crossBias, causalBias(steps), { ...base, batch, steps }, this.prenetDropout);
+    const dec = this.decoder.apply(prev, kv, crossBias, causalBias(steps), { ...base, batch, steps }, this.prenetDropout, opts.attention === true);
 
     const melPre = tf.reshape(dec.frames, [batch, frames, nMels]) as tf.Tensor3D;
     const frameMask = tf.reshape(lengthMask(inputs.melLengths, frames), [batch, frames, 1]) as tf.Tensor3D;

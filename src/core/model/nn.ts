@@ -84,14 +84,13 @@ function fusedLinear(activation: Activation, w: tf.Tensor2D) {
     const [x, , b, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
     const [rows, inDim] = x.shape;
     const outDim = w.shape[1];
-    // The wasm kernel reads rank-3 shapes only; tf.fused.matMul reshapes the same way.
-    const y3 = tf.engine().runKernel('_FusedMatMul', { a: tf.reshape(x, [1, rows, inDim]), b: tf.reshape(w, [1, inDim, outDim]), bias: b }, {
-      transposeA: false,
-      transposeB: false,
-      activation,
-      leakyreluAlpha: 0,
-    }) as tf.Tensor;
-    const y = tf.reshape(y3, [rows, outDim]);
+    const attrs = { transposeA: false, transposeB: false, activation, leakyreluAlpha: 0 };
+    // The wasm kernel reads rank-3 shapes only (tf.fused.matMul always reshapes); cpu and webgpu
+    // take rank 2, which spares three Reshape calls per layer.
+    const y =
+      tf.getBackend() === 'wasm'
+        ? tf.reshape(tf.engine().runKernel('_FusedMatMul', { a: tf.reshape(x, [1, rows, inDim]), b: tf.reshape(w, [1, inDim, outDim]), bias: b }, attrs) as tf.Tensor, [rows, outDim])
+        : (tf.engine().runKernel('_FusedMatMul', { a: x, b: w, bias: b }, attrs) as tf.Tensor);
     save(activation === 'relu' ? [x, y] : [x]);
     return {
       value: y,
@@ -182,7 +181,9 @@ export class Embedding {
   lookup(ids: tf.Tensor1D): tf.Tensor2D {
     // tf.oneHot needs depth >= 2: a one-entry table (a single language) is broadcast instead.
     if (this.count === 1) return tf.matMul(tf.ones([ids.shape[0], 1]), this.table) as tf.Tensor2D;
-    return tf.matMul(tf.oneHot(ids, this.count, 1, 0, 'float32'), this.table) as tf.Tensor2D;
+    // int32 one-hot, then a cast: tfjs-backend-wasm 4.22's OneHot ignores its dtype attribute and
+    // writes int32 bit patterns into a float32 output (1 reads as 1.4e-45).
+    return tf.matMul(tf.cast(tf.oneHot(ids, this.count), 'float32'), this.table) as tf.Tensor2D;
   }
 }
 
@@ -215,7 +216,15 @@ export class DropoutPool {
     const size = x.size;
     const pool = this.poolFor(rate, size);
     const offset = Math.floor(this.rng.next() * (pool.size - size + 1));
-    return tf.mul(x, tf.reshape(tf.slice(pool, [offset], [size]), x.shape)) as T;
+    const mask = tf.reshape(tf.slice(pool, [offset], [size]), x.shape);
+    // Gradient dy·mask, the mask saved once: tf.mul's own gradient saves both operands and casts
+    // the mask (a kernel) on every backward pass. (Saved, not captured: tfjs disposes everything
+    // made during the forward pass before backward starts, except what custom gradients save.)
+    const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+      (args[1] as tf.GradSaveFunc)([mask]);
+      return { value: tf.mul(args[0] as tf.Tensor, mask), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.mul(dy, saved[0]) };
+    });
+    return op(x) as T;
   }
 
   private poolFor(rate: number, size: number): tf.Tensor1D {
