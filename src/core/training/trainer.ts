@@ -106,7 +106,8 @@ function fromArrays(arrays: NamedArray[]): Map<string, tf.Tensor> {
   return new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
 }
 
-const OOM = /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer/i;
+// Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most 4 GiB) runs out.
+const OOM = /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer|^Aborted\(/i;
 
 export async function train(o: TrainOptions): Promise<TrainResult> {
   const config = o.loaded.config;

@@ -1,0 +1,91 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Flags } from '@oclif/core';
+import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
+import { BACKENDS, loadConfigOrThrow, THRESHOLDS } from '@xtts/core/config';
+import { profileRecordedRun, type ProfileResult, type Thresholds } from '@xtts/core/profile';
+import { paint, renderTable } from '@xtts/core/render';
+
+export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
+  static override summary = 'Run (or read) real training steps, split each step\'s time, and say what bounds it.';
+
+  static override description = `Trains --steps real steps of the configured model, data and backend after --warmup steps (or reads a recorded run with --run), splits every step into data wait, upload, host dispatch of forward/backward and the optimizer, device sync/readback and other, and gives mean, std, min, max, p95 and CV per span, kernels per step and host time per kernel, and the GPU busy share (NVML/nvidia-smi samples). Verdicts — input-bound, dispatch-bound, sync-bound, compute-bound, memory headroom, oscillating step time — use the thresholds every xtts tool shares (docs/rules.md#thresholds); override them with --threshold NAME=VALUE.
+
+Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run.`;
+
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --config configs/small.yaml --backend webgpu --steps 50 --trace trace.json --report report.html',
+    '<%= config.bin %> <%= command.id %> --run runs/small --fix-config small-fixed.yaml',
+  ];
+
+  static override flags = {
+    config: Flags.string({ char: 'c', summary: 'Training config to profile.', helpValue: 'FILE', exactlyOne: ['config', 'run'] }),
+    run: Flags.string({ summary: 'Read a recorded run (an xtts train output folder) instead of training.', helpValue: 'DIR', exactlyOne: ['config', 'run'] }),
+    set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
+    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
+    backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS] }),
+    steps: Flags.integer({ summary: 'Steps to measure.', default: 30, min: 2 }),
+    warmup: Flags.integer({ summary: 'Steps before them, left out (kernel compilation, cache warm-up).', default: 5, min: 0 }),
+    output: Flags.string({ summary: 'Keep the profiled run here (default: a temporary folder).', helpValue: 'DIR' }),
+    trace: Flags.string({ summary: 'Write a Perfetto/Chrome trace of the measured steps.', helpValue: 'FILE' }),
+    report: Flags.string({ summary: 'Write a self-contained HTML report with charts.', helpValue: 'FILE' }),
+    'fix-config': Flags.string({ summary: 'Write the config with the recommended changes applied.', helpValue: 'FILE' }),
+    threshold: Flags.string({ summary: `Override a threshold, e.g. inputBoundHigh=0.3 (${Object.keys(THRESHOLDS).join(', ')}).`, multiple: true, default: [], helpValue: 'NAME=VALUE' }),
+  };
+
+  protected async execute(): Promise<ProfileResult> {
+    const { flags } = await this.parse(ProfileBottleneck);
+    const thresholds: Partial<Thresholds> = {};
+    for (const t of flags.threshold) {
+      const [name, value] = t.split('=');
+      if (!(name in THRESHOLDS) || !Number.isFinite(Number(value))) {
+        throw new XttsError('USAGE', `--threshold ${t}: expected NAME=NUMBER with NAME one of ${Object.keys(THRESHOLDS).join(', ')}`, { exitCode: ExitCode.usage });
+      }
+      thresholds[name as keyof Thresholds] = Number(value);
+    }
+    let runDir = flags.run;
+    if (!runDir) {
+      const loaded = loadConfigOrThrow(flags.config!, { set: flags.set });
+      runDir = flags.output ?? mkdtempSync(join(tmpdir(), 'xtts-profile-'));
+      const { train } = await import('@xtts/core/training');
+      const human = !this.jsonEnabled();
+      await train({
+        loaded,
+        datasetDir: flags.dataset,
+        backend: flags.backend as never,
+        maxSteps: flags.warmup + flags.steps,
+        outputDir: runDir,
+        stepsOnly: true,
+        onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
+        onProgress: human ? (p) => process.stderr.write(`\rprofiling step ${p.step}/${p.maxSteps}`) : undefined,
+      });
+      if (human) process.stderr.write('\n');
+    }
+    return profileRecordedRun(runDir, { warmup: flags.run ? flags.warmup : flags.warmup, thresholds, trace: flags.trace, report: flags.report, fixConfig: flags['fix-config'] });
+  }
+
+  protected render(r: ProfileResult): void {
+    const b = r.breakdown;
+    const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+    this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
+    this.log(`${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}${b.gpuBusyShare !== null ? `, GPU busy ${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})` : ''}`);
+    if (r.gpuNote) this.log(paint.dim(r.gpuNote));
+    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), `${(b.shares[k] * 100).toFixed(1)}%`]);
+    rows.push(['step (wall)', f(b.wallMs.mean), f(b.wallMs.std), f(b.wallMs.min), f(b.wallMs.max), f(b.wallMs.p95), b.wallMs.cv.toFixed(2), '100%']);
+    this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
+    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward/optimizer dispatch, S sync, C checkpoint/eval, . other):'));
+    for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
+    this.log('');
+    for (const v of r.verdicts) {
+      const label = v.grade === 'high' ? paint.error(`${v.n}. ${v.title}`) : v.grade === 'moderate' ? paint.warn(`${v.n}. ${v.title}`) : paint.ok(`${v.n}. ${v.title}`);
+      this.log(`${label}\n   ${v.evidence}`);
+      for (const a of v.actions) this.log(`   ${paint.key(`${a.key}: ${a.value}`)} — ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule})`) : ''}`);
+    }
+    for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));
+  }
+
+  protected override exitCodeFor(r: ProfileResult): number {
+    return r.verdicts.some((v) => v.grade === 'high') ? ExitCode.findings : ExitCode.ok;
+  }
+}
