@@ -2,10 +2,10 @@
 // validation with ajv. Every problem becomes a Finding with file:line:col; nothing here throws for
 // a user mistake.
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { isMap, isScalar, isSeq, LineCounter, parse as parseYamlValue, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parse as parseYamlValue, parseDocument, visit, type Document, type Node, type Pair, type Scalar } from 'yaml';
 import { formatPosition, type SourcePosition, XttsError, ExitCode } from '../errors.js';
 import { didYouMean } from '../util/strings.js';
 import { type Finding, ruleDocsLink } from './findings.js';
@@ -132,33 +132,47 @@ function lineColOfByte(bytes: Buffer, offset: number): { line: number; col: numb
   return { line, col: offset - lineStart + 1 };
 }
 
+/** Offset of the first byte that does not belong to a well-formed UTF-8 sequence (RFC 3629). */
 function firstInvalidUtf8(bytes: Buffer): number {
-  let lo = 0;
-  let hi = bytes.length;
-  // The shortest prefix that fails to decode ends at the first invalid byte (a prefix may also fail
-  // because it cuts a valid character; checking with `stream` treats that as incomplete, not invalid).
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, mid + 1), { stream: true });
-      lo = mid + 1;
-    } catch {
-      hi = mid;
-    }
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (need < 0) return i;
+    for (let k = 1; k <= need; k++) if (i + k >= bytes.length || (bytes[i + k] & 0xc0) !== 0x80) return i;
+    i += need + 1;
   }
-  return Math.min(lo, bytes.length - 1);
+  return bytes.length - 1;
 }
 
+/** The key path of the mapping key that starts at `offset` (for findings the parser reports by offset). */
+function keyPathAt(doc: Document, offset: number): KeyPath {
+  let found: KeyPath = [];
+  visit(doc, {
+    Pair(_key, pair, path) {
+      const k = pair.key as Node | null;
+      if (k && isScalar(k) && k.range && k.range[0] === offset) {
+        found = [...path.filter((n) => isPair(n)).map((n) => String(((n as Pair).key as Scalar).value)), String(k.value)];
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** Parse one YAML config file into a source; syntax errors and duplicate keys become findings. */
-export function parseConfigSource(file: string, text: string): { source?: ConfigSource; findings: Finding[] } {
+export function parseConfigSource(file: string, text: string, realPath?: string): { source?: ConfigSource; findings: Finding[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { uniqueKeys: true, lineCounter, prettyErrors: true });
   const findings: Finding[] = [];
   for (const err of doc.errors) {
     const [start] = err.linePos ?? [];
-    const ruleId = err.code === 'DUPLICATE_KEY' ? 'schema/duplicate-key' : 'yaml/syntax';
-    const message = err.code === 'DUPLICATE_KEY' ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping` : err.message.split('\n')[0];
-    findings.push(finding(ruleId, message, { file, line: start?.line, col: start?.col }, '', err.code === 'DUPLICATE_KEY' ? 'keep one of the two entries' : undefined));
+    const dup = err.code === 'DUPLICATE_KEY';
+    const ruleId = dup ? 'schema/duplicate-key' : 'yaml/syntax';
+    const message = dup ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping` : err.message.split('\n')[0];
+    findings.push(finding(ruleId, message, { file, line: start?.line, col: start?.col }, dup ? joinKeyPath(keyPathAt(doc, err.pos[0])) : '', dup ? 'keep one of the two entries' : undefined));
   }
   if (findings.length) return { findings };
   if (doc.contents === null) {
@@ -168,8 +182,37 @@ export function parseConfigSource(file: string, text: string): { source?: Config
     const pos = positionOf(doc.contents, lineCounter, file);
     return { findings: [finding('schema/type', `${file} must be a mapping of sections (dataset:, audio:, …), not a ${isSeq(doc.contents) ? 'list' : 'single value'}`, pos)] };
   }
-  const value = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
-  return { source: { file, dir: dirname(resolve(file)), doc, lineCounter, value }, findings };
+  // Keys that would change an object's prototype instead of setting a value are never settings.
+  visit(doc, {
+    Pair(_key, pair, path) {
+      const k = pair.key as Node | null;
+      if (k && isScalar(k) && FORBIDDEN_KEYS.has(String(k.value))) {
+        const parents = path.filter((n) => isPair(n)).map((n) => String(((n as Pair).key as Scalar).value));
+        const where = parents.length ? `in \`${parents.join('.')}\`` : 'at the top level';
+        findings.push({ ruleId: 'schema/unknown-key', severity: 'error', message: `unknown key \`${String(k.value)}\` ${where}`, keyPath: joinKeyPath([...parents, String(k.value)]), position: positionOf(k, lineCounter, file), fix: 'remove it', docs: ruleDocsLink('schema/unknown-key') });
+      }
+      return undefined;
+    },
+  });
+  if (findings.length) return { findings };
+  let value: Record<string, unknown>;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+  } catch (e) {
+    return { findings: [finding('yaml/syntax', `${file}: ${(e as Error).message.split('\n')[0]} (YAML aliases expand to too much data)`, { file, line: 1, col: 1 }, '', 'write the values out instead of nesting aliases')] };
+  }
+  return { source: { file, dir: dirname(resolve(realPath ?? file)), doc, lineCounter, value }, findings };
+}
+
+/** Numbers that YAML allows but a config cannot use: .inf, -.inf, .nan. */
+function nonFiniteFindings(value: unknown, sources: readonly ConfigSource[], path: KeyPath = []): Finding[] {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    const what = Number.isNaN(value) ? '.nan (not a number)' : value > 0 ? '.inf (infinity)' : '-.inf (minus infinity)';
+    return [{ ruleId: 'schema/type', severity: 'error', message: `\`${joinKeyPath(path)}\` is ${what}; it must be a finite number`, keyPath: joinKeyPath(path), position: locateIn(sources, path, 'value'), docs: ruleDocsLink('schema/type') }];
+  }
+  if (Array.isArray(value)) return value.flatMap((v, i) => nonFiniteFindings(v, sources, [...path, i]));
+  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => nonFiniteFindings(v, sources, [...path, k]));
+  return [];
 }
 
 function keyTextAt(text: string, offset: number): string {
@@ -233,7 +276,8 @@ function locateIn(sources: readonly ConfigSource[], path: KeyPath, which: 'key' 
       best = { pos: positionOf(node, src.lineCounter, src.file), depth };
     }
   }
-  return best?.pos ?? (sources[0] ? { file: sources[0].file } : undefined);
+  const firstFile = sources.find((src) => !src.overrides);
+  return best?.pos ?? (firstFile ? { file: firstFile.file } : sources[0] ? { file: sources[0].file } : undefined);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -244,6 +288,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export function mergeConfig(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) {
+    if (FORBIDDEN_KEYS.has(k)) continue;
     out[k] = isPlainObject(v) && isPlainObject(out[k]) ? mergeConfig(out[k] as Record<string, unknown>, v) : v;
   }
   return out;
@@ -341,7 +386,10 @@ function schemaFindings(errors: readonly ErrorObject[], sources: readonly Config
         message: `\`${joinKeyPath([...path, missing])}\` is required`,
         keyPath: joinKeyPath([...path, missing]),
         position: locateIn(sources, path, 'key'),
-        fix: missing === 'dataset' ? 'dataset:\n  path: path/to/dataset   # folder with metadata.csv and wavs/' : `${missing}: ...`,
+        fix:
+          missing === 'dataset' || (missing === 'path' && joinKeyPath(path) === 'dataset')
+            ? 'dataset:\n  path: path/to/dataset   # folder with metadata.csv and wavs/'
+            : `${missing}: ...`,
         docs: ruleDocsLink('schema/missing-key'),
       });
     } else {
@@ -407,7 +455,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
     }
     findings.push(...read.findings);
     if (read.text === undefined) break;
-    const parsed = parseConfigSource(displayName, read.text);
+    const parsed = parseConfigSource(displayName, read.text, current);
     findings.push(...parsed.findings);
     if (!parsed.source) break;
     sources.push(parsed.source);
@@ -419,7 +467,9 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
     }
     extendedFrom = locateIn([parsed.source], ['extends'], 'value');
     current = resolveExtends(ext, parsed.source.dir);
-    displayName = PRESETS.includes(ext as (typeof PRESETS)[number]) ? `configs/${ext}.yaml` : current;
+    // Positions name a file that exists from where the user is: relative when inside the working directory.
+    const rel = relative(process.cwd(), current);
+    displayName = rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : current;
   }
   if (findings.length) return { findings };
 
@@ -428,6 +478,8 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
     const { extends: _ignored, ...rest } = src.value;
     merged = mergeConfig(merged, rest);
   }
+  const nonFinite = nonFiniteFindings(merged, sources);
+  if (nonFinite.length) return { findings: nonFinite };
   const validate = getValidator();
   if (!validate(merged)) {
     return { findings: schemaFindings(validate.errors ?? [], sources) };
