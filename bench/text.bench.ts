@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
 
 const ROWS = 13_100;
@@ -20,17 +21,8 @@ const TARGET_COLD_MS = 3000;
 const COLD_RUNS = 5;
 const PHONEME_RUNS = 3;
 
-/** A small seeded generator (mulberry32), so every run sees the same rows. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator the data pipeline shuffles with, so every run sees the same rows. */
+const random = mulberry32;
 
 const PEOPLE = ['Mr. Oswald', 'Dr. Humes', 'Mrs. Kennedy', 'Capt. Fritz', 'Lt. Day', 'Gov. Connally', 'the President', 'the witness', 'Agent Kellerman', 'Mr. Ruby', 'the officer', 'Sgt. Hill'];
 const PLACES = ['St. Louis', 'Elm Street', 'the Book Depository', 'Dallas', 'Main St.', 'the motorcade route', 'New Orleans', 'the sixth floor', 'Parkland Hospital', 'Fort Worth'];
