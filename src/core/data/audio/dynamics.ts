@@ -1,95 +1,137 @@
-// Silence trimming (librosa.effects.trim semantics) and loudness normalisation (ITU-R BS.1770-4).
+// Silence trimming (librosa.effects.trim semantics) and loudness (ITU-R BS.1770-4 integrated loudness
+// with K-weighting and gating; mono, as the front end downmixes first).
 
-/** Samples [start, end) after cutting leading/trailing frames quieter than peak - topDb (RMS, 2048/512). */
+/** librosa.amplitude_to_db's default amin: amplitudes below it count as it. */
+const TRIM_AMIN = 1e-5;
+
+/**
+ * Samples [start, end) that remain after librosa.effects.trim (librosa 0.10): the RMS of centred
+ * frames (frameLength with zero padding, every `hop` samples) in dB relative to the loudest frame;
+ * leading and trailing frames at or below -topDb are cut, start = first kept frame · hop,
+ * end = min(n, (last kept frame + 1) · hop). As in librosa, amplitudes are floored at 1e-5 first, so
+ * digital silence is "all at the peak" and kept whole; callers that must reject silence check it.
+ */
 export function trimSilence(samples: Float32Array, topDb: number, frameLength = 2048, hop = 512): { start: number; end: number } {
-  if (samples.length === 0) return { start: 0, end: 0 };
-  // librosa centres frames with padding; frame f covers [f*hop - frameLength/2, f*hop + frameLength/2).
-  const frames = 1 + Math.floor(samples.length / hop);
+  const n = samples.length;
+  if (n === 0) return { start: 0, end: 0 };
+  // Prefix sums of squares make each frame's energy O(1).
+  const cum = new Float64Array(n + 1);
+  for (let i = 0; i < n; i++) cum[i + 1] = cum[i] + samples[i] * samples[i];
+  const frames = 1 + Math.floor(n / hop);
+  const half = frameLength >> 1;
   const rms = new Float64Array(frames);
   let peak = 0;
   for (let f = 0; f < frames; f++) {
-    const a = Math.max(0, f * hop - frameLength / 2);
-    const b = Math.min(samples.length, f * hop + frameLength / 2);
-    let s = 0;
-    for (let i = a; i < b; i++) s += samples[i] * samples[i];
-    rms[f] = Math.sqrt(s / frameLength);
+    const a = Math.max(0, f * hop - half);
+    const b = Math.min(n, f * hop - half + frameLength);
+    rms[f] = Math.sqrt(Math.max(0, cum[b] - cum[a]) / frameLength);
     if (rms[f] > peak) peak = rms[f];
   }
-  if (peak === 0) return { start: 0, end: 0 };
-  const threshold = peak * 10 ** (-topDb / 20);
+  const refDb = 20 * Math.log10(Math.max(TRIM_AMIN, peak));
+  const loud = (f: number) => 20 * Math.log10(Math.max(TRIM_AMIN, rms[f])) - refDb > -topDb;
   let first = 0;
-  while (first < frames && rms[first] <= threshold) first++;
+  while (first < frames && !loud(first)) first++;
+  if (first === frames) return { start: 0, end: 0 };
   let last = frames - 1;
-  while (last > first && rms[last] <= threshold) last--;
-  if (first >= frames) return { start: 0, end: 0 };
-  return { start: Math.min(samples.length, first * hop), end: Math.min(samples.length, (last + 1) * hop) };
+  while (last > first && !loud(last)) last--;
+  return { start: Math.min(n, first * hop), end: Math.min(n, (last + 1) * hop) };
+}
+
+/** Largest absolute sample. */
+export function peakAmplitude(samples: Float32Array): number {
+  let peak = 0;
+  for (let i = 0; i < samples.length; i++) {
+    const a = Math.abs(samples[i]);
+    if (a > peak) peak = a;
+  }
+  return peak;
 }
 
 interface Biquad {
-  b: [number, number, number];
-  a: [number, number];
+  b0: number;
+  b1: number;
+  b2: number;
+  a1: number;
+  a2: number;
 }
 
 /**
- * K-weighting filters for any rate: the BS.1770 pre-filter (high shelf) and RLB high-pass, in Brecht
- * De Man's bilinear-transform parametrisation ("Evaluation of implementations of the EBU R128
- * loudness measurement", AES 2018), which reproduces the standard's 48 kHz coefficients exactly.
+ * The two K-weighting stages for any rate: the pre-filter (a high shelf, +4 dB above ~1.7 kHz) and
+ * the RLB high-pass, in the bilinear-transform parametrisation of libebur128 (ebur128.c,
+ * ebur128_init_filter; Brecht De Man, AES 2018), which reproduces the standard's 48 kHz
+ * coefficients and keeps the same response at other rates.
  */
-function kWeighting(rateHz: number): Biquad[] {
-  const shelfK = Math.tan((Math.PI * 1681.974450955533) / rateHz);
-  const shelfQ = 0.7071752369554196;
+function kWeighting(rateHz: number): [Biquad, Biquad] {
+  let k = Math.tan((Math.PI * 1681.974450955533) / rateHz);
+  let q = 0.7071752369554196;
   const vh = 10 ** (3.999843853973347 / 20);
   const vb = vh ** 0.4996667741545416;
-  const s0 = 1 + shelfK / shelfQ + shelfK * shelfK;
+  let a0 = 1 + k / q + k * k;
   const shelf: Biquad = {
-    b: [(vh + (vb * shelfK) / shelfQ + shelfK * shelfK) / s0, (2 * (shelfK * shelfK - vh)) / s0, (vh - (vb * shelfK) / shelfQ + shelfK * shelfK) / s0],
-    a: [(2 * (shelfK * shelfK - 1)) / s0, (1 - shelfK / shelfQ + shelfK * shelfK) / s0],
+    b0: (vh + (vb * k) / q + k * k) / a0,
+    b1: (2 * (k * k - vh)) / a0,
+    b2: (vh - (vb * k) / q + k * k) / a0,
+    a1: (2 * (k * k - 1)) / a0,
+    a2: (1 - k / q + k * k) / a0,
   };
-  const hpK = Math.tan((Math.PI * 38.13547087602444) / rateHz);
-  const hpQ = 0.5003270373238773;
-  const h0 = 1 + hpK / hpQ + hpK * hpK;
-  const highpass: Biquad = { b: [1, -2, 1], a: [(2 * (hpK * hpK - 1)) / h0, (1 - hpK / hpQ + hpK * hpK) / h0] };
+  k = Math.tan((Math.PI * 38.13547087602444) / rateHz);
+  q = 0.5003270373238773;
+  a0 = 1 + k / q + k * k;
+  const highpass: Biquad = { b0: 1, b1: -2, b2: 1, a1: (2 * (k * k - 1)) / a0, a2: (1 - k / q + k * k) / a0 };
   return [shelf, highpass];
 }
 
-function filter(x: Float64Array, f: Biquad): Float64Array {
-  const y = new Float64Array(x.length);
-  let x1 = 0, x2 = 0, y1 = 0, y2 = 0;
-  for (let i = 0; i < x.length; i++) {
-    const v = f.b[0] * x[i] + f.b[1] * x1 + f.b[2] * x2 - f.a[0] * y1 - f.a[1] * y2;
-    x2 = x1;
-    x1 = x[i];
-    y2 = y1;
-    y1 = v;
-    y[i] = v;
-  }
-  return y;
+/** Loudness of a mean square z of the K-weighted signal: BS.1770-4 eq. 2 (mono, G = 1). */
+function lufsOf(meanSquare: number): number {
+  return -0.691 + 10 * Math.log10(meanSquare);
 }
 
-/** Integrated loudness in LUFS (mono), with the absolute (-70 LUFS) and relative (-10 LU) gates. */
+/**
+ * Integrated loudness in LUFS of a mono clip (BS.1770-4): K-weighting, 400 ms blocks every 100 ms,
+ * an absolute gate at -70 LUFS, then a relative gate 10 LU under the loudness of the blocks that
+ * passed it. A clip shorter than one block is measured as a single block of its own length (the
+ * standard leaves it undefined). Silence (no block above -70 LUFS) is -Infinity.
+ */
 export function integratedLoudness(samples: Float32Array, rateHz: number): number {
-  let x: Float64Array = Float64Array.from(samples);
-  for (const f of kWeighting(rateHz)) x = filter(x, f);
-  const block = Math.round(0.4 * rateHz);
-  const hop = Math.round(0.1 * rateHz);
-  const z: number[] = [];
-  for (let s = 0; s + block <= x.length; s += hop) {
-    let acc = 0;
-    for (let i = s; i < s + block; i++) acc += x[i] * x[i];
-    z.push(acc / block);
+  const n = samples.length;
+  if (n === 0) return -Infinity;
+  const [s, h] = kWeighting(rateHz);
+  // Both biquads in one pass (direct form I), keeping a running sum of the squared output.
+  const cum = new Float64Array(n + 1);
+  let x1 = 0, x2 = 0, y1 = 0, y2 = 0, z1 = 0, z2 = 0;
+  for (let i = 0; i < n; i++) {
+    const x = samples[i];
+    const y = s.b0 * x + s.b1 * x1 + s.b2 * x2 - s.a1 * y1 - s.a2 * y2;
+    x2 = x1;
+    x1 = x;
+    const z = h.b0 * y + h.b1 * y1 + h.b2 * y2 - h.a1 * z1 - h.a2 * z2;
+    y2 = y1;
+    y1 = y;
+    z2 = z1;
+    z1 = z;
+    cum[i + 1] = cum[i] + z * z;
   }
-  const lufs = (p: number) => -0.691 + 10 * Math.log10(p);
-  const abs = z.filter((p) => p > 0 && lufs(p) > -70);
-  if (abs.length === 0) return -Infinity;
-  const rel = lufs(abs.reduce((a, b) => a + b, 0) / abs.length) - 10;
-  const gated = abs.filter((p) => lufs(p) > rel);
-  return lufs(gated.reduce((a, b) => a + b, 0) / gated.length);
+  const block = Math.round(0.4 * rateHz);
+  const step = Math.round(0.1 * rateHz);
+  const powers: number[] = [];
+  if (n < block) powers.push(cum[n] / n);
+  else for (let a = 0; a + block <= n; a += step) powers.push((cum[a + block] - cum[a]) / block);
+  const absolute = powers.filter((p) => p > 0 && lufsOf(p) > -70);
+  if (absolute.length === 0) return -Infinity;
+  const relativeGate = lufsOf(absolute.reduce((a, b) => a + b, 0) / absolute.length) - 10;
+  const gated = absolute.filter((p) => lufsOf(p) > relativeGate);
+  return lufsOf(gated.reduce((a, b) => a + b, 0) / gated.length);
 }
 
-/** Scale to the target loudness; silence (no gated block) is returned unchanged. */
+/**
+ * A copy scaled to the target integrated loudness; silence (no gated block) comes back unchanged.
+ * No limiter: a quiet clip pushed up may exceed ±1, which features tolerate; clip before writing PCM.
+ */
 export function normaliseLoudness(samples: Float32Array, rateHz: number, targetLufs: number): Float32Array {
   const current = integratedLoudness(samples, rateHz);
   if (!Number.isFinite(current)) return samples;
   const gain = 10 ** ((targetLufs - current) / 20);
-  return samples.map((v) => v * gain);
+  const out = new Float32Array(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = samples[i] * gain;
+  return out;
 }
