@@ -1,50 +1,104 @@
-// The audio front end: decode -> downmix -> resample -> trim -> loudness -> log-mel, pure and
-// synchronous so that it runs the same in worker threads.
+// The audio front end: decode -> downmix -> resample -> trim -> loudness -> log-mel. Everything here
+// is pure and synchronous (no I/O, no shared mutable state but per-thread caches of plans), so it
+// runs the same in worker threads, the trainer and synthesis.
 import type { AudioConfig } from '../../config/schema.js';
-import { normaliseLoudness, trimSilence } from './dynamics.js';
+import { XttsError } from '../../errors.js';
+import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MelExtractor } from './mel.js';
 import { resample } from './resample.js';
 import { decodeWav } from './wav.js';
 
-export { decodeWav, encodeWav, type DecodedWav, type EncodeOptions } from './wav.js';
-export { resample } from './resample.js';
-export { trimSilence, integratedLoudness, normaliseLoudness } from './dynamics.js';
-export { MelExtractor, melFilterbank, hzToMel, melToHz, type MelResult, type MelSettings } from './mel.js';
-export { MelStats, type MelStatsResult } from './stats.js';
+export { decodeWav, encodeWav, WAV_ERROR_CODES, type DecodedWav, type EncodeOptions } from './wav.js';
+export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign } from './resample.js';
+export { trimSilence, integratedLoudness, normaliseLoudness, peakAmplitude } from './dynamics.js';
+export {
+  MelExtractor,
+  melFilterbank,
+  melBandEdgesHz,
+  stftWindow,
+  hzToMel,
+  melToHz,
+  checkMelSettings,
+  type MelEngine,
+  type MelExtractorOptions,
+  type MelFilter,
+  type MelResult,
+  type MelSettings,
+} from './mel.js';
+export { RealFft } from './fft.js';
+export { MelStats, MEL_STD_FLOOR, type MelStatsResult, type MelStatsState } from './stats.js';
+export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-lim.js';
+
+/**
+ * Bumped whenever the front end's output changes for the same bytes and AudioConfig (resampler
+ * design, trimming or loudness details, mel numerics), so a feature cache key that includes it is
+ * invalidated exactly then. 2: polyphase Kaiser resampler (32 crossings), librosa trim amin,
+ * single-precision wasm log-mel.
+ */
+export const AUDIO_FRONTEND_VERSION = 2;
+
+/** Peak below which a clip counts as digital silence (1/2 LSB of 16-bit PCM). */
+const SILENCE_PEAK = 0.5 / 32768;
 
 export interface ProcessedClip {
+  /** Mel frames: 1 + floor(samples.length / hop_length). */
+  melFrames: number;
+  /** The same as melFrames (the name older callers use). */
   frames: number;
   nMels: number;
+  /** [melFrames, nMels] row-major log-mel. */
   mel: Float32Array;
-  /** Processed samples at audio.sample_rate_hz. */
+  /** Processed mono samples at audio.sample_rate_hz (resampled, trimmed, loudness-normalised). */
   samples: Float32Array;
+  /** Duration of the processed samples. */
   durationS: number;
   originalSampleRateHz: number;
+  /** Channels of the file (the samples are their average). */
   channels: number;
 }
 
 const extractors = new Map<string, MelExtractor>();
 
-/** One MelExtractor per distinct settings, reused across clips. */
+/** One MelExtractor per distinct settings and thread, reused across clips. */
 export function melExtractorFor(audio: AudioConfig): MelExtractor {
-  const key = JSON.stringify(audio);
+  const key = JSON.stringify([audio.sample_rate_hz, audio.n_fft, audio.hop_length, audio.win_length, audio.window, audio.n_mels, audio.fmin_hz, audio.fmax_hz, audio.mel_scale, audio.mel_norm, audio.log_base, audio.log_floor]);
   let m = extractors.get(key);
   if (!m) {
+    if (extractors.size >= 8) extractors.delete(extractors.keys().next().value!);
     m = new MelExtractor(audio);
     extractors.set(key, m);
   }
   return m;
 }
 
+/**
+ * One WAV file's bytes -> processed samples and log-mel. Throws XttsError with code
+ * AUDIO_UNREADABLE, AUDIO_TRUNCATED or AUDIO_UNSUPPORTED_FORMAT (from decodeWav), AUDIO_SILENT (no
+ * sample above half a 16-bit step: nothing to trim to or learn from), or AUDIO_BAD_SETTINGS.
+ * `where` (a path or row id) starts every message.
+ */
 export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string): ProcessedClip {
   const wav = decodeWav(bytes, where);
+  if (peakAmplitude(wav.samples) < SILENCE_PEAK) {
+    throw new XttsError('AUDIO_SILENT', `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample above half a 16-bit step); remove the row or replace the file`, {
+      suggestions: ['remove the row from the metadata or replace the audio file'],
+    });
+  }
   let samples = resample(wav.samples, wav.sampleRateHz, audio.sample_rate_hz);
   if (audio.trim.enabled) {
     const { start, end } = trimSilence(samples, audio.trim.top_db);
-    samples = samples.subarray(start, end);
+    samples = samples.slice(start, end);
   }
   if (audio.loudness.enabled) samples = normaliseLoudness(samples, audio.sample_rate_hz, audio.loudness.target_lufs);
   const { frames, nMels, mel } = melExtractorFor(audio).compute(samples);
-  return { frames, nMels, mel, samples, durationS: samples.length / audio.sample_rate_hz, originalSampleRateHz: wav.sampleRateHz, channels: wav.channels };
+  return {
+    melFrames: frames,
+    frames,
+    nMels,
+    mel,
+    samples,
+    durationS: samples.length / audio.sample_rate_hz,
+    originalSampleRateHz: wav.sampleRateHz,
+    channels: wav.channels,
+  };
 }
-export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-lim.js';
