@@ -1,0 +1,70 @@
+// The kernel counter counts exactly what reaches the backend, and nothing once removed; device
+// timing reports what it can on each backend.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { initBackend, KernelCounter, timeOnDevice } from '../../src/core/backend/index.js';
+
+test('counts a known op sequence exactly, by name on request, and stops when uninstalled', async () => {
+  const { tf } = await initBackend('cpu');
+  const counter = new KernelCounter({ byName: true }).install(tf);
+  const a = tf.tensor2d([[1, 2], [3, 4]]); // creating a tensor runs no kernel
+  assert.equal(counter.count, 0);
+  const out = tf.tidy(() => tf.add(tf.matMul(a, a), tf.relu(a))); // BatchMatMul, Relu, Add
+  await out.data(); // reading back runs none
+  tf.dispose(out);
+  tf.mul(a, a);
+  tf.mul(a, a);
+  assert.deepEqual(counter.takeAll(), { kernels: 5, dispatches: 0, byName: { Multiply: 2, BatchMatMul: 1, Relu: 1, Add: 1 } });
+  assert.equal(counter.take(), 0);
+  counter.uninstall();
+  tf.add(a, a);
+  assert.equal(counter.take(), 0);
+});
+
+test('installing twice does not count twice; a second counter counts alongside the first', async () => {
+  const { tf } = await initBackend('cpu');
+  const first = new KernelCounter().install(tf);
+  first.install(tf);
+  const second = new KernelCounter().install(tf);
+  const a = tf.scalar(2);
+  tf.square(a);
+  tf.exp(a);
+  assert.equal(first.take(), 2);
+  assert.equal(second.take(), 2);
+  second.uninstall();
+  first.uninstall();
+  tf.exp(a);
+  assert.equal(first.take() + second.take(), 0);
+});
+
+test('the count of a dense-layer training step, on cpu and wasm alike', async () => {
+  // One step of y = relu(x·W + b), loss = mean(y²), and its gradients: the number must not depend on the backend.
+  await import('../../src/core/model/gradients.js');
+  const counts: number[] = [];
+  for (const backend of ['cpu', 'wasm'] as const) {
+    const { tf } = await initBackend(backend);
+    const x = tf.ones([4, 8]);
+    const w = tf.variable(tf.fill([8, 3], 0.1));
+    const b = tf.variable(tf.zeros([3]));
+    const counter = new KernelCounter().install(tf);
+    const { value, grads } = tf.variableGrads(() => tf.mean(tf.square(tf.relu(tf.add(tf.matMul(x, w), b)))) as import('@tensorflow/tfjs-core').Scalar);
+    counts.push(counter.take());
+    counter.uninstall();
+    assert.ok(Math.abs((await value.data())[0] - 0.64) < 1e-6); // (8 * 0.1)²
+    assert.deepEqual(Object.keys(grads).length, 2);
+    tf.dispose([x, w, b, value, ...Object.values(grads)]);
+  }
+  assert.equal(counts[0], counts[1]);
+  assert.ok(counts[0] > 5, `forward alone is 5 kernels; with the backward pass it was ${counts[0]}`);
+});
+
+test('device time on CPU backends is the kernels\' host time', async () => {
+  const { tf } = await initBackend('cpu');
+  const a = tf.ones([64, 64]);
+  const t = await timeOnDevice(tf, () => void tf.matMul(a, a));
+  assert.equal(t.available, true);
+  if (t.available) {
+    assert.ok(t.kernelMs >= 0 && t.kernelMs <= t.wallMs + 1, `${t.kernelMs} / ${t.wallMs}`);
+    assert.match(t.source, /host time/);
+  }
+});

@@ -1,0 +1,94 @@
+// WebGPU through Dawn, on what this machine has: no Vulkan loader (so the default path says why),
+// Dawn's null backend (a real adapter that computes nothing: listing, features, selection), and,
+// where Mesa's llvmpipe answers on OpenGL ES, a real device that runs TF.js's webgpu kernels.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { disposeBackend, findVulkanLoader, initBackend, KernelCounter, listAdapters, timeOnDevice } from '../../src/core/backend/index.js';
+import '../../src/core/model/gradients.js';
+
+// Mesa picks its EGL platform from the environment when Dawn opens the display; without a window
+// system there is only the surfaceless one.
+process.env.EGL_PLATFORM ??= 'surfaceless';
+
+test('the default (Vulkan) path lists no adapter here and says the loader is missing', { skip: findVulkanLoader() ? 'this machine has a Vulkan loader' : false }, async () => {
+  const list = await listAdapters();
+  assert.equal(list.dawnBackend, 'vulkan');
+  assert.deepEqual(list.adapters, []);
+  assert.match(list.note ?? '', /Dawn found no GPU adapter: the Vulkan loader \(libvulkan\.so\.1\) is not installed/);
+});
+
+test('Dawn\'s adapter list: name, backend, features and limits; unsafe APIs add subgroup matrices', async () => {
+  const plain = await listAdapters({ dawnBackend: 'null' });
+  assert.equal(plain.adapters.length, 1);
+  const a = plain.adapters[0];
+  assert.equal(a.index, 0);
+  assert.equal(a.name, 'Null backend');
+  assert.equal(a.dawnBackend, 'null');
+  assert.equal(a.software, true);
+  assert.equal(a.timestampQuery, a.features.includes('timestamp-query'));
+  assert.equal(a.shaderF16, a.features.includes('shader-f16'));
+  assert.equal(a.subgroupMatrix, false);
+  assert.ok(a.limits.maxBufferSize >= 256 * 2 ** 20, `maxBufferSize ${a.limits.maxBufferSize}`);
+  assert.ok(a.limits.maxStorageBufferBindingSize >= 128 * 2 ** 20);
+  const unsafe = await listAdapters({ dawnBackend: 'null', unsafeApis: true });
+  assert.equal(unsafe.adapters[0].subgroupMatrix, true);
+  assert.ok(unsafe.adapters[0].features.includes('chromium-experimental-subgroup-matrix'));
+});
+
+test('a GPU is chosen by index or by a case-insensitive part of its name, else refused with the list', async () => {
+  const opts = { dawnBackend: 'null' };
+  await assert.rejects(initBackend('webgpu', { ...opts, device: 1 }), /there is no GPU 1: Dawn sees 1 adapter\(s\) \(0: Null backend\)/);
+  await assert.rejects(initBackend('webgpu', { ...opts, device: 'H100' }), /no GPU adapter's name contains "H100"; Dawn sees 0: Null backend/);
+  for (const device of ['NULL back', 0]) {
+    const { tf, choice } = await initBackend('webgpu', { ...opts, device });
+    assert.equal(choice.backend, 'webgpu');
+    assert.equal(choice.adapter?.name, 'Null backend');
+    assert.equal(choice.reason, "requested: Null backend on Dawn's null backend");
+    assert.equal(tf.getBackend(), 'webgpu');
+    disposeBackend(tf);
+    assert.equal(tf.findBackend('webgpu'), null);
+  }
+});
+
+test('auto passes over an adapter that is not a GPU', async () => {
+  const { tf, choice } = await initBackend('auto', { dawnBackend: 'null' });
+  assert.equal(choice.backend, 'wasm');
+  assert.match(choice.fallbacks[0].reason, /^the WebGPU adapter Dawn offers, Null backend, computes nothing/);
+  assert.equal(tf.getBackend(), 'wasm');
+});
+
+const gl = await listAdapters({ dawnBackend: 'opengles' });
+const llvmpipe = gl.adapters.find((a) => /llvmpipe/.test(a.name));
+
+test('webgpu on a real device (llvmpipe through OpenGL ES): matmul, gradient, programs dispatched', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? gl.adapters.map((a) => a.name).join(', ')})` }, async () => {
+  assert.equal(llvmpipe?.software, true);
+  const { tf, choice } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    assert.equal(choice.backend, 'webgpu');
+    assert.equal(choice.adapter?.dawnBackend, 'opengles');
+    // Big enough to run on the GPU (TF.js hands inputs under 1,000 elements that never left the CPU to its CPU kernels).
+    const n = 40;
+    const x = tf.tidy(() => tf.div(tf.reshape(tf.range(0, n * n), [n, n]), n * n)) as import('@tensorflow/tfjs-core').Tensor2D;
+    const counter = new KernelCounter().install(tf);
+    const y = tf.add(tf.matMul(x, x), tf.relu(x));
+    const counted = counter.takeAll();
+    assert.deepEqual(counted, { kernels: 3, dispatches: 3 });
+    const host = await x.array();
+    const got = await y.array();
+    let want = 0;
+    for (let k = 0; k < n; k++) want += host[3][k] * host[k][5];
+    assert.ok(Math.abs(got[3][5] - (want + host[3][5])) < 1e-4, `${got[3][5]} vs ${want + host[3][5]}`);
+    const g = tf.grad((w: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.matMul(x, w as import('@tensorflow/tfjs-core').Tensor2D)))(tf.ones([n, n]));
+    // d/dW sum(x·W) = xᵀ·1: row k of the gradient is the sum of column k of x, in every column.
+    const colSum = host.reduce((s, row) => s + row[7], 0);
+    const grad = await g.array();
+    assert.ok(Math.abs((grad as number[][])[7][2] - colSum) < 1e-3, `${(grad as number[][])[7][2]} vs ${colSum}`);
+    assert.ok(counter.count > 0 && counter.dispatches > 0, `${counter.count} kernels, ${counter.dispatches} programs`);
+    counter.uninstall();
+    const timed = await timeOnDevice(tf, () => void tf.matMul(x, x));
+    assert.equal(timed.available, false);
+    assert.match((timed as { reason: string }).reason, /no timestamp-query feature/);
+  } finally {
+    disposeBackend(tf);
+  }
+});
