@@ -113,7 +113,11 @@ export function decodeWav(bytes: Uint8Array, where = 'audio'): DecodedWav {
   if (fmt.rateHz === 0) throw unreadable(where, 'its fmt chunk says 0 Hz');
   const float = fmt.code === WAVE_FORMAT_IEEE_FLOAT;
   if (fmt.code !== WAVE_FORMAT_PCM && !float) throw unsupported(where, `${CODEC_NAMES[fmt.code] ?? `codec 0x${fmt.code.toString(16).padStart(4, '0')}`} audio in a WAV file`);
-  // Samples sit left-justified in containers of blockAlign / channels bytes (e.g. 20-bit in 24).
+  // Samples sit left-justified in containers of blockAlign / channels bytes (e.g. 20-bit in 24);
+  // a block align of 0 (some writers) says nothing, one too small for the samples is a broken header.
+  if (fmt.blockAlign !== 0 && fmt.blockAlign < Math.ceil(fmt.bits / 8) * fmt.channels) {
+    throw unreadable(where, `its fmt chunk says ${fmt.channels} channel(s) of ${fmt.bits} bits in blocks of ${fmt.blockAlign} byte(s), which cannot hold them`);
+  }
   const fromAlign = fmt.blockAlign / fmt.channels;
   const containerBytes = Number.isInteger(fromAlign) && fromAlign * 8 >= fmt.bits ? fromAlign : Math.ceil(fmt.bits / 8);
   const containerBits = containerBytes * 8;
