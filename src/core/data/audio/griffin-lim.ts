@@ -19,7 +19,7 @@ export interface GriffinLimOptions {
   seed?: number;
   /** Scale the result to this peak (default 0.89, -1 dBFS); null keeps the scale of the magnitudes. */
   peak?: number | null;
-  /** Projected-gradient steps of the mel inversion (default 30). */
+  /** Accelerated projected-gradient steps of the mel inversion (default 50). */
   nnlsIterations?: number;
 }
 
@@ -95,13 +95,15 @@ export function melToMagnitude(logMel: Float32Array, frames: number, audio: Grif
   const { bins, nMels, filters } = p;
   if (logMel.length < frames * nMels) throw new RangeError(`melToMagnitude: ${logMel.length} values cannot hold ${frames} frames of ${nMels} mels`);
   const base = audio.log_base === '10' ? 10 : Math.E;
-  const iterations = options.nnlsIterations ?? 30;
+  const iterations = options.nnlsIterations ?? 50;
   const mag = new Float64Array(frames * bins);
   const y = new Float64Array(nMels);
   const u = new Float64Array(nMels);
   const c = new Float64Array(nMels);
   const r = new Float64Array(nMels);
   const x = new Float64Array(bins);
+  const z = new Float64Array(bins);
+  const previous = new Float64Array(bins);
   for (let t = 0; t < frames; t++) {
     for (let m = 0; m < nMels; m++) y[m] = base ** logMel[t * nMels + m];
     // Minimum-norm start x = Mᵀ (M·Mᵀ)⁻¹ y (Thomas algorithm on the tridiagonal system), clamped at 0.
@@ -119,20 +121,31 @@ export function melToMagnitude(logMel: Float32Array, frames: number, audio: Grif
       for (let j = 0; j < f.weights.length; j++) x[f.start + j] += f.weights[j] * u[m];
     }
     for (let k = 0; k < bins; k++) if (x[k] < 0) x[k] = 0;
-    // Projected gradient on ||M x - y||² with x >= 0.
+    // Accelerated projected gradient (FISTA, Beck & Teboulle 2009) on ||M z - y||² with z >= 0:
+    // z is the extrapolated point, x the iterate.
+    z.set(x);
+    let momentum = 1;
     for (let it = 0; it < iterations; it++) {
       for (let m = 0; m < nMels; m++) {
         const f = filters[m];
         let s = 0;
-        for (let j = 0; j < f.weights.length; j++) s += f.weights[j] * x[f.start + j];
+        for (let j = 0; j < f.weights.length; j++) s += f.weights[j] * z[f.start + j];
         r[m] = s - y[m];
       }
+      previous.set(x);
+      x.set(z);
       for (let m = 0; m < nMels; m++) {
         const f = filters[m];
         const g = p.step * r[m];
         for (let j = 0; j < f.weights.length; j++) x[f.start + j] -= f.weights[j] * g;
       }
-      for (let k = 0; k < bins; k++) if (x[k] < 0) x[k] = 0;
+      const next = (1 + Math.sqrt(1 + 4 * momentum * momentum)) / 2;
+      const beta = (momentum - 1) / next;
+      momentum = next;
+      for (let k = 0; k < bins; k++) {
+        if (x[k] < 0) x[k] = 0;
+        z[k] = Math.max(0, x[k] + beta * (x[k] - previous[k]));
+      }
     }
     mag.set(x, t * bins);
   }
