@@ -1,13 +1,19 @@
 #!/usr/bin/env node
 // `npm run bundle`: the CLI as one CommonJS file plus the native and data files it loads, for GPU
-// hosts with no node_modules and no network (see shared/gpu-host). Written to bundle/:
-//   xtts.cjs                      every core command (oclif, explicit command list) and the workers
-//   package.json                  oclif's manifest of the bundle (commands from xtts.cjs itself)
-//   better_sqlite3.node           SQLite
-//   dist/linux-x64/dawn.node.br   Dawn (WebGPU), brotli-compressed; unpacked beside itself on first use
-//   xtts_nvml.node                NVML telemetry (when it was built)
-//   tfjs-backend-wasm*.wasm       the wasm backend's binaries
-//   configs/                      the presets and the quickstart dataset
+// hosts with no node_modules and no network (shared/gpu-host/README.md). Written to bundle/:
+//   xtts.cjs              every command of every core plugin (oclif, explicit command list) and the
+//                         data workers (worker threads start this same file)
+//   package.json          oclif's view of the bundle: commands from xtts.cjs, no plugins
+//   backend-bench.cjs     bench/backend.bench.ts: a training step per backend (see its header)
+//   dawn.node.br          Dawn (WebGPU), brotli-compressed; unpacked beside itself (or in a temporary
+//                         folder when the bundle's is read-only) the first time webgpu is used
+//   better_sqlite3.node   SQLite
+//   xtts_nvml.node        NVML telemetry, when it was built (npm run build:native)
+//   tfjs-backend-wasm*.wasm   the wasm backend (the SIMD build, and the scalar one for old CPUs)
+//   configs/              the presets and the quickstart dataset
+// Nothing is taken from outside the repository but node_modules; the plugins must be built
+// (`npm run bundle` builds first). Usage: node bundle/xtts.cjs --help
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
@@ -19,22 +25,42 @@ const root = fileURLToPath(new URL('../../..', import.meta.url));
 const out = join(root, 'bundle');
 const require = createRequire(join(root, 'package.json'));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const t0 = performance.now();
 
-// Every command of every core plugin, by oclif id (`cache/stats.js` -> `cache:stats`).
-const commands = [];
-for (const plugin of readdirSync(join(root, 'plugins'))) {
-  const dir = join(root, 'plugins', plugin, 'dist', 'commands');
-  if (!existsSync(dir)) continue;
-  const walk = (d) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.js')) commands.push({ id: relative(dir, p).replace(/\.js$/, '').split(/[\\/]/).join(':'), file: p });
-    }
-  };
-  walk(dir);
+/** Files under `dir` (recursively) whose name ends with `suffix`, relative to `dir`. */
+function filesUnder(dir, suffix) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith(suffix) && !f.endsWith(`.d${suffix}`))
+    .sort();
 }
-if (commands.length === 0) throw new Error('no built commands: run `npm run build` first');
+
+// Every command of every plugin under plugins/, by oclif id (`cache/stats.js` -> `cache:stats`,
+// typed `xtts cache stats` with the space separator). A compiled command whose source is gone (a
+// stale dist file) is left out.
+const commands = [];
+const topics = {};
+const warnings = [];
+for (const plugin of readdirSync(join(root, 'plugins')).sort()) {
+  const dir = join(root, 'plugins', plugin);
+  if (!existsSync(join(dir, 'package.json'))) continue;
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  Object.assign(topics, manifest.oclif?.topics ?? {});
+  const built = filesUnder(join(dir, 'dist', 'commands'), '.js');
+  const sources = filesUnder(join(dir, 'src', 'commands'), '.ts').map((f) => f.replace(/\.ts$/, '.js'));
+  if (built.length === 0 && sources.length > 0) warnings.push(`plugins/${plugin} is not built (no dist/commands): its commands are not in the bundle; run npm run build`);
+  for (const f of built) {
+    if (sources.length > 0 && !sources.includes(f)) continue;
+    commands.push({ id: f.replace(/\.js$/, '').split(/[\\/]/).join(':'), file: join(dir, 'dist', 'commands', f), plugin });
+  }
+}
+if (commands.length === 0) throw new Error('no built commands under plugins/*/dist/commands: run `npm run build` first');
+const ids = new Set();
+for (const c of commands) {
+  if (ids.has(c.id)) throw new Error(`two plugins define the command "${c.id.replaceAll(':', ' ')}"`);
+  ids.add(c.id);
+}
 
 const entry = `
 import { isMainThread } from 'node:worker_threads';
@@ -49,69 +75,108 @@ if (isMainThread && require.main === module) {
 }
 `;
 
-// Runs before any bundled module: where the bundle lives, and Dawn unpacked on first use.
+// Runs before any bundled module. import.meta.url (in the ESM sources) becomes this file's URL.
 const banner = `
 var __xtts_import_meta_url = require('url').pathToFileURL(__filename).href;
 globalThis.__XTTS_BUNDLE_DIR__ = __dirname;
 globalThis.__XTTS_WORKER_ENTRY__ = __filename;
-globalThis.__XTTS_BUNDLED_PACKAGES__ = ${JSON.stringify(['@tensorflow/tfjs-backend-webgpu', 'webgpu', '@tensorflow/tfjs-backend-wasm', '@tensorflow/tfjs-backend-cpu'])};
-(function unpackDawn() {
-  var fs = require('fs'), path = require('path');
-  var dawn = path.join(__dirname, 'dist', process.platform + '-' + process.arch, 'dawn.node');
-  if (fs.existsSync(dawn) || !fs.existsSync(dawn + '.br')) return;
-  var tmp = dawn + '.' + process.pid + '.tmp';
-  fs.writeFileSync(tmp, require('zlib').brotliDecompressSync(fs.readFileSync(dawn + '.br')));
-  fs.renameSync(tmp, dawn);
-})();
+globalThis.__XTTS_BUNDLED_PACKAGES__ = ${JSON.stringify(['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-webgpu', 'webgpu', '@tensorflow/tfjs-backend-wasm', '@tensorflow/tfjs-backend-cpu'])};
 `;
 
-rmSync(out, { recursive: true, force: true });
-mkdirSync(out, { recursive: true });
-const t0 = performance.now();
-await build({
-  stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' },
+// The webgpu package loads dist/<platform>-<arch>/dawn.node relative to itself; in the bundle Dawn
+// is unpacked on first use (src/core/backend/native.ts), which sets __XTTS_DAWN_NODE__.
+const dawnPathPlugin = {
+  name: 'xtts-dawn-path',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]webgpu[\\/]index\.js$/ }, (args) => {
+      const src = readFileSync(args.path, 'utf8');
+      const patched = src.replace(/const dawnNodePath = ([^;]+);/, 'const dawnNodePath = globalThis.__XTTS_DAWN_NODE__ || ($1);');
+      if (patched === src) throw new Error(`${args.path}: no "const dawnNodePath = ...;" to redirect (webgpu package changed?)`);
+      return { contents: patched, loader: 'js' };
+    });
+  },
+};
+
+const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  outfile: join(out, 'xtts.cjs'),
   banner: { js: banner },
   define: { 'import.meta.url': '__xtts_import_meta_url' },
-  // Optional or native: resolved at run time, or absent on purpose (their absence is explained).
+  // Optional (explained when absent) or native (shipped beside the bundle), or tools the CLI never
+  // runs in a bundle (plugin installation needs npm and a network).
   external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', '*.node', 'ts-node', 'typescript', 'tsx', 'esbuild', 'oclif', '@oclif/plugin-plugins', 'npm'],
+  plugins: [dawnPathPlugin],
   logLevel: 'warning',
   legalComments: 'none',
   minifyWhitespace: true,
-});
-
-const copy = (from, to) => {
-  mkdirSync(dirname(join(out, to)), { recursive: true });
-  cpSync(from, join(out, to));
 };
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+await build({ ...common, stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' }, outfile: join(out, 'xtts.cjs') });
+await build({ ...common, entryPoints: [join(root, 'bench', 'backend.bench.ts')], outfile: join(out, 'backend-bench.cjs') });
+
+const copy = (from, name) => cpSync(from, join(out, name));
 copy(require.resolve('better-sqlite3/build/Release/better_sqlite3.node'), 'better_sqlite3.node');
 const wasmDir = dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
-for (const f of readdirSync(wasmDir)) if (f.endsWith('.wasm')) copy(join(wasmDir, f), f);
-const dawn = join(dirname(require.resolve('webgpu')), 'dist', 'linux-x64', 'dawn.node');
-mkdirSync(join(out, 'dist', 'linux-x64'), { recursive: true });
-writeFileSync(join(out, 'dist', 'linux-x64', 'dawn.node.br'), brotliCompressSync(readFileSync(dawn), { params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_SIZE_HINT]: statSync(dawn).size } }));
+// Not the threaded build: TF.js never loads it under Node (src/core/backend/wasm.ts).
+for (const f of ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.wasm']) copy(join(wasmDir, f), f);
 const nvml = join(root, 'native', 'nvml', 'build', 'Release', 'xtts_nvml.node');
 if (existsSync(nvml)) copy(nvml, 'xtts_nvml.node');
+else warnings.push('native/nvml is not built: GPU telemetry in the bundle falls back to nvidia-smi (npm run build:native)');
 cpSync(join(root, 'configs'), join(out, 'configs'), { recursive: true });
+
+// Dawn: 21 MB raw, 5.4 MB at brotli quality 9 (quality 11: 4.7 MB but 75 s here). Compressed once
+// per dawn.node and kept in node_modules/.cache, so rebuilding the bundle costs nothing.
+const dawn = join(dirname(require.resolve('webgpu')), 'dist', `${process.platform}-${process.arch}`, 'dawn.node');
+const dawnRaw = readFileSync(dawn);
+const cacheDir = join(root, 'node_modules', '.cache', 'xtts-bundle');
+const cached = join(cacheDir, `dawn-${createHash('sha256').update(dawnRaw).digest('hex').slice(0, 16)}.node.br`);
+if (!existsSync(cached)) {
+  mkdirSync(cacheDir, { recursive: true });
+  const br = brotliCompressSync(dawnRaw, { params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_SIZE_HINT]: dawnRaw.length } });
+  writeFileSync(`${cached}.${process.pid}`, br);
+  cpSync(`${cached}.${process.pid}`, cached);
+  rmSync(`${cached}.${process.pid}`);
+}
+copy(cached, 'dawn.node.br');
+
 writeFileSync(
   join(out, 'package.json'),
-  JSON.stringify({ name: 'xtts', version: pkg.version, description: pkg.description, type: 'commonjs', oclif: { bin: 'xtts', dirname: 'xtts', topicSeparator: ' ', commands: { strategy: 'explicit', target: './xtts.cjs', identifier: 'COMMANDS' }, topics: { cache: { description: 'Inspect, check and clear the feature cache.' } } } }, null, 2),
+  `${JSON.stringify(
+    {
+      name: 'xtts',
+      version: pkg.version,
+      description: pkg.description,
+      type: 'commonjs',
+      private: true,
+      oclif: {
+        bin: 'xtts',
+        dirname: 'xtts',
+        topicSeparator: ' ',
+        commands: { strategy: 'explicit', target: './xtts.cjs', identifier: 'COMMANDS' },
+        additionalHelpFlags: pkg.oclif?.additionalHelpFlags,
+        additionalVersionFlags: pkg.oclif?.additionalVersionFlags,
+        topics,
+      },
+    },
+    null,
+    2,
+  )}\n`,
 );
-let bytes = 0;
-const sizes = [];
-const walk = (d) => {
-  for (const name of readdirSync(d)) {
-    const p = join(d, name);
-    if (statSync(p).isDirectory()) walk(p);
-    else {
-      bytes += statSync(p).size;
-      if (!p.includes(`${join(out, 'configs')}`)) sizes.push(`${relative(out, p)} ${(statSync(p).size / 2 ** 20).toFixed(1)} MiB`);
-    }
-  }
-};
-walk(out);
-console.log(`bundle/ (${commands.length} commands) in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${(bytes / 2 ** 20).toFixed(1)} MiB\n  ${sizes.join('\n  ')}`);
+
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(2)} MiB`;
+let total = 0;
+const lines = [];
+for (const name of readdirSync(out).sort()) {
+  const p = join(out, name);
+  const bytes = statSync(p).isDirectory() ? readdirSync(p, { recursive: true }).reduce((s, f) => s + statSync(join(p, String(f))).size, 0) : statSync(p).size;
+  total += bytes;
+  lines.push(`  ${name.padEnd(30)} ${mib(bytes).padStart(10)}`);
+}
+console.log(`bundle/ in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${commands.length} commands (${commands.map((c) => c.id.replaceAll(':', ' ')).join(', ')})`);
+console.log(lines.join('\n'));
+console.log(`  ${'total'.padEnd(30)} ${mib(total).padStart(10)}  (with a ~22 MB compressed Node.js: ${mib(total + 22 * 2 ** 20)} of a 64 MiB payload)`);
+for (const w of warnings) console.warn(`warning: ${w}`);
