@@ -55,6 +55,16 @@ for (const plugin of readdirSync(join(root, 'plugins')).sort()) {
     commands.push({ id: f.replace(/\.js$/, '').split(/[\\/]/).join(':'), file: join(dir, 'dist', 'commands', f), plugin });
   }
 }
+// The bundle takes compiled code (src/core/dist, plugins/*/dist): say so when a source is newer.
+const stale = [];
+for (const [srcDir, distDir] of [[join(root, 'src', 'core'), join(root, 'src', 'core', 'dist')], ...readdirSync(join(root, 'plugins')).map((p) => [join(root, 'plugins', p, 'src'), join(root, 'plugins', p, 'dist')])]) {
+  for (const f of filesUnder(srcDir, '.ts')) {
+    if (f.startsWith('dist') || f.includes('node_modules')) continue;
+    const js = join(distDir, f.replace(/\.ts$/, '.js'));
+    if (!existsSync(js) || statSync(js).mtimeMs < statSync(join(srcDir, f)).mtimeMs) stale.push(relative(root, join(srcDir, f)));
+  }
+}
+if (stale.length) warnings.push(`${stale.length} source file(s) newer than their compiled copy (${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', ...' : ''}): the bundle has the older code; run npm run build (npm run bundle does)`);
 if (commands.length === 0) throw new Error('no built commands under plugins/*/dist/commands: run `npm run build` first');
 const ids = new Set();
 for (const c of commands) {

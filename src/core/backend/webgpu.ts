@@ -169,7 +169,9 @@ export async function loadDawn(): Promise<DawnModule> {
 }
 
 function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
-  const flags: string[] = [];
+  // Dawn rounds timestamp-query results (a browser's defence against timing attacks) to a grain
+  // coarser than one of our kernels (tens of µs on an H100); a training tool wants them exact.
+  const flags: string[] = ['disable-dawn-features=timestamp_quantization'];
   if (options.unsafeApis) flags.push('enable-dawn-features=allow_unsafe_apis');
   if (options.dawnBackend) flags.push(`backend=${options.dawnBackend}`);
   if (adapterName !== undefined) flags.push(`adapter=${adapterName}`);
