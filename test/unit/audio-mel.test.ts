@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { AudioConfig } from '../../src/core/config/schema.js';
 import { decodeWav, encodeWav, MelExtractor, processClip, type MelEngine, type MelSettings } from '../../src/core/data/audio/index.js';
-import { LOGMEL_C_SHA256 } from '../../src/core/data/audio/wasm/logmel.wasm.js';
+import { KERNELS_SOURCES_SHA256 } from '../../src/core/data/audio/wasm/kernels.wasm.js';
 
 const DEFAULTS: MelSettings = {
   sample_rate_hz: 22050,
@@ -97,9 +97,10 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>, n = Math.min(a.l
 }
 
 describe('log-mel', () => {
-  test('the committed wasm module was built from the committed logmel.c (rerun src/core/data/audio/wasm/build.sh)', () => {
-    const source = readFileSync(fileURLToPath(new URL('../../src/core/data/audio/wasm/logmel.c', import.meta.url)));
-    assert.equal(LOGMEL_C_SHA256, createHash('sha256').update(source).digest('hex'));
+  test('the committed wasm module was built from the committed logmel.c and resample.c (else rerun src/core/data/audio/wasm/build.sh)', () => {
+    const hash = createHash('sha256');
+    for (const file of ['logmel.c', 'resample.c']) hash.update(readFileSync(fileURLToPath(new URL(`../../src/core/data/audio/wasm/${file}`, import.meta.url))));
+    assert.equal(KERNELS_SOURCES_SHA256, hash.digest('hex'));
   });
 
   for (const engine of ENGINES) {

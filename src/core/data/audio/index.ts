@@ -9,7 +9,7 @@ import { resample } from './resample.js';
 import { decodeWav } from './wav.js';
 
 export { decodeWav, encodeWav, WAV_ERROR_CODES, type DecodedWav, type EncodeOptions } from './wav.js';
-export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign } from './resample.js';
+export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign, type ResamplerEngine } from './resample.js';
 export { trimSilence, integratedLoudness, normaliseLoudness, peakAmplitude } from './dynamics.js';
 export {
   MelExtractor,

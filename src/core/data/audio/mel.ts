@@ -11,7 +11,7 @@
 import type { AudioConfig } from '../../config/schema.js';
 import { XttsError } from '../../errors.js';
 import { RealFft } from './fft.js';
-import { LOGMEL_WASM_BASE64 } from './wasm/logmel.wasm.js';
+import { ensureMemory, instantiateKernels, wasmAvailable, type WasmMemory } from './wasm/kernels.js';
 
 export type MelSettings = Pick<
   AudioConfig,
@@ -159,7 +159,7 @@ export class MelExtractor {
     this.re = new Float64Array(this.fft.bins);
     this.im = new Float64Array(this.fft.bins);
     this.magnitude = new Float64Array(this.fft.bins);
-    const wasmPossible = wasmApi !== undefined && settings.n_fft >= 16;
+    const wasmPossible = wasmAvailable() && settings.n_fft >= 16;
     this.engine = options.engine ?? (wasmPossible ? 'wasm' : 'js');
     if (this.engine === 'wasm') {
       if (!wasmPossible) throw new XttsError('AUDIO_BAD_SETTINGS', `the wasm log-mel engine needs WebAssembly and n_fft >= 16 (n_fft is ${settings.n_fft})`, { suggestions: ["use engine: 'js'"] });
@@ -226,18 +226,6 @@ export class MelExtractor {
   }
 }
 
-// The few WebAssembly JS API members used here (the project's TypeScript libs do not declare them).
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
-}
-const wasmApi = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
-let logmelModule: object | undefined;
-
 /**
  * One instance of the wasm kernel with its own memory: the tables of one MelExtractor at the bottom,
  * then the scratch of one frame, then the padded clip and its output, which grow with the longest clip.
@@ -251,16 +239,13 @@ class WasmLogMel {
   private readonly nMels: number;
 
   constructor(window: Float64Array, bins: number, filters: MelFilter[], binsUsed: number, s: MelSettings) {
-    const api = wasmApi!;
-    logmelModule ??= new api.Module(Buffer.from(LOGMEL_WASM_BASE64, 'base64'));
-    const instance = new api.Instance(logmelModule, {});
-    const exports = instance.exports as { memory: WasmMemory; logmel: (...args: number[]) => void; __heap_base: { value: number } };
-    this.memory = exports.memory;
-    this.logmel = exports.logmel;
+    const kernels = instantiateKernels();
+    this.memory = kernels.memory;
+    this.logmel = kernels.logmel;
     this.nFft = s.n_fft;
     this.nMels = s.n_mels;
     const m = s.n_fft / 2;
-    let top = Number(exports.__heap_base.value);
+    let top = kernels.heapBase;
     const alloc = (floats: number) => {
       const at = (top + 15) & ~15;
       top = at + 4 * (floats + 4); // + one vector of slack for the kernel's 4-wide loads
@@ -283,7 +268,7 @@ class WasmLogMel {
       mag: alloc(bins),
     };
     this.dynamicBase = (top + 15) & ~15;
-    this.ensure(this.dynamicBase);
+    ensureMemory(this.memory, this.dynamicBase);
     const f32 = new Float32Array(this.memory.buffer);
     const i32 = new Int32Array(this.memory.buffer);
     f32.set(window, at.window / 4);
@@ -317,18 +302,13 @@ class WasmLogMel {
     this.args = [s.n_fft, s.hop_length, 0, s.n_mels, binsUsed, Math.fround(s.log_floor), logScale, at.window, at.bitrev, at.twr, at.twi, at.splitR, at.splitI, at.fStart, at.fLen, at.fOff, at.fW, at.zr, at.zi, at.mag, 0, 0];
   }
 
-  private ensure(bytes: number): void {
-    const have = this.memory.buffer.byteLength;
-    if (bytes > have) this.memory.grow(Math.ceil((bytes - have) / 65536));
-  }
-
   run(samples: Float32Array, frames: number, out: Float32Array): void {
     const n = samples.length;
     const pad = this.nFft >> 1;
     const paddedAt = this.dynamicBase;
     const paddedLength = n + 2 * pad;
     const outAt = (paddedAt + 4 * paddedLength + 15) & ~15;
-    this.ensure(outAt + 4 * frames * this.nMels);
+    ensureMemory(this.memory, outAt + 4 * frames * this.nMels);
     const f32 = new Float32Array(this.memory.buffer);
     const p = paddedAt / 4;
     f32.set(samples, p + pad);
