@@ -33,7 +33,7 @@ export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-li
  * Bumped whenever the front end's output changes for the same bytes and AudioConfig (resampler
  * design, trimming or loudness details, mel numerics), so a feature cache key that includes it is
  * invalidated exactly then. 2: polyphase Kaiser resampler (32 crossings), librosa trim amin,
- * single-precision wasm log-mel.
+ * single-precision wasm log-mel and resampling.
  */
 export const AUDIO_FRONTEND_VERSION = 2;
 
