@@ -4,16 +4,17 @@
 // Dawn (unpacked from its compressed copy on first use; Dawn's null backend stands in for a GPU).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { repoRoot } from '../helpers/cli.js';
 
-test('npm run bundle builds a bundle that runs with no node_modules', () => {
+test('npm run bundle builds a bundle that runs with no node_modules', (t) => {
   const b = spawnSync(process.execPath, ['src/cli/bundle/build.js'], { cwd: repoRoot, encoding: 'utf8' });
   assert.equal(b.status, 0, b.stderr);
   const dir = mkdtempSync(join(tmpdir(), 'xtts-bundle-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   assert.ok(!dir.startsWith(repoRoot));
   for (let d = dir; d !== dirname(d); d = dirname(d)) assert.ok(!existsSync(join(d, 'node_modules')), `${d}/node_modules would be reachable`);
   cpSync(join(repoRoot, 'bundle'), dir, { recursive: true });

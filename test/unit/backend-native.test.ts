@@ -1,7 +1,7 @@
 // Native files beside a bundle: found there when bundled, left to their packages otherwise; Dawn
 // unpacked from its brotli copy once, atomically, and reused.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
@@ -20,8 +20,9 @@ test('outside a bundle: packages find their own native files', () => {
   assert.ok(existsSync(join(wasmDir(), 'tfjs-backend-wasm-simd.wasm')));
 });
 
-test('inside a bundle: native files beside it; Dawn unpacked on first use and reused', () => {
+test('inside a bundle: native files beside it; Dawn unpacked on first use and reused', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-native-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   g.__XTTS_BUNDLE_DIR__ = dir;
   assert.equal(nativeBindingPath(), join(dir, 'better_sqlite3.node'));
   assert.equal(nativeBindingPath('xtts_nvml.node'), join(dir, 'xtts_nvml.node'));
