@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { contentKey, type FeatureCache } from '../cache/cache.js';
 import type { AudioConfig } from '../config/schema.js';
+import { AUDIO_FRONTEND_VERSION } from './audio/index.js';
 import { featureTask, type FeatureTask, type FeatureTaskResult } from './feature-worker.js';
 import type { ManifestRow, SkipReason } from './manifest.js';
 
@@ -36,7 +37,9 @@ export interface FeatureStageResult {
 }
 
 export function featureKeyFor(audioSha256: string, audio: AudioConfig): string {
-  return contentKey('feature', { audio: audioSha256, settings: audio, version: FEATURE_CODE_VERSION });
+  // The audio front end's own version enters the key: new resampling or mel numerics for the same
+  // bytes and settings must not reuse features computed the old way.
+  return contentKey('feature', { audio: audioSha256, settings: audio, version: FEATURE_CODE_VERSION, frontend: AUDIO_FRONTEND_VERSION });
 }
 
 /** The worker module: the bundle itself when bundled (it dispatches on workerData), else the build. */
