@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
-import { repoRoot, runCli } from '../helpers/cli.js';
+import { repoRoot, runCli as run } from '../helpers/cli.js';
+
+// Training runs take minutes on a 2-core CPU: longer than the helper's default timeout.
+const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
 
 const quick = join(repoRoot, 'configs', 'quickstart');
 const dir = mkdtempSync(join(tmpdir(), 'xtts-train-'));
