@@ -2,7 +2,7 @@
 // tokenizer, cleaner settings and feature statistics, free-running decoding, Griffin-Lim.
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { griffinLim } from '../data/audio/griffin-lim.js';
 import { processClip } from '../data/audio/index.js';
@@ -102,5 +102,6 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   writeFileSync(o.out, encodeWav(samples, config.audio.sample_rate_hz));
   const synthesisMs = performance.now() - t0;
   model.dispose();
+  disposeBackend(tf as never);
   return { out: o.out, checkpoint: dir, step: ckpt.state.step, backend: choice.backend, language, cleanedText: text, frames: g.frames, durationS: samples.length / config.audio.sample_rate_hz, stopped: g.stopped, synthesisMs };
 }

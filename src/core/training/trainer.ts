@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { initBackend, KernelCounter, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, type BackendChoice } from '../backend/index.js';
 import { FeatureCache } from '../cache/cache.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
@@ -350,6 +350,8 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   };
   optimizer.dispose?.();
   model.dispose();
+  // Dawn keeps Node alive while a GPU device is referenced.
+  disposeBackend(tf as never);
   return result;
 }
 
