@@ -10,6 +10,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
+import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -128,15 +129,24 @@ export class Linear {
 // ---------------------------------------------------------------------------------------------
 // Layer norm (Ba et al. 2016) with a gain and no bias, its gradient written out: autodiff of the
 // forward formula costs about 25 kernels, this one 10 (dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)),
-// dŷ = dy·g), and 7 forward. No bias because every norm here feeds a linear layer that has one:
+// dŷ = dy·g), and 8 forward; on webgpu, 1 and 3 (webgpu-layernorm.ts). No bias because every norm here feeds a linear layer that has one:
 // (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
 // (PaLM drops it too, Chowdhery et al. 2022).
-
-const LN_EPSILON = 1e-5;
 
 function layerNormOp(g: tf.Tensor1D) {
   return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const [x, , save] = args as [tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
+    if (fusedLayerNormAvailable()) {
+      // One program forward; backward recomputes the row statistics from x (webgpu-layernorm.ts).
+      save([x]);
+      return {
+        value: fusedNormalize(x, g, 'gain'),
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+          const xs = saved[0] as tf.Tensor2D;
+          return [fusedNormalizeGrad(xs, g, dy as tf.Tensor2D), tf.sum(fusedNormalize(xs, dy, 'product'), 0)];
+        },
+      };
+    }
     // x: [rows, features]
     const centred = tf.sub(x, tf.mean(x, -1, true));
     const inv = tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), scalar(LN_EPSILON)));

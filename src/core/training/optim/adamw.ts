@@ -225,6 +225,8 @@ export class AdamW {
       const nonfinite = state.get(`${STATE_PREFIX}nonfinite`);
       this.skipped.assign(nonfinite ? (tf.cast(tf.reshape(nonfinite, []), 'float32') as tf.Scalar) : tf.zeros([]));
     });
+    // A synchronous read: the step tensor comes from the host (loadWeights, tf.tensor) and has not
+    // been uploaded, so even webgpu (whose device read-backs cannot be synchronous in Node) has it.
     this.step = Number(step!.dataSync()[0]);
     this.discardAccumulated();
   }

@@ -1,0 +1,153 @@
+// Layer norm as single WebGPU programs: one workgroup per row reduces the row in shared memory
+// (the pattern of tfjs-backend-webgpu's own softmax program). The composition in nn.ts costs 8
+// kernels forward and 10 backward per norm, ~35% of a training step's kernels; these programs make
+// it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). Registered for the webgpu
+// backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
+import * as tf from '@tensorflow/tfjs-core';
+
+export const LN_EPSILON = 1e-5;
+export const LN_KERNEL = 'XttsLayerNorm';
+export const LN_GRAD_KERNEL = 'XttsLayerNormGrad';
+
+const BLOCK = 64;
+
+// The shared reduction: every invocation of the workgroup passes its partial sum, all get the total.
+const ROW_SUM = `
+  var<workgroup> buf : array<f32, ${BLOCK}>;
+  const blockSize = ${BLOCK};
+  fn rowSum(tid : i32, value : f32) -> f32 {
+    buf[tid] = value;
+    workgroupBarrier();
+    for (var size = blockSize >> 1; size > 0; size = size >> 1) {
+      if (tid < size) {
+        buf[tid] = buf[tid] + buf[tid + size];
+      }
+      workgroupBarrier();
+    }
+    let total = buf[0];
+    workgroupBarrier();
+    return total;
+  }
+  fn rowStats(row : i32, tid : i32, cols : i32) -> vec2<f32> {
+    var s = 0.0;
+    for (var col = tid; col < cols; col += blockSize) {
+      s += getX(row, col);
+    }
+    let mean = rowSum(tid, s) / f32(cols);
+    var s2 = 0.0;
+    for (var col = tid; col < cols; col += blockSize) {
+      let d = getX(row, col) - mean;
+      s2 += d * d;
+    }
+    return vec2<f32>(mean, inverseSqrt(rowSum(tid, s2) / f32(cols) + ${LN_EPSILON}));
+  }
+`;
+
+/** The fields tfjs-backend-webgpu reads from a program (its WebGPUProgram interface). */
+interface Program {
+  variableNames: string[];
+  outputShape: number[];
+  shaderKey: string;
+  dispatchLayout: { x: number[] };
+  dispatch: [number, number, number];
+  workgroupSize: [number, number, number];
+  getUserCode(): string;
+}
+
+/** y = x̂·w, with w a gain [cols] ('gain') or a second [rows, cols] tensor ('product'). */
+function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
+  const w = mode === 'gain' ? 'getW(col)' : 'getW(row, col)';
+  return {
+    variableNames: ['x', 'w'],
+    outputShape: shape,
+    shaderKey: `xtts_layernorm_${mode}`,
+    dispatchLayout: { x: [0, 1] },
+    dispatch: [shape[0], 1, 1],
+    workgroupSize: [BLOCK, 1, 1],
+    getUserCode: () => `
+      ${ROW_SUM}
+      fn main(index : i32) {
+        let row = index / blockSize;
+        let tid = i32(localId.x);
+        let cols = uniforms.outShape[1];
+        let stats = rowStats(row, tid, cols);
+        for (var col = tid; col < cols; col += blockSize) {
+          setOutputAtCoords(row, col, (getX(row, col) - stats.x) * stats.y * ${w});
+        }
+      }`,
+  };
+}
+
+/** dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)), dŷ = dy·g. */
+function gradProgram(shape: number[]): Program {
+  return {
+    variableNames: ['x', 'g', 'dy'],
+    outputShape: shape,
+    shaderKey: 'xtts_layernorm_grad',
+    dispatchLayout: { x: [0, 1] },
+    dispatch: [shape[0], 1, 1],
+    workgroupSize: [BLOCK, 1, 1],
+    getUserCode: () => `
+      ${ROW_SUM}
+      fn main(index : i32) {
+        let row = index / blockSize;
+        let tid = i32(localId.x);
+        let cols = uniforms.outShape[1];
+        let stats = rowStats(row, tid, cols);
+        var sa = 0.0;
+        var sb = 0.0;
+        for (var col = tid; col < cols; col += blockSize) {
+          let xh = (getX(row, col) - stats.x) * stats.y;
+          let d = getDy(row, col) * getG(col);
+          sa += d;
+          sb += d * xh;
+        }
+        let a = rowSum(tid, sa) / f32(cols);
+        let b = rowSum(tid, sb) / f32(cols);
+        for (var col = tid; col < cols; col += blockSize) {
+          let xh = (getX(row, col) - stats.x) * stats.y;
+          let d = getDy(row, col) * getG(col);
+          setOutputAtCoords(row, col, stats.y * (d - a - xh * b));
+        }
+      }`,
+  };
+}
+
+interface WebgpuBackendLike {
+  runWebGPUProgram(program: Program, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: LN_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { mode: 'gain' | 'product' } }) =>
+      backend.runWebGPUProgram(normalizeProgram(inputs.x.shape, attrs.mode), [inputs.x, inputs.w], 'float32')) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
+    kernelName: LN_GRAD_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike }) =>
+      backend.runWebGPUProgram(gradProgram(inputs.x.shape), [inputs.x, inputs.g, inputs.dy], 'float32')) as unknown as tf.KernelFunc,
+  });
+}
+
+let enabled = true;
+/** Whether layer norms run as these programs on this backend (tests and the bench compare both paths). */
+export function fusedLayerNormAvailable(): boolean {
+  return enabled && tf.getKernel(LN_KERNEL, tf.getBackend()) !== undefined;
+}
+/** Force the composition (false) or allow the programs again (true). */
+export function setFusedLayerNorm(on: boolean): void {
+  enabled = on;
+}
+
+// x [rows, cols] -> x̂·w; w [cols] ('gain') or [rows, cols] ('product')
+export function fusedNormalize(x: tf.Tensor2D, w: tf.Tensor, mode: 'gain' | 'product'): tf.Tensor2D {
+  return tf.engine().runKernel(LN_KERNEL, { x, w }, { mode }) as tf.Tensor2D;
+}
+
+// x, dy [rows, cols], g [cols] -> dx [rows, cols]
+export function fusedNormalizeGrad(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D): tf.Tensor2D {
+  return tf.engine().runKernel(LN_GRAD_KERNEL, { x, g, dy }) as tf.Tensor2D;
+}
