@@ -7,11 +7,12 @@ import { type HostBatch, type TrainBatch, uploadBatch } from '../../src/core/mod
 
 const common = { ff_mult: 4, postnet_kernel: 5, reduction_factor: 2, dropout: 0.1, max_text_tokens: 256, max_mel_frames: 1024 };
 
+/** The model sections of configs/{tiny,small,normal,big}.yaml (kept in step by hand). */
 export const PRESETS: Record<'tiny' | 'small' | 'normal' | 'big', ModelConfig> = {
   tiny: { ...common, d_model: 128, heads: 2, text_layers: 2, cond_layers: 1, cond_latents: 4, decoder_layers: 2, prenet_dim: 128, postnet_layers: 2, postnet_channels: 128 },
   small: { ...common, d_model: 256, heads: 4, text_layers: 4, cond_layers: 2, cond_latents: 8, decoder_layers: 4, prenet_dim: 256, postnet_layers: 3, postnet_channels: 256 },
   normal: { ...common, d_model: 512, heads: 8, text_layers: 6, cond_layers: 3, cond_latents: 16, decoder_layers: 6, prenet_dim: 256, postnet_layers: 5, postnet_channels: 512 },
-  big: { ...common, d_model: 1024, heads: 16, text_layers: 12, cond_layers: 4, cond_latents: 32, decoder_layers: 12, prenet_dim: 512, postnet_layers: 5, postnet_channels: 512 },
+  big: { ...common, d_model: 1024, heads: 16, text_layers: 12, cond_layers: 4, cond_latents: 32, decoder_layers: 12, prenet_dim: 512, postnet_layers: 5, postnet_channels: 512, max_mel_frames: 2048 },
 };
 
 export const SIZES = { vocabSize: 40, nMels: 16, numLanguages: 2 };

@@ -9,9 +9,9 @@
 //   tiny   |   128     2     2 / 1 / 2            4      128   2x128   |   1,648,113
 //   small  |   256     4     4 / 2 / 4            8      256   3x256   |  10,785,009
 //   normal |   512     8     6 / 3 / 6           16      256   5x512   |  62,002,417
-//   big    |  1024    16    12 / 4 / 12          32      512   5x512   | 422,237,425
+//   big    |  1024    16    12 / 4 / 12          32      512   5x512   | 422,761,713
 //
-// (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256, max_mel_frames 1024 throughout.)
+// (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256 throughout; max_mel_frames 1024, big 2048.)
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config/schema.js';
 import { XttsError } from '../errors.js';
