@@ -4,6 +4,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostInventory, findGpu, packageInstalled, type HostInventory } from '../env/host.js';
+import { FP16_TRAINING_BACKENDS } from '../backend/precision.js';
 import { estimateTrainingMemory, formatBytes } from './estimate.js';
 import { type Finding, type Severity, ruleDocsLink } from './findings.js';
 import type { LoadedConfig } from './load.js';
@@ -40,8 +41,7 @@ export function effectiveWorkers(config: XttsConfig, cpuCores: number): number {
   return config.pipeline.workers === 'auto' ? Math.max(1, cpuCores - 1) : config.pipeline.workers;
 }
 
-/** Backends whose TF.js implementation can train in float16. TF.js 4.22 trains in float32 everywhere. */
-export const FP16_TRAINING_BACKENDS: readonly Backend[] = [];
+export { FP16_TRAINING_BACKENDS };
 
 const BACKEND_PACKAGES: Record<Exclude<Backend, 'auto'>, string[]> = {
   webgpu: ['@tensorflow/tfjs-backend-webgpu', 'webgpu'],
@@ -247,7 +247,7 @@ export const RULES: Rule[] = [
       }
       if (ctx.config.training.precision !== 'fp32') {
         const b = dev.backend;
-        if (!FP16_TRAINING_BACKENDS.includes(b)) {
+        if (b === 'auto' || !FP16_TRAINING_BACKENDS.includes(b)) {
           out.push(at(ctx, 'training.precision', 'error', `precision ${ctx.config.training.precision}: no TensorFlow.js backend (4.22) trains in float16 — ${b === 'auto' ? 'whichever is picked' : b} would run float32 anyway`, 'precision: fp32'));
         }
       }

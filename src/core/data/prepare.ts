@@ -10,7 +10,8 @@ import { ExitCode, XttsError } from '../errors.js';
 import { MelStats } from './audio/stats.js';
 import { type FeatureProgress, prepareFeatures } from './features.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
-import { CLEANER_VERSIONS, cleanText } from './text/cleaners.js';
+import { cleanText } from './text/cleaners.js';
+import { textIdentity } from './text/frontend.js';
 import { detectLanguage, languageFromFilename } from './text/language.js';
 import { Phonemizer } from './text/phonemizer.js';
 import { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';
@@ -54,9 +55,6 @@ export interface PrepareOptions {
   onProgress?: (p: PrepareProgress) => void;
 }
 
-function textIdentity(config: XttsConfig, phonemizer: Phonemizer | undefined) {
-  return { cleaner: CLEANER_VERSIONS[config.text.cleaners], normalization: config.text.unicode_normalization, phonemizer: phonemizer?.identity ?? null };
-}
 
 /** Where each row's language comes from (dataset.language_source). */
 function rowLanguage(row: ManifestRow, config: XttsConfig): string {
@@ -87,7 +85,7 @@ export async function prepareTexts(
   phonemizer: Phonemizer | undefined,
   onProgress?: (done: number) => void,
 ): Promise<{ cleaned: Map<string, { key: string; text: string }>; cached: number }> {
-  const ident = textIdentity(config, phonemizer);
+  const ident = textIdentity(config.text, phonemizer);
   const cleaned = new Map<string, { key: string; text: string }>();
   const newTexts: { key: string; cleaned: string }[] = [];
   let cached = 0;
