@@ -2,7 +2,7 @@
 // the right (normalised, padded) contents, identically with 0, 1 or 2 producer threads, and a run
 // restarted at a saved position continues with exactly the batches the first run would have had.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -10,6 +10,10 @@ import { FeatureCache } from '../../src/core/cache/cache.js';
 import { epochBatches, mulberry32, planBuckets } from '../../src/core/data/buckets.js';
 import { DataLoader, type LoadedBatch } from '../../src/core/data/loader.js';
 import type { ProducerItem } from '../../src/core/data/producer.js';
+import { processClip } from '../../src/core/data/audio/index.js';
+import type { AudioConfig } from '../../src/core/config/schema.js';
+import { loadConfig, presetPath } from '../../src/core/config/load.js';
+import { pcm16Wav, tone } from '../helpers/wav.js';
 
 const nMels = 8;
 
@@ -35,8 +39,8 @@ function fixture(n: number) {
   return { path, items, mels, plan, mean, std };
 }
 
-async function collect(f: ReturnType<typeof fixture>, producers: number, maxBatches: number, start?: { epoch: number; batch: number }) {
-  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, reductionFactor: 2, start, maxBatches });
+async function collect(f: Pick<ReturnType<typeof fixture>, 'path' | 'items' | 'plan' | 'mean' | 'std'>, producers: number, maxBatches: number, start?: { epoch: number; batch: number }, recomputeAudio?: AudioConfig) {
+  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, reductionFactor: 2, start, maxBatches, recomputeAudio });
   const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; stop: number[]; refLengths: number[] }[] = [];
   const batches: LoadedBatch[] = [];
   for (;;) {
@@ -95,4 +99,33 @@ test('a missing feature fails the loader with the producer\'s message instead of
   const f = fixture(12);
   f.items[3] = { ...f.items[3], featureKey: 'feature:missing' };
   await assert.rejects(collect(f, 1, 50), /feature:missing is missing from the cache/);
+});
+
+test('with the cache off (recomputeAudio), producers rebuild each clip\'s features from its WAV: the same batches as from the cache', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-loader-audio-'));
+  const audio = { ...loadConfig(presetPath('quickstart')).loaded!.config.audio, n_mels: nMels };
+  const cachePath = join(dir, 'cache.sqlite');
+  const cache = FeatureCache.open(cachePath);
+  const items: ProducerItem[] = [];
+  const features = [];
+  for (let i = 0; i < 10; i++) {
+    const audioPath = join(dir, `u${i}.wav`);
+    // Tones of different lengths and pitches at 16 kHz: the producer must also resample to 22.05 kHz.
+    writeFileSync(audioPath, pcm16Wav(tone(0.4 + 0.05 * i, 16000, 150 + 40 * i), 16000));
+    const clip = processClip(readFileSync(audioPath), audio, audioPath);
+    features.push({ key: `feature:${i}`, feature: { frames: clip.frames, nMels, durationS: clip.durationS, mel: clip.mel } });
+    items.push({ featureKey: `feature:${i}`, frames: clip.frames, tokens: Int32Array.of(1, 2, 3 + i), language: 0, speaker: i % 2, audioPath });
+  }
+  cache.putMany({ features });
+  cache.close();
+  const plan = planBuckets(items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })), { buckets: 2, batchSize: 3, frameBudget: null, frameMultiple: 2 });
+  const f = { path: cachePath, items, mels: [], plan, mean: new Float32Array(nMels).fill(-3), std: new Float32Array(nMels).fill(1.5) };
+  const cached = (await collect(f, 1, 8)).out;
+  const recomputed = (await collect(f, 1, 8, undefined, audio)).out;
+  assert.equal(recomputed.length, 8);
+  assert.deepEqual(recomputed, cached);
+  // A moved WAV is reported with its path, not as a hang.
+  rmSync(items[4].audioPath!);
+  await assert.rejects(collect(f, 1, 8, undefined, audio), new RegExp(`u4\\.wav`));
+  rmSync(dir, { recursive: true, force: true });
 });

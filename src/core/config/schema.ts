@@ -156,7 +156,7 @@ export const PipelineSchema = Section(
     prefetch_depth: Type.Integer({ minimum: 1, maximum: 64, default: 3, description: 'Slots in the prefetch ring filled ahead of the trainer (3 = triple buffering).' }),
     cache: Type.Object(
       {
-        enabled: Type.Boolean({ default: true, description: 'Keep tokens and log-mel features in the SQLite cache (keys are content hashes).' }),
+        enabled: Type.Boolean({ default: true, description: 'Read log-mel features from the SQLite cache (keys are content hashes). false: producers decode and featurise every clip again each time a batch needs it (the preparation pass still measures lengths and statistics).' }),
         path: Type.String({ minLength: 1, default: '.xtts-cache/cache.sqlite', description: 'Cache database; a relative path is resolved against the working directory.' }),
       },
       { additionalProperties: false, default: {}, description: 'The feature cache.' },

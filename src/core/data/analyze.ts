@@ -171,7 +171,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   const producers = producerThreads(config, availableParallelism());
   const loaderOptions = {
     cachePath: prepared.cachePath,
-    items: prepared.train.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker })),
+    items: prepared.train.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath })),
     plan,
     mean: prepared.stats.mean,
     std: prepared.stats.std,
@@ -180,6 +180,8 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     refFrames: config.batching.reference_frames,
     nMels: config.audio.n_mels,
     reductionFactor: config.model.reduction_factor,
+    // As the trainer does: without the cache, producers recompute features from the audio.
+    recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
   };
   // Assembly alone: one producer on this thread, no consumer work in between.
   options.onProgress?.('batch assembly');
@@ -194,7 +196,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     }
     await loader.close();
   }
-  stages.push({ stage: 'batch assembly (cache -> padded slot)', unit: 'batch', ms: summarize(assembly) });
+  stages.push({ stage: config.pipeline.cache.enabled ? 'batch assembly (cache -> padded slot)' : 'batch assembly (audio -> features -> padded slot; cache off)', unit: 'batch', ms: summarize(assembly) });
 
   options.onProgress?.(`prefetch ring vs a ${stepMs} ms step`);
   const waits: number[] = [];

@@ -9,7 +9,7 @@ import { batchSequence, type ProducerJob, type ProducerResult, runProducer } fro
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
 
 /** The producers' inputs, plus the ring's shape and where to start. */
-export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle'> {
+export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
   producers: number;
@@ -106,6 +106,7 @@ export class DataLoader {
       maxBatches: o.maxBatches ?? Infinity,
       producerIndex,
       producers,
+      recomputeAudio: o.recomputeAudio,
     };
   }
 

@@ -26,6 +26,8 @@ export interface PreparedItem {
   featureKey: string;
   frames: number;
   durationS: number;
+  /** The WAV file the features came from. */
+  audioPath: string;
 }
 
 export interface PreparedDataset {
@@ -213,6 +215,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
         featureKey: f.featureKey,
         frames: f.frames,
         durationS: f.durationS,
+        audioPath: r.row.audioPath,
       };
       (r.split === 'train' ? train : validation).push(item);
     }

@@ -2,7 +2,10 @@
 // normalise with the dataset's per-bin statistics, pad into the slot's preallocated arrays, pick a
 // reference clip of the same speaker, and publish. Runs in producer worker threads (producer-
 // worker.ts) — or on the calling thread when pipeline.workers is 0.
+import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/cache.js';
+import type { AudioConfig } from '../config/schema.js';
+import { processClip } from './audio/index.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
 
@@ -13,6 +16,8 @@ export interface ProducerItem {
   tokens: Int32Array;
   language: number;
   speaker: number;
+  /** The WAV file, for producers that recompute features (pipeline.cache.enabled: false). */
+  audioPath?: string;
 }
 
 export interface ProducerJob {
@@ -33,6 +38,12 @@ export interface ProducerJob {
   /** This producer fills sequence numbers ≡ producerIndex (mod producers). */
   producerIndex: number;
   producers: number;
+  /**
+   * pipeline.cache.enabled: false — decode, resample, trim and compute the log-mel of every clip each
+   * time a batch needs it, with these settings, instead of reading the cached feature. This is what an
+   * uncached pipeline costs per epoch; the preparation pass still measures lengths and statistics.
+   */
+  recomputeAudio?: AudioConfig;
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
@@ -68,6 +79,12 @@ export function runProducer(job: ProducerJob): ProducerResult {
   const nMels = layout.nMels;
   const speakers = bySpeaker(job.items);
   const result: ProducerResult = { batches: 0, fillMs: 0, waitMs: 0 };
+  const melOf = (item: ProducerItem): Buffer | undefined => {
+    if (!job.recomputeAudio) return cache.getMelBlob(item.featureKey);
+    if (!item.audioPath) throw new Error(`pipeline.cache.enabled is false but utterance ${item.featureKey} has no audio path to recompute its features from`);
+    const { mel } = processClip(readFileSync(item.audioPath), job.recomputeAudio, item.audioPath);
+    return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
+  };
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -98,7 +115,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.textLengths[b] = n;
         v.languages[b] = item.language;
         v.speakers[b] = item.speaker;
-        const blob = cache.getMelBlob(item.featureKey);
+        const blob = melOf(item);
         if (!blob) throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`);
         const frames = Math.min(item.frames, shape.frames);
         copyNormalised(blob, 0, frames, nMels, job.mean, job.std, v.mel, b * shape.frames * nMels);
@@ -110,7 +127,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         let refIndex = peers[Math.floor(rand() * peers.length)];
         if (refIndex === itemIndex && peers.length > 1) refIndex = peers[(peers.indexOf(itemIndex) + 1) % peers.length];
         const ref = job.items[refIndex];
-        const refBlob = refIndex === itemIndex ? blob : cache.getMelBlob(ref.featureKey);
+        const refBlob = refIndex === itemIndex ? blob : melOf(ref);
         if (!refBlob) throw new Error(`feature ${ref.featureKey} is missing from the cache ${job.cachePath}`);
         const refLen = Math.min(ref.frames, layout.refFrames);
         const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
