@@ -26,7 +26,8 @@ export function patchConfigText(text: string, changes: readonly ConfigChange[]):
     if (!isScalar(pair.key)) pair.key = doc.createNode(pair.key) as Scalar;
     (pair.key as Scalar).commentBefore = ` xtts: ${c.reason}`;
   }
-  return doc.toString();
+  // No padding inside flow collections: `[en]` stays `[en]`, as people write it.
+  return doc.toString({ flowCollectionPadding: false });
 }
 
 export function patchConfigFile(file: string, changes: readonly ConfigChange[], out: string): void {
