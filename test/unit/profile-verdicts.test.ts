@@ -98,3 +98,46 @@ test('the HTML report and the terminal timeline show every span', () => {
   assert.equal(lines.length, 8);
   assert.match(lines[0], /D+U*F+O+/);
 });
+
+test('device-timed probe steps: their device time against the measured steps\' median, not their own perturbed wall', () => {
+  const steps = run(20, () => ({ forwardBackwardMs: 60, optimizerMs: 20 }));
+  // Probes ran serialised (slow) with 9 ms of summed kernel time each.
+  const probes = run(3, () => ({ forwardBackwardMs: 400 }), () => ({ deviceMs: 9 })).map((p, i) => ({ ...p, step: 21 + i }));
+  const v = judge(steps, gpu(10, 40), ctx, {}, probes);
+  const b = v.breakdown;
+  assert.equal(b.gpuBusySource, 'timestamp-queries');
+  assert.equal(b.deviceTimedSteps, 3);
+  assert.ok(Math.abs(b.gpuBusyShare! - 9 / 82) < 1e-9, String(b.gpuBusyShare));
+  assert.equal(b.deviceShare, b.gpuBusyShare);
+  assert.equal(b.utilizationPct, 40, 'the utilisation samples are still reported beside it');
+  assert.equal(b.steps, 20, 'probes are not measured steps');
+  assert.equal(verdict(v, 'dispatch-bound').grade, 'high');
+  assert.match(verdict(v, 'dispatch-bound').evidence, /timestamp queries: 9\.0 ms of device time per 82\.0 ms step; NVML utilisation 40\.0%/);
+});
+
+test('a CPU backend\'s kernel times are arithmetic, not a busy GPU', () => {
+  const steps = run(10, () => ({ forwardBackwardMs: 800, optimizerMs: 200 }));
+  const probes = run(2, () => ({ forwardBackwardMs: 1000 }), () => ({ deviceMs: 700 }));
+  const v = judge(steps, [], { ...ctx, cpuBackend: true }, {}, probes);
+  assert.equal(v.breakdown.gpuBusyShare, null);
+  assert.equal(v.breakdown.gpuBusySource, null);
+  assert.ok(Math.abs(v.breakdown.deviceShare! - 700 / 1005) < 1e-9);
+  const x = verdict(v, 'dispatch-bound');
+  assert.equal(x.grade, 'ok');
+  assert.match(x.title, /no GPU/);
+  assert.match(x.evidence, /arithmetic took 69\.7% of the step/);
+  assert.ok(!v.verdicts.some((y) => y.id === 'compute-bound' || y.id === 'memory-headroom'));
+});
+
+test('trace: probe steps get their own device track, and overlapping events on one track are caught', () => {
+  const steps = run(4, () => ({}));
+  const probes = run(2, () => ({}), () => ({ deviceMs: 5 })).map((p, i) => ({ ...p, step: 5 + i, startMs: steps[3].startMs + steps[3].wallMs + i * 20 }));
+  const trace = toTrace(steps, gpu(3, 50), {}, probes);
+  assert.deepEqual(traceProblems(trace), []);
+  assert.equal(trace.traceEvents.filter((e) => e.cat === 'device').length, 2);
+  assert.equal(trace.traceEvents.filter((e) => e.name === 'kernels per step').length, 4);
+  const bad = { traceEvents: [{ name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 }, { name: 'b', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 1 }, { name: 'c', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 2 }] };
+  assert.deepEqual(traceProblems(bad), ['event 1 overlaps event 0 on track 1/1 without nesting in it']);
+  const nested = { traceEvents: [{ name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 }, { name: 'b', ph: 'X', ts: 2, dur: 3, pid: 1, tid: 1 }, { name: 'c', ph: 'X', ts: 10, dur: 1, pid: 1, tid: 1 }] };
+  assert.deepEqual(traceProblems(nested), []);
+});

@@ -25,7 +25,11 @@ export interface ProfileOptions {
   fixConfig?: string;
 }
 
+/** Bumped when a field of ProfileResult changes meaning or goes away (docs/json/profile-bottleneck.schema.json). */
+export const PROFILE_SCHEMA_VERSION = 1;
+
 export interface ProfileResult extends ProfileVerdicts {
+  schemaVersion: number;
   runDir: string;
   backend: string;
   device: string | null;
@@ -35,6 +39,10 @@ export interface ProfileResult extends ProfileVerdicts {
   timeline: string[];
   /** Said plainly when there is no GPU: what was measured instead. */
   gpuNote: string | null;
+  /** The GPU sampler of the run: its source and devices, or why there was none. */
+  gpuTelemetry: { available: boolean; source?: string; devices?: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[]; reason?: string };
+  /** Device timing of the probe steps: what it measured, or why there is none. */
+  deviceTiming: { available: boolean; steps: number; source?: string; reason?: string };
   files: { trace?: string; report?: string; fixConfig?: string };
 }
 
@@ -46,6 +54,8 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let backend: string;
   let device: string | null;
   let configFile: string | null;
+  let telemetry: GpuTelemetryMeta | undefined;
+  let timingMeta: { available: boolean; source?: string; reason?: string } | undefined;
   try {
     steps = db.steps();
     samples = db.deviceSamples();
@@ -53,19 +63,28 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     backend = db.getMeta<string>('backend') ?? 'unknown';
     device = db.getMeta<string>('device') ?? null;
     configFile = db.getMeta<string>('configFile') ?? null;
+    telemetry = db.getMeta<GpuTelemetryMeta>('gpuTelemetry');
+    timingMeta = db.getMeta('deviceTiming');
   } finally {
     db.close();
   }
   if (!config) throw new XttsError('RUN_INCOMPLETE', `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`, { exitCode: ExitCode.usage });
-  const measured = steps.slice(options.warmup);
+  // Device-timed probe steps run after the measured ones (TrainOptions.deviceTimedSteps); in a run
+  // where every step carries a device time (recorded elsewhere), all are measured steps.
+  const allTimed = steps.length > 0 && steps.every((s) => s.deviceMs !== undefined);
+  const probes = allTimed ? [] : steps.filter((s) => s.deviceMs !== undefined);
+  const measured = (allTimed ? steps : steps.filter((s) => s.deviceMs === undefined)).slice(options.warmup);
   if (measured.length < 2) {
     throw new XttsError('RUN_TOO_SHORT', `${runDir} has ${steps.length} steps; after ${options.warmup} warm-up steps there are fewer than 2 to judge`, {
       exitCode: ExitCode.usage,
       suggestions: ['lower --warmup, or profile more steps (--steps)'],
     });
   }
+  const cpuBackend = backend === 'cpu' || backend === 'wasm';
   const t0 = measured[0].startMs;
-  const window = samples.filter((s) => s.tMs >= t0);
+  const last = measured[measured.length - 1];
+  const t1 = last.startMs + last.wallMs;
+  const window = samples.filter((s) => s.tMs >= t0 && s.tMs <= t1);
   const v = judge(measured, window, {
     batchSize: config.batching.batch_size,
     logEvery: config.training.log_every,
@@ -75,15 +94,43 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     buckets: config.batching.buckets,
     cpuCores: hostInventory().cpuCores,
     checkpointEvery: config.training.checkpoint_every,
-  }, options.thresholds);
-  const gpuNote = window.length === 0 ? `no GPU samples: ${backend === 'webgpu' ? 'no NVIDIA telemetry on this host' : `the run used the ${backend} backend (no GPU)`}; the breakdown is host time per span${backend === 'cpu' || backend === 'wasm' ? ', where forward/backward includes the arithmetic itself' : ''}` : null;
+    cpuBackend,
+  }, options.thresholds, probes);
+  const gpuTelemetry = telemetry
+    ? telemetry.available
+      ? { available: true, source: telemetry.source, devices: telemetry.devices.map((d) => ({ index: d.index, name: d.name, memoryTotalBytes: d.memoryTotalBytes, gpm: d.gpm })) }
+      : { available: false, reason: telemetry.reason }
+    : { available: false, reason: 'the run did not record its GPU telemetry' };
+  const deviceTiming = timingMeta ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps } : allTimed ? { available: true, steps: steps.length, source: 'recorded with every step' } : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
+  let gpuNote: string | null = null;
+  if (window.length === 0) {
+    const why = cpuBackend ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement` : `no GPU samples (${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
+    gpuNote = `${why}; the breakdown is host time per span${cpuBackend ? ', where forward/backward includes the arithmetic itself' : ''}${v.breakdown.deviceMs ? `, and "device" is the kernels' own time (${deviceTiming.source ?? 'kernel timing'})` : ''}`;
+  }
   const files: ProfileResult['files'] = {};
   if (options.trace) {
-    writeFileSync(options.trace, JSON.stringify(toTrace(measured, window, { runDir, backend, device })));
+    writeOutput(options.trace, JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)), '--trace');
     files.trace = options.trace;
   }
   if (options.report) {
-    writeFileSync(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, { backend, device: device ?? 'none', steps: String(measured.length), 'warm-up steps': String(options.warmup), 'samples/s': v.breakdown.samplesPerS.toFixed(1), 'kernels/step': v.breakdown.kernels.mean.toFixed(0) }));
+    const b = v.breakdown;
+    const facts: Record<string, string> = {
+      backend,
+      device: device ?? 'none',
+      steps: String(measured.length),
+      'warm-up steps': String(options.warmup),
+      'median step': `${b.wallMs.p50.toFixed(1)} ms`,
+      'samples/s': b.samplesPerS.toFixed(1),
+      'kernels/step': b.kernels.mean.toFixed(0),
+      'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
+      'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${deviceTiming.reason ? `: ${deviceTiming.reason}` : ''}`,
+      'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
+      'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,
+      'SM activity (GPM)': b.smActivityPct === null ? 'n/a' : `${b.smActivityPct.toFixed(1)}%`,
+      'peak device memory': b.peakMemoryShare === null ? 'n/a' : `${(b.peakMemoryShare * 100).toFixed(1)}%`,
+    };
+    if (gpuNote) facts.note = gpuNote;
+    writeOutput(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts), '--report');
     files.report = options.report;
   }
   if (options.fixConfig) {
@@ -92,5 +139,19 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return { ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, files };
+  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, deviceTiming, files };
+}
+
+type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };
+
+/** Write an output file the user named, or say which flag's path could not be written. */
+function writeOutput(file: string, text: string, flag: string): void {
+  try {
+    writeFileSync(file, text);
+  } catch (e) {
+    throw new XttsError('OUTPUT_UNWRITABLE', `${flag} ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a file in a folder that exists and that you can write'],
+    });
+  }
 }

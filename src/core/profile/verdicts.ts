@@ -30,11 +30,27 @@ export interface StepBreakdown {
   kernels: Summary;
   /** Host milliseconds per kernel: dispatch time (forward/backward + optimizer) over kernels. */
   hostMsPerKernel: number | null;
-  /** Device time per step when the backend measured it. */
+  /**
+   * Device time per step when the backend measured it: WebGPU timestamp queries around every program
+   * of the device-timed probe steps (or kernel times on the CPU backends). It overlaps the host's
+   * dispatch and sync spans rather than adding to them.
+   */
   deviceMs: Summary | null;
-  /** Share of wall time the GPU was busy: device time if measured, else mean utilisation samples. */
+  /** Steps the device time comes from (probes run after the measured steps). */
+  deviceTimedSteps: number;
+  /**
+   * Device time as a share of step time: on a GPU, the busy share from timestamp queries; on a CPU
+   * backend, the median share of each timed step's own wall time spent in kernel arithmetic (the
+   * rest is the engine's per-kernel cost).
+   */
+  deviceShare: number | null;
+  /** Share of wall time the GPU was busy: median device time over median step time if measured, else mean utilisation samples. */
   gpuBusyShare: number | null;
   gpuBusySource: 'timestamp-queries' | 'nvml-utilization' | null;
+  /** Mean "any kernel running" utilisation of the samples taken during the measured steps. */
+  utilizationPct: number | null;
+  /** Mean GPM SM activity (Hopper and newer, NVML): the share of SMs busy, a stricter "busy". */
+  smActivityPct: number | null;
   peakMemoryShare: number | null;
   samplesPerS: number;
 }
@@ -54,9 +70,18 @@ export interface VerdictContext {
   buckets: number;
   cpuCores: number;
   checkpointEvery: number;
+  /** The backend computes on the CPU (cpu, wasm): its kernel times are CPU time, and there is no GPU to be busy. */
+  cpuBackend?: boolean;
 }
 
-export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[]): StepBreakdown {
+const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
+
+/**
+ * Statistics of the measured steps. `probes` are device-timed steps (StepRecord.deviceMs): their
+ * own wall time is perturbed by the timing, so only their device time is used. Without probes, a
+ * recorded run whose every step carries deviceMs is judged on those.
+ */
+export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean } = {}): StepBreakdown {
   const wall = steps.map((s) => s.wallMs);
   const total = wall.reduce((a, b) => a + b, 0) || 1;
   const spans = {} as Record<keyof StepSpans, Summary>;
@@ -69,33 +94,47 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
   const kernels = summarize(steps.map((s) => s.kernels));
   const dispatch = steps.reduce((a, s) => a + s.spans.forwardBackwardMs + s.spans.optimizerMs, 0);
   const kernelTotal = steps.reduce((a, s) => a + s.kernels, 0);
-  const withDevice = steps.filter((s) => s.deviceMs !== undefined);
-  const deviceMs = withDevice.length === steps.length && steps.length > 0 ? summarize(withDevice.map((s) => s.deviceMs!)) : null;
+  const wallMs = summarize(wall);
+  const timed = probes.filter((s) => s.deviceMs !== undefined);
+  const everyStepTimed = timed.length === 0 && steps.length > 0 && steps.every((s) => s.deviceMs !== undefined);
+  const deviceSource = timed.length ? timed : everyStepTimed ? steps : [];
+  const deviceMs = deviceSource.length ? summarize(deviceSource.map((s) => s.deviceMs!)) : null;
+  const util = samples.map((s) => s.utilizationPct).filter((u): u is number => u !== null);
+  const sm = samples.map((s) => s.smActivityPct).filter((u): u is number => u !== null);
+  const utilizationPct = mean(util);
   let gpuBusyShare: number | null = null;
   let gpuBusySource: StepBreakdown['gpuBusySource'] = null;
-  if (deviceMs) {
-    gpuBusyShare = Math.min(1, deviceMs.total / total);
+  if (options.cpuBackend) {
+    // Kernel times of a CPU backend are arithmetic on this CPU: no GPU is busy or idle.
+  } else if (deviceMs) {
+    // Probes: their median device time against the measured steps' median wall time. Every step
+    // timed (a recorded run): the sums.
+    gpuBusyShare = Math.min(1, everyStepTimed ? deviceMs.total / total : deviceMs.p50 / (wallMs.p50 || 1));
     gpuBusySource = 'timestamp-queries';
-  } else {
-    const util = samples.map((s) => s.utilizationPct).filter((u): u is number => u !== null);
-    if (util.length) {
-      gpuBusyShare = util.reduce((a, b) => a + b, 0) / util.length / 100;
-      gpuBusySource = 'nvml-utilization';
-    }
+  } else if (utilizationPct !== null) {
+    gpuBusyShare = utilizationPct / 100;
+    gpuBusySource = 'nvml-utilization';
   }
+  let deviceShare: number | null = null;
+  if (options.cpuBackend && deviceSource.length) deviceShare = summarize(deviceSource.map((s) => Math.min(1, s.deviceMs! / (s.wallMs || 1)))).p50;
+  else if (gpuBusySource === 'timestamp-queries') deviceShare = gpuBusyShare;
   const mem = samples.filter((s) => s.memoryUsedBytes !== null && s.memoryTotalBytes);
   const peakMemoryShare = mem.length ? Math.max(...mem.map((s) => s.memoryUsedBytes! / s.memoryTotalBytes!)) : null;
   const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
   return {
     steps: steps.length,
-    wallMs: summarize(wall),
+    wallMs,
     spans,
     shares,
     kernels,
     hostMsPerKernel: kernelTotal ? dispatch / kernelTotal : null,
     deviceMs,
+    deviceTimedSteps: deviceSource.length,
+    deviceShare,
     gpuBusyShare,
     gpuBusySource,
+    utilizationPct,
+    smActivityPct: mean(sm),
     peakMemoryShare,
     samplesPerS: utterances / (total / 1000),
   };
@@ -107,9 +146,18 @@ function grade(value: number, moderate: number, high: number): Grade {
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
-export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}): ProfileVerdicts {
+/** Where the busy share comes from, with the other measurements beside it. */
+function busyText(b: StepBreakdown): string {
+  const parts: string[] = [];
+  if (b.gpuBusySource === 'timestamp-queries' && b.deviceMs) parts.push(`timestamp queries: ${b.deviceMs.p50.toFixed(1)} ms of device time per ${b.wallMs.p50.toFixed(1)} ms step`);
+  if (b.utilizationPct !== null) parts.push(`NVML utilisation ${b.utilizationPct.toFixed(1)}%`);
+  if (b.smActivityPct !== null) parts.push(`SM activity ${b.smActivityPct.toFixed(1)}%`);
+  return parts.join('; ') || String(b.gpuBusySource);
+}
+
+export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}, probes: readonly StepRecord[] = []): ProfileVerdicts {
   const th: Thresholds = { ...THRESHOLDS, ...overrides };
-  const b = breakdown(steps, samples);
+  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend });
   const out: Omit<Verdict, 'n'>[] = [];
   const input = b.shares.dataWaitMs;
   const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
@@ -144,7 +192,7 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
       id: 'dispatch-bound',
       grade: idle ? (b.gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
       title: idle ? 'host/dispatch-bound: the GPU idles while the host issues kernels' : 'the host keeps the GPU supplied',
-      evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${b.gpuBusySource}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
+      evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
       actions: idle
         ? [
             { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'the same kernels carry twice the work: per-kernel host cost is amortised (check memory with the validator)', rule: 'batching/memory' },
@@ -157,15 +205,17 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
       id: 'compute-bound',
       grade: 'ok',
       title: compute ? 'compute-bound: the GPU is the bottleneck (the healthy state)' : 'not compute-bound',
-      evidence: `GPU busy ${pct(b.gpuBusyShare)}`,
+      evidence: `GPU busy ${pct(b.gpuBusyShare)} (${busyText(b)})`,
       actions: [],
     });
   } else {
+    const perKernel = b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`;
+    const compute = ctx.cpuBackend && b.deviceShare !== null ? `; in the timed steps the kernels' own arithmetic took ${pct(b.deviceShare)} of the step, the rest is the engine's cost per kernel` : '';
     out.push({
       id: 'dispatch-bound',
-      grade: dispatchShare > 0.8 ? 'moderate' : 'ok',
-      title: 'no device activity measured (no GPU or no telemetry)',
-      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} each; on the CPU backends dispatch includes the arithmetic`,
+      grade: 'ok',
+      title: ctx.cpuBackend ? 'no GPU: the CPU backend computes while it dispatches' : 'no device activity measured (no GPU telemetry or timestamps)',
+      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} each${ctx.cpuBackend ? ', arithmetic included' : ''}${compute}`,
       actions: [],
     });
   }

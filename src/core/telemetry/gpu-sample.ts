@@ -90,3 +90,19 @@ export function toDeviceSampleRecord(s: GpuSample): DeviceSampleRecord {
     throttleReasons: s.throttleReasons.join(','),
   };
 }
+
+/** A run database row back as a sample (for statistics over a recorded run's samples). */
+export function fromDeviceSampleRecord(r: DeviceSampleRecord): GpuSample {
+  return {
+    tMs: r.tMs,
+    index: r.device,
+    utilizationPct: r.utilizationPct,
+    memoryUsedBytes: r.memoryUsedBytes,
+    memoryTotalBytes: r.memoryTotalBytes,
+    smClockMhz: r.smClockMhz,
+    powerW: r.powerW,
+    temperatureC: r.temperatureC,
+    throttleReasons: r.throttleReasons ? r.throttleReasons.split(',').filter(Boolean) : [],
+    ...(r.smActivityPct !== null ? { smActivityPct: r.smActivityPct } : {}),
+  };
+}

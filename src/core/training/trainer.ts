@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { FeatureCache } from '../cache/cache.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
@@ -54,6 +54,12 @@ export interface TrainOptions {
   resume?: boolean;
   /** Profiling: no checkpoints, validation or eval audio; only the steps. */
   stepsOnly?: boolean;
+  /**
+   * Profiling: run the last N steps under the backend's device timer (WebGPU timestamp queries around
+   * every program; kernel times elsewhere) and record each one's device time. Timing serialises
+   * dispatch, so these steps are probes for device time, never part of the step-time statistics.
+   */
+  deviceTimedSteps?: number;
   onPrepareProgress?: (p: PrepareProgress) => void;
   onProgress?: (p: TrainProgress) => void;
   onMessage?: (m: string) => void;
@@ -169,8 +175,10 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const r = config.model.reduction_factor;
   const bucketOptions = { buckets: config.batching.buckets, batchSize: config.batching.batch_size, frameBudget: config.batching.frame_budget, frameMultiple: r };
   const plan = planBuckets(data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
-  const loaderItems = (items: PreparedItem[]) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker }));
-  const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, reductionFactor: r };
+  const loaderItems = (items: PreparedItem[]) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath }));
+  // Without the cache, producers recompute every clip's features from its audio for every batch.
+  const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
+  const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, reductionFactor: r, recomputeAudio };
   const loader = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth: config.pipeline.prefetch_depth, producers: producerThreads(config, availableParallelism()), start: position });
 
   const kernels = new KernelCounter().install(tf as never);
@@ -181,10 +189,13 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const evalFiles: string[] = [];
   let nonFiniteSteps = 0;
   let stoppedBy: TrainResult['stoppedBy'] = 'max_steps';
+  const timedFrom = maxSteps - Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
+  let deviceTiming: { available: boolean; source?: string; reason?: string } | undefined;
   const runStart = performance.now();
   // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
   const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
+  db.setMeta('gpuTelemetry', sampler ? sampler.status : { available: false, reason: `the ${choice.backend} backend computes on the CPU: no GPU to sample`, notes: [] });
   const dims = (b: LoadedBatch): BatchDims => ({ batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
 
   const saveCheckpoint = async (best: boolean) => {
@@ -219,14 +230,23 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
       loader.release(batch);
       timer.mark('uploadMs');
       kernels.take();
-      let result;
+      let result: ReturnType<typeof trainStep> | undefined;
+      let deviceMs: number | undefined;
+      const stepOptions = { accumulate: t.grad_accumulation_steps, onGradients: () => timer.mark('forwardBackwardMs') };
       try {
-        result = trainStep(model, optimizer, tensors, t.loss, { accumulate: t.grad_accumulation_steps });
+        if (step >= timedFrom) {
+          const timing = await timeOnDevice(tf as never, () => {
+            result = trainStep(model, optimizer, tensors, t.loss, stepOptions);
+          });
+          if (timing.available) deviceMs = timing.kernelMs;
+          deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
+        } else result = trainStep(model, optimizer, tensors, t.loss, stepOptions);
       } catch (e) {
         throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
       }
+      if (!result) throw new Error('the training step returned nothing');
       const stepKernels = kernels.take();
-      timer.mark('forwardBackwardMs');
+      timer.mark('optimizerMs');
       step++;
       position = { epoch: batch.epoch, batch: batch.index + 1 };
       let loss: number | undefined;
@@ -280,6 +300,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         tokens: batch.shape.tokens,
         frames: batch.shape.frames,
         kernels: stepKernels,
+        ...(deviceMs !== undefined ? { deviceMs } : {}),
         readySlots: batch.readySlots,
         learningRate,
         loss,
@@ -321,9 +342,11 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
     await sampler?.stop();
     await loader.close();
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps });
+    if (deviceTiming) db.setMeta('deviceTiming', deviceTiming);
     db.close();
   }
-  const measured = records.slice(Math.min(5, Math.floor(records.length / 4)));
+  const untimed = records.filter((x) => x.deviceMs === undefined);
+  const measured = untimed.slice(Math.min(5, Math.floor(untimed.length / 4)));
   const wallTotal = measured.reduce((a, x) => a + x.wallMs, 0) || 1;
   const result: TrainResult = {
     runDir,

@@ -27,6 +27,7 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS] }),
     steps: Flags.integer({ summary: 'Steps to measure.', default: 30, min: 2 }),
     warmup: Flags.integer({ summary: 'Steps before them, left out (kernel compilation, cache warm-up).', default: 5, min: 0 }),
+    'device-timed-steps': Flags.integer({ summary: 'Steps after them run under the device timer (WebGPU timestamp queries) for the device time per step; 0 skips.', default: 3, min: 0 }),
     output: Flags.string({ summary: 'Keep the profiled run here (default: a temporary folder).', helpValue: 'DIR' }),
     trace: Flags.string({ summary: 'Write a Perfetto/Chrome trace of the measured steps.', helpValue: 'FILE' }),
     report: Flags.string({ summary: 'Write a self-contained HTML report with charts.', helpValue: 'FILE' }),
@@ -54,33 +55,46 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
         loaded,
         datasetDir: flags.dataset,
         backend: flags.backend as never,
-        maxSteps: flags.warmup + flags.steps,
+        maxSteps: flags.warmup + flags.steps + flags['device-timed-steps'],
         outputDir: runDir,
         stepsOnly: true,
+        deviceTimedSteps: flags['device-timed-steps'],
         onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
         onProgress: human ? (p) => process.stderr.write(`\rprofiling step ${p.step}/${p.maxSteps}`) : undefined,
       });
       if (human) process.stderr.write('\n');
     }
-    return profileRecordedRun(runDir, { warmup: flags.run ? flags.warmup : flags.warmup, thresholds, trace: flags.trace, report: flags.report, fixConfig: flags['fix-config'] });
+    return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, trace: flags.trace, report: flags.report, fixConfig: flags['fix-config'] });
   }
 
   protected render(r: ProfileResult): void {
     const b = r.breakdown;
     const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+    const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
-    this.log(`${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}${b.gpuBusyShare !== null ? `, GPU busy ${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})` : ''}`);
+    this.log(`${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}`);
+    const gpu = [
+      b.gpuBusyShare !== null ? `GPU busy ${pct(b.gpuBusyShare)} (${b.gpuBusySource})` : null,
+      b.utilizationPct !== null ? `NVML utilisation ${b.utilizationPct.toFixed(1)}%` : null,
+      b.smActivityPct !== null ? `SM activity ${b.smActivityPct.toFixed(1)}%` : null,
+      b.peakMemoryShare !== null ? `peak memory ${pct(b.peakMemoryShare)}` : null,
+    ].filter(Boolean);
+    if (gpu.length) this.log(gpu.join(', '));
+    if (r.gpuTelemetry.available) this.log(paint.dim(`GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`));
     if (r.gpuNote) this.log(paint.dim(r.gpuNote));
-    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), `${(b.shares[k] * 100).toFixed(1)}%`]);
+    if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
+    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), pct(b.shares[k])]);
     rows.push(['step (wall)', f(b.wallMs.mean), f(b.wallMs.std), f(b.wallMs.min), f(b.wallMs.max), f(b.wallMs.p95), b.wallMs.cv.toFixed(2), '100%']);
+    if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.deviceShare === null ? '' : pct(b.deviceShare)]);
     this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
-    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward/optimizer dispatch, S sync, C checkpoint/eval, . other):'));
+    if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; ${r.backend === 'cpu' || r.backend === 'wasm' ? 'share of those steps\' own time' : 'it overlaps dispatch and sync, so it is not part of the sum'}`));
+    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward dispatch, O optimizer dispatch, S sync, C checkpoint/eval, . other):'));
     for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
     this.log('');
     for (const v of r.verdicts) {
       const label = v.grade === 'high' ? paint.error(`${v.n}. ${v.title}`) : v.grade === 'moderate' ? paint.warn(`${v.n}. ${v.title}`) : paint.ok(`${v.n}. ${v.title}`);
-      this.log(`${label}\n   ${v.evidence}`);
-      for (const a of v.actions) this.log(`   ${paint.key(`${a.key}: ${a.value}`)} — ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule})`) : ''}`);
+      this.log(`${label} ${paint.dim(`[${v.grade}]`)}\n   ${v.evidence}`);
+      for (const a of v.actions) this.log(`   ${paint.key(`${a.key}: ${a.value}`)} — ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule}, docs/rules.md#${a.rule.replace(/[^a-z0-9]+/gi, '-').toLowerCase()})`) : ''}`);
     }
     for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));
   }

@@ -11,6 +11,9 @@ import type { AdamW } from './adamw.js';
 export interface TrainStepOptions {
   /** Micro-batches whose gradients make one update (training.grad_accumulation_steps). Default 1. */
   accumulate?: number;
+  /** Called once forward and backward are issued, before the optimizer's work: the trainer's
+   * span boundary between "forward/backward" and "optimizer" dispatch. */
+  onGradients?: () => void;
 }
 
 /** Order of the values in StepResult.stats. */
@@ -40,6 +43,7 @@ export function trainStep(model: XttsModel, optimizer: AdamW, batch: TrainBatch,
     return p.total;
   }, optimizer.variables);
   const lossParts: LossParts = { ...parts!, total: value };
+  opts.onGradients?.();
   const flat = optimizer.flatten(grads);
   tf.dispose(Object.values(grads));
   optimizer.accumulate(flat, tf.clone(value));
