@@ -100,6 +100,16 @@ export type DeviceTime =
   | { available: false; reason: string; wallMs: number };
 
 /**
+ * Why a backend has no device time at all, or undefined. The CPU backends' backend.time() is the
+ * wall time of the whole call (tfjs-backend-cpu/-wasm 4.22): their arithmetic happens inside each
+ * kernel call, so there is nothing beside the host to time.
+ */
+export function noDeviceTime(backend: string): string | undefined {
+  if (backend !== 'cpu' && backend !== 'wasm') return undefined;
+  return `the ${backend} backend computes inside each kernel call on this CPU: there is no device working beside the host, and the time it reports is the call's own wall time`;
+}
+
+/**
  * Run `step` once under tf.time and report the device time its kernels took. On webgpu this is the
  * backend's own timestamp-query profiling: each program gets its own compute pass with begin/end
  * timestamps and its own read-back, which serialises dispatch and makes the step itself slower, so
@@ -108,6 +118,12 @@ export type DeviceTime =
  */
 export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime> {
   const backendName = tf.getBackend();
+  const none = noDeviceTime(backendName);
+  if (none) {
+    const t0 = performance.now();
+    step();
+    return { available: false, reason: none, wallMs: performance.now() - t0 };
+  }
   if (backendName === 'webgpu') {
     const backend = tf.backend() as unknown as { supportTimestampQuery?: boolean; hasTimestampQueryWarned?: boolean };
     if (!backend.supportTimestampQuery) {
@@ -120,11 +136,6 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
   if (typeof timing.kernelMs !== 'number') return { available: false, reason: `the ${backendName} backend reported no kernel time: ${timing.kernelMs.error}`, wallMs: timing.wallMs };
   // Dawn's null backend (and a broken driver) return timestamps that are not monotonic.
   if (timing.kernelMs < 0) return { available: false, reason: `the device's timestamps are not monotonic (summed kernel time ${timing.kernelMs.toFixed(1)} ms)`, wallMs: timing.wallMs };
-  const source =
-    backendName === 'webgpu'
-      ? 'GPU timestamp queries around each program, summed'
-      : backendName === 'tensorflow'
-        ? 'host time of the kernels as libtensorflow runs them'
-        : 'host time of the kernels (this backend computes on the CPU, synchronously)';
+  const source = backendName === 'webgpu' ? 'GPU timestamp queries around each program, summed' : 'kernel times as libtensorflow reports them';
   return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source };
 }

@@ -38,12 +38,6 @@ export interface StepBreakdown {
   deviceMs: Summary | null;
   /** Steps the device time comes from (probes run after the measured steps). */
   deviceTimedSteps: number;
-  /**
-   * Device time as a share of step time: on a GPU, the busy share from timestamp queries; on a CPU
-   * backend, the median share of each timed step's own wall time spent in kernel arithmetic (the
-   * rest is the engine's per-kernel cost).
-   */
-  deviceShare: number | null;
   /** Share of wall time the GPU was busy: median device time over median step time if measured, else mean utilisation samples. */
   gpuBusyShare: number | null;
   gpuBusySource: 'timestamp-queries' | 'nvml-utilization' | null;
@@ -105,7 +99,7 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
   let gpuBusyShare: number | null = null;
   let gpuBusySource: StepBreakdown['gpuBusySource'] = null;
   if (options.cpuBackend) {
-    // Kernel times of a CPU backend are arithmetic on this CPU: no GPU is busy or idle.
+    // A CPU backend has no GPU to be busy or idle, whatever a recorded run carries.
   } else if (deviceMs) {
     // Probes: their median device time against the measured steps' median wall time. Every step
     // timed (a recorded run): the sums.
@@ -115,9 +109,6 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
     gpuBusyShare = utilizationPct / 100;
     gpuBusySource = 'nvml-utilization';
   }
-  let deviceShare: number | null = null;
-  if (options.cpuBackend && deviceSource.length) deviceShare = summarize(deviceSource.map((s) => Math.min(1, s.deviceMs! / (s.wallMs || 1)))).p50;
-  else if (gpuBusySource === 'timestamp-queries') deviceShare = gpuBusyShare;
   const mem = samples.filter((s) => s.memoryUsedBytes !== null && s.memoryTotalBytes);
   const peakMemoryShare = mem.length ? Math.max(...mem.map((s) => s.memoryUsedBytes! / s.memoryTotalBytes!)) : null;
   const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
@@ -130,7 +121,6 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
     hostMsPerKernel: kernelTotal ? dispatch / kernelTotal : null,
     deviceMs,
     deviceTimedSteps: deviceSource.length,
-    deviceShare,
     gpuBusyShare,
     gpuBusySource,
     utilizationPct,
@@ -210,12 +200,11 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     });
   } else {
     const perKernel = b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`;
-    const compute = ctx.cpuBackend && b.deviceShare !== null ? `; in the timed steps the kernels' own arithmetic took ${pct(b.deviceShare)} of the step, the rest is the engine's cost per kernel` : '';
     out.push({
       id: 'dispatch-bound',
       grade: 'ok',
       title: ctx.cpuBackend ? 'no GPU: the CPU backend computes while it dispatches' : 'no device activity measured (no GPU telemetry or timestamps)',
-      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} each${ctx.cpuBackend ? ', arithmetic included' : ''}${compute}`,
+      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
       actions: [],
     });
   }

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, timeOnDevice, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, noDeviceTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { FeatureCache } from '../cache/cache.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
@@ -112,13 +112,15 @@ function fromArrays(arrays: NamedArray[]): Map<string, tf.Tensor> {
   return new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
 }
 
-// Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most 4 GiB) runs out.
-const OOM = /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer|^Aborted\(/i;
+// Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most
+// 4 GiB) runs out, or, when an allocation's null pointer is written to first, traps with "memory
+// access out of bounds" (seen with the small preset's batch of 32: a RuntimeError from a transpose).
+const OOM = /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer|^Aborted\(|memory access out of bounds/i;
 
 export async function train(o: TrainOptions): Promise<TrainResult> {
   const config = o.loaded.config;
   const t = config.training;
-  const maxSteps = o.maxSteps ?? t.max_steps;
+  let maxSteps = o.maxSteps ?? t.max_steps;
   const runDir = o.outputDir ?? o.loaded.outputDir;
   const say = o.onMessage ?? (() => undefined);
 
@@ -189,8 +191,16 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const evalFiles: string[] = [];
   let nonFiniteSteps = 0;
   let stoppedBy: TrainResult['stoppedBy'] = 'max_steps';
-  const timedFrom = maxSteps - Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
+  // Device-timed probe steps come last; a backend with no device time runs none of them.
+  let timedSteps = Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
   let deviceTiming: { available: boolean; source?: string; reason?: string } | undefined;
+  const untimeable = noDeviceTime(choice.backend);
+  if (timedSteps > 0 && untimeable) {
+    deviceTiming = { available: false, reason: untimeable };
+    maxSteps -= timedSteps;
+    timedSteps = 0;
+  }
+  const timedFrom = maxSteps - timedSteps;
   const runStart = performance.now();
   // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
   const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;

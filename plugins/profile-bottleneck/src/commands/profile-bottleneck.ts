@@ -85,9 +85,9 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
     const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), pct(b.shares[k])]);
     rows.push(['step (wall)', f(b.wallMs.mean), f(b.wallMs.std), f(b.wallMs.min), f(b.wallMs.max), f(b.wallMs.p95), b.wallMs.cv.toFixed(2), '100%']);
-    if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.deviceShare === null ? '' : pct(b.deviceShare)]);
+    if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '']);
     this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
-    if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; ${r.backend === 'cpu' || r.backend === 'wasm' ? 'share of those steps\' own time' : 'it overlaps dispatch and sync, so it is not part of the sum'}`));
+    if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; it overlaps dispatch and sync, so it is not part of the sum`));
     this.log(paint.dim('timeline (D data wait, U upload, F forward/backward dispatch, O optimizer dispatch, S sync, C checkpoint/eval, . other):'));
     for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
     this.log('');
