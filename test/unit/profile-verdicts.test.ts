@@ -138,3 +138,21 @@ test('trace: probe steps get their own device track, and overlapping events on o
   const nested = { traceEvents: [{ name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 }, { name: 'b', ph: 'X', ts: 2, dur: 3, pid: 1, tid: 1 }, { name: 'c', ph: 'X', ts: 10, dur: 1, pid: 1, tid: 1 }] };
   assert.deepEqual(traceProblems(nested), []);
 });
+
+test('a compute-bound run that waits in every 10th step\'s readback is neither sync-bound nor oscillating', () => {
+  // Nine steps dispatch in 10 ms and queue work; the tenth waits 810 ms for the GPU to finish it.
+  const steps = run(60, (i) => ((i + 1) % 10 === 0 ? { syncMs: 810 } : { syncMs: 0 }), () => ({}));
+  const probes = run(2, () => ({}), () => ({ deviceMs: 93 }));
+  const v = judge(steps, gpu(30, 97), ctx, {}, probes);
+  assert.ok(v.breakdown.wallMs.cv > 1, 'single steps alternate short and long');
+  assert.equal(verdict(v, 'oscillating').grade, 'ok');
+  assert.match(verdict(v, 'oscillating').evidence, /6 intervals of 10 steps/);
+  assert.equal(verdict(v, 'sync-bound').grade, 'ok');
+  assert.match(verdict(v, 'sync-bound').title, /busy GPU/);
+  // The same readback pattern with the GPU mostly idle is sync-bound.
+  const idle = judge(steps, gpu(30, 20), ctx);
+  assert.notEqual(verdict(idle, 'sync-bound').grade, 'ok');
+  // Intervals that really differ (every other interval twice as slow) oscillate.
+  const uneven = judge(run(60, (i) => ({ forwardBackwardMs: Math.floor(i / 10) % 2 ? 40 : 10 })), gpu(30, 97), ctx);
+  assert.equal(verdict(uneven, 'oscillating').grade, 'moderate');
+});

@@ -7,7 +7,7 @@ import { estimateParameters } from './estimate.js';
 import { loadConfig, presetPath } from './load.js';
 import { RULES } from './rules.js';
 import { ConfigSchema } from './schema.js';
-import { THRESHOLDS } from './thresholds.js';
+import { THRESHOLD_MEANINGS, THRESHOLDS } from './thresholds.js';
 
 type SchemaNode = TSchema & Record<string, unknown>;
 
@@ -126,8 +126,16 @@ export function generateRulesDoc(): string {
   for (const r of RULES) {
     out.push('', `### ${r.id.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`, '', `**${r.title}** — \`${r.id}\`, ${r.severity}${r.environment ? ', *machine*' : ''}.`, '', r.rationale);
   }
-  out.push('', '## Thresholds', '', 'All xtts tools share these (src/core/config/thresholds.ts).', '', '| name | value |', '| --- | --- |');
-  for (const [k, v] of Object.entries(THRESHOLDS)) out.push(`| \`${k}\` | ${v} |`);
+  out.push(
+    '',
+    '## Thresholds',
+    '',
+    'All xtts tools share these (src/core/config/thresholds.ts): the validator, `analyze-data-pipeline`, `profile-bottleneck` and `diagnose-gpu-utilization`. The last two take `--threshold NAME=VALUE` to override one for a run.',
+    '',
+    '| name | value | meaning |',
+    '| --- | --- | --- |',
+  );
+  for (const [k, v] of Object.entries(THRESHOLDS)) out.push(`| \`${k}\` | ${v} | ${THRESHOLD_MEANINGS[k as keyof typeof THRESHOLDS]} |`);
   return `${out.join('\n')}\n`;
 }
 

@@ -4,5 +4,5 @@ export { type Finding, type Severity, SEVERITIES, severityRank, countBySeverity,
 export { loadConfig, loadConfigOrThrow, presetsDir, presetPath, PRESETS, type LoadedConfig, type LoadOptions, type LoadResult, type KeyPath } from './load.js';
 export { lintConfig, RULES, effectiveWorkers, FP16_TRAINING_BACKENDS, type Rule } from './rules.js';
 export { validateConfigFile, isInputFailure, type ValidationOptions, type ValidationReport } from './validate.js';
-export { THRESHOLDS, gradeInputWait } from './thresholds.js';
+export { THRESHOLDS, THRESHOLD_MEANINGS, gradeInputWait } from './thresholds.js';
 export { estimateParameters, estimateTrainingMemory, formatBytes, type MemoryEstimate } from './estimate.js';

@@ -1,6 +1,6 @@
 // Every threshold the config linter, the pipeline analyzer, the profiler and the diagnosis use, in
 // one place, so that the tools never disagree (the seed tools did: one called 10% input wait fine,
-// another critical). docs/rules.md and docs/thresholds.md are generated from this file.
+// another critical). The thresholds table of docs/rules.md is generated from this file.
 
 export const THRESHOLDS = {
   /**
@@ -32,7 +32,36 @@ export const THRESHOLDS = {
   syncBoundShare: 0.15,
   /** Device memory used above this share leaves too little headroom. */
   memoryHeadroomShare: 0.9,
+  /** GPU busy share at or above which a run is compute-bound: the healthy state, where waiting for the device is waiting for work. */
+  computeBoundGpuBusy: 0.85,
+  /** GPU busy (utilisation %) before xtts starts, above which another process is using the GPU (our choice). */
+  idleGpuBusyPct: 10,
+  /** Device memory in use before xtts starts, as a share, above which another process holds the GPU (our choice). */
+  idleGpuMemoryShare: 0.1,
+  /** Share of samples in which a harmful clock-event reason (thermal, power brake, slowdown) must be active to be reported. */
+  throttleShareReported: 0.1,
 } as const;
+
+/** One line per threshold for docs/rules.md (the comments above, said for a reader of the docs). */
+export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
+  inputBoundModerate: 'Input wait share of step time from which a run is moderately input-bound (TensorFlow input-pipeline analyzer: 5%).',
+  inputBoundHigh: 'Input wait share from which a run is highly input-bound (TensorFlow: 20%); the diagnosis calls it critical.',
+  minPrefetchDepth: 'Fewer prefetch slots give no overlap between producers and the trainer.',
+  maxUsefulPrefetchDepth: 'More slots than this rarely help and only hold memory.',
+  maxBuckets: 'More buckets compile more kernel variants than padding saves.',
+  memoryWarnShare: 'Estimated training memory above this share of the budget is a warning.',
+  minGpuBatchSize: 'Smaller GPU batches leave the GPU mostly idle in this engine (per-kernel host cost dominates).',
+  minLogEvery: 'Reading the loss back more often than every this many steps syncs the device too often.',
+  minCheckpointEvery: 'Checkpoints more often than this spend more time writing than training on small models.',
+  oscillatingStepCv: 'Coefficient of variation of step time (per readback interval when there are enough) above which step time oscillates.',
+  dispatchBoundGpuBusy: 'GPU busy share below which a run that is not input-bound is host/dispatch-bound (below half of it: graded high).',
+  syncBoundShare: 'Readback/sync share of step time above which a run is sync-bound (twice it: high), unless the GPU is compute-bound.',
+  memoryHeadroomShare: 'Peak device memory share above which there is too little headroom.',
+  computeBoundGpuBusy: 'GPU busy share from which a run is compute-bound: the GPU is the bottleneck, the healthy state.',
+  idleGpuBusyPct: 'Utilisation (%) of a GPU before xtts starts above which the diagnosis says another process uses it.',
+  idleGpuMemoryShare: 'Memory share in use before xtts starts above which the diagnosis says another process holds the GPU.',
+  throttleShareReported: 'Share of samples with a harmful clock-event reason (thermal, power brake, slowdown) from which the diagnosis reports it.',
+};
 
 export type ThresholdName = keyof typeof THRESHOLDS;
 

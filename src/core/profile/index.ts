@@ -41,6 +41,9 @@ export interface ProfileResult extends ProfileVerdicts {
   gpuNote: string | null;
   /** The GPU sampler of the run: its source and devices, or why there was none. */
   gpuTelemetry: { available: boolean; source?: string; devices?: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[]; reason?: string };
+  /** When the run started (Unix epoch ms) and the measured steps' span in ms from then: ties them to other logs. */
+  startedAtEpochMs: number | null;
+  measuredWindowMs: { fromMs: number; toMs: number };
   /** Device timing of the probe steps: what it measured, or why there is none. */
   deviceTiming: { available: boolean; steps: number; source?: string; reason?: string };
   files: { trace?: string; report?: string; fixConfig?: string };
@@ -56,6 +59,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let configFile: string | null;
   let telemetry: GpuTelemetryMeta | undefined;
   let timingMeta: { available: boolean; source?: string; reason?: string } | undefined;
+  let startedAtEpochMs: number | null;
   try {
     steps = db.steps();
     samples = db.deviceSamples();
@@ -65,6 +69,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     configFile = db.getMeta<string>('configFile') ?? null;
     telemetry = db.getMeta<GpuTelemetryMeta>('gpuTelemetry');
     timingMeta = db.getMeta('deviceTiming');
+    startedAtEpochMs = db.getMeta<number>('startedAtEpochMs') ?? null;
   } finally {
     db.close();
   }
@@ -139,7 +144,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, deviceTiming, files };
+  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files };
 }
 
 type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };

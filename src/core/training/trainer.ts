@@ -170,7 +170,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   db.setMeta('config', config);
   db.setMeta('configFile', o.loaded.file);
   db.setMeta('backend', choice.backend);
-  db.setMeta('device', choice.adapter ? choice.adapter.description || choice.adapter.device : null);
+  db.setMeta('device', choice.adapter ? choice.adapter.name : null);
   db.setMeta('parameters', model.parameterCount());
 
   // Batches.
@@ -202,6 +202,8 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   }
   const timedFrom = maxSteps - timedSteps;
   const runStart = performance.now();
+  // Step and sample times count from runStart; this ties them to the wall clock (other tools' logs).
+  db.setMeta('startedAtEpochMs', Date.now());
   // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
   const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));

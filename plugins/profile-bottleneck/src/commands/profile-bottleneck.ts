@@ -2,9 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
-import { BACKENDS, loadConfigOrThrow, THRESHOLDS } from '@xtts/core/config';
-import { profileRecordedRun, type ProfileResult, type Thresholds } from '@xtts/core/profile';
+import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
+import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
+import { profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
 export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
@@ -32,19 +32,12 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     trace: Flags.string({ summary: 'Write a Perfetto/Chrome trace of the measured steps.', helpValue: 'FILE' }),
     report: Flags.string({ summary: 'Write a self-contained HTML report with charts.', helpValue: 'FILE' }),
     'fix-config': Flags.string({ summary: 'Write the config with the recommended changes applied.', helpValue: 'FILE' }),
-    threshold: Flags.string({ summary: `Override a threshold, e.g. inputBoundHigh=0.3 (${Object.keys(THRESHOLDS).join(', ')}).`, multiple: true, default: [], helpValue: 'NAME=VALUE' }),
+    threshold: thresholdFlag,
   };
 
   protected async execute(): Promise<ProfileResult> {
     const { flags } = await this.parse(ProfileBottleneck);
-    const thresholds: Partial<Thresholds> = {};
-    for (const t of flags.threshold) {
-      const [name, value] = t.split('=');
-      if (!(name in THRESHOLDS) || !Number.isFinite(Number(value))) {
-        throw new XttsError('USAGE', `--threshold ${t}: expected NAME=NUMBER with NAME one of ${Object.keys(THRESHOLDS).join(', ')}`, { exitCode: ExitCode.usage });
-      }
-      thresholds[name as keyof Thresholds] = Number(value);
-    }
+    const thresholds = parseThresholds(flags.threshold);
     let runDir = flags.run;
     if (!runDir) {
       const loaded = loadConfigOrThrow(flags.config!, { set: flags.set });
