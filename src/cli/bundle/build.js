@@ -85,12 +85,20 @@ if (isMainThread && require.main === module) {
 }
 `;
 
+// Packages the bundle carries inside (env/host.ts: packageInstalled), and the versions of those and of
+// the other packages a diagnosis reports (`xtts diagnose-gpu-utilization` has no node_modules to read).
+const BUNDLED_PACKAGES = ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-webgpu', 'webgpu', '@tensorflow/tfjs-backend-wasm', '@tensorflow/tfjs-backend-cpu'];
+const bundledVersions = Object.fromEntries(
+  [...BUNDLED_PACKAGES, 'better-sqlite3', '@oclif/core', 'yaml', 'ajv'].map((name) => [name, JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version]),
+);
+
 // Runs before any bundled module. import.meta.url (in the ESM sources) becomes this file's URL.
 const banner = `
 var __xtts_import_meta_url = require('url').pathToFileURL(__filename).href;
 globalThis.__XTTS_BUNDLE_DIR__ = __dirname;
 globalThis.__XTTS_WORKER_ENTRY__ = __filename;
-globalThis.__XTTS_BUNDLED_PACKAGES__ = ${JSON.stringify(['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-webgpu', 'webgpu', '@tensorflow/tfjs-backend-wasm', '@tensorflow/tfjs-backend-cpu'])};
+globalThis.__XTTS_BUNDLED_PACKAGES__ = ${JSON.stringify(BUNDLED_PACKAGES)};
+globalThis.__XTTS_BUNDLED_VERSIONS__ = ${JSON.stringify(bundledVersions)};
 `;
 
 // The webgpu package loads dist/<platform>-<arch>/dawn.node relative to itself; in the bundle Dawn

@@ -1,6 +1,7 @@
 // What this machine has, read cheaply and without loading TensorFlow.js: CPU cores, memory, NVIDIA
 // GPUs (through nvidia-smi's inventory query), and which backend packages are installed.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
 
@@ -61,6 +62,21 @@ export function packageInstalled(name: string): boolean {
     } catch {
       return false;
     }
+  }
+}
+
+/**
+ * The installed version of a package, or null when it is not installed. A bundle records the
+ * versions it was built with (globalThis.__XTTS_BUNDLED_VERSIONS__), since it has no node_modules.
+ */
+export function packageVersion(name: string): string | null {
+  const bundled = (globalThis as { __XTTS_BUNDLED_VERSIONS__?: Record<string, string> }).__XTTS_BUNDLED_VERSIONS__;
+  if (bundled && name in bundled) return bundled[name];
+  try {
+    const path = createRequire(import.meta.url).resolve(`${name}/package.json`);
+    return (JSON.parse(readFileSync(path, 'utf8')) as { version?: string }).version ?? null;
+  } catch {
+    return null;
   }
 }
 

@@ -2,3 +2,4 @@ export { paint, renderTable, type TableOptions } from './style.js';
 export { renderValidationReport, toSarif } from './findings.js';
 export { ProgressLine } from './progress.js';
 export { encodePng, melPanelsPng } from './png.js';
+export { sparkline, watchFrameLines, type WatchFrameOptions } from './gpu.js';
