@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { judge, type VerdictContext } from '../../src/core/profile/verdicts.js';
 import { toTrace, traceProblems } from '../../src/core/profile/trace.js';
-import { htmlReport, terminalTimeline } from '../../src/core/profile/report.js';
+import { htmlReport, stepChartSvg, terminalTimeline } from '../../src/core/profile/report.js';
 import type { StepRecord, StepSpans } from '../../src/core/telemetry/spans.js';
 import type { DeviceSampleRecord } from '../../src/core/telemetry/run-db.js';
 
@@ -155,4 +155,17 @@ test('a compute-bound run that waits in every 10th step\'s readback is neither s
   // Intervals that really differ (every other interval twice as slow) oscillate.
   const uneven = judge(run(60, (i) => ({ forwardBackwardMs: Math.floor(i / 10) % 2 ? 40 : 10 })), gpu(30, 97), ctx);
   assert.equal(verdict(uneven, 'oscillating').grade, 'moderate');
+});
+
+test('the report\'s step chart draws long runs as means over consecutive steps, at most 400 bars', () => {
+  const few = stepChartSvg(run(30, () => ({})));
+  assert.equal((few.match(/<title>step \d+ forwardBackward/g) ?? []).length, 30);
+  const many = run(10_000, (i) => ({ dataWaitMs: i < 5000 ? 0 : 4 }));
+  const svg = stepChartSvg(many);
+  const bars = svg.match(/<title>steps \d+–\d+ \(mean\) forwardBackward/g) ?? [];
+  assert.equal(bars.length, 400);
+  assert.match(svg, /<title>steps 1–25 \(mean\) forwardBackward 10\.00 ms<\/title>/);
+  assert.match(svg, /<title>steps 9976–10000 \(mean\) dataWait 4\.00 ms<\/title>/);
+  assert.match(svg, /each bar: the mean of 25 steps/);
+  assert.ok(svg.length < 400_000, `${svg.length} bytes`);
 });

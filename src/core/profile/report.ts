@@ -20,23 +20,37 @@ function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 }
 
+/** At most this many bars: longer runs are shown as means over consecutive steps (a 10,000-step run
+ * drawn bar by bar made a 6 MB page that no one could read). */
+const MAX_BARS = 400;
+
 export function stepChartSvg(steps: readonly StepRecord[], width = 900, height = 260): string {
-  const maxMs = Math.max(1, ...steps.map((s) => s.wallMs));
+  const per = Math.max(1, Math.ceil(steps.length / MAX_BARS));
+  const bars = [] as { label: string; spans: Record<string, number>; wallMs: number }[];
+  for (let i = 0; i < steps.length; i += per) {
+    const group = steps.slice(i, i + per);
+    const spans: Record<string, number> = {};
+    for (const name of SPAN_NAMES) spans[name] = group.reduce((a, s) => a + s.spans[name], 0) / group.length;
+    const label = group.length === 1 ? `step ${group[0].step}` : `steps ${group[0].step}–${group[group.length - 1].step} (mean)`;
+    bars.push({ label, spans, wallMs: group.reduce((a, s) => a + s.wallMs, 0) / group.length });
+  }
+  const maxMs = Math.max(1, ...bars.map((b) => b.wallMs));
   const pad = 40;
-  const barW = Math.max(1, (width - pad - 10) / Math.max(1, steps.length));
+  const barW = Math.max(1, (width - pad - 10) / Math.max(1, bars.length));
   const y = (ms: number) => (ms / maxMs) * (height - 40);
-  const bars: string[] = [];
-  steps.forEach((s, i) => {
+  const rects: string[] = [];
+  bars.forEach((b, i) => {
     let acc = 0;
     for (const name of SPAN_NAMES) {
-      const h = y(s.spans[name]);
+      const h = y(b.spans[name]);
       if (h <= 0) continue;
-      bars.push(`<rect x="${(pad + i * barW).toFixed(1)}" y="${(height - 20 - y(acc) - h).toFixed(1)}" width="${Math.max(0.5, barW - 0.5).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[name]}"><title>step ${s.step} ${name.replace(/Ms$/, '')} ${s.spans[name].toFixed(2)} ms</title></rect>`);
-      acc += s.spans[name];
+      rects.push(`<rect x="${(pad + i * barW).toFixed(1)}" y="${(height - 20 - y(acc) - h).toFixed(1)}" width="${Math.max(0.5, barW - 0.5).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[name]}"><title>${b.label} ${name.replace(/Ms$/, '')} ${b.spans[name].toFixed(2)} ms</title></rect>`);
+      acc += b.spans[name];
     }
   });
   const legend = SPAN_NAMES.map((n, i) => `<rect x="${pad + i * 120}" y="2" width="10" height="10" fill="${COLORS[n]}"/><text x="${pad + 14 + i * 120}" y="11" font-size="11">${n.replace(/Ms$/, '')}</text>`).join('');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">${legend}<text x="2" y="${height - 22}" font-size="10">0</text><text x="2" y="30" font-size="10">${maxMs.toFixed(0)} ms</text><line x1="${pad}" y1="${height - 20}" x2="${width - 10}" y2="${height - 20}" stroke="#333"/>${bars.join('')}<text x="${width / 2}" y="${height - 4}" font-size="11" text-anchor="middle">step</text></svg>`;
+  const axis = per === 1 ? 'step' : `step (each bar: the mean of ${per} steps)`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">${legend}<text x="2" y="${height - 22}" font-size="10">0</text><text x="2" y="30" font-size="10">${maxMs.toFixed(0)} ms</text><line x1="${pad}" y1="${height - 20}" x2="${width - 10}" y2="${height - 20}" stroke="#333"/>${rects.join('')}<text x="${width / 2}" y="${height - 4}" font-size="11" text-anchor="middle">${axis}</text></svg>`;
 }
 
 export function gpuChartSvg(samples: readonly DeviceSampleRecord[], width = 900, height = 160): string {
