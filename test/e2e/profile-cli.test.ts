@@ -82,6 +82,7 @@ test('an input-bound run: graded high first, with the pipeline keys to change; e
   assert.deepEqual(keys, availableParallelism() > 2 ? ['pipeline.workers', 'pipeline.prefetch_depth'] : ['pipeline.prefetch_depth']);
   assert.ok(verdict(p, 'input-bound').actions.some((a: { key: string; value: number }) => a.key === 'pipeline.prefetch_depth' && a.value === 4));
   assert.equal(verdict(p, 'dispatch-bound').grade, 'ok', 'a starved trainer is not called dispatch-bound');
+  assert.match(verdict(p, 'dispatch-bound').title, /the GPU idles, but waiting for input comes first/);
   assert.equal(p.breakdown.steps, 40);
   assert.equal(p.breakdown.deviceTimedSteps, 3);
   assert.equal(p.gpuTelemetry.devices[0].name, H100.name);

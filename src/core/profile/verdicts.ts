@@ -191,11 +191,12 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
   });
   const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
   if (b.gpuBusyShare !== null) {
-    const idle = b.gpuBusyShare < th.dispatchBoundGpuBusy && inputGrade === 'ok';
+    const underused = b.gpuBusyShare < th.dispatchBoundGpuBusy;
+    const idle = underused && inputGrade === 'ok';
     out.push({
       id: 'dispatch-bound',
       grade: idle ? (b.gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
-      title: idle ? 'host/dispatch-bound: the GPU idles while the host issues kernels' : 'the host keeps the GPU supplied',
+      title: idle ? 'host/dispatch-bound: the GPU idles while the host issues kernels' : underused ? 'the GPU idles, but waiting for input comes first (judge dispatch again once input-bound is fixed)' : 'the host keeps the GPU supplied',
       evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
       actions: idle
         ? [
