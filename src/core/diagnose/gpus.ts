@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { ExitCode, XttsError } from '../errors.js';
 import { findVulkanLoader, vulkanDriverManifests } from '../backend/webgpu.js';
+import { nvidiaSmiCsvRows } from '../env/host.js';
 import { GpuSampler, type GpuTelemetryStatus } from '../telemetry/gpu-sampler.js';
 import type { GpuSample } from '../telemetry/gpu-sample.js';
 import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/gpu-summary.js';
@@ -41,14 +42,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `nvidia-smi --query-compute-apps` lines: pid, process name, used memory (MiB), GPU UUID. */
 export function parseComputeApps(csv: string): GpuProcess[] {
-  const out: GpuProcess[] = [];
-  for (const line of csv.split('\n')) {
-    const cells = line.split(',').map((s) => s.trim());
-    if (cells.length < 4 || !/^\d+$/.test(cells[0])) continue;
+  return nvidiaSmiCsvRows(csv, 4).map((cells) => {
     const mib = Number(cells[2]);
-    out.push({ pid: Number(cells[0]), name: cells[1], usedMemoryBytes: Number.isFinite(mib) ? mib * 2 ** 20 : null, gpuUuid: cells[3] });
-  }
-  return out;
+    return { pid: Number(cells[0]), name: cells[1], usedMemoryBytes: Number.isFinite(mib) ? mib * 2 ** 20 : null, gpuUuid: cells[3] };
+  });
 }
 
 function computeApps(command: string): Promise<{ processes: GpuProcess[] | null; note?: string }> {

@@ -23,15 +23,20 @@ export interface HostInventory {
 
 let cached: HostInventory | undefined;
 
+/** The rows of an nvidia-smi `--format=csv,noheader,nounits` answer whose first cell is an integer
+ * (an index or a pid), as trimmed cells; messages such as "No running processes found" are skipped. */
+export function nvidiaSmiCsvRows(csv: string, minCells: number): string[][] {
+  return csv
+    .split('\n')
+    .map((line) => line.split(',').map((s) => s.trim()))
+    .filter((cells) => cells.length >= minCells && /^\d+$/.test(cells[0]));
+}
+
 export function parseNvidiaSmiInventory(csv: string): GpuInventoryEntry[] {
-  const out: GpuInventoryEntry[] = [];
-  for (const line of csv.split('\n')) {
-    const cells = line.split(',').map((s) => s.trim());
-    if (cells.length < 3 || !/^\d+$/.test(cells[0])) continue;
+  return nvidiaSmiCsvRows(csv, 3).map((cells) => {
     const mib = Number(cells[2]);
-    out.push({ index: Number(cells[0]), name: cells[1], memoryTotalBytes: Number.isFinite(mib) ? mib * 1024 * 1024 : 0, uuid: cells[3] || undefined });
-  }
-  return out;
+    return { index: Number(cells[0]), name: cells[1], memoryTotalBytes: Number.isFinite(mib) ? mib * 1024 * 1024 : 0, uuid: cells[3] || undefined };
+  });
 }
 
 /** The machine's inventory; nvidia-smi is asked once per process (it takes ~50-200 ms). */
