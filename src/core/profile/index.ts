@@ -60,6 +60,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let telemetry: GpuTelemetryMeta | undefined;
   let timingMeta: { available: boolean; source?: string; reason?: string } | undefined;
   let startedAtEpochMs: number | null;
+  let cpuCores: number;
   try {
     steps = db.steps();
     samples = db.deviceSamples();
@@ -70,6 +71,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     telemetry = db.getMeta<GpuTelemetryMeta>('gpuTelemetry');
     timingMeta = db.getMeta('deviceTiming');
     startedAtEpochMs = db.getMeta<number>('startedAtEpochMs') ?? null;
+    cpuCores = db.getMeta<number>('cpuCores') ?? hostInventory().cpuCores;
   } finally {
     db.close();
   }
@@ -97,7 +99,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     prefetchDepth: config.pipeline.prefetch_depth,
     cacheEnabled: config.pipeline.cache.enabled,
     buckets: config.batching.buckets,
-    cpuCores: hostInventory().cpuCores,
+    cpuCores,
     checkpointEvery: config.training.checkpoint_every,
     cpuBackend,
   }, options.thresholds, probes);

@@ -204,6 +204,8 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const runStart = performance.now();
   // Step and sample times count from runStart; this ties them to the wall clock (other tools' logs).
   db.setMeta('startedAtEpochMs', Date.now());
+  // Advice on producer threads must follow the cores of the host that ran, not of one that reads the run later.
+  db.setMeta('cpuCores', availableParallelism());
   // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
   const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
