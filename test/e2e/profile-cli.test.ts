@@ -187,6 +187,7 @@ test('bad input: a folder without a run, an unknown threshold, an unwritable tra
     [['--run', runs.balanced.runDir, '--threshold', 'inputBound=0.3'], /USAGE/, 'NAME one of inputBoundModerate'],
     [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=lots'], /USAGE/, 'expected NAME=NUMBER'],
     [['--run', runs.balanced.runDir, '--trace', join(tmp.path, 'no', 'such', 'dir', 't.json')], /OUTPUT_UNWRITABLE/, 'its folder does not exist'],
+    [['--run', runs.balanced.runDir, '--fix-config', join(tmp.path, 'no', 'such', 'dir', 'f.yaml')], /OUTPUT_UNWRITABLE/, 'its folder does not exist'],
     [['--run', runs.balanced.runDir, '--warmup', '47'], /RUN_TOO_SHORT/, 'fewer than 2 to judge'],
     [['--config', 'configs/quickstart.yaml', '--run', runs.balanced.runDir], /USAGE/, '--config'],
   ];

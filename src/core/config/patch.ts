@@ -37,5 +37,13 @@ export function patchConfigFile(file: string, changes: readonly ConfigChange[], 
   } catch (e) {
     throw new XttsError('CONFIG_UNREADABLE', `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
   }
-  writeFileSync(out, patchConfigText(text, changes));
+  const patched = patchConfigText(text, changes);
+  try {
+    writeFileSync(out, patched);
+  } catch (e) {
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write the patched config to ${out}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a file in a folder that exists and that you can write'],
+    });
+  }
 }

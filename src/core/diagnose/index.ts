@@ -24,7 +24,7 @@ export { diagnosisActions, prioritise, PRIORITIES, type DiagnosisAction, type Pr
 export { collectEnvironment, REPORTED_ENV, REPORTED_PACKAGES, type EnvironmentReport } from './environment.js';
 export { parseComputeApps, snapshotGpus, watchGpus, type GpuProcess, type GpuSnapshot, type WatchFrame, type WatchOptions, type WatchResult } from './gpus.js';
 
-/** Bumped when a field of Diagnosis changes meaning or goes away (docs/json-output.md). */
+/** Bumped when a field of Diagnosis changes meaning or goes away (docs/diagnose-gpu-utilization.md#the-json). */
 export const DIAGNOSIS_SCHEMA_VERSION = 1;
 
 export interface DiagnoseOptions {

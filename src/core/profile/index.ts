@@ -25,7 +25,7 @@ export interface ProfileOptions {
   fixConfig?: string;
 }
 
-/** Bumped when a field of ProfileResult changes meaning or goes away (docs/json/profile-bottleneck.schema.json). */
+/** Bumped when a field of ProfileResult changes meaning or goes away (docs/profile-bottleneck.md#outputs). */
 export const PROFILE_SCHEMA_VERSION = 1;
 
 export interface ProfileResult extends ProfileVerdicts {

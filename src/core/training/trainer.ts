@@ -56,8 +56,9 @@ export interface TrainOptions {
   stepsOnly?: boolean;
   /**
    * Profiling: run the last N steps under the backend's device timer (WebGPU timestamp queries around
-   * every program; kernel times elsewhere) and record each one's device time. Timing serialises
-   * dispatch, so these steps are probes for device time, never part of the step-time statistics.
+   * every program; libtensorflow's kernel times; none on the CPU backends, which then run no such
+   * steps) and record each one's device time. Timing serialises dispatch, so these steps are probes
+   * for device time, never part of the step-time statistics.
    */
   deviceTimedSteps?: number;
   onPrepareProgress?: (p: PrepareProgress) => void;
