@@ -1,8 +1,9 @@
 // Writing a config with some keys changed, keeping the user's comments, order and formatting
 // (the yaml package edits the document tree, not the text).
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
 import { ExitCode, XttsError } from '../errors.js';
+import { writeOutputFile } from '../util/output.js';
 import { splitKeyPath } from './load.js';
 
 export interface ConfigChange {
@@ -37,13 +38,5 @@ export function patchConfigFile(file: string, changes: readonly ConfigChange[], 
   } catch (e) {
     throw new XttsError('CONFIG_UNREADABLE', `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
   }
-  const patched = patchConfigText(text, changes);
-  try {
-    writeFileSync(out, patched);
-  } catch (e) {
-    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write the patched config to ${out}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['name a file in a folder that exists and that you can write'],
-    });
-  }
+  writeOutputFile(out, patchConfigText(text, changes), 'the patched config');
 }

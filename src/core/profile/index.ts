@@ -1,12 +1,12 @@
 // `xtts profile-bottleneck` as core calls: judge the steps of a recorded run (or of a run the
 // profiler just made), and write the trace, the HTML report and a patched config on request.
-import { writeFileSync } from 'node:fs';
 import type { XttsConfig } from '../config/schema.js';
 import { patchConfigFile } from '../config/patch.js';
 import { hostInventory } from '../env/host.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { RunDatabase, type DeviceSampleRecord } from '../telemetry/run-db.js';
 import type { StepRecord } from '../telemetry/spans.js';
+import { writeOutputFile } from '../util/output.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { judge, type ProfileVerdicts, type Thresholds } from './verdicts.js';
@@ -116,7 +116,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   }
   const files: ProfileResult['files'] = {};
   if (options.trace) {
-    writeOutput(options.trace, JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)), '--trace');
+    writeOutputFile(options.trace, JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)), 'the trace (--trace)');
     files.trace = options.trace;
   }
   if (options.report) {
@@ -137,7 +137,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       'peak device memory': b.peakMemoryShare === null ? 'n/a' : `${(b.peakMemoryShare * 100).toFixed(1)}%`,
     };
     if (gpuNote) facts.note = gpuNote;
-    writeOutput(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts), '--report');
+    writeOutputFile(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts), 'the report (--report)');
     files.report = options.report;
   }
   if (options.fixConfig) {
@@ -150,15 +150,3 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
 }
 
 type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };
-
-/** Write an output file the user named, or say which flag's path could not be written. */
-function writeOutput(file: string, text: string, flag: string): void {
-  try {
-    writeFileSync(file, text);
-  } catch (e) {
-    throw new XttsError('OUTPUT_UNWRITABLE', `${flag} ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['name a file in a folder that exists and that you can write'],
-    });
-  }
-}

@@ -32,8 +32,8 @@ export interface StepBreakdown {
   hostMsPerKernel: number | null;
   /**
    * Device time per step when the backend measured it: WebGPU timestamp queries around every program
-   * of the device-timed probe steps (or kernel times on the CPU backends). It overlaps the host's
-   * dispatch and sync spans rather than adding to them.
+   * of the device-timed probe steps (libtensorflow's kernel times on the tensorflow backend; the CPU
+   * backends have none). It overlaps the host's dispatch and sync spans rather than adding to them.
    */
   deviceMs: Summary | null;
   /** Steps the device time comes from (probes run after the measured steps). */
@@ -64,7 +64,7 @@ export interface VerdictContext {
   buckets: number;
   cpuCores: number;
   checkpointEvery: number;
-  /** The backend computes on the CPU (cpu, wasm): its kernel times are CPU time, and there is no GPU to be busy. */
+  /** The backend computes on the CPU (cpu, wasm): there is no GPU to be busy or idle. */
   cpuBackend?: boolean;
 }
 
