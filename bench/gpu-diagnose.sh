@@ -4,7 +4,7 @@
 # input-starved tiny (features uncached, one producer thread), and `xtts diagnose-gpu-utilization`
 # (report and --watch, the watch while the small preset trains). Beside every run, an independent
 # `nvidia-smi -lms 100` log to hold the NVML sampler's figures against. Prepare on a connected machine:
-#   shared/gpu-host/prepare.sh .gpu-runtime && npm run bundle
+#   npm run gpu-runtime && npm run bundle
 # then on the host:  bash bench/gpu-diagnose.sh OUT [steps] [warmup]
 # Prints bench/gpu-diagnose-summary.mjs's figures into OUT/summary.txt; every other file (JSON, text
 # output, traces, HTML reports, fixed configs, the nvidia-smi logs, the run databases) is packed into

@@ -4,7 +4,7 @@
 # Per run: the trainer's JSON result (median step, samples/s, kernels/step, loss curve) and
 # nvidia-smi utilisation sampled every 200 ms. Everything lands in OUT/evidence.tar.gz plus a
 # summary. Prepare on a connected machine first:
-#   shared/gpu-host/prepare.sh .gpu-runtime && npm run bundle
+#   npm run gpu-runtime && npm run bundle
 # then on the host:  bash bench/gpu-train.sh OUT [tiny_steps] [small_steps] [cpu_steps]
 set -u
 out=${1:?usage: gpu-train.sh OUT [tiny_steps] [small_steps] [cpu_steps]}

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run bundle`: the CLI as one CommonJS file plus the native and data files it loads, for GPU
-// hosts with no node_modules and no network (shared/gpu-host/README.md). Written to bundle/:
+// hosts with no node_modules and no network, beside the runtime folder `npm run gpu-runtime` builds. Written to bundle/:
 //   xtts.cjs              every command of every core plugin (oclif, explicit command list) and the
 //                         data workers (worker threads start this same file)
 //   package.json          oclif's view of the bundle: commands from xtts.cjs, no plugins

@@ -95,7 +95,7 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
     requested === 'tensorflow'
       ? [TENSORFLOW_INSTALL_HINT, 'or use --backend webgpu (GPU) or --backend auto']
       : requested === 'webgpu'
-        ? ['run `xtts diagnose-gpu-utilization` to see the adapters Dawn finds', 'on a GPU host without Vulkan libraries, source the GPU runtime\'s setup.sh (shared/gpu-host/README.md)', 'or use --backend auto']
+        ? ['run `xtts diagnose-gpu-utilization` to see the adapters Dawn finds', 'on a GPU host without Vulkan libraries, source the GPU runtime folder\'s setup.sh (`npm run gpu-runtime` builds it)', 'or use --backend auto']
         : ['use --backend auto to take the fastest backend that works here'];
   throw new XttsError('BACKEND_UNAVAILABLE', `backend ${requested} is not available here: ${reasons}`, { exitCode: ExitCode.environment, suggestions });
 }

@@ -151,7 +151,7 @@ function noAdapterReason(dawnBackend: string): string {
 /** Why the Vulkan path cannot work at all, before Dawn is asked (it would print its own warning). */
 export function vulkanLoaderReason(dawnBackend: string): string | undefined {
   if (dawnBackend !== 'vulkan' || findVulkanLoader()) return undefined;
-  return 'Dawn found no GPU adapter: the Vulkan loader (libvulkan.so.1) is not installed, and Dawn reaches GPUs on Linux only through Vulkan; install libvulkan1 and the GPU driver\'s Vulkan ICD (apt-get install libvulkan1), or source the GPU runtime\'s setup.sh (shared/gpu-host), which brings both';
+  return 'Dawn found no GPU adapter: the Vulkan loader (libvulkan.so.1) is not installed, and Dawn reaches GPUs on Linux only through Vulkan; install libvulkan1 and the GPU driver\'s Vulkan ICD (apt-get install libvulkan1), or source the GPU runtime folder\'s setup.sh (npm run gpu-runtime, README: GPU hosts), which brings both';
 }
 
 let dawnModule: DawnModule | undefined;

@@ -65,7 +65,7 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
       area: 'backend',
       title: 'the GPU is idle because the webgpu backend cannot reach it',
       evidence: `${names} is present, but ${webgpu?.available === false ? webgpu.reason : 'Dawn offers no hardware adapter'}`,
-      fix: x.gpus.vulkan.loader === null ? 'install the Vulkan loader (apt-get install libvulkan1) or `source .gpu-runtime/setup.sh` (shared/gpu-host/README.md)' : 'point the Vulkan loader at the NVIDIA driver\'s manifest (VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json), or `source .gpu-runtime/setup.sh`',
+      fix: x.gpus.vulkan.loader === null ? 'install the Vulkan loader (apt-get install libvulkan1) or `source .gpu-runtime/setup.sh` (built by `npm run gpu-runtime`)' : 'point the Vulkan loader at the NVIDIA driver\'s manifest (VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json), or `source .gpu-runtime/setup.sh`',
     });
   } else if (!nvidia && !hardwareAdapter) {
     out.push({
