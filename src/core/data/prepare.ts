@@ -14,6 +14,7 @@ import { cleanText } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
 import { detectLanguage, languageFromFilename } from './text/language.js';
 import { Phonemizer } from './text/phonemizer.js';
+import { baseSymbols } from './text/alphabets.js';
 import { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';
 
 export interface PreparedItem {
@@ -139,7 +140,8 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     const { cleaned, cached: textsCached } = await prepareTexts(rows, config, cache, phonemizer, (done) => options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 }));
     const textMs = performance.now() - t1;
 
-    // Tokenizer from the training texts that pass the length limits, then tokens per row.
+    // Tokenizer from the languages' alphabets and the training texts that pass the length limits,
+    // then tokens per row.
     const t2 = performance.now();
     const lim = config.limits;
     const usable = rows.filter((r) => {
@@ -154,6 +156,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       config.text.languages,
       config.text.tokenizer,
       phonemizer?.identity ?? null,
+      baseSymbols(config.text, config.text.languages),
     );
     cache.putBlob(`tokenizer:${tokenizer.identity()}`, 'tokenizer', JSON.stringify(tokenizer.toJSON()));
     const tokens = new Map<string, Int32Array>();

@@ -27,6 +27,8 @@ export interface Encoded {
   ids: Int32Array;
   /** Characters with no id (the row is skipped as `unmappable_characters`). */
   unmappable: string[];
+  /** Where each of `unmappable` first occurs in the text, in characters (code points) from 0. */
+  unmappableAt?: number[];
 }
 
 export type TokenizerMode = TokenizerJSON['mode'];
@@ -72,17 +74,22 @@ export class Tokenizer {
 
   /**
    * Build from texts deterministically: the vocabulary is the sorted set of their speakable code
-   * points — letters, combining marks, digits, punctuation and spaces. Symbols (☃, emoji, math,
+   * points — letters, combining marks, digits, punctuation and spaces — and of `base` (the
+   * languages' alphabets, alphabets.ts: a letter the texts lack still gets an id). Symbols (☃, emoji, math,
    * currency signs a cleaner did not expand), controls and private-use characters get no id, so a
    * row that has them is reported as unmappable instead of teaching the model a silent token.
    * In phonemes mode the texts are espeak-ng's IPA and `phonemizer` is its identity.
    */
-  static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerMode = 'characters', phonemizer: string | null = null): Tokenizer {
+  static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerMode = 'characters', phonemizer: string | null = null, base: Iterable<string> = []): Tokenizer {
     // One verdict per distinct character: a table for the Basic Multilingual Plane (0 unseen,
     // 1 speakable, 2 not), a map for the rest. Most of 1.3 M characters are then one array read.
     const bmp = new Uint8Array(0x10000);
     const astral = new Map<string, boolean>();
-    for (const t of texts) {
+    const all = function* () {
+      yield [...base].join('');
+      yield* texts;
+    };
+    for (const t of all()) {
       for (let i = 0; i < t.length; i++) {
         const c = t.charCodeAt(i);
         if (c < 0xd800 || c > 0xdfff) {
@@ -163,7 +170,7 @@ export class Tokenizer {
     ids[0] = BOS;
     ids[1] = lang;
     let n = 2;
-    let unmappable: Set<string> | undefined;
+    let unmappable: Map<string, number> | undefined;
     const table = this.bmpIds;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
@@ -179,14 +186,24 @@ export class Tokenizer {
         id = this.symbolIds.get(ch) ?? 0;
       }
       if (id === 0) {
-        (unmappable ??= new Set()).add(ch!);
+        unmappable ??= new Map();
+        if (!unmappable.has(ch!)) unmappable.set(ch!, n - 2);
         id = UNK;
       }
       ids[n++] = id;
     }
     ids[n++] = EOS;
     // text.length counts UTF-16 units; astral characters are one symbol, so trim the spare slots.
-    return { ids: n === ids.length ? ids : ids.slice(0, n), unmappable: unmappable ? [...unmappable] : [] };
+    const out = n === ids.length ? ids : ids.slice(0, n);
+    return unmappable ? { ids: out, unmappable: [...unmappable.keys()], unmappableAt: [...unmappable.values()] } : { ids: out, unmappable: [] };
+  }
+
+  /** Symbols of the vocabulary that never occur in these token sequences (untrained embeddings, when they are the training data). */
+  unseenIn(sequences: Iterable<ArrayLike<number>>): string[] {
+    const first = SPECIALS.length + this.languages.length;
+    const seen = new Uint8Array(this.symbols.length);
+    for (const ids of sequences) for (let i = 0; i < ids.length; i++) if (ids[i] >= first) seen[ids[i] - first] = 1;
+    return this.symbols.filter((_, i) => seen[i] === 0);
   }
 
   decode(ids: ArrayLike<number>): string {
