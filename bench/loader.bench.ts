@@ -36,7 +36,7 @@ const plan = planBuckets(producerItems.map((p) => ({ tokens: p.tokens.length, fr
 const stepMs = 20;
 const runs: { waitShare: number; waitP50: number; waitP95: number }[] = [];
 for (let run = 0; run < 3; run++) {
-  const loader = new DataLoader({ cachePath: path, items: producerItems, plan, mean: new Float32Array(nMels).fill(-5), std: new Float32Array(nMels).fill(2), seed: run, shuffle: true, depth: 3, producers: 1, refFrames: 192, nMels, reductionFactor: 2, maxBatches: 201 });
+  const loader = new DataLoader({ cachePath: path, items: producerItems, plan, mean: new Float32Array(nMels).fill(-5), std: new Float32Array(nMels).fill(2), seed: run, shuffle: true, depth: 3, producers: 1, refFrames: 192, nMels, maxBatches: 201 });
   const waits: number[] = [];
   let t0 = 0;
   for (;;) {

@@ -22,7 +22,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../src/core/backend/index.js';
 import '../src/core/model/gradients.js';
-import type { TrainBatch } from '../src/core/model/batch.js';
+import type { ModelInputs } from '../src/core/model/batch.js';
 import { computeLosses } from '../src/core/model/losses.js';
 import { XttsModel } from '../src/core/model/model.js';
 import type { ConvImpl } from '../src/core/model/nn.js';
@@ -97,7 +97,7 @@ interface KernelFigures {
   top: string;
 }
 
-function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'auto' | 'composed', batch: TrainBatch): KernelFigures {
+function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'auto' | 'composed', batch: ModelInputs): KernelFigures {
   const config = PRESETS[preset];
   const t = trainingConfig();
   const model = new XttsModel(config, SIZES, { seed: 1, convImpl });
@@ -106,8 +106,8 @@ function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'aut
   const vars = opt.variables;
   disposeStepResult(trainStep(model, opt, batch, t.loss)); // first call registers constants and pools
   counter.install();
-  const fwd = counter.measure(() => tf.tidy(() => void computeLosses(model.forward(batch, { training: true }), batch, t.loss, config.reduction_factor)));
-  const fb = counter.measure(() => tf.tidy(() => void tf.variableGrads(() => computeLosses(model.forward(batch, { training: true }), batch, t.loss, config.reduction_factor).total, vars)));
+  const fwd = counter.measure(() => tf.tidy(() => void computeLosses(model.forward(batch, { training: true }), batch, t.loss)));
+  const fb = counter.measure(() => tf.tidy(() => void tf.variableGrads(() => computeLosses(model.forward(batch, { training: true }), batch, t.loss).total, vars)));
   const zeros = Object.fromEntries(vars.map((v) => [v.name, tf.zerosLike(v)]));
   const optimizer = counter.measure(() => {
     opt.accumulate(opt.flatten(zeros), tf.scalar(0));
@@ -140,7 +140,7 @@ interface Speed {
   gpuBusy?: number;
 }
 
-async function timeSteps(preset: 'tiny' | 'small', batch: TrainBatch, steps: number): Promise<Speed> {
+async function timeSteps(preset: 'tiny' | 'small', batch: ModelInputs, steps: number): Promise<Speed> {
   const config = PRESETS[preset];
   const t = trainingConfig();
   const model = new XttsModel(config, SIZES, { seed: 1 });
@@ -201,7 +201,7 @@ async function checkLayerNorm(): Promise<string> {
 }
 
 /** webgpu: one tiny-model training step with the programs and with the composition. */
-async function checkStep(batch: TrainBatch): Promise<string> {
+async function checkStep(batch: ModelInputs): Promise<string> {
   const t = trainingConfig();
   const run = async (fused: boolean) => {
     setFusedLayerNorm(fused);

@@ -40,14 +40,14 @@ function fixture(n: number) {
 }
 
 async function collect(f: Pick<ReturnType<typeof fixture>, 'path' | 'items' | 'plan' | 'mean' | 'std'>, producers: number, maxBatches: number, start?: { epoch: number; batch: number }, recomputeAudio?: AudioConfig) {
-  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, reductionFactor: 2, start, maxBatches, recomputeAudio });
-  const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; stop: number[]; refLengths: number[] }[] = [];
+  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, start, maxBatches, recomputeAudio });
+  const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; refLengths: number[] }[] = [];
   const batches: LoadedBatch[] = [];
   for (;;) {
     const b = await loader.next();
     if (!b) break;
     batches.push(b);
-    out.push({ pos: [b.epoch, b.index], tokens: [...b.tokens], mel: [...b.mel], melLengths: [...b.melLengths], stop: [...b.stopTargets], refLengths: [...b.refLengths] });
+    out.push({ pos: [b.epoch, b.index], tokens: [...b.tokens], mel: [...b.mel], melLengths: [...b.melLengths], refLengths: [...b.refLengths] });
     loader.release(b);
   }
   await loader.close();
@@ -72,10 +72,6 @@ test('batches follow the plan with normalised, padded contents', async () => {
       const got = out[k].mel[j * shape.frames * nMels + 3];
       assert.ok(Math.abs(got - (f.mels[itemIndex][3] - 0.5) / 2) < 1e-6, 'mel normalised per bin');
       assert.ok(out[k].mel.slice(j * shape.frames * nMels + item.frames * nMels, (j + 1) * shape.frames * nMels).every((x) => x === 0), 'frame padding is 0');
-      const steps = shape.frames / 2;
-      const last = Math.ceil(item.frames / 2) - 1;
-      const stop = out[k].stop.slice(j * steps, (j + 1) * steps);
-      if (!filler) assert.deepEqual(stop, stop.map((_, s) => (s >= last ? 1 : 0)));
       assert.ok(out[k].refLengths[j] > 0 && out[k].refLengths[j] <= 16);
     });
   });

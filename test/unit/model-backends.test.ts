@@ -13,7 +13,7 @@ import '../../src/core/model/gradients.js';
 import { XttsModel } from '../../src/core/model/model.js';
 import { AdamW } from '../../src/core/training/optim/adamw.js';
 import { disposeStepResult, trainStep } from '../../src/core/training/optim/train-step.js';
-import { PRESETS, shapeFor, SIZES, syntheticHostBatch, trainingConfig } from './model-fixtures.js';
+import { evenAlignment, PRESETS, shapeFor, SIZES, syntheticHostBatch, trainingConfig } from './model-fixtures.js';
 import { uploadBatch } from '../../src/core/model/batch.js';
 
 let wasmReady = false;
@@ -33,7 +33,7 @@ describe('wasm backend', () => {
       await tf.setBackend(backend);
       const model = new XttsModel(config, SIZES, { seed: 8 });
       const opt = new AdamW(model.trainableVariables(), trainingConfig());
-      const batch = uploadBatch(host, shape);
+      const batch = { ...uploadBatch(host, shape), alignment: evenAlignment(host.textLengths, host.melLengths, 6, 12, config.reduction_factor) };
       const out = model.forward(batch, { training: false });
       const melPost = Array.from(await out.melPost!.data());
       const r = trainStep(model, opt, batch, trainingConfig().loss);

@@ -3,9 +3,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig, TrainingConfig } from '../../src/core/config/schema.js';
 import { Rng } from '../../src/core/model/init.js';
-import { type HostBatch, type TrainBatch, uploadBatch } from '../../src/core/model/batch.js';
+import { type BatchAlignment, type HostBatch, type ModelInputs, uploadBatch } from '../../src/core/model/batch.js';
 
-const common = { ff_mult: 4, postnet_kernel: 5, reduction_factor: 2, dropout: 0.1, max_text_tokens: 256, max_mel_frames: 1024 };
+const common = { alignment_heads: 1, ff_mult: 4, postnet_kernel: 5, reduction_factor: 2, dropout: 0.1, prenet_dropout: 1, max_text_tokens: 256, max_mel_frames: 1024 };
 
 /** The model sections of configs/{tiny,small,normal,big}.yaml (kept in step by hand). */
 export const PRESETS: Record<'tiny' | 'small' | 'normal' | 'big', ModelConfig> = {
@@ -23,11 +23,12 @@ export function trainingConfig(overrides: Partial<TrainingConfig> = {}): Trainin
     learning_rate: 1e-3,
     optimizer: { name: 'adamw', beta1: 0.9, beta2: 0.98, epsilon: 1e-9, weight_decay: 0.01 },
     schedule: { name: 'constant', warmup_steps: 0, min_learning_rate: 1e-5 },
+    alignment_prior: 0.3,
     grad_clip_norm: 1,
     grad_accumulation_steps: 1,
     precision: 'fp32',
     seed: 1234,
-    loss: { mel: 'l1', stop_weight: 1, stop_pos_weight: 5, guided_attention_weight: 0, guided_attention_sigma: 0.2 },
+    loss: { mel: 'l1', aligned_text_weight: 1, duration_weight: 1 },
     log_every: 10,
     validate_every: 500,
     checkpoint_every: 1000,
@@ -60,14 +61,12 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
   const patterns = new Rng(99);
   const pattern = Array.from({ length: s.vocabSize }, () => Float32Array.from({ length: s.nMels }, () => 2 * patterns.next() - 1));
   const speakerOffset = Array.from({ length: 4 }, () => Float32Array.from({ length: s.nMels }, () => patterns.next() - 0.5));
-  const steps = s.frames / s.reductionFactor;
   const h: HostBatch = {
     tokens: new Int32Array(s.batchSize * s.tokens),
     textLengths: new Int32Array(s.batchSize),
     languages: new Int32Array(s.batchSize),
     mel: new Float32Array(s.batchSize * s.frames * s.nMels),
     melLengths: new Int32Array(s.batchSize),
-    stopTargets: new Float32Array(s.batchSize * steps),
     refMel: new Float32Array(s.batchSize * s.refFrames * s.nMels),
     refLengths: new Int32Array(s.batchSize),
   };
@@ -83,8 +82,6 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
       for (let m = 0; m < s.nMels; m++) h.mel[(b * s.frames + f) * s.nMels + m] = pattern[tok][m] + speakerOffset[speaker][m];
     }
     h.melLengths[b] = frames;
-    const last = Math.ceil(frames / s.reductionFactor) - 1;
-    for (let st = 0; st < steps; st++) h.stopTargets[b * steps + st] = st >= last ? 1 : 0;
     const refLen = Math.max(4, Math.floor(s.refFrames * (0.5 + 0.5 * rng.next())));
     h.refLengths[b] = refLen;
     for (let f = 0; f < refLen; f++) {
@@ -94,8 +91,40 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
   return h;
 }
 
-export function syntheticBatch(s: SyntheticShape, seed: number, lengths?: { text: number[]; frames?: number[] }): TrainBatch {
-  return uploadBatch(syntheticHostBatch(s, seed, lengths), s);
+/**
+ * A valid alignment without a model: each utterance's symbols (token positions 2..N−2, or all its
+ * tokens when it has no more than 3) spread evenly over its real decoder steps; padded steps repeat
+ * the last. Durations count the steps of each position.
+ */
+export function evenAlignment(textLengths: ArrayLike<number>, melLengths: ArrayLike<number>, tokens: number, frames: number, r: number): BatchAlignment {
+  const batch = textLengths.length;
+  const steps = frames / r;
+  const path = new Int32Array(batch * steps);
+  const durations = new Float32Array(batch * tokens);
+  for (let b = 0; b < batch; b++) {
+    const n = textLengths[b];
+    const first = n > 3 ? 2 : 0;
+    const count = n > 3 ? n - 3 : Math.max(1, n);
+    const real = Math.max(1, Math.ceil(melLengths[b] / r));
+    for (let st = 0; st < steps; st++) {
+      const pos = first + Math.min(count - 1, Math.floor((Math.min(st, real - 1) * count) / real));
+      path[b * steps + st] = pos;
+      if (st < real && melLengths[b] > 0) durations[b * tokens + pos]++;
+    }
+  }
+  return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, tokens]) };
+}
+
+/** A synthetic batch with an even alignment: what XttsModel.forward and trainStep take. */
+export function syntheticBatch(s: SyntheticShape, seed: number, lengths?: { text: number[]; frames?: number[] }): ModelInputs {
+  const h = syntheticHostBatch(s, seed, lengths);
+  return { ...uploadBatch(h, s), alignment: evenAlignment(h.textLengths, h.melLengths, s.tokens, s.frames, s.reductionFactor) };
+}
+
+/** Free a batch and its alignment. */
+export function disposeInputs(b: ModelInputs): void {
+  const { alignment, ...rest } = b;
+  tf.dispose([...Object.values(rest), alignment.steps, alignment.durations]);
 }
 
 export function shapeFor(config: ModelConfig, batchSize: number, tokens: number, frames: number, refFrames = 16): SyntheticShape {
@@ -125,6 +154,6 @@ export function maxAbsDiff(a: tf.Tensor, b: tf.Tensor): number {
 }
 
 /** A copy of a batch with some tensors replaced (the others shared). */
-export function withTensors(batch: TrainBatch, replace: Partial<TrainBatch>): TrainBatch {
+export function withTensors(batch: ModelInputs, replace: Partial<ModelInputs>): ModelInputs {
   return { ...batch, ...replace };
 }

@@ -5,7 +5,7 @@ import { before, describe, it } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
-import { computeLosses, guidedAttentionLoss, maskedMelLoss, stopTokenLoss } from '../../src/core/model/losses.js';
+import { computeLosses, durationLoss, maskedMelLoss } from '../../src/core/model/losses.js';
 import { XttsModel } from '../../src/core/model/model.js';
 import { lengthMask } from '../../src/core/model/nn.js';
 import { PRESETS, shapeFor, SIZES, syntheticBatch, trainingConfig } from './model-fixtures.js';
@@ -46,7 +46,7 @@ describe('mel loss', () => {
     const out = model.forward(batch, { training: false });
     const loss = { ...trainingConfig().loss, mel: 'l1_l2' as const };
     const [grad] = tf.grads((pre: tf.Tensor) =>
-      computeLosses({ ...out, melPre: pre as tf.Tensor3D, melPost: model.refine(pre as tf.Tensor3D, out.frameMask) }, batch, loss, 2).total,
+      computeLosses({ ...out, melPre: pre as tf.Tensor3D, melPost: model.refine(pre as tf.Tensor3D, out.frameMask) }, batch, loss).total,
     )([out.melPre]);
     const g = grad.arraySync() as number[][][];
     let realNonZero = 0;
@@ -63,65 +63,26 @@ describe('mel loss', () => {
   });
 });
 
-describe('stop-token loss', () => {
-  it('is BCE with logits, positives weighted, over real steps only', () => {
-    const logits = [
-      [-2, 0.5, 3, 7],
-      [1, -1, 0, 2],
-    ];
-    const targets = [
-      [0, 0, 1, 1],
-      [0, 1, 1, 1],
-    ];
-    const steps = [3, 2];
-    const posWeight = 5;
-    let sum = 0;
-    steps.forEach((n, b) => {
-      for (let s = 0; s < n; s++) {
-        const x = logits[b][s];
-        const y = targets[b][s];
-        const sig = 1 / (1 + Math.exp(-x));
-        sum += -(posWeight * y * Math.log(sig) + (1 - y) * Math.log(1 - sig));
-      }
-    });
-    const mask = lengthMask(tf.tensor1d(steps, 'int32'), 4);
-    close(stopTokenLoss(tf.tensor2d(logits), tf.tensor2d(targets), mask, posWeight).dataSync()[0], sum / 5);
-    // Stable for large logits (no log(0)).
-    assert.ok(Number.isFinite(stopTokenLoss(tf.tensor2d([[200, -200]]), tf.tensor2d([[0, 1]]), tf.ones([1, 2]) as tf.Tensor2D, 5).dataSync()[0]));
-  });
-});
-
-describe('guided attention loss', () => {
-  it('is Tachibana et al.\'s W[n,t] weighted attention over valid (step, token) pairs', () => {
-    const sigma = 0.2;
-    const textLengths = [4, 3];
-    const stepLengths = [5, 2];
-    const a = tf.randomUniform([2, 6, 5], 0, 1, 'float32', 8) as tf.Tensor3D;
-    const av = a.arraySync();
-    let sum = 0;
-    let count = 0;
-    for (let b = 0; b < 2; b++) {
-      for (let t = 0; t < stepLengths[b]; t++) {
-        for (let n = 0; n < textLengths[b]; n++) {
-          const w = 1 - Math.exp(-((n / textLengths[b] - t / stepLengths[b]) ** 2) / (2 * sigma * sigma));
-          sum += w * av[b][t][n];
-          count++;
-        }
-      }
-    }
-    const loss = guidedAttentionLoss([a, a], tf.tensor1d(textLengths, 'int32'), tf.tensor1d(stepLengths, 'float32'), sigma);
-    close(loss.dataSync()[0], sum / count);
+describe('duration loss', () => {
+  it('is the squared error of log(1 + steps) over the tokens that take steps only', () => {
+    const predicted = tf.tensor2d([
+      [0.3, -1, 1.2, 0.7, 4],
+      [2, 0.1, 0.5, 9, 9],
+    ]);
+    // Row 0: tokens 2 and 3 take 3 and 1 steps; row 1: token 2 takes 2 steps; the rest take none.
+    const durations = tf.tensor2d([
+      [0, 0, 3, 1, 0],
+      [0, 0, 2, 0, 0],
+    ]);
+    const manual = ((1.2 - Math.log(4)) ** 2 + (0.7 - Math.log(2)) ** 2 + (0.5 - Math.log(3)) ** 2) / 3;
+    close(durationLoss(predicted, durations).dataSync()[0], manual);
   });
 
-  it('is small for a diagonal alignment and large for an anti-diagonal one', () => {
-    const steps = 20;
-    const tokens = 10;
-    const make = (f: (t: number) => number) =>
-      tf.tensor3d([Array.from({ length: steps }, (_, t) => Array.from({ length: tokens }, (_, n) => (n === f(t) ? 1 : 0)))]);
-    const of = (x: tf.Tensor3D) => guidedAttentionLoss([x], tf.tensor1d([tokens], 'int32'), tf.tensor1d([steps], 'float32'), 0.2).dataSync()[0];
-    const diagonal = of(make((t) => Math.floor((t * tokens) / steps)));
-    const anti = of(make((t) => tokens - 1 - Math.floor((t * tokens) / steps)));
-    assert.ok(diagonal < 0.005, `diagonal ${diagonal}`);
-    assert.ok(anti > 20 * diagonal, `anti-diagonal ${anti}`);
+  it('gives no gradient to tokens that take no steps (specials, padding, filler utterances)', () => {
+    const predicted = tf.tensor2d([[0.3, -1, 1.2, 0.7, 4]]);
+    const [g] = tf.grads((p: tf.Tensor) => durationLoss(p as tf.Tensor2D, tf.tensor2d([[0, 0, 3, 1, 0]])))([predicted]);
+    const grad = g.arraySync() as number[][];
+    assert.ok([grad[0][0], grad[0][1], grad[0][4]].every((x) => x === 0), String(grad[0]));
+    assert.ok(grad[0][2] !== 0 && grad[0][3] !== 0);
   });
 });

@@ -40,18 +40,21 @@ describe('attention masks', () => {
     });
   });
 
-  it('puts exactly zero decoder cross-attention on padded text tokens', () => {
-    const batch = syntheticBatch(shapeFor(config, 3, 10, 16), 11, { text: [4, 10, 7] });
-    const out = model.forward(batch, { training: false, attention: true });
-    assert.equal(out.textAttention!.length, config.decoder_layers);
-    for (const layer of out.textAttention!) {
-      assert.deepEqual(layer.shape, [3, 8, 10]);
-      const a = layer.arraySync() as number[][][];
-      [4, 10, 7].forEach((len, b) => {
-        for (const step of a[b]) for (let t = len; t < 10; t++) assert.equal(step[t], 0);
-        assert.ok(a[b].every((step) => step.slice(0, len).some((x) => x > 0)));
-      });
-    }
+  it('reads at each step the token the alignment gives it, and no other', () => {
+    const batch = syntheticBatch(shapeFor(config, 2, 10, 16), 11, { text: [10, 7], frames: [16, 16] });
+    const base = model.forward(batch, { training: false });
+    // Move step 3 of utterance 0 to another symbol: the text's frames change at that step only.
+    const path = batch.alignment.steps.arraySync() as number[][];
+    path[0][3] = path[0][3] === 4 ? 5 : 4;
+    const moved = model.forward({ ...batch, alignment: { ...batch.alignment, steps: tf.tensor2d(path, [2, 8], 'int32') } }, { training: false });
+    const r = config.reduction_factor;
+    const diff = tf.sum(tf.abs(tf.sub(base.textMel, moved.textMel)), 2).arraySync() as number[][];
+    diff[0].forEach((d, f) => (Math.floor(f / r) === 3 ? assert.ok(d > 1e-4, `frame ${f} did not change`) : assert.equal(d, 0, `frame ${f} changed`)));
+    assert.ok(diff[1].every((d) => d === 0));
+    // The decoder reads the other symbol too: its frames move from step 3 on, not before.
+    const pre = tf.sum(tf.abs(tf.sub(base.melPre, moved.melPre)), 2).arraySync() as number[][];
+    pre[0].forEach((d, f) => (Math.floor(f / r) < 3 ? assert.ok(d <= 1e-6, `frame ${f} moved`) : undefined));
+    assert.ok(pre[0].slice(3 * r).some((d) => d > 1e-4));
   });
 
   it('ignores padded tokens and padded reference frames bit for bit', () => {
@@ -69,7 +72,9 @@ describe('attention masks', () => {
     const perturbed = model.forward(withTensors(batch, { tokens: tf.tensor2d(tokens, [2, 10], 'int32'), refMel }), { training: false });
     assert.equal(maxAbsDiff(base.melPre, perturbed.melPre), 0);
     assert.equal(maxAbsDiff(base.melPost!, perturbed.melPost!), 0);
-    assert.equal(maxAbsDiff(base.stopLogits, perturbed.stopLogits), 0);
+    // Durations of the real tokens too (utterance 0 has 5, utterance 1 has 8).
+    assert.equal(maxAbsDiff(tf.slice(base.logDurations, [0, 0], [1, 5]), tf.slice(perturbed.logDurations, [0, 0], [1, 5])), 0);
+    assert.equal(maxAbsDiff(tf.slice(base.logDurations, [1, 0], [1, 8]), tf.slice(perturbed.logDurations, [1, 0], [1, 8])), 0);
   });
 
   it('never lets a decoder step see a later frame', () => {
@@ -87,7 +92,6 @@ describe('attention masks', () => {
       const pre = tf.slice(base.melPre, [0, 0, 0], [2, keepFrames, SIZES.nMels]);
       const prePerturbed = tf.slice(out.melPre, [0, 0, 0], [2, keepFrames, SIZES.nMels]);
       assert.ok(maxAbsDiff(pre, prePerturbed) <= 1e-6, `frames before ${keepFrames} moved when groups ≥ ${k} changed`);
-      assert.ok(maxAbsDiff(tf.slice(base.stopLogits, [0, 0], [2, k + 1]), tf.slice(out.stopLogits, [0, 0], [2, k + 1])) <= 1e-6);
       // And the perturbation does reach the later steps (the test can fail).
       assert.ok(maxAbsDiff(tf.slice(base.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels]), tf.slice(out.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels])) > 1e-3);
     }
@@ -96,7 +100,7 @@ describe('attention masks', () => {
   it('gives padded target frames no say in the loss', () => {
     const loss = trainingConfig().loss;
     const batch = syntheticBatch(shapeFor(config, 2, 8, 24), 14, { text: [8, 5], frames: [24, 10] });
-    const lossOf = (b: typeof batch) => computeLosses(model.forward(b, { training: false }), b, { ...loss, mel: 'l1_l2' }, config.reduction_factor).total.dataSync()[0];
+    const lossOf = (b: typeof batch) => computeLosses(model.forward(b, { training: false }), b, { ...loss, mel: 'l1_l2' }).total.dataSync()[0];
     const mel = tf.tidy(() => {
       const frame = tf.reshape(tf.range(0, 24), [1, 24, 1]);
       return tf.where(tf.greaterEqual(frame, tf.reshape(tf.cast(batch.melLengths, 'float32'), [2, 1, 1])), tf.fill(batch.mel.shape, -4), batch.mel) as tf.Tensor3D;
@@ -106,8 +110,8 @@ describe('attention masks', () => {
 
   it('keeps a filler utterance (no frames, no text) finite', () => {
     const batch = syntheticBatch(shapeFor(config, 2, 8, 16), 15, { text: [6, 0], frames: [16, 0] });
-    const out = model.forward(batch, { training: false, attention: true });
-    const parts = computeLosses(out, batch, { ...trainingConfig().loss, guided_attention_weight: 1 }, config.reduction_factor);
-    for (const t of [out.melPre, out.melPost!, out.stopLogits, parts.total, parts.guidedAttention]) assert.ok(tf.all(tf.isFinite(t)).dataSync()[0] === 1);
+    const out = model.forward(batch, { training: false });
+    const parts = computeLosses(out, batch, trainingConfig().loss);
+    for (const t of [out.melPre, out.melPost!, out.textMel, out.logDurations, parts.total, parts.duration, parts.alignedText]) assert.ok(tf.all(tf.isFinite(t)).dataSync()[0] === 1);
   });
 });

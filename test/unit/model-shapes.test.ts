@@ -15,7 +15,7 @@ before(async () => {
 
 describe('presets', () => {
   // The table in src/core/model/model.ts's header (vocabulary 160, 80 mels, 1 language).
-  const documented = { tiny: 1_648_113, small: 10_785_009, normal: 62_002_417, big: 422_761_713 };
+  const documented = { tiny: 1_757_249, small: 11_199_809, normal: 63_618_369, big: 429_139_265 };
   for (const preset of ['tiny', 'small', 'normal', 'big'] as const) {
     it(`${preset}: ${documented[preset].toLocaleString('en')} parameters as documented; forward shapes on a small batch`, () => {
       assert.equal(countParameters(PRESETS[preset], { vocabSize: 160, nMels: 80, numLanguages: 1 }), documented[preset]);
@@ -29,13 +29,12 @@ describe('presets', () => {
         const utterances = preset === 'big' ? 1 : 2;
         const batch = syntheticBatch(shapeFor(config, utterances, 5, 8, 6), 3);
         tf.tidy(() => {
-          const out = model.forward(batch, { training: preset !== 'big', attention: true });
+          const out = model.forward(batch, { training: preset !== 'big' });
           assert.deepEqual(out.melPre.shape, [utterances, 8, SIZES.nMels]);
           assert.deepEqual(out.melPost!.shape, [utterances, 8, SIZES.nMels]);
-          assert.deepEqual(out.stopLogits.shape, [utterances, 4]);
+          assert.deepEqual(out.textMel.shape, [utterances, 8, SIZES.nMels]);
+          assert.deepEqual(out.logDurations.shape, [utterances, 5]);
           assert.deepEqual(out.frameMask.shape, [utterances, 8, 1]);
-          assert.equal(out.textAttention!.length, config.decoder_layers);
-          for (const a of out.textAttention!) assert.deepEqual(a.shape, [utterances, 4, 5]);
           assert.equal(tf.all(tf.isFinite(out.melPost!)).dataSync()[0], 1);
         });
       } finally {
@@ -103,50 +102,56 @@ describe('initialisation', () => {
 });
 
 describe('generate', () => {
-  it('decodes step by step exactly as the teacher-forced pass would on its own output', async () => {
+  it('decodes step by step exactly as the teacher-forced pass would on its own output, along its own plan', async () => {
     const config = PRESETS.tiny;
     const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });
-    const host = syntheticHostBatch(shapeFor(config, 1, 6, 8, 10), 21, { text: [6] });
-    const ids = host.tokens.subarray(0, 6);
+    const host = syntheticHostBatch(shapeFor(config, 1, 8, 8, 10), 21, { text: [8] });
+    const ids = host.tokens.subarray(0, 8);
     const ref = host.refMel.subarray(0, host.refLengths[0] * SIZES.nMels);
-    // Threshold 1: never stop, decode all 14 frames (7 steps).
-    const g = await model.generate(ids, host.languages[0], ref, { maxFrames: 14, stopThreshold: 1, checkEvery: 3 });
-    assert.equal(g.frames, 14);
-    assert.equal(g.stopped, false);
-    assert.equal(g.mel.length, 14 * SIZES.nMels);
+    const g = await model.generate(ids, host.languages[0], ref);
+    assert.equal(g.stopReason, 'end_of_text');
+    assert.equal(g.mel.length, g.frames * SIZES.nMels);
+    const steps = g.frames / config.reduction_factor;
+    const plan = Int32Array.from({ length: steps }, (_, s) => g.alignment.subarray(s * 8, (s + 1) * 8).indexOf(1));
+    // Every symbol (positions 2..6) is read, in order, at least one step each.
+    assert.deepEqual([...new Set(plan)], [2, 3, 4, 5, 6]);
     const batch = {
-      tokens: tf.tensor2d(ids, [1, 6], 'int32'),
-      textLengths: tf.tensor1d([6], 'int32'),
+      tokens: tf.tensor2d(ids, [1, 8], 'int32'),
+      textLengths: tf.tensor1d([8], 'int32'),
       languages: tf.tensor1d([host.languages[0]], 'int32'),
-      mel: tf.tensor3d(g.melPre, [1, 14, SIZES.nMels]),
-      melLengths: tf.tensor1d([14], 'int32'),
+      mel: tf.tensor3d(g.melPre, [1, g.frames, SIZES.nMels]),
+      melLengths: tf.tensor1d([g.frames], 'int32'),
       refMel: tf.tensor3d(ref, [1, host.refLengths[0], SIZES.nMels]),
       refLengths: tf.tensor1d([host.refLengths[0]], 'int32'),
+      alignment: { steps: tf.tensor2d(plan, [1, steps], 'int32'), durations: tf.zeros([1, 8]) as tf.Tensor2D },
     };
     const out = model.forward(batch, { training: false });
     assert.ok(maxAbsDiff(out.melPre, batch.mel) < 1e-4, `cached decoding drifts from the teacher-forced pass by ${maxAbsDiff(out.melPre, batch.mel)}`);
-    assert.ok(maxAbsDiff(out.melPost!, tf.tensor3d(g.mel, [1, 14, SIZES.nMels])) < 1e-4);
+    assert.ok(maxAbsDiff(out.melPost!, tf.tensor3d(g.mel, [1, g.frames, SIZES.nMels])) < 1e-4);
     model.dispose();
   });
 
-  it('stops at the first step whose stop probability passes the threshold, and repeats with the same seed', async () => {
-    const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 5 });
-    // A stop bias of +20 fires at the first step: one step, r frames.
-    const head = model.getWeights().get('dec.head.b')!;
-    const bias = head.arraySync() as number[];
-    bias[bias.length - 1] = 20;
-    (head as tf.Variable).assign(tf.tensor1d(bias));
+  it('reads each symbol for its predicted duration, is cut by maxFrames, and repeats with the same seed', async () => {
+    const config = PRESETS.tiny;
+    const model = new XttsModel(config, SIZES, { seed: 5 });
+    // Every token predicted at log(1 + 3): 3 steps per symbol, whatever the text.
+    const bias = model.getWeights().get('dur.out.b')! as tf.Variable;
+    bias.assign(tf.tensor1d([Math.log(4)]));
+    const w = model.getWeights().get('dur.out.w')! as tf.Variable;
+    w.assign(tf.zerosLike(w));
     const ref = new Float32Array(8 * SIZES.nMels).fill(0.1);
-    const a = await model.generate([3, 4, 5], 1, ref, { maxFrames: 40 });
-    assert.equal(a.stopped, true);
-    assert.equal(a.frames, PRESETS.tiny.reduction_factor);
-    bias[bias.length - 1] = -20;
-    (head as tf.Variable).assign(tf.tensor1d(bias));
-    const b1 = await model.generate([3, 4, 5], 1, ref, { maxFrames: 10, seed: 77 });
-    const b2 = await model.generate([3, 4, 5], 1, ref, { maxFrames: 10, seed: 77 });
-    assert.equal(b1.stopped, false);
-    assert.equal(b1.frames, 10);
-    assert.deepEqual(b1.mel, b2.mel);
+    const ids = [1, 4, 10, 11, 12, 13, 2]; // 4 symbols
+    const a = await model.generate(ids, 0, ref, { seed: 77 });
+    assert.equal(a.frames, 4 * 3 * config.reduction_factor);
+    assert.equal(a.stopReason, 'end_of_text');
+    const cut = await model.generate(ids, 0, ref, { maxFrames: 10, seed: 77 });
+    assert.equal(cut.frames, 10);
+    assert.equal(cut.stopReason, 'max_frames');
+    const again = await model.generate(ids, 0, ref, { seed: 77 });
+    assert.deepEqual(again.mel, a.mel);
+    // In a batch, each utterance ends at its own length.
+    const [long, short] = await model.generateBatch([{ ids, language: 0 }, { ids: [1, 4, 10, 2], language: 0 }], ref);
+    assert.deepEqual([long.frames, short.frames], [24, 6]);
     await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'generate_token_invalid');
     model.dispose();
   });

@@ -106,6 +106,7 @@ export const RULES: Rule[] = [
         const heads = [16, 8, 4, 2, 1].find((h) => m.d_model % h === 0 && h <= m.heads) ?? 1;
         out.push(at(ctx, 'model.heads', 'error', `heads ${m.heads} does not divide d_model ${m.d_model}`, `heads: ${heads}`));
       }
+      if (m.alignment_heads > m.heads) out.push(at(ctx, 'model.alignment_heads', 'error', `alignment_heads ${m.alignment_heads} is more than heads ${m.heads}`, `alignment_heads: ${Math.max(1, Math.floor(m.heads / 2))}`));
       if (m.postnet_kernel % 2 === 0) out.push(at(ctx, 'model.postnet_kernel', 'error', `postnet_kernel ${m.postnet_kernel} must be odd to keep frames aligned`, `postnet_kernel: ${m.postnet_kernel + 1}`));
       const a = ctx.config.audio;
       const frames = Math.ceil((ctx.config.limits.max_audio_s * a.sample_rate_hz) / a.hop_length) + 1;

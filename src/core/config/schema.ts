@@ -169,6 +169,13 @@ export const ModelSchema = Section(
   {
     d_model: Type.Integer({ minimum: 16, maximum: 4096, default: 256, description: 'Width of every transformer layer.' }),
     heads: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Attention heads (must divide d_model).' }),
+    alignment_heads: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 1,
+      description:
+        'Decoder cross-attention heads (per layer, at most `heads`) that see only the text: the guided attention loss shapes them into the text-to-speech alignment, and free-running decoding follows them monotonically through the text. The other heads also see the voice latents.',
+    }),
     ff_mult: Type.Integer({ minimum: 1, maximum: 8, default: 4, description: 'Feed-forward width as a multiple of d_model.' }),
     text_layers: Type.Integer({ minimum: 1, maximum: 48, default: 4, description: 'Text encoder layers.' }),
     cond_layers: Type.Integer({ minimum: 1, maximum: 24, default: 2, description: 'Conditioning (reference speaker) encoder layers.' }),
@@ -180,6 +187,13 @@ export const ModelSchema = Section(
     postnet_kernel: Type.Integer({ minimum: 1, maximum: 31, default: 5, description: 'Postnet kernel width (odd).' }),
     reduction_factor: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'Mel frames predicted per decoder step.' }),
     dropout: Type.Number({ minimum: 0, maximum: 0.9, default: 0.1, description: 'Dropout in attention and feed-forward blocks.' }),
+    prenet_dropout: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description:
+        'Dropout on the decoder\'s view of its previous frames (the prenet), in training and synthesis alike. 1 (the default) shows it none: each step is decoded from the text and the steps before it — measured on 1,200 espeak-ng clips, a decoder that sees its previous frames (Tacotron 2\'s 0.5, or 0.9) learns to copy them and to cancel the text\'s part, and free-running synthesis then loses the text. Below 1 the decoder is autoregressive over its frames.',
+    }),
     max_text_tokens: Type.Integer({ minimum: 8, maximum: 4096, default: 256, description: 'Longest token sequence the positional table covers.' }),
     max_mel_frames: Type.Integer({ minimum: 16, maximum: 16384, default: 1024, description: 'Longest mel sequence the positional table covers.' }),
   },
@@ -208,6 +222,13 @@ export const TrainingSchema = Section(
       },
       { additionalProperties: false, default: {}, description: 'Learning-rate schedule.' },
     ),
+    alignment_prior: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 0.3,
+      description:
+        'Width σ, in shares of the text and of the utterance, of the diagonal prior in monotonic alignment search (which decoder steps say which symbol): it keeps the search from holding one symbol for half a second while the symbols\' means are still poor. 0 searches by the means alone.',
+    }),
     grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
     grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are summed before one optimizer step.' }),
     precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16.' }),
@@ -215,10 +236,13 @@ export const TrainingSchema = Section(
     loss: Type.Object(
       {
         mel: Enum(['l1', 'l2', 'l1_l2'] as const, { default: 'l1', description: 'Masked mel loss on real frames only.' }),
-        stop_weight: Type.Number({ minimum: 0, default: 1, description: 'Weight of the stop-token loss.' }),
-        stop_pos_weight: Type.Number({ minimum: 1, default: 5, description: 'Weight of the (rare) positive stop frames in the stop-token loss.' }),
-        guided_attention_weight: Type.Number({ minimum: 0, default: 0, description: 'Weight of the guided (diagonal) attention loss; 0 disables it.' }),
-        guided_attention_sigma: Type.Number({ exclusiveMinimum: 0, default: 0.2, description: 'Width of the guided attention diagonal.' }),
+        aligned_text_weight: Type.Number({
+          minimum: 0,
+          default: 1,
+          description:
+            'Weight of the aligned text loss: the mel loss of every text symbol\'s mean frame against the frames monotonic alignment search gives it. It teaches the text encoder what each symbol sounds like, and the alignment follows from it; 0 leaves the means to the decoder\'s loss alone.',
+        }),
+        duration_weight: Type.Number({ minimum: 0, default: 1, description: 'Weight of the duration predictor\'s loss (squared error of log(1 + decoder steps) per symbol); synthesis reads the text at the predicted durations.' }),
       },
       { additionalProperties: false, default: {}, description: 'Loss terms.' },
     ),

@@ -179,7 +179,6 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     shuffle: config.batching.shuffle,
     refFrames: config.batching.reference_frames,
     nMels: config.audio.n_mels,
-    reductionFactor: config.model.reduction_factor,
     // As the trainer does: without the cache, producers recompute features from the audio.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
   };

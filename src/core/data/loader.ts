@@ -15,7 +15,6 @@ export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' |
   producers: number;
   refFrames: number;
   nMels: number;
-  reductionFactor: number;
   start?: { epoch: number; batch: number };
   /** Stop after this many batches (default: endless). */
   maxBatches?: number;
@@ -71,7 +70,6 @@ export class DataLoader {
       maxFrames: Math.max(...options.plan.buckets.map((b) => b.maxFrames)),
       refFrames: options.refFrames,
       nMels: options.nMels,
-      reductionFactor: options.reductionFactor,
     };
     this.ring = createRing(options.depth, layout);
     const start = options.start ?? { epoch: 0, batch: 0 };
@@ -128,7 +126,7 @@ export class DataLoader {
     const waitMs = performance.now() - t0;
     const bucket = this.options.plan.buckets[taken.bucket];
     const shape: BatchShape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: this.options.refFrames, nMels: this.options.nMels };
-    const views = viewsFor(this.ring.slots[taken.slot], this.ring.offsets, shape, this.options.reductionFactor);
+    const views = viewsFor(this.ring.slots[taken.slot], this.ring.offsets, shape);
     this.seq++;
     return { ...views, shape, bucket: taken.bucket, fillers: taken.fillers, epoch: pos.value.epoch, index: pos.value.index, waitMs, readySlots: taken.fullSlots, slot: taken.slot };
   }

@@ -100,12 +100,10 @@ export function runProducer(job: ProducerJob): ProducerResult {
       if (slot === undefined) break;
       const bucket = job.plan.buckets[batch.bucket];
       const shape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: layout.refFrames, nMels };
-      const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape, layout.reductionFactor);
+      const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape);
       v.tokens.fill(0);
       v.mel.fill(0);
-      v.stopTargets.fill(1);
       v.refMel.fill(0);
-      const steps = Math.ceil(shape.frames / layout.reductionFactor);
       const rand = mulberry32((job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
       batch.items.forEach((itemIndex, b) => {
         const item = job.items[itemIndex];
@@ -120,8 +118,6 @@ export function runProducer(job: ProducerJob): ProducerResult {
         const frames = Math.min(item.frames, shape.frames);
         copyNormalised(blob, 0, frames, nMels, job.mean, job.std, v.mel, b * shape.frames * nMels);
         v.melLengths[b] = filler ? 0 : frames;
-        const lastStep = Math.ceil(frames / layout.reductionFactor) - 1;
-        for (let s = 0; s < steps; s++) v.stopTargets[b * steps + s] = s >= lastStep ? 1 : 0;
         // Reference: another clip of the same speaker (the clip itself when it is the only one).
         const peers = speakers.get(item.speaker) ?? [itemIndex];
         let refIndex = peers[Math.floor(rand() * peers.length)];

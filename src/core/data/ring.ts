@@ -19,7 +19,6 @@ export interface SlotLayout {
   maxFrames: number;
   refFrames: number;
   nMels: number;
-  reductionFactor: number;
 }
 
 /** One batch's arrays, views into a slot sized to this batch's bucket shape. */
@@ -36,8 +35,6 @@ export interface BatchViews {
   mel: Float32Array;
   /** [B] real frame counts; 0 for filler items (no loss). */
   melLengths: Int32Array;
-  /** [B, T_mel / r] 1 from the last real decoder step on. */
-  stopTargets: Float32Array;
   /** [B, T_ref, nMels] reference mel of another clip of the same speaker. */
   refMel: Float32Array;
   /** [B] real reference frames. */
@@ -59,7 +56,6 @@ interface SlotBuffers {
 
 /** Byte layout of one slot for the largest shape; smaller batches use prefixes of each array. */
 function slotBuffers(l: SlotLayout): SlotBuffers {
-  const steps = Math.ceil(l.maxFrames / l.reductionFactor);
   const sizes: [keyof BatchViews, number][] = [
     ['tokens', l.batchSize * l.maxTokens],
     ['textLengths', l.batchSize],
@@ -68,7 +64,6 @@ function slotBuffers(l: SlotLayout): SlotBuffers {
     ['melLengths', l.batchSize],
     ['refLengths', l.batchSize],
     ['mel', l.batchSize * l.maxFrames * l.nMels],
-    ['stopTargets', l.batchSize * steps],
     ['refMel', l.batchSize * l.refFrames * l.nMels],
   ];
   const offsets = {} as Record<keyof BatchViews, number>;
@@ -85,7 +80,7 @@ export function slotBytes(l: SlotLayout): number {
 }
 
 /** Views of a slot shaped for one batch. */
-export function viewsFor(sab: SharedArrayBuffer, offsets: Record<keyof BatchViews, number>, s: BatchShape, reductionFactor: number): BatchViews {
+export function viewsFor(sab: SharedArrayBuffer, offsets: Record<keyof BatchViews, number>, s: BatchShape): BatchViews {
   const i32 = (name: keyof BatchViews, n: number) => new Int32Array(sab, offsets[name], n);
   const f32 = (name: keyof BatchViews, n: number) => new Float32Array(sab, offsets[name], n);
   return {
@@ -96,7 +91,6 @@ export function viewsFor(sab: SharedArrayBuffer, offsets: Record<keyof BatchView
     melLengths: i32('melLengths', s.batchSize),
     refLengths: i32('refLengths', s.batchSize),
     mel: f32('mel', s.batchSize * s.frames * s.nMels),
-    stopTargets: f32('stopTargets', s.batchSize * Math.ceil(s.frames / reductionFactor)),
     refMel: f32('refMel', s.batchSize * s.refFrames * s.nMels),
   };
 }

@@ -89,10 +89,9 @@ export class CrossAttention {
   }
 
   // x [B·Tq, D] normalised; k, v [B, H, Tk, dh]; bias broadcastable to [B, H, Tq, Tk]
-  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor, keepWeights = false): { y: tf.Tensor2D; weights: tf.Tensor4D | null } {
+  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): tf.Tensor2D {
     const [q] = splitHeads(this.q.apply(x), batch, steps, 1, this.shape.heads);
-    const { context, weights } = attend(q, k, v, bias, keepWeights);
-    return { y: this.out.apply(mergeHeads(context)), weights };
+    return this.out.apply(mergeHeads(attend(q, k, v, bias, false).context));
   }
 }
 

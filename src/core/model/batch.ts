@@ -7,10 +7,6 @@
 //   mel          Float32 [B, T_mel, nMels]  normalised log-mel, padded with 0; T_mel % r == 0
 //                                           (the bucket planner guarantees it)
 //   melLengths   Int32   [B]                real frames; 0 marks a filler utterance (no loss at all)
-//   stopTargets  Float32 [B, T_mel / r]     per decoder step: 1 from the step holding the last real
-//                                           frame, ceil(melLengths/r) − 1, onwards; 0 before it.
-//                                           The stop loss counts steps 0..ceil(melLengths/r) − 1
-//                                           only, so each real utterance has exactly one positive.
 //   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
 //   refLengths   Int32   [B]                real reference frames
 import * as tf from '@tensorflow/tfjs-core';
@@ -26,16 +22,23 @@ export interface TrainBatch {
   mel: tf.Tensor3D;
   /** [B] int32 */
   melLengths: tf.Tensor1D;
-  /** [B, T_mel / r] float32 */
-  stopTargets: tf.Tensor2D;
   /** [B, T_ref, nMels] float32 */
   refMel: tf.Tensor3D;
   /** [B] int32 */
   refLengths: tf.Tensor1D;
 }
 
-/** What `XttsModel.forward` reads (a TrainBatch without the targets it does not need). */
-export type ModelInputs = Omit<TrainBatch, 'stopTargets'>;
+/**
+ * Which token each decoder step says (XttsModel.align: monotonic alignment search on the host).
+ * steps [B, T_mel / r] int32 token positions; durations [B, T_text] float32 steps per token.
+ */
+export interface BatchAlignment {
+  steps: tf.Tensor2D;
+  durations: tf.Tensor2D;
+}
+
+/** What `XttsModel.forward` reads: a batch and its alignment. */
+export type ModelInputs = TrainBatch & { alignment: BatchAlignment };
 
 /** Host arrays of one batch, as the ring's BatchViews hold them (prefixes of a slot's arrays). */
 export interface HostBatch {
@@ -44,7 +47,6 @@ export interface HostBatch {
   languages: Int32Array;
   mel: Float32Array;
   melLengths: Int32Array;
-  stopTargets: Float32Array;
   refMel: Float32Array;
   refLengths: Int32Array;
 }
@@ -70,7 +72,6 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     languages: tf.tensor1d(h.languages.subarray(0, b), 'int32'),
     mel: tf.tensor3d(h.mel.subarray(0, b * d.frames * d.nMels), [b, d.frames, d.nMels], 'float32'),
     melLengths: tf.tensor1d(h.melLengths.subarray(0, b), 'int32'),
-    stopTargets: tf.tensor2d(h.stopTargets.subarray(0, b * steps), [b, steps], 'float32'),
     refMel: tf.tensor3d(h.refMel.subarray(0, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
     refLengths: tf.tensor1d(h.refLengths.subarray(0, b), 'int32'),
   };

@@ -1,6 +1,7 @@
 // The autoregressive mel decoder (Tacotron 2 / Transformer-TTS style): a prenet over the previous
-// frames, causal self-attention, cross-attention to [conditioning latents ; text], feed-forward,
-// then one head for r mel frames and the stop logit of each step; and the conv postnet.
+// frames, causal self-attention, cross-attention to [conditioning latents ; text], feed-forward, then
+// one head for the r mel frames of each step; and the conv postnet. The alignment heads of the
+// cross-attention read one text symbol per step, the one the alignment (model/align.ts) assigns.
 import * as tf from '@tensorflow/tfjs-core';
 import { type AttentionShape, attend, type BlockContext, CrossAttention, mergeHeads, Mlp, SelfAttention, splitHeads } from './attention.js';
 import { Conv1d, type ConvImpl, type DropoutPool, LayerNorm, Linear } from './nn.js';
@@ -18,6 +19,8 @@ export class Prenet {
   }
   // [rows, r·nMels] -> [rows, prenet]
   apply(x: tf.Tensor2D, dropout: DropoutPool, rate: number): tf.Tensor2D {
+    // Rate 1: no frame reaches the decoder (its input is the prenet of silence in normalised units, a constant).
+    if (rate >= 1) return this.fc2.apply(this.fc1.apply(tf.zerosLike(x), 'relu'), 'relu');
     const h = dropout.apply(this.fc1.apply(x, 'relu'), rate);
     return dropout.apply(this.fc2.apply(h, 'relu'), rate);
   }
@@ -52,19 +55,17 @@ export class DecoderBlock {
     this.mlp = new Mlp(store, `${name}.mlp`, shape.dModel, ffMult, residualStd);
   }
 
-  // x [B·S, D]; selfBias [S, S] causal; crossBias [B, 1, 1, M] -> x [B·S, D], and the cross-attention
-  // weights [B, H, S, M] when `keepWeights` (they then carry gradient, for the guided attention loss)
-  apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext, keepWeights: boolean): { x: tf.Tensor2D; weights: tf.Tensor4D | null } {
+  // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
+  apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
     let h = tf.add(x, c.dropout.apply(this.self.apply(this.ln1.apply(x), c.batch, c.steps, selfBias), c.dropoutRate)) as tf.Tensor2D;
-    const cross = this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias, keepWeights);
-    h = tf.add(h, c.dropout.apply(cross.y, c.dropoutRate));
-    return { x: tf.add(h, c.dropout.apply(this.mlp.apply(this.ln3.apply(h)), c.dropoutRate)), weights: cross.weights };
+    h = tf.add(h, c.dropout.apply(this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate));
+    return tf.add(h, c.dropout.apply(this.mlp.apply(this.ln3.apply(h)), c.dropoutRate));
   }
 
   /**
    * One step of free-running decoding with a fixed-size cache (static shapes: the same kernels
    * for every step). x [B, D]; writeMask [1, 1, S_max, 1] one-hot at this step; stepBias
-   * [1, 1, 1, S_max] masks the steps after this one.
+   * [1, 1, 1, S_max] masks the steps after this one; crossBias [B, H, 1, M].
    */
   step(x: tf.Tensor2D, state: StepState, writeMask: tf.Tensor4D, stepBias: tf.Tensor4D, kv: MemoryKv, crossBias: tf.Tensor): { x: tf.Tensor2D; state: StepState } {
     const batch = x.shape[0];
@@ -74,7 +75,7 @@ export class DecoderBlock {
     const cache = tf.add(state.cache, tf.mul(newKv, writeMask)) as tf.Tensor4D;
     const [k, v] = tf.split(cache, 2, 1) as tf.Tensor4D[];
     let h = tf.add(x, this.self.out.apply(mergeHeads(attend(q, k, v, stepBias, false).context))) as tf.Tensor2D;
-    h = tf.add(h, this.cross.apply(this.ln2.apply(h), batch, 1, kv.k, kv.v, crossBias).y);
+    h = tf.add(h, this.cross.apply(this.ln2.apply(h), batch, 1, kv.k, kv.v, crossBias));
     return { x: tf.add(h, this.mlp.apply(this.ln3.apply(h))), state: { cache } };
   }
 }
@@ -108,8 +109,8 @@ export class Decoder {
     this.crossKv = new Linear(store, 'dec.cross_kv', d.dModel, d.layers * 2 * d.dModel);
     for (let i = 0; i < d.layers; i++) this.blocks.push(new DecoderBlock(store, `dec.blocks.${i}`, d, d.ffMult, d.layers));
     this.lnOut = new LayerNorm(store, 'dec.ln_out', d.dModel);
-    // Mel frames and the stop logit from one matmul: columns [0, r·nMels) are frames, the last is stop.
-    this.head = new Linear(store, 'dec.head', d.dModel, this.frameDim + 1);
+    // The decoder's part of each step's r frames; the aligned text's part is added by the model.
+    this.head = new Linear(store, 'dec.head', d.dModel, this.frameDim);
   }
 
   // memory [B·M, D] -> per layer {k, v} [B, H, M, dh]
@@ -118,32 +119,21 @@ export class Decoder {
     return this.blocks.map((_, l) => ({ k: parts[2 * l], v: parts[2 * l + 1] }));
   }
 
-  // x [rows, D] -> frames [rows, r·nMels], stop logits [rows, 1]
-  private heads(x: tf.Tensor2D): { frames: tf.Tensor2D; stop: tf.Tensor2D } {
-    const [frames, stop] = tf.split(this.head.apply(this.lnOut.apply(x)), [this.frameDim, 1], 1) as tf.Tensor2D[];
-    return { frames, stop };
-  }
-
   /**
-   * Teacher-forced pass. prev [B·S, r·nMels]: step s sees frame group s−1 (zeros at s = 0).
-   * Returns frames [B·S, r·nMels], stop logits [B·S, 1], and each layer's cross-attention weights.
+   * Teacher-forced pass. prev [B·S, r·nMels]: step s sees frame group s−1 (zeros at s = 0);
+   * crossBias [B, H, S, M]. Returns the decoder's frames [B·S, r·nMels].
    */
-  apply(prev: tf.Tensor2D, kv: MemoryKv[], crossBias: tf.Tensor, selfBias: tf.Tensor, c: BlockContext, prenetDropout: number, keepWeights: boolean) {
+  apply(prev: tf.Tensor2D, kv: MemoryKv[], crossBias: tf.Tensor, selfBias: tf.Tensor, c: BlockContext, prenetDropout: number): tf.Tensor2D {
     const { batch, steps } = c;
     const dModel = this.d.dModel;
     const pos = tf.slice(this.positions, [0, 0], [steps, dModel]);
     const inp = tf.reshape(this.inProj.apply(this.prenet.apply(prev, c.dropout, prenetDropout)), [batch, steps, dModel]);
     let x = c.dropout.apply(tf.reshape(tf.add(inp, pos), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
-    const weights: tf.Tensor4D[] = [];
-    for (let l = 0; l < this.blocks.length; l++) {
-      const out = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c, keepWeights);
-      x = out.x;
-      if (out.weights) weights.push(out.weights);
-    }
-    return { ...this.heads(x), weights };
+    for (let l = 0; l < this.blocks.length; l++) x = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c);
+    return this.head.apply(this.lnOut.apply(x));
   }
 
-  /** One free-running step at position `step`. prev [B, r·nMels]. */
+  /** One free-running step at position `step`. prev [B, r·nMels]; crossBias [B, H, 1, M] -> frames [B, r·nMels]. */
   step(prev: tf.Tensor2D, step: number, states: StepState[], writeMask: tf.Tensor4D, stepBias: tf.Tensor4D, kv: MemoryKv[], crossBias: tf.Tensor, dropout: DropoutPool, prenetDropout: number) {
     const pos = tf.slice(this.positions, [step, 0], [1, this.d.dModel]);
     let x = tf.add(this.inProj.apply(this.prenet.apply(prev, dropout, prenetDropout)), pos) as tf.Tensor2D;
@@ -153,7 +143,7 @@ export class Decoder {
       x = out.x;
       next.push(out.state);
     }
-    return { ...this.heads(x), states: next };
+    return { frames: this.head.apply(this.lnOut.apply(x)), states: next };
   }
 }
 

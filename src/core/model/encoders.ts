@@ -2,7 +2,7 @@
 // conditioning encoder (whose voice), which pools a reference clip into a few latents.
 import * as tf from '@tensorflow/tfjs-core';
 import { attend, type BlockContext, EncoderBlock, mergeHeads, Mlp, splitHeads } from './attention.js';
-import { cachedConstant, Conv1d, type ConvImpl, Embedding, LayerNorm, Linear } from './nn.js';
+import { cachedConstant, Conv1d, type ConvImpl, Embedding, LayerNorm, lengthMask, Linear } from './nn.js';
 import type { ParamStore } from './params.js';
 
 export interface EncoderDims {
@@ -90,5 +90,37 @@ export class ConditioningEncoder {
     const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
     const out = tf.add(lat, c.dropout.apply(this.poolMlp.apply(this.lnPool.apply(lat)), c.dropoutRate)) as tf.Tensor2D;
     return this.lnOut.apply(out);
+  }
+}
+
+/**
+ * How long each token is said: FastSpeech's duration predictor (Ren et al. 2019, §3.3), two width-3
+ * convs over the text encodings with ReLU, layer norm and dropout, then log(1 + decoder steps) per
+ * token. Trained towards the durations monotonic alignment search finds (losses.ts).
+ */
+export class DurationPredictor {
+  readonly conv1: Conv1d;
+  readonly ln1: LayerNorm;
+  readonly conv2: Conv1d;
+  readonly ln2: LayerNorm;
+  readonly out: Linear;
+
+  constructor(store: ParamStore, readonly dModel: number) {
+    this.conv1 = new Conv1d(store, 'dur.conv1', 3, dModel, dModel, Math.SQRT2);
+    this.ln1 = new LayerNorm(store, 'dur.ln1', dModel);
+    this.conv2 = new Conv1d(store, 'dur.conv2', 3, dModel, dModel, Math.SQRT2);
+    this.ln2 = new LayerNorm(store, 'dur.ln2', dModel);
+    this.out = new Linear(store, 'dur.out', dModel, 1);
+  }
+
+  // text [B, T, D], textLengths [B] -> log(1 + steps) [B, T]
+  apply(text: tf.Tensor3D, textLengths: tf.Tensor1D, c: Omit<BlockContext, 'batch' | 'steps'>, convImpl: ConvImpl): tf.Tensor2D {
+    const [batch, steps, dModel] = text.shape;
+    // Zero the padding so the convs' windows at the last real tokens see nothing of it.
+    const mask = tf.reshape(lengthMask(textLengths, steps), [batch, steps, 1]);
+    const layer = (x: tf.Tensor3D, conv: Conv1d, ln: LayerNorm) =>
+      tf.reshape(c.dropout.apply(ln.apply(tf.reshape(tf.relu(conv.apply(tf.mul(x, mask) as tf.Tensor3D, convImpl)), [batch * steps, dModel]) as tf.Tensor2D), c.dropoutRate), [batch, steps, dModel]) as tf.Tensor3D;
+    const h = layer(layer(text, this.conv1, this.ln1), this.conv2, this.ln2);
+    return tf.reshape(this.out.apply(tf.reshape(h, [batch * steps, dModel]) as tf.Tensor2D), [batch, steps]) as tf.Tensor2D;
   }
 }

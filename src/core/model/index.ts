@@ -1,10 +1,12 @@
 // What other subsystems use of the model: the model itself, its batch layout, losses and checkpoint
 // files. Building blocks (nn.ts, attention.ts, …) stay internal.
-export { disposeBatch, type BatchDims, type HostBatch, type ModelInputs, type TrainBatch, uploadBatch } from './batch.js';
-export { computeLosses, guidedAttentionLoss, type LossConfig, type LossParts, maskedMelLoss, stopTokenLoss } from './losses.js';
+export { diagonalShare, monotonicAlignment, scheduleFromDurations } from './align.js';
+export { type BatchAlignment, disposeBatch, type BatchDims, type HostBatch, type ModelInputs, type TrainBatch, uploadBatch } from './batch.js';
+export { computeLosses, durationLoss, type LossConfig, type LossParts, maskedMelLoss } from './losses.js';
 export {
   countParameters,
   type ForwardOptions,
+  type GenerateItem,
   type GenerateOptions,
   type GenerateResult,
   type ModelOptions,

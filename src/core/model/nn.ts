@@ -68,6 +68,12 @@ export function causalBias(steps: number): tf.Tensor2D {
   }) as tf.Tensor2D;
 }
 
+/** x, with no gradient flowing back through it (PyTorch's detach). */
+export const stopGradient = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({
+  value: tf.clone(args[0] as tf.Tensor),
+  gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy),
+})) as (x: tf.Tensor) => tf.Tensor;
+
 // ---------------------------------------------------------------------------------------------
 // Dense layers
 

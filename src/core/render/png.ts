@@ -88,3 +88,29 @@ export function melPanelsPng(panels: { mel: Float32Array; frames: number; nMels:
   }
   return encodePng(rgb, width, height);
 }
+
+/**
+ * Alignments [steps, tokens] row-major (weights in 0..1) stacked vertically with a 2-pixel gap:
+ * decoder steps left to right, text tokens bottom to top, on an absolute 0..1 scale. A reading of
+ * the whole text draws one staircase from the bottom left to the top right.
+ */
+export function alignmentPanelsPng(panels: { alignment: Float32Array; steps: number; tokens: number }[], scale = 3): Buffer {
+  const gap = 2;
+  const width = Math.max(1, ...panels.map((p) => p.steps)) * scale;
+  const height = panels.reduce((a, p) => a + Math.max(1, p.tokens) * scale, 0) + gap * (panels.length - 1);
+  const rgb = new Uint8Array(width * height * 3).fill(255);
+  let top = 0;
+  for (const p of panels) {
+    for (let s = 0; s < p.steps; s++) {
+      for (let n = 0; n < p.tokens; n++) {
+        const c = colour(p.alignment[s * p.tokens + n]);
+        for (let dy = 0; dy < scale; dy++) {
+          const y = top + (p.tokens - 1 - n) * scale + dy;
+          for (let dx = 0; dx < scale; dx++) rgb.set(c, (y * width + s * scale + dx) * 3);
+        }
+      }
+    }
+    top += Math.max(1, p.tokens) * scale + gap;
+  }
+  return encodePng(rgb, width, height);
+}

@@ -20,8 +20,9 @@ import { Phonemizer } from '../data/text/phonemizer.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
 import { computeLosses } from '../model/losses.js';
+import { diagonalShare } from '../model/align.js';
 import { XttsModel } from '../model/model.js';
-import { melPanelsPng } from '../render/png.js';
+import { alignmentPanelsPng, melPanelsPng } from '../render/png.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
 import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
 import { RunDatabase } from '../telemetry/run-db.js';
@@ -50,6 +51,8 @@ export interface TrainOptions {
   datasetDir?: string;
   backend?: Backend;
   maxSteps?: number;
+  /** Stop after the step that passes this many minutes of training (preparation not counted). */
+  maxMinutes?: number;
   outputDir?: string;
   resume?: boolean;
   /** Profiling: no checkpoints, validation or eval audio; only the steps. */
@@ -74,7 +77,7 @@ export interface TrainResult {
   parameters: number;
   startStep: number;
   steps: number;
-  stoppedBy: 'max_steps' | 'early_stopping' | 'interrupted' | 'non_finite';
+  stoppedBy: 'max_steps' | 'time_limit' | 'early_stopping' | 'interrupted' | 'non_finite';
   trainRows: number;
   validationRows: number;
   skippedRows: number;
@@ -101,6 +104,10 @@ interface CheckpointState {
   speakers: string[];
   languages: string[];
   sizes: { vocabSize: number; nMels: number; numLanguages: number };
+  /** Vocabulary symbols the training texts never contain (their embeddings are untrained). */
+  unseenSymbols: string[];
+  /** Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as log-normal means. */
+  logDurationVariance: number;
   config: XttsConfig;
 }
 
@@ -181,7 +188,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const loaderItems = (items: PreparedItem[]) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath }));
   // Without the cache, producers recompute every clip's features from its audio for every batch.
   const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
-  const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, reductionFactor: r, recomputeAudio };
+  const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, recomputeAudio };
   const loader = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth: config.pipeline.prefetch_depth, producers: producerThreads(config, availableParallelism()), start: position });
 
   const kernels = new KernelCounter().install(tf as never);
@@ -213,6 +220,12 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   db.setMeta('gpuTelemetry', sampler ? sampler.status : { available: false, reason: `the ${choice.backend} backend computes on the CPU: no GPU to sample`, notes: [] });
   const dims = (b: LoadedBatch): BatchDims => ({ batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
 
+  const unseenSymbols = data.tokenizer.unseenIn(data.train.map((i) => i.tokens));
+  // The duration predictor's squared log error: from the last validation, else the training loss.
+  let logDurationVariance = 0;
+  const evaluate = () =>
+    synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), logDurationVariance, say, (name, value) => db.addMetric(step, name, value));
+
   const saveCheckpoint = async (best: boolean) => {
     const state: CheckpointState = {
       step,
@@ -226,6 +239,8 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
       speakers: data.speakers,
       languages: data.languages,
       sizes,
+      unseenSymbols,
+      logDurationVariance,
       config,
     };
     const dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
@@ -242,8 +257,12 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
       if (!batch) break;
       timer.mark('dataWaitMs');
       const tensors = uploadBatch(batch, dims(batch));
+      const lengths = { text: batch.textLengths.slice(0, batch.shape.batchSize), mel: batch.melLengths.slice(0, batch.shape.batchSize) };
       loader.release(batch);
       timer.mark('uploadMs');
+      // Which symbol each step says (one readback and the alignment search on the host).
+      const aligned = { ...tensors, alignment: await model.align(tensors, lengths.text, lengths.mel, t.alignment_prior) };
+      timer.mark('syncMs');
       kernels.take();
       let result: ReturnType<typeof trainStep> | undefined;
       let deviceMs: number | undefined;
@@ -251,11 +270,11 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
       try {
         if (step >= timedFrom) {
           const timing = await timeOnDevice(tf as never, () => {
-            result = trainStep(model, optimizer, tensors, t.loss, stepOptions);
+            result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
           });
           if (timing.available) deviceMs = timing.kernelMs;
           deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
-        } else result = trainStep(model, optimizer, tensors, t.loss, stepOptions);
+        } else result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
       } catch (e) {
         throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
       }
@@ -277,29 +296,36 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         db.addMetric(step, 'loss/train', loss);
         db.addMetric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
         db.addMetric(step, 'loss/mel_post', stats[STEP_STATS.indexOf('melPost')]);
-        db.addMetric(step, 'loss/stop', stats[STEP_STATS.indexOf('stop')]);
+        db.addMetric(step, 'loss/aligned_text', stats[STEP_STATS.indexOf('alignedText')]);
+        db.addMetric(step, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
+        if (data.validation.length === 0) logDurationVariance = stats[STEP_STATS.indexOf('duration')];
         db.addMetric(step, 'grad_norm', gradNorm);
         db.addMetric(step, 'learning_rate', result.learningRate);
       }
       const learningRate = result.learningRate;
       disposeStepResult(result);
       disposeBatch(tensors);
+      tf.dispose([aligned.alignment.steps, aligned.alignment.durations]);
 
       if (!o.stepsOnly) {
         if (step % t.validate_every === 0 && data.validation.length > 0) {
-          const val = await validate(model, data, config, bucketOptions, common, loaderItems);
+          const { loss: val, durationError, durationVariance, lengthRatio, diagonal } = await validate(model, data, config, bucketOptions, common, loaderItems);
+          logDurationVariance = durationVariance;
           validation.push({ step, loss: val });
           db.addMetric(step, 'loss/val', val);
+          db.addMetric(step, 'align/duration_error', durationError);
+          db.addMetric(step, 'align/length_ratio', lengthRatio);
+          db.addMetric(step, 'align/diagonal', diagonal);
           const improved = bestValidationLoss === null || val < bestValidationLoss;
           if (improved) {
             bestValidationLoss = val;
             validationsWithoutImprovement = 0;
           } else validationsWithoutImprovement++;
-          say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}`);
+          say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}; durations: log error ${durationError.toFixed(3)}, predicted/found length ${lengthRatio.toFixed(2)}; alignment on the diagonal ${(diagonal * 100).toFixed(0)}%`);
           await saveCheckpoint(improved);
           if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';
         } else if (step % t.checkpoint_every === 0) await saveCheckpoint(false);
-        if (step % t.eval_every === 0) evalFiles.push(...(await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), say)));
+        if (step % t.eval_every === 0) evalFiles.push(...(await evaluate()));
         timer.mark('checkpointMs');
       }
       const { wallMs, spans } = timer.finish();
@@ -345,13 +371,17 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         }
       }
       if (stoppedBy === 'early_stopping') break;
+      if (o.maxMinutes !== undefined && performance.now() - runStart >= o.maxMinutes * 60_000) {
+        stoppedBy = 'time_limit';
+        break;
+      }
       if (o.control?.stop) {
         stoppedBy = 'interrupted';
         break;
       }
     }
     if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
-    if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), say)));
+    if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await evaluate()));
   } finally {
     kernels.uninstall();
     await sampler?.stop();
@@ -404,7 +434,12 @@ function outOfMemory(e: Error, config: XttsConfig, batch: LoadedBatch): XttsErro
   });
 }
 
-/** Mean validation loss over one pass of the validation set (no dropout), one readback at the end. */
+/**
+ * One pass over the validation set (no dropout), one readback at the end: the mean loss and how well
+ * the durations are predicted against those the alignment search finds — the mean |error| of
+ * log(1 + steps) per symbol, and the predicted over the found length of all utterances — and the
+ * share of steps whose symbol lies near the diagonal (1 for an even reading of the whole text).
+ */
 async function validate(
   model: XttsModel,
   data: PreparedDataset,
@@ -412,46 +447,75 @@ async function validate(
   bucketOptions: Parameters<typeof planBuckets>[1],
   common: Omit<ConstructorParameters<typeof DataLoader>[0], 'items' | 'plan' | 'shuffle' | 'depth' | 'producers'>,
   loaderItems: (items: PreparedItem[]) => ConstructorParameters<typeof DataLoader>[0]['items'],
-): Promise<number> {
+): Promise<{ loss: number; durationError: number; durationVariance: number; lengthRatio: number; diagonal: number }> {
   const plan = planBuckets(data.validation.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
   const batches = plan.buckets.reduce((a, b) => a + Math.ceil(b.items.length / b.batchSize), 0);
   const loader = new DataLoader({ ...common, items: loaderItems(data.validation), plan, shuffle: false, depth: 2, producers: 0, maxBatches: batches });
   const r = config.model.reduction_factor;
-  let sum: tf.Scalar = tf.scalar(0);
+  let sums = tf.zeros([5]) as tf.Tensor1D; // loss, Σ|log error|, Σ log error², Σ exp(predicted log(1 + steps)), found steps
+  let symbols = 0;
   let n = 0;
+  let diagonal = 0;
+  let utterances = 0;
   try {
     for (;;) {
       const b = await loader.next();
       if (!b) break;
       const tensors = uploadBatch(b, { batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
+      const textLengths = b.textLengths.slice(0, b.shape.batchSize);
+      const melLengths = b.melLengths.slice(0, b.shape.batchSize);
       loader.release(b);
+      const alignment = await model.align(tensors, textLengths, melLengths, config.training.alignment_prior);
+      const path = (await alignment.steps.data()) as Int32Array;
+      const steps = b.shape.frames / r;
+      for (let u = 0; u < textLengths.length; u++) {
+        if (melLengths[u] === 0) continue;
+        diagonal += diagonalShare(path.subarray(u * steps, (u + 1) * steps), Math.ceil(melLengths[u] / r), textLengths[u]);
+        utterances++;
+        symbols += Math.max(0, textLengths[u] - 3);
+      }
       const next = tf.tidy(() => {
-        const out = model.forward(tensors, { training: false, attention: config.training.loss.guided_attention_weight > 0 });
-        return tf.add(sum, computeLosses(out, tensors, config.training.loss, r).total) as tf.Scalar;
+        const aligned = { ...tensors, alignment };
+        const out = model.forward(aligned, { training: false });
+        const loss = computeLosses(out, aligned, config.training.loss).total;
+        const spoken = tf.cast(tf.greater(alignment.durations, tf.scalar(0)), 'float32');
+        const diff = tf.sub(out.logDurations, tf.log1p(alignment.durations));
+        const error = tf.sum(tf.mul(tf.abs(diff), spoken));
+        const squared = tf.sum(tf.mul(tf.square(diff), spoken));
+        return tf.add(sums, tf.stack([loss, error, squared, tf.sum(tf.mul(tf.exp(out.logDurations), spoken)), tf.sum(alignment.durations)])) as tf.Tensor1D;
       });
-      sum.dispose();
-      sum = next;
+      sums.dispose();
+      sums = next;
       n++;
       disposeBatch(tensors);
+      tf.dispose([alignment.steps, alignment.durations]);
     }
   } finally {
     await loader.close();
   }
-  const total = (await sum.data())[0];
-  sum.dispose();
-  return n ? total / n : Number.NaN;
+  const [loss, error, squared, expSum, found] = await sums.data();
+  sums.dispose();
+  if (!n) return { loss: Number.NaN, durationError: Number.NaN, durationVariance: 0, lengthRatio: Number.NaN, diagonal: Number.NaN };
+  const variance = squared / Math.max(1, symbols);
+  // Steps as synthesis reads them, log-normal means: Σ (exp(p + σ²/2) − 1).
+  const predicted = expSum * Math.exp(variance / 2) - symbols;
+  return { loss: loss / n, durationError: error / Math.max(1, symbols), durationVariance: variance, lengthRatio: predicted / Math.max(1, found), diagonal: diagonal / Math.max(1, utterances) };
 }
 
 /**
- * Free-running synthesis of the eval sentences (and of one validation utterance, drawn against its
- * real mel) with a validation clip as the voice reference: WAVs by Griffin-Lim and PNGs of the mels.
+ * Free-running synthesis of the eval sentences and of one validation utterance (drawn against its
+ * real mel), all in one batch, with a validation clip as the voice reference. Per utterance: a WAV
+ * by Griffin-Lim, a PNG of the mel (and the target's) and a PNG of the alignment it was read with
+ * (for the validation utterance above the one the alignment search finds in its real frames).
+ * Metric: the validation utterance's duration over its real one.
  */
-async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: XttsConfig, dir: string, onSkip?: (m: string) => void): Promise<string[]> {
+async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: XttsConfig, dir: string, logDurationVariance: number, say: (m: string) => void, record: (name: string, value: number) => void): Promise<string[]> {
   mkdirSync(dir, { recursive: true });
   const files: string[] = [];
   const refItem = data.validation[0] ?? data.train[0];
   const cache = FeatureCache.openReadonly(data.cachePath);
   const nMels = config.audio.n_mels;
+  const r = config.model.reduction_factor;
   const normalised = (key: string) => {
     const f = cache.getFeature(key)!;
     const out = new Float32Array(f.frames * nMels);
@@ -470,7 +534,7 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
       if (phonemizer) text = await phonemizer.phonemize(text, language);
       const enc = data.tokenizer.encode(text, language);
       if (enc.unmappable.length) {
-        onSkip?.(`eval sentence ${i + 1} skipped: characters never seen in training: ${enc.unmappable.map((c) => JSON.stringify(c)).join(' ')}`);
+        say(`eval sentence ${i + 1} skipped: it has symbols the model has no token for: ${enc.unmappable.map((c) => JSON.stringify(c)).join(' ')}`);
         continue;
       }
       jobs.push({ name: `sentence-${i + 1}`, ids: enc.ids, language: Math.max(0, config.text.languages.indexOf(language)) });
@@ -479,9 +543,12 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
       const v = data.validation[0];
       jobs.push({ name: `validation-${v.id.replace(/[^\w.-]+/g, '_')}`, ids: v.tokens, language: v.language, target: normalised(v.featureKey) });
     }
-    for (const job of jobs) {
-      const maxFrames = Math.min(config.model.max_mel_frames, Math.max(64, (job.target?.frames ?? job.ids.length * 12) + 64));
-      const g = await model.generate(job.ids, job.language, refMel, { maxFrames });
+    if (jobs.length === 0) return files;
+    const results = await model.generateBatch(jobs, refMel, { logDurationVariance });
+    const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
+    const notes: string[] = [];
+    for (const [j, job] of jobs.entries()) {
+      const g = results[j];
       const logMel = denormalised(g.mel);
       const wav = join(dir, `${job.name}.wav`);
       writeFileSync(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
@@ -489,11 +556,42 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
       const panels = [{ mel: logMel, frames: g.frames, nMels }];
       if (job.target) panels.push({ mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
       writeFileSync(png, melPanelsPng(panels));
-      files.push(wav, png);
+      const alignments = [{ alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
+      if (job.target) alignments.push(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior));
+      const alignPng = join(dir, `${job.name}-alignment.png`);
+      writeFileSync(alignPng, alignmentPanelsPng(alignments));
+      files.push(wav, png, alignPng);
+      const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
+      const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';
+      if (job.target) {
+        const ratio = g.frames / job.target.frames;
+        record('eval/duration_ratio', ratio);
+        notes.push(`${job.name} ${seconds} for ${(job.target.frames * secondsPerFrame).toFixed(2)} s (${ratio.toFixed(2)}${cut})`);
+      } else notes.push(`${job.name} ${seconds}${cut}`);
     }
+    say(`eval: ${notes.join('; ')}`);
   } finally {
     phonemizer?.close();
     cache.close();
   }
   return files;
+}
+
+/** The alignment monotonic alignment search finds in an utterance's real frames, as a one-hot [steps, tokens] picture. */
+async function foundAlignment(model: XttsModel, ids: ArrayLike<number>, language: number, target: { mel: Float32Array; frames: number }, nMels: number, priorSigma: number) {
+  const r = model.config.reduction_factor;
+  const frames = Math.floor(target.frames / r) * r;
+  const steps = frames / r;
+  const inputs = {
+    tokens: tf.tensor2d(Array.from(ids), [1, ids.length], 'int32'),
+    textLengths: tf.tensor1d([ids.length], 'int32'),
+    languages: tf.tensor1d([language], 'int32'),
+    mel: tf.tensor3d(target.mel.subarray(0, frames * nMels), [1, frames, nMels]),
+  };
+  const found = await model.align(inputs, [ids.length], [frames], priorSigma);
+  const path = (await found.steps.data()) as Int32Array;
+  tf.dispose([...Object.values(inputs), found.steps, found.durations]);
+  const alignment = new Float32Array(steps * ids.length);
+  for (let s = 0; s < steps; s++) alignment[s * ids.length + path[s]] = 1;
+  return { alignment, steps, tokens: ids.length };
 }

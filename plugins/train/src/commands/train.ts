@@ -23,6 +23,15 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
     backend: Flags.string({ summary: 'TensorFlow.js backend (instead of device.backend).', options: [...BACKENDS] }),
     'max-steps': Flags.integer({ summary: 'Stop after this many optimizer steps (instead of training.max_steps).', min: 1 }),
+    'max-minutes': Flags.custom<number>({
+      summary: 'Also stop after the step that passes this many minutes of training (data preparation not counted); the learning-rate schedule still follows max_steps.',
+      helpValue: 'MINUTES',
+      parse: async (input) => {
+        const minutes = Number(input);
+        if (!(Number.isFinite(minutes) && minutes > 0)) throw new Error(`--max-minutes must be a positive number of minutes, got "${input}"`);
+        return minutes;
+      },
+    })(),
     output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR' }),
     resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
   };
@@ -49,6 +58,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
         datasetDir: flags.dataset,
         backend: flags.backend as never,
         maxSteps: flags['max-steps'],
+        maxMinutes: flags['max-minutes'],
         outputDir: flags.output,
         resume: flags.resume,
         control,
@@ -73,7 +83,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
   }
 
   protected render(r: TrainResult): void {
-    this.log(paint.bold(`trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) on ${r.backend.backend}; stopped by ${r.stoppedBy.replace('_', ' ')}`));
+    this.log(paint.bold(`trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`));
     const first = r.lossCurve[0];
     const last = r.lossCurve.at(-1);
     if (first && last) this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);

@@ -3,7 +3,7 @@
 // device (at log intervals, reading `stats` in one transfer).
 import * as tf from '@tensorflow/tfjs-core';
 import '../../model/gradients.js';
-import type { TrainBatch } from '../../model/batch.js';
+import type { ModelInputs } from '../../model/batch.js';
 import { computeLosses, type LossConfig, type LossParts } from '../../model/losses.js';
 import type { XttsModel } from '../../model/model.js';
 import type { AdamW } from './adamw.js';
@@ -17,7 +17,7 @@ export interface TrainStepOptions {
 }
 
 /** Order of the values in StepResult.stats. */
-export const STEP_STATS = ['loss', 'melPre', 'melPost', 'stop', 'guidedAttention', 'gradNorm', 'finite'] as const;
+export const STEP_STATS = ['loss', 'melPre', 'melPost', 'alignedText', 'duration', 'gradNorm', 'finite'] as const;
 
 export interface StepResult extends LossParts {
   /** True when this call made an optimizer update (the last micro-batch of an accumulation). */
@@ -29,17 +29,18 @@ export interface StepResult extends LossParts {
   finite: tf.Scalar;
   /** Learning rate of the update (NaN on accumulate-only calls). */
   learningRate: number;
-  /** [loss, melPre, melPost, stop, guidedAttention, gradNorm (0 if none), finite]: one read-back. */
+  /** [loss, melPre, melPost, alignedText, duration, gradNorm (0 if none), finite]: one read-back. */
   stats: tf.Tensor1D;
 }
 
-export function trainStep(model: XttsModel, optimizer: AdamW, batch: TrainBatch, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
+/** A training step's batch: it must be aligned first (XttsModel.align). */
+export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
   const accumulate = Math.max(1, Math.floor(opts.accumulate ?? 1));
   let parts: LossParts | undefined;
   const { value, grads } = tf.variableGrads(() => {
-    const out = model.forward(batch, { training: true, attention: loss.guided_attention_weight > 0 });
-    const p = computeLosses(out, batch, loss, model.config.reduction_factor);
-    parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), stop: tf.keep(p.stop), guidedAttention: tf.keep(p.guidedAttention) };
+    const out = model.forward(batch, { training: true });
+    const p = computeLosses(out, batch, loss);
+    parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), alignedText: tf.keep(p.alignedText), duration: tf.keep(p.duration) };
     return p.total;
   }, optimizer.variables);
   const lossParts: LossParts = { ...parts!, total: value };
@@ -62,12 +63,12 @@ export function trainStep(model: XttsModel, optimizer: AdamW, batch: TrainBatch,
     finite = tf.tidy(() => tf.cast(tf.isFinite(value), 'float32') as tf.Scalar);
   }
   const stats = tf.tidy(() =>
-    tf.stack([lossParts.total, lossParts.melPre, lossParts.melPost, lossParts.stop, lossParts.guidedAttention, gradNorm ?? tf.zeros([]), finite]),
+    tf.stack([lossParts.total, lossParts.melPre, lossParts.melPost, lossParts.alignedText, lossParts.duration, gradNorm ?? tf.zeros([]), finite]),
   ) as tf.Tensor1D;
   return { ...lossParts, applied, gradNorm, finite, learningRate, stats };
 }
 
 /** Free every tensor of a StepResult. */
 export function disposeStepResult(r: StepResult): void {
-  tf.dispose([r.total, r.melPre, r.melPost, r.stop, r.guidedAttention, r.finite, r.stats, ...(r.gradNorm ? [r.gradNorm] : [])]);
+  tf.dispose([r.total, r.melPre, r.melPost, r.alignedText, r.duration, r.finite, r.stats, ...(r.gradNorm ? [r.gradNorm] : [])]);
 }
