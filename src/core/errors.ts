@@ -4,7 +4,7 @@
 /** Exit codes shared by every command (documented in docs/exit-codes.md). */
 export const ExitCode = {
   ok: 0,
-  /** Findings at or above the fail level, or a run that failed. */
+  /** Findings at or above the fail level, a run that failed, or work done in part. */
   findings: 1,
   /** Usage or input error: bad flags, unreadable or invalid files. */
   usage: 2,

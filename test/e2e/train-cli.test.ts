@@ -87,7 +87,23 @@ describe('xtts train', () => {
     assert.ok(d.durationS > 0.1 && d.samples.some((x) => Math.abs(x) > 0.01));
     const bad = await runCli(['synthesize', '--checkpoint', out, '--text', 'snowman ☃', '--out', wav, '--json']);
     assert.equal(bad.code, 2);
-    assert.equal(bad.json.error.code, 'SYNTH_UNMAPPABLE');
+    assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
+    assert.match(bad.json.error.message, /"☃" at character 9/);
+
+    // Many texts at once: every speakable line gets its WAV (q and z never occur in these 12 clips,
+    // the alphabet still gives them tokens: a warning, not a failure); the unspeakable line is named and skipped.
+    const texts = join(dir, 'texts.txt');
+    writeFileSync(texts, 'The boy was there.\n\nA quiz, a zebra.\nsnow ☃ man\n');
+    const spoken = join(dir, 'spoken');
+    mkdirSync(spoken);
+    const many = await runCli(['synthesize', '--checkpoint', out, '--texts', texts, '--out-dir', spoken, '--batch-size', '2', '--json']);
+    assert.equal(many.code, 1, many.stderr); // spoken, but not all: exit 1 (findings), as docs/exit-codes.md says
+    assert.deepEqual(readdirSync(spoken).sort(), ['line-0001.wav', 'line-0003.wav', 'synthesis.json']);
+    assert.equal(many.json.result.skipped.length, 1);
+    assert.equal(many.json.result.skipped[0].where, `${texts}:4`);
+    assert.match(many.json.result.skipped[0].reason, /"☃" at character 6/);
+    assert.ok(many.json.warnings.some((w: string) => w.includes(`${texts}:3`) && w.includes('"q"') && w.includes('"z"')), JSON.stringify(many.json.warnings));
+    for (const f of ['line-0001.wav', 'line-0003.wav']) assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
   });
 
   test('a run killed after a checkpoint and resumed continues the same loss curve', async () => {

@@ -141,7 +141,7 @@ export function generateRulesDoc(): string {
 
 const EXIT_MEANING: Record<string, string> = {
   ok: 'Success; for linters, no finding at or above the fail level.',
-  findings: 'Findings at or above the fail level, or a run that failed.',
+  findings: 'Findings at or above the fail level, a run that failed, or work done in part (`synthesize --texts` with lines it could not speak: the others are spoken).',
   usage: 'Usage or input error: a bad flag, or a file that cannot be read or parsed.',
   environment: 'The environment cannot do what was asked: backend not installed, no device, out of device memory.',
   interrupted: 'Interrupted (Ctrl-C) after saving what could be saved.',
