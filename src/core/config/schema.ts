@@ -174,7 +174,7 @@ export const ModelSchema = Section(
       maximum: 64,
       default: 1,
       description:
-        'Decoder cross-attention heads (per layer, at most `heads`) that see only the text: the guided attention loss shapes them into the text-to-speech alignment, and free-running decoding follows them monotonically through the text. The other heads also see the voice latents.',
+        'Decoder cross-attention heads (per layer, at most `heads`) that read only the text symbol each decoder step says: in training the one monotonic alignment search gives it, in synthesis the one the predicted durations give it. The other heads read the voice latents and the whole text.',
     }),
     ff_mult: Type.Integer({ minimum: 1, maximum: 8, default: 4, description: 'Feed-forward width as a multiple of d_model.' }),
     text_layers: Type.Integer({ minimum: 1, maximum: 48, default: 4, description: 'Text encoder layers.' }),

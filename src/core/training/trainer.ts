@@ -534,7 +534,7 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
       if (phonemizer) text = await phonemizer.phonemize(text, language);
       const enc = data.tokenizer.encode(text, language);
       if (enc.unmappable.length) {
-        say(`eval sentence ${i + 1} skipped: it has symbols the model has no token for: ${enc.unmappable.map((c) => JSON.stringify(c)).join(' ')}`);
+        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols the model has no token for: ${enc.unmappable.map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`).join(', ')}; rephrase it or spell them out`);
         continue;
       }
       jobs.push({ name: `sentence-${i + 1}`, ids: enc.ids, language: Math.max(0, config.text.languages.indexOf(language)) });
