@@ -4,20 +4,27 @@
 #
 #   bash bench/intelligibility/gpu.sh OUT [HELDOUT_MINUTES] [OVERFIT_MINUTES]
 #
-# In one run, side by side on the one GPU (a run given 0 minutes is skipped: alone, a run gets the
-# whole GPU; side by side each got ~60% of the steps on an H100):
-#   overfit   the quickstart config (tiny) on all 36 quickstart clips read as phonemes for
-#             OVERFIT_MINUTES (default 3), then its training sentences spoken back;
+# Two runs, one after the other, each alone on the GPU (side by side each would get ~60% of the steps,
+# the step being bound by the host's work); a run given 0 minutes is skipped:
 #   held-out  bench/intelligibility/heldout.yaml (phonemes) on espeak-ng renderings of the training
-#             sentences of DATA (made here, 16 at a time) for HELDOUT_MINUTES (default 7.5), then the
-#             held-out sentences spoken.
-# Everything lands in OUT: overfit.tar.gz and heldout.tar.gz (WAVs, mel and alignment images, run
-# databases, logs, the trainer's and synthesizer's JSON), checkpoints.tar.gz (both models' weights),
-# and nvidia-smi's log; score them on a connected machine with score.sh.
+#             sentences of DATA (made here, all cores) for HELDOUT_MINUTES (default 6.5: with the
+#             synthesis, 8.5 minutes on an H100), its cosine schedule sized to what fits in that
+#             time, then the held-out sentences spoken;
+#   overfit   the quickstart config (tiny) on all 36 quickstart clips read as phonemes for
+#             OVERFIT_MINUTES (default 0: the 3-minute overfit is a run of its own, gpu.sh OUT 0 3,
+#             4 minutes; the two together take longer than one 10-minute command on a GPU host),
+#             then its training sentences spoken back.
+# The evidence comes back as one archive, OUT/intelligibility.tar: per run a .tar.gz (WAVs, mel and
+# alignment images, run database, logs, the trainer's and synthesizer's JSON) and the host's
+# description, each phase's duration and nvidia-smi's log; each model's weights lie beside it in
+# OUT/NAME-checkpoint.tar.gz (a file comes back from a GPU host only under 16 MiB). A run's archive is
+# written as soon as it is done, so a run cut short still leaves the finished ones in OUT. Score with
+# score.sh.
 set -u
+start=$(date +%s%N)
 out=${1:?usage: gpu.sh OUT [HELDOUT_MINUTES] [OVERFIT_MINUTES]}
-heldout_minutes=${2:-7.5}
-overfit_minutes=${3:-3}
+heldout_minutes=${2:-6.5}
+overfit_minutes=${3:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/data
 work=$(mktemp -d)
@@ -37,41 +44,56 @@ echo "dataset: $(ls "$work/heldout-data/wavs" | wc -l) clips spoken in $((($(dat
 
 cut -f2 "$data/heldout.tsv" >"$work/heldout.txt"
 cut -d'|' -f3 configs/quickstart/metadata.csv >"$work/overfit.txt"
+since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 train() { # name minutes args...
-  local name=$1 minutes=$2
+  local name=$1 minutes=$2 t=$(date +%s%N) rc
   shift 2
   $x train --output "$work/$name" --max-minutes "$minutes" --backend "$backend" --json "$@" >"$work/$name-train.json" 2>"$work/$name-train.log"
-  echo "$name train rc=$?" >>"$work/summary.txt"
+  rc=$?
+  echo "$name train rc=$rc in $(since "$t") ms" >>"$work/summary.txt"
+  return $rc
 }
 speak() { # name texts
+  local t=$(date +%s%N) rc
   mkdir -p "$work/$1-spoken"
   $x synthesize --checkpoint "$work/$1" --texts "$2" --out-dir "$work/$1-spoken" --backend "$backend" --batch-size 32 --json >"$work/$1-synthesize.json" 2>"$work/$1-synthesize.log"
-  echo "$1 synthesize rc=$?" >>"$work/summary.txt"
+  rc=$?
+  echo "$1 synthesize rc=$rc in $(since "$t") ms" >>"$work/summary.txt"
+}
+pack() { # name: what the run spoke, at once; its model's weights (not the optimizer's moments) beside it
+  local t=$(date +%s%N)
+  (cd "$work" && tar -czf "$out/$1.tar.gz" --exclude="$1/checkpoints" "$1" "$1-spoken" "$1-train.json" "$1-train.log" "$1-synthesize.json" "$1-synthesize.log" 2>/dev/null)
+  (cd "$work" && tar -czf "$out/$1-checkpoint.tar.gz" --exclude='*/optimizer.*' "$1/checkpoints" 2>/dev/null)
+  echo "$1 packed in $(since "$t") ms" >>"$work/summary.txt"
 }
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$work/smi.csv" 2>/dev/null &
 smi=$!
 # The overfit run: the quickstart config on all 36 of its clips read as espeak-ng phonemes (the
-# clips are espeak-ng's own reading of them), batch 16, a schedule for ~2,000 steps. 0 minutes skips a run.
-runs=()
+# clips are espeak-ng's own reading of them), all 36 in one batch, learning rate 2e-3, a cosine
+# schedule of OVERFIT_STEPS (default 1,100: what an H100 runs in 3 minutes, so that the learning rate
+# has decayed when time is up; batch 16 at 1e-3 scored worse, README.md). OVERFIT_ARGS adds --set
+# overrides (experiments).
 if [[ $overfit_minutes != 0 ]]; then
-  (train overfit "$overfit_minutes" --config configs/quickstart.yaml --set text.tokenizer=phonemes --set dataset.validation_fraction=0 --set batching.batch_size=16 \
-    --set training.learning_rate=1e-3 --set training.schedule.warmup_steps=100 --set training.max_steps=2000 --set training.log_every=50 \
-    --set training.eval_every=2000 --set training.validate_every=2000 --set training.checkpoint_every=2000 && speak overfit "$work/overfit.txt") &
-  runs+=($!)
+  steps=${OVERFIT_STEPS:-1100}
+  # shellcheck disable=SC2086
+  train overfit "$overfit_minutes" --config configs/quickstart.yaml --set text.tokenizer=phonemes --set dataset.validation_fraction=0 --set batching.batch_size=36 \
+    --set batching.buckets=1 --set training.learning_rate=2e-3 --set training.schedule.warmup_steps=100 --set training.max_steps="$steps" --set training.log_every=50 \
+    --set training.eval_every="$steps" --set training.validate_every="$steps" --set training.checkpoint_every="$steps" ${OVERFIT_ARGS:-} && speak overfit "$work/overfit.txt"
+  pack overfit
 fi
+# The held-out run: a cosine schedule of HELDOUT_STEPS (default 380 per minute: an H100 runs ~370 to
+# 430 steps a minute of this config), so that its learning rate has decayed when time is up.
 if [[ $heldout_minutes != 0 ]]; then
-  (train heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" && speak heldout "$work/heldout.txt") &
-  runs+=($!)
+  steps=${HELDOUT_STEPS:-$(awk -v m="$heldout_minutes" 'BEGIN { printf "%d", m * 380 }')}
+  train heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" --set training.max_steps="$steps" \
+    --set training.eval_every="$steps" --set training.checkpoint_every="$steps" && speak heldout "$work/heldout.txt"
+  pack heldout
 fi
-wait "${runs[@]}"
 kill $smi 2>/dev/null
+echo "total $(since "$start") ms" >>"$work/summary.txt"
 
-# Three archives under 16 MiB each: what each run spoke (WAVs, logs, run database, eval pictures), and the two models.
-for name in overfit heldout; do
-  [[ -d $work/$name ]] || continue
-  tar -czf "$out/$name.tar.gz" -C "$work" --exclude="$name/checkpoints" "$name" "$name-spoken" "$name-train.json" "$name-train.log" "$name-synthesize.json" "$name-synthesize.log" 2>/dev/null
-done
-(cd "$work" && tar -czf "$out/checkpoints.tar.gz" --exclude='*/optimizer.*' $(ls -d overfit/checkpoints heldout/checkpoints 2>/dev/null))
+# One archive: the runs' archives (already compressed), the host, the timings, nvidia-smi's log.
 cp "$work/summary.txt" "$work/host.txt" "$work/smi.csv" "$out/" 2>/dev/null
+(cd "$out" && tar -cf intelligibility.tar $(ls overfit.tar.gz heldout.tar.gz 2>/dev/null) summary.txt host.txt smi.csv && rm -f overfit.tar.gz heldout.tar.gz summary.txt host.txt smi.csv)
 cat "$work/host.txt" "$work/summary.txt"
 ls -la "$out"

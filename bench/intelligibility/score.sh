@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The connected machine's half after the GPU run: score what came back.
-#   bash bench/intelligibility/score.sh OUT_DIR [WORK]        (OUT_DIR: what gpu.sh wrote)
+#   bash bench/intelligibility/score.sh OUT_DIR [WORK]        (OUT_DIR: the folder gpu.sh wrote into)
 # Speaks the same sentences with espeak-ng (the reference, as the training audio was made), passes the
 # references through xtts's log-mel and Griffin-Lim (the vocoder's ceiling), runs the ASR on all of
 # them and prints word error rates and duration ratios side by side (summary.json in WORK).
@@ -11,8 +11,12 @@ results=${1:?usage: score.sh OUT_DIR [WORK]}
 work=${2:-$(mktemp -d)}
 py=$here/.venv/bin/python
 [[ -x $py ]] || { echo "score.sh: run bench/intelligibility/prepare.sh first (it makes the ASR's environment)" >&2; exit 3; }
-mkdir -p "$work/run"
-for archive in "$results"/*.tar.gz; do tar -xzf "$archive" -C "$work/run"; done
+mkdir -p "$work/run" "$work/archives"
+# gpu.sh's one archive (intelligibility.tar) holds a .tar.gz per run; a run's .tar.gz may also lie loose
+# in OUT_DIR (a GPU run cut short leaves the finished runs' archives).
+for archive in "$results"/*.tar; do [[ -f $archive ]] && tar -xf "$archive" -C "$work/archives"; done
+for archive in "$results"/*.tar.gz "$work/archives"/*.tar.gz; do [[ -f $archive ]] && tar -xzf "$archive" -C "$work/run"; done
+[[ -n $(ls "$work/run") ]] || { echo "score.sh: $results holds no intelligibility.tar or run archive from gpu.sh" >&2; exit 2; }
 # The overfit set: the quickstart's own sentences, as its metadata has them.
 awk -F'|' '{print $1 "\t" $3}' "$repo/configs/quickstart/metadata.csv" >"$work/overfit.tsv"
 cp "$here/data/heldout.tsv" "$work/heldout.tsv"
