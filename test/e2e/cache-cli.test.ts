@@ -1,11 +1,11 @@
 // `xtts cache stats|verify|clear` as processes on a real cache built from real WAVs.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import { FeatureCache } from '../../src/core/cache/cache.js';
+import { FeatureCache, identifyCache } from '../../src/core/cache/cache.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { prepareFeatures } from '../../src/core/data/features.js';
 import { runCli } from '../helpers/cli.js';
@@ -53,4 +53,58 @@ test('stats, verify (clean, corrupted, repaired) and clear', async () => {
   const gone = await runCli(['cache', 'stats', '--cache', path, '--json']);
   assert.equal(gone.code, 2);
   assert.equal(gone.json.error.code, 'CACHE_NOT_FOUND');
+});
+
+test('clear, stats, verify and train refuse any file that is not a feature cache, and leave it as it was', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-notcache-'));
+  const csv = join(dir, 'metadata.csv');
+  writeFileSync(csv, 'a|hello|hello\n');
+  writeFileSync(csv + '-wal', 'not a wal');
+  const empty = join(dir, 'empty.sqlite');
+  writeFileSync(empty, '');
+  const other = join(dir, 'run.sqlite');
+  const odb = new Database(other);
+  odb.exec("CREATE TABLE steps (step INTEGER); CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '1')");
+  odb.close();
+  const folder = join(dir, 'folder.sqlite');
+  mkdirSync(folder);
+  const before = (p: string) => (statSync(p).isFile() ? readFileSync(p) : Buffer.alloc(0));
+  for (const [path, why] of [
+    [csv, /not a SQLite database/],
+    [empty, /an empty file/],
+    [other, /a SQLite database with other tables \(steps, meta\)/],
+    [folder, /a folder/],
+  ] as const) {
+    const kept = before(path);
+    for (const verb of [['clear'], ['stats'], ['verify'], ['verify', '--repair']]) {
+      const r = await runCli(['cache', ...verb, '--cache', path, '--json']);
+      assert.equal(r.code, 2, `${verb} ${path}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.json.error.code, 'CACHE_NOT_A_CACHE');
+      assert.match(r.json.error.message, why);
+      assert.match(r.json.error.message, /left as it is/);
+      assert.ok(existsSync(path));
+      assert.deepEqual(before(path), kept, `${verb} ${path} changed the file`);
+    }
+  }
+  assert.equal(readFileSync(csv + '-wal', 'utf8'), 'not a wal');
+  // The trainer's cache path is checked the same way before anything is written.
+  const r = await runCli(['train', '--max-steps', '1', '--output', join(dir, 'run'), '--set', `pipeline.cache.path=${csv}`, '--backend', 'cpu', '--json']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.equal(r.json.error.code, 'CACHE_NOT_A_CACHE');
+  assert.equal(readFileSync(csv, 'utf8'), 'a|hello|hello\n');
+});
+
+test('a cache made before caches carried their application id is still recognised, and clear removes it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-oldcache-'));
+  const path = join(dir, 'cache.sqlite');
+  FeatureCache.open(path).close();
+  const db = new Database(path);
+  db.pragma('application_id = 0');
+  db.close();
+  assert.equal(identifyCache(path).kind, 'cache');
+  const stats = await runCli(['cache', 'stats', '--cache', path, '--json']);
+  assert.equal(stats.code, 0, stats.stderr);
+  const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
+  assert.equal(cleared.code, 0, cleared.stderr);
+  assert.equal(existsSync(path), false);
 });

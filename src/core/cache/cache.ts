@@ -4,7 +4,7 @@
 // counts, so changing an input invalidates exactly what depends on it. Every write is a transaction:
 // a killed build leaves whole entries only, and the next build resumes where it stopped.
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../util/sqlite.js';
@@ -12,6 +12,74 @@ import { ExitCode, XttsError } from '../errors.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
 export const CACHE_SCHEMA_VERSION = 1;
+
+/** SQLite's application_id of an xtts feature cache ("XTFC"): what proves a file is one before it is changed or deleted. */
+export const CACHE_APPLICATION_ID = 0x58544643;
+const CACHE_TABLES = ['meta', 'audio_hashes', 'texts', 'tokens', 'features', 'failures', 'blobs'];
+
+export type CacheIdentity = { kind: 'absent' } | { kind: 'cache' } | { kind: 'other'; why: string };
+
+/**
+ * What the file at `path` is, read without changing it: no file, an xtts feature cache (its
+ * application_id, or, for caches made before it was set, exactly the cache's tables with a schema
+ * version), or something else, with what it is.
+ */
+export function identifyCache(path: string): CacheIdentity {
+  let size: number;
+  try {
+    const st = statSync(path);
+    if (st.isDirectory()) return { kind: 'other', why: 'it is a folder' };
+    if (!st.isFile()) return { kind: 'other', why: 'it is not a regular file' };
+    size = st.size;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { kind: 'absent' };
+    return { kind: 'other', why: `it cannot be read (${code ?? (e as Error).message})` };
+  }
+  // A WAL database's first pages may still be in its -wal file: then only SQLite can say.
+  const walSize = existsSync(path + '-wal') ? statSync(path + '-wal').size : 0;
+  if (size === 0 && walSize === 0) return { kind: 'other', why: 'it is an empty file' };
+  if (size > 0) {
+    const head = Buffer.alloc(100);
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (e) {
+      return { kind: 'other', why: `it cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})` };
+    }
+    try {
+      readSync(fd, head, 0, 100, 0);
+    } finally {
+      closeSync(fd);
+    }
+    if (head.subarray(0, 16).toString('latin1') !== 'SQLite format 3\0') return { kind: 'other', why: 'it is not a SQLite database' };
+    if (size >= 100 && head.readUInt32BE(68) === CACHE_APPLICATION_ID) return { kind: 'cache' };
+  }
+  let db: Database.Database | undefined;
+  try {
+    db = openSqlite(path, { readonly: true });
+    if (Number(db.pragma('application_id', { simple: true })) === CACHE_APPLICATION_ID) return { kind: 'cache' };
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
+    const foreign = tables.filter((t) => !CACHE_TABLES.includes(t));
+    const versioned = tables.includes('meta') && tables.includes('features') && db.prepare("SELECT 1 FROM meta WHERE k = 'schema_version'").get() !== undefined;
+    if (foreign.length === 0 && versioned) return { kind: 'cache' };
+    return { kind: 'other', why: `it is a SQLite database with other tables (${tables.slice(0, 6).join(', ') || 'none'}${tables.length > 6 ? ', …' : ''})` };
+  } catch (e) {
+    return { kind: 'other', why: `SQLite cannot read it as a database (${(e as Error).message})` };
+  } finally {
+    db?.close();
+  }
+}
+
+/** Throws CACHE_NOT_A_CACHE unless `path` is absent or a feature cache: nothing is opened for writing, changed or deleted otherwise. */
+export function assertCacheOrAbsent(path: string, doing: string): 'absent' | 'cache' {
+  const id = identifyCache(path);
+  if (id.kind !== 'other') return id.kind;
+  throw new XttsError('CACHE_NOT_A_CACHE', `${path} is not an xtts feature cache: ${id.why}. Refusing to ${doing}; it was left as it is`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['point pipeline.cache.path (or --cache) at an xtts feature cache, or at a new file for a new one (the default is .xtts-cache/cache.sqlite)'],
+  });
+}
 
 export interface CachedFeature {
   frames: number;
@@ -107,6 +175,7 @@ export class FeatureCache {
 
   private constructor(path: string, readonly: boolean) {
     this.path = path;
+    assertCacheOrAbsent(path, readonly ? 'open it' : 'use it as the feature cache');
     try {
       if (!readonly) mkdirSync(dirname(path), { recursive: true });
       this.db = openSqlite(path, { readonly });
@@ -159,6 +228,7 @@ export class FeatureCache {
     }
     this.db.exec(SCHEMA);
     this.db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
+    this.db.pragma(`application_id = ${CACHE_APPLICATION_ID}`);
   }
 
   private count(kind: 'text' | 'tokens' | 'feature', hit: boolean): void {
@@ -364,8 +434,9 @@ function hashFile(path: string): string {
   return h.digest('hex');
 }
 
-/** Delete a cache database and its WAL files. */
+/** Delete a cache database and its WAL files, once the database is proven to be a cache (CACHE_NOT_A_CACHE otherwise). */
 export function clearCache(path: string): { removedBytes: number } {
+  if (assertCacheOrAbsent(path, 'delete it') === 'absent') return { removedBytes: 0 };
   let removedBytes = 0;
   for (const suffix of ['', '-wal', '-shm']) {
     try {

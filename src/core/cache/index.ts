@@ -6,7 +6,7 @@ import { loadConfigOrThrow } from '../config/load.js';
 import { ConfigSchema } from '../config/schema.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
 
-export { FeatureCache, clearCache, contentKey, canonicalJson, sha256Hex, CACHE_SCHEMA_VERSION, type CacheStats, type VerifyReport, type CachedFeature } from './cache.js';
+export { FeatureCache, clearCache, identifyCache, contentKey, canonicalJson, sha256Hex, CACHE_SCHEMA_VERSION, CACHE_APPLICATION_ID, type CacheStats, type VerifyReport, type CachedFeature } from './cache.js';
 
 const DEFAULT_CACHE_PATH = (ConfigSchema.properties.pipeline.properties.cache.properties.path as { default: string }).default;
 
