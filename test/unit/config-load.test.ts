@@ -432,6 +432,18 @@ describe('--set overrides', () => {
     }
   });
 
+  test('a --set that would reach a prototype is refused at the flag, and pollutes nothing', () => {
+    for (const item of ['__proto__.polluted=1', 'constructor.prototype.x=1', 'training.__proto__.max_steps=0', 'training={__proto__: {polluted: 1}}', 'training.schedule={a: {constructor: 1}}']) {
+      const r = loadConfig(quickstart, { set: [item] });
+      assert.equal(r.loaded, undefined, item);
+      const f = only(r.findings, 'schema/unknown-key');
+      assert.deepEqual(f.position, { file: `--set ${item}` });
+      assert.match(f.message, /is not a setting/);
+      assert.equal(({} as Record<string, unknown>).polluted, undefined, item);
+      assert.equal(({} as Record<string, unknown>).x, undefined, item);
+    }
+  });
+
   test('a finding about a default value, with --set given, points at the config file, not at "--set"', () => {
     // fmax_hz keeps its default 8000, above Nyquist once the rate is 8000 Hz; no file writes audio.*.
     const { loaded } = loadConfig(quickstart, { set: ['audio.sample_rate_hz=8000'] });

@@ -294,6 +294,16 @@ export function mergeConfig(base: Record<string, unknown>, over: Record<string, 
   return out;
 }
 
+function forbiddenKeyIn(value: unknown, depth = 0): string | undefined {
+  if (depth > 64 || value === null || typeof value !== 'object') return undefined;
+  for (const k of Object.keys(value)) {
+    if (FORBIDDEN_KEYS.has(k)) return k;
+    const inner = forbiddenKeyIn((value as Record<string, unknown>)[k], depth + 1);
+    if (inner !== undefined) return inner;
+  }
+  return undefined;
+}
+
 /** Parse `--set key.path=value` flags into one override object. */
 export function parseOverrides(set: readonly string[]): { source?: ConfigSource; findings: Finding[] } {
   const findings: Finding[] = [];
@@ -312,6 +322,13 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
       parsed = raw === '' ? '' : parseYamlValue(raw);
     } catch (e) {
       findings.push(finding('input/bad-override', `--set ${item}: the value is not valid YAML (${(e as Error).message.split('\n')[0]})`, { file: `--set ${item}` }, keyPath, 'quote strings that contain YAML syntax'));
+      continue;
+    }
+    // Keys that would reach an object's prototype are refused, in the path and inside a mapping value,
+    // as the YAML reader refuses them in files: never applied, never silently dropped.
+    const forbidden = keyPath.split('.').find((p) => FORBIDDEN_KEYS.has(p)) ?? forbiddenKeyIn(parsed);
+    if (forbidden !== undefined) {
+      findings.push(finding('schema/unknown-key', `--set ${item}: \`${forbidden}\` is not a setting (a key that would change an object's prototype)`, { file: `--set ${item}` }, keyPath, 'remove this --set'));
       continue;
     }
     let cursor = value;
@@ -505,8 +522,13 @@ export function loadConfigOrThrow(file: string, options: LoadOptions = {}): Load
   const { loaded, findings } = loadConfig(file, options);
   const errors = findings.filter((f) => f.severity === 'error');
   if (loaded && errors.length === 0) return loaded;
-  const lines = errors.slice(0, 10).map((f) => `${f.position ? `${formatPosition(f.position)}: ` : ''}${f.message}`);
-  throw new XttsError('CONFIG_INVALID', `the config has ${errors.length} error${errors.length === 1 ? '' : 's'}:\n  ${lines.join('\n  ')}`, {
+  throw configInvalid(file, errors);
+}
+
+/** CONFIG_INVALID for these error findings: each with its position, and the validator's command. */
+export function configInvalid(file: string, errors: readonly Finding[]): XttsError {
+  const lines = errors.slice(0, 10).map((f) => `${f.position ? `${formatPosition(f.position)}: ` : ''}${f.message}${f.fix ? ` (fix: ${f.fix.split('\n')[0]})` : ''}`);
+  return new XttsError('CONFIG_INVALID', `the config has ${errors.length} error${errors.length === 1 ? '' : 's'}:\n  ${lines.join('\n  ')}`, {
     exitCode: ExitCode.usage,
     position: errors[0]?.position,
     suggestions: [`run \`xtts validate-gpu-optimization --config ${file}\` for every finding with its fix`],
