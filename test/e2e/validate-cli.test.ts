@@ -396,7 +396,7 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       ['pipeline/cache', 'pipeline.cache.enabled', 'warn', 8, 14],
       ['batching/static-shapes', 'batching.buckets', 'warn', 10, 12],
       ['device/backend', 'device.backend', 'error', 12, 12],
-      ['device/backend', 'training.precision', 'error', 16, 14],
+      ['training/precision', 'training.precision', 'error', 16, 14],
       ['device/dual-gpu', 'device.data_device', 'error', 14, 16],
       ['training/intervals', 'training.validate_every', 'warn', 18, 19],
       ['training/log-sync', 'training.log_every', 'warn', 19, 14],

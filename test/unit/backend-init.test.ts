@@ -79,6 +79,14 @@ test('tensorflow: explained, not crashed on, when tfjs-node is absent', async ()
   });
 });
 
+test('tensorflow with device.model_device set is refused with how to pick its GPU, not run on another one', async () => {
+  await assert.rejects(initBackend('tensorflow', { device: 1 }), (e: Error & { code?: string }) => {
+    assert.equal(e.code, 'BACKEND_UNAVAILABLE');
+    assert.match(e.message, /device\.model_device \(1\) picks a WebGPU adapter; the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists/);
+    return true;
+  });
+});
+
 test('auto falls back to wasm here and says why webgpu and tensorflow were passed over', { skip: noVulkan }, async () => {
   const { tf, choice } = await initBackend('auto');
   assert.equal(choice.backend, 'wasm');

@@ -70,6 +70,11 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
       return { tf, choice: { backend, reason: auto ? `a WebGPU adapter is available: ${label}` : `requested: ${label}`, fallbacks, adapter: sel.description } };
     }
     if (backend === 'tensorflow') {
+      if (options.device !== null && options.device !== undefined) {
+        // libtensorflow takes the first GPU CUDA_VISIBLE_DEVICES lists; it cannot be pointed at one here.
+        fallbacks.push({ backend, reason: `device.model_device (${JSON.stringify(options.device)}) picks a WebGPU adapter; the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists: set model_device: null and CUDA_VISIBLE_DEVICES instead` });
+        continue;
+      }
       const r = await initTensorflow(tf);
       if (!r.ok) {
         fallbacks.push({ backend, reason: r.reason });

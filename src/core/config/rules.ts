@@ -4,7 +4,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostInventory, findGpu, packageInstalled, type HostInventory } from '../env/host.js';
-import { FP16_TRAINING_BACKENDS } from '../backend/precision.js';
+import { FP16_TRAINING_BACKENDS, precisionSupported } from '../backend/precision.js';
 import { estimateTrainingMemory, formatBytes } from './estimate.js';
 import { type Finding, type Severity, ruleDocsLink } from './findings.js';
 import type { LoadedConfig } from './load.js';
@@ -227,10 +227,10 @@ export const RULES: Rule[] = [
   },
   {
     id: 'device/backend',
-    title: 'The backend exists here and supports the precision',
+    title: 'The backend exists here',
     severity: 'error',
     environment: true,
-    rationale: 'A backend that is not installed falls over at start; mixed precision on a backend that trains in float32 only would silently not be mixed.',
+    rationale: 'A backend that is not installed falls over at start, after the data is prepared.',
     check(ctx) {
       const dev = ctx.config.device;
       const out: Draft[] = [];
@@ -244,12 +244,6 @@ export const RULES: Rule[] = [
           out.push(at(ctx, 'device.backend', 'error', `backend ${dev.backend}: ${why}`, dev.backend === 'tensorflow' ? 'backend: webgpu   # or: npm install @tensorflow/tfjs-node-gpu on a host with network' : 'backend: auto'));
         } else if (dev.backend === 'webgpu' && ctx.host && ctx.host.gpus.length === 0) {
           out.push(at(ctx, 'device.backend', 'warn', `backend webgpu, but no NVIDIA GPU is visible here (${ctx.host.gpuNote ?? 'none'}); Dawn may still find another GPU — run \`xtts diagnose-gpu-utilization\` to see its adapters`, 'backend: auto'));
-        }
-      }
-      if (ctx.config.training.precision !== 'fp32') {
-        const b = dev.backend;
-        if (b === 'auto' || !FP16_TRAINING_BACKENDS.includes(b)) {
-          out.push(at(ctx, 'training.precision', 'error', `precision ${ctx.config.training.precision}: no TensorFlow.js backend (4.22) trains in float16 — ${b === 'auto' ? 'whichever is picked' : b} would run float32 anyway`, 'precision: fp32'));
         }
       }
       return out;
@@ -281,6 +275,59 @@ export const RULES: Rule[] = [
         }
       }
       return out;
+    },
+  },
+  {
+    id: 'training/precision',
+    title: 'The backend trains in the precision asked for',
+    severity: 'error',
+    rationale: 'Mixed precision on a backend that trains in float32 only would silently not be mixed: `xtts train` refuses it, so the validator does too, with or without --no-environment.',
+    check(ctx) {
+      const p = ctx.config.training.precision;
+      if (p === 'fp32') return [];
+      const support = precisionSupported(ctx.config.device.backend, p);
+      return support.ok ? [] : [at(ctx, 'training.precision', 'error', `precision ${p}: ${support.reason}`, 'precision: fp32')];
+    },
+  },
+  {
+    id: 'training/optimizer',
+    title: 'The learning rates and weight decay make a trainable run',
+    severity: 'error',
+    rationale: 'Decoupled weight decay multiplies the weights by 1 − lr·weight_decay each step: at 1 or more they are zeroed or flipped and the run blows up at its first steps; a floor above the peak makes the schedule climb when it should decay.',
+    check(ctx) {
+      const t = ctx.config.training;
+      const out: Draft[] = [];
+      const shrink = t.learning_rate * t.optimizer.weight_decay;
+      if (shrink >= 0.1) out.push(at(ctx, 'training.optimizer.weight_decay', 'error', `learning_rate ${t.learning_rate} × weight_decay ${t.optimizer.weight_decay} = ${shrink.toPrecision(3)}: each step scales the weights by ${(1 - shrink).toPrecision(3)}, which wipes them out within steps`, `weight_decay: ${Math.min(0.1, 0.01 / t.learning_rate).toPrecision(2)}`));
+      if (t.schedule.name === 'warmup_cosine' && t.schedule.min_learning_rate > t.learning_rate) out.push(at(ctx, 'training.schedule.min_learning_rate', 'error', `min_learning_rate ${t.schedule.min_learning_rate} is above learning_rate ${t.learning_rate}: the cosine "decay" would climb`, `min_learning_rate: ${(t.learning_rate / 100).toPrecision(2)}`));
+      return out;
+    },
+  },
+  {
+    id: 'training/eval-sentences',
+    title: 'Eval sentences are in languages the model learns',
+    severity: 'error',
+    rationale: 'An eval sentence in a language the run has no language token for cannot be spoken: it would fail at the first eval, hours into the run.',
+    check(ctx) {
+      const c = ctx.config;
+      const known = c.text.languages;
+      return c.training.eval_sentences.flatMap((e, i) => {
+        const language = e.language ?? c.dataset.language;
+        return known.includes(language) ? [] : [at(ctx, `training.eval_sentences.${i}${e.language ? '.language' : ''}`, 'error', `eval sentence ${i + 1} is in ${language}, which text.languages (${known.join(', ')}) does not list`, `language: ${known[0]}   # or add ${language} to text.languages`)];
+      });
+    },
+  },
+  {
+    id: 'batching/reference-frames',
+    title: 'The reference window fits in the clips',
+    severity: 'error',
+    rationale: 'The reference window is cut from another clip of the same speaker; a window longer than any clip the limits admit is padding the conditioning encoder pays for in every step and memory.',
+    check(ctx) {
+      const c = ctx.config;
+      const longest = Math.ceil((c.limits.max_audio_s * c.audio.sample_rate_hz) / c.audio.hop_length) + 1;
+      return c.batching.reference_frames > longest
+        ? [at(ctx, 'batching.reference_frames', 'error', `reference_frames ${c.batching.reference_frames} is longer than the longest clip limits.max_audio_s ${c.limits.max_audio_s} s admits (${longest} frames)`, `reference_frames: ${Math.min(192, longest)}`)]
+        : [];
     },
   },
   {
@@ -316,14 +363,19 @@ export const RULES: Rule[] = [
 export interface LintOptions {
   /** Skip rules that look at this machine (for configs meant for another host). */
   environment?: boolean;
+  /** Run only these rules. */
+  only?: readonly string[];
 }
+
+/** Rules whose errors `xtts train` refuses to start with: each would fail the run later or train something else than asked. */
+export const TRAIN_BLOCKING_RULES = ['audio/consistency', 'model/shape', 'training/precision', 'training/optimizer', 'training/eval-sentences', 'batching/reference-frames'] as const;
 
 export function lintConfig(loaded: LoadedConfig, options: LintOptions = {}): Finding[] {
   const useEnv = options.environment !== false;
   const ctx: RuleContext = { loaded, config: loaded.config, host: useEnv ? hostInventory() : undefined };
   const out: Finding[] = [];
   for (const rule of RULES) {
-    if (rule.environment && !useEnv) continue;
+    if ((rule.environment && !useEnv) || (options.only && !options.only.includes(rule.id))) continue;
     for (const d of rule.check(ctx)) out.push({ ...d, ruleId: rule.id, docs: ruleDocsLink(rule.id) });
   }
   return out;

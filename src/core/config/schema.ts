@@ -202,11 +202,11 @@ export const ModelSchema = Section(
 
 export const TrainingSchema = Section(
   {
-    max_steps: Type.Integer({ minimum: 1, default: 10000, description: 'Optimizer steps to train.' }),
+    max_steps: Type.Integer({ minimum: 1, default: 10000, description: 'Optimizer steps to train (one step is `grad_accumulation_steps` batches; schedules and intervals count these steps too).' }),
     learning_rate: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 1e-3, description: 'Peak learning rate.' }),
     optimizer: Type.Object(
       {
-        name: Enum(['adamw'] as const, { default: 'adamw', description: 'Optimizer.' }),
+        name: Enum(['adamw'] as const, { default: 'adamw', description: 'Optimizer: `adamw` (decoupled weight decay, one flat parameter buffer).' }),
         beta1: Type.Number({ minimum: 0, exclusiveMaximum: 1, default: 0.9, description: 'First-moment decay.' }),
         beta2: Type.Number({ minimum: 0, exclusiveMaximum: 1, default: 0.98, description: 'Second-moment decay.' }),
         epsilon: Type.Number({ exclusiveMinimum: 0, default: 1e-9, description: 'Denominator epsilon.' }),
@@ -230,8 +230,8 @@ export const TrainingSchema = Section(
         'Width σ, in shares of the text and of the utterance, of the diagonal prior in monotonic alignment search (which decoder steps say which symbol): it keeps the search from holding one symbol for half a second while the symbols\' means are still poor. 0 searches by the means alone.',
     }),
     grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
-    grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are summed before one optimizer step.' }),
-    precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16.' }),
+    grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are averaged into one optimizer step (its logged loss is their mean).' }),
+    precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16 (none does yet: `xtts train` refuses it with the reason).' }),
     seed: Type.Integer({ default: 1234, description: 'Seed of initialisation, dropout and shuffling.' }),
     loss: Type.Object(
       {
@@ -252,7 +252,7 @@ export const TrainingSchema = Section(
     eval_every: Type.Integer({ minimum: 1, default: 1000, description: 'Steps between synthesising the eval sentences to WAV.' }),
     keep_checkpoints: Type.Integer({ minimum: 1, default: 3, description: 'Checkpoints kept besides the best one.' }),
     early_stopping_patience: Type.Integer({ minimum: 0, default: 0, description: 'Stop after this many validations without improvement (0 never stops early).' }),
-    max_nonfinite_steps: Type.Integer({ minimum: 0, default: 10, description: 'A NaN/Inf loss skips its step; the run stops after this many.' }),
+    max_nonfinite_steps: Type.Integer({ minimum: 0, default: 10, description: 'A NaN/Inf loss or gradient skips its update; the run stops with exit code 1, writing no checkpoint of that state, at the step that makes this many (0: at the first). A run none of whose steps made an update fails the same way.' }),
     eval_sentences: Type.Array(
       Type.Object(
         {
