@@ -7,7 +7,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { decodeWav, encodeWav } from '../../src/core/data/audio/index.js';
+import { decodeWav, encodeWav, MAX_CLIP_SECONDS, processClip } from '../../src/core/data/audio/index.js';
+import { loadConfig, presetPath } from '../../src/core/config/load.js';
+import { featureTask } from '../../src/core/data/feature-worker.js';
+import type { XttsError } from '../../src/core/errors.js';
+
+const AUDIO = loadConfig(presetPath('quickstart')).loaded!.config.audio;
 
 const dir = mkdtempSync(join(tmpdir(), 'xtts-audio-wav-'));
 const RATE = 22050;
@@ -239,5 +244,37 @@ describe('bad files', () => {
   test('the codec is named (mu-law, MP3)', () => {
     assert.throws(() => decodeWav(sox(['-e', 'u-law'], 'ulaw2.wav'), 'a.wav'), /mu-law/);
     assert.throws(() => decodeWav(withFormatTag(0x55), 'a.wav'), /MP3/);
+  });
+});
+
+describe('headers that would make one clip cost without bound are refused before decoding', () => {
+  const tone = signal(RATE, 220);
+  test('a declared rate of 1 Hz or 4 GHz is an unsupported format, named with the rate', () => {
+    for (const rate of [1, 999, 4_000_000_000]) {
+      const b = pcm16(tone, RATE);
+      b.writeUInt32LE(rate, 24);
+      assert.throws(() => decodeWav(b, 'r.wav'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && e.message.includes(`${rate.toLocaleString('en-US')} Hz`) && e.message.startsWith('r.wav'));
+    }
+  });
+  test('65,535 channels is an unsupported format, not "silent"', () => {
+    const b = pcm16(tone, RATE);
+    b.writeUInt16LE(65535, 22);
+    assert.throws(() => decodeWav(b, 'c.wav'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /65,535 channels/.test(e.message));
+  });
+  test('a clip longer than MAX_CLIP_SECONDS is AUDIO_TOO_LONG from its header (and its skip reason is audio_too_long)', () => {
+    // 8,000 Hz declared over 11 MB of samples: 700 s.
+    const b = pcm16(new Float32Array(8000 * 700), 8000);
+    assert.throws(() => processClip(b, AUDIO, 'long.wav'), (e: XttsError) => e.code === 'AUDIO_TOO_LONG' && /700\.0 s/.test(e.message) && e.message.includes(`${MAX_CLIP_SECONDS} s`));
+    const path = join(dir, 'long.wav');
+    writeFileSync(path, b);
+    const r = featureTask({ audioPath: path, audio: AUDIO });
+    assert.equal(r.ok, false);
+    assert.equal(!r.ok && r.reason, 'audio_too_long');
+  });
+  test('a NaN sample is named with its position, not "too short"', () => {
+    const s = signal(RATE, 220);
+    s[11025] = Number.NaN;
+    const b = Buffer.from(encodeWav(s, RATE, { float: true }));
+    assert.throws(() => processClip(b, AUDIO, 'nan.wav'), (e: XttsError) => e.code === 'AUDIO_NOT_FINITE' && /sample 11,025 \(at 0\.500 s\) is NaN/.test(e.message));
   });
 });

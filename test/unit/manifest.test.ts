@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -70,4 +71,33 @@ test('a separate validation file is used as given; ids may not repeat across fil
 
 test('a missing dataset folder is an XttsError with a suggestion', () => {
   assert.throws(() => buildManifest('/nonexistent/xtts', dataset()), (e: Error & { code?: string; suggestions?: string[] }) => e.code === 'DATASET_NOT_FOUND' && (e.suggestions?.length ?? 0) > 0);
+});
+
+test('an "audio file" that is a folder, a FIFO or a looping link is named as what it is, and never read', () => {
+  const dir = makeDataset('F1|a folder\nP1|a pipe\nL1|a loop\nG1|good\n', ['G1']);
+  mkdirSync(join(dir, 'wavs', 'F1.wav'));
+  execFileSync('mkfifo', [join(dir, 'wavs', 'P1.wav')]);
+  symlinkSync('L1.wav', join(dir, 'wavs', 'L1.wav'));
+  const m = buildManifest(dir, dataset());
+  assert.deepEqual(m.train.map((r) => r.id), ['G1']);
+  const detail = Object.fromEntries(m.skipped.map((s) => [s.id, s.detail]));
+  assert.match(detail.F1, /is a folder, not an audio file/);
+  assert.match(detail.P1, /is a named pipe \(FIFO\), not an audio file/);
+  assert.match(detail.L1, /is a symbolic link that loops/);
+});
+
+test('one Latin-1 line costs that line alone, named with its number; a BOM stays off the first id; a file with no UTF-8 line is refused whole', () => {
+  const dir = makeDataset('', ['A1', 'B2', 'C3']);
+  const latin1 = Buffer.from('B2|Caf\xe9 au lait\n', 'latin1');
+  writeFileSync(join(dir, 'metadata.csv'), Buffer.concat([Buffer.from('\ufeffA1|na\u00efve caf\u00e9\r\n', 'utf8'), latin1, Buffer.from('C3|plain\n', 'utf8')]));
+  const m = buildManifest(dir, dataset());
+  assert.deepEqual(m.train.map((r) => [r.id, r.text]), [['A1', 'na\u00efve caf\u00e9'], ['C3', 'plain']]);
+  assert.equal(m.skipped.length, 1);
+  const s = m.skipped[0];
+  assert.deepEqual([s.line, s.id, s.reason], [2, 'B2', 'not_utf8']);
+  assert.match(s.detail, /byte 7 of the line is not UTF-8 \(read as Latin-1 it says "B2\|Café au lait"\)/);
+  assert.match(s.detail, /sed -n 2p FILE \| iconv -f LATIN1 -t UTF-8/);
+
+  writeFileSync(join(dir, 'metadata.csv'), Buffer.from('A1|Caf\xe9\nB2|d\xe9j\xe0\n', 'latin1'));
+  assert.throws(() => buildManifest(dir, dataset()), (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_NOT_UTF8' && /none of its lines/.test(e.message));
 });

@@ -13,7 +13,7 @@ export interface FeatureTask {
 
 export type FeatureTaskResult =
   | { ok: true; frames: number; nMels: number; durationS: number; mel: Float32Array; ms: { read: number; process: number } }
-  | { ok: false; reason: 'unreadable_audio' | 'unsupported_format'; message: string };
+  | { ok: false; reason: 'unreadable_audio' | 'unsupported_format' | 'audio_too_long'; message: string };
 
 export function featureTask(task: FeatureTask): FeatureTaskResult {
   const t0 = performance.now();
@@ -28,7 +28,7 @@ export function featureTask(task: FeatureTask): FeatureTaskResult {
     const clip = processClip(bytes, task.audio, task.audioPath);
     return { ok: true, frames: clip.frames, nMels: clip.nMels, durationS: clip.durationS, mel: clip.mel, ms: { read: t1 - t0, process: performance.now() - t1 } };
   } catch (e) {
-    if (isXttsError(e)) return { ok: false, reason: e.code === 'AUDIO_UNSUPPORTED_FORMAT' ? 'unsupported_format' : 'unreadable_audio', message: e.message };
+    if (isXttsError(e)) return { ok: false, reason: e.code === 'AUDIO_UNSUPPORTED_FORMAT' ? 'unsupported_format' : e.code === 'AUDIO_TOO_LONG' ? 'audio_too_long' : 'unreadable_audio', message: e.message };
     return { ok: false, reason: 'unreadable_audio', message: `${task.audioPath}: ${(e as Error).message}` };
   }
 }

@@ -10,6 +10,7 @@ import type { DatasetConfig } from '../config/schema.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
+  not_utf8: 'the line is not UTF-8 (the file\'s other lines are)',
   empty_text: 'the text is empty',
   missing_audio: 'the audio file does not exist',
   unreadable_audio: 'the audio file cannot be read or decoded',
@@ -81,6 +82,24 @@ function isInside(root: string, p: string): boolean {
   return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
 }
 
+/** Index of the first byte of `b` that breaks UTF-8 (a bad lead, a missing continuation, an overlong or surrogate form), or b.length. */
+function firstInvalidUtf8(b: Uint8Array): number {
+  for (let i = 0; i < b.length; ) {
+    const c = b[i];
+    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n === 0) return i;
+    for (let k = 1; k < n; k++) {
+      const x = b[i + k];
+      // The second byte's range is narrower after E0, ED, F0 and F4 (no overlong forms, surrogates, or > U+10FFFF).
+      const lo = k === 1 && c === 0xe0 ? 0xa0 : k === 1 && c === 0xf0 ? 0x90 : 0x80;
+      const hi = k === 1 && c === 0xed ? 0x9f : k === 1 && c === 0xf4 ? 0x8f : 0xbf;
+      if (x === undefined || x < lo || x > hi) return i;
+    }
+    i += n;
+  }
+  return b.length;
+}
+
 /** Audio path of an LJSpeech id: wavs/<id>.wav (or <id> itself when it already names a .wav). */
 function ljspeechAudio(root: string, id: string): string {
   return /\.wav$/i.test(id) ? resolve(root, id) : resolve(root, 'wavs', `${id}.wav`);
@@ -98,14 +117,33 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
       suggestions: ['set dataset.path to the folder that holds metadata.csv, or dataset.metadata to the file name'],
     });
   }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
-  } catch {
-    throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is not UTF-8`, { position: { file }, suggestions: [`convert it: iconv -f LATIN1 -t UTF-8 ${file} > fixed.csv`] });
+  // Decoded line by line: one line in another encoding costs that line (skipped with its number and
+  // a fix that touches only it), not the file.
+  let bytes: Uint8Array = readFileSync(file);
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const lines: string[] = [];
+  const notUtf8 = new Map<number, { at: number; asLatin1: string }>();
+  for (let start = 0; start <= bytes.length; ) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end < 0) end = bytes.length;
+    const raw = bytes.subarray(start, end > start && bytes[end - 1] === 0x0d ? end - 1 : end);
+    try {
+      lines.push(utf8.decode(raw));
+    } catch {
+      const at = firstInvalidUtf8(raw);
+      notUtf8.set(lines.length, { at, asLatin1: new TextDecoder('latin1').decode(raw) });
+      lines.push('');
+    }
+    start = end + 1;
   }
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  const lines = text.split(/\r?\n/);
+  const nonEmpty = lines.filter((l, i) => l.trim() !== '' || notUtf8.has(i)).length;
+  if (notUtf8.size > 0 && notUtf8.size === nonEmpty) {
+    throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is not UTF-8: none of its lines is (Latin-1 or another single-byte encoding?)`, {
+      position: { file },
+      suggestions: [`convert the whole file, e.g. iconv -f LATIN1 -t UTF-8 ${file} > ${file}.utf8 && mv ${file}.utf8 ${file} (if it is Latin-1)`],
+    });
+  }
   let first = 0;
   while (first < lines.length && lines[first].trim() === '') first++;
   const hasHeader = first < lines.length && HEADER_FIRST_CELLS.has(lines[first].split('|')[0].trim().toLowerCase());
@@ -116,8 +154,14 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
   const expected = format === 'ljspeech' ? [2, 3] : format === 'ljspeech_multispeaker' ? [4, 5] : [3, 4];
   for (let i = dataStart; i < lines.length; i++) {
     const raw = lines[i];
-    if (raw.trim() === '') continue;
     const line = i + 1;
+    const bad = notUtf8.get(i);
+    if (bad) {
+      const id = bad.asLatin1.split('|')[0].trim();
+      skipped.push({ file, line, id, reason: 'not_utf8', detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${bad.asLatin1.slice(0, 60)}${bad.asLatin1.length > 60 ? '…' : ''}"); save this line as UTF-8 (\`sed -n ${line}p FILE | iconv -f LATIN1 -t UTF-8\` prints it converted); converting the whole file would break its UTF-8 lines` });
+      continue;
+    }
+    if (raw.trim() === '') continue;
     const cells = raw.split('|');
     const skip = (id: string, reason: SkipReason, detail: string) => skipped.push({ file, line, id, reason, detail });
     if (!expected.includes(cells.length)) {
@@ -178,14 +222,17 @@ function dedupeAndCheckAudio(parts: ManifestPart[]): void {
         continue;
       }
       seen.set(row.id, row);
-      let isFile = false;
+      // Only a regular file is read: a folder, a FIFO (whose read would wait forever) or a device is named as what it is.
+      let notFile: string | undefined;
       try {
-        isFile = statSync(row.audioPath).isFile();
-      } catch {
-        isFile = false;
+        const st = statSync(row.audioPath);
+        if (!st.isFile()) notFile = `${row.audioPath} is ${st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isSocket() ? 'a socket' : 'a device'}, not an audio file`;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        notFile = code === 'ENOENT' ? `${row.audioPath} does not exist` : code === 'ELOOP' ? `${row.audioPath} is a symbolic link that loops` : code === 'EACCES' ? `${row.audioPath} cannot be read (permission denied)` : `${row.audioPath} cannot be read (${code ?? (e as Error).message})`;
       }
-      if (!isFile) {
-        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'missing_audio', detail: `${row.audioPath} does not exist` });
+      if (notFile) {
+        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'missing_audio', detail: notFile });
         continue;
       }
       kept.push(row);

@@ -8,7 +8,7 @@ import { MelExtractor } from './mel.js';
 import { resample } from './resample.js';
 import { decodeWav } from './wav.js';
 
-export { decodeWav, encodeWav, WAV_ERROR_CODES, type DecodedWav, type EncodeOptions } from './wav.js';
+export { decodeWav, encodeWav, WAV_ERROR_CODES, MIN_RATE_HZ, MAX_RATE_HZ, MAX_CHANNELS, type DecodedWav, type DecodeOptions, type EncodeOptions } from './wav.js';
 export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign, type ResamplerEngine } from './resample.js';
 export { trimSilence, integratedLoudness, normaliseLoudness, peakAmplitude } from './dynamics.js';
 export {
@@ -33,9 +33,17 @@ export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-li
  * Bumped whenever the front end's output changes for the same bytes and AudioConfig (resampler
  * design, trimming or loudness details, mel numerics), so a feature cache key that includes it is
  * invalidated exactly then. 2: polyphase Kaiser resampler (32 crossings), librosa trim amin,
- * single-precision wasm log-mel and resampling.
+ * single-precision wasm log-mel and resampling. 3: headers outside the rate, channel and length
+ * bounds and NaN samples are refused (they used to become misleading skips, cached as such).
  */
-export const AUDIO_FRONTEND_VERSION = 2;
+export const AUDIO_FRONTEND_VERSION = 3;
+
+/**
+ * The longest file a clip may be, checked from its header before decoding: what one clip may cost in
+ * memory and time stays bounded (10 minutes at 48 kHz: 115 MB of float samples) whatever the header
+ * says. A training clip is a sentence; limits.max_audio_s then applies after trimming.
+ */
+export const MAX_CLIP_SECONDS = 600;
 
 /** Peak below which a clip counts as digital silence (1/2 LSB of 16-bit PCM). */
 const SILENCE_PEAK = 0.5 / 32768;
@@ -78,7 +86,13 @@ export function melExtractorFor(audio: AudioConfig): MelExtractor {
  * `where` (a path or row id) starts every message.
  */
 export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string): ProcessedClip {
-  const wav = decodeWav(bytes, where);
+  const wav = decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS });
+  const bad = wav.samples.findIndex((x) => !Number.isFinite(x));
+  if (bad >= 0) {
+    throw new XttsError('AUDIO_NOT_FINITE', `${where}: sample ${bad.toLocaleString('en-US')} (at ${(bad / wav.sampleRateHz).toFixed(3)} s) is ${wav.samples[bad]}: a float WAV with NaN or infinite values; export it again`, {
+      suggestions: ['re-export the clip, or convert it to 16-bit PCM (`sox IN -e signed-integer -b 16 OUT.wav`)'],
+    });
+  }
   if (peakAmplitude(wav.samples) < SILENCE_PEAK) {
     throw new XttsError('AUDIO_SILENT', `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample above half a 16-bit step); remove the row or replace the file`, {
       suggestions: ['remove the row from the metadata or replace the audio file'],

@@ -17,7 +17,7 @@ export interface DecodedWav {
 }
 
 /** Error codes of decodeWav. */
-export const WAV_ERROR_CODES = ['AUDIO_UNREADABLE', 'AUDIO_TRUNCATED', 'AUDIO_UNSUPPORTED_FORMAT'] as const;
+export const WAV_ERROR_CODES = ['AUDIO_UNREADABLE', 'AUDIO_TRUNCATED', 'AUDIO_UNSUPPORTED_FORMAT', 'AUDIO_TOO_LONG'] as const;
 
 const WAVE_FORMAT_PCM = 1;
 const WAVE_FORMAT_IEEE_FLOAT = 3;
@@ -64,7 +64,17 @@ function fileKind(bytes: Uint8Array, tag: string): string {
   return 'not a RIFF/WAVE file';
 }
 
-export function decodeWav(bytes: Uint8Array, where = 'audio'): DecodedWav {
+export interface DecodeOptions {
+  /** Refuse (AUDIO_TOO_LONG) a file longer than this, before its samples are decoded. */
+  maxSeconds?: number;
+}
+
+/** Sample rates and channel counts a WAV header may declare; outside them it is refused before decoding. */
+export const MIN_RATE_HZ = 1000;
+export const MAX_RATE_HZ = 768_000;
+export const MAX_CHANNELS = 64;
+
+export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOptions = {}): DecodedWav {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const tag = (o: number) => String.fromCharCode(bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]);
   if (bytes.length < 12) {
@@ -111,6 +121,10 @@ export function decodeWav(bytes: Uint8Array, where = 'audio'): DecodedWav {
   if (dataOffset < 0) throw unreadable(where, 'it has no data chunk');
   if (fmt.channels === 0) throw unreadable(where, 'its fmt chunk says 0 channels');
   if (fmt.rateHz === 0) throw unreadable(where, 'its fmt chunk says 0 Hz');
+  // Bounds before any sample is decoded: a header is what a broken or hostile file lies in, and the
+  // resampler's output grows with target / declared rate.
+  if (fmt.rateHz < MIN_RATE_HZ || fmt.rateHz > MAX_RATE_HZ) throw unsupported(where, `a sample rate of ${fmt.rateHz.toLocaleString('en-US')} Hz (xtts reads ${MIN_RATE_HZ.toLocaleString('en-US')} to ${MAX_RATE_HZ.toLocaleString('en-US')} Hz; the header may be broken)`);
+  if (fmt.channels > MAX_CHANNELS) throw unsupported(where, `${fmt.channels.toLocaleString('en-US')} channels (xtts reads up to ${MAX_CHANNELS}; the header may be broken)`);
   const float = fmt.code === WAVE_FORMAT_IEEE_FLOAT;
   if (fmt.code !== WAVE_FORMAT_PCM && !float) throw unsupported(where, `${CODEC_NAMES[fmt.code] ?? `codec 0x${fmt.code.toString(16).padStart(4, '0')}`} audio in a WAV file`);
   // Samples sit left-justified in containers of blockAlign / channels bytes (e.g. 20-bit in 24);
@@ -127,6 +141,10 @@ export function decodeWav(bytes: Uint8Array, where = 'audio'): DecodedWav {
   const ch = fmt.channels;
   const frameBytes = containerBytes * ch;
   const frames = Math.floor(dataBytes / frameBytes);
+  const maxSeconds = options.maxSeconds ?? Number.POSITIVE_INFINITY;
+  if (frames / fmt.rateHz > maxSeconds) {
+    throw new XttsError('AUDIO_TOO_LONG', `${where}: ${(frames / fmt.rateHz).toFixed(1)} s of audio; a clip may be at most ${maxSeconds} s (it was not decoded): cut it into sentences`, { suggestions: ['split long recordings into sentence-length clips'] });
+  }
   const samples = new Float32Array(frames);
   const inv = 1 / ch;
   let p = dataOffset;
