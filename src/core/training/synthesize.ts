@@ -155,6 +155,14 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     // The mean voice: a reference of zeros in normalised units is the dataset's average spectrum.
     refMel = new Float32Array(config.batching.reference_frames * nMels);
   }
+  // A diverged run's weights speak nothing: 8 s of silence would look like a result.
+  const broken = ckpt.weights.find((a) => a.dtype === 'float32' && !a.data.every(Number.isFinite));
+  if (broken) {
+    throw new XttsError('CHECKPOINT_NOT_FINITE', `${dir}: weight ${broken.name} holds NaN or infinite values: the run had diverged when this checkpoint was written`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
+    });
+  }
   const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device });
   const model = new XttsModel(config.model, sizes, { seed: config.training.seed });
   const weights = new Map(ckpt.weights.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
