@@ -1,8 +1,8 @@
 // Checkpoints are whole or absent: a write killed mid-way (SIGKILL in a child process) leaves the
 // previous checkpoint as `latest`; rotation keeps the last N and the best.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -64,4 +64,58 @@ test('a checkpoint write killed mid-way leaves the previous one intact and lates
   // The next save sweeps the killed write's temporary folder.
   again.save(300, { weights: arrays(3), optimizer: arrays(4), state: { step: 300 } }, { keep: 3 });
   assert.ok(!existsSync(join(run, 'checkpoints', `.tmp-step-00000200-${child.pid}`)));
+});
+
+// An independent reader of the safetensors layout (numpy, no xtts code): Python's `safetensors.safe_open`
+// is used as well where it is installed.
+const READER = String.raw`
+import json, struct, sys
+import numpy as np
+path = sys.argv[1]
+raw = open(path, 'rb').read()
+(n,) = struct.unpack('<Q', raw[:8])
+assert (8 + n) % 8 == 0, n  # tensors start 8-byte aligned
+header = json.loads(raw[8:8 + n])
+meta = header.pop('__metadata__', {})
+body = raw[8 + n:]
+out = {'metadata': meta, 'tensors': {}}
+for name, e in header.items():
+    b, end = e['data_offsets']
+    a = np.frombuffer(body[b:end], dtype={'F32': '<f4', 'I32': '<i4'}[e['dtype']]).reshape(e['shape'])
+    out['tensors'][name] = {'shape': list(a.shape), 'sum': float(a.sum()), 'dtype': e['dtype']}
+try:
+    from safetensors import safe_open
+    with safe_open(path, framework='numpy') as f:
+        out['safe_open'] = {k: list(f.get_tensor(k).shape) for k in f.keys()}
+except ImportError:
+    pass
+print(json.dumps(out))
+`;
+
+test('weights and optimizer state are safetensors files that a reader outside xtts opens with the names and shapes', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-st-'));
+  const dir = new CheckpointStore(run).save(7, { weights: arrays(3, 6), optimizer: arrays(-1), state: { step: 7 } }, { keep: 1 });
+  const got = JSON.parse(execFileSync(process.env.XTTS_TEST_PYTHON ?? 'python3', ['-c', READER, join(dir, 'weights.safetensors')], { encoding: 'utf8' }));
+  if (process.env.XTTS_TEST_PYTHON) assert.ok(got.safe_open, 'the safetensors package is not installed in XTTS_TEST_PYTHON');
+  assert.deepEqual(got.metadata, { format: 'xtts-checkpoint@1', content: 'weights' });
+  assert.deepEqual(got.tensors, { 'a.w': { shape: [2, 3], sum: 18, dtype: 'F32' }, b: { shape: [3], sum: 6, dtype: 'I32' } });
+  if (got.safe_open) assert.deepEqual(got.safe_open, { 'a.w': [2, 3], b: [3] });
+  assert.ok(existsSync(join(dir, 'optimizer.safetensors')));
+});
+
+test('a checkpoint written before safetensors (weights.json + weights.bin) still loads', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-old-'));
+  const dir = join(run, 'checkpoints', 'step-00000005');
+  mkdirSync(dir, { recursive: true });
+  const w = new Float32Array([1.5, -2, 3, 4]);
+  const i = Int32Array.from([9, 8, 7]);
+  writeFileSync(join(dir, 'weights.bin'), Buffer.concat([Buffer.from(w.buffer), Buffer.from(i.buffer)]));
+  writeFileSync(join(dir, 'weights.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [{ name: 'a.w', shape: [2, 2], dtype: 'float32', offset: 0, length: 4 }, { name: 'b', shape: [3], dtype: 'int32', offset: 16, length: 3 }] }));
+  writeFileSync(join(dir, 'optimizer.bin'), Buffer.alloc(0));
+  writeFileSync(join(dir, 'optimizer.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [] }));
+  writeFileSync(join(dir, 'state.json'), JSON.stringify({ format: 'xtts-checkpoint@1', step: 5 }));
+  const c = new CheckpointStore(run).load<{ step: number }>(dir);
+  assert.equal(c.state.step, 5);
+  assert.deepEqual([...c.weights[0].data], [1.5, -2, 3, 4]);
+  assert.deepEqual([...c.weights[1].data], [9, 8, 7]);
 });

@@ -1,10 +1,14 @@
 // Checkpoints: a folder per step written whole or not at all. Everything goes into a temporary
 // folder, every file is fsynced, and one rename makes it visible; `latest` and `best` are pointer
 // files replaced the same way. A write killed at any point leaves the previous checkpoint intact.
-// Rotation keeps the last N and the best.
+// Rotation keeps the last N and the best. A checkpoint folder holds weights.safetensors (the model),
+// optimizer.safetensors (AdamW's moments and step) and state.json (the rest: step, data position,
+// tokenizer, feature statistics, config); checkpoints written before safetensors (weights.json +
+// weights.bin) still load.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
+import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
 export interface NamedArray {
@@ -45,22 +49,18 @@ function fsyncDir(dir: string): void {
   }
 }
 
-/** Write a set of arrays as `<name>.bin` (concatenated little-endian data) and `<name>.json` (manifest). */
+/** Write a set of arrays as `<base>.safetensors` (readable by Python's safetensors, PyTorch, JAX). */
 function writeArrays(dir: string, base: string, arrays: readonly NamedArray[]): void {
-  let offset = 0;
-  const manifest: ArrayManifestEntry[] = arrays.map((a) => {
-    const e = { name: a.name, shape: a.shape, dtype: a.dtype, offset, length: a.data.length };
-    offset += a.data.byteLength;
-    return e;
-  });
-  const bin = new Uint8Array(offset);
-  arrays.forEach((a, i) => bin.set(new Uint8Array(a.data.buffer, a.data.byteOffset, a.data.byteLength), manifest[i].offset));
-  writeFileDurable(join(dir, `${base}.bin`), bin);
-  writeFileDurable(join(dir, `${base}.json`), JSON.stringify({ format: CHECKPOINT_FORMAT, arrays: manifest }, null, 1));
+  writeFileDurable(join(dir, `${base}.safetensors`), encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }));
 }
 
+/** A checkpoint's arrays: `<base>.safetensors`, or the `<base>.json` + `<base>.bin` pair checkpoints had before it. */
 function readArrays(dir: string, base: string): NamedArray[] {
-  const manifest = JSON.parse(readFileSync(join(dir, `${base}.json`), 'utf8')) as { format: string; arrays: ArrayManifestEntry[] };
+  const st = join(dir, `${base}.safetensors`);
+  if (existsSync(st)) return decodeSafetensors(readFileSync(st), st).arrays;
+  const legacy = join(dir, `${base}.json`);
+  if (!existsSync(legacy)) throw new XttsError('CHECKPOINT_TRUNCATED', `${dir} has no ${base}.safetensors (nor an older ${base}.json)`, { exitCode: ExitCode.usage, suggestions: ['use another checkpoint of the run (checkpoints/step-*); --resume picks the latest whole one'] });
+  const manifest = JSON.parse(readFileSync(legacy, 'utf8')) as { format: string; arrays: ArrayManifestEntry[] };
   if (manifest.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir}/${base}.json is ${manifest.format}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
   const bin = readFileSync(join(dir, `${base}.bin`));
   return manifest.arrays.map((e) => {
@@ -129,11 +129,17 @@ export class CheckpointStore {
     const name = `step-${String(step).padStart(8, '0')}`;
     const tmp = join(this.root, `.tmp-${name}-${process.pid}`);
     rmSync(tmp, { recursive: true, force: true });
-    mkdirSync(tmp);
-    writeArrays(tmp, 'weights', contents.weights);
-    writeArrays(tmp, 'optimizer', contents.optimizer);
-    writeFileDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
-    fsyncDir(tmp);
+    try {
+      mkdirSync(tmp);
+      writeArrays(tmp, 'weights', contents.weights);
+      writeArrays(tmp, 'optimizer', contents.optimizer);
+      writeFileDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
+      fsyncDir(tmp);
+    } catch (e) {
+      // A write that failed (a full disk) leaves nothing half-written; the previous checkpoints stand.
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
     const final = join(this.root, name);
     rmSync(final, { recursive: true, force: true });
     renameSync(tmp, final);

@@ -1,0 +1,178 @@
+// TensorBoard event files, written as TensorBoard's own writers do, so that `tensorboard --logdir runs`
+// shows an xtts run beside Coqui's and ESPnet's: a TFRecord stream (length, masked CRC-32C of the
+// length, an `Event` protocol buffer, its masked CRC-32C) of scalars, PNG images and WAV audio.
+// No maintained TensorBoard writer exists for Node without libtensorflow (tfjs-node's needs it), and
+// the subset is small: the four messages below, encoded field by field.
+//   Event          1 wall_time double, 2 step int64, 3 file_version string, 5 summary Summary
+//   Summary        1 value repeated Value
+//   Value          1 tag string, 2 simple_value float, 4 image Image, 6 audio Audio
+//   Image          1 height int32, 2 width int32, 3 colorspace int32, 4 encoded_image_string bytes
+//   Audio          1 sample_rate float, 2 num_channels int64, 3 length_frames int64,
+//                  4 encoded_audio_string bytes, 5 content_type string
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+const CRC32C_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t[i] = c >>> 0;
+  }
+  return t;
+})();
+
+/** CRC-32C (Castagnoli), the checksum TFRecord uses. */
+export function crc32c(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < bytes.length; i++) c = CRC32C_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function maskedCrc(bytes: Uint8Array): number {
+  const c = crc32c(bytes);
+  return ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
+}
+
+/** A TFRecord: the framing every TensorFlow record file uses. */
+export function tfrecord(data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(16 + data.length);
+  const dv = new DataView(out.buffer);
+  dv.setBigUint64(0, BigInt(data.length), true);
+  dv.setUint32(8, maskedCrc(out.subarray(0, 8)), true);
+  out.set(data, 12);
+  dv.setUint32(12 + data.length, maskedCrc(data), true);
+  return out;
+}
+
+// Protocol-buffer wire format: a key (field << 3 | wire type), then a varint, 8 or 4 bytes, or a length and bytes.
+class Proto {
+  private parts: Uint8Array[] = [];
+
+  private varint(v: bigint | number): void {
+    let x = BigInt(v);
+    if (x < 0n) x += 1n << 64n;
+    const b: number[] = [];
+    do {
+      let byte = Number(x & 0x7fn);
+      x >>= 7n;
+      if (x) byte |= 0x80;
+      b.push(byte);
+    } while (x);
+    this.parts.push(Uint8Array.from(b));
+  }
+
+  int(field: number, v: number): this {
+    this.varint((field << 3) | 0);
+    this.varint(Math.trunc(v));
+    return this;
+  }
+
+  double(field: number, v: number): this {
+    this.varint((field << 3) | 1);
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setFloat64(0, v, true);
+    this.parts.push(b);
+    return this;
+  }
+
+  float(field: number, v: number): this {
+    this.varint((field << 3) | 5);
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setFloat32(0, v, true);
+    this.parts.push(b);
+    return this;
+  }
+
+  bytes(field: number, v: Uint8Array | string): this {
+    const b = typeof v === 'string' ? new TextEncoder().encode(v) : v;
+    this.varint((field << 3) | 2);
+    this.varint(b.length);
+    this.parts.push(b);
+    return this;
+  }
+
+  message(field: number, m: Proto): this {
+    return this.bytes(field, m.finish());
+  }
+
+  finish(): Uint8Array {
+    const n = this.parts.reduce((a, p) => a + p.length, 0);
+    const out = new Uint8Array(n);
+    let o = 0;
+    for (const p of this.parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return out;
+  }
+}
+
+/** Width, height and TensorBoard colorspace (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) of a PNG, from its IHDR chunk. */
+function pngSize(png: Uint8Array): { width: number; height: number; colorspace: number } {
+  const dv = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  const colorspace = ({ 0: 1, 4: 2, 2: 3, 3: 3, 6: 4 } as Record<number, number>)[png[25]] ?? 3;
+  return { width: dv.getUint32(16), height: dv.getUint32(20), colorspace };
+}
+
+/** Sample rate, channels and frames of a PCM WAV as encodeWav writes it (44-byte header). */
+function wavInfo(wav: Uint8Array): { rate: number; channels: number; frames: number } {
+  const dv = new DataView(wav.buffer, wav.byteOffset, wav.byteLength);
+  const channels = dv.getUint16(22, true);
+  const bits = dv.getUint16(34, true);
+  return { rate: dv.getUint32(24, true), channels, frames: Math.floor(dv.getUint32(40, true) / ((bits / 8) * channels)) };
+}
+
+/**
+ * One run's event file. Every record is written at once (a crash loses nothing already added) and
+ * fsynced on flush(); the file is named as TensorFlow names its own, so TensorBoard finds it.
+ */
+export class EventFileWriter {
+  readonly path: string;
+  private fd: number | undefined;
+
+  constructor(dir: string) {
+    this.path = join(dir, `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${hostname()}.${process.pid}.xtts`);
+    this.fd = openSync(this.path, 'a');
+    this.write(new Proto().double(1, Date.now() / 1000).bytes(3, 'brain.Event:2'));
+  }
+
+  private write(event: Proto): void {
+    if (this.fd === undefined) return;
+    const rec = tfrecord(event.finish());
+    let o = 0;
+    while (o < rec.length) o += writeSync(this.fd, rec, o, rec.length - o);
+  }
+
+  private summary(step: number, value: Proto): void {
+    this.write(new Proto().double(1, Date.now() / 1000).int(2, step).message(5, new Proto().message(1, value)));
+  }
+
+  scalar(tag: string, step: number, value: number): void {
+    if (Number.isFinite(value)) this.summary(step, new Proto().bytes(1, tag).float(2, value));
+  }
+
+  /** A PNG image. */
+  image(tag: string, step: number, png: Uint8Array): void {
+    const { width, height, colorspace } = pngSize(png);
+    this.summary(step, new Proto().bytes(1, tag).message(4, new Proto().int(1, height).int(2, width).int(3, colorspace).bytes(4, png)));
+  }
+
+  /** A 16-bit PCM WAV. */
+  audio(tag: string, step: number, wav: Uint8Array): void {
+    const { rate, channels, frames } = wavInfo(wav);
+    this.summary(step, new Proto().bytes(1, tag).message(6, new Proto().float(1, rate).int(2, channels).int(3, frames).bytes(4, wav).bytes(5, 'audio/wav')));
+  }
+
+  flush(): void {
+    if (this.fd !== undefined) fsyncSync(this.fd);
+  }
+
+  close(): void {
+    if (this.fd === undefined) return;
+    fsyncSync(this.fd);
+    closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
