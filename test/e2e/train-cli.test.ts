@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
+import { CheckpointStore } from '../../src/core/training/checkpoint.js';
 import { repoRoot, runCli as run } from '../helpers/cli.js';
+import { readEvents } from '../helpers/tfevents.js';
 
 // Training runs take minutes on a 2-core CPU: longer than the helper's default timeout.
 const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
@@ -79,6 +81,14 @@ describe('xtts train', () => {
     assert.equal(losses(out).size, 120);
     assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
     assert.ok(res.timing.kernelsPerStep > 100);
+    // TensorBoard: one event file with every curve, the eval pictures and audio.
+    const events = readdirSync(out).filter((f) => f.startsWith('events.out.tfevents.'));
+    assert.equal(events.length, 1, readdirSync(out).join(' '));
+    const tb = readEvents(join(out, events[0]));
+    for (const tag of ['loss/train', 'loss/mel_post', 'loss/duration', 'learning_rate', 'grad_norm', 'perf/samples_per_s', 'perf/data_wait_share', 'loss/val', 'align/diagonal']) assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
+    assert.equal(tb.scalars['loss/train'].length, 120);
+    assert.ok(tb.images['eval/sentence-1']?.length && tb.images['eval/sentence-1-alignment']?.length, Object.keys(tb.images).join(' '));
+    assert.equal(tb.audio['eval/sentence-1'][0][1], 22050);
 
     const wav = join(dir, 'synth.wav');
     const s = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy was there.', '--out', wav, '--json']);
@@ -89,6 +99,15 @@ describe('xtts train', () => {
     assert.equal(bad.code, 2);
     assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
     assert.match(bad.json.error.message, /"☃" at character 9/);
+
+    // A place the WAV cannot go is a usage error before any synthesis.
+    const missing = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', join(dir, 'no', 'such', 'x.wav'), '--json']);
+    assert.equal(missing.code, 2, missing.stderr);
+    assert.equal(missing.json.error.code, 'OUTPUT_UNWRITABLE');
+    assert.match(missing.json.error.message, /does not exist/);
+    const folder = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', dir, '--json']);
+    assert.equal(folder.code, 2, folder.stderr);
+    assert.match(folder.json.error.message, /is a folder: name the WAV file/);
 
     // Many texts at once: every speakable line gets its WAV (q and z never occur in these 12 clips,
     // the alphabet still gives them tokens: a warning, not a failure); the unspeakable line is named and skipped.
@@ -153,6 +172,113 @@ describe('xtts train', () => {
     const ckpts = readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-'));
     assert.equal(ckpts.length, 1);
     assert.match(stderr, /writing a checkpoint/);
+  });
+
+  test('a second run into a folder in use stops at once naming the holder; the lock a killed run left is taken over', async () => {
+    const out = join(dir, 'run-locked');
+    const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+    const first = spawn(process.execPath, [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--output', out, '--max-steps', '500'], { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const training = new Promise<void>((ok) =>
+      first.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (/step\s+2\//.test(stderr)) ok();
+      }),
+    );
+    const exited = new Promise((r) => first.once('exit', (c, sig) => r(sig ?? c)));
+    await training;
+    const second = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', '--json']);
+    assert.equal(second.code, 2, second.stderr);
+    assert.equal(second.json.error.code, 'RUN_FOLDER_IN_USE');
+    assert.match(second.json.error.message, new RegExp(`in use by xtts \\(process ${first.pid} on `));
+    first.kill('SIGKILL');
+    assert.equal(await exited, 'SIGKILL');
+    assert.ok(existsSync(join(out, '.xtts-run.lock')), 'a killed run leaves its lock');
+    // Only the first run wrote there: its steps, none of the second's.
+    const steps = new Database(join(out, 'run.sqlite'), { readonly: true }).prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number };
+    assert.ok(steps.n >= 2);
+    const third = await runCli(['train', '--config', config, '--output', join(out), '--max-steps', '1', '--set', 'training.eval_every=1000', '--json']);
+    assert.equal(third.code, 0, third.stderr);
+    assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock is released at the end');
+  });
+
+  test('steps count optimizer updates: with grad_accumulation_steps 2, --max-steps 4 makes 4 updates of two batches each', async () => {
+    const out = join(dir, 'run-accum');
+    const quiet = ['--set', 'training.validate_every=1000', '--set', 'training.checkpoint_every=1000', '--set', 'training.eval_every=1000'];
+    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '4', '--set', 'training.grad_accumulation_steps=2', ...quiet, '--json']);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.equal(r.json.result.steps, 4);
+    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+    const steps = db.prepare('SELECT step, batch_size AS samples, learning_rate AS lr FROM steps ORDER BY step').all() as { step: number; samples: number; lr: number }[];
+    const lrs = db.prepare("SELECT value FROM metrics WHERE name = 'learning_rate' ORDER BY step").all() as { value: number }[];
+    db.close();
+    assert.deepEqual(steps.map((x) => x.step), [1, 2, 3, 4]);
+    // Two batches of at most 4 (11 training clips: an epoch's last batch is short): more than one batch holds.
+    assert.ok(steps.every((x) => x.samples > 4 && x.samples <= 8), JSON.stringify(steps));
+    assert.ok(steps.every((x) => Number.isFinite(x.lr) && x.lr > 0), JSON.stringify(steps));
+    assert.equal(lrs.length, 4);
+    assert.ok(lrs.every((x) => Number.isFinite(x.value)));
+    // The warm-up counts updates: the 4th update's rate is the schedule's 4th.
+    assert.ok(steps[3].lr > steps[2].lr && steps[2].lr > steps[0].lr);
+  });
+
+  test('a diverged model stops at exactly max_nonfinite_steps with exit 1 and no checkpoint of its state; synthesize refuses its weights', async () => {
+    const out = join(dir, 'run-nan');
+    const quiet = ['--set', 'training.validate_every=1000', '--set', 'training.checkpoint_every=1000', '--set', 'training.eval_every=1000'];
+    const first = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', ...quiet, '--json']);
+    assert.equal(first.code, 0, first.stderr.slice(-2000));
+    // Poison one weight of the checkpoint, as a blown-up run would have it.
+    const store = new CheckpointStore(out);
+    const latest = store.latest()!;
+    const ckpt = store.load<Record<string, unknown>>(latest);
+    for (const w of ckpt.weights) if (w.dtype === 'float32') w.data[0] = Number.NaN;
+    store.save(1, ckpt, { keep: 3 });
+    const before = readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort();
+    const stopped = await runCli(['train', '--config', config, '--output', out, '--resume', '--max-steps', '40', '--set', 'training.max_nonfinite_steps=3', ...quiet, '--json']);
+    assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
+    assert.equal(stopped.json.result.stoppedBy, 'non_finite');
+    assert.equal(stopped.json.result.nonFiniteSteps, 3);
+    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates
+    assert.deepEqual(readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), before);
+    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps WHERE non_finite = 1').get() as { n: number }).n, 3);
+    db.close();
+    // Fewer steps than the limit, every one of them non-finite: still a failed run.
+    const all = await runCli(['train', '--config', config, '--output', out, '--resume', '--max-steps', '3', '--set', 'training.max_nonfinite_steps=10', ...quiet, '--json']);
+    assert.equal(all.code, 1, all.stderr.slice(-2000));
+    assert.equal(all.json.result.stoppedBy, 'non_finite');
+    const spoken = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy was there.', '--out', join(dir, 'nan.wav'), '--json']);
+    assert.equal(spoken.code, 2, spoken.stderr);
+    assert.equal(spoken.json.error.code, 'CHECKPOINT_NOT_FINITE');
+    assert.equal(existsSync(join(dir, 'nan.wav')), false);
+  });
+
+  test('a config that would fail later or train otherwise than asked is refused before any work, with where and why', async () => {
+    const out = join(dir, 'run-refused');
+    for (const [set, rule] of [
+      ['training.precision=mixed_fp16', /precision mixed_fp16: webgpu: .*no float16 path/],
+      ['training.optimizer.weight_decay=1e30', /wipes them out/],
+      ['batching.reference_frames=4096', /reference_frames 4096 is longer than the longest clip/],
+    ] as const) {
+      const r = await runCli(['train', '--config', config, '--output', out, '--set', set, '--json']);
+      assert.equal(r.code, 2, `${set}: ${r.stderr}`);
+      assert.equal(r.json.error.code, 'CONFIG_INVALID');
+      assert.match(r.json.error.message, rule);
+      assert.match(r.json.error.message, new RegExp(`--set ${set.replace(/[.]/g, '\\.')}`));
+      assert.equal(existsSync(out), false, 'nothing was written');
+    }
+  });
+
+  test('a batch larger than the training set is the training set once, not many copies of every clip', async () => {
+    const out = join(dir, 'run-bigbatch');
+    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', '--set', 'batching.batch_size=4096', '--set', 'training.eval_every=1000', '--set', 'training.validate_every=1000']);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const m = /batching\.batch_size 4096 is more than the (\d+) training utterances: each batch holds all \1 of them once/.exec(r.stderr);
+    assert.ok(m, r.stderr.slice(-2000));
+    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+    const row = db.prepare('SELECT batch_size AS n FROM steps').get() as { n: number };
+    db.close();
+    assert.equal(row.n, Number(m[1]));
   });
 
   test('a missing dataset is a clear error, not a stack trace', async () => {

@@ -2,13 +2,14 @@
 // optimizer (or resume them), then per step: batch -> upload -> forward/backward/update -> (every
 // log_every) one readback -> (intervals) validation, checkpoint, eval audio. Every step's spans go
 // to the run database; nothing waits for the device except the readbacks the config asks for.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, KernelCounter, noDeviceTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { FeatureCache } from '../cache/cache.js';
-import type { LoadedConfig } from '../config/load.js';
+import { configInvalid, type LoadedConfig } from '../config/load.js';
+import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { encodeWav } from '../data/audio/wav.js';
 import { griffinLim } from '../data/audio/griffin-lim.js';
@@ -26,11 +27,16 @@ import { alignmentPanelsPng, melPanelsPng } from '../render/png.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
 import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
 import { RunDatabase } from '../telemetry/run-db.js';
+import { EventFileWriter } from '../telemetry/tensorboard.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
 import { CheckpointStore, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
+import { lockRunFolder } from './run-lock.js';
+
+/** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
+const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
 
 export interface TrainProgress {
   step: number;
@@ -126,10 +132,22 @@ function fromArrays(arrays: NamedArray[]): Map<string, tf.Tensor> {
 const OOM = /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer|^Aborted\(|memory access out of bounds/i;
 
 export async function train(o: TrainOptions): Promise<TrainResult> {
+  // What would fail later or train something other than asked stops here, before any work.
+  const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter((f) => f.severity === 'error');
+  if (blockers.length) throw configInvalid(o.loaded.file, blockers);
+  const runDir = o.outputDir ?? o.loaded.outputDir;
+  const lock = lockRunFolder(runDir);
+  try {
+    return await trainInFolder(o, runDir);
+  } finally {
+    lock.release();
+  }
+}
+
+async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResult> {
   const config = o.loaded.config;
   const t = config.training;
   let maxSteps = o.maxSteps ?? t.max_steps;
-  const runDir = o.outputDir ?? o.loaded.outputDir;
   const say = o.onMessage ?? (() => undefined);
 
   // Data.
@@ -142,7 +160,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
   const model = new XttsModel(config.model, sizes, { seed: t.seed });
-  const optimizer = new AdamW(model.trainableVariables(), t);
+  const optimizer = new OPTIMIZERS[t.optimizer.name](model.trainableVariables(), t);
   const store = new CheckpointStore(runDir);
   let step = 0;
   let position = { epoch: 0, batch: 0 };
@@ -175,6 +193,12 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   // Run database.
   mkdirSync(runDir, { recursive: true });
   const db = RunDatabase.create(runDir);
+  // TensorBoard event files beside run.sqlite (`tensorboard --logdir runs`); measurement runs write none.
+  const events = o.stepsOnly ? undefined : new EventFileWriter(runDir);
+  const metric = (at: number, name: string, value: number) => {
+    db.addMetric(at, name, value);
+    events?.scalar(name, at, value);
+  };
   db.setMeta('config', config);
   db.setMeta('configFile', o.loaded.file);
   db.setMeta('backend', choice.backend);
@@ -183,7 +207,11 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
 
   // Batches.
   const r = config.model.reduction_factor;
-  const bucketOptions = { buckets: config.batching.buckets, batchSize: config.batching.batch_size, frameBudget: config.batching.frame_budget, frameMultiple: r };
+  // A batch larger than the training set would repeat every clip in it many times over (memory and
+  // time for nothing): it becomes the training set.
+  const batchSize = Math.min(config.batching.batch_size, data.train.length);
+  if (batchSize < config.batching.batch_size) say(`batching.batch_size ${config.batching.batch_size} is more than the ${data.train.length} training utterances: each batch holds all ${batchSize} of them once`);
+  const bucketOptions = { buckets: config.batching.buckets, batchSize, frameBudget: config.batching.frame_budget, frameMultiple: r };
   const plan = planBuckets(data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
   const loaderItems = (items: PreparedItem[]) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath }));
   // Without the cache, producers recompute every clip's features from its audio for every batch.
@@ -197,7 +225,8 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const validation: TrainResult['validation'] = [];
   const checkpoints: string[] = [];
   const evalFiles: string[] = [];
-  let nonFiniteSteps = 0;
+  // Updates skipped for a NaN/Inf loss or gradient, in this run (a resumed run counts afresh).
+  let nonFiniteStepsHere = 0;
   let stoppedBy: TrainResult['stoppedBy'] = 'max_steps';
   // Device-timed probe steps come last; a backend with no device time runs none of them.
   let timedSteps = Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
@@ -223,8 +252,17 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const unseenSymbols = data.tokenizer.unseenIn(data.train.map((i) => i.tokens));
   // The duration predictor's squared log error: from the last validation, else the training loss.
   let logDurationVariance = 0;
-  const evaluate = () =>
-    synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), logDurationVariance, say, (name, value) => db.addMetric(step, name, value));
+  const evaluate = async () => {
+    const files = await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), logDurationVariance, say, (name, value) => metric(step, name, value));
+    // TensorBoard: the mel (predicted above target) and alignment pictures, and the audio.
+    for (const f of files) {
+      const tag = `eval/${basename(f).replace(/\.(png|wav)$/, '')}`;
+      if (f.endsWith('.png')) events?.image(tag, step, readFileSync(f));
+      else if (f.endsWith('.wav')) events?.audio(tag, step, readFileSync(f));
+    }
+    events?.flush();
+    return files;
+  };
 
   const saveCheckpoint = async (best: boolean) => {
     const state: CheckpointState = {
@@ -247,75 +285,100 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
     checkpoints.push(dir);
   };
 
+  const accumulate = Math.max(1, t.grad_accumulation_steps);
   try {
     while (step < maxSteps) {
       // Let the event loop run between steps: when the ring is always ready, the loop would
       // otherwise be one endless chain of microtasks and signals (Ctrl-C) and timers would never fire.
       await new Promise((resolve) => setImmediate(resolve));
       const timer = new SpanTimer();
-      const batch = await loader.next();
-      if (!batch) break;
-      timer.mark('dataWaitMs');
-      const tensors = uploadBatch(batch, dims(batch));
-      const lengths = { text: batch.textLengths.slice(0, batch.shape.batchSize), mel: batch.melLengths.slice(0, batch.shape.batchSize) };
-      loader.release(batch);
-      timer.mark('uploadMs');
-      // Which symbol each step says (one readback and the alignment search on the host).
-      const aligned = { ...tensors, alignment: await model.align(tensors, lengths.text, lengths.mel, t.alignment_prior) };
-      timer.mark('syncMs');
-      kernels.take();
+      // One optimizer step: grad_accumulation_steps micro-batches, each forward and backward, the
+      // last one also clips and updates. Steps, schedules, intervals and the progress line count these.
+      let batch: LoadedBatch | undefined;
       let result: ReturnType<typeof trainStep> | undefined;
       let deviceMs: number | undefined;
-      const stepOptions = { accumulate: t.grad_accumulation_steps, onGradients: () => timer.mark('forwardBackwardMs') };
-      try {
-        if (step >= timedFrom) {
-          const timing = await timeOnDevice(tf as never, () => {
-            result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
-          });
-          if (timing.available) deviceMs = timing.kernelMs;
-          deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
-        } else result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
-      } catch (e) {
-        throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
+      let stepKernels = 0;
+      let samples = 0;
+      const microStats: tf.Tensor1D[] = [];
+      for (let micro = 0; micro < accumulate; micro++) {
+        batch = await loader.next();
+        if (!batch) break;
+        timer.mark('dataWaitMs');
+        const tensors = uploadBatch(batch, dims(batch));
+        const lengths = { text: batch.textLengths.slice(0, batch.shape.batchSize), mel: batch.melLengths.slice(0, batch.shape.batchSize) };
+        loader.release(batch);
+        timer.mark('uploadMs');
+        // Which symbol each step says (one readback and the alignment search on the host).
+        const aligned = { ...tensors, alignment: await model.align(tensors, lengths.text, lengths.mel, t.alignment_prior) };
+        timer.mark('syncMs');
+        kernels.take();
+        const stepOptions = { accumulate, onGradients: () => timer.mark('forwardBackwardMs') };
+        try {
+          if (step >= timedFrom) {
+            const timing = await timeOnDevice(tf as never, () => {
+              result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
+            });
+            if (timing.available) deviceMs = (deviceMs ?? 0) + timing.kernelMs;
+            deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
+          } else result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
+        } catch (e) {
+          throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
+        }
+        if (!result) throw new Error('the training step returned nothing');
+        stepKernels += kernels.take();
+        timer.mark('optimizerMs');
+        samples += batch.shape.batchSize - batch.fillers;
+        disposeBatch(tensors);
+        tf.dispose([aligned.alignment.steps, aligned.alignment.durations]);
+        if (!result.applied) {
+          microStats.push(tf.clone(result.stats));
+          disposeStepResult(result);
+        }
       }
-      if (!result) throw new Error('the training step returned nothing');
-      const stepKernels = kernels.take();
-      timer.mark('optimizerMs');
+      if (!batch || !result?.applied) {
+        // The data ran out inside an accumulation: its gradients make no update.
+        optimizer.discardAccumulated();
+        tf.dispose(microStats);
+        break;
+      }
       step++;
       position = { epoch: batch.epoch, batch: batch.index + 1 };
       let loss: number | undefined;
       let gradNorm: number | undefined;
       const logNow = step % t.log_every === 0 || step === maxSteps;
       if (logNow) {
-        const stats = await result.stats.data();
-        nonFiniteSteps = (await optimizer.nonFiniteSteps.data())[0];
+        // Losses are the mean over the step's micro-batches; the gradient norm is the update's.
+        const all = [...(await Promise.all(microStats.map((x) => x.data()))), await result.stats.data()];
+        const stats = STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
         timer.mark('syncMs');
         loss = stats[STEP_STATS.indexOf('loss')];
         gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
         lossCurve.push({ step, loss });
-        db.addMetric(step, 'loss/train', loss);
-        db.addMetric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
-        db.addMetric(step, 'loss/mel_post', stats[STEP_STATS.indexOf('melPost')]);
-        db.addMetric(step, 'loss/aligned_text', stats[STEP_STATS.indexOf('alignedText')]);
-        db.addMetric(step, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
+        metric(step, 'loss/train', loss);
+        metric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
+        metric(step, 'loss/mel_post', stats[STEP_STATS.indexOf('melPost')]);
+        metric(step, 'loss/aligned_text', stats[STEP_STATS.indexOf('alignedText')]);
+        metric(step, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
         if (data.validation.length === 0) logDurationVariance = stats[STEP_STATS.indexOf('duration')];
-        db.addMetric(step, 'grad_norm', gradNorm);
-        db.addMetric(step, 'learning_rate', result.learningRate);
+        metric(step, 'grad_norm', gradNorm);
+        metric(step, 'learning_rate', result.learningRate);
       }
       const learningRate = result.learningRate;
+      // Whether the update was made: one value, read every step so that the limit holds exactly.
+      const updated = (await result.finite.data())[0] === 1;
+      if (!updated) nonFiniteStepsHere++;
       disposeStepResult(result);
-      disposeBatch(tensors);
-      tf.dispose([aligned.alignment.steps, aligned.alignment.durations]);
+      tf.dispose(microStats);
 
       if (!o.stepsOnly) {
         if (step % t.validate_every === 0 && data.validation.length > 0) {
           const { loss: val, durationError, durationVariance, lengthRatio, diagonal } = await validate(model, data, config, bucketOptions, common, loaderItems);
           logDurationVariance = durationVariance;
           validation.push({ step, loss: val });
-          db.addMetric(step, 'loss/val', val);
-          db.addMetric(step, 'align/duration_error', durationError);
-          db.addMetric(step, 'align/length_ratio', lengthRatio);
-          db.addMetric(step, 'align/diagonal', diagonal);
+          metric(step, 'loss/val', val);
+          metric(step, 'align/duration_error', durationError);
+          metric(step, 'align/length_ratio', lengthRatio);
+          metric(step, 'align/diagonal', diagonal);
           const improved = bestValidationLoss === null || val < bestValidationLoss;
           if (improved) {
             bestValidationLoss = val;
@@ -337,7 +400,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         epoch: batch.epoch,
         batchIndex: batch.index,
         bucket: batch.bucket,
-        batchSize: batch.shape.batchSize - batch.fillers,
+        batchSize: samples,
         tokens: batch.shape.tokens,
         frames: batch.shape.frames,
         kernels: stepKernels,
@@ -346,6 +409,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         learningRate,
         loss,
         gradNorm,
+        ...(updated ? {} : { nonFinite: true }),
       };
       records.push(rec);
       db.addStep(rec);
@@ -353,7 +417,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         db.flush();
         const recent = records.slice(-t.log_every);
         const wall = recent.reduce((a, x) => a + x.wallMs, 0);
-        o.onProgress?.({
+        const progress: TrainProgress = {
           step,
           maxSteps,
           loss: loss!,
@@ -362,13 +426,19 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
           dataWaitShare: recent.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wall,
           stepMs: wall / recent.length,
           etaS: ((maxSteps - step) * wall) / recent.length / 1000,
-          nonFiniteSteps,
+          nonFiniteSteps: nonFiniteStepsHere,
           gpuUtilizationPct: sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
-        });
-        if (nonFiniteSteps > t.max_nonfinite_steps) {
-          stoppedBy = 'non_finite';
-          break;
-        }
+        };
+        events?.scalar('perf/samples_per_s', step, progress.samplesPerS);
+        events?.scalar('perf/data_wait_share', step, progress.dataWaitShare);
+        events?.scalar('perf/step_ms', step, progress.stepMs);
+        if (progress.gpuUtilizationPct !== undefined) events?.scalar('perf/gpu_utilization_pct', step, progress.gpuUtilizationPct);
+        o.onProgress?.(progress);
+      }
+      if (!updated && nonFiniteStepsHere >= Math.max(1, t.max_nonfinite_steps)) {
+        stoppedBy = 'non_finite';
+        say(`step ${step}: ${nonFiniteStepsHere} steps had a NaN/Inf loss or gradient and made no update (training.max_nonfinite_steps: ${t.max_nonfinite_steps}); stopping without a checkpoint or eval of this state`);
+        break;
       }
       if (stoppedBy === 'early_stopping') break;
       if (o.maxMinutes !== undefined && performance.now() - runStart >= o.maxMinutes * 60_000) {
@@ -380,15 +450,20 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         break;
       }
     }
-    if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
-    if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await evaluate()));
+    // A run none of whose steps made an update trained nothing, whatever stopped it.
+    if (step > startStep && nonFiniteStepsHere === step - startStep) stoppedBy = 'non_finite';
+    if (stoppedBy !== 'non_finite') {
+      if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
+      if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await evaluate()));
+    }
   } finally {
     kernels.uninstall();
     await sampler?.stop();
     await loader.close();
-    db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps });
+    db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
     if (deviceTiming) db.setMeta('deviceTiming', deviceTiming);
     db.close();
+    events?.close();
   }
   const untimed = records.filter((x) => x.deviceMs === undefined);
   const measured = untimed.slice(Math.min(5, Math.floor(untimed.length / 4)));
@@ -406,7 +481,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
     lossCurve,
     validation,
     bestValidationLoss,
-    nonFiniteSteps,
+    nonFiniteSteps: nonFiniteStepsHere,
     checkpoints,
     evalFiles,
     timing: {
@@ -530,6 +605,10 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
     const jobs: { name: string; ids: ArrayLike<number>; language: number; target?: { mel: Float32Array; frames: number } }[] = [];
     for (const [i, s] of config.training.eval_sentences.entries()) {
       const language = s.language ?? config.dataset.language;
+      if (!config.text.languages.includes(language)) {
+        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is in ${language}, which text.languages does not list`);
+        continue;
+      }
       let text = cleanText(s.text, config.text);
       if (phonemizer) text = await phonemizer.phonemize(text, language);
       const enc = data.tokenizer.encode(text, language);

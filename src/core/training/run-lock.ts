@@ -1,0 +1,107 @@
+// One run per run folder. The lock file is written before any other work, so that a second
+// `xtts train` into a folder in use stops at once and names the run that holds it, instead of both
+// writing checkpoints, metrics.jsonl and run.sqlite into the same place. A lock left by a run that was
+// killed (its process is gone) is taken over; one held from another host is never guessed at.
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { ExitCode, XttsError } from '../errors.js';
+
+export const RUN_LOCK_FILE = '.xtts-run.lock';
+
+interface Holder {
+  pid: number;
+  host: string;
+  startedAt: string;
+  command: string;
+}
+
+function readHolder(path: string): Holder | undefined {
+  try {
+    const h = JSON.parse(readFileSync(path, 'utf8')) as Holder;
+    return Number.isInteger(h.pid) && typeof h.host === 'string' ? h : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function unwritable(runDir: string, e: unknown): XttsError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file of that name (or above it) is not a folder' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it cannot be written' : code === 'ENOSPC' ? 'the disk is full' : (e as Error).message;
+  return new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${why}`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['name a folder you can write with --output (or output.dir)'],
+  });
+}
+
+/** Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. */
+export function lockRunFolder(runDir: string): { release(): void } {
+  if (runDir.trim() === '') {
+    throw new XttsError('OUTPUT_UNWRITABLE', 'the run folder is empty', { exitCode: ExitCode.usage, suggestions: ['name a folder with --output (or output.dir)'] });
+  }
+  try {
+    mkdirSync(runDir, { recursive: true });
+    if (!statSync(runDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+  } catch (e) {
+    throw unwritable(runDir, e);
+  }
+  const path = join(runDir, RUN_LOCK_FILE);
+  const me: Holder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(path, 'wx');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw unwritable(runDir, e);
+      const holder = readHolder(path);
+      let ageMs = 0;
+      try {
+        ageMs = Date.now() - statSync(path).mtimeMs;
+      } catch {
+        continue; // released meanwhile
+      }
+      // A lock being written this instant has no holder yet: in use. An unreadable old one is stale.
+      const inUse = holder ? holder.host !== me.host || processAlive(holder.pid) : ageMs < 10_000;
+      if (inUse) {
+        const who = holder ? `xtts (process ${holder.pid} on ${holder.host}, started ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''})` : 'another xtts run that is starting';
+        throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is in use by ${who}`, {
+          exitCode: ExitCode.usage,
+          suggestions: [
+            'wait for that run to end, or train into another folder with --output',
+            ...(holder && holder.host !== me.host ? [`if that run on ${holder.host} is over, delete ${path}`] : []),
+          ],
+        });
+      }
+      rmSync(path, { force: true }); // its process is gone: a killed run's lock
+      continue;
+    }
+    try {
+      writeSync(fd, JSON.stringify(me));
+    } finally {
+      closeSync(fd);
+    }
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      if (readHolder(path)?.pid === process.pid) rmSync(path, { force: true });
+    };
+    process.once('exit', release);
+    return {
+      release: () => {
+        process.off('exit', release);
+        release();
+      },
+    };
+  }
+  throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is being taken by another xtts run`, { exitCode: ExitCode.usage, suggestions: ['train into another folder with --output'] });
+}
