@@ -2,7 +2,7 @@
 // a run killed after a checkpoint and resumed continues the same loss curve, Ctrl-C saves and exits
 // 130, and synthesis writes a valid WAV.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +99,13 @@ describe('xtts train', () => {
     assert.equal(bad.code, 2);
     assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
     assert.match(bad.json.error.message, /"☃" at character 9/);
+
+    // Nothing to say is not 8 s of a WAV.
+    const blank = await runCli(['synthesize', '--checkpoint', out, '--text', '   ', '--out', join(dir, 'blank.wav'), '--json']);
+    assert.equal(blank.code, 2, blank.stderr);
+    assert.equal(blank.json.error.code, 'SYNTH_UNSPEAKABLE');
+    assert.match(blank.json.error.message, /nothing to speak/);
+    assert.equal(existsSync(join(dir, 'blank.wav')), false);
 
     // A place the WAV cannot go is a usage error before any synthesis.
     const missing = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', join(dir, 'no', 'such', 'x.wav'), '--json']);
@@ -279,6 +286,48 @@ describe('xtts train', () => {
     const row = db.prepare('SELECT batch_size AS n FROM steps').get() as { n: number };
     db.close();
     assert.equal(row.n, Number(m[1]));
+  });
+
+  test('--strict refuses a dataset with an unusable row, naming it; without it the row is skipped', async () => {
+    const data = join(dir, 'strict-data');
+    mkdirSync(join(data, 'wavs'), { recursive: true });
+    for (const f of readdirSync(join(dir, 'data', 'wavs'))) copyFileSync(join(dir, 'data', 'wavs', f), join(data, 'wavs', f));
+    writeFileSync(join(data, 'metadata.csv'), readFileSync(join(dir, 'data', 'metadata.csv'), 'utf8') + 'GONE|This clip is not there.|This clip is not there.\n');
+    const lines = readFileSync(join(data, 'metadata.csv'), 'utf8').trim().split('\n').length;
+    const r = await runCli(['train', '--config', config, '--dataset', data, '--output', join(dir, 'run-strict'), '--max-steps', '1', '--strict', '--json']);
+    assert.equal(r.code, 2, r.stderr.slice(-1000));
+    assert.equal(r.json.error.code, 'DATASET_ROWS_SKIPPED');
+    assert.match(r.json.error.message, new RegExp(`metadata\\.csv:${lines} \\(GONE\\): missing_audio`));
+  });
+
+  test('on a terminal a progress bar with the ETA runs under the log lines; a pipe gets the lines alone', async () => {
+    // script(1) (bsdutils) gives the CLI a pseudo-terminal, as a user's shell does.
+    const out = join(dir, 'run-tty');
+    const cmd = [process.execPath, join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--output', out, '--max-steps', '6', '--set', 'training.log_every=3', '--set', 'training.eval_every=1000', '--set', 'training.validate_every=1000']
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+    const tty = execFileSync('script', ['-qefc', cmd, '/dev/null'], { encoding: 'utf8', env: { ...env, NO_COLOR: '1' }, timeout: 600_000 });
+    assert.match(tty, /train +\[#*\.*\] \d\/6 .*steps\/s, ETA \d+/);
+    assert.match(tty, /step 3\/6 +loss/);
+    assert.match(tty, /\r\x1b\[K/); // the bar is taken off its line before a log line
+  });
+
+  test('a run folder that cannot be one fails at once, before the data is prepared', async () => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    for (const [output, why] of [
+      [join(file, 'run'), /cannot use .* as the run folder: a file of that name \(or above it\) is not a folder/],
+      ['', /the run folder is empty/],
+    ] as const) {
+      const started = performance.now();
+      const r = await runCli(['train', '--config', config, '--output', output, '--json']);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.json.error.code, 'OUTPUT_UNWRITABLE');
+      assert.match(r.json.error.message, why);
+      assert.ok(!/data:/.test(r.stderr));
+      assert.ok(performance.now() - started < 60_000);
+    }
   });
 
   test('a missing dataset is a clear error, not a stack trace', async () => {

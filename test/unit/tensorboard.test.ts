@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { encodeWav } from '../../src/core/data/audio/wav.js';
-import { melPanelsPng } from '../../src/core/render/png.js';
+import { melFigure } from '../../src/core/render/figures.js';
 import { crc32c, EventFileWriter } from '../../src/core/telemetry/tensorboard.js';
 import { readEvents } from '../helpers/tfevents.js';
 
@@ -23,7 +23,7 @@ test('scalars, a PNG and a WAV, read back with their steps, sizes and tags', () 
   w.scalar('learning_rate', 2, 3e-4);
   w.scalar('loss/train', 3, Number.NaN); // not a point on a curve: left out
   const mel = new Float32Array(20 * 8).map((_, i) => Math.sin(i));
-  const png = melPanelsPng([{ mel, frames: 20, nMels: 8 }]);
+  const png = melFigure({ title: 'test', panels: [{ label: 'PREDICTED', mel, frames: 20, nMels: 8 }], secondsPerFrame: 0.01 });
   w.image('eval/sentence-1', 2, png);
   const wav = encodeWav(new Float32Array(2205).fill(0.1), 22050);
   w.audio('eval/sentence-1', 2, wav);

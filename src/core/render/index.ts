@@ -1,5 +1,7 @@
 export { paint, renderTable, type TableOptions } from './style.js';
 export { renderValidationReport, toSarif } from './findings.js';
 export { ProgressLine } from './progress.js';
-export { alignmentPanelsPng, encodePng, melPanelsPng } from './png.js';
+export { colour, encodePng } from './png.js';
+export { alignmentFigure, curveFigure, melFigure } from './figures.js';
+export { Canvas, textWidth, ticks, tickLabel } from './canvas.js';
 export { sparkline, watchFrameLines, type WatchFrameOptions } from './gpu.js';

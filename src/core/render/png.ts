@@ -1,5 +1,5 @@
-// PNG images of spectrograms (predicted vs target mel for eval), written with Node's zlib: an RGB
-// image, one colour map (a perceptually ordered dark-blue -> yellow ramp), no dependency.
+// PNG encoding with Node's zlib (RGB, no dependency) and the one colour map of every picture (a
+// perceptually ordered dark-blue -> yellow ramp); the pictures themselves are in figures.ts.
 import { deflateSync } from 'node:zlib';
 
 const CRC_TABLE = (() => {
@@ -50,67 +50,10 @@ const RAMP: [number, number, number][] = [
   [253, 231, 37],
 ];
 
-function colour(x: number): [number, number, number] {
+/** The colour map: 0 dark blue, 1 yellow. */
+export function colour(x: number): [number, number, number] {
   const t = Math.max(0, Math.min(1, x)) * (RAMP.length - 1);
   const i = Math.min(RAMP.length - 2, Math.floor(t));
   const f = t - i;
   return [0, 1, 2].map((k) => Math.round(RAMP[i][k] + f * (RAMP[i + 1][k] - RAMP[i][k]))) as [number, number, number];
-}
-
-/**
- * Spectrograms stacked vertically (e.g. predicted above target), low mel bins at the bottom, a
- * 2-pixel gap between panels, every panel on the same colour scale so they compare.
- */
-export function melPanelsPng(panels: { mel: Float32Array; frames: number; nMels: number }[], scale = 2): Buffer {
-  const width = Math.max(...panels.map((p) => p.frames)) * scale;
-  const gap = 2;
-  const height = panels.reduce((a, p) => a + p.nMels * scale, 0) + gap * (panels.length - 1);
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const p of panels) for (let i = 0; i < p.frames * p.nMels; i++) {
-    lo = Math.min(lo, p.mel[i]);
-    hi = Math.max(hi, p.mel[i]);
-  }
-  const range = hi > lo ? hi - lo : 1;
-  const rgb = new Uint8Array(width * height * 3).fill(255);
-  let top = 0;
-  for (const p of panels) {
-    for (let f = 0; f < p.frames; f++) {
-      for (let m = 0; m < p.nMels; m++) {
-        const c = colour((p.mel[f * p.nMels + m] - lo) / range);
-        for (let dy = 0; dy < scale; dy++) {
-          const y = top + (p.nMels - 1 - m) * scale + dy;
-          for (let dx = 0; dx < scale; dx++) rgb.set(c, (y * width + f * scale + dx) * 3);
-        }
-      }
-    }
-    top += p.nMels * scale + gap;
-  }
-  return encodePng(rgb, width, height);
-}
-
-/**
- * Alignments [steps, tokens] row-major (weights in 0..1) stacked vertically with a 2-pixel gap:
- * decoder steps left to right, text tokens bottom to top, on an absolute 0..1 scale. A reading of
- * the whole text draws one staircase from the bottom left to the top right.
- */
-export function alignmentPanelsPng(panels: { alignment: Float32Array; steps: number; tokens: number }[], scale = 3): Buffer {
-  const gap = 2;
-  const width = Math.max(1, ...panels.map((p) => p.steps)) * scale;
-  const height = panels.reduce((a, p) => a + Math.max(1, p.tokens) * scale, 0) + gap * (panels.length - 1);
-  const rgb = new Uint8Array(width * height * 3).fill(255);
-  let top = 0;
-  for (const p of panels) {
-    for (let s = 0; s < p.steps; s++) {
-      for (let n = 0; n < p.tokens; n++) {
-        const c = colour(p.alignment[s * p.tokens + n]);
-        for (let dy = 0; dy < scale; dy++) {
-          const y = top + (p.tokens - 1 - n) * scale + dy;
-          for (let dx = 0; dx < scale; dx++) rgb.set(c, (y * width + s * scale + dx) * 3);
-        }
-      }
-    }
-    top += Math.max(1, p.tokens) * scale + gap;
-  }
-  return encodePng(rgb, width, height);
 }

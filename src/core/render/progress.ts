@@ -29,6 +29,13 @@ export class ProgressLine {
     this.stream.write(`\r${this.label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`)}\x1b[K`);
   }
 
+  /** Take the bar off its line (so that a log line can be written there); the next update draws it again. */
+  clear(): void {
+    if (this.active) this.stream.write('\r\x1b[K');
+    this.active = false;
+    this.lastDraw = 0;
+  }
+
   finish(): void {
     if (this.active) this.stream.write('\n');
     this.active = false;

@@ -7,6 +7,7 @@
 // weights.bin) still load.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import type { XttsConfig } from '../config/schema.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
 
@@ -69,6 +70,30 @@ function readArrays(dir: string, base: string): NamedArray[] {
     const copy = new Uint8Array(bytes); // aligned copy
     return { name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer) };
   });
+}
+
+/**
+ * What a checkpoint's state.json holds besides its format: the one description train writes and
+ * resumes from, and synthesize reads. Fields added later are optional, so older checkpoints load.
+ */
+export interface CheckpointState {
+  step: number;
+  /** Next batch to train on: resume continues exactly here. */
+  position: { epoch: number; batch: number };
+  dropoutRng: number;
+  bestValidationLoss: number | null;
+  validationsWithoutImprovement: number;
+  tokenizer: unknown;
+  tokenizerIdentity: string;
+  stats: { mean: number[]; std: number[] };
+  speakers: string[];
+  languages: string[];
+  sizes: { vocabSize: number; nMels: number; numLanguages: number };
+  /** Vocabulary symbols the training texts never contain (their embeddings are untrained). */
+  unseenSymbols?: string[];
+  /** Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as log-normal means. */
+  logDurationVariance?: number;
+  config: XttsConfig;
 }
 
 export interface CheckpointContents<State> {

@@ -23,14 +23,14 @@ import { type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
 import { computeLosses } from '../model/losses.js';
 import { diagonalShare } from '../model/align.js';
 import { XttsModel } from '../model/model.js';
-import { alignmentPanelsPng, melPanelsPng } from '../render/png.js';
+import { alignmentFigure, curveFigure, melFigure } from '../render/figures.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
 import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
 import { RunDatabase } from '../telemetry/run-db.js';
 import { EventFileWriter } from '../telemetry/tensorboard.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
-import { CheckpointStore, type NamedArray } from './checkpoint.js';
+import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
@@ -59,6 +59,10 @@ export interface TrainOptions {
   maxSteps?: number;
   /** Stop after the step that passes this many minutes of training (preparation not counted). */
   maxMinutes?: number;
+  /** After every step (cheap: for a progress bar). */
+  onStep?: (s: { step: number; startStep: number; maxSteps: number; elapsedMs: number }) => void;
+  /** Refuse a dataset with any unusable row (DATASET_ROWS_SKIPPED, naming the first) instead of training on the rest. */
+  strict?: boolean;
   outputDir?: string;
   resume?: boolean;
   /** Profiling: no checkpoints, validation or eval audio; only the steps. */
@@ -97,25 +101,6 @@ export interface TrainResult {
   timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; dataWaitShare: number };
 }
 
-interface CheckpointState {
-  step: number;
-  /** Next batch to train on: resume continues exactly here. */
-  position: { epoch: number; batch: number };
-  dropoutRng: number;
-  bestValidationLoss: number | null;
-  validationsWithoutImprovement: number;
-  tokenizer: unknown;
-  tokenizerIdentity: string;
-  stats: { mean: number[]; std: number[] };
-  speakers: string[];
-  languages: string[];
-  sizes: { vocabSize: number; nMels: number; numLanguages: number };
-  /** Vocabulary symbols the training texts never contain (their embeddings are untrained). */
-  unseenSymbols: string[];
-  /** Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as log-normal means. */
-  logDurationVariance: number;
-  config: XttsConfig;
-}
 
 /** Host copies of tensors. Asynchronous reads: WebGPU's synchronous readback needs a canvas, which Node has not. */
 async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
@@ -151,7 +136,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const say = o.onMessage ?? (() => undefined);
 
   // Data.
-  const data = await prepareDataset(o.loaded, { datasetDir: o.datasetDir, onProgress: o.onPrepareProgress });
+  const data = await prepareDataset(o.loaded, { datasetDir: o.datasetDir, onProgress: o.onPrepareProgress, strict: o.strict });
   say(`data: ${data.train.length} training and ${data.validation.length} validation utterances, ${data.skipped.length} rows skipped (see \`xtts analyze-data-pipeline\`)`);
 
   // Backend, model, optimizer.
@@ -263,6 +248,20 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     events?.flush();
     return files;
   };
+
+  // The loss curves as a picture in the run folder (TensorBoard has them as scalars).
+  const writeLossCurve = () =>
+    writeFileSync(
+      join(runDir, 'loss-curve.png'),
+      curveFigure({
+        title: `${basename(runDir)} · loss`,
+        yTitle: 'LOSS',
+        series: [
+          { label: 'TRAINING', points: lossCurve.map((x) => [x.step, x.loss]) },
+          { label: 'VALIDATION', points: validation.map((x) => [x.step, x.loss]) },
+        ],
+      }),
+    );
 
   const saveCheckpoint = async (best: boolean) => {
     const state: CheckpointState = {
@@ -384,6 +383,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             bestValidationLoss = val;
             validationsWithoutImprovement = 0;
           } else validationsWithoutImprovement++;
+          if (!o.stepsOnly) writeLossCurve();
           say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}; durations: log error ${durationError.toFixed(3)}, predicted/found length ${lengthRatio.toFixed(2)}; alignment on the diagonal ${(diagonal * 100).toFixed(0)}%`);
           await saveCheckpoint(improved);
           if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';
@@ -413,6 +413,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       };
       records.push(rec);
       db.addStep(rec);
+      o.onStep?.({ step, startStep, maxSteps, elapsedMs: performance.now() - runStart });
       if (logNow) {
         db.flush();
         const recent = records.slice(-t.log_every);
@@ -452,6 +453,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     }
     // A run none of whose steps made an update trained nothing, whatever stopped it.
     if (step > startStep && nonFiniteStepsHere === step - startStep) stoppedBy = 'non_finite';
+    if (!o.stepsOnly && step > startStep) writeLossCurve();
     if (stoppedBy !== 'non_finite') {
       if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
       if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await evaluate()));
@@ -632,13 +634,14 @@ async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: X
       const wav = join(dir, `${job.name}.wav`);
       writeFileSync(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
       const png = join(dir, `${job.name}.png`);
-      const panels = [{ mel: logMel, frames: g.frames, nMels }];
-      if (job.target) panels.push({ mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
-      writeFileSync(png, melPanelsPng(panels));
-      const alignments = [{ alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
-      if (job.target) alignments.push(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior));
+      const title = `${job.name} · ${basename(dir)}`;
+      const panels = [{ label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED', mel: logMel, frames: g.frames, nMels }];
+      if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
+      writeFileSync(png, melFigure({ title, panels, secondsPerFrame }));
+      const alignments = [{ label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
+      if (job.target) alignments.push({ label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)', ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)) });
       const alignPng = join(dir, `${job.name}-alignment.png`);
-      writeFileSync(alignPng, alignmentPanelsPng(alignments));
+      writeFileSync(alignPng, alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }));
       files.push(wav, png, alignPng);
       const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
       const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';

@@ -18,10 +18,10 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'Training config (default: configs/quickstart.yaml).', helpValue: 'FILE' }),
+    config: Flags.string({ char: 'c', summary: 'Training config (default: configs/quickstart.yaml).', helpValue: 'FILE', env: 'XTTS_CONFIG' }),
     set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
-    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
-    backend: Flags.string({ summary: 'TensorFlow.js backend (instead of device.backend).', options: [...BACKENDS] }),
+    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR', env: 'XTTS_DATASET' }),
+    backend: Flags.string({ summary: 'TensorFlow.js backend (instead of device.backend).', options: [...BACKENDS], env: 'XTTS_BACKEND' }),
     'max-steps': Flags.integer({ summary: 'Stop after this many optimizer steps (instead of training.max_steps).', min: 1 }),
     'max-minutes': Flags.custom<number>({
       summary: 'Also stop after the step that passes this many minutes of training (data preparation not counted); the learning-rate schedule still follows max_steps.',
@@ -32,8 +32,9 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
         return minutes;
       },
     })(),
-    output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR' }),
+    output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR', env: 'XTTS_OUTPUT' }),
     resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
+    strict: Flags.boolean({ summary: 'Refuse a dataset with any unusable row (the first is named) instead of training on the rest.', default: false }),
   };
 
   private interrupted = false;
@@ -43,7 +44,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set: flags.set });
     const { train } = await import('@xtts/core/training');
     const human = !this.jsonEnabled();
-    const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips') };
+    const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips'), train: new ProgressLine('train   ', 'steps') };
     const control = { stop: false };
     const onSigint = () => {
       if (control.stop) process.exit(ExitCode.interrupted);
@@ -61,23 +62,30 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
         maxMinutes: flags['max-minutes'],
         outputDir: flags.output,
         resume: flags.resume,
+        strict: flags.strict,
         control,
         onPrepareProgress: human ? (p) => bars[p.stage].update(p.done, p.total, p.elapsedMs) : undefined,
         onMessage: human
           ? (m) => {
               bars.text.finish();
               bars.features.finish();
+              bars.train.clear();
               process.stderr.write(`${m}\n`);
             }
           : undefined,
+        // On a terminal a bar with the ETA stays under the log lines; pipes and --json get the lines alone.
+        onStep: human ? (s) => bars.train.update(s.step - s.startStep, s.maxSteps - s.startStep, s.elapsedMs) : undefined,
         onProgress: human
-          ? (p) =>
+          ? (p) => {
+              bars.train.clear();
               process.stderr.write(
                 `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  loss ${p.loss.toFixed(4)}  lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} samples/s  ${p.stepMs.toFixed(0)} ms/step  data wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : ''}${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ETA ${Math.round(p.etaS)} s\n`,
-              )
+              );
+            }
           : undefined,
       });
     } finally {
+      bars.train.finish();
       process.off('SIGINT', onSigint);
     }
   }
