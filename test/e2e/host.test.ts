@@ -63,3 +63,31 @@ test('a third-party plugin links and its command uses the public config API', ()
   assert.equal(xtts(['plugins', 'unlink', 'xtts-plugin-hello'], env).code, 0);
   assert.equal(xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code, 2, 'the command is gone after unlinking');
 });
+
+test('a mistyped command gets "did you mean", exit 2, in a pipe as in a terminal, and the JSON envelope with --json', () => {
+  const r = xtts(['trian', '--max-steps', '1']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /Error \[UNKNOWN_COMMAND\] `trian` is not an xtts command; did you mean `xtts train`\?/);
+  const j = xtts(['cache', 'stat', '--json']);
+  assert.equal(j.code, 2);
+  assert.equal(JSON.parse(j.stdout).error.code, 'UNKNOWN_COMMAND');
+  assert.match(JSON.parse(j.stdout).error.message, /did you mean `xtts cache stats`/);
+  const far = xtts(['zzzz']);
+  assert.equal(far.code, 2);
+  assert.doesNotMatch(far.stderr, /did you mean/);
+});
+
+test('shell completion: `xtts autocomplete bash` explains the setup and builds the completion script', () => {
+  const home = mkdtempSync(join(tmpdir(), 'xtts-home-'));
+  const env = { HOME: home, XDG_CACHE_HOME: join(home, '.cache') };
+  const r = xtts(['autocomplete', 'bash'], env);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /xtts autocomplete/);
+  const refresh = xtts(['autocomplete', '--refresh-cache'], env);
+  assert.equal(refresh.code, 0, refresh.stderr);
+  const script = spawnSync('bash', ['-c', `find ${home} -name '*.bash' -o -name 'bash_setup' | head -5`], { encoding: 'utf8' }).stdout;
+  assert.ok(script.trim().length > 0, `no completion script under ${home}`);
+  const body = spawnSync('bash', ['-c', `cat $(find ${home} -path '*functions/bash/xtts.bash')`], { encoding: 'utf8' }).stdout;
+  assert.match(body, /train/);
+  assert.match(body, /synthesize/);
+});

@@ -548,3 +548,14 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     });
   });
 });
+
+test('flags can come from XTTS_* environment variables (XTTS_CONFIG here); a flag on the line wins', async () => {
+  const env = { XTTS_CONFIG: join(repoRoot, 'configs', 'quickstart.yaml') };
+  const r = await run(['validate-gpu-optimization', '--no-environment', '--json'], { env });
+  assert.equal(r.code, 0, describeRun(r));
+  assert.equal(r.json.result.file, env.XTTS_CONFIG);
+  const missing = await run(['validate-gpu-optimization', '--no-environment', '--json'], { env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') } });
+  assert.equal(missing.code, 2, describeRun(missing));
+  const line = await run(['validate-gpu-optimization', '--no-environment', '--config', env.XTTS_CONFIG, '--json'], { env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') } });
+  assert.equal(line.code, 0, describeRun(line));
+});

@@ -3,9 +3,9 @@ import { Flags } from '@oclif/core';
 import { THRESHOLDS } from '../config/thresholds.js';
 import { ExitCode, XttsError } from '../errors.js';
 
-export const configFlag = Flags.string({ char: 'c', summary: 'Training config (YAML); presets live in configs/.', helpValue: 'FILE' });
+export const configFlag = Flags.string({ char: 'c', summary: 'Training config (YAML); presets live in configs/.', helpValue: 'FILE', env: 'XTTS_CONFIG' });
 export const setFlag = Flags.string({ summary: 'Override a config key, e.g. training.learning_rate=3e-4 (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' });
-export const cacheFlag = Flags.string({ summary: 'The cache database (default: the config\'s pipeline.cache.path, or .xtts-cache/cache.sqlite).', helpValue: 'FILE' });
+export const cacheFlag = Flags.string({ summary: 'The cache database (default: the config\'s pipeline.cache.path, or .xtts-cache/cache.sqlite).', helpValue: 'FILE', env: 'XTTS_CACHE' });
 
 export const thresholdFlag = Flags.string({
   summary: `Override a shared threshold for this run, e.g. inputBoundHigh=0.3 (names: docs/rules.md#thresholds).`,

@@ -21,9 +21,9 @@ Exit codes: 0 measured; 1 highly input-bound, or rows were skipped with --strict
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'Training config (YAML).', required: true, helpValue: 'FILE' }),
+    config: Flags.string({ char: 'c', summary: 'Training config (YAML).', required: true, helpValue: 'FILE', env: 'XTTS_CONFIG' }),
     set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
-    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
+    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR', env: 'XTTS_DATASET' }),
     'step-ms': Flags.integer({ summary: 'The trainer takes a batch every this many ms.', min: 1, exclusive: ['run'] }),
     run: Flags.string({ summary: 'Take the step time from a recorded run (its median step).', helpValue: 'DIR' }),
     files: Flags.integer({ summary: 'Audio files to time stage by stage.', default: 200, min: 1 }),

@@ -28,10 +28,10 @@ Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'Training config to audit and speed-test (default: the machine alone, speed-tested on the quickstart preset).', helpValue: 'FILE' }),
+    config: Flags.string({ char: 'c', summary: 'Training config to audit and speed-test (default: the machine alone, speed-tested on the quickstart preset).', helpValue: 'FILE', env: 'XTTS_CONFIG' }),
     set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
-    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR' }),
-    backend: Flags.string({ summary: 'TensorFlow.js backend for the speed test.', options: [...BACKENDS] }),
+    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR', env: 'XTTS_DATASET' }),
+    backend: Flags.string({ summary: 'TensorFlow.js backend for the speed test.', options: [...BACKENDS], env: 'XTTS_BACKEND' }),
     'speed-test': Flags.boolean({ summary: 'Run the speed test (a few profiled training steps and the input pipeline).', default: true, allowNo: true }),
     steps: Flags.integer({ summary: 'Profiled steps in the speed test.', default: 10, min: 2 }),
     warmup: Flags.integer({ summary: 'Warm-up steps before them.', default: 3, min: 0 }),

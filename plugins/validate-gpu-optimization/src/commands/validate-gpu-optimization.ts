@@ -18,7 +18,7 @@ Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it;
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'The YAML config to check.', required: true }),
+    config: Flags.string({ char: 'c', summary: 'The YAML config to check.', required: true, env: 'XTTS_CONFIG' }),
     set: Flags.string({ summary: 'Override a key, e.g. training.learning_rate=3e-4 (repeatable).', multiple: true, default: [] }),
     format: Flags.string({ summary: 'Output format (--json prints the JSON envelope).', options: ['text', 'sarif'], default: 'text' }),
     'fail-severity': Flags.string({ summary: 'Exit 1 when a finding is at or above this severity.', options: [...SEVERITIES], default: 'error' }),
