@@ -261,13 +261,13 @@ describe('headers that would make one clip cost without bound are refused before
     b.writeUInt16LE(65535, 22);
     assert.throws(() => decodeWav(b, 'c.wav'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /65,535 channels/.test(e.message));
   });
-  test('a clip longer than MAX_CLIP_SECONDS is AUDIO_TOO_LONG from its header (and its skip reason is audio_too_long)', () => {
+  test('a clip longer than MAX_CLIP_SECONDS is AUDIO_TOO_LONG from its header (and its skip reason is audio_too_long)', async () => {
     // 8,000 Hz declared over 11 MB of samples: 700 s.
     const b = pcm16(new Float32Array(8000 * 700), 8000);
     assert.throws(() => processClip(b, AUDIO, 'long.wav'), (e: XttsError) => e.code === 'AUDIO_TOO_LONG' && /700\.0 s/.test(e.message) && e.message.includes(`${MAX_CLIP_SECONDS} s`));
     const path = join(dir, 'long.wav');
     writeFileSync(path, b);
-    const r = featureTask({ audioPath: path, audio: AUDIO });
+    const r = await featureTask({ audioPath: path, audio: AUDIO });
     assert.equal(r.ok, false);
     assert.equal(!r.ok && r.reason, 'audio_too_long');
   });

@@ -9,7 +9,8 @@ import type { DatasetConfig } from '../../src/core/config/schema.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
-  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, language: 'en', language_source: 'fixed', ...over,
+  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, language: 'en', language_source: 'fixed',
+  columns: { audio: 'audio', text: 'text', speaker: null, language: null }, ...over,
 });
 
 function makeDataset(metadata: string, wavs: string[]): string {

@@ -96,3 +96,27 @@ test('invalidation: nothing changed -> nothing recomputed; one text edited -> on
   assert.deepEqual(hop.cacheUse.features, { computed: 4, cached: 0 });
   assert.ok(hop.train[0].frames > edited.train[0].frames);
 });
+
+test('FLAC, MP3, Ogg Vorbis and Opus clips in a CSV dataset are decoded in the feature threads and all kept', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-mixed-'));
+  mkdirSync(join(dir, 'clips'));
+  const texts = ['The small boy sold the rare fish.', 'A quiet river runs past the mill.', 'She opened the window to the rain.', 'Bring me the red box from there.'];
+  const rows = ['audio,text'];
+  texts.forEach((t, i) => {
+    const wav = join(dir, `s${i}.wav`);
+    speak(wav, t);
+    const [name, cmd] = [
+      [`c${i}.flac`, ['sox', wav, join(dir, 'clips', `c${i}.flac`)]],
+      [`c${i}.mp3`, ['sox', wav, join(dir, 'clips', `c${i}.mp3`)]],
+      [`c${i}.ogg`, ['sox', wav, join(dir, 'clips', `c${i}.ogg`)]],
+      [`c${i}.opus`, ['opusenc', '--quiet', wav, join(dir, 'clips', `c${i}.opus`)]],
+    ][i] as [string, string[]];
+    execFileSync(cmd[0], cmd.slice(1));
+    rows.push(`clips/${name},"${t}"`);
+  });
+  writeFileSync(join(dir, 'metadata.csv'), rows.join('\n') + '\n');
+  const p = await prepareDataset(loadConfig(configFor(dir, 'batching:\n  buckets: 1\n')).loaded!);
+  assert.deepEqual(p.skipped, []);
+  assert.deepEqual(p.train.map((i) => i.id).sort(), ['clips/c0', 'clips/c1', 'clips/c2', 'clips/c3']);
+  for (const item of p.train) assert.ok(item.durationS > 1 && item.durationS < 4, `${item.id}: ${item.durationS} s`);
+});

@@ -28,12 +28,21 @@ export const DatasetSchema = Section(
       minLength: 1,
       description: 'Dataset root folder. A relative path is resolved against the folder of the config file that sets it.',
     }),
-    format: Enum(['auto', 'ljspeech', 'ljspeech_multispeaker', 'wav_path_speaker_text'] as const, {
+    format: Enum(['auto', 'ljspeech', 'ljspeech_multispeaker', 'wav_path_speaker_text', 'vctk', 'libritts', 'common_voice', 'csv'] as const, {
       default: 'auto',
       description:
-        'Metadata layout: `ljspeech` (`id|text|normalized_text` or `id|text`), `ljspeech_multispeaker` (`id|text|normalized|speaker`), `wav_path_speaker_text`; `auto` detects it from the rows.',
+        'Metadata layout: `ljspeech` (`id|text|normalized_text` or `id|text`), `ljspeech_multispeaker` (`id|text|normalized|speaker`), `wav_path_speaker_text`, `vctk` (txt/ and wav48_silence_trimmed/ or wav48/), `libritts` (`*.normalized.txt` beside each clip), `common_voice` (a release\'s TSV, e.g. `metadata: validated.tsv`, clips in clips/), `csv` (a header row; `columns` names the columns); `auto` detects it from the folder and the metadata\'s first rows. See docs/datasets.md.',
     }),
-    metadata: Type.String({ minLength: 1, default: 'metadata.csv', description: 'Training metadata file, relative to `path`.' }),
+    metadata: Type.String({ minLength: 1, default: 'metadata.csv', description: 'Training metadata file, relative to `path` (not used by `vctk` and `libritts`, which read their transcript files).' }),
+    columns: Type.Object(
+      {
+        audio: Type.String({ minLength: 1, default: 'audio', description: 'Column with the audio file\'s path, relative to `path`.' }),
+        text: Type.String({ minLength: 1, default: 'text', description: 'Column with the text spoken.' }),
+        speaker: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null, description: 'Column with the speaker; null: one speaker.' }),
+        language: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null, description: 'Column with the language code (read with `language_source: metadata`); null: none.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'The named columns of a `csv` metadata file.' },
+    ),
     validation_metadata: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
       default: null,
       description: 'Separate validation metadata file relative to `path`; null splits `metadata` with `validation_fraction`.',

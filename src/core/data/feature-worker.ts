@@ -1,10 +1,10 @@
-// A preprocessing worker's task: read one audio file and compute its log-mel. Failures come back as
+// A preprocessing worker's task: read one audio file (WAV, FLAC, MP3, Ogg) and compute its log-mel. Failures come back as
 // reason codes (they become dataset skips), never as thrown errors that would stop the pool.
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AudioConfig } from '../config/schema.js';
 import { isXttsError } from '../errors.js';
-import { processClip } from './audio/index.js';
+import { processAudioFile } from './audio/index.js';
 
 export interface FeatureTask {
   audioPath: string;
@@ -15,7 +15,7 @@ export type FeatureTaskResult =
   | { ok: true; frames: number; nMels: number; durationS: number; mel: Float32Array; ms: { read: number; process: number } }
   | { ok: false; reason: 'unreadable_audio' | 'unsupported_format' | 'audio_too_long'; message: string };
 
-export function featureTask(task: FeatureTask): FeatureTaskResult {
+export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult> {
   const t0 = performance.now();
   let bytes: Buffer;
   try {
@@ -25,7 +25,7 @@ export function featureTask(task: FeatureTask): FeatureTaskResult {
   }
   const t1 = performance.now();
   try {
-    const clip = processClip(bytes, task.audio, task.audioPath);
+    const clip = await processAudioFile(bytes, task.audio, task.audioPath);
     return { ok: true, frames: clip.frames, nMels: clip.nMels, durationS: clip.durationS, mel: clip.mel, ms: { read: t1 - t0, process: performance.now() - t1 } };
   } catch (e) {
     if (isXttsError(e)) return { ok: false, reason: e.code === 'AUDIO_UNSUPPORTED_FORMAT' ? 'unsupported_format' : e.code === 'AUDIO_TOO_LONG' ? 'audio_too_long' : 'unreadable_audio', message: e.message };
@@ -35,8 +35,8 @@ export function featureTask(task: FeatureTask): FeatureTaskResult {
 
 /** A feature worker thread: answers {id, task} messages with {id, result}; the mel's buffer is moved, not copied. */
 export function featureWorkerMain(): void {
-  parentPort?.on('message', (m: { id: number; task: FeatureTask }) => {
-    const result = featureTask(m.task);
+  parentPort?.on('message', async (m: { id: number; task: FeatureTask }) => {
+    const result = await featureTask(m.task);
     parentPort!.postMessage({ id: m.id, result }, result.ok ? [result.mel.buffer as ArrayBuffer] : []);
   });
 }

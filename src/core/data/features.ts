@@ -153,7 +153,7 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   if (todo.length > 0 && o.workers > 0) {
     await runPool(Math.min(o.workers, todo.length), todo, (item) => ({ audioPath: item.row.audioPath, audio: o.audio }), accept);
   } else {
-    for (const item of todo) accept(item, featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
+    for (const item of todo) accept(item, await featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
   }
   commit();
   const computeMs = performance.now() - tc;

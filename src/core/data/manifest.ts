@@ -6,19 +6,20 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
+import { looksLikeLibriTts, looksLikeVctk, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
 import type { DatasetConfig } from '../config/schema.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
   not_utf8: 'the line is not UTF-8 (the file\'s other lines are)',
   empty_text: 'the text is empty',
-  missing_audio: 'the audio file does not exist',
-  unreadable_audio: 'the audio file cannot be read or decoded',
-  unsupported_format: 'the audio format is not supported',
+  missing_audio: 'the audio file does not exist, or is not a regular file',
+  unreadable_audio: 'the audio file cannot be read or decoded (a broken header, a cut file, NaN samples, silence)',
+  unsupported_format: 'a codec, sample format, rate or channel count xtts does not read',
   text_too_short: 'the cleaned text is shorter than limits.min_text_chars',
   text_too_long: 'the cleaned text is longer than limits.max_text_chars',
   audio_too_short: 'the audio (after trimming) is shorter than limits.min_audio_s',
-  audio_too_long: 'the audio (after trimming) is longer than limits.max_audio_s',
+  audio_too_long: 'the audio (after trimming) is longer than limits.max_audio_s, or the file is over 600 s',
   unmappable_characters: 'the text has characters the tokenizer cannot map',
   duplicate_id: 'another row above has the same id',
   path_escapes_root: 'the audio path points outside the dataset folder',
@@ -49,7 +50,7 @@ export interface ManifestRow {
   language?: string;
 }
 
-export type MetadataFormat = 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text';
+export type MetadataFormat = 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text' | 'vctk' | 'libritts' | 'common_voice' | 'csv';
 
 export interface ManifestPart {
   file: string;
@@ -106,19 +107,11 @@ function ljspeechAudio(root: string, id: string): string {
 }
 
 /**
- * Read one metadata file. UTF-8 with or without BOM, LF or CRLF, a header line tolerated.
- * Throws XttsError only when the file itself cannot be read; bad rows are skipped and reported.
+ * A text file's lines, decoded one by one: a line in another encoding costs that line (reported with
+ * the first byte that is not UTF-8 and how it reads as Latin-1), not the file. A UTF-8 byte-order
+ * mark is dropped; CRLF and LF both end lines.
  */
-export function readMetadataFile(datasetDir: string, metadataName: string, formatSetting: DatasetConfig['format']): ManifestPart {
-  const file = join(datasetDir, metadataName);
-  if (!existsSync(file) || !statSync(file).isFile()) {
-    throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
-      position: { file },
-      suggestions: ['set dataset.path to the folder that holds metadata.csv, or dataset.metadata to the file name'],
-    });
-  }
-  // Decoded line by line: one line in another encoding costs that line (skipped with its number and
-  // a fix that touches only it), not the file.
+export function readLines(file: string): { lines: string[]; notUtf8: Map<number, { at: number; asLatin1: string }> } {
   let bytes: Uint8Array = readFileSync(file);
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
   const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -137,6 +130,22 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
     }
     start = end + 1;
   }
+  return { lines, notUtf8 };
+}
+
+/**
+ * Read one metadata file. UTF-8 with or without BOM, LF or CRLF, a header line tolerated.
+ * Throws XttsError only when the file itself cannot be read; bad rows are skipped and reported.
+ */
+export function readMetadataFile(datasetDir: string, metadataName: string, formatSetting: 'auto' | 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text'): ManifestPart {
+  const file = join(datasetDir, metadataName);
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
+      position: { file },
+      suggestions: ['set dataset.path to the folder that holds metadata.csv, or dataset.metadata to the file name'],
+    });
+  }
+  const { lines, notUtf8 } = readLines(file);
   const nonEmpty = lines.filter((l, i) => l.trim() !== '' || notUtf8.has(i)).length;
   if (notUtf8.size > 0 && notUtf8.size === nonEmpty) {
     throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is not UTF-8: none of its lines is (Latin-1 or another single-byte encoding?)`, {
@@ -210,18 +219,22 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
   return { file, format, rows, skipped };
 }
 
-/** Drop later rows whose id repeats an earlier one (across files too), and rows whose audio is missing. */
-function dedupeAndCheckAudio(parts: ManifestPart[]): void {
+/** Drop later rows whose id repeats an earlier one (across files too), rows whose audio lies outside the dataset folder, and rows whose audio is missing. */
+function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[]): void {
   const seen = new Map<string, ManifestRow>();
   for (const part of parts) {
     const kept: ManifestRow[] = [];
     for (const row of part.rows) {
       const prior = seen.get(row.id);
       if (prior) {
-        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'duplicate_id', detail: `id also on line ${prior.line} of ${prior.file}` });
+        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'duplicate_id', detail: `id also on line ${prior.line} of ${prior.file}` });
         continue;
       }
       seen.set(row.id, row);
+      if (!isInside(datasetDir, row.audioPath)) {
+        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'path_escapes_root', detail: `${row.audioPath} is outside ${datasetDir}` });
+        continue;
+      }
       // Only a regular file is read: a folder, a FIFO (whose read would wait forever) or a device is named as what it is.
       let notFile: string | undefined;
       try {
@@ -232,7 +245,7 @@ function dedupeAndCheckAudio(parts: ManifestPart[]): void {
         notFile = code === 'ENOENT' ? `${row.audioPath} does not exist` : code === 'ELOOP' ? `${row.audioPath} is a symbolic link that loops` : code === 'EACCES' ? `${row.audioPath} cannot be read (permission denied)` : `${row.audioPath} cannot be read (${code ?? (e as Error).message})`;
       }
       if (notFile) {
-        part.skipped.push({ file: part.file, line: row.line, id: row.id, reason: 'missing_audio', detail: notFile });
+        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'missing_audio', detail: notFile });
         continue;
       }
       kept.push(row);
@@ -258,6 +271,28 @@ export interface Manifest {
   split: { source: 'file' | 'seeded'; seed?: number; fraction?: number };
 }
 
+/** One metadata file (or, for vctk and libritts, the folder's transcripts), in the layout `dataset.format` names or `auto` finds. */
+function readPart(datasetDir: string, dataset: DatasetConfig, name: string): ManifestPart {
+  const fmt = dataset.format;
+  if (fmt === 'vctk') return readVctk(datasetDir);
+  if (fmt === 'libritts') return readLibriTts(datasetDir);
+  if (fmt === 'common_voice') return readCommonVoice(datasetDir, name, readLines);
+  if (fmt === 'csv') return readCsv(datasetDir, name, dataset.columns, readLines);
+  if (fmt === 'auto') {
+    const file = join(datasetDir, name);
+    if (!existsSync(file)) {
+      if (looksLikeVctk(datasetDir)) return readVctk(datasetDir);
+      if (looksLikeLibriTts(datasetDir)) return readLibriTts(datasetDir);
+    } else if (statSync(file).isFile()) {
+      const head = (readLines(file).lines[0] ?? '').replace(/^\uFEFF/, '');
+      const cells = (d: string) => head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
+      if (head.includes('\t') && ['path', 'sentence', 'client_id'].every((c) => cells('\t').includes(c))) return readCommonVoice(datasetDir, name, readLines);
+      if (!head.includes('|') && [',', ';', '\t'].some((d) => cells(d).includes(dataset.columns.audio) && cells(d).includes(dataset.columns.text))) return readCsv(datasetDir, name, dataset.columns, readLines);
+    }
+  }
+  return readMetadataFile(datasetDir, name, fmt);
+}
+
 /** Read, validate and split the dataset's metadata. */
 export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manifest {
   if (!existsSync(datasetDir) || !statSync(datasetDir).isDirectory()) {
@@ -266,18 +301,21 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
       suggestions: ['set dataset.path in the config (relative paths are resolved against the config file) or pass --dataset DIR'],
     });
   }
-  const trainPart = readMetadataFile(datasetDir, dataset.metadata, dataset.format);
+  const trainPart = readPart(datasetDir, dataset, dataset.metadata);
   const parts = [trainPart];
   let validation: ManifestRow[];
   let split: Manifest['split'];
   if (dataset.validation_metadata) {
-    const valPart = readMetadataFile(datasetDir, dataset.validation_metadata, dataset.format);
+    if (trainPart.format === 'vctk' || trainPart.format === 'libritts') {
+      throw new XttsError('DATASET_VALIDATION_METADATA', `dataset.validation_metadata does not apply to a ${trainPart.format} folder (its transcripts are files, not a metadata list)`, { exitCode: ExitCode.usage, suggestions: ['remove dataset.validation_metadata; dataset.validation_fraction holds rows out by a seeded split'] });
+    }
+    const valPart = readPart(datasetDir, dataset, dataset.validation_metadata);
     parts.push(valPart);
-    dedupeAndCheckAudio(parts);
+    dedupeAndCheckAudio(datasetDir, parts);
     validation = valPart.rows;
     split = { source: 'file' };
   } else {
-    dedupeAndCheckAudio(parts);
+    dedupeAndCheckAudio(datasetDir, parts);
     validation = trainPart.rows.filter((r) => inValidationSplit(r.id, dataset.split_seed, dataset.validation_fraction));
     const valIds = new Set(validation.map((r) => r.id));
     trainPart.rows = trainPart.rows.filter((r) => !valIds.has(r.id));

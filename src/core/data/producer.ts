@@ -4,8 +4,9 @@
 // worker.ts) — or on the calling thread when pipeline.workers is 0.
 import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/cache.js';
+import { XttsError } from '../errors.js';
 import type { AudioConfig } from '../config/schema.js';
-import { processClip } from './audio/index.js';
+import { processClip, sniffAudio } from './audio/index.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
 
@@ -82,7 +83,11 @@ export function runProducer(job: ProducerJob): ProducerResult {
   const melOf = (item: ProducerItem): Buffer | undefined => {
     if (!job.recomputeAudio) return cache.getMelBlob(item.featureKey);
     if (!item.audioPath) throw new Error(`pipeline.cache.enabled is false but utterance ${item.featureKey} has no audio path to recompute its features from`);
-    const { mel } = processClip(readFileSync(item.audioPath), job.recomputeAudio, item.audioPath);
+    const bytes = readFileSync(item.audioPath);
+    // Producers compute synchronously between batches: they decode WAV themselves; the compressed
+    // formats' decoders are asynchronous and run in the cached feature stage instead.
+    if (sniffAudio(bytes) !== 'wav') throw new XttsError('AUDIO_NEEDS_CACHE', `${item.audioPath} is not a WAV file: with pipeline.cache.enabled: false the batch producers recompute features from WAV only`, { suggestions: ['set pipeline.cache.enabled: true (FLAC, MP3 and Ogg are decoded once, into the cache)', 'or convert the dataset to WAV'] });
+    const { mel } = processClip(bytes, job.recomputeAudio, item.audioPath);
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
   try {

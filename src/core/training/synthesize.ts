@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { griffinLim } from '../data/audio/griffin-lim.js';
-import { processClip } from '../data/audio/index.js';
+import { processAudioFile } from '../data/audio/index.js';
 import { encodeWav } from '../data/audio/wav.js';
 import { cleanText } from '../data/text/cleaners.js';
 import { Phonemizer } from '../data/text/phonemizer.js';
@@ -14,7 +14,7 @@ import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/model.js';
 import { checkOutputFolder, writeOutputFile } from '../util/output.js';
-import { CheckpointStore, resolveCheckpoint } from './checkpoint.js';
+import { CheckpointStore, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -63,15 +63,6 @@ export interface SynthesizeResult {
   synthesisMs: number;
 }
 
-interface State {
-  step: number;
-  tokenizer: TokenizerJSON;
-  stats: { mean: number[]; std: number[] };
-  sizes: { vocabSize: number; nMels: number; numLanguages: number };
-  unseenSymbols?: string[];
-  logDurationVariance?: number;
-  config: XttsConfig;
-}
 
 /** Up to 24 characters either side of a position, for messages. */
 function around(text: string, at: number): string {
@@ -84,7 +75,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   for (const t of o.texts) checkOutputFolder(t.out, 'the WAV');
   if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary');
   const dir = resolveCheckpoint(o.checkpoint);
-  const ckpt = new CheckpointStore(dir).load<State>(dir);
+  const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir);
   const { config, stats, sizes } = ckpt.state;
   if (config.training.loss.duration_weight === undefined) {
     throw new XttsError('CHECKPOINT_TOO_OLD', `${dir} was trained by an xtts without text alignment or durations: its decoder does not follow the text, so it cannot speak`, {
@@ -92,7 +83,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
       suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
     });
   }
-  const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer);
+  const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
   const language = o.language ?? config.dataset.language;
   const langIndex = config.text.languages.indexOf(language);
   if (langIndex < 0) throw new XttsError('SYNTH_LANGUAGE', `--language ${language} is not one the model was trained on: ${config.text.languages.join(', ')}`, { exitCode: ExitCode.usage });
@@ -147,7 +138,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     } catch (e) {
       throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${o.reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
     }
-    const clip = processClip(bytes, config.audio, o.reference);
+    const clip = await processAudioFile(bytes, config.audio, o.reference);
     const frames = Math.min(clip.frames, config.batching.reference_frames);
     refMel = new Float32Array(frames * nMels);
     for (let i = 0; i < refMel.length; i++) refMel[i] = (clip.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];

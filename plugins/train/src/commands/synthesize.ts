@@ -23,7 +23,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     'out-dir': Flags.string({ summary: 'Folder for the WAVs (with --texts); must exist.', helpValue: 'DIR', dependsOn: ['texts'] }),
     language: Flags.string({ summary: 'Language code (default: the config\'s dataset.language).' }),
     reference: Flags.string({ summary: 'WAV of the voice to imitate (default: the model\'s average voice).', helpValue: 'WAV' }),
-    backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], default: 'auto' }),
+    backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], default: 'auto', env: 'XTTS_BACKEND' }),
     'max-seconds': Flags.integer({ summary: 'Longest output per text.', min: 1 }),
     'batch-size': Flags.integer({ summary: 'Texts decoded together.', min: 1, max: 256, default: 16 }),
   };

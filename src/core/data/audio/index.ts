@@ -6,7 +6,8 @@ import { XttsError } from '../../errors.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MelExtractor } from './mel.js';
 import { resample } from './resample.js';
-import { decodeWav } from './wav.js';
+import { decodeAudio } from './decode.js';
+import { decodeWav, type DecodedWav } from './wav.js';
 
 export { decodeWav, encodeWav, WAV_ERROR_CODES, MIN_RATE_HZ, MAX_RATE_HZ, MAX_CHANNELS, type DecodedWav, type DecodeOptions, type EncodeOptions } from './wav.js';
 export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign, type ResamplerEngine } from './resample.js';
@@ -26,6 +27,7 @@ export {
   type MelSettings,
 } from './mel.js';
 export { RealFft } from './fft.js';
+export { decodeAudio, sniffAudio, type AudioContainer } from './decode.js';
 export { MelStats, MEL_STD_FLOOR, type MelStatsResult, type MelStatsState } from './stats.js';
 export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-lim.js';
 
@@ -86,7 +88,15 @@ export function melExtractorFor(audio: AudioConfig): MelExtractor {
  * `where` (a path or row id) starts every message.
  */
 export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string): ProcessedClip {
-  const wav = decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS });
+  return processDecoded(decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS }), audio, where);
+}
+
+/** processClip for any format xtts reads (WAV, FLAC, MP3, Ogg Vorbis or Opus): see decode.ts. */
+export async function processAudioFile(bytes: Uint8Array, audio: AudioConfig, where: string): Promise<ProcessedClip> {
+  return processDecoded(await decodeAudio(bytes, where, { maxSeconds: MAX_CLIP_SECONDS }), audio, where);
+}
+
+function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): ProcessedClip {
   const bad = wav.samples.findIndex((x) => !Number.isFinite(x));
   if (bad >= 0) {
     throw new XttsError('AUDIO_NOT_FINITE', `${where}: sample ${bad.toLocaleString('en-US')} (at ${(bad / wav.sampleRateHz).toFixed(3)} s) is ${wav.samples[bad]}: a float WAV with NaN or infinite values; export it again`, {

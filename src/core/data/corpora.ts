@@ -1,0 +1,221 @@
+// The corpora speech engineers have, read as they are distributed:
+//   vctk          txt/<speaker>/<speaker>_<n>.txt with the audio in wav48_silence_trimmed/<speaker>/
+//                 <speaker>_<n>_mic1.flac (VCTK 0.92; `_mic2` when mic1 is missing) or
+//                 wav48/<speaker>/<speaker>_<n>.wav (VCTK 0.80)
+//   libritts      <subset>/<speaker>/<chapter>/<id>.normalized.txt beside <id>.wav (LibriTTS, LibriTTS-R)
+//   common_voice  a Common Voice TSV (validated.tsv, train.tsv, …; `dataset.metadata`) with a header
+//                 naming client_id, path, sentence and (newer releases) locale; clips/<path> (MP3)
+//   csv           any delimited file with a header row: `dataset.columns` names the audio, text,
+//                 speaker and language columns; the delimiter (, ; tab |) is read from the header,
+//                 quoted fields (RFC 4180, csv-parse) may hold delimiters and line breaks
+// Each gives ManifestRows with the file and line (or the transcript file) they came from; the audio's
+// existence is checked afterwards with every other format's (manifest.ts).
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import type { DatasetConfig } from '../config/schema.js';
+import { ExitCode, XttsError } from '../errors.js';
+import type { ManifestPart, ManifestRow, SkippedRow } from './manifest.js';
+
+/** Files under `dir` (recursively, following no links) whose names end with `suffix`, sorted. */
+function filesUnder(dir: string, suffix: string, limit = 5_000_000): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (out.length >= limit) return;
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && e.name.endsWith(suffix)) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file)).replace(/^\uFEFF/, '').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `datasetDir` is laid out as VCTK. */
+export function looksLikeVctk(datasetDir: string): boolean {
+  return existsSync(join(datasetDir, 'txt')) && ['wav48_silence_trimmed', 'wav48'].some((d) => existsSync(join(datasetDir, d)));
+}
+
+/** Whether `datasetDir` holds LibriTTS transcripts (a `.normalized.txt` within three levels). */
+export function looksLikeLibriTts(datasetDir: string): boolean {
+  const probe = (d: string, depth: number): boolean => {
+    if (depth > 4) return false;
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.isFile() && e.name.endsWith('.normalized.txt')) return true;
+      if (e.isDirectory() && probe(join(d, e.name), depth + 1)) return true;
+    }
+    return false;
+  };
+  return probe(datasetDir, 0);
+}
+
+export function readVctk(datasetDir: string): ManifestPart {
+  const rows: ManifestRow[] = [];
+  const skipped: SkippedRow[] = [];
+  for (const file of filesUnder(join(datasetDir, 'txt'), '.txt')) {
+    const id = basename(file, '.txt');
+    const speaker = id.split('_')[0];
+    const text = readText(file);
+    if (text === undefined) {
+      skipped.push({ file, line: 1, id, reason: 'not_utf8', detail: `${file} is not UTF-8` });
+      continue;
+    }
+    const candidates = [
+      join(datasetDir, 'wav48_silence_trimmed', speaker, `${id}_mic1.flac`),
+      join(datasetDir, 'wav48_silence_trimmed', speaker, `${id}_mic2.flac`),
+      join(datasetDir, 'wav48', speaker, `${id}.wav`),
+    ];
+    const audioPath = candidates.find((c) => existsSync(c)) ?? candidates[0];
+    if (text === '') skipped.push({ file, line: 1, id, reason: 'empty_text', detail: `${file} is empty` });
+    else rows.push({ id, file, line: 1, audioPath, text, speaker });
+  }
+  return { file: join(datasetDir, 'txt'), format: 'vctk', rows, skipped };
+}
+
+export function readLibriTts(datasetDir: string): ManifestPart {
+  const rows: ManifestRow[] = [];
+  const skipped: SkippedRow[] = [];
+  for (const file of filesUnder(datasetDir, '.normalized.txt')) {
+    const id = basename(file, '.normalized.txt');
+    const text = readText(file);
+    if (text === undefined) {
+      skipped.push({ file, line: 1, id, reason: 'not_utf8', detail: `${file} is not UTF-8` });
+      continue;
+    }
+    if (text === '') {
+      skipped.push({ file, line: 1, id, reason: 'empty_text', detail: `${file} is empty` });
+      continue;
+    }
+    rows.push({ id, file, line: 1, audioPath: join(file, '..', `${id}.wav`), text, speaker: id.split('_')[0] });
+  }
+  return { file: datasetDir, format: 'libritts', rows, skipped };
+}
+
+function requireFile(file: string, what: string): void {
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
+      exitCode: ExitCode.usage,
+      position: { file },
+      suggestions: [`set dataset.metadata to the ${what} (relative to dataset.path)`],
+    });
+  }
+}
+
+/** Lines of a delimited file, with the ones that are not UTF-8 reported (see manifest.ts). */
+export type LineReader = (file: string) => { lines: string[]; notUtf8: Map<number, { at: number; asLatin1: string }> };
+
+function skipNotUtf8(file: string, notUtf8: Map<number, { at: number; asLatin1: string }>, delimiter: string, idColumn: number): SkippedRow[] {
+  return [...notUtf8.entries()].map(([i, bad]) => ({
+    file,
+    line: i + 1,
+    id: bad.asLatin1.split(delimiter)[idColumn]?.trim() ?? '',
+    reason: 'not_utf8' as const,
+    detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${bad.asLatin1.slice(0, 60)}"); save this line as UTF-8`,
+  }));
+}
+
+export function readCommonVoice(datasetDir: string, metadataName: string, readLines: LineReader): ManifestPart {
+  const file = join(datasetDir, metadataName);
+  requireFile(file, 'release\'s TSV (validated.tsv, train.tsv, …)');
+  const { lines, notUtf8 } = readLines(file);
+  const header = (lines[0] ?? '').split('\t').map((h) => h.trim());
+  const col = (name: string) => header.indexOf(name);
+  const [cPath, cText, cSpeaker, cLocale] = [col('path'), col('sentence'), col('client_id'), col('locale')];
+  if (cPath < 0 || cText < 0) {
+    throw new XttsError('DATASET_HEADER', `${file}: a Common Voice TSV has a header with "path" and "sentence" columns; this one has ${header.join(', ') || 'none'}`, {
+      exitCode: ExitCode.usage,
+      position: { file, line: 1 },
+      suggestions: ['set dataset.metadata to validated.tsv (or train.tsv) of the Common Voice release, or dataset.format: csv with dataset.columns'],
+    });
+  }
+  const rows: ManifestRow[] = [];
+  const skipped = skipNotUtf8(file, notUtf8, '\t', cPath);
+  for (let i = 1; i < lines.length; i++) {
+    if (notUtf8.has(i) || lines[i].trim() === '') continue;
+    const cells = lines[i].split('\t');
+    const path = cells[cPath]?.trim() ?? '';
+    const id = path.replace(/\.(mp3|wav|ogg|opus|flac)$/i, '');
+    if (cells.length < header.length || path === '') {
+      skipped.push({ file, line: i + 1, id, reason: 'malformed_row', detail: `${cells.length} columns; the header has ${header.length}` });
+      continue;
+    }
+    const text = cells[cText].trim();
+    if (text === '') {
+      skipped.push({ file, line: i + 1, id, reason: 'empty_text', detail: 'the sentence column is empty' });
+      continue;
+    }
+    const language = cLocale >= 0 ? cells[cLocale].trim() || undefined : undefined;
+    rows.push({ id, file, line: i + 1, audioPath: resolve(datasetDir, 'clips', path), text, speaker: (cSpeaker >= 0 && cells[cSpeaker].trim()) || 'default', language });
+  }
+  return { file, format: 'common_voice', rows, skipped };
+}
+
+export function readCsv(datasetDir: string, metadataName: string, columns: DatasetConfig['columns'], readLines: LineReader): ManifestPart {
+  const file = join(datasetDir, metadataName);
+  requireFile(file, 'CSV file');
+  const { lines, notUtf8 } = readLines(file);
+  const headerLine = lines[0] ?? '';
+  const delimiter = [',', ';', '\t', '|'].map((d) => ({ d, n: headerLine.split(d).length })).sort((a, b) => b.n - a.n)[0].d;
+  let records: string[][];
+  let info: { lines: number }[];
+  try {
+    const parsed = parse(lines.map((l, i) => (notUtf8.has(i) ? '' : l)).join('\n'), { delimiter, relax_column_count: true, skip_empty_lines: false, info: true, bom: true }) as unknown as { record: string[]; info: { lines: number } }[];
+    records = parsed.map((p) => p.record);
+    info = parsed.map((p) => p.info);
+  } catch (e) {
+    const err = e as Error & { lines?: number };
+    throw new XttsError('DATASET_CSV', `${file}${err.lines ? `:${err.lines}` : ''}: ${err.message}`, { exitCode: ExitCode.usage, position: { file, line: err.lines }, suggestions: ['a field with the delimiter, a quote or a line break must be in double quotes, its quotes doubled'] });
+  }
+  const header = (records[0] ?? []).map((h) => h.trim());
+  const want = { audio: columns.audio, text: columns.text, speaker: columns.speaker, language: columns.language };
+  const index = Object.fromEntries(Object.entries(want).map(([k, name]) => [k, name === null ? -1 : header.indexOf(name)])) as Record<keyof typeof want, number>;
+  for (const k of ['audio', 'text'] as const) {
+    if (index[k] < 0) {
+      throw new XttsError('DATASET_HEADER', `${file}: no "${want[k]}" column for the ${k} (dataset.columns.${k}); the header has ${header.join(', ') || 'nothing'}`, {
+        exitCode: ExitCode.usage,
+        position: { file, line: 1 },
+        suggestions: [`set dataset.columns.${k} to the header's name for it`],
+      });
+    }
+  }
+  for (const k of ['speaker', 'language'] as const) {
+    if (want[k] !== null && index[k] < 0) throw new XttsError('DATASET_HEADER', `${file}: no "${want[k]}" column (dataset.columns.${k}); the header has ${header.join(', ')}`, { exitCode: ExitCode.usage, position: { file, line: 1 }, suggestions: [`set dataset.columns.${k} to the header's name for it, or to null`] });
+  }
+  const rows: ManifestRow[] = [];
+  const skipped = skipNotUtf8(file, notUtf8, delimiter, index.audio);
+  for (let r = 1; r < records.length; r++) {
+    const cells = records[r];
+    const line = info[r].lines;
+    if (cells.length === 1 && cells[0].trim() === '') continue;
+    const path = cells[index.audio]?.trim() ?? '';
+    const id = path.replace(/\.[A-Za-z0-9]+$/, '');
+    if (cells.length !== header.length || path === '') {
+      skipped.push({ file, line, id, reason: 'malformed_row', detail: `${cells.length} columns; the header has ${header.length}` });
+      continue;
+    }
+    const text = cells[index.text].trim();
+    if (text === '') {
+      skipped.push({ file, line, id, reason: 'empty_text', detail: `the ${want.text} column is empty` });
+      continue;
+    }
+    rows.push({
+      id,
+      file,
+      line,
+      audioPath: resolve(datasetDir, path),
+      text,
+      speaker: (index.speaker >= 0 && cells[index.speaker].trim()) || 'default',
+      language: index.language >= 0 ? cells[index.language].trim() || undefined : undefined,
+    });
+  }
+  return { file, format: 'csv', rows, skipped };
+}
