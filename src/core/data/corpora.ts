@@ -113,14 +113,20 @@ function requireFile(file: string, what: string): void {
 /** Lines of a delimited file, with the ones that are not UTF-8 reported (see manifest.ts). */
 export type LineReader = (file: string) => { lines: string[]; notUtf8: Map<number, { at: number; asLatin1: string }> };
 
-function skipNotUtf8(file: string, notUtf8: Map<number, { at: number; asLatin1: string }>, delimiter: string, idColumn: number): SkippedRow[] {
-  return [...notUtf8.entries()].map(([i, bad]) => ({
+/** The skip of a metadata line that is not UTF-8: where, how it reads as Latin-1, and a fix for that line alone. */
+export function notUtf8Skip(file: string, line: number, id: string, bad: { at: number; asLatin1: string }): SkippedRow {
+  const text = `${bad.asLatin1.slice(0, 60)}${bad.asLatin1.length > 60 ? '…' : ''}`;
+  return {
     file,
-    line: i + 1,
-    id: bad.asLatin1.split(delimiter)[idColumn]?.trim() ?? '',
-    reason: 'not_utf8' as const,
-    detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${bad.asLatin1.slice(0, 60)}"); save this line as UTF-8`,
-  }));
+    line,
+    id,
+    reason: 'not_utf8',
+    detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${text}"); save this line as UTF-8 (\`sed -n ${line}p FILE | iconv -f LATIN1 -t UTF-8\` prints it converted); converting the whole file would break its UTF-8 lines`,
+  };
+}
+
+function skipNotUtf8(file: string, notUtf8: Map<number, { at: number; asLatin1: string }>, delimiter: string, idColumn: number): SkippedRow[] {
+  return [...notUtf8.entries()].map(([i, bad]) => notUtf8Skip(file, i + 1, bad.asLatin1.split(delimiter)[idColumn]?.trim() ?? '', bad));
 }
 
 export function readCommonVoice(datasetDir: string, metadataName: string, readLines: LineReader): ManifestPart {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { looksLikeLibriTts, looksLikeVctk, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
+import { looksLikeLibriTts, looksLikeVctk, notUtf8Skip, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
 import type { DatasetConfig } from '../config/schema.js';
 
 export const SKIP_REASONS = {
@@ -167,7 +167,7 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
     const bad = notUtf8.get(i);
     if (bad) {
       const id = bad.asLatin1.split('|')[0].trim();
-      skipped.push({ file, line, id, reason: 'not_utf8', detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${bad.asLatin1.slice(0, 60)}${bad.asLatin1.length > 60 ? '…' : ''}"); save this line as UTF-8 (\`sed -n ${line}p FILE | iconv -f LATIN1 -t UTF-8\` prints it converted); converting the whole file would break its UTF-8 lines` });
+      skipped.push(notUtf8Skip(file, line, id, bad));
       continue;
     }
     if (raw.trim() === '') continue;
