@@ -169,3 +169,17 @@ test('the report\'s step chart draws long runs as means over consecutive steps, 
   assert.match(svg, /each bar: the mean of 25 steps/);
   assert.ok(svg.length < 400_000, `${svg.length} bytes`);
 });
+
+test('memory leak: live tensors that grow from step to step are reported, the first steps\' allocations are not', () => {
+  // The first steps allocate the optimizer's state once; then +3 tensors a step.
+  const leaking = judge(run(40, () => ({}), (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + 3 * i, tensorBytes: 1e6 + 4e3 * i })), gpu(20, 60), ctx);
+  const x = verdict(leaking, 'memory-leak');
+  assert.equal(x.grade, 'high');
+  assert.match(x.evidence, /\+3\.00 a step/);
+  assert.equal(leaking.verdicts[0].id, 'memory-leak');
+  // Steady after the same start, with the ±1 jitter of a cache: no leak.
+  const steady = judge(run(40, () => ({}), (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + (i % 2) })), gpu(20, 60), ctx);
+  assert.equal(verdict(steady, 'memory-leak').grade, 'ok');
+  // The threshold can be overridden like every other.
+  assert.equal(verdict(judge(run(40, () => ({}), (i) => ({ tensors: 900 + 3 * i })), gpu(20, 60), ctx, { leakTensorsPerStep: 5 }), 'memory-leak').grade, 'ok');
+});

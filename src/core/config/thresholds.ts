@@ -40,6 +40,8 @@ export const THRESHOLDS = {
   idleGpuMemoryShare: 0.1,
   /** Share of samples in which a harmful clock-event reason (thermal, power brake, slowdown) must be active to be reported. */
   throttleShareReported: 0.1,
+  /** Live tensors gained per step (least-squares slope over the steady steps) from which memory is said to leak (our choice: a step frees all it makes). */
+  leakTensorsPerStep: 0.5,
 } as const;
 
 /** One line per threshold for docs/rules.md (the comments above, said for a reader of the docs). */
@@ -61,6 +63,7 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
   idleGpuBusyPct: 'Utilisation (%) of a GPU before xtts starts above which the diagnosis says another process uses it.',
   idleGpuMemoryShare: 'Memory share in use before xtts starts above which the diagnosis says another process holds the GPU.',
   throttleShareReported: 'Share of samples with a harmful clock-event reason (thermal, power brake, slowdown) from which the diagnosis reports it.',
+  leakTensorsPerStep: 'Live tensors gained per step (the slope over the steps after the first fifth) from which the profiler and the diagnosis report a memory leak: a training step frees every tensor it makes.',
 };
 
 export type ThresholdName = keyof typeof THRESHOLDS;

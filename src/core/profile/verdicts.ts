@@ -1,6 +1,7 @@
 // What bounds a training step, from its recorded spans and device samples: a per-span breakdown
 // (mean, std, min, max, p95, CV) and numbered, graded verdicts with the config changes that follow.
 // Thresholds are the shared ones (config/thresholds.ts) and can be overridden per call.
+import { formatBytes } from '../config/estimate.js';
 import { THRESHOLDS } from '../config/thresholds.js';
 import type { DeviceSampleRecord } from '../telemetry/run-db.js';
 import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
@@ -13,7 +14,7 @@ export type Grade = 'ok' | 'moderate' | 'high';
 export interface Verdict {
   /** 1-based, in order of importance. */
   n: number;
-  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating';
+  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating' | 'memory-leak';
   grade: Grade;
   title: string;
   evidence: string;
@@ -142,6 +143,27 @@ function readbackIntervals(steps: readonly StepRecord[], logEvery: number): numb
   return [...groups.values()].filter((g) => g.length === logEvery).map((g) => g.reduce((a, b) => a + b, 0) / g.length);
 }
 
+/**
+ * Growth of the engine's live tensors across steps: the least-squares slope over the steps after the
+ * first fifth (the first steps allocate optimizer state and caches once). Undefined without records.
+ */
+export function tensorGrowth(steps: readonly StepRecord[]): { perStep: number; first: number; last: number; firstBytes: number; lastBytes: number; fromStep: number; toStep: number } | undefined {
+  const held = steps.filter((s) => s.tensors !== undefined);
+  const steady = held.slice(Math.floor(held.length / 5));
+  if (steady.length < 3) return undefined;
+  const n = steady.length;
+  const mx = steady.reduce((a, s) => a + s.step, 0) / n;
+  const my = steady.reduce((a, s) => a + s.tensors!, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const s of steady) {
+    sxy += (s.step - mx) * (s.tensors! - my);
+    sxx += (s.step - mx) ** 2;
+  }
+  const [a, z] = [steady[0], steady[n - 1]];
+  return { perStep: sxx > 0 ? sxy / sxx : 0, first: a.tensors!, last: z.tensors!, firstBytes: a.tensorBytes ?? 0, lastBytes: z.tensorBytes ?? 0, fromStep: a.step, toStep: z.step };
+}
+
 function grade(value: number, moderate: number, high: number): Grade {
   return value >= high ? 'high' : value >= moderate ? 'moderate' : 'ok';
 }
@@ -254,6 +276,17 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
         ]
       : [],
   });
+  const leak = tensorGrowth(steps);
+  if (leak) {
+    const leaking = leak.perStep >= th.leakTensorsPerStep;
+    out.push({
+      id: 'memory-leak',
+      grade: leaking ? 'high' : 'ok',
+      title: leaking ? 'memory leak: the engine holds more tensors after every step' : 'no tensor growth from step to step',
+      evidence: `live tensors ${leak.first.toLocaleString('en-US')} → ${leak.last.toLocaleString('en-US')} over steps ${leak.fromStep}–${leak.toStep} (${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held bytes ${formatBytes(leak.firstBytes)} → ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
+      actions: [],
+    });
+  }
   const order: Grade[] = ['high', 'moderate', 'ok'];
   const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
   return { breakdown: b, verdicts: sorted.map((v, i) => ({ ...v, n: i + 1 })), thresholds: th };

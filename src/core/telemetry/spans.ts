@@ -45,6 +45,9 @@ export interface StepRecord {
   gradNorm?: number;
   /** A NaN/Inf loss: the update was skipped. */
   nonFinite?: boolean;
+  /** Tensors the engine holds after the step, and their bytes (host and device): they must not grow from step to step. */
+  tensors?: number;
+  tensorBytes?: number;
 }
 
 /** Measures consecutive spans of one step with one clock. */

@@ -392,6 +392,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         timer.mark('checkpointMs');
       }
       const { wallMs, spans } = timer.finish();
+      // What the engine holds once the step has freed its tensors: the leak verdict reads its growth.
+      const held = tf.memory();
       const rec: StepRecord = {
         step,
         startMs: timer.startedAt - runStart,
@@ -410,6 +412,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         loss,
         gradNorm,
         ...(updated ? {} : { nonFinite: true }),
+        tensors: held.numTensors,
+        tensorBytes: held.numBytes,
       };
       records.push(rec);
       db.addStep(rec);
