@@ -330,6 +330,15 @@ describe('xtts train', () => {
     }
   });
 
+  test('device.model_memory_budget_mb stops a run that holds more at its first step, naming the key and what to set', async () => {
+    const out = join(dir, 'run-budget');
+    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '3', '--set', 'model.d_model=256', '--set', 'device.model_memory_budget_mb=64', '--json']);
+    assert.equal(r.code, 3, r.stderr.slice(-1000));
+    assert.equal(r.json.error.code, 'MODEL_BUDGET_EXCEEDED');
+    assert.match(r.json.error.message, /after step 1 .* hold [\d.]+ MiB: more than device\.model_memory_budget_mb 64/);
+    assert.match(r.json.error.suggestions[0], /raise device\.model_memory_budget_mb to at least \d+/);
+  });
+
   test('a missing dataset is a clear error, not a stack trace', async () => {
     const r = await runCli(['train', '--config', config, '--dataset', join(dir, 'nope'), '--json']);
     assert.equal(r.code, 2);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, test } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import { uploadBatch } from '../../src/core/model/batch.js';
@@ -130,4 +130,20 @@ describe('trainStep', () => {
     assert.notDeepEqual(step(c, optC, 6), step(a, optA, 6));
     [a, b, c].forEach((m) => m.dispose());
   });
+});
+
+test('the prefetch ring stays within device.data_memory_budget_mb: fewer slots (said), or a clear error under two', async () => {
+  const { ringDepthWithin } = await import('../../src/core/training/trainer.js');
+  const { loadConfig, presetPath } = await import('../../src/core/config/load.js');
+  const config = (set: string[]) => loadConfig(presetPath('quickstart'), { set }).loaded!.config;
+  const said: string[] = [];
+  const MiB = 2 ** 20;
+  assert.equal(ringDepthWithin(config(['device.data_memory_budget_mb=64', 'pipeline.prefetch_depth=64']), 10 * MiB, (m) => said.push(m)), 6);
+  assert.match(said[0], /pipeline\.prefetch_depth 64 × 10\.0 MiB would exceed device\.data_memory_budget_mb 64: the prefetch ring holds 6 batches/);
+  assert.equal(ringDepthWithin(config(['device.data_memory_budget_mb=64', 'pipeline.prefetch_depth=4']), 10 * MiB, (m) => said.push(m)), 4);
+  assert.equal(said.length, 1);
+  assert.throws(() => ringDepthWithin(config(['device.data_memory_budget_mb=64']), 40 * MiB, () => {}), (e: Error & { code?: string; suggestions?: string[] }) => e.code === 'DATA_BUDGET_TOO_SMALL' && /raise device\.data_memory_budget_mb to at least 80/.test(e.suggestions![0]));
+  // null: an eighth of this host's memory.
+  const eighth = (await import('node:os')).totalmem() / 8;
+  assert.equal(ringDepthWithin(config(['pipeline.prefetch_depth=64']), eighth / 10, () => {}), 10);
 });

@@ -286,11 +286,11 @@ export const DeviceSchema = Section(
     data_device: DeviceRef,
     model_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
       default: null,
-      description: 'Memory the trainer may use on its device; null means the device\'s memory.',
+      description: 'Memory the trainer may hold on its device (the engine\'s tensors: weights, optimizer state, a step\'s buffers), checked after every step: a run that holds more stops with exit code 3 at the first step that does, naming what to set. null: no bound but the device\'s memory.',
     }),
     data_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
       default: null,
-      description: 'Memory the data producer may use (prefetch ring, staging); null means 1/8 of the host\'s memory.',
+      description: 'Memory the data producer may use: the prefetch ring holds at most this much in batches (fewer slots than pipeline.prefetch_depth when they would not fit, said at the start; fewer than two is an error). null means 1/8 of the host\'s memory.',
     }),
   },
   'Backend and devices. Setting `data_device` to another GPU than `model_device` runs the producer and trainer on separate devices.',

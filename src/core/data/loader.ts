@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { effectiveWorkers } from '../config/rules.js';
 import type { XttsConfig } from '../config/schema.js';
+import type { BucketPlan } from './buckets.js';
 import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
 
@@ -61,17 +62,20 @@ export class DataLoader {
   private readonly producerResults: ProducerResult[] = [];
   private workerError?: Error;
 
+  /** The slot every batch of this plan fits in: the ring's slots are sized for the largest bucket, once. */
+  static layoutFor(plan: BucketPlan, refFrames: number, nMels: number): SlotLayout {
+    return {
+      batchSize: Math.max(...plan.buckets.map((b) => b.batchSize)),
+      maxTokens: Math.max(...plan.buckets.map((b) => b.maxTokens)),
+      maxFrames: Math.max(...plan.buckets.map((b) => b.maxFrames)),
+      refFrames,
+      nMels,
+    };
+  }
+
   constructor(options: LoaderOptions) {
     this.options = options;
-    const maxBatch = Math.max(...options.plan.buckets.map((b) => b.batchSize));
-    const layout: SlotLayout = {
-      batchSize: maxBatch,
-      maxTokens: Math.max(...options.plan.buckets.map((b) => b.maxTokens)),
-      maxFrames: Math.max(...options.plan.buckets.map((b) => b.maxFrames)),
-      refFrames: options.refFrames,
-      nMels: options.nMels,
-    };
-    this.ring = createRing(options.depth, layout);
+    this.ring = createRing(options.depth, DataLoader.layoutFor(options.plan, options.refFrames, options.nMels));
     const start = options.start ?? { epoch: 0, batch: 0 };
     this.positions = batchSequence({ plan: options.plan, seed: options.seed, shuffle: options.shuffle, startEpoch: start.epoch, startBatch: start.batch });
     for (let p = 0; p < options.producers; p++) {

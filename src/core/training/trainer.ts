@@ -3,18 +3,20 @@
 // log_every) one readback -> (intervals) validation, checkpoint, eval audio. Every step's spans go
 // to the run database; nothing waits for the device except the readbacks the config asks for.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, KernelCounter, noDeviceTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { FeatureCache } from '../cache/cache.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
+import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { encodeWav } from '../data/audio/wav.js';
 import { griffinLim } from '../data/audio/griffin-lim.js';
 import { planBuckets } from '../data/buckets.js';
 import { DataLoader, producerThreads, type LoadedBatch } from '../data/loader.js';
+import { slotBytes } from '../data/ring.js';
 import { prepareDataset, type PreparedDataset, type PreparedItem, type PrepareProgress } from '../data/prepare.js';
 import { cleanText } from '../data/text/cleaners.js';
 import { Phonemizer } from '../data/text/phonemizer.js';
@@ -101,6 +103,27 @@ export interface TrainResult {
   timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; dataWaitShare: number };
 }
 
+
+/**
+ * The prefetch ring's depth within device.data_memory_budget_mb: pipeline.prefetch_depth slots, or as
+ * many as the budget holds (said), or DATA_BUDGET_TOO_SMALL when it holds fewer than two (no overlap).
+ */
+export function ringDepthWithin(config: XttsConfig, perSlot: number, say: (m: string) => void): number {
+  const depth = config.pipeline.prefetch_depth;
+  const setting = config.device.data_memory_budget_mb;
+  // null: an eighth of this host's memory, as the key's description says.
+  const budgetBytes = setting !== null ? setting * 2 ** 20 : totalmem() / 8;
+  const budget = setting !== null ? `${setting}` : `null (an eighth of this host's memory, ${formatBytes(budgetBytes)})`;
+  const fits = Math.floor(budgetBytes / perSlot);
+  if (fits < 2) {
+    throw new XttsError('DATA_BUDGET_TOO_SMALL', `device.data_memory_budget_mb ${budget} holds ${fits} prefetch slot${fits === 1 ? '' : 's'} of ${formatBytes(perSlot)} (the largest bucket's batch); the ring needs two to overlap loading with training`, {
+      exitCode: ExitCode.usage,
+      suggestions: [`raise device.data_memory_budget_mb to at least ${Math.ceil((2 * perSlot) / 2 ** 20)}`, 'or lower batching.batch_size, limits.max_audio_s or batching.reference_frames'],
+    });
+  }
+  if (fits < depth) say(`pipeline.prefetch_depth ${depth} × ${formatBytes(perSlot)} would exceed device.data_memory_budget_mb ${budget}: the prefetch ring holds ${fits} batches`);
+  return Math.min(depth, fits);
+}
 
 /** Host copies of tensors. Asynchronous reads: WebGPU's synchronous readback needs a canvas, which Node has not. */
 async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
@@ -202,7 +225,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Without the cache, producers recompute every clip's features from its audio for every batch.
   const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
   const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, recomputeAudio };
-  const loader = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth: config.pipeline.prefetch_depth, producers: producerThreads(config, availableParallelism()), start: position });
+  const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, config.batching.reference_frames, config.audio.n_mels)), say);
+  const loader = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth, producers: producerThreads(config, availableParallelism()), start: position });
 
   const kernels = new KernelCounter().install(tf as never);
   const records: StepRecord[] = [];
@@ -392,8 +416,16 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         timer.mark('checkpointMs');
       }
       const { wallMs, spans } = timer.finish();
-      // What the engine holds once the step has freed its tensors: the leak verdict reads its growth.
+      // What the engine holds once the step has freed its tensors: the leak verdict reads its growth,
+      // and device.model_memory_budget_mb bounds it (checked from the first step on).
       const held = tf.memory();
+      const budget = config.device.model_memory_budget_mb;
+      if (budget !== null && held.numBytes > budget * 2 ** 20) {
+        throw new XttsError('MODEL_BUDGET_EXCEEDED', `after step ${step} the model, its optimizer state and the step's buffers hold ${formatBytes(held.numBytes)}: more than device.model_memory_budget_mb ${budget} (${formatBytes(budget * 2 ** 20)})`, {
+          exitCode: ExitCode.environment,
+          suggestions: [`raise device.model_memory_budget_mb to at least ${Math.ceil((held.numBytes * 1.2) / 2 ** 20)}`, `or lower batching.batch_size (now ${config.batching.batch_size}) or the model's size`],
+        });
+      }
       const rec: StepRecord = {
         step,
         startMs: timer.startedAt - runStart,
