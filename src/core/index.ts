@@ -4,4 +4,3 @@
 export * from './errors.js';
 export { XttsCommand, toXttsError, type SuccessEnvelope, type ErrorEnvelope } from './cli/command.js';
 export { configFlag, setFlag, cacheFlag, thresholdFlag, parseThresholds } from './cli/flags.js';
-export { checkOutputFolder, writeOutputFile } from './util/output.js';

@@ -3,7 +3,7 @@
 // the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
 // and report through the same SkippedRow shape.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { looksLikeLibriTts, looksLikeVctk, notUtf8Skip, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
@@ -271,6 +271,18 @@ export interface Manifest {
   split: { source: 'file' | 'seeded'; seed?: number; fraction?: number };
 }
 
+/** A file's first line (from its first 64 KiB, a BOM dropped): enough to tell a layout by its header without reading a large TSV twice. */
+function firstLine(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(65536);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString('utf8').replace(/^\uFEFF/, '').split(/\r?\n/)[0];
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** One metadata file (or, for vctk and libritts, the folder's transcripts), in the layout `dataset.format` names or `auto` finds. */
 function readPart(datasetDir: string, dataset: DatasetConfig, name: string): ManifestPart {
   const fmt = dataset.format;
@@ -284,7 +296,7 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
       if (looksLikeVctk(datasetDir)) return readVctk(datasetDir);
       if (looksLikeLibriTts(datasetDir)) return readLibriTts(datasetDir);
     } else if (statSync(file).isFile()) {
-      const head = (readLines(file).lines[0] ?? '').replace(/^\uFEFF/, '');
+      const head = firstLine(file);
       const cells = (d: string) => head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
       if (head.includes('\t') && ['path', 'sentence', 'client_id'].every((c) => cells('\t').includes(c))) return readCommonVoice(datasetDir, name, readLines);
       if (!head.includes('|') && [',', ';', '\t'].some((d) => cells(d).includes(dataset.columns.audio) && cells(d).includes(dataset.columns.text))) return readCsv(datasetDir, name, dataset.columns, readLines);

@@ -3,5 +3,4 @@ export { renderValidationReport, toSarif } from './findings.js';
 export { ProgressLine } from './progress.js';
 export { colour, encodePng } from './png.js';
 export { alignmentFigure, curveFigure, melFigure } from './figures.js';
-export { Canvas, textWidth, ticks, tickLabel } from './canvas.js';
 export { sparkline, watchFrameLines, type WatchFrameOptions } from './gpu.js';

@@ -198,8 +198,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   }
   const startStep = step;
 
-  // Run database.
-  mkdirSync(runDir, { recursive: true });
+  // Run database (the run folder exists: lockRunFolder made it).
   const db = RunDatabase.create(runDir);
   // TensorBoard event files beside run.sqlite (`tensorboard --logdir runs`); measurement runs write none.
   const events = o.stepsOnly ? undefined : new EventFileWriter(runDir);
@@ -368,6 +367,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       position = { epoch: batch.epoch, batch: batch.index + 1 };
       let loss: number | undefined;
       let gradNorm: number | undefined;
+      let updated: boolean | undefined;
       const logNow = step % t.log_every === 0 || step === maxSteps;
       if (logNow) {
         // Losses are the mean over the step's micro-batches; the gradient norm is the update's.
@@ -376,6 +376,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         timer.mark('syncMs');
         loss = stats[STEP_STATS.indexOf('loss')];
         gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
+        updated = stats[STEP_STATS.indexOf('finite')] === 1;
         lossCurve.push({ step, loss });
         metric(step, 'loss/train', loss);
         metric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
@@ -387,8 +388,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         metric(step, 'learning_rate', result.learningRate);
       }
       const learningRate = result.learningRate;
-      // Whether the update was made: one value, read every step so that the limit holds exactly.
-      const updated = (await result.finite.data())[0] === 1;
+      // Whether the update was made, every step so that the limit holds exactly: one value when the
+      // step read nothing else back.
+      updated ??= (await result.finite.data())[0] === 1;
       if (!updated) nonFiniteStepsHere++;
       disposeStepResult(result);
       tf.dispose(microStats);
@@ -407,7 +409,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             bestValidationLoss = val;
             validationsWithoutImprovement = 0;
           } else validationsWithoutImprovement++;
-          if (!o.stepsOnly) writeLossCurve();
+          writeLossCurve();
           say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}; durations: log error ${durationError.toFixed(3)}, predicted/found length ${lengthRatio.toFixed(2)}; alignment on the diagonal ${(diagonal * 100).toFixed(0)}%`);
           await saveCheckpoint(improved);
           if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { checkOutputFolder, ExitCode, XttsCommand, XttsError } from '@xtts/core';
+import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
@@ -32,18 +32,15 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     const { flags } = await this.parse(Synthesize);
     const usage = (message: string) => new XttsError('USAGE', message, { exitCode: ExitCode.usage, suggestions: ['see --help for the flags this command takes'] });
     let texts: SynthesisText[];
-    // Where the WAVs go is checked before the model is loaded: a bad place costs no synthesis.
+    // synthesize() checks every WAV's folder before it loads the model; an --out that names a folder
+    // would pass that check and fail only after synthesis.
     if (flags.text !== undefined) {
       if (!flags.out) throw usage('--text needs --out, the WAV to write');
       if (existsSync(flags.out) && statSync(flags.out).isDirectory()) throw usage(`--out ${flags.out} is a folder: name the WAV file to write`);
-      checkOutputFolder(flags.out, 'the WAV (--out)');
       texts = [{ text: flags.text, out: flags.out }];
     } else {
       if (!flags['out-dir']) throw usage('--texts needs --out-dir, the folder for the WAVs');
-      const outDir = flags['out-dir'];
-      if (existsSync(outDir) && !statSync(outDir).isDirectory()) throw usage(`--out-dir ${outDir} is a file, not a folder`);
-      checkOutputFolder(join(outDir, 'line-0001.wav'), 'the WAVs (--out-dir)');
-      texts = readTexts(flags.texts!, outDir);
+      texts = readTexts(flags.texts!, flags['out-dir']);
     }
     const { synthesize } = await import('@xtts/core/training');
     const result = await synthesize({
