@@ -247,7 +247,10 @@ export class NvidiaSmiStream {
         }
         options.onRow(row, arrivalMs);
       });
-      child.on('exit', (code, signal) => {
+      // 'close', not 'exit': it comes once stdout and stderr have ended, so every line the process
+      // printed ("No devices were found") has been read before the exit is judged ('exit' can come
+      // first, which once made the reason a bare exit code).
+      child.on('close', (code, signal) => {
         // Let readline deliver what is buffered before judging the exit.
         setImmediate(() => {
           const first = output.trim().split('\n').find((l) => l.trim()) ?? '';
