@@ -60,20 +60,25 @@ export interface BatchDims {
   reductionFactor: number;
 }
 
-/** Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch. */
+/**
+ * Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
+ * The arrays are copied first: the cpu backend keeps a tensor's array by reference and webgpu uploads
+ * it at first use, so tensors made from the ring's slot views would change when a producer refills
+ * the slot the trainer has handed back (seen: a step trained on parts of the next batch).
+ */
 export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   const b = d.batchSize;
   const steps = d.frames / d.reductionFactor;
   if (!Number.isInteger(steps)) throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
-  // subarray: the ring's views may be longer than this bucket's shape.
+  // slice: the ring's views may be longer than this bucket's shape.
   return {
-    tokens: tf.tensor2d(h.tokens.subarray(0, b * d.tokens), [b, d.tokens], 'int32'),
-    textLengths: tf.tensor1d(h.textLengths.subarray(0, b), 'int32'),
-    languages: tf.tensor1d(h.languages.subarray(0, b), 'int32'),
-    mel: tf.tensor3d(h.mel.subarray(0, b * d.frames * d.nMels), [b, d.frames, d.nMels], 'float32'),
-    melLengths: tf.tensor1d(h.melLengths.subarray(0, b), 'int32'),
-    refMel: tf.tensor3d(h.refMel.subarray(0, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
-    refLengths: tf.tensor1d(h.refLengths.subarray(0, b), 'int32'),
+    tokens: tf.tensor2d(h.tokens.slice(0, b * d.tokens), [b, d.tokens], 'int32'),
+    textLengths: tf.tensor1d(h.textLengths.slice(0, b), 'int32'),
+    languages: tf.tensor1d(h.languages.slice(0, b), 'int32'),
+    mel: tf.tensor3d(h.mel.slice(0, b * d.frames * d.nMels), [b, d.frames, d.nMels], 'float32'),
+    melLengths: tf.tensor1d(h.melLengths.slice(0, b), 'int32'),
+    refMel: tf.tensor3d(h.refMel.slice(0, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
+    refLengths: tf.tensor1d(h.refLengths.slice(0, b), 'int32'),
   };
 }
 
