@@ -2,14 +2,13 @@
 // rest in worker threads, and write results in small transactions so that a killed build keeps all
 // finished clips and resumes with the rest. The threads are our own (not a pool library): the same
 // mechanism as the producers, which also runs from the single-file bundle.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { contentKey, type FeatureCache } from '../cache/cache.js';
 import type { AudioConfig } from '../config/schema.js';
 import { AUDIO_FRONTEND_VERSION } from './audio/index.js';
 import { featureTask, type FeatureTask, type FeatureTaskResult } from './feature-worker.js';
 import type { ManifestRow, SkipReason } from './manifest.js';
+import { workerEntry } from '../util/worker-entry.js';
 
 /** Bumped when the feature computation changes in a way the settings do not capture. */
 export const FEATURE_CODE_VERSION = 1;
@@ -42,23 +41,12 @@ export function featureKeyFor(audioSha256: string, audio: AudioConfig): string {
   return contentKey('feature', { audio: audioSha256, settings: audio, version: FEATURE_CODE_VERSION, frontend: AUDIO_FRONTEND_VERSION });
 }
 
-/** The worker module: the bundle itself when bundled (it dispatches on workerData), else the build. */
-function workerFile(): string | URL {
-  const bundled = (globalThis as { __XTTS_WORKER_ENTRY__?: string }).__XTTS_WORKER_ENTRY__;
-  if (bundled) return bundled;
-  const js = new URL('./feature-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return js;
-  const built = new URL('../dist/data/feature-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(built))) return built;
-  throw new Error(`the feature worker is not built (${fileURLToPath(built)}): run \`npm run build\``);
-}
-
 /**
  * A small pool of feature threads with back-pressure: at most `inFlight` tasks per thread are
  * queued, results stream back as they finish, and a thread that dies fails the stage loudly.
  */
 async function runPool<T>(threads: number, items: readonly T[], task: (item: T) => FeatureTask, onResult: (item: T, r: FeatureTaskResult) => void): Promise<void> {
-  const workers = Array.from({ length: threads }, () => new Worker(workerFile(), { workerData: { xttsRole: 'feature' } }));
+  const workers = Array.from({ length: threads }, () => new Worker(workerEntry(import.meta.url, 'data/feature-worker.js', 'feature worker'), { workerData: { xttsRole: 'feature' } }));
   try {
     await new Promise<void>((resolve, reject) => {
       let next = 0;

@@ -1,13 +1,12 @@
 // The trainer's side of the input pipeline: start producers over a prefetch ring, hand out batches
 // in order, and measure what the trainer waited. Position (epoch, batch) can be saved and restored.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { effectiveWorkers } from '../config/rules.js';
 import type { XttsConfig } from '../config/schema.js';
 import type { BucketPlan } from './buckets.js';
 import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
+import { workerEntry } from '../util/worker-entry.js';
 
 /** The producers' inputs, plus the ring's shape and where to start. */
 export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {
@@ -40,18 +39,6 @@ export function producerThreads(config: XttsConfig, cpuCores: number): number {
   return Math.min(4, effectiveWorkers(config, cpuCores));
 }
 
-/** Module that runs a producer in a worker: the bundle sets its own file (it dispatches on workerData). */
-function workerEntry(): URL | string {
-  const bundled = (globalThis as { __XTTS_WORKER_ENTRY__?: string }).__XTTS_WORKER_ENTRY__;
-  if (bundled) return bundled;
-  const js = new URL('./producer-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return js;
-  // From TypeScript sources (tests under tsx), worker threads cannot load .ts: use the build.
-  const built = new URL('../dist/data/producer-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(built))) return built;
-  throw new Error(`the producer worker is not built (${fileURLToPath(built)}): run \`npm run build\``);
-}
-
 export class DataLoader {
   readonly ring: RingShared;
   private readonly options: LoaderOptions;
@@ -80,7 +67,7 @@ export class DataLoader {
     this.positions = batchSequence({ plan: options.plan, seed: options.seed, shuffle: options.shuffle, startEpoch: start.epoch, startBatch: start.batch });
     for (let p = 0; p < options.producers; p++) {
       const job = this.job(p, options.producers);
-      const w = new Worker(workerEntry(), { workerData: { xttsRole: 'producer', job } });
+      const w = new Worker(workerEntry(import.meta.url, 'data/producer-worker.js', 'producer worker'), { workerData: { xttsRole: 'producer', job } });
       w.on('message', (m: { type: string; result?: ProducerResult; message?: string }) => {
         if (m.type === 'done' && m.result) this.producerResults.push(m.result);
       });
