@@ -44,9 +44,9 @@ function craftRun(kind: Kind): { runDir: string; config: string } {
   db.setMeta('gpuTelemetry', { available: true, source: 'nvml', rateHz: 10, devices: [H100], notes: [] });
   db.setMeta('deviceTiming', { available: true, source: TIMESTAMPS });
   const spans: Record<Kind, StepSpans> = {
-    'input-bound': { dataWaitMs: 35, uploadMs: 1, forwardBackwardMs: 40, optimizerMs: 10, syncMs: 0.5, checkpointMs: 0, otherMs: 0.5 },
-    'dispatch-bound': { dataWaitMs: 0.1, uploadMs: 0.5, forwardBackwardMs: 64, optimizerMs: 12, syncMs: 0.8, checkpointMs: 0, otherMs: 0.6 },
-    balanced: { dataWaitMs: 0.2, uploadMs: 2, forwardBackwardMs: 60, optimizerMs: 14, syncMs: 3, checkpointMs: 0, otherMs: 0.8 },
+    'input-bound': { dataWaitMs: 35, uploadMs: 1, forwardBackwardMs: 40, optimizerMs: 10, syncMs: 0.5, allReduceMs: 0, checkpointMs: 0, otherMs: 0.5 },
+    'dispatch-bound': { dataWaitMs: 0.1, uploadMs: 0.5, forwardBackwardMs: 64, optimizerMs: 12, syncMs: 0.8, allReduceMs: 0, checkpointMs: 0, otherMs: 0.6 },
+    balanced: { dataWaitMs: 0.2, uploadMs: 2, forwardBackwardMs: 60, optimizerMs: 14, syncMs: 3, allReduceMs: 0, checkpointMs: 0, otherMs: 0.8 },
   };
   const deviceMs: Record<Kind, number> = { 'input-bound': 30, 'dispatch-bound': 8.5, balanced: 76 };
   const util: Record<Kind, number> = { 'input-bound': 33, 'dispatch-bound': 11, balanced: 96 };

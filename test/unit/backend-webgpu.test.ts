@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { disposeBackend, findVulkanLoader, initBackend, KernelCounter, listAdapters, timeOnDevice } from '../../src/core/backend/index.js';
+import { subgroupMatrixConfigs } from '../../src/core/backend/webgpu.js';
 import '../../src/core/model/gradients.js';
 
 // Mesa picks its EGL platform from the environment when Dawn opens the display; without a window
@@ -91,4 +92,27 @@ test('webgpu on a real device (llvmpipe through OpenGL ES): matmul, gradient, pr
   } finally {
     disposeBackend(tf);
   }
+});
+
+test('subgroup-matrix configurations are read by field: Dawn keeps them as prototype getters, which a spread loses', () => {
+  class Config {
+    get componentType() {
+      return 'f16';
+    }
+    get resultComponentType() {
+      return 'f32';
+    }
+    get M() {
+      return 16;
+    }
+    get N() {
+      return 8;
+    }
+    get K() {
+      return 16;
+    }
+  }
+  assert.deepEqual({ ...new Config() }, {}, 'a spread of such an object is empty');
+  assert.deepEqual(subgroupMatrixConfigs([new Config()]), [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 16 }]);
+  assert.deepEqual(subgroupMatrixConfigs(undefined), []);
 });

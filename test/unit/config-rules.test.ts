@@ -445,6 +445,15 @@ describe('rules against other machines (a described host)', () => {
     assert.equal(textAt(f[0].position), 'cpu');
   });
 
+  test('a CPU data device needs no second GPU; a GPU data device must not also train as a replica', () => {
+    const cpu = load(child('sidecpu.yaml', 'device:\n  backend: cpu\n  data_device: cpu\n'));
+    assert.deepEqual(rule('device/dual-gpu').check({ loaded: cpu, config: cpu.config, host: fakeHost({ gpus: [] }) }), []);
+    const both = load(child('sidereplica.yaml', 'device:\n  backend: webgpu\n  gpus: [0, 1]\n  data_device: 1\n'));
+    const f = rule('device/dual-gpu').check({ loaded: both, config: both.config, host: undefined });
+    assert.deepEqual(f.map((x) => [x.severity, x.keyPath, x.fix]), [['error', 'device.data_device', 'data_device: cpu']]);
+    assert.match(f[0].message, /data_device 1 also trains \(device\.gpus \[0,1\]\)/);
+  });
+
   test('memory: without a budget, the model GPU\'s memory is the budget', () => {
     const big = load(child('bigongpu.yaml', 'device:\n  model_device: 0\n', 'big'));
     const f = rule('batching/memory').check({ loaded: big, config: big.config, host: fakeHost({ gpus: [l4] }) });

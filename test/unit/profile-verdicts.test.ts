@@ -13,7 +13,7 @@ const ctx: VerdictContext = { batchSize: 16, logEvery: 10, workers: 1, prefetchD
 function run(n: number, spans: (i: number) => Partial<StepSpans>, extra: (i: number) => Partial<StepRecord> = () => ({})): StepRecord[] {
   let t = 0;
   return Array.from({ length: n }, (_, i) => {
-    const s: StepSpans = { dataWaitMs: 0, uploadMs: 1, forwardBackwardMs: 10, optimizerMs: 3, syncMs: 0.5, checkpointMs: 0, otherMs: 0.5, ...spans(i) };
+    const s: StepSpans = { dataWaitMs: 0, uploadMs: 1, forwardBackwardMs: 10, optimizerMs: 3, syncMs: 0.5, allReduceMs: 0, checkpointMs: 0, otherMs: 0.5, ...spans(i) };
     const wallMs = Object.values(s).reduce((a, b) => a + b, 0);
     const r: StepRecord = { step: i + 1, startMs: t, wallMs, spans: s, epoch: 0, batchIndex: i, bucket: i % 2, batchSize: 16, tokens: 64, frames: 400, kernels: 1270, readySlots: 2, learningRate: 1e-3, ...extra(i) };
     t += wallMs;

@@ -51,7 +51,7 @@ test('the tensors a step leaves behind round-trip; a run folder from before they
   old.exec('INSERT INTO steps (step, start_ms, wall_ms, kernels) VALUES (1, 0, 10, 5)');
   old.close();
   const db = RunDatabase.create(dir);
-  const spans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 1, optimizerMs: 1, syncMs: 0, checkpointMs: 0, otherMs: 0 };
+  const spans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 1, optimizerMs: 1, syncMs: 0, allReduceMs: 0, checkpointMs: 0, otherMs: 0 };
   db.addStep({ step: 2, startMs: 10, wallMs: 10, spans, epoch: 0, batchIndex: 1, bucket: 0, batchSize: 4, tokens: 8, frames: 16, kernels: 5, readySlots: 1, learningRate: 1e-3, tensors: 321, tensorBytes: 4096 });
   db.close();
   const steps = RunDatabase.open(dir).steps();

@@ -54,6 +54,31 @@ export interface AdapterLimits {
   maxStorageBuffersPerShaderStage: number;
 }
 
+/** One GPUSubgroupMatrixConfig: operand and result component types and the M×N×K tile. */
+export interface SubgroupMatrixConfig {
+  componentType: string;
+  resultComponentType: string;
+  M: number;
+  N: number;
+  K: number;
+}
+
+/**
+ * Dawn's subgroup-matrix configurations as plain objects. Its objects keep their fields as getters on
+ * the prototype, so spreading one gives {} (the adapter report once printed empty objects): the fields
+ * are read by name.
+ */
+export function subgroupMatrixConfigs(list: unknown): SubgroupMatrixConfig[] {
+  if (list === null || typeof list !== 'object' || !(Symbol.iterator in list)) return [];
+  return Array.from(list as Iterable<Record<string, unknown>>, (c) => ({
+    componentType: String(c.componentType),
+    resultComponentType: String(c.resultComponentType),
+    M: Number(c.M),
+    N: Number(c.N),
+    K: Number(c.K),
+  }));
+}
+
 export interface AdapterDescription {
   /** Position in Dawn's adapter order (what a numeric `device` selects). */
   index: number;
@@ -72,7 +97,8 @@ export interface AdapterDescription {
   subgroupMatrix: boolean;
   /** timestamp-query: per-kernel device times (tf.time on the webgpu backend). */
   timestampQuery: boolean;
-  subgroupMatrixConfigs: unknown[];
+  /** The cooperative-matrix shapes the adapter offers (empty without subgroupMatrix). */
+  subgroupMatrixConfigs: SubgroupMatrixConfig[];
   limits: AdapterLimits;
   /** A CPU implementation (llvmpipe, lavapipe, SwiftShader), or Dawn's null backend, which computes nothing. */
   software: boolean;
@@ -218,7 +244,7 @@ function describe(adapter: DawnAdapter, index: number, name: string, dawnBackend
     subgroups: features.includes('subgroups'),
     subgroupMatrix: features.includes('chromium-experimental-subgroup-matrix'),
     timestampQuery: features.includes('timestamp-query'),
-    subgroupMatrixConfigs: Array.isArray(info.subgroupMatrixConfigs) ? (info.subgroupMatrixConfigs as unknown[]).map((c) => ({ ...(c as object) })) : [],
+    subgroupMatrixConfigs: subgroupMatrixConfigs(info.subgroupMatrixConfigs),
     limits: {
       maxBufferSize: l.maxBufferSize,
       maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,

@@ -251,18 +251,22 @@ export const RULES: Rule[] = [
   },
   {
     id: 'device/dual-gpu',
-    title: 'Dual-device mode names two distinct devices that exist',
+    title: 'The data device is one that exists, apart from the training devices',
     severity: 'error',
-    rationale: 'Producer and trainer on one device contend for it; a device that does not exist fails at start; budgets larger than the device memory are never honoured.',
+    rationale: 'Validation and eval on the device that trains would contend with it; a device that does not exist fails at start; budgets larger than the device memory are never honoured. "cpu" (a CPU worker) needs none of this.',
     check(ctx) {
       const dev = ctx.config.device;
       if (dev.data_device === null) return [];
+      if (typeof dev.data_device === 'string' && dev.data_device.toLowerCase() === 'cpu') return [];
       const out: Draft[] = [];
-      if (dev.model_device === null) out.push(at(ctx, 'device.data_device', 'error', 'data_device is set but model_device is not: name both devices for dual-device mode', 'model_device: 0\ndata_device: 1'));
-      if (dev.model_device !== null && dev.model_device === dev.data_device) out.push(at(ctx, 'device.data_device', 'error', `data_device and model_device are both ${JSON.stringify(dev.data_device)}: dual-device mode needs two devices`, 'data_device: null   # or another GPU'));
-      if (dev.backend !== 'webgpu' && dev.backend !== 'auto') out.push(at(ctx, 'device.backend', 'error', `dual-device mode runs on GPU backends; backend is ${dev.backend}`, 'backend: webgpu'));
+      const same = (a: number | string, b: number | string) => String(a).toLowerCase() === String(b).toLowerCase();
+      if (dev.model_device === null && dev.gpus === null) out.push(at(ctx, 'device.data_device', 'error', 'data_device names a GPU but model_device is not set: name both devices for dual-device mode (or validate on the CPU: data_device: cpu)', 'model_device: 0\ndata_device: 1'));
+      if (dev.model_device !== null && same(dev.model_device, dev.data_device)) out.push(at(ctx, 'device.data_device', 'error', `data_device and model_device are both ${JSON.stringify(dev.data_device)}: dual-device mode needs two devices`, 'data_device: null   # or another GPU, or cpu'));
+      if (Array.isArray(dev.gpus) && dev.gpus.some((g) => same(g, dev.data_device!))) out.push(at(ctx, 'device.data_device', 'error', `data_device ${JSON.stringify(dev.data_device)} also trains (device.gpus ${JSON.stringify(dev.gpus)}): the data device must be another`, 'data_device: cpu'));
+      if (dev.backend !== 'webgpu' && dev.backend !== 'auto') out.push(at(ctx, 'device.backend', 'error', `a GPU data device runs on webgpu; backend is ${dev.backend}`, 'backend: webgpu'));
       if (!ctx.host) return out;
-      for (const [key, ref, budget] of [['device.model_device', dev.model_device, dev.model_memory_budget_mb], ['device.data_device', dev.data_device, dev.data_memory_budget_mb]] as const) {
+      // data_memory_budget_mb bounds host memory (the prefetch ring), not the data device's.
+      for (const [key, ref, budget] of [['device.model_device', dev.model_device, dev.model_memory_budget_mb], ['device.data_device', dev.data_device, null]] as const) {
         if (ref === null) continue;
         const gpu = findGpu(ctx.host.gpus, ref);
         if (!gpu) {
@@ -270,7 +274,7 @@ export const RULES: Rule[] = [
           continue;
         }
         if (budget !== null && budget * 1024 * 1024 > gpu.memoryTotalBytes) {
-          const budgetKey = key === 'device.model_device' ? 'device.model_memory_budget_mb' : 'device.data_memory_budget_mb';
+          const budgetKey = 'device.model_memory_budget_mb';
           out.push(at(ctx, budgetKey, 'error', `${budgetKey.split('.')[1]} ${budget} is more than GPU ${gpu.index} (${gpu.name}) has: ${formatBytes(gpu.memoryTotalBytes)}`, `${budgetKey.split('.')[1]}: ${Math.floor((gpu.memoryTotalBytes / 1024 / 1024) * 0.9)}`));
         }
       }

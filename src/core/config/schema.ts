@@ -283,7 +283,24 @@ export const DeviceSchema = Section(
       description: '`webgpu` (Dawn), `tensorflow` (tfjs-node-gpu / tfjs-node), `wasm`, `cpu`; `auto` picks the fastest that works here and says why.',
     }),
     model_device: DeviceRef,
-    data_device: DeviceRef,
+    data_device: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 }), Type.Null()], {
+      default: null,
+      description:
+        'The data device: validation passes and eval synthesis run there (a worker with its own copy of the model, from a snapshot of the weights at their step) while training goes on, so the training device never pauses for them. A GPU by index or name, or "cpu" (a CPU worker). null: they run on the training device between steps.',
+    }),
+    gpus: Type.Union(
+      [
+        Type.Literal('all'),
+        Type.String({ pattern: '^cpu:([1-9]|[1-5][0-9]|6[0-4])$' }),
+        Type.Array(Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 })]), { minItems: 1, maxItems: 64 }),
+        Type.Null(),
+      ],
+      {
+        default: null,
+        description:
+          'Data-parallel training: one replica per device, each on its rows of every batch (batching.batch_size is the global batch), gradients summed every optimizer step, the same losses as one device. `all` (every GPU adapter), a list of adapter indices or names ([0, 1]), or `cpu:N` (N replicas on the CPU backends). null: one device, model_device. `--gpus` sets it.',
+      },
+    ),
     model_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
       default: null,
       description: 'Memory the trainer may hold on its device (the engine\'s tensors: weights, optimizer state, a step\'s buffers), checked after every step: a run that holds more stops with exit code 3 at the first step that does, naming what to set. null: no bound but the device\'s memory.',
@@ -293,7 +310,7 @@ export const DeviceSchema = Section(
       description: 'Memory the data producer may use: the prefetch ring holds at most this much in batches (fewer slots than pipeline.prefetch_depth when they would not fit, said at the start; fewer than two is an error). null means 1/8 of the host\'s memory.',
     }),
   },
-  'Backend and devices. Setting `data_device` to another GPU than `model_device` runs the producer and trainer on separate devices.',
+  'Backend and devices: the training device (`model_device`, or one replica per device in `gpus`), the data device that validates and evaluates beside it, and the memory each may hold.',
 );
 
 export const OutputSchema = Section(

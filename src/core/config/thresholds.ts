@@ -42,6 +42,10 @@ export const THRESHOLDS = {
   throttleShareReported: 0.1,
   /** Live tensors gained per step (least-squares slope over the steady steps) from which memory is said to leak (our choice: a step frees all it makes). */
   leakTensorsPerStep: 0.5,
+  /** Share of a data-parallel step that rank 0 spends in the all-reduce (summing and waiting for the slowest replica): moderate from here (our choice). */
+  allReduceModerate: 0.1,
+  /** ... and high from here: the replicas spend a quarter of their time not computing (our choice). */
+  allReduceHigh: 0.25,
 } as const;
 
 /** One line per threshold for docs/rules.md (the comments above, said for a reader of the docs). */
@@ -64,6 +68,8 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
   idleGpuMemoryShare: 'Memory share in use before xtts starts above which the diagnosis says another process holds the GPU.',
   throttleShareReported: 'Share of samples with a harmful clock-event reason (thermal, power brake, slowdown) from which the diagnosis reports it.',
   leakTensorsPerStep: 'Live tensors gained per step (the slope over the steps after the first fifth) from which the profiler and the diagnosis report a memory leak: a training step frees every tensor it makes.',
+  allReduceModerate: 'Share of a data-parallel step rank 0 spends in the all-reduce (summing gradients, waiting for the slowest replica) from which the profiler calls it moderately all-reduce-bound.',
+  allReduceHigh: 'The all-reduce share from which the profiler grades it high.',
 };
 
 export type ThresholdName = keyof typeof THRESHOLDS;

@@ -35,6 +35,8 @@ export interface TrainBatch {
 export interface BatchAlignment {
   steps: tf.Tensor2D;
   durations: tf.Tensor2D;
+  /** Tokens that take at least one step (durations > 0), counted on the host. */
+  spokenTokens?: number;
 }
 
 /** What `XttsModel.forward` reads: a batch and its alignment. */

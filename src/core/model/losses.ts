@@ -41,21 +41,31 @@ export function maskedMelLoss(pred: tf.Tensor3D, target: tf.Tensor3D, frameMask:
  * steps (durations > 0: the symbols of real utterances), as FastSpeech predicts log durations.
  * logDurations, durations [B, T_text].
  */
-export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D): tf.Scalar {
+export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
   const spoken = tf.cast(tf.greater(durations, scalar(0)), 'float32');
   const err = tf.mul(tf.squaredDifference(logDurations, tf.log1p(durations)), spoken);
-  return tf.div(tf.sum(err), tf.maximum(tf.sum(spoken), scalar(1))) as tf.Scalar;
+  return tf.div(tf.sum(err), denominator ?? tf.maximum(tf.sum(spoken), scalar(1))) as tf.Scalar;
+}
+
+/**
+ * The denominators of a whole batch when this one is a replica's shard of it (data-parallel
+ * training): real frames · nMels and spoken tokens of every shard together, so that the shards'
+ * losses — and gradients — add up to the whole batch's.
+ */
+export interface LossDenominators {
+  melValues: number;
+  spokenTokens: number;
 }
 
 /** All loss terms of one batch, weighted as TrainingConfig.loss says. */
-export function computeLosses(out: ModelOutputs, batch: ModelInputs, loss: LossConfig): LossParts {
+export function computeLosses(out: ModelOutputs, batch: ModelInputs, loss: LossConfig, whole?: LossDenominators): LossParts {
   const nMels = out.melPre.shape[2];
   const frames = tf.cast(batch.melLengths, 'float32');
-  const melDenominator = tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1)) as tf.Scalar;
+  const melDenominator = (whole ? tf.scalar(Math.max(whole.melValues, 1)) : tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1))) as tf.Scalar;
   const melPre = maskedMelLoss(out.melPre, batch.mel, out.frameMask, loss.mel, melDenominator);
   const melPost = out.melPost ? maskedMelLoss(out.melPost, batch.mel, out.frameMask, loss.mel, melDenominator) : (tf.zeros([]) as tf.Scalar);
   const alignedText = maskedMelLoss(out.textMel, batch.mel, out.frameMask, loss.mel, melDenominator);
-  const duration = durationLoss(out.logDurations, batch.alignment.durations);
+  const duration = durationLoss(out.logDurations, batch.alignment.durations, whole ? tf.scalar(Math.max(whole.spokenTokens, 1)) : undefined);
   const total = tf.addN([melPre, melPost, tf.mul(alignedText, scalar(loss.aligned_text_weight)), tf.mul(duration, scalar(loss.duration_weight))]) as tf.Scalar;
   return { total, melPre, melPost, alignedText, duration };
 }

@@ -258,7 +258,9 @@ export class XttsModel {
       own.fill(own[real - 1], real); // padded steps repeat the last symbol (their frames carry no loss)
       durationsOf(own, real, textSteps, durations.subarray(b * textSteps, (b + 1) * textSteps));
     }
-    return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, textSteps], 'float32') };
+    let spokenTokens = 0;
+    for (const d of durations) if (d > 0) spokenTokens++;
+    return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, textSteps], 'float32'), spokenTokens };
   }
 
   // -------------------------------------------------------------------------------------------

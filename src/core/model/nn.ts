@@ -227,11 +227,28 @@ export class DropoutPool {
     this.rng.state = state >>> 0;
   }
 
+  /**
+   * Data-parallel training: this replica holds rows [start, start + size) of a batch of `total`.
+   * Every dropout input is batch-major (its leading dimension is B or B·steps), so a replica takes
+   * exactly its rows of the mask one device would draw for the whole batch, and N replicas train
+   * with the masks of one. null: the whole batch is here.
+   */
+  shard: { start: number; size: number; total: number } | null = null;
+
   apply<T extends tf.Tensor>(x: T, rate: number): T {
     if (rate <= 0) return x;
     const size = x.size;
-    const pool = this.poolFor(rate, size);
-    const offset = Math.floor(this.rng.next() * (pool.size - size + 1));
+    const shard = this.shard;
+    let whole = size;
+    let rowOffset = 0;
+    if (shard && shard.size !== shard.total) {
+      const perRow = size / shard.size;
+      if (!Number.isInteger(perRow)) throw new Error(`dropout on a tensor of ${size} values that is not batch-major over ${shard.size} rows`);
+      whole = perRow * shard.total;
+      rowOffset = perRow * shard.start;
+    }
+    const pool = this.poolFor(rate, whole);
+    const offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
     const mask = tf.reshape(tf.slice(pool, [offset], [size]), x.shape);
     // Gradient dy·mask, the mask saved once: tf.mul's own gradient saves both operands and casts
     // the mask (a kernel) on every backward pass. (Saved, not captured: tfjs disposes everything

@@ -4,14 +4,14 @@ import type { XttsConfig } from '../config/schema.js';
 import { patchConfigFile } from '../config/patch.js';
 import { hostInventory } from '../env/host.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { RunDatabase, type DeviceSampleRecord } from '../telemetry/run-db.js';
+import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/run-db.js';
 import type { StepRecord } from '../telemetry/spans.js';
 import { writeOutputFile } from '../util/output.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
-import { judge, type ProfileVerdicts, type Thresholds } from './verdicts.js';
+import { judge, type ProfileVerdicts, type ReplicaSummary, summarizeReplicas, type Thresholds } from './verdicts.js';
 
-export { judge, breakdown, type ProfileVerdicts, type Verdict, type Thresholds, type StepBreakdown, type VerdictContext } from './verdicts.js';
+export { judge, breakdown, type ProfileVerdicts, type Verdict, type Thresholds, type StepBreakdown, type VerdictContext, type ReplicaSummary }  from './verdicts.js';
 export { toTrace, traceProblems } from './trace.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
 
@@ -47,6 +47,8 @@ export interface ProfileResult extends ProfileVerdicts {
   /** Device timing of the probe steps: what it measured, or why there is none. */
   deviceTiming: { available: boolean; steps: number; source?: string; reason?: string };
   files: { trace?: string; report?: string; fixConfig?: string };
+  /** Data-parallel runs: each replica's device and mean spans over the measured steps; null on one device. */
+  replicas: ReplicaSummary[] | null;
 }
 
 export function profileRecordedRun(runDir: string, options: ProfileOptions): ProfileResult {
@@ -61,7 +63,11 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let timingMeta: { available: boolean; source?: string; reason?: string } | undefined;
   let startedAtEpochMs: number | null;
   let cpuCores: number;
+  let replicaSteps: ReplicaStepRecord[];
+  let replicaDevices: string[];
   try {
+    replicaSteps = db.replicaSteps();
+    replicaDevices = db.getMeta<string[]>('replicas') ?? [];
     steps = db.steps();
     samples = db.deviceSamples();
     config = db.getMeta<XttsConfig>('config');
@@ -88,6 +94,8 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     });
   }
   const cpuBackend = backend === 'cpu' || backend === 'wasm';
+  const measuredSteps = new Set(measured.map((m) => m.step));
+  const measuredReplicas = replicaSteps.filter((r) => measuredSteps.has(r.step));
   const t0 = measured[0].startMs;
   const last = measured[measured.length - 1];
   const t1 = last.startMs + last.wallMs;
@@ -102,6 +110,8 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     cpuCores,
     checkpointEvery: config.training.checkpoint_every,
     cpuBackend,
+    gradAccumulation: config.training.grad_accumulation_steps,
+    replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
   }, options.thresholds, probes);
   const gpuTelemetry = telemetry
     ? telemetry.available
@@ -146,7 +156,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files };
+  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files, replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null };
 }
 
 type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };

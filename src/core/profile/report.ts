@@ -11,10 +11,11 @@ const COLORS: Record<string, string> = {
   forwardBackwardMs: '#1f77b4',
   optimizerMs: '#17becf',
   syncMs: '#9467bd',
+  allReduceMs: '#e377c2',
   checkpointMs: '#8c564b',
   otherMs: '#bbbbbb',
 };
-const LETTERS: Record<string, string> = { dataWaitMs: 'D', uploadMs: 'U', forwardBackwardMs: 'F', optimizerMs: 'O', syncMs: 'S', checkpointMs: 'C', otherMs: '.' };
+const LETTERS: Record<string, string> = { dataWaitMs: 'D', uploadMs: 'U', forwardBackwardMs: 'F', optimizerMs: 'O', syncMs: 'S', allReduceMs: 'A', checkpointMs: 'C', otherMs: '.' };
 
 function esc(s: string): string {
   return s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);

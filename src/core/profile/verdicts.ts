@@ -4,6 +4,7 @@
 import { formatBytes } from '../config/estimate.js';
 import { THRESHOLDS } from '../config/thresholds.js';
 import type { DeviceSampleRecord } from '../telemetry/run-db.js';
+import type { ReplicaStepRecord } from '../telemetry/run-db.js';
 import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
 import { summarize, type Summary } from '../util/stats.js';
 
@@ -14,7 +15,7 @@ export type Grade = 'ok' | 'moderate' | 'high';
 export interface Verdict {
   /** 1-based, in order of importance. */
   n: number;
-  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating' | 'memory-leak';
+  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating' | 'memory-leak' | 'all-reduce-bound';
   grade: Grade;
   title: string;
   evidence: string;
@@ -67,6 +68,34 @@ export interface VerdictContext {
   checkpointEvery: number;
   /** The backend computes on the CPU (cpu, wasm): there is no GPU to be busy or idle. */
   cpuBackend?: boolean;
+  /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
+  replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
+  gradAccumulation?: number;
+}
+
+/** Per rank of a data-parallel run: its device and the mean of each of its spans over the measured steps. */
+export interface ReplicaSummary {
+  rank: number;
+  device: string;
+  samplesPerStep: number;
+  uploadMs: number;
+  syncMs: number;
+  forwardBackwardMs: number;
+  allReduceMs: number;
+  optimizerMs: number;
+  /** Live tensors after the last measured step. */
+  tensors: number;
+  tensorBytes: number;
+}
+
+export function summarizeReplicas(devices: readonly string[], steps: readonly ReplicaStepRecord[]): ReplicaSummary[] {
+  const ranks = [...new Set(steps.map((s) => s.rank))].sort((a, b) => a - b);
+  return ranks.map((rank) => {
+    const mine = steps.filter((s) => s.rank === rank);
+    const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') => mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
+    const last = mine[mine.length - 1];
+    return { rank, device: devices[rank] ?? '?', samplesPerStep: avg('samples'), uploadMs: avg('uploadMs'), syncMs: avg('syncMs'), forwardBackwardMs: avg('forwardBackwardMs'), allReduceMs: avg('allReduceMs'), optimizerMs: avg('optimizerMs'), tensors: last?.tensors ?? 0, tensorBytes: last?.tensorBytes ?? 0 };
+  });
 }
 
 const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
@@ -286,6 +315,40 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
       evidence: `live tensors ${leak.first.toLocaleString('en-US')} → ${leak.last.toLocaleString('en-US')} over steps ${leak.fromStep}–${leak.toStep} (${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held bytes ${formatBytes(leak.firstBytes)} → ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
       actions: [],
     });
+  }
+  if (ctx.replicas && ctx.replicas.steps.length) {
+    const ranks = summarizeReplicas(ctx.replicas.devices, ctx.replicas.steps);
+    const share = b.shares.allReduceMs;
+    const g = grade(share, th.allReduceModerate, th.allReduceHigh);
+    const compute = ranks.map((r) => r.forwardBackwardMs);
+    const slowest = ranks[compute.indexOf(Math.max(...compute))];
+    const spread = Math.max(...compute) / Math.max(1e-9, Math.min(...compute));
+    const accumulation = ctx.gradAccumulation ?? 1;
+    out.push({
+      id: 'all-reduce-bound',
+      grade: g,
+      title: g === 'ok' ? `the all-reduce of ${ranks.length} replicas costs little` : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
+      evidence: `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is fine); forward/backward per replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} (slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
+      actions:
+        g === 'ok'
+          ? []
+          : [
+              { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'twice the work per replica between two sums' },
+              { key: 'training.grad_accumulation_steps', value: accumulation * 2, effect: 'gradients are summed once per optimizer step: half as often' },
+            ],
+    });
+    for (const r of ranks.filter((x) => x.rank > 0)) {
+      const growth = tensorGrowth(ctx.replicas.steps.filter((s) => s.rank === r.rank) as unknown as StepRecord[]);
+      if (growth && growth.perStep >= th.leakTensorsPerStep) {
+        out.push({
+          id: 'memory-leak',
+          grade: 'high',
+          title: `memory leak on replica ${r.rank} (${r.device}): it holds more tensors after every step`,
+          evidence: `live tensors ${growth.first.toLocaleString('en-US')} → ${growth.last.toLocaleString('en-US')} over steps ${growth.fromStep}–${growth.toStep} (+${growth.perStep.toFixed(2)} a step, from ${th.leakTensorsPerStep}); held bytes ${formatBytes(growth.firstBytes)} → ${formatBytes(growth.lastBytes)}`,
+          actions: [],
+        });
+      }
+    }
   }
   const order: Grade[] = ['high', 'moderate', 'ok'];
   const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));

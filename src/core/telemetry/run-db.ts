@@ -39,7 +39,24 @@ CREATE TABLE IF NOT EXISTS steps (
 CREATE TABLE IF NOT EXISTS metrics (step INTEGER, name TEXT, value REAL, PRIMARY KEY (step, name));
 CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilization_pct REAL, memory_used_bytes REAL, memory_total_bytes REAL,
   sm_clock_mhz REAL, power_w REAL, temperature_c REAL, sm_activity_pct REAL, throttle_reasons TEXT);
+CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL, sync_ms REAL, forward_backward_ms REAL,
+  all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, PRIMARY KEY (step, rank));
 `;
+
+/** One data-parallel replica's part of a step (summed over its micro-batches); rank 0 is the trainer's. */
+export interface ReplicaStepRecord {
+  step: number;
+  rank: number;
+  /** Real utterances in its rows. */
+  samples: number;
+  uploadMs: number;
+  syncMs: number;
+  forwardBackwardMs: number;
+  allReduceMs: number;
+  optimizerMs: number;
+  tensors: number;
+  tensorBytes: number;
+}
 
 const spanColumn = (s: string) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms`;
 
@@ -49,6 +66,8 @@ export class RunDatabase {
   private readonly insertStep: Database.Statement;
   private readonly insertMetric: Database.Statement;
   private readonly insertSample: Database.Statement;
+  private readonly insertReplica: Database.Statement;
+  private pendingReplicas: ReplicaStepRecord[] = [];
   private pendingSteps: StepRecord[] = [];
   private pendingMetrics: MetricRecord[] = [];
   private pendingSamples: DeviceSampleRecord[] = [];
@@ -68,13 +87,14 @@ export class RunDatabase {
       this.db.exec(SCHEMA);
       // A run folder written by an older xtts (resumed now) lacks the columns added since.
       const have = new Set((this.db.prepare('PRAGMA table_info(steps)').all() as { name: string }[]).map((c) => c.name));
-      for (const [col, type] of [['tensors', 'INTEGER'], ['tensor_bytes', 'REAL']]) if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
+      for (const [col, type] of [['tensors', 'INTEGER'], ['tensor_bytes', 'REAL'], ['all_reduce_ms', 'REAL']]) if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
     }
     const cols = ['step', 'start_ms', 'wall_ms', ...SPAN_NAMES.map(spanColumn), 'epoch', 'batch_index', 'bucket', 'batch_size', 'tokens', 'frames', 'kernels', 'device_ms', 'ready_slots', 'learning_rate', 'loss', 'grad_norm', 'non_finite', 'tensors', 'tensor_bytes'];
     const w = (sql: string) => (readonly ? (undefined as unknown as Database.Statement) : this.db.prepare(sql));
     this.insertStep = w(`INSERT OR REPLACE INTO steps (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
     this.insertMetric = w('INSERT OR REPLACE INTO metrics (step, name, value) VALUES (?, ?, ?)');
     this.insertSample = w('INSERT INTO device_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    this.insertReplica = w('INSERT OR REPLACE INTO replica_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   }
 
   static create(dir: string): RunDatabase {
@@ -98,6 +118,10 @@ export class RunDatabase {
     this.pendingSteps.push(r);
   }
 
+  addReplicaStep(r: ReplicaStepRecord): void {
+    this.pendingReplicas.push(r);
+  }
+
   addMetric(step: number, name: string, value: number): void {
     this.pendingMetrics.push({ step, name, value });
   }
@@ -108,7 +132,9 @@ export class RunDatabase {
 
   /** Write what is pending in one transaction, and append the metrics to metrics.jsonl. */
   flush(): void {
-    if (!this.pendingSteps.length && !this.pendingMetrics.length && !this.pendingSamples.length) return;
+    if (!this.pendingSteps.length && !this.pendingMetrics.length && !this.pendingSamples.length && !this.pendingReplicas.length) return;
+    const replicas = this.pendingReplicas;
+    this.pendingReplicas = [];
     const steps = this.pendingSteps;
     const metrics = this.pendingMetrics;
     const samples = this.pendingSamples;
@@ -119,6 +145,7 @@ export class RunDatabase {
       for (const r of steps) {
         this.insertStep.run(r.step, r.startMs, r.wallMs, ...SPAN_NAMES.map((s) => r.spans[s]), r.epoch, r.batchIndex, r.bucket, r.batchSize, r.tokens, r.frames, r.kernels, r.deviceMs ?? null, r.readySlots, r.learningRate, r.loss ?? null, r.gradNorm ?? null, r.nonFinite ? 1 : 0, r.tensors ?? null, r.tensorBytes ?? null);
       }
+      for (const r of replicas) this.insertReplica.run(r.step, r.rank, r.samples, r.uploadMs, r.syncMs, r.forwardBackwardMs, r.allReduceMs, r.optimizerMs, r.tensors, r.tensorBytes);
       for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
       for (const s of samples) this.insertSample.run(s.tMs, s.device, s.utilizationPct, s.memoryUsedBytes, s.memoryTotalBytes, s.smClockMhz, s.powerW, s.temperatureC, s.smActivityPct, s.throttleReasons);
     })();
@@ -146,6 +173,24 @@ export class RunDatabase {
       gradNorm: r.grad_norm ?? undefined,
       nonFinite: r.non_finite === 1,
       ...(typeof r.tensors === 'number' ? { tensors: r.tensors, tensorBytes: (r.tensor_bytes as number | null) ?? undefined } : {}),
+    }));
+  }
+
+  /** Every replica's part of every step, by step then rank (empty for a run on one device, or one written before data-parallel training). */
+  replicaSteps(): ReplicaStepRecord[] {
+    const has = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'replica_steps'").get();
+    if (!has) return [];
+    return (this.db.prepare('SELECT * FROM replica_steps ORDER BY step, rank').all() as Record<string, number>[]).map((r) => ({
+      step: r.step,
+      rank: r.rank,
+      samples: r.samples,
+      uploadMs: r.upload_ms,
+      syncMs: r.sync_ms,
+      forwardBackwardMs: r.forward_backward_ms,
+      allReduceMs: r.all_reduce_ms,
+      optimizerMs: r.optimizer_ms,
+      tensors: r.tensors,
+      tensorBytes: r.tensor_bytes,
     }));
   }
 

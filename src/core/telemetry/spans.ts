@@ -13,12 +13,14 @@ export interface StepSpans {
   optimizerMs: number;
   /** Waiting for the device (a readback of loss values, or an explicit fence). */
   syncMs: number;
+  /** Data-parallel training: summing the replicas' gradients (and waiting in it for the slowest replica). */
+  allReduceMs: number;
   /** Writing checkpoints, eval audio, logs. */
   checkpointMs: number;
   otherMs: number;
 }
 
-export const SPAN_NAMES = ['dataWaitMs', 'uploadMs', 'forwardBackwardMs', 'optimizerMs', 'syncMs', 'checkpointMs', 'otherMs'] as const satisfies readonly (keyof StepSpans)[];
+export const SPAN_NAMES = ['dataWaitMs', 'uploadMs', 'forwardBackwardMs', 'optimizerMs', 'syncMs', 'allReduceMs', 'checkpointMs', 'otherMs'] as const satisfies readonly (keyof StepSpans)[];
 
 export interface StepRecord {
   step: number;
@@ -53,7 +55,7 @@ export interface StepRecord {
 /** Measures consecutive spans of one step with one clock. */
 export class SpanTimer {
   private last: number;
-  readonly spans: StepSpans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 0, optimizerMs: 0, syncMs: 0, checkpointMs: 0, otherMs: 0 };
+  readonly spans: StepSpans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 0, optimizerMs: 0, syncMs: 0, allReduceMs: 0, checkpointMs: 0, otherMs: 0 };
   readonly startedAt: number;
 
   constructor(now = performance.now()) {
@@ -73,6 +75,18 @@ export class SpanTimer {
   /** Charge an externally measured duration (e.g. the ring's wait) without moving the clock. */
   add(span: keyof StepSpans, ms: number): void {
     this.spans[span] += ms;
+  }
+
+  /** Charge measured parts of the time since the last mark to their spans, the rest to `rest`, and move the clock. */
+  markParts(parts: Partial<Record<keyof StepSpans, number>>, rest: keyof StepSpans): void {
+    const now = performance.now();
+    let left = now - this.last;
+    for (const [span, ms] of Object.entries(parts) as [keyof StepSpans, number][]) {
+      this.spans[span] += ms;
+      left -= ms;
+    }
+    this.spans[rest] += Math.max(0, left);
+    this.last = now;
   }
 
   /** Total wall time so far; unaccounted time goes to `otherMs`. */

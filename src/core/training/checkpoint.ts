@@ -6,7 +6,7 @@
 // tokenizer, feature statistics, config); checkpoints written before safetensors (weights.json +
 // weights.bin) still load.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { XttsConfig } from '../config/schema.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
@@ -147,6 +147,16 @@ export class CheckpointStore {
 
   best(): string | undefined {
     return this.pointer('best');
+  }
+
+  /**
+   * Make a checkpoint written earlier the best (its validation finished after it was written: the
+   * data device). False when rotation has removed it since.
+   */
+  markBest(dir: string): boolean {
+    if (!existsSync(join(dir, 'state.json'))) return false;
+    this.setPointer('best', basename(dir));
+    return true;
   }
 
   save<State>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {

@@ -2,33 +2,26 @@
 // optimizer (or resume them), then per step: batch -> upload -> forward/backward/update -> (every
 // log_every) one readback -> (intervals) validation, checkpoint, eval audio. Every step's spans go
 // to the run database; nothing waits for the device except the readbacks the config asks for.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, KernelCounter, noDeviceTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
-import { FeatureCache } from '../cache/cache.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
-import { encodeWav } from '../data/audio/wav.js';
-import { griffinLim } from '../data/audio/griffin-lim.js';
 import { planBuckets } from '../data/buckets.js';
 import { DataLoader, producerThreads, type LoadedBatch } from '../data/loader.js';
 import { slotBytes } from '../data/ring.js';
-import { prepareDataset, type PreparedDataset, type PreparedItem, type PrepareProgress } from '../data/prepare.js';
-import { cleanText } from '../data/text/cleaners.js';
-import { Phonemizer } from '../data/text/phonemizer.js';
+import { prepareDataset, type PrepareProgress } from '../data/prepare.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
-import { computeLosses } from '../model/losses.js';
-import { diagonalShare } from '../model/align.js';
 import { XttsModel } from '../model/model.js';
-import { alignmentFigure, curveFigure, melFigure } from '../render/figures.js';
+import { curveFigure } from '../render/figures.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
 import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
-import { RunDatabase } from '../telemetry/run-db.js';
+import { type ReplicaStepRecord, RunDatabase } from '../telemetry/run-db.js';
 import { EventFileWriter } from '../telemetry/tensorboard.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
@@ -36,6 +29,11 @@ import { CheckpointStore, type CheckpointState, type NamedArray } from './checkp
 import { AdamW } from './optim/adamw.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
+import { planReplicas, ReplicaGroup } from './parallel/group.js';
+import type { ReplicaUpdate } from './parallel/replica.js';
+import { checkModelBudget } from './budget.js';
+import { loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
+import { SideDevice, type SideResult } from './side-device.js';
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
@@ -125,6 +123,15 @@ export function ringDepthWithin(config: XttsConfig, perSlot: number, say: (m: st
   return Math.min(depth, fits);
 }
 
+/** toArrays of tensors the caller owns, then disposed. */
+async function toArraysDisposing(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
+  try {
+    return await toArrays(tensors);
+  } finally {
+    tf.dispose([...tensors.values()]);
+  }
+}
+
 /** Host copies of tensors. Asynchronous reads: WebGPU's synchronous readback needs a canvas, which Node has not. */
 async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
   return Promise.all([...tensors.entries()].map(async ([name, t]) => ({ name, shape: t.shape, dtype: t.dtype === 'int32' ? ('int32' as const) : ('float32' as const), data: (await t.data()) as Float32Array | Int32Array })));
@@ -163,7 +170,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   say(`data: ${data.train.length} training and ${data.validation.length} validation utterances, ${data.skipped.length} rows skipped (see \`xtts analyze-data-pipeline\`)`);
 
   // Backend, model, optimizer.
-  const { choice } = await initBackend(o.backend ?? config.device.backend, { device: config.device.model_device, unsafeApis: true });
+  // Data-parallel replicas (device.gpus): rank 0 trains here, on the plan's first device.
+  const replicas = await planReplicas(config.device.gpus, o.backend ?? config.device.backend);
+  const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), { device: replicas ? replicas.devices[0] : config.device.model_device, unsafeApis: true });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
@@ -220,7 +229,6 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   if (batchSize < config.batching.batch_size) say(`batching.batch_size ${config.batching.batch_size} is more than the ${data.train.length} training utterances: each batch holds all ${batchSize} of them once`);
   const bucketOptions = { buckets: config.batching.buckets, batchSize, frameBudget: config.batching.frame_budget, frameMultiple: r };
   const plan = planBuckets(data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
-  const loaderItems = (items: PreparedItem[]) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath }));
   // Without the cache, producers recompute every clip's features from its audio for every batch.
   const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
   const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: t.seed, refFrames: config.batching.reference_frames, nMels: config.audio.n_mels, recomputeAudio };
@@ -235,11 +243,12 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const evalFiles: string[] = [];
   // Updates skipped for a NaN/Inf loss or gradient, in this run (a resumed run counts afresh).
   let nonFiniteStepsHere = 0;
-  let stoppedBy: TrainResult['stoppedBy'] = 'max_steps';
+  // Asserted, not narrowed: the data device's results may set it from a callback.
+  let stoppedBy = 'max_steps' as TrainResult['stoppedBy'];
   // Device-timed probe steps come last; a backend with no device time runs none of them.
   let timedSteps = Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
   let deviceTiming: { available: boolean; source?: string; reason?: string } | undefined;
-  const untimeable = noDeviceTime(choice.backend);
+  const untimeable = noDeviceTime(choice.backend) ?? (replicas && replicas.devices.length > 1 ? 'device time is measured on one device: run without device.gpus' : undefined);
   if (timedSteps > 0 && untimeable) {
     deviceTiming = { available: false, reason: untimeable };
     maxSteps -= timedSteps;
@@ -260,16 +269,54 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const unseenSymbols = data.tokenizer.unseenIn(data.train.map((i) => i.tokens));
   // The duration predictor's squared log error: from the last validation, else the training loss.
   let logDurationVariance = 0;
-  const evaluate = async () => {
-    const files = await synthesizeEval(model, data, config, join(runDir, 'eval', `step-${String(step).padStart(8, '0')}`), logDurationVariance, say, (name, value) => metric(step, name, value));
-    // TensorBoard: the mel (predicted above target) and alignment pictures, and the audio.
+  const stepName = (at: number) => `step-${String(at).padStart(8, '0')}`;
+  // TensorBoard: the mel (predicted above target) and alignment pictures, and the audio.
+  const publishEval = (at: number, files: string[]) => {
     for (const f of files) {
       const tag = `eval/${basename(f).replace(/\.(png|wav)$/, '')}`;
-      if (f.endsWith('.png')) events?.image(tag, step, readFileSync(f));
-      else if (f.endsWith('.wav')) events?.audio(tag, step, readFileSync(f));
+      if (f.endsWith('.png')) events?.image(tag, at, readFileSync(f));
+      else if (f.endsWith('.wav')) events?.audio(tag, at, readFileSync(f));
     }
     events?.flush();
-    return files;
+    evalFiles.push(...files);
+  };
+  // device.data_device: validation and eval run there from weight snapshots (side-device.ts).
+  let side: SideDevice | undefined;
+  const evaluate = async () => {
+    const dir = join(runDir, 'eval', stepName(step));
+    if (side) return side.submit({ type: 'eval', step, weights: await toArrays(model.getWeights()), dir, logDurationVariance });
+    publishEval(step, await synthesizeEval(model, data, config, dir, logDurationVariance, say, (name, value) => metric(step, name, value)));
+  };
+  /** A validation pass's figures, at the step whose weights it measured; whether it is the best so far. */
+  const recordValidation = (at: number, v: ValidationResult): boolean => {
+    logDurationVariance = v.durationVariance;
+    validation.push({ step: at, loss: v.loss });
+    metric(at, 'loss/val', v.loss);
+    metric(at, 'align/duration_error', v.durationError);
+    metric(at, 'align/length_ratio', v.lengthRatio);
+    metric(at, 'align/diagonal', v.diagonal);
+    const improved = bestValidationLoss === null || v.loss < bestValidationLoss;
+    if (improved) {
+      bestValidationLoss = v.loss;
+      validationsWithoutImprovement = 0;
+    } else validationsWithoutImprovement++;
+    writeLossCurve();
+    say(`step ${at}: validation loss ${v.loss.toFixed(4)}${improved ? ' (best)' : ''}; durations: log error ${v.durationError.toFixed(3)}, predicted/found length ${v.lengthRatio.toFixed(2)}; alignment on the diagonal ${(v.diagonal * 100).toFixed(0)}%${side ? ` (on ${side.device}, ${step - at} steps later)` : ''}`);
+    if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';
+    return improved;
+  };
+  const onSideResult = (r: SideResult) => {
+    if (r.type === 'evaluated') {
+      for (const m of r.messages) say(`${m} (step ${r.step}, on ${side?.device}, ${(r.ms / 1000).toFixed(1)} s)`);
+      for (const x of r.metrics) metric(r.step, x.name, x.value);
+      publishEval(r.step, r.files);
+      return;
+    }
+    // Its checkpoint was written when the snapshot was taken; it becomes the best now, if it is.
+    if (recordValidation(r.step, r.result)) {
+      const dir = checkpoints.find((c) => basename(c) === stepName(r.step));
+      if (!dir || !store.markBest(dir)) say(`step ${r.step}'s checkpoint, the best so far, was rotated away before its validation finished (raise training.keep_checkpoints)`);
+    }
   };
 
   // The loss curves as a picture in the run folder (TensorBoard has them as scalars).
@@ -287,6 +334,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     );
 
   const saveCheckpoint = async (best: boolean) => {
+    // Replicas update from the same sums and must hold rank 0's weights: checked before they are saved.
+    await group?.checkInSync(step);
     const state: CheckpointState = {
       step,
       position,
@@ -308,7 +357,27 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   };
 
   const accumulate = Math.max(1, t.grad_accumulation_steps);
+  let group: ReplicaGroup | undefined;
   try {
+    if (replicas && replicas.devices.length > 1) {
+      const world = replicas.devices.length;
+      if (batchSize < world) {
+        throw new XttsError('GPUS_EXCEED_BATCH', `${world} replicas (device.gpus) but batches of ${batchSize}: every replica needs at least one utterance of each batch`, {
+          exitCode: ExitCode.usage,
+          suggestions: [`raise batching.batch_size to at least ${world} (it is the global batch: each replica takes its share)`, 'or train on fewer devices'],
+        });
+      }
+      say(`data-parallel: ${world} replicas, ${replicas.reason}; each trains on ${Math.floor(batchSize / world)}${batchSize % world ? `–${Math.ceil(batchSize / world)}` : ''} of every batch of ${batchSize}, gradients summed every optimizer step`);
+      const rank0Device = choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend;
+      group = await ReplicaGroup.start({ plan: replicas, config, sizes, model, optimizer, rank0Device, state: async () => ({ weights: await toArrays(model.getWeights()), optimizer: await toArraysDisposing(optimizer.getState()) }) });
+      say(`replicas: ${group.devices.map((d, r) => `${r} ${d}`).join(', ')}`);
+      db.setMeta('replicas', group.devices);
+    }
+    if (config.device.data_device !== null && !o.stepsOnly) {
+      side = await SideDevice.start({ ref: config.device.data_device, config, sizes, data, bucketOptions, common, onResult: onSideResult });
+      say(`data device: ${side.device} runs the validation passes and eval synthesis from weight snapshots while training goes on`);
+      db.setMeta('dataDevice', side.device);
+    }
     while (step < maxSteps) {
       // Let the event loop run between steps: when the ring is always ready, the loop would
       // otherwise be one endless chain of microtasks and signals (Ctrl-C) and timers would never fire.
@@ -322,10 +391,38 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       let stepKernels = 0;
       let samples = 0;
       const microStats: tf.Tensor1D[] = [];
+      // Data-parallel: the update's sums, and each replica's part of the step.
+      let dpUpdate: ReplicaUpdate | undefined;
+      const replicaParts: Omit<ReplicaStepRecord, 'step' | 'rank'>[] = [];
       for (let micro = 0; micro < accumulate; micro++) {
         batch = await loader.next();
         if (!batch) break;
         timer.mark('dataWaitMs');
+        if (group) {
+          kernels.take();
+          // The group copies each replica's rows before its first wait: the slot can go back at once.
+          const pending = group.micro(step + 1, batch, dims(batch), micro === accumulate - 1, model.dropout.rngState);
+          loader.release(batch);
+          let out: Awaited<typeof pending>;
+          try {
+            out = await pending;
+          } catch (e) {
+            throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
+          }
+          stepKernels += kernels.take();
+          timer.markParts(out.rank0.spans, 'otherMs');
+          const held = tf.memory();
+          [{ ...out.rank0, tensors: held.numTensors, tensorBytes: held.numBytes }, ...out.workers].forEach((r, rank) => {
+            const acc = (replicaParts[rank] ??= { samples: 0, uploadMs: 0, syncMs: 0, forwardBackwardMs: 0, allReduceMs: 0, optimizerMs: 0, tensors: 0, tensorBytes: 0 });
+            acc.samples += r.samples;
+            for (const k of ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const) acc[k] += r.spans[k];
+            acc.tensors = r.tensors;
+            acc.tensorBytes = r.tensorBytes;
+            samples += r.samples;
+          });
+          dpUpdate = out.rank0.update;
+          continue;
+        }
         const tensors = uploadBatch(batch, dims(batch));
         const lengths = { text: batch.textLengths.slice(0, batch.shape.batchSize), mel: batch.melLengths.slice(0, batch.shape.batchSize) };
         loader.release(batch);
@@ -357,12 +454,14 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           disposeStepResult(result);
         }
       }
-      if (!batch || !result?.applied) {
+      if (!batch || (group ? !dpUpdate : !result?.applied)) {
         // The data ran out inside an accumulation: its gradients make no update.
-        optimizer.discardAccumulated();
+        if (group) await group.discard();
+        else optimizer.discardAccumulated();
         tf.dispose(microStats);
         break;
       }
+      for (const [rank, r] of replicaParts.entries()) db.addReplicaStep({ step: step + 1, rank, ...r });
       step++;
       position = { epoch: batch.epoch, batch: batch.index + 1 };
       let loss: number | undefined;
@@ -371,8 +470,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       const logNow = step % t.log_every === 0 || step === maxSteps;
       if (logNow) {
         // Losses are the mean over the step's micro-batches; the gradient norm is the update's.
-        const all = [...(await Promise.all(microStats.map((x) => x.data()))), await result.stats.data()];
-        const stats = STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
+        let stats: number[];
+        if (dpUpdate) {
+          // The replicas' summed losses are on the host already.
+          const [norm, finite] = await Promise.all([dpUpdate.gradNorm.data(), dpUpdate.finite.data()]);
+          stats = [...dpUpdate.losses, norm[0], finite[0]];
+        } else {
+          const all = [...(await Promise.all(microStats.map((x) => x.data()))), await result!.stats.data()];
+          stats = STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
+        }
         timer.mark('syncMs');
         loss = stats[STEP_STATS.indexOf('loss')];
         gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
@@ -385,49 +491,33 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         metric(step, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
         if (data.validation.length === 0) logDurationVariance = stats[STEP_STATS.indexOf('duration')];
         metric(step, 'grad_norm', gradNorm);
-        metric(step, 'learning_rate', result.learningRate);
+        metric(step, 'learning_rate', (dpUpdate ?? result!).learningRate);
       }
-      const learningRate = result.learningRate;
+      const learningRate = (dpUpdate ?? result!).learningRate;
       // Whether the update was made, every step so that the limit holds exactly: one value when the
       // step read nothing else back.
-      updated ??= (await result.finite.data())[0] === 1;
+      updated ??= (await (dpUpdate ?? result!).finite.data())[0] === 1;
       if (!updated) nonFiniteStepsHere++;
-      disposeStepResult(result);
+      if (dpUpdate) tf.dispose([dpUpdate.gradNorm, dpUpdate.finite]);
+      else disposeStepResult(result!);
       tf.dispose(microStats);
 
       if (!o.stepsOnly) {
         if (step % t.validate_every === 0 && data.validation.length > 0) {
-          const { loss: val, durationError, durationVariance, lengthRatio, diagonal } = await validate(model, data, config, bucketOptions, common, loaderItems);
-          logDurationVariance = durationVariance;
-          validation.push({ step, loss: val });
-          metric(step, 'loss/val', val);
-          metric(step, 'align/duration_error', durationError);
-          metric(step, 'align/length_ratio', lengthRatio);
-          metric(step, 'align/diagonal', diagonal);
-          const improved = bestValidationLoss === null || val < bestValidationLoss;
-          if (improved) {
-            bestValidationLoss = val;
-            validationsWithoutImprovement = 0;
-          } else validationsWithoutImprovement++;
-          writeLossCurve();
-          say(`step ${step}: validation loss ${val.toFixed(4)}${improved ? ' (best)' : ''}; durations: log error ${durationError.toFixed(3)}, predicted/found length ${lengthRatio.toFixed(2)}; alignment on the diagonal ${(diagonal * 100).toFixed(0)}%`);
-          await saveCheckpoint(improved);
-          if (t.early_stopping_patience > 0 && validationsWithoutImprovement >= t.early_stopping_patience) stoppedBy = 'early_stopping';
+          if (side) {
+            // Marked best when its validation, running on the data device, says so.
+            await saveCheckpoint(false);
+            await side.submit({ type: 'validate', step, weights: await toArrays(model.getWeights()) });
+          } else await saveCheckpoint(recordValidation(step, await validate(model, data, config, bucketOptions, common, loaderItems)));
         } else if (step % t.checkpoint_every === 0) await saveCheckpoint(false);
-        if (step % t.eval_every === 0) evalFiles.push(...(await evaluate()));
+        if (step % t.eval_every === 0) await evaluate();
         timer.mark('checkpointMs');
       }
       const { wallMs, spans } = timer.finish();
       // What the engine holds once the step has freed its tensors: the leak verdict reads its growth,
       // and device.model_memory_budget_mb bounds it (checked from the first step on).
       const held = tf.memory();
-      const budget = config.device.model_memory_budget_mb;
-      if (budget !== null && held.numBytes > budget * 2 ** 20) {
-        throw new XttsError('MODEL_BUDGET_EXCEEDED', `after step ${step} the model, its optimizer state and the step's buffers hold ${formatBytes(held.numBytes)}: more than device.model_memory_budget_mb ${budget} (${formatBytes(budget * 2 ** 20)})`, {
-          exitCode: ExitCode.environment,
-          suggestions: [`raise device.model_memory_budget_mb to at least ${Math.ceil((held.numBytes * 1.2) / 2 ** 20)}`, `or lower batching.batch_size (now ${config.batching.batch_size}) or the model's size`],
-        });
-      }
+      checkModelBudget(config.device.model_memory_budget_mb, step, held.numBytes, config.batching.batch_size, group ? `rank 0 (${choice.adapter?.name ?? choice.backend})` : undefined);
       const rec: StepRecord = {
         step,
         startMs: timer.startedAt - runStart,
@@ -489,14 +579,19 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         break;
       }
     }
+    // The data device's queued validations land before the run's last decisions.
+    await side?.drain();
     // A run none of whose steps made an update trained nothing, whatever stopped it.
     if (step > startStep && nonFiniteStepsHere === step - startStep) stoppedBy = 'non_finite';
     if (!o.stepsOnly && step > startStep) writeLossCurve();
     if (stoppedBy !== 'non_finite') {
-      if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => c.endsWith(`step-${String(step).padStart(8, '0')}`))) await saveCheckpoint(false);
-      if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) evalFiles.push(...(await evaluate()));
+      if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => basename(c) === stepName(step))) await saveCheckpoint(false);
+      if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) await evaluate();
+      await side?.drain();
     }
   } finally {
+    await side?.close();
+    await group?.close();
     kernels.uninstall();
     await sampler?.stop();
     await loader.close();
@@ -547,171 +642,4 @@ function outOfMemory(e: Error, config: XttsConfig, batch: LoadedBatch): XttsErro
       config.device.model_memory_budget_mb ? `device.model_memory_budget_mb is ${config.device.model_memory_budget_mb}; check it with \`xtts validate-gpu-optimization\`` : 'set device.model_memory_budget_mb and check it with `xtts validate-gpu-optimization`',
     ],
   });
-}
-
-/**
- * One pass over the validation set (no dropout), one readback at the end: the mean loss and how well
- * the durations are predicted against those the alignment search finds — the mean |error| of
- * log(1 + steps) per symbol, and the predicted over the found length of all utterances — and the
- * share of steps whose symbol lies near the diagonal (1 for an even reading of the whole text).
- */
-async function validate(
-  model: XttsModel,
-  data: PreparedDataset,
-  config: XttsConfig,
-  bucketOptions: Parameters<typeof planBuckets>[1],
-  common: Omit<ConstructorParameters<typeof DataLoader>[0], 'items' | 'plan' | 'shuffle' | 'depth' | 'producers'>,
-  loaderItems: (items: PreparedItem[]) => ConstructorParameters<typeof DataLoader>[0]['items'],
-): Promise<{ loss: number; durationError: number; durationVariance: number; lengthRatio: number; diagonal: number }> {
-  const plan = planBuckets(data.validation.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
-  const batches = plan.buckets.reduce((a, b) => a + Math.ceil(b.items.length / b.batchSize), 0);
-  const loader = new DataLoader({ ...common, items: loaderItems(data.validation), plan, shuffle: false, depth: 2, producers: 0, maxBatches: batches });
-  const r = config.model.reduction_factor;
-  let sums = tf.zeros([5]) as tf.Tensor1D; // loss, Σ|log error|, Σ log error², Σ exp(predicted log(1 + steps)), found steps
-  let symbols = 0;
-  let n = 0;
-  let diagonal = 0;
-  let utterances = 0;
-  try {
-    for (;;) {
-      const b = await loader.next();
-      if (!b) break;
-      const tensors = uploadBatch(b, { batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
-      const textLengths = b.textLengths.slice(0, b.shape.batchSize);
-      const melLengths = b.melLengths.slice(0, b.shape.batchSize);
-      loader.release(b);
-      const alignment = await model.align(tensors, textLengths, melLengths, config.training.alignment_prior);
-      const path = (await alignment.steps.data()) as Int32Array;
-      const steps = b.shape.frames / r;
-      for (let u = 0; u < textLengths.length; u++) {
-        if (melLengths[u] === 0) continue;
-        diagonal += diagonalShare(path.subarray(u * steps, (u + 1) * steps), Math.ceil(melLengths[u] / r), textLengths[u]);
-        utterances++;
-        symbols += Math.max(0, textLengths[u] - 3);
-      }
-      const next = tf.tidy(() => {
-        const aligned = { ...tensors, alignment };
-        const out = model.forward(aligned, { training: false });
-        const loss = computeLosses(out, aligned, config.training.loss).total;
-        const spoken = tf.cast(tf.greater(alignment.durations, tf.scalar(0)), 'float32');
-        const diff = tf.sub(out.logDurations, tf.log1p(alignment.durations));
-        const error = tf.sum(tf.mul(tf.abs(diff), spoken));
-        const squared = tf.sum(tf.mul(tf.square(diff), spoken));
-        return tf.add(sums, tf.stack([loss, error, squared, tf.sum(tf.mul(tf.exp(out.logDurations), spoken)), tf.sum(alignment.durations)])) as tf.Tensor1D;
-      });
-      sums.dispose();
-      sums = next;
-      n++;
-      disposeBatch(tensors);
-      tf.dispose([alignment.steps, alignment.durations]);
-    }
-  } finally {
-    await loader.close();
-  }
-  const [loss, error, squared, expSum, found] = await sums.data();
-  sums.dispose();
-  if (!n) return { loss: Number.NaN, durationError: Number.NaN, durationVariance: 0, lengthRatio: Number.NaN, diagonal: Number.NaN };
-  const variance = squared / Math.max(1, symbols);
-  // Steps as synthesis reads them, log-normal means: Σ (exp(p + σ²/2) − 1).
-  const predicted = expSum * Math.exp(variance / 2) - symbols;
-  return { loss: loss / n, durationError: error / Math.max(1, symbols), durationVariance: variance, lengthRatio: predicted / Math.max(1, found), diagonal: diagonal / Math.max(1, utterances) };
-}
-
-/**
- * Free-running synthesis of the eval sentences and of one validation utterance (drawn against its
- * real mel), all in one batch, with a validation clip as the voice reference. Per utterance: a WAV
- * by Griffin-Lim, a PNG of the mel (and the target's) and a PNG of the alignment it was read with
- * (for the validation utterance above the one the alignment search finds in its real frames).
- * Metric: the validation utterance's duration over its real one.
- */
-async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: XttsConfig, dir: string, logDurationVariance: number, say: (m: string) => void, record: (name: string, value: number) => void): Promise<string[]> {
-  mkdirSync(dir, { recursive: true });
-  const files: string[] = [];
-  const refItem = data.validation[0] ?? data.train[0];
-  const cache = FeatureCache.openReadonly(data.cachePath);
-  const nMels = config.audio.n_mels;
-  const r = config.model.reduction_factor;
-  const normalised = (key: string) => {
-    const f = cache.getFeature(key)!;
-    const out = new Float32Array(f.frames * nMels);
-    for (let i = 0; i < out.length; i++) out[i] = (f.mel[i] - data.stats.mean[i % nMels]) / data.stats.std[i % nMels];
-    return { mel: out, frames: f.frames };
-  };
-  const denormalised = (mel: Float32Array) => mel.map((v, i) => v * data.stats.std[i % nMels] + data.stats.mean[i % nMels]);
-  const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
-  try {
-    const ref = normalised(refItem.featureKey);
-    const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
-    const jobs: { name: string; ids: ArrayLike<number>; language: number; target?: { mel: Float32Array; frames: number } }[] = [];
-    for (const [i, s] of config.training.eval_sentences.entries()) {
-      const language = s.language ?? config.dataset.language;
-      if (!config.text.languages.includes(language)) {
-        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is in ${language}, which text.languages does not list`);
-        continue;
-      }
-      let text = cleanText(s.text, config.text);
-      if (phonemizer) text = await phonemizer.phonemize(text, language);
-      const enc = data.tokenizer.encode(text, language);
-      if (enc.unmappable.length) {
-        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols the model has no token for: ${enc.unmappable.map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`).join(', ')}; rephrase it or spell them out`);
-        continue;
-      }
-      jobs.push({ name: `sentence-${i + 1}`, ids: enc.ids, language: Math.max(0, config.text.languages.indexOf(language)) });
-    }
-    if (data.validation[0]) {
-      const v = data.validation[0];
-      jobs.push({ name: `validation-${v.id.replace(/[^\w.-]+/g, '_')}`, ids: v.tokens, language: v.language, target: normalised(v.featureKey) });
-    }
-    if (jobs.length === 0) return files;
-    const results = await model.generateBatch(jobs, refMel, { logDurationVariance });
-    const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
-    const notes: string[] = [];
-    for (const [j, job] of jobs.entries()) {
-      const g = results[j];
-      const logMel = denormalised(g.mel);
-      const wav = join(dir, `${job.name}.wav`);
-      writeFileSync(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
-      const png = join(dir, `${job.name}.png`);
-      const title = `${job.name} · ${basename(dir)}`;
-      const panels = [{ label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED', mel: logMel, frames: g.frames, nMels }];
-      if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
-      writeFileSync(png, melFigure({ title, panels, secondsPerFrame }));
-      const alignments = [{ label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
-      if (job.target) alignments.push({ label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)', ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)) });
-      const alignPng = join(dir, `${job.name}-alignment.png`);
-      writeFileSync(alignPng, alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }));
-      files.push(wav, png, alignPng);
-      const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
-      const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';
-      if (job.target) {
-        const ratio = g.frames / job.target.frames;
-        record('eval/duration_ratio', ratio);
-        notes.push(`${job.name} ${seconds} for ${(job.target.frames * secondsPerFrame).toFixed(2)} s (${ratio.toFixed(2)}${cut})`);
-      } else notes.push(`${job.name} ${seconds}${cut}`);
-    }
-    say(`eval: ${notes.join('; ')}`);
-  } finally {
-    phonemizer?.close();
-    cache.close();
-  }
-  return files;
-}
-
-/** The alignment monotonic alignment search finds in an utterance's real frames, as a one-hot [steps, tokens] picture. */
-async function foundAlignment(model: XttsModel, ids: ArrayLike<number>, language: number, target: { mel: Float32Array; frames: number }, nMels: number, priorSigma: number) {
-  const r = model.config.reduction_factor;
-  const frames = Math.floor(target.frames / r) * r;
-  const steps = frames / r;
-  const inputs = {
-    tokens: tf.tensor2d(Array.from(ids), [1, ids.length], 'int32'),
-    textLengths: tf.tensor1d([ids.length], 'int32'),
-    languages: tf.tensor1d([language], 'int32'),
-    mel: tf.tensor3d(target.mel.subarray(0, frames * nMels), [1, frames, nMels]),
-  };
-  const found = await model.align(inputs, [ids.length], [frames], priorSigma);
-  const path = (await found.steps.data()) as Int32Array;
-  tf.dispose([...Object.values(inputs), found.steps, found.durations]);
-  const alignment = new Float32Array(steps * ids.length);
-  for (let s = 0; s < steps; s++) alignment[s * ids.length + path[s]] = 1;
-  return { alignment, steps, tokens: ids.length };
 }

@@ -129,7 +129,7 @@ Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 
       this.log(
         renderTable(
           ['adapter', 'name', 'Dawn backend', 'kind', 'timestamps', 'f16', 'subgroup matrix'],
-          adapters.map((a) => [a.index, a.name, a.dawnBackend, a.software ? 'software' : 'GPU', a.timestampQuery ? 'yes' : 'no', a.shaderF16 ? 'yes' : 'no', a.subgroupMatrix ? 'yes' : 'no']),
+          adapters.map((a) => [a.index, a.name, a.dawnBackend, a.software ? 'software' : 'GPU', a.timestampQuery ? 'yes' : 'no', a.shaderF16 ? 'yes' : 'no', !a.subgroupMatrix ? 'no' : a.subgroupMatrixConfigs.length ? a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') : 'yes (no configurations listed)']),
           { right: [0] },
         ).trimEnd(),
       );

@@ -81,7 +81,12 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '']);
     this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
     if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; it overlaps dispatch and sync, so it is not part of the sum`));
-    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward dispatch, O optimizer dispatch, S sync, C checkpoint/eval, . other):'));
+    if (r.replicas) {
+      this.log(paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`));
+      const replicaRows = r.replicas.map((x) => [String(x.rank), x.device, x.samplesPerStep.toFixed(1), f(x.uploadMs), f(x.syncMs), f(x.forwardBackwardMs), f(x.allReduceMs), f(x.optimizerMs), x.tensors.toLocaleString('en-US')]);
+      this.log(renderTable(['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'], replicaRows, { right: [2, 3, 4, 5, 6, 7, 8] }).trimEnd());
+    }
+    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward dispatch, O optimizer dispatch, S sync, A all-reduce, C checkpoint/eval, . other):'));
     for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
     this.log('');
     for (const v of r.verdicts) {

@@ -15,6 +15,8 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --config configs/small.yaml --dataset /data/LJSpeech-1.1 --backend webgpu',
     '<%= config.bin %> <%= command.id %> --output runs/small --resume',
+    '<%= config.bin %> <%= command.id %> --config configs/small.yaml --gpus all',
+    '<%= config.bin %> <%= command.id %> --gpus cpu:2 --backend cpu',
   ];
 
   static override flags = {
@@ -35,14 +37,20 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR', env: 'XTTS_OUTPUT' }),
     resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
     strict: Flags.boolean({ summary: 'Refuse a dataset with any unusable row (the first is named) instead of training on the rest.', default: false }),
+    gpus: Flags.string({
+      summary: 'Data-parallel training (instead of device.gpus): `all`, adapter indices or names (`0,1`), or `cpu:N` CPU replicas. The batch size stays the global batch.',
+      helpValue: 'DEVICES',
+      env: 'XTTS_GPUS',
+    }),
   };
 
   private interrupted = false;
 
   protected async execute(): Promise<TrainResult> {
     const { flags } = await this.parse(Train);
-    const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set: flags.set });
-    const { train } = await import('@xtts/core/training');
+    const { train, parseGpusFlag } = await import('@xtts/core/training');
+    const set = flags.gpus === undefined ? flags.set : [...flags.set, `device.gpus=${JSON.stringify(parseGpusFlag(flags.gpus))}`];
+    const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set });
     const human = !this.jsonEnabled();
     const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips'), train: new ProgressLine('train   ', 'steps') };
     const control = { stop: false };

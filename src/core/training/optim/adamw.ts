@@ -117,6 +117,23 @@ export class AdamW {
     this.accumCount++;
   }
 
+  /** The accumulated gradient and loss sums (the optimizer's own: do not dispose them); null before any. */
+  get accumulated(): { grad: tf.Tensor1D; loss: tf.Scalar } | null {
+    return this.accum && this.accumLoss ? { grad: this.accum, loss: this.accumLoss } : null;
+  }
+
+  /**
+   * Replace the accumulated sums, keeping the micro-batch count (takes ownership of both): data-parallel
+   * training puts the sums over every replica here before apply().
+   */
+  replaceAccumulated(grad: tf.Tensor1D, loss: tf.Scalar): void {
+    if (this.accum === null || this.accumLoss === null) throw new Error('replaceAccumulated() without accumulated gradients');
+    if (grad.size !== this.total) throw new Error(`gradient has ${grad.size} values, the optimizer ${this.total}`);
+    tf.dispose([this.accum, this.accumLoss]);
+    this.accum = grad;
+    this.accumLoss = loss;
+  }
+
   /** One update from the accumulated gradients (their mean), then clear the accumulator. */
   apply(): ApplyResult {
     if (this.accum === null || this.accumLoss === null) throw new Error('apply() without accumulated gradients');

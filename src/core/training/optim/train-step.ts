@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import '../../model/gradients.js';
 import type { ModelInputs } from '../../model/batch.js';
-import { computeLosses, type LossConfig, type LossParts } from '../../model/losses.js';
+import { computeLosses, type LossConfig, type LossDenominators, type LossParts } from '../../model/losses.js';
 import type { XttsModel } from '../../model/model.js';
 import type { AdamW } from './adamw.js';
 
@@ -14,6 +14,11 @@ export interface TrainStepOptions {
   /** Called once forward and backward are issued, before the optimizer's work: the trainer's
    * span boundary between "forward/backward" and "optimizer" dispatch. */
   onGradients?: () => void;
+  /** Data-parallel training: the whole batch's denominators (this batch is one replica's shard). */
+  whole?: LossDenominators;
+  /** Only forward, backward and accumulate; the caller sums the gradients of every replica and
+   * applies the update (parallel/replica-step.ts). */
+  deferUpdate?: boolean;
 }
 
 /** Order of the values in StepResult.stats. */
@@ -39,7 +44,7 @@ export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs
   let parts: LossParts | undefined;
   const { value, grads } = tf.variableGrads(() => {
     const out = model.forward(batch, { training: true });
-    const p = computeLosses(out, batch, loss);
+    const p = computeLosses(out, batch, loss, opts.whole);
     parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), alignedText: tf.keep(p.alignedText), duration: tf.keep(p.duration) };
     return p.total;
   }, optimizer.variables);
@@ -53,7 +58,7 @@ export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs
   let gradNorm: tf.Scalar | null = null;
   let finite: tf.Scalar;
   let learningRate = Number.NaN;
-  if (optimizer.pendingMicroBatches >= accumulate) {
+  if (!opts.deferUpdate && optimizer.pendingMicroBatches >= accumulate) {
     const r = optimizer.apply();
     applied = true;
     gradNorm = r.gradNorm;

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Data-parallel scaling on a GPU host with two or more GPUs, through the bundle (npm run bundle &&
+# npm run gpu-runtime; bench/intelligibility/prepare.sh for the sentences):
+#
+#   bash bench/parallel-gpu.sh OUT [STEPS] [PRESETS]
+#
+# For each preset (default: "small normal"): one GPU at the preset's batch (--gpus 0), then two GPUs
+# at twice the batch (--gpus 0,1: the same batch per GPU, the issue's measure), STEPS optimizer steps
+# each (default 40) after 8 warm-up steps, on espeak-ng renderings of the intelligibility benchmark's
+# training sentences (enough clips that no batch is capped by the dataset). Prints samples/s over the
+# steps after the warm-up (xtts profile-bottleneck --run), the ratio and the all-reduce's share,
+# and packs the run databases and logs into OUT/parallel.tar.gz. XTTS_BENCH_GPUS="cpu:1 cpu:2" runs
+# the same on CPU replicas (a rehearsal of this script on a machine without GPUs).
+set -u
+out=${1:?usage: parallel-gpu.sh OUT [STEPS] [PRESETS]}
+steps=${2:-40}
+presets=${3:-small normal}
+warmup=8
+read -r -a gpus <<<"${XTTS_BENCH_GPUS:-0 0,1}"
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/intelligibility/data
+work=$(mktemp -d)
+mkdir -p "$out"
+source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+x="node bundle/xtts.cjs"
+{ nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
+[[ -f $data/train.tsv ]] || { echo "parallel-gpu.sh: $data/train.tsv is missing: run bench/intelligibility/prepare.sh first" >&2; exit 2; }
+mkdir -p "$work/data/wavs"
+tr '\n' '\0' <"$data/train.tsv" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$work/data/wavs"
+awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/data/metadata.csv"
+echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
+quiet=(--set training.validate_every=1000000 --set training.eval_every=1000000 --set training.checkpoint_every=1000000 --set training.log_every=10
+  --set batching.buckets=1 --set dataset.validation_fraction=0 --set pipeline.cache.path="$work/cache.sqlite")
+
+measure() { # name preset gpus batch
+  local name=$1 preset=$2 g=$3 batch=$4
+  timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" --set batching.batch_size="$batch" \
+    --max-steps $((warmup + steps)) --output "$work/$name" "${quiet[@]}" >"$work/$name.log" 2>&1
+  local rc=$?
+  $x profile-bottleneck --run "$work/$name" --warmup "$warmup" --json >"$work/$name-profile.json" 2>"$work/$name-profile.log"
+  echo "$name: rc=$rc $(node -e '
+    let r; try { r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); } catch { console.log("no profile"); process.exit(0); }
+    if (r.status !== "success") { console.log("profile failed:", JSON.stringify(r.error)); process.exit(0); }
+    const p = r.result, b = p.breakdown;
+    const devices = p.replicas ? p.replicas.map((x) => x.device).join(" + ") : p.device ?? p.backend;
+    console.log(`${b.steps} steps, ${b.samplesPerS.toFixed(2)} samples/s, median step ${b.wallMs.p50.toFixed(1)} ms, all-reduce ${(b.shares.allReduceMs * 100).toFixed(1)}% of the wall, on ${devices}`);
+  ' "$work/$name-profile.json")" | tee -a "$work/summary.txt"
+}
+
+for preset in $presets; do
+  batch=$(sed -n 's/^  batch_size: \([0-9]*\).*/\1/p' "bundle/configs/$preset.yaml" | head -1)
+  n=0
+  for g in "${gpus[@]}"; do
+    n=$((n + 1))
+    measure "$preset-$n" "$preset" "$g" $((batch * n))
+  done
+  node -e '
+    const fs = require("fs");
+    const lines = fs.readFileSync(process.argv[1], "utf8").split("\n");
+    const sps = (n) => { const m = lines.find((l) => l.startsWith(`${process.argv[2]}-${n}:`))?.match(/([0-9.]+) samples\/s/); return m ? Number(m[1]) : NaN; };
+    console.log(`${process.argv[2]}: ${process.argv[3]} devices ${(sps(process.argv[3]) / sps(1)).toFixed(2)}× one (efficiency ${((sps(process.argv[3]) / sps(1) / process.argv[3]) * 100).toFixed(0)}%)`);
+  ' "$work/summary.txt" "$preset" "$n" | tee -a "$work/summary.txt"
+done
+cp "$work/summary.txt" "$work/host.txt" "$out/"
+(cd "$work" && tar -czf "$out/parallel.tar.gz" --exclude='data' --exclude='cache.sqlite' --exclude='*/checkpoints' . 2>/dev/null)
+cat "$out/host.txt"
