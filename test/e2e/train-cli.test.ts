@@ -3,43 +3,21 @@
 // 130, and synthesis writes a valid WAV.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { CheckpointStore } from '../../src/core/training/checkpoint.js';
 import { repoRoot, runCli as run } from '../helpers/cli.js';
+import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { readEvents } from '../helpers/tfevents.js';
 
 // Training runs take minutes on a 2-core CPU: longer than the helper's default timeout.
 const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
 
-const quick = join(repoRoot, 'configs', 'quickstart');
-const dir = mkdtempSync(join(tmpdir(), 'xtts-train-'));
-mkdirSync(join(dir, 'data', 'wavs'), { recursive: true });
 // The 12 shortest quickstart clips keep each step cheap on a 2-core CPU.
-const rows = readFileSync(join(quick, 'metadata.csv'), 'utf8').trim().split('\n');
-const byLength = rows.map((r) => ({ r, bytes: readFileSync(join(quick, 'wavs', `${r.split('|')[0]}.wav`)).length })).sort((a, b) => a.bytes - b.bytes).slice(0, 12);
-for (const { r } of byLength) copyFileSync(join(quick, 'wavs', `${r.split('|')[0]}.wav`), join(dir, 'data', 'wavs', `${r.split('|')[0]}.wav`));
-writeFileSync(join(dir, 'data', 'metadata.csv'), byLength.map((x) => x.r).join('\n') + '\n');
-const config = join(dir, 'config.yaml');
-writeFileSync(
-  config,
-  `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}
-dataset:
-  path: ./data
-  validation_fraction: 0.1
-batching:
-  batch_size: 4
-  buckets: 1
-  reference_frames: 48
-pipeline:
-  cache:
-    path: ${join(dir, 'cache.sqlite')}
-training:
-  max_steps: 120
+const { dir, config } = shortQuickstartRun(12, 'xtts-train-', `  max_steps: 120
   learning_rate: 3e-3
   log_every: 1
   validate_every: 60
@@ -47,15 +25,7 @@ training:
   eval_every: 120
   eval_sentences:
     - text: The boy was there.
-`,
-);
-
-function losses(runDir: string): Map<number, number> {
-  const db = new Database(join(runDir, 'run.sqlite'), { readonly: true });
-  const rows = db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/train' ORDER BY step").all() as { step: number; value: number }[];
-  db.close();
-  return new Map(rows.map((r) => [r.step, r.value]));
-}
+`);
 
 describe('xtts train', () => {
   test('the tiny model learns: the loss falls clearly over 120 steps; checkpoints, eval audio and metrics are written', async () => {
@@ -78,7 +48,7 @@ describe('xtts train', () => {
       assert.ok(decoded.durationS > 0.1);
     }
     assert.ok(res.evalFiles.some((f: string) => f.endsWith('.png')));
-    assert.equal(losses(out).size, 120);
+    assert.equal(trainingLosses(out).size, 120);
     assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
     assert.ok(res.timing.kernelsPerStep > 100);
     // TensorBoard: one event file with every curve, the eval pictures and audio.
@@ -158,8 +128,8 @@ describe('xtts train', () => {
     const resumed = await runCli(['train', '--config', config, '--output', b, '--max-steps', '30', '--resume', '--set', 'training.eval_every=1000', '--json']);
     assert.equal(resumed.code, 0, resumed.stderr.slice(-2000));
     assert.ok(resumed.json.result.startStep >= 15 && resumed.json.result.startStep < 30, `resumed at ${resumed.json.result.startStep}`);
-    const la = losses(a);
-    const lb = losses(b);
+    const la = trainingLosses(a);
+    const lb = trainingLosses(b);
     for (let step = resumed.json.result.startStep + 1; step <= 30; step++) {
       assert.ok(Math.abs(la.get(step)! - lb.get(step)!) < 1e-5, `step ${step}: ${la.get(step)} vs ${lb.get(step)}`);
     }

@@ -3,45 +3,23 @@
 // the same curve, gradient accumulation and uneven shares, every replica's part of every step in
 // run.sqlite, and clear refusals for what cannot run.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { repoRoot, runCli as run } from '../helpers/cli.js';
+import { runCli as run } from '../helpers/cli.js';
+import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
-const quick = join(repoRoot, 'configs', 'quickstart');
-const dir = mkdtempSync(join(tmpdir(), 'xtts-parallel-'));
-mkdirSync(join(dir, 'data', 'wavs'), { recursive: true });
 // The 12 shortest quickstart clips keep each step cheap on a 2-core CPU.
-const rows = readFileSync(join(quick, 'metadata.csv'), 'utf8').trim().split('\n');
-const byLength = rows.map((r) => ({ r, bytes: readFileSync(join(quick, 'wavs', `${r.split('|')[0]}.wav`)).length })).sort((a, b) => a.bytes - b.bytes).slice(0, 12);
-for (const { r } of byLength) copyFileSync(join(quick, 'wavs', `${r.split('|')[0]}.wav`), join(dir, 'data', 'wavs', `${r.split('|')[0]}.wav`));
-writeFileSync(join(dir, 'data', 'metadata.csv'), byLength.map((x) => x.r).join('\n') + '\n');
 // Replicas sum their rows' gradients in another order than one device sums the batch's (float32:
 // about 1e-6 of the loss apart at step 1). With the quickstart's Adam ε 1e-9 and learning rate 3e-3,
 // entries whose gradient is that small get a step of ±lr either way (Adam divides by √v) and a
 // changed alignment path follows: measured, the runs agree within 1e-5 for 6 steps, then part (4e-2
 // at step 20). ε 1e-6 and lr 1e-3 keep rounding from being amplified, so 20 steps compare the
 // computation itself.
-const config = join(dir, 'config.yaml');
-writeFileSync(
-  config,
-  `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}
-dataset:
-  path: ./data
-  validation_fraction: 0.1
-batching:
-  batch_size: 4
-  buckets: 1
-  reference_frames: 48
-pipeline:
-  cache:
-    path: ${join(dir, 'cache.sqlite')}
-training:
-  max_steps: 24
+const { dir, config } = shortQuickstartRun(12, 'xtts-parallel-', `  max_steps: 24
   learning_rate: 1e-3
   optimizer:
     epsilon: 1e-6
@@ -50,15 +28,7 @@ training:
   checkpoint_every: 1000
   eval_every: 1000
   eval_sentences: []
-`,
-);
-
-function losses(runDir: string): Map<number, number> {
-  const db = new Database(join(runDir, 'run.sqlite'), { readonly: true });
-  const rows = db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/train' ORDER BY step").all() as { step: number; value: number }[];
-  db.close();
-  return new Map(rows.map((r) => [r.step, r.value]));
-}
+`);
 
 function sameLosses(a: Map<number, number>, b: Map<number, number>, steps: number[]): void {
   for (const s of steps) {
@@ -83,7 +53,7 @@ describe('xtts train --gpus (CPU replicas)', () => {
     assert.match(r2.stderr, /replicas: 0 wasm, 1 wasm/);
     // One progress line per log interval, not one per replica.
     assert.equal((r2.stderr.match(/^step +7\/24 /gm) ?? []).length, 1, r2.stderr);
-    sameLosses(losses(two), losses(one), range(1, 20));
+    sameLosses(trainingLosses(two), trainingLosses(one), range(1, 20));
 
     const db = new Database(join(two, 'run.sqlite'), { readonly: true });
     const parts = db.prepare('SELECT step, rank, samples, all_reduce_ms, forward_backward_ms FROM replica_steps ORDER BY step, rank').all() as { step: number; rank: number; samples: number; all_reduce_ms: number; forward_backward_ms: number }[];
@@ -119,7 +89,7 @@ describe('xtts train --gpus (CPU replicas)', () => {
     const r4 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', three, '--resume']);
     assert.equal(r4.code, 0, r4.stderr.slice(-2000));
     assert.match(r4.stderr, /resumed from .* at step 12/);
-    const [a, b] = [losses(three), losses(two)];
+    const [a, b] = [trainingLosses(three), trainingLosses(two)];
     for (const s of range(13, 24)) assert.equal(a.get(s), b.get(s), `step ${s} after the resume`);
   });
 
@@ -132,7 +102,7 @@ describe('xtts train --gpus (CPU replicas)', () => {
     const r3 = await runCli(['train', ...args, '--gpus', 'cpu:3', '--output', three]);
     assert.equal(r3.code, 0, r3.stderr.slice(-2000));
     assert.match(r3.stderr, /each trains on 1–2 of every batch of 4/);
-    sameLosses(losses(three), losses(one), range(1, 4));
+    sameLosses(trainingLosses(three), trainingLosses(one), range(1, 4));
   });
 
   test('what cannot run is refused with what to do: more replicas than a batch has utterances, GPUs that are not here, a malformed --gpus', async () => {

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { initBackend, KernelCounter, timeOnDevice } from '../../src/core/backend/index.js';
+import '../../src/core/model/gradients.js';
 
 test('counts a known op sequence exactly, by name on request, and stops when uninstalled', async () => {
   const { tf } = await initBackend('cpu');
@@ -68,5 +69,31 @@ test('CPU backends have no device time: timeOnDevice says so, and still runs the
     if (!t.available) assert.match(t.reason, new RegExp(`the ${backend} backend computes inside each kernel call`));
     assert.equal((await c!.data())[0], 64, 'the step ran');
     tf.dispose([a, c!]);
+  }
+});
+
+test('model FLOPs: 2·M·N·K per matmul (transposed and batched too), 2·outputs·kernel·channels per convolution and each of its gradients; nothing for elementwise work', async () => {
+  const { tf } = await initBackend('cpu');
+  const counter = new KernelCounter({ flops: true }).install(tf);
+  try {
+    const run = (f: () => unknown) => {
+      counter.take();
+      tf.dispose(tf.tidy(f as () => import('@tensorflow/tfjs-core').Tensor));
+      return counter.flops;
+    };
+    assert.equal(run(() => tf.matMul(tf.ones([3, 4]), tf.ones([4, 5]))), 2 * 3 * 5 * 4);
+    assert.equal(run(() => tf.matMul(tf.ones([4, 3]), tf.ones([5, 4]), true, true)), 2 * 3 * 5 * 4);
+    assert.equal(run(() => tf.matMul(tf.ones([2, 3, 4]), tf.ones([2, 4, 5]))), 2 * 2 * 3 * 5 * 4);
+    assert.equal(run(() => tf.relu(tf.add(tf.ones([100, 100]), tf.ones([100, 100])))), 0);
+    // conv1d [1, 10, 3] with a [3, 3, 4] filter, 'same': 10 outputs × 4 channels × 3 taps × 3 inputs, ×2.
+    const conv = 2 * 10 * 4 * 3 * 3;
+    assert.equal(run(() => tf.conv1d(tf.ones([1, 10, 3]) as import('@tensorflow/tfjs-core').Tensor3D, tf.ones([3, 3, 4]) as import('@tensorflow/tfjs-core').Tensor3D, 1, 'same')), conv);
+    const x = tf.ones([1, 10, 3]) as import('@tensorflow/tfjs-core').Tensor3D;
+    const w = tf.ones([3, 3, 4]) as import('@tensorflow/tfjs-core').Tensor3D;
+    // Forward, then the gradients for the input and for the filter: three times the forward.
+    assert.equal(run(() => tf.grads((a, b) => tf.sum(tf.conv1d(a as typeof x, b as typeof w, 1, 'same')))([x, w])), 3 * conv);
+    tf.dispose([x, w]);
+  } finally {
+    counter.uninstall();
   }
 });

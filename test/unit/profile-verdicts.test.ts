@@ -183,3 +183,25 @@ test('memory leak: live tensors that grow from step to step are reported, the fi
   // The threshold can be overridden like every other.
   assert.equal(verdict(judge(run(40, () => ({}), (i) => ({ tensors: 900 + 3 * i })), gpu(20, 60), ctx, { leakTensorsPerStep: 5 }), 'memory-leak').grade, 'ok');
 });
+
+test('busy but slow: a GPU busy all the time whose matmuls reach a small share of its FP32 peak is graded, a fast one is the healthy state', () => {
+  const h100 = { ...ctx, device: 'NVIDIA H100 80GB HBM3' };
+  // 15 ms steps, 100 GFLOP each: 6.7 TFLOP/s, 10% of the H100's 66.9.
+  const slow = judge(run(20, () => ({}), () => ({ flops: 100e9 })), gpu(10, 99), h100);
+  assert.ok(Math.abs(slow.breakdown.achievedTflops! - 100e9 / 15 / 1e9) < 1e-9);
+  assert.equal(slow.breakdown.peakTflops, 66.9);
+  assert.ok(Math.abs(slow.breakdown.mfu! - 100 / 15 / 66.9) < 1e-9);
+  const x = verdict(slow, 'compute-bound');
+  assert.equal(x.grade, 'moderate');
+  assert.match(x.title, /^busy but slow/);
+  assert.match(x.evidence, /ran at 6\.67 TFLOP\/s, 10\.0% of the device's FP32 peak \(66\.9 TFLOP\/s\): under 20\.0% of peak/);
+  const fast = judge(run(20, () => ({}), () => ({ flops: 600e9 })), gpu(10, 99), h100);
+  assert.equal(verdict(fast, 'compute-bound').grade, 'ok');
+  assert.match(verdict(fast, 'compute-bound').title, /^compute-bound: the GPU is the bottleneck/);
+  // An unknown device: the rate, no MFU, no grade from it.
+  const other = judge(run(20, () => ({}), () => ({ flops: 100e9 })), gpu(10, 99), { ...ctx, device: 'Some GPU' });
+  assert.equal(other.breakdown.mfu, null);
+  assert.match(verdict(other, 'compute-bound').evidence, /the device's peak is not known to xtts/);
+  // Runs recorded before FLOPs were counted.
+  assert.equal(judge(run(20, () => ({})), gpu(10, 99), h100).breakdown.flopsPerStep, null);
+});

@@ -10,6 +10,47 @@ interface WebgpuBackendInternals {
   runWebGPUProgram: (...args: unknown[]) => unknown;
 }
 
+interface ShapeLike {
+  shape: readonly number[];
+}
+
+/**
+ * Floating-point operations of one kernel call, counted for the kernels that carry a model's
+ * arithmetic (a multiply-add is 2): BatchMatMul and _FusedMatMul (2·batch·M·N·K), Conv2D and its two
+ * gradients (2·outputs·kernel area·input channels, the same count each way; our 1-D convs run as
+ * Conv2D). 0 for everything else — elementwise ops, reductions and layout changes are memory-bound
+ * work the "model FLOPs" convention (PaLM's MFU, Chowdhery et al. 2022) leaves out.
+ */
+export function kernelFlops(name: string, inputs: Record<string, ShapeLike | undefined>, attrs: Record<string, unknown> = {}): number {
+  if (name === 'BatchMatMul' || name === '_FusedMatMul') {
+    const a = inputs.a?.shape;
+    const b = inputs.b?.shape;
+    if (!a || !b || a.length < 2 || b.length < 2) return 0;
+    const m = attrs.transposeA ? a[a.length - 1] : a[a.length - 2];
+    const k = attrs.transposeA ? a[a.length - 2] : a[a.length - 1];
+    const n = attrs.transposeB ? b[b.length - 2] : b[b.length - 1];
+    const batch = Math.max(a.slice(0, -2).reduce((x, y) => x * y, 1), b.slice(0, -2).reduce((x, y) => x * y, 1));
+    return 2 * batch * m * n * k;
+  }
+  if (name === 'Conv2D' || name === 'Conv2DBackpropInput' || name === 'Conv2DBackpropFilter') {
+    // Conv2D {x, filter}; BackpropInput {dy, filter}; BackpropFilter {x, dy}: dy has the forward's output shape.
+    const filter = name === 'Conv2DBackpropFilter' ? (attrs.filterShape as number[] | undefined) : inputs.filter?.shape;
+    const out = name === 'Conv2D' ? undefined : inputs.dy?.shape;
+    if (!filter || filter.length !== 4) return 0;
+    const [kh, kw, cin, cout] = filter;
+    if (out) return 2 * out[0] * out[1] * out[2] * kh * kw * cin * cout;
+    const x = inputs.x?.shape;
+    if (!x || x.length !== 4) return 0;
+    const stride = (attrs.strides as number[] | number | undefined) ?? 1;
+    const [sh, sw] = Array.isArray(stride) ? stride : [stride, stride];
+    const same = attrs.pad === 'same';
+    const oh = same ? Math.ceil(x[1] / sh) : Math.floor((x[1] - kh) / sh) + 1;
+    const ow = same ? Math.ceil(x[2] / sw) : Math.floor((x[2] - kw) / sw) + 1;
+    return 2 * x[0] * Math.max(0, oh) * Math.max(0, ow) * kh * kw * cin * cout;
+  }
+  return 0;
+}
+
 /**
  * Counts kernels (TF.js ops that reach a backend) by wrapping the engine's runKernel, which every
  * op, gradient and optimizer update goes through; the cost is one increment per kernel. On the
@@ -21,12 +62,19 @@ export class KernelCounter {
   count = 0;
   /** GPU programs since the last take() (webgpu only; 0 elsewhere). */
   dispatches = 0;
+  /** Model FLOPs (kernelFlops) since the last take(), when counted. */
+  flops = 0;
   private readonly names?: Map<string, number>;
+  private readonly countFlops: boolean;
   private restore: (() => void)[] = [];
 
-  /** `byName` also tallies kernels by name (a map update per kernel: for diagnosis, not every step). */
-  constructor(options: { byName?: boolean } = {}) {
+  /**
+   * `byName` also tallies kernels by name (a map update per kernel: for diagnosis, not every step);
+   * `flops` adds up the model FLOPs of the matmuls and convolutions (a name check per kernel).
+   */
+  constructor(options: { byName?: boolean; flops?: boolean } = {}) {
     if (options.byName) this.names = new Map();
+    this.countFlops = options.flops ?? false;
   }
 
   install(tf: Tf): this {
@@ -34,17 +82,20 @@ export class KernelCounter {
     const engine = tf.engine() as unknown as Engine;
     const runKernel = engine.runKernel;
     const names = this.names;
-    engine.runKernel = names
-      ? (...args: unknown[]) => {
-          this.count++;
-          const name = args[0] as string;
-          names.set(name, (names.get(name) ?? 0) + 1);
-          return runKernel.apply(engine, args);
-        }
-      : (...args: unknown[]) => {
-          this.count++;
-          return runKernel.apply(engine, args);
-        };
+    const flops = this.countFlops;
+    engine.runKernel =
+      names || flops
+        ? (...args: unknown[]) => {
+            this.count++;
+            const name = args[0] as string;
+            if (names) names.set(name, (names.get(name) ?? 0) + 1);
+            if (flops && (name.charCodeAt(0) === 66 || name.charCodeAt(0) === 95 || name.charCodeAt(0) === 67)) this.flops += kernelFlops(name, args[1] as Record<string, ShapeLike>, args[2] as Record<string, unknown>);
+            return runKernel.apply(engine, args);
+          }
+        : (...args: unknown[]) => {
+            this.count++;
+            return runKernel.apply(engine, args);
+          };
     this.restore.push(() => {
       engine.runKernel = runKernel;
     });
@@ -69,6 +120,7 @@ export class KernelCounter {
     const n = this.count;
     this.count = 0;
     this.dispatches = 0;
+    this.flops = 0;
     this.names?.clear();
     return n;
   }

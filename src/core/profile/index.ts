@@ -110,6 +110,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     cpuCores,
     checkpointEvery: config.training.checkpoint_every,
     cpuBackend,
+    device,
     gradAccumulation: config.training.grad_accumulation_steps,
     replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
   }, options.thresholds, probes);
@@ -140,6 +141,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       'samples/s': b.samplesPerS.toFixed(1),
       'kernels/step': b.kernels.mean.toFixed(0),
       'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
+      'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s FP32)` : ''}`,
       'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${deviceTiming.reason ? `: ${deviceTiming.reason}` : ''}`,
       'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
       'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,

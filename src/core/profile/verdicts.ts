@@ -5,6 +5,7 @@ import { formatBytes } from '../config/estimate.js';
 import { THRESHOLDS } from '../config/thresholds.js';
 import type { DeviceSampleRecord } from '../telemetry/run-db.js';
 import type { ReplicaStepRecord } from '../telemetry/run-db.js';
+import { fp32PeakTflops } from './peaks.js';
 import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
 import { summarize, type Summary } from '../util/stats.js';
 
@@ -49,6 +50,14 @@ export interface StepBreakdown {
   smActivityPct: number | null;
   peakMemoryShare: number | null;
   samplesPerS: number;
+  /** Model FLOPs per step (the matmuls and convolutions, forward and backward), median; null for runs that did not count them. */
+  flopsPerStep: number | null;
+  /** Model FLOPs over the steps' wall time, in TFLOP/s. */
+  achievedTflops: number | null;
+  /** The device's dense FP32 peak (profile/peaks.ts), when known. */
+  peakTflops: number | null;
+  /** Model FLOPs utilisation: achievedTflops / peakTflops. */
+  mfu: number | null;
 }
 
 export interface ProfileVerdicts {
@@ -68,25 +77,18 @@ export interface VerdictContext {
   checkpointEvery: number;
   /** The backend computes on the CPU (cpu, wasm): there is no GPU to be busy or idle. */
   cpuBackend?: boolean;
+  /** The training device's name (the run's adapter), for its FP32 peak. */
+  device?: string | null;
   /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
   replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
   gradAccumulation?: number;
 }
 
-/** Per rank of a data-parallel run: its device and the mean of each of its spans over the measured steps. */
-export interface ReplicaSummary {
-  rank: number;
-  device: string;
-  samplesPerStep: number;
-  uploadMs: number;
-  syncMs: number;
-  forwardBackwardMs: number;
-  allReduceMs: number;
-  optimizerMs: number;
-  /** Live tensors after the last measured step. */
-  tensors: number;
-  tensorBytes: number;
-}
+/**
+ * Per rank of a data-parallel run: its device, the mean of each of its spans over the measured steps,
+ * its utterances per step, and the live tensors after the last measured step.
+ */
+export type ReplicaSummary = Omit<ReplicaStepRecord, 'step' | 'samples'> & { device: string; samplesPerStep: number };
 
 export function summarizeReplicas(devices: readonly string[], steps: readonly ReplicaStepRecord[]): ReplicaSummary[] {
   const ranks = [...new Set(steps.map((s) => s.rank))].sort((a, b) => a - b);
@@ -105,7 +107,7 @@ const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a
  * own wall time is perturbed by the timing, so only their device time is used. Without probes, a
  * recorded run whose every step carries deviceMs is judged on those.
  */
-export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean } = {}): StepBreakdown {
+export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean; device?: string | null } = {}): StepBreakdown {
   const wall = steps.map((s) => s.wallMs);
   const total = wall.reduce((a, b) => a + b, 0) || 1;
   const spans = {} as Record<keyof StepSpans, Summary>;
@@ -143,7 +145,15 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
   const mem = samples.filter((s) => s.memoryUsedBytes !== null && s.memoryTotalBytes);
   const peakMemoryShare = mem.length ? Math.max(...mem.map((s) => s.memoryUsedBytes! / s.memoryTotalBytes!)) : null;
   const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
+  const counted = steps.filter((s) => s.flops !== undefined && s.flops > 0);
+  const flopsPerStep = counted.length ? summarize(counted.map((s) => s.flops!)).p50 : null;
+  const achievedTflops = counted.length ? counted.reduce((a, s) => a + s.flops!, 0) / counted.reduce((a, s) => a + s.wallMs, 0) / 1e9 : null;
+  const peakTflops = options.cpuBackend ? null : fp32PeakTflops(options.device ?? null);
   return {
+    flopsPerStep,
+    achievedTflops,
+    peakTflops,
+    mfu: achievedTflops !== null && peakTflops ? achievedTflops / peakTflops : null,
     steps: steps.length,
     wallMs,
     spans,
@@ -210,7 +220,7 @@ function busyText(b: StepBreakdown): string {
 
 export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}, probes: readonly StepRecord[] = []): ProfileVerdicts {
   const th: Thresholds = { ...THRESHOLDS, ...overrides };
-  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend });
+  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend, device: ctx.device });
   const out: Omit<Verdict, 'n'>[] = [];
   const input = b.shares.dataWaitMs;
   const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
@@ -257,11 +267,14 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
         : [],
     });
     const compute = b.gpuBusyShare >= th.computeBoundGpuBusy;
+    // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
+    const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
+    const mfuText = b.mfu !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} TFLOP/s, ${pct(b.mfu)} of the device's FP32 peak (${b.peakTflops} TFLOP/s)` : b.achievedTflops !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} TFLOP/s (the device's peak is not known to xtts)` : '';
     out.push({
       id: 'compute-bound',
-      grade: 'ok',
-      title: compute ? 'compute-bound: the GPU is the bottleneck (the healthy state)' : 'not compute-bound',
-      evidence: `GPU busy ${pct(b.gpuBusyShare)} (${busyText(b)})`,
+      grade: slow ? 'moderate' : 'ok',
+      title: slow ? 'busy but slow: the GPU computes all the time, with slow kernels' : compute ? 'compute-bound: the GPU is the bottleneck (the healthy state)' : 'not compute-bound',
+      evidence: `GPU busy ${pct(b.gpuBusyShare)} (${busyText(b)})${mfuText}${slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make faster` : ''}`,
       actions: [],
     });
   } else {

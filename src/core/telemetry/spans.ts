@@ -37,6 +37,8 @@ export interface StepRecord {
   frames: number;
   /** Kernels (backend ops) the step dispatched. */
   kernels: number;
+  /** Model FLOPs of the step's matmuls and convolutions (forward, backward; rank 0's share when data-parallel). */
+  flops?: number;
   /** Device time of the step's kernels when the backend measures it (WebGPU timestamp queries). */
   deviceMs?: number;
   /** Prefetch slots already full when the batch was taken. */

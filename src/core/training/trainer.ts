@@ -235,7 +235,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, config.batching.reference_frames, config.audio.n_mels)), say);
   const loader = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth, producers: producerThreads(config, availableParallelism()), start: position });
 
-  const kernels = new KernelCounter().install(tf as never);
+  // Kernels per step, and the model FLOPs of their matmuls and convolutions (the profiler's MFU).
+  const kernels = new KernelCounter({ flops: true }).install(tf as never);
   const records: StepRecord[] = [];
   const lossCurve: TrainResult['lossCurve'] = [];
   const validation: TrainResult['validation'] = [];
@@ -389,6 +390,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       let result: ReturnType<typeof trainStep> | undefined;
       let deviceMs: number | undefined;
       let stepKernels = 0;
+      let stepFlops = 0;
       let samples = 0;
       const microStats: tf.Tensor1D[] = [];
       // Data-parallel: the update's sums, and each replica's part of the step.
@@ -409,6 +411,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           } catch (e) {
             throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
           }
+          stepFlops += kernels.flops;
           stepKernels += kernels.take();
           timer.markParts(out.rank0.spans, 'otherMs');
           const held = tf.memory();
@@ -444,6 +447,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
         }
         if (!result) throw new Error('the training step returned nothing');
+        stepFlops += kernels.flops;
         stepKernels += kernels.take();
         timer.mark('optimizerMs');
         samples += batch.shape.batchSize - batch.fillers;
@@ -530,6 +534,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         tokens: batch.shape.tokens,
         frames: batch.shape.frames,
         kernels: stepKernels,
+        flops: stepFlops,
         ...(deviceMs !== undefined ? { deviceMs } : {}),
         readySlots: batch.readySlots,
         learningRate,
