@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli as run } from '../helpers/cli.js';
 import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { listAdapters } from '../../src/core/backend/webgpu.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
@@ -119,6 +120,31 @@ describe('xtts train --gpus (CPU replicas)', () => {
     const cpuOnWebgpu = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--backend', 'webgpu', '--max-steps', '1', '--output', join(dir, 'mix'), '--json']);
     assert.equal(cpuOnWebgpu.code, 2, cpuOnWebgpu.stderr);
     assert.equal(cpuOnWebgpu.json.error.code, 'GPUS_INVALID');
+  });
+});
+
+// Dawn on Mesa's llvmpipe (OpenGL ES): the software WebGPU device the GPU code paths are tested on
+// (without a window system Mesa has only its surfaceless EGL platform).
+process.env.EGL_PLATFORM ??= 'surfaceless';
+const gl = await listAdapters({ dawnBackend: 'opengles' });
+const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
+const onGl = { DAWNNODE_BACKEND: 'opengles', EGL_PLATFORM: 'surfaceless' };
+
+describe('xtts train --gpus (WebGPU replicas)', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+  test('2 WebGPU replicas, each its own Dawn device in its own thread: the losses of one WebGPU device, finite', async () => {
+    const args = ['--config', config, '--max-steps', '3'];
+    const one = join(dir, 'gl-one');
+    const r1 = await run(['train', ...args, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe', '--output', one], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+    const two = join(dir, 'gl-two');
+    const r2 = await run(['train', ...args, '--gpus', 'llvmpipe,llvmpipe', '--output', two], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+    assert.match(r2.stderr, /replicas: 0 webgpu llvmpipe.*, 1 webgpu llvmpipe/);
+    assert.match(r2.stderr, /some replicas share a GPU and take turns on it/);
+    const [a, b] = [trainingLosses(one), trainingLosses(two)];
+    assert.equal(a.size, 3);
+    for (const [step, loss] of a) assert.ok(Number.isFinite(loss), `step ${step}: ${loss}`);
+    sameLosses(b, a, range(1, 3));
   });
 });
 

@@ -116,3 +116,31 @@ test('subgroup-matrix configurations are read by field: Dawn keeps them as proto
   assert.deepEqual(subgroupMatrixConfigs([new Config()]), [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 16 }]);
   assert.deepEqual(subgroupMatrixConfigs(undefined), []);
 });
+
+test('the fused layer norm and its gradient on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { fusedNormalize, fusedNormalizeGrad, LN_EPSILON } = await import('../../src/core/model/webgpu-layernorm.js');
+    const [rows, cols] = [64, 80];
+    const x = tf.randomNormal([rows, cols], 0, 1, 'float32', 1) as import('@tensorflow/tfjs-core').Tensor2D;
+    const g = tf.randomNormal([cols], 1, 0.1, 'float32', 2) as import('@tensorflow/tfjs-core').Tensor1D;
+    const dy = tf.randomNormal([rows, cols], 0, 1, 'float32', 3) as import('@tensorflow/tfjs-core').Tensor2D;
+    const [y, dx] = [await fusedNormalize(x, g, 'gain').data(), await fusedNormalizeGrad(x, g, dy).data()];
+    const [X, G, D] = [await x.array(), await g.data(), await dy.array()];
+    let worst = 0;
+    for (let r = 0; r < rows; r++) {
+      const mean = X[r].reduce((a, v) => a + v, 0) / cols;
+      const inv = 1 / Math.sqrt(X[r].reduce((a, v) => a + (v - mean) ** 2, 0) / cols + LN_EPSILON);
+      const xh = X[r].map((v) => (v - mean) * inv);
+      const d = D[r].map((v, c) => v * G[c]);
+      const a = d.reduce((s, v) => s + v, 0) / cols;
+      const b = d.reduce((s, v, c) => s + v * xh[c], 0) / cols;
+      for (let c = 0; c < cols; c++) {
+        worst = Math.max(worst, Math.abs(xh[c] * G[c] - y[r * cols + c]), Math.abs(inv * (d[c] - a - xh[c] * b) - dx[r * cols + c]));
+      }
+    }
+    assert.ok(worst < 1e-4, `largest difference ${worst}`);
+  } finally {
+    disposeBackend(tf);
+  }
+});

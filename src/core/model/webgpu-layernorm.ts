@@ -12,8 +12,12 @@ export const LN_GRAD_KERNEL = 'XttsLayerNormGrad';
 const BLOCK = 64;
 
 // The shared reduction: every invocation of the workgroup passes its partial sum, all get the total.
+// Invocation 0 hands the total over through a variable of its own between two barriers: read by every
+// invocation straight from buf[0] after the loop, Mesa's llvmpipe (Dawn on OpenGL ES) gave some of
+// them a stale value — the gradient program's output was NaN there (the tests' software device).
 const ROW_SUM = `
   var<workgroup> buf : array<f32, ${BLOCK}>;
+  var<workgroup> rowTotal : f32;
   const blockSize = ${BLOCK};
   fn rowSum(tid : i32, value : f32) -> f32 {
     buf[tid] = value;
@@ -24,7 +28,11 @@ const ROW_SUM = `
       }
       workgroupBarrier();
     }
-    let total = buf[0];
+    if (tid == 0) {
+      rowTotal = buf[0];
+    }
+    workgroupBarrier();
+    let total = rowTotal;
     workgroupBarrier();
     return total;
   }
