@@ -69,3 +69,23 @@ export class XttsError extends Error {
 export function isXttsError(e: unknown): e is XttsError {
   return e instanceof Error && (e as XttsError).name === 'XttsError' && typeof (e as XttsError).code === 'string';
 }
+
+/** An error as a worker thread posts it to its parent (structured clone keeps no class). */
+export interface SerializedError {
+  message: string;
+  code?: string;
+  exitCode?: number;
+  suggestions?: string[];
+}
+
+export function serializeError(e: unknown): SerializedError {
+  if (isXttsError(e)) return { message: e.message, code: e.code, exitCode: e.exitCode, suggestions: e.suggestions };
+  return { message: (e as Error)?.message ?? String(e) };
+}
+
+/** The error again in the parent, its message prefixed with who raised it; an XttsError stays one. */
+export function deserializeError(e: SerializedError, who: string): Error {
+  if (e.code) return new XttsError(e.code, `${who}: ${e.message}`, { exitCode: (e.exitCode ?? ExitCode.findings) as ExitCode, suggestions: e.suggestions });
+  return new Error(`${who}: ${e.message}`);
+}
+

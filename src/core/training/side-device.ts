@@ -7,9 +7,9 @@ import { Worker } from 'node:worker_threads';
 import type { XttsConfig } from '../config/schema.js';
 import type { planBuckets } from '../data/buckets.js';
 import type { PreparedDataset } from '../data/prepare.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { deserializeError, ExitCode, XttsError } from '../errors.js';
 import type { ModelSizes } from '../model/model.js';
-import { workerEntry } from '../util/worker-entry.js';
+import { endWorker, workerEntry } from '../util/worker-entry.js';
 import type { LoaderCommon } from './evaluation.js';
 import type { FromSide, SideWorkerData, ToSide } from './side-worker.js';
 
@@ -32,7 +32,7 @@ export class SideDevice {
     private readonly onResult: (r: SideResult) => void,
   ) {
     worker.on('message', (m: FromSide) => {
-      if (m.type === 'error') return this.fail(m.error.code ? new XttsError(m.error.code, `the data device (${this.device}): ${m.error.message}`, { exitCode: (m.error.exitCode ?? ExitCode.findings) as never, suggestions: m.error.suggestions }) : new Error(`the data device (${this.device}): ${m.error.message}`));
+      if (m.type === 'error') return this.fail(deserializeError(m.error, `the data device (${this.device})`));
       if (m.type !== 'validated' && m.type !== 'evaluated') return;
       this.queued--;
       try {
@@ -117,11 +117,6 @@ export class SideDevice {
 
   async close(): Promise<void> {
     this.closing = true;
-    if (this.exited) return;
-    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
-    this.worker.postMessage({ type: 'close' } satisfies ToSide);
-    const timer = setTimeout(() => void this.worker.terminate(), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (!this.exited) await endWorker(this.worker, { type: 'close' } satisfies ToSide);
   }
 }

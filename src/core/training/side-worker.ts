@@ -7,7 +7,7 @@ import { disposeBackend, initBackend } from '../backend/init.js';
 import type { XttsConfig } from '../config/schema.js';
 import type { PreparedDataset, PreparedItem } from '../data/prepare.js';
 import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
-import { isXttsError } from '../errors.js';
+import { type SerializedError, serializeError } from '../errors.js';
 import { XttsModel, type ModelSizes } from '../model/model.js';
 import type { NamedArray } from './checkpoint.js';
 import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
@@ -34,13 +34,12 @@ export type FromSide =
   | { type: 'ready'; device: string }
   | { type: 'validated'; step: number; result: ValidationResult; ms: number }
   | { type: 'evaluated'; step: number; files: string[]; messages: string[]; metrics: { name: string; value: number }[]; ms: number }
-  | { type: 'error'; error: { message: string; code?: string; exitCode?: number; suggestions?: string[] } };
+  | { type: 'error'; error: SerializedError };
 
 export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   const port = parentPort!;
   const fail = (e: unknown) => {
-    const err = e as Error;
-    port.postMessage({ type: 'error', error: isXttsError(e) ? { message: e.message, code: e.code, exitCode: e.exitCode, suggestions: e.suggestions } : { message: err.message ?? String(e) } } satisfies FromSide);
+    port.postMessage({ type: 'error', error: serializeError(e) } satisfies FromSide);
   };
   let model: XttsModel;
   let data: PreparedDataset;

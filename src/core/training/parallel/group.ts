@@ -7,15 +7,15 @@
 import { Worker } from 'node:worker_threads';
 import { listAdapters } from '../../backend/webgpu.js';
 import type { Backend, XttsConfig } from '../../config/schema.js';
-import { ExitCode, XttsError } from '../../errors.js';
+import { deserializeError, ExitCode, XttsError } from '../../errors.js';
 import type { BatchDims, HostBatch } from '../../model/batch.js';
 import type { ModelSizes, XttsModel } from '../../model/model.js';
 import type { NamedArray } from '../checkpoint.js';
 import type { AdamW } from '../optim/adamw.js';
 import { abortCollective, Collective, createCollective, type CollectiveShared } from './collective.js';
 import { type MicroResult, Replica, type ReplicaSpans, shardOf, shardRows, weightsDigest } from './replica.js';
-import type { FromReplica, ReplicaWorkerData, SerializedError, ToReplica } from './replica-worker.js';
-import { workerEntry } from '../../util/worker-entry.js';
+import type { FromReplica, ReplicaWorkerData, ToReplica } from './replica-worker.js';
+import { endWorker, workerEntry } from '../../util/worker-entry.js';
 
 /** Where each replica trains: rank r on devices[r]. */
 export interface ReplicaPlan {
@@ -100,7 +100,7 @@ class ReplicaWorker {
     private readonly shared: CollectiveShared,
   ) {
     worker.on('message', (m: FromReplica) => {
-      if (m.type === 'error') this.fail(fromSerialized(m.error, this.label));
+      if (m.type === 'error') this.fail(deserializeError(m.error, this.label));
       else {
         const waiting = this.pending.shift();
         if (waiting) waiting.resolve(m);
@@ -143,18 +143,8 @@ class ReplicaWorker {
   async close(): Promise<void> {
     this.closing = true;
     for (const p of this.pending.splice(0)) p.reject(new Error(`${this.label} closed`));
-    if (this.exited) return;
-    if (!this.failure) this.worker.postMessage({ type: 'close' } satisfies ToReplica);
-    const exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
-    const timer = setTimeout(() => void this.worker.terminate(), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (!this.exited) await endWorker(this.worker, { type: 'close' } satisfies ToReplica);
   }
-}
-
-function fromSerialized(e: SerializedError, who: string): Error {
-  if (e.code) return new XttsError(e.code, `${who}: ${e.message}`, { exitCode: (e.exitCode ?? ExitCode.findings) as never, suggestions: e.suggestions });
-  return new Error(`${who}: ${e.message}`);
 }
 
 export class ReplicaGroup {

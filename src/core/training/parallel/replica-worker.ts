@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend } from '../../backend/init.js';
 import type { ModelConfig, TrainingConfig } from '../../config/schema.js';
-import { isXttsError } from '../../errors.js';
+import { type SerializedError, serializeError } from '../../errors.js';
 import { XttsModel, type ModelSizes } from '../../model/model.js';
 import { checkModelBudget } from '../budget.js';
 import type { NamedArray } from '../checkpoint.js';
@@ -45,21 +45,13 @@ export type FromReplica =
   | { type: 'digest'; digest: string }
   | { type: 'error'; error: SerializedError };
 
-export interface SerializedError {
-  message: string;
-  code?: string;
-  exitCode?: number;
-  suggestions?: string[];
-}
-
 const tensorsOf = (arrays: NamedArray[]) => new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
 
 export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   const port = parentPort!;
   const fail = (e: unknown) => {
-    const err = e as Error;
-    abortCollective(d.shared, `replica ${d.rank} failed: ${err.message}`);
-    const error: SerializedError = isXttsError(e) ? { message: e.message, code: e.code, exitCode: e.exitCode, suggestions: e.suggestions } : { message: err.message ?? String(e) };
+    const error = serializeError(e);
+    abortCollective(d.shared, `replica ${d.rank} failed: ${error.message}`);
     port.postMessage({ type: 'error', error } satisfies FromReplica);
   };
   let replica: Replica;
