@@ -14,7 +14,7 @@ import '../../src/core/model/gradients.js';
 import { uploadBatch } from '../../src/core/model/batch.js';
 import { computeLosses } from '../../src/core/model/losses.js';
 import { XttsModel } from '../../src/core/model/model.js';
-import { abortCollective, Collective, createCollective } from '../../src/core/training/parallel/collective.js';
+import { abortCollective, abortReason, Collective, createCollective } from '../../src/core/training/parallel/collective.js';
 import { parseGpusFlag, planReplicas } from '../../src/core/training/parallel/group.js';
 import { shardOf, shardRows } from '../../src/core/training/parallel/replica.js';
 import { repoRoot } from '../helpers/cli.js';
@@ -102,6 +102,37 @@ describe('collective', { skip: existsSync(builtCollective) ? false : 'run npm ru
     // The first reason stays.
     abortCollective(shared, 'later');
     await assert.rejects(c.barrier(), /rank 2 ran out of memory/);
+  });
+
+  test('a rank that sees the abort reads its whole reason, never one still being written', async () => {
+    // In lockstep, a thread aborts each of 200 groups while this one spins on it until it sees the
+    // abort: each time it must read the whole reason (CI once saw an empty one).
+    const reason = 'rank 1 ran out of memory: '.padEnd(900, 'x');
+    const groups = Array.from({ length: 200 }, () => createCollective(2, 1));
+    const turn = new Int32Array(new SharedArrayBuffer(4)).fill(-1);
+    const code = `
+      const { workerData, parentPort } = require('node:worker_threads');
+      import(workerData.module).then(({ abortCollective }) => {
+        const turn = new Int32Array(workerData.turn);
+        workerData.groups.forEach((g, i) => {
+          while (Atomics.load(turn, 0) !== i);
+          abortCollective(g, workerData.reason);
+        });
+        parentPort.postMessage('done');
+      });`;
+    const w = new Worker(code, { eval: true, workerData: { module: pathToFileURL(builtCollective).href, groups, reason, turn: turn.buffer } });
+    try {
+      const short: number[] = [];
+      groups.forEach((g, i) => {
+        Atomics.store(turn, 0, i);
+        let r = abortReason(g);
+        while (r === null) r = abortReason(g);
+        if (r !== reason) short.push(r.length);
+      });
+      assert.deepEqual(short, [], 'reasons read short (their lengths)');
+    } finally {
+      await w.terminate();
+    }
   });
 
   test('one replica: the sum is a copy, no waiting', async () => {

@@ -11,7 +11,7 @@ export interface CollectiveShared {
   world: number;
   /** Floats per slot: the bucket size. */
   bucket: number;
-  /** [arrived, generation, aborted] */
+  /** [arrived, generation, aborted: 0 no, 1 its reason being written, 2 yes] */
   control: SharedArrayBuffer;
   /** world slots then one result region, `bucket` floats each. */
   data: SharedArrayBuffer;
@@ -22,6 +22,8 @@ export interface CollectiveShared {
 const ARRIVED = 0;
 const GENERATION = 1;
 const ABORTED = 2;
+const WRITING = 1;
+const WRITTEN = 2;
 /** How often a waiting replica looks at the abort flag besides being woken (ms). */
 const POLL_MS = 1000;
 
@@ -44,9 +46,11 @@ export class CollectiveAborted extends Error {}
 /** Ends every wait of the group with `reason` (from any thread; the first reason stays). */
 export function abortCollective(shared: CollectiveShared, reason: string): void {
   const control = new Int32Array(shared.control);
-  if (Atomics.compareExchange(control, ABORTED, 0, 1) === 0) {
+  if (Atomics.compareExchange(control, ABORTED, 0, WRITING) === 0) {
     const bytes = new TextEncoder().encode(reason).subarray(0, shared.reason.byteLength);
     new Uint8Array(shared.reason).set(bytes);
+    // Published only once written: a replica that saw the flag before read an empty reason.
+    Atomics.store(control, ABORTED, WRITTEN);
   }
   Atomics.add(control, GENERATION, 1);
   Atomics.notify(control, GENERATION);
@@ -54,7 +58,10 @@ export function abortCollective(shared: CollectiveShared, reason: string): void 
 
 export function abortReason(shared: CollectiveShared): string | null {
   const control = new Int32Array(shared.control);
-  if (Atomics.load(control, ABORTED) === 0) return null;
+  let state = Atomics.load(control, ABORTED);
+  if (state === 0) return null;
+  // The aborting thread is copying at most a kilobyte: wait the moment it takes.
+  while (state === WRITING) state = Atomics.load(control, ABORTED);
   const bytes = new Uint8Array(shared.reason);
   const end = bytes.indexOf(0);
   return new TextDecoder().decode(bytes.slice(0, end < 0 ? bytes.length : end));
