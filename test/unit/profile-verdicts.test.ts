@@ -47,6 +47,9 @@ test('dispatch-bound: low GPU busy with no input wait names kernels per step and
   assert.equal(x.actions[0].key, 'batching.batch_size');
   assert.equal(x.actions[0].value, 32);
   assert.equal(verdict(v, 'input-bound').grade, 'ok');
+  // With step capture off, turning it on comes first; a CPU backend has no GPU programs to replay.
+  const off = verdict(judge(run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })), gpu(30, 11), { ...ctx, stepCapture: 'off' }), 'dispatch-bound');
+  assert.deepEqual(off.actions.map((a) => [a.key, a.value]).slice(0, 2), [['device.step_capture', 'auto'], ['batching.batch_size', 32]]);
 });
 
 test('device time from timestamp queries takes precedence over utilisation samples', () => {

@@ -10,6 +10,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
+import { WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
@@ -212,6 +213,22 @@ export class Embedding {
 // power-of-two size class) from the seed alone, so masks depend only on the seed and the PRNG state
 // (`rngState`), which a checkpoint saves for a bit-identical resume.
 
+/** One dropout of a step: its rate, the values it masks, and where the whole batch's mask sits. */
+export interface DropoutCall {
+  rate: number;
+  size: number;
+  whole: number;
+  rowOffset: number;
+}
+
+/** pool[offsets[k] .. offsets[k] + size): a slice whose start is read on the device. */
+export function windowAt(pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number, size: number): tf.Tensor1D {
+  if (tf.getKernel(WINDOW_KERNEL, tf.getBackend())) return tf.engine().runKernel(WINDOW_KERNEL, { pool, offsets }, { k, size }) as tf.Tensor1D;
+  // Other backends: the start on the host (they read it back at no cost).
+  const start = (offsets.dataSync() as Int32Array)[k];
+  return tf.slice(pool, [start], [size]);
+}
+
 export class DropoutPool {
   private readonly rng: Rng;
   private readonly pools = new Map<string, tf.Tensor1D>();
@@ -235,6 +252,11 @@ export class DropoutPool {
    */
   shard: { start: number; size: number; total: number } | null = null;
 
+  /** Set while a step is planned (recordPlan): every apply's rate and size, in order. */
+  private plan: DropoutCall[] | null = null;
+  /** Set while a step runs on offsets drawn beforehand (useOffsets). */
+  private drawn: { calls: readonly DropoutCall[]; offsets: tf.Tensor1D; next: number } | null = null;
+
   apply<T extends tf.Tensor>(x: T, rate: number): T {
     if (rate <= 0) return x;
     const size = x.size;
@@ -248,8 +270,22 @@ export class DropoutPool {
       rowOffset = perRow * shard.start;
     }
     const pool = this.poolFor(rate, whole);
-    const offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
-    const mask = tf.reshape(tf.slice(pool, [offset], [size]), x.shape);
+    let mask: tf.Tensor;
+    const drawn = this.drawn;
+    if (drawn) {
+      // The offset was drawn before the step (drawOffsets) and waits on the device: the step's
+      // programs are then the same every time, whatever the offsets (step capture relies on it).
+      const call = drawn.calls[drawn.next];
+      if (!call || call.rate !== rate || call.whole !== whole || call.rowOffset !== rowOffset || call.size !== size) {
+        throw new Error(`dropout call ${drawn.next} (rate ${rate}, ${size} values) is not the planned one: the step changed since it was planned`);
+      }
+      mask = tf.reshape(windowAt(pool, drawn.offsets, drawn.next, size), x.shape);
+      drawn.next++;
+    } else {
+      this.plan?.push({ rate, whole, rowOffset, size });
+      const offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
+      mask = tf.reshape(tf.slice(pool, [offset], [size]), x.shape);
+    }
     // Gradient dy·mask, the mask saved once: tf.mul's own gradient saves both operands and casts
     // the mask (a kernel) on every backward pass. (Saved, not captured: tfjs disposes everything
     // made during the forward pass before backward starts, except what custom gradients save.)
@@ -258,6 +294,37 @@ export class DropoutPool {
       return { value: tf.mul(args[0] as tf.Tensor, mask), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.mul(dy, saved[0]) };
     });
     return op(x) as T;
+  }
+
+  /** Records the dropout calls of what `run` does (their rates and sizes, in order). */
+  recordPlan<R>(run: () => R): { result: R; calls: DropoutCall[] } {
+    const calls: DropoutCall[] = [];
+    this.plan = calls;
+    try {
+      return { result: run(), calls };
+    } finally {
+      this.plan = null;
+    }
+  }
+
+  /**
+   * The offsets `calls` would draw, drawn now (the generator advances exactly as those applies
+   * would advance it): int32 [calls], for useOffsets.
+   */
+  drawOffsets(calls: readonly DropoutCall[]): Int32Array {
+    return Int32Array.from(calls, (c) => Math.floor(this.rng.next() * (this.poolFor(c.rate, c.whole).size - c.whole + 1)) + c.rowOffset);
+  }
+
+  /** Runs `run` with its dropout masks taken at `offsets` (a device tensor of drawOffsets' values). */
+  useOffsets<R>(calls: readonly DropoutCall[], offsets: tf.Tensor1D, run: () => R): R {
+    this.drawn = { calls, offsets, next: 0 };
+    try {
+      const result = run();
+      if (this.drawn.next !== calls.length) throw new Error(`the step made ${this.drawn.next} of its ${calls.length} planned dropout calls`);
+      return result;
+    } finally {
+      this.drawn = null;
+    }
   }
 
   private poolFor(rate: number, size: number): tf.Tensor1D {

@@ -112,6 +112,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     cpuBackend,
     device,
     gradAccumulation: config.training.grad_accumulation_steps,
+    stepCapture: config.device.step_capture,
     replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
   }, options.thresholds, probes);
   const gpuTelemetry = telemetry

@@ -82,6 +82,8 @@ export interface VerdictContext {
   /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
   replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
   gradAccumulation?: number;
+  /** device.step_capture of the run (webgpu replays each bucket's step when 'auto'). */
+  stepCapture?: 'auto' | 'off';
 }
 
 /**
@@ -261,6 +263,9 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
       evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
       actions: idle
         ? [
+            ...(ctx.stepCapture === 'off' && !ctx.cpuBackend
+              ? [{ key: 'device.step_capture', value: 'auto', effect: 'each bucket\'s step is recorded once and replayed: a few host calls per program instead of the engine\'s bookkeeping per kernel' }]
+              : []),
             { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'the same kernels carry twice the work: per-kernel host cost is amortised (check memory with the validator)', rule: 'batching/memory' },
             ...(ctx.buckets > 4 ? [{ key: 'batching.buckets', value: 4, effect: 'fewer shapes, fewer pipeline compilations', rule: 'batching/static-shapes' }] : []),
           ]

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steps (
   step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, ${SPAN_NAMES.map((s) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms REAL`).join(', ')},
   epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER,
-  kernels INTEGER, flops REAL, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER, tensors INTEGER, tensor_bytes REAL);
+  kernels INTEGER, flops REAL, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER, tensors INTEGER, tensor_bytes REAL, programs INTEGER, replayed INTEGER);
 CREATE TABLE IF NOT EXISTS metrics (step INTEGER, name TEXT, value REAL, PRIMARY KEY (step, name));
 CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilization_pct REAL, memory_used_bytes REAL, memory_total_bytes REAL,
   sm_clock_mhz REAL, power_w REAL, temperature_c REAL, sm_activity_pct REAL, throttle_reasons TEXT);
@@ -87,9 +87,9 @@ export class RunDatabase {
       this.db.exec(SCHEMA);
       // A run folder written by an older xtts (resumed now) lacks the columns added since.
       const have = new Set((this.db.prepare('PRAGMA table_info(steps)').all() as { name: string }[]).map((c) => c.name));
-      for (const [col, type] of [['tensors', 'INTEGER'], ['tensor_bytes', 'REAL'], ['all_reduce_ms', 'REAL'], ['flops', 'REAL']]) if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
+      for (const [col, type] of [['tensors', 'INTEGER'], ['tensor_bytes', 'REAL'], ['all_reduce_ms', 'REAL'], ['flops', 'REAL'], ['programs', 'INTEGER'], ['replayed', 'INTEGER']]) if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
     }
-    const cols = ['step', 'start_ms', 'wall_ms', ...SPAN_NAMES.map(spanColumn), 'epoch', 'batch_index', 'bucket', 'batch_size', 'tokens', 'frames', 'kernels', 'flops', 'device_ms', 'ready_slots', 'learning_rate', 'loss', 'grad_norm', 'non_finite', 'tensors', 'tensor_bytes'];
+    const cols = ['step', 'start_ms', 'wall_ms', ...SPAN_NAMES.map(spanColumn), 'epoch', 'batch_index', 'bucket', 'batch_size', 'tokens', 'frames', 'kernels', 'flops', 'device_ms', 'ready_slots', 'learning_rate', 'loss', 'grad_norm', 'non_finite', 'tensors', 'tensor_bytes', 'programs', 'replayed'];
     const w = (sql: string) => (readonly ? (undefined as unknown as Database.Statement) : this.db.prepare(sql));
     this.insertStep = w(`INSERT OR REPLACE INTO steps (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
     this.insertMetric = w('INSERT OR REPLACE INTO metrics (step, name, value) VALUES (?, ?, ?)');
@@ -143,7 +143,7 @@ export class RunDatabase {
     this.pendingSamples = [];
     this.db.transaction(() => {
       for (const r of steps) {
-        this.insertStep.run(r.step, r.startMs, r.wallMs, ...SPAN_NAMES.map((s) => r.spans[s]), r.epoch, r.batchIndex, r.bucket, r.batchSize, r.tokens, r.frames, r.kernels, r.flops ?? null, r.deviceMs ?? null, r.readySlots, r.learningRate, r.loss ?? null, r.gradNorm ?? null, r.nonFinite ? 1 : 0, r.tensors ?? null, r.tensorBytes ?? null);
+        this.insertStep.run(r.step, r.startMs, r.wallMs, ...SPAN_NAMES.map((s) => r.spans[s]), r.epoch, r.batchIndex, r.bucket, r.batchSize, r.tokens, r.frames, r.kernels, r.flops ?? null, r.deviceMs ?? null, r.readySlots, r.learningRate, r.loss ?? null, r.gradNorm ?? null, r.nonFinite ? 1 : 0, r.tensors ?? null, r.tensorBytes ?? null, r.programs ?? null, r.replayed === undefined ? null : r.replayed ? 1 : 0);
       }
       for (const r of replicas) this.insertReplica.run(r.step, r.rank, r.samples, r.uploadMs, r.syncMs, r.forwardBackwardMs, r.allReduceMs, r.optimizerMs, r.tensors, r.tensorBytes);
       for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
@@ -174,6 +174,8 @@ export class RunDatabase {
       gradNorm: r.grad_norm ?? undefined,
       nonFinite: r.non_finite === 1,
       ...(typeof r.tensors === 'number' ? { tensors: r.tensors, tensorBytes: (r.tensor_bytes as number | null) ?? undefined } : {}),
+      ...(typeof r.programs === 'number' ? { programs: r.programs } : {}),
+      ...(typeof r.replayed === 'number' ? { replayed: r.replayed === 1 } : {}),
     }));
   }
 

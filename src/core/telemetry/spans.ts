@@ -35,8 +35,12 @@ export interface StepRecord {
   /** Padded shape of the batch. */
   tokens: number;
   frames: number;
-  /** Kernels (backend ops) the step dispatched. */
+  /** Kernels (backend ops) the step dispatched; a replayed step: the GPU programs it replayed. */
   kernels: number;
+  /** GPU programs the step dispatched (webgpu). */
+  programs?: number;
+  /** The step was a replay of a captured one (device.step_capture); absent where capture is off. */
+  replayed?: boolean;
   /** Model FLOPs of the step's matmuls and convolutions (forward, backward; rank 0's share when data-parallel). */
   flops?: number;
   /** Device time of the step's kernels when the backend measures it (WebGPU timestamp queries). */

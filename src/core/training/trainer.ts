@@ -27,6 +27,7 @@ import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
 import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
+import { StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
 import { planReplicas, ReplicaGroup } from './parallel/group.js';
@@ -98,7 +99,12 @@ export interface TrainResult {
   nonFiniteSteps: number;
   checkpoints: string[];
   evalFiles: string[];
-  timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; dataWaitShare: number };
+  /**
+   * kernelsPerStep: engine kernels of an eager step, GPU programs of a replayed one (replayedShare of
+   * the measured steps were); programsPerStep: GPU programs (webgpu, else null); hostDispatchMsMedian:
+   * the host's time issuing a step's work (forward/backward and optimizer spans).
+   */
+  timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; programsPerStep: number | null; replayedShare: number; hostDispatchMsMedian: number; dataWaitShare: number };
 }
 
 
@@ -359,6 +365,17 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
 
   const accumulate = Math.max(1, t.grad_accumulation_steps);
   let group: ReplicaGroup | undefined;
+  // Capture and replay of each bucket shape's step (webgpu); one device only.
+  const replayer = replicas && replicas.devices.length > 1 ? undefined : new StepReplayer(model, optimizer, t.loss, config.device.step_capture, accumulate);
+  const flopsByShape = new Map<string, number>();
+  if (replayer) {
+    if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
+    else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
+    replayer.onChange = (shape, s) => {
+      if (s.phase === 'replay') say(`step capture: bucket ${shape} replayed from here on (${s.capture!.programs} programs, ${formatBytes(s.capture!.bytes)} of buffers; ${formatBytes(s.pooledBytesReleased ?? 0)} of the eager steps' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`);
+      else if (s.phase === 'refused') say(`step capture: bucket ${shape} steps eagerly — ${s.reason}`);
+    };
+  }
   try {
     if (replicas && replicas.devices.length > 1) {
       const world = replicas.devices.length;
@@ -390,7 +407,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       let result: ReturnType<typeof trainStep> | undefined;
       let deviceMs: number | undefined;
       let stepKernels = 0;
+      let replayed = false;
       let stepFlops = 0;
+      let stepPrograms = 0;
       let samples = 0;
       const microStats: tf.Tensor1D[] = [];
       // Data-parallel: the update's sums, and each replica's part of the step.
@@ -434,21 +453,35 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         const aligned = { ...tensors, alignment: await model.align(tensors, lengths.text, lengths.mel, t.alignment_prior) };
         timer.mark('syncMs');
         kernels.take();
-        const stepOptions = { accumulate, onGradients: () => timer.mark('forwardBackwardMs') };
+        const onGradients = () => timer.mark('forwardBackwardMs');
+        const stepOptions = { accumulate, onGradients };
+        const run = (timed: boolean) => (replayer ? replayer.step(aligned, { onGradients, timed }) : trainStep(model, optimizer, aligned, t.loss, stepOptions));
         try {
           if (step >= timedFrom) {
             const timing = await timeOnDevice(tf as never, () => {
-              result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
+              result = run(true);
             });
             if (timing.available) deviceMs = (deviceMs ?? 0) + timing.kernelMs;
             deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
-          } else result = trainStep(model, optimizer, aligned, t.loss, stepOptions);
+          } else result = run(false);
         } catch (e) {
           throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;
         }
         if (!result) throw new Error('the training step returned nothing');
-        stepFlops += kernels.flops;
-        stepKernels += kernels.take();
+        const last = replayer?.last;
+        if (last?.replayed) {
+          // No kernel went through the engine: the step's programs and FLOPs are its recording's.
+          replayed = true;
+          stepFlops += flopsByShape.get(last.shape) ?? 0;
+          stepKernels += last.programs;
+          stepPrograms += last.programs;
+          kernels.take();
+        } else {
+          if (last) flopsByShape.set(last.shape, kernels.flops);
+          stepFlops += kernels.flops;
+          stepPrograms += kernels.dispatches;
+          stepKernels += kernels.take();
+        }
         timer.mark('optimizerMs');
         samples += batch.shape.batchSize - batch.fillers;
         disposeBatch(tensors);
@@ -521,7 +554,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       // What the engine holds once the step has freed its tensors: the leak verdict reads its growth,
       // and device.model_memory_budget_mb bounds it (checked from the first step on).
       const held = tf.memory();
-      checkModelBudget(config.device.model_memory_budget_mb, step, held.numBytes, config.batching.batch_size, group ? `rank 0 (${choice.adapter?.name ?? choice.backend})` : undefined);
+      checkModelBudget(config.device.model_memory_budget_mb, step, held.numBytes + (replayer?.arenaBytes ?? 0), config.batching.batch_size, group ? `rank 0 (${choice.adapter?.name ?? choice.backend})` : undefined);
       const rec: StepRecord = {
         step,
         startMs: timer.startedAt - runStart,
@@ -534,6 +567,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         tokens: batch.shape.tokens,
         frames: batch.shape.frames,
         kernels: stepKernels,
+        ...(choice.backend === 'webgpu' ? { programs: stepPrograms } : {}),
+        ...(replayer ? { replayed } : {}),
         flops: stepFlops,
         ...(deviceMs !== undefined ? { deviceMs } : {}),
         readySlots: batch.readySlots,
@@ -595,6 +630,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       await side?.drain();
     }
   } finally {
+    if (replayer) {
+      db.setMeta('stepCapture', replayer.summary());
+      replayer.dispose();
+    }
     await side?.close();
     await group?.close();
     kernels.uninstall();
@@ -628,6 +667,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       stepMsMedian: summarize(measured.map((x) => x.wallMs)).p50,
       samplesPerS: measured.reduce((a, x) => a + x.batchSize, 0) / (wallTotal / 1000),
       kernelsPerStep: summarize(measured.map((x) => x.kernels)).p50,
+      programsPerStep: measured.some((x) => x.programs !== undefined) ? summarize(measured.map((x) => x.programs ?? 0)).p50 : null,
+      replayedShare: measured.length ? measured.filter((x) => x.replayed).length / measured.length : 0,
+      hostDispatchMsMedian: summarize(measured.map((x) => x.spans.forwardBackwardMs + x.spans.optimizerMs)).p50,
       dataWaitShare: measured.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wallTotal,
     },
   };

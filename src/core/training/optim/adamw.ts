@@ -14,6 +14,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingConfig } from '../../config/schema.js';
 import { XttsError } from '../../errors.js';
 import { scalar } from '../../model/nn.js';
+import { segments } from '../../model/webgpu-slices.js';
 import { clipFactor } from './clip.js';
 import { fusedUpdate, fusedUpdateAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';
@@ -134,22 +135,43 @@ export class AdamW {
     this.accumLoss = loss;
   }
 
-  /** One update from the accumulated gradients (their mean), then clear the accumulator. */
-  apply(): ApplyResult {
+  /**
+   * The host numbers of update `t`: its learning rate and the three scalars that change per step —
+   * lr·√(1−β2ᵗ)/(1−β1ᵗ), ε·√(1−β2ᵗ) and lr·wd.
+   */
+  updateScalars(t = this.step + 1): { learningRate: number; values: Float32Array; exact: [number, number, number] } {
+    const lr = this.learningRate(t);
+    const { beta1, beta2, epsilon, weight_decay: wd } = this.config.optimizer;
+    const bc1 = 1 - beta1 ** t;
+    const bc2 = Math.sqrt(1 - beta2 ** t);
+    const exact: [number, number, number] = [lr * (bc2 / bc1), epsilon * bc2, lr * wd];
+    return { learningRate: lr, values: Float32Array.from(exact), exact };
+  }
+
+  /** Counts an update whose device work a replayed step did (step capture): the schedule advances. */
+  countReplayedUpdate(): number {
+    this.step++;
+    return this.learningRate(this.step);
+  }
+
+  /**
+   * One update from the accumulated gradients (their mean), then clear the accumulator. `scalars`:
+   * updateScalars' values of this update as a device tensor [3] the caller owns (a captured step takes
+   * them as an input); without it they are uploaded here.
+   */
+  apply(scalars?: tf.Tensor1D): ApplyResult {
     if (this.accum === null || this.accumLoss === null) throw new Error('apply() without accumulated gradients');
     const sum = this.accum;
     const lossSum = this.accumLoss;
     const count = this.accumCount;
     this.step++;
     const t = this.step;
-    const lr = this.learningRate(t);
-    const { beta1, beta2, epsilon, weight_decay: wd } = this.config.optimizer;
-    const bc1 = 1 - beta1 ** t;
-    const bc2 = Math.sqrt(1 - beta2 ** t);
-    // The three scalars that change per step (4-byte uploads, no kernels).
-    const stepSize = tf.scalar(lr * (bc2 / bc1));
-    const epsHat = tf.scalar(epsilon * bc2);
-    const lrWd = tf.scalar(lr * wd);
+    const { learningRate: lr, values, exact } = this.updateScalars(t);
+    const { beta1, beta2 } = this.config.optimizer;
+    const owned = scalars ? [] : [tf.tensor1d(values)];
+    const perStep = scalars ?? owned[0];
+    // The three scalars that change per step, one upload (or the caller's input).
+    const [stepSize, epsHat, lrWd] = tf.split(perStep, 3) as tf.Tensor1D[];
     const result = tf.tidy(() => {
       const squares = tf.square(sum);
       const gradNorm = tf.mul(tf.sqrt(tf.sum(squares)), scalar(1 / count)) as tf.Scalar;
@@ -161,7 +183,7 @@ export class AdamW {
       if (this.updateImpl === 'auto' && fusedUpdateAvailable()) {
         const [p, m, v] = fusedUpdate(
           { params, m: this.m as tf.Tensor1D, v: this.v as tf.Tensor1D, grad: sum, decayMask: this.decayMask, gradScale: scale, finite: finiteFlag },
-          { beta1, beta2, stepSize: lr * (bc2 / bc1), epsHat: epsilon * bc2, lrWd: lr * wd },
+          { beta1, beta2, stepSize: exact[0], epsHat: exact[1], lrWd: exact[2] },
         );
         this.m.assign(m);
         this.v.assign(v);
@@ -177,13 +199,13 @@ export class AdamW {
         this.v.assign(tf.where(keep, v, this.v) as tf.Tensor1D);
         next = tf.where(keep, tf.sub(decayed, update), params);
       }
-      const pieces = tf.split(next, this.sizes);
+      const pieces = segments(next as tf.Tensor1D, this.sizes);
       this.variables.forEach((x, i) => x.assign(tf.reshape(pieces[i], x.shape)));
       const finite = tf.cast(finiteFlag, 'float32') as tf.Scalar;
       this.skipped.assign(tf.add(this.skipped, tf.sub(scalar(1), finite)));
       return { gradNorm, finite };
     });
-    tf.dispose([sum, lossSum, stepSize, epsHat, lrWd]);
+    tf.dispose([sum, lossSum, stepSize, epsHat, lrWd, ...owned]);
     this.accum = null;
     this.accumLoss = null;
     this.accumCount = 0;

@@ -19,6 +19,8 @@ export interface TrainStepOptions {
   /** Only forward, backward and accumulate; the caller sums the gradients of every replica and
    * applies the update (parallel/replica-step.ts). */
   deferUpdate?: boolean;
+  /** The update's per-step scalars (AdamW.updateScalars) as a device tensor [3]: a captured step's input. */
+  updateScalars?: tf.Tensor1D;
 }
 
 /** Order of the values in StepResult.stats. */
@@ -40,6 +42,26 @@ export interface StepResult extends LossParts {
 
 /** A training step's batch: it must be aligned first (XttsModel.align). */
 export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
+  return withoutCpuForward(() => issueStep(model, optimizer, batch, loss, opts));
+}
+
+/**
+ * Every kernel of the step as a GPU program on webgpu: with CPU forwarding on, tfjs-backend-webgpu
+ * computes small ops on host-made tensors on the CPU, so a step's programs would depend on which of
+ * its tensors happen to be on the host — and eager and captured steps (step-replay.ts) would differ.
+ */
+function withoutCpuForward<R>(run: () => R): R {
+  if (tf.getBackend() !== 'webgpu') return run();
+  const before = tf.env().getBool('WEBGPU_CPU_FORWARD');
+  tf.env().set('WEBGPU_CPU_FORWARD', false);
+  try {
+    return run();
+  } finally {
+    tf.env().set('WEBGPU_CPU_FORWARD', before);
+  }
+}
+
+function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions): StepResult {
   const accumulate = Math.max(1, Math.floor(opts.accumulate ?? 1));
   let parts: LossParts | undefined;
   const { value, grads } = tf.variableGrads(() => {
@@ -59,7 +81,7 @@ export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs
   let finite: tf.Scalar;
   let learningRate = Number.NaN;
   if (!opts.deferUpdate && optimizer.pendingMicroBatches >= accumulate) {
-    const r = optimizer.apply();
+    const r = optimizer.apply(opts.updateScalars);
     applied = true;
     gradNorm = r.gradNorm;
     finite = r.finite;

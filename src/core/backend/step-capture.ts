@@ -1,0 +1,490 @@
+// Capture and replay of a static-shape step on the webgpu backend. tfjs-backend-webgpu spends tens of
+// microseconds of host time per program (tape, shape checks, a uniform buffer, a bind group, encoding);
+// a training step of one bucket shape issues the same programs every time, so we record one step's
+// programs — pipeline, bind group roles, workgroup counts, uniforms — and replay them into one command
+// encoder per step with bind groups built once. Per replay the host only writes the step's inputs into
+// pinned buffers, encodes ~3 calls per program, and copies the new values of the variables back.
+//
+// A recording is trusted only when two consecutive eager steps recorded the same program sequence: the
+// same pipelines, dispatches, uniforms, roles and uploaded constants. Anything that could differ between
+// steps without being a declared input — a per-step value uploaded inside the step, a uniform that
+// holds a step-dependent number, a tensor carried over from the previous step — differs between the two
+// recordings and the step is refused with the reason. So is a step that reads back (its programs would
+// depend on the host's decision) or writes into a tensor made before it.
+//
+// Every intermediate tensor gets a buffer of its own arena, reused by tensors whose lifetimes do not
+// overlap (greedy, by size, as tfjs's own pool reuses buffers); variables keep one buffer each: the
+// replay writes a variable's new value into the arena and copies it over the variable's buffer at the
+// end of the step, so the bind groups that read the variables stay valid from one replay to the next.
+import type * as tfTypes from '@tensorflow/tfjs-core';
+
+type Tf = typeof tfTypes;
+
+// What we use of WebGPU and of tfjs-backend-webgpu's internals (4.22), typed as far as we need them.
+interface GpuBuffer {
+  readonly size: number;
+  destroy(): void;
+}
+interface GpuPipeline {
+  getBindGroupLayout(index: number): unknown;
+}
+interface GpuPass {
+  setPipeline(p: GpuPipeline): void;
+  setBindGroup(index: number, group: unknown): void;
+  dispatchWorkgroups(x: number, y: number, z: number): void;
+  end(): void;
+}
+interface GpuEncoder {
+  beginComputePass(descriptor?: object): GpuPass;
+  copyBufferToBuffer(src: GpuBuffer, srcOffset: number, dst: GpuBuffer, dstOffset: number, size: number): void;
+  finish(): unknown;
+}
+interface GpuDevice {
+  createBuffer(d: { size: number; usage: number }): GpuBuffer;
+  createBindGroup(d: { layout: unknown; entries: { binding: number; resource: { buffer: GpuBuffer; offset?: number; size?: number } }[] }): unknown;
+  createCommandEncoder(): GpuEncoder;
+  readonly queue: { writeBuffer(b: GpuBuffer, offset: number, data: ArrayBufferView): void; submit(c: unknown[]): void };
+}
+type DataId = object;
+interface TensorData {
+  dtype: tfTypes.DataType;
+  shape: number[];
+  values: ArrayLike<number> | null;
+  resource: GpuBuffer | null;
+  refCount: number;
+}
+interface Uniform {
+  type: string;
+  data: number[];
+}
+interface Program {
+  pipeline: GpuPipeline | Promise<GpuPipeline>;
+  dispatch: [number, number, number];
+  shaderKey: string;
+}
+interface WebgpuBackend {
+  device: GpuDevice;
+  tensorMap: { get(id: DataId): TensorData | undefined; has(id: DataId): boolean };
+  commandEncoder: GpuEncoder | null;
+  activeTimers: unknown;
+  uniformPendingDisposal: GpuBuffer[];
+  bufferManager: { releaseBuffer(b: GpuBuffer, reuse?: boolean): void; freeBuffers: Map<string, GpuBuffer[]>; numFreeBuffers: number; numBytesAllocated: number };
+  recordAndSubmit(program: Program, output: tfTypes.TensorInfo, inputs: tfTypes.TensorInfo[], programDefinedUniform?: Uniform[]): void;
+  makeUniforms(u: Uniform[]): { offset: number; size: number; buffer: GpuBuffer };
+  uploadToGPU(id: DataId): void;
+  write(...args: unknown[]): DataId;
+  read(id: DataId): Promise<unknown>;
+  readSync(id: DataId): unknown;
+  readToGPU(id: DataId): unknown;
+  makeTensorInfo(shape: number[], dtype: tfTypes.DataType): tfTypes.TensorInfo;
+  ensureCommandEncoderReady(): void;
+  endComputePassEncoder(): void;
+  submitQueue(): void;
+}
+interface Engine {
+  state: { registeredVariables: Record<string, tfTypes.Variable> };
+  makeTensorFromTensorInfo(info: tfTypes.TensorInfo, backend?: unknown): tfTypes.Tensor;
+}
+
+/**
+ * The shader key of a program that only copies a contiguous piece of its one input (its last uniform
+ * is the piece's start, in elements): model/webgpu-slices.ts's segments. A replay turns such a piece
+ * that goes to a variable into a buffer copy straight into the variable's buffer.
+ */
+export const COPY_SHADER_KEY = 'xtts_segment';
+
+/** Why a step cannot be replayed; the step runs eagerly and this is what the run records. */
+export class CaptureRefused extends Error {}
+
+type RoleKind = 'input' | 'variable' | 'external' | 'upload' | 'internal';
+interface Role {
+  kind: RoleKind;
+  dataId: DataId;
+  bytes: number;
+  /** input: its index; variable: its index in the variable list. */
+  index: number;
+  /** upload: the values, as they go to the device. */
+  values?: Int32Array | Float32Array;
+  /** internal: first and last program that touch it. */
+  def: number;
+  last: number;
+  /** Programs that read it. */
+  reads: number;
+}
+interface RecordedProgram {
+  pipeline: GpuPipeline;
+  dispatch: [number, number, number];
+  uniforms: Uniform[];
+  /** Roles bound: [output, ...inputs]. */
+  roles: number[];
+  shaderKey: string;
+  /** A copy program (COPY_SHADER_KEY): where in its input the output starts, in bytes. */
+  copyOffsetBytes?: number;
+}
+
+/** One eager step, recorded: what `StepCapture.build` turns into a replay. */
+export interface Recording {
+  programs: RecordedProgram[];
+  roles: Role[];
+  /** Roles of the step's outputs, in the order the step returned them. */
+  outputs: { role: number; shape: number[]; dtype: tfTypes.DataType }[];
+  /** (internal role that holds the new value, variable index) for every variable the step assigned. */
+  assigned: { role: number; variable: number }[];
+  variables: tfTypes.Variable[];
+  /** The first reason this step could not be replayed, if any. */
+  refused: string | null;
+}
+
+const STORAGE = 0x80;
+const COPY_SRC = 0x04;
+const COPY_DST = 0x08;
+
+function bytesOf(d: TensorData): number {
+  return 4 * d.shape.reduce((a, b) => a * b, 1);
+}
+
+function deviceValues(d: TensorData, values: ArrayLike<number>): Int32Array | Float32Array {
+  return d.dtype === 'float32' ? Float32Array.from(values) : Int32Array.from(values);
+}
+
+/**
+ * Runs `step` eagerly on the webgpu backend and records its programs. `inputs` are the tensors the
+ * caller supplies anew every step (uploaded first, so that no kernel runs on them on the CPU); `step`
+ * returns the tensors the caller keeps.
+ */
+export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () => tfTypes.Tensor[]): { outputs: tfTypes.Tensor[]; recording: Recording } {
+  const backend = tf.backend() as unknown as WebgpuBackend;
+  const engine = tf.engine() as unknown as Engine;
+  for (const t of inputs) backend.uploadToGPU(t.dataId);
+  const variables = Object.values(engine.state.registeredVariables);
+  const startIds = variables.map((v) => v.dataId);
+  const before = new Map<DataId, number>(startIds.map((id, i) => [id, i]));
+  /** Tensors made during the step. */
+  const born = new Set<DataId>();
+  const inputIndex = new Map<DataId, number>(inputs.map((t, i) => [t.dataId, i]));
+  const rec: Recording = { programs: [], roles: [], outputs: [], assigned: [], variables, refused: backend.activeTimers ? 'a timed step (its programs run in passes of their own)' : null };
+  const roleOf = new Map<DataId, number>();
+  const uploads = new Map<DataId, Int32Array | Float32Array>();
+  const refuse = (why: string) => {
+    rec.refused ??= why;
+  };
+  const role = (id: DataId, writing: number | null): number => {
+    const known = roleOf.get(id);
+    if (known !== undefined) {
+      const r = rec.roles[known];
+      if (writing !== null && r.kind !== 'internal') refuse(`program ${writing} writes into a tensor it did not make (${r.kind})`);
+      r.last = rec.programs.length;
+      if (writing === null) r.reads++;
+      return known;
+    }
+    const d = backend.tensorMap.get(id)!;
+    let kind: RoleKind;
+    let index = -1;
+    if (writing !== null && (!born.has(id) || uploads.has(id))) refuse(`program ${writing} writes into a tensor it did not make`);
+    if (writing !== null) kind = 'internal';
+    else if (inputIndex.has(id)) [kind, index] = ['input', inputIndex.get(id)!];
+    else if (before.has(id)) [kind, index] = ['variable', before.get(id)!];
+    else if (uploads.has(id)) kind = 'upload';
+    else kind = 'external';
+    const n = rec.roles.push({ kind, dataId: id, bytes: bytesOf(d), index, values: uploads.get(id), def: rec.programs.length, last: rec.programs.length, reads: writing === null ? 1 : 0 }) - 1;
+    roleOf.set(id, n);
+    return n;
+  };
+
+  let uniforms: Uniform[] = [];
+  const originals = { write: backend.write, recordAndSubmit: backend.recordAndSubmit, makeUniforms: backend.makeUniforms, uploadToGPU: backend.uploadToGPU, read: backend.read, readSync: backend.readSync, readToGPU: backend.readToGPU };
+  backend.write = function (...args: unknown[]) {
+    const id = originals.write.apply(this, args);
+    born.add(id);
+    return id;
+  };
+  backend.makeUniforms = function (u: Uniform[]) {
+    uniforms = u.map((x) => ({ type: x.type, data: [...x.data] }));
+    return originals.makeUniforms.call(this, u);
+  };
+  backend.recordAndSubmit = function (program: Program, output: tfTypes.TensorInfo, ins: tfTypes.TensorInfo[], defined?: Uniform[]) {
+    originals.recordAndSubmit.call(this, program, output, ins, defined);
+    if (program.pipeline instanceof Promise) refuse('a pipeline compiled in parallel');
+    const inRoles = ins.map((t) => role(t.dataId, null));
+    const outRole = role(output.dataId, rec.programs.length);
+    const copy = program.shaderKey.startsWith(`${COPY_SHADER_KEY}_`) && ins.length === 1 ? { copyOffsetBytes: 4 * uniforms[uniforms.length - 1].data[0] } : {};
+    rec.programs.push({ pipeline: program.pipeline as GpuPipeline, dispatch: [...program.dispatch], uniforms, roles: [outRole, ...inRoles], shaderKey: program.shaderKey, ...copy });
+  };
+  backend.uploadToGPU = function (id: DataId) {
+    const d = backend.tensorMap.get(id);
+    if (d && d.resource == null && d.values != null && !inputIndex.has(id)) uploads.set(id, deviceValues(d, d.values));
+    return originals.uploadToGPU.call(this, id);
+  };
+  const reading = (what: string) =>
+    function (this: WebgpuBackend, id: DataId) {
+      refuse(`the step reads a tensor back (${what}): its programs may depend on the value`);
+      return (originals[what as 'read'] as (id: DataId) => unknown).call(this, id);
+    };
+  backend.read = reading('read') as WebgpuBackend['read'];
+  backend.readSync = reading('readSync');
+  backend.readToGPU = reading('readToGPU');
+  const flagBefore = tf.env().getBool('WEBGPU_CPU_FORWARD');
+  // Kernels on small host tensors would run on the CPU: their results would be uploads, not programs.
+  tf.env().set('WEBGPU_CPU_FORWARD', false);
+  let outputs: tfTypes.Tensor[];
+  try {
+    outputs = step();
+  } finally {
+    tf.env().set('WEBGPU_CPU_FORWARD', flagBefore);
+    Object.assign(backend, originals);
+  }
+  const end = rec.programs.length;
+  for (const t of outputs) {
+    const r = roleOf.get(t.dataId);
+    if (r === undefined || rec.roles[r].kind !== 'internal') refuse(`an output of the step (shape [${t.shape}]) is not made by its programs`);
+    else rec.roles[r].last = end;
+    rec.outputs.push({ role: r ?? -1, shape: [...t.shape], dtype: t.dtype });
+  }
+  if (Object.keys(engine.state.registeredVariables).length !== variables.length) refuse('the step made or dropped variables');
+  variables.forEach((v, i) => {
+    if (v.dataId === startIds[i]) return;
+    const r = roleOf.get(v.dataId);
+    if (r === undefined || rec.roles[r].kind !== 'internal') refuse(`variable ${v.name} was given a value the step's programs did not make`);
+    else {
+      rec.roles[r].last = end;
+      rec.assigned.push({ role: r, variable: i });
+    }
+  });
+  return { outputs, recording: rec };
+}
+
+/** Why two recordings of one step differ (null: the same). */
+export function compareRecordings(a: Recording, b: Recording): string | null {
+  if (a.programs.length !== b.programs.length) return `the step dispatched ${a.programs.length} programs, then ${b.programs.length}`;
+  const name = (rec: Recording, r: number) => {
+    const x = rec.roles[r];
+    return x.kind === 'external' ? x.dataId : `${x.kind}:${x.kind === 'input' || x.kind === 'variable' ? x.index : r}`;
+  };
+  for (let i = 0; i < a.programs.length; i++) {
+    const [p, q] = [a.programs[i], b.programs[i]];
+    const where = `program ${i} (${q.shaderKey.slice(0, 60)})`;
+    if (p.pipeline !== q.pipeline) return `${where}: another pipeline`;
+    if (p.dispatch.join() !== q.dispatch.join()) return `${where}: workgroups [${p.dispatch}] then [${q.dispatch}]`;
+    if (JSON.stringify(p.uniforms) !== JSON.stringify(q.uniforms)) return `${where}: its uniforms changed (a per-step value passed as a uniform)`;
+    for (let k = 0; k < p.roles.length; k++) {
+      if (name(a, p.roles[k]) !== name(b, q.roles[k])) return `${where}: binding ${k} is ${a.roles[p.roles[k]].kind}, then ${b.roles[q.roles[k]].kind} (a tensor carried from the step before?)`;
+      const [u, v] = [a.roles[p.roles[k]], b.roles[q.roles[k]]];
+      if (u.kind === 'upload' && (u.values!.length !== v.values!.length || u.values!.some((x, j) => !Object.is(x, v.values![j])))) return `${where}: an upload made inside the step changed (a per-step value that is not an input)`;
+    }
+  }
+  if (a.outputs.map((o) => name(a, o.role)).join() !== b.outputs.map((o) => name(b, o.role)).join()) return 'the step returned other tensors';
+  if (a.assigned.map((x) => `${name(a, x.role)}>${x.variable}`).join() !== b.assigned.map((x) => `${name(b, x.role)}>${x.variable}`).join()) return 'the step assigned other variables';
+  return null;
+}
+
+/** A recorded step, ready to replay. */
+export class StepCapture {
+  private readonly bindGroups: (unknown | null)[];
+  private readonly buffers: GpuBuffer[] = [];
+  private readonly uniformBuffers: GpuBuffer[] = [];
+  /** Buffer of each role. */
+  private readonly bound: GpuBuffer[];
+  /** Roles bound to tensors made outside the step, with the buffer each had when built. */
+  private readonly held: { role: number; dataId: DataId; buffer: GpuBuffer; variable: number }[] = [];
+  /** The variables' new values over their buffers, at the end of every replay. */
+  private readonly copyBacks: { from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
+  /** The programs a replay dispatches (all but the elided copies), in order. */
+  private readonly active: number[];
+  private readonly assignedIds: DataId[];
+  /** Bytes of the arena and pinned buffers this capture holds. */
+  readonly bytes: number;
+  /** GPU programs a replay dispatches. */
+  readonly programs: number;
+  replays = 0;
+
+  private constructor(
+    private readonly tf: Tf,
+    private readonly rec: Recording,
+  ) {
+    const backend = tf.backend() as unknown as WebgpuBackend;
+    const device = backend.device;
+
+    const usage = STORAGE | COPY_SRC | COPY_DST;
+    const make = (bytes: number) => {
+      const b = device.createBuffer({ size: Math.max(4, bytes), usage });
+      this.buffers.push(b);
+      return b;
+    };
+    this.bound = new Array(rec.roles.length);
+    // A piece of a flat tensor that only goes to a variable is copied there from the flat tensor at
+    // the end; its program is not replayed (the optimizer's split: ~one program per parameter).
+    const producer = new Map<number, number>();
+    rec.programs.forEach((p, i) => {
+      if (!producer.has(p.roles[0])) producer.set(p.roles[0], i);
+    });
+    const skipped = new Set<number>();
+    const direct = new Map<number, { from: number; offsetBytes: number }>();
+    for (const a of rec.assigned) {
+      const i = producer.get(a.role);
+      const p = i === undefined ? undefined : rec.programs[i];
+      if (!p || p.copyOffsetBytes === undefined || rec.roles[a.role].reads > 0) continue;
+      skipped.add(i!);
+      direct.set(a.role, { from: p.roles[1], offsetBytes: p.copyOffsetBytes });
+      rec.roles[p.roles[1]].last = rec.programs.length;
+    }
+    this.active = rec.programs.map((_, i) => i).filter((i) => !skipped.has(i));
+    // Intermediates: a buffer is free again after the last program that reads it (strictly before the
+    // next definition, so no program reads and writes one buffer).
+    const internal = rec.roles.map((r, i) => ({ r, i })).filter((x) => x.r.kind === 'internal' && !direct.has(x.i));
+    internal.sort((x, y) => x.r.def - y.r.def);
+    const free = new Map<number, GpuBuffer[]>();
+    const busy: { last: number; bytes: number; buffer: GpuBuffer }[] = [];
+    for (const { r, i } of internal) {
+      for (let k = busy.length - 1; k >= 0; k--) {
+        if (busy[k].last < r.def) {
+          const list = free.get(busy[k].bytes) ?? [];
+          list.push(busy[k].buffer);
+          free.set(busy[k].bytes, list);
+          busy.splice(k, 1);
+        }
+      }
+      const buffer = free.get(r.bytes)?.pop() ?? make(r.bytes);
+      busy.push({ last: r.last, bytes: r.bytes, buffer });
+      this.bound[i] = buffer;
+    }
+    rec.roles.forEach((r, i) => {
+      if (r.kind === 'input') this.bound[i] = make(r.bytes);
+      else if (r.kind === 'upload') {
+        this.bound[i] = make(r.bytes);
+        device.queue.writeBuffer(this.bound[i], 0, r.values!);
+      } else if (r.kind === 'variable' || r.kind === 'external') {
+        const dataId = r.kind === 'variable' ? rec.variables[r.index].dataId : r.dataId;
+        const buffer = backend.tensorMap.get(dataId)?.resource;
+        if (!buffer) throw new CaptureRefused(`a ${r.kind} the step reads is gone`);
+        this.bound[i] = buffer;
+        this.held.push({ role: i, dataId, buffer, variable: r.kind === 'variable' ? r.index : -1 });
+      }
+    });
+    for (const a of rec.assigned) {
+      if (this.held.some((h) => h.variable === a.variable)) continue;
+      const dataId = rec.variables[a.variable].dataId;
+      const buffer = backend.tensorMap.get(dataId)?.resource;
+      if (!buffer) throw new CaptureRefused(`variable ${rec.variables[a.variable].name} has no buffer`);
+      this.held.push({ role: -1, dataId, buffer, variable: a.variable });
+    }
+    this.assignedIds = rec.assigned.map((a) => rec.variables[a.variable].dataId);
+    this.copyBacks = rec.assigned.map((a) => {
+      const to = this.held.find((h) => h.variable === a.variable)!.buffer;
+      const d = direct.get(a.role);
+      return d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes, to, bytes: rec.roles[a.role].bytes } : { from: this.bound[a.role], offsetBytes: 0, to, bytes: rec.roles[a.role].bytes };
+    });
+    this.bytes = this.buffers.reduce((a, b) => a + b.size, 0);
+    this.programs = this.active.length;
+    this.bindGroups = rec.programs.map((p, i) => {
+      if (skipped.has(i)) return null;
+      const u = backend.makeUniforms(p.uniforms.map((x) => ({ type: x.type, data: [...x.data] })));
+      // Ours to keep: out of the list tfjs releases at its next submit.
+      const pending = backend.uniformPendingDisposal;
+      pending.splice(pending.lastIndexOf(u.buffer), 1);
+      this.uniformBuffers.push(u.buffer);
+      return device.createBindGroup({
+        layout: p.pipeline.getBindGroupLayout(0),
+        entries: [...p.roles.map((r, k) => ({ binding: k, resource: { buffer: this.bound[r] } })), { binding: p.roles.length, resource: u }],
+      });
+    });
+  }
+
+  /** Builds the replay of a recording that compareRecordings found stable. */
+  static build(tf: Tf, rec: Recording): StepCapture {
+    if (rec.refused) throw new CaptureRefused(rec.refused);
+    return new StepCapture(tf, rec);
+  }
+
+  /** Why the tensors the replay reads are not the ones it was built on, or null. */
+  stale(): string | null {
+    const backend = this.tf.backend() as unknown as WebgpuBackend;
+    for (const h of this.held) {
+      if (h.variable >= 0 && this.rec.variables[h.variable].dataId !== h.dataId) return `variable ${this.rec.variables[h.variable].name} was assigned outside the step`;
+      if (backend.tensorMap.get(h.dataId)?.resource !== h.buffer) return 'a tensor the step reads was disposed';
+    }
+    return null;
+  }
+
+  /**
+   * One step: the inputs (same shapes and order as when recorded) into their pinned buffers, every
+   * program, the variables' new values over their buffers; returns the step's outputs as new tensors.
+   */
+  replay(inputs: readonly tfTypes.Tensor[]): tfTypes.Tensor[] {
+    const tf = this.tf;
+    const backend = tf.backend() as unknown as WebgpuBackend;
+    const device = backend.device;
+    const why = this.stale();
+    if (why) throw new CaptureRefused(why);
+    // Work tfjs has encoded but not submitted goes first (it may make an input).
+    if (backend.commandEncoder) {
+      backend.endComputePassEncoder();
+      backend.submitQueue();
+    }
+    const encoder = device.createCommandEncoder();
+    this.rec.roles.forEach((r, i) => {
+      if (r.kind !== 'input') return;
+      const t = inputs[r.index];
+      const d = backend.tensorMap.get(t.dataId)!;
+      if (bytesOf(d) !== r.bytes) throw new CaptureRefused(`input ${r.index} has shape [${t.shape}], not the recorded one`);
+      if (d.resource) encoder.copyBufferToBuffer(d.resource, 0, this.bound[i], 0, r.bytes);
+      else device.queue.writeBuffer(this.bound[i], 0, deviceValues(d, d.values!));
+    });
+    const pass = encoder.beginComputePass();
+    let pipeline: GpuPipeline | null = null;
+    const programs = this.rec.programs;
+    for (const i of this.active) {
+      const p = programs[i];
+      if (p.pipeline !== pipeline) {
+        pass.setPipeline(p.pipeline);
+        pipeline = p.pipeline;
+      }
+      pass.setBindGroup(0, this.bindGroups[i]);
+      pass.dispatchWorkgroups(p.dispatch[0], p.dispatch[1], p.dispatch[2]);
+    }
+    pass.end();
+    for (const c of this.copyBacks) encoder.copyBufferToBuffer(c.from, c.offsetBytes, c.to, 0, c.bytes);
+    const infos = this.rec.outputs.map((o) => {
+      const info = backend.makeTensorInfo(o.shape, o.dtype);
+      backend.uploadToGPU(info.dataId);
+      encoder.copyBufferToBuffer(this.bound[o.role], 0, backend.tensorMap.get(info.dataId)!.resource!, 0, this.rec.roles[o.role].bytes);
+      return info;
+    });
+    device.queue.submit([encoder.finish()]);
+    // tfjs keeps a host copy of a tensor once read (checkpoints read the weights): the replay changed
+    // the variables in place, under dataIds that did not change, so those copies are now stale.
+    for (const v of this.assignedIds) {
+      const d = backend.tensorMap.get(v);
+      if (d) d.values = null;
+    }
+    this.replays++;
+    const engine = tf.engine() as unknown as Engine;
+    return infos.map((info) => engine.makeTensorFromTensorInfo(info, backend));
+  }
+
+  dispose(): void {
+    const backend = this.tf.backend() as unknown as WebgpuBackend;
+    for (const b of this.buffers) b.destroy();
+    for (const b of this.uniformBuffers) backend.bufferManager.releaseBuffer(b);
+    this.buffers.length = 0;
+    this.uniformBuffers.length = 0;
+  }
+}
+
+/**
+ * Destroys the buffers tfjs's pool holds free (what the eager steps used and gave back): once a step
+ * replays from its own arena they would stay allocated beside it. Returns the bytes released.
+ */
+export function releasePooledBuffers(tf: Tf): number {
+  const manager = (tf.backend() as unknown as WebgpuBackend).bufferManager;
+  let bytes = 0;
+  for (const list of manager.freeBuffers.values()) {
+    for (const b of list) {
+      bytes += b.size;
+      b.destroy();
+    }
+    manager.numFreeBuffers -= list.length;
+    list.length = 0;
+  }
+  manager.numBytesAllocated -= bytes;
+  return bytes;
+}

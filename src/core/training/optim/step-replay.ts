@@ -1,0 +1,209 @@
+// The training step with capture and replay (device.step_capture): on the webgpu backend each bucket
+// shape's step is planned once (its dropout calls), recorded twice (two eager steps whose programs
+// must agree) and from then on replayed (backend/step-capture.ts). Per step, the inputs of a replay
+// are the batch, its alignment, the dropout offsets (drawn beforehand from the same generator, in the
+// same order, so an eager and a replayed run draw the same masks) and the optimizer's three per-step
+// scalars. Anything that makes a step unreplayable is recorded with its reason and that shape steps
+// eagerly; a replay whose tensors changed under it (weights loaded, a timed step) is recorded again.
+import * as tf from '@tensorflow/tfjs-core';
+import { CaptureRefused, compareRecordings, type Recording, recordStep, releasePooledBuffers, StepCapture } from '../../backend/step-capture.js';
+import type { ModelInputs } from '../../model/batch.js';
+import type { LossConfig } from '../../model/losses.js';
+import type { XttsModel } from '../../model/model.js';
+import type { DropoutCall } from '../../model/nn.js';
+import type { AdamW } from './adamw.js';
+import { type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
+
+export type StepCaptureMode = 'auto' | 'off';
+
+type Phase = 'plan' | 'record' | 'verify' | 'replay' | 'refused';
+
+interface ShapeState {
+  phase: Phase;
+  calls?: DropoutCall[];
+  last?: Recording;
+  capture?: StepCapture;
+  reason?: string;
+  /** Times this shape was recorded again because a replay found its tensors changed. */
+  recaptures: number;
+  /** Free buffers of tfjs's pool destroyed once the replay was built (bytes). */
+  pooledBytesReleased?: number;
+}
+
+/** What the run records about capture: per bucket shape, its state and why. */
+export interface StepCaptureSummary {
+  mode: StepCaptureMode;
+  /** Why no step is captured at all (another backend, accumulation, …), or null. */
+  off: string | null;
+  replayedSteps: number;
+  eagerSteps: number;
+  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; recaptures: number; reason: string | null }[];
+}
+
+/** Why this run's steps cannot be captured, or null when they can. */
+export function captureUnavailable(mode: StepCaptureMode, backend: string, accumulate: number): string | null {
+  if (mode === 'off') return 'device.step_capture is off';
+  if (backend !== 'webgpu') return `the ${backend} backend has no per-program host cost to save (capture is for webgpu)`;
+  if (accumulate > 1) return 'gradient accumulation (training.grad_accumulation_steps > 1) steps eagerly: its accumulate-only calls are not captured yet';
+  return null;
+}
+
+export class StepReplayer {
+  private readonly shapes = new Map<string, ShapeState>();
+  private replayed = 0;
+  private eager = 0;
+  readonly off: string | null;
+  /** The last step: its bucket shape, whether it was replayed, and the programs it replayed. */
+  last: { shape: string; replayed: boolean; programs: number } | null = null;
+  /** Told when a shape is captured, refused or recorded again (the trainer prints it). */
+  onChange?: (shape: string, state: ShapeState) => void;
+
+  constructor(
+    private readonly model: XttsModel,
+    private readonly optimizer: AdamW,
+    private readonly loss: LossConfig,
+    private readonly mode: StepCaptureMode,
+    private readonly accumulate: number,
+  ) {
+    this.off = captureUnavailable(mode, tf.getBackend(), accumulate);
+  }
+
+  /**
+   * One training step (forward, backward, update) of an aligned batch. `timed`: the caller measures
+   * this step's programs (tf.time): it runs eagerly.
+   */
+  step(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean } = {}): StepResult {
+    const key = shapeKey(batch);
+    this.last = { shape: key, replayed: false, programs: 0 };
+    if (this.off !== null || opts.timed) return this.eagerStep(batch, opts);
+    let s = this.shapes.get(key);
+    if (!s) {
+      s = { phase: 'plan', recaptures: 0 };
+      this.shapes.set(key, s);
+    }
+    if (s.phase === 'refused') return this.eagerStep(batch, opts);
+    if (s.phase === 'plan') {
+      const { result, calls } = this.model.dropout.recordPlan(() => this.eagerStep(batch, opts));
+      s.calls = calls;
+      s.phase = 'record';
+      return result;
+    }
+    if (s.phase === 'replay') {
+      const stale = s.capture!.stale();
+      if (stale === null) return this.replayStep(s, batch, opts);
+      s.capture!.dispose();
+      s.capture = undefined;
+      s.recaptures++;
+      s.phase = 'record';
+      s.reason = `recorded again: ${stale}`;
+      this.onChange?.(key, s);
+    }
+    return this.recordedStep(key, s, batch, opts);
+  }
+
+  private eagerStep(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+    this.eager++;
+    return trainStep(this.model, this.optimizer, batch, this.loss, { accumulate: this.accumulate, onGradients: opts.onGradients });
+  }
+
+  /** The step's per-step inputs, in the order a recording binds them. */
+  private inputs(s: ShapeState, batch: ModelInputs): { offsets: tf.Tensor1D; scalars: tf.Tensor1D; all: tf.Tensor[] } {
+    const offsets = tf.tensor1d(this.model.dropout.drawOffsets(s.calls!), 'int32');
+    const scalars = tf.tensor1d(this.optimizer.updateScalars().values);
+    const b = batch;
+    return { offsets, scalars, all: [b.tokens, b.textLengths, b.languages, b.mel, b.melLengths, b.refMel, b.refLengths, b.alignment.steps, b.alignment.durations, offsets, scalars] };
+  }
+
+  private recordedStep(key: string, s: ShapeState, batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+    this.eager++;
+    const { offsets, scalars, all } = this.inputs(s, batch);
+    let result: StepResult | undefined;
+    try {
+      const { recording } = recordStep(tf, all, () => {
+        result = this.model.dropout.useOffsets(s.calls!, offsets, () => trainStep(this.model, this.optimizer, batch, this.loss, { onGradients: opts.onGradients, updateScalars: scalars }));
+        return [result.total, result.melPre, result.melPost, result.alignedText, result.duration, result.gradNorm!, result.finite, result.stats];
+      });
+      if (recording.refused) this.refuse(key, s, recording.refused);
+      else if (s.phase === 'record') {
+        s.last = recording;
+        s.phase = 'verify';
+      } else {
+        const differs = compareRecordings(s.last!, recording);
+        s.last = undefined;
+        if (differs) this.refuse(key, s, `two steps of this shape dispatched different work: ${differs}`);
+        else {
+          try {
+            s.capture = StepCapture.build(tf, recording);
+            s.pooledBytesReleased = releasePooledBuffers(tf);
+            s.phase = 'replay';
+            this.onChange?.(key, s);
+          } catch (e) {
+            if (!(e instanceof CaptureRefused)) throw e;
+            this.refuse(key, s, e.message);
+          }
+        }
+      }
+    } finally {
+      tf.dispose([offsets, scalars]);
+    }
+    return result!;
+  }
+
+  private replayStep(s: ShapeState, batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+    const { offsets, scalars, all } = this.inputs(s, batch);
+    let out: tf.Tensor[];
+    try {
+      out = s.capture!.replay(all);
+    } finally {
+      tf.dispose([offsets, scalars]);
+    }
+    opts.onGradients?.();
+    const learningRate = this.optimizer.countReplayedUpdate();
+    this.replayed++;
+    this.last = { shape: this.last!.shape, replayed: true, programs: s.capture!.programs };
+    const [total, melPre, melPost, alignedText, duration, gradNorm, finite, stats] = out as tf.Scalar[];
+    return { total, melPre, melPost, alignedText, duration, gradNorm, finite, stats: stats as unknown as tf.Tensor1D, applied: true, learningRate };
+  }
+
+  private refuse(key: string, s: ShapeState, reason: string): void {
+    s.phase = 'refused';
+    s.reason = reason;
+    s.last = undefined;
+    this.onChange?.(key, s);
+  }
+
+  /** Bytes the captured steps' buffers hold on the device (beside the tensors tf.memory counts). */
+  get arenaBytes(): number {
+    let n = 0;
+    for (const s of this.shapes.values()) n += s.capture?.bytes ?? 0;
+    return n;
+  }
+
+  summary(): StepCaptureSummary {
+    return {
+      mode: this.mode,
+      off: this.off,
+      replayedSteps: this.replayed,
+      eagerSteps: this.eager,
+      shapes: [...this.shapes].map(([shape, s]) => ({
+        shape,
+        state: s.phase,
+        programs: s.capture?.programs ?? null,
+        arenaBytes: s.capture?.bytes ?? null,
+        replays: s.capture?.replays ?? 0,
+        recaptures: s.recaptures,
+        reason: s.reason ?? null,
+      })),
+    };
+  }
+
+  dispose(): void {
+    for (const s of this.shapes.values()) s.capture?.dispose();
+    this.shapes.clear();
+  }
+}
+
+/** "batch×tokens×frames×refFrames": one bucket's shape. */
+function shapeKey(b: ModelInputs): string {
+  return `${b.tokens.shape[0]}×${b.tokens.shape[1]}×${b.mel.shape[1]}×${b.refMel.shape[1]}`;
+}

@@ -1,0 +1,65 @@
+// `xtts train` on the tests' real WebGPU device (Dawn on Mesa's llvmpipe through OpenGL ES) with step
+// capture (device.step_capture): steps 1–3 run eagerly (plan, two recordings that must agree), the rest
+// are replays — and the run's losses, validation and weights are those of a run that never replays,
+// bit for bit. Validation and checkpoints between replays read the weights the replays write.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { runCli } from '../helpers/cli.js';
+import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { listAdapters } from '../../src/core/backend/webgpu.js';
+
+process.env.EGL_PLATFORM ??= 'surfaceless';
+const gl = await listAdapters({ dawnBackend: 'opengles' });
+const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
+const onGl = { DAWNNODE_BACKEND: 'opengles', EGL_PLATFORM: 'surfaceless' };
+
+describe('xtts train with step capture (WebGPU)', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+  test('replayed steps train exactly as eager ones: the same losses, validation and weights; run.sqlite says which steps replayed', async () => {
+    const { dir, config } = shortQuickstartRun(12, 'xtts-capture-', `  max_steps: 8
+  log_every: 1
+  validate_every: 4
+  checkpoint_every: 4
+  eval_every: 1000
+  eval_sentences: []
+`);
+    const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
+    const eager = join(dir, 'eager');
+    const r1 = await runCli([...args, '--set', 'device.step_capture=off', '--output', eager], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+    assert.doesNotMatch(r1.stderr, /step capture/);
+    const replayed = join(dir, 'replayed');
+    const r2 = await runCli([...args, '--output', replayed], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+    assert.match(r2.stderr, /step capture: bucket 4×\d+×\d+×48 replayed from here on \(\d+ programs, [\d.]+ MiB of buffers; [\d.]+ [KMG]iB of the eager steps. pooled buffers released\)/);
+    assert.match(r2.stdout, /programs\/step replayed/);
+
+    assert.deepEqual([...trainingLosses(replayed)], [...trainingLosses(eager)]);
+    const read = (run: string) => {
+      const db = new Database(join(run, 'run.sqlite'), { readonly: true });
+      const out = {
+        val: db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/val' ORDER BY step").all(),
+        replayed: (db.prepare('SELECT replayed FROM steps ORDER BY step').all() as { replayed: number | null }[]).map((r) => r.replayed),
+        capture: JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'stepCapture'").get() as { v: string }).v),
+      };
+      db.close();
+      return out;
+    };
+    const [a, b] = [read(eager), read(replayed)];
+    assert.deepEqual(b.val, a.val);
+    assert.equal(a.val.length, 2);
+    assert.deepEqual(a.replayed, [0, 0, 0, 0, 0, 0, 0, 0]);
+    assert.deepEqual(b.replayed, [0, 0, 0, 1, 1, 1, 1, 1]);
+    assert.equal(a.capture.off, 'device.step_capture is off');
+    assert.equal(b.capture.replayedSteps, 5);
+    assert.equal(b.capture.shapes[0].state, 'replay');
+    assert.equal(b.capture.shapes[0].replays, 5);
+    for (const step of ['step-00000004', 'step-00000008']) {
+      for (const file of ['weights.safetensors', 'optimizer.safetensors']) {
+        assert.ok(readFileSync(join(replayed, 'checkpoints', step, file)).equals(readFileSync(join(eager, 'checkpoints', step, file))), `${step}/${file} differs`);
+      }
+    }
+  });
+});

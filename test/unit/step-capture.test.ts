@@ -1,0 +1,112 @@
+// Capture and replay of a static-shape step (backend/step-capture.ts) on the tests' real WebGPU device
+// (Dawn on Mesa's llvmpipe through OpenGL ES): a replay computes what the eager step computes, bit for
+// bit; what could make a replay wrong is refused with its reason. And the dropout offsets drawn before
+// a step (what makes a training step's programs the same every time) give the masks drawn inline.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import * as tfCore from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+import { disposeBackend, initBackend, listAdapters } from '../../src/core/backend/index.js';
+import { CaptureRefused, compareRecordings, recordStep, StepCapture } from '../../src/core/backend/step-capture.js';
+import '../../src/core/model/gradients.js';
+import { DropoutPool } from '../../src/core/model/nn.js';
+
+process.env.EGL_PLATFORM ??= 'surfaceless';
+const gl = await listAdapters({ dawnBackend: 'opengles' });
+const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
+
+type Tf = typeof tfCore;
+
+/** One SGD step of ‖x·w‖² on w, the learning rate an input: returns [loss]. */
+function sgd(tf: Tf, w: tfCore.Variable, x: tfCore.Tensor, lr: tfCore.Tensor) {
+  return () =>
+    tf.tidy(() => {
+      const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(tf.matMul(x as tfCore.Tensor2D, w as unknown as tfCore.Tensor2D))) as tfCore.Scalar, [w]);
+      w.assign(tf.sub(w, tf.mul(grads[w.name], lr)));
+      return [value];
+    });
+}
+
+describe('step capture on a real WebGPU device', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+  test('two recorded steps agree; replays give the eager losses and weights bit for bit; a weight assigned outside makes the replay stale', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const w = tf.variable(tf.randomNormal([48, 48], 0, 0.1, 'float32', 1));
+      const start = await w.data();
+      const xs = Array.from({ length: 6 }, (_, i) => tf.randomNormal([40, 48], 0, 1, 'float32', 10 + i));
+      const lrs = xs.map((_, i) => tf.tensor1d([1e-3 / (i + 1)]));
+      const eager: number[] = [];
+      for (const [i, x] of xs.entries()) eager.push((await sgd(tf, w, x, lrs[i])()[0].data())[0]);
+      const eagerWeights = await w.data();
+      w.assign(tf.tensor2d(start as Float32Array, [48, 48]));
+
+      const replayed: number[] = [];
+      const first = recordStep(tf, [xs[0], lrs[0]], sgd(tf, w, xs[0], lrs[0]));
+      const second = recordStep(tf, [xs[1], lrs[1]], sgd(tf, w, xs[1], lrs[1]));
+      assert.equal(first.recording.refused, null);
+      assert.equal(compareRecordings(first.recording, second.recording), null);
+      for (const r of [first, second]) replayed.push((await r.outputs[0].data())[0]);
+      const capture = StepCapture.build(tf, second.recording);
+      assert.equal(capture.programs, second.recording.programs.length);
+      for (let i = 2; i < xs.length; i++) {
+        replayed.push((await capture.replay([xs[i], lrs[i]])[0].data())[0]);
+        // A read keeps a host copy of w in tfjs; the next replay changes w in place, so it must drop it.
+        await w.data();
+      }
+      assert.equal(capture.replays, 4);
+      assert.deepEqual(replayed, eager);
+      assert.deepEqual(await w.data(), eagerWeights);
+
+      w.assign(tf.zerosLike(w));
+      assert.match(capture.stale() ?? '', /assigned outside the step/);
+      assert.throws(() => capture.replay([xs[0], lrs[0]]), CaptureRefused);
+      capture.dispose();
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
+  test('refused with the reason: a read-back inside the step, a per-step value uploaded inside it, a per-step uniform', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const x = tf.randomNormal([64, 64], 0, 1, 'float32', 3);
+      let pending: Promise<unknown> | undefined;
+      const reads = recordStep(tf, [x], () => {
+        const y = tf.relu(x);
+        pending = y.data();
+        return [tf.sum(y)];
+      });
+      await pending;
+      assert.match(reads.recording.refused ?? '', /reads a tensor back/);
+      // A learning rate made inside the step instead of passed in.
+      const upload = (lr: number) => recordStep(tf, [x], () => [tf.mul(x, tf.scalar(lr))]).recording;
+      assert.match(compareRecordings(upload(1e-3), upload(2e-3)) ?? '', /an upload made inside the step changed/);
+      assert.equal(compareRecordings(upload(1e-3), upload(1e-3)), null);
+      // A slice whose start moves each step (what dropout did before its offsets became an input).
+      const slice = (start: number) => recordStep(tf, [x], () => [tf.slice(tf.reshape(x, [-1]), [start], [100])]).recording;
+      assert.match(compareRecordings(slice(0), slice(7)) ?? '', /its uniforms changed/);
+      // An output the step did not compute.
+      const passthrough = recordStep(tf, [x], () => [x]).recording;
+      assert.match(passthrough.refused ?? '', /not made by its programs/);
+      assert.throws(() => StepCapture.build(tf, passthrough), CaptureRefused);
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+});
+
+test('dropout offsets drawn before a step give the masks drawn inline, and the generator ends where it would', async () => {
+  await tfCore.setBackend('cpu');
+  const x = tfCore.ones([6, 50]);
+  const run = (pool: DropoutPool) => [pool.apply(x, 0.1), pool.apply(tfCore.ones([3, 7]), 0.5), pool.apply(x, 0.1)];
+  const inline = new DropoutPool(7);
+  const { result: want, calls } = inline.recordPlan(() => run(inline));
+  assert.deepEqual(calls.map((c) => [c.rate, c.size]), [[0.1, 300], [0.5, 21], [0.1, 300]]);
+  const drawn = new DropoutPool(7);
+  const offsets = tfCore.tensor1d(drawn.drawOffsets(calls), 'int32');
+  const got = drawn.useOffsets(calls, offsets, () => run(drawn));
+  for (let i = 0; i < want.length; i++) assert.deepEqual(await got[i].data(), await want[i].data(), `call ${i}`);
+  assert.equal(drawn.rngState, inline.rngState);
+  // A step that no longer matches its plan is refused, not silently given other masks.
+  assert.throws(() => drawn.useOffsets(calls, offsets, () => drawn.apply(tfCore.ones([5]), 0.1)), /dropout call 0 \(rate 0\.1, 5 values\) is not the planned one/);
+});
