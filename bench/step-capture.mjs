@@ -40,13 +40,13 @@ function train(mode) {
   const res = json.result;
   const t = res.timing;
   return {
-    device: res.backend.adapter ? res.backend.adapter.description || res.backend.adapter.name : res.backend.backend,
+    device: res.backend.adapter ? res.backend.adapter.name || res.backend.adapter.description : res.backend.backend,
     stepMs: t.stepMsMedian,
     hostMs: t.hostDispatchMsMedian,
     programs: t.programsPerStep,
     kernels: t.kernelsPerStep,
     replayedShare: t.replayedShare,
-    capture: (r.stderr.match(/step capture: .*/g) ?? []).join('; '),
+    capture: res.stepCapture,
     losses: res.lossCurve.map((p) => p.loss),
   };
 }
@@ -59,7 +59,11 @@ console.log(`eager:    median step ${eager.stepMs.toFixed(1)} ms; host issuing a
 console.log(`replayed: median step ${replay.stepMs.toFixed(1)} ms; host issuing a step ${replay.hostMs.toFixed(1)} ms; ${replay.programs} GPU programs/step, ${perProgram(replay)} host time per program (${(replay.replayedShare * 100).toFixed(0)}% of the measured steps replayed)`);
 console.log(`replayed/eager: step time ${(replay.stepMs / eager.stepMs).toFixed(2)}×, host time ${(replay.hostMs / eager.hostMs).toFixed(3)}×`);
 const same = eager.losses.length === replay.losses.length && eager.losses.every((x, i) => x === replay.losses[i]);
-console.log(`logged losses ${same ? 'identical' : 'DIFFER'} (${eager.losses.length} read back); ${replay.capture}`);
+const shapes = (replay.capture?.shapes ?? [])
+  .map((x) => `bucket ${x.shape}: ${x.state}${x.reason ? ` (${x.reason})` : ''}, ${x.replays} replays${x.encodeUsPerProgram !== null ? `, encoding ${x.encodeUsPerProgram.toFixed(2)} µs per program (median replay; submit excluded)` : ''}`)
+  .join('; ');
+const encodeUs = replay.capture?.shapes?.[0]?.encodeUsPerProgram ?? null;
+console.log(`logged losses ${same ? 'identical' : 'DIFFER'} (${eager.losses.length} read back); ${shapes}`);
 console.log(
-  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, sameLosses: same })}`,
+  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, sameLosses: same })}`,
 );

@@ -23,7 +23,8 @@ function sgd(tf: Tf, w: tfCore.Variable, x: tfCore.Tensor, lr: tfCore.Tensor) {
     tf.tidy(() => {
       const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(tf.matMul(x as tfCore.Tensor2D, w as unknown as tfCore.Tensor2D))) as tfCore.Scalar, [w]);
       w.assign(tf.sub(w, tf.mul(grads[w.name], lr)));
-      return [value];
+      // A float32 cast of a bool shares the bool's int32 buffer: the replay must hand back 1, not 1e-45.
+      return [value, tf.cast(tf.isFinite(value), 'float32')];
     });
 }
 
@@ -49,7 +50,10 @@ describe('step capture on a real WebGPU device', { skip: llvmpipe ? false : `no 
       const capture = StepCapture.build(tf, second.recording);
       assert.equal(capture.programs, second.recording.programs.length);
       for (let i = 2; i < xs.length; i++) {
-        replayed.push((await capture.replay([xs[i], lrs[i]])[0].data())[0]);
+        const [loss, finite] = capture.replay([xs[i], lrs[i]]);
+        assert.equal(finite.dtype, 'float32');
+        assert.deepEqual(Array.from(await finite.data()), [1]);
+        replayed.push((await loss.data())[0]);
         // A read keeps a host copy of w in tfjs; the next replay changes w in place, so it must drop it.
         await w.data();
       }

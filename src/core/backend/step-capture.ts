@@ -126,8 +126,12 @@ interface RecordedProgram {
 export interface Recording {
   programs: RecordedProgram[];
   roles: Role[];
-  /** Roles of the step's outputs, in the order the step returned them. */
-  outputs: { role: number; shape: number[]; dtype: tfTypes.DataType }[];
+  /**
+   * Roles of the step's outputs, in the order the step returned them; `stored`: the dtype their
+   * buffer holds, which may not be the tensor's (tfjs casts bool to float32 without a program: the
+   * float32 tensor shares the bool's int32 buffer).
+   */
+  outputs: { role: number; shape: number[]; dtype: tfTypes.DataType; stored: tfTypes.DataType }[];
   /** (internal role that holds the new value, variable index) for every variable the step assigned. */
   assigned: { role: number; variable: number }[];
   variables: tfTypes.Variable[];
@@ -238,7 +242,7 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     const r = roleOf.get(t.dataId);
     if (r === undefined || rec.roles[r].kind !== 'internal') refuse(`an output of the step (shape [${t.shape}]) is not made by its programs`);
     else rec.roles[r].last = end;
-    rec.outputs.push({ role: r ?? -1, shape: [...t.shape], dtype: t.dtype });
+    rec.outputs.push({ role: r ?? -1, shape: [...t.shape], dtype: t.dtype, stored: backend.tensorMap.get(t.dataId)?.dtype ?? t.dtype });
   }
   if (Object.keys(engine.state.registeredVariables).length !== variables.length) refuse('the step made or dropped variables');
   variables.forEach((v, i) => {
@@ -296,6 +300,8 @@ export class StepCapture {
   /** GPU programs a replay dispatches. */
   readonly programs: number;
   replays = 0;
+  /** Host time of each replay's encoding (inputs written, programs and copies encoded), ms; submit excluded. */
+  readonly encodeMs: number[] = [];
 
   private constructor(
     private readonly tf: Tf,
@@ -420,6 +426,7 @@ export class StepCapture {
       backend.endComputePassEncoder();
       backend.submitQueue();
     }
+    const started = performance.now();
     const encoder = device.createCommandEncoder();
     this.rec.roles.forEach((r, i) => {
       if (r.kind !== 'input') return;
@@ -444,12 +451,14 @@ export class StepCapture {
     pass.end();
     for (const c of this.copyBacks) encoder.copyBufferToBuffer(c.from, c.offsetBytes, c.to, 0, c.bytes);
     const infos = this.rec.outputs.map((o) => {
-      const info = backend.makeTensorInfo(o.shape, o.dtype);
+      const info = backend.makeTensorInfo(o.shape, o.stored);
       backend.uploadToGPU(info.dataId);
       encoder.copyBufferToBuffer(this.bound[o.role], 0, backend.tensorMap.get(info.dataId)!.resource!, 0, this.rec.roles[o.role].bytes);
-      return info;
+      return { ...info, dtype: o.dtype };
     });
-    device.queue.submit([encoder.finish()]);
+    const finished = encoder.finish();
+    if (this.encodeMs.length < 10_000) this.encodeMs.push(performance.now() - started);
+    device.queue.submit([finished]);
     // tfjs keeps a host copy of a tensor once read (checkpoints read the weights): the replay changed
     // the variables in place, under dataIds that did not change, so those copies are now stale.
     for (const v of this.assignedIds) {

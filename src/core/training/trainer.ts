@@ -27,7 +27,7 @@ import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
 import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
-import { StepReplayer } from './optim/step-replay.js';
+import { type StepCaptureSummary, StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
 import { planReplicas, ReplicaGroup } from './parallel/group.js';
@@ -105,6 +105,8 @@ export interface TrainResult {
    * the host's time issuing a step's work (forward/backward and optimizer spans).
    */
   timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; programsPerStep: number | null; replayedShare: number; hostDispatchMsMedian: number; dataWaitShare: number };
+  /** What step capture did (device.step_capture), per bucket shape; null on data-parallel runs. */
+  stepCapture: StepCaptureSummary | null;
 }
 
 
@@ -368,6 +370,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Capture and replay of each bucket shape's step (webgpu); one device only.
   const replayer = replicas && replicas.devices.length > 1 ? undefined : new StepReplayer(model, optimizer, t.loss, config.device.step_capture, accumulate);
   const flopsByShape = new Map<string, number>();
+  let captureSummary: StepCaptureSummary | null = null;
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -631,7 +634,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     }
   } finally {
     if (replayer) {
-      db.setMeta('stepCapture', replayer.summary());
+      captureSummary = replayer.summary();
+      db.setMeta('stepCapture', captureSummary);
       replayer.dispose();
     }
     await side?.close();
@@ -672,6 +676,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       hostDispatchMsMedian: summarize(measured.map((x) => x.spans.forwardBackwardMs + x.spans.optimizerMs)).p50,
       dataWaitShare: measured.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wallTotal,
     },
+    stepCapture: captureSummary,
   };
   optimizer.dispose?.();
   model.dispose();

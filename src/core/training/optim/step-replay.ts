@@ -11,6 +11,7 @@ import type { ModelInputs } from '../../model/batch.js';
 import type { LossConfig } from '../../model/losses.js';
 import type { XttsModel } from '../../model/model.js';
 import type { DropoutCall } from '../../model/nn.js';
+import { summarize } from '../../util/stats.js';
 import type { AdamW } from './adamw.js';
 import { type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
 
@@ -37,7 +38,11 @@ export interface StepCaptureSummary {
   off: string | null;
   replayedSteps: number;
   eagerSteps: number;
-  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; recaptures: number; reason: string | null }[];
+  /**
+   * encodeUsPerProgram: the median replay's host time encoding the step (its inputs written, every
+   * program and copy encoded; the submit, where some drivers run the work, excluded) per program.
+   */
+  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; encodeUsPerProgram: number | null; recaptures: number; reason: string | null }[];
 }
 
 /** Why this run's steps cannot be captured, or null when they can. */
@@ -191,6 +196,7 @@ export class StepReplayer {
         programs: s.capture?.programs ?? null,
         arenaBytes: s.capture?.bytes ?? null,
         replays: s.capture?.replays ?? 0,
+        encodeUsPerProgram: s.capture && s.capture.encodeMs.length ? (1000 * summarize(s.capture.encodeMs).p50) / s.capture.programs : null,
         recaptures: s.recaptures,
         reason: s.reason ?? null,
       })),
