@@ -144,3 +144,36 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
     disposeBackend(tf);
   }
 });
+
+test('uploads of host values go through queue.writeBuffer and arrive intact: float32, int32, bool, a 4 MiB tensor, and after tfjs work it has not submitted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { setQueueUploads } = await import('../../src/core/backend/webgpu-uploads.js');
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const backend = tf.backend() as unknown as { uploadToGPU: unknown; tensorMap: { get(id: object): { values: unknown; resource: unknown } } };
+    const viaQueue = backend.uploadToGPU;
+    const big = Float32Array.from({ length: 1 << 20 }, (_, i) => Math.sin(i));
+    const run = async () => {
+      // Work encoded before the uploads and not yet submitted must not see them out of order.
+      const before = tf.add(tf.fill([1000], 2), tf.fill([1000], 3));
+      const f = tf.tensor1d(big);
+      const i = tf.tensor1d([1, -2, 4096, 0], 'int32');
+      const b = tf.tensor1d([true, false, true, true], 'bool');
+      // Every one through a program (an upload happens at first use).
+      const out = [tf.mul(f, 2), tf.add(i, 1), tf.logicalNot(b), tf.add(before, 1)];
+      assert.equal(backend.tensorMap.get(f.dataId).values, null, 'the host copy is dropped once uploaded');
+      return Promise.all(out.map((t) => t.data()));
+    };
+    const [f, i, b, before] = await run();
+    assert.deepEqual(Array.from(f.slice(0, 5)), Array.from(big.slice(0, 5), (x) => Math.fround(x * 2)));
+    assert.equal(f[big.length - 1], Math.fround(big[big.length - 1] * 2));
+    assert.deepEqual(Array.from(i), [2, -1, 4097, 1]);
+    assert.deepEqual(Array.from(b), [0, 1, 0, 0]);
+    assert.deepEqual(Array.from(before.slice(0, 3)), [6, 6, 6]);
+    setQueueUploads(tf.backend(), false);
+    assert.notEqual(backend.uploadToGPU, viaQueue, 'off: tfjs\'s own staging path');
+    const staged = await run();
+    assert.deepEqual(staged, [f, i, b, before]);
+  } finally {
+    disposeBackend(tf);
+  }
+});

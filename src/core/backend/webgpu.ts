@@ -13,6 +13,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
+import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -389,6 +390,7 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   tf.registerBackend('webgpu', () => new WebGPUBackend(device as never, adapter.info as never), 3);
   active = { device, gpu };
   if (!(await tf.setBackend('webgpu'))) return 'TensorFlow.js could not initialise its webgpu backend on the device';
+  setQueueUploads(tf.backend(), true);
   return undefined;
 }
 
