@@ -60,6 +60,9 @@ describe('xtts train with step capture (WebGPU)', { skip: llvmpipe ? false : `no
     assert.equal(b.capture.replayedSteps, 5);
     assert.equal(b.capture.shapes[0].state, 'replay');
     assert.equal(b.capture.shapes[0].replays, 5);
+    // The profiler says how many of the steps it judges were replays, and what a replay costs the host.
+    const profile = await runCli(['profile-bottleneck', '--run', replayed, '--warmup', '2'], { timeoutMs: 120_000 });
+    assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each\)/);
     for (const step of ['step-00000004', 'step-00000008']) {
       for (const file of ['weights.safetensors', 'optimizer.safetensors']) {
         assert.ok(readFileSync(join(replayed, 'checkpoints', step, file)).equals(readFileSync(join(eager, 'checkpoints', step, file))), `${step}/${file} differs`);

@@ -6,6 +6,7 @@ import { hostInventory } from '../env/host.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/run-db.js';
 import type { StepRecord } from '../telemetry/spans.js';
+import type { StepCaptureSummary } from '../training/optim/step-replay.js';
 import { writeOutputFile } from '../util/output.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
@@ -49,6 +50,11 @@ export interface ProfileResult extends ProfileVerdicts {
   files: { trace?: string; report?: string; fixConfig?: string };
   /** Data-parallel runs: each replica's device and mean spans over the measured steps; null on one device. */
   replicas: ReplicaSummary[] | null;
+  /**
+   * Step capture (device.step_capture) in this run: how many measured steps were replays, and what
+   * the trainer recorded per bucket shape; null for runs that record none (CPU runs of older xtts).
+   */
+  stepCapture: { replayedSteps: number; measuredSteps: number; summary: StepCaptureSummary | null } | null;
 }
 
 export function profileRecordedRun(runDir: string, options: ProfileOptions): ProfileResult {
@@ -65,7 +71,9 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let cpuCores: number;
   let replicaSteps: ReplicaStepRecord[];
   let replicaDevices: string[];
+  let captureSummary: StepCaptureSummary | null;
   try {
+    captureSummary = db.getMeta<StepCaptureSummary>('stepCapture') ?? null;
     replicaSteps = db.replicaSteps();
     replicaDevices = db.getMeta<string[]>('replicas') ?? [];
     steps = db.steps();
@@ -94,6 +102,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     });
   }
   const cpuBackend = backend === 'cpu' || backend === 'wasm';
+  const stepCapture = captureSummary || measured.some((m) => m.replayed !== undefined) ? { replayedSteps: measured.filter((m) => m.replayed).length, measuredSteps: measured.length, summary: captureSummary } : null;
   const measuredSteps = new Set(measured.map((m) => m.step));
   const measuredReplicas = replicaSteps.filter((r) => measuredSteps.has(r.step));
   const t0 = measured[0].startMs;
@@ -159,7 +168,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files, replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null };
+  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files, replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null, stepCapture };
 }
 
 type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };

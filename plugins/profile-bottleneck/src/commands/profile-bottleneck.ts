@@ -75,6 +75,11 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     ].filter(Boolean);
     if (gpu.length) this.log(gpu.join(', '));
     if (r.gpuTelemetry.available) this.log(paint.dim(`GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`));
+    if (r.stepCapture?.summary) {
+      const c = r.stepCapture.summary;
+      const shapes = c.shapes.map((x) => `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding each` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
+      this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${shapes.join('; ')}`);
+    }
     if (r.gpuNote) this.log(paint.dim(r.gpuNote));
     if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
     const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), pct(b.shares[k])]);
