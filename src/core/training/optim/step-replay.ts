@@ -138,8 +138,9 @@ export class StepReplayer {
         if (differs) this.refuse(key, s, `two steps of this shape dispatched different work: ${differs}`);
         else {
           try {
-            s.capture = StepCapture.build(tf, recording);
+            // The eager steps' pooled buffers go first: the arena does not come on top of them.
             s.pooledBytesReleased = releasePooledBuffers(tf);
+            s.capture = StepCapture.build(tf, recording);
             s.phase = 'replay';
             this.onChange?.(key, s);
           } catch (e) {
