@@ -69,4 +69,32 @@ describe('xtts train with step capture (WebGPU)', { skip: llvmpipe ? false : `no
       }
     }
   });
+
+  test('gradient accumulation: the first, the in-between and the updating micro-batches are captured apart and replay the eager run exactly', async () => {
+    const { dir, config } = shortQuickstartRun(12, 'xtts-capture-acc-', `  max_steps: 6
+  grad_accumulation_steps: 3
+  log_every: 2
+  validate_every: 1000
+  checkpoint_every: 1000
+  eval_every: 1000
+  eval_sentences: []
+`);
+    const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe', '--set', 'batching.batch_size=2'];
+    const eager = join(dir, 'eager');
+    const r1 = await runCli([...args, '--set', 'device.step_capture=off', '--output', eager], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+    const replayed = join(dir, 'replayed');
+    const r2 = await runCli([...args, '--output', replayed], { timeoutMs: 600_000, env: onGl });
+    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+    for (const phase of ['first of 3', 'accumulate', 'update']) assert.match(r2.stderr, new RegExp(`step capture: bucket 2×\\d+×\\d+×48 \\(${phase}\\) replayed from here on`));
+    assert.deepEqual([...trainingLosses(replayed)], [...trainingLosses(eager)]);
+    const db = new Database(join(replayed, 'run.sqlite'), { readonly: true });
+    const flags = (db.prepare('SELECT replayed, non_finite FROM steps ORDER BY step').all() as { replayed: number; non_finite: number }[]);
+    db.close();
+    assert.deepEqual(flags.map((f) => f.replayed), [0, 0, 0, 1, 1, 1]);
+    assert.deepEqual(flags.map((f) => f.non_finite), [0, 0, 0, 0, 0, 0]);
+    for (const file of ['weights.safetensors', 'optimizer.safetensors']) {
+      assert.ok(readFileSync(join(replayed, 'checkpoints', 'step-00000006', file)).equals(readFileSync(join(eager, 'checkpoints', 'step-00000006', file))), `${file} differs`);
+    }
+  });
 });

@@ -283,18 +283,22 @@ export function compareRecordings(a: Recording, b: Recording): string | null {
 
 /** A recorded step, ready to replay. */
 export class StepCapture {
-  private readonly bindGroups: (unknown | null)[];
+  private bindGroups: (unknown | null)[] = [];
+  /** Each program's uniforms (null: an elided copy). */
+  private uniforms: ({ offset: number; size: number; buffer: GpuBuffer } | null)[] = [];
   private readonly buffers: GpuBuffer[] = [];
   private readonly uniformBuffers: GpuBuffer[] = [];
   /** Buffer of each role. */
   private readonly bound: GpuBuffer[];
   /** Roles bound to tensors made outside the step, with the buffer each had when built. */
   private readonly held: { role: number; dataId: DataId; buffer: GpuBuffer; variable: number }[] = [];
+  /** Times the variables' buffers were bound again (rebindVariables). */
+  rebinds = 0;
   /** The variables' new values over their buffers, at the end of every replay. */
   private readonly copyBacks: { from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
   /** The programs a replay dispatches (all but the elided copies), in order. */
   private readonly active: number[];
-  private readonly assignedIds: DataId[];
+  private assignedIds: DataId[];
   /** Bytes of the arena and pinned buffers this capture holds. */
   readonly bytes: number;
   /** GPU programs a replay dispatches. */
@@ -381,18 +385,57 @@ export class StepCapture {
     });
     this.bytes = this.buffers.reduce((a, b) => a + b.size, 0);
     this.programs = this.active.length;
-    this.bindGroups = rec.programs.map((p, i) => {
+    this.uniforms = rec.programs.map((p, i) => {
       if (skipped.has(i)) return null;
       const u = backend.makeUniforms(p.uniforms.map((x) => ({ type: x.type, data: [...x.data] })));
       // Ours to keep: out of the list tfjs releases at its next submit.
       const pending = backend.uniformPendingDisposal;
       pending.splice(pending.lastIndexOf(u.buffer), 1);
       this.uniformBuffers.push(u.buffer);
-      return device.createBindGroup({
-        layout: p.pipeline.getBindGroupLayout(0),
-        entries: [...p.roles.map((r, k) => ({ binding: k, resource: { buffer: this.bound[r] } })), { binding: p.roles.length, resource: u }],
-      });
+      return u;
     });
+    this.bindGroups = rec.programs.map((_, i) => this.bindGroup(i));
+  }
+
+  private bindGroup(i: number): unknown | null {
+    const u = this.uniforms[i];
+    if (!u) return null;
+    const p = this.rec.programs[i];
+    const device = (this.tf.backend() as unknown as WebgpuBackend).device;
+    return device.createBindGroup({
+      layout: p.pipeline.getBindGroupLayout(0),
+      entries: [...p.roles.map((r, k) => ({ binding: k, resource: { buffer: this.bound[r] } })), { binding: p.roles.length, resource: u }],
+    });
+  }
+
+  /**
+   * Binds the variables' current buffers where an eager step (another phase's recording, a timed
+   * probe, loaded weights) gave a variable a new tensor: its programs' bind groups are built again.
+   */
+  private rebindVariables(): void {
+    const backend = this.tf.backend() as unknown as WebgpuBackend;
+    const changed = new Set<number>();
+    for (const h of this.held) {
+      if (h.variable < 0) continue;
+      const dataId = this.rec.variables[h.variable].dataId;
+      if (dataId === h.dataId && backend.tensorMap.get(dataId)?.resource === h.buffer) continue;
+      // A value assigned from the host is uploaded now (before tfjs's pending work is submitted).
+      backend.uploadToGPU(dataId);
+      const buffer = backend.tensorMap.get(dataId)!.resource!;
+      for (const c of this.copyBacks) if (c.to === h.buffer) c.to = buffer;
+      h.dataId = dataId;
+      h.buffer = buffer;
+      if (h.role >= 0) {
+        this.bound[h.role] = buffer;
+        changed.add(h.role);
+      }
+    }
+    if (changed.size === 0) return;
+    this.rec.programs.forEach((p, i) => {
+      if (p.roles.some((r) => changed.has(r))) this.bindGroups[i] = this.bindGroup(i);
+    });
+    this.assignedIds = this.rec.assigned.map((a) => this.rec.variables[a.variable].dataId);
+    this.rebinds++;
   }
 
   /** Builds the replay of a recording that compareRecordings found stable. */
@@ -401,12 +444,17 @@ export class StepCapture {
     return new StepCapture(tf, rec);
   }
 
-  /** Why the tensors the replay reads are not the ones it was built on, or null. */
+  /**
+   * Why the replay cannot run on the tensors it was built on, or null: a tensor made outside the step
+   * (not a variable: those are bound again) was disposed, or a variable lost its buffer.
+   */
   stale(): string | null {
     const backend = this.tf.backend() as unknown as WebgpuBackend;
     for (const h of this.held) {
-      if (h.variable >= 0 && this.rec.variables[h.variable].dataId !== h.dataId) return `variable ${this.rec.variables[h.variable].name} was assigned outside the step`;
-      if (backend.tensorMap.get(h.dataId)?.resource !== h.buffer) return 'a tensor the step reads was disposed';
+      if (h.variable >= 0) {
+        const v = this.rec.variables[h.variable];
+        if (v.isDisposed || !backend.tensorMap.has(v.dataId)) return `variable ${v.name} was disposed`;
+      } else if (backend.tensorMap.get(h.dataId)?.resource !== h.buffer) return 'a tensor the step reads was disposed';
     }
     return null;
   }
@@ -421,6 +469,7 @@ export class StepCapture {
     const device = backend.device;
     const why = this.stale();
     if (why) throw new CaptureRefused(why);
+    this.rebindVariables();
     // Work tfjs has encoded but not submitted goes first (it may make an input).
     if (backend.commandEncoder) {
       backend.endComputePassEncoder();

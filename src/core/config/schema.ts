@@ -286,7 +286,7 @@ export const DeviceSchema = Section(
     step_capture: Enum(['auto', 'off'] as const, {
       default: 'auto',
       description:
-        'webgpu: record each bucket shape\'s training step once (two eager steps that must dispatch the same programs) and from then on replay it — one command encoder, bind groups built once, only the batch, the dropout offsets and the optimizer\'s per-step scalars written per step. What cannot be replayed (gradient accumulation, data-parallel replicas, a step whose work changes) steps eagerly and the run records why. `off`: every step eagerly. Other backends step eagerly.',
+        'webgpu: record each bucket shape\'s training step once (two eager steps that must dispatch the same programs) and from then on replay it — one command encoder, bind groups built once, only the batch, the dropout offsets and the optimizer\'s per-step scalars written per step. With gradient accumulation the first, in-between and updating micro-batches are captured apart. What cannot be replayed (data-parallel replicas, a step whose work changes) steps eagerly and the run records why. `off`: every step eagerly. Other backends step eagerly.',
     }),
     data_device: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 }), Type.Null()], {
       default: null,

@@ -54,6 +54,14 @@ export class AdamW {
   private accum: tf.Tensor1D | null = null;
   private accumLoss: tf.Scalar | null = null;
   private accumCount = 0;
+  /**
+   * Sums carried from one call to the next of an accumulation (carry()) in variables of their own, so
+   * that an accumulate-only step assigns them as it assigns weights and step capture can replay it.
+   * Made at the first carry and kept (4 bytes a parameter more between steps once a run accumulates).
+   */
+  private carriedGrad: tf.Variable | null = null;
+  private carriedLoss: tf.Variable | null = null;
+  private carried = false;
   private readonly updateImpl: 'auto' | 'composed';
 
   constructor(
@@ -106,7 +114,13 @@ export class AdamW {
   /** Add one micro-batch's flat gradient and loss to the accumulator (takes ownership of both). */
   accumulate(flatGrad: tf.Tensor1D, loss: tf.Scalar): void {
     if (flatGrad.size !== this.total) throw new Error(`gradient has ${flatGrad.size} values, the optimizer ${this.total}`);
-    if (this.accum === null || this.accumLoss === null) {
+    if (this.carried) {
+      const [a, l] = [tf.add(this.carriedGrad!, flatGrad) as tf.Tensor1D, tf.add(this.carriedLoss!, loss) as tf.Scalar];
+      tf.dispose([flatGrad, loss]);
+      this.accum = a;
+      this.accumLoss = l;
+      this.carried = false;
+    } else if (this.accum === null || this.accumLoss === null) {
       this.accum = flatGrad;
       this.accumLoss = loss;
     } else {
@@ -118,8 +132,28 @@ export class AdamW {
     this.accumCount++;
   }
 
+  /**
+   * Keeps the sums so far in the optimizer's variables until the next accumulate() (an accumulate-only
+   * call that is not data-parallel: trainStep).
+   */
+  carry(): void {
+    if (this.accum === null || this.accumLoss === null) throw new Error('carry() without accumulated gradients');
+    if (!this.carriedGrad || !this.carriedLoss) {
+      this.carriedGrad = tf.variable(this.accum, false);
+      this.carriedLoss = tf.variable(this.accumLoss, false);
+    } else {
+      this.carriedGrad.assign(this.accum);
+      this.carriedLoss.assign(this.accumLoss);
+    }
+    tf.dispose([this.accum, this.accumLoss]);
+    this.accum = null;
+    this.accumLoss = null;
+    this.carried = true;
+  }
+
   /** The accumulated gradient and loss sums (the optimizer's own: do not dispose them); null before any. */
   get accumulated(): { grad: tf.Tensor1D; loss: tf.Scalar } | null {
+    if (this.carried) return { grad: this.carriedGrad as tf.Tensor1D, loss: this.carriedLoss as tf.Scalar };
     return this.accum && this.accumLoss ? { grad: this.accum, loss: this.accumLoss } : null;
   }
 
@@ -128,9 +162,10 @@ export class AdamW {
    * training puts the sums over every replica here before apply().
    */
   replaceAccumulated(grad: tf.Tensor1D, loss: tf.Scalar): void {
-    if (this.accum === null || this.accumLoss === null) throw new Error('replaceAccumulated() without accumulated gradients');
+    if ((this.accum === null || this.accumLoss === null) && !this.carried) throw new Error('replaceAccumulated() without accumulated gradients');
     if (grad.size !== this.total) throw new Error(`gradient has ${grad.size} values, the optimizer ${this.total}`);
-    tf.dispose([this.accum, this.accumLoss]);
+    tf.dispose([this.accum ?? [], this.accumLoss ?? []]);
+    this.carried = false;
     this.accum = grad;
     this.accumLoss = loss;
   }
@@ -151,6 +186,8 @@ export class AdamW {
   /** Counts an update whose device work a replayed step did (step capture): the schedule advances. */
   countReplayedUpdate(): number {
     this.step++;
+    this.accumCount = 0;
+    this.carried = false;
     return this.learningRate(this.step);
   }
 
@@ -160,16 +197,18 @@ export class AdamW {
    * them as an input); without it they are uploaded here.
    */
   apply(scalars?: tf.Tensor1D): ApplyResult {
-    if (this.accum === null || this.accumLoss === null) throw new Error('apply() without accumulated gradients');
-    const sum = this.accum;
-    const lossSum = this.accumLoss;
+    if ((this.accum === null || this.accumLoss === null) && !this.carried) throw new Error('apply() without accumulated gradients');
+    // Carried sums are the optimizer's variables: read, not disposed.
+    const owned = !this.carried;
+    const sum = (owned ? this.accum : this.carriedGrad) as tf.Tensor1D;
+    const lossSum = (owned ? this.accumLoss : this.carriedLoss) as tf.Scalar;
     const count = this.accumCount;
     this.step++;
     const t = this.step;
     const { learningRate: lr, values, exact } = this.updateScalars(t);
     const { beta1, beta2 } = this.config.optimizer;
-    const owned = scalars ? [] : [tf.tensor1d(values)];
-    const perStep = scalars ?? owned[0];
+    const uploaded = scalars ? [] : [tf.tensor1d(values)];
+    const perStep = scalars ?? uploaded[0];
     // The three scalars that change per step, one upload (or the caller's input).
     const [stepSize, epsHat, lrWd] = tf.split(perStep, 3) as tf.Tensor1D[];
     const result = tf.tidy(() => {
@@ -205,10 +244,11 @@ export class AdamW {
       this.skipped.assign(tf.add(this.skipped, tf.sub(scalar(1), finite)));
       return { gradNorm, finite };
     });
-    tf.dispose([sum, lossSum, stepSize, epsHat, lrWd, ...owned]);
+    tf.dispose([...(owned ? [sum, lossSum] : []), stepSize, epsHat, lrWd, ...uploaded]);
     this.accum = null;
     this.accumLoss = null;
     this.accumCount = 0;
+    this.carried = false;
     return { ...result, learningRate: lr };
   }
 
@@ -218,6 +258,14 @@ export class AdamW {
     this.accum = null;
     this.accumLoss = null;
     this.accumCount = 0;
+    this.carried = false;
+  }
+
+  /** Counts a micro-batch whose accumulate-only work a replayed step did (step capture): its sums are carried. */
+  countReplayedMicroBatch(): void {
+    if (!this.carriedGrad) throw new Error('a replayed accumulate-only step before any carried sums');
+    this.accumCount++;
+    this.carried = true;
   }
 
   /**
@@ -272,6 +320,6 @@ export class AdamW {
 
   dispose(): void {
     this.discardAccumulated();
-    tf.dispose([this.m, this.v, this.skipped, this.decayMask]);
+    tf.dispose([this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : [])]);
   }
 }

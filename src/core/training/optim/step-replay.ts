@@ -3,8 +3,10 @@
 // must agree) and from then on replayed (backend/step-capture.ts). Per step, the inputs of a replay
 // are the batch, its alignment, the dropout offsets (drawn beforehand from the same generator, in the
 // same order, so an eager and a replayed run draw the same masks) and the optimizer's three per-step
-// scalars. Anything that makes a step unreplayable is recorded with its reason and that shape steps
-// eagerly; a replay whose tensors changed under it (weights loaded, a timed step) is recorded again.
+// scalars. With gradient accumulation each kind of micro-batch (first, between, last) is captured
+// apart. Anything that makes a step unreplayable is recorded with its reason and that shape steps
+// eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
+// replay whose other tensors were disposed is recorded again.
 import * as tf from '@tensorflow/tfjs-core';
 import { CaptureRefused, compareRecordings, type Recording, recordStep, releasePooledBuffers, StepCapture } from '../../backend/step-capture.js';
 import type { ModelInputs } from '../../model/batch.js';
@@ -34,7 +36,7 @@ interface ShapeState {
 /** What the run records about capture: per bucket shape, its state and why. */
 export interface StepCaptureSummary {
   mode: StepCaptureMode;
-  /** Why no step is captured at all (another backend, accumulation, …), or null. */
+  /** Why no step is captured at all (capture off, another backend), or null. */
   off: string | null;
   replayedSteps: number;
   eagerSteps: number;
@@ -46,10 +48,9 @@ export interface StepCaptureSummary {
 }
 
 /** Why this run's steps cannot be captured, or null when they can. */
-export function captureUnavailable(mode: StepCaptureMode, backend: string, accumulate: number): string | null {
+export function captureUnavailable(mode: StepCaptureMode, backend: string): string | null {
   if (mode === 'off') return 'device.step_capture is off';
   if (backend !== 'webgpu') return `the ${backend} backend has no per-program host cost to save (capture is for webgpu)`;
-  if (accumulate > 1) return 'gradient accumulation (training.grad_accumulation_steps > 1) steps eagerly: its accumulate-only calls are not captured yet';
   return null;
 }
 
@@ -70,7 +71,7 @@ export class StepReplayer {
     private readonly mode: StepCaptureMode,
     private readonly accumulate: number,
   ) {
-    this.off = captureUnavailable(mode, tf.getBackend(), accumulate);
+    this.off = captureUnavailable(mode, tf.getBackend());
   }
 
   /**
@@ -78,7 +79,7 @@ export class StepReplayer {
    * this step's programs (tf.time): it runs eagerly.
    */
   step(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean } = {}): StepResult {
-    const key = shapeKey(batch);
+    const key = shapeKey(batch) + this.phaseOf();
     this.last = { shape: key, replayed: false, programs: 0 };
     if (this.off !== null || opts.timed) return this.eagerStep(batch, opts);
     let s = this.shapes.get(key);
@@ -106,6 +107,18 @@ export class StepReplayer {
     return this.recordedStep(key, s, batch, opts);
   }
 
+  /**
+   * With gradient accumulation a step's micro-batches dispatch three different sequences: the first
+   * (its sums into the optimizer's variables), the ones between (added to them), the last (added,
+   * then the update); each is captured on its own.
+   */
+  private phaseOf(): string {
+    const n = this.accumulate;
+    if (n <= 1) return '';
+    const k = this.optimizer.pendingMicroBatches;
+    return k === 0 ? ' (first of ' + n + ')' : k === n - 1 ? ' (update)' : ' (accumulate)';
+  }
+
   private eagerStep(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
     this.eager++;
     return trainStep(this.model, this.optimizer, batch, this.loss, { accumulate: this.accumulate, onGradients: opts.onGradients });
@@ -125,8 +138,10 @@ export class StepReplayer {
     let result: StepResult | undefined;
     try {
       const { recording } = recordStep(tf, all, () => {
-        result = this.model.dropout.useOffsets(s.calls!, offsets, () => trainStep(this.model, this.optimizer, batch, this.loss, { onGradients: opts.onGradients, updateScalars: scalars }));
-        return [result.total, result.melPre, result.melPost, result.alignedText, result.duration, result.gradNorm!, result.finite, result.stats];
+        result = this.model.dropout.useOffsets(s.calls!, offsets, () =>
+          trainStep(this.model, this.optimizer, batch, this.loss, { accumulate: this.accumulate, onGradients: opts.onGradients, updateScalars: scalars }),
+        );
+        return [result.total, result.melPre, result.melPost, result.alignedText, result.duration, result.finite, result.stats, ...(result.gradNorm ? [result.gradNorm] : [])];
       });
       if (recording.refused) this.refuse(key, s, recording.refused);
       else if (s.phase === 'record') {
@@ -164,11 +179,14 @@ export class StepReplayer {
       tf.dispose([offsets, scalars]);
     }
     opts.onGradients?.();
-    const learningRate = this.optimizer.countReplayedUpdate();
     this.replayed++;
     this.last = { shape: this.last!.shape, replayed: true, programs: s.capture!.programs };
-    const [total, melPre, melPost, alignedText, duration, gradNorm, finite, stats] = out as tf.Scalar[];
-    return { total, melPre, melPost, alignedText, duration, gradNorm, finite, stats: stats as unknown as tf.Tensor1D, applied: true, learningRate };
+    const [total, melPre, melPost, alignedText, duration, finite, stats, gradNorm] = out as tf.Scalar[];
+    const parts = { total, melPre, melPost, alignedText, duration, finite, stats: stats as unknown as tf.Tensor1D };
+    // An update (gradNorm is its output) or an accumulate-only micro-batch: the host's count follows.
+    if (gradNorm) return { ...parts, gradNorm, applied: true, learningRate: this.optimizer.countReplayedUpdate() };
+    this.optimizer.countReplayedMicroBatch();
+    return { ...parts, gradNorm: null, applied: false, learningRate: Number.NaN };
   }
 
   private refuse(key: string, s: ShapeState, reason: string): void {
@@ -210,7 +228,7 @@ export class StepReplayer {
   }
 }
 
-/** "batch×tokens×frames×refFrames": one bucket's shape. */
+/** "batch×tokens×frames×refFrames": one bucket's shape (a phase of accumulation follows it). */
 function shapeKey(b: ModelInputs): string {
   return `${b.tokens.shape[0]}×${b.tokens.shape[1]}×${b.mel.shape[1]}×${b.refMel.shape[1]}`;
 }

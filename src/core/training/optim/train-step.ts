@@ -88,6 +88,9 @@ function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss:
     learningRate = r.learningRate;
   } else {
     finite = tf.tidy(() => tf.cast(tf.isFinite(value), 'float32') as tf.Scalar);
+    // The sums wait in the optimizer's variables for the next micro-batch (a step capture replays
+    // that as it replays weight updates); data-parallel replicas read them back instead.
+    if (!opts.deferUpdate) optimizer.carry();
   }
   const stats = tf.tidy(() =>
     tf.stack([lossParts.total, lossParts.melPre, lossParts.melPost, lossParts.alignedText, lossParts.duration, gradNorm ?? tf.zeros([]), finite]),
