@@ -38,13 +38,15 @@ export interface StepCaptureSummary {
   mode: StepCaptureMode;
   /** Why no step is captured at all (capture off, another backend), or null. */
   off: string | null;
+  /** Training calls replayed and run eagerly (micro-batches, when a run accumulates gradients). */
   replayedSteps: number;
   eagerSteps: number;
   /**
    * encodeUsPerProgram: the median replay's host time encoding the step (its inputs written, every
-   * program and copy encoded; the submit, where some drivers run the work, excluded) per program.
+   * program and copy encoded; the submit, where some drivers run the work, excluded) per program;
+   * rebinds: replays that bound weights assigned since the one before.
    */
-  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; encodeUsPerProgram: number | null; recaptures: number; reason: string | null }[];
+  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; encodeUsPerProgram: number | null; rebinds: number; recaptures: number; reason: string | null }[];
 }
 
 /** Why this run's steps cannot be captured, or null when they can. */
@@ -216,6 +218,7 @@ export class StepReplayer {
         arenaBytes: s.capture?.bytes ?? null,
         replays: s.capture?.replays ?? 0,
         encodeUsPerProgram: s.capture && s.capture.encodeMs.length ? (1000 * summarize(s.capture.encodeMs).p50) / s.capture.programs : null,
+        rebinds: s.capture?.rebinds ?? 0,
         recaptures: s.recaptures,
         reason: s.reason ?? null,
       })),
