@@ -177,3 +177,43 @@ test('uploads of host values go through queue.writeBuffer and arrive intact: flo
     disposeBackend(tf);
   }
 });
+
+test('a full float32 sum of many values runs over many workgroups (two programs) and matches the host\'s float64 sum; other sums are tfjs\'s', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { SPREAD_FROM } = await import('../../src/core/backend/webgpu-sum.js');
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const n = 3_000_017; // not a multiple of any chunk
+    const host = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) + 0.25);
+    let want = 0;
+    for (const v of host) want += v;
+    const x = tf.tensor1d(host);
+    const counter = new KernelCounter().install(tf);
+    const s = tf.sum(x);
+    const programs = counter.takeAll().dispatches;
+    counter.uninstall();
+    assert.equal(programs, 2, 'partials, then their sum');
+    assert.deepEqual(s.shape, []);
+    const got = (await s.data())[0];
+    assert.ok(Math.abs(got - want) <= 1e-6 * Math.abs(want), `${got} vs ${want}`);
+    // The same value every time (a fixed order), through a 3-D tensor and keepDims.
+    const cube = tf.reshape(tf.slice(x, 0, 2_999_997), [3, 999_999, 1]);
+    const kept = tf.sum(cube, [0, 1, 2], true);
+    assert.deepEqual(kept.shape, [1, 1, 1]);
+    let head = 0;
+    for (let i = 0; i < 2_999_997; i++) head += host[i];
+    assert.ok(Math.abs((await kept.data())[0] - head) <= 1e-6 * Math.abs(head));
+    assert.equal((await tf.sum(x).data())[0], got);
+    // Below SPREAD_FROM, over some axes, or of integers: tfjs's kernel.
+    const small = tf.sum(tf.ones([SPREAD_FROM - 1]));
+    assert.equal((await small.data())[0], SPREAD_FROM - 1);
+    const rows = await tf.sum(tf.ones([300, 200]), 0).data();
+    assert.equal(rows.length, 200);
+    assert.equal(rows[7], 300);
+    assert.equal((await tf.sum(tf.ones([SPREAD_FROM * 2], 'int32')).data())[0], SPREAD_FROM * 2);
+    // Gradients of a spread sum are the same as ever (ones).
+    const g = await tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.mul(v, v)))(tf.slice(x, 0, SPREAD_FROM * 2)).data();
+    assert.equal(g[5], 2 * host[5]);
+  } finally {
+    disposeBackend(tf);
+  }
+});
