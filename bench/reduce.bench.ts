@@ -19,7 +19,12 @@ const device = choice.adapter?.name ?? choice.backend;
 const figures: Record<string, number> = {};
 console.log(`${device}: full float32 sum + read-back, median of ${repeat} (ms)`);
 try {
+  const bindable = choice.adapter?.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY;
   for (const [label, n] of [['mel loss 0.5 M', 481_280], ['tiny grad 1.7 M', 1_648_113], ['small grad 10.8 M', 10_785_009], ['normal grad 62 M', 62_002_417]] as const) {
+    if (4 * n > bindable) {
+      console.log(`${label.padEnd(18)} skipped: ${((4 * n) / 2 ** 20).toFixed(0)} MiB is more than this device binds (maxStorageBufferBindingSize ${(bindable / 2 ** 20).toFixed(0)} MiB)`);
+      continue;
+    }
     const x = tf.randomUniform([n], -1, 1, 'float32', 7);
     const row: Record<string, number> = {};
     for (const path of ['tfjs', 'spread'] as const) {
