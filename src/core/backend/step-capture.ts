@@ -17,6 +17,7 @@
 // replay writes a variable's new value into the arena and copies it over the variable's buffer at the
 // end of the step, so the bind groups that read the variables stay valid from one replay to the next.
 import type * as tfTypes from '@tensorflow/tfjs-core';
+import { deviceArray } from './webgpu-uploads.js';
 
 type Tf = typeof tfTypes;
 
@@ -147,9 +148,6 @@ function bytesOf(d: TensorData): number {
   return 4 * d.shape.reduce((a, b) => a * b, 1);
 }
 
-function deviceValues(d: TensorData, values: ArrayLike<number>): Int32Array | Float32Array {
-  return d.dtype === 'float32' ? Float32Array.from(values) : Int32Array.from(values);
-}
 
 /**
  * Runs `step` eagerly on the webgpu backend and records its programs. `inputs` are the tensors the
@@ -216,7 +214,7 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
   };
   backend.uploadToGPU = function (id: DataId) {
     const d = backend.tensorMap.get(id);
-    if (d && d.resource == null && d.values != null && !inputIndex.has(id)) uploads.set(id, deviceValues(d, d.values));
+    if (d && d.resource == null && d.values != null && !inputIndex.has(id)) uploads.set(id, deviceArray(d.dtype, d.values).slice());
     return originals.uploadToGPU.call(this, id);
   };
   const reading = (what: string) =>
@@ -288,6 +286,8 @@ export class StepCapture {
   private uniforms: ({ offset: number; size: number; buffer: GpuBuffer } | null)[] = [];
   private readonly buffers: GpuBuffer[] = [];
   private readonly uniformBuffers: GpuBuffer[] = [];
+  /** Roles of the step's inputs (written into their pinned buffers every replay). */
+  private readonly inputRoles: number[] = [];
   /** Buffer of each role. */
   private readonly bound: GpuBuffer[];
   /** Roles bound to tensors made outside the step, with the buffer each had when built. */
@@ -358,8 +358,10 @@ export class StepCapture {
       this.bound[i] = buffer;
     }
     rec.roles.forEach((r, i) => {
-      if (r.kind === 'input') this.bound[i] = make(r.bytes);
-      else if (r.kind === 'upload') {
+      if (r.kind === 'input') {
+        this.bound[i] = make(r.bytes);
+        this.inputRoles.push(i);
+      } else if (r.kind === 'upload') {
         this.bound[i] = make(r.bytes);
         device.queue.writeBuffer(this.bound[i], 0, r.values!);
       } else if (r.kind === 'variable' || r.kind === 'external') {
@@ -477,14 +479,14 @@ export class StepCapture {
     }
     const started = performance.now();
     const encoder = device.createCommandEncoder();
-    this.rec.roles.forEach((r, i) => {
-      if (r.kind !== 'input') return;
+    for (const i of this.inputRoles) {
+      const r = this.rec.roles[i];
       const t = inputs[r.index];
       const d = backend.tensorMap.get(t.dataId)!;
       if (bytesOf(d) !== r.bytes) throw new CaptureRefused(`input ${r.index} has shape [${t.shape}], not the recorded one`);
       if (d.resource) encoder.copyBufferToBuffer(d.resource, 0, this.bound[i], 0, r.bytes);
-      else device.queue.writeBuffer(this.bound[i], 0, deviceValues(d, d.values!));
-    });
+      else device.queue.writeBuffer(this.bound[i], 0, deviceArray(d.dtype, d.values!));
+    }
     const pass = encoder.beginComputePass();
     let pipeline: GpuPipeline | null = null;
     const programs = this.rec.programs;

@@ -24,6 +24,12 @@ const STORAGE = 0x80;
 const COPY_SRC = 0x04;
 const COPY_DST = 0x08;
 
+/** Host values as the device holds them (float32, else int32: bool too), without a copy when they already are. */
+export function deviceArray(dtype: string, values: ArrayLike<number>): Float32Array | Int32Array {
+  if (dtype === 'float32') return values instanceof Float32Array ? values : Float32Array.from(values);
+  return values instanceof Int32Array ? values : Int32Array.from(values);
+}
+
 const installed = new WeakMap<object, (id: DataId) => void>();
 
 /** Uploads of host values on this webgpu backend go through queue.writeBuffer (on: true) or tfjs's own staging path. */
@@ -44,7 +50,7 @@ export function setQueueUploads(backend: unknown, on: boolean): void {
     const d = this.tensorMap.get(id);
     if (!d || d.resource != null || d.values == null || d.complexTensorInfos || !['float32', 'int32', 'bool'].includes(d.dtype)) return tfjsUpload.call(this, id);
     const count = d.shape.reduce((a, x) => a * x, 1);
-    const values = d.dtype === 'float32' ? (d.values instanceof Float32Array ? d.values : Float32Array.from(d.values)) : d.values instanceof Int32Array ? d.values : Int32Array.from(d.values);
+    const values = deviceArray(d.dtype, d.values);
     const buffer = this.bufferManager.acquireBuffer(4 * count, STORAGE | COPY_SRC | COPY_DST);
     this.queue.writeBuffer(buffer, 0, values.length === count ? values : values.subarray(0, count));
     d.resource = buffer;
