@@ -10,14 +10,9 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli } from '../helpers/cli.js';
 import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
-import { listAdapters } from '../../src/core/backend/webgpu.js';
+import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 
-process.env.EGL_PLATFORM ??= 'surfaceless';
-const gl = await listAdapters({ dawnBackend: 'opengles' });
-const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
-const onGl = { DAWNNODE_BACKEND: 'opengles', EGL_PLATFORM: 'surfaceless' };
-
-describe('xtts train with step capture (WebGPU)', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () => {
   test('replayed steps train exactly as eager ones: the same losses, validation and weights; run.sqlite says which steps replayed', async () => {
     const { dir, config } = shortQuickstartRun(12, 'xtts-capture-', `  max_steps: 8
   log_every: 2

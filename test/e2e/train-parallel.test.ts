@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli as run } from '../helpers/cli.js';
 import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
-import { listAdapters } from '../../src/core/backend/webgpu.js';
+import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
@@ -123,14 +123,7 @@ describe('xtts train --gpus (CPU replicas)', () => {
   });
 });
 
-// Dawn on Mesa's llvmpipe (OpenGL ES): the software WebGPU device the GPU code paths are tested on
-// (without a window system Mesa has only its surfaceless EGL platform).
-process.env.EGL_PLATFORM ??= 'surfaceless';
-const gl = await listAdapters({ dawnBackend: 'opengles' });
-const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
-const onGl = { DAWNNODE_BACKEND: 'opengles', EGL_PLATFORM: 'surfaceless' };
-
-describe('xtts train --gpus (WebGPU replicas)', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () => {
   test('2 WebGPU replicas, each its own Dawn device in its own thread: the losses of one WebGPU device, finite', async () => {
     const args = ['--config', config, '--max-steps', '3'];
     const one = join(dir, 'gl-one');

@@ -6,14 +6,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import * as tfCore from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
-import { disposeBackend, initBackend, listAdapters } from '../../src/core/backend/index.js';
+import { disposeBackend, initBackend } from '../../src/core/backend/index.js';
+import { withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { CaptureRefused, compareRecordings, recordStep, StepCapture } from '../../src/core/backend/step-capture.js';
 import '../../src/core/model/gradients.js';
 import { DropoutPool } from '../../src/core/model/nn.js';
-
-process.env.EGL_PLATFORM ??= 'surfaceless';
-const gl = await listAdapters({ dawnBackend: 'opengles' });
-const llvmpipe = gl.adapters.some((a) => /llvmpipe/.test(a.name));
 
 type Tf = typeof tfCore;
 
@@ -28,7 +25,7 @@ function sgd(tf: Tf, w: tfCore.Variable, x: tfCore.Tensor, lr: tfCore.Tensor) {
     });
 }
 
-describe('step capture on a real WebGPU device', { skip: llvmpipe ? false : `no OpenGL ES adapter here (${gl.note ?? 'none'})` }, () => {
+describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () => {
   test('two recorded steps agree; replays give the eager losses and weights bit for bit; weights assigned outside are bound again, disposed ones refuse the replay', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {
