@@ -47,6 +47,7 @@ function train(mode) {
     kernels: t.kernelsPerStep,
     replayedShare: t.replayedShare,
     capture: res.stepCapture,
+    parameters: res.parameters,
     losses: res.lossCurve.map((p) => p.loss),
   };
 }
@@ -65,5 +66,5 @@ const shapes = (replay.capture?.shapes ?? [])
 const encodeUs = replay.capture?.shapes?.[0]?.encodeUsPerProgram ?? null;
 console.log(`logged losses ${same ? 'identical' : 'DIFFER'} (${eager.losses.length} read back); ${shapes}`);
 console.log(
-  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, sameLosses: same })}`,
+  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, replayedShare: replay.replayedShare, shape: replay.capture?.shapes?.[0]?.shape ?? null, parameters: replay.parameters, sameLosses: same })}`,
 );

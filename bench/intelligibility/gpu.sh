@@ -66,6 +66,20 @@ pack() { # name: what the run spoke, at once; its model's weights (not the optim
   (cd "$work" && tar -czf "$out/$1-checkpoint.tar.gz" --exclude='*/optimizer.*' "$1/checkpoints" 2>/dev/null)
   echo "$1 packed in $(since "$t") ms" >>"$work/summary.txt"
 }
+# Steps that fit MINUTES of training: a 60-step run of the same config measures the median step (the
+# step-capture replay, on by default, makes it several times faster than the eager step the fixed
+# defaults were sized for), and the schedule gets 92% of MINUTES at that pace (the rest: start-up and the
+# eager steps that record the replay).
+fit_steps() { # name minutes args...
+  local name=$1 minutes=$2 t=$(date +%s%N) ms
+  shift 2
+  $x train --output "$work/$name-calibration" --max-steps 60 --backend "$backend" --json "$@" --set training.eval_every=1000000 --set training.validate_every=1000000 \
+    --set training.checkpoint_every=1000000 >"$work/$name-calibration.json" 2>"$work/$name-calibration.log"
+  ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["timing"]["stepMsMedian"])' "$work/$name-calibration.json" 2>/dev/null)
+  echo "$name calibration: median step ${ms:-unknown} ms in $(since "$t") ms" >>"$work/summary.txt"
+  rm -rf "$work/$name-calibration"
+  [[ -n $ms ]] && awk -v m="$minutes" -v ms="$ms" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }'
+}
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$work/smi.csv" 2>/dev/null &
 smi=$!
 # The overfit run: the quickstart config on all 36 of its clips read as espeak-ng phonemes (the
@@ -74,17 +88,20 @@ smi=$!
 # has decayed when time is up; batch 16 at 1e-3 scored worse, README.md). OVERFIT_ARGS adds --set
 # overrides (experiments).
 if [[ $overfit_minutes != 0 ]]; then
-  steps=${OVERFIT_STEPS:-1100}
   # shellcheck disable=SC2086
-  train overfit "$overfit_minutes" --config configs/quickstart.yaml --set text.tokenizer=phonemes --set dataset.validation_fraction=0 --set batching.batch_size=36 \
-    --set batching.buckets=1 --set training.learning_rate=2e-3 --set training.schedule.warmup_steps=100 --set training.max_steps="$steps" --set training.log_every=50 \
-    --set training.eval_every="$steps" --set training.validate_every="$steps" --set training.checkpoint_every="$steps" ${OVERFIT_ARGS:-} && speak overfit "$work/overfit.txt"
+  overfit_args=(--config configs/quickstart.yaml --set text.tokenizer=phonemes --set dataset.validation_fraction=0 --set batching.batch_size=36
+    --set batching.buckets=1 --set training.learning_rate=2e-3 --set training.schedule.warmup_steps=100 --set training.log_every=50 ${OVERFIT_ARGS:-})
+  steps=${OVERFIT_STEPS:-$(fit_steps overfit "$overfit_minutes" "${overfit_args[@]}")}
+  steps=${steps:-1100}
+  train overfit "$overfit_minutes" "${overfit_args[@]}" --set training.max_steps="$steps" \
+    --set training.eval_every="$steps" --set training.validate_every="$steps" --set training.checkpoint_every="$steps" && speak overfit "$work/overfit.txt"
   pack overfit
 fi
 # The held-out run: a cosine schedule of HELDOUT_STEPS (default 380 per minute: an H100 runs ~370 to
 # 430 steps a minute of this config), so that its learning rate has decayed when time is up.
 if [[ $heldout_minutes != 0 ]]; then
-  steps=${HELDOUT_STEPS:-$(awk -v m="$heldout_minutes" 'BEGIN { printf "%d", m * 380 }')}
+  steps=${HELDOUT_STEPS:-$(fit_steps heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data")}
+  steps=${steps:-$(awk -v m="$heldout_minutes" 'BEGIN { printf "%d", m * 380 }')}
   train heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" --set training.max_steps="$steps" \
     --set training.eval_every="$steps" --set training.checkpoint_every="$steps" && speak heldout "$work/heldout.txt"
   pack heldout

@@ -1,0 +1,93 @@
+"""Summary of bench/gpu-twin.sh's work folder: per preset, xtts (eager and replayed) against the
+PyTorch twin on the same bucket shape. Plain python3 (json, sqlite3, statistics).
+
+    python3 bench/gpu-twin-summary.py WORK PRESET...
+"""
+import json
+import os
+import sqlite3
+import statistics
+import sys
+
+
+def bench_json(path):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("BENCH_JSON "):
+                    return json.loads(line[len("BENCH_JSON "):])
+    except OSError:
+        pass
+    return None
+
+
+def twin_lines(path):
+    rows = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    r = json.loads(line)
+                    rows[r.get("variant")] = r
+    except OSError:
+        pass
+    return rows
+
+
+def busy_share(db_path):
+    """NVML utilisation (mean of the samples) over the replayed steps' span, and that span's steps."""
+    if not os.path.exists(db_path):
+        return None, 0
+    db = sqlite3.connect(db_path)
+    try:
+        steps = db.execute("SELECT start_ms, wall_ms FROM steps WHERE replayed = 1 ORDER BY step").fetchall()
+        if len(steps) < 3:
+            return None, len(steps)
+        t0, t1 = steps[1][0], steps[-1][0] + steps[-1][1]
+        util = [u for (u,) in db.execute("SELECT utilization_pct FROM device_samples WHERE t_ms >= ? AND t_ms <= ? AND utilization_pct IS NOT NULL", (t0, t1))]
+        return (statistics.mean(util) if util else None), len(steps)
+    finally:
+        db.close()
+
+
+def fmt(x, unit="", digits=1):
+    return "n/a" if x is None else f"{x:.{digits}f}{unit}"
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def main():
+    work, presets = sys.argv[1], sys.argv[2:]
+    figures = []
+    for p in presets:
+        x = bench_json(os.path.join(work, f"{p}.txt"))
+        if x is None:
+            print(f"== {p}: the xtts runs gave no figures (see {p}.txt)")
+            continue
+        t = twin_lines(os.path.join(work, f"{p}-twin.jsonl"))
+        eager = (t.get("fp32") or {}).get("step_ms_median")
+        graphs = (t.get("graphs") or {}).get("step_ms_median")
+        busy, replayed = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
+        per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
+        row = {
+            "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
+            "twinParameters": (t.get("fp32") or {}).get("params"), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
+            "twinEagerFp32Ms": eager, "twinGraphsFp32Ms": graphs, "replayOverTwinEager": ratio(x["replayStepMs"], eager),
+            "eagerOverTwinEager": ratio(x["eagerStepMs"], eager), "replayOverTwinGraphs": ratio(x["replayStepMs"], graphs),
+            "eagerPrograms": x.get("eagerPrograms"), "replayPrograms": x.get("replayPrograms"), "replayHostMs": x.get("replayHostMs"),
+            "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"),
+            "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "replayedStepsInDb": replayed,
+            "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
+        }
+        figures.append(row)
+        print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
+        print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps)")
+        print(f"  twin eager fp32 {fmt(eager, ' ms')} ({row['twinKernelsPerStep']} kernels), CUDA graphs fp32 {fmt(graphs, ' ms')}")
+        print(f"  ratios: replayed / twin eager {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin graphs {fmt(row['replayOverTwinGraphs'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
+    print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))
+
+
+main()

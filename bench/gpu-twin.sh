@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# xtts against a PyTorch twin of its model on one GPU host, in one call (the engine-speed benchmark).
+# Per preset (default "tiny small normal"): bench/step-capture.mjs runs `xtts train` through the bundle
+# on the quickstart data with one bucket, eager (device.step_capture off) and replayed (auto), STEPS
+# steps each (default 60); then the twin trains the same bucket shape (batch × tokens × frames ×
+# reference frames, read from the replayed run) for its VARIANTS (default "fp32": eager float32, TF32
+# off, the same arithmetic; "fp32,graphs" adds CUDA graphs). gpu-twin-summary.py prints, per preset,
+# the step times side by side, their ratios, GPU programs per step, host time per replayed program and
+# the GPU's busy share (NVML samples the trainer wrote to run.sqlite) over the replayed steps.
+# The twin is a separate measurement kit, not part of xtts: pass the path of its xtts_twin.py.
+#
+#   bash bench/gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]
+#
+# Needs: npm run gpu-runtime && npm run bundle here; python3 with torch there. Writes OUT/summary.txt
+# and OUT/twin.tar.gz (every log, the twin's JSON lines, each run's run.sqlite).
+set -u
+out=${1:?usage: gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]}
+twin=${2:?usage: gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]}
+steps=${3:-60}
+presets=${4:-tiny small normal}
+variants=${5:-fp32}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+mkdir -p "$out"
+source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$work/host.txt" 2>&1
+for preset in $presets; do
+  t=$(date +%s)
+  XTTS_BIN=bundle/xtts.cjs timeout 300 node bench/step-capture.mjs "$work/$preset" "$steps" "bundle/configs/$preset.yaml" \
+    -- --set pipeline.cache.path="$work/cache.sqlite" >"$work/$preset.txt" 2>&1
+  echo "$preset xtts rc=$? in $(($(date +%s) - t)) s" >>"$work/phases.txt"
+  shape=$(sed -n 's/^BENCH_JSON //p' "$work/$preset.txt" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("shape") or ""; print(" ".join(s.replace("×"," ").split()[:4]))' 2>/dev/null)
+  if [[ $(wc -w <<<"$shape") != 4 ]]; then
+    echo "$preset: no replayed bucket shape in the xtts run; the twin is skipped" >>"$work/phases.txt"
+    continue
+  fi
+  read -r b tk fr rf <<<"$shape"
+  t=$(date +%s)
+  timeout 240 python3 "$twin" --preset "$preset" --batch "$b" --tokens "$tk" --frames "$fr" --ref "$rf" --variants "$variants" \
+    --steps 50 --warmup 10 >"$work/$preset-twin.jsonl" 2>"$work/$preset-twin.err"
+  echo "$preset twin rc=$? in $(($(date +%s) - t)) s (shape $b×$tk×$fr×$rf)" >>"$work/phases.txt"
+done
+python3 "$here/gpu-twin-summary.py" "$work" $presets >"$work/summary.txt" 2>&1
+cp "$work/summary.txt" "$work/host.txt" "$work/phases.txt" "$out/"
+tar -czf "$out/twin.tar.gz" -C "$work" --exclude='cache.sqlite' --exclude='checkpoints' --exclude='*.wav' . 2>/dev/null
+cat "$out/host.txt" "$out/phases.txt" "$out/summary.txt"
