@@ -2,7 +2,8 @@
 // timing reports what it can on each backend.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { initBackend, KernelCounter, timeOnDevice } from '../../src/core/backend/index.js';
+import { initBackend, KernelCounter, programTimes, timeOnDevice } from '../../src/core/backend/index.js';
+import { namedProgram } from '../../src/core/backend/kernels.js';
 import '../../src/core/model/gradients.js';
 
 test('counts a known op sequence exactly, by name on request, and stops when uninstalled', async () => {
@@ -96,4 +97,20 @@ test('model FLOPs: 2·M·N·K per matmul (transposed and batched too), 2·output
   } finally {
     counter.uninstall();
   }
+});
+
+test('device time per program kind: tfjs-backend-webgpu\'s "name: ms, …" summed by name, largest first; xtts programs carry their own names', () => {
+  assert.deepEqual(programTimes('MatMulPackedProgram: 1.5, BinaryOpProgram: 0.25, MatMulPackedProgram: 2, XttsSpreadSumProgram: 0.5, UnaryOpProgram: 0.25'), [
+    { name: 'MatMulPackedProgram', ms: 3.5, count: 2 },
+    { name: 'XttsSpreadSumProgram', ms: 0.5, count: 1 },
+    { name: 'BinaryOpProgram', ms: 0.25, count: 1 },
+    { name: 'UnaryOpProgram', ms: 0.25, count: 1 },
+  ]);
+  assert.deepEqual(programTimes(''), []);
+  assert.deepEqual(programTimes(undefined), []);
+  // A malformed entry is skipped, not counted as NaN.
+  assert.deepEqual(programTimes('A: x, B: 1'), [{ name: 'B', ms: 1, count: 1 }]);
+  const p = namedProgram('XttsExampleProgram', { shaderKey: 'k', dispatch: [1, 1, 1] });
+  assert.equal(p.constructor.name, 'XttsExampleProgram');
+  assert.deepEqual({ ...p }, { shaderKey: 'k', dispatch: [1, 1, 1] });
 });

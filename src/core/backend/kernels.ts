@@ -148,6 +148,8 @@ export type DeviceTime =
       wallMs: number;
       /** What kernelMs means on this backend. */
       source: string;
+      /** webgpu: device time and count per program kind (tfjs's program class, or xtts's program name), largest first. */
+      programs: ProgramTime[];
     }
   | { available: false; reason: string; wallMs: number };
 
@@ -156,6 +158,42 @@ export type DeviceTime =
  * wall time of the whole call (tfjs-backend-cpu/-wasm 4.22): their arithmetic happens inside each
  * kernel call, so there is nothing beside the host to time.
  */
+/** One kind of GPU program's share of a device-timed step. */
+export interface ProgramTime {
+  name: string;
+  ms: number;
+  count: number;
+}
+
+/**
+ * tfjs-backend-webgpu's timing names each program by its constructor (`getExtraProfileInfo`: "name: ms,
+ * name: ms, …" in dispatch order); this sums them per name, largest first.
+ */
+export function programTimes(extra: string | undefined): ProgramTime[] {
+  const by = new Map<string, ProgramTime>();
+  for (const part of (extra ?? '').split(', ')) {
+    const at = part.lastIndexOf(': ');
+    if (at <= 0) continue;
+    const ms = Number(part.slice(at + 2));
+    if (!Number.isFinite(ms)) continue;
+    const name = part.slice(0, at);
+    const t = by.get(name) ?? { name, ms: 0, count: 0 };
+    t.ms += ms;
+    t.count++;
+    by.set(name, t);
+  }
+  return [...by.values()].sort((a, b) => b.ms - a.ms);
+}
+
+/**
+ * A WebGPU program object whose constructor carries `name`, so that the device timing above names it
+ * (tfjs reads program.constructor.name; an object literal would be timed as "Object").
+ */
+export function namedProgram<T extends object>(name: string, fields: T): T {
+  const Named = { [name]: class {} }[name];
+  return Object.assign(new Named(), fields);
+}
+
 export function noDeviceTime(backend: string): string | undefined {
   if (backend !== 'cpu' && backend !== 'wasm') return undefined;
   return `the ${backend} backend computes inside each kernel call on this CPU: there is no device working beside the host, and the time it reports is the call's own wall time`;
@@ -189,5 +227,6 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
   // Dawn's null backend (and a broken driver) return timestamps that are not monotonic.
   if (timing.kernelMs < 0) return { available: false, reason: `the device's timestamps are not monotonic (summed kernel time ${timing.kernelMs.toFixed(1)} ms)`, wallMs: timing.wallMs };
   const source = backendName === 'webgpu' ? 'GPU timestamp queries around each program, summed' : 'kernel times as libtensorflow reports them';
-  return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source };
+  const extra = (timing as { getExtraProfileInfo?: () => string }).getExtraProfileInfo;
+  return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source, programs: backendName === 'webgpu' && extra ? programTimes(extra()) : [] };
 }

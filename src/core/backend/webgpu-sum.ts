@@ -6,6 +6,7 @@
 // contiguous chunk into a partial, then one workgroup sums the partials — in a fixed order, so the
 // result is the same every time. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
+import { namedProgram } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -27,7 +28,7 @@ interface WebgpuBackendLike {
 
 /** out[w] = Σ x[w·chunk .. min(n, (w+1)·chunk)), one workgroup per w. */
 function partialSums(outputs: number) {
-  return {
+  return namedProgram('XttsSpreadSumProgram', {
     variableNames: ['x'],
     outputShape: [outputs],
     shaderKey: 'xtts_sum_spread',
@@ -58,7 +59,7 @@ function partialSums(outputs: number) {
           setOutputAtIndex(w, partial[0]);
         }
       }`,
-  };
+  });
 }
 
 function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: number): tfTypes.TensorInfo {

@@ -4,6 +4,7 @@
 // it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
+import { namedProgram } from '../backend/kernels.js';
 
 export const LN_EPSILON = 1e-5;
 export const LN_KERNEL = 'XttsLayerNorm';
@@ -65,7 +66,7 @@ interface Program {
 /** y = x̂·w, with w a gain [cols] ('gain') or a second [rows, cols] tensor ('product'). */
 function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
   const w = mode === 'gain' ? 'getW(col)' : 'getW(row, col)';
-  return {
+  return namedProgram(`XttsLayerNorm${mode === 'gain' ? 'Gain' : 'Product'}Program`, {
     variableNames: ['x', 'w'],
     outputShape: shape,
     shaderKey: `xtts_layernorm_${mode}`,
@@ -83,12 +84,12 @@ function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
           setOutputAtCoords(row, col, (getX(row, col) - stats.x) * stats.y * ${w});
         }
       }`,
-  };
+  });
 }
 
 /** dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)), dŷ = dy·g. */
 function gradProgram(shape: number[]): Program {
-  return {
+  return namedProgram('XttsLayerNormGradProgram', {
     variableNames: ['x', 'g', 'dy'],
     outputShape: shape,
     shaderKey: 'xtts_layernorm_grad',
@@ -118,7 +119,7 @@ function gradProgram(shape: number[]): Program {
           setOutputAtCoords(row, col, stats.y * (d - a - xh * b));
         }
       }`,
-  };
+  });
 }
 
 interface WebgpuBackendLike {

@@ -9,6 +9,7 @@
 //    buffer copies straight into the variables' buffers instead of ~one program per parameter.
 import * as tf from '@tensorflow/tfjs-core';
 import { COPY_SHADER_KEY } from '../backend/step-capture.js';
+import { namedProgram } from '../backend/kernels.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
@@ -21,7 +22,7 @@ interface WebgpuBackendLike {
 
 /** out[i] = src[start + i], start from `startCode` (WGSL), for i < size. */
 function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string) {
-  return {
+  return namedProgram(shaderKey === 'xtts_segment' ? 'XttsSegmentProgram' : 'XttsWindowProgram', {
     variableNames,
     outputShape: [size],
     shaderKey,
@@ -36,7 +37,7 @@ function copyProgram(shaderKey: string, variableNames: string[], size: number, u
           setOutputAtIndex(index, ${variableNames[0]}[${startCode} + index]);
         }
       }`,
-  };
+  });
 }
 
 if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {

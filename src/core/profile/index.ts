@@ -46,7 +46,7 @@ export interface ProfileResult extends ProfileVerdicts {
   startedAtEpochMs: number | null;
   measuredWindowMs: { fromMs: number; toMs: number };
   /** Device timing of the probe steps: what it measured, or why there is none. */
-  deviceTiming: { available: boolean; steps: number; source?: string; reason?: string };
+  deviceTiming: { available: boolean; steps: number; source?: string; reason?: string; programs?: { name: string; ms: number; count: number }[] };
   files: { trace?: string; report?: string; fixConfig?: string };
   /** Data-parallel runs: each replica's device and mean spans over the measured steps; null on one device. */
   replicas: ReplicaSummary[] | null;
@@ -66,7 +66,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   let device: string | null;
   let configFile: string | null;
   let telemetry: GpuTelemetryMeta | undefined;
-  let timingMeta: { available: boolean; source?: string; reason?: string } | undefined;
+  let timingMeta: Omit<ProfileResult['deviceTiming'], 'steps'> | undefined;
   let startedAtEpochMs: number | null;
   let cpuCores: number;
   let replicaSteps: ReplicaStepRecord[];
@@ -129,7 +129,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       ? { available: true, source: telemetry.source, devices: telemetry.devices.map((d) => ({ index: d.index, name: d.name, memoryTotalBytes: d.memoryTotalBytes, gpm: d.gpm })) }
       : { available: false, reason: telemetry.reason }
     : { available: false, reason: 'the run did not record its GPU telemetry' };
-  const deviceTiming = timingMeta ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps } : allTimed ? { available: true, steps: steps.length, source: 'recorded with every step' } : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
+  const deviceTiming: ProfileResult['deviceTiming'] = timingMeta ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps } : allTimed ? { available: true, steps: steps.length, source: 'recorded with every step' } : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
   let gpuNote: string | null = null;
   if (window.length === 0) {
     const why = cpuBackend ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement` : `no GPU samples (${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
@@ -153,6 +153,12 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
       'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s FP32)` : ''}`,
       'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${deviceTiming.reason ? `: ${deviceTiming.reason}` : ''}`,
+      'top GPU programs (device ms per timed step)': deviceTiming.programs?.length
+        ? deviceTiming.programs
+            .slice(0, 8)
+            .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
+            .join(', ')
+        : 'not measured',
       'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
       'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,
       'SM activity (GPM)': b.smActivityPct === null ? 'n/a' : `${b.smActivityPct.toFixed(1)}%`,

@@ -87,6 +87,13 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '']);
     this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
     if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; it overlaps dispatch and sync, so it is not part of the sum`));
+    const top = r.deviceTiming.programs ?? [];
+    if (top.length) {
+      const total = top.reduce((a, p) => a + p.ms, 0);
+      this.log(paint.bold(`top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`));
+      const rows = top.slice(0, 12).map((p) => [p.name, f(p.ms), pct(p.ms / total), p.count.toFixed(0), `${((p.ms / p.count) * 1000).toFixed(0)} µs`]);
+      this.log(renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd());
+    }
     if (r.replicas) {
       this.log(paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`));
       const replicaRows = r.replicas.map((x) => [String(x.rank), x.device, x.samplesPerStep.toFixed(1), f(x.uploadMs), f(x.syncMs), f(x.forwardBackwardMs), f(x.allReduceMs), f(x.optimizerMs), x.tensors.toLocaleString('en-US')]);
