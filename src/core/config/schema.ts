@@ -238,6 +238,11 @@ export const TrainingSchema = Section(
       description:
         'Width σ, in shares of the text and of the utterance, of the diagonal prior in monotonic alignment search (which decoder steps say which symbol): it keeps the search from holding one symbol for half a second while the symbols\' means are still poor. 0 searches by the means alone.',
     }),
+    alignment_lookahead: Enum(['auto', 'on', 'off'] as const, {
+      default: 'auto',
+      description:
+        'Search the next batch\'s alignment while the device trains on this one: its forward pass is queued before this step and the host runs the search while the step computes, so the device does not wait for it. The next batch is then aligned with the weights from before this step\'s update (one step behind; a resumed run aligns its first batch with the checkpoint\'s weights, so it is not bit for bit the unbroken run). `auto`: on where the device computes beside the host (webgpu, one device); `off`: each batch aligned after the step before it, on every backend.',
+    }),
     grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
     grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are averaged into one optimizer step (its logged loss is their mean).' }),
     precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16 (none does yet: `xtts train` refuses it with the reason).' }),
@@ -287,6 +292,11 @@ export const DeviceSchema = Section(
       default: 'auto',
       description:
         'webgpu: record each bucket shape\'s training step once (two eager steps that must dispatch the same programs) and from then on replay it — one command encoder, bind groups built once, only the batch, the dropout offsets and the optimizer\'s per-step scalars written per step. With gradient accumulation the first, in-between and updating micro-batches are captured apart. What cannot be replayed (data-parallel replicas, a step whose work changes) steps eagerly and the run records why. `off`: every step eagerly. Other backends step eagerly.',
+    }),
+    conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
+      default: 'auto',
+      description:
+        'How the 1-D convolutions (postnet, conditioning, duration predictor) run: `native` uses the backend\'s convolution kernels and their gradients; `composed` computes each as one matmul over all filter taps plus shifted slices (forward and backward are matmuls). `auto`: composed — tfjs-backend-webgpu\'s filter gradient (Conv2DBackpropFilter) is a loop per filter element that took 36% of a normal-preset step\'s device time on an H100, the cpu backend\'s is a scalar loop, and wasm has none. The weights are the same either way.',
     }),
     data_device: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 }), Type.Null()], {
       default: null,

@@ -357,13 +357,15 @@ export class DropoutPool {
 export type ConvImpl = 'auto' | 'native' | 'composed';
 
 /**
- * 'auto': the native conv kernels where the backend can differentiate them, except on cpu, whose
- * Conv2DBackpropFilter is a scalar loop slower than the composition's matmul (measured: a tiny-model
- * step 10% faster composed). On wasm the composition is the only way (no Conv2DBackpropFilter).
+ * 'auto' (device.conv_kernels): the composition, on every backend with no native filter gradient
+ * worth using — wasm has no Conv2DBackpropFilter, cpu's is a scalar loop (a tiny-model step 10% faster
+ * composed), webgpu's loops over the batch and frames per filter element (36% of a normal step's device
+ * time on an H100, profile-bottleneck's top programs). Only tensorflow (libtensorflow's cuDNN/oneDNN
+ * kernels) keeps the native convolution.
  */
 export function nativeConvAvailable(): boolean {
   const backend = tf.getBackend();
-  return backend !== 'cpu' && tf.getKernel('Conv2DBackpropFilter', backend) !== undefined;
+  return backend === 'tensorflow' && tf.getKernel('Conv2DBackpropFilter', backend) !== undefined;
 }
 
 export class Conv1d {

@@ -45,7 +45,7 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   let data: PreparedDataset;
   try {
     const { choice } = await initBackend(d.backend, { device: d.device });
-    model = new XttsModel(d.config.model, d.sizes, { seed: d.config.training.seed });
+    model = new XttsModel(d.config.model, d.sizes, { seed: d.config.training.seed, convImpl: d.config.device.conv_kernels });
     data = { ...d.data, tokenizer: Tokenizer.fromJSON(d.data.tokenizer) } as unknown as PreparedDataset;
     port.postMessage({ type: 'ready', device: choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend } satisfies FromSide);
   } catch (e) {

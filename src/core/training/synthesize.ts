@@ -155,7 +155,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     });
   }
   const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device });
-  const model = new XttsModel(config.model, sizes, { seed: config.training.seed });
+  const model = new XttsModel(config.model, sizes, { seed: config.training.seed, convImpl: config.device.conv_kernels });
   const weights = new Map(ckpt.weights.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
   model.setWeights(weights);
   tf.dispose([...weights.values()]);

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, noDeviceTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, noDeviceTime, type ProgramTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
@@ -16,7 +16,7 @@ import { DataLoader, producerThreads, type LoadedBatch } from '../data/loader.js
 import { slotBytes } from '../data/ring.js';
 import { prepareDataset, type PrepareProgress } from '../data/prepare.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
+import { type BatchAlignment, type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
 import { XttsModel } from '../model/model.js';
 import { curveFigure } from '../render/figures.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
@@ -184,7 +184,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
-  const model = new XttsModel(config.model, sizes, { seed: t.seed });
+  const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });
   const optimizer = new OPTIMIZERS[t.optimizer.name](model.trainableVariables(), t);
   const store = new CheckpointStore(runDir);
   let step = 0;
@@ -256,7 +256,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   let stoppedBy = 'max_steps' as TrainResult['stoppedBy'];
   // Device-timed probe steps come last; a backend with no device time runs none of them.
   let timedSteps = Math.max(0, Math.floor(o.deviceTimedSteps ?? 0));
-  let deviceTiming: { available: boolean; source?: string; reason?: string } | undefined;
+  let deviceTiming: { available: boolean; source?: string; reason?: string; programs?: ProgramTime[] } | undefined;
+  // Device time per program kind, summed over the device-timed steps (and how many there were).
+  const timedPrograms = new Map<string, ProgramTime>();
+  let timedStepCount = 0;
   const untimeable = noDeviceTime(choice.backend) ?? (replicas && replicas.devices.length > 1 ? 'device time is measured on one device: run without device.gpus' : undefined);
   if (timedSteps > 0 && untimeable) {
     deviceTiming = { available: false, reason: untimeable };
@@ -371,6 +374,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const replayer = replicas && replicas.devices.length > 1 ? undefined : new StepReplayer(model, optimizer, t.loss, config.device.step_capture, accumulate);
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
+  let ahead: PreparedBatch | undefined;
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -399,6 +403,19 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       say(`data device: ${side.device} runs the validation passes and eval synthesis from weight snapshots while training goes on`);
       db.setMeta('dataDevice', side.device);
     }
+    // training.alignment_lookahead: a batch uploaded and its alignment search under way, waiting for
+    // its step. Not with replicas (each aligns its own rows).
+    const lookahead = !group && (t.alignment_lookahead === 'on' || (t.alignment_lookahead === 'auto' && choice.backend === 'webgpu'));
+    const prepareBatch = (b: LoadedBatch): PreparedBatch => {
+      const tensors = uploadBatch(b, dims(b));
+      const lengths = { text: b.textLengths.slice(0, b.shape.batchSize), mel: b.melLengths.slice(0, b.shape.batchSize) };
+      loader.release(b);
+      const alignment = model.align(tensors, lengths.text, lengths.mel, t.alignment_prior);
+      // Awaited by its step; a run that ends first disposes it (disposeAhead) instead.
+      alignment.catch(() => undefined);
+      return { batch: b, tensors, alignment };
+    };
+    if (lookahead) say('alignment lookahead: each batch\'s alignment is searched while the step before it computes (training.alignment_lookahead)');
     while (step < maxSteps) {
       // Let the event loop run between steps: when the ring is always ready, the loop would
       // otherwise be one endless chain of microtasks and signals (Ctrl-C) and timers would never fire.
@@ -419,7 +436,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       let dpUpdate: ReplicaUpdate | undefined;
       const replicaParts: Omit<ReplicaStepRecord, 'step' | 'rank'>[] = [];
       for (let micro = 0; micro < accumulate; micro++) {
-        batch = await loader.next();
+        // The batch whose alignment the previous micro-batch queued ahead of its step, or the next one.
+        const prepared = ahead;
+        ahead = undefined;
+        batch = prepared?.batch ?? (await loader.next());
         if (!batch) break;
         timer.mark('dataWaitMs');
         if (group) {
@@ -448,13 +468,19 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           dpUpdate = out.rank0.update;
           continue;
         }
-        const tensors = uploadBatch(batch, dims(batch));
-        const lengths = { text: batch.textLengths.slice(0, batch.shape.batchSize), mel: batch.melLengths.slice(0, batch.shape.batchSize) };
-        loader.release(batch);
+        const { tensors, alignment } = prepared ?? prepareBatch(batch);
         timer.mark('uploadMs');
         // Which symbol each step says (one readback and the alignment search on the host).
-        const aligned = { ...tensors, alignment: await model.align(tensors, lengths.text, lengths.mel, t.alignment_prior) };
+        const aligned = { ...tensors, alignment: await alignment };
         timer.mark('syncMs');
+        if (lookahead && !(micro === accumulate - 1 && step + 1 >= maxSteps)) {
+          // The next batch's alignment forward goes to the device before this step, so its readback
+          // and search on the host overlap the step's computing.
+          const next = await loader.next();
+          timer.mark('dataWaitMs');
+          if (next) ahead = prepareBatch(next);
+          timer.mark('uploadMs');
+        }
         kernels.take();
         const onGradients = () => timer.mark('forwardBackwardMs');
         const stepOptions = { accumulate, onGradients };
@@ -464,7 +490,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             const timing = await timeOnDevice(tf as never, () => {
               result = run(true);
             });
-            if (timing.available) deviceMs = (deviceMs ?? 0) + timing.kernelMs;
+            if (timing.available) {
+              deviceMs = (deviceMs ?? 0) + timing.kernelMs;
+              for (const p of timing.programs) {
+                const t = timedPrograms.get(p.name) ?? { name: p.name, ms: 0, count: 0 };
+                t.ms += p.ms;
+                t.count += p.count;
+                timedPrograms.set(p.name, t);
+              }
+            }
             deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
           } else result = run(false);
         } catch (e) {
@@ -503,6 +537,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       }
       for (const [rank, r] of replicaParts.entries()) db.addReplicaStep({ step: step + 1, rank, ...r });
       step++;
+      if (deviceMs !== undefined) timedStepCount++;
       position = { epoch: batch.epoch, batch: batch.index + 1 };
       let loss: number | undefined;
       let gradNorm: number | undefined;
@@ -633,6 +668,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       await side?.drain();
     }
   } finally {
+    await disposeAhead(ahead);
+    ahead = undefined;
     if (replayer) {
       captureSummary = replayer.summary();
       db.setMeta('stepCapture', captureSummary);
@@ -644,6 +681,11 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     await sampler?.stop();
     await loader.close();
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
+    if (deviceTiming?.available && timedPrograms.size > 0) {
+      // Per timed step (a step of several micro-batches counts once), largest first.
+      const perStep = [...timedPrograms.values()].map((p) => ({ name: p.name, ms: p.ms / timedStepCount, count: p.count / timedStepCount }));
+      deviceTiming.programs = perStep.sort((a, b) => b.ms - a.ms);
+    }
     if (deviceTiming) db.setMeta('deviceTiming', deviceTiming);
     db.close();
     events?.close();
@@ -683,6 +725,21 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Dawn keeps Node alive while a GPU device is referenced.
   disposeBackend(tf as never);
   return result;
+}
+
+/** A batch on the device with its alignment search started (training.alignment_lookahead). */
+interface PreparedBatch {
+  batch: LoadedBatch;
+  tensors: ReturnType<typeof uploadBatch>;
+  alignment: Promise<BatchAlignment>;
+}
+
+/** Frees a batch prepared ahead that no step trained on (the run ended first). */
+async function disposeAhead(p: PreparedBatch | undefined): Promise<void> {
+  if (!p) return;
+  disposeBatch(p.tensors);
+  const a = await p.alignment.catch(() => undefined);
+  if (a) tf.dispose([a.steps, a.durations]);
 }
 
 function outOfMemory(e: Error, config: XttsConfig, batch: LoadedBatch): XttsError {

@@ -200,6 +200,7 @@ export class ReplicaGroup {
         model: o.config.model,
         sizes: o.sizes,
         seed: o.config.training.seed,
+        convImpl: o.config.device.conv_kernels,
         training: o.config.training,
         modelBudgetMb: o.config.device.model_memory_budget_mb,
         batchSize: o.config.batching.batch_size,

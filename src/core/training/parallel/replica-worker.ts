@@ -7,6 +7,7 @@ import { disposeBackend, initBackend } from '../../backend/init.js';
 import type { ModelConfig, TrainingConfig } from '../../config/schema.js';
 import { type SerializedError, serializeError } from '../../errors.js';
 import { XttsModel, type ModelSizes } from '../../model/model.js';
+import type { ConvImpl } from '../../model/nn.js';
 import { checkModelBudget } from '../budget.js';
 import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
@@ -22,6 +23,8 @@ export interface ReplicaWorkerData {
   model: ModelConfig;
   sizes: ModelSizes;
   seed: number;
+  /** device.conv_kernels, as rank 0 runs them. */
+  convImpl: ConvImpl;
   training: TrainingConfig;
   modelBudgetMb: number | null;
   /** batching.batch_size, for the budget's advice. */
@@ -58,7 +61,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   try {
     const { choice } = await initBackend(d.backend, { device: d.device, unsafeApis: true });
     await import('../../model/gradients.js');
-    const model = new XttsModel(d.model, d.sizes, { seed: d.seed });
+    const model = new XttsModel(d.model, d.sizes, { seed: d.seed, convImpl: d.convImpl });
     const optimizer = new AdamW(model.trainableVariables(), d.training);
     replica = new Replica(model, optimizer, new Collective(d.shared, d.rank), {
       loss: d.training.loss,
