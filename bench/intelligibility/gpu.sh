@@ -7,9 +7,9 @@
 # Two runs, one after the other, each alone on the GPU (side by side each would get ~60% of the steps,
 # the step being bound by the host's work); a run given 0 minutes is skipped:
 #   held-out  bench/intelligibility/heldout.yaml (phonemes) on espeak-ng renderings of the training
-#             sentences of DATA (made here, all cores) for HELDOUT_MINUTES (default 6.5: with the
-#             synthesis, 8.5 minutes on an H100), its cosine schedule sized to what fits in that
-#             time, then the held-out sentences spoken;
+#             sentences of DATA (made here, all cores) for at most HELDOUT_MINUTES (default 6.5: with
+#             the synthesis, at most 8.5 minutes on an H100), its cosine schedule sized to what fits
+#             in that time (fit_steps below), then the held-out sentences spoken;
 #   overfit   the quickstart config (tiny) on all 36 quickstart clips read as phonemes for
 #             OVERFIT_MINUTES (default 0: the 3-minute overfit is a run of its own, gpu.sh OUT 0 3,
 #             4 minutes; the two together take longer than one 10-minute command on a GPU host),
@@ -84,8 +84,8 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,nohead
 smi=$!
 # The overfit run: the quickstart config on all 36 of its clips read as espeak-ng phonemes (the
 # clips are espeak-ng's own reading of them), all 36 in one batch, learning rate 2e-3, a cosine
-# schedule of OVERFIT_STEPS (default 1,100: what an H100 runs in 3 minutes, so that the learning rate
-# has decayed when time is up; batch 16 at 1e-3 scored worse, README.md). OVERFIT_ARGS adds --set
+# schedule of OVERFIT_STEPS (default: what fit_steps measures fits in the minutes, so that the learning
+# rate has decayed when time is up; batch 16 at 1e-3 scored worse, README.md). OVERFIT_ARGS adds --set
 # overrides (experiments).
 if [[ $overfit_minutes != 0 ]]; then
   # shellcheck disable=SC2086
@@ -97,8 +97,8 @@ if [[ $overfit_minutes != 0 ]]; then
     --set training.eval_every="$steps" --set training.validate_every="$steps" --set training.checkpoint_every="$steps" && speak overfit "$work/overfit.txt"
   pack overfit
 fi
-# The held-out run: a cosine schedule of HELDOUT_STEPS (default 380 per minute: an H100 runs ~370 to
-# 430 steps a minute of this config), so that its learning rate has decayed when time is up.
+# The held-out run: a cosine schedule of HELDOUT_STEPS (default: what fit_steps measures fits in the
+# minutes; 380 a minute if the calibration run fails), so that its learning rate has decayed in time.
 if [[ $heldout_minutes != 0 ]]; then
   steps=${HELDOUT_STEPS:-$(fit_steps heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data")}
   steps=${steps:-$(awk -v m="$heldout_minutes" 'BEGIN { printf "%d", m * 380 }')}
