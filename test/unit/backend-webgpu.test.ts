@@ -217,3 +217,59 @@ test('a full float32 sum of many values runs over many workgroups (two programs)
     disposeBackend(tf);
   }
 });
+
+test('matmuls tfjs would split over K with atomics run in a fixed order instead: the host\'s float64 product within 1e-4, the same bits every time, transposes and the cases left to tfjs', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { matMulDims, tfjsSplitsK } = await import('../../src/core/backend/webgpu-matmul.js');
+    // A weight gradient's shape: xᵀ·dy over batch × frames = 3,000 rows, a [40, 72] output (6 tiles of 32×32).
+    const [k, m, n] = [3000, 40, 72];
+    const x = tf.randomNormal([k, m], 0, 1, 'float32', 4);
+    const dy = tf.randomNormal([k, n], 0, 1, 'float32', 5);
+    assert.ok(tfjsSplitsK(matMulDims(x.shape, dy.shape, true, false), 8), 'tfjs would split this one over K');
+    const [X, D] = [await x.data(), await dy.data()];
+    const want = (i: number, j: number) => {
+      let s = 0;
+      for (let r = 0; r < k; r++) s += X[r * m + i] * D[r * n + j];
+      return s;
+    };
+    const counter = new KernelCounter().install(tf);
+    const out = tf.matMul(x, dy, true, false);
+    const programs = counter.takeAll().dispatches;
+    counter.uninstall();
+    assert.equal(programs, 2, 'the partials, then their ordered sum');
+    assert.deepEqual(out.shape, [m, n]);
+    const got = await out.data();
+    let worst = 0;
+    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) worst = Math.max(worst, Math.abs(got[i * n + j] - want(i, j)) / (1 + Math.abs(want(i, j))));
+    // float32 sums of 3,000 products of unit normals: the float64 product within 1e-4 (a wrong index is off by ~1).
+    assert.ok(worst < 1e-4, `largest difference ${worst}`);
+    for (let run = 0; run < 3; run++) assert.deepEqual(await tf.matMul(x, dy, true, false).data(), got, 'the same bits every time');
+    // B transposed, A not: dyᵀ·x = (xᵀ·dy)ᵀ; and a batch dimension of 1.
+    const t = await tf.matMul(tf.transpose(dy), tf.reshape(x, [1, k, m]), false, false).data();
+    const tt = await tf.matMul(tf.reshape(tf.transpose(dy), [1, n, k]), tf.transpose(x), false, true).data();
+    for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) {
+      assert.ok(Math.abs(t[i * m + j] - want(j, i)) <= 1e-4 * (1 + Math.abs(want(j, i))));
+      assert.ok(Math.abs(tt[i * m + j] - want(j, i)) <= 1e-4 * (1 + Math.abs(want(j, i))));
+    }
+    // Many output tiles, a short K, or a batch: tfjs's own programs (one each).
+    for (const [a, b] of [
+      [[k, 256], [k, 256]],
+      [[100, m], [100, n]],
+      [[2, k, m], [2, k, n]],
+    ] as const) {
+      assert.equal(tfjsSplitsK(matMulDims(a, b, true, false), 8), false);
+      const c = new KernelCounter().install(tf);
+      tf.matMul(tf.ones([...a]), tf.ones([...b]), true, false);
+      assert.equal(c.takeAll().dispatches, 1, `${a} · ${b}`);
+      c.uninstall();
+    }
+    // Gradients through it are the same as ever.
+    const g = await tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.matMul(v, dy, true, false)))(x).data();
+    let row0 = 0;
+    for (let j = 0; j < n; j++) row0 += D[j];
+    assert.ok(Math.abs(g[0] - row0) <= 1e-4 * (1 + Math.abs(row0)));
+  } finally {
+    disposeBackend(tf);
+  }
+});

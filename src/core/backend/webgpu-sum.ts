@@ -65,8 +65,9 @@ function partialSums(outputs: number) {
 function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: number): tfTypes.TensorInfo {
   const parts = Math.min(MAX_PARTIALS, Math.ceil(size / (WORKGROUP * PER_INVOCATION)));
   const chunk = Math.ceil(size / parts);
-  const partials = backend.runWebGPUProgram(partialSums(parts), [x], 'float32', [{ type: 'int32', data: [size, chunk] }]);
-  const total = backend.runWebGPUProgram(partialSums(1), [partials], 'float32', [{ type: 'int32', data: [parts, parts] }]);
+  // One entry per uniform: tfjs aligns a 2-value entry to 8 bytes, the struct's two i32 to 4.
+  const partials = backend.runWebGPUProgram(partialSums(parts), [x], 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
+  const total = backend.runWebGPUProgram(partialSums(1), [partials], 'float32', [parts, parts].map((v) => ({ type: 'int32', data: [v] })));
   backend.disposeData(partials.dataId);
   return total;
 }

@@ -14,6 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
 import { setSpreadSum } from './webgpu-sum.js';
+import { setOrderedSplitK } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -393,6 +394,7 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   if (!(await tf.setBackend('webgpu'))) return 'TensorFlow.js could not initialise its webgpu backend on the device';
   setQueueUploads(tf.backend(), true);
   setSpreadSum(tf, true);
+  setOrderedSplitK(tf, true);
   return undefined;
 }
 
