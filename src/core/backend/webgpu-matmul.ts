@@ -1,8 +1,8 @@
 // Matmuls with a long inner dimension and a small output, without atomics. tfjs-backend-webgpu gives
 // them more workgroups by splitting K (MatMulSplitKProgram) and adds the parts into the output with an
 // atomic compare-and-swap loop: the order of the additions changes from run to run, so a weight
-// gradient such as the stop head's (a [256, 1] output over batch × frames in the small preset) is not
-// the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
+// gradient such as the duration predictor's output layer's (dur.out: a [256, 1] output over batch ×
+// text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
 // own, then each output sums its parts in order — the same value every time. Everything else (and
 // anything tfjs's WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
