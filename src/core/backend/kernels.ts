@@ -153,11 +153,6 @@ export type DeviceTime =
     }
   | { available: false; reason: string; wallMs: number };
 
-/**
- * Why a backend has no device time at all, or undefined. The CPU backends' backend.time() is the
- * wall time of the whole call (tfjs-backend-cpu/-wasm 4.22): their arithmetic happens inside each
- * kernel call, so there is nothing beside the host to time.
- */
 /** One kind of GPU program's share of a device-timed step. */
 export interface ProgramTime {
   name: string;
@@ -194,6 +189,11 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
   return Object.assign(new Named(), fields);
 }
 
+/**
+ * Why a backend has no device time at all, or undefined. The CPU backends' backend.time() is the
+ * wall time of the whole call (tfjs-backend-cpu/-wasm 4.22): their arithmetic happens inside each
+ * kernel call, so there is nothing beside the host to time.
+ */
 export function noDeviceTime(backend: string): string | undefined {
   if (backend !== 'cpu' && backend !== 'wasm') return undefined;
   return `the ${backend} backend computes inside each kernel call on this CPU: there is no device working beside the host, and the time it reports is the call's own wall time`;

@@ -296,7 +296,7 @@ export const DeviceSchema = Section(
     conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
       default: 'auto',
       description:
-        'How the 1-D convolutions (postnet, conditioning, duration predictor) run: `native` uses the backend\'s convolution kernels and their gradients; `composed` computes each as one matmul over all filter taps plus shifted slices (forward and backward are matmuls). `auto`: composed — tfjs-backend-webgpu\'s filter gradient (Conv2DBackpropFilter) is a loop per filter element that took 36% of a normal-preset step\'s device time on an H100, the cpu backend\'s is a scalar loop, and wasm has none. The weights are the same either way.',
+        'How the 1-D convolutions (postnet, conditioning, duration predictor) run: `native` uses the backend\'s convolution kernels and their gradients; `composed` computes each as one matmul over all filter taps plus shifted slices (forward and backward are matmuls). `auto`: composed on webgpu, wasm and cpu — tfjs-backend-webgpu\'s filter gradient (Conv2DBackpropFilter) is a loop per filter element that took 36% of a normal-preset step\'s device time on an H100, the cpu backend\'s is a scalar loop, and wasm has none — and native on tensorflow (libtensorflow\'s kernels). The weights are the same either way.',
     }),
     data_device: Type.Union([Type.Integer({ minimum: 0 }), Type.String({ minLength: 1 }), Type.Null()], {
       default: null,

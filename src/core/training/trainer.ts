@@ -493,10 +493,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             if (timing.available) {
               deviceMs = (deviceMs ?? 0) + timing.kernelMs;
               for (const p of timing.programs) {
-                const t = timedPrograms.get(p.name) ?? { name: p.name, ms: 0, count: 0 };
-                t.ms += p.ms;
-                t.count += p.count;
-                timedPrograms.set(p.name, t);
+                const sum = timedPrograms.get(p.name) ?? { name: p.name, ms: 0, count: 0 };
+                sum.ms += p.ms;
+                sum.count += p.count;
+                timedPrograms.set(p.name, sum);
               }
             }
             deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
