@@ -32,7 +32,10 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.match(r2.stderr, /step capture: bucket 4×\d+×\d+×48 replayed from here on \(\d+ programs, [\d.]+ MiB of buffers; [\d.]+ [KMG]iB of the eager steps. pooled buffers released\)/);
     assert.match(r2.stdout, /programs\/step replayed/);
     // Both runs search each batch's alignment while the step before it computes (webgpu's default).
-    for (const r of [r1, r2]) assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched while the step before it computes/);
+    for (const r of [r1, r2]) {
+      assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched while the step before it computes/);
+      assert.match(r.stderr, /pipelined steps: each step is issued before the one before it is waited for/);
+    }
 
     assert.deepEqual([...trainingLosses(replayed)], [...trainingLosses(eager)]);
     const read = (run: string) => {

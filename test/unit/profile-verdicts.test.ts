@@ -64,6 +64,10 @@ test('sync-bound and oscillating runs; thresholds can be overridden', () => {
   const v = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 });
   assert.notEqual(verdict(v, 'sync-bound').grade, 'ok');
   assert.equal(verdict(v, 'sync-bound').actions[0].key, 'training.log_every');
+  // A GPU run that waits for every step before issuing the next is told to pipeline them first.
+  const waiting = verdict(judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1, pipelineSteps: 'off' }), 'sync-bound');
+  assert.deepEqual(waiting.actions.map((a) => a.key), ['device.pipeline_steps', 'training.log_every']);
+  assert.match(waiting.evidence, /whether each update was made; the losses every 1 step\)/);
   assert.equal(verdict(v, 'oscillating').grade, 'moderate');
   const relaxed = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 }, { syncBoundShare: 0.9, oscillatingStepCv: 0.9 });
   assert.equal(verdict(relaxed, 'sync-bound').grade, 'ok');

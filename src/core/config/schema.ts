@@ -293,6 +293,11 @@ export const DeviceSchema = Section(
       description:
         'webgpu: record each bucket shape\'s training step once (two eager steps that must dispatch the same programs) and from then on replay it — one command encoder, bind groups built once, only the batch, the dropout offsets and the optimizer\'s per-step scalars written per step. With gradient accumulation the first, in-between and updating micro-batches are captured apart. What cannot be replayed (data-parallel replicas, a step whose work changes) steps eagerly and the run records why. `off`: every step eagerly. Other backends step eagerly.',
     }),
+    pipeline_steps: Enum(['auto', 'on', 'off'] as const, {
+      default: 'auto',
+      description:
+        'Issue the next training step before waiting for this one to finish, so that the host prepares and encodes it while the device computes. A step is still waited for when something reads the weights after it (validation, a checkpoint, eval) or its losses are logged; whether its update was made is read once the next step is queued, and a run stopped by training.max_nonfinite_steps drops the step already issued. The same arithmetic either way. `auto`: on where the device computes beside the host (webgpu, one device); `off`: each step waited for.',
+    }),
     conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
       default: 'auto',
       description:

@@ -122,6 +122,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     device,
     gradAccumulation: config.training.grad_accumulation_steps,
     stepCapture: config.device.step_capture,
+    pipelineSteps: config.device.pipeline_steps,
     replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
   }, options.thresholds, probes);
   const gpuTelemetry = telemetry

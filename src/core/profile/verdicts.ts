@@ -84,6 +84,8 @@ export interface VerdictContext {
   gradAccumulation?: number;
   /** device.step_capture of the run (webgpu replays each bucket's step when 'auto'). */
   stepCapture?: 'auto' | 'off';
+  /** device.pipeline_steps of the run ('off' waits for every step before issuing the next). */
+  pipelineSteps?: 'auto' | 'on' | 'off';
 }
 
 /**
@@ -249,8 +251,16 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     id: 'sync-bound',
     grade: syncGrade,
     title: syncGrade !== 'ok' ? 'sync-bound: the host waits for the device' : busyGpu && sync >= th.syncBoundShare ? 'the host waits in readbacks for a busy GPU (compute-bound: fine)' : 'device syncs are rare',
-    evidence: `${pct(sync)} of the wall time is spent in readbacks (loss every ${ctx.logEvery} step${ctx.logEvery === 1 ? '' : 's'})${busyGpu ? `; GPU busy ${pct(b.gpuBusyShare!)}` : ''}`,
-    actions: syncGrade === 'ok' ? [] : [{ key: 'training.log_every', value: Math.max(25, ctx.logEvery * 5), effect: 'fewer readbacks let the host queue work ahead of the device', rule: 'training/log-sync' }],
+    evidence: `${pct(sync)} of the wall time is spent in readbacks (whether each update was made; the losses every ${ctx.logEvery} step${ctx.logEvery === 1 ? '' : 's'})${busyGpu ? `; GPU busy ${pct(b.gpuBusyShare!)}` : ''}`,
+    actions:
+      syncGrade === 'ok'
+        ? []
+        : [
+            ...(ctx.pipelineSteps === 'off' && !ctx.cpuBackend
+              ? [{ key: 'device.pipeline_steps', value: 'auto', effect: 'the next step is issued before the host waits for this one, so the device has it queued' }]
+              : []),
+            { key: 'training.log_every', value: Math.max(25, ctx.logEvery * 5), effect: 'fewer readbacks let the host queue work ahead of the device', rule: 'training/log-sync' },
+          ],
   });
   const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
   if (b.gpuBusyShare !== null) {

@@ -375,6 +375,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
   let ahead: PreparedBatch | undefined;
+  // A step issued without waiting for it (device.pipeline_steps): its record and result, settled once
+  // the next step is queued.
+  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep> } | undefined;
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -416,6 +419,31 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       return { batch: b, tensors, alignment };
     };
     if (lookahead) say('alignment lookahead: each batch\'s alignment is searched while the step before it computes (training.alignment_lookahead)');
+    // device.pipeline_steps: issue the next step before waiting for this one, where nothing reads
+    // the weights in between.
+    const pipelined = !group && (config.device.pipeline_steps === 'on' || (config.device.pipeline_steps === 'auto' && choice.backend === 'webgpu'));
+    if (pipelined) say('pipelined steps: each step is issued before the one before it is waited for, except where the weights are read in between (device.pipeline_steps)');
+    const nonFiniteLimit = Math.max(1, t.max_nonfinite_steps);
+    const weightsReadAfter = (n: number) =>
+      !o.stepsOnly && ((n % t.validate_every === 0 && data.validation.length > 0) || n % t.checkpoint_every === 0 || n % t.eval_every === 0);
+    const stopForNonFinite = (n: number) => {
+      stoppedBy = 'non_finite';
+      say(`step ${n}: ${nonFiniteStepsHere} steps had a NaN/Inf loss or gradient and made no update (training.max_nonfinite_steps: ${t.max_nonfinite_steps}); stopping without a checkpoint or eval of this state`);
+    };
+    /** Reads the deferred step's finite flag, records it, frees it; whether its update was made. */
+    const settleDeferred = async (): Promise<boolean> => {
+      const d = deferred!;
+      deferred = undefined;
+      const made = (await d.result.finite.data())[0] === 1;
+      disposeStepResult(d.result);
+      if (!made) {
+        nonFiniteStepsHere++;
+        d.rec.nonFinite = true;
+      }
+      records.push(d.rec);
+      db.addStep(d.rec);
+      return made;
+    };
     while (step < maxSteps) {
       // Let the event loop run between steps: when the ring is always ready, the loop would
       // otherwise be one endless chain of microtasks and signals (Ctrl-C) and timers would never fire.
@@ -528,6 +556,19 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           disposeStepResult(result);
         }
       }
+      if (deferred) {
+        // The step before this one was issued without waiting for it: now that this one is queued
+        // behind it, whether its update was made (and its record).
+        const made = await settleDeferred();
+        timer.mark('syncMs');
+        if (!made && nonFiniteStepsHere >= nonFiniteLimit) {
+          // This step was issued already; it is dropped, not counted (no checkpoint follows).
+          if (result) disposeStepResult(result);
+          tf.dispose(microStats);
+          stopForNonFinite(step);
+          break;
+        }
+      }
       if (!batch || (group ? !dpUpdate : !result?.applied)) {
         // The data ran out inside an accumulation: its gradients make no update.
         if (group) await group.discard();
@@ -570,11 +611,16 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       }
       const learningRate = (dpUpdate ?? result!).learningRate;
       // Whether the update was made, every step so that the limit holds exactly: one value when the
-      // step read nothing else back.
-      updated ??= (await (dpUpdate ?? result!).finite.data())[0] === 1;
-      if (!updated) nonFiniteStepsHere++;
-      if (dpUpdate) tf.dispose([dpUpdate.gradNorm, dpUpdate.finite]);
-      else disposeStepResult(result!);
+      // step read nothing else back. Pipelined (device.pipeline_steps), a step that reads nothing
+      // and after which nothing reads the weights is not waited for: the next step is issued first.
+      const defer = pipelined && updated === undefined && !dpUpdate && step < maxSteps && !weightsReadAfter(step);
+      if (!defer) {
+        updated ??= (await (dpUpdate ?? result!).finite.data())[0] === 1;
+        timer.mark('syncMs');
+        if (!updated) nonFiniteStepsHere++;
+        if (dpUpdate) tf.dispose([dpUpdate.gradNorm, dpUpdate.finite]);
+        else disposeStepResult(result!);
+      }
       tf.dispose(microStats);
 
       if (!o.stepsOnly) {
@@ -613,12 +659,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         learningRate,
         loss,
         gradNorm,
-        ...(updated ? {} : { nonFinite: true }),
+        ...(updated === false ? { nonFinite: true } : {}),
         tensors: held.numTensors,
         tensorBytes: held.numBytes,
       };
-      records.push(rec);
-      db.addStep(rec);
+      if (defer) deferred = { rec, result: result! };
+      else {
+        records.push(rec);
+        db.addStep(rec);
+      }
       o.onStep?.({ step, startStep, maxSteps, elapsedMs: performance.now() - runStart });
       if (logNow) {
         db.flush();
@@ -642,9 +691,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         if (progress.gpuUtilizationPct !== undefined) events?.scalar('perf/gpu_utilization_pct', step, progress.gpuUtilizationPct);
         o.onProgress?.(progress);
       }
-      if (!updated && nonFiniteStepsHere >= Math.max(1, t.max_nonfinite_steps)) {
-        stoppedBy = 'non_finite';
-        say(`step ${step}: ${nonFiniteStepsHere} steps had a NaN/Inf loss or gradient and made no update (training.max_nonfinite_steps: ${t.max_nonfinite_steps}); stopping without a checkpoint or eval of this state`);
+      if (updated === false && nonFiniteStepsHere >= nonFiniteLimit) {
+        stopForNonFinite(step);
         break;
       }
       if (stoppedBy === 'early_stopping') break;
@@ -656,6 +704,11 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         stoppedBy = 'interrupted';
         break;
       }
+    }
+    // A step the loop issued without waiting for it (it ended on the time limit or a stop).
+    if (deferred) {
+      const last = deferred.rec.step;
+      if (!(await settleDeferred()) && nonFiniteStepsHere >= nonFiniteLimit && stoppedBy !== 'non_finite') stopForNonFinite(last);
     }
     // The data device's queued validations land before the run's last decisions.
     await side?.drain();
@@ -670,6 +723,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   } finally {
     await disposeAhead(ahead);
     ahead = undefined;
+    if (deferred) disposeStepResult(deferred.result);
+    deferred = undefined;
     if (replayer) {
       captureSummary = replayer.summary();
       db.setMeta('stepCapture', captureSummary);

@@ -1,0 +1,93 @@
+// device.pipeline_steps on the CPU backend (where `auto` leaves it off; `on` forces it, to test what it
+// does): the next step is issued before the one before it is read back, and nothing the run computes
+// or records changes — the same losses, step rows, validation and checkpoints as a run that waits for
+// every step; a diverging run still stops at exactly training.max_nonfinite_steps.
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { CheckpointStore } from '../../src/core/training/checkpoint.js';
+import { runCli } from '../helpers/cli.js';
+import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+
+/** Each step's row without its timings. */
+function stepRows(run: string): unknown[] {
+  const db = new Database(join(run, 'run.sqlite'), { readonly: true });
+  const rows = db.prepare('SELECT step, epoch, batch_index, batch_size, tokens, frames, learning_rate, loss, grad_norm, non_finite FROM steps ORDER BY step').all();
+  db.close();
+  return rows;
+}
+
+function validation(run: string): unknown[] {
+  const db = new Database(join(run, 'run.sqlite'), { readonly: true });
+  const rows = db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/val' ORDER BY step").all();
+  db.close();
+  return rows;
+}
+
+describe('device.pipeline_steps', () => {
+  test('a pipelined run computes and records what a waiting run does: losses, step rows, validation, checkpoints', async () => {
+    const { dir, config } = shortQuickstartRun(10, 'xtts-pipeline-', `  max_steps: 9
+  log_every: 3
+  validate_every: 4
+  checkpoint_every: 4
+  eval_every: 1000
+  eval_sentences: []
+`);
+    const runs: Record<string, string> = {};
+    for (const mode of ['off', 'on']) {
+      runs[mode] = join(dir, mode);
+      const r = await runCli(['train', '--config', config, '--output', runs[mode], '--set', `device.pipeline_steps=${mode}`], { timeoutMs: 300_000 });
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      if (mode === 'on') assert.match(r.stderr, /pipelined steps: each step is issued before the one before it is waited for/);
+      else assert.doesNotMatch(r.stderr, /pipelined steps/);
+    }
+    assert.deepEqual([...trainingLosses(runs.on)], [...trainingLosses(runs.off)]);
+    assert.equal(trainingLosses(runs.on).size, 3);
+    const rows = stepRows(runs.off);
+    assert.equal(rows.length, 9);
+    assert.deepEqual(stepRows(runs.on), rows);
+    assert.equal(validation(runs.off).length, 2);
+    assert.deepEqual(validation(runs.on), validation(runs.off));
+    const kept = readdirSync(join(runs.off, 'checkpoints')).filter((n) => n.startsWith('step-')).sort();
+    assert.ok(kept.length >= 2, kept.join(', '));
+    assert.deepEqual(readdirSync(join(runs.on, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), kept);
+    for (const step of kept) {
+      for (const file of ['weights.safetensors', 'optimizer.safetensors']) {
+        assert.ok(readFileSync(join(runs.on, 'checkpoints', step, file)).equals(readFileSync(join(runs.off, 'checkpoints', step, file))), `${step}/${file} differs`);
+      }
+    }
+  });
+
+  test('a pipelined run whose updates are all non-finite stops at exactly max_nonfinite_steps, without a checkpoint of its state', async () => {
+    const { dir, config } = shortQuickstartRun(10, 'xtts-pipeline-nan-', `  log_every: 50
+  validate_every: 1000
+  checkpoint_every: 1000
+  eval_every: 1000
+  eval_sentences: []
+`);
+    const out = join(dir, 'run');
+    const on = ['--set', 'device.pipeline_steps=on'];
+    const first = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', ...on, '--json'], { timeoutMs: 300_000 });
+    assert.equal(first.code, 0, first.stderr.slice(-2000));
+    const store = new CheckpointStore(out);
+    const ckpt = store.load<Record<string, unknown>>(store.latest()!);
+    for (const w of ckpt.weights) if (w.dtype === 'float32') w.data[0] = Number.NaN;
+    store.save(1, ckpt, { keep: 3 });
+    const before = readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort();
+    const stopped = await runCli(['train', '--config', config, '--output', out, '--resume', '--max-steps', '40', '--set', 'training.max_nonfinite_steps=3', ...on, '--json'], { timeoutMs: 300_000 });
+    assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
+    assert.equal(stopped.json.result.stoppedBy, 'non_finite');
+    assert.equal(stopped.json.result.nonFiniteSteps, 3);
+    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th, issued already, is dropped
+    assert.deepEqual(readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), before);
+    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+    assert.deepEqual(db.prepare('SELECT step, non_finite FROM steps WHERE step > 1 ORDER BY step').all(), [
+      { step: 2, non_finite: 1 },
+      { step: 3, non_finite: 1 },
+      { step: 4, non_finite: 1 },
+    ]);
+    db.close();
+  });
+});
