@@ -97,4 +97,25 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
       assert.ok(readFileSync(join(replayed, 'checkpoints', 'step-00000006', file)).equals(readFileSync(join(eager, 'checkpoints', 'step-00000006', file))), `${file} differs`);
     }
   });
+
+  test('device.matmul tiled trains as tfjs\'s matmul does, within float32 rounding, eagerly and replayed', async () => {
+    const { dir, config } = shortQuickstartRun(12, 'xtts-capture-tiled-', `  max_steps: 5
+  log_every: 1
+  validate_every: 1000
+  checkpoint_every: 1000
+  eval_every: 1000
+  eval_sentences: []
+`);
+    const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
+    const runs: Record<string, string> = {};
+    for (const matmul of ['tfjs', 'tiled']) {
+      runs[matmul] = join(dir, matmul);
+      const r = await runCli([...args, '--set', `device.matmul=${matmul}`, '--output', runs[matmul]], { timeoutMs: 600_000, env: onGl });
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.match(r.stderr, /replayed from here on/);
+    }
+    const [a, b] = [trainingLosses(runs.tfjs), trainingLosses(runs.tiled)];
+    assert.equal(a.size, 5);
+    for (const [step, loss] of a) assert.ok(Math.abs(b.get(step)! - loss) <= 1e-3 * Math.abs(loss), `step ${step}: ${b.get(step)} tiled, ${loss} tfjs`);
+  });
 });

@@ -264,12 +264,88 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
       assert.equal(c.takeAll().dispatches, 1, `${a} · ${b}`);
       c.uninstall();
     }
+    // An operand stored as booleans under a float32 dtype (a cast mask) is read as numbers.
+    const mask = tf.cast(tf.greater(x, 0), 'float32');
+    const counts = await tf.matMul(mask, tf.ones([k, n]), true, false).data();
+    let positive = 0;
+    for (let r = 0; r < k; r++) if (X[r * m] > 0) positive++;
+    assert.equal(counts[0], positive);
     // Gradients through it are the same as ever.
     const g = await tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.matMul(v, dy, true, false)))(x).data();
     let row0 = 0;
     for (let j = 0; j < n; j++) row0 += D[j];
     assert.ok(Math.abs(g[0] - row0) <= 1e-4 * (1 + Math.abs(row0)));
   } finally {
+    disposeBackend(tf);
+  }
+});
+
+test('device.matmul tiled: 64×64 tiles, batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  const { setTiledMatMul, matMulDims, tfjsPacks } = await import('../../src/core/backend/webgpu-matmul.js');
+  type T = import('@tensorflow/tfjs-core').Tensor;
+  try {
+    setTiledMatMul(true);
+    // Host float64 product of logical A [batch?, m, k] and B [batch?, k, n].
+    const host = async (a: T, b: T, ta: boolean, tb: boolean) => {
+      const A = (await (ta ? tf.transpose(a, [...a.shape.keys()].map((i, _, all) => (i < all.length - 2 ? i : i === all.length - 2 ? all.length - 1 : all.length - 2))) : a).array()) as number[][] | number[][][];
+      const B = (await (tb ? tf.transpose(b, [...b.shape.keys()].map((i, _, all) => (i < all.length - 2 ? i : i === all.length - 2 ? all.length - 1 : all.length - 2))) : b).array()) as number[][] | number[][][];
+      const as3 = (x: number[][] | number[][][]) => (Array.isArray(x[0][0]) ? (x as number[][][]) : [x as number[][]]);
+      const [A3, B3] = [as3(A), as3(B)];
+      const batch = Math.max(A3.length, B3.length);
+      const out: number[][][] = [];
+      for (let z = 0; z < batch; z++) {
+        const [a2, b2] = [A3[A3.length === 1 ? 0 : z], B3[B3.length === 1 ? 0 : z]];
+        out.push(a2.map((row) => b2[0].map((_, c) => row.reduce((s, v, k) => s + v * b2[k][c], 0))));
+      }
+      return out.flat(2);
+    };
+    let seed = 10;
+    const cases: [number[], number[], boolean, boolean][] = [
+      [[70, 37], [37, 130], false, false],
+      [[37, 70], [37, 130], true, false],
+      [[70, 37], [130, 37], false, true],
+      [[37, 70], [130, 37], true, true],
+      [[3, 65, 50], [3, 50, 66], false, false],
+      [[1, 65, 50], [3, 50, 66], false, false],
+      [[3, 50, 65], [66, 50], true, true],
+    ];
+    for (const [sa, sb, ta, tb] of cases) {
+      const a = tf.randomNormal(sa, 0, 1, 'float32', seed++);
+      const b = tf.randomNormal(sb, 0, 1, 'float32', seed++);
+      assert.ok(tfjsPacks(matMulDims(a.shape, b.shape, ta, tb), 8), `${sa}·${sb}: a case tfjs packs`);
+      const got = await tf.matMul(a, b, ta, tb).data();
+      const want = await host(a, b, ta, tb);
+      assert.equal(got.length, want.length);
+      let worst = 0;
+      for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+      assert.ok(worst < 1e-5, `${sa}${ta ? 'ᵀ' : ''}·${sb}${tb ? 'ᵀ' : ''}: largest difference ${worst}`);
+      // tfjs's packed program would have given the same within float32 rounding.
+      setTiledMatMul(false);
+      const tfjs = await tf.matMul(a, b, ta, tb).data();
+      setTiledMatMul(true);
+      for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - tfjs[i]) <= 1e-5 * (1 + Math.abs(tfjs[i])));
+    }
+    // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
+    // shader that fails to compile and leaves garbage.
+    const mask = tf.cast(tf.greater(tf.randomNormal([70, 37], 0, 1, 'float32', 97), 0), 'float32');
+    const wm = tf.randomNormal([37, 130], 0, 1, 'float32', 96);
+    const masked = await tf.matMul(mask, wm).data();
+    const maskWant = await host(mask, wm, false, false);
+    for (let i = 0; i < masked.length; i++) assert.ok(Math.abs(masked[i] - maskWant[i]) <= 1e-5 * (1 + Math.abs(maskWant[i])), `masked ${i}: ${masked[i]} vs ${maskWant[i]}`);
+    // These ran as the tiled program (its pipelines are in the backend's cache), one per transpose pair.
+    const keys = Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).filter((k) => k.startsWith('xtts_matmul_tiled_'));
+    assert.deepEqual(new Set(keys.map((k) => k.split('_').slice(3, 5).join('_'))), new Set(['false_false', 'true_false', 'false_true', 'true_true']));
+    // Gradients flow through it (BatchMatMul's gradient is two more matmuls).
+    const x = tf.randomNormal([70, 37], 0, 1, 'float32', 99);
+    const w = tf.randomNormal([37, 130], 0, 1, 'float32', 98);
+    const gw = await tf.grad((v: T) => tf.sum(tf.matMul(x, v)))(w).data();
+    const X = await x.array();
+    const colSum = (k: number) => (X as number[][]).reduce((s, row) => s + row[k], 0);
+    assert.ok(Math.abs(gw[0] - colSum(0)) <= 1e-4 * (1 + Math.abs(colSum(0))));
+    assert.ok(Math.abs(gw[5 * 130 + 7] - colSum(5)) <= 1e-4 * (1 + Math.abs(colSum(5))));
+  } finally {
+    setTiledMatMul(false);
     disposeBackend(tf);
   }
 });

@@ -77,7 +77,7 @@ function partialProgram(parts: number, d: MatMulDims, transposeA: boolean, trans
           let end = min(start + uniforms.chunk, uniforms.k);
           var s = 0.0;
           for (var k = start; k < end; k = k + 1) {
-            s += A[${aAt}] * B[${bAt}];
+            s += f32(A[${aAt}]) * f32(B[${bAt}]);
           }
           setOutputAtIndex(index, s);
         }
@@ -118,7 +118,23 @@ function orderedSplitK(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDi
   return out;
 }
 
+/** Whether tfjs-backend-webgpu 4.22 would run this matmul as its 32×32-tile MatMulPackedProgram (enough output tiles). */
+export function tfjsPacks(d: MatMulDims, threshold: number): boolean {
+  const tiles = d.batch * Math.ceil(d.m / 32) * Math.ceil(d.n / 32);
+  return !(tiles <= threshold || (d.m <= 8 && tiles <= threshold * 2));
+}
+
 let tfjsBatchMatMul: tfTypes.KernelConfig | undefined;
+/** device.matmul: tiled — set per engine by setTiledMatMul. */
+let tiled = false;
+
+/**
+ * device.matmul: 'tiled' sends the matmuls tfjs would run as MatMulPackedProgram to xtts's tiled
+ * program (below); 'tfjs' leaves them to tfjs. The ordered split-K (setOrderedSplitK) must be in place.
+ */
+export function setTiledMatMul(on: boolean): void {
+  tiled = on;
+}
 
 /** Puts the ordered split-K in front of tfjs's BatchMatMul on webgpu (on), or takes it away (off: benches, tests). */
 export function setOrderedSplitK(tf: Tf, on: boolean): void {
@@ -143,15 +159,122 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const backend = args.backend as WebgpuBackendLike;
     const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
     const forced = tf.env().getNumber('WEBGPU_MATMUL_PROGRAM_TYPE') >= 0;
-    if (forced || a.dtype !== 'float32' || b.dtype !== 'float32' || d.k !== (transposeB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2]) || !tfjsSplitsK(d, backend.thresholdToIncreaseWorkgroups ?? 8)) {
+    if (forced || a.dtype !== 'float32' || b.dtype !== 'float32' || d.k !== (transposeB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2])) {
       return original.kernelFunc(args as never);
     }
-    const out = orderedSplitK(a, b, d, transposeA, transposeB, backend);
-    // [m·n] -> the output's shape (the batch dimensions of A and B, all 1): the same buffer, as tfjs's Reshape does.
-    const outer = (a.shape.length >= b.shape.length ? a.shape : b.shape).slice(0, -2);
-    return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
+    const threshold = backend.thresholdToIncreaseWorkgroups ?? 8;
+    // The batch dimensions of the output (tfjs broadcasts them); the programs here take equal batches or one of 1.
+    const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
+    const batchA = a.shape.slice(0, -2).reduce((x, y) => x * y, 1);
+    const batchB = b.shape.slice(0, -2).reduce((x, y) => x * y, 1);
+    if (tfjsSplitsK(d, threshold)) {
+      const out = orderedSplitK(a, b, d, transposeA, transposeB, backend);
+      // [m·n] -> the output's shape (the batch dimensions of A and B, all 1): the same buffer, as tfjs's Reshape does.
+      return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
+    }
+    if (tiled && tfjsPacks(d, threshold) && (batchA === batchB || batchA === 1 || batchB === 1)) {
+      const out = tiledMatMul(a, b, transposeA, transposeB, backend);
+      return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
+    }
+    return original.kernelFunc(args as never);
   };
   (kernelFunc as { xttsOrderedSplitK?: boolean }).xttsOrderedSplitK = true;
   tf.unregisterKernel('BatchMatMul', 'webgpu');
   tf.registerKernel({ ...original, kernelFunc: kernelFunc as unknown as tfTypes.KernelFunc });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A tiled matmul (device.matmul: tiled): 64×64 output tiles, 256 invocations of 4×4 outputs each, K in
+// slabs of 16 through workgroup memory — twice the arithmetic per value loaded of tfjs's 32×32 tiles of
+// 64 invocations. Batched, broadcast over a batch of 1, either operand transposed.
+
+const TILE = 64;
+const SLAB = 16;
+
+function tiledProgram(batch: number, d: MatMulDims, transposeA: boolean, transposeB: boolean) {
+  // Logical A[row, kk] and B[kk, col] of batch bA / bB, read through the transposes.
+  const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
+  const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
+  return namedProgram('XttsTiledMatMulProgram', {
+    variableNames: ['A', 'B'],
+    outputShape: [batch, d.m, d.n],
+    shaderKey: `xtts_matmul_tiled_${transposeA}_${transposeB}`,
+    dispatchLayout: { x: [2], y: [1], z: [0] },
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), batch],
+    workgroupSize: [16, 16, 1],
+    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
+    getUserCode: () => `
+      var<workgroup> As : array<f32, ${TILE * SLAB}>;
+      var<workgroup> Bs : array<f32, ${SLAB * TILE}>;
+      fn main() {
+        let tx = i32(localId.x);
+        let ty = i32(localId.y);
+        let tid = ty * 16 + tx;
+        let b = i32(workgroupId.z);
+        let bA = select(b, 0, uniforms.batchA == 1);
+        let bB = select(b, 0, uniforms.batchB == 1);
+        let row0 = i32(workgroupId.y) * ${TILE};
+        let col0 = i32(workgroupId.x) * ${TILE};
+        var acc : array<array<f32, 4>, 4>;
+        for (var i = 0; i < 4; i = i + 1) {
+          for (var j = 0; j < 4; j = j + 1) {
+            acc[i][j] = 0.0;
+          }
+        }
+        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {
+          // 1,024 values of each operand's slab, 4 per invocation; zero outside the matrices.
+          for (var e = 0; e < 4; e = e + 1) {
+            let flat = tid + e * 256;
+            let slot = flat / ${TILE};
+            let lane = flat % ${TILE};
+            let r = row0 + lane;
+            let kk = k0 + slot;
+            var av = 0.0;
+            if (r < uniforms.m && kk < uniforms.k) {
+              av = f32(A[${aAt}]);
+            }
+            As[slot * ${TILE} + lane] = av;
+            let c = col0 + lane;
+            var bv = 0.0;
+            if (c < uniforms.n && kk < uniforms.k) {
+              bv = f32(B[${bAt}]);
+            }
+            Bs[slot * ${TILE} + lane] = bv;
+          }
+          workgroupBarrier();
+          for (var kk = 0; kk < ${SLAB}; kk = kk + 1) {
+            var a : array<f32, 4>;
+            var w : array<f32, 4>;
+            for (var i = 0; i < 4; i = i + 1) {
+              a[i] = As[kk * ${TILE} + ty + i * 16];
+              w[i] = Bs[kk * ${TILE} + tx + i * 16];
+            }
+            for (var i = 0; i < 4; i = i + 1) {
+              for (var j = 0; j < 4; j = j + 1) {
+                acc[i][j] = acc[i][j] + a[i] * w[j];
+              }
+            }
+          }
+          workgroupBarrier();
+        }
+        for (var i = 0; i < 4; i = i + 1) {
+          let r = row0 + ty + i * 16;
+          for (var j = 0; j < 4; j = j + 1) {
+            let c = col0 + tx + j * 16;
+            if (r < uniforms.m && c < uniforms.n) {
+              setOutputAtCoords(b, r, c, acc[i][j]);
+            }
+          }
+        }
+      }`,
+  });
+}
+
+/** A × B through the tiled program; the caller checks the dtypes and inner dimensions. */
+export function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+  const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
+  const size = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
+  const batchA = size(a.shape.slice(0, -2));
+  const batchB = size(b.shape.slice(0, -2));
+  return backend.runWebGPUProgram(tiledProgram(d.batch, d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, batchA, batchB].map((v) => ({ type: 'int32', data: [v] })));
 }

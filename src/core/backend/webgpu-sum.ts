@@ -45,7 +45,7 @@ function partialSums(outputs: number) {
         let end = min(start + uniforms.chunk, uniforms.n);
         var s = 0.0;
         for (var i = start + tid; i < end; i += ${WORKGROUP}) {
-          s += x[i];
+          s += f32(x[i]);
         }
         partial[tid] = s;
         workgroupBarrier();

@@ -298,6 +298,11 @@ export const DeviceSchema = Section(
       description:
         'Issue the next training step before waiting for this one to finish, so that the host prepares and encodes it while the device computes. A step is still waited for when something reads the weights after it (validation, a checkpoint, eval) or its losses are logged; whether its update was made is read once the next step is queued, and a run stopped by training.max_nonfinite_steps drops the step already issued. The same arithmetic either way. `auto`: on where the device computes beside the host (webgpu, one device); `off`: each step waited for.',
     }),
+    matmul: Enum(['tfjs', 'tiled'] as const, {
+      default: 'tfjs',
+      description:
+        'webgpu: which program runs the large float32 matmuls. `tfjs`: tfjs-backend-webgpu\'s MatMulPackedProgram (32×32 output tiles, 64 invocations). `tiled`: xtts\'s program of 64×64 tiles, 256 invocations of 4×4 outputs and K in slabs of 16 through workgroup memory — twice the arithmetic per value loaded; correct on the tests\' software device, not yet timed on a GPU, hence not the default. Matmuls that tfjs splits over K always run xtts\'s ordered sum.',
+    }),
     conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
       default: 'auto',
       description:

@@ -201,6 +201,7 @@ export class ReplicaGroup {
         sizes: o.sizes,
         seed: o.config.training.seed,
         convImpl: o.config.device.conv_kernels,
+        matmul: o.config.device.matmul,
         training: o.config.training,
         modelBudgetMb: o.config.device.model_memory_budget_mb,
         batchSize: o.config.batching.batch_size,

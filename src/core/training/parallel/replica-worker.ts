@@ -13,6 +13,7 @@ import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { abortCollective, Collective, type CollectiveShared } from './collective.js';
 import { Replica, type ShardJob, weightsDigest } from './replica.js';
+import { setTiledMatMul } from '../../backend/webgpu-matmul.js';
 
 export interface ReplicaWorkerData {
   xttsRole: 'replica';
@@ -25,6 +26,8 @@ export interface ReplicaWorkerData {
   seed: number;
   /** device.conv_kernels, as rank 0 runs them. */
   convImpl: ConvImpl;
+  /** device.matmul, as rank 0 runs them. */
+  matmul: 'tfjs' | 'tiled';
   training: TrainingConfig;
   modelBudgetMb: number | null;
   /** batching.batch_size, for the budget's advice. */
@@ -60,6 +63,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   let replica: Replica;
   try {
     const { choice } = await initBackend(d.backend, { device: d.device, unsafeApis: true });
+    setTiledMatMul(d.matmul === 'tiled');
     await import('../../model/gradients.js');
     const model = new XttsModel(d.model, d.sizes, { seed: d.seed, convImpl: d.convImpl });
     const optimizer = new AdamW(model.trainableVariables(), d.training);
