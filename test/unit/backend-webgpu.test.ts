@@ -349,3 +349,22 @@ test('device.matmul tiled: 64×64 tiles, batches broadcast, either operand trans
     disposeBackend(tf);
   }
 });
+
+test('an error the WebGPU device reports and nothing catches (a shader that does not compile) is kept for the trainer, which stops with it; it is taken once', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  const { takeGpuError } = await import('../../src/core/backend/index.js');
+  try {
+    assert.equal(takeGpuError(), undefined);
+    await tf.add(tf.ones([8]), 1).data();
+    assert.equal(takeGpuError(), undefined, 'good work reports nothing');
+    const backend = tf.backend() as unknown as { runWebGPUProgram(p: object, i: unknown[], d: string): { dataId: object }; read(id: object): Promise<unknown> };
+    const bad = { variableNames: ['x'], outputShape: [8], shaderKey: 'xtts_test_bad', dispatchLayout: { x: [0] }, dispatch: [1, 1, 1], workgroupSize: [64, 1, 1], getUserCode: () => 'fn main(index : i32) { let q : f32 = 1i; setOutputAtIndex(index, q); }' };
+    const out = backend.runWebGPUProgram(bad, [tf.ones([8])], 'float32');
+    await backend.read(out.dataId);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.match(takeGpuError() ?? '', /WGSL|Invalid|invalid/);
+    assert.equal(takeGpuError(), undefined, 'taken once');
+  } finally {
+    disposeBackend(tf);
+  }
+});

@@ -16,5 +16,6 @@ export {
   type DawnOptions,
   findVulkanLoader,
   listAdapters,
+  takeGpuError,
   vulkanDriverManifests,
 } from './webgpu.js';

@@ -32,7 +32,23 @@ interface DawnAdapter {
 interface DawnDevice {
   readonly features: ReadonlySet<string>;
   readonly lost: Promise<{ reason: string; message: string }>;
+  onuncapturederror: ((event: { error?: { message?: string } }) => void) | null;
   destroy(): void;
+}
+
+/**
+ * The first error the WebGPU device reported that no error scope caught (a shader that does not
+ * compile, an invalid bind group or dispatch). Dawn only prints these and goes on: the program's
+ * output is then whatever the buffer held, so training would go on from garbage. The trainer takes
+ * it after every step and stops the run with it.
+ */
+let firstGpuError: string | undefined;
+
+/** The device's first uncaptured error since the last call, or undefined; clears it. */
+export function takeGpuError(): string | undefined {
+  const e = firstGpuError;
+  firstGpuError = undefined;
+  return e;
 }
 interface DawnModule {
   create(flags: string[]): DawnGpu;
@@ -382,6 +398,10 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   device.lost.then((info) => {
     if (info.reason !== 'destroyed' && active?.device === device) process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });
   });
+  firstGpuError = undefined;
+  device.onuncapturederror = (event) => {
+    firstGpuError ??= (event.error?.message ?? 'an error without a message').trim();
+  };
   // tfjs-backend-webgpu checks navigator.gpu when it loads and when a backend is constructed.
   const g = globalThis as { navigator?: { gpu?: unknown } };
   if (!g.navigator) Object.defineProperty(globalThis, 'navigator', { value: {}, configurable: true, writable: true });

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, noDeviceTime, type ProgramTime, timeOnDevice, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, noDeviceTime, type ProgramTime, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
@@ -692,6 +692,18 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         events?.scalar('perf/step_ms', step, progress.stepMs);
         if (progress.gpuUtilizationPct !== undefined) events?.scalar('perf/gpu_utilization_pct', step, progress.gpuUtilizationPct);
         o.onProgress?.(progress);
+      }
+      const gpuError = takeGpuError();
+      if (gpuError) {
+        // A program the device refused computed nothing: what follows would train on garbage.
+        throw new XttsError('WEBGPU_ERROR', `the WebGPU device rejected work by step ${step}: ${gpuError.split('\n')[0]}`, {
+          exitCode: ExitCode.findings,
+          suggestions: [
+            'the run stops here; its checkpoints before this step are intact (--resume continues from the last one)',
+            'report it with the log and `xtts diagnose-gpu-utilization --json`: it is a bug in xtts, tfjs-backend-webgpu or the driver',
+            'to keep training meanwhile: --backend wasm, or device.step_capture: off / device.matmul: tfjs if the log names their programs',
+          ],
+        });
       }
       if (updated === false && nonFiniteStepsHere >= nonFiniteLimit) {
         stopForNonFinite(step);
