@@ -4,8 +4,10 @@
 // gradient such as the duration predictor's output layer's (dur.out: a [256, 1] output over batch ×
 // text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
-// own, then each output sums its parts in order — the same value every time. Everything else (and
-// anything tfjs's WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
+// own, then each output sums its parts in order — the same value every time. With device.matmul:
+// tiled (setTiledMatMul) the matmuls tfjs would run as its 32×32-tile MatMulPackedProgram go to the
+// tiled program at the end of this file. Everything else (and anything tfjs's
+// WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { namedProgram } from './kernels.js';
 
@@ -136,7 +138,10 @@ export function setTiledMatMul(on: boolean): void {
   tiled = on;
 }
 
-/** Puts the ordered split-K in front of tfjs's BatchMatMul on webgpu (on), or takes it away (off: benches, tests). */
+/**
+ * Puts the ordered split-K (and, once setTiledMatMul turns it on, the tiled matmul) in front of tfjs's
+ * BatchMatMul on webgpu (on), or takes it away (off: benches, tests).
+ */
 export function setOrderedSplitK(tf: Tf, on: boolean): void {
   const current = tf.getKernel('BatchMatMul', 'webgpu');
   if (!current) return;
