@@ -11,6 +11,9 @@
 #
 #   bash bench/gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]
 #
+# XTTS_ARGS adds `xtts train` arguments to both xtts runs, e.g. XTTS_ARGS="--set device.matmul=tiled"
+# (run the script once with and once without, in one call, to compare them against the same twin).
+#
 # Needs: npm run gpu-runtime && npm run bundle here; python3 with torch there. Writes OUT/summary.txt
 # and OUT/twin.tar.gz (every log, the twin's JSON lines, each run's run.sqlite).
 set -u
@@ -23,11 +26,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 mkdir -p "$out"
 source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; python3 -c 'import torch; print("torch", torch.__version__)'; } >"$work/host.txt" 2>&1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; python3 -c 'import torch; print("torch", torch.__version__)'; echo "XTTS_ARGS: ${XTTS_ARGS:-none}"; } >"$work/host.txt" 2>&1
 for preset in $presets; do
   t=$(date +%s)
   XTTS_BIN=bundle/xtts.cjs timeout 300 node bench/step-capture.mjs "$work/$preset" "$steps" "bundle/configs/$preset.yaml" \
-    -- --set pipeline.cache.path="$work/cache.sqlite" >"$work/$preset.txt" 2>&1
+    -- --set pipeline.cache.path="$work/cache.sqlite" ${XTTS_ARGS:-} >"$work/$preset.txt" 2>&1
   echo "$preset xtts rc=$? in $(($(date +%s) - t)) s" >>"$work/phases.txt"
   shape=$(sed -n 's/^BENCH_JSON //p' "$work/$preset.txt" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("shape") or ""; print(" ".join(s.replace("×"," ").split()[:4]))' 2>/dev/null)
   if [[ $(wc -w <<<"$shape") != 4 ]]; then
