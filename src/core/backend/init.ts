@@ -14,6 +14,8 @@ export const AUTO_ORDER: readonly ConcreteBackend[] = ['webgpu', 'tensorflow', '
 export interface BackendOptions extends DawnOptions {
   /** GPU by index in Dawn's adapter order, or by a case-insensitive substring of its name; null: Dawn's first. */
   device?: number | string | null;
+  /** device.matmul on webgpu: tfjs's matmul programs, or xtts's tiled one (webgpu-matmul.ts). */
+  matmul?: 'tfjs' | 'tiled';
 }
 
 export interface BackendChoice {
@@ -61,7 +63,7 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         fallbacks.push({ backend, reason: `the WebGPU adapter Dawn offers, ${sel.description.name}, ${sel.description.dawnBackend === 'null' ? 'computes nothing (Dawn\'s null backend)' : 'is a CPU implementation, slower than the wasm backend'}` });
         continue;
       }
-      const failed = await registerWebgpuBackend(tf, sel);
+      const failed = await registerWebgpuBackend(tf, sel, options.matmul ?? 'tfjs');
       if (failed) {
         fallbacks.push({ backend, reason: failed });
         continue;

@@ -148,7 +148,6 @@ function bytesOf(d: TensorData): number {
   return 4 * d.shape.reduce((a, b) => a * b, 1);
 }
 
-
 /**
  * Runs `step` eagerly on the webgpu backend and records its programs. `inputs` are the tensors the
  * caller supplies anew every step (uploaded first, so that no kernel runs on them on the CPU); `step`

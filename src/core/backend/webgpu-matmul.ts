@@ -9,7 +9,7 @@
 // tiled program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram } from './kernels.js';
+import { namedProgram, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -25,7 +25,10 @@ interface WebgpuBackendLike {
 
 /** The shape of a BatchMatMul as tfjs-backend-webgpu 4.22 reads it (BatchMatMul_impl.js). */
 export interface MatMulDims {
+  /** The output's batch: the larger of A's and B's (the other is the same or 1). */
   batch: number;
+  batchA: number;
+  batchB: number;
   /** Rows of the output (A's outer dimension). */
   m: number;
   /** Columns of the output (B's outer dimension). */
@@ -37,8 +40,11 @@ export function matMulDims(a: readonly number[], b: readonly number[], transpose
   const ra = a.length;
   const rb = b.length;
   const size = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
+  const [batchA, batchB] = [size(a.slice(0, -2)), size(b.slice(0, -2))];
   return {
-    batch: Math.max(size(a.slice(0, -2)), size(b.slice(0, -2))),
+    batch: Math.max(batchA, batchB),
+    batchA,
+    batchB,
     m: transposeA ? a[ra - 1] : a[ra - 2],
     n: transposeB ? b[rb - 2] : b[rb - 1],
     k: transposeA ? a[ra - 2] : a[ra - 1],
@@ -46,14 +52,17 @@ export function matMulDims(a: readonly number[], b: readonly number[], transpose
 }
 
 /**
- * Whether tfjs-backend-webgpu 4.22 would run this matmul as MatMulSplitKProgram: few 32×32 output
- * tiles (at most `threshold`, or twice that with at most 8 rows), more than 128 outputs, one batch,
- * K of at least 2,000.
+ * tfjs-backend-webgpu 4.22's test for a matmul with too few 32×32 output tiles to fill the GPU (at
+ * most `threshold`, or twice that with at most 8 rows): those get more workgroups another way.
  */
-export function tfjsSplitsK(d: MatMulDims, threshold: number): boolean {
+function fewTiles(d: MatMulDims, threshold: number): boolean {
   const tiles = d.batch * Math.ceil(d.m / 32) * Math.ceil(d.n / 32);
-  const few = tiles <= threshold || (d.m <= 8 && tiles <= threshold * 2);
-  return few && d.batch * d.m * d.n > 128 && d.batch === 1 && d.k >= 2000;
+  return tiles <= threshold || (d.m <= 8 && tiles <= threshold * 2);
+}
+
+/** Whether tfjs would run this matmul as MatMulSplitKProgram: few tiles, more than 128 outputs, one batch, K of at least 2,000. */
+export function tfjsSplitsK(d: MatMulDims, threshold: number): boolean {
+  return fewTiles(d, threshold) && d.batch * d.m * d.n > 128 && d.batch === 1 && d.k >= 2000;
 }
 
 /** partial[p, i, j] = Σ_{k in part p} A[i, k]·B[k, j], with A and B read through their transposes. */
@@ -120,19 +129,18 @@ function orderedSplitK(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDi
   return out;
 }
 
-/** Whether tfjs-backend-webgpu 4.22 would run this matmul as its 32×32-tile MatMulPackedProgram (enough output tiles). */
+/** Whether tfjs would run this matmul as its 32×32-tile MatMulPackedProgram (enough output tiles). */
 export function tfjsPacks(d: MatMulDims, threshold: number): boolean {
-  const tiles = d.batch * Math.ceil(d.m / 32) * Math.ceil(d.n / 32);
-  return !(tiles <= threshold || (d.m <= 8 && tiles <= threshold * 2));
+  return !fewTiles(d, threshold);
 }
 
-let tfjsBatchMatMul: tfTypes.KernelConfig | undefined;
 /** device.matmul: tiled — set per engine by setTiledMatMul. */
 let tiled = false;
 
 /**
  * device.matmul: 'tiled' sends the matmuls tfjs would run as MatMulPackedProgram to xtts's tiled
- * program (below); 'tfjs' leaves them to tfjs. The ordered split-K (setOrderedSplitK) must be in place.
+ * program (below); 'tfjs' leaves them to tfjs. Set with the backend (initBackend's matmul option);
+ * the ordered split-K (setOrderedSplitK) must be in place.
  */
 export function setTiledMatMul(on: boolean): void {
   tiled = on;
@@ -143,20 +151,7 @@ export function setTiledMatMul(on: boolean): void {
  * BatchMatMul on webgpu (on), or takes it away (off: benches, tests).
  */
 export function setOrderedSplitK(tf: Tf, on: boolean): void {
-  const current = tf.getKernel('BatchMatMul', 'webgpu');
-  if (!current) return;
-  const ours = (current.kernelFunc as { xttsOrderedSplitK?: boolean }).xttsOrderedSplitK === true;
-  if (!on) {
-    if (ours && tfjsBatchMatMul) {
-      tf.unregisterKernel('BatchMatMul', 'webgpu');
-      tf.registerKernel(tfjsBatchMatMul);
-    }
-    return;
-  }
-  if (ours) return;
-  const original = current;
-  tfjsBatchMatMul = original;
-  const kernelFunc = (args: { inputs: tfTypes.NamedTensorInfoMap; backend: unknown; attrs?: tfTypes.NamedAttrMap }) => {
+  wrapWebgpuKernel(tf, 'BatchMatMul', on, (original) => (args) => {
     const a = args.inputs.a as tfTypes.TensorInfo;
     const b = args.inputs.b as tfTypes.TensorInfo;
     const transposeA = args.attrs?.transposeA === true;
@@ -165,27 +160,17 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
     const forced = tf.env().getNumber('WEBGPU_MATMUL_PROGRAM_TYPE') >= 0;
     if (forced || a.dtype !== 'float32' || b.dtype !== 'float32' || d.k !== (transposeB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2])) {
-      return original.kernelFunc(args as never);
+      return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     }
     const threshold = backend.thresholdToIncreaseWorkgroups ?? 8;
-    // The batch dimensions of the output (tfjs broadcasts them); the programs here take equal batches or one of 1.
+    const ordered = tfjsSplitsK(d, threshold);
+    // The programs here take equal batches or one of 1.
+    if (!ordered && !(tiled && tfjsPacks(d, threshold) && (d.batchA === d.batchB || d.batchA === 1 || d.batchB === 1))) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const out = ordered ? orderedSplitK(a, b, d, transposeA, transposeB, backend) : tiledMatMul(a, b, d, transposeA, transposeB, backend);
+    // The output's shape (tfjs broadcasts the batch dimensions): the same buffer, as tfjs's Reshape does.
     const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
-    const batchA = a.shape.slice(0, -2).reduce((x, y) => x * y, 1);
-    const batchB = b.shape.slice(0, -2).reduce((x, y) => x * y, 1);
-    if (tfjsSplitsK(d, threshold)) {
-      const out = orderedSplitK(a, b, d, transposeA, transposeB, backend);
-      // [m·n] -> the output's shape (the batch dimensions of A and B, all 1): the same buffer, as tfjs's Reshape does.
-      return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
-    }
-    if (tiled && tfjsPacks(d, threshold) && (batchA === batchB || batchA === 1 || batchB === 1)) {
-      const out = tiledMatMul(a, b, transposeA, transposeB, backend);
-      return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
-    }
-    return original.kernelFunc(args as never);
-  };
-  (kernelFunc as { xttsOrderedSplitK?: boolean }).xttsOrderedSplitK = true;
-  tf.unregisterKernel('BatchMatMul', 'webgpu');
-  tf.registerKernel({ ...original, kernelFunc: kernelFunc as unknown as tfTypes.KernelFunc });
+    return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,16 +181,16 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 const TILE = 64;
 const SLAB = 16;
 
-function tiledProgram(batch: number, d: MatMulDims, transposeA: boolean, transposeB: boolean) {
+function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
   // Logical A[row, kk] and B[kk, col] of batch bA / bB, read through the transposes.
   const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
   const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
   return namedProgram('XttsTiledMatMulProgram', {
     variableNames: ['A', 'B'],
-    outputShape: [batch, d.m, d.n],
+    outputShape: [d.batch, d.m, d.n],
     shaderKey: `xtts_matmul_tiled_${transposeA}_${transposeB}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
-    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), batch],
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch],
     workgroupSize: [16, 16, 1],
     uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
     getUserCode: () => `
@@ -275,11 +260,7 @@ function tiledProgram(batch: number, d: MatMulDims, transposeA: boolean, transpo
   });
 }
 
-/** A × B through the tiled program; the caller checks the dtypes and inner dimensions. */
-export function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
-  const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
-  const size = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
-  const batchA = size(a.shape.slice(0, -2));
-  const batchB = size(b.shape.slice(0, -2));
-  return backend.runWebGPUProgram(tiledProgram(d.batch, d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, batchA, batchB].map((v) => ({ type: 'int32', data: [v] })));
+/** A × B through the tiled program; the caller checks the dtypes, inner dimensions and batches. */
+function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+  return backend.runWebGPUProgram(tiledProgram(d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
 }

@@ -6,7 +6,7 @@
 // contiguous chunk into a partial, then one workgroup sums the partials — in a fixed order, so the
 // result is the same every time. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram } from './kernels.js';
+import { namedProgram, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -72,34 +72,16 @@ function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: numb
   return total;
 }
 
-let tfjsSum: tfTypes.KernelConfig | undefined;
-
 /** Puts the spread full sum in front of tfjs's Sum kernel on webgpu (on), or takes it away (off: benches, tests). */
 export function setSpreadSum(tf: Tf, on: boolean): void {
-  const current = tf.getKernel('Sum', 'webgpu');
-  if (!current) return;
-  const spread = (current.kernelFunc as { xttsSpread?: boolean }).xttsSpread === true;
-  if (!on) {
-    if (spread && tfjsSum) {
-      tf.unregisterKernel('Sum', 'webgpu');
-      tf.registerKernel(tfjsSum);
-    }
-    return;
-  }
-  if (spread) return;
-  const original = current;
-  tfjsSum = original;
-  const kernelFunc = (args: { inputs: tfTypes.NamedTensorInfoMap; backend: unknown; attrs?: tfTypes.NamedAttrMap }) => {
+  wrapWebgpuKernel(tf, 'Sum', on, (original) => (args) => {
     const x = args.inputs.x as tfTypes.TensorInfo;
     const size = x.shape.reduce((a, b) => a * b, 1);
     const axis = args.attrs?.axis as number | number[] | null | undefined;
     const axes = axis == null ? x.shape.map((_, i) => i) : tf.util.parseAxisParam(axis, x.shape);
-    if (x.dtype !== 'float32' || size < SPREAD_FROM || new Set(axes).size !== x.shape.length) return original.kernelFunc(args as never);
+    if (x.dtype !== 'float32' || size < SPREAD_FROM || new Set(axes).size !== x.shape.length) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const total = spreadSum(x, args.backend as WebgpuBackendLike, size);
     // [1] -> [] (or [1, …, 1] with keepDims): the same buffer under another shape, as tfjs's Reshape does.
     return { dataId: total.dataId, shape: args.attrs?.keepDims ? x.shape.map(() => 1) : [], dtype: 'float32' as const };
-  };
-  (kernelFunc as { xttsSpread?: boolean }).xttsSpread = true;
-  tf.unregisterKernel('Sum', 'webgpu');
-  tf.registerKernel({ ...original, kernelFunc: kernelFunc as unknown as tfTypes.KernelFunc });
+  });
 }

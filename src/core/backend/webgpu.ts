@@ -14,7 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
 import { setSpreadSum } from './webgpu-sum.js';
-import { setOrderedSplitK } from './webgpu-matmul.js';
+import { setOrderedSplitK, setTiledMatMul } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -373,7 +373,7 @@ let active: { device: DawnDevice; gpu: DawnGpu } | undefined;
  * offered, and the adapter's compute and buffer limits) plus the storage-buffer count, which Dawn's
  * compatibility (OpenGL ES) adapters otherwise cap at 4.
  */
-export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSelection, { ok: true }>): Promise<string | undefined> {
+export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSelection, { ok: true }>, matmul: 'tfjs' | 'tiled' = 'tfjs'): Promise<string | undefined> {
   const { adapter, gpu } = selection;
   const l = adapter.limits;
   const wanted = [
@@ -415,6 +415,7 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   setQueueUploads(tf.backend(), true);
   setSpreadSum(tf, true);
   setOrderedSplitK(tf, true);
+  setTiledMatMul(matmul === 'tiled');
   return undefined;
 }
 

@@ -12,7 +12,6 @@ import { XttsModel, type ModelSizes } from '../model/model.js';
 import type { NamedArray } from './checkpoint.js';
 import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import type { planBuckets } from '../data/buckets.js';
-import { setTiledMatMul } from '../backend/webgpu-matmul.js';
 
 export interface SideWorkerData {
   xttsRole: 'side';
@@ -45,8 +44,7 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   let model: XttsModel;
   let data: PreparedDataset;
   try {
-    const { choice } = await initBackend(d.backend, { device: d.device });
-    setTiledMatMul(d.config.device.matmul === 'tiled');
+    const { choice } = await initBackend(d.backend, { device: d.device, matmul: d.config.device.matmul });
     model = new XttsModel(d.config.model, d.sizes, { seed: d.config.training.seed, convImpl: d.config.device.conv_kernels });
     data = { ...d.data, tokenizer: Tokenizer.fromJSON(d.data.tokenizer) } as unknown as PreparedDataset;
     port.postMessage({ type: 'ready', device: choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend } satisfies FromSide);

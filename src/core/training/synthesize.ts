@@ -15,7 +15,6 @@ import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/model.js';
 import { checkOutputFolder, writeOutputFile } from '../util/output.js';
 import { CheckpointStore, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
-import { setTiledMatMul } from '../backend/webgpu-matmul.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -155,8 +154,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
       suggestions: ['synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
     });
   }
-  const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device });
-  setTiledMatMul(config.device.matmul === 'tiled');
+  const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device, matmul: config.device.matmul });
   const model = new XttsModel(config.model, sizes, { seed: config.training.seed, convImpl: config.device.conv_kernels });
   const weights = new Map(ckpt.weights.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
   model.setWeights(weights);

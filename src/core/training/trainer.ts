@@ -35,7 +35,6 @@ import type { ReplicaUpdate } from './parallel/replica.js';
 import { checkModelBudget } from './budget.js';
 import { loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import { SideDevice, type SideResult } from './side-device.js';
-import { setTiledMatMul } from '../backend/webgpu-matmul.js';
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
@@ -181,9 +180,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Backend, model, optimizer.
   // Data-parallel replicas (device.gpus): rank 0 trains here, on the plan's first device.
   const replicas = await planReplicas(config.device.gpus, o.backend ?? config.device.backend);
-  const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), { device: replicas ? replicas.devices[0] : config.device.model_device, unsafeApis: true });
+  const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), { device: replicas ? replicas.devices[0] : config.device.model_device, unsafeApis: true, matmul: config.device.matmul });
   await import('../model/gradients.js');
-  setTiledMatMul(config.device.matmul === 'tiled');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
   const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });

@@ -13,7 +13,6 @@ import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { abortCollective, Collective, type CollectiveShared } from './collective.js';
 import { Replica, type ShardJob, weightsDigest } from './replica.js';
-import { setTiledMatMul } from '../../backend/webgpu-matmul.js';
 
 export interface ReplicaWorkerData {
   xttsRole: 'replica';
@@ -62,8 +61,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   };
   let replica: Replica;
   try {
-    const { choice } = await initBackend(d.backend, { device: d.device, unsafeApis: true });
-    setTiledMatMul(d.matmul === 'tiled');
+    const { choice } = await initBackend(d.backend, { device: d.device, unsafeApis: true, matmul: d.matmul });
     await import('../../model/gradients.js');
     const model = new XttsModel(d.model, d.sizes, { seed: d.seed, convImpl: d.convImpl });
     const optimizer = new AdamW(model.trainableVariables(), d.training);
