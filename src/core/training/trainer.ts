@@ -375,9 +375,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
   let ahead: PreparedBatch | undefined;
-  // A step issued without waiting for it (device.pipeline_steps): its record and result, settled once
-  // the next step is queued.
-  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep> } | undefined;
+  // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
+  // readback of its finite flag, settled once the next step is queued.
+  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep>; finite: Promise<unknown> } | undefined;
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -434,7 +434,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     const settleDeferred = async (): Promise<boolean> => {
       const d = deferred!;
       deferred = undefined;
-      const made = (await d.result.finite.data())[0] === 1;
+      const made = ((await d.finite) as ArrayLike<number>)[0] === 1;
       disposeStepResult(d.result);
       if (!made) {
         nonFiniteStepsHere++;
@@ -663,8 +663,13 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         tensors: held.numTensors,
         tensorBytes: held.numBytes,
       };
-      if (defer) deferred = { rec, result: result! };
-      else {
+      if (defer) {
+        // The flag's copy is queued now, ahead of the next step: queued after it (read once that step
+        // is issued), the copy would wait for the next step too, and the host for the device each step.
+        const finite = result!.finite.data();
+        finite.catch(() => undefined);
+        deferred = { rec, result: result!, finite };
+      } else {
         records.push(rec);
         db.addStep(rec);
       }
