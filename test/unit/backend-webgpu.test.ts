@@ -280,9 +280,9 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
   }
 });
 
-test('device.matmul tiled: 64×64 tiles, batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+test('device.matmul tiled: 64×64 and 128×128 tiles, batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setTiledMatMul, matMulDims, tfjsPacks } = await import('../../src/core/backend/webgpu-matmul.js');
+  const { setTiledMatMul, matMulDims, tfjsPacks, tiledPerInvocation } = await import('../../src/core/backend/webgpu-matmul.js');
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
     setTiledMatMul(true);
@@ -309,11 +309,17 @@ test('device.matmul tiled: 64×64 tiles, batches broadcast, either operand trans
       [[3, 65, 50], [3, 50, 66], false, false],
       [[1, 65, 50], [3, 50, 66], false, false],
       [[3, 50, 65], [66, 50], true, true],
+      // Enough 128×128 tiles for the large tiles (45 × 2 × 3), either operand transposed.
+      [[45, 130, 20], [45, 20, 260], false, false],
+      [[45, 20, 130], [45, 260, 20], true, true],
     ];
+    const large = new Set<string>();
     for (const [sa, sb, ta, tb] of cases) {
       const a = tf.randomNormal(sa, 0, 1, 'float32', seed++);
       const b = tf.randomNormal(sb, 0, 1, 'float32', seed++);
-      assert.ok(tfjsPacks(matMulDims(a.shape, b.shape, ta, tb), 8), `${sa}·${sb}: a case tfjs packs`);
+      const dims = matMulDims(a.shape, b.shape, ta, tb);
+      assert.ok(tfjsPacks(dims, 8), `${sa}·${sb}: a case tfjs packs`);
+      if (tiledPerInvocation(dims) === 8) large.add(`${ta}_${tb}`);
       const got = await tf.matMul(a, b, ta, tb).data();
       const want = await host(a, b, ta, tb);
       assert.equal(got.length, want.length);
@@ -334,8 +340,10 @@ test('device.matmul tiled: 64×64 tiles, batches broadcast, either operand trans
     const maskWant = await host(mask, wm, false, false);
     for (let i = 0; i < masked.length; i++) assert.ok(Math.abs(masked[i] - maskWant[i]) <= 1e-5 * (1 + Math.abs(maskWant[i])), `masked ${i}: ${masked[i]} vs ${maskWant[i]}`);
     // These ran as the tiled program (its pipelines are in the backend's cache), one per transpose pair.
-    const keys = Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).filter((k) => k.startsWith('xtts_matmul_tiled_'));
-    assert.deepEqual(new Set(keys.map((k) => k.split('_').slice(3, 5).join('_'))), new Set(['false_false', 'true_false', 'false_true', 'true_true']));
+    const keys = Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).filter((k) => k.startsWith('xtts_matmul_tiled'));
+    assert.deepEqual(new Set(keys.filter((k) => k.startsWith('xtts_matmul_tiled4_')).map((k) => k.split('_').slice(3, 5).join('_'))), new Set(['false_false', 'true_false', 'false_true', 'true_true']));
+    assert.deepEqual(large, new Set(['false_false', 'true_true']));
+    assert.deepEqual(new Set(keys.filter((k) => k.startsWith('xtts_matmul_tiled8_')).map((k) => k.split('_').slice(3, 5).join('_'))), large);
     // Gradients flow through it (BatchMatMul's gradient is two more matmuls).
     const x = tf.randomNormal([70, 37], 0, 1, 'float32', 99);
     const w = tf.randomNormal([37, 130], 0, 1, 'float32', 98);

@@ -174,28 +174,51 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A tiled matmul (device.matmul: tiled): 64×64 output tiles, 256 invocations of 4×4 outputs each, K in
-// slabs of 16 through workgroup memory — twice the arithmetic per value loaded of tfjs's 32×32 tiles of
-// 64 invocations. Batched, broadcast over a batch of 1, either operand transposed.
+// A tiled matmul (device.matmul: tiled): 16×16 invocations of R×R outputs each, so output tiles of
+// 16R × 16R (R = 8: 128×128 where the output has enough such tiles to fill the device twice over; R = 4:
+// 64×64 otherwise), K in slabs of 16 through workgroup memory. Each operand's slab is read in the order
+// it lies in memory (along K for A and Bᵀ, along the rows or columns for Aᵀ and B), so that neighbouring
+// invocations read neighbouring values, and stored K-major with rows of TILE + 2 values, so that the
+// stores of either order fall in distinct banks. An invocation's outputs are rows ty + 16i and columns
+// tx + 16j: its reads of workgroup memory are broadcasts (A) or 16 consecutive values (B), and its
+// writes of the output neighbour its neighbours'. Accumulators are named variables, not an array, so
+// that the shader compiler keeps them in registers. Batched, broadcast over a batch of 1, either
+// operand transposed.
 
-const TILE = 64;
 const SLAB = 16;
+/** 128×128 tiles from this many of them (about two per streaming multiprocessor of an H100). */
+const LARGE_TILES_FROM = 256;
+
+/** Outputs per invocation along each side: 8 where the 128×128 tiles are enough, else 4. */
+export function tiledPerInvocation(d: MatMulDims): 4 | 8 {
+  return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 8 : 4;
+}
 
 function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
-  // Logical A[row, kk] and B[kk, col] of batch bA / bB, read through the transposes.
+  const R = tiledPerInvocation(d);
+  const TILE = 16 * R;
+  const STRIDE = TILE + 2;
+  const loads = (TILE * SLAB) / 256;
+  // Logical A[r, kk] and B[kk, c] of batch bA / bB, read through the transposes.
   const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
   const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
+  // Which (slab row, tile lane) load number e of invocation tid fills: along K where K is the
+  // operand's contiguous dimension, along the lanes otherwise.
+  const slot = (alongK: boolean) =>
+    alongK ? `let flat = tid + e * 256; let s = flat % ${SLAB}; let lane = flat / ${SLAB};` : `let flat = tid + e * 256; let s = flat / ${TILE}; let lane = flat % ${TILE};`;
+  const range = (n: number) => [...Array(n).keys()];
+  const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
   return namedProgram('XttsTiledMatMulProgram', {
     variableNames: ['A', 'B'],
     outputShape: [d.batch, d.m, d.n],
-    shaderKey: `xtts_matmul_tiled_${transposeA}_${transposeB}`,
+    shaderKey: `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
     dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch],
     workgroupSize: [16, 16, 1],
     uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
     getUserCode: () => `
-      var<workgroup> As : array<f32, ${TILE * SLAB}>;
-      var<workgroup> Bs : array<f32, ${SLAB * TILE}>;
+      var<workgroup> As : array<f32, ${SLAB * STRIDE}>;
+      var<workgroup> Bs : array<f32, ${SLAB * STRIDE}>;
       fn main() {
         let tx = i32(localId.x);
         let ty = i32(localId.y);
@@ -205,57 +228,47 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
         let bB = select(b, 0, uniforms.batchB == 1);
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
-        var acc : array<array<f32, 4>, 4>;
-        for (var i = 0; i < 4; i = i + 1) {
-          for (var j = 0; j < 4; j = j + 1) {
-            acc[i][j] = 0.0;
-          }
-        }
+        ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
         for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {
-          // 1,024 values of each operand's slab, 4 per invocation; zero outside the matrices.
-          for (var e = 0; e < 4; e = e + 1) {
-            let flat = tid + e * 256;
-            let slot = flat / ${TILE};
-            let lane = flat % ${TILE};
+          for (var e = 0; e < ${loads}; e = e + 1) {
+            ${slot(!transposeA)}
             let r = row0 + lane;
-            let kk = k0 + slot;
-            var av = 0.0;
+            let kk = k0 + s;
+            var v = 0.0;
             if (r < uniforms.m && kk < uniforms.k) {
-              av = f32(A[${aAt}]);
+              v = f32(A[${aAt}]);
             }
-            As[slot * ${TILE} + lane] = av;
+            As[s * ${STRIDE} + lane] = v;
+          }
+          for (var e = 0; e < ${loads}; e = e + 1) {
+            ${slot(transposeB)}
             let c = col0 + lane;
-            var bv = 0.0;
+            let kk = k0 + s;
+            var v = 0.0;
             if (c < uniforms.n && kk < uniforms.k) {
-              bv = f32(B[${bAt}]);
+              v = f32(B[${bAt}]);
             }
-            Bs[slot * ${TILE} + lane] = bv;
+            Bs[s * ${STRIDE} + lane] = v;
           }
           workgroupBarrier();
-          for (var kk = 0; kk < ${SLAB}; kk = kk + 1) {
-            var a : array<f32, 4>;
-            var w : array<f32, 4>;
-            for (var i = 0; i < 4; i = i + 1) {
-              a[i] = As[kk * ${TILE} + ty + i * 16];
-              w[i] = Bs[kk * ${TILE} + tx + i * 16];
-            }
-            for (var i = 0; i < 4; i = i + 1) {
-              for (var j = 0; j < 4; j = j + 1) {
-                acc[i][j] = acc[i][j] + a[i] * w[j];
-              }
-            }
+          for (var s = 0; s < ${SLAB}; s = s + 1) {
+            let base = s * ${STRIDE};
+            ${range(R).map((i) => `let a${i} = As[base + ty + ${16 * i}];`).join(' ')}
+            ${range(R).map((j) => `let b${j} = Bs[base + tx + ${16 * j}];`).join(' ')}
+            ${pairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n            ')}
           }
           workgroupBarrier();
         }
-        for (var i = 0; i < 4; i = i + 1) {
-          let r = row0 + ty + i * 16;
-          for (var j = 0; j < 4; j = j + 1) {
-            let c = col0 + tx + j * 16;
-            if (r < uniforms.m && c < uniforms.n) {
-              setOutputAtCoords(b, r, c, acc[i][j]);
-            }
+        ${range(R)
+          .map(
+            (i) => `{
+          let r = row0 + ty + ${16 * i};
+          if (r < uniforms.m) {
+            ${range(R).map((j) => `if (col0 + tx + ${16 * j} < uniforms.n) { setOutputAtCoords(b, r, col0 + tx + ${16 * j}, c${i}_${j}); }`).join('\n            ')}
           }
-        }
+        }`,
+          )
+          .join('\n        ')}
       }`,
   });
 }

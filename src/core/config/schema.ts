@@ -301,7 +301,7 @@ export const DeviceSchema = Section(
     matmul: Enum(['tfjs', 'tiled'] as const, {
       default: 'tfjs',
       description:
-        'webgpu: which program runs the large float32 matmuls. `tfjs`: tfjs-backend-webgpu\'s MatMulPackedProgram (32×32 output tiles, 64 invocations). `tiled`: xtts\'s program of 64×64 tiles, 256 invocations of 4×4 outputs and K in slabs of 16 through workgroup memory — twice the arithmetic per value loaded; correct on the tests\' software device, not yet timed on a GPU, hence not the default. Matmuls that tfjs splits over K always run xtts\'s ordered sum.',
+        'webgpu: which program runs the large float32 matmuls. `tfjs`: tfjs-backend-webgpu\'s MatMulPackedProgram (32×32 output tiles, 64 invocations). `tiled`: xtts\'s program of 256 invocations of 8×8 outputs (128×128 tiles; 4×4 and 64×64 tiles where there are too few) and K in slabs of 16 through workgroup memory; slower than tfjs\'s on an H100 (a small-preset step 65.8 ms against 45.1, normal 193 against 173), hence not the default. Matmuls that tfjs splits over K always run xtts\'s ordered sum.',
     }),
     conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
       default: 'auto',
