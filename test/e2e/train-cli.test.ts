@@ -3,7 +3,7 @@
 // 130, and synthesis writes a valid WAV.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -65,6 +65,14 @@ describe('xtts train', () => {
     assert.equal(s.code, 0, s.stderr);
     const d = decodeWav(readFileSync(wav), wav);
     assert.ok(d.durationS > 0.1 && d.samples.some((x) => Math.abs(x) > 0.01));
+    // A checkpoint kept without its optimizer's moments (weights and state only) speaks the same.
+    const latest = join(out, 'checkpoints', readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim());
+    const weightsOnly = join(dir, 'weights-only');
+    cpSync(latest, weightsOnly, { recursive: true });
+    rmSync(join(weightsOnly, 'optimizer.safetensors'));
+    const slim = await runCli(['synthesize', '--checkpoint', weightsOnly, '--text', 'The boy was there.', '--out', join(dir, 'slim.wav'), '--json']);
+    assert.equal(slim.code, 0, slim.stderr);
+    assert.deepEqual(readFileSync(join(dir, 'slim.wav')), readFileSync(wav));
     const bad = await runCli(['synthesize', '--checkpoint', out, '--text', 'snowman ☃', '--out', wav, '--json']);
     assert.equal(bad.code, 2);
     assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');

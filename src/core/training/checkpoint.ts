@@ -186,7 +186,8 @@ export class CheckpointStore {
     return final;
   }
 
-  load<State>(dir: string): CheckpointContents<State> {
+  /** A checkpoint's contents; optimizer: false skips the optimizer's moments (synthesis needs only the weights: they may be all that was kept). */
+  load<State>(dir: string, options: { optimizer?: boolean } = {}): CheckpointContents<State> {
     if (!existsSync(join(dir, 'state.json'))) {
       throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
         exitCode: ExitCode.usage,
@@ -195,7 +196,7 @@ export class CheckpointStore {
     }
     const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as State & { format?: string };
     if (state.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir} is ${state.format ?? 'unknown'}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
-    return { weights: readArrays(dir, 'weights'), optimizer: readArrays(dir, 'optimizer'), state };
+    return { weights: readArrays(dir, 'weights'), optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'), state };
   }
 
   /** Keep the newest `keep` checkpoints and the best one. */

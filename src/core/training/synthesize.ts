@@ -75,7 +75,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   for (const t of o.texts) checkOutputFolder(t.out, 'the WAV');
   if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary');
   const dir = resolveCheckpoint(o.checkpoint);
-  const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir);
+  const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const { config, stats, sizes } = ckpt.state;
   if (config.training.loss.duration_weight === undefined) {
     throw new XttsError('CHECKPOINT_TOO_OLD', `${dir} was trained by an xtts without text alignment or durations: its decoder does not follow the text, so it cannot speak`, {
