@@ -145,6 +145,50 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
   }
 });
 
+test('a composed 1-D convolution on webgpu sums its taps and adds the bias in one program each way, and matches the pad-slice-AddN composition: values and gradients, kernels 1, 3 and 5', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  const { conv1dComposed } = await import('../../src/core/model/nn.js');
+  const { setTapSum, tapSumAvailable } = await import('../../src/core/model/webgpu-conv.js');
+  type T = import('@tensorflow/tfjs-core').Tensor;
+  try {
+    assert.equal(tapSumAvailable(), true);
+    let seed = 40;
+    for (const kernel of [1, 3, 5]) {
+      const [batch, frames, inCh, outCh] = [3, 37, 20, 24];
+      const x = tf.randomNormal([batch, frames, inCh], 0, 1, 'float32', seed++) as import('@tensorflow/tfjs-core').Tensor3D;
+      const w = tf.randomNormal([kernel, inCh, outCh], 0, 0.3, 'float32', seed++) as import('@tensorflow/tfjs-core').Tensor3D;
+      const b = tf.randomNormal([outCh], 0, 1, 'float32', seed++) as import('@tensorflow/tfjs-core').Tensor1D;
+      const up = tf.randomNormal([batch, frames, outCh], 0, 1, 'float32', seed++);
+      // A loss that weights every output differently, so that each gradient value is checked.
+      const run = () => {
+        const counter = new KernelCounter().install(tf);
+        const { value, grads } = tf.valueAndGrads((xv: T, wv: T, bv: T) => tf.sum(tf.mul(conv1dComposed(xv as never, wv as never, bv as never), up)))([x, w, b]);
+        const programs = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { value, grads, programs };
+      };
+      const fused = run();
+      setTapSum(false);
+      const composed = run();
+      setTapSum(true);
+      const close = async (a: T, c: T, what: string) => {
+        const [av, cv] = [await a.data(), await c.data()];
+        assert.equal(av.length, cv.length);
+        for (let i = 0; i < av.length; i++) assert.ok(Math.abs(av[i] - cv[i]) <= 1e-4 * (1 + Math.abs(cv[i])), `kernel ${kernel}, ${what}[${i}]: ${av[i]} vs ${cv[i]}`);
+      };
+      await close(fused.value, composed.value, 'loss');
+      for (const [i, name] of ['dx', 'dw', 'db'].entries()) await close(fused.grads[i], composed.grads[i], name);
+      // The forward's convolution itself, beside the composition's.
+      await close(conv1dComposed(x, w, b), (setTapSum(false), conv1dComposed(x, w, b)), 'y');
+      setTapSum(true);
+      if (kernel > 1) assert.ok(fused.programs + 2 * kernel <= composed.programs, `kernel ${kernel}: ${fused.programs} programs against ${composed.programs}`);
+    }
+  } finally {
+    setTapSum(true);
+    disposeBackend(tf);
+  }
+});
+
 test('uploads of host values go through queue.writeBuffer and arrive intact: float32, int32, bool, a 4 MiB tensor, and after tfjs work it has not submitted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { setQueueUploads } = await import('../../src/core/backend/webgpu-uploads.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });

@@ -12,6 +12,7 @@ import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
 import { WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
+import { tapSum, tapSumAvailable } from './webgpu-conv.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -407,12 +408,19 @@ export class Conv1d {
 /**
  * The same convolution as one matmul: every input frame is multiplied by all K filter taps at once
  * ([B·(T+K−1), in] × [in, K·out]), then output frame t sums tap k of padded frame t+k (K slices, one
- * AddN). Forward K+3 kernels, backward about 2K+2, all present on every backend.
+ * AddN). Forward K+3 kernels, backward about 2K+2, all present on every backend; on webgpu the slices,
+ * the sum and the bias are one program each way (webgpu-conv.ts).
  */
 export function conv1dComposed(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D): tf.Tensor3D {
   const [batch, frames, inCh] = x.shape;
   const [kernel, , outCh] = w.shape;
   const half = (kernel - 1) / 2;
+  if (tapSumAvailable()) {
+    // webgpu: the frames unpadded, the taps' shifted sum and the bias one program (webgpu-conv.ts):
+    // forward 3 programs, backward 5.
+    const taps = tf.matMul(tf.reshape(x, [batch * frames, inCh]), tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh]));
+    return tapSum(tf.reshape(taps, [batch, frames, kernel, outCh]), b);
+  }
   const padded = tf.pad(x, [
     [0, 0],
     [half, half],
