@@ -60,6 +60,53 @@ describe('device.pipeline_steps', () => {
     }
   });
 
+  test('a step issued without waiting for it has its finite flag read back before the next step is issued (queued after it, the copy would wait for that step too)', async () => {
+    const tf = await import('@tensorflow/tfjs-core');
+    const { train } = await import('../../src/core/training/trainer.js');
+    const { loadConfig } = await import('../../src/core/config/load.js');
+    const { dir, config } = shortQuickstartRun(10, 'xtts-pipeline-order-', `  log_every: 4
+  validate_every: 1000
+  checkpoint_every: 1000
+  eval_every: 1000
+  eval_sentences: []
+`);
+    // Scalars read back between two steps' ends, and a tensor id made at each step's end: the
+    // readback of a step's own flag reads a tensor newer than the step before it.
+    const events: ({ step: number; mark: number } | { read: number })[] = [];
+    const proto = tf.Tensor.prototype as unknown as { data: (this: import('@tensorflow/tfjs-core').Tensor) => Promise<unknown> };
+    const data = proto.data;
+    proto.data = function (this: import('@tensorflow/tfjs-core').Tensor) {
+      if (this.rank === 0) events.push({ read: this.id });
+      return data.call(this);
+    };
+    try {
+      const loaded = loadConfig(config).loaded!;
+      loaded.config.device.pipeline_steps = 'on';
+      await train({
+        loaded,
+        backend: 'wasm',
+        maxSteps: 9,
+        outputDir: join(dir, 'run'),
+        onStep: ({ step }) => {
+          const t = tf.scalar(0);
+          events.push({ step, mark: t.id });
+          t.dispose();
+        },
+      });
+    } finally {
+      proto.data = data;
+    }
+    const steps = events.filter((e): e is { step: number; mark: number } => 'step' in e);
+    assert.deepEqual(steps.map((e) => e.step), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Steps 1-3 and 5-7 are issued without waiting (4 and 8 log their losses, 9 is the last).
+    for (const step of [2, 3, 5, 6, 7]) {
+      const from = events.indexOf(steps[step - 2]);
+      const to = events.indexOf(steps[step - 1]);
+      const reads = events.slice(from + 1, to).filter((e): e is { read: number } => 'read' in e && e.read > steps[step - 2].mark);
+      assert.ok(reads.length > 0, `step ${step}: no scalar of its own read back before it ended: ${JSON.stringify(events.slice(from, to + 1))}`);
+    }
+  });
+
   test('a pipelined run whose updates are all non-finite stops at exactly max_nonfinite_steps, without a checkpoint of its state', async () => {
     const { dir, config } = shortQuickstartRun(10, 'xtts-pipeline-nan-', `  log_every: 50
   validate_every: 1000
