@@ -18,21 +18,34 @@ interface WebgpuBackendLike {
 
 const UNIFORMS = 'frames : i32, kernel : i32, half : i32, outCh : i32,';
 
-/** y[b, t, o] = Σ_k taps[b, t + k − half, k, o] (in order of k, frames outside the clip left out) + bias[o]. */
-function tapSumProgram(outputShape: number[]) {
+/** A program of one invocation per output value (index), with the convolution's uniforms. */
+function flatProgram(name: string, shaderKey: string, variableNames: string[], outputShape: number[], body: string) {
   const size = outputShape.reduce((a, x) => a * x, 1);
-  return namedProgram('XttsTapSumProgram', {
-    variableNames: ['T', 'Bias'],
+  return namedProgram(name, {
+    variableNames,
     outputShape,
-    shaderKey: 'xtts_tap_sum',
-    dispatchLayout: { x: [0, 1, 2] },
+    shaderKey,
+    dispatchLayout: { x: outputShape.map((_, i) => i) },
     dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     size: true,
     uniforms: UNIFORMS,
     getUserCode: () => `
       fn main(index : i32) {
-        if (index < uniforms.size) {
+        if (index < uniforms.size) {${body}
+        }
+      }`,
+  });
+}
+
+/** y[b, t, o] = Σ_k taps[b, t + k − half, k, o] (in order of k, frames outside the clip left out) + bias[o]. */
+const tapSumProgram = (outputShape: number[]) =>
+  flatProgram(
+    'XttsTapSumProgram',
+    'xtts_tap_sum',
+    ['T', 'Bias'],
+    outputShape,
+    `
           let o = index % uniforms.outCh;
           let bt = index / uniforms.outCh;
           let t = bt % uniforms.frames;
@@ -44,27 +57,17 @@ function tapSumProgram(outputShape: number[]) {
               s = s + f32(T[((b * uniforms.frames + src) * uniforms.kernel + k) * uniforms.outCh + o]);
             }
           }
-          setOutputAtIndex(index, s + f32(Bias[o]));
-        }
-      }`,
-  });
-}
+          setOutputAtIndex(index, s + f32(Bias[o]));`,
+  );
 
 /** dTaps[b, s, k, o] = dy[b, s − k + half, o] where that frame is in the clip, else 0. */
-function tapSumGradProgram(outputShape: number[]) {
-  const size = outputShape.reduce((a, x) => a * x, 1);
-  return namedProgram('XttsTapSumGradProgram', {
-    variableNames: ['Dy'],
+const tapSumGradProgram = (outputShape: number[]) =>
+  flatProgram(
+    'XttsTapSumGradProgram',
+    'xtts_tap_sum_grad',
+    ['Dy'],
     outputShape,
-    shaderKey: 'xtts_tap_sum_grad',
-    dispatchLayout: { x: [0, 1, 2, 3] },
-    dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
-    workgroupSize: [WORKGROUP, 1, 1],
-    size: true,
-    uniforms: UNIFORMS,
-    getUserCode: () => `
-      fn main(index : i32) {
-        if (index < uniforms.size) {
+    `
           let o = index % uniforms.outCh;
           let rest = index / uniforms.outCh;
           let k = rest % uniforms.kernel;
@@ -76,11 +79,8 @@ function tapSumGradProgram(outputShape: number[]) {
           if (t >= 0 && t < uniforms.frames) {
             v = f32(Dy[(b * uniforms.frames + t) * uniforms.outCh + o]);
           }
-          setOutputAtIndex(index, v);
-        }
-      }`,
-  });
-}
+          setOutputAtIndex(index, v);`,
+  );
 
 const uniforms = (frames: number, kernel: number, outCh: number) => [frames, kernel, (kernel - 1) / 2, outCh].map((v) => ({ type: 'int32', data: [v] }));
 
