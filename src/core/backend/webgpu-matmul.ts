@@ -206,6 +206,19 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
   // operand's contiguous dimension, along the lanes otherwise.
   const slot = (alongK: boolean) =>
     alongK ? `let flat = tid + e * 256; let s = flat % ${SLAB}; let lane = flat / ${SLAB};` : `let flat = tid + e * 256; let s = flat / ${TILE}; let lane = flat % ${TILE};`;
+  // One operand's slab into its workgroup array (zero outside the matrix): `lane` is row r of A or
+  // column c of B, at tile offset `origin`, below `limit`.
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string) => `
+          for (var e = 0; e < ${loads}; e = e + 1) {
+            ${slot(alongK)}
+            let ${index} = ${origin} + lane;
+            let kk = k0 + s;
+            var v = 0.0;
+            if (${index} < ${limit} && kk < uniforms.k) {
+              v = f32(${operand}[${at}]);
+            }
+            ${array}[s * ${STRIDE} + lane] = v;
+          }`;
   const range = (n: number) => [...Array(n).keys()];
   const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
   return namedProgram('XttsTiledMatMulProgram', {
@@ -229,27 +242,7 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
         ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
-        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {
-          for (var e = 0; e < ${loads}; e = e + 1) {
-            ${slot(!transposeA)}
-            let r = row0 + lane;
-            let kk = k0 + s;
-            var v = 0.0;
-            if (r < uniforms.m && kk < uniforms.k) {
-              v = f32(A[${aAt}]);
-            }
-            As[s * ${STRIDE} + lane] = v;
-          }
-          for (var e = 0; e < ${loads}; e = e + 1) {
-            ${slot(transposeB)}
-            let c = col0 + lane;
-            let kk = k0 + s;
-            var v = 0.0;
-            if (c < uniforms.n && kk < uniforms.k) {
-              v = f32(B[${bAt}]);
-            }
-            Bs[s * ${STRIDE} + lane] = v;
-          }
+        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${load('As', 'A', !transposeA, 'r', 'row0', 'uniforms.m', aAt)}${load('Bs', 'B', transposeB, 'c', 'col0', 'uniforms.n', bAt)}
           workgroupBarrier();
           for (var s = 0; s < ${SLAB}; s = s + 1) {
             let base = s * ${STRIDE};

@@ -377,7 +377,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   let ahead: PreparedBatch | undefined;
   // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
   // readback of its finite flag, settled once the next step is queued.
-  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep>; finite: Promise<unknown> } | undefined;
+  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep>; finite: Promise<ArrayLike<number>> } | undefined;
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -434,7 +434,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     const settleDeferred = async (): Promise<boolean> => {
       const d = deferred!;
       deferred = undefined;
-      const made = ((await d.finite) as ArrayLike<number>)[0] === 1;
+      const made = (await d.finite)[0] === 1;
       disposeStepResult(d.result);
       if (!made) {
         nonFiniteStepsHere++;
