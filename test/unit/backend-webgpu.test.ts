@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { disposeBackend, findVulkanLoader, initBackend, KernelCounter, listAdapters, timeOnDevice } from '../../src/core/backend/index.js';
-import { subgroupMatrixConfigs } from '../../src/core/backend/webgpu.js';
+import { type AdapterDescription, subgroupMatrixConfigs, tensorCoreSupport } from '../../src/core/backend/webgpu.js';
 import '../../src/core/model/gradients.js';
 
 // Mesa picks its EGL platform from the environment when Dawn opens the display; without a window
@@ -115,6 +115,32 @@ test('subgroup-matrix configurations are read by field: Dawn keeps them as proto
   assert.deepEqual({ ...new Config() }, {}, 'a spread of such an object is empty');
   assert.deepEqual(subgroupMatrixConfigs([new Config()]), [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 16 }]);
   assert.deepEqual(subgroupMatrixConfigs(undefined), []);
+});
+
+test('mixed_fp16 takes an adapter with shader-f16, subgroups and an f16→f32 subgroup-matrix shape, the one with the most outputs; else says what is missing', () => {
+  const h100 = {
+    name: 'NVIDIA H100 80GB HBM3',
+    dawnBackend: 'vulkan',
+    shaderF16: true,
+    subgroups: true,
+    subgroupMatrix: true,
+    // As Dawn listed them on an H100 with vulkan_enable_f16_on_nvidia (driver 580.159.04).
+    subgroupMatrixConfigs: [
+      { componentType: 'f16', resultComponentType: 'f16', M: 16, N: 16, K: 16 },
+      { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 16 },
+      { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 8 },
+      { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 },
+      { componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 },
+    ],
+  } as unknown as AdapterDescription;
+  assert.deepEqual(tensorCoreSupport(h100), { ok: true, shape: { M: 16, N: 16, K: 16 } });
+  // Without the toggle Dawn offers no f16 on NVIDIA, and with it no f16 shapes.
+  const noF16 = { ...h100, shaderF16: false, subgroupMatrixConfigs: h100.subgroupMatrixConfigs.filter((c) => c.componentType !== 'f16') };
+  const r = tensorCoreSupport(noF16);
+  assert.equal(r.ok, false);
+  assert.match((r as { reason: string }).reason, /NVIDIA H100 80GB HBM3 \(Dawn vulkan\) lacks shader-f16 \(subgroup-matrix shapes offered: i8→i32 16×16×32\)/);
+  const intOnly = { ...h100, subgroupMatrixConfigs: noF16.subgroupMatrixConfigs };
+  assert.match((tensorCoreSupport(intOnly) as { reason: string }).reason, /offers no f16→f32 subgroup-matrix shape this program can tile/);
 });
 
 test('the fused layer norm and its gradient on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
@@ -326,10 +352,10 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
 
 test('device.matmul tiled: 64×64 and 128×128 tiles, batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setTiledMatMul, matMulDims, tfjsPacks, tiledPerInvocation } = await import('../../src/core/backend/webgpu-matmul.js');
+  const { setMatMulProgram, matMulDims, tfjsPacks, tiledPerInvocation } = await import('../../src/core/backend/webgpu-matmul.js');
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
-    setTiledMatMul(true);
+    setMatMulProgram('tiled');
     // Host float64 product of logical A [batch?, m, k] and B [batch?, k, n].
     const host = async (a: T, b: T, ta: boolean, tb: boolean) => {
       const A = (await (ta ? tf.transpose(a, [...a.shape.keys()].map((i, _, all) => (i < all.length - 2 ? i : i === all.length - 2 ? all.length - 1 : all.length - 2))) : a).array()) as number[][] | number[][][];
@@ -371,9 +397,9 @@ test('device.matmul tiled: 64×64 and 128×128 tiles, batches broadcast, either 
       for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
       assert.ok(worst < 1e-5, `${sa}${ta ? 'ᵀ' : ''}·${sb}${tb ? 'ᵀ' : ''}: largest difference ${worst}`);
       // tfjs's packed program would have given the same within float32 rounding.
-      setTiledMatMul(false);
+      setMatMulProgram('tfjs');
       const tfjs = await tf.matMul(a, b, ta, tb).data();
-      setTiledMatMul(true);
+      setMatMulProgram('tiled');
       for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - tfjs[i]) <= 1e-5 * (1 + Math.abs(tfjs[i])));
     }
     // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
@@ -397,7 +423,7 @@ test('device.matmul tiled: 64×64 and 128×128 tiles, batches broadcast, either 
     assert.ok(Math.abs(gw[0] - colSum(0)) <= 1e-4 * (1 + Math.abs(colSum(0))));
     assert.ok(Math.abs(gw[5 * 130 + 7] - colSum(5)) <= 1e-4 * (1 + Math.abs(colSum(5))));
   } finally {
-    setTiledMatMul(false);
+    setMatMulProgram('tfjs');
     disposeBackend(tf);
   }
 });

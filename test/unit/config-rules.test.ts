@@ -223,13 +223,13 @@ const CASES: RuleCase[] = [
     message: /tfjs-node-gpu nor @tensorflow\/tfjs-node is installed/,
   },
   {
-    name: 'precision mixed_fp16',
+    name: 'precision mixed_fp16 on a backend that computes in float32 only',
     ruleId: 'training/precision',
-    file: () => child('fp16.yaml', 'training:\n  precision: mixed_fp16\n'),
+    file: () => child('fp16.yaml', 'device:\n  backend: wasm\ntraining:\n  precision: mixed_fp16\n'),
     keyPath: 'training.precision',
     severity: 'error',
     at: 'mixed_fp16',
-    message: /precision mixed_fp16: webgpu: .*no float16 path/,
+    message: /precision mixed_fp16: wasm: tfjs-backend-wasm 4.22 computes in float32/,
   },
   {
     name: 'weight decay that wipes the weights out',

@@ -98,6 +98,61 @@ describe('AdamW', () => {
     });
   }
 
+  for (const update of ['auto', 'composed'] as const) {
+    it(`${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}, loss scaling: gradients of S·loss make the unscaled update; an overflow halves S, skips the update and is not counted; S doubles after growthInterval updates in a row`, () => {
+      const c = config({ grad_clip_norm: 1 });
+      const w = tf.variable(tf.tensor2d([0.5, -1.2, 2, 0.01, -0.3, 0.8], [2, 3]));
+      const b = tf.variable(tf.tensor1d([0.1, -0.2, 0.3]));
+      const params = new Map([
+        ['layer.w', w],
+        ['layer.b', b],
+      ]);
+      const opt = new AdamW(params, c, { update, lossScale: { initial: 1024, growthInterval: 2 } });
+      const plain = setup(update, c);
+      const scale = () => opt.lossScale!.dataSync()[0];
+      const values = (o: AdamW) => o.variables.flatMap((x) => Array.from(x.dataSync()));
+      // Step 1: S = 1024 times the gradient and the loss; the same update and reported norm as unscaled.
+      const S = scale();
+      assert.equal(S, 1024);
+      feed(opt, gradSeq[0].map((g) => g.map((x) => x * S)), S);
+      feed(plain.opt, gradSeq[0]);
+      const r = opt.apply();
+      const p = plain.opt.apply();
+      assert.equal(r.finite.dataSync()[0], 1);
+      assert.ok(Math.abs(r.gradNorm.dataSync()[0] - p.gradNorm.dataSync()[0]) < 1e-5);
+      values(opt).forEach((x, i) => assert.ok(Math.abs(x - values(plain.opt)[i]) < 1e-6, `${x} vs ${values(plain.opt)[i]}`));
+      // Step 2: an overflow (Inf) while S > 1: flag −1, no update, S halves, not a non-finite step.
+      const before = values(opt);
+      feed(opt, [gradSeq[1][0].map((x, i) => (i === 0 ? Infinity : x)), gradSeq[1][1]], S);
+      const o = opt.apply();
+      assert.equal(o.finite.dataSync()[0], -1);
+      assert.deepEqual(values(opt), before);
+      assert.equal(scale(), 512);
+      assert.equal(opt.nonFiniteSteps.dataSync()[0], 0);
+      // Steps 3 and 4 make two updates in a row: S doubles back to 1024.
+      for (const g of [gradSeq[1], gradSeq[2]]) {
+        const s = scale();
+        feed(opt, g.map((row) => row.map((x) => x * s)), s);
+        assert.equal(opt.apply().finite.dataSync()[0], 1);
+      }
+      assert.equal(scale(), 1024);
+      // Its state: S and the updates in a row go into the checkpoint and come back.
+      const state = opt.getState();
+      assert.deepEqual(Array.from(state.get('adamw.loss_scale')!.dataSync()), [1024, 0]);
+      const again = new AdamW(params, c, { update, lossScale: { initial: 4096, growthInterval: 2 } });
+      again.setState(state);
+      assert.equal(again.lossScale!.dataSync()[0], 1024);
+      // At S = 1 a NaN is a non-finite step like any other (flag 0), and S stays 1.
+      const one = new AdamW(params, c, { update, lossScale: { initial: 1, growthInterval: 2 } });
+      feed(one, [gradSeq[0][0].map(() => Number.NaN), gradSeq[0][1]]);
+      assert.equal(one.apply().finite.dataSync()[0], 0);
+      assert.equal(one.nonFiniteSteps.dataSync()[0], 1);
+      assert.equal(one.lossScale!.dataSync()[0], 1);
+      tf.dispose([...state.values()]);
+      for (const x of [opt, plain.opt, again, one]) x.dispose();
+    });
+  }
+
   it('applies weight decay to rank ≥ 2 tensors only', () => {
     const { w, b, opt } = setup('composed');
     const w0 = Array.from(w.dataSync());

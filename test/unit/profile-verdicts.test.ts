@@ -211,4 +211,11 @@ test('busy but slow: a GPU busy all the time whose matmuls reach a small share o
   assert.match(verdict(other, 'compute-bound').evidence, /the device's peak is not known to xtts/);
   // Runs recorded before FLOPs were counted.
   assert.equal(judge(run(20, () => ({})), gpu(10, 99), h100).breakdown.flopsPerStep, null);
+  // A mixed_fp16 run is measured against the tensor cores' FP16 peak: 600 GFLOP in 15 ms is 40 TFLOP/s,
+  // healthy against FP32's 66.9 but 4% of the H100's 989.4 with f16 operands: busy but slow.
+  const mixed = judge(run(20, () => ({}), () => ({ flops: 600e9 })), gpu(10, 99), { ...h100, precision: 'mixed_fp16' });
+  assert.equal(mixed.breakdown.peakTflops, 989.4);
+  assert.equal(mixed.breakdown.peakPrecision, 'FP16 tensor');
+  assert.equal(verdict(mixed, 'compute-bound').grade, 'moderate');
+  assert.match(verdict(mixed, 'compute-bound').evidence, /ran at 40\.00 TFLOP\/s, 4\.0% of the device's FP16 tensor peak \(989\.4 TFLOP\/s\)/);
 });

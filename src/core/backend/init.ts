@@ -16,6 +16,11 @@ export interface BackendOptions extends DawnOptions {
   device?: number | string | null;
   /** device.matmul on webgpu: tfjs's matmul programs, or xtts's tiled one (webgpu-matmul.ts). */
   matmul?: 'tfjs' | 'tiled';
+  /**
+   * training.precision: mixed_fp16 takes webgpu only, with the tensor-core matmul (f16 operands, f32
+   * sums) in place of the float32 ones; an adapter without it is passed over with the reason.
+   */
+  precision?: 'fp32' | 'mixed_fp16';
 }
 
 export interface BackendChoice {
@@ -53,6 +58,10 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
   const auto = requested === 'auto';
   const fallbacks: BackendChoice['fallbacks'] = [];
   for (const backend of auto ? AUTO_ORDER : [requested]) {
+    if (options.precision === 'mixed_fp16' && backend !== 'webgpu') {
+      fallbacks.push({ backend, reason: 'training.precision mixed_fp16 needs webgpu: its f16 matmul is a WebGPU tensor-core program, and this backend computes in float32 only' });
+      continue;
+    }
     if (backend === 'webgpu') {
       const sel = await selectAdapter(options.device, options);
       if (!sel.ok) {
@@ -63,7 +72,7 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         fallbacks.push({ backend, reason: `the WebGPU adapter Dawn offers, ${sel.description.name}, ${sel.description.dawnBackend === 'null' ? 'computes nothing (Dawn\'s null backend)' : 'is a CPU implementation, slower than the wasm backend'}` });
         continue;
       }
-      const failed = await registerWebgpuBackend(tf, sel, options.matmul ?? 'tfjs');
+      const failed = await registerWebgpuBackend(tf, sel, options.matmul ?? 'tfjs', options.precision ?? 'fp32');
       if (failed) {
         fallbacks.push({ backend, reason: failed });
         continue;

@@ -5,8 +5,9 @@
 // text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
 // own, then each output sums its parts in order — the same value every time. With device.matmul:
-// tiled (setTiledMatMul) the matmuls tfjs would run as its 32×32-tile MatMulPackedProgram go to the
-// tiled program at the end of this file. Everything else (and anything tfjs's
+// tiled (setMatMulProgram) the matmuls tfjs would run as its 32×32-tile MatMulPackedProgram go to the
+// tiled program further down; with training.precision: mixed_fp16 they, and the dense layers'
+// _FusedMatMul, go to the tensor-core program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { namedProgram, wrapWebgpuKernel } from './kernels.js';
@@ -134,21 +135,38 @@ export function tfjsPacks(d: MatMulDims, threshold: number): boolean {
   return !fewTiles(d, threshold);
 }
 
-/** device.matmul: tiled — set per engine by setTiledMatMul. */
-let tiled = false;
+/** Which program runs the matmuls tfjs would run as MatMulPackedProgram (set per engine). */
+export type MatMulProgram = 'tfjs' | 'tiled' | 'f16';
+let program: MatMulProgram = 'tfjs';
+/** The subgroup-matrix shape the f16 program is built for (the adapter's f16→f32 configuration). */
+let unit: SubgroupMatrixShape = { M: 16, N: 16, K: 16 };
 
-/**
- * device.matmul: 'tiled' sends the matmuls tfjs would run as MatMulPackedProgram to xtts's tiled
- * program (below); 'tfjs' leaves them to tfjs. Set with the backend (initBackend's matmul option);
- * the ordered split-K (setOrderedSplitK) must be in place.
- */
-export function setTiledMatMul(on: boolean): void {
-  tiled = on;
+export interface SubgroupMatrixShape {
+  M: number;
+  N: number;
+  K: number;
 }
 
 /**
- * Puts the ordered split-K (and, once setTiledMatMul turns it on, the tiled matmul) in front of tfjs's
- * BatchMatMul on webgpu (on), or takes it away (off: benches, tests).
+ * 'tfjs' leaves the large float32 matmuls to tfjs; 'tiled' (device.matmul: tiled) sends them to xtts's
+ * tiled float32 program; 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
+ * operands through Dawn's subgroup matrices of shape `shape`, f32 sums), which also takes the dense
+ * layers' _FusedMatMul. Set with the backend (registerWebgpuBackend); the ordered split-K
+ * (setOrderedSplitK) must be in place.
+ */
+export function setMatMulProgram(p: MatMulProgram, shape?: SubgroupMatrixShape): void {
+  program = p;
+  if (shape) unit = shape;
+}
+
+export function matMulProgram(): MatMulProgram {
+  return program;
+}
+
+/**
+ * Puts the ordered split-K (and, once setMatMulProgram picks one, the tiled or f16 matmul) in front of
+ * tfjs's BatchMatMul on webgpu (on), or takes it away (off: benches, tests); and the f16 program in
+ * front of _FusedMatMul (a dense layer's act(x·W + b)) while it is the one picked.
  */
 export function setOrderedSplitK(tf: Tf, on: boolean): void {
   wrapWebgpuKernel(tf, 'BatchMatMul', on, (original) => (args) => {
@@ -164,12 +182,33 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     }
     const threshold = backend.thresholdToIncreaseWorkgroups ?? 8;
     const ordered = tfjsSplitsK(d, threshold);
-    // The programs here take equal batches or one of 1.
-    if (!ordered && !(tiled && tfjsPacks(d, threshold) && (d.batchA === d.batchB || d.batchA === 1 || d.batchB === 1))) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
-    const out = ordered ? orderedSplitK(a, b, d, transposeA, transposeB, backend) : tiledMatMul(a, b, d, transposeA, transposeB, backend);
+    // The programs here take equal batches or one of 1. The f16 one takes unbatched matmuls only: on
+    // an H100 the attention's batched products (188 × 64 × 188 per head, 256 heads) ran 2 to 4 times
+    // slower through it than through tfjs's program (bench/matmul.bench.ts).
+    const large = tfjsPacks(d, threshold) && (d.batchA === d.batchB || d.batchA === 1 || d.batchB === 1);
+    const f16 = program === 'f16' && large && d.batch === 1;
+    if (!ordered && !f16 && !(program === 'tiled' && large)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const out = ordered
+      ? orderedSplitK(a, b, d, transposeA, transposeB, backend)
+      : f16
+        ? subgroupMatMul(a, b, d, transposeA, transposeB, backend)
+        : tiledMatMul(a, b, d, transposeA, transposeB, backend);
     // The output's shape (tfjs broadcasts the batch dimensions): the same buffer, as tfjs's Reshape does.
     const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
     return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
+  });
+  wrapWebgpuKernel(tf, '_FusedMatMul', on, (original) => (args) => {
+    const { a, b, bias, preluActivationWeights } = args.inputs as Record<string, tfTypes.TensorInfo | undefined>;
+    const activation = String(args.attrs?.activation ?? 'linear');
+    const transposeA = args.attrs?.transposeA === true;
+    const transposeB = args.attrs?.transposeB === true;
+    const backend = args.backend as WebgpuBackendLike;
+    if (program !== 'f16' || !a || !b || a.shape.length !== 2 || b.shape.length !== 2 || preluActivationWeights || !(activation === 'linear' || activation === 'relu')) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
+    const biasOk = !bias || (bias.dtype === 'float32' && tf.util.sizeFromShape(bias.shape) === d.n);
+    if (a.dtype !== 'float32' || b.dtype !== 'float32' || !biasOk || !tfjsPacks(d, backend.thresholdToIncreaseWorkgroups ?? 8)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const out = subgroupMatMul(a, b, d, transposeA, transposeB, backend, { bias, relu: activation === 'relu' });
+    return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
 }
 
@@ -269,4 +308,188 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
 /** A × B through the tiled program; the caller checks the dtypes, inner dimensions and batches. */
 function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
   return backend.runWebGPUProgram(tiledProgram(d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tensor-core matmul (training.precision: mixed_fp16). Dawn's subgroup matrices (Vulkan's
+// cooperative matrices) multiply f16 operands into f32 sums on the tensor cores. Every tensor stays
+// float32: the program reads A and B as f32, rounds each slab of K to f16 on its way into workgroup
+// memory, and keeps its sums in f32, so only the products see f16 operands (10 bits of mantissa,
+// 2⁻²⁴ to 65,504: the trainer's loss scale keeps small gradients above the bottom of that range).
+//
+// A workgroup of 256 invocations (8 subgroups of 32, NVIDIA's width) computes a TILE × TILE output
+// tile (128 × 128 where there are enough of them to fill an H100 about twice, else 64 × 64); its
+// subgroups split the tile SR × SC, each keeping a grid of unit-sized result matrices. K goes in slabs
+// of 32: each slab of A (TILE × 32) and of B (32 × TILE) is read from global memory in the order it
+// lies there by all 256 invocations, converted and stored in that same order (row-major for A and B,
+// column-major for Aᵀ and Bᵀ, so that neighbouring invocations store neighbouring values) with rows
+// padded by 8 values (16 bytes, the alignment of a matrix load's offset and stride); then every
+// subgroup loads its left and right matrices from it in that majorness and multiplies. The results go out through a staging area per subgroup, so
+// that the edges of the output, the batch, the bias and the ReLU of a dense layer (_FusedMatMul) are
+// written by ordinary code. WGSL's uniformity analysis wants a matrix load's offset uniform across
+// the whole workgroup; each subgroup's offsets here are uniform across the subgroup (they derive from
+// local_invocation_index / 32, and NVIDIA's subgroups are 32 consecutive invocations), which is what
+// the hardware needs, so the analysis is switched off for the matrix builtins in this program only.
+
+const F16_SLAB = 32;
+const F16_PAD = 8;
+const F16_LANES = 256;
+
+/** Output tile side: 128 where the output has enough such tiles (about two per H100 multiprocessor), else 64. */
+export function f16Tile(d: MatMulDims): 64 | 128 {
+  return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 128 : 64;
+}
+
+/** Workgroups the f16 program aims for: eight per H100 multiprocessor. */
+const F16_WORKGROUPS = 1056;
+/** The least K a part of a split matmul sums (16 slabs). */
+const F16_MIN_PART = 512;
+
+/**
+ * Parts the f16 program splits K into: a weight gradient (a 512 × 2,048 output over batch × frames,
+ * K of 12,032 in a normal step) has too few output tiles to fill the device, each with a long loop
+ * over K. Then every part sums its own range of K into a partial output, and the parts are added in
+ * order (the same value every run). Unbatched matmuls without an epilogue only.
+ */
+export function f16Parts(d: MatMulDims): number {
+  if (d.batch !== 1) return 1;
+  const tiles = Math.ceil(d.m / f16Tile(d)) * Math.ceil(d.n / f16Tile(d));
+  if (tiles >= F16_WORKGROUPS / 2) return 1;
+  return Math.max(1, Math.min(Math.ceil(F16_WORKGROUPS / tiles), Math.floor(d.k / F16_MIN_PART)));
+}
+
+/** The shader source's first lines for the f16 program: WGSL wants its directives before anything else. */
+export const F16_MATMUL_ENABLES =
+  'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium.subgroup_matrix_uniformity);\n';
+export const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
+
+function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, epilogue: { bias: boolean; relu: boolean }, parts: number) {
+  const { M, N, K } = unit;
+  const TILE = f16Tile(d);
+  const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
+  const subRows = TILE / SR;
+  const subCols = TILE / SC;
+  const RI = subRows / M;
+  const RJ = subCols / N;
+  if (!Number.isInteger(RI) || !Number.isInteger(RJ) || F16_SLAB % K !== 0) throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
+  // Workgroup layouts: A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major
+  // [SLAB][TILE] or, for Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
+  const AST = transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
+  const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
+  const loads = (TILE * F16_SLAB) / F16_LANES;
+  const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
+  const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
+  // Load e of invocation t: slab row s and tile lane, along K where K is the operand's contiguous
+  // dimension (A, Bᵀ), along the lanes otherwise (Aᵀ, B).
+  const slot = (alongK: boolean) =>
+    alongK
+      ? `let flat = t + e * ${F16_LANES}; let s = flat % ${F16_SLAB}; let lane = flat / ${F16_SLAB};`
+      : `let flat = t + e * ${F16_LANES}; let s = flat / ${TILE}; let lane = flat % ${TILE};`;
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, store: string) => `
+          for (var e = 0; e < ${loads}; e = e + 1) {
+            ${slot(alongK)}
+            let ${index} = ${origin} + lane;
+            let kk = k0 + s;
+            var v = 0.0;
+            if (${index} < ${limit} && kk < kEnd) {
+              v = f32(${operand}[${at}]);
+            }
+            ${array}[${store}] = f16(v);
+          }`;
+  // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
+  const leftAt = (i: number, step: number) => (transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`);
+  const rightAt = (j: number, step: number) => (transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`);
+  const aMajor = transposeA ? 'col_major' : 'row_major';
+  const bMajor = transposeB ? 'col_major' : 'row_major';
+  const range = (n: number) => [...Array(n).keys()];
+  const grid = range(RI).flatMap((i) => range(RJ).map((j) => [i, j] as const));
+  const value = `Cs[sg * ${M * N} + idx]${epilogue.bias ? ' + f32(bias[col])' : ''}`;
+  return namedProgram(F16_MATMUL_PROGRAM, {
+    variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
+    // Split over K (batch 1), the batch dimension holds the parts: part p sums K from p·chunk.
+    outputShape: [d.batch * parts, d.m, d.n],
+    shaderKey: `xtts_matmul_f16_${M}x${N}x${K}_${TILE}_${transposeA}_${transposeB}_${epilogue.bias}_${epilogue.relu}`,
+    dispatchLayout: { x: [2], y: [1], z: [0] },
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * parts],
+    workgroupSize: [F16_LANES, 1, 1],
+    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
+    getUserCode: () => `
+      var<workgroup> As : array<f16, ${(transposeA ? F16_SLAB : TILE) * AST}>;
+      var<workgroup> Bs : array<f16, ${(transposeB ? TILE : F16_SLAB) * BST}>;
+      var<workgroup> Cs : array<f32, ${(F16_LANES / 32) * M * N}>;
+      fn main() {
+        let t = i32(localId.x);
+        let sg = t / 32;
+        let lane32 = t % 32;
+        let aBase = u32((sg / ${SC}) * ${transposeA ? subRows : subRows * AST});
+        let bBase = u32((sg % ${SC}) * ${transposeB ? subCols * BST : subCols});
+        // z is the batch, or with K split (batch 1) the part.
+        let b = i32(workgroupId.z);
+        let bA = select(b, 0, uniforms.batchA == 1 || uniforms.chunk < uniforms.k);
+        let bB = select(b, 0, uniforms.batchB == 1 || uniforms.chunk < uniforms.k);
+        let kStart = select(0, b * uniforms.chunk, uniforms.chunk < uniforms.k);
+        let kEnd = min(kStart + uniforms.chunk, uniforms.k);
+        let row0 = i32(workgroupId.y) * ${TILE};
+        let col0 = i32(workgroupId.x) * ${TILE};
+        ${grid.map(([i, j]) => `var acc${i}_${j} = subgroup_matrix_result<f32, ${N}, ${M}>();`).join('\n        ')}
+        // A trip count the whole workgroup shares (workgroupBarrier wants uniform control flow):
+        // the slabs of one part; a shorter last part reads zeros past kEnd.
+        for (var slab = 0; slab < (min(uniforms.chunk, uniforms.k) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
+          let k0 = kStart + slab * ${F16_SLAB};${load('As', 'A', !transposeA, 'r', 'row0', 'uniforms.m', aAt, transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`)}${load('Bs', 'B', transposeB, 'c', 'col0', 'uniforms.n', bAt, transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`)}
+          workgroupBarrier();
+          ${range(F16_SLAB / K)
+            .map(
+              (step) => `{
+            ${range(RI)
+              .map((i) => `let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(&As, ${leftAt(i, step)}, ${AST}u);`)
+              .join('\n            ')}
+            ${range(RJ)
+              .map((j) => `let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(&Bs, ${rightAt(j, step)}, ${BST}u);`)
+              .join('\n            ')}
+            ${grid.map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`).join('\n            ')}
+          }`,
+            )
+            .join('\n          ')}
+          workgroupBarrier();
+        }
+        ${grid
+          .map(
+            ([i, j]) => `subgroupMatrixStore<row_major>(&Cs, u32(sg * ${M * N}), acc${i}_${j}, ${N}u);
+        workgroupBarrier();
+        for (var e = 0; e < ${(M * N) / 32}; e = e + 1) {
+          let idx = lane32 + e * 32;
+          let row = row0 + (sg / ${SC}) * ${subRows} + ${i * M} + idx / ${N};
+          let col = col0 + (sg % ${SC}) * ${subCols} + ${j * N} + idx % ${N};
+          if (row < uniforms.m && col < uniforms.n) {
+            setOutputAtCoords(b, row, col, ${epilogue.relu ? `max(${value}, 0.0)` : value});
+          }
+        }
+        workgroupBarrier();`,
+          )
+          .join('\n        ')}
+      }`,
+  });
+}
+
+/** A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks the dtypes, inner dimensions and batches. */
+function subgroupMatMul(
+  a: tfTypes.TensorInfo,
+  b: tfTypes.TensorInfo,
+  d: MatMulDims,
+  transposeA: boolean,
+  transposeB: boolean,
+  backend: WebgpuBackendLike,
+  epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
+): tfTypes.TensorInfo {
+  const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
+  const parts = epilogue.bias || epilogue.relu ? 1 : f16Parts(d);
+  // A whole number of slabs per part, so that only the last part's last slab is short.
+  const chunk = parts > 1 ? Math.ceil(d.k / parts / F16_SLAB) * F16_SLAB : d.k;
+  const used = Math.ceil(d.k / chunk);
+  const p = subgroupProgram(d, transposeA, transposeB, { bias: epilogue.bias !== undefined, relu: epilogue.relu }, used);
+  const out = backend.runWebGPUProgram(p, inputs, 'float32', [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] })));
+  if (used === 1) return out;
+  const sum = backend.runWebGPUProgram(sumPartsProgram(used, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [used] }]);
+  backend.disposeData(out.dataId);
+  return sum;
 }

@@ -14,7 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
 import { setSpreadSum } from './webgpu-sum.js';
-import { setOrderedSplitK, setTiledMatMul } from './webgpu-matmul.js';
+import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -33,6 +33,7 @@ interface DawnDevice {
   readonly features: ReadonlySet<string>;
   readonly lost: Promise<{ reason: string; message: string }>;
   onuncapturederror: ((event: { error?: { message?: string } }) => void) | null;
+  createShaderModule(descriptor: { code: string; label?: string }): unknown;
   destroy(): void;
 }
 
@@ -60,6 +61,11 @@ export interface DawnOptions {
   unsafeApis?: boolean;
   /** Dawn backend: vulkan (Linux default), opengles, opengl, null, ...; else DAWNNODE_BACKEND or the platform's. */
   dawnBackend?: string;
+  /**
+   * false: Dawn's disable_robustness (needs unsafeApis): shaders run without the bounds clamps Dawn adds
+   * to every buffer access. Benchmarks only: an out-of-bounds access then reads or writes whatever lies there.
+   */
+  robustness?: boolean;
 }
 
 /** Limits worth knowing when sizing a model and its batches. */
@@ -217,7 +223,9 @@ function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
   // Dawn rounds timestamp-query results (a browser's defence against timing attacks) to a grain
   // coarser than one of our kernels (tens of µs on an H100); a training tool wants them exact.
   const flags: string[] = ['disable-dawn-features=timestamp_quantization'];
-  if (options.unsafeApis) flags.push('enable-dawn-features=allow_unsafe_apis');
+  // vulkan_enable_f16_on_nvidia: Dawn keeps shader-f16 (and with it the f16 subgroup-matrix shapes)
+  // off on NVIDIA's Vulkan driver unless asked; the tensor-core matmul (mixed_fp16) needs both.
+  if (options.unsafeApis) flags.push(`enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia${options.robustness === false ? ',disable_robustness' : ''}`);
   if (options.dawnBackend) flags.push(`backend=${options.dawnBackend}`);
   if (adapterName !== undefined) flags.push(`adapter=${adapterName}`);
   return flags;
@@ -365,6 +373,26 @@ export async function selectAdapter(device: number | string | null | undefined, 
   return { ok: true, gpu, adapter, description };
 }
 
+/**
+ * Whether an adapter can run the tensor-core matmul of training.precision: mixed_fp16: shader-f16,
+ * subgroups and subgroup matrices with an f16 → f32 shape (Dawn lists those only under
+ * allow_unsafe_apis, and on NVIDIA only with vulkan_enable_f16_on_nvidia). The shape with the most
+ * outputs per matrix is taken.
+ */
+export function tensorCoreSupport(a: AdapterDescription): { ok: true; shape: SubgroupMatrixShape } | { ok: false; reason: string } {
+  const missing = [a.shaderF16 ? '' : 'shader-f16', a.subgroups ? '' : 'subgroups', a.subgroupMatrix ? '' : 'chromium-experimental-subgroup-matrix'].filter(Boolean);
+  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && 32 % c.M === 0 && 64 % c.N === 0 && 32 % c.K === 0);
+  if (missing.length === 0 && shapes.length > 0) {
+    const best = shapes.reduce((x, y) => (y.M * y.N > x.M * x.N ? y : x));
+    return { ok: true, shape: { M: best.M, N: best.N, K: best.K } };
+  }
+  const offered = a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none';
+  return {
+    ok: false,
+    reason: `training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU subgroup matrices with f16 operands and f32 sums; ${a.name} (Dawn ${a.dawnBackend}) ${missing.length ? `lacks ${missing.join(', ')}` : 'offers no f16→f32 subgroup-matrix shape this program can tile'} (subgroup-matrix shapes offered: ${offered})`,
+  };
+}
+
 let active: { device: DawnDevice; gpu: DawnGpu } | undefined;
 
 /**
@@ -373,7 +401,12 @@ let active: { device: DawnDevice; gpu: DawnGpu } | undefined;
  * offered, and the adapter's compute and buffer limits) plus the storage-buffer count, which Dawn's
  * compatibility (OpenGL ES) adapters otherwise cap at 4.
  */
-export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSelection, { ok: true }>, matmul: 'tfjs' | 'tiled' = 'tfjs'): Promise<string | undefined> {
+export async function registerWebgpuBackend(
+  tf: Tf,
+  selection: Extract<AdapterSelection, { ok: true }>,
+  matmul: 'tfjs' | 'tiled' = 'tfjs',
+  precision: 'fp32' | 'mixed_fp16' = 'fp32',
+): Promise<string | undefined> {
   const { adapter, gpu } = selection;
   const l = adapter.limits;
   const wanted = [
@@ -389,11 +422,24 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   ];
   const requiredLimits = Object.fromEntries(wanted.filter((k) => typeof l[k] === 'number').map((k) => [k, l[k]]));
   const requiredFeatures = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  let f16Shape: SubgroupMatrixShape | undefined;
+  if (precision === 'mixed_fp16') {
+    const f16 = tensorCoreSupport(selection.description);
+    if (!f16.ok) return f16.reason;
+    f16Shape = f16.shape;
+    requiredFeatures.push('shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix');
+  }
   let device: DawnDevice;
   try {
     device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
   } catch (e) {
     return `Dawn could not create a device on ${selection.description.name}: ${(e as Error).message.split('\n')[0]}`;
+  }
+  if (f16Shape) {
+    // tfjs-backend-webgpu writes the shader source itself; the f16 program's enable directives go first.
+    const create = device.createShaderModule.bind(device);
+    device.createShaderModule = (descriptor: { code: string; label?: string }) =>
+      create(descriptor.label === F16_MATMUL_PROGRAM ? { ...descriptor, code: F16_MATMUL_ENABLES + descriptor.code } : descriptor);
   }
   device.lost.then((info) => {
     if (info.reason !== 'destroyed' && active?.device === device) process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });
@@ -415,7 +461,7 @@ export async function registerWebgpuBackend(tf: Tf, selection: Extract<AdapterSe
   setQueueUploads(tf.backend(), true);
   setSpreadSum(tf, true);
   setOrderedSplitK(tf, true);
-  setTiledMatMul(matmul === 'tiled');
+  setMatMulProgram(f16Shape ? 'f16' : matmul, f16Shape);
   return undefined;
 }
 

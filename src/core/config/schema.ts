@@ -245,7 +245,11 @@ export const TrainingSchema = Section(
     }),
     grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
     grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are averaged into one optimizer step (its logged loss is their mean).' }),
-    precision: Enum(PRECISIONS, { default: 'fp32', description: 'Arithmetic precision; `mixed_fp16` needs a backend that trains in float16 (none does yet: `xtts train` refuses it with the reason).' }),
+    precision: Enum(PRECISIONS, {
+      default: 'fp32',
+      description:
+        'Arithmetic precision. `fp32`: float32 everywhere. `mixed_fp16` (webgpu, one GPU): tensors and sums stay float32, and the large matmuls and dense layers run on tensor cores with their operands rounded to f16 (Dawn subgroup matrices; the adapter needs shader-f16, subgroups and an f16→f32 subgroup-matrix shape, or `xtts train` refuses with the reason); the loss is scaled dynamically (from 4096, doubled after 1,000 updates in a row, halved and the update skipped on an overflow, which does not count against max_nonfinite_steps).',
+    }),
     seed: Type.Integer({ default: 1234, description: 'Seed of initialisation, dropout and shuffling.' }),
     loss: Type.Object(
       {

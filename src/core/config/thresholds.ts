@@ -46,7 +46,7 @@ export const THRESHOLDS = {
   allReduceModerate: 0.1,
   /** ... and high from here: the replicas spend a quarter of their time not computing (our choice). */
   allReduceHigh: 0.25,
-  /** Model FLOPs utilisation (of the device's FP32 peak) under which a busy GPU is called busy but slow (our choice). */
+  /** Model FLOPs utilisation (of the device's peak for the run's precision) under which a busy GPU is called busy but slow (our choice). */
   lowMfu: 0.2,
 } as const;
 
@@ -72,7 +72,7 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
   leakTensorsPerStep: 'Live tensors gained per step (the slope over the steps after the first fifth) from which the profiler and the diagnosis report a memory leak: a training step frees every tensor it makes.',
   allReduceModerate: 'Share of a data-parallel step rank 0 spends in the all-reduce (summing gradients, waiting for the slowest replica) from which the profiler calls it moderately all-reduce-bound.',
   allReduceHigh: 'The all-reduce share from which the profiler grades it high.',
-  lowMfu: 'Model FLOPs utilisation (matmul and convolution FLOPs per second over the device\'s dense FP32 peak) under which the profiler calls a compute-bound GPU busy but slow.',
+  lowMfu: 'Model FLOPs utilisation (matmul and convolution FLOPs per second over the device\'s dense peak for the run\'s precision: FP32, or FP16 tensor for mixed_fp16) under which the profiler calls a compute-bound GPU busy but slow.',
 };
 
 export type ThresholdName = keyof typeof THRESHOLDS;

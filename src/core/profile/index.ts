@@ -123,6 +123,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     gradAccumulation: config.training.grad_accumulation_steps,
     stepCapture: config.device.step_capture,
     pipelineSteps: config.device.pipeline_steps,
+    precision: config.training.precision,
     replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
   }, options.thresholds, probes);
   const gpuTelemetry = telemetry
@@ -152,7 +153,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       'samples/s': b.samplesPerS.toFixed(1),
       'kernels/step': b.kernels.mean.toFixed(0),
       'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
-      'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s FP32)` : ''}`,
+      'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s ${b.peakPrecision})` : ''}`,
       'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${deviceTiming.reason ? `: ${deviceTiming.reason}` : ''}`,
       'top GPU programs (device ms per timed step)': deviceTiming.programs?.length
         ? deviceTiming.programs

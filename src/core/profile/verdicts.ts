@@ -5,7 +5,7 @@ import { formatBytes } from '../config/estimate.js';
 import { THRESHOLDS } from '../config/thresholds.js';
 import type { DeviceSampleRecord } from '../telemetry/run-db.js';
 import type { ReplicaStepRecord } from '../telemetry/run-db.js';
-import { fp32PeakTflops } from './peaks.js';
+import { peakFor } from './peaks.js';
 import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
 import { summarize, type Summary } from '../util/stats.js';
 
@@ -54,8 +54,10 @@ export interface StepBreakdown {
   flopsPerStep: number | null;
   /** Model FLOPs over the steps' wall time, in TFLOP/s. */
   achievedTflops: number | null;
-  /** The device's dense FP32 peak (profile/peaks.ts), when known. */
+  /** The device's dense peak for the run's precision (profile/peaks.ts), when known. */
   peakTflops: number | null;
+  /** Which peak: FP32 (fp32 runs) or FP16 tensor with FP32 accumulation (mixed_fp16). */
+  peakPrecision: 'FP32' | 'FP16 tensor';
   /** Model FLOPs utilisation: achievedTflops / peakTflops. */
   mfu: number | null;
 }
@@ -77,8 +79,10 @@ export interface VerdictContext {
   checkpointEvery: number;
   /** The backend computes on the CPU (cpu, wasm): there is no GPU to be busy or idle. */
   cpuBackend?: boolean;
-  /** The training device's name (the run's adapter), for its FP32 peak. */
+  /** The training device's name (the run's adapter), for its peak. */
   device?: string | null;
+  /** training.precision of the run: which of the device's peaks its MFU is measured against. */
+  precision?: 'fp32' | 'mixed_fp16';
   /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
   replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
   gradAccumulation?: number;
@@ -111,7 +115,7 @@ const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a
  * own wall time is perturbed by the timing, so only their device time is used. Without probes, a
  * recorded run whose every step carries deviceMs is judged on those.
  */
-export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean; device?: string | null } = {}): StepBreakdown {
+export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean; device?: string | null; precision?: 'fp32' | 'mixed_fp16' } = {}): StepBreakdown {
   const wall = steps.map((s) => s.wallMs);
   const total = wall.reduce((a, b) => a + b, 0) || 1;
   const spans = {} as Record<keyof StepSpans, Summary>;
@@ -152,11 +156,13 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
   const counted = steps.filter((s) => s.flops !== undefined && s.flops > 0);
   const flopsPerStep = counted.length ? summarize(counted.map((s) => s.flops!)).p50 : null;
   const achievedTflops = counted.length ? counted.reduce((a, s) => a + s.flops!, 0) / counted.reduce((a, s) => a + s.wallMs, 0) / 1e9 : null;
-  const peakTflops = options.cpuBackend ? null : fp32PeakTflops(options.device ?? null);
+  const peak = peakFor(options.device ?? null, options.precision ?? 'fp32');
+  const peakTflops = options.cpuBackend ? null : peak.tflops;
   return {
     flopsPerStep,
     achievedTflops,
     peakTflops,
+    peakPrecision: peak.label,
     mfu: achievedTflops !== null && peakTflops ? achievedTflops / peakTflops : null,
     steps: steps.length,
     wallMs,
@@ -224,7 +230,7 @@ function busyText(b: StepBreakdown): string {
 
 export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}, probes: readonly StepRecord[] = []): ProfileVerdicts {
   const th: Thresholds = { ...THRESHOLDS, ...overrides };
-  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend, device: ctx.device });
+  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend, device: ctx.device, precision: ctx.precision });
   const out: Omit<Verdict, 'n'>[] = [];
   const input = b.shares.dataWaitMs;
   const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
@@ -284,7 +290,7 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     const compute = b.gpuBusyShare >= th.computeBoundGpuBusy;
     // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
     const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
-    const mfuText = b.mfu !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} TFLOP/s, ${pct(b.mfu)} of the device's FP32 peak (${b.peakTflops} TFLOP/s)` : b.achievedTflops !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} TFLOP/s (the device's peak is not known to xtts)` : '';
+    const mfuText = b.mfu !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} TFLOP/s, ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} TFLOP/s)` : b.achievedTflops !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} TFLOP/s (the device's peak is not known to xtts)` : '';
     out.push({
       id: 'compute-bound',
       grade: slow ? 'moderate' : 'ok',

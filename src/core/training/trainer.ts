@@ -37,6 +37,10 @@ import { loaderItems, synthesizeEval, validate, type ValidationResult } from './
 import { SideDevice, type SideResult } from './side-device.js';
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
+/** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
+const MIXED_FP16_LOSS_SCALE = 4096;
+const MIXED_FP16_GROWTH_INTERVAL = 1000;
+
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
 
 export interface TrainProgress {
@@ -180,12 +184,25 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Backend, model, optimizer.
   // Data-parallel replicas (device.gpus): rank 0 trains here, on the plan's first device.
   const replicas = await planReplicas(config.device.gpus, o.backend ?? config.device.backend);
-  const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), { device: replicas ? replicas.devices[0] : config.device.model_device, unsafeApis: true, matmul: config.device.matmul });
+  if (replicas && t.precision === 'mixed_fp16') {
+    throw new XttsError('PRECISION_UNSUPPORTED', `training.precision mixed_fp16 trains on one GPU: data-parallel training (device.gpus: ${JSON.stringify(config.device.gpus)}) runs its replicas in float32`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['set device.gpus to one GPU for mixed_fp16', 'or training.precision: fp32 to train on several'],
+    });
+  }
+  const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), {
+    device: replicas ? replicas.devices[0] : config.device.model_device,
+    unsafeApis: true,
+    matmul: config.device.matmul,
+    precision: t.precision,
+  });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
   const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });
-  const optimizer = new OPTIMIZERS[t.optimizer.name](model.trainableVariables(), t);
+  // mixed_fp16: the matmuls round their operands to f16, so small gradients need the loss scale.
+  const optimizer = new OPTIMIZERS[t.optimizer.name](model.trainableVariables(), t, t.precision === 'mixed_fp16' ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } } : {});
+  if (t.precision === 'mixed_fp16') say(`mixed_fp16: matmuls on tensor cores (f16 operands, f32 sums); dynamic loss scale from ${MIXED_FP16_LOSS_SCALE}, doubled after ${MIXED_FP16_GROWTH_INTERVAL} updates in a row, halved on an overflow (that step makes no update)`);
   const store = new CheckpointStore(runDir);
   let step = 0;
   let position = { epoch: 0, batch: 0 };
@@ -434,10 +451,11 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     const settleDeferred = async (): Promise<boolean> => {
       const d = deferred!;
       deferred = undefined;
-      const made = (await d.finite)[0] === 1;
+      const flag = (await d.finite)[0];
+      const made = flag === 1;
       disposeStepResult(d.result);
       if (!made) {
-        nonFiniteStepsHere++;
+        if (flag === 0) nonFiniteStepsHere++;
         d.rec.nonFinite = true;
       }
       records.push(d.rec);
@@ -583,6 +601,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       let loss: number | undefined;
       let gradNorm: number | undefined;
       let updated: boolean | undefined;
+      /** The step's finite flag: 1 made, 0 non-finite, −1 a loss-scale overflow (not counted against max_nonfinite_steps). */
+      let flag: number | undefined;
       const logNow = step % t.log_every === 0 || step === maxSteps;
       if (logNow) {
         // Losses are the mean over the step's micro-batches; the gradient norm is the update's.
@@ -598,7 +618,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         timer.mark('syncMs');
         loss = stats[STEP_STATS.indexOf('loss')];
         gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
-        updated = stats[STEP_STATS.indexOf('finite')] === 1;
+        flag = stats[STEP_STATS.indexOf('finite')];
+        updated = flag === 1;
         lossCurve.push({ step, loss });
         metric(step, 'loss/train', loss);
         metric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
@@ -615,9 +636,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       // and after which nothing reads the weights is not waited for: the next step is issued first.
       const defer = pipelined && updated === undefined && !dpUpdate && step < maxSteps && !weightsReadAfter(step);
       if (!defer) {
-        updated ??= (await (dpUpdate ?? result!).finite.data())[0] === 1;
+        flag ??= (await (dpUpdate ?? result!).finite.data())[0];
+        updated = flag === 1;
         timer.mark('syncMs');
-        if (!updated) nonFiniteStepsHere++;
+        if (flag === 0) nonFiniteStepsHere++;
         if (dpUpdate) tf.dispose([dpUpdate.gradNorm, dpUpdate.finite]);
         else disposeStepResult(result!);
       }
@@ -708,7 +730,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           ],
         });
       }
-      if (updated === false && nonFiniteStepsHere >= nonFiniteLimit) {
+      if (flag === 0 && nonFiniteStepsHere >= nonFiniteLimit) {
         stopForNonFinite(step);
         break;
       }

@@ -66,7 +66,7 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
     this.log(`${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}`);
-    if (b.flopsPerStep !== null) this.log(`model FLOPs ${(b.flopsPerStep / 1e9).toFixed(1)} G a step (matmuls and convolutions, forward and backward), ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? `: MFU ${pct(b.mfu)} of the device's FP32 peak (${b.peakTflops} TFLOP/s)` : ''}`);
+    if (b.flopsPerStep !== null) this.log(`model FLOPs ${(b.flopsPerStep / 1e9).toFixed(1)} G a step (matmuls and convolutions, forward and backward), ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? `: MFU ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} TFLOP/s)` : ''}`);
     const gpu = [
       b.gpuBusyShare !== null ? `GPU busy ${pct(b.gpuBusyShare)} (${b.gpuBusySource})` : null,
       b.utilizationPct !== null ? `NVML utilisation ${b.utilizationPct.toFixed(1)}%` : null,

@@ -10,6 +10,13 @@
 //   p  = p·(1 − lr·wd·decayMask) − lr·√(1−β2ᵗ)/(1−β1ᵗ) · m / (√v + ε·√(1−β2ᵗ))
 // A step whose loss or gradient norm is not finite leaves p, m and v untouched (chosen on the
 // device with `where`, no read-back) and counts itself in `nonFiniteSteps`.
+//
+// Dynamic loss scaling (training.precision: mixed_fp16, whose matmuls round their operands to f16:
+// gradients below 2⁻²⁴ would vanish there): the step multiplies its loss by S (lossScale), so every
+// gradient arrives S times larger, and the update divides by S again (folded into the same scalar
+// factors). A step whose scaled gradient overflowed while S > 1 halves S and makes no update, and is
+// not counted as non-finite: its flag is −1 (the trainer then neither stops for it nor counts it).
+// After `growthInterval` updates in a row S doubles (at most 2²⁴). Everything stays on the device.
 import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingConfig } from '../../config/schema.js';
 import { XttsError } from '../../errors.js';
@@ -27,12 +34,20 @@ export interface AdamWOptions {
   decay?: (name: string, shape: readonly number[]) => boolean;
   /** 'auto' uses a backend's one-pass update kernel where there is one (cpu), else the composition. */
   update?: 'auto' | 'composed';
+  /** Dynamic loss scaling: the first scale and the updates in a row after which it doubles. */
+  lossScale?: { initial: number; growthInterval: number };
 }
+
+/** The largest loss scale: 2²⁴ keeps S·loss and S² well inside float32. */
+const MAX_LOSS_SCALE = 2 ** 24;
 
 export interface ApplyResult {
   /** Norm of the averaged gradient before clipping (device scalar). */
   gradNorm: tf.Scalar;
-  /** 1 when the update was applied, 0 when it was skipped as non-finite (device scalar, float32). */
+  /**
+   * 1 when the update was applied, 0 when it was skipped as non-finite, −1 when it was skipped as a
+   * loss-scale overflow (loss scaling only; the scale has been halved) (device scalar, float32).
+   */
   finite: tf.Scalar;
   /** The learning rate this update used. */
   learningRate: number;
@@ -63,6 +78,8 @@ export class AdamW {
   private carriedLoss: tf.Variable | null = null;
   private carried = false;
   private readonly updateImpl: 'auto' | 'composed';
+  /** Loss scaling: the scale S and the updates made in a row since it last changed (device scalars). */
+  private readonly scaling: { scale: tf.Variable; good: tf.Variable; growthInterval: number } | null;
 
   constructor(
     params: ReadonlyMap<string, tf.Variable>,
@@ -85,6 +102,16 @@ export class AdamW {
     this.m = tf.variable(tf.zeros([this.total]), false);
     this.v = tf.variable(tf.zeros([this.total]), false);
     this.skipped = tf.variable(tf.zeros([]), false);
+    const ls = options.lossScale;
+    if (ls && !(ls.initial >= 1 && ls.initial <= MAX_LOSS_SCALE && Number.isInteger(ls.growthInterval) && ls.growthInterval >= 1)) {
+      throw new Error(`loss scale ${ls.initial} (1 to 2^24) and growth interval ${ls.growthInterval} (a whole number of updates, at least 1)`);
+    }
+    this.scaling = ls ? { scale: tf.variable(tf.scalar(ls.initial), false), good: tf.variable(tf.zeros([]), false), growthInterval: ls.growthInterval } : null;
+  }
+
+  /** The loss scale S as a device scalar (the optimizer's own: do not dispose it), or null without loss scaling. */
+  get lossScale(): tf.Scalar | null {
+    return (this.scaling?.scale as tf.Scalar | undefined) ?? null;
   }
 
   get parameterCount(): number {
@@ -211,12 +238,15 @@ export class AdamW {
     const perStep = scalars ?? uploaded[0];
     // The three scalars that change per step, one upload (or the caller's input).
     const [stepSize, epsHat, lrWd] = tf.split(perStep, 3) as tf.Tensor1D[];
+    const scaling = this.scaling;
     const result = tf.tidy(() => {
       const squares = tf.square(sum);
-      const gradNorm = tf.mul(tf.sqrt(tf.sum(squares)), scalar(1 / count)) as tf.Scalar;
+      // With loss scaling the sums are S times the gradients: 1/S joins 1/count.
+      const unscale = scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
+      const gradNorm = tf.mul(tf.sqrt(tf.sum(squares)), unscale) as tf.Scalar;
       const finiteFlag = tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar; // bool
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
-      const scale = tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), scalar(1 / count)) as tf.Scalar;
+      const scale = tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale) as tf.Scalar;
       const params = tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D;
       let next: tf.Tensor;
       if (this.updateImpl === 'auto' && fusedUpdateAvailable()) {
@@ -240,8 +270,18 @@ export class AdamW {
       }
       const pieces = segments(next as tf.Tensor1D, this.sizes);
       this.variables.forEach((x, i) => x.assign(tf.reshape(pieces[i], x.shape)));
-      const finite = tf.cast(finiteFlag, 'float32') as tf.Scalar;
-      this.skipped.assign(tf.add(this.skipped, tf.sub(scalar(1), finite)));
+      const applied = tf.cast(finiteFlag, 'float32') as tf.Scalar;
+      let finite = applied;
+      if (scaling) {
+        const { scale: s, good, growthInterval } = scaling;
+        // Skipped with S > 1: an overflow of the scaled gradient (−1); at S = 1 a real non-finite step (0).
+        finite = tf.where(finiteFlag, scalar(1), tf.where(tf.greater(s, scalar(1)), scalar(-1), scalar(0))) as tf.Scalar;
+        const inARow = tf.mul(tf.add(good, scalar(1)), applied);
+        const grow = tf.greaterEqual(inARow, scalar(growthInterval));
+        s.assign(tf.where(finiteFlag, tf.where(grow, tf.minimum(tf.mul(s, scalar(2)), scalar(MAX_LOSS_SCALE)), s), tf.maximum(tf.mul(s, scalar(0.5)), scalar(1))) as tf.Scalar);
+        good.assign(tf.where(grow, scalar(0), inARow) as tf.Scalar);
+      }
+      this.skipped.assign(tf.add(this.skipped, tf.cast(tf.equal(finite, scalar(0)), 'float32')));
       return { gradNorm, finite };
     });
     tf.dispose([...(owned ? [sum, lossSum] : []), stepSize, epsHat, lrWd, ...uploaded]);
@@ -270,7 +310,8 @@ export class AdamW {
 
   /**
    * The optimizer's state as named tensors (copies; the caller disposes them): per parameter
-   * `adamw.m/<name>` and `adamw.v/<name>`, plus `adamw.step` (int32) and `adamw.nonfinite`.
+   * `adamw.m/<name>` and `adamw.v/<name>`, plus `adamw.step` (int32), `adamw.nonfinite` and, with
+   * loss scaling, `adamw.loss_scale` ([S, updates in a row]).
    * Accumulated micro-batch gradients are not state: checkpoints are taken between updates.
    */
   getState(): Map<string, tf.Tensor> {
@@ -285,6 +326,7 @@ export class AdamW {
     });
     out.set(`${STATE_PREFIX}step`, tf.scalar(this.step, 'int32'));
     out.set(`${STATE_PREFIX}nonfinite`, tf.clone(this.skipped));
+    if (this.scaling) out.set(`${STATE_PREFIX}loss_scale`, tf.stack([this.scaling.scale, this.scaling.good]));
     return out;
   }
 
@@ -311,6 +353,13 @@ export class AdamW {
       this.v.assign(gather('v'));
       const nonfinite = state.get(`${STATE_PREFIX}nonfinite`);
       this.skipped.assign(nonfinite ? (tf.cast(tf.reshape(nonfinite, []), 'float32') as tf.Scalar) : tf.zeros([]));
+      // A checkpoint of an fp32 run has no scale: the run resumed in mixed_fp16 starts from the first one.
+      const ls = state.get(`${STATE_PREFIX}loss_scale`);
+      if (this.scaling && ls && ls.size === 2) {
+        const [s, good] = tf.split(tf.reshape(tf.cast(ls, 'float32'), [2]), 2);
+        this.scaling.scale.assign(tf.reshape(s, []));
+        this.scaling.good.assign(tf.reshape(good, []));
+      }
     });
     // A synchronous read: the step tensor comes from the host (loadWeights, tf.tensor) and has not
     // been uploaded, so even webgpu (whose device read-backs cannot be synchronous in Node) has it.
@@ -320,6 +369,6 @@ export class AdamW {
 
   dispose(): void {
     this.discardAccumulated();
-    tf.dispose([this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : [])]);
+    tf.dispose([this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : []), ...(this.scaling ? [this.scaling.scale, this.scaling.good] : [])]);
   }
 }

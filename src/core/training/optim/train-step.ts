@@ -31,8 +31,8 @@ export interface StepResult extends LossParts {
   applied: boolean;
   /** Norm of the averaged gradient before clipping; null on calls that only accumulated. */
   gradNorm: tf.Scalar | null;
-  /** 1 if the update was applied, 0 if it was skipped as non-finite; for accumulate-only calls,
-   * whether this micro-batch's loss is finite. */
+  /** 1 if the update was applied, 0 if it was skipped as non-finite, −1 if it was skipped as a
+   * loss-scale overflow (mixed_fp16); for accumulate-only calls, whether this micro-batch's loss is finite. */
   finite: tf.Scalar;
   /** Learning rate of the update (NaN on accumulate-only calls). */
   learningRate: number;
@@ -64,17 +64,20 @@ function withoutCpuForward<R>(run: () => R): R {
 function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions): StepResult {
   const accumulate = Math.max(1, Math.floor(opts.accumulate ?? 1));
   let parts: LossParts | undefined;
+  // Loss scaling (mixed_fp16): the gradients of S·loss, which the optimizer divides by S again.
+  const lossScale = optimizer.lossScale;
   const { value, grads } = tf.variableGrads(() => {
     const out = model.forward(batch, { training: true });
     const p = computeLosses(out, batch, loss, opts.whole);
     parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), alignedText: tf.keep(p.alignedText), duration: tf.keep(p.duration) };
-    return p.total;
+    return lossScale ? (tf.mul(p.total, lossScale) as tf.Scalar) : p.total;
   }, optimizer.variables);
-  const lossParts: LossParts = { ...parts!, total: value };
+  const lossParts: LossParts = { ...parts!, total: lossScale ? (tf.div(value, lossScale) as tf.Scalar) : value };
   opts.onGradients?.();
   const flat = optimizer.flatten(grads);
   tf.dispose(Object.values(grads));
-  optimizer.accumulate(flat, tf.clone(value));
+  // The optimizer's loss sum is only tested for being finite: the scaled one will do.
+  optimizer.accumulate(flat, lossScale ? value : tf.clone(value));
 
   let applied = false;
   let gradNorm: tf.Scalar | null = null;
@@ -87,7 +90,7 @@ function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss:
     finite = r.finite;
     learningRate = r.learningRate;
   } else {
-    finite = tf.tidy(() => tf.cast(tf.isFinite(value), 'float32') as tf.Scalar);
+    finite = tf.tidy(() => tf.cast(tf.isFinite(lossParts.total), 'float32') as tf.Scalar);
     // The sums wait in the optimizer's variables for the next micro-batch (a step capture replays
     // that as it replays weight updates); data-parallel replicas read them back instead.
     if (!opts.deferUpdate) optimizer.carry();

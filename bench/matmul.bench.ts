@@ -1,0 +1,158 @@
+// The matmuls of a training step, one program at a time, on the WebGPU device: device time per matmul
+// (GPU timestamp queries), TFLOP/s, and the error against a float64 product on the host, for each
+// program xtts can run them with:
+//   tfjs     tfjs-backend-webgpu's own programs (MatMulPackedProgram for these sizes), float32
+//   tiled    xtts's tiled float32 program (device.matmul: tiled)
+//   f16      xtts's tensor-core program (training.precision: mixed_fp16): f16 operands through Dawn's
+//            subgroup matrices, f32 accumulation; needs shader-f16 and chromium-experimental-subgroup-matrix
+// The shapes are the largest matmuls of a normal-preset step at batch 32 over one bucket of 80 tokens ×
+// 376 frames (recorded from the model's BatchMatMul and _FusedMatMul calls): the decoder's and text
+// encoder's projections and their two gradients, the postnet's composed convolution (5 taps × 512
+// channels), and the attention's batched products.
+//
+//   node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes M×N×K[:tA][:tB][:bBATCH],...]
+//                                           [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
+//   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
+//
+// A variant the device cannot run is reported with the reason and skipped.
+import type * as TfTypes from '@tensorflow/tfjs-core';
+import { disposeBackend, initBackend, timeOnDevice } from '../src/core/backend/index.js';
+import { takeGpuError } from '../src/core/backend/webgpu.js';
+import { type MatMulProgram, setMatMulProgram } from '../src/core/backend/webgpu-matmul.js';
+import { median, report } from './lib.js';
+
+type Tf = typeof TfTypes;
+
+interface Shape {
+  m: number;
+  n: number;
+  k: number;
+  transposeA: boolean;
+  transposeB: boolean;
+  batch: number;
+  label: string;
+}
+
+const NORMAL: Shape[] = [
+  ['12032×2048×512', 'decoder FFN in'],
+  ['12032×512×2048', 'decoder FFN out'],
+  ['12032×512×2048:tB', 'FFN in, input gradient'],
+  ['512×2048×12032:tA', 'FFN in, weight gradient'],
+  ['12032×1536×512', 'decoder QKV'],
+  ['12160×2560×512', 'postnet taps'],
+  ['12160×512×2560:tB', 'postnet taps, input gradient'],
+  ['512×2560×12160:tA', 'postnet taps, weight gradient'],
+  ['188×64×188:b256', 'attention context'],
+  ['188×188×64:tB:b256', 'attention scores'],
+].map(([s, label]) => parseShape(s, label));
+
+function parseShape(s: string, label = s): Shape {
+  const [dims, ...flags] = s.split(':');
+  const [m, n, k] = dims.split(/[×x]/).map(Number);
+  if (![m, n, k].every((v) => Number.isInteger(v) && v > 0)) throw new Error(`--shapes: "${s}" is not M×N×K[:tA][:tB][:bBATCH]`);
+  const batch = Number(flags.find((f) => f.startsWith('b'))?.slice(1) ?? 1);
+  return { m, n, k, transposeA: flags.includes('tA'), transposeB: flags.includes('tB'), batch, label };
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+/** Deterministic values in [-1, 1) (a linear congruential generator): the same operands every run. */
+function values(n: number, seed: number): Float32Array {
+  const out = new Float32Array(n);
+  let x = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    out[i] = x / 2 ** 31 - 1;
+  }
+  return out;
+}
+
+/**
+ * The largest error over 512 sampled outputs, each relative to Σ_k |a_ik·b_kj| (the size of the sum's
+ * terms: an f16 operand's rounding error is relative to them, not to a sum that cancels).
+ */
+function sampledError(s: Shape, a: Float32Array, b: Float32Array, out: Float32Array): number {
+  let worst = 0;
+  for (let t = 0; t < 512; t++) {
+    const bi = t % s.batch;
+    const i = (t * 7919) % s.m;
+    const j = (t * 104729) % s.n;
+    let sum = 0;
+    let mag = 0;
+    for (let kk = 0; kk < s.k; kk++) {
+      const av = s.transposeA ? a[bi * s.k * s.m + kk * s.m + i] : a[bi * s.m * s.k + i * s.k + kk];
+      const bv = s.transposeB ? b[bi * s.n * s.k + j * s.k + kk] : b[bi * s.k * s.n + kk * s.n + j];
+      sum += av * bv;
+      mag += Math.abs(av * bv);
+    }
+    worst = Math.max(worst, Math.abs(out[bi * s.m * s.n + i * s.n + j] - sum) / Math.max(mag, 1e-30));
+  }
+  return worst;
+}
+
+async function main(): Promise<void> {
+  const variants = (arg('variants') ?? 'tfjs,tiled,f16').split(',') as MatMulProgram[];
+  const reps = Number(arg('reps') ?? 20);
+  const shapes = arg('shapes')?.split(',').map((s) => parseShape(s)) ?? NORMAL;
+  const device = arg('device');
+  const options = { device: device === undefined ? null : /^\d+$/.test(device) ? Number(device) : device, unsafeApis: true, robustness: !process.argv.includes('--no-robustness') };
+  const { tf, choice } = await initBackend('webgpu', { ...options, precision: variants.includes('f16') ? 'mixed_fp16' : 'fp32' }).catch(async (e: Error) => {
+    if (!variants.includes('f16')) throw e;
+    console.log(`f16: ${e.message}; timing the float32 programs only`);
+    variants.splice(variants.indexOf('f16'), 1);
+    return initBackend('webgpu', options);
+  });
+  const a = choice.adapter;
+  console.log(`device: ${a?.name} (${a?.description}); shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
+  const rows: Record<string, unknown>[] = [];
+  for (const s of shapes) {
+    const aShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeA ? [s.k, s.m] : [s.m, s.k])];
+    const bShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeB ? [s.n, s.k] : [s.k, s.n])];
+    const av = values(aShape.reduce((x, y) => x * y, 1), 1);
+    const bv = values(bShape.reduce((x, y) => x * y, 1), 2);
+    const a = tf.tensor(av, aShape);
+    const b = tf.tensor(bv, bShape);
+    const flop = 2 * s.batch * s.m * s.n * s.k;
+    const row: Record<string, unknown> = { shape: `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}${s.batch > 1 ? ` ×${s.batch}` : ''}`, label: s.label, gflop: flop / 1e9 };
+    for (const v of variants) {
+      setMatMulProgram(v);
+      const once = () => tf.matMul(a, b, s.transposeA, s.transposeB);
+      const first = once();
+      const out = (await first.data()) as Float32Array;
+      first.dispose();
+      const gpuError = takeGpuError();
+      if (gpuError) {
+        console.log(`${v} on ${row.shape}: the device reported: ${gpuError}`);
+        row[`${v}_failed`] = gpuError.slice(0, 2000);
+        continue;
+      }
+      const times: number[] = [];
+      for (let r = 0; r < 3; r++) {
+        const t = await timeOnDevice(tf, () => {
+          for (let i = 0; i < reps; i++) once().dispose();
+        });
+        if (t.available) times.push(t.kernelMs / reps);
+      }
+      const ms = times.length ? median(times) : Number.NaN;
+      row[`${v}_ms`] = Number(ms.toFixed(4));
+      row[`${v}_tflops`] = Number((flop / (ms * 1e-3) / 1e12).toFixed(2));
+      row[`${v}_error`] = Number(sampledError(s, av, bv, out).toExponential(2));
+    }
+    tf.dispose([a, b]);
+    rows.push(row);
+    console.log(
+      [row.shape, row.label, `${(flop / 1e9).toFixed(1)} GFLOP`, ...variants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`)].join(' | '),
+    );
+  }
+  setMatMulProgram('tfjs');
+  report('matmul', { device: choice.adapter?.name, variants, reps, rows });
+  disposeBackend(tf);
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});
