@@ -171,6 +171,50 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
   }
 });
 
+test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { AdamW } = await import('../../src/core/training/optim/adamw.js');
+    const { trainingConfig } = await import('./model-fixtures.js');
+    const c = { ...trainingConfig({ learning_rate: 0.01, optimizer: { name: 'adamw', beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weight_decay: 0.1 }, grad_clip_norm: 1 }) };
+    const make = (update: 'auto' | 'composed') => {
+      const params = new Map([
+        ['w', tf.variable(tf.randomNormal([300, 7], 0, 1, 'float32', 5))],
+        ['b', tf.variable(tf.randomNormal([7], 0, 1, 'float32', 6))],
+      ]);
+      return new AdamW(params, c, { update, lossScale: { initial: 8, growthInterval: 100 } });
+    };
+    const [fused, composed] = [make('auto'), make('composed')];
+    const before = tf.getKernel('XttsAdamWUpdate', 'webgpu');
+    assert.ok(before, 'the webgpu kernel is registered');
+    for (let step = 0; step < 4; step++) {
+      for (const opt of [fused, composed]) {
+        const S = (await opt.lossScale!.data())[0];
+        const g = tf.mul(tf.randomNormal([opt.parameterCount], 0, 1, 'float32', 10 + step), S) as import('@tensorflow/tfjs-core').Tensor1D;
+        // Step 2 overflows: no update, the scale halves.
+        opt.accumulate(step === 2 ? (tf.div(g, tf.zerosLike(g)) as import('@tensorflow/tfjs-core').Tensor1D) : g, tf.scalar(S));
+        if (step === 2) g.dispose();
+        const r = opt.apply();
+        assert.equal((await r.finite.data())[0], step === 2 ? -1 : 1);
+        tf.dispose([r.gradNorm, r.finite]);
+      }
+      const [a, b] = await Promise.all([fused, composed].map(async (o) => [...(await Promise.all(o.variables.map((v) => v.data())))].flatMap((x) => [...x])));
+      let worst = 0;
+      a.forEach((x, i) => (worst = Math.max(worst, Math.abs(x - b[i]))));
+      assert.ok(worst < 1e-6, `step ${step}: parameters differ by ${worst}`);
+      const [sa, sb] = [fused.getState(), composed.getState()];
+      for (const k of ['adamw.m/w', 'adamw.v/w', 'adamw.loss_scale']) {
+        const [x, y] = [await sa.get(k)!.data(), await sb.get(k)!.data()];
+        x.forEach((v, i) => assert.ok(Math.abs(v - y[i]) <= 1e-6 * Math.max(1, Math.abs(y[i])), `step ${step} ${k}[${i}] ${v} vs ${y[i]}`));
+      }
+      tf.dispose([...sa.values(), ...sb.values()]);
+    }
+    assert.equal((await fused.lossScale!.data())[0], 4);
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('a composed 1-D convolution on webgpu sums its taps and adds the bias in one program each way, and matches the pad-slice-AddN composition: values and gradients, kernels 1, 3 and 5', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   const { conv1dComposed } = await import('../../src/core/model/nn.js');

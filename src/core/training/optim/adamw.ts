@@ -251,7 +251,7 @@ export class AdamW {
       let next: tf.Tensor;
       if (this.updateImpl === 'auto' && fusedUpdateAvailable()) {
         const [p, m, v] = fusedUpdate(
-          { params, m: this.m as tf.Tensor1D, v: this.v as tf.Tensor1D, grad: sum, decayMask: this.decayMask, gradScale: scale, finite: finiteFlag },
+          { params, m: this.m as tf.Tensor1D, v: this.v as tf.Tensor1D, grad: sum, decayMask: this.decayMask, gradScale: scale, finite: finiteFlag, scalars: perStep },
           { beta1, beta2, stepSize: exact[0], epsHat: exact[1], lrWd: exact[2] },
         );
         this.m.assign(m);
