@@ -12,7 +12,8 @@
 #   bash bench/gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]
 #
 # XTTS_ARGS adds `xtts train` arguments to both xtts runs, e.g. XTTS_ARGS="--set device.matmul=tiled"
-# (run the script once with and once without, in one call, to compare them against the same twin).
+# or XTTS_ARGS="--set training.precision=mixed_fp16" (run the script once with and once without, in one
+# call, to compare them against the same twin).
 #
 # Needs: npm run gpu-runtime && npm run bundle here; python3 with torch there. Writes OUT/summary.txt
 # and OUT/twin.tar.gz (every log, the twin's JSON lines, each run's run.sqlite).

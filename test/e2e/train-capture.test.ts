@@ -118,4 +118,15 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.equal(a.size, 5);
     for (const [step, loss] of a) assert.ok(Math.abs(b.get(step)! - loss) <= 1e-3 * Math.abs(loss), `step ${step}: ${b.get(step)} tiled, ${loss} tfjs`);
   });
+
+  test('training.precision mixed_fp16 on an adapter without f16 subgroup matrices is refused before any work, saying what the adapter lacks', async () => {
+    const { dir, config } = shortQuickstartRun(4, 'xtts-capture-fp16-', `  max_steps: 2
+`);
+    const out = join(dir, 'run');
+    const r = await runCli(['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe', '--set', 'training.precision=mixed_fp16', '--output', out, '--json'], { timeoutMs: 120_000, env: onGl });
+    assert.equal(r.code, 3, r.stderr.slice(-2000));
+    assert.equal(r.json.error.code, 'BACKEND_UNAVAILABLE');
+    assert.match(r.json.error.message, /training\.precision mixed_fp16 runs its matmuls on tensor cores .* llvmpipe .* lacks [^(]*chromium-experimental-subgroup-matrix/);
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+  });
 });

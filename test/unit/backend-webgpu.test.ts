@@ -143,6 +143,22 @@ test('mixed_fp16 takes an adapter with shader-f16, subgroups and an f16→f32 su
   assert.match((tensorCoreSupport(intOnly) as { reason: string }).reason, /offers no f16→f32 subgroup-matrix shape this program can tile/);
 });
 
+test('the f16 matmul tiles 128×128 where there are enough tiles, and splits K only for a small output over a long K (a weight gradient)', async () => {
+  const { f16Parts, f16Tile, matMulDims } = await import('../../src/core/backend/webgpu-matmul.js');
+  // A normal step's decoder projection, 12,032 × 2,048 over K 512: 94 × 16 tiles of 128, no split.
+  const projection = matMulDims([12032, 512], [512, 2048], false, false);
+  assert.equal(f16Tile(projection), 128);
+  assert.equal(f16Parts(projection), 1);
+  // Its weight gradient, 512 × 2,048 over K 12,032: 16 × 4 tiles of 128 are too few, 8 × 32 of 64
+  // still fill an H100 a quarter; K goes in 5 parts (1,056 workgroups), each over 16 slabs or more.
+  const weightGrad = matMulDims([12032, 512], [12032, 2048], true, false);
+  assert.equal(f16Tile(weightGrad), 64);
+  assert.equal(f16Parts(weightGrad), 5);
+  // A short K is never split below 512 per part; a batched matmul never.
+  assert.equal(f16Parts(matMulDims([600, 64], [600, 64], true, false)), 1);
+  assert.equal(f16Parts(matMulDims([2, 4096, 64], [2, 4096, 64], true, false)), 1);
+});
+
 test('the fused layer norm and its gradient on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

@@ -17,5 +17,6 @@ export {
   findVulkanLoader,
   listAdapters,
   takeGpuError,
+  tensorCoreSupport,
   vulkanDriverManifests,
 } from './webgpu.js';

@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
+import { tensorCoreSupport } from '@xtts/core/backend';
 import { BACKENDS } from '@xtts/core/config';
 import { diagnose, DIAGNOSIS_SCHEMA_VERSION, watchGpus, type Diagnosis, type WatchResult } from '@xtts/core/diagnose';
 import { paint, renderTable, watchFrameLines } from '@xtts/core/render';
@@ -128,8 +129,17 @@ Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 
     if (adapters.length) {
       this.log(
         renderTable(
-          ['adapter', 'name', 'Dawn backend', 'kind', 'timestamps', 'f16', 'subgroup matrix'],
-          adapters.map((a) => [a.index, a.name, a.dawnBackend, a.software ? 'software' : 'GPU', a.timestampQuery ? 'yes' : 'no', a.shaderF16 ? 'yes' : 'no', !a.subgroupMatrix ? 'no' : a.subgroupMatrixConfigs.length ? a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') : 'yes (no configurations listed)']),
+          ['adapter', 'name', 'Dawn backend', 'kind', 'timestamps', 'f16', 'subgroup matrix', 'mixed_fp16'],
+          adapters.map((a) => [
+            a.index,
+            a.name,
+            a.dawnBackend,
+            a.software ? 'software' : 'GPU',
+            a.timestampQuery ? 'yes' : 'no',
+            a.shaderF16 ? 'yes' : 'no',
+            !a.subgroupMatrix ? 'no' : a.subgroupMatrixConfigs.length ? a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') : 'yes (no configurations listed)',
+            tensorCoreSupport(a).ok ? 'yes' : 'no',
+          ]),
           { right: [0] },
         ).trimEnd(),
       );
