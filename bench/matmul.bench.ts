@@ -106,7 +106,7 @@ async function main(): Promise<void> {
     return initBackend('webgpu', options);
   });
   const a = choice.adapter;
-  console.log(`device: ${a?.name} (${a?.description}); shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
+  console.log(`device: ${a?.name} (${a?.description}); shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup widths ${a?.subgroupSizes ? `${a.subgroupSizes.min}–${a.subgroupSizes.max}` : 'not stated'}; subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
   const rows: Record<string, unknown>[] = [];
   for (const s of shapes) {
     const aShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeA ? [s.k, s.m] : [s.m, s.k])];

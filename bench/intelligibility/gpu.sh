@@ -100,9 +100,9 @@ fi
 # The held-out run: a cosine schedule of HELDOUT_STEPS (default: what fit_steps measures fits in the
 # minutes; 380 a minute if the calibration run fails), so that its learning rate has decayed in time.
 if [[ $heldout_minutes != 0 ]]; then
-  steps=${HELDOUT_STEPS:-$(fit_steps heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data")}
+  steps=${HELDOUT_STEPS:-$(fit_steps heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" ${HELDOUT_ARGS:-})}
   steps=${steps:-$(awk -v m="$heldout_minutes" 'BEGIN { printf "%d", m * 380 }')}
-  train heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" --set training.max_steps="$steps" \
+  train heldout "$heldout_minutes" --config "$here/heldout.yaml" --dataset "$work/heldout-data" ${HELDOUT_ARGS:-} --set training.max_steps="$steps" \
     --set training.eval_every="$steps" --set training.checkpoint_every="$steps" && speak heldout "$work/heldout.txt"
   pack heldout
 fi

@@ -123,6 +123,7 @@ test('mixed_fp16 takes an adapter with shader-f16, subgroups and an f16→f32 su
     dawnBackend: 'vulkan',
     shaderF16: true,
     subgroups: true,
+    subgroupSizes: { min: 32, max: 32 },
     subgroupMatrix: true,
     // As Dawn listed them on an H100 with vulkan_enable_f16_on_nvidia (driver 580.159.04).
     subgroupMatrixConfigs: [
@@ -141,6 +142,8 @@ test('mixed_fp16 takes an adapter with shader-f16, subgroups and an f16→f32 su
   assert.match((r as { reason: string }).reason, /NVIDIA H100 80GB HBM3 \(Dawn vulkan\) lacks shader-f16 \(subgroup-matrix shapes offered: i8→i32 16×16×32\)/);
   const intOnly = { ...h100, subgroupMatrixConfigs: noF16.subgroupMatrixConfigs };
   assert.match((tensorCoreSupport(intOnly) as { reason: string }).reason, /offers no f16→f32 subgroup-matrix shape this program can tile/);
+  // Subgroups of another width (an AMD GPU's 64, or a range) would put the program's subgroups elsewhere.
+  assert.match((tensorCoreSupport({ ...h100, subgroupSizes: { min: 32, max: 64 } }) as { reason: string }).reason, /lacks subgroups of exactly 32 invocations \(it has 32 to 64\)/);
 });
 
 test('the f16 matmul tiles 128×128 where there are enough tiles, and splits K only for a small output over a long K (a weight gradient)', async () => {

@@ -324,12 +324,14 @@ function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims
 // lies there by all 256 invocations, converted and stored in that same order (row-major for A and B,
 // column-major for Aᵀ and Bᵀ, so that neighbouring invocations store neighbouring values) with rows
 // padded by 8 values (16 bytes, the alignment of a matrix load's offset and stride); then every
-// subgroup loads its left and right matrices from it in that majorness and multiplies. The results go out through a staging area per subgroup, so
-// that the edges of the output, the batch, the bias and the ReLU of a dense layer (_FusedMatMul) are
-// written by ordinary code. WGSL's uniformity analysis wants a matrix load's offset uniform across
-// the whole workgroup; each subgroup's offsets here are uniform across the subgroup (they derive from
-// local_invocation_index / 32, and NVIDIA's subgroups are 32 consecutive invocations), which is what
-// the hardware needs, so the analysis is switched off for the matrix builtins in this program only.
+// subgroup loads its left and right matrices from it in that majorness and multiplies. The results go
+// out through a staging area per subgroup, so that the edges of the output, the batch, the bias and
+// the ReLU of a dense layer (_FusedMatMul) are written by ordinary code. WGSL's uniformity analysis
+// wants a matrix load's offset uniform across the whole workgroup; each subgroup's offsets here are
+// uniform across the subgroup (they derive from local_invocation_index / 32, and on an adapter whose
+// subgroups are exactly 32 wide — tensorCoreSupport requires it — a subgroup is 32 consecutive
+// invocations), which is what the hardware needs, so the analysis is switched off for the matrix
+// builtins in this program only.
 
 const F16_SLAB = 32;
 const F16_PAD = 8;

@@ -118,6 +118,8 @@ export interface AdapterDescription {
   features: string[];
   shaderF16: boolean;
   subgroups: boolean;
+  /** The subgroup widths the adapter may run (GPUAdapterInfo.subgroupMinSize/MaxSize); null where Dawn does not say. */
+  subgroupSizes: { min: number; max: number } | null;
   /** chromium-experimental-subgroup-matrix: cooperative matrices (tensor cores); needs unsafeApis. */
   subgroupMatrix: boolean;
   /** timestamp-query: per-kernel device times (tf.time on the webgpu backend). */
@@ -269,6 +271,7 @@ function describe(adapter: DawnAdapter, index: number, name: string, dawnBackend
     features,
     shaderF16: features.includes('shader-f16'),
     subgroups: features.includes('subgroups'),
+    subgroupSizes: typeof info.subgroupMinSize === 'number' && typeof info.subgroupMaxSize === 'number' ? { min: info.subgroupMinSize, max: info.subgroupMaxSize } : null,
     subgroupMatrix: features.includes('chromium-experimental-subgroup-matrix'),
     timestampQuery: features.includes('timestamp-query'),
     subgroupMatrixConfigs: subgroupMatrixConfigs(info.subgroupMatrixConfigs),
@@ -380,8 +383,15 @@ export async function selectAdapter(device: number | string | null | undefined, 
  * outputs per matrix is taken.
  */
 export function tensorCoreSupport(a: AdapterDescription): { ok: true; shape: SubgroupMatrixShape } | { ok: false; reason: string } {
-  const missing = [a.shaderF16 ? '' : 'shader-f16', a.subgroups ? '' : 'subgroups', a.subgroupMatrix ? '' : 'chromium-experimental-subgroup-matrix'].filter(Boolean);
-  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && 32 % c.M === 0 && 64 % c.N === 0 && 32 % c.K === 0);
+  // The program counts on subgroups of exactly 32 invocations (NVIDIA's width): it finds its subgroup as local index / 32.
+  const width32 = a.subgroupSizes?.min === 32 && a.subgroupSizes.max === 32;
+  const missing = [
+    a.shaderF16 ? '' : 'shader-f16',
+    a.subgroups ? '' : 'subgroups',
+    a.subgroupMatrix ? '' : 'chromium-experimental-subgroup-matrix',
+    width32 ? '' : `subgroups of exactly 32 invocations (it has ${a.subgroupSizes ? `${a.subgroupSizes.min} to ${a.subgroupSizes.max}` : 'no stated width'})`,
+  ].filter(Boolean);
+  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && 32 % c.M === 0 && 16 % c.N === 0 && 32 % c.K === 0);
   if (missing.length === 0 && shapes.length > 0) {
     const best = shapes.reduce((x, y) => (y.M * y.N > x.M * x.N ? y : x));
     return { ok: true, shape: { M: best.M, N: best.N, K: best.K } };
