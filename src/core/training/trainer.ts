@@ -36,11 +36,11 @@ import { checkModelBudget } from './budget.js';
 import { loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import { SideDevice, type SideResult } from './side-device.js';
 
-/** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
 const MIXED_FP16_LOSS_SCALE = 4096;
 const MIXED_FP16_GROWTH_INTERVAL = 1000;
 
+/** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
 
 export interface TrainProgress {
