@@ -159,10 +159,6 @@ export function setMatMulProgram(p: MatMulProgram, shape?: SubgroupMatrixShape):
   if (shape) unit = shape;
 }
 
-export function matMulProgram(): MatMulProgram {
-  return program;
-}
-
 /**
  * Puts the ordered split-K (and, once setMatMulProgram picks one, the tiled or f16 matmul) in front of
  * tfjs's BatchMatMul on webgpu (on), or takes it away (off: benches, tests); and the f16 program in
@@ -213,6 +209,57 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What the tiled and the f16 programs share: reading one operand's slab of K into workgroup memory.
+
+/** Logical A[r, kk] of batch bA and B[kk, c] of batch bB, read through the transposes. */
+function operandIndex(transposeA: boolean, transposeB: boolean): { aAt: string; bAt: string } {
+  return {
+    aAt: transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk',
+    bAt: transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c',
+  };
+}
+
+/**
+ * One operand's slab into its workgroup array (zero outside the matrix) by `lanes` invocations, each
+ * its `tile · slab / lanes` loads: load e of invocation `tid` is slab row s and tile lane `lane`, taken
+ * along K where K is the operand's contiguous dimension (A, Bᵀ: `alongK`), along the lanes otherwise,
+ * so that neighbouring invocations read neighbouring values. `lane` is row r of A or column c of B
+ * (`index`), at tile offset `origin`, below `limit`; K below `kLimit`. `store` places (s, lane) in the
+ * array; `convert` wraps the value stored.
+ */
+function slabLoad(o: {
+  lanes: number;
+  slab: number;
+  tile: number;
+  tid: string;
+  alongK: boolean;
+  array: string;
+  operand: string;
+  index: string;
+  origin: string;
+  limit: string;
+  at: string;
+  kLimit: string;
+  store: string;
+  convert: (v: string) => string;
+}): string {
+  const slot = o.alongK
+    ? `let flat = ${o.tid} + e * ${o.lanes}; let s = flat % ${o.slab}; let lane = flat / ${o.slab};`
+    : `let flat = ${o.tid} + e * ${o.lanes}; let s = flat / ${o.tile}; let lane = flat % ${o.tile};`;
+  return `
+          for (var e = 0; e < ${(o.tile * o.slab) / o.lanes}; e = e + 1) {
+            ${slot}
+            let ${o.index} = ${o.origin} + lane;
+            let kk = k0 + s;
+            var v = 0.0;
+            if (${o.index} < ${o.limit} && kk < ${o.kLimit}) {
+              v = f32(${o.operand}[${o.at}]);
+            }
+            ${o.array}[${o.store}] = ${o.convert('v')};
+          }`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // A tiled matmul (device.matmul: tiled): 16×16 invocations of R×R outputs each, so output tiles of
 // 16R × 16R (R = 8: 128×128 where the output has enough such tiles to fill the device twice over; R = 4:
 // 64×64 otherwise), K in slabs of 16 through workgroup memory. Each operand's slab is read in the order
@@ -237,27 +284,10 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
   const R = tiledPerInvocation(d);
   const TILE = 16 * R;
   const STRIDE = TILE + 2;
-  const loads = (TILE * SLAB) / 256;
-  // Logical A[r, kk] and B[kk, c] of batch bA / bB, read through the transposes.
-  const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
-  const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
-  // Which (slab row, tile lane) load number e of invocation tid fills: along K where K is the
-  // operand's contiguous dimension, along the lanes otherwise.
-  const slot = (alongK: boolean) =>
-    alongK ? `let flat = tid + e * 256; let s = flat % ${SLAB}; let lane = flat / ${SLAB};` : `let flat = tid + e * 256; let s = flat / ${TILE}; let lane = flat % ${TILE};`;
-  // One operand's slab into its workgroup array (zero outside the matrix): `lane` is row r of A or
-  // column c of B, at tile offset `origin`, below `limit`.
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string) => `
-          for (var e = 0; e < ${loads}; e = e + 1) {
-            ${slot(alongK)}
-            let ${index} = ${origin} + lane;
-            let kk = k0 + s;
-            var v = 0.0;
-            if (${index} < ${limit} && kk < uniforms.k) {
-              v = f32(${operand}[${at}]);
-            }
-            ${array}[s * ${STRIDE} + lane] = v;
-          }`;
+  const { aAt, bAt } = operandIndex(transposeA, transposeB);
+  // Stored K-major, rows of STRIDE.
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string) =>
+    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, operand, index, origin, limit, at, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
   const range = (n: number) => [...Array(n).keys()];
   const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
   return namedProgram('XttsTiledMatMulProgram', {
@@ -342,6 +372,14 @@ export function f16Tile(d: MatMulDims): 64 | 128 {
   return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 128 : 64;
 }
 
+/**
+ * Whether the f16 program can be built from subgroup matrices of this shape: a subgroup's part of a tile
+ * is 32 rows × 64 columns (128×128 tiles) or 32 × 16 (64×64), and K goes in slabs of 32.
+ */
+export function f16UnitFits(u: SubgroupMatrixShape): boolean {
+  return 32 % u.M === 0 && 16 % u.N === 0 && F16_SLAB % u.K === 0;
+}
+
 /** Workgroups the f16 program aims for: eight per H100 multiprocessor. */
 const F16_WORKGROUPS = 1056;
 /** The least K a part of a split matmul sums (16 slabs). */
@@ -371,33 +409,16 @@ function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean
   const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
   const subRows = TILE / SR;
   const subCols = TILE / SC;
+  if (!f16UnitFits(unit)) throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
   const RI = subRows / M;
   const RJ = subCols / N;
-  if (!Number.isInteger(RI) || !Number.isInteger(RJ) || F16_SLAB % K !== 0) throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
   // Workgroup layouts: A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major
   // [SLAB][TILE] or, for Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
   const AST = transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
   const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
-  const loads = (TILE * F16_SLAB) / F16_LANES;
-  const aAt = transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk';
-  const bAt = transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c';
-  // Load e of invocation t: slab row s and tile lane, along K where K is the operand's contiguous
-  // dimension (A, Bᵀ), along the lanes otherwise (Aᵀ, B).
-  const slot = (alongK: boolean) =>
-    alongK
-      ? `let flat = t + e * ${F16_LANES}; let s = flat % ${F16_SLAB}; let lane = flat / ${F16_SLAB};`
-      : `let flat = t + e * ${F16_LANES}; let s = flat / ${TILE}; let lane = flat % ${TILE};`;
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, store: string) => `
-          for (var e = 0; e < ${loads}; e = e + 1) {
-            ${slot(alongK)}
-            let ${index} = ${origin} + lane;
-            let kk = k0 + s;
-            var v = 0.0;
-            if (${index} < ${limit} && kk < kEnd) {
-              v = f32(${operand}[${at}]);
-            }
-            ${array}[${store}] = f16(v);
-          }`;
+  const { aAt, bAt } = operandIndex(transposeA, transposeB);
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, store: string) =>
+    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, operand, index, origin, limit, at, kLimit: 'kEnd', store, convert: (v) => `f16(${v})` });
   // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
   const leftAt = (i: number, step: number) => (transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`);
   const rightAt = (j: number, step: number) => (transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`);

@@ -14,7 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
 import { setSpreadSum } from './webgpu-sum.js';
-import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
+import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -391,7 +391,7 @@ export function tensorCoreSupport(a: AdapterDescription): { ok: true; shape: Sub
     a.subgroupMatrix ? '' : 'chromium-experimental-subgroup-matrix',
     width32 ? '' : `subgroups of exactly 32 invocations (it has ${a.subgroupSizes ? `${a.subgroupSizes.min} to ${a.subgroupSizes.max}` : 'no stated width'})`,
   ].filter(Boolean);
-  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && 32 % c.M === 0 && 16 % c.N === 0 && 32 % c.K === 0);
+  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && f16UnitFits(c));
   if (missing.length === 0 && shapes.length > 0) {
     const best = shapes.reduce((x, y) => (y.M * y.N > x.M * x.N ? y : x));
     return { ok: true, shape: { M: best.M, N: best.N, K: best.K } };
