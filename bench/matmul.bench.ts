@@ -19,6 +19,7 @@ import type * as TfTypes from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, timeOnDevice } from '../src/core/backend/index.js';
 import { takeGpuError } from '../src/core/backend/webgpu.js';
 import { type MatMulProgram, setMatMulProgram } from '../src/core/backend/webgpu-matmul.js';
+import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
 
 type Tf = typeof TfTypes;
@@ -59,15 +60,10 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-/** Deterministic values in [-1, 1) (a linear congruential generator): the same operands every run. */
+/** Deterministic values in [-1, 1) (the project's mulberry32): the same operands every run. */
 function values(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n);
-  let x = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[i] = x / 2 ** 31 - 1;
-  }
-  return out;
+  const rand = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => 2 * rand() - 1);
 }
 
 /**
