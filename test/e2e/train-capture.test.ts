@@ -29,8 +29,10 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     const replayed = join(dir, 'replayed');
     const r2 = await runCli([...args, '--output', replayed], { timeoutMs: 600_000, env: onGl });
     assert.equal(r2.code, 0, r2.stderr.slice(-2000));
-    assert.match(r2.stderr, /step capture: bucket 4×\d+×\d+×48 replayed from here on \(\d+ programs, [\d.]+ MiB of buffers; [\d.]+ [KMG]iB of the eager steps. pooled buffers released\)/);
+    assert.match(r2.stderr, /step capture: bucket 4×\d+×\d+×48 replayed from here on \(\d+ programs, [\d.]+ MiB of buffers; [\d.]+ [KMG]iB of the eager runs. pooled buffers released\)/);
     assert.match(r2.stdout, /programs\/step replayed/);
+    // Each batch's alignment forward too: the first batch of the shape eager, two recorded, the rest replayed.
+    assert.match(r2.stderr, /step capture: the alignment forward of batches 4×\d+×\d+ replayed from here on \(\d+ programs/);
     // Both runs search each batch's alignment while the step before it computes (webgpu's default).
     for (const r of [r1, r2]) {
       assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched while the step before it computes/);
@@ -60,6 +62,8 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.equal(b.capture.replayedSteps, 5);
     assert.equal(b.capture.shapes[0].state, 'replay');
     assert.equal(b.capture.shapes[0].replays, 5);
+    assert.equal(a.capture.alignment, null);
+    assert.deepEqual([b.capture.alignment.shapes.length, b.capture.alignment.shapes[0].state, b.capture.alignment.eagerCalls, b.capture.alignment.replayedCalls], [1, 'replay', 3, 5]);
     // The profiler says how many of the steps it judges were replays, and what a replay costs the host.
     const profile = await runCli(['profile-bottleneck', '--run', replayed, '--warmup', '2'], { timeoutMs: 120_000 });
     assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each\)/);

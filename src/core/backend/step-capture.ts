@@ -224,14 +224,10 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
   backend.read = reading('read') as WebgpuBackend['read'];
   backend.readSync = reading('readSync');
   backend.readToGPU = reading('readToGPU');
-  const flagBefore = tf.env().getBool('WEBGPU_CPU_FORWARD');
-  // Kernels on small host tensors would run on the CPU: their results would be uploads, not programs.
-  tf.env().set('WEBGPU_CPU_FORWARD', false);
   let outputs: tfTypes.Tensor[];
   try {
-    outputs = step();
+    outputs = onDeviceOnly(tf, step);
   } finally {
-    tf.env().set('WEBGPU_CPU_FORWARD', flagBefore);
     Object.assign(backend, originals);
   }
   const end = rec.programs.length;
@@ -252,6 +248,20 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     }
   });
   return { outputs, recording: rec };
+}
+
+/**
+ * fn with every kernel on the device: kernels on small host tensors would otherwise run on the CPU
+ * (tfjs's WEBGPU_CPU_FORWARD), and their results would be uploads, not programs.
+ */
+function onDeviceOnly<T>(tf: Tf, fn: () => T): T {
+  const flagBefore = tf.env().getBool('WEBGPU_CPU_FORWARD');
+  tf.env().set('WEBGPU_CPU_FORWARD', false);
+  try {
+    return fn();
+  } finally {
+    tf.env().set('WEBGPU_CPU_FORWARD', flagBefore);
+  }
 }
 
 /** Why two recordings of one step differ (null: the same). */
@@ -546,4 +556,143 @@ export function releasePooledBuffers(tf: Tf): number {
   }
   manager.numBytesAllocated -= bytes;
   return bytes;
+}
+
+/**
+ * Where one shape's capture stands: run once unrecorded (plan: what it makes once and keeps, such as
+ * cached constants, is made there), recorded, recorded again to compare, then replayed (or refused).
+ */
+export interface CaptureState {
+  phase: 'plan' | 'record' | 'verify' | 'replay' | 'refused';
+  last?: Recording;
+  capture?: StepCapture;
+  reason?: string;
+  /** Times this shape was recorded again because a replay found its tensors changed. */
+  recaptures: number;
+  /** Free buffers of tfjs's pool destroyed once the replay was built (bytes). */
+  pooledBytesReleased?: number;
+}
+
+/**
+ * Moves a shape's capture on after one of its eager calls was recorded: the first recording is kept;
+ * the second is compared with it and, when they agree, built into a replay; anything else refuses the
+ * shape with the reason. Returns true when the shape was captured or refused (worth telling).
+ */
+export function advanceCapture(tf: Tf, s: CaptureState, recording: Recording): boolean {
+  const refuse = (reason: string) => {
+    s.phase = 'refused';
+    s.reason = reason;
+    s.last = undefined;
+    return true;
+  };
+  if (recording.refused) return refuse(recording.refused);
+  if (s.phase === 'record') {
+    s.last = recording;
+    s.phase = 'verify';
+    return false;
+  }
+  const differs = compareRecordings(s.last!, recording);
+  s.last = undefined;
+  if (differs) return refuse(`two calls of this shape dispatched different work: ${differs}`);
+  try {
+    // The eager calls' pooled buffers go first: the arena does not come on top of them.
+    s.pooledBytesReleased = releasePooledBuffers(tf);
+    s.capture = StepCapture.build(tf, recording);
+    s.phase = 'replay';
+  } catch (e) {
+    if (!(e instanceof CaptureRefused)) throw e;
+    return refuse(e.message);
+  }
+  return true;
+}
+
+/**
+ * If a replayed shape's tensors changed (stale), drops its replay so that it is recorded again; the
+ * reason stays on the state. Returns whether it did.
+ */
+export function dropStaleCapture(s: CaptureState): boolean {
+  const stale = s.capture!.stale();
+  if (stale === null) return false;
+  s.capture!.dispose();
+  s.capture = undefined;
+  s.recaptures++;
+  s.phase = 'record';
+  s.reason = `recorded again: ${stale}`;
+  return true;
+}
+
+/** One replayed function's shapes, as a run records them. */
+export interface CallCaptureSummary {
+  replayedCalls: number;
+  eagerCalls: number;
+  shapes: { shape: string; state: CaptureState['phase']; programs: number | null; arenaBytes: number | null; replays: number; recaptures: number; reason: string | null }[];
+}
+
+/**
+ * Capture and replay of a function of device tensors with no per-call state of its own (a forward
+ * pass that updates nothing: no dropout draws, no assignments): per shape key, its first call runs
+ * eagerly, the next two are recorded, and once they agree every further call is a replay.
+ */
+export class CallReplayer {
+  private readonly shapes = new Map<string, CaptureState>();
+  private replayed = 0;
+  private eager = 0;
+  /** Told when a shape is captured, refused or recorded again. */
+  onChange?: (shape: string, state: CaptureState) => void;
+
+  constructor(private readonly tf: Tf) {}
+
+  /** fn's outputs for these inputs (the tensors that change from call to call, in a fixed order). */
+  run(key: string, inputs: readonly tfTypes.Tensor[], fn: () => tfTypes.Tensor[]): tfTypes.Tensor[] {
+    let s = this.shapes.get(key);
+    if (!s) {
+      s = { phase: 'plan', recaptures: 0 };
+      this.shapes.set(key, s);
+    }
+    if (s.phase === 'replay') {
+      if (!dropStaleCapture(s)) {
+        this.replayed++;
+        return s.capture!.replay(inputs);
+      }
+      this.onChange?.(key, s);
+    }
+    this.eager++;
+    if (s.phase === 'refused') return fn();
+    if (s.phase === 'plan') {
+      s.phase = 'record';
+      // As the recordings will run it: the constants it uploads are uploaded here, once.
+      return onDeviceOnly(this.tf, fn);
+    }
+    const { outputs, recording } = recordStep(this.tf, inputs, fn);
+    if (advanceCapture(this.tf, s, recording)) this.onChange?.(key, s);
+    return outputs;
+  }
+
+  /** Bytes the replays' buffers hold on the device. */
+  get arenaBytes(): number {
+    let n = 0;
+    for (const s of this.shapes.values()) n += s.capture?.bytes ?? 0;
+    return n;
+  }
+
+  summary(): CallCaptureSummary {
+    return {
+      replayedCalls: this.replayed,
+      eagerCalls: this.eager,
+      shapes: [...this.shapes].map(([shape, s]) => ({
+        shape,
+        state: s.phase,
+        programs: s.capture?.programs ?? null,
+        arenaBytes: s.capture?.bytes ?? null,
+        replays: s.capture?.replays ?? 0,
+        recaptures: s.recaptures,
+        reason: s.reason ?? null,
+      })),
+    };
+  }
+
+  dispose(): void {
+    for (const s of this.shapes.values()) s.capture?.dispose();
+    this.shapes.clear();
+  }
 }

@@ -25,6 +25,7 @@
 //
 // (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256 throughout; max_mel_frames 1024, big 2048.)
 import * as tf from '@tensorflow/tfjs-core';
+import type { CallReplayer } from '../backend/step-capture.js';
 import type { ModelConfig } from '../config/schema.js';
 import { XttsError } from '../errors.js';
 import { durationsOf, FIRST_SYMBOL, monotonicAlignment, scheduleFromDurations } from './align.js';
@@ -229,13 +230,13 @@ export class XttsModel {
    * the target frames (no dropout), then the best monotonic path on the host (align.ts; priorSigma:
    * its diagonal prior, 0 for none). One readback. textLengths and melLengths: the batch's, on the host.
    */
-  async align(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'mel'>, textLengths: ArrayLike<number>, melLengths: ArrayLike<number>, priorSigma = 0): Promise<BatchAlignment> {
+  async align(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'mel'>, textLengths: ArrayLike<number>, melLengths: ArrayLike<number>, priorSigma = 0, replayer?: Pick<CallReplayer, 'run'>): Promise<BatchAlignment> {
     const [batch, frames, nMels] = inputs.mel.shape;
     const textSteps = inputs.tokens.shape[1];
     const r = this.config.reduction_factor;
     const steps = frames / r;
     this.checkText(textSteps);
-    const scores = tf.tidy(() => {
+    const forward = () => tf.tidy(() => {
       const textBias = keyPaddingBias(inputs.textLengths, textSteps);
       const text = this.text.apply(inputs.tokens, inputs.languages, textBias, { dropout: this.dropout, dropoutRate: 0, batch, steps: textSteps });
       const means = this.means(tf.reshape(text, [batch, textSteps, this.config.d_model]) as tf.Tensor3D);
@@ -246,6 +247,9 @@ export class XttsModel {
       const norms = tf.reshape(tf.sum(tf.square(means), 2), [batch, 1, textSteps]);
       return tf.mul(tf.sub(cross, tf.mul(norms, scalar(r / 2))), scalar(1 / (r * nMels)));
     });
+    // The same programs for every batch of a shape: a replayer records them once and replays them.
+    const { tokens, textLengths: lengths, languages, mel } = inputs;
+    const scores = replayer ? replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0] : forward();
     const values = (await scores.data()) as Float32Array;
     scores.dispose();
     const path = new Int32Array(batch * steps).fill(FIRST_SYMBOL);

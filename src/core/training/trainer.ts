@@ -27,6 +27,7 @@ import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
 import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
+import type { CaptureState } from '../backend/step-capture.js';
 import { type StepCaptureSummary, StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
@@ -398,10 +399,12 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
-    replayer.onChange = (shape, s) => {
-      if (s.phase === 'replay') say(`step capture: bucket ${shape} replayed from here on (${s.capture!.programs} programs, ${formatBytes(s.capture!.bytes)} of buffers; ${formatBytes(s.pooledBytesReleased ?? 0)} of the eager steps' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`);
-      else if (s.phase === 'refused') say(`step capture: bucket ${shape} steps eagerly — ${s.reason}`);
+    const tell = (what: string, eagerly: string) => (shape: string, s: CaptureState) => {
+      if (s.phase === 'replay') say(`step capture: ${what} ${shape} replayed from here on (${s.capture!.programs} programs, ${formatBytes(s.capture!.bytes)} of buffers; ${formatBytes(s.pooledBytesReleased ?? 0)} of the eager runs' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`);
+      else if (s.phase === 'refused') say(`step capture: ${what} ${shape} ${eagerly} — ${s.reason}`);
     };
+    replayer.onChange = tell('bucket', 'steps eagerly');
+    if (replayer.alignment) replayer.alignment.onChange = tell('the alignment forward of batches', 'runs eagerly');
   }
   try {
     if (replicas && replicas.devices.length > 1) {
@@ -430,7 +433,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       const tensors = uploadBatch(b, dims(b));
       const lengths = { text: b.textLengths.slice(0, b.shape.batchSize), mel: b.melLengths.slice(0, b.shape.batchSize) };
       loader.release(b);
-      const alignment = model.align(tensors, lengths.text, lengths.mel, t.alignment_prior);
+      const alignment = model.align(tensors, lengths.text, lengths.mel, t.alignment_prior, replayer?.alignment ?? undefined);
       // Awaited by its step; a run that ends first disposes it (disposeAhead) instead.
       alignment.catch(() => undefined);
       return { batch: b, tensors, alignment };

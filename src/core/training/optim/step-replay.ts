@@ -8,7 +8,7 @@
 // eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
 // replay whose other tensors were disposed is recorded again.
 import * as tf from '@tensorflow/tfjs-core';
-import { CaptureRefused, compareRecordings, type Recording, recordStep, releasePooledBuffers, StepCapture } from '../../backend/step-capture.js';
+import { advanceCapture, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep } from '../../backend/step-capture.js';
 import type { ModelInputs } from '../../model/batch.js';
 import type { LossConfig } from '../../model/losses.js';
 import type { XttsModel } from '../../model/model.js';
@@ -19,18 +19,10 @@ import { type StepResult, trainStep, type TrainStepOptions } from './train-step.
 
 export type StepCaptureMode = 'auto' | 'off';
 
-type Phase = 'plan' | 'record' | 'verify' | 'replay' | 'refused';
+type Phase = CaptureState['phase'];
 
-interface ShapeState {
-  phase: Phase;
+interface ShapeState extends CaptureState {
   calls?: DropoutCall[];
-  last?: Recording;
-  capture?: StepCapture;
-  reason?: string;
-  /** Times this shape was recorded again because a replay found its tensors changed. */
-  recaptures: number;
-  /** Free buffers of tfjs's pool destroyed once the replay was built (bytes). */
-  pooledBytesReleased?: number;
 }
 
 /** What the run records about capture: per bucket shape, its state and why. */
@@ -47,6 +39,8 @@ export interface StepCaptureSummary {
    * rebinds: replays that bound weights assigned since the one before.
    */
   shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; encodeUsPerProgram: number | null; rebinds: number; recaptures: number; reason: string | null }[];
+  /** The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with capture off. */
+  alignment: CallCaptureSummary | null;
 }
 
 /** Why this run's steps cannot be captured, or null when they can. */
@@ -65,6 +59,11 @@ export class StepReplayer {
   last: { shape: string; replayed: boolean; programs: number } | null = null;
   /** Told when a shape is captured, refused or recorded again (the trainer prints it). */
   onChange?: (shape: string, state: ShapeState) => void;
+  /**
+   * The alignment forward of each batch (the text encoder and the scores the search reads back),
+   * captured per batch shape like the step: null with capture off.
+   */
+  readonly alignment: CallReplayer | null;
 
   constructor(
     private readonly model: XttsModel,
@@ -74,6 +73,7 @@ export class StepReplayer {
     private readonly accumulate: number,
   ) {
     this.off = captureUnavailable(mode, tf.getBackend());
+    this.alignment = this.off === null ? new CallReplayer(tf) : null;
   }
 
   /**
@@ -97,13 +97,7 @@ export class StepReplayer {
       return result;
     }
     if (s.phase === 'replay') {
-      const stale = s.capture!.stale();
-      if (stale === null) return this.replayStep(s, batch, opts);
-      s.capture!.dispose();
-      s.capture = undefined;
-      s.recaptures++;
-      s.phase = 'record';
-      s.reason = `recorded again: ${stale}`;
+      if (!dropStaleCapture(s)) return this.replayStep(s, batch, opts);
       this.onChange?.(key, s);
     }
     return this.recordedStep(key, s, batch, opts);
@@ -145,27 +139,7 @@ export class StepReplayer {
         );
         return [result.total, result.melPre, result.melPost, result.alignedText, result.duration, result.finite, result.stats, ...(result.gradNorm ? [result.gradNorm] : [])];
       });
-      if (recording.refused) this.refuse(key, s, recording.refused);
-      else if (s.phase === 'record') {
-        s.last = recording;
-        s.phase = 'verify';
-      } else {
-        const differs = compareRecordings(s.last!, recording);
-        s.last = undefined;
-        if (differs) this.refuse(key, s, `two steps of this shape dispatched different work: ${differs}`);
-        else {
-          try {
-            // The eager steps' pooled buffers go first: the arena does not come on top of them.
-            s.pooledBytesReleased = releasePooledBuffers(tf);
-            s.capture = StepCapture.build(tf, recording);
-            s.phase = 'replay';
-            this.onChange?.(key, s);
-          } catch (e) {
-            if (!(e instanceof CaptureRefused)) throw e;
-            this.refuse(key, s, e.message);
-          }
-        }
-      }
+      if (advanceCapture(tf, s, recording)) this.onChange?.(key, s);
     } finally {
       tf.dispose([offsets, scalars]);
     }
@@ -191,18 +165,11 @@ export class StepReplayer {
     return { ...parts, gradNorm: null, applied: false, learningRate: Number.NaN };
   }
 
-  private refuse(key: string, s: ShapeState, reason: string): void {
-    s.phase = 'refused';
-    s.reason = reason;
-    s.last = undefined;
-    this.onChange?.(key, s);
-  }
-
   /** Bytes the captured steps' buffers hold on the device (beside the tensors tf.memory counts). */
   get arenaBytes(): number {
     let n = 0;
     for (const s of this.shapes.values()) n += s.capture?.bytes ?? 0;
-    return n;
+    return n + (this.alignment?.arenaBytes ?? 0);
   }
 
   summary(): StepCaptureSummary {
@@ -222,12 +189,14 @@ export class StepReplayer {
         recaptures: s.recaptures,
         reason: s.reason ?? null,
       })),
+      alignment: this.alignment?.summary() ?? null,
     };
   }
 
   dispose(): void {
     for (const s of this.shapes.values()) s.capture?.dispose();
     this.shapes.clear();
+    this.alignment?.dispose();
   }
 }
 
