@@ -351,6 +351,55 @@ test('a full float32 sum of many values runs over many workgroups (two programs)
   }
 });
 
+test('a float32 sum over leading or middle axes is one program (no transpose before it) and matches the host\'s float64 sums; sums over the innermost or split axes are tfjs\'s', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { stridedSumDims } = await import('../../src/core/backend/webgpu-sum.js');
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const shape = [3, 7, 5, 131];
+    const n = shape.reduce((a, b) => a * b, 1);
+    const host = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.61) * 3 + 0.5);
+    const x = tf.tensor4d(host, shape as [number, number, number, number]);
+    const strides = [7 * 5 * 131, 5 * 131, 131, 1];
+    /** The host's float64 sum over `axes`, in the order of the kept axes. */
+    const exact = (axes: number[]) => {
+      const kept = shape.map((_, i) => i).filter((i) => !axes.includes(i));
+      const out = new Float64Array(kept.reduce((a, i) => a * shape[i], 1));
+      for (let i = 0; i < n; i++) {
+        let o = 0;
+        for (const k of kept) o = o * shape[k] + (Math.floor(i / strides[k]) % shape[k]);
+        out[o] += host[i];
+      }
+      return out;
+    };
+    // Leading and middle blocks: one program; the innermost: tfjs's reduce, one; split axes: tfjs's transpose and reduce.
+    for (const [axes, programs] of [[[0], 1], [[0, 1], 1], [[1], 1], [[1, 2], 1], [[0, 1, 2], 1], [[3], 1], [[2, 3], 1], [[0, 2], 2]] as const) {
+      const counter = new KernelCounter().install(tf);
+      const s = tf.sum(x, [...axes]);
+      const dispatched = counter.takeAll().dispatches;
+      counter.uninstall();
+      assert.equal(dispatched, programs, `sum over [${axes}]: ${dispatched} programs`);
+      assert.deepEqual(s.shape, shape.filter((_, i) => !(axes as readonly number[]).includes(i)));
+      const got = await s.data();
+      const want = exact([...axes]);
+      for (let i = 0; i < want.length; i++) assert.ok(Math.abs(got[i] - want[i]) <= 1e-5 * (1 + Math.abs(want[i])) + 1e-4, `sum over [${axes}] at ${i}: ${got[i]} vs ${want[i]}`);
+    }
+    assert.deepEqual(tf.sum(x, [1, 2], true).shape, [3, 1, 1, 131]);
+    // A bias gradient: Σ over rows of [rows, out], through its gradient too (ones broadcast back).
+    const rows = tf.reshape(x, [105, 131]);
+    assert.deepEqual(Array.from(await tf.sum(rows, 0).data()), Array.from(await tf.sum(rows, 0).data()), 'the same bits every time');
+    const g = await tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.mul(tf.sum(v, 0), tf.range(0, 131))))(rows).data();
+    assert.equal(g[131 + 9], 9);
+    // Integers are tfjs's.
+    assert.deepEqual(Array.from(await tf.sum(tf.ones([4, 3], 'int32'), 0).data()), [4, 4, 4]);
+  } finally {
+    disposeBackend(tf);
+  }
+  assert.deepEqual(stridedSumDims([32, 376, 512], [0, 1]), { outer: 1, rows: 32 * 376, inner: 512 });
+  assert.deepEqual(stridedSumDims([4, 6, 8], [1]), { outer: 4, rows: 6, inner: 8 });
+  assert.equal(stridedSumDims([4, 6, 8], [2]), null, 'innermost: tfjs reduces it without a transpose');
+  assert.equal(stridedSumDims([4, 6, 8], [0, 2]), null, 'not one block');
+});
+
 test('matmuls tfjs would split over K with atomics run in a fixed order instead: the host\'s float64 product within 1e-4, the same bits every time, transposes and the cases left to tfjs', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

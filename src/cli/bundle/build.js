@@ -6,6 +6,7 @@
 //   package.json          oclif's view of the bundle: commands from xtts.cjs, no plugins
 //   backend-bench.cjs     bench/backend.bench.ts: a training step per backend (see its header)
 //   matmul-bench.cjs      bench/matmul.bench.ts: a step's large matmuls per program (tfjs, tiled, f16)
+//   reduce-bench.cjs      bench/reduce.bench.ts: full and column sums, tfjs's programs against xtts's
 //   dawn.node.br          Dawn (WebGPU), brotli-compressed; unpacked beside itself (or in a temporary
 //                         folder when the bundle's is read-only) the first time webgpu is used
 //   better_sqlite3.node   SQLite
@@ -139,6 +140,7 @@ mkdirSync(out, { recursive: true });
 await build({ ...common, stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' }, outfile: join(out, 'xtts.cjs') });
 await build({ ...common, entryPoints: [join(root, 'bench', 'backend.bench.ts')], outfile: join(out, 'backend-bench.cjs') });
 await build({ ...common, entryPoints: [join(root, 'bench', 'matmul.bench.ts')], outfile: join(out, 'matmul-bench.cjs') });
+await build({ ...common, entryPoints: [join(root, 'bench', 'reduce.bench.ts')], outfile: join(out, 'reduce-bench.cjs') });
 
 const copy = (from, name) => cpSync(from, join(out, name));
 copy(require.resolve('better-sqlite3/build/Release/better_sqlite3.node'), 'better_sqlite3.node');

@@ -1,10 +1,20 @@
-// Full sums over many workgroups on the webgpu backend. tfjs-backend-webgpu reduces a tensor to one
-// value in a single workgroup (its reduce program runs one workgroup per output): the gradient norm
-// over every parameter (62 M floats in the normal preset) and the masked loss sums over a batch's
-// frames ran on one of the GPU's ~130 multiprocessors. Here a float32 sum over all axes of at least
-// SPREAD_FROM values runs in two dispatches of one program: up to 1,024 workgroups each sum a
-// contiguous chunk into a partial, then one workgroup sums the partials — in a fixed order, so the
-// result is the same every time. Everything else goes to tfjs's own kernel.
+// Sums on the webgpu backend that tfjs-backend-webgpu runs in more programs, or fewer workgroups, than
+// they need.
+//
+// Full sums over many workgroups. tfjs reduces a tensor to one value in a single workgroup (its
+// reduce program runs one workgroup per output): the gradient norm over every parameter (62 M floats
+// in the normal preset) and the masked loss sums over a batch's frames ran on one of the GPU's ~130
+// multiprocessors. Here a float32 sum over all axes of at least SPREAD_FROM values runs in two
+// dispatches of one program: up to 1,024 workgroups each sum a contiguous chunk into a partial, then
+// one workgroup sums the partials — in a fixed order, so the result is the same every time.
+//
+// Sums over leading or middle axes in one program. tfjs sums only over the innermost axes: any
+// other sum is a transpose (a full pass over the tensor, and a program) before the reduction. Every
+// bias gradient is one (Σ over the rows of [rows, out]), as are the layer norms' gain gradients and
+// the convolutions' bias gradients: 62 of a tiny training step's 867 programs were such transposes.
+// Viewed as [outer, rows, inner] (the summed axes contiguous), out[o, i] = Σ_r x[o, r, i] here runs
+// as one program whose invocations read neighbouring i (coalesced) and split r among themselves,
+// summed in a fixed order. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { namedProgram, wrapWebgpuKernel } from './kernels.js';
 
@@ -72,16 +82,109 @@ function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: numb
   return total;
 }
 
-/** Puts the spread full sum in front of tfjs's Sum kernel on webgpu (on), or takes it away (off: benches, tests). */
-export function setSpreadSum(tf: Tf, on: boolean): void {
+/** Most invocations summing one output value side by side (one workgroup: COLUMNS_MAX columns at least 4 wide). */
+const COLUMNS_MAX = 64;
+const COLUMNS_MIN = 4;
+/** Workgroups wanted before a workgroup takes fewer columns (about one per multiprocessor of a large GPU). */
+const WORKGROUPS_WANTED = 128;
+const MAX_WORKGROUPS = 65535;
+
+/** out[o·inner + i] = Σ_r x[(o·rows + r)·inner + i]: `columns` values of i per workgroup, 256 / columns row groups. */
+function stridedSums(outer: number, inner: number, columns: number) {
+  const groups = WORKGROUP / columns;
+  const blocks = Math.ceil(inner / columns);
+  return namedProgram('XttsStridedSumProgram', {
+    variableNames: ['x'],
+    outputShape: [outer * inner],
+    shaderKey: `xtts_sum_strided_${columns}`,
+    dispatchLayout: { x: [0] },
+    dispatch: [outer * blocks, 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    uniforms: 'rows : i32, inner : i32, blocks : i32,',
+    getUserCode: () => `
+      var<workgroup> partial : array<f32, ${WORKGROUP}>;
+      fn main(index : i32) {
+        let tid = i32(localId.x);
+        let c = tid % ${columns};
+        let g = tid / ${columns};
+        let w = i32(workgroupId.x);
+        let o = w / uniforms.blocks;
+        let i = (w % uniforms.blocks) * ${columns} + c;
+        var s = 0.0;
+        if (i < uniforms.inner) {
+          let base = o * uniforms.rows * uniforms.inner + i;
+          for (var r = g; r < uniforms.rows; r += ${groups}) {
+            s += f32(x[base + r * uniforms.inner]);
+          }
+        }
+        partial[tid] = s;
+        workgroupBarrier();
+        for (var size = ${groups / 2}; size > 0; size = size >> 1) {
+          if (g < size) {
+            partial[tid] = partial[tid] + partial[tid + size * ${columns}];
+          }
+          workgroupBarrier();
+        }
+        if (g == 0 && i < uniforms.inner) {
+          setOutputAtIndex(o * uniforms.inner + i, partial[tid]);
+        }
+      }`,
+  });
+}
+
+/**
+ * A sum over `axes` as [outer, rows, inner] (the axes one contiguous block, not the innermost: inner
+ * > 1), or null where it is not one.
+ */
+export function stridedSumDims(shape: readonly number[], axes: readonly number[]): { outer: number; rows: number; inner: number } | null {
+  if (axes.length === 0) return null;
+  const sorted = [...new Set(axes)].sort((a, b) => a - b);
+  const [first, last] = [sorted[0], sorted[sorted.length - 1]];
+  if (last - first + 1 !== sorted.length) return null;
+  const product = (from: number, to: number) => shape.slice(from, to).reduce((a, b) => a * b, 1);
+  const dims = { outer: product(0, first), rows: product(first, last + 1), inner: product(last + 1, shape.length) };
+  return dims.inner > 1 && dims.rows > 0 ? dims : null;
+}
+
+/** Columns per workgroup: as many as keep WORKGROUPS_WANTED workgroups busy, no wider than the rows. */
+export function stridedSumColumns(outer: number, inner: number): number {
+  let columns = COLUMNS_MAX;
+  while (columns > COLUMNS_MIN && (columns / 2 >= inner || outer * Math.ceil(inner / columns) < WORKGROUPS_WANTED)) columns /= 2;
+  return columns;
+}
+
+function stridedSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, dims: { outer: number; rows: number; inner: number }): tfTypes.TensorInfo | null {
+  const columns = stridedSumColumns(dims.outer, dims.inner);
+  const blocks = Math.ceil(dims.inner / columns);
+  if (dims.outer * blocks > MAX_WORKGROUPS) return null;
+  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns), [x], 'float32', [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
+}
+
+/**
+ * Puts the spread full sum and the strided sum in front of tfjs's Sum kernel on webgpu (on), or takes
+ * them away (off: benches, tests).
+ */
+export function setDeviceSums(tf: Tf, on: boolean): void {
   wrapWebgpuKernel(tf, 'Sum', on, (original) => (args) => {
     const x = args.inputs.x as tfTypes.TensorInfo;
     const size = x.shape.reduce((a, b) => a * b, 1);
     const axis = args.attrs?.axis as number | number[] | null | undefined;
     const axes = axis == null ? x.shape.map((_, i) => i) : tf.util.parseAxisParam(axis, x.shape);
-    if (x.dtype !== 'float32' || size < SPREAD_FROM || new Set(axes).size !== x.shape.length) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
-    const total = spreadSum(x, args.backend as WebgpuBackendLike, size);
-    // [1] -> [] (or [1, …, 1] with keepDims): the same buffer under another shape, as tfjs's Reshape does.
-    return { dataId: total.dataId, shape: args.attrs?.keepDims ? x.shape.map(() => 1) : [], dtype: 'float32' as const };
+    const keepDims = Boolean(args.attrs?.keepDims);
+    const outShape = x.shape.map((d, i) => (axes.includes(i) ? 1 : d)).filter((_, i) => keepDims || !axes.includes(i));
+    const tfjs = () => original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    if (x.dtype !== 'float32' || size === 0) return tfjs();
+    const backend = args.backend as WebgpuBackendLike;
+    let out: tfTypes.TensorInfo | null = null;
+    if (new Set(axes).size === x.shape.length) {
+      if (size < SPREAD_FROM) return tfjs();
+      out = spreadSum(x, backend, size);
+    } else {
+      const dims = stridedSumDims(x.shape, axes);
+      out = dims && stridedSum(x, backend, dims);
+    }
+    if (!out) return tfjs();
+    // The same buffer under the sum's shape, as tfjs's Reshape does.
+    return { dataId: out.dataId, shape: outShape, dtype: 'float32' as const };
   });
 }

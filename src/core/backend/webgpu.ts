@@ -13,7 +13,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDawnBinary } from './native.js';
-import { setSpreadSum } from './webgpu-sum.js';
+import { setDeviceSums } from './webgpu-sum.js';
 import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
@@ -469,7 +469,7 @@ export async function registerWebgpuBackend(
   active = { device, gpu };
   if (!(await tf.setBackend('webgpu'))) return 'TensorFlow.js could not initialise its webgpu backend on the device';
   setQueueUploads(tf.backend(), true);
-  setSpreadSum(tf, true);
+  setDeviceSums(tf, true);
   setOrderedSplitK(tf, true);
   setMatMulProgram(f16Shape ? 'f16' : matmul, f16Shape);
   return undefined;
