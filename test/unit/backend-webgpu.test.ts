@@ -190,6 +190,64 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
   }
 });
 
+test('the attention\'s fused softmax (one program forward, one backward) on a real device gives the composition\'s context and q, k, v gradients, for key-padding, causal and full biases; 8 programs instead of 14', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { attend } = await import('../../src/core/model/attention.js');
+    const { setFusedSoftmax, broadcastStrides } = await import('../../src/core/model/webgpu-softmax.js');
+    type T = import('@tensorflow/tfjs-core').Tensor;
+    const [B, H, Tq, Tk, dh] = [3, 2, 70, 90, 16];
+    const q = tf.randomNormal([B, H, Tq, dh], 0, 1, 'float32', 1) as import('@tensorflow/tfjs-core').Tensor4D;
+    const k = tf.randomNormal([B, H, Tk, dh], 0, 1, 'float32', 2) as import('@tensorflow/tfjs-core').Tensor4D;
+    const v = tf.randomNormal([B, H, Tk, dh], 0, 1, 'float32', 3) as import('@tensorflow/tfjs-core').Tensor4D;
+    const dy = tf.randomNormal([B, H, Tq, dh], 0, 1, 'float32', 4);
+    // Key padding (the third utterance keeps only 7 keys), a causal-like [Tq, Tk] pattern, a full bias.
+    const lengths = [90, 41, 7];
+    const padding = tf.tensor4d(lengths.flatMap((n) => Array.from({ length: Tk }, (_, j) => (j < n ? 0 : -1e9))), [B, 1, 1, Tk]);
+    const causal = tf.tensor2d(Array.from({ length: Tq * Tk }, (_, i) => (i % Tk <= Math.floor(i / Tk) + 20 ? 0 : -1e9)), [Tq, Tk]);
+    const full = tf.randomNormal([B, H, Tq, Tk], 0, 2, 'float32', 5);
+    for (const [name, bias] of [['padding', padding], ['causal', causal], ['full', full]] as const) {
+      const run = (fused: boolean) => {
+        setFusedSoftmax(fused);
+        const counter = new KernelCounter().install(tf);
+        const { value, grads } = tf.valueAndGrads((qq: T, kk: T, vv: T) => tf.sum(tf.mul(attend(qq as never, kk as never, vv as never, bias, false).context, dy)))([q, k, v]);
+        const programs = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { outs: [value, ...grads], programs };
+      };
+      const fused = run(true);
+      const composed = run(false);
+      for (const [i, part] of ['loss', 'dq', 'dk', 'dv'].entries()) {
+        const [a, b] = [await fused.outs[i].data(), await composed.outs[i].data()];
+        let worst = 0;
+        for (let j = 0; j < a.length; j++) worst = Math.max(worst, Math.abs(a[j] - b[j]) / (1 + Math.abs(b[j])));
+        assert.ok(worst < 1e-4, `${name} bias, ${part}: largest difference ${worst}`);
+      }
+      // Forward: the two matmuls and the softmax; backward: four matmuls and the softmax's gradient
+      // (the same sum and multiply around them both ways).
+      assert.equal(composed.programs - fused.programs, 6, `${name}: ${fused.programs} programs fused, ${composed.programs} composed`);
+    }
+    // More rows than WebGPU's 65,535 workgroups along one dimension: a second dimension of workgroups.
+    const { fusedScaledSoftmax } = await import('../../src/core/model/webgpu-softmax.js');
+    // (Against the host: tfjs's own softmax got the last value of such a tensor wrong.)
+    const many = tf.randomNormal([2, 1, 40_000, 5], 0, 1, 'float32', 6) as import('@tensorflow/tfjs-core').Tensor4D;
+    const [got, x] = [await fusedScaledSoftmax(many, tf.zeros([5]), 0.5).data(), await many.data()];
+    let worstRow = 0;
+    for (let r = 0; r < 80_000; r++) {
+      const e = Array.from(x.subarray(r * 5, r * 5 + 5), (value) => Math.exp(value * 0.5));
+      const total = e.reduce((a, b) => a + b, 0);
+      for (let j = 0; j < 5; j++) worstRow = Math.max(worstRow, Math.abs(e[j] / total - got[r * 5 + j]));
+    }
+    assert.ok(worstRow < 1e-6, `rows past the first 65,535: largest difference ${worstRow}`);
+    assert.deepEqual(broadcastStrides([B, 1, 1, Tk], [B, H, Tq, Tk]), [Tk, 0, 0, 1]);
+    assert.deepEqual(broadcastStrides([Tq, Tk], [B, H, Tq, Tk]), [0, 0, Tk, 1]);
+    assert.throws(() => broadcastStrides([2, Tk], [B, H, Tq, Tk]), /does not broadcast/);
+  } finally {
+    (await import('../../src/core/model/webgpu-softmax.js')).setFusedSoftmax(true);
+    disposeBackend(tf);
+  }
+});
+
 test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

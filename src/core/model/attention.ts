@@ -3,6 +3,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { type DropoutPool, LayerNorm, Linear, scalar } from './nn.js';
 import type { ParamStore } from './params.js';
+import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
 
 export interface AttentionShape {
   dModel: number;
@@ -34,7 +35,7 @@ export function mergeHeads(y: tf.Tensor4D): tf.Tensor2D {
  *
  * When the weights are not needed downstream (`keepWeights` false) the gradient is written out:
  * the same 9 compute kernels autodiff would run, with 4 saved tensors instead of 7 and no casts or
- * reshapes.
+ * reshapes; on webgpu, 3 forward and 5 backward (webgpu-softmax.ts).
  * The weights then carry no gradient, so a loss on them needs `keepWeights`.
  */
 export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor, keepWeights = true): { context: tf.Tensor4D; weights: tf.Tensor4D | null } {
@@ -46,6 +47,20 @@ export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.
   }
   const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const [qi, ki, vi, save] = args as [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D, tf.GradSaveFunc];
+    if (fusedSoftmaxAvailable()) {
+      // webgpu: the scale, the bias and the softmax in one program, its gradient (scale in it) in one.
+      const factor = 1 / Math.sqrt(qi.shape[3]);
+      const weights = fusedScaledSoftmax(tf.matMul(qi, ki, false, true), bias, factor);
+      save([qi, ki, vi, weights]);
+      return {
+        value: tf.matMul(weights, vi),
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+          const [qs, ks, vs, w] = saved as tf.Tensor4D[];
+          const ds = fusedScaledSoftmaxGrad(w, tf.matMul(dy, vs, false, true), factor);
+          return [tf.matMul(ds, ks), tf.matMul(ds, qs, true, false), tf.matMul(w, dy, true, false)];
+        },
+      };
+    }
     const scaled = tf.mul(qi, scale);
     const weights = tf.softmax(tf.add(tf.matMul(scaled, ki, false, true), bias));
     // Everything backward reads is saved: tfjs disposes the forward pass's tensors (these inputs

@@ -12,20 +12,21 @@ export const LN_GRAD_KERNEL = 'XttsLayerNormGrad';
 
 const BLOCK = 64;
 
-// The shared reduction: every invocation of the workgroup passes its partial sum, all get the total.
-// Invocation 0 hands the total over through a variable of its own between two barriers: read by every
-// invocation straight from buf[0] after the loop, Mesa's llvmpipe (Dawn on OpenGL ES) gave some of
-// them a stale value — the gradient program's output was NaN there (the tests' software device).
-const ROW_SUM = `
+// The shared reductions over a row (one workgroup of BLOCK invocations per row): every invocation
+// passes its partial sum (or maximum), all get the row's. Invocation 0 hands the total over through
+// a variable of its own between two barriers: read by every invocation straight from buf[0] after the
+// loop, Mesa's llvmpipe (Dawn on OpenGL ES) gave some of them a stale value — the gradient program's
+// output was NaN there (the tests' software device). Shared with the softmax programs (webgpu-softmax.ts).
+export const ROW_REDUCE = `
   var<workgroup> buf : array<f32, ${BLOCK}>;
   var<workgroup> rowTotal : f32;
   const blockSize = ${BLOCK};
-  fn rowSum(tid : i32, value : f32) -> f32 {
+  fn rowReduce(tid : i32, value : f32, isMax : bool) -> f32 {
     buf[tid] = value;
     workgroupBarrier();
     for (var size = blockSize >> 1; size > 0; size = size >> 1) {
       if (tid < size) {
-        buf[tid] = buf[tid] + buf[tid + size];
+        buf[tid] = select(buf[tid] + buf[tid + size], max(buf[tid], buf[tid + size]), isMax);
       }
       workgroupBarrier();
     }
@@ -37,6 +38,17 @@ const ROW_SUM = `
     workgroupBarrier();
     return total;
   }
+  fn rowSum(tid : i32, value : f32) -> f32 {
+    return rowReduce(tid, value, false);
+  }
+  fn rowMax(tid : i32, value : f32) -> f32 {
+    return rowReduce(tid, value, true);
+  }
+`;
+/** Invocations per row of the row programs. */
+export const ROW_BLOCK = BLOCK;
+
+const ROW_SUM = `${ROW_REDUCE}
   fn rowStats(row : i32, tid : i32, cols : i32) -> vec2<f32> {
     var s = 0.0;
     for (var col = tid; col < cols; col += blockSize) {

@@ -1,0 +1,156 @@
+// The attention's softmax as single WebGPU programs. Composed, softmax(q·kᵀ·s + bias) is a scaling,
+// an addition and tfjs's softmax forward, and its gradient (ds = s·w ⊙ (dw − Σ_k dw ⊙ w)) four
+// programs and a scaling of dq: 9 programs per attention and step, 8 attentions in the tiny preset.
+// Here forward is one program (scale, bias, maximum, exponentials and their sum over a row) and
+// backward one (the row's dot product, then ds with the scale in it, so dq and dk need no scaling).
+// One workgroup per row of [B, H, Tq, Tk] (webgpu-layernorm.ts's row reduction); the bias is any
+// tensor that broadcasts to [B, H, Tq, Tk] (a key-padding mask [B, 1, 1, Tk], a causal one [Tq, Tk]),
+// read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
+// backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
+import * as tf from '@tensorflow/tfjs-core';
+import { namedProgram } from '../backend/kernels.js';
+import { ROW_BLOCK, ROW_REDUCE } from './webgpu-layernorm.js';
+
+export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';
+export const SOFTMAX_GRAD_KERNEL = 'XttsScaledSoftmaxGrad';
+
+const MAX_WORKGROUPS_X = 65535;
+
+interface WebgpuBackendLike {
+  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
+}
+
+/** Workgroups for `rows` rows: one each, over a second dimension past WebGPU's 65,535 per dimension. */
+function rowDispatch(rows: number): [number, number, number] {
+  const y = Math.ceil(rows / MAX_WORKGROUPS_X);
+  return [Math.ceil(rows / y), y, 1];
+}
+
+/**
+ * The row this workgroup reduces. A workgroup past the last row reads and writes nothing (n = 0) but
+ * still takes part in the barriers: a return before them would not be uniform control flow to WGSL.
+ */
+const ROW = `
+        let row = i32(workgroupId.y * numWorkgroups.x + workgroupId.x);
+        let tid = i32(localId.x);
+        let n = select(0, uniforms.outShape[3], row < uniforms.rows);
+        let base = row * uniforms.outShape[3];`;
+
+function rowProgram(name: string, shaderKey: string, variableNames: string[], shape: number[], uniforms: string, body: string) {
+  const rows = shape[0] * shape[1] * shape[2];
+  return namedProgram(name, {
+    variableNames,
+    outputShape: shape,
+    shaderKey,
+    dispatchLayout: { x: [0, 1, 2, 3] },
+    dispatch: rowDispatch(rows),
+    workgroupSize: [ROW_BLOCK, 1, 1],
+    uniforms: `rows : i32, scale : f32, ${uniforms}`,
+    getUserCode: () => `
+      ${ROW_REDUCE}
+      fn main(index : i32) {${ROW}${body}
+      }`,
+  });
+}
+
+/** w = softmax(S·scale + bias) along the last axis; bias read at b·s0 + h·s1 + q·s2 + k·s3. */
+const softmaxProgram = (shape: number[]) =>
+  rowProgram(
+    'XttsScaledSoftmaxProgram',
+    'xtts_scaled_softmax',
+    ['S', 'Bias'],
+    shape,
+    's0 : i32, s1 : i32, s2 : i32, s3 : i32,',
+    `
+        let q = row % uniforms.outShape[2];
+        let h = (row / uniforms.outShape[2]) % uniforms.outShape[1];
+        let b = row / (uniforms.outShape[2] * uniforms.outShape[1]);
+        let biasBase = b * uniforms.s0 + h * uniforms.s1 + q * uniforms.s2;
+        var m = -3.402823e38;
+        for (var k = tid; k < n; k += blockSize) {
+          m = max(m, f32(S[base + k]) * uniforms.scale + f32(Bias[biasBase + k * uniforms.s3]));
+        }
+        let rowMaximum = rowMax(tid, m);
+        var s = 0.0;
+        for (var k = tid; k < n; k += blockSize) {
+          s += exp(f32(S[base + k]) * uniforms.scale + f32(Bias[biasBase + k * uniforms.s3]) - rowMaximum);
+        }
+        let total = rowSum(tid, s);
+        for (var k = tid; k < n; k += blockSize) {
+          setOutputAtIndex(base + k, exp(f32(S[base + k]) * uniforms.scale + f32(Bias[biasBase + k * uniforms.s3]) - rowMaximum) / total);
+        }`,
+  );
+
+/** dS = scale · W ⊙ (dW − Σ_k dW ⊙ W), the gradient of the scaled scores. */
+const softmaxGradProgram = (shape: number[]) =>
+  rowProgram(
+    'XttsScaledSoftmaxGradProgram',
+    'xtts_scaled_softmax_grad',
+    ['W', 'DW'],
+    shape,
+    '',
+    `
+        var s = 0.0;
+        for (var k = tid; k < n; k += blockSize) {
+          s += f32(W[base + k]) * f32(DW[base + k]);
+        }
+        let dot = rowSum(tid, s);
+        for (var k = tid; k < n; k += blockSize) {
+          setOutputAtIndex(base + k, uniforms.scale * f32(W[base + k]) * (f32(DW[base + k]) - dot));
+        }`,
+  );
+
+/** Element strides of a bias of shape `bias` read as [B, H, Tq, Tk]: 0 along the axes it broadcasts. */
+export function broadcastStrides(bias: readonly number[], scores: readonly number[]): number[] {
+  if (bias.length > 4) throw new Error(`an attention bias of rank ${bias.length}: at most 4`);
+  const full = [...new Array(4 - bias.length).fill(1), ...bias];
+  const strides = [0, 0, 0, 0];
+  let stride = 1;
+  for (let i = 3; i >= 0; i--) {
+    if (full[i] !== 1 && full[i] !== scores[i]) throw new Error(`an attention bias of shape [${bias}] does not broadcast to [${scores}]`);
+    strides[i] = full[i] === 1 ? 0 : stride;
+    stride *= full[i];
+  }
+  return strides;
+}
+
+const rowsOf = (shape: number[]) => shape[0] * shape[1] * shape[2];
+const uniform = (type: 'int32' | 'float32', v: number) => ({ type, data: [v] });
+
+if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: SOFTMAX_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) => {
+      const { scores, bias } = inputs;
+      const strides = broadcastStrides(bias.shape, scores.shape);
+      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [uniform('int32', rowsOf(scores.shape)), uniform('float32', attrs.scale), ...strides.map((s) => uniform('int32', s))]);
+    }) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
+    kernelName: SOFTMAX_GRAD_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) =>
+      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [uniform('int32', rowsOf(inputs.weights.shape)), uniform('float32', attrs.scale)])) as unknown as tf.KernelFunc,
+  });
+}
+
+let enabled = true;
+/** Whether the attention's softmax runs as these programs on this backend (tests compare both paths). */
+export function fusedSoftmaxAvailable(): boolean {
+  return enabled && tf.getKernel(SOFTMAX_KERNEL, tf.getBackend()) !== undefined;
+}
+/** Force the composition (false) or allow the programs again (true). */
+export function setFusedSoftmax(on: boolean): void {
+  enabled = on;
+}
+
+// scores [B, H, Tq, Tk], bias broadcastable to it -> softmax(scores·scale + bias) over Tk
+export function fusedScaledSoftmax(scores: tf.Tensor4D, bias: tf.Tensor, scale: number): tf.Tensor4D {
+  return tf.engine().runKernel(SOFTMAX_KERNEL, { scores, bias }, { scale }) as tf.Tensor4D;
+}
+
+// weights, dWeights [B, H, Tq, Tk] -> the gradient of the scores (scale included)
+export function fusedScaledSoftmaxGrad(weights: tf.Tensor4D, dWeights: tf.Tensor4D, scale: number): tf.Tensor4D {
+  return tf.engine().runKernel(SOFTMAX_GRAD_KERNEL, { weights, dWeights }, { scale }) as tf.Tensor4D;
+}
