@@ -10,7 +10,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
-import { WINDOW_KERNEL } from './webgpu-slices.js';
+import { maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
 
@@ -207,7 +207,7 @@ export class Embedding {
 
 // ---------------------------------------------------------------------------------------------
 // Dropout from a device-resident pool of keep-multipliers ({0, 1/(1-rate)}), so a dropout site is
-// one slice and one multiply: no random numbers made on the host per step (tf.dropout draws them
+// one slice and one multiply (on webgpu with offsets drawn beforehand, one program: maskAt): no random numbers made on the host per step (tf.dropout draws them
 // in JavaScript and uploads them, ~10 ms per million elements) and no extra kernels to make them
 // on the device. Each call takes a window at a random offset (host PRNG, no sync); a pool holds at
 // least twice the site size, so windows of consecutive steps differ. Pools are made per (rate,
@@ -280,8 +280,15 @@ export class DropoutPool {
       if (!call || call.rate !== rate || call.whole !== whole || call.rowOffset !== rowOffset || call.size !== size) {
         throw new Error(`dropout call ${drawn.next} (rate ${rate}, ${size} values) is not the planned one: the step changed since it was planned`);
       }
-      mask = tf.reshape(windowAt(pool, drawn.offsets, drawn.next, size), x.shape);
-      drawn.next++;
+      const k = drawn.next++;
+      const { offsets } = drawn;
+      if (maskAtAvailable()) {
+        // webgpu: the window and the multiply in one program, forward and backward (nothing saved:
+        // the pool and the offsets outlive the step).
+        const masked = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({ value: maskAt(args[0] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor) => maskAt(dy, pool, offsets, k) }));
+        return masked(x) as T;
+      }
+      mask = tf.reshape(windowAt(pool, offsets, k, size), x.shape);
     } else {
       this.plan?.push({ rate, whole, rowOffset, size });
       const offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;

@@ -2,7 +2,9 @@
 //  - windowAt: pool[offsets[k] + i], a slice whose start is read on the device. A dropout mask is a
 //    window of a fixed random pool at an offset drawn per call; tf.slice passes the offset as a
 //    uniform, so every step's programs would differ by their uniforms and a step could not be captured.
-//    Here a whole step's offsets sit in one int32 tensor, an input of the step.
+//    Here a whole step's offsets sit in one int32 tensor, an input of the step. maskAt multiplies by
+//    that window in the same program (x[i]·pool[offsets[k] + i]): a dropout, forward or backward, is
+//    then one program instead of a window and a multiply.
 //  - segments: the consecutive pieces of a flat tensor (tf.split's result for a 1-D tensor). The
 //    optimizer updates every parameter in one flat vector and splits it back; a captured step knows
 //    these programs are plain copies (COPY_SHADER_KEY) and replays the pieces that go to variables as
@@ -13,6 +15,7 @@ import { namedProgram } from '../backend/kernels.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
+export const MASK_KERNEL = 'XttsMaskAt';
 
 const WORKGROUP = 64;
 
@@ -20,9 +23,11 @@ interface WebgpuBackendLike {
   runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
 }
 
-/** out[i] = src[start + i], start from `startCode` (WGSL), for i < size. */
-function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string) {
-  return namedProgram(shaderKey === 'xtts_segment' ? 'XttsSegmentProgram' : 'XttsWindowProgram', {
+const PROGRAM_NAMES: Record<string, string> = { [COPY_SHADER_KEY]: 'XttsSegmentProgram', xtts_window_at: 'XttsWindowProgram', xtts_mask_at: 'XttsMaskProgram' };
+
+/** out[i] = src[start + i] (times `factor`, WGSL of index), start from `startCode` (WGSL), for i < size. */
+function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string, factor = '') {
+  return namedProgram(PROGRAM_NAMES[shaderKey], {
     variableNames,
     outputShape: [size],
     shaderKey,
@@ -34,7 +39,7 @@ function copyProgram(shaderKey: string, variableNames: string[], size: number, u
     getUserCode: () => `
       fn main(index : i32) {
         if (index < uniforms.size) {
-          setOutputAtIndex(index, ${variableNames[0]}[${startCode} + index]);
+          setOutputAtIndex(index, ${variableNames[0]}[${startCode} + index]${factor});
         }
       }`,
   });
@@ -48,6 +53,15 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
       backend.runWebGPUProgram(copyProgram('xtts_window_at', ['pool', 'offsets'], attrs.size, 'k : i32,', 'offsets[uniforms.k]'), [inputs.pool, inputs.offsets], 'float32', [
         { type: 'int32', data: [attrs.k] },
       ])) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
+    kernelName: MASK_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number } }) => {
+      const size = inputs.x.shape.reduce((a, b) => a * b, 1);
+      const out = backend.runWebGPUProgram(copyProgram('xtts_mask_at', ['pool', 'offsets', 'x'], size, 'k : i32,', 'offsets[uniforms.k]', ' * x[index]'), [inputs.pool, inputs.offsets, inputs.x], 'float32', [{ type: 'int32', data: [attrs.k] }]);
+      return { ...out, shape: inputs.x.shape };
+    }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: SEGMENT_KERNEL,
@@ -67,4 +81,14 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
 export function segments(x: tf.Tensor1D, sizes: number[]): tf.Tensor1D[] {
   if (tf.getKernel(SEGMENT_KERNEL, tf.getBackend())) return tf.engine().runKernel(SEGMENT_KERNEL, { x }, { sizes }) as unknown as tf.Tensor1D[];
   return tf.split(x, sizes) as tf.Tensor1D[];
+}
+
+/** Whether this backend has maskAt's program (webgpu). */
+export function maskAtAvailable(): boolean {
+  return tf.getKernel(MASK_KERNEL, tf.getBackend()) !== undefined;
+}
+
+/** x · pool[offsets[k] .. offsets[k] + x.size), in x's shape, as one program (where maskAtAvailable). */
+export function maskAt(x: tf.Tensor, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor {
+  return tf.engine().runKernel(MASK_KERNEL, { x, pool, offsets }, { k }) as tf.Tensor;
 }
