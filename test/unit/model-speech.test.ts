@@ -128,6 +128,31 @@ describe('monotonic alignment search', () => {
     assert.deepEqual([...path], want);
   });
 
+  it('runs on a worker thread with the same paths and durations as on this one (the trainer\'s lookahead), several batches in flight, fillers included', async () => {
+    const { AlignmentSearcher } = await import('../../src/core/model/align-worker.js');
+    const { searchBatch } = await import('../../src/core/model/align.js');
+    const rng = new Rng(5);
+    const searcher = new AlignmentSearcher();
+    try {
+      const tasks = [0, 1, 2].map((k) => {
+        const [batch, steps, textSteps] = [4, 30 + k, 12];
+        return { scores: Float32Array.from({ length: batch * steps * textSteps }, () => rng.next() * 4 - 2), batch, steps, textSteps, textLengths: [12, 7, 0, 9], melLengths: [2 * steps, 40, 0, 2 * steps - 3], r: 2, priorSigma: 0.3 };
+      });
+      const here = tasks.map((t) => searchBatch({ ...t, scores: t.scores.slice() }));
+      const there = await Promise.all(tasks.map((t) => searcher.search(t)));
+      for (const [i, h] of here.entries()) {
+        assert.deepEqual([...there[i].path], [...h.path]);
+        assert.deepEqual([...there[i].durations], [...h.durations]);
+      }
+      assert.equal(tasks[0].scores.length, 0, 'the scores\' buffer moved to the worker');
+      // Every real step of an utterance says one of its symbols, and its durations count them.
+      assert.equal(here[0].durations.slice(0, 12).reduce((a, b) => a + b, 0), 30);
+    } finally {
+      await searcher.close();
+    }
+    await assert.rejects(searcher.search({ scores: new Float32Array(1), batch: 1, steps: 1, textSteps: 1, textLengths: [1], melLengths: [1], r: 1, priorSigma: 0 }), /closed/);
+  });
+
   it('spreads a text over too few steps evenly instead of failing', () => {
     const path = new Int32Array(2);
     monotonicAlignment(new Float32Array(2 * 8), 2, 8, 8, path);

@@ -82,6 +82,7 @@ import './src/core/dist/data/producer-worker.js';
 import './src/core/dist/data/feature-worker.js';
 import './src/core/dist/training/parallel/replica-worker.js';
 import './src/core/dist/training/side-worker.js';
+import './src/core/dist/model/align-worker.js';
 ${commands.map((c, i) => `import C${i} from './${relative(root, c.file).split('\\').join('/')}';`).join('\n')}
 export const COMMANDS = { ${commands.map((c, i) => `${JSON.stringify(c.id)}: C${i}`).join(', ')} };
 if (isMainThread && require.main === module) {

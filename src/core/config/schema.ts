@@ -241,7 +241,7 @@ export const TrainingSchema = Section(
     alignment_lookahead: Enum(['auto', 'on', 'off'] as const, {
       default: 'auto',
       description:
-        'Search the next batch\'s alignment while the device trains on this one: its forward pass is queued before this step and the host runs the search while the step computes, so the device does not wait for it. The next batch is then aligned with the weights from before this step\'s update (one step behind; a resumed run aligns its first batch with the checkpoint\'s weights, so it is not bit for bit the unbroken run). `auto`: on where the device computes beside the host (webgpu, one device); `off`: each batch aligned after the step before it, on every backend.',
+        'Search the next batch\'s alignment while the device trains on this one: its forward pass is queued before this step (replayed, with step capture) and a worker thread runs the search while the step computes, so neither the device nor the thread that issues its work waits for it. The next batch is then aligned with the weights from before this step\'s update (one step behind; a resumed run aligns its first batch with the checkpoint\'s weights, so it is not bit for bit the unbroken run). `auto`: on where the device computes beside the host (webgpu, one device); `off`: each batch aligned after the step before it, on every backend.',
     }),
     grad_clip_norm: Type.Number({ minimum: 0, default: 1, description: 'Clip the global gradient norm to this (0 disables clipping).' }),
     grad_accumulation_steps: Type.Integer({ minimum: 1, maximum: 1024, default: 1, description: 'Batches whose gradients are averaged into one optimizer step (its logged loss is their mean).' }),

@@ -56,6 +56,35 @@ export function monotonicAlignment(scores: Float32Array, steps: number, textStep
   }
 }
 
+/** A batch's alignment search: scores [batch, steps, textSteps] (row-major) and each utterance's lengths. */
+export interface AlignmentSearch {
+  scores: Float32Array;
+  batch: number;
+  steps: number;
+  textSteps: number;
+  /** Tokens of each utterance's text; mel frames of each utterance (r per step). */
+  textLengths: ArrayLike<number>;
+  melLengths: ArrayLike<number>;
+  r: number;
+  priorSigma: number;
+}
+
+/** Paths [batch, steps] and durations [batch, textSteps] of a batch (monotonicAlignment per utterance). */
+export function searchBatch(a: AlignmentSearch): { path: Int32Array; durations: Float32Array } {
+  const { scores, batch, steps, textSteps, textLengths, melLengths, r } = a;
+  const path = new Int32Array(batch * steps).fill(FIRST_SYMBOL);
+  const durations = new Float32Array(batch * textSteps);
+  for (let b = 0; b < batch; b++) {
+    const real = Math.ceil(melLengths[b] / r);
+    if (real === 0 || textLengths[b] === 0) continue; // a filler utterance: no loss reads it
+    const own = path.subarray(b * steps, (b + 1) * steps);
+    monotonicAlignment(scores.subarray(b * steps * textSteps, (b + 1) * steps * textSteps), real, textSteps, textLengths[b], own, a.priorSigma);
+    own.fill(own[real - 1], real); // padded steps repeat the last symbol (their frames carry no loss)
+    durationsOf(own, real, textSteps, durations.subarray(b * textSteps, (b + 1) * textSteps));
+  }
+  return { path, durations };
+}
+
 /** Steps per token position of an alignment's first `steps` entries ([textSteps], zero for the specials). */
 export function durationsOf(path: Int32Array, steps: number, textSteps: number, out: Float32Array): void {
   out.fill(0, 0, textSteps);

@@ -28,7 +28,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { CallReplayer } from '../backend/step-capture.js';
 import type { ModelConfig } from '../config/schema.js';
 import { XttsError } from '../errors.js';
-import { durationsOf, FIRST_SYMBOL, monotonicAlignment, scheduleFromDurations } from './align.js';
+import { type AlignmentSearch, FIRST_SYMBOL, scheduleFromDurations, searchBatch } from './align.js';
 import type { BlockContext } from './attention.js';
 import type { BatchAlignment, ModelInputs } from './batch.js';
 import { Decoder, type MemoryKv, Postnet, type StepState } from './decoder.js';
@@ -229,8 +229,16 @@ export class XttsModel {
    * Which token each decoder step of each utterance says: the symbols' current means scored against
    * the target frames (no dropout), then the best monotonic path on the host (align.ts; priorSigma:
    * its diagonal prior, 0 for none). One readback. textLengths and melLengths: the batch's, on the host.
+   * run.replayer replays the scores' programs (step capture); run.search searches elsewhere (a worker
+   * thread: align-worker.ts) instead of on this thread.
    */
-  async align(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'mel'>, textLengths: ArrayLike<number>, melLengths: ArrayLike<number>, priorSigma = 0, replayer?: Pick<CallReplayer, 'run'>): Promise<BatchAlignment> {
+  async align(
+    inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'mel'>,
+    textLengths: ArrayLike<number>,
+    melLengths: ArrayLike<number>,
+    priorSigma = 0,
+    run: { replayer?: Pick<CallReplayer, 'run'>; search?: (task: AlignmentSearch) => Promise<{ path: Int32Array; durations: Float32Array }> } = {},
+  ): Promise<BatchAlignment> {
     const [batch, frames, nMels] = inputs.mel.shape;
     const textSteps = inputs.tokens.shape[1];
     const r = this.config.reduction_factor;
@@ -249,19 +257,11 @@ export class XttsModel {
     });
     // The same programs for every batch of a shape: a replayer records them once and replays them.
     const { tokens, textLengths: lengths, languages, mel } = inputs;
-    const scores = replayer ? replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0] : forward();
+    const scores = run.replayer ? run.replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0] : forward();
     const values = (await scores.data()) as Float32Array;
     scores.dispose();
-    const path = new Int32Array(batch * steps).fill(FIRST_SYMBOL);
-    const durations = new Float32Array(batch * textSteps);
-    for (let b = 0; b < batch; b++) {
-      const real = Math.ceil(melLengths[b] / r);
-      if (real === 0 || textLengths[b] === 0) continue; // a filler utterance: no loss reads it
-      const own = path.subarray(b * steps, (b + 1) * steps);
-      monotonicAlignment(values.subarray(b * steps * textSteps, (b + 1) * steps * textSteps), real, textSteps, textLengths[b], own, priorSigma);
-      own.fill(own[real - 1], real); // padded steps repeat the last symbol (their frames carry no loss)
-      durationsOf(own, real, textSteps, durations.subarray(b * textSteps, (b + 1) * textSteps));
-    }
+    const task: AlignmentSearch = { scores: values, batch, steps, textSteps, textLengths: Array.from(textLengths), melLengths: Array.from(melLengths), r, priorSigma };
+    const { path, durations } = run.search ? await run.search(task) : searchBatch(task);
     let spokenTokens = 0;
     for (const d of durations) if (d > 0) spokenTokens++;
     return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, textSteps], 'float32'), spokenTokens };

@@ -28,6 +28,7 @@ import { summarize } from '../util/stats.js';
 import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
 import { AdamW } from './optim/adamw.js';
 import type { CaptureState } from '../backend/step-capture.js';
+import { AlignmentSearcher } from '../model/align-worker.js';
 import { type StepCaptureSummary, StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
 import { lockRunFolder } from './run-lock.js';
@@ -393,6 +394,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
   let ahead: PreparedBatch | undefined;
+  /** The alignment search's worker thread (with the lookahead: the search then leaves this thread free to issue steps). */
+  let searcher: AlignmentSearcher | undefined;
   // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
   // readback of its finite flag, settled once the next step is queued.
   let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep>; finite: Promise<ArrayLike<number>> } | undefined;
@@ -433,12 +436,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       const tensors = uploadBatch(b, dims(b));
       const lengths = { text: b.textLengths.slice(0, b.shape.batchSize), mel: b.melLengths.slice(0, b.shape.batchSize) };
       loader.release(b);
-      const alignment = model.align(tensors, lengths.text, lengths.mel, t.alignment_prior, replayer?.alignment ?? undefined);
+      const alignment = model.align(tensors, lengths.text, lengths.mel, t.alignment_prior, { replayer: replayer?.alignment ?? undefined, search: searcher && ((task) => searcher!.search(task)) });
       // Awaited by its step; a run that ends first disposes it (disposeAhead) instead.
       alignment.catch(() => undefined);
       return { batch: b, tensors, alignment };
     };
-    if (lookahead) say('alignment lookahead: each batch\'s alignment is searched while the step before it computes (training.alignment_lookahead)');
+    if (lookahead) {
+      searcher = new AlignmentSearcher();
+      say('alignment lookahead: each batch\'s alignment is searched on a worker thread while the step before it computes (training.alignment_lookahead)');
+    }
     // device.pipeline_steps: issue the next step before waiting for this one, where nothing reads
     // the weights in between.
     const pipelined = !group && (config.device.pipeline_steps === 'on' || (config.device.pipeline_steps === 'auto' && choice.backend === 'webgpu'));
@@ -765,6 +771,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   } finally {
     await disposeAhead(ahead);
     ahead = undefined;
+    await searcher?.close();
     if (deferred) disposeStepResult(deferred.result);
     deferred = undefined;
     if (replayer) {
