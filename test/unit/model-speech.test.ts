@@ -128,11 +128,12 @@ describe('monotonic alignment search', () => {
     assert.deepEqual([...path], want);
   });
 
-  it('runs on a worker thread with the same paths and durations as on this one (the trainer\'s lookahead), several batches in flight, fillers included', async () => {
+  it('runs on worker threads, a batch\'s utterances split among them, with the same paths and durations as on this one (the trainer\'s lookahead), several batches in flight, fillers included', async () => {
     const { AlignmentSearcher } = await import('../../src/core/model/align-worker.js');
     const { searchBatch } = await import('../../src/core/model/align.js');
     const rng = new Rng(5);
-    const searcher = new AlignmentSearcher();
+    // Three threads for batches of 4: one takes two utterances; a batch of 1 uses one thread.
+    const searcher = new AlignmentSearcher(3);
     try {
       const tasks = [0, 1, 2].map((k) => {
         const [batch, steps, textSteps] = [4, 30 + k, 12];
@@ -144,7 +145,8 @@ describe('monotonic alignment search', () => {
         assert.deepEqual([...there[i].path], [...h.path]);
         assert.deepEqual([...there[i].durations], [...h.durations]);
       }
-      assert.equal(tasks[0].scores.length, 0, 'the scores\' buffer moved to the worker');
+      const one = { ...tasks[1], scores: Float32Array.from({ length: 31 * 12 }, () => rng.next()), batch: 1, textLengths: [9], melLengths: [62] };
+      assert.deepEqual([...(await searcher.search({ ...one, scores: one.scores.slice() })).path], [...searchBatch(one).path]);
       // Every real step of an utterance says one of its symbols, and its durations count them.
       assert.equal(here[0].durations.slice(0, 12).reduce((a, b) => a + b, 0), 30);
     } finally {

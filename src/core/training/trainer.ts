@@ -394,7 +394,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
   let ahead: PreparedBatch | undefined;
-  /** The alignment search's worker thread (with the lookahead: the search then leaves this thread free to issue steps). */
+  /** The alignment search's worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
   let searcher: AlignmentSearcher | undefined;
   // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
   // readback of its finite flag, settled once the next step is queued.
@@ -442,8 +442,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       return { batch: b, tensors, alignment };
     };
     if (lookahead) {
-      searcher = new AlignmentSearcher();
-      say('alignment lookahead: each batch\'s alignment is searched on a worker thread while the step before it computes (training.alignment_lookahead)');
+      const threads = AlignmentSearcher.threadsFor(availableParallelism());
+      searcher = new AlignmentSearcher(threads);
+      say(`alignment lookahead: each batch's alignment is searched on ${threads === 1 ? 'a worker thread' : `${threads} worker threads`} while the step before it computes (training.alignment_lookahead)`);
     }
     // device.pipeline_steps: issue the next step before waiting for this one, where nothing reads
     // the weights in between.
