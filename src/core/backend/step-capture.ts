@@ -621,11 +621,42 @@ export function dropStaleCapture(s: CaptureState): boolean {
   return true;
 }
 
+/** A shape's capture as a run records it. */
+export interface ShapeCaptureSummary {
+  shape: string;
+  state: CaptureState['phase'];
+  programs: number | null;
+  arenaBytes: number | null;
+  replays: number;
+  recaptures: number;
+  reason: string | null;
+}
+
+/** The summary of each shape's capture. */
+export function summarizeShapes(shapes: ReadonlyMap<string, CaptureState>): ShapeCaptureSummary[] {
+  return [...shapes].map(([shape, s]) => ({
+    shape,
+    state: s.phase,
+    programs: s.capture?.programs ?? null,
+    arenaBytes: s.capture?.bytes ?? null,
+    replays: s.capture?.replays ?? 0,
+    recaptures: s.recaptures,
+    reason: s.reason ?? null,
+  }));
+}
+
+/** Bytes the shapes' replays hold on the device (their arenas and pinned buffers). */
+export function arenaBytesOf(shapes: ReadonlyMap<string, CaptureState>): number {
+  let n = 0;
+  for (const s of shapes.values()) n += s.capture?.bytes ?? 0;
+  return n;
+}
+
 /** One replayed function's shapes, as a run records them. */
 export interface CallCaptureSummary {
   replayedCalls: number;
   eagerCalls: number;
-  shapes: { shape: string; state: CaptureState['phase']; programs: number | null; arenaBytes: number | null; replays: number; recaptures: number; reason: string | null }[];
+  shapes: ShapeCaptureSummary[];
 }
 
 /**
@@ -670,25 +701,11 @@ export class CallReplayer {
 
   /** Bytes the replays' buffers hold on the device. */
   get arenaBytes(): number {
-    let n = 0;
-    for (const s of this.shapes.values()) n += s.capture?.bytes ?? 0;
-    return n;
+    return arenaBytesOf(this.shapes);
   }
 
   summary(): CallCaptureSummary {
-    return {
-      replayedCalls: this.replayed,
-      eagerCalls: this.eager,
-      shapes: [...this.shapes].map(([shape, s]) => ({
-        shape,
-        state: s.phase,
-        programs: s.capture?.programs ?? null,
-        arenaBytes: s.capture?.bytes ?? null,
-        replays: s.capture?.replays ?? 0,
-        recaptures: s.recaptures,
-        reason: s.reason ?? null,
-      })),
-    };
+    return { replayedCalls: this.replayed, eagerCalls: this.eager, shapes: summarizeShapes(this.shapes) };
   }
 
   dispose(): void {

@@ -8,7 +8,7 @@
 // eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
 // replay whose other tensors were disposed is recorded again.
 import * as tf from '@tensorflow/tfjs-core';
-import { advanceCapture, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep } from '../../backend/step-capture.js';
+import { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep, type ShapeCaptureSummary, summarizeShapes } from '../../backend/step-capture.js';
 import type { ModelInputs } from '../../model/batch.js';
 import type { LossConfig } from '../../model/losses.js';
 import type { XttsModel } from '../../model/model.js';
@@ -19,7 +19,6 @@ import { type StepResult, trainStep, type TrainStepOptions } from './train-step.
 
 export type StepCaptureMode = 'auto' | 'off';
 
-type Phase = CaptureState['phase'];
 
 interface ShapeState extends CaptureState {
   calls?: DropoutCall[];
@@ -38,7 +37,7 @@ export interface StepCaptureSummary {
    * program and copy encoded; the submit, where some drivers run the work, excluded) per program;
    * rebinds: replays that bound weights assigned since the one before.
    */
-  shapes: { shape: string; state: Phase; programs: number | null; arenaBytes: number | null; replays: number; encodeUsPerProgram: number | null; rebinds: number; recaptures: number; reason: string | null }[];
+  shapes: (ShapeCaptureSummary & { encodeUsPerProgram: number | null; rebinds: number })[];
   /** The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with capture off. */
   alignment: CallCaptureSummary | null;
 }
@@ -167,9 +166,7 @@ export class StepReplayer {
 
   /** Bytes the captured steps' buffers hold on the device (beside the tensors tf.memory counts). */
   get arenaBytes(): number {
-    let n = 0;
-    for (const s of this.shapes.values()) n += s.capture?.bytes ?? 0;
-    return n + (this.alignment?.arenaBytes ?? 0);
+    return arenaBytesOf(this.shapes) + (this.alignment?.arenaBytes ?? 0);
   }
 
   summary(): StepCaptureSummary {
@@ -178,17 +175,10 @@ export class StepReplayer {
       off: this.off,
       replayedSteps: this.replayed,
       eagerSteps: this.eager,
-      shapes: [...this.shapes].map(([shape, s]) => ({
-        shape,
-        state: s.phase,
-        programs: s.capture?.programs ?? null,
-        arenaBytes: s.capture?.bytes ?? null,
-        replays: s.capture?.replays ?? 0,
-        encodeUsPerProgram: s.capture && s.capture.encodeMs.length ? (1000 * summarize(s.capture.encodeMs).p50) / s.capture.programs : null,
-        rebinds: s.capture?.rebinds ?? 0,
-        recaptures: s.recaptures,
-        reason: s.reason ?? null,
-      })),
+      shapes: summarizeShapes(this.shapes).map((summary) => {
+        const c = this.shapes.get(summary.shape)!.capture;
+        return { ...summary, encodeUsPerProgram: c && c.encodeMs.length ? (1000 * summarize(c.encodeMs).p50) / c.programs : null, rebinds: c?.rebinds ?? 0 };
+      }),
       alignment: this.alignment?.summary() ?? null,
     };
   }
