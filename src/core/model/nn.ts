@@ -207,7 +207,8 @@ export class Embedding {
 
 // ---------------------------------------------------------------------------------------------
 // Dropout from a device-resident pool of keep-multipliers ({0, 1/(1-rate)}), so a dropout site is
-// one slice and one multiply (on webgpu with offsets drawn beforehand, one program: maskAt): no random numbers made on the host per step (tf.dropout draws them
+// one slice and one multiply (on webgpu with offsets drawn beforehand, one program: maskAt): no
+// random numbers made on the host per step (tf.dropout draws them
 // in JavaScript and uploads them, ~10 ms per million elements) and no extra kernels to make them
 // on the device. Each call takes a window at a random offset (host PRNG, no sync); a pool holds at
 // least twice the site size, so windows of consecutive steps differ. Pools are made per (rate,
