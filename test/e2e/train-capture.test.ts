@@ -66,7 +66,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.deepEqual([b.capture.alignment.shapes.length, b.capture.alignment.shapes[0].state, b.capture.alignment.eagerCalls, b.capture.alignment.replayedCalls], [1, 'replay', 3, 5]);
     // The profiler says how many of the steps it judges were replays, and what a replay costs the host.
     const profile = await runCli(['profile-bottleneck', '--run', replayed, '--warmup', '2'], { timeoutMs: 120_000 });
-    assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each\)/);
+    assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each\); alignment forward 4×\d+×\d+ replayed \(\d+ programs\)/);
     for (const step of ['step-00000004', 'step-00000008']) {
       for (const file of ['weights.safetensors', 'optimizer.safetensors']) {
         assert.ok(readFileSync(join(replayed, 'checkpoints', step, file)).equals(readFileSync(join(eager, 'checkpoints', step, file))), `${step}/${file} differs`);

@@ -78,7 +78,9 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (r.stepCapture?.summary) {
       const c = r.stepCapture.summary;
       const shapes = c.shapes.map((x) => `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding each` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
-      this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${shapes.join('; ')}`);
+      // The alignment forward's capture (runs recorded before it existed have none).
+      const alignment = (c.alignment?.shapes ?? []).map((x) => `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
+      this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${[...shapes, ...alignment].join('; ')}`);
     }
     if (r.gpuNote) this.log(paint.dim(r.gpuNote));
     if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
