@@ -63,45 +63,24 @@ export interface BatchDims {
 }
 
 /**
- * Upload one batch (7 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
- * The cpu backend keeps a tensor's array by reference and tfjs's webgpu uploads it at first use, so
- * tensors made from the ring's slot views would change when a producer refills the slot the trainer
- * has handed back (seen: a step trained on parts of the next batch): the other backends get copies.
- * On webgpu each array goes through a scratch array kept per field and size (Dawn takes no view of a
- * SharedArrayBuffer, which the ring's slots are) and is uploaded at once (queue.writeBuffer copies it:
- * webgpu-uploads.ts), so the tensor keeps no host array and the scratch is free again. A fresh copy of
- * every array per step took 0.75 ms of a tiny step's host time on the H200 host (allocation and GC).
+ * Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
+ * The arrays are copied first: the cpu backend keeps a tensor's array by reference and webgpu uploads
+ * it at first use, so tensors made from the ring's slot views would change when a producer refills
+ * the slot the trainer has handed back (seen: a step trained on parts of the next batch).
  */
-/** uploadBatch's scratch arrays on webgpu, per field and size (a few MB in all for a normal batch). */
-const scratches = new Map<string, Int32Array | Float32Array>();
-
 export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   const b = d.batchSize;
   const steps = d.frames / d.reductionFactor;
   if (!Number.isInteger(steps)) throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
-  const backend = tf.backend() as unknown as { uploadToGPU?: (id: object) => void };
-  const now = tf.getBackend() === 'webgpu' && typeof backend.uploadToGPU === 'function';
-  // The ring's views may be longer than this bucket's shape: the bucket's prefix of each, as a tensor.
-  const make = <T extends Int32Array | Float32Array>(field: keyof HostBatch, a: T, shape: number[]): tf.Tensor => {
-    const n = shape.reduce((x, y) => x * y, 1);
-    const dtype = a instanceof Int32Array ? 'int32' : 'float32';
-    if (!now) return tf.tensor(a.slice(0, n), shape, dtype);
-    const key = `${field}:${n}`;
-    let scratch = scratches.get(key);
-    if (!scratch) scratches.set(key, (scratch = dtype === 'int32' ? new Int32Array(n) : new Float32Array(n)));
-    scratch.set(a.subarray(0, n));
-    const t = tf.tensor(scratch, shape, dtype);
-    backend.uploadToGPU!(t.dataId);
-    return t;
-  };
+  // slice: the ring's views may be longer than this bucket's shape.
   return {
-    tokens: make('tokens', h.tokens, [b, d.tokens]) as tf.Tensor2D,
-    textLengths: make('textLengths', h.textLengths, [b]) as tf.Tensor1D,
-    languages: make('languages', h.languages, [b]) as tf.Tensor1D,
-    mel: make('mel', h.mel, [b, d.frames, d.nMels]) as tf.Tensor3D,
-    melLengths: make('melLengths', h.melLengths, [b]) as tf.Tensor1D,
-    refMel: make('refMel', h.refMel, [b, d.refFrames, d.nMels]) as tf.Tensor3D,
-    refLengths: make('refLengths', h.refLengths, [b]) as tf.Tensor1D,
+    tokens: tf.tensor2d(h.tokens.slice(0, b * d.tokens), [b, d.tokens], 'int32'),
+    textLengths: tf.tensor1d(h.textLengths.slice(0, b), 'int32'),
+    languages: tf.tensor1d(h.languages.slice(0, b), 'int32'),
+    mel: tf.tensor3d(h.mel.slice(0, b * d.frames * d.nMels), [b, d.frames, d.nMels], 'float32'),
+    melLengths: tf.tensor1d(h.melLengths.slice(0, b), 'int32'),
+    refMel: tf.tensor3d(h.refMel.slice(0, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
+    refLengths: tf.tensor1d(h.refLengths.slice(0, b), 'int32'),
   };
 }
 
