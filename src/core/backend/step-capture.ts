@@ -251,10 +251,13 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
 }
 
 /**
- * fn with every kernel on the device: kernels on small host tensors would otherwise run on the CPU
- * (tfjs's WEBGPU_CPU_FORWARD), and their results would be uploads, not programs.
+ * fn with every kernel as a GPU program on webgpu: with CPU forwarding on, tfjs-backend-webgpu
+ * computes small ops on host-made tensors on the CPU, so a step's programs would depend on which of
+ * its tensors happen to be on the host (their results would be uploads, not programs), and eager and
+ * captured steps would differ. Other backends run fn as it is.
  */
-function onDeviceOnly<T>(tf: Tf, fn: () => T): T {
+export function onDeviceOnly<T>(tf: Tf, fn: () => T): T {
+  if (tf.getBackend() !== 'webgpu') return fn();
   const flagBefore = tf.env().getBool('WEBGPU_CPU_FORWARD');
   tf.env().set('WEBGPU_CPU_FORWARD', false);
   try {

@@ -2,6 +2,7 @@
 // Returns device scalars only; nothing is read back, so the trainer decides when to wait for the
 // device (at log intervals, reading `stats` in one transfer).
 import * as tf from '@tensorflow/tfjs-core';
+import { onDeviceOnly } from '../../backend/step-capture.js';
 import '../../model/gradients.js';
 import type { ModelInputs } from '../../model/batch.js';
 import { computeLosses, type LossConfig, type LossDenominators, type LossParts } from '../../model/losses.js';
@@ -42,23 +43,7 @@ export interface StepResult extends LossParts {
 
 /** A training step's batch: it must be aligned first (XttsModel.align). */
 export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
-  return withoutCpuForward(() => issueStep(model, optimizer, batch, loss, opts));
-}
-
-/**
- * Every kernel of the step as a GPU program on webgpu: with CPU forwarding on, tfjs-backend-webgpu
- * computes small ops on host-made tensors on the CPU, so a step's programs would depend on which of
- * its tensors happen to be on the host — and eager and captured steps (step-replay.ts) would differ.
- */
-function withoutCpuForward<R>(run: () => R): R {
-  if (tf.getBackend() !== 'webgpu') return run();
-  const before = tf.env().getBool('WEBGPU_CPU_FORWARD');
-  tf.env().set('WEBGPU_CPU_FORWARD', false);
-  try {
-    return run();
-  } finally {
-    tf.env().set('WEBGPU_CPU_FORWARD', before);
-  }
+  return onDeviceOnly(tf, () => issueStep(model, optimizer, batch, loss, opts));
 }
 
 function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions): StepResult {
