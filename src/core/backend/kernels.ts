@@ -180,6 +180,19 @@ export function programTimes(extra: string | undefined): ProgramTime[] {
   return [...by.values()].sort((a, b) => b.ms - a.ms);
 }
 
+/** WebGPU's most workgroups along one dimension of a dispatch. */
+const MAX_WORKGROUPS_PER_DIMENSION = 65535;
+
+/**
+ * A dispatch of at least `count` workgroups: along x, and past 65,535 along y as well (x·y ≥ count).
+ * A program reads its workgroup's number as workgroupId.y · numWorkgroups.x + workgroupId.x (tfjs's
+ * global index flattens the grid the same way) and leaves numbers past `count` idle.
+ */
+export function workgroupGrid(count: number): [number, number, number] {
+  const y = Math.ceil(count / MAX_WORKGROUPS_PER_DIMENSION);
+  return [Math.ceil(count / y), y, 1];
+}
+
 /**
  * A WebGPU program object whose constructor carries `name`, so that the device timing above names it
  * (tfjs reads program.constructor.name; an object literal would be timed as "Object").

@@ -8,22 +8,14 @@
 // read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram } from '../backend/kernels.js';
+import { namedProgram, workgroupGrid } from '../backend/kernels.js';
 import { ROW_BLOCK, ROW_REDUCE } from './webgpu-layernorm.js';
 
 export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';
 export const SOFTMAX_GRAD_KERNEL = 'XttsScaledSoftmaxGrad';
 
-const MAX_WORKGROUPS_X = 65535;
-
 interface WebgpuBackendLike {
   runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
-}
-
-/** Workgroups for `rows` rows: one each, over a second dimension past WebGPU's 65,535 per dimension. */
-function rowDispatch(rows: number): [number, number, number] {
-  const y = Math.ceil(rows / MAX_WORKGROUPS_X);
-  return [Math.ceil(rows / y), y, 1];
 }
 
 /**
@@ -33,19 +25,20 @@ function rowDispatch(rows: number): [number, number, number] {
 const ROW = `
         let row = i32(workgroupId.y * numWorkgroups.x + workgroupId.x);
         let tid = i32(localId.x);
-        let n = select(0, uniforms.outShape[3], row < uniforms.rows);
+        let rows = uniforms.outShape[0] * uniforms.outShape[1] * uniforms.outShape[2];
+        let n = select(0, uniforms.outShape[3], row < rows);
         let base = row * uniforms.outShape[3];`;
 
+/** One workgroup per row of [B, H, Tq, Tk] (workgroupGrid: rows past 65,535 go along y as well). */
 function rowProgram(name: string, shaderKey: string, variableNames: string[], shape: number[], uniforms: string, body: string) {
-  const rows = shape[0] * shape[1] * shape[2];
   return namedProgram(name, {
     variableNames,
     outputShape: shape,
     shaderKey,
     dispatchLayout: { x: [0, 1, 2, 3] },
-    dispatch: rowDispatch(rows),
+    dispatch: workgroupGrid(shape[0] * shape[1] * shape[2]),
     workgroupSize: [ROW_BLOCK, 1, 1],
-    uniforms: `rows : i32, scale : f32, ${uniforms}`,
+    uniforms: `scale : f32, ${uniforms}`,
     getUserCode: () => `
       ${ROW_REDUCE}
       fn main(index : i32) {${ROW}${body}
@@ -114,7 +107,6 @@ export function broadcastStrides(bias: readonly number[], scores: readonly numbe
   return strides;
 }
 
-const rowsOf = (shape: number[]) => shape[0] * shape[1] * shape[2];
 const uniform = (type: 'int32' | 'float32', v: number) => ({ type, data: [v] });
 
 if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
@@ -124,14 +116,14 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
     kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) => {
       const { scores, bias } = inputs;
       const strides = broadcastStrides(bias.shape, scores.shape);
-      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [uniform('int32', rowsOf(scores.shape)), uniform('float32', attrs.scale), ...strides.map((s) => uniform('int32', s))]);
+      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [uniform('float32', attrs.scale), ...strides.map((s) => uniform('int32', s))]);
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: SOFTMAX_GRAD_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) =>
-      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [uniform('int32', rowsOf(inputs.weights.shape)), uniform('float32', attrs.scale)])) as unknown as tf.KernelFunc,
+      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [uniform('float32', attrs.scale)])) as unknown as tf.KernelFunc,
   });
 }
 

@@ -9,7 +9,7 @@
 // uses the composition. Results differ from the composition by float32 rounding only (tests hold them
 // together).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram } from '../../backend/kernels.js';
+import { namedProgram, workgroupGrid } from '../../backend/kernels.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 
@@ -80,8 +80,8 @@ function updateProgram(name: string, inputs: string[], size: number, value: stri
     outputShape: [size],
     shaderKey: `xtts_adamw_${name}`,
     dispatchLayout: { x: [0] },
-    // tfjs's global index flattens the workgroup grid: past 65,535 workgroups the rest go along y.
-    dispatch: [Math.min(Math.ceil(size / WORKGROUP), 65535), Math.ceil(Math.ceil(size / WORKGROUP) / 65535), 1],
+    // tfjs's global index flattens the grid; invocations past `size` do nothing.
+    dispatch: workgroupGrid(Math.ceil(size / WORKGROUP)),
     workgroupSize: [WORKGROUP, 1, 1],
     uniforms: 'beta1 : f32, beta2 : f32,',
     getUserCode: () => `
