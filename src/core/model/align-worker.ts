@@ -68,10 +68,12 @@ export class AlignmentSearcher {
     return Math.max(1, Math.min(4, cores - 1));
   }
 
-  /** The batch's paths [batch, steps] and durations [batch, textSteps]. */
+  /** The batch's paths [batch, steps] and durations [batch, textSteps]; with one part, task.scores moves to the worker. */
   async search(task: AlignmentSearch): Promise<Result> {
     const { batch, steps, textSteps } = task;
     const parts = Math.min(this.threads.length, batch);
+    // One part: the task as it is, its scores' buffer moved (no copy on the step's path).
+    if (parts === 1) return this.threads[0].search(task);
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.round((i * batch) / parts));
     const results = await Promise.all(
       this.threads.slice(0, parts).map((thread, i) => {
