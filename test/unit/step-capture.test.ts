@@ -72,6 +72,43 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     }
   });
 
+  test('a replay submitted in parts, the event loop let run between them, gives the whole replay\'s losses and weights bit for bit', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const w = tf.variable(tf.randomNormal([48, 48], 0, 0.1, 'float32', 1));
+      const start = await w.data();
+      const xs = Array.from({ length: 5 }, (_, i) => tf.randomNormal([40, 48], 0, 1, 'float32', 20 + i));
+      const lrs = xs.map((_, i) => tf.tensor1d([1e-3 / (i + 1)]));
+      const first = recordStep(tf, [xs[0], lrs[0]], sgd(tf, w, xs[0], lrs[0]));
+      const second = recordStep(tf, [xs[1], lrs[1]], sgd(tf, w, xs[1], lrs[1]));
+      assert.equal(compareRecordings(first.recording, second.recording), null);
+      const capture = StepCapture.build(tf, second.recording);
+      assert.ok(capture.programs >= 3, `${capture.programs} programs`);
+      const afterRecording = await w.data();
+      const whole: number[] = [];
+      for (let i = 2; i < xs.length; i++) whole.push((await capture.replay([xs[i], lrs[i]])[0].data())[0]);
+      const wholeWeights = await w.data();
+      w.assign(tf.tensor2d(afterRecording as Float32Array, [48, 48]));
+      const parts: number[] = [];
+      for (let i = 2; i < xs.length; i++) {
+        let ranBetween = false;
+        setImmediate(() => (ranBetween = true));
+        const replay = capture.replayInParts([xs[i], lrs[i]], 3);
+        assert.equal(ranBetween, false);
+        const [loss] = await replay;
+        // The event loop ran while the parts were submitted.
+        assert.equal(ranBetween, true);
+        parts.push((await loss.data())[0]);
+      }
+      assert.deepEqual(parts, whole);
+      assert.deepEqual(await w.data(), wholeWeights);
+      assert.notDeepEqual(wholeWeights, start);
+      capture.dispose();
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
   test('refused with the reason: a read-back inside the step, a per-step value uploaded inside it, a per-step uniform', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {

@@ -478,6 +478,30 @@ export class StepCapture {
    * program, the variables' new values over their buffers; returns the step's outputs as new tensors.
    */
   replay(inputs: readonly tfTypes.Tensor[]): tfTypes.Tensor[] {
+    const run = this.encodeReplay(inputs, Number.POSITIVE_INFINITY);
+    for (;;) {
+      const r = run.next();
+      if (r.done) return r.value;
+    }
+  }
+
+  /**
+   * replay, submitted in `parts` command buffers with the event loop let run between them: the device
+   * starts on the first part while the rest is encoded, and what waits on the event loop meanwhile (a
+   * readback that resolved: the next batch's alignment scores, which then go to the search's worker
+   * threads) does not wait for the whole step's encoding.
+   */
+  async replayInParts(inputs: readonly tfTypes.Tensor[], parts: number): Promise<tfTypes.Tensor[]> {
+    const run = this.encodeReplay(inputs, Math.max(1, Math.ceil(this.active.length / Math.max(1, parts))));
+    for (;;) {
+      const r = run.next();
+      if (r.done) return r.value;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** The replay's encoding; after every `partPrograms` programs it submits what it has and yields. */
+  private *encodeReplay(inputs: readonly tfTypes.Tensor[], partPrograms: number): Generator<void, tfTypes.Tensor[]> {
     const tf = this.tf;
     const backend = tf.backend() as unknown as WebgpuBackend;
     const device = backend.device;
@@ -489,8 +513,9 @@ export class StepCapture {
       backend.endComputePassEncoder();
       backend.submitQueue();
     }
-    const started = performance.now();
-    const encoder = device.createCommandEncoder();
+    let started = performance.now();
+    let encodeMs = 0;
+    let encoder = device.createCommandEncoder();
     for (const i of this.inputRoles) {
       const r = this.rec.roles[i];
       const t = inputs[r.index];
@@ -499,10 +524,22 @@ export class StepCapture {
       if (d.resource) encoder.copyBufferToBuffer(d.resource, 0, this.bound[i], 0, r.bytes);
       else device.queue.writeBuffer(this.bound[i], 0, deviceArray(d.dtype, d.values!));
     }
-    const pass = encoder.beginComputePass();
+    let pass = encoder.beginComputePass();
     let pipeline: GpuPipeline | null = null;
     const programs = this.rec.programs;
-    for (const i of this.active) {
+    for (let n = 0; n < this.active.length; n++) {
+      if (n > 0 && n % partPrograms === 0) {
+        pass.end();
+        const part = encoder.finish();
+        encodeMs += performance.now() - started;
+        device.queue.submit([part]);
+        yield;
+        started = performance.now();
+        encoder = device.createCommandEncoder();
+        pass = encoder.beginComputePass();
+        pipeline = null;
+      }
+      const i = this.active[n];
       const p = programs[i];
       if (p.pipeline !== pipeline) {
         pass.setPipeline(p.pipeline);
@@ -520,7 +557,7 @@ export class StepCapture {
       return { ...info, dtype: o.dtype };
     });
     const finished = encoder.finish();
-    if (this.encodeMs.length < 10_000) this.encodeMs.push(performance.now() - started);
+    if (this.encodeMs.length < 10_000) this.encodeMs.push(encodeMs + performance.now() - started);
     device.queue.submit([finished]);
     // tfjs keeps a host copy of a tensor once read (checkpoints read the weights): the replay changed
     // the variables in place, under dataIds that did not change, so those copies are now stale.

@@ -42,6 +42,9 @@ import { SideDevice, type SideResult } from './side-device.js';
 const MIXED_FP16_LOSS_SCALE = 4096;
 const MIXED_FP16_GROWTH_INTERVAL = 1000;
 
+/** Command buffers a replayed step is submitted in with the alignment lookahead (StepReplayer.stepInParts). */
+const REPLAY_PARTS = 4;
+
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
 
@@ -556,6 +559,10 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
               }
             }
             deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
+          } else if (replayer && lookahead) {
+            // In parts, the event loop let run between them: the next batch's alignment scores reach
+            // the search's worker threads while the rest of this step is encoded.
+            result = await replayer.stepInParts(aligned, REPLAY_PARTS, { onGradients });
           } else result = run(false);
         } catch (e) {
           throw OOM.test((e as Error).message) ? outOfMemory(e as Error, config, batch) : e;

@@ -80,26 +80,50 @@ export class StepReplayer {
    * this step's programs (tf.time): it runs eagerly.
    */
   step(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean } = {}): StepResult {
+    const r = this.route(batch, opts);
+    return 'result' in r ? r.result : this.replayStep(r.replay, batch, opts);
+  }
+
+  /**
+   * step, with a replay submitted in `parts` command buffers and the event loop let run between them
+   * (StepCapture.replayInParts): what resolves meanwhile, such as the next batch's alignment scores
+   * going to the search's worker threads, then overlaps the step's encoding. Other steps as in step.
+   */
+  async stepInParts(batch: ModelInputs, parts: number, opts: Pick<TrainStepOptions, 'onGradients'> = {}): Promise<StepResult> {
+    const r = this.route(batch, opts);
+    if ('result' in r) return r.result;
+    const { offsets, scalars, all } = this.inputs(r.replay, batch);
+    let out: tf.Tensor[];
+    try {
+      out = await r.replay.capture!.replayInParts(all, parts);
+    } finally {
+      tf.dispose([offsets, scalars]);
+    }
+    return this.replayResult(r.replay, out, opts);
+  }
+
+  /** An eager, planned or recorded step run now (its result), or the shape whose replay is to run. */
+  private route(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean }): { result: StepResult } | { replay: ShapeState } {
     const key = shapeKey(batch) + this.phaseOf();
     this.last = { shape: key, replayed: false, programs: 0 };
-    if (this.off !== null || opts.timed) return this.eagerStep(batch, opts);
+    if (this.off !== null || opts.timed) return { result: this.eagerStep(batch, opts) };
     let s = this.shapes.get(key);
     if (!s) {
       s = { phase: 'plan', recaptures: 0 };
       this.shapes.set(key, s);
     }
-    if (s.phase === 'refused') return this.eagerStep(batch, opts);
+    if (s.phase === 'refused') return { result: this.eagerStep(batch, opts) };
     if (s.phase === 'plan') {
       const { result, calls } = this.model.dropout.recordPlan(() => this.eagerStep(batch, opts));
       s.calls = calls;
       s.phase = 'record';
-      return result;
+      return { result };
     }
     if (s.phase === 'replay') {
-      if (!dropStaleCapture(s)) return this.replayStep(s, batch, opts);
+      if (!dropStaleCapture(s)) return { replay: s };
       this.onChange?.(key, s);
     }
-    return this.recordedStep(key, s, batch, opts);
+    return { result: this.recordedStep(key, s, batch, opts) };
   }
 
   /**
@@ -153,6 +177,11 @@ export class StepReplayer {
     } finally {
       tf.dispose([offsets, scalars]);
     }
+    return this.replayResult(s, out, opts);
+  }
+
+  /** The step's result from a replay's outputs. */
+  private replayResult(s: ShapeState, out: tf.Tensor[], opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
     opts.onGradients?.();
     this.replayed++;
     this.last = { shape: this.last!.shape, replayed: true, programs: s.capture!.programs };
