@@ -248,6 +248,92 @@ test('the attention\'s fused softmax (one program forward, one backward) on a re
   }
 });
 
+test('attention reading its heads in place (strided batched matmuls) gives the composition\'s context and projection gradients: self-attention over one packed q·k·v projection, cross-attention over packed keys and values, queries shared by the batch; fewer programs', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  const { setPackedAttention } = await import('../../src/core/model/webgpu-attention.js');
+  try {
+    const { attend, mergeHeads, splitHeads } = await import('../../src/core/model/attention.js');
+    const { attendPacked } = await import('../../src/core/model/webgpu-attention.js');
+    type T = import('@tensorflow/tfjs-core').Tensor;
+    type T2 = import('@tensorflow/tfjs-core').Tensor2D;
+    // Edges that are no multiple of a 64-wide tile, a head size that is no multiple of a slab.
+    const [B, H, dh, Tq, Tk] = [3, 2, 12, 70, 37];
+    const D = H * dh;
+    const lengths = [37, 20, 5];
+    const padding = tf.tensor4d(lengths.flatMap((n) => Array.from({ length: Tk }, (_, j) => (j < n ? 0 : -1e9))), [B, 1, 1, Tk]);
+    const selfBias = tf.tensor4d(lengths.flatMap((n) => Array.from({ length: Tk }, (_, j) => (j < n ? 0 : -1e9))), [B, 1, 1, Tk]);
+    const cases: { name: string; inputs: T[]; dy: T; packed: (xs: T2[]) => T; composed: (xs: T2[]) => T; saved: number }[] = [
+      {
+        name: 'self-attention, one [B·T, 3D] projection',
+        inputs: [tf.randomNormal([B * Tk, 3 * D], 0, 1, 'float32', 1)],
+        dy: tf.randomNormal([B * Tk, D], 0, 1, 'float32', 2),
+        packed: ([qkv]) => attendPacked({ x: qkv, column: 0, steps: Tk }, { x: qkv, column: D, steps: Tk }, { x: qkv, column: 2 * D, steps: Tk }, B, H, dh, selfBias),
+        composed: ([qkv]) => {
+          const [q, k, v] = splitHeads(qkv, B, Tk, 3, H);
+          return mergeHeads(attend(q, k, v, selfBias, false).context);
+        },
+        // Forward a transpose, three slices and the context's transpose; backward the context's
+        // transpose and a transpose (the concatenation stays).
+        saved: 7,
+      },
+      {
+        name: 'cross-attention, queries [B·Tq, D], keys and values one [B·Tk, 2D]',
+        inputs: [tf.randomNormal([B * Tq, D], 0, 1, 'float32', 3), tf.randomNormal([B * Tk, 2 * D], 0, 1, 'float32', 4)],
+        dy: tf.randomNormal([B * Tq, D], 0, 1, 'float32', 5),
+        packed: ([q, kv]) => attendPacked({ x: q, column: 0, steps: Tq }, { x: kv, column: 0, steps: Tk }, { x: kv, column: D, steps: Tk }, B, H, dh, padding),
+        composed: ([qx, kv]) => {
+          const [q] = splitHeads(qx, B, Tq, 1, H);
+          const [k, v] = splitHeads(kv, B, Tk, 2, H);
+          return mergeHeads(attend(q, k, v, padding, false).context);
+        },
+        // Forward three transposes and two slices; backward three transposes (the concatenation stays).
+        saved: 8,
+      },
+      {
+        name: 'learned queries [Tq, D] shared by the batch',
+        inputs: [tf.randomNormal([Tq, D], 0, 1, 'float32', 6), tf.randomNormal([B * Tk, 2 * D], 0, 1, 'float32', 7)],
+        dy: tf.randomNormal([B * Tq, D], 0, 1, 'float32', 8),
+        packed: ([q, kv]) => attendPacked({ x: q, column: 0, steps: Tq, shared: true }, { x: kv, column: 0, steps: Tk }, { x: kv, column: D, steps: Tk }, B, H, dh, padding),
+        composed: ([qx, kv]) => {
+          const [k, v] = splitHeads(kv, B, Tk, 2, H);
+          const q = tf.add(tf.transpose(tf.reshape(qx, [Tq, H, dh]), [1, 0, 2]), tf.zeros([B, 1, 1, 1])) as import('@tensorflow/tfjs-core').Tensor4D;
+          return mergeHeads(attend(q, k, v, padding, false).context);
+        },
+        // As above, and the broadcast over the batch (an add forward; backward its sum stays).
+        saved: 9,
+      },
+    ];
+    for (const c of cases) {
+      const run = (f: (xs: T2[]) => T) => {
+        const counter = new KernelCounter().install(tf);
+        const { value, grads } = tf.valueAndGrads((...xs: T[]) => tf.sum(tf.mul(f(xs as T2[]), c.dy)))(c.inputs);
+        const programs = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { outs: [value, ...grads], programs };
+      };
+      const packed = run(c.packed);
+      const composed = run(c.composed);
+      for (let i = 0; i < packed.outs.length; i++) {
+        assert.deepEqual(packed.outs[i].shape, composed.outs[i].shape, `${c.name}, output ${i}`);
+        const [a, b] = [await packed.outs[i].data(), await composed.outs[i].data()];
+        let worst = 0;
+        for (let j = 0; j < a.length; j++) worst = Math.max(worst, Math.abs(a[j] - b[j]) / (1 + Math.abs(b[j])));
+        assert.ok(worst < 1e-4, `${c.name}, ${i === 0 ? 'loss' : `gradient ${i}`}: largest difference ${worst}`);
+      }
+      assert.equal(composed.programs - packed.programs, c.saved, `${c.name}: ${packed.programs} programs in place, ${composed.programs} composed`);
+    }
+    // A projection whose parts leave a gap is refused.
+    const x = tf.zeros([B * Tk, 3 * D]) as T2;
+    assert.throws(() => attendPacked({ x, column: 0, steps: Tk }, { x, column: 2 * D, steps: Tk }, { x, column: 2 * D, steps: Tk }, B, H, dh, selfBias), /do not cover its columns/);
+    setPackedAttention(false);
+    const { packedAttentionAvailable } = await import('../../src/core/model/webgpu-attention.js');
+    assert.equal(packedAttentionAvailable(), false);
+  } finally {
+    setPackedAttention(true);
+    disposeBackend(tf);
+  }
+});
+
 test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

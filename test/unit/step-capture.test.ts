@@ -109,6 +109,46 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     }
   });
 
+  test('dropout on webgpu: a residual add is one program with its mask, drawn offsets give the inline masks bit for bit, values and gradients; relu\'s gradient in one program is tfjs\'s', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const { KernelCounter } = await import('../../src/core/backend/index.js');
+      const { relu } = await import('../../src/core/model/nn.js');
+      const base = tf.randomNormal([30, 50], 0, 1, 'float32', 1);
+      const y = tf.randomNormal([30, 50], 0, 1, 'float32', 2);
+      const up = tf.randomNormal([30, 50], 0, 1, 'float32', 3);
+      const run = (pool: DropoutPool) => tf.valueAndGrads((b: tfCore.Tensor, x: tfCore.Tensor) => tf.sum(tf.mul(pool.residual(b, pool.apply(x, 0.3), 0.1), up)))([base, y]);
+      const inline = new DropoutPool(7);
+      const { result: want, calls } = inline.recordPlan(() => run(inline));
+      const drawn = new DropoutPool(7);
+      const offsets = tf.tensor1d(drawn.drawOffsets(calls), 'int32');
+      const got = drawn.useOffsets(calls, offsets, () => run(drawn));
+      for (const [i, [a, b]] of [[got.value, want.value], ...got.grads.map((g, j) => [g, want.grads[j]])].entries()) assert.deepEqual(await a.data(), await b.data(), `output ${i}`);
+      // The composition on the same masks: base + x·mask within float32 rounding.
+      const again = new DropoutPool(7);
+      const composed = again.useOffsets(calls, offsets, () => tf.add(base, again.apply(again.apply(y, 0.3), 0.1)));
+      const fused = drawn.useOffsets(calls, offsets, () => drawn.residual(base, drawn.apply(y, 0.3), 0.1));
+      const [a, b] = [await fused.data(), await composed.data()];
+      assert.ok(a.every((v, i) => Math.abs(v - b[i]) <= 1e-6 * (1 + Math.abs(b[i]))));
+      const counter = new KernelCounter().install(tf);
+      drawn.useOffsets(calls, offsets, () => drawn.residual(base, drawn.apply(y, 0.3), 0.1));
+      assert.equal(counter.takeAll().dispatches, 2, 'a dropout, then a dropout and the add');
+      // relu: its gradient one program, tfjs's values (NaN passed on where the input is NaN).
+      const x = tf.tensor1d([-2, -0, 0, 1e-30, 3, Number.NaN, -Number.NaN, 5, ...Array.from({ length: 1200 }, (_, i) => Math.sin(i) * 3)]);
+      const dy = tf.randomNormal([x.size], 0, 1, 'float32', 4);
+      counter.takeAll();
+      const ours = tf.grad((t: tfCore.Tensor) => tf.mul(relu(t), dy))(x);
+      const ourPrograms = counter.takeAll().dispatches;
+      const tfjs = tf.grad((t: tfCore.Tensor) => tf.mul(tf.relu(t), dy))(x);
+      const tfjsPrograms = counter.takeAll().dispatches;
+      counter.uninstall();
+      assert.deepEqual(await ours.data(), await tfjs.data());
+      assert.equal(tfjsPrograms - ourPrograms, 1, `${ourPrograms} programs against tfjs's ${tfjsPrograms}`);
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
   test('refused with the reason: a read-back inside the step, a per-step value uploaded inside it, a per-step uniform', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {

@@ -280,24 +280,43 @@ export function tiledPerInvocation(d: MatMulDims): 4 | 8 {
   return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 8 : 4;
 }
 
-function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
+/**
+ * Where the tiled program reads and writes: A[r, kk] at `aAt` and B[kk, c] at `bAt` (WGSL, after
+ * `prologue`, which names the batch's variables from workgroupId.z); whether each lies along K in
+ * memory; and the store of output (r, c) of value `v` in the batch.
+ */
+interface TiledAddressing {
+  name: string;
+  /** The shader key, of the outputs per invocation along each side (R). */
+  key: (R: number) => string;
+  uniforms: string;
+  prologue: string;
+  aAt: string;
+  bAt: string;
+  aAlongK: boolean;
+  bAlongK: boolean;
+  store: (r: string, c: string, v: string) => string;
+  /** tfjs's dispatch layout of the output (by default x the columns, y the rows, z the batch). */
+  layout?: Record<string, number[]>;
+}
+
+function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing) {
   const R = tiledPerInvocation(d);
   const TILE = 16 * R;
   const STRIDE = TILE + 2;
-  const { aAt, bAt } = operandIndex(transposeA, transposeB);
   // Stored K-major, rows of STRIDE.
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string) =>
-    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, operand, index, origin, limit, at, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, where: string) =>
+    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, operand, index, origin, limit, at: where, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
   const range = (n: number) => [...Array(n).keys()];
   const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
-  return namedProgram('XttsTiledMatMulProgram', {
+  return namedProgram(at.name, {
     variableNames: ['A', 'B'],
-    outputShape: [d.batch, d.m, d.n],
-    shaderKey: `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
-    dispatchLayout: { x: [2], y: [1], z: [0] },
+    outputShape,
+    shaderKey: at.key(R),
+    dispatchLayout: at.layout ?? { x: [outputShape.length - 1], y: [outputShape.length - 2], z: [0] },
     dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch],
     workgroupSize: [16, 16, 1],
-    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
+    uniforms: at.uniforms,
     getUserCode: () => `
       var<workgroup> As : array<f32, ${SLAB * STRIDE}>;
       var<workgroup> Bs : array<f32, ${SLAB * STRIDE}>;
@@ -306,12 +325,11 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
         let ty = i32(localId.y);
         let tid = ty * 16 + tx;
         let b = i32(workgroupId.z);
-        let bA = select(b, 0, uniforms.batchA == 1);
-        let bB = select(b, 0, uniforms.batchB == 1);
+        ${at.prologue}
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
         ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
-        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${load('As', 'A', !transposeA, 'r', 'row0', 'uniforms.m', aAt)}${load('Bs', 'B', transposeB, 'c', 'col0', 'uniforms.n', bAt)}
+        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${load('As', 'A', at.aAlongK, 'r', 'row0', 'uniforms.m', at.aAt)}${load('Bs', 'B', at.bAlongK, 'c', 'col0', 'uniforms.n', at.bAt)}
           workgroupBarrier();
           for (var s = 0; s < ${SLAB}; s = s + 1) {
             let base = s * ${STRIDE};
@@ -326,7 +344,7 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
             (i) => `{
           let r = row0 + ty + ${16 * i};
           if (r < uniforms.m) {
-            ${range(R).map((j) => `if (col0 + tx + ${16 * j} < uniforms.n) { setOutputAtCoords(b, r, col0 + tx + ${16 * j}, c${i}_${j}); }`).join('\n            ')}
+            ${range(R).map((j) => `if (col0 + tx + ${16 * j} < uniforms.n) { ${at.store('r', `col0 + tx + ${16 * j}`, `c${i}_${j}`)} }`).join('\n            ')}
           }
         }`,
           )
@@ -337,7 +355,68 @@ function tiledProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean) {
 
 /** A × B through the tiled program; the caller checks the dtypes, inner dimensions and batches. */
 function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
-  return backend.runWebGPUProgram(tiledProgram(d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
+  const program = tiledProgram(d, [d.batch, d.m, d.n], {
+    name: 'XttsTiledMatMulProgram',
+    key: (R) => `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
+    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
+    prologue: 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1);',
+    ...operandIndex(transposeA, transposeB),
+    aAlongK: !transposeA,
+    bAlongK: transposeB,
+    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${v});`,
+  });
+  return backend.runWebGPUProgram(program, [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
+}
+
+/**
+ * A matrix of a [batch, heads]-batched matmul's operand or output, in place in a larger tensor:
+ * element (b, h, i, j) at offset + b·sb + h·sh + i·si + j·sj (in elements).
+ */
+export interface StridedMatrix {
+  offset: number;
+  sb: number;
+  sh: number;
+  si: number;
+  sj: number;
+}
+
+/** The shape of a strided batched matmul: out[b, h] (m × n) = A[b, h] (m × k) · B[b, h] (k × n). */
+export interface StridedDims {
+  batch: number;
+  heads: number;
+  m: number;
+  n: number;
+  k: number;
+}
+
+/**
+ * out = A·B for every (b, h), the tiled program reading A and B and writing the output through
+ * strides (StridedMatrix), so that attention heads are read from and written to their projections'
+ * [rows, heads·dh] layout in place, without transposes or slices. `outShape` is the output tensor's;
+ * the caller's strides write each of its elements once. Float32, on the webgpu backend.
+ */
+export function stridedMatMul(backend: WebgpuBackendLike, a: tfTypes.TensorInfo, av: StridedMatrix, b: tfTypes.TensorInfo, bv: StridedMatrix, outShape: number[], ov: StridedMatrix, d: StridedDims): tfTypes.TensorInfo {
+  // Neighbouring invocations read along K where the operand lies along K (A's j, B's i).
+  const aAlongK = av.sj === 1;
+  const bAlongK = bv.si === 1;
+  const program = tiledProgram({ batch: d.batch * d.heads, batchA: d.batch * d.heads, batchB: d.batch * d.heads, m: d.m, n: d.n, k: d.k }, outShape, {
+    name: 'XttsStridedMatMulProgram',
+    key: (R) => `xtts_matmul_strided${R}_${aAlongK}_${bAlongK}`,
+    uniforms: 'm : i32, n : i32, k : i32, heads : i32, aOffset : i32, aB : i32, aH : i32, aI : i32, aJ : i32, bOffset : i32, bB : i32, bH : i32, bI : i32, bJ : i32, oB : i32, oH : i32, oI : i32, oJ : i32,',
+    // Not flat (x over every axis would make tfjs pass main an index).
+    layout: outShape.length > 2 ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) } : { x: [1], y: [0] },
+    prologue: `let bb = b / uniforms.heads; let hh = b % uniforms.heads;
+        let aBase = uniforms.aOffset + bb * uniforms.aB + hh * uniforms.aH;
+        let bBase = uniforms.bOffset + bb * uniforms.bB + hh * uniforms.bH;
+        let oBase = bb * uniforms.oB + hh * uniforms.oH;`,
+    aAt: 'aBase + r * uniforms.aI + kk * uniforms.aJ',
+    bAt: 'bBase + kk * uniforms.bI + c * uniforms.bJ',
+    aAlongK,
+    bAlongK,
+    store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * uniforms.oI + ${c} * uniforms.oJ, ${v});`,
+  });
+  const values = [d.m, d.n, d.k, d.heads, av.offset, av.sb, av.sh, av.si, av.sj, bv.offset, bv.sb, bv.sh, bv.si, bv.sj, ov.sb, ov.sh, ov.si, ov.sj];
+  return backend.runWebGPUProgram(program, [a, b], 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // Attention, feed-forward and the pre-LN transformer blocks. Heads are batched by reshape/transpose
-// (never a loop over heads); Q, K and V come out of one matmul and are separated by one split.
+// (never a loop over heads); Q, K and V come out of one matmul and are separated by one split. On
+// webgpu the heads are read in place from the projections instead (webgpu-attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { type DropoutPool, LayerNorm, Linear, scalar } from './nn.js';
 import type { ParamStore } from './params.js';
+import { attendPacked, packedAttentionAvailable, type PackedHeads } from './webgpu-attention.js';
 import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
 
 export interface AttentionShape {
@@ -89,7 +91,13 @@ export class SelfAttention {
 
   // x [B·T, D] (already normalised), bias broadcastable to [B, H, T, T] -> [B·T, D]
   apply(x: tf.Tensor2D, batch: number, steps: number, bias: tf.Tensor): tf.Tensor2D {
-    const [q, k, v] = splitHeads(this.qkv.apply(x), batch, steps, 3, this.shape.heads);
+    const qkv = this.qkv.apply(x);
+    const { dModel, heads } = this.shape;
+    if (packedAttentionAvailable()) {
+      const at = (column: number) => ({ x: qkv, column, steps });
+      return this.out.apply(attendPacked(at(0), at(dModel), at(2 * dModel), batch, heads, dModel / heads, bias));
+    }
+    const [q, k, v] = splitHeads(qkv, batch, steps, 3, heads);
     return this.out.apply(mergeHeads(attend(q, k, v, bias, false).context));
   }
 }
@@ -103,10 +111,14 @@ export class CrossAttention {
     this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
   }
 
-  // x [B·Tq, D] normalised; k, v [B, H, Tk, dh]; bias broadcastable to [B, H, Tq, Tk]
-  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor): tf.Tensor2D {
-    const [q] = splitHeads(this.q.apply(x), batch, steps, 1, this.shape.heads);
-    return this.out.apply(mergeHeads(attend(q, k, v, bias, false).context));
+  // x [B·Tq, D] normalised; k, v [B, H, Tk, dh] or in place in a projection; bias broadcastable to [B, H, Tq, Tk]
+  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D | PackedHeads, v: tf.Tensor4D | PackedHeads, bias: tf.Tensor): tf.Tensor2D {
+    const { dModel, heads } = this.shape;
+    if (!(k instanceof tf.Tensor) && !(v instanceof tf.Tensor)) {
+      return this.out.apply(attendPacked({ x: this.q.apply(x), column: 0, steps }, k, v, batch, heads, dModel / heads, bias));
+    }
+    const [q] = splitHeads(this.q.apply(x), batch, steps, 1, heads);
+    return this.out.apply(mergeHeads(attend(q, k as tf.Tensor4D, v as tf.Tensor4D, bias, false).context));
   }
 }
 
@@ -148,7 +160,7 @@ export class EncoderBlock {
 
   // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
   apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    const h = tf.add(x, c.dropout.apply(this.attn.apply(this.ln1.apply(x), c.batch, c.steps, bias), c.dropoutRate)) as tf.Tensor2D;
-    return tf.add(h, c.dropout.apply(this.mlp.apply(this.ln2.apply(h)), c.dropoutRate));
+    const h = c.dropout.residual(x, this.attn.apply(this.ln1.apply(x), c.batch, c.steps, bias), c.dropoutRate);
+    return c.dropout.residual(h, this.mlp.apply(this.ln2.apply(h)), c.dropoutRate);
   }
 }

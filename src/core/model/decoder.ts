@@ -6,6 +6,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { type AttentionShape, attend, type BlockContext, CrossAttention, mergeHeads, Mlp, SelfAttention, splitHeads } from './attention.js';
 import { Conv1d, type ConvImpl, type DropoutPool, LayerNorm, Linear } from './nn.js';
 import type { ParamStore } from './params.js';
+import { packedAttentionAvailable, type PackedHeads } from './webgpu-attention.js';
 
 /** Two ReLU layers with dropout that stays on at inference: Tacotron 2 (Shen et al. 2018, §2.3)
  * found that it is what lets the decoder vary its output rather than repeat itself. */
@@ -26,10 +27,13 @@ export class Prenet {
   }
 }
 
-/** Keys and values of the memory for one decoder layer: [B, H, M, dh] each. */
+/**
+ * Keys and values of the memory for one decoder layer: [B, H, M, dh] each, or (packedAttentionAvailable)
+ * in place in the layer's [B·M, 2D] projection.
+ */
 export interface MemoryKv {
-  k: tf.Tensor4D;
-  v: tf.Tensor4D;
+  k: tf.Tensor4D | PackedHeads;
+  v: tf.Tensor4D | PackedHeads;
 }
 
 /** One decoding step's self-attention cache: keys then values of every step so far. */
@@ -57,9 +61,9 @@ export class DecoderBlock {
 
   // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
   apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    let h = tf.add(x, c.dropout.apply(this.self.apply(this.ln1.apply(x), c.batch, c.steps, selfBias), c.dropoutRate)) as tf.Tensor2D;
-    h = tf.add(h, c.dropout.apply(this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate));
-    return tf.add(h, c.dropout.apply(this.mlp.apply(this.ln3.apply(h)), c.dropoutRate));
+    let h = c.dropout.residual(x, this.self.apply(this.ln1.apply(x), c.batch, c.steps, selfBias), c.dropoutRate);
+    h = c.dropout.residual(h, this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
+    return c.dropout.residual(h, this.mlp.apply(this.ln3.apply(h)), c.dropoutRate);
   }
 
   /**
@@ -113,9 +117,16 @@ export class Decoder {
     this.head = new Linear(store, 'dec.head', d.dModel, this.frameDim);
   }
 
-  // memory [B·M, D] -> per layer {k, v} [B, H, M, dh]
-  memoryKv(memory: tf.Tensor2D, batch: number, memorySteps: number): MemoryKv[] {
-    const parts = splitHeads(this.crossKv.apply(memory), batch, memorySteps, 2 * this.d.layers, this.d.heads);
+  // memory [B·M, D] -> per layer {k, v} [B, H, M, dh]; in place in each layer's [B·M, 2D] where
+  // attention reads its heads there (packedAttentionAvailable), unless for free-running `decoding`.
+  memoryKv(memory: tf.Tensor2D, batch: number, memorySteps: number, decoding = false): MemoryKv[] {
+    const all = this.crossKv.apply(memory);
+    if (packedAttentionAvailable() && !decoding) {
+      const D = this.d.dModel;
+      const layers = this.d.layers === 1 ? [all] : (tf.split(all, this.d.layers, 1) as tf.Tensor2D[]);
+      return layers.map((x) => ({ k: { x, column: 0, steps: memorySteps }, v: { x, column: D, steps: memorySteps } }));
+    }
+    const parts = splitHeads(all, batch, memorySteps, 2 * this.d.layers, this.d.heads);
     return this.blocks.map((_, l) => ({ k: parts[2 * l], v: parts[2 * l + 1] }));
   }
 

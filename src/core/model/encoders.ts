@@ -2,8 +2,9 @@
 // conditioning encoder (whose voice), which pools a reference clip into a few latents.
 import * as tf from '@tensorflow/tfjs-core';
 import { attend, type BlockContext, EncoderBlock, mergeHeads, Mlp, splitHeads } from './attention.js';
-import { cachedConstant, Conv1d, type ConvImpl, Embedding, LayerNorm, lengthMask, Linear } from './nn.js';
+import { cachedConstant, Conv1d, type ConvImpl, Embedding, LayerNorm, lengthMask, Linear, relu } from './nn.js';
 import type { ParamStore } from './params.js';
+import { attendPacked, packedAttentionAvailable } from './webgpu-attention.js';
 
 export interface EncoderDims {
   dModel: number;
@@ -81,14 +82,23 @@ export class ConditioningEncoder {
     let x = tf.reshape(this.input.apply(refMel, convImpl), [batch * frames, dModel]) as tf.Tensor2D;
     const frameCtx = { ...c, batch, steps: frames };
     for (const block of this.blocks) x = block.apply(x, bias, frameCtx);
-    const [k, v] = splitHeads(this.poolKv.apply(this.lnFrames.apply(x)), batch, frames, 2, heads);
-    // The queries do not depend on the utterance: project once, then broadcast over the batch by
-    // adding zeros (Add's gradient is one sum; tile's would be a slice per utterance).
-    const zeros = cachedConstant(`zeros:${batch},1,1,1`, () => tf.zeros([batch, 1, 1, 1]));
-    const q = tf.add(tf.transpose(tf.reshape(this.poolQ.apply(this.queries as tf.Tensor2D), [this.latents, heads, dModel / heads]), [1, 0, 2]), zeros) as tf.Tensor4D;
-    const pooled = this.poolOut.apply(mergeHeads(attend(q, k, v, bias, false).context));
+    const kv = this.poolKv.apply(this.lnFrames.apply(x));
+    // The queries do not depend on the utterance: projected once, and read by every batch entry.
+    const queries = this.poolQ.apply(this.queries as tf.Tensor2D);
+    let context: tf.Tensor2D;
+    if (packedAttentionAvailable()) {
+      const at = (column: number) => ({ x: kv, column, steps: frames });
+      context = attendPacked({ x: queries, column: 0, steps: this.latents, shared: true }, at(0), at(dModel), batch, heads, dModel / heads, bias);
+    } else {
+      const [k, v] = splitHeads(kv, batch, frames, 2, heads);
+      // Broadcast over the batch by adding zeros (Add's gradient is one sum; tile's would be a slice per utterance).
+      const zeros = cachedConstant(`zeros:${batch},1,1,1`, () => tf.zeros([batch, 1, 1, 1]));
+      const q = tf.add(tf.transpose(tf.reshape(queries, [this.latents, heads, dModel / heads]), [1, 0, 2]), zeros) as tf.Tensor4D;
+      context = mergeHeads(attend(q, k, v, bias, false).context);
+    }
+    const pooled = this.poolOut.apply(context);
     const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
-    const out = tf.add(lat, c.dropout.apply(this.poolMlp.apply(this.lnPool.apply(lat)), c.dropoutRate)) as tf.Tensor2D;
+    const out = c.dropout.residual(lat, this.poolMlp.apply(this.lnPool.apply(lat)), c.dropoutRate);
     return this.lnOut.apply(out);
   }
 }
@@ -119,7 +129,7 @@ export class DurationPredictor {
     // Zero the padding so the convs' windows at the last real tokens see nothing of it.
     const mask = tf.reshape(lengthMask(textLengths, steps), [batch, steps, 1]);
     const layer = (x: tf.Tensor3D, conv: Conv1d, ln: LayerNorm) =>
-      tf.reshape(c.dropout.apply(ln.apply(tf.reshape(tf.relu(conv.apply(tf.mul(x, mask) as tf.Tensor3D, convImpl)), [batch * steps, dModel]) as tf.Tensor2D), c.dropoutRate), [batch, steps, dModel]) as tf.Tensor3D;
+      tf.reshape(c.dropout.apply(ln.apply(tf.reshape(relu(conv.apply(tf.mul(x, mask) as tf.Tensor3D, convImpl)), [batch * steps, dModel]) as tf.Tensor2D), c.dropoutRate), [batch, steps, dModel]) as tf.Tensor3D;
     const h = layer(layer(text, this.conv1, this.ln1), this.conv2, this.ln2);
     return tf.reshape(this.out.apply(tf.reshape(h, [batch * steps, dModel]) as tf.Tensor2D), [batch, steps]) as tf.Tensor2D;
   }

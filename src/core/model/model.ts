@@ -167,7 +167,8 @@ export class XttsModel {
   }
 
   /** Text and reference -> each decoder layer's memory keys/values, the text encodings [B, T_text, D] and the text's key bias. */
-  private encode(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'refMel' | 'refLengths'>, c: Omit<BlockContext, 'batch' | 'steps'>) {
+  /** `decoding`: the memory's keys and values as [B, H, M, dh] tensors, for free-running decoding. */
+  private encode(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'refMel' | 'refLengths'>, c: Omit<BlockContext, 'batch' | 'steps'>, decoding = false) {
     const [batch, textSteps] = inputs.tokens.shape;
     const refFrames = inputs.refMel.shape[1];
     const { d_model: dModel, cond_latents: latents } = this.config;
@@ -184,7 +185,7 @@ export class XttsModel {
     const memorySteps = latents + textSteps;
     const text = tf.reshape(textOut, [batch, textSteps, dModel]) as tf.Tensor3D;
     const memory = tf.reshape(tf.concat([tf.reshape(condOut, [batch, latents, dModel]), text], 1), [batch * memorySteps, dModel]) as tf.Tensor2D;
-    return { kv: this.decoder.memoryKv(memory, batch, memorySteps), text, textBias, latents, textSteps };
+    return { kv: this.decoder.memoryKv(memory, batch, memorySteps, decoding), text, textBias, latents, textSteps };
   }
 
   /** Text encodings [B, T_text, D] -> every token's mean mel frame [B, T_text, nMels]. */
@@ -352,8 +353,8 @@ export class XttsModel {
         refMel: tf.tile(tf.tensor3d(refMel, [1, refFrames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
         refLengths: tf.tensor1d(new Array<number>(batch).fill(refFrames), 'int32'),
       };
-      const { kv, text, textBias } = this.encode(inputs, { dropout, dropoutRate: 0 });
-      return { kv: kv.flatMap((m) => [m.k, m.v]), textBias, means: this.means(text), logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl) };
+      const { kv, text, textBias } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
+      return { kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]), textBias, means: this.means(text), logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl) };
     });
     const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({ k: encoded.kv[2 * l] as tf.Tensor4D, v: encoded.kv[2 * l + 1] as tf.Tensor4D }));
     const tensors: tf.Tensor[] = [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations];

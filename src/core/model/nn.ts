@@ -10,9 +10,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
-import { maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
+import { maskAdd, maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
+import { reluGrad } from './webgpu-relu.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -76,6 +77,13 @@ export const stopGradient = tf.customGrad((...args: Array<tf.Tensor | tf.GradSav
   gradFunc: (dy: tf.Tensor) => tf.zerosLike(dy),
 })) as (x: tf.Tensor) => tf.Tensor;
 
+/** max(x, 0), its gradient (tfjs's: dy·step(x)) one program on webgpu (reluGrad) where tfjs's is two. */
+export const relu = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+  const x = args[0] as tf.Tensor;
+  (args[1] as tf.GradSaveFunc)([x]);
+  return { value: tf.relu(x), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => reluGrad(dy, saved[0]) };
+}) as <T extends tf.Tensor>(x: T) => T;
+
 // ---------------------------------------------------------------------------------------------
 // Dense layers
 
@@ -85,7 +93,7 @@ export type Activation = 'linear' | 'relu';
  * act(x·W + b) as one _FusedMatMul kernel, with its gradient written out. tf.fused.matMul falls
  * back to matMul + add + relu (3 kernels, 6 in backward) whenever a gradient tape is recording
  * and the activation is not linear (tfjs-core fused_util shouldFuse); this op stays fused and its
- * backward is 3 kernels (linear) or 5 (relu: dy·step(y) first). W is read from the closure, not
+ * backward is 3 kernels (linear) or 4 (relu: dy·step(y) first, one program on webgpu). W is read from the closure, not
  * saved, which spares a clone per call.
  */
 function fusedLinear(activation: Activation, w: tf.Tensor2D) {
@@ -104,7 +112,7 @@ function fusedLinear(activation: Activation, w: tf.Tensor2D) {
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-        const dz = activation === 'relu' ? tf.mul(dy, tf.step(saved[1])) : dy;
+        const dz = activation === 'relu' ? reluGrad(dy, saved[1]) : dy;
         return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), tf.sum(dz, 0)];
       },
     };
@@ -261,6 +269,20 @@ export class DropoutPool {
 
   apply<T extends tf.Tensor>(x: T, rate: number): T {
     if (rate <= 0) return x;
+    return this.masked(x, rate, null);
+  }
+
+  /**
+   * base + dropout(x, rate): a residual connection. On webgpu the mask's window, the multiply and
+   * the add are one program (maskAdd), instead of a dropout program and an add.
+   */
+  residual<T extends tf.Tensor>(base: T, x: T, rate: number): T {
+    if (rate <= 0) return tf.add(base, x);
+    return this.masked(x, rate, base);
+  }
+
+  /** x · mask (plus `base` when not null). */
+  private masked<T extends tf.Tensor>(x: T, rate: number, base: T | null): T {
     const size = x.size;
     const shard = this.shard;
     let whole = size;
@@ -272,7 +294,8 @@ export class DropoutPool {
       rowOffset = perRow * shard.start;
     }
     const pool = this.poolFor(rate, whole);
-    let mask: tf.Tensor;
+    let at: { offsets: tf.Tensor1D; k: number } | null = null;
+    let offset = 0;
     const drawn = this.drawn;
     if (drawn) {
       // The offset was drawn before the step (drawOffsets) and waits on the device: the step's
@@ -281,20 +304,30 @@ export class DropoutPool {
       if (!call || call.rate !== rate || call.whole !== whole || call.rowOffset !== rowOffset || call.size !== size) {
         throw new Error(`dropout call ${drawn.next} (rate ${rate}, ${size} values) is not the planned one: the step changed since it was planned`);
       }
-      const k = drawn.next++;
-      const { offsets } = drawn;
-      if (maskAtAvailable()) {
-        // webgpu: the window and the multiply in one program, forward and backward (nothing saved:
-        // the pool and the offsets outlive the step).
-        const masked = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({ value: maskAt(args[0] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor) => maskAt(dy, pool, offsets, k) }));
-        return masked(x) as T;
-      }
-      mask = tf.reshape(windowAt(pool, offsets, k, size), x.shape);
+      at = { offsets: drawn.offsets, k: drawn.next++ };
     } else {
       this.plan?.push({ rate, whole, rowOffset, size });
-      const offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
-      mask = tf.reshape(tf.slice(pool, [offset], [size]), x.shape);
+      offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
     }
+    if (maskAtAvailable()) {
+      // webgpu: the window and the multiply (and the residual's add) in one program, forward and
+      // backward. An offset drawn here goes to the device as a one-value tensor, so that eager steps
+      // run the very programs a replayed step runs, and train bit for bit as it does.
+      const { offsets, k } = at ?? { offsets: tf.tensor1d([offset], 'int32'), k: 0 };
+      if (base === null) {
+        const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+          (args[1] as tf.GradSaveFunc)([offsets]);
+          return { value: maskAt(args[0] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => maskAt(dy, pool, saved[0] as tf.Tensor1D, k) };
+        });
+        return op(x) as T;
+      }
+      const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+        (args[2] as tf.GradSaveFunc)([offsets]);
+        return { value: maskAdd(args[0] as tf.Tensor, args[1] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [dy, maskAt(dy, pool, saved[0] as tf.Tensor1D, k)] };
+      });
+      return op(base, x) as T;
+    }
+    const mask = tf.reshape(at ? windowAt(pool, at.offsets, at.k, size) : tf.slice(pool, [offset], [size]), x.shape);
     // Gradient dy·mask, the mask saved once: tf.mul's own gradient saves both operands and casts
     // the mask (a kernel) on every backward pass. (Saved, not captured: tfjs disposes everything
     // made during the forward pass before backward starts, except what custom gradients save.)
@@ -302,7 +335,7 @@ export class DropoutPool {
       (args[1] as tf.GradSaveFunc)([mask]);
       return { value: tf.mul(args[0] as tf.Tensor, mask), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.mul(dy, saved[0]) };
     });
-    return op(x) as T;
+    return (base === null ? op(x) : tf.add(base, op(x))) as T;
   }
 
   /** Records the dropout calls of what `run` does (their rates and sizes, in order). */

@@ -4,7 +4,8 @@
 //    uniform, so every step's programs would differ by their uniforms and a step could not be captured.
 //    Here a whole step's offsets sit in one int32 tensor, an input of the step. maskAt multiplies by
 //    that window in the same program (x[i]·pool[offsets[k] + i]): a dropout, forward or backward, is
-//    then one program instead of a window and a multiply.
+//    then one program instead of a window and a multiply; maskAdd also adds a residual connection's
+//    input (base[i] + x[i]·pool[offsets[k] + i]), one program instead of a dropout and an add.
 //  - segments: the consecutive pieces of a flat tensor (tf.split's result for a 1-D tensor). The
 //    optimizer updates every parameter in one flat vector and splits it back; a captured step knows
 //    these programs are plain copies (COPY_SHADER_KEY) and replays the pieces that go to variables as
@@ -16,6 +17,7 @@ import { namedProgram } from '../backend/kernels.js';
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
 export const MASK_KERNEL = 'XttsMaskAt';
+export const MASK_ADD_KERNEL = 'XttsMaskAdd';
 
 const WORKGROUP = 64;
 
@@ -23,10 +25,10 @@ interface WebgpuBackendLike {
   runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
 }
 
-const PROGRAM_NAMES: Record<string, string> = { [COPY_SHADER_KEY]: 'XttsSegmentProgram', xtts_window_at: 'XttsWindowProgram', xtts_mask_at: 'XttsMaskProgram' };
+const PROGRAM_NAMES: Record<string, string> = { [COPY_SHADER_KEY]: 'XttsSegmentProgram', xtts_window_at: 'XttsWindowProgram', xtts_mask_at: 'XttsMaskProgram', xtts_mask_add: 'XttsMaskAddProgram' };
 
-/** out[i] = src[start + i] (times `factor`, WGSL of index), start from `startCode` (WGSL), for i < size. */
-function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string, factor = '') {
+/** out[i] = value(src[start + i]) (WGSL of index; by default the value itself), start from `startCode` (WGSL), for i < size. */
+function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string, value = (w: string) => w) {
   return namedProgram(PROGRAM_NAMES[shaderKey], {
     variableNames,
     outputShape: [size],
@@ -39,7 +41,7 @@ function copyProgram(shaderKey: string, variableNames: string[], size: number, u
     getUserCode: () => `
       fn main(index : i32) {
         if (index < uniforms.size) {
-          setOutputAtIndex(index, ${variableNames[0]}[${startCode} + index]${factor});
+          setOutputAtIndex(index, ${value(`${variableNames[0]}[${startCode} + index]`)});
         }
       }`,
   });
@@ -59,7 +61,17 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number } }) => {
       const size = inputs.x.shape.reduce((a, b) => a * b, 1);
-      const out = backend.runWebGPUProgram(copyProgram('xtts_mask_at', ['pool', 'offsets', 'x'], size, 'k : i32,', 'offsets[uniforms.k]', ' * x[index]'), [inputs.pool, inputs.offsets, inputs.x], 'float32', [{ type: 'int32', data: [attrs.k] }]);
+      const out = backend.runWebGPUProgram(copyProgram('xtts_mask_at', ['pool', 'offsets', 'x'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `${w} * x[index]`), [inputs.pool, inputs.offsets, inputs.x], 'float32', [{ type: 'int32', data: [attrs.k] }]);
+      return { ...out, shape: inputs.x.shape };
+    }) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
+    kernelName: MASK_ADD_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number } }) => {
+      const size = inputs.x.shape.reduce((a, b) => a * b, 1);
+      const program = copyProgram('xtts_mask_add', ['pool', 'offsets', 'x', 'base'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `base[index] + ${w} * x[index]`);
+      const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [{ type: 'int32', data: [attrs.k] }]);
       return { ...out, shape: inputs.x.shape };
     }) as unknown as tf.KernelFunc,
   });
@@ -91,4 +103,9 @@ export function maskAtAvailable(): boolean {
 /** x · pool[offsets[k] .. offsets[k] + x.size), in x's shape, as one program (where maskAtAvailable). */
 export function maskAt(x: tf.Tensor, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor {
   return tf.engine().runKernel(MASK_KERNEL, { x, pool, offsets }, { k }) as tf.Tensor;
+}
+
+/** base + maskAt(x, …): a residual add after dropout, as one program (where maskAtAvailable). */
+export function maskAdd(base: tf.Tensor, x: tf.Tensor, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor {
+  return tf.engine().runKernel(MASK_ADD_KERNEL, { base, x, pool, offsets }, { k }) as tf.Tensor;
 }

@@ -1,0 +1,137 @@
+// Attention over heads read in place from their projections. Composed, an attention first moves its
+// heads out of the projection's [rows, heads·dh] layout into [B, H, T, dh] (a transpose, and a slice
+// per part of a packed projection: q, k and v come out of one matmul) and its context back (another
+// transpose); backward, the same moves in reverse and a concatenation: about 8 programs per attention
+// and step besides its products and softmax. Here the batched products read q, k, v and the context's
+// gradient through strides where they lie, and write the context and the gradients of q, k and v in
+// the projections' layout (backend/webgpu-matmul.ts's stridedMatMul): 3 programs forward (scores,
+// softmax, context) and 5 or 6 backward (the weights' gradient, the softmax's, dq, dk, dv, and one
+// concatenation where a projection packs several parts). Registered for the webgpu backend only;
+// other backends keep the composition (attention.ts).
+import * as tf from '@tensorflow/tfjs-core';
+import { type StridedDims, type StridedMatrix, stridedMatMul } from '../backend/webgpu-matmul.js';
+import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
+
+export const STRIDED_MATMUL_KERNEL = 'XttsStridedMatMul';
+
+type Strides = [number, number, number, number, number];
+
+if (!tf.getKernel(STRIDED_MATMUL_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: STRIDED_MATMUL_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'a' | 'b', tf.TensorInfo>; backend: Parameters<typeof stridedMatMul>[0]; attrs: { av: Strides; bv: Strides; ov: Strides; outShape: number[]; dims: [number, number, number, number, number] } }) => {
+      const view = ([offset, sb, sh, si, sj]: Strides): StridedMatrix => ({ offset, sb, sh, si, sj });
+      const [batch, heads, m, n, k] = attrs.dims;
+      const d: StridedDims = { batch, heads, m, n, k };
+      const out = stridedMatMul(backend, inputs.a, view(attrs.av), inputs.b, view(attrs.bv), attrs.outShape, view(attrs.ov), d);
+      return { ...out, shape: attrs.outShape };
+    }) as unknown as tf.KernelFunc,
+  });
+}
+
+let enabled = true;
+/** Whether attention reads its heads in place here (webgpu, with the fused softmax). */
+export function packedAttentionAvailable(): boolean {
+  return enabled && fusedSoftmaxAvailable() && tf.getKernel(STRIDED_MATMUL_KERNEL, tf.getBackend()) !== undefined;
+}
+/** Force the composition (false) or allow the in-place heads again (true): tests compare both. */
+export function setPackedAttention(on: boolean): void {
+  enabled = on;
+}
+
+/**
+ * Attention heads in place in a 2-D projection: head h of query or key t of batch entry b at
+ * x[b·steps + t, column + h·dh]. `shared`: x has `steps` rows only, the same for every batch entry
+ * (learned queries).
+ */
+export interface PackedHeads {
+  x: tf.Tensor2D;
+  column: number;
+  steps: number;
+  shared?: boolean;
+}
+
+/** A [B, H, T, dh] matrix of `p` as (offset, b, h, t, d) strides; `transposed`: as [dh, T]. */
+function headsView(p: PackedHeads, headDim: number, transposed = false): Strides {
+  const width = p.x.shape[1];
+  const [si, sj] = transposed ? [1, width] : [width, 1];
+  return [p.column, p.shared ? 0 : p.steps * width, headDim, si, sj];
+}
+
+/** The [B·T, H·dh] layout of a context or a part's gradient, as strides. */
+function rowsView(steps: number, heads: number, headDim: number): Strides {
+  return [0, steps * heads * headDim, headDim, heads * headDim, 1];
+}
+
+/** A contiguous [B, H, Tq, Tk] tensor (scores, weights) as strides; `transposed`: as [Tk, Tq]. */
+function scoresView(tq: number, tk: number, heads: number, transposed = false): Strides {
+  const [si, sj] = transposed ? [1, tk] : [tk, 1];
+  return [0, heads * tq * tk, tq * tk, si, sj];
+}
+
+function matmul(a: tf.Tensor, av: Strides, b: tf.Tensor, bv: Strides, outShape: number[], ov: Strides, dims: [number, number, number, number, number]): tf.Tensor {
+  return tf.engine().runKernel(STRIDED_MATMUL_KERNEL, { a, b }, { av, bv, ov, outShape, dims } as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
+/**
+ * softmax(q·kᵀ/√dh + bias)·v for `heads` heads of `headDim`, q, k and v read in place from their
+ * projections; bias broadcastable to [B, H, Tq, Tk]. Returns the context [B·Tq, H·dh]. The gradient
+ * of each projection is made of its parts' gradients (concatenated where one packs several: they
+ * must cover its columns exactly, in order). Where packedAttentionAvailable only.
+ */
+export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, batch: number, heads: number, headDim: number, bias: tf.Tensor): tf.Tensor2D {
+  if (k.steps !== v.steps || k.shared || v.shared) throw new Error('attendPacked: keys and values must have one length and a batch of their own');
+  const inputs = [...new Set([q.x, k.x, v.x])];
+  // Each input's parts by column: their gradients make its gradient.
+  const parts = inputs.map((x) =>
+    (['q', 'k', 'v'] as const)
+      .map((name) => ({ name, p: { q, k, v }[name] }))
+      .filter(({ p }) => p.x === x)
+      .sort((a, b) => a.p.column - b.p.column),
+  );
+  inputs.forEach((x, i) => {
+    let column = 0;
+    for (const { p } of parts[i]) {
+      if (p.column !== column) throw new Error(`attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`);
+      column += heads * headDim;
+    }
+    if (column !== x.shape[1]) throw new Error(`attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`);
+  });
+  const [tq, tk] = [q.steps, k.steps];
+  const factor = 1 / Math.sqrt(headDim);
+  const scoresShape = [batch, heads, tq, tk];
+  const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
+    const save = args[inputs.length] as tf.GradSaveFunc;
+    const scores = matmul(q.x, headsView(q, headDim), k.x, headsView(k, headDim, true), scoresShape, scoresView(tq, tk, heads), [batch, heads, tq, tk, headDim]);
+    const weights = fusedScaledSoftmax(scores as tf.Tensor4D, bias, factor);
+    // Everything backward reads is saved: tfjs disposes the forward pass's tensors, these inputs
+    // included, before backward starts.
+    save([weights, ...inputs]);
+    const context = matmul(weights, scoresView(tq, tk, heads), v.x, headsView(v, headDim), [batch * tq, heads * headDim], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
+    return {
+      value: context,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
+        const w = saved[0] as tf.Tensor4D;
+        const [qx, kx, vx] = [q, k, v].map((p) => saved[1 + inputs.indexOf(p.x)]);
+        const dyView = rowsView(tq, heads, headDim);
+        const dWeights = matmul(dy, dyView, vx, headsView(v, headDim, true), scoresShape, scoresView(tq, tk, heads), [batch, heads, tq, tk, headDim]);
+        const ds = fusedScaledSoftmaxGrad(w, dWeights as tf.Tensor4D, factor);
+        const grads = {
+          q: () => {
+            const dq = matmul(ds, scoresView(tq, tk, heads), kx, headsView(k, headDim), [batch * tq, heads * headDim], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
+            // Shared queries: the sum over the batch.
+            return q.shared ? tf.sum(tf.reshape(dq, [batch, tq, heads * headDim]), 0) : dq;
+          },
+          k: () => matmul(ds, scoresView(tq, tk, heads, true), qx, headsView(q, headDim), [batch * tk, heads * headDim], rowsView(tk, heads, headDim), [batch, heads, tk, headDim, tq]),
+          v: () => matmul(w, scoresView(tq, tk, heads, true), dy, dyView, [batch * tk, heads * headDim], rowsView(tk, heads, headDim), [batch, heads, tk, headDim, tq]),
+        };
+        return parts.map((ps) => {
+          const g = ps.map(({ name }) => grads[name]());
+          return g.length === 1 ? g[0] : tf.concat(g, 1);
+        });
+      },
+    };
+  });
+  return op(...inputs) as tf.Tensor2D;
+}

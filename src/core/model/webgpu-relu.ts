@@ -1,0 +1,52 @@
+// ReLU's gradient as one WebGPU program: dy · step(x), which tfjs computes as a step program and a
+// multiply (two programs and a tensor between them) for every ReLU of the backward pass. The same
+// arithmetic: step(x) is 1 where x > 0, x itself where x is NaN, else 0, and dy is multiplied by it,
+// so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
+// tfjs's ReLU turns NaN into 0).
+import * as tf from '@tensorflow/tfjs-core';
+import { namedProgram } from '../backend/kernels.js';
+
+export const RELU_GRAD_KERNEL = 'XttsReluGrad';
+
+const WORKGROUP = 64;
+
+interface WebgpuBackendLike {
+  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: RELU_GRAD_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuBackendLike }) => {
+      const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
+      const program = namedProgram('XttsReluGradProgram', {
+        variableNames: ['dy', 'x'],
+        outputShape: [size],
+        shaderKey: 'xtts_relu_grad',
+        dispatchLayout: { x: [0] },
+        dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
+        workgroupSize: [WORKGROUP, 1, 1],
+        size: true,
+        getUserCode: () => `
+          fn main(index : i32) {
+            if (index < uniforms.size) {
+              let v = x[index];
+              var step = select(0.0, 1.0, v > 0.0);
+              if (isnan(v)) {
+                step = v;
+              }
+              setOutputAtIndex(index, dy[index] * step);
+            }
+          }`,
+      });
+      return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
+    }) as unknown as tf.KernelFunc,
+  });
+}
+
+/** dy · step(x), x a ReLU's input or output: its gradient; one program on webgpu, tfjs's two elsewhere. */
+export function reluGrad(dy: tf.Tensor, x: tf.Tensor): tf.Tensor {
+  if (tf.getKernel(RELU_GRAD_KERNEL, tf.getBackend())) return tf.engine().runKernel(RELU_GRAD_KERNEL, { dy, x }) as tf.Tensor;
+  return tf.mul(dy, tf.step(x));
+}
