@@ -490,6 +490,17 @@ test('a full float32 sum of many values runs over many workgroups (two programs)
     // Gradients of a spread sum are the same as ever (ones).
     const g = await tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.mul(v, v)))(tf.slice(x, 0, SPREAD_FROM * 2)).data();
     assert.equal(g[5], 2 * host[5]);
+    // The gradient norm's Σ x²: the same two programs, the square in the first; and of a few values.
+    const { sumOfSquares } = await import('../../src/core/training/optim/clip.js');
+    let squares = 0;
+    for (const v of host) squares += v * v;
+    counter.install(tf);
+    const q = sumOfSquares(x);
+    assert.equal(counter.takeAll().dispatches, 2);
+    counter.uninstall();
+    assert.deepEqual(q.shape, []);
+    assert.ok(Math.abs((await q.data())[0] - squares) <= 1e-6 * squares, `${(await q.data())[0]} vs ${squares}`);
+    assert.equal((await sumOfSquares(tf.tensor1d([3, -4])).data())[0], 25);
   } finally {
     disposeBackend(tf);
   }

@@ -36,12 +36,12 @@ interface WebgpuBackendLike {
   disposeData(id: object): void;
 }
 
-/** out[w] = Σ x[w·chunk .. min(n, (w+1)·chunk)), one workgroup per w. */
-function partialSums(outputs: number) {
+/** out[w] = Σ x[w·chunk .. min(n, (w+1)·chunk)) (of x², `squares`), one workgroup per w. */
+function partialSums(outputs: number, squares = false) {
   return namedProgram('XttsSpreadSumProgram', {
     variableNames: ['x'],
     outputShape: [outputs],
-    shaderKey: 'xtts_sum_spread',
+    shaderKey: squares ? 'xtts_sum_spread_squares' : 'xtts_sum_spread',
     dispatchLayout: { x: [0] },
     dispatch: [outputs, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
@@ -55,7 +55,8 @@ function partialSums(outputs: number) {
         let end = min(start + uniforms.chunk, uniforms.n);
         var s = 0.0;
         for (var i = start + tid; i < end; i += ${WORKGROUP}) {
-          s += f32(x[i]);
+          let v = f32(x[i]);
+          s += ${squares ? 'v * v' : 'v'};
         }
         partial[tid] = s;
         workgroupBarrier();
@@ -72,11 +73,11 @@ function partialSums(outputs: number) {
   });
 }
 
-function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: number): tfTypes.TensorInfo {
+function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: number, squares = false): tfTypes.TensorInfo {
   const parts = Math.min(MAX_PARTIALS, Math.ceil(size / (WORKGROUP * PER_INVOCATION)));
   const chunk = Math.ceil(size / parts);
   // One entry per uniform: tfjs aligns a 2-value entry to 8 bytes, the struct's two i32 to 4.
-  const partials = backend.runWebGPUProgram(partialSums(parts), [x], 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
+  const partials = backend.runWebGPUProgram(partialSums(parts, squares), [x], 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
   const total = backend.runWebGPUProgram(partialSums(1), [partials], 'float32', [parts, parts].map((v) => ({ type: 'int32', data: [v] })));
   backend.disposeData(partials.dataId);
   return total;
@@ -173,10 +174,28 @@ function stridedSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, dims: { o
 }
 
 /**
+ * Σ x² over a whole float32 tensor as the spread sum with the square in its first pass (the gradient
+ * norm: no squared copy of every gradient first), a scalar; registered with setDeviceSums.
+ */
+export const SUM_OF_SQUARES_KERNEL = 'XttsSumOfSquares';
+
+/**
  * Puts the spread full sum and the strided sum in front of tfjs's Sum kernel on webgpu (on), or takes
- * them away (off: benches, tests).
+ * them away (off: benches, tests); registers the sum of squares.
  */
 export function setDeviceSums(tf: Tf, on: boolean): void {
+  if (!tf.getKernel(SUM_OF_SQUARES_KERNEL, 'webgpu')) {
+    tf.registerKernel({
+      kernelName: SUM_OF_SQUARES_KERNEL,
+      backendName: 'webgpu',
+      kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuBackendLike }) => {
+        const x = args.inputs.x;
+        if (x.dtype !== 'float32') throw new Error(`a sum of squares of ${x.dtype} values: float32 only`);
+        const out = spreadSum(x, args.backend, Math.max(1, x.shape.reduce((a, b) => a * b, 1)), true);
+        return { dataId: out.dataId, shape: [], dtype: 'float32' as const };
+      }) as unknown as tfTypes.KernelFunc,
+    });
+  }
   wrapWebgpuKernel(tf, 'Sum', on, (original) => (args) => {
     const x = args.inputs.x as tfTypes.TensorInfo;
     const size = x.shape.reduce((a, b) => a * b, 1);

@@ -22,7 +22,7 @@ import type { TrainingConfig } from '../../config/schema.js';
 import { XttsError } from '../../errors.js';
 import { scalar } from '../../model/nn.js';
 import { segments } from '../../model/webgpu-slices.js';
-import { clipFactor } from './clip.js';
+import { clipFactor, sumOfSquares } from './clip.js';
 import { fusedUpdate, fusedUpdateAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';
 
@@ -235,21 +235,22 @@ export class AdamW {
     const { learningRate: lr, values, exact } = this.updateScalars(t);
     const { beta1, beta2 } = this.config.optimizer;
     const uploaded = scalars ? [] : [tf.tensor1d(values)];
-    const perStep = scalars ?? uploaded[0];
     // The three scalars that change per step, one upload (or the caller's input).
-    const [stepSize, epsHat, lrWd] = tf.split(perStep, 3) as tf.Tensor1D[];
+    const perStep = scalars ?? uploaded[0];
     const scaling = this.scaling;
+    const fused = this.updateImpl === 'auto' && fusedUpdateAvailable();
     const result = tf.tidy(() => {
-      const squares = tf.square(sum);
+      // The fused update needs no squared gradients of its own: only their sum, in one pass.
+      const squares = fused ? null : tf.square(sum);
       // With loss scaling the sums are S times the gradients: 1/S joins 1/count.
       const unscale = scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
-      const gradNorm = tf.mul(tf.sqrt(tf.sum(squares)), unscale) as tf.Scalar;
+      const gradNorm = tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale) as tf.Scalar;
       const finiteFlag = tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar; // bool
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
       const scale = tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale) as tf.Scalar;
       const params = tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D;
       let next: tf.Tensor;
-      if (this.updateImpl === 'auto' && fusedUpdateAvailable()) {
+      if (fused) {
         const [p, m, v] = fusedUpdate(
           { params, m: this.m as tf.Tensor1D, v: this.v as tf.Tensor1D, grad: sum, decayMask: this.decayMask, gradScale: scale, finite: finiteFlag, scalars: perStep },
           { beta1, beta2, stepSize: exact[0], epsHat: exact[1], lrWd: exact[2] },
@@ -258,8 +259,9 @@ export class AdamW {
         this.v.assign(v);
         next = p;
       } else {
+        const [stepSize, epsHat, lrWd] = tf.split(perStep, 3) as tf.Tensor1D[];
         const m = tf.add(tf.mul(this.m, scalar(beta1)), tf.mul(sum, tf.mul(scale, scalar(1 - beta1))));
-        const v = tf.add(tf.mul(this.v, scalar(beta2)), tf.mul(squares, tf.mul(tf.square(scale), scalar(1 - beta2))));
+        const v = tf.add(tf.mul(this.v, scalar(beta2)), tf.mul(squares!, tf.mul(tf.square(scale), scalar(1 - beta2))));
         const update = tf.mul(tf.div(m, tf.add(tf.sqrt(v), epsHat)), stepSize);
         const decayed = tf.mul(params, tf.sub(scalar(1), tf.mul(this.decayMask, lrWd)));
         // where() would broadcast the condition once per call; do it once for all three.
@@ -284,7 +286,7 @@ export class AdamW {
       this.skipped.assign(tf.add(this.skipped, tf.cast(tf.equal(finite, scalar(0)), 'float32')));
       return { gradNorm, finite };
     });
-    tf.dispose([...(owned ? [sum, lossSum] : []), stepSize, epsHat, lrWd, ...uploaded]);
+    tf.dispose([...(owned ? [sum, lossSum] : []), ...uploaded]);
     this.accum = null;
     this.accumLoss = null;
     this.accumCount = 0;

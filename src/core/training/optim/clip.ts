@@ -1,11 +1,18 @@
 // Global-norm gradient clipping (Pascanu et al. 2013) on one flat gradient vector: the norm is one
 // square + one sum however many parameters there are. Everything stays on the device.
 import * as tf from '@tensorflow/tfjs-core';
+import { SUM_OF_SQUARES_KERNEL } from '../../backend/webgpu-sum.js';
 import { scalar } from '../../model/nn.js';
 
 /** ‖g‖₂ of a flat vector, as a device scalar. */
 export function globalNorm(flat: tf.Tensor1D): tf.Scalar {
-  return tf.sqrt(tf.sum(tf.square(flat))) as tf.Scalar;
+  return tf.sqrt(sumOfSquares(flat)) as tf.Scalar;
+}
+
+/** Σ x² of a float32 tensor as a device scalar: on webgpu one spread sum (no squared copy first). */
+export function sumOfSquares(x: tf.Tensor): tf.Scalar {
+  if (x.dtype === 'float32' && tf.getKernel(SUM_OF_SQUARES_KERNEL, tf.getBackend())) return tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, { x }) as tf.Scalar;
+  return tf.sum(tf.square(x)) as tf.Scalar;
 }
 
 /**
