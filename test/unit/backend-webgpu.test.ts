@@ -248,7 +248,7 @@ test('the attention\'s fused softmax (one program forward, one backward) on a re
   }
 });
 
-test('attention reading its heads in place (strided batched matmuls) gives the composition\'s context and projection gradients: self-attention over one packed q·k·v projection, cross-attention over packed keys and values, queries shared by the batch; fewer programs', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+test('attention reading its heads in place (strided batched matmuls) gives the composition\'s context and projection gradients: self-attention over one packed q·k·v projection, cross-attention over packed keys and values, queries shared by the batch; a projection\'s parts\' gradients in one program; fewer programs', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   const { setPackedAttention } = await import('../../src/core/model/webgpu-attention.js');
   try {
@@ -273,8 +273,9 @@ test('attention reading its heads in place (strided batched matmuls) gives the c
           return mergeHeads(attend(q, k, v, selfBias, false).context);
         },
         // Forward a transpose, three slices and the context's transpose; backward the context's
-        // transpose and a transpose (the concatenation stays).
-        saved: 7,
+        // transpose, a concatenation and a transpose, and two of the three products (dq, dk and dv
+        // in one program).
+        saved: 10,
       },
       {
         name: 'cross-attention, queries [B·Tq, D], keys and values one [B·Tk, 2D]',
@@ -286,8 +287,9 @@ test('attention reading its heads in place (strided batched matmuls) gives the c
           const [k, v] = splitHeads(kv, B, Tk, 2, H);
           return mergeHeads(attend(q, k, v, padding, false).context);
         },
-        // Forward three transposes and two slices; backward three transposes (the concatenation stays).
-        saved: 8,
+        // Forward three transposes and two slices; backward three transposes, a concatenation and
+        // one product (dk and dv in one program).
+        saved: 10,
       },
       {
         name: 'learned queries [Tq, D] shared by the batch',
@@ -300,7 +302,7 @@ test('attention reading its heads in place (strided batched matmuls) gives the c
           return mergeHeads(attend(q, k, v, padding, false).context);
         },
         // As above, and the broadcast over the batch (an add forward; backward its sum stays).
-        saved: 9,
+        saved: 11,
       },
     ];
     for (const c of cases) {

@@ -280,21 +280,23 @@ export function tiledPerInvocation(d: MatMulDims): 4 | 8 {
   return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 8 : 4;
 }
 
+/** The slab load of one operand (tiledProgram): `operand` read at `at`, whether it lies along K in memory. */
+type SlabLoad = (operand: string, alongK: boolean, at: string) => string;
+
 /**
- * Where the tiled program reads and writes: A[r, kk] at `aAt` and B[kk, c] at `bAt` (WGSL, after
- * `prologue`, which names the batch's variables from workgroupId.z); whether each lies along K in
- * memory; and the store of output (r, c) of value `v` in the batch.
+ * Where the tiled program reads and writes: its inputs' names; the load of A[r, kk] and of B[kk, c]
+ * (WGSL, after `prologue`, which names the batch's variables from workgroupId.z), through `load`; and
+ * the store of output (r, c) of value `v` in the batch.
  */
 interface TiledAddressing {
   name: string;
   /** The shader key, of the outputs per invocation along each side (R). */
   key: (R: number) => string;
+  inputs: string[];
   uniforms: string;
   prologue: string;
-  aAt: string;
-  bAt: string;
-  aAlongK: boolean;
-  bAlongK: boolean;
+  loadA: (load: SlabLoad) => string;
+  loadB: (load: SlabLoad) => string;
   store: (r: string, c: string, v: string) => string;
   /** tfjs's dispatch layout of the output (by default x the columns, y the rows, z the batch). */
   layout?: Record<string, number[]>;
@@ -305,12 +307,12 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
   const TILE = 16 * R;
   const STRIDE = TILE + 2;
   // Stored K-major, rows of STRIDE.
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, where: string) =>
+  const load = (array: string, index: string, origin: string, limit: string): SlabLoad => (operand, alongK, where) =>
     slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, operand, index, origin, limit, at: where, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
   const range = (n: number) => [...Array(n).keys()];
   const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
   return namedProgram(at.name, {
-    variableNames: ['A', 'B'],
+    variableNames: at.inputs,
     outputShape,
     shaderKey: at.key(R),
     dispatchLayout: at.layout ?? { x: [outputShape.length - 1], y: [outputShape.length - 2], z: [0] },
@@ -329,7 +331,7 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
         ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
-        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${load('As', 'A', at.aAlongK, 'r', 'row0', 'uniforms.m', at.aAt)}${load('Bs', 'B', at.bAlongK, 'c', 'col0', 'uniforms.n', at.bAt)}
+        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${at.loadA(load('As', 'r', 'row0', 'uniforms.m'))}${at.loadB(load('Bs', 'c', 'col0', 'uniforms.n'))}
           workgroupBarrier();
           for (var s = 0; s < ${SLAB}; s = s + 1) {
             let base = s * ${STRIDE};
@@ -358,11 +360,11 @@ function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims
   const program = tiledProgram(d, [d.batch, d.m, d.n], {
     name: 'XttsTiledMatMulProgram',
     key: (R) => `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
+    inputs: ['A', 'B'],
     uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
     prologue: 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1);',
-    ...operandIndex(transposeA, transposeB),
-    aAlongK: !transposeA,
-    bAlongK: transposeB,
+    loadA: (load) => load('A', !transposeA, operandIndex(transposeA, transposeB).aAt),
+    loadB: (load) => load('B', transposeB, operandIndex(transposeA, transposeB).bAt),
     store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${v});`,
   });
   return backend.runWebGPUProgram(program, [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
@@ -389,34 +391,63 @@ export interface StridedDims {
   k: number;
 }
 
+/** One product of stridedMatMuls: A and B (indices into its inputs) and the output, each through strides. */
+export interface StridedProduct {
+  a: number;
+  av: StridedMatrix;
+  b: number;
+  bv: StridedMatrix;
+  ov: StridedMatrix;
+}
+
+const STRIDES = ['Offset', 'B', 'H', 'I', 'J'];
+
 /**
- * out = A·B for every (b, h), the tiled program reading A and B and writing the output through
- * strides (StridedMatrix), so that attention heads are read from and written to their projections'
- * [rows, heads·dh] layout in place, without transposes or slices. `outShape` is the output tensor's;
- * the caller's strides write each of its elements once. Float32, on the webgpu backend.
+ * out = A·B for every (b, h) of each product (all of the same m, n and k, into one output tensor of
+ * `outShape`), the tiled program reading A and B and writing the output through strides
+ * (StridedMatrix), so that attention heads are read from and written to their projections'
+ * [rows, heads·dh] layout in place, without transposes, slices or concatenations. The caller's
+ * strides write each element of the output once. Float32, on the webgpu backend.
  */
-export function stridedMatMul(backend: WebgpuBackendLike, a: tfTypes.TensorInfo, av: StridedMatrix, b: tfTypes.TensorInfo, bv: StridedMatrix, outShape: number[], ov: StridedMatrix, d: StridedDims): tfTypes.TensorInfo {
+export function stridedMatMuls(backend: WebgpuBackendLike, inputs: tfTypes.TensorInfo[], products: StridedProduct[], outShape: number[], d: StridedDims): tfTypes.TensorInfo {
+  const batches = d.batch * d.heads;
+  const names = inputs.map((_, i) => `x${i}`);
+  const u = (p: number, operand: string, field: string) => `uniforms.${operand}${field}${p}`;
+  // Workgroup z is (product, b, h); each product's bases are picked by its index (uniform across a workgroup).
+  const pick = (operand: string) => products.reduceRight((rest, _, p) => (p === products.length - 1 ? rest : `select(${rest}, ${operand}${p}, product == ${p})`), `${operand}${products.length - 1}`);
+  const bases = (operand: string) =>
+    products.map((_, p) => `let ${operand}Base${p} = ${u(p, operand, 'Offset')} + bb * ${u(p, operand, 'B')} + hh * ${u(p, operand, 'H')};`).join('\n        ');
   // Neighbouring invocations read along K where the operand lies along K (A's j, B's i).
-  const aAlongK = av.sj === 1;
-  const bAlongK = bv.si === 1;
-  const program = tiledProgram({ batch: d.batch * d.heads, batchA: d.batch * d.heads, batchB: d.batch * d.heads, m: d.m, n: d.n, k: d.k }, outShape, {
+  const loads = (operand: 'a' | 'b', load: SlabLoad) =>
+    products
+      .map((q, p) => {
+        const [input, alongK, at] =
+          operand === 'a' ? [q.a, q.av.sj === 1, `aBase${p} + r * ${u(p, 'a', 'I')} + kk * ${u(p, 'a', 'J')}`] : [q.b, q.bv.si === 1, `bBase${p} + kk * ${u(p, 'b', 'I')} + c * ${u(p, 'b', 'J')}`];
+        return products.length === 1 ? load(names[input], alongK, at) : `if (product == ${p}) {${load(names[input], alongK, at)}\n          }`;
+      })
+      .join('\n          ');
+  const shape = products.map((q) => `${q.a}${q.av.sj === 1 ? 'k' : 'r'}${q.b}${q.bv.si === 1 ? 'k' : 'c'}`).join('_');
+  const program = tiledProgram({ batch: batches * products.length, batchA: batches, batchB: batches, m: d.m, n: d.n, k: d.k }, outShape, {
     name: 'XttsStridedMatMulProgram',
-    key: (R) => `xtts_matmul_strided${R}_${aAlongK}_${bAlongK}`,
-    uniforms: 'm : i32, n : i32, k : i32, heads : i32, aOffset : i32, aB : i32, aH : i32, aI : i32, aJ : i32, bOffset : i32, bB : i32, bH : i32, bI : i32, bJ : i32, oB : i32, oH : i32, oI : i32, oJ : i32,',
+    key: (R) => `xtts_matmul_strided${R}_${inputs.length}_${shape}`,
+    inputs: names,
+    uniforms: `m : i32, n : i32, k : i32, heads : i32, batches : i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
     // Not flat (x over every axis would make tfjs pass main an index).
     layout: outShape.length > 2 ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) } : { x: [1], y: [0] },
-    prologue: `let bb = b / uniforms.heads; let hh = b % uniforms.heads;
-        let aBase = uniforms.aOffset + bb * uniforms.aB + hh * uniforms.aH;
-        let bBase = uniforms.bOffset + bb * uniforms.bB + hh * uniforms.bH;
-        let oBase = bb * uniforms.oB + hh * uniforms.oH;`,
-    aAt: 'aBase + r * uniforms.aI + kk * uniforms.aJ',
-    bAt: 'bBase + kk * uniforms.bI + c * uniforms.bJ',
-    aAlongK,
-    bAlongK,
-    store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * uniforms.oI + ${c} * uniforms.oJ, ${v});`,
+    prologue: `let product = b / uniforms.batches; let bb = (b % uniforms.batches) / uniforms.heads; let hh = b % uniforms.heads;
+        ${bases('a')}
+        ${bases('b')}
+        ${bases('o')}
+        let oBase = ${pick('oBase')};
+        let oI = ${pick('uniforms.oI')};
+        let oJ = ${pick('uniforms.oJ')};`,
+    loadA: (load) => loads('a', load),
+    loadB: (load) => loads('b', load),
+    store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
   });
-  const values = [d.m, d.n, d.k, d.heads, av.offset, av.sb, av.sh, av.si, av.sj, bv.offset, bv.sb, bv.sh, bv.si, bv.sj, ov.sb, ov.sh, ov.si, ov.sj];
-  return backend.runWebGPUProgram(program, [a, b], 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
+  const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
+  const values = [d.m, d.n, d.k, d.heads, batches, ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
+  return backend.runWebGPUProgram(program, inputs, 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
 }
 
 // ---------------------------------------------------------------------------------------------

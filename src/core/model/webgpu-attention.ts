@@ -3,28 +3,35 @@
 // per part of a packed projection: q, k and v come out of one matmul) and its context back (another
 // transpose); backward, the same moves in reverse and a concatenation: about 8 programs per attention
 // and step besides its products and softmax. Here the batched products read q, k, v and the context's
-// gradient through strides where they lie, and write the context and the gradients of q, k and v in
-// the projections' layout (backend/webgpu-matmul.ts's stridedMatMul): 3 programs forward (scores,
-// softmax, context) and 5 or 6 backward (the weights' gradient, the softmax's, dq, dk, dv, and one
-// concatenation where a projection packs several parts). Registered for the webgpu backend only;
-// other backends keep the composition (attention.ts).
+// gradient through strides where they lie, and write the context, and the gradients of q, k and v
+// where those lie in their projections' layout (backend/webgpu-matmul.ts's stridedMatMuls): 3
+// programs forward (scores, softmax, context) and, backward, the weights' gradient, the softmax's and
+// one program per projection for the gradients of its parts (dq, dk and dv of a self-attention's
+// packed projection in one): 3 for a self-attention, 4 for a cross-attention. Registered for the
+// webgpu backend only; other backends keep the composition (attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { type StridedDims, type StridedMatrix, stridedMatMul } from '../backend/webgpu-matmul.js';
+import { type StridedDims, type StridedMatrix, type StridedProduct, stridedMatMuls } from '../backend/webgpu-matmul.js';
 import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
 
 export const STRIDED_MATMUL_KERNEL = 'XttsStridedMatMul';
 
 type Strides = [number, number, number, number, number];
+/** A product for the kernel: A's input and strides, B's, the output's. */
+type Product = [number, Strides, number, Strides, Strides];
 
 if (!tf.getKernel(STRIDED_MATMUL_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: STRIDED_MATMUL_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'a' | 'b', tf.TensorInfo>; backend: Parameters<typeof stridedMatMul>[0]; attrs: { av: Strides; bv: Strides; ov: Strides; outShape: number[]; dims: [number, number, number, number, number] } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: Parameters<typeof stridedMatMuls>[0]; attrs: { products: Product[]; outShape: number[]; dims: [number, number, number, number, number] } }) => {
       const view = ([offset, sb, sh, si, sj]: Strides): StridedMatrix => ({ offset, sb, sh, si, sj });
       const [batch, heads, m, n, k] = attrs.dims;
       const d: StridedDims = { batch, heads, m, n, k };
-      const out = stridedMatMul(backend, inputs.a, view(attrs.av), inputs.b, view(attrs.bv), attrs.outShape, view(attrs.ov), d);
+      const products: StridedProduct[] = attrs.products.map(([a, av, b, bv, ov]) => ({ a, av: view(av), b, bv: view(bv), ov: view(ov) }));
+      const xs = Object.keys(inputs)
+        .sort((x, y) => Number(x.slice(1)) - Number(y.slice(1)))
+        .map((name) => inputs[name]);
+      const out = stridedMatMuls(backend, xs, products, attrs.outShape, d);
       return { ...out, shape: attrs.outShape };
     }) as unknown as tf.KernelFunc,
   });
@@ -70,15 +77,21 @@ function scoresView(tq: number, tk: number, heads: number, transposed = false): 
   return [0, heads * tq * tk, tq * tk, si, sj];
 }
 
+/** The products (A, B and where each output goes: all of one m × n × k) into one tensor of `outShape`, one program. */
+function matmuls(inputs: tf.Tensor[], products: Product[], outShape: number[], dims: [number, number, number, number, number]): tf.Tensor {
+  const named = Object.fromEntries(inputs.map((x, i) => [`x${i}`, x]));
+  return tf.engine().runKernel(STRIDED_MATMUL_KERNEL, named, { products, outShape, dims } as unknown as tf.NamedAttrMap) as tf.Tensor;
+}
+
 function matmul(a: tf.Tensor, av: Strides, b: tf.Tensor, bv: Strides, outShape: number[], ov: Strides, dims: [number, number, number, number, number]): tf.Tensor {
-  return tf.engine().runKernel(STRIDED_MATMUL_KERNEL, { a, b }, { av, bv, ov, outShape, dims } as unknown as tf.NamedAttrMap) as tf.Tensor;
+  return matmuls([a, b], [[0, av, 1, bv, ov]], outShape, dims);
 }
 
 /**
  * softmax(q·kᵀ/√dh + bias)·v for `heads` heads of `headDim`, q, k and v read in place from their
  * projections; bias broadcastable to [B, H, Tq, Tk]. Returns the context [B·Tq, H·dh]. The gradient
- * of each projection is made of its parts' gradients (concatenated where one packs several: they
- * must cover its columns exactly, in order). Where packedAttentionAvailable only.
+ * of each projection is made of its parts' gradients, written where each part lies in it (they must
+ * cover its columns exactly, in order). Where packedAttentionAvailable only.
  */
 export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, batch: number, heads: number, headDim: number, bias: tf.Tensor): tf.Tensor2D {
   if (k.steps !== v.steps || k.shared || v.shared) throw new Error('attendPacked: keys and values must have one length and a batch of their own');
@@ -117,18 +130,31 @@ export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, bat
         const dyView = rowsView(tq, heads, headDim);
         const dWeights = matmul(dy, dyView, vx, headsView(v, headDim, true), scoresShape, scoresView(tq, tk, heads), [batch, heads, tq, tk, headDim]);
         const ds = fusedScaledSoftmaxGrad(w, dWeights as tf.Tensor4D, factor);
-        const grads = {
-          q: () => {
-            const dq = matmul(ds, scoresView(tq, tk, heads), kx, headsView(k, headDim), [batch * tq, heads * headDim], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
-            // Shared queries: the sum over the batch.
-            return q.shared ? tf.sum(tf.reshape(dq, [batch, tq, heads * headDim]), 0) : dq;
-          },
-          k: () => matmul(ds, scoresView(tq, tk, heads, true), qx, headsView(q, headDim), [batch * tk, heads * headDim], rowsView(tk, heads, headDim), [batch, heads, tk, headDim, tq]),
-          v: () => matmul(w, scoresView(tq, tk, heads, true), dy, dyView, [batch * tk, heads * headDim], rowsView(tk, heads, headDim), [batch, heads, tk, headDim, tq]),
+        // Each part's gradient as one product: A and B, and the part's [steps, dh] of its output.
+        const factors: Record<'q' | 'k' | 'v', [tf.Tensor, Strides, tf.Tensor, Strides]> = {
+          q: [ds, scoresView(tq, tk, heads), kx, headsView(k, headDim)],
+          k: [ds, scoresView(tq, tk, heads, true), qx, headsView(q, headDim)],
+          v: [w, scoresView(tq, tk, heads, true), dy, dyView],
         };
-        return parts.map((ps) => {
-          const g = ps.map(({ name }) => grads[name]());
-          return g.length === 1 ? g[0] : tf.concat(g, 1);
+        return parts.map((ps, i) => {
+          const x = inputs[i];
+          const width = x.shape[1];
+          if (q.shared && ps[0].p === q) {
+            // Shared queries: the gradient of every batch entry's, then their sum over the batch.
+            const [a, av, b, bv] = factors.q;
+            const dq = matmul(a, av, b, bv, [batch * tq, width], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
+            return tf.sum(tf.reshape(dq, [batch, tq, width]), 0);
+          }
+          // Every part of one projection in one program, written where the part lies in it. (A
+          // projection holding the queries and the keys is a self-attention's: tq = tk.)
+          const steps = ps[0].p.steps;
+          const sources: tf.Tensor[] = [];
+          const source = (t: tf.Tensor) => (sources.includes(t) ? sources.indexOf(t) : sources.push(t) - 1);
+          const products = ps.map(({ name, p }): Product => {
+            const [a, av, b, bv] = factors[name];
+            return [source(a), av, source(b), bv, [p.column, steps * width, headDim, width, 1]];
+          });
+          return matmuls(sources, products, [batch * steps, width], [batch, heads, steps, headDim, ps[0].name === 'q' ? tk : tq]);
         });
       },
     };
