@@ -45,7 +45,8 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
       assert.equal(compareRecordings(first.recording, second.recording), null);
       for (const r of [first, second]) replayed.push((await r.outputs[0].data())[0]);
       const capture = StepCapture.build(tf, second.recording);
-      assert.equal(capture.programs, second.recording.programs.length);
+      // Its programs, and one that copies the new weights over w's buffer.
+      assert.equal(capture.programs, second.recording.programs.length + 1);
       for (let i = 2; i < xs.length; i++) {
         const [loss, finite] = capture.replay([xs[i], lrs[i]]);
         assert.equal(finite.dtype, 'float32');
@@ -144,6 +145,63 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
       counter.uninstall();
       assert.deepEqual(await ours.data(), await tfjs.data());
       assert.equal(tfjsPrograms - ourPrograms, 1, `${ourPrograms} programs against tfjs's ${tfjsPrograms}`);
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
+  test('the copies a replay ends with, as compute programs of up to 7 pieces from one source: every word in place; a copy of part of a word is refused', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const { CopyPrograms } = await import('../../src/core/backend/replay-copies.js');
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const device = (tf.backend() as any).device;
+      const [STORAGE, COPY_SRC, COPY_DST, MAP_READ] = [0x80, 0x04, 0x08, 0x01];
+      const make = (words: Uint32Array) => {
+        const b = device.createBuffer({ size: Math.max(4, words.byteLength), usage: STORAGE | COPY_SRC | COPY_DST });
+        device.queue.writeBuffer(b, 0, words);
+        return b;
+      };
+      const flat = Uint32Array.from({ length: 70_000 }, (_, i) => (i * 2654435761) >>> 0);
+      const other = Uint32Array.from({ length: 300 }, (_, i) => 7 * i + 1);
+      const [source, second] = [make(flat), make(other)];
+      // 17 pieces of the flat source (sizes from one word to 20,000), one of another source, one of none.
+      const sizes = Array.from({ length: 17 }, (_, k) => [1, 3, 255, 256, 257, 20_000][k % 6] + k);
+      let at = 0;
+      const copies = sizes.map((words) => {
+        const c = { from: source, offsetBytes: 4 * at, to: make(new Uint32Array(words)), bytes: 4 * words };
+        at += words;
+        return c;
+      });
+      copies.push({ from: second, offsetBytes: 4 * 5, to: make(new Uint32Array(290)), bytes: 4 * 290 });
+      copies.push({ from: second, offsetBytes: 8, to: make(new Uint32Array(2)), bytes: 0 });
+      const programs = new CopyPrograms(device, copies);
+      assert.equal(programs.perProgram, Math.min(7, device.limits.maxStorageBuffersPerShaderStage - 1));
+      assert.equal(programs.count, Math.ceil(17 / programs.perProgram) + 1);
+      const encoder = device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      programs.encode(pass);
+      pass.end();
+      device.queue.submit([encoder.finish()]);
+      const read = async (b: { size: number }) => {
+        const staging = device.createBuffer({ size: b.size, usage: MAP_READ | COPY_DST });
+        const e = device.createCommandEncoder();
+        e.copyBufferToBuffer(b, 0, staging, 0, b.size);
+        device.queue.submit([e.finish()]);
+        await staging.mapAsync(1);
+        const words = new Uint32Array(staging.getMappedRange().slice(0));
+        staging.unmap();
+        return words;
+      };
+      at = 0;
+      for (const [k, words] of sizes.entries()) {
+        assert.deepEqual(await read(copies[k].to), flat.subarray(at, at + words), `piece ${k}`);
+        at += words;
+      }
+      assert.deepEqual(await read(copies[17].to), other.subarray(5, 295));
+      assert.deepEqual(Array.from(await read(copies[18].to)), [0, 0]);
+      programs.dispose();
+      assert.throws(() => new CopyPrograms(device, [{ from: second, offsetBytes: 8, to: copies[18].to, bytes: 6 }]), /whole 32-bit words only/);
     } finally {
       disposeBackend(tf);
     }

@@ -17,6 +17,7 @@
 // replay writes a variable's new value into the arena and copies it over the variable's buffer at the
 // end of the step, so the bind groups that read the variables stay valid from one replay to the next.
 import type * as tfTypes from '@tensorflow/tfjs-core';
+import { CopyPrograms } from './replay-copies.js';
 import { deviceArray } from './webgpu-uploads.js';
 
 type Tf = typeof tfTypes;
@@ -308,6 +309,8 @@ export class StepCapture {
   rebinds = 0;
   /** The variables' new values over their buffers, at the end of every replay. */
   private readonly copyBacks: { from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
+  /** copyBacks as compute programs at the end of the step's pass. */
+  private readonly copies: CopyPrograms;
   /** The programs a replay dispatches (all but the elided copies), in order. */
   private readonly active: number[];
   private assignedIds: DataId[];
@@ -397,8 +400,9 @@ export class StepCapture {
       const d = direct.get(a.role);
       return d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes, to, bytes: rec.roles[a.role].bytes } : { from: this.bound[a.role], offsetBytes: 0, to, bytes: rec.roles[a.role].bytes };
     });
+    this.copies = new CopyPrograms(device as unknown as ConstructorParameters<typeof CopyPrograms>[0], this.copyBacks);
     this.bytes = this.buffers.reduce((a, b) => a + b.size, 0);
-    this.programs = this.active.length;
+    this.programs = this.active.length + this.copies.count;
     this.uniforms = rec.programs.map((p, i) => {
       if (skipped.has(i)) return null;
       const u = backend.makeUniforms(p.uniforms.map((x) => ({ type: x.type, data: [...x.data] })));
@@ -429,6 +433,7 @@ export class StepCapture {
   private rebindVariables(): void {
     const backend = this.tf.backend() as unknown as WebgpuBackend;
     const changed = new Set<number>();
+    let copiesChanged = false;
     for (const h of this.held) {
       if (h.variable < 0) continue;
       const dataId = this.rec.variables[h.variable].dataId;
@@ -436,7 +441,11 @@ export class StepCapture {
       // A value assigned from the host is uploaded now (before tfjs's pending work is submitted).
       backend.uploadToGPU(dataId);
       const buffer = backend.tensorMap.get(dataId)!.resource!;
-      for (const c of this.copyBacks) if (c.to === h.buffer) c.to = buffer;
+      for (const c of this.copyBacks) {
+        if (c.to !== h.buffer) continue;
+        c.to = buffer;
+        copiesChanged = true;
+      }
       h.dataId = dataId;
       h.buffer = buffer;
       if (h.role >= 0) {
@@ -444,7 +453,8 @@ export class StepCapture {
         changed.add(h.role);
       }
     }
-    if (changed.size === 0) return;
+    if (copiesChanged) this.copies.build(this.copyBacks);
+    if (changed.size === 0 && !copiesChanged) return;
     this.rec.programs.forEach((p, i) => {
       if (p.roles.some((r) => changed.has(r))) this.bindGroups[i] = this.bindGroup(i);
     });
@@ -548,8 +558,8 @@ export class StepCapture {
       pass.setBindGroup(0, this.bindGroups[i]);
       pass.dispatchWorkgroups(p.dispatch[0], p.dispatch[1], p.dispatch[2]);
     }
+    this.copies.encode(pass);
     pass.end();
-    for (const c of this.copyBacks) encoder.copyBufferToBuffer(c.from, c.offsetBytes, c.to, 0, c.bytes);
     const infos = this.rec.outputs.map((o) => {
       const info = backend.makeTensorInfo(o.shape, o.stored);
       backend.uploadToGPU(info.dataId);
@@ -572,6 +582,7 @@ export class StepCapture {
 
   dispose(): void {
     const backend = this.tf.backend() as unknown as WebgpuBackend;
+    this.copies.dispose();
     for (const b of this.buffers) b.destroy();
     for (const b of this.uniformBuffers) backend.bufferManager.releaseBuffer(b);
     this.buffers.length = 0;
