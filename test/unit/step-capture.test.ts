@@ -154,7 +154,6 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {
       const { CopyPrograms } = await import('../../src/core/backend/replay-copies.js');
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
       const device = (tf.backend() as any).device;
       const [STORAGE, COPY_SRC, COPY_DST, MAP_READ] = [0x80, 0x04, 0x08, 0x01];
       const make = (words: Uint32Array) => {

@@ -202,6 +202,12 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
   return Object.assign(new Named(), fields);
 }
 
+/** What xtts's WebGPU kernels call on tfjs-backend-webgpu's backend: run a program of their own, free a tensor's data. */
+export interface WebgpuProgramRunner {
+  runWebGPUProgram(program: object, inputs: import('@tensorflow/tfjs-core').TensorInfo[], dtype: import('@tensorflow/tfjs-core').DataType, uniforms?: { type: string; data: number[] }[]): import('@tensorflow/tfjs-core').TensorInfo;
+  disposeData(dataId: object): void;
+}
+
 type KernelConfig = import('@tensorflow/tfjs-core').KernelConfig;
 type TensorInfo = import('@tensorflow/tfjs-core').TensorInfo;
 /** What tfjs passes a kernel function. */

@@ -6,27 +6,7 @@
 // one dispatch copies up to `perProgram` pieces, each into its own buffer, at the end of the step's
 // compute pass: the dispatches write distinct buffers and only read their source, so they need no
 // barrier between them. Values are copied as 32-bit words, bit for bit.
-
-interface GpuBuffer {
-  readonly size: number;
-  destroy(): void;
-}
-interface GpuPipeline {
-  getBindGroupLayout(index: number): unknown;
-}
-interface GpuPass {
-  setPipeline(p: GpuPipeline): void;
-  setBindGroup(index: number, group: unknown): void;
-  dispatchWorkgroups(x: number, y: number, z: number): void;
-}
-interface GpuDevice {
-  createBuffer(d: { size: number; usage: number }): GpuBuffer;
-  createBindGroup(d: { layout: unknown; entries: { binding: number; resource: { buffer: GpuBuffer } }[] }): unknown;
-  createShaderModule(d: { code: string }): unknown;
-  createComputePipeline(d: { layout: 'auto'; compute: { module: unknown; entryPoint: string } }): GpuPipeline;
-  readonly limits: { maxStorageBuffersPerShaderStage: number };
-  readonly queue: { writeBuffer(b: GpuBuffer, offset: number, data: ArrayBufferView): void };
-}
+import type { GpuBuffer, GpuDevice, GpuPass, GpuPipeline } from './gpu-types.js';
 
 /** A copy of `bytes` from `from` at `offsetBytes` to the start of `to`. */
 export interface BufferCopy {

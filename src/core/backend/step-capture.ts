@@ -17,36 +17,13 @@
 // replay writes a variable's new value into the arena and copies it over the variable's buffer at the
 // end of the step, so the bind groups that read the variables stay valid from one replay to the next.
 import type * as tfTypes from '@tensorflow/tfjs-core';
+import type { GpuBuffer, GpuDevice, GpuEncoder, GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
 import { deviceArray } from './webgpu-uploads.js';
 
 type Tf = typeof tfTypes;
 
-// What we use of WebGPU and of tfjs-backend-webgpu's internals (4.22), typed as far as we need them.
-interface GpuBuffer {
-  readonly size: number;
-  destroy(): void;
-}
-interface GpuPipeline {
-  getBindGroupLayout(index: number): unknown;
-}
-interface GpuPass {
-  setPipeline(p: GpuPipeline): void;
-  setBindGroup(index: number, group: unknown): void;
-  dispatchWorkgroups(x: number, y: number, z: number): void;
-  end(): void;
-}
-interface GpuEncoder {
-  beginComputePass(descriptor?: object): GpuPass;
-  copyBufferToBuffer(src: GpuBuffer, srcOffset: number, dst: GpuBuffer, dstOffset: number, size: number): void;
-  finish(): unknown;
-}
-interface GpuDevice {
-  createBuffer(d: { size: number; usage: number }): GpuBuffer;
-  createBindGroup(d: { layout: unknown; entries: { binding: number; resource: { buffer: GpuBuffer; offset?: number; size?: number } }[] }): unknown;
-  createCommandEncoder(): GpuEncoder;
-  readonly queue: { writeBuffer(b: GpuBuffer, offset: number, data: ArrayBufferView): void; submit(c: unknown[]): void };
-}
+// What we use of tfjs-backend-webgpu's internals (4.22), typed as far as we need them.
 type DataId = object;
 interface TensorData {
   dtype: tfTypes.DataType;
@@ -400,7 +377,7 @@ export class StepCapture {
       const d = direct.get(a.role);
       return d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes, to, bytes: rec.roles[a.role].bytes } : { from: this.bound[a.role], offsetBytes: 0, to, bytes: rec.roles[a.role].bytes };
     });
-    this.copies = new CopyPrograms(device as unknown as ConstructorParameters<typeof CopyPrograms>[0], this.copyBacks);
+    this.copies = new CopyPrograms(device, this.copyBacks);
     this.bytes = this.buffers.reduce((a, b) => a + b.size, 0);
     this.programs = this.active.length + this.copies.count;
     this.uniforms = rec.programs.map((p, i) => {

@@ -10,7 +10,7 @@
 // _FusedMatMul, go to the tensor-core program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram, wrapWebgpuKernel } from './kernels.js';
+import { namedProgram, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -18,9 +18,7 @@ const WORKGROUP = 64;
 /** K values each partial sums. */
 const CHUNK = 256;
 
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tfTypes.TensorInfo[], dtype: tfTypes.DataType, uniforms?: { type: string; data: number[] }[]): tfTypes.TensorInfo;
-  disposeData(id: object): void;
+interface WebgpuBackendLike extends WebgpuProgramRunner {
   thresholdToIncreaseWorkgroups?: number;
 }
 

@@ -16,7 +16,7 @@
 // as one program whose invocations read neighbouring i (coalesced) and split r among themselves,
 // summed in a fixed order. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram, wrapWebgpuKernel } from './kernels.js';
+import { namedProgram, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -30,11 +30,6 @@ const WORKGROUP = 256;
 const MAX_PARTIALS = 1024;
 /** At least this many values per invocation in the first pass. */
 const PER_INVOCATION = 16;
-
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tfTypes.TensorInfo[], dtype: tfTypes.DataType, uniforms?: { type: string; data: number[] }[]): tfTypes.TensorInfo;
-  disposeData(id: object): void;
-}
 
 /** out[w] = Σ x[w·chunk .. min(n, (w+1)·chunk)) (of x², `squares`), one workgroup per w. */
 function partialSums(outputs: number, squares = false) {
@@ -73,7 +68,7 @@ function partialSums(outputs: number, squares = false) {
   });
 }
 
-function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, size: number, squares = false): tfTypes.TensorInfo {
+function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuProgramRunner, size: number, squares = false): tfTypes.TensorInfo {
   const parts = Math.min(MAX_PARTIALS, Math.ceil(size / (WORKGROUP * PER_INVOCATION)));
   const chunk = Math.ceil(size / parts);
   // One entry per uniform: tfjs aligns a 2-value entry to 8 bytes, the struct's two i32 to 4.
@@ -166,7 +161,7 @@ export function stridedSumColumns(outer: number, inner: number): number {
   return columns;
 }
 
-function stridedSum(x: tfTypes.TensorInfo, backend: WebgpuBackendLike, dims: { outer: number; rows: number; inner: number }): tfTypes.TensorInfo | null {
+function stridedSum(x: tfTypes.TensorInfo, backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }): tfTypes.TensorInfo | null {
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
@@ -188,7 +183,7 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
     tf.registerKernel({
       kernelName: SUM_OF_SQUARES_KERNEL,
       backendName: 'webgpu',
-      kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuBackendLike }) => {
+      kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuProgramRunner }) => {
         const x = args.inputs.x;
         if (x.dtype !== 'float32') throw new Error(`a sum of squares of ${x.dtype} values: float32 only`);
         const out = spreadSum(x, args.backend, Math.max(1, x.shape.reduce((a, b) => a * b, 1)), true);
@@ -205,7 +200,7 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
     const outShape = x.shape.map((d, i) => (axes.includes(i) ? 1 : d)).filter((_, i) => keepDims || !axes.includes(i));
     const tfjs = () => original.kernelFunc(args as never) as tfTypes.TensorInfo;
     if (x.dtype !== 'float32' || size === 0) return tfjs();
-    const backend = args.backend as WebgpuBackendLike;
+    const backend = args.backend as WebgpuProgramRunner;
     let out: tfTypes.TensorInfo | null = null;
     if (new Set(axes).size === x.shape.length) {
       if (size < SPREAD_FROM) return tfjs();

@@ -309,10 +309,12 @@ export class DropoutPool {
       this.plan?.push({ rate, whole, rowOffset, size });
       offset = Math.floor(this.rng.next() * (pool.size - whole + 1)) + rowOffset;
     }
-    if (maskAtAvailable()) {
+    if (maskAtAvailable() && (at !== null || base !== null)) {
       // webgpu: the window and the multiply (and the residual's add) in one program, forward and
-      // backward. An offset drawn here goes to the device as a one-value tensor, so that eager steps
-      // run the very programs a replayed step runs, and train bit for bit as it does.
+      // backward. A residual's offset drawn here goes to the device as a one-value tensor, so that
+      // eager steps add as replayed ones do (a separate multiply and add may round otherwise than the
+      // one program), and train bit for bit as they do. A plain dropout drawn here (synthesis' prenet)
+      // multiplies by a slice of the pool below: the same products as maskAt's, without an upload.
       const { offsets, k } = at ?? { offsets: tf.tensor1d([offset], 'int32'), k: 0 };
       if (base === null) {
         const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {

@@ -5,16 +5,12 @@
 // forward and its gradient one program backward; no padding is needed, frames outside the clip count
 // as zero. Registered for the webgpu backend only (the others pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const TAP_SUM_KERNEL = 'XttsTapSum';
 export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';
 
 const WORKGROUP = 64;
-
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
-}
 
 const UNIFORMS = 'frames : i32, kernel : i32, half : i32, outCh : i32,';
 
@@ -88,7 +84,7 @@ if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: TAP_SUM_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<'taps' | 'bias', tf.TensorInfo>; backend: WebgpuBackendLike }) => {
+    kernelFunc: (({ inputs, backend }: { inputs: Record<'taps' | 'bias', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const [batch, frames, kernel, outCh] = inputs.taps.shape;
       return backend.runWebGPUProgram(tapSumProgram([batch, frames, outCh]), [inputs.taps, inputs.bias], 'float32', uniforms(frames, kernel, outCh));
     }) as unknown as tf.KernelFunc,
@@ -96,7 +92,7 @@ if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: TAP_SUM_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'dy', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { kernel: number } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'dy', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { kernel: number } }) => {
       const [batch, frames, outCh] = inputs.dy.shape;
       return backend.runWebGPUProgram(tapSumGradProgram([batch, frames, attrs.kernel, outCh]), [inputs.dy], 'float32', uniforms(frames, attrs.kernel, outCh));
     }) as unknown as tf.KernelFunc,

@@ -4,7 +4,7 @@
 // it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const LN_EPSILON = 1e-5;
 export const LN_KERNEL = 'XttsLayerNorm';
@@ -134,21 +134,17 @@ function gradProgram(shape: number[]): Program {
   });
 }
 
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: Program, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
-}
-
 if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: LN_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { mode: 'gain' | 'product' } }) =>
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { mode: 'gain' | 'product' } }) =>
       backend.runWebGPUProgram(normalizeProgram(inputs.x.shape, attrs.mode), [inputs.x, inputs.w], 'float32')) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: LN_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike }) =>
+    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
       backend.runWebGPUProgram(gradProgram(inputs.x.shape), [inputs.x, inputs.g, inputs.dy], 'float32')) as unknown as tf.KernelFunc,
   });
 }

@@ -4,21 +4,17 @@
 // so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
 
 const WORKGROUP = 64;
 
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType): tf.TensorInfo;
-}
-
 if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: RELU_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuBackendLike }) => {
+    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
       const program = namedProgram('XttsReluGradProgram', {
         variableNames: ['dy', 'x'],

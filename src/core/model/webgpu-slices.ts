@@ -12,7 +12,7 @@
 //    buffer copies straight into the variables' buffers instead of ~one program per parameter.
 import * as tf from '@tensorflow/tfjs-core';
 import { COPY_SHADER_KEY } from '../backend/step-capture.js';
-import { namedProgram } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
@@ -20,10 +20,6 @@ export const MASK_KERNEL = 'XttsMaskAt';
 export const MASK_ADD_KERNEL = 'XttsMaskAdd';
 
 const WORKGROUP = 64;
-
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
-}
 
 const PROGRAM_NAMES: Record<string, string> = { [COPY_SHADER_KEY]: 'XttsSegmentProgram', xtts_window_at: 'XttsWindowProgram', xtts_mask_at: 'XttsMaskProgram', xtts_mask_add: 'XttsMaskAddProgram' };
 
@@ -51,7 +47,7 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: WINDOW_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number; size: number } }) =>
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number; size: number } }) =>
       backend.runWebGPUProgram(copyProgram('xtts_window_at', ['pool', 'offsets'], attrs.size, 'k : i32,', 'offsets[uniforms.k]'), [inputs.pool, inputs.offsets], 'float32', [
         { type: 'int32', data: [attrs.k] },
       ])) as unknown as tf.KernelFunc,
@@ -59,7 +55,7 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: MASK_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
       const size = inputs.x.shape.reduce((a, b) => a * b, 1);
       const out = backend.runWebGPUProgram(copyProgram('xtts_mask_at', ['pool', 'offsets', 'x'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `${w} * x[index]`), [inputs.pool, inputs.offsets, inputs.x], 'float32', [{ type: 'int32', data: [attrs.k] }]);
       return { ...out, shape: inputs.x.shape };
@@ -68,7 +64,7 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: MASK_ADD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { k: number } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
       const size = inputs.x.shape.reduce((a, b) => a * b, 1);
       const program = copyProgram('xtts_mask_add', ['pool', 'offsets', 'x', 'base'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `base[index] + ${w} * x[index]`);
       const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [{ type: 'int32', data: [attrs.k] }]);
@@ -78,7 +74,7 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: SEGMENT_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x', tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { sizes: number[] } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { sizes: number[] } }) => {
       let start = 0;
       return attrs.sizes.map((size) => {
         const out = backend.runWebGPUProgram(copyProgram(COPY_SHADER_KEY, ['x'], size, 'start : i32,', 'uniforms.start'), [inputs.x], inputs.x.dtype, [{ type: 'int32', data: [start] }]);

@@ -8,15 +8,11 @@
 // read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, workgroupGrid } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../backend/kernels.js';
 import { ROW_BLOCK, ROW_REDUCE } from './webgpu-layernorm.js';
 
 export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';
 export const SOFTMAX_GRAD_KERNEL = 'XttsScaledSoftmaxGrad';
-
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
-}
 
 /**
  * The row this workgroup reduces. A workgroup past the last row reads and writes nothing (n = 0) but
@@ -113,7 +109,7 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: SOFTMAX_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) => {
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { scale: number } }) => {
       const { scores, bias } = inputs;
       const strides = broadcastStrides(bias.shape, scores.shape);
       return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [uniform('float32', attrs.scale), ...strides.map((s) => uniform('int32', s))]);
@@ -122,7 +118,7 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: SOFTMAX_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuBackendLike; attrs: { scale: number } }) =>
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { scale: number } }) =>
       backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [uniform('float32', attrs.scale)])) as unknown as tf.KernelFunc,
   });
 }

@@ -9,7 +9,7 @@
 // uses the composition. Results differ from the composition by float32 rounding only (tests hold them
 // together).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, workgroupGrid } from '../../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../../backend/kernels.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 
@@ -67,10 +67,6 @@ function cpuAdamW({ inputs: named, backend, attrs }: { inputs: tf.NamedTensorInf
 
 if (!tf.getKernel(ADAMW_KERNEL, 'cpu')) tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'cpu', kernelFunc: cpuAdamW as unknown as tf.KernelFunc });
 
-interface WebgpuBackendLike {
-  runWebGPUProgram(program: object, inputs: tf.TensorInfo[], dtype: tf.DataType, uniforms?: { type: string; data: number[] }[]): tf.TensorInfo;
-}
-
 const WORKGROUP = 256;
 
 /** One elementwise program over the flat vector: `value` of index i from the named inputs, kept where the step is not finite. */
@@ -100,7 +96,7 @@ function updateProgram(name: string, inputs: string[], size: number, value: stri
  * run constants (uniforms); the scale, the finite flag and the per-step scalars are device tensors.
  */
 function webgpuUpdate(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
-  const b = args.backend as WebgpuBackendLike;
+  const b = args.backend as WebgpuProgramRunner;
   const i = args.inputs as Record<'params' | 'm' | 'v' | 'grad' | 'decayMask' | 'gradScale' | 'finite' | 'scalars', tf.TensorInfo>;
   if (!i.scalars) throw new Error(`${ADAMW_KERNEL} on webgpu takes its per-step scalars as a tensor (scalars: [stepSize, epsHat, lrWd])`);
   const { beta1, beta2 } = args.attrs as unknown as FusedUpdateAttrs;
