@@ -64,13 +64,14 @@ export class CopyPrograms {
 
   /** Builds the programs again (a variable's buffer changed). */
   build(copies: readonly BufferCopy[]): void {
-    for (const u of this.uniforms) u.destroy();
-    this.uniforms.length = 0;
-    this.programs = [];
+    this.dispose();
     const bySource = new Map<GpuBuffer, BufferCopy[]>();
     for (const c of copies) {
       if (c.offsetBytes % 4 !== 0 || c.bytes % 4 !== 0) throw new Error(`a copy of ${c.bytes} bytes at byte ${c.offsetBytes}: whole 32-bit words only`);
-      if (c.bytes > 0) bySource.set(c.from, [...(bySource.get(c.from) ?? []), c]);
+      if (c.bytes === 0) continue;
+      const list = bySource.get(c.from);
+      if (list) list.push(c);
+      else bySource.set(c.from, [c]);
     }
     for (const [from, list] of bySource) {
       for (let start = 0; start < list.length; start += this.perProgram) {

@@ -355,14 +355,15 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
 
 /** A × B through the tiled program; the caller checks the dtypes, inner dimensions and batches. */
 function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+  const at = operandIndex(transposeA, transposeB);
   const program = tiledProgram(d, [d.batch, d.m, d.n], {
     name: 'XttsTiledMatMulProgram',
     key: (R) => `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
     inputs: ['A', 'B'],
     uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
     prologue: 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1);',
-    loadA: (load) => load('A', !transposeA, operandIndex(transposeA, transposeB).aAt),
-    loadB: (load) => load('B', transposeB, operandIndex(transposeA, transposeB).bAt),
+    loadA: (load) => load('A', !transposeA, at.aAt),
+    loadB: (load) => load('B', transposeB, at.bAt),
     store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${v});`,
   });
   return backend.runWebGPUProgram(program, [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));

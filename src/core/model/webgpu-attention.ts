@@ -137,14 +137,7 @@ export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, bat
           v: [w, scoresView(tq, tk, heads, true), dy, dyView],
         };
         return parts.map((ps, i) => {
-          const x = inputs[i];
-          const width = x.shape[1];
-          if (q.shared && ps[0].p === q) {
-            // Shared queries: the gradient of every batch entry's, then their sum over the batch.
-            const [a, av, b, bv] = factors.q;
-            const dq = matmul(a, av, b, bv, [batch * tq, width], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
-            return tf.sum(tf.reshape(dq, [batch, tq, width]), 0);
-          }
+          const width = inputs[i].shape[1];
           // Every part of one projection in one program, written where the part lies in it. (A
           // projection holding the queries and the keys is a self-attention's: tq = tk.)
           const steps = ps[0].p.steps;
@@ -154,7 +147,9 @@ export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, bat
             const [a, av, b, bv] = factors[name];
             return [source(a), av, source(b), bv, [p.column, steps * width, headDim, width, 1]];
           });
-          return matmuls(sources, products, [batch * steps, width], [batch, heads, steps, headDim, ps[0].name === 'q' ? tk : tq]);
+          const g = matmuls(sources, products, [batch * steps, width], [batch, heads, steps, headDim, ps[0].name === 'q' ? tk : tq]);
+          // Shared queries: every batch entry's gradient, then their sum over the batch.
+          return ps[0].p.shared ? tf.sum(tf.reshape(g, [batch, steps, width]), 0) : g;
         });
       },
     };
