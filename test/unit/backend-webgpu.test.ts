@@ -185,6 +185,29 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
       }
     }
     assert.ok(worst < 1e-4, `largest difference ${worst}`);
+    // A second gradient of x (the residual stream's) added in the same program.
+    const plus = tf.randomNormal([rows, cols], 0, 1, 'float32', 4) as import('@tensorflow/tfjs-core').Tensor2D;
+    const [withPlus, P] = [await fusedNormalizeGrad(x, g, dy, plus).data(), await plus.data()];
+    assert.ok(withPlus.every((v, i) => Math.abs(v - (dx[i] + P[i])) < 1e-6));
+    // A pre-norm block's norm with the residual beside it: its backward adds the two gradients of x
+    // (one program fewer than the norm and the tape's add), the same gradients.
+    const { LayerNorm } = await import('../../src/core/model/nn.js');
+    const { ParamStore } = await import('../../src/core/model/params.js');
+    const ln = new LayerNorm(new ParamStore(1), 'ln', cols);
+    const programsAndGrad = (fused: boolean) => {
+      const counter = new KernelCounter().install(tf);
+      const dxOf = tf.grad((v: import('@tensorflow/tfjs-core').Tensor) => {
+        const [n, r] = fused ? Object.values(ln.applyWithResidual(v as never)) : [ln.apply(v as never), v];
+        return tf.add(tf.sum(tf.mul(n, dy)), tf.sum(tf.mul(r, plus)));
+      })(x);
+      const programs = counter.takeAll().dispatches;
+      counter.uninstall();
+      return { programs, dx: dxOf };
+    };
+    const [plain, fused] = [programsAndGrad(false), programsAndGrad(true)];
+    assert.equal(fused.programs, plain.programs - 1);
+    const [a, b] = [await plain.dx.data(), await fused.dx.data()];
+    assert.ok(a.every((v, i) => Math.abs(v - b[i]) < 1e-6));
   } finally {
     disposeBackend(tf);
   }

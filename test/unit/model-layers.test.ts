@@ -34,6 +34,29 @@ describe('layer norm', () => {
     const { grads } = tf.variableGrads(() => tf.sum(tf.mul(ln.apply(x), dy)) as tf.Scalar, [ln.g]);
     assert.ok(maxAbsDiff(grads[ln.g.name], dgRef) < 1e-4);
   });
+
+  it('applyWithResidual: the norm and x as two outputs, the same values and gradients as apply(x) beside x', () => {
+    const store = new ParamStore(3);
+    const ln = new LayerNorm(store, 'ln', 24);
+    ln.g.assign(tf.randomUniform([24], 0.5, 1.5, 'float32', 4));
+    const x = tf.randomNormal([10, 24], 1, 2, 'float32', 5) as tf.Tensor2D;
+    const [dn, dr] = [tf.randomNormal([10, 24], 0, 1, 'float32', 6), tf.randomNormal([10, 24], 0, 1, 'float32', 7)];
+    const { normed, residual } = ln.applyWithResidual(x);
+    assert.equal(maxAbsDiff(normed, ln.apply(x)), 0);
+    assert.equal(maxAbsDiff(residual, x), 0);
+    // A pre-norm block: both outputs feed the loss, so x gets two gradients (summed by the tape for apply).
+    const loss = (both: (v: tf.Tensor2D) => [tf.Tensor, tf.Tensor]) => () => {
+      const [n, r] = both(x);
+      return tf.add(tf.sum(tf.mul(tf.relu(n), dn)), tf.sum(tf.mul(tf.square(r), dr))) as tf.Scalar;
+    };
+    const plain = tf.variableGrads(loss((v) => [ln.apply(v), v]), [ln.g]);
+    const fused = tf.variableGrads(loss((v) => { const o = ln.applyWithResidual(v); return [o.normed, o.residual]; }), [ln.g]);
+    assert.ok(maxAbsDiff(fused.grads[ln.g.name], plain.grads[ln.g.name]) < 1e-6);
+    const dxPlain = tf.grad((v: tf.Tensor) => loss(() => [ln.apply(v as tf.Tensor2D), v])())(x);
+    const dxFused = tf.grad((v: tf.Tensor) => loss(() => { const o = ln.applyWithResidual(v as tf.Tensor2D); return [o.normed, o.residual]; })())(x);
+    assert.ok(maxAbsDiff(dxFused, dxPlain) < 1e-5, `dx differs by ${maxAbsDiff(dxFused, dxPlain)}`);
+    assert.ok(maxAbsDiff(dxFused, tf.zerosLike(dxFused)) > 0.1);
+  });
 });
 
 describe('fused linear', () => {

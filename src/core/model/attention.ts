@@ -160,7 +160,9 @@ export class EncoderBlock {
 
   // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
   apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    const h = c.dropout.residual(x, this.attn.apply(this.ln1.apply(x), c.batch, c.steps, bias), c.dropoutRate);
-    return c.dropout.residual(h, this.mlp.apply(this.ln2.apply(h)), c.dropoutRate);
+    const a = this.ln1.applyWithResidual(x);
+    const h = c.dropout.residual(a.residual, this.attn.apply(a.normed, c.batch, c.steps, bias), c.dropoutRate);
+    const m = this.ln2.applyWithResidual(h);
+    return c.dropout.residual(m.residual, this.mlp.apply(m.normed), c.dropoutRate);
   }
 }

@@ -61,9 +61,12 @@ export class DecoderBlock {
 
   // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
   apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    let h = c.dropout.residual(x, this.self.apply(this.ln1.apply(x), c.batch, c.steps, selfBias), c.dropoutRate);
-    h = c.dropout.residual(h, this.cross.apply(this.ln2.apply(h), c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
-    return c.dropout.residual(h, this.mlp.apply(this.ln3.apply(h)), c.dropoutRate);
+    const s = this.ln1.applyWithResidual(x);
+    let h = c.dropout.residual(s.residual, this.self.apply(s.normed, c.batch, c.steps, selfBias), c.dropoutRate);
+    const q = this.ln2.applyWithResidual(h);
+    h = c.dropout.residual(q.residual, this.cross.apply(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
+    const m = this.ln3.applyWithResidual(h);
+    return c.dropout.residual(m.residual, this.mlp.apply(m.normed), c.dropoutRate);
   }
 
   /**

@@ -98,7 +98,8 @@ export class ConditioningEncoder {
     }
     const pooled = this.poolOut.apply(context);
     const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
-    const out = c.dropout.residual(lat, this.poolMlp.apply(this.lnPool.apply(lat)), c.dropoutRate);
+    const p = this.lnPool.applyWithResidual(lat);
+    const out = c.dropout.residual(p.residual, this.poolMlp.apply(p.normed), c.dropoutRate);
     return this.lnOut.apply(out);
   }
 }

@@ -149,49 +149,93 @@ export class Linear {
 // (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
 // (PaLM drops it too, Chowdhery et al. 2022).
 
+/** The norm's forward: its value, and what its backward (normGrad) reads. */
+function normForward(x: tf.Tensor2D, g: tf.Tensor1D): { value: tf.Tensor2D; saved: tf.Tensor[] } {
+  // One program forward; backward recomputes the row statistics from x (webgpu-layernorm.ts).
+  if (fusedLayerNormAvailable()) return { value: fusedNormalize(x, g, 'gain'), saved: [x] };
+  // x: [rows, features]
+  const centred = tf.sub(x, tf.mean(x, -1, true));
+  const inv = tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), scalar(LN_EPSILON)));
+  const xhat = tf.mul(centred, inv);
+  return { value: tf.mul(xhat, g), saved: [xhat, inv] };
+}
+
+/** [dx (+ plus, a second gradient of x), dg] from what normForward saved. */
+function normGrad(saved: tf.Tensor[], g: tf.Tensor1D, dy: tf.Tensor2D, plus: tf.Tensor2D | null): [tf.Tensor2D, tf.Tensor1D] {
+  if (fusedLayerNormAvailable()) {
+    const xs = saved[0] as tf.Tensor2D;
+    return [fusedNormalizeGrad(xs, g, dy, plus ?? undefined), tf.sum(fusedNormalize(xs, dy, 'product'), 0)];
+  }
+  const [xh, iv] = saved;
+  const dxhat = tf.mul(dy, g);
+  const meanD = tf.mean(dxhat, -1, true);
+  const meanDX = tf.mean(tf.mul(dxhat, xh), -1, true);
+  const dx = tf.mul(tf.sub(tf.sub(dxhat, meanD), tf.mul(xh, meanDX)), iv) as tf.Tensor2D;
+  return [plus ? tf.add(dx, plus) : dx, tf.sum(tf.mul(dy, xh), 0)];
+}
+
 function layerNormOp(g: tf.Tensor1D) {
   return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const [x, , save] = args as [tf.Tensor2D, tf.Tensor1D, tf.GradSaveFunc];
-    if (fusedLayerNormAvailable()) {
-      // One program forward; backward recomputes the row statistics from x (webgpu-layernorm.ts).
-      save([x]);
-      return {
-        value: fusedNormalize(x, g, 'gain'),
-        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-          const xs = saved[0] as tf.Tensor2D;
-          return [fusedNormalizeGrad(xs, g, dy as tf.Tensor2D), tf.sum(fusedNormalize(xs, dy, 'product'), 0)];
-        },
-      };
-    }
-    // x: [rows, features]
-    const centred = tf.sub(x, tf.mean(x, -1, true));
-    const inv = tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), scalar(LN_EPSILON)));
-    const xhat = tf.mul(centred, inv);
-    save([xhat, inv]);
-    return {
-      value: tf.mul(xhat, g),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-        const [xh, iv] = saved;
-        const dxhat = tf.mul(dy, g);
-        const meanD = tf.mean(dxhat, -1, true);
-        const meanDX = tf.mean(tf.mul(dxhat, xh), -1, true);
-        const dx = tf.mul(tf.sub(tf.sub(dxhat, meanD), tf.mul(xh, meanDX)), iv);
-        return [dx, tf.sum(tf.mul(dy, xh), 0)];
-      },
-    };
+    const { value, saved } = normForward(x, g);
+    save(saved);
+    return { value, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]): tf.Tensor[] => normGrad(s, g, dy as tf.Tensor2D, null) };
   });
+}
+
+/**
+ * [the norm of x, x itself] as one op of two outputs: a pre-norm block reads x twice (the norm, and
+ * the residual connection around the block), so the tape would add the two gradients of x in a
+ * program of their own; here the norm's backward adds the residual's gradient while it computes its
+ * own (one program on webgpu). tf.customGrad takes one output only: this goes through the engine's
+ * runKernelFunc, as customGrad itself does.
+ */
+function layerNormWithResidualOp(g: tf.Tensor1D) {
+  return (x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D] => {
+    const engine = tf.engine() as unknown as {
+      runKernelFunc(k: {
+        forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => tf.Tensor[];
+        backwardsFunc: (dys: tf.Tensor[], saved: tf.Tensor[]) => Record<string, () => tf.Tensor>;
+        inputs: Record<string, tf.Tensor>;
+      }): tf.Tensor[];
+    };
+    const [normed, residual] = engine.runKernelFunc({
+      forwardFunc: (_backend, save) => {
+        const { value, saved } = normForward(x, g);
+        save(saved);
+        // The same data under a new tensor (no program): the tape tells the two outputs apart.
+        return [value, tf.clone(x)];
+      },
+      backwardsFunc: ([dNormed, dResidual], saved) => {
+        const [dx, dg] = normGrad(saved, g, dNormed as tf.Tensor2D, dResidual as tf.Tensor2D);
+        return { x: () => dx, g: () => dg };
+      },
+      inputs: { x, g },
+    });
+    return [normed as tf.Tensor2D, residual as tf.Tensor2D];
+  };
 }
 
 export class LayerNorm {
   readonly g: tf.Variable;
   private readonly op: (x: tf.Tensor, g: tf.Tensor) => tf.Tensor;
+  private readonly withResidual: (x: tf.Tensor2D) => [tf.Tensor2D, tf.Tensor2D];
   constructor(store: ParamStore, name: string, dim: number) {
     this.g = store.param(`${name}.g`, [dim], { kind: 'ones' });
     this.op = layerNormOp(this.g as tf.Tensor1D);
+    this.withResidual = layerNormWithResidualOp(this.g as tf.Tensor1D);
   }
   // [rows, dim] -> [rows, dim]
   apply(x: tf.Tensor2D): tf.Tensor2D {
     return this.op(x, this.g) as tf.Tensor2D;
+  }
+  /**
+   * The norm of x, and x to add around the block that reads the norm (a pre-norm residual block):
+   * the same values as [apply(x), x], with the two gradients of x added inside the norm's backward.
+   */
+  applyWithResidual(x: tf.Tensor2D): { normed: tf.Tensor2D; residual: tf.Tensor2D } {
+    const [normed, residual] = this.withResidual(x);
+    return { normed, residual };
   }
 }
 

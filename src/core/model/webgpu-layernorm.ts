@@ -1,7 +1,9 @@
 // Layer norm as single WebGPU programs: one workgroup per row reduces the row in shared memory
 // (the pattern of tfjs-backend-webgpu's own softmax program). The composition in nn.ts costs 8
 // kernels forward and 10 backward per norm, ~35% of a training step's kernels; these programs make
-// it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). Registered for the webgpu
+// it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). The dx program adds a
+// second gradient of x where there is one (the residual stream's, which a pre-norm block also reads:
+// nn.ts LayerNorm.applyWithResidual), which spares the tape's add of the two. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
 import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
@@ -99,12 +101,12 @@ function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
   });
 }
 
-/** dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)), dŷ = dy·g. */
-function gradProgram(shape: number[]): Program {
+/** dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)) (+ plus), dŷ = dy·g. */
+function gradProgram(shape: number[], plus: boolean): Program {
   return namedProgram('XttsLayerNormGradProgram', {
-    variableNames: ['x', 'g', 'dy'],
+    variableNames: plus ? ['x', 'g', 'dy', 'plus'] : ['x', 'g', 'dy'],
     outputShape: shape,
-    shaderKey: 'xtts_layernorm_grad',
+    shaderKey: plus ? 'xtts_layernorm_grad_plus' : 'xtts_layernorm_grad',
     dispatchLayout: { x: [0, 1] },
     dispatch: [shape[0], 1, 1],
     workgroupSize: [BLOCK, 1, 1],
@@ -128,7 +130,7 @@ function gradProgram(shape: number[]): Program {
         for (var col = tid; col < cols; col += blockSize) {
           let xh = (getX(row, col) - stats.x) * stats.y;
           let d = getDy(row, col) * getG(col);
-          setOutputAtCoords(row, col, stats.y * (d - a - xh * b));
+          setOutputAtCoords(row, col, stats.y * (d - a - xh * b)${plus ? ' + getPlus(row, col)' : ''});
         }
       }`,
   });
@@ -145,7 +147,7 @@ if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
     kernelName: LN_GRAD_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
-      backend.runWebGPUProgram(gradProgram(inputs.x.shape), [inputs.x, inputs.g, inputs.dy], 'float32')) as unknown as tf.KernelFunc,
+      backend.runWebGPUProgram(gradProgram(inputs.x.shape, inputs.plus !== undefined), inputs.plus ? [inputs.x, inputs.g, inputs.dy, inputs.plus] : [inputs.x, inputs.g, inputs.dy], 'float32')) as unknown as tf.KernelFunc,
   });
 }
 
@@ -164,7 +166,7 @@ export function fusedNormalize(x: tf.Tensor2D, w: tf.Tensor, mode: 'gain' | 'pro
   return tf.engine().runKernel(LN_KERNEL, { x, w }, { mode }) as tf.Tensor2D;
 }
 
-// x, dy [rows, cols], g [cols] -> dx [rows, cols]
-export function fusedNormalizeGrad(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D): tf.Tensor2D {
-  return tf.engine().runKernel(LN_GRAD_KERNEL, { x, g, dy }) as tf.Tensor2D;
+// x, dy [rows, cols], g [cols] -> dx [rows, cols]; plus [rows, cols]: added to dx in the same program
+export function fusedNormalizeGrad(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D, plus?: tf.Tensor2D): tf.Tensor2D {
+  return tf.engine().runKernel(LN_GRAD_KERNEL, plus ? { x, g, dy, plus } : { x, g, dy }) as tf.Tensor2D;
 }
