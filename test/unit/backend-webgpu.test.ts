@@ -162,15 +162,20 @@ test('the f16 matmul tiles 128×128 where there are enough tiles, and splits K o
   assert.equal(f16Parts(matMulDims([2, 4096, 64], [2, 4096, 64], true, false)), 1);
 });
 
-test('the fused layer norm and its gradient on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+test('the fused layer norm and its gradients on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total); two programs backward, the row moments passed from the first to the second as its second output', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
-    const { fusedNormalize, fusedNormalizeGrad, LN_EPSILON } = await import('../../src/core/model/webgpu-layernorm.js');
+    const { fusedNormalize, fusedNormalizeGrads, LN_EPSILON } = await import('../../src/core/model/webgpu-layernorm.js');
     const [rows, cols] = [64, 80];
     const x = tf.randomNormal([rows, cols], 0, 1, 'float32', 1) as import('@tensorflow/tfjs-core').Tensor2D;
     const g = tf.randomNormal([cols], 1, 0.1, 'float32', 2) as import('@tensorflow/tfjs-core').Tensor1D;
     const dy = tf.randomNormal([rows, cols], 0, 1, 'float32', 3) as import('@tensorflow/tfjs-core').Tensor2D;
-    const [y, dx] = [await fusedNormalize(x, g, 'gain').data(), await fusedNormalizeGrad(x, g, dy).data()];
+    const counter = new KernelCounter().install(tf);
+    const [dxT, dgT] = fusedNormalizeGrads(x, g, dy);
+    assert.equal(counter.takeAll().dispatches, 2, 'dx (and the row moments), then the gain gradient');
+    counter.uninstall();
+    const [y, dx, dg] = [await fusedNormalize(x, g).data(), await dxT.data(), await dgT.data()];
+    const dgHost = new Float64Array(cols);
     const [X, G, D] = [await x.array(), await g.data(), await dy.array()];
     let worst = 0;
     for (let r = 0; r < rows; r++) {
@@ -182,12 +187,14 @@ test('the fused layer norm and its gradient on a real device match the host\'s a
       const b = d.reduce((s, v, c) => s + v * xh[c], 0) / cols;
       for (let c = 0; c < cols; c++) {
         worst = Math.max(worst, Math.abs(xh[c] * G[c] - y[r * cols + c]), Math.abs(inv * (d[c] - a - xh[c] * b) - dx[r * cols + c]));
+        dgHost[c] += xh[c] * D[r][c];
       }
     }
+    for (let c = 0; c < cols; c++) worst = Math.max(worst, Math.abs(dgHost[c] - dg[c]));
     assert.ok(worst < 1e-4, `largest difference ${worst}`);
     // A second gradient of x (the residual stream's) added in the same program.
     const plus = tf.randomNormal([rows, cols], 0, 1, 'float32', 4) as import('@tensorflow/tfjs-core').Tensor2D;
-    const [withPlus, P] = [await fusedNormalizeGrad(x, g, dy, plus).data(), await plus.data()];
+    const [withPlus, P] = [await fusedNormalizeGrads(x, g, dy, plus)[0].data(), await plus.data()];
     assert.ok(withPlus.every((v, i) => Math.abs(v - (dx[i] + P[i])) < 1e-6));
     // A pre-norm block's norm with the residual beside it: its backward adds the two gradients of x
     // (one program fewer than the norm and the tape's add), the same gradients.

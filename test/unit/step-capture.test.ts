@@ -73,6 +73,49 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     }
   });
 
+  test('a program of two outputs (a layer norm\'s dx, and the row moments its gain gradient reads) is recorded as making both; replays give the eager losses and gain bit for bit', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const { LayerNorm } = await import('../../src/core/model/nn.js');
+      const { ParamStore } = await import('../../src/core/model/params.js');
+      const ln = new LayerNorm(new ParamStore(2), 'ln', 40);
+      const start = await ln.g.data();
+      const xs = Array.from({ length: 5 }, (_, i) => tf.randomNormal([30, 40], 0, 1, 'float32', 30 + i));
+      const dy = tf.randomNormal([30, 40], 0, 1, 'float32', 9);
+      const step = (x: tfCore.Tensor) => () =>
+        tf.tidy(() => {
+          const { value, grads } = tf.variableGrads(() => {
+            const { normed, residual } = ln.applyWithResidual(x as tfCore.Tensor2D);
+            return tf.sum(tf.mul(tf.add(tf.square(normed), residual), dy)) as tfCore.Scalar;
+          }, [ln.g]);
+          ln.g.assign(tf.sub(ln.g, tf.mul(grads[ln.g.name], 1e-2)));
+          return [value];
+        });
+      const eager: number[] = [];
+      for (const x of xs) eager.push((await step(x)()[0].data())[0]);
+      const eagerGain = await ln.g.data();
+      ln.g.assign(tf.tensor1d(start as Float32Array));
+      const first = recordStep(tf, [xs[0]], step(xs[0]));
+      const second = recordStep(tf, [xs[1]], step(xs[1]));
+      assert.equal(compareRecordings(first.recording, second.recording), null);
+      const rec = second.recording;
+      const grad = rec.programs.findIndex((p) => p.shaderKey.startsWith('xtts_layernorm_grad'));
+      const moments = rec.programs[grad].roles[rec.programs[grad].roles.length - 1];
+      assert.equal(rec.roles[moments].kind, 'internal');
+      assert.equal(rec.roles[moments].def, grad, 'the moments are made by the dx program');
+      assert.ok(rec.programs[grad + 1].roles.includes(moments), 'and read by the gain gradient right after');
+      const replayed = [(await first.outputs[0].data())[0], (await second.outputs[0].data())[0]];
+      const capture = StepCapture.build(tf, rec);
+      for (let i = 2; i < xs.length; i++) replayed.push((await capture.replay([xs[i]])[0].data())[0]);
+      assert.deepEqual(replayed, eager);
+      assert.deepEqual(await ln.g.data(), eagerGain);
+      assert.notDeepEqual(eagerGain, start);
+      capture.dispose();
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
   test('a replay submitted in parts, the event loop let run between them, gives the whole replay\'s losses and weights bit for bit', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {

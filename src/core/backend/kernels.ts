@@ -208,6 +208,50 @@ export interface WebgpuProgramRunner {
   disposeData(dataId: object): void;
 }
 
+// Programs with more than one output. tfjs-backend-webgpu writes a program's declarations itself:
+// its one output read_write, every input read-only. A program made by outputsProgram takes its
+// further outputs as its last inputs — tensors made for it just before (runWithOutputs), which no
+// other program has written — and shaderSource, which the device's createShaderModule applies (see
+// webgpu.ts), declares those read_write. Step capture records them as made by that program
+// (`extraOutputs`), so their buffers come from the replay's arena as any intermediate's.
+
+/** Further outputs (the last inputs' names) of the programs that have them, by program name. */
+const furtherOutputs = new Map<string, string[]>();
+
+/** A named program whose last `outputs.length` inputs, named `outputs`, are outputs it writes (with setOutput* for the first). */
+export function outputsProgram<T extends { variableNames: string[] }>(name: string, outputs: string[], fields: T): T & { extraOutputs: number } {
+  if (fields.variableNames.slice(-outputs.length).join() !== outputs.join()) throw new Error(`program ${name}: its further outputs ${outputs} are not its last inputs`);
+  furtherOutputs.set(name, outputs);
+  return namedProgram(name, { ...fields, extraOutputs: outputs.length });
+}
+
+/** A shader's source as the device compiles it: a program's further outputs declared read_write. */
+export function shaderSource(label: string | undefined, code: string): string {
+  const names = label === undefined ? undefined : furtherOutputs.get(label);
+  if (!names) return code;
+  let out = code;
+  for (const name of names) {
+    const declared = new RegExp(`var<storage, read> ${name}\\s*:`);
+    if (!declared.test(out)) throw new Error(`program ${label}: no read-only declaration of ${name} to make writable`);
+    out = out.replace(declared, `var<storage, read_write> ${name} :`);
+  }
+  return out;
+}
+
+interface OutputsRunner extends WebgpuProgramRunner {
+  makeTensorInfo(shape: number[], dtype: import('@tensorflow/tfjs-core').DataType): import('@tensorflow/tfjs-core').TensorInfo;
+  uploadToGPU(dataId: object): void;
+}
+
+/** Runs an outputsProgram: its further outputs (float32, of `shapes`) made on the device first; returns [output, ...further outputs]. */
+export function runWithOutputs(backend: WebgpuProgramRunner, program: { variableNames: string[]; extraOutputs: number }, inputs: import('@tensorflow/tfjs-core').TensorInfo[], shapes: number[][], uniforms?: { type: string; data: number[] }[]): import('@tensorflow/tfjs-core').TensorInfo[] {
+  if (shapes.length !== program.extraOutputs) throw new Error(`a program of ${program.extraOutputs} further outputs run with ${shapes.length}`);
+  const runner = backend as OutputsRunner;
+  const further = shapes.map((shape) => runner.makeTensorInfo(shape, 'float32'));
+  for (const t of further) runner.uploadToGPU(t.dataId);
+  return [runner.runWebGPUProgram(program, [...inputs, ...further], 'float32', uniforms), ...further];
+}
+
 type KernelConfig = import('@tensorflow/tfjs-core').KernelConfig;
 type TensorInfo = import('@tensorflow/tfjs-core').TensorInfo;
 /** What tfjs passes a kernel function. */

@@ -41,6 +41,8 @@ interface Program {
   pipeline: GpuPipeline | Promise<GpuPipeline>;
   dispatch: [number, number, number];
   shaderKey: string;
+  /** A program of several outputs (kernels.ts outputsProgram): its last inputs are outputs it writes. */
+  extraOutputs?: number;
 }
 interface WebgpuBackend {
   device: GpuDevice;
@@ -95,7 +97,7 @@ interface RecordedProgram {
   pipeline: GpuPipeline;
   dispatch: [number, number, number];
   uniforms: Uniform[];
-  /** Roles bound: [output, ...inputs]. */
+  /** Roles bound: [output, ...inputs] (a program's further outputs last among its inputs). */
   roles: number[];
   shaderKey: string;
   /** A copy program (COPY_SHADER_KEY): where in its input the output starts, in bytes. */
@@ -185,7 +187,8 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
   backend.recordAndSubmit = function (program: Program, output: tfTypes.TensorInfo, ins: tfTypes.TensorInfo[], defined?: Uniform[]) {
     originals.recordAndSubmit.call(this, program, output, ins, defined);
     if (program.pipeline instanceof Promise) refuse('a pipeline compiled in parallel');
-    const inRoles = ins.map((t) => role(t.dataId, null));
+    const further = program.extraOutputs ?? 0;
+    const inRoles = ins.map((t, k) => role(t.dataId, k >= ins.length - further ? rec.programs.length : null));
     const outRole = role(output.dataId, rec.programs.length);
     const copy = program.shaderKey.startsWith(`${COPY_SHADER_KEY}_`) && ins.length === 1 ? { copyOffsetBytes: 4 * uniforms[uniforms.length - 1].data[0] } : {};
     rec.programs.push({ pipeline: program.pipeline as GpuPipeline, dispatch: [...program.dispatch], uniforms, roles: [outRole, ...inRoles], shaderKey: program.shaderKey, ...copy });

@@ -89,20 +89,37 @@ const COLUMNS_MIN = 4;
 const WORKGROUPS_WANTED = 512;
 const MAX_WORKGROUPS = 65535;
 
-/** out[o·inner + i] = Σ_r x[(o·rows + r)·inner + i]: `columns` values of i per workgroup, 256 / columns row groups. */
-function stridedSums(outer: number, inner: number, columns: number) {
+/**
+ * What a strided sum adds up: by default x's values; else the value a WGSL function body makes of the
+ * inputs at (at: x's flat index, r: the row within its outer index) — a product of two tensors (a
+ * layer norm's gain gradient), summed without a program that writes the product first.
+ */
+export interface Summand {
+  variableNames: string[];
+  /** Tells its shader apart. */
+  key: string;
+  /** The body of `fn value(at : i32, r : i32) -> f32`. */
+  body: string;
+}
+const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
+
+/** out[o·inner + i] = Σ_r value((o·rows + r)·inner + i, r): `columns` values of i per workgroup, 256 / columns row groups. */
+function stridedSums(outer: number, inner: number, columns: number, summand: Summand) {
   const groups = WORKGROUP / columns;
   const blocks = Math.ceil(inner / columns);
   return namedProgram('XttsStridedSumProgram', {
-    variableNames: ['x'],
+    variableNames: summand.variableNames,
     outputShape: [outer * inner],
-    shaderKey: `xtts_sum_strided_${columns}`,
+    shaderKey: `xtts_sum_strided_${columns}${summand.key}`,
     dispatchLayout: { x: [0] },
     dispatch: [outer * blocks, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     uniforms: 'rows : i32, inner : i32, blocks : i32,',
     getUserCode: () => `
       var<workgroup> partial : array<f32, ${WORKGROUP}>;
+      fn value(at : i32, r : i32) -> f32 {
+        ${summand.body}
+      }
       fn main(index : i32) {
         let tid = i32(localId.x);
         let c = tid % ${columns};
@@ -119,10 +136,10 @@ function stridedSums(outer: number, inner: number, columns: number) {
           var r = g;
           for (; r + ${3 * groups} < uniforms.rows; r += ${4 * groups}) {
             let at = base + r * uniforms.inner;
-            s += vec4<f32>(f32(x[at]), f32(x[at + step]), f32(x[at + 2 * step]), f32(x[at + 3 * step]));
+            s += vec4<f32>(value(at, r), value(at + step, r + ${groups}), value(at + 2 * step, r + ${2 * groups}), value(at + 3 * step, r + ${3 * groups}));
           }
           for (; r < uniforms.rows; r += ${groups}) {
-            s.x += f32(x[base + r * uniforms.inner]);
+            s.x += value(base + r * uniforms.inner, r);
           }
         }
         partial[tid] = (s.x + s.y) + (s.z + s.w);
@@ -161,11 +178,15 @@ export function stridedSumColumns(outer: number, inner: number): number {
   return columns;
 }
 
-function stridedSum(x: tfTypes.TensorInfo, backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }): tfTypes.TensorInfo | null {
+/**
+ * Σ over the rows of [outer, rows, inner] in one program (null: too many workgroups), of x's values or
+ * of `summand` over `inputs` (each read as that shape through its flat index).
+ */
+export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }, summand: Summand = VALUES): tfTypes.TensorInfo | null {
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
-  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns), [x], 'float32', [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
+  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns, summand), inputs, 'float32', [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
 }
 
 /**
@@ -207,7 +228,7 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
       out = spreadSum(x, backend, size);
     } else {
       const dims = stridedSumDims(x.shape, axes);
-      out = dims && stridedSum(x, backend, dims);
+      out = dims && stridedSum([x], backend, dims);
     }
     if (!out) return tfjs();
     // The same buffer under the sum's shape, as tfjs's Reshape does.

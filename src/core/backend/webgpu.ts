@@ -12,6 +12,7 @@
 // first of them — see `selectAdapter`.
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { shaderSource } from './kernels.js';
 import { ensureDawnBinary } from './native.js';
 import { setDeviceSums } from './webgpu-sum.js';
 import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
@@ -445,12 +446,13 @@ export async function registerWebgpuBackend(
   } catch (e) {
     return `Dawn could not create a device on ${selection.description.name}: ${(e as Error).message.split('\n')[0]}`;
   }
-  if (f16Shape) {
-    // tfjs-backend-webgpu writes the shader source itself; the f16 program's enable directives go first.
-    const create = device.createShaderModule.bind(device);
-    device.createShaderModule = (descriptor: { code: string; label?: string }) =>
-      create(descriptor.label === F16_MATMUL_PROGRAM ? { ...descriptor, code: F16_MATMUL_ENABLES + descriptor.code } : descriptor);
-  }
+  // tfjs-backend-webgpu writes the shader source itself: the f16 program's enable directives go first,
+  // and programs of several outputs declare the further ones writable (kernels.ts shaderSource).
+  const create = device.createShaderModule.bind(device);
+  device.createShaderModule = (descriptor: { code: string; label?: string }) => {
+    const code = shaderSource(descriptor.label, descriptor.code);
+    return create({ ...descriptor, code: f16Shape && descriptor.label === F16_MATMUL_PROGRAM ? F16_MATMUL_ENABLES + code : code });
+  };
   device.lost.then((info) => {
     if (info.reason !== 'destroyed' && active?.device === device) process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });
   });

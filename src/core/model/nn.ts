@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
 import { maskAdd, maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
-import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrad, LN_EPSILON } from './webgpu-layernorm.js';
+import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
 import { reluGrad } from './webgpu-relu.js';
 
@@ -145,14 +145,14 @@ export class Linear {
 // ---------------------------------------------------------------------------------------------
 // Layer norm (Ba et al. 2016) with a gain and no bias, its gradient written out: autodiff of the
 // forward formula costs about 25 kernels, this one 10 (dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)),
-// dŷ = dy·g), and 8 forward; on webgpu, 1 and 3 (webgpu-layernorm.ts). No bias because every norm here feeds a linear layer that has one:
+// dŷ = dy·g), and 8 forward; on webgpu, 1 and 2 (webgpu-layernorm.ts). No bias because every norm here feeds a linear layer that has one:
 // (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
 // (PaLM drops it too, Chowdhery et al. 2022).
 
 /** The norm's forward: its value, and what its backward (normGrad) reads. */
 function normForward(x: tf.Tensor2D, g: tf.Tensor1D): { value: tf.Tensor2D; saved: tf.Tensor[] } {
   // One program forward; backward recomputes the row statistics from x (webgpu-layernorm.ts).
-  if (fusedLayerNormAvailable()) return { value: fusedNormalize(x, g, 'gain'), saved: [x] };
+  if (fusedLayerNormAvailable()) return { value: fusedNormalize(x, g), saved: [x] };
   // x: [rows, features]
   const centred = tf.sub(x, tf.mean(x, -1, true));
   const inv = tf.rsqrt(tf.add(tf.mean(tf.square(centred), -1, true), scalar(LN_EPSILON)));
@@ -162,10 +162,7 @@ function normForward(x: tf.Tensor2D, g: tf.Tensor1D): { value: tf.Tensor2D; save
 
 /** [dx (+ plus, a second gradient of x), dg] from what normForward saved. */
 function normGrad(saved: tf.Tensor[], g: tf.Tensor1D, dy: tf.Tensor2D, plus: tf.Tensor2D | null): [tf.Tensor2D, tf.Tensor1D] {
-  if (fusedLayerNormAvailable()) {
-    const xs = saved[0] as tf.Tensor2D;
-    return [fusedNormalizeGrad(xs, g, dy, plus ?? undefined), tf.sum(fusedNormalize(xs, dy, 'product'), 0)];
-  }
+  if (fusedLayerNormAvailable()) return fusedNormalizeGrads(saved[0] as tf.Tensor2D, g, dy, plus ?? undefined);
   const [xh, iv] = saved;
   const dxhat = tf.mul(dy, g);
   const meanD = tf.mean(dxhat, -1, true);

@@ -1,16 +1,19 @@
 // Layer norm as single WebGPU programs: one workgroup per row reduces the row in shared memory
 // (the pattern of tfjs-backend-webgpu's own softmax program). The composition in nn.ts costs 8
 // kernels forward and 10 backward per norm, ~35% of a training step's kernels; these programs make
-// it 1 forward and 3 backward (dx; x̂·dy then a column sum for the gain). The dx program adds a
+// it 1 forward and 2 backward (dx, which also writes each row's mean and 1/σ; the gain's gradient
+// Σ x̂·dy over the rows, as one strided sum that makes x̂ from those moments). The dx program adds a
 // second gradient of x where there is one (the residual stream's, which a pre-norm block also reads:
 // nn.ts LayerNorm.applyWithResidual), which spares the tape's add of the two. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { stridedSum, type Summand } from '../backend/webgpu-sum.js';
 
 export const LN_EPSILON = 1e-5;
 export const LN_KERNEL = 'XttsLayerNorm';
 export const LN_GRAD_KERNEL = 'XttsLayerNormGrad';
+export const LN_GAIN_GRAD_KERNEL = 'XttsLayerNormGainGrad';
 
 const BLOCK = 64;
 
@@ -77,13 +80,12 @@ interface Program {
   getUserCode(): string;
 }
 
-/** y = x̂·w, with w a gain [cols] ('gain') or a second [rows, cols] tensor ('product'). */
-function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
-  const w = mode === 'gain' ? 'getW(col)' : 'getW(row, col)';
-  return namedProgram(`XttsLayerNorm${mode === 'gain' ? 'Gain' : 'Product'}Program`, {
+/** y = x̂·g, g a gain [cols]. */
+function normalizeProgram(shape: number[]): Program {
+  return namedProgram('XttsLayerNormGainProgram', {
     variableNames: ['x', 'w'],
     outputShape: shape,
-    shaderKey: `xtts_layernorm_${mode}`,
+    shaderKey: 'xtts_layernorm_gain',
     dispatchLayout: { x: [0, 1] },
     dispatch: [shape[0], 1, 1],
     workgroupSize: [BLOCK, 1, 1],
@@ -95,21 +97,24 @@ function normalizeProgram(shape: number[], mode: 'gain' | 'product'): Program {
         let cols = uniforms.outShape[1];
         let stats = rowStats(row, tid, cols);
         for (var col = tid; col < cols; col += blockSize) {
-          setOutputAtCoords(row, col, (getX(row, col) - stats.x) * stats.y * ${w});
+          setOutputAtCoords(row, col, (getX(row, col) - stats.x) * stats.y * getW(col));
         }
       }`,
   });
 }
 
-/** dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)) (+ plus), dŷ = dy·g. */
-function gradProgram(shape: number[], plus: boolean): Program {
-  return namedProgram('XttsLayerNormGradProgram', {
-    variableNames: plus ? ['x', 'g', 'dy', 'plus'] : ['x', 'g', 'dy'],
+/**
+ * dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)) (+ plus), dŷ = dy·g; and, a second output, each row's
+ * mean and 1/σ (moments [rows, 2]), from which the gain's gradient is summed (GAIN_GRAD).
+ */
+function gradProgram(shape: number[], plus: boolean) {
+  return outputsProgram('XttsLayerNormGradProgram', ['moments'], {
+    variableNames: plus ? ['x', 'g', 'dy', 'plus', 'moments'] : ['x', 'g', 'dy', 'moments'],
     outputShape: shape,
     shaderKey: plus ? 'xtts_layernorm_grad_plus' : 'xtts_layernorm_grad',
     dispatchLayout: { x: [0, 1] },
-    dispatch: [shape[0], 1, 1],
-    workgroupSize: [BLOCK, 1, 1],
+    dispatch: [shape[0], 1, 1] as [number, number, number],
+    workgroupSize: [BLOCK, 1, 1] as [number, number, number],
     getUserCode: () => `
       ${ROW_SUM}
       fn main(index : i32) {
@@ -117,6 +122,10 @@ function gradProgram(shape: number[], plus: boolean): Program {
         let tid = i32(localId.x);
         let cols = uniforms.outShape[1];
         let stats = rowStats(row, tid, cols);
+        if (tid == 0) {
+          moments[2 * row] = stats.x;
+          moments[2 * row + 1] = stats.y;
+        }
         var sa = 0.0;
         var sb = 0.0;
         for (var col = tid; col < cols; col += blockSize) {
@@ -136,18 +145,37 @@ function gradProgram(shape: number[], plus: boolean): Program {
   });
 }
 
+/** The gain's gradient Σ_rows x̂·dy, x̂ from x and the row moments, in one strided sum (no x̂·dy written first). */
+const GAIN_GRAD: Summand = {
+  variableNames: ['x', 'moments', 'dy'],
+  key: '_layernorm_gain',
+  body: 'return (f32(x[at]) - moments[2 * r]) * moments[2 * r + 1] * f32(dy[at]);',
+};
+
 if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: LN_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { mode: 'gain' | 'product' } }) =>
-      backend.runWebGPUProgram(normalizeProgram(inputs.x.shape, attrs.mode), [inputs.x, inputs.w], 'float32')) as unknown as tf.KernelFunc,
+    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
+      backend.runWebGPUProgram(normalizeProgram(inputs.x.shape), [inputs.x, inputs.w], 'float32')) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: LN_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
-      backend.runWebGPUProgram(gradProgram(inputs.x.shape, inputs.plus !== undefined), inputs.plus ? [inputs.x, inputs.g, inputs.dy, inputs.plus] : [inputs.x, inputs.g, inputs.dy], 'float32')) as unknown as tf.KernelFunc,
+    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+      const { x, g, dy, plus } = inputs;
+      return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [[x.shape[0], 2]]);
+    }) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
+    kernelName: LN_GAIN_GRAD_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+      const { x, moments, dy } = inputs;
+      const out = stridedSum([x, moments, dy], backend, { outer: 1, rows: x.shape[0], inner: x.shape[1] }, GAIN_GRAD);
+      if (!out) throw new Error(`a layer norm of ${x.shape[1]} features: too wide for one strided sum`);
+      return { ...out, shape: [x.shape[1]] };
+    }) as unknown as tf.KernelFunc,
   });
 }
 
@@ -161,12 +189,18 @@ export function setFusedLayerNorm(on: boolean): void {
   enabled = on;
 }
 
-// x [rows, cols] -> x̂·w; w [cols] ('gain') or [rows, cols] ('product')
-export function fusedNormalize(x: tf.Tensor2D, w: tf.Tensor, mode: 'gain' | 'product'): tf.Tensor2D {
-  return tf.engine().runKernel(LN_KERNEL, { x, w }, { mode }) as tf.Tensor2D;
+// x [rows, cols], g [cols] -> x̂·g
+export function fusedNormalize(x: tf.Tensor2D, g: tf.Tensor1D): tf.Tensor2D {
+  return tf.engine().runKernel(LN_KERNEL, { x, w: g }) as tf.Tensor2D;
 }
 
-// x, dy [rows, cols], g [cols] -> dx [rows, cols]; plus [rows, cols]: added to dx in the same program
-export function fusedNormalizeGrad(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D, plus?: tf.Tensor2D): tf.Tensor2D {
-  return tf.engine().runKernel(LN_GRAD_KERNEL, plus ? { x, g, dy, plus } : { x, g, dy }) as tf.Tensor2D;
+/**
+ * x, dy [rows, cols], g [cols] -> [dx [rows, cols], dg [cols]], two programs; plus [rows, cols]: a
+ * second gradient of x, added to dx in its program.
+ */
+export function fusedNormalizeGrads(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D, plus?: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
+  const [dx, moments] = tf.engine().runKernel(LN_GRAD_KERNEL, plus ? { x, g, dy, plus } : { x, g, dy }) as tf.Tensor[];
+  const dg = tf.engine().runKernel(LN_GAIN_GRAD_KERNEL, { x, moments, dy }) as tf.Tensor1D;
+  moments.dispose();
+  return [dx as tf.Tensor2D, dg];
 }
