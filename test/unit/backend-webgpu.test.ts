@@ -454,6 +454,31 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
   }
 });
 
+test('a batch goes to the device as it is made, from views of the ring\'s arrays: refilling them right after changes nothing', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { uploadBatch } = await import('../../src/core/model/batch.js');
+    const [b, tokens, frames, refFrames, nMels] = [2, 5, 8, 4, 3];
+    // Longer than the bucket, as a ring slot's arrays are.
+    const host = {
+      tokens: Int32Array.from({ length: 3 * tokens }, (_, i) => i + 1),
+      textLengths: Int32Array.of(5, 3, 9),
+      languages: Int32Array.of(0, 1, 2),
+      mel: Float32Array.from({ length: 3 * frames * nMels }, (_, i) => i / 7),
+      melLengths: Int32Array.of(8, 6, 1),
+      refMel: Float32Array.from({ length: 3 * refFrames * nMels }, (_, i) => -i / 3),
+      refLengths: Int32Array.of(4, 2, 1),
+    };
+    const expected = Object.fromEntries(Object.entries(host).map(([k, v]) => [k, Array.from(v.subarray(0, (v.length / 3) * b))]));
+    const t = uploadBatch(host, { batchSize: b, tokens, frames, refFrames, nMels, reductionFactor: 2 });
+    for (const v of Object.values(host)) v.fill(-7);
+    for (const [k, x] of Object.entries(t)) assert.deepEqual(Array.from(await (x as import('@tensorflow/tfjs-core').Tensor).data()), expected[k], k);
+    assert.deepEqual(t.mel.shape, [b, frames, nMels]);
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('uploads of host values go through queue.writeBuffer and arrive intact: float32, int32, bool, a 4 MiB tensor, and after tfjs work it has not submitted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { setQueueUploads } = await import('../../src/core/backend/webgpu-uploads.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
