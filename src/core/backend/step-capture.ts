@@ -20,7 +20,6 @@ import type * as tfTypes from '@tensorflow/tfjs-core';
 import type { GpuBuffer, GpuDevice, GpuEncoder, GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
 import { deviceArray } from './webgpu-uploads.js';
-import { appendFileSync as dumpAppend } from 'node:fs';
 
 type Tf = typeof tfTypes;
 
@@ -192,9 +191,6 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     const outRole = role(output.dataId, rec.programs.length);
     const copy = program.shaderKey.startsWith(`${COPY_SHADER_KEY}_`) && ins.length === 1 ? { copyOffsetBytes: 4 * uniforms[uniforms.length - 1].data[0] } : {};
     rec.programs.push({ pipeline: program.pipeline as GpuPipeline, dispatch: [...program.dispatch], uniforms, roles: [outRole, ...inRoles], shaderKey: program.shaderKey, ...copy });
-    if (process.env.XTTS_DUMP_PROGRAMS) Error.stackTraceLimit = 80;
-    if (process.env.XTTS_DUMP_PROGRAMS) (rec.programs[rec.programs.length - 1] as any).stack = (new Error().stack ?? '').split('\n').slice(2, 80).filter((l) => !l.includes('node_modules') && !l.includes('step-capture')).slice(0, 12).map((l) => l.trim()).join(' | ');
-    if (process.env.XTTS_DUMP_PROGRAMS) (rec.programs[rec.programs.length - 1] as any).outSize = output.shape.reduce((a: number, b: number) => a * b, 1);
   };
   backend.uploadToGPU = function (id: DataId) {
     const d = backend.tensorMap.get(id);
@@ -337,7 +333,6 @@ export class StepCapture {
       rec.roles[p.roles[1]].last = rec.programs.length;
     }
     this.active = rec.programs.map((_, i) => i).filter((i) => !skipped.has(i));
-    if (process.env.XTTS_DUMP_PROGRAMS) dumpAppend(process.env.XTTS_DUMP_PROGRAMS, JSON.stringify(this.active.map((i) => ({ k: rec.programs[i].shaderKey, d: rec.programs[i].dispatch, s: (rec.programs[i] as any).stack, n: (rec.programs[i] as any).outSize }))) + '\n');
     // Intermediates: a buffer is free again after the last program that reads it (strictly before the
     // next definition, so no program reads and writes one buffer).
     const internal = rec.roles.map((r, i) => ({ r, i })).filter((x) => x.r.kind === 'internal' && !direct.has(x.i));
