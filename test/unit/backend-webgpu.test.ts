@@ -454,20 +454,25 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
   }
 });
 
-test('a batch goes to the device as it is made, from views of the ring\'s arrays: refilling them right after changes nothing', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+test('a batch goes to the device as it is made, from views of the ring\'s shared arrays: refilling them right after changes nothing', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { uploadBatch } = await import('../../src/core/model/batch.js');
     const [b, tokens, frames, refFrames, nMels] = [2, 5, 8, 4, 3];
-    // Longer than the bucket, as a ring slot's arrays are.
+    // In shared memory and longer than the bucket, as a ring slot's arrays are.
+    const shared = <T extends Int32Array | Float32Array>(kind: { new (b: SharedArrayBuffer): T }, values: number[]): T => {
+      const a = new kind(new SharedArrayBuffer(4 * values.length));
+      a.set(values);
+      return a;
+    };
     const host = {
-      tokens: Int32Array.from({ length: 3 * tokens }, (_, i) => i + 1),
-      textLengths: Int32Array.of(5, 3, 9),
-      languages: Int32Array.of(0, 1, 2),
-      mel: Float32Array.from({ length: 3 * frames * nMels }, (_, i) => i / 7),
-      melLengths: Int32Array.of(8, 6, 1),
-      refMel: Float32Array.from({ length: 3 * refFrames * nMels }, (_, i) => -i / 3),
-      refLengths: Int32Array.of(4, 2, 1),
+      tokens: shared(Int32Array, Array.from({ length: 3 * tokens }, (_, i) => i + 1)),
+      textLengths: shared(Int32Array, [5, 3, 9]),
+      languages: shared(Int32Array, [0, 1, 2]),
+      mel: shared(Float32Array, Array.from({ length: 3 * frames * nMels }, (_, i) => i / 7)),
+      melLengths: shared(Int32Array, [8, 6, 1]),
+      refMel: shared(Float32Array, Array.from({ length: 3 * refFrames * nMels }, (_, i) => -i / 3)),
+      refLengths: shared(Int32Array, [4, 2, 1]),
     };
     const expected = Object.fromEntries(Object.entries(host).map(([k, v]) => [k, Array.from(v.subarray(0, (v.length / 3) * b))]));
     const t = uploadBatch(host, { batchSize: b, tokens, frames, refFrames, nMels, reductionFactor: 2 });

@@ -32,6 +32,22 @@ export function deviceArray(dtype: string, values: ArrayLike<number>): Float32Ar
 
 const installed = new WeakMap<object, (id: DataId) => void>();
 
+/** One host buffer reused for uploads from shared memory (grown as needed). */
+let scratch = new ArrayBuffer(0);
+
+/**
+ * `values` as queue.writeBuffer takes them: Dawn's Node bindings refuse a view of a SharedArrayBuffer
+ * (the data pipeline's ring, whose views a batch is uploaded from), so those are copied into a
+ * reused host buffer first — writeBuffer copies them at once, so it is free again on return.
+ */
+function writable(values: Float32Array | Int32Array): Float32Array | Int32Array {
+  if (!(values.buffer instanceof SharedArrayBuffer)) return values;
+  if (scratch.byteLength < values.byteLength) scratch = new ArrayBuffer(Math.max(values.byteLength, 2 * scratch.byteLength));
+  const copy = values instanceof Float32Array ? new Float32Array(scratch, 0, values.length) : new Int32Array(scratch, 0, values.length);
+  copy.set(values);
+  return copy;
+}
+
 /** Uploads of host values on this webgpu backend go through queue.writeBuffer (on: true) or tfjs's own staging path. */
 export function setQueueUploads(backend: unknown, on: boolean): void {
   const b = backend as WebgpuBackendInternals;
@@ -52,7 +68,7 @@ export function setQueueUploads(backend: unknown, on: boolean): void {
     const count = d.shape.reduce((a, x) => a * x, 1);
     const values = deviceArray(d.dtype, d.values);
     const buffer = this.bufferManager.acquireBuffer(4 * count, STORAGE | COPY_SRC | COPY_DST);
-    this.queue.writeBuffer(buffer, 0, values.length === count ? values : values.subarray(0, count));
+    this.queue.writeBuffer(buffer, 0, writable(values.length === count ? values : values.subarray(0, count)));
     d.resource = buffer;
     // As tfjs does once uploaded: the host copy is dropped.
     d.values = null;
