@@ -366,6 +366,85 @@ test('attention reading its heads in place (strided batched matmuls) gives the c
   }
 });
 
+test('the masked mel losses (l1, l2, l1_l2) in 2 programs forward and 1 backward give the composition\'s loss and prediction gradient; masked frames get none', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { maskedMelLoss } = await import('../../src/core/model/losses.js');
+    const { setFusedLosses } = await import('../../src/core/model/webgpu-losses.js');
+    type T3 = import('@tensorflow/tfjs-core').Tensor3D;
+    const [B, T, M] = [3, 50, 20];
+    const pred = tf.randomNormal([B, T, M], 0, 1, 'float32', 1) as T3;
+    const target = tf.randomNormal([B, T, M], 0, 1, 'float32', 2) as T3;
+    const lengths = [50, 31, 0];
+    const mask = tf.tensor3d(lengths.flatMap((n) => Array.from({ length: T }, (_, t) => (t < n ? 1 : 0))), [B, T, 1]);
+    const denominator = tf.scalar((50 + 31) * M);
+    for (const kind of ['l1', 'l2', 'l1_l2'] as const) {
+      const run = (fused: boolean) => {
+        setFusedLosses(fused);
+        const counter = new KernelCounter().install(tf);
+        const loss = maskedMelLoss(pred, target, mask, kind, denominator);
+        const forward = counter.takeAll().dispatches;
+        const grad = tf.grad((p: import('@tensorflow/tfjs-core').Tensor) => maskedMelLoss(p as T3, target, mask, kind, denominator))(pred);
+        const all = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { loss, grad, forward, all };
+      };
+      const [plain, fused] = [run(false), run(true)];
+      setFusedLosses(true);
+      assert.equal(fused.forward, 2, kind);
+      assert.equal(fused.all, 3, kind);
+      assert.ok(plain.all >= 8, `${kind}: the composition ran ${plain.all} programs`);
+      const [a, b] = [(await plain.loss.data())[0], (await fused.loss.data())[0]];
+      assert.ok(Math.abs(a - b) <= 1e-6 * Math.abs(a), `${kind}: ${a} vs ${b}`);
+      const [ga, gb] = [await plain.grad.data(), await fused.grad.data()];
+      assert.ok(ga.every((v, i) => Math.abs(v - gb[i]) <= 1e-9), `${kind}: gradients differ`);
+      // The third utterance has no real frames, the second 31 of 50.
+      assert.ok(gb.slice(2 * T * M).every((v) => v === 0));
+      assert.ok(gb.slice(T * M + 31 * M, 2 * T * M).every((v) => v === 0));
+      assert.ok(gb.slice(0, T * M).every((v) => v !== 0));
+    }
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
+test('the duration loss in 1 program forward and 1 backward gives the composition\'s loss and gradient, with this batch\'s spoken tokens or a given count; unspoken tokens get none', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { durationLoss } = await import('../../src/core/model/losses.js');
+    const { setFusedLosses } = await import('../../src/core/model/webgpu-losses.js');
+    type T2 = import('@tensorflow/tfjs-core').Tensor2D;
+    const [B, T] = [5, 300];
+    const logDurations = tf.randomNormal([B, T], 1, 1, 'float32', 1) as T2;
+    // Whole steps per token, 0 for the tokens past an utterance's text (and every token of a filler).
+    const durations = tf.tensor2d(Array.from({ length: B * T }, (_, i) => (i % T < [300, 120, 7, 0, 250][Math.floor(i / T)] ? i % 9 : 0)), [B, T]) as T2;
+    for (const given of [undefined, tf.scalar(2000)]) {
+      const run = (fused: boolean) => {
+        setFusedLosses(fused);
+        const counter = new KernelCounter().install(tf);
+        const loss = durationLoss(logDurations, durations, given);
+        const forward = counter.takeAll().dispatches;
+        const grad = tf.grad((l: import('@tensorflow/tfjs-core').Tensor) => durationLoss(l as T2, durations, given))(logDurations);
+        const all = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { loss, grad, forward, all };
+      };
+      const [plain, fused] = [run(false), run(true)];
+      setFusedLosses(true);
+      assert.equal(fused.forward, 1);
+      assert.equal(fused.all, 2);
+      assert.ok(plain.all >= 8, `the composition ran ${plain.all} programs`);
+      const [a, b] = [(await plain.loss.data())[0], (await fused.loss.data())[0]];
+      assert.ok(Math.abs(a - b) <= 1e-6 * Math.abs(a), `${a} vs ${b}`);
+      const [ga, gb, d] = [await plain.grad.data(), await fused.grad.data(), await durations.data()];
+      assert.ok(ga.every((v, i) => Math.abs(v - gb[i]) <= 1e-9), 'gradients differ');
+      assert.ok(gb.every((v, i) => (d[i] > 0 ? v !== 0 : v === 0)));
+    }
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

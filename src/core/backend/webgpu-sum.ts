@@ -31,18 +31,40 @@ const MAX_PARTIALS = 1024;
 /** At least this many values per invocation in the first pass. */
 const PER_INVOCATION = 16;
 
-/** out[w] = Σ x[w·chunk .. min(n, (w+1)·chunk)) (of x², `squares`), one workgroup per w. */
-function partialSums(outputs: number, squares = false) {
+/**
+ * What a sum adds up: by default x's values; else the value a WGSL function body makes of the inputs
+ * at (at: the flat index, r: in a strided sum the row within its outer index, else 0) — x², or a
+ * product of two tensors (a layer norm's gain gradient), or a masked error — summed without a program
+ * that writes those values first.
+ */
+export interface Summand {
+  variableNames: string[];
+  /** Tells its shader apart. */
+  key: string;
+  /** The body of `fn value(at : i32, r : i32) -> f32`. */
+  body: string;
+}
+const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
+const SQUARES: Summand = { variableNames: ['x'], key: '_squares', body: 'let v = f32(x[at]);\n        return v * v;' };
+
+/**
+ * out[w] = Σ value(i) over i in [w·chunk, min(n, (w+1)·chunk)), one workgroup per w; `over`: the sum
+ * divided by the one value of a last input named `over`.
+ */
+function partialSums(outputs: number, summand: Summand, over = false) {
   return namedProgram('XttsSpreadSumProgram', {
-    variableNames: ['x'],
+    variableNames: over ? [...summand.variableNames, 'over'] : summand.variableNames,
     outputShape: [outputs],
-    shaderKey: squares ? 'xtts_sum_spread_squares' : 'xtts_sum_spread',
+    shaderKey: `xtts_sum_spread${summand.key}${over ? '_over' : ''}`,
     dispatchLayout: { x: [0] },
     dispatch: [outputs, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     uniforms: 'n : i32, chunk : i32,',
     getUserCode: () => `
       var<workgroup> partial : array<f32, ${WORKGROUP}>;
+      fn value(at : i32, r : i32) -> f32 {
+        ${summand.body}
+      }
       fn main(index : i32) {
         let tid = i32(localId.x);
         let w = i32(workgroupId.x);
@@ -50,8 +72,7 @@ function partialSums(outputs: number, squares = false) {
         let end = min(start + uniforms.chunk, uniforms.n);
         var s = 0.0;
         for (var i = start + tid; i < end; i += ${WORKGROUP}) {
-          let v = f32(x[i]);
-          s += ${squares ? 'v * v' : 'v'};
+          s += value(i, 0);
         }
         partial[tid] = s;
         workgroupBarrier();
@@ -62,18 +83,22 @@ function partialSums(outputs: number, squares = false) {
           workgroupBarrier();
         }
         if (tid == 0) {
-          setOutputAtIndex(w, partial[0]);
+          setOutputAtIndex(w, partial[0]${over ? ' / f32(over[0])' : ''});
         }
       }`,
   });
 }
 
-function spreadSum(x: tfTypes.TensorInfo, backend: WebgpuProgramRunner, size: number, squares = false): tfTypes.TensorInfo {
+/**
+ * Σ value over `size` flat indices of `inputs` in two programs (partials side by side, then their sum
+ * in order), a one-value tensor; `over` (one value): the sum divided by it, in the second program.
+ */
+export function spreadSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, size: number, summand: Summand = VALUES, over?: tfTypes.TensorInfo): tfTypes.TensorInfo {
   const parts = Math.min(MAX_PARTIALS, Math.ceil(size / (WORKGROUP * PER_INVOCATION)));
   const chunk = Math.ceil(size / parts);
   // One entry per uniform: tfjs aligns a 2-value entry to 8 bytes, the struct's two i32 to 4.
-  const partials = backend.runWebGPUProgram(partialSums(parts, squares), [x], 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
-  const total = backend.runWebGPUProgram(partialSums(1), [partials], 'float32', [parts, parts].map((v) => ({ type: 'int32', data: [v] })));
+  const partials = backend.runWebGPUProgram(partialSums(parts, summand), inputs, 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
+  const total = backend.runWebGPUProgram(partialSums(1, VALUES, over !== undefined), over ? [partials, over] : [partials], 'float32', [parts, parts].map((v) => ({ type: 'int32', data: [v] })));
   backend.disposeData(partials.dataId);
   return total;
 }
@@ -88,20 +113,6 @@ const COLUMNS_MIN = 4;
  */
 const WORKGROUPS_WANTED = 512;
 const MAX_WORKGROUPS = 65535;
-
-/**
- * What a strided sum adds up: by default x's values; else the value a WGSL function body makes of the
- * inputs at (at: x's flat index, r: the row within its outer index) — a product of two tensors (a
- * layer norm's gain gradient), summed without a program that writes the product first.
- */
-export interface Summand {
-  variableNames: string[];
-  /** Tells its shader apart. */
-  key: string;
-  /** The body of `fn value(at : i32, r : i32) -> f32`. */
-  body: string;
-}
-const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
 
 /** out[o·inner + i] = Σ_r value((o·rows + r)·inner + i, r): `columns` values of i per workgroup, 256 / columns row groups. */
 function stridedSums(outer: number, inner: number, columns: number, summand: Summand) {
@@ -207,7 +218,7 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
       kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuProgramRunner }) => {
         const x = args.inputs.x;
         if (x.dtype !== 'float32') throw new Error(`a sum of squares of ${x.dtype} values: float32 only`);
-        const out = spreadSum(x, args.backend, Math.max(1, x.shape.reduce((a, b) => a * b, 1)), true);
+        const out = spreadSum([x], args.backend, Math.max(1, x.shape.reduce((a, b) => a * b, 1)), SQUARES);
         return { dataId: out.dataId, shape: [], dtype: 'float32' as const };
       }) as unknown as tfTypes.KernelFunc,
     });
@@ -225,7 +236,7 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
     let out: tfTypes.TensorInfo | null = null;
     if (new Set(axes).size === x.shape.length) {
       if (size < SPREAD_FROM) return tfjs();
-      out = spreadSum(x, backend, size);
+      out = spreadSum([x], backend, size);
     } else {
       const dims = stridedSumDims(x.shape, axes);
       out = dims && stridedSum([x], backend, dims);

@@ -6,6 +6,7 @@ import type { TrainingConfig } from '../config/schema.js';
 import type { ModelInputs } from './batch.js';
 import type { ModelOutputs } from './model.js';
 import { scalar } from './nn.js';
+import { fusedDurationLoss, fusedLossesAvailable, fusedMaskedError } from './webgpu-losses.js';
 
 export type LossConfig = TrainingConfig['loss'];
 
@@ -25,6 +26,10 @@ export interface LossParts {
  * bins. pred, target [B, T, nMels]; frameMask [B, T, 1]; denominator = real frames · nMels (≥ 1).
  */
 export function maskedMelLoss(pred: tf.Tensor3D, target: tf.Tensor3D, frameMask: tf.Tensor3D, kind: LossConfig['mel'], denominator: tf.Scalar): tf.Scalar {
+  // webgpu: 2 programs forward and 1 backward (webgpu-losses.ts).
+  if (fusedLossesAvailable() && pred.dtype === 'float32' && target.dtype === 'float32' && frameMask.shape.join() === [...pred.shape.slice(0, 2), 1].join()) {
+    return fusedMaskedError(pred, target, frameMask, kind, denominator);
+  }
   const masked = (err: tf.Tensor) => tf.sum(tf.mul(err, frameMask));
   let sum: tf.Tensor;
   if (kind === 'l1') sum = masked(tf.abs(tf.sub(pred, target)));
@@ -42,6 +47,8 @@ export function maskedMelLoss(pred: tf.Tensor3D, target: tf.Tensor3D, frameMask:
  * logDurations, durations [B, T_text].
  */
 export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
+  // webgpu: 1 program forward and 1 backward (webgpu-losses.ts).
+  if (fusedLossesAvailable() && logDurations.dtype === 'float32' && durations.dtype === 'float32') return fusedDurationLoss(logDurations, durations, denominator);
   const spoken = tf.cast(tf.greater(durations, scalar(0)), 'float32');
   const err = tf.mul(tf.squaredDifference(logDurations, tf.log1p(durations)), spoken);
   return tf.div(tf.sum(err), denominator ?? tf.maximum(tf.sum(spoken), scalar(1))) as tf.Scalar;
