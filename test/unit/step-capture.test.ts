@@ -153,7 +153,7 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     }
   });
 
-  test('dropout on webgpu: a residual add is one program with its mask, drawn offsets give the inline masks bit for bit, values and gradients; relu\'s gradient in one program is tfjs\'s', async () => {
+  test('dropout on webgpu: a residual add is one program with its mask, drawn offsets give the inline masks bit for bit, values and gradients; relu\'s gradient in one program is tfjs\'s, and with its column sums still one', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {
       const { KernelCounter } = await import('../../src/core/backend/index.js');
@@ -188,6 +188,20 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
       counter.uninstall();
       assert.deepEqual(await ours.data(), await tfjs.data());
       assert.equal(tfjsPrograms - ourPrograms, 1, `${ourPrograms} programs against tfjs's ${tfjsPrograms}`);
+      // A dense layer's: the gradient and its column sums (the bias gradient) in one program, the
+      // same bits as the gradient program and the strided sum apart.
+      const { reluGradAndColumnSums, reluGrad } = await import('../../src/core/model/webgpu-relu.js');
+      const x2 = tf.reshape(tf.slice(x, 0, 1200), [40, 30]) as tfCore.Tensor2D;
+      const dy2 = tf.randomNormal([40, 30], 0, 1, 'float32', 5) as tfCore.Tensor2D;
+      const counter2 = new KernelCounter().install(tf);
+      const [dz, db] = reluGradAndColumnSums(dy2, x2);
+      assert.equal(counter2.takeAll().dispatches, 1);
+      counter2.uninstall();
+      const apart = reluGrad(dy2, x2);
+      assert.deepEqual(await dz.data(), await apart.data());
+      assert.deepEqual(await db.data(), await tf.sum(apart, 0).data());
+      assert.deepEqual(dz.shape, [40, 30]);
+      assert.deepEqual(db.shape, [30]);
     } finally {
       disposeBackend(tf);
     }

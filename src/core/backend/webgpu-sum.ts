@@ -16,7 +16,7 @@
 // as one program whose invocations read neighbouring i (coalesced) and split r among themselves,
 // summed in a fixed order. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -43,6 +43,12 @@ export interface Summand {
   key: string;
   /** The body of `fn value(at : i32, r : i32) -> f32`. */
   body: string;
+  /**
+   * A strided sum also writes every value it adds, at its flat index, into a second output (`stored`,
+   * the inputs' shape): an elementwise result and its column sums in one program (ReLU's gradient and
+   * the bias gradient under it).
+   */
+  stores?: boolean;
 }
 const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
 const SQUARES: Summand = { variableNames: ['x'], key: '_squares', body: 'let v = f32(x[at]);\n        return v * v;' };
@@ -118,18 +124,24 @@ const MAX_WORKGROUPS = 65535;
 function stridedSums(outer: number, inner: number, columns: number, summand: Summand) {
   const groups = WORKGROUP / columns;
   const blocks = Math.ceil(inner / columns);
-  return namedProgram('XttsStridedSumProgram', {
-    variableNames: summand.variableNames,
+  const stores = summand.stores === true;
+  const fields = {
+    variableNames: stores ? [...summand.variableNames, 'stored'] : summand.variableNames,
     outputShape: [outer * inner],
-    shaderKey: `xtts_sum_strided_${columns}${summand.key}`,
+    shaderKey: `xtts_sum_strided_${columns}${summand.key}${stores ? '_stored' : ''}`,
     dispatchLayout: { x: [0] },
     dispatch: [outer * blocks, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     uniforms: 'rows : i32, inner : i32, blocks : i32,',
     getUserCode: () => `
       var<workgroup> partial : array<f32, ${WORKGROUP}>;
-      fn value(at : i32, r : i32) -> f32 {
+      fn made(at : i32, r : i32) -> f32 {
         ${summand.body}
+      }
+      fn value(at : i32, r : i32) -> f32 {
+        let v = made(at, r);
+        ${stores ? 'stored[at] = v;' : ''}
+        return v;
       }
       fn main(index : i32) {
         let tid = i32(localId.x);
@@ -165,7 +177,8 @@ function stridedSums(outer: number, inner: number, columns: number, summand: Sum
           setOutputAtIndex(o * uniforms.inner + i, partial[tid]);
         }
       }`,
-  });
+  };
+  return stores ? outputsProgram('XttsStridedSumStoringProgram', ['stored'], fields) : namedProgram('XttsStridedSumProgram', fields);
 }
 
 /**
@@ -197,7 +210,19 @@ export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramR
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
-  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns, summand), inputs, 'float32', [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
+  const uniforms = [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] }));
+  if (summand.stores) throw new Error('a storing summand goes to stridedSumStoring');
+  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns, summand), inputs, 'float32', uniforms);
+}
+
+/** stridedSum of a storing summand: [the sums, every value summed, as [outer·rows·inner]] in one program (null: too many workgroups). */
+export function stridedSumStoring(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }, summand: Summand): [tfTypes.TensorInfo, tfTypes.TensorInfo] | null {
+  const columns = stridedSumColumns(dims.outer, dims.inner);
+  const blocks = Math.ceil(dims.inner / columns);
+  if (dims.outer * blocks > MAX_WORKGROUPS || !summand.stores) return null;
+  const program = stridedSums(dims.outer, dims.inner, columns, summand) as ReturnType<typeof stridedSums> & { extraOutputs: number };
+  const [sums, stored] = runWithOutputs(backend, program, inputs, [[dims.outer * dims.rows * dims.inner]], [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
+  return [sums, stored];
 }
 
 /**

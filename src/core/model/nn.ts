@@ -13,7 +13,7 @@ import type { ParamStore } from './params.js';
 import { maskAdd, maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
-import { reluGrad } from './webgpu-relu.js';
+import { reluGrad, reluGradAndColumnSums } from './webgpu-relu.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -93,8 +93,9 @@ export type Activation = 'linear' | 'relu';
  * act(x·W + b) as one _FusedMatMul kernel, with its gradient written out. tf.fused.matMul falls
  * back to matMul + add + relu (3 kernels, 6 in backward) whenever a gradient tape is recording
  * and the activation is not linear (tfjs-core fused_util shouldFuse); this op stays fused and its
- * backward is 3 kernels (linear) or 4 (relu: dy·step(y) first, one program on webgpu). W is read from the closure, not
- * saved, which spares a clone per call.
+ * backward is 3 kernels (linear; the bias gradient a column sum) or 3 on webgpu for relu too (dy·step(y)
+ * and its column sum in one program; 4 elsewhere). W is read from the closure, not saved, which spares
+ * a clone per call.
  */
 function fusedLinear(activation: Activation, w: tf.Tensor2D) {
   return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
@@ -112,8 +113,9 @@ function fusedLinear(activation: Activation, w: tf.Tensor2D) {
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-        const dz = activation === 'relu' ? reluGrad(dy, saved[1]) : dy;
-        return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), tf.sum(dz, 0)];
+        // ReLU's gradient and the bias gradient: one program on webgpu.
+        const [dz, db] = activation === 'relu' ? reluGradAndColumnSums(dy as tf.Tensor2D, saved[1] as tf.Tensor2D) : [dy, tf.sum(dy, 0)];
+        return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), db];
       },
     };
   });

@@ -5,8 +5,24 @@
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
 import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { stridedSumStoring, type Summand } from '../backend/webgpu-sum.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
+/** ReLU's gradient of a [rows, columns] layer and its column sums (the bias gradient under it), one program. */
+export const RELU_GRAD_SUMS_KERNEL = 'XttsReluGradSums';
+
+/** dy · step(x), the arithmetic of the program above, as a strided sum's summand that keeps every value. */
+const RELU_GRAD: Summand = {
+  variableNames: ['dy', 'x'],
+  key: '_relu_grad',
+  body: `let v = x[at];
+        var step = select(0.0, 1.0, v > 0.0);
+        if (isnan(v)) {
+          step = v;
+        }
+        return dy[at] * step;`,
+  stores: true,
+};
 
 const WORKGROUP = 64;
 
@@ -39,6 +55,33 @@ if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
       return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
     }) as unknown as tf.KernelFunc,
   });
+}
+
+if (!tf.getKernel(RELU_GRAD_SUMS_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: RELU_GRAD_SUMS_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+      const [rows, columns] = inputs.dy.shape;
+      const out = stridedSumStoring([inputs.dy, inputs.x], backend, { outer: 1, rows, inner: columns }, RELU_GRAD);
+      if (!out) throw new Error(`ReLU's gradient of ${columns} columns: too wide for one strided sum`);
+      const [sums, dz] = out;
+      return [
+        { ...dz, shape: inputs.dy.shape },
+        { ...sums, shape: [columns] },
+      ];
+    }) as unknown as tf.KernelFunc,
+  });
+}
+
+/**
+ * [dy · step(x), its sum over the rows] for a [rows, columns] layer: ReLU's gradient and the bias
+ * gradient under it, one program on webgpu (a strided sum that keeps what it adds), two elsewhere.
+ */
+export function reluGradAndColumnSums(dy: tf.Tensor2D, x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
+  if (tf.getKernel(RELU_GRAD_SUMS_KERNEL, tf.getBackend())) return tf.engine().runKernel(RELU_GRAD_SUMS_KERNEL, { dy, x }) as [tf.Tensor2D, tf.Tensor1D];
+  const dz = reluGrad(dy, x) as tf.Tensor2D;
+  return [dz, tf.sum(dz, 0)];
 }
 
 /** dy · step(x), x a ReLU's input or output: its gradient; one program on webgpu, tfjs's two elsewhere. */
