@@ -207,6 +207,45 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
     }
   });
 
+  test('a residual branch that ends in a linear layer: the dropout\'s gradient and the bias gradient in one program, the values and gradients of the dropout and the layer apart bit for bit', async () => {
+    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+    try {
+      const { KernelCounter } = await import('../../src/core/backend/index.js');
+      const { Linear } = await import('../../src/core/model/nn.js');
+      const { ParamStore } = await import('../../src/core/model/params.js');
+      const linear = new Linear(new ParamStore(4), 'proj', 24, 40);
+      linear.b.assign(tf.randomNormal([40], 0, 1, 'float32', 8));
+      const base = tf.randomNormal([30, 40], 0, 1, 'float32', 1) as tfCore.Tensor2D;
+      const h = tf.randomNormal([30, 24], 0, 1, 'float32', 2) as tfCore.Tensor2D;
+      const up = tf.randomNormal([30, 40], 0, 1, 'float32', 3);
+      const run = (fused: boolean) => {
+        const pool = new DropoutPool(7);
+        const counter = new KernelCounter().install(tf);
+        const { value, grads } = tf.variableGrads(() => {
+          const y = fused ? pool.residualLinear(base, linear, h, 0.2) : pool.residual(base, linear.apply(h), 0.2);
+          return tf.sum(tf.mul(y, up)) as tfCore.Scalar;
+        }, [linear.w, linear.b]);
+        const programs = counter.takeAll().dispatches;
+        counter.uninstall();
+        return { value, w: grads[linear.w.name], b: grads[linear.b.name], programs };
+      };
+      const [apart, fused] = [run(false), run(true)];
+      assert.deepEqual(await fused.value.data(), await apart.value.data());
+      assert.deepEqual(await fused.w.data(), await apart.w.data());
+      assert.deepEqual(await fused.b.data(), await apart.b.data());
+      assert.equal(fused.programs, apart.programs - 1);
+      // The branch's input and the residual's get the same gradients too.
+      const inputs = (fused: boolean) => {
+        const pool = new DropoutPool(7);
+        return tf.grads((hh: tfCore.Tensor, bb: tfCore.Tensor) => tf.sum(tf.mul(fused ? pool.residualLinear(bb as tfCore.Tensor2D, linear, hh as tfCore.Tensor2D, 0.2) : pool.residual(bb, linear.apply(hh as tfCore.Tensor2D), 0.2), up)))([h, base]);
+      };
+      const [a, b] = [inputs(false), inputs(true)];
+      for (let i = 0; i < 2; i++) assert.deepEqual(await b[i].data(), await a[i].data());
+    } finally {
+      disposeBackend(tf);
+    }
+  });
+
   test('the copies a replay ends with, as compute programs of up to 7 pieces from one source: every word in place; a copy of part of a word is refused', async () => {
     const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
     try {

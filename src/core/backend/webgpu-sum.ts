@@ -49,6 +49,8 @@ export interface Summand {
    * the bias gradient under it).
    */
   stores?: boolean;
+  /** Uniforms of its own (WGSL declarations, `name : i32,` each, read as uniforms.name) and their values. */
+  uniforms?: { declarations: string; values: number[] };
 }
 const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
 const SQUARES: Summand = { variableNames: ['x'], key: '_squares', body: 'let v = f32(x[at]);\n        return v * v;' };
@@ -132,7 +134,7 @@ function stridedSums(outer: number, inner: number, columns: number, summand: Sum
     dispatchLayout: { x: [0] },
     dispatch: [outer * blocks, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
-    uniforms: 'rows : i32, inner : i32, blocks : i32,',
+    uniforms: `rows : i32, inner : i32, blocks : i32, ${summand.uniforms?.declarations ?? ''}`,
     getUserCode: () => `
       var<workgroup> partial : array<f32, ${WORKGROUP}>;
       fn made(at : i32, r : i32) -> f32 {
@@ -210,7 +212,7 @@ export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramR
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
-  const uniforms = [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] }));
+  const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({ type: 'int32', data: [v] }));
   if (summand.stores) throw new Error('a storing summand goes to stridedSumStoring');
   return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns, summand), inputs, 'float32', uniforms);
 }
@@ -221,7 +223,8 @@ export function stridedSumStoring(inputs: tfTypes.TensorInfo[], backend: WebgpuP
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS || !summand.stores) return null;
   const program = stridedSums(dims.outer, dims.inner, columns, summand) as ReturnType<typeof stridedSums> & { extraOutputs: number };
-  const [sums, stored] = runWithOutputs(backend, program, inputs, [[dims.outer * dims.rows * dims.inner]], [dims.rows, dims.inner, blocks].map((v) => ({ type: 'int32', data: [v] })));
+  const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({ type: 'int32', data: [v] }));
+  const [sums, stored] = runWithOutputs(backend, program, inputs, [[dims.outer * dims.rows * dims.inner]], uniforms);
   return [sums, stored];
 }
 

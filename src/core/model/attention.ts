@@ -91,14 +91,19 @@ export class SelfAttention {
 
   // x [B·T, D] (already normalised), bias broadcastable to [B, H, T, T] -> [B·T, D]
   apply(x: tf.Tensor2D, batch: number, steps: number, bias: tf.Tensor): tf.Tensor2D {
+    return this.out.apply(this.context(x, batch, steps, bias));
+  }
+
+  /** apply before its output projection (`out`): the heads' context, [B·T, D]. */
+  context(x: tf.Tensor2D, batch: number, steps: number, bias: tf.Tensor): tf.Tensor2D {
     const qkv = this.qkv.apply(x);
     const { dModel, heads } = this.shape;
     if (packedAttentionAvailable()) {
       const at = (column: number) => ({ x: qkv, column, steps });
-      return this.out.apply(attendPacked(at(0), at(dModel), at(2 * dModel), batch, heads, dModel / heads, bias));
+      return attendPacked(at(0), at(dModel), at(2 * dModel), batch, heads, dModel / heads, bias);
     }
     const [q, k, v] = splitHeads(qkv, batch, steps, 3, heads);
-    return this.out.apply(mergeHeads(attend(q, k, v, bias, false).context));
+    return mergeHeads(attend(q, k, v, bias, false).context);
   }
 }
 
@@ -113,12 +118,17 @@ export class CrossAttention {
 
   // x [B·Tq, D] normalised; k, v [B, H, Tk, dh] or in place in a projection; bias broadcastable to [B, H, Tq, Tk]
   apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D | PackedHeads, v: tf.Tensor4D | PackedHeads, bias: tf.Tensor): tf.Tensor2D {
+    return this.out.apply(this.context(x, batch, steps, k, v, bias));
+  }
+
+  /** apply before its output projection (`out`): the heads' context, [B·Tq, D]. */
+  context(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D | PackedHeads, v: tf.Tensor4D | PackedHeads, bias: tf.Tensor): tf.Tensor2D {
     const { dModel, heads } = this.shape;
     if (!(k instanceof tf.Tensor) && !(v instanceof tf.Tensor)) {
-      return this.out.apply(attendPacked({ x: this.q.apply(x), column: 0, steps }, k, v, batch, heads, dModel / heads, bias));
+      return attendPacked({ x: this.q.apply(x), column: 0, steps }, k, v, batch, heads, dModel / heads, bias);
     }
     const [q] = splitHeads(this.q.apply(x), batch, steps, 1, heads);
-    return this.out.apply(mergeHeads(attend(q, k as tf.Tensor4D, v as tf.Tensor4D, bias, false).context));
+    return mergeHeads(attend(q, k as tf.Tensor4D, v as tf.Tensor4D, bias, false).context);
   }
 }
 
@@ -131,7 +141,12 @@ export class Mlp {
   }
   // [rows, D] -> [rows, D]; ReLU because tfjs fuses it into the matmul (tfjs-core has no GELU).
   apply(x: tf.Tensor2D): tf.Tensor2D {
-    return this.proj.apply(this.fc.apply(x, 'relu'));
+    return this.proj.apply(this.hidden(x));
+  }
+
+  /** apply before its last layer (`proj`): [rows, ffMult·D]. */
+  hidden(x: tf.Tensor2D): tf.Tensor2D {
+    return this.fc.apply(x, 'relu');
   }
 }
 
@@ -161,8 +176,8 @@ export class EncoderBlock {
   // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
   apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
     const a = this.ln1.applyWithResidual(x);
-    const h = c.dropout.residual(a.residual, this.attn.apply(a.normed, c.batch, c.steps, bias), c.dropoutRate);
+    const h = c.dropout.residualLinear(a.residual, this.attn.out, this.attn.context(a.normed, c.batch, c.steps, bias), c.dropoutRate);
     const m = this.ln2.applyWithResidual(h);
-    return c.dropout.residual(m.residual, this.mlp.apply(m.normed), c.dropoutRate);
+    return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
   }
 }

@@ -62,11 +62,11 @@ export class DecoderBlock {
   // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
   apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
     const s = this.ln1.applyWithResidual(x);
-    let h = c.dropout.residual(s.residual, this.self.apply(s.normed, c.batch, c.steps, selfBias), c.dropoutRate);
+    let h = c.dropout.residualLinear(s.residual, this.self.out, this.self.context(s.normed, c.batch, c.steps, selfBias), c.dropoutRate);
     const q = this.ln2.applyWithResidual(h);
-    h = c.dropout.residual(q.residual, this.cross.apply(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
+    h = c.dropout.residualLinear(q.residual, this.cross.out, this.cross.context(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
     const m = this.ln3.applyWithResidual(h);
-    return c.dropout.residual(m.residual, this.mlp.apply(m.normed), c.dropoutRate);
+    return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
   }
 
   /**

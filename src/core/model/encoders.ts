@@ -99,7 +99,7 @@ export class ConditioningEncoder {
     const pooled = this.poolOut.apply(context);
     const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
     const p = this.lnPool.applyWithResidual(lat);
-    const out = c.dropout.residual(p.residual, this.poolMlp.apply(p.normed), c.dropoutRate);
+    const out = c.dropout.residualLinear(p.residual, this.poolMlp.proj, this.poolMlp.hidden(p.normed), c.dropoutRate);
     return this.lnOut.apply(out);
   }
 }

@@ -13,11 +13,14 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { COPY_SHADER_KEY } from '../backend/step-capture.js';
 import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { stridedSumStoring, type Summand } from '../backend/webgpu-sum.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
 export const MASK_KERNEL = 'XttsMaskAt';
 export const MASK_ADD_KERNEL = 'XttsMaskAdd';
+/** maskAt of a [rows, columns] tensor and the masked values' column sums, one program. */
+export const MASK_SUMS_KERNEL = 'XttsMaskAtSums';
 
 const WORKGROUP = 64;
 
@@ -72,6 +75,22 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
+    kernelName: MASK_SUMS_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
+      const [rows, columns] = inputs.x.shape;
+      // maskAt's product (the window's value times x's), kept, and summed over the rows.
+      const summand: Summand = { variableNames: ['pool', 'offsets', 'x'], key: '_mask_at', body: 'return pool[offsets[uniforms.k] + at] * x[at];', stores: true, uniforms: { declarations: 'k : i32,', values: [attrs.k] } };
+      const out = stridedSumStoring([inputs.pool, inputs.offsets, inputs.x], backend, { outer: 1, rows, inner: columns }, summand);
+      if (!out) throw new Error(`a dropout's gradient of ${columns} columns: too wide for one strided sum`);
+      const [sums, masked] = out;
+      return [
+        { ...masked, shape: inputs.x.shape },
+        { ...sums, shape: [columns] },
+      ];
+    }) as unknown as tf.KernelFunc,
+  });
+  tf.registerKernel({
     kernelName: SEGMENT_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { sizes: number[] } }) => {
@@ -99,6 +118,11 @@ export function maskAtAvailable(): boolean {
 /** x · pool[offsets[k] .. offsets[k] + x.size), in x's shape, as one program (where maskAtAvailable). */
 export function maskAt(x: tf.Tensor, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor {
   return tf.engine().runKernel(MASK_KERNEL, { x, pool, offsets }, { k }) as tf.Tensor;
+}
+
+/** [maskAt(x, …), its sum over the rows] for x [rows, columns], one program (where maskAtAvailable). */
+export function maskAtAndColumnSums(x: tf.Tensor2D, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): [tf.Tensor2D, tf.Tensor1D] {
+  return tf.engine().runKernel(MASK_SUMS_KERNEL, { x, pool, offsets }, { k }) as [tf.Tensor2D, tf.Tensor1D];
 }
 
 /** base + maskAt(x, …): a residual add after dropout, as one program (where maskAtAvailable). */
