@@ -153,6 +153,36 @@ describe('AdamW', () => {
     });
   }
 
+  for (const update of ['auto', 'composed'] as const) {
+    it(`${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}: keeps the flat parameters between updates, and reads a variable again once something else assigns it (loaded weights)`, () => {
+      const c = config();
+      const { w, b, opt } = setup(update, c);
+      const refW = new ReferenceAdamW(Array.from(w.dataSync()), true, c);
+      const refB = new ReferenceAdamW(Array.from(b.dataSync()), false, c);
+      const close = (x: tf.Variable, ref: ReferenceAdamW, what: string) => Array.from(x.dataSync()).forEach((v, j) => assert.ok(Math.abs(v - ref.p[j]) < 2e-6, `${what}[${j}] ${v} vs ${ref.p[j]}`));
+      feed(opt, gradSeq[0]);
+      opt.apply();
+      refW.step(gradSeq[0][0], 0.01);
+      refB.step(gradSeq[0][1], 0.01);
+      // The second update reads the kept flat vector; the third starts from weights assigned in between.
+      feed(opt, gradSeq[1]);
+      opt.apply();
+      refW.step(gradSeq[1][0], 0.01);
+      refB.step(gradSeq[1][1], 0.01);
+      close(w, refW, 'w');
+      const loaded = [0.3, -0.7, 1.1, 0.2, -0.05, 0.9];
+      w.assign(tf.tensor2d(loaded, [2, 3]));
+      refW.p = [...loaded];
+      feed(opt, gradSeq[2]);
+      opt.apply();
+      refW.step(gradSeq[2][0], 0.01);
+      refB.step(gradSeq[2][1], 0.01);
+      close(w, refW, 'w');
+      close(b, refB, 'b');
+      opt.dispose();
+    });
+  }
+
   it('applies weight decay to rank ≥ 2 tensors only', () => {
     const { w, b, opt } = setup('composed');
     const w0 = Array.from(w.dataSync());

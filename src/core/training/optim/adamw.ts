@@ -62,6 +62,15 @@ export class AdamW {
   private readonly total: number;
   private readonly m: tf.Variable;
   private readonly v: tf.Variable;
+  /**
+   * The parameters as one flat vector, kept from the last update: its new values went to the
+   * variables and here, so the next update reads them without concatenating every variable again
+   * (about 10 programs a step). Valid while every variable still holds the tensor that update gave it
+   * (`flatOf`: their dataIds then); anything that assigns a variable (loaded weights) gives it another,
+   * and the next update concatenates. A replay updates both in place.
+   */
+  private readonly flat: tf.Variable;
+  private flatOf: object[] | null = null;
   private readonly decayMask: tf.Tensor1D;
   private readonly skipped: tf.Variable;
   /** Updates made so far (skipped non-finite ones included: the schedule advances regardless). */
@@ -99,6 +108,7 @@ export class AdamW {
       offset += v.size;
     });
     this.decayMask = tf.keep(tf.tensor1d(mask));
+    this.flat = tf.variable(tf.zeros([this.total]), false);
     this.m = tf.variable(tf.zeros([this.total]), false);
     this.v = tf.variable(tf.zeros([this.total]), false);
     this.skipped = tf.variable(tf.zeros([]), false);
@@ -248,7 +258,8 @@ export class AdamW {
       const finiteFlag = tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar; // bool
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
       const scale = tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale) as tf.Scalar;
-      const params = tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D;
+      const kept = this.flatOf;
+      const params = kept && this.variables.every((x, i) => x.dataId === kept[i]) ? (this.flat as tf.Tensor1D) : (tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
       let next: tf.Tensor;
       if (fused) {
         const [p, m, v] = fusedUpdate(
@@ -272,6 +283,8 @@ export class AdamW {
       }
       const pieces = segments(next as tf.Tensor1D, this.sizes);
       this.variables.forEach((x, i) => x.assign(tf.reshape(pieces[i], x.shape)));
+      this.flat.assign(next);
+      this.flatOf = this.variables.map((x) => x.dataId);
       const applied = tf.cast(finiteFlag, 'float32') as tf.Scalar;
       let finite = applied;
       if (scaling) {
@@ -371,6 +384,6 @@ export class AdamW {
 
   dispose(): void {
     this.discardAccumulated();
-    tf.dispose([this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : []), ...(this.scaling ? [this.scaling.scale, this.scaling.good] : [])]);
+    tf.dispose([this.flat, this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : []), ...(this.scaling ? [this.scaling.scale, this.scaling.good] : [])]);
   }
 }
