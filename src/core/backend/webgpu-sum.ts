@@ -204,27 +204,33 @@ export function stridedSumColumns(outer: number, inner: number): number {
   return columns;
 }
 
-/**
- * Σ over the rows of [outer, rows, inner] in one program (null: too many workgroups), of x's values or
- * of `summand` over `inputs` (each read as that shape through its flat index).
- */
-export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }, summand: Summand = VALUES): tfTypes.TensorInfo | null {
+type SumDims = { outer: number; rows: number; inner: number };
+
+/** The strided sum's program and uniforms, or null where it would take too many workgroups. */
+function stridedSumCall(dims: SumDims, summand: Summand) {
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
   const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({ type: 'int32', data: [v] }));
-  if (summand.stores) throw new Error('a storing summand goes to stridedSumStoring');
-  return backend.runWebGPUProgram(stridedSums(dims.outer, dims.inner, columns, summand), inputs, 'float32', uniforms);
+  return { program: stridedSums(dims.outer, dims.inner, columns, summand), uniforms };
+}
+
+/**
+ * Σ over the rows of [outer, rows, inner] in one program (null: too many workgroups), of x's values or
+ * of `summand` over `inputs` (each read as that shape through its flat index).
+ */
+export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: SumDims, summand: Summand = VALUES): tfTypes.TensorInfo | null {
+  if (summand.stores) throw new Error('a storing summand has two outputs: stridedSumStoring');
+  const call = stridedSumCall(dims, summand);
+  return call && backend.runWebGPUProgram(call.program, inputs, 'float32', call.uniforms);
 }
 
 /** stridedSum of a storing summand: [the sums, every value summed, as [outer·rows·inner]] in one program (null: too many workgroups). */
-export function stridedSumStoring(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: { outer: number; rows: number; inner: number }, summand: Summand): [tfTypes.TensorInfo, tfTypes.TensorInfo] | null {
-  const columns = stridedSumColumns(dims.outer, dims.inner);
-  const blocks = Math.ceil(dims.inner / columns);
-  if (dims.outer * blocks > MAX_WORKGROUPS || !summand.stores) return null;
-  const program = stridedSums(dims.outer, dims.inner, columns, summand) as ReturnType<typeof stridedSums> & { extraOutputs: number };
-  const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({ type: 'int32', data: [v] }));
-  const [sums, stored] = runWithOutputs(backend, program, inputs, [[dims.outer * dims.rows * dims.inner]], uniforms);
+export function stridedSumStoring(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: SumDims, summand: Summand): [tfTypes.TensorInfo, tfTypes.TensorInfo] | null {
+  if (!summand.stores) throw new Error('a summand that stores nothing: stridedSum');
+  const call = stridedSumCall(dims, summand);
+  if (!call) return null;
+  const [sums, stored] = runWithOutputs(backend, call.program as typeof call.program & { extraOutputs: number }, inputs, [[dims.outer * dims.rows * dims.inner]], call.uniforms);
   return [sums, stored];
 }
 

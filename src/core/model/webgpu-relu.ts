@@ -11,7 +11,7 @@ export const RELU_GRAD_KERNEL = 'XttsReluGrad';
 /** ReLU's gradient of a [rows, columns] layer and its column sums (the bias gradient under it), one program. */
 export const RELU_GRAD_SUMS_KERNEL = 'XttsReluGradSums';
 
-/** dy · step(x), the arithmetic of the program above, as a strided sum's summand that keeps every value. */
+/** dy · step(x), the arithmetic of the gradient program below, as a strided sum's summand that keeps every value. */
 const RELU_GRAD: Summand = {
   variableNames: ['dy', 'x'],
   key: '_relu_grad',
