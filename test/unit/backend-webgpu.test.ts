@@ -445,6 +445,23 @@ test('the duration loss in 1 program forward and 1 backward gives the compositio
   }
 });
 
+test('constants kept on the device are kept per backend: a webgpu backend made again gets its own, not the last one\'s (whose data went with it)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { scalar, cachedConstant } = await import('../../src/core/model/nn.js');
+  const first = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  const [a, c] = [scalar(3), cachedConstant('test:ones', () => first.tf.ones([4]))];
+  assert.equal(scalar(3), a, 'one tensor per value and backend');
+  disposeBackend(first.tf);
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const [b, d] = [scalar(3), cachedConstant('test:ones', () => tf.ones([4]))];
+    assert.notEqual(b, a);
+    assert.notEqual(d, c);
+    assert.deepEqual(Array.from(await tf.add(b, d).data()), [4, 4, 4, 4]);
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

@@ -22,28 +22,34 @@ export const MASK_BIAS = -1e9;
 
 // ---------------------------------------------------------------------------------------------
 // Constants kept on the device: an op with a JS number argument makes (and uploads) a new scalar
-// tensor on every call; these are made once per backend.
-const constants = new Map<string, tf.Tensor>();
+// tensor on every call; these are made once per backend — per backend instance, not name: a webgpu
+// backend made again (another device, a test's next one) must not be handed the last one's tensors,
+// whose data went with it.
+const constants = new WeakMap<object, Map<string, tf.Tensor>>();
+
+/** The cached tensor `key` of the current backend, made by `make` where there is none yet. */
+function constant(key: string, make: () => tf.Tensor): tf.Tensor {
+  const backend = tf.backend();
+  let cache = constants.get(backend);
+  if (!cache) {
+    cache = new Map();
+    constants.set(backend, cache);
+  }
+  let t = cache.get(key);
+  if (!t || t.isDisposed) {
+    t = tf.keep(tf.tidy(make));
+    cache.set(key, t);
+  }
+  return t;
+}
 
 export function scalar(value: number): tf.Scalar {
-  const key = `${tf.getBackend()}:${value}`;
-  let t = constants.get(key);
-  if (!t || t.isDisposed) {
-    t = tf.keep(tf.scalar(value, 'float32'));
-    constants.set(key, t);
-  }
-  return t as tf.Scalar;
+  return constant(`scalar:${value}`, () => tf.scalar(value, 'float32')) as tf.Scalar;
 }
 
 /** A cached device tensor made from host values, keyed by a caller-chosen name. */
 export function cachedConstant(name: string, make: () => tf.Tensor): tf.Tensor {
-  const key = `${tf.getBackend()}:${name}`;
-  let t = constants.get(key);
-  if (!t || t.isDisposed) {
-    t = tf.keep(tf.tidy(make));
-    constants.set(key, t);
-  }
-  return t;
+  return constant(`named:${name}`, make);
 }
 
 // ---------------------------------------------------------------------------------------------
