@@ -35,18 +35,24 @@ def twin_lines(path):
     return rows
 
 
+# NVML's utilisation is the share of its own sample period (about 1/6 s) in which a kernel ran; the
+# trainer samples it 10 times a second. Over a span shorter than this the mean is a few samples that
+# straddle the span's edges, and says little.
+BUSY_SPAN_S = 2.0
+
+
 def busy_share(db_path):
-    """NVML utilisation (mean of the samples) over the replayed steps' span, and that span's steps."""
+    """NVML utilisation (mean of the samples) over the replayed steps' span, that span's steps, its samples and seconds."""
     if not os.path.exists(db_path):
-        return None, 0
+        return None, 0, 0, 0.0
     db = sqlite3.connect(db_path)
     try:
         steps = db.execute("SELECT start_ms, wall_ms FROM steps WHERE replayed = 1 ORDER BY step").fetchall()
         if len(steps) < 3:
-            return None, len(steps)
+            return None, len(steps), 0, 0.0
         t0, t1 = steps[1][0], steps[-1][0] + steps[-1][1]
         util = [u for (u,) in db.execute("SELECT utilization_pct FROM device_samples WHERE t_ms >= ? AND t_ms <= ? AND utilization_pct IS NOT NULL", (t0, t1))]
-        return (statistics.mean(util) if util else None), len(steps)
+        return (statistics.mean(util) if util else None), len(steps), len(util), (t1 - t0) / 1000
     finally:
         db.close()
 
@@ -70,7 +76,8 @@ def main():
         t = twin_lines(os.path.join(work, f"{p}-twin.jsonl"))
         eager = (t.get("fp32") or {}).get("step_ms_median")
         graphs = (t.get("graphs") or {}).get("step_ms_median")
-        busy, replayed = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
+        busy, replayed, samples, span = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
+        busy_note = f"{samples} NVML samples over {span:.1f} s" + ("" if span >= BUSY_SPAN_S else ": too short a span to trust, run more steps")
         per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
         row = {
             "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
@@ -79,12 +86,12 @@ def main():
             "eagerOverTwinEager": ratio(x["eagerStepMs"], eager), "replayOverTwinGraphs": ratio(x["replayStepMs"], graphs),
             "eagerPrograms": x.get("eagerPrograms"), "replayPrograms": x.get("replayPrograms"), "replayHostMs": x.get("replayHostMs"),
             "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"),
-            "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "replayedStepsInDb": replayed,
+            "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "gpuBusySamples": samples, "gpuBusySpanS": span, "replayedStepsInDb": replayed,
             "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
         }
         figures.append(row)
         print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
-        print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps)")
+        print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
         print(f"  twin eager fp32 {fmt(eager, ' ms')} ({row['twinKernelsPerStep']} kernels), CUDA graphs fp32 {fmt(graphs, ' ms')}")
         print(f"  ratios: replayed / twin eager {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin graphs {fmt(row['replayOverTwinGraphs'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
     print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))

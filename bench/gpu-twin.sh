@@ -11,6 +11,10 @@
 #
 #   bash bench/gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]
 #
+# STEPS is one count for every preset or a count per preset (tiny=400,small=150,normal=60): the GPU
+# busy share comes from NVML samples (10 a second) over the replayed steps, and a tiny step of a few
+# milliseconds needs a few hundred steps for a span of seconds (the summary says when it is too short).
+#
 # XTTS_ARGS adds `xtts train` arguments to both xtts runs, e.g. XTTS_ARGS="--set device.matmul=tiled"
 # or XTTS_ARGS="--set training.precision=mixed_fp16" (run the script once with and once without, in one
 # call, to compare them against the same twin).
@@ -28,9 +32,15 @@ work=$(mktemp -d)
 mkdir -p "$out"
 source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; python3 -c 'import torch; print("torch", torch.__version__)'; echo "XTTS_ARGS: ${XTTS_ARGS:-none}"; } >"$work/host.txt" 2>&1
+steps_of() { # preset -> its step count
+  if [[ $steps != *=* ]]; then echo "$steps"; return; fi
+  local n
+  n=$(tr ',' '\n' <<<"$steps" | sed -n "s/^$1=//p")
+  echo "${n:-60}"
+}
 for preset in $presets; do
   t=$(date +%s)
-  XTTS_BIN=bundle/xtts.cjs timeout 300 node bench/step-capture.mjs "$work/$preset" "$steps" "bundle/configs/$preset.yaml" \
+  XTTS_BIN=bundle/xtts.cjs timeout 300 node bench/step-capture.mjs "$work/$preset" "$(steps_of "$preset")" "bundle/configs/$preset.yaml" \
     -- --set pipeline.cache.path="$work/cache.sqlite" ${XTTS_ARGS:-} >"$work/$preset.txt" 2>&1
   echo "$preset xtts rc=$? in $(($(date +%s) - t)) s" >>"$work/phases.txt"
   shape=$(sed -n 's/^BENCH_JSON //p' "$work/$preset.txt" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("shape") or ""; print(" ".join(s.replace("×"," ").split()[:4]))' 2>/dev/null)
