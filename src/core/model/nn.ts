@@ -77,6 +77,19 @@ export function causalBias(steps: number): tf.Tensor2D {
   }) as tf.Tensor2D;
 }
 
+/**
+ * An op with its gradient written out, of one or several outputs (tf.customGrad takes one output, and
+ * makes every input's gradient whether the tape needs it or not): through the engine's runKernelFunc,
+ * as customGrad itself does. `backward` gets the outputs' gradients (an array for several outputs) and
+ * what `forward` saved, and returns a function per input, called only for the inputs the tape needs.
+ */
+export function gradOp<O extends tf.Tensor | tf.Tensor[]>(inputs: Record<string, tf.Tensor>, forward: (save: tf.GradSaveFunc) => O, backward: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>): O {
+  const engine = tf.engine() as unknown as {
+    runKernelFunc(k: { forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => O; backwardsFunc: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>; inputs: Record<string, tf.Tensor> }): O;
+  };
+  return engine.runKernelFunc({ forwardFunc: (_backend, save) => forward(save), backwardsFunc: backward, inputs });
+}
+
 /** x, with no gradient flowing back through it (PyTorch's detach). */
 export const stopGradient = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => ({
   value: tf.clone(args[0] as tf.Tensor),
@@ -214,31 +227,23 @@ function layerNormOp(g: tf.Tensor1D) {
  * [the norm of x, x itself] as one op of two outputs: a pre-norm block reads x twice (the norm, and
  * the residual connection around the block), so the tape would add the two gradients of x in a
  * program of their own; here the norm's backward adds the residual's gradient while it computes its
- * own (one program on webgpu). tf.customGrad takes one output only: this goes through the engine's
- * runKernelFunc, as customGrad itself does.
+ * own (one program on webgpu). tf.customGrad takes one output only: this is a gradOp.
  */
 function layerNormWithResidualOp(g: tf.Tensor1D) {
   return (x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor2D] => {
-    const engine = tf.engine() as unknown as {
-      runKernelFunc(k: {
-        forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => tf.Tensor[];
-        backwardsFunc: (dys: tf.Tensor[], saved: tf.Tensor[]) => Record<string, () => tf.Tensor>;
-        inputs: Record<string, tf.Tensor>;
-      }): tf.Tensor[];
-    };
-    const [normed, residual] = engine.runKernelFunc({
-      forwardFunc: (_backend, save) => {
+    const [normed, residual] = gradOp(
+      { x, g },
+      (save) => {
         const { value, saved } = normForward(x, g);
         save(saved);
         // The same data under a new tensor (no program): the tape tells the two outputs apart.
         return [value, tf.clone(x)];
       },
-      backwardsFunc: ([dNormed, dResidual], saved) => {
+      ([dNormed, dResidual], saved) => {
         const [dx, dg] = normGrad(saved, g, dNormed as tf.Tensor2D, dResidual as tf.Tensor2D);
         return { x: () => dx, g: () => dg };
       },
-      inputs: { x, g },
-    });
+    );
     return [normed as tf.Tensor2D, residual as tf.Tensor2D];
   };
 }

@@ -8,6 +8,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 import { spreadSum, type Summand } from '../backend/webgpu-sum.js';
+import { gradOp } from './nn.js';
 
 export const MASKED_ERROR_KERNEL = 'XttsMaskedError';
 export const MASKED_ERROR_GRAD_KERNEL = 'XttsMaskedErrorGrad';
@@ -185,27 +186,19 @@ export function setFusedLosses(on: boolean): void {
   enabled = on;
 }
 
-interface EngineWithKernelFunc {
-  runKernelFunc(k: {
-    forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => tf.Tensor;
-    backwardsFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>;
-    inputs: Record<string, tf.Tensor>;
-  }): tf.Tensor;
-}
-
 /**
  * Σ err(pred − target)·mask / denominator on webgpu: pred, target [B, T, bins] float32, mask [B, T, 1],
  * denominator a scalar. Its gradient reaches pred in one program; the other inputs' gradients (data,
  * in training) are the composition's, made only where the tape asks for them.
  */
 export function fusedMaskedError(pred: tf.Tensor3D, target: tf.Tensor3D, mask: tf.Tensor3D, kind: ErrorKind, denominator: tf.Scalar): tf.Scalar {
-  const engine = tf.engine() as unknown as EngineWithKernelFunc;
-  return engine.runKernelFunc({
-    forwardFunc: (_backend, save) => {
+  return gradOp(
+    { pred, target, mask, denominator },
+    (save) => {
       save([pred, target, mask, denominator]);
-      return tf.engine().runKernel(MASKED_ERROR_KERNEL, { pred, target, mask, denominator }, { kind } as never) as tf.Tensor;
+      return tf.engine().runKernel(MASKED_ERROR_KERNEL, { pred, target, mask, denominator }, { kind } as never) as tf.Scalar;
     },
-    backwardsFunc: (dy, saved) => {
+    (dy, saved) => {
       const [p, t, m, den] = saved;
       const dPred = () => tf.engine().runKernel(MASKED_ERROR_GRAD_KERNEL, { dy, pred: p, target: t, mask: m, denominator: den }, { kind } as never) as tf.Tensor;
       const err = () => {
@@ -219,8 +212,7 @@ export function fusedMaskedError(pred: tf.Tensor3D, target: tf.Tensor3D, mask: t
         denominator: () => tf.neg(tf.div(tf.mul(dy, tf.sum(tf.mul(err(), m))), tf.square(den))),
       };
     },
-    inputs: { pred, target, mask, denominator },
-  }) as tf.Scalar;
+  );
 }
 
 /**
@@ -230,17 +222,17 @@ export function fusedMaskedError(pred: tf.Tensor3D, target: tf.Tensor3D, mask: t
  * tape asks for one).
  */
 export function fusedDurationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
-  const engine = tf.engine() as unknown as EngineWithKernelFunc;
   const inputs: Record<string, tf.Tensor> = denominator ? { logDurations, durations, denominator } : { logDurations, durations };
   const noGradient = (name: string) => () => {
     throw new Error(`the fused duration loss has no gradient for its ${name} (data)`);
   };
-  return engine.runKernelFunc({
-    forwardFunc: (_backend, save) => {
+  return gradOp(
+    inputs,
+    (save) => {
       save(Object.values(inputs));
-      return tf.engine().runKernel(DURATION_LOSS_KERNEL, inputs as never) as tf.Tensor;
+      return tf.engine().runKernel(DURATION_LOSS_KERNEL, inputs as never) as tf.Scalar;
     },
-    backwardsFunc: (dy, saved) => {
+    (dy, saved) => {
       const [l, d, den] = saved;
       return {
         logDurations: () => tf.engine().runKernel(DURATION_LOSS_GRAD_KERNEL, (den ? { dy, logDurations: l, durations: d, denominator: den } : { dy, logDurations: l, durations: d }) as never) as tf.Tensor,
@@ -248,6 +240,5 @@ export function fusedDurationLoss(logDurations: tf.Tensor2D, durations: tf.Tenso
         ...(denominator ? { denominator: noGradient('denominator') } : {}),
       };
     },
-    inputs,
-  }) as tf.Scalar;
+  );
 }
