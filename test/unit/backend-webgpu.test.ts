@@ -445,6 +445,50 @@ test('the duration loss in 1 program forward and 1 backward gives the compositio
   }
 });
 
+test('the key-padding and cross-attention biases in one program each: the composition\'s values bit for bit (+0 where a key may be read), an alignment past the text included', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { keyPaddingBias, MASK_BIAS } = await import('../../src/core/model/nn.js');
+    const { crossAttentionBias, setFusedMasks } = await import('../../src/core/model/webgpu-masks.js');
+    const lengths = tf.tensor1d([7, 0, 12, 3], 'int32');
+    const run = (fused: boolean) => {
+      setFusedMasks(fused);
+      const counter = new KernelCounter().install(tf);
+      const bias = keyPaddingBias(lengths, 12);
+      const programs = counter.takeAll().dispatches;
+      counter.uninstall();
+      return { bias, programs };
+    };
+    const [plain, fused] = [run(false), run(true)];
+    assert.equal(fused.programs, 1);
+    assert.deepEqual(fused.bias.shape, [4, 1, 1, 12]);
+    const [a, b] = [await plain.bias.data(), await fused.bias.data()];
+    assert.ok(b.every((v, i) => Object.is(v, a[i])), 'bit for bit, signed zeros too');
+    assert.deepEqual(Array.from(b.slice(0, 12)), Array.from({ length: 12 }, (_, k) => (k < 7 ? 0 : MASK_BIAS)));
+    // The composition of model.ts crossBias: one-hot of the alignment for the first heads, the
+    // latents and the text's bias for the others.
+    const [B, S, latents, heads] = [4, 9, 5, 3];
+    const alignment = tf.tensor2d(Array.from({ length: B * S }, (_, i) => (i % 11 === 0 ? 40 : i % 12)), [B, S], 'int32');
+    for (const alignHeads of [1, 2, 3]) {
+      const composed = tf.tidy(() => {
+        const memory = latents + 12;
+        const aligned = tf.oneHot(tf.add(alignment, tf.scalar(latents, 'int32')) as import('@tensorflow/tfjs-core').Tensor2D, memory);
+        const alignBias = tf.reshape(tf.mul(tf.sub(tf.cast(aligned, 'float32'), tf.scalar(1)), tf.scalar(-MASK_BIAS)), [B, 1, S, memory]);
+        const parts = [alignHeads === 1 ? alignBias : tf.tile(alignBias, [1, alignHeads, 1, 1])];
+        if (heads > alignHeads) parts.push(tf.add(tf.concat([tf.zeros([B, 1, 1, latents]), plain.bias], 3), tf.zeros([1, heads - alignHeads, S, 1])));
+        return parts.length === 1 ? parts[0] : tf.concat(parts, 1);
+      });
+      const made = crossAttentionBias(alignment, fused.bias, heads, alignHeads, latents, MASK_BIAS);
+      assert.deepEqual(made.shape, composed.shape);
+      const [x, y] = [await composed.data(), await made.data()];
+      assert.ok(y.every((v, i) => Object.is(v, x[i])), `alignHeads ${alignHeads}: bit for bit`);
+    }
+    setFusedMasks(true);
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('constants kept on the device are kept per backend: a webgpu backend made again gets its own, not the last one\'s (whose data went with it)', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { scalar, cachedConstant } = await import('../../src/core/model/nn.js');
   const first = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });

@@ -35,6 +35,7 @@ import { Decoder, type MemoryKv, Postnet, type StepState } from './decoder.js';
 import { ConditioningEncoder, DurationPredictor, TextEncoder } from './encoders.js';
 import { hashString, mixSeed } from './init.js';
 import { cachedConstant, causalBias, type ConvImpl, DropoutPool, keyPaddingBias, lengthMask, Linear, MASK_BIAS, scalar, stopGradient } from './nn.js';
+import { crossAttentionBias, fusedMasksAvailable } from './webgpu-masks.js';
 import { ParamStore } from './params.js';
 
 /** Sizes that come from the data rather than the model config. */
@@ -175,7 +176,7 @@ export class XttsModel {
     this.checkText(textSteps);
     const textBias = keyPaddingBias(inputs.textLengths, textSteps);
     const refMask = lengthMask(inputs.refLengths, refFrames); // [B, T_ref]
-    const refBias = tf.reshape(tf.mul(tf.sub(refMask, scalar(1)), scalar(-MASK_BIAS)), [batch, 1, 1, refFrames]) as tf.Tensor4D;
+    const refBias = keyPaddingBias(inputs.refLengths, refFrames);
 
     const textOut = this.text.apply(inputs.tokens, inputs.languages, textBias, { ...c, batch, steps: textSteps });
     // Zero the padded reference frames so the input conv's window at the last real frames sees zeros.
@@ -203,6 +204,8 @@ export class XttsModel {
     const [batch, steps] = alignment.shape;
     const textSteps = textBias.shape[3];
     const { heads, alignment_heads: alignHeads } = this.config;
+    // webgpu: one program (webgpu-masks.ts), the same values.
+    if (fusedMasksAvailable() && alignment.dtype === 'int32') return crossAttentionBias(alignment, textBias, heads, alignHeads, latents, MASK_BIAS);
     const memorySteps = latents + textSteps;
     const aligned = tf.oneHot(tf.add(alignment, tf.scalar(latents, 'int32')) as tf.Tensor2D, memorySteps); // [B, S, M] int32
     const alignBias = tf.reshape(tf.mul(tf.sub(tf.cast(aligned, 'float32'), scalar(1)), scalar(-MASK_BIAS)), [batch, 1, steps, memorySteps]);

@@ -14,6 +14,7 @@ import { maskAdd, maskAt, maskAtAndColumnSums, maskAtAvailable, WINDOW_KERNEL } 
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
 import { reluGrad, reluGradAndColumnSums } from './webgpu-relu.js';
+import { fusedMasksAvailable, lengthBias } from './webgpu-masks.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -64,6 +65,8 @@ export function lengthMask(lengths: tf.Tensor1D, length: number): tf.Tensor2D {
 
 /** Additive attention bias for key padding: [batch, 1, 1, keys], 0 for real keys, MASK_BIAS for padding. */
 export function keyPaddingBias(lengths: tf.Tensor1D, keys: number): tf.Tensor4D {
+  // webgpu: one program (webgpu-masks.ts), the same values.
+  if (fusedMasksAvailable() && lengths.dtype === 'int32') return lengthBias(lengths, keys, MASK_BIAS);
   const mask = lengthMask(lengths, keys);
   return tf.reshape(tf.mul(tf.sub(mask, scalar(1)), scalar(-MASK_BIAS)), [-1, 1, 1, keys]);
 }
