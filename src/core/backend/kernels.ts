@@ -202,6 +202,29 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
   return Object.assign(new Named(), fields);
 }
 
+/**
+ * A program of one invocation per output value: `body` (WGSL) runs for every flat `index` below the
+ * output's size, 64 invocations a workgroup; `uniforms` are its own (WGSL declarations).
+ */
+export function flatProgram(name: string, shaderKey: string, variableNames: string[], outputShape: number[], uniforms: string, body: string) {
+  const size = outputShape.reduce((a, x) => a * x, 1);
+  return namedProgram(name, {
+    variableNames,
+    outputShape,
+    shaderKey,
+    dispatchLayout: { x: outputShape.map((_, i) => i) },
+    dispatch: [Math.ceil(size / 64), 1, 1] as [number, number, number],
+    workgroupSize: [64, 1, 1] as [number, number, number],
+    size: true,
+    uniforms,
+    getUserCode: () => `
+      fn main(index : i32) {
+        if (index < uniforms.size) {${body}
+        }
+      }`,
+  });
+}
+
 /** What xtts's WebGPU kernels call on tfjs-backend-webgpu's backend: run a program of their own, free a tensor's data. */
 export interface WebgpuProgramRunner {
   runWebGPUProgram(program: object, inputs: import('@tensorflow/tfjs-core').TensorInfo[], dtype: import('@tensorflow/tfjs-core').DataType, uniforms?: { type: string; data: number[] }[]): import('@tensorflow/tfjs-core').TensorInfo;
@@ -239,12 +262,12 @@ export function shaderSource(label: string | undefined, code: string): string {
 }
 
 interface OutputsRunner extends WebgpuProgramRunner {
-  makeTensorInfo(shape: number[], dtype: import('@tensorflow/tfjs-core').DataType): import('@tensorflow/tfjs-core').TensorInfo;
+  makeTensorInfo(shape: number[], dtype: import('@tensorflow/tfjs-core').DataType): TensorInfo;
   uploadToGPU(dataId: object): void;
 }
 
 /** Runs an outputsProgram: its further outputs (float32, of `shapes`) made on the device first; returns [output, ...further outputs]. */
-export function runWithOutputs(backend: WebgpuProgramRunner, program: { variableNames: string[]; extraOutputs: number }, inputs: import('@tensorflow/tfjs-core').TensorInfo[], shapes: number[][], uniforms?: { type: string; data: number[] }[]): import('@tensorflow/tfjs-core').TensorInfo[] {
+export function runWithOutputs(backend: WebgpuProgramRunner, program: { variableNames: string[]; extraOutputs: number }, inputs: TensorInfo[], shapes: number[][], uniforms?: { type: string; data: number[] }[]): TensorInfo[] {
   if (shapes.length !== program.extraOutputs) throw new Error(`a program of ${program.extraOutputs} further outputs run with ${shapes.length}`);
   const runner = backend as OutputsRunner;
   const further = shapes.map((shape) => runner.makeTensorInfo(shape, 'float32'));

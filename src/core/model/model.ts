@@ -176,7 +176,7 @@ export class XttsModel {
     this.checkText(textSteps);
     const textBias = keyPaddingBias(inputs.textLengths, textSteps);
     const refMask = lengthMask(inputs.refLengths, refFrames); // [B, T_ref]
-    const refBias = keyPaddingBias(inputs.refLengths, refFrames);
+    const refBias = keyPaddingBias(inputs.refLengths, refFrames, refMask);
 
     const textOut = this.text.apply(inputs.tokens, inputs.languages, textBias, { ...c, batch, steps: textSteps });
     // Zero the padded reference frames so the input conv's window at the last real frames sees zeros.

@@ -63,11 +63,14 @@ export function lengthMask(lengths: tf.Tensor1D, length: number): tf.Tensor2D {
   return tf.cast(tf.less(positions, tf.reshape(lengths, [-1, 1])), 'float32') as tf.Tensor2D;
 }
 
-/** Additive attention bias for key padding: [batch, 1, 1, keys], 0 for real keys, MASK_BIAS for padding. */
-export function keyPaddingBias(lengths: tf.Tensor1D, keys: number): tf.Tensor4D {
+/**
+ * Additive attention bias for key padding: [batch, 1, 1, keys], 0 for real keys, MASK_BIAS for padding.
+ * `mask`: lengthMask(lengths, keys), where the caller has it already (the composition starts from it).
+ */
+export function keyPaddingBias(lengths: tf.Tensor1D, keys: number, mask?: tf.Tensor2D): tf.Tensor4D {
   // webgpu: one program (webgpu-masks.ts), the same values.
   if (fusedMasksAvailable() && lengths.dtype === 'int32') return lengthBias(lengths, keys, MASK_BIAS);
-  const mask = lengthMask(lengths, keys);
+  mask ??= lengthMask(lengths, keys);
   return tf.reshape(tf.mul(tf.sub(mask, scalar(1)), scalar(-MASK_BIAS)), [-1, 1, 1, keys]);
 }
 

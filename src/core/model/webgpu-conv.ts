@@ -5,34 +5,13 @@
 // forward and its gradient one program backward; no padding is needed, frames outside the clip count
 // as zero. Registered for the webgpu backend only (the others pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const TAP_SUM_KERNEL = 'XttsTapSum';
 export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';
 
-const WORKGROUP = 64;
-
+/** The convolution's uniforms, for every program here. */
 const UNIFORMS = 'frames : i32, kernel : i32, half : i32, outCh : i32,';
-
-/** A program of one invocation per output value (index), with the convolution's uniforms. */
-function flatProgram(name: string, shaderKey: string, variableNames: string[], outputShape: number[], body: string) {
-  const size = outputShape.reduce((a, x) => a * x, 1);
-  return namedProgram(name, {
-    variableNames,
-    outputShape,
-    shaderKey,
-    dispatchLayout: { x: outputShape.map((_, i) => i) },
-    dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
-    workgroupSize: [WORKGROUP, 1, 1],
-    size: true,
-    uniforms: UNIFORMS,
-    getUserCode: () => `
-      fn main(index : i32) {
-        if (index < uniforms.size) {${body}
-        }
-      }`,
-  });
-}
 
 /** y[b, t, o] = Σ_k taps[b, t + k − half, k, o] (in order of k, frames outside the clip left out) + bias[o]. */
 const tapSumProgram = (outputShape: number[]) =>
@@ -41,6 +20,7 @@ const tapSumProgram = (outputShape: number[]) =>
     'xtts_tap_sum',
     ['T', 'Bias'],
     outputShape,
+    UNIFORMS,
     `
           let o = index % uniforms.outCh;
           let bt = index / uniforms.outCh;
@@ -63,6 +43,7 @@ const tapSumGradProgram = (outputShape: number[]) =>
     'xtts_tap_sum_grad',
     ['Dy'],
     outputShape,
+    UNIFORMS,
     `
           let o = index % uniforms.outCh;
           let rest = index / uniforms.outCh;

@@ -6,7 +6,7 @@
 // gradient one program with the composition's arithmetic, in its order: ((dy / denominator)·mask)·err′.
 // Registered for the webgpu backend only; other backends keep the composition (losses.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 import { spreadSum, type Summand } from '../backend/webgpu-sum.js';
 import { gradOp } from './nn.js';
 
@@ -28,8 +28,6 @@ const SLOPE: Record<ErrorKind, string> = {
   l1_l2: 'select(select(-1.0, 1.0, d > 0.0), d, isnan(d)) + 2.0 * d',
 };
 
-const WORKGROUP = 64;
-
 /** err(pred − target)·mask, pred and target [rows·bins] flat, mask one value per row of `bins` (WGSL reserves `target`: truth). */
 function maskedError(kind: ErrorKind, bins: number): Summand {
   return {
@@ -41,23 +39,17 @@ function maskedError(kind: ErrorKind, bins: number): Summand {
 }
 
 function gradProgram(kind: ErrorKind, bins: number, size: number) {
-  return namedProgram('XttsMaskedErrorGradProgram', {
-    variableNames: ['dy', 'pred', 'truth', 'mask', 'denominator'],
-    outputShape: [size],
-    shaderKey: `xtts_masked_error_grad_${kind}_${bins}`,
-    dispatchLayout: { x: [0] },
-    dispatch: [Math.ceil(size / WORKGROUP), 1, 1] as [number, number, number],
-    workgroupSize: [WORKGROUP, 1, 1] as [number, number, number],
-    size: true,
-    getUserCode: () => `
-      fn main(index : i32) {
-        if (index < uniforms.size) {
+  return flatProgram(
+    'XttsMaskedErrorGradProgram',
+    `xtts_masked_error_grad_${kind}_${bins}`,
+    ['dy', 'pred', 'truth', 'mask', 'denominator'],
+    [size],
+    '',
+    `
           let d = f32(pred[index]) - f32(truth[index]);
           let g = (f32(dy[0]) / f32(denominator[0])) * f32(mask[index / ${bins}]);
-          setOutputAtIndex(index, g * (${SLOPE[kind]}));
-        }
-      }`,
-  });
+          setOutputAtIndex(index, g * (${SLOPE[kind]}));`,
+  );
 }
 
 interface Attrs {

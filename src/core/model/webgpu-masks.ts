@@ -5,31 +5,10 @@
 // the composition's values bit for bit: 0 where a key may be read (+0, as 0·1e9 is), MASK_BIAS where
 // not. Registered for the webgpu backend only; other backends keep the composition (nn.ts, model.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 
 export const LENGTH_BIAS_KERNEL = 'XttsLengthBias';
 export const CROSS_BIAS_KERNEL = 'XttsCrossBias';
-
-const WORKGROUP = 64;
-
-/** A program of one invocation per output value, `body` writing value `index`. */
-function flatProgram(name: string, shaderKey: string, variableNames: string[], size: number, uniforms: string, body: string) {
-  return namedProgram(name, {
-    variableNames,
-    outputShape: [size],
-    shaderKey,
-    dispatchLayout: { x: [0] },
-    dispatch: [Math.ceil(size / WORKGROUP), 1, 1] as [number, number, number],
-    workgroupSize: [WORKGROUP, 1, 1] as [number, number, number],
-    size: true,
-    uniforms,
-    getUserCode: () => `
-      fn main(index : i32) {
-        if (index < uniforms.size) {${body}
-        }
-      }`,
-  });
-}
 
 if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
   tf.registerKernel({
@@ -41,7 +20,7 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
         'XttsLengthBiasProgram',
         'xtts_length_bias',
         ['lengths'],
-        batch * attrs.keys,
+        [batch * attrs.keys],
         'keys : i32, bias : f32,',
         `
           let b = index / uniforms.keys;
@@ -67,7 +46,7 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
         'XttsCrossBiasProgram',
         'xtts_cross_bias',
         ['alignment', 'textBias'],
-        batch * attrs.heads * steps * memory,
+        [batch * attrs.heads * steps * memory],
         'heads : i32, steps : i32, memory : i32, latents : i32, alignHeads : i32, bias : f32,',
         `
           let m = index % uniforms.memory;

@@ -4,7 +4,7 @@
 // so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
 import { stridedSumStoring, type Summand } from '../backend/webgpu-sum.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
@@ -24,34 +24,26 @@ const RELU_GRAD: Summand = {
   stores: true,
 };
 
-const WORKGROUP = 64;
-
 if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: RELU_GRAD_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
-      const program = namedProgram('XttsReluGradProgram', {
-        variableNames: ['dy', 'x'],
-        outputShape: [size],
-        shaderKey: 'xtts_relu_grad',
-        dispatchLayout: { x: [0] },
-        dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
-        workgroupSize: [WORKGROUP, 1, 1],
-        size: true,
-        getUserCode: () => `
-          fn main(index : i32) {
-            if (index < uniforms.size) {
-              let v = x[index];
-              var step = select(0.0, 1.0, v > 0.0);
-              if (isnan(v)) {
-                step = v;
-              }
-              setOutputAtIndex(index, dy[index] * step);
-            }
-          }`,
-      });
+      const program = flatProgram(
+        'XttsReluGradProgram',
+        'xtts_relu_grad',
+        ['dy', 'x'],
+        [size],
+        '',
+        `
+          let v = x[index];
+          var step = select(0.0, 1.0, v > 0.0);
+          if (isnan(v)) {
+            step = v;
+          }
+          setOutputAtIndex(index, dy[index] * step);`,
+      );
       return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
     }) as unknown as tf.KernelFunc,
   });
