@@ -44,6 +44,14 @@ const MIXED_FP16_GROWTH_INTERVAL = 1000;
 
 /** Command buffers a replayed step is submitted in with the alignment lookahead (StepReplayer.stepInParts). */
 const REPLAY_PARTS = 4;
+/**
+ * Batches the alignment lookahead keeps prepared: one, or two with pipelined steps. There the host
+ * issues step N while the device still computes step N − 1, so a batch whose alignment forward is
+ * queued just before step N has its scores only once step N − 1 is done, and the host, wanting them
+ * for step N + 1 right after issuing step N, would wait for the search each step while the device ran
+ * out of work. Queued two steps ahead, the scores are back and searched while step N is issued.
+ */
+const LOOKAHEAD_BATCHES = { plain: 1, pipelined: 2 };
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
@@ -396,7 +404,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const replayer = replicas && replicas.devices.length > 1 ? undefined : new StepReplayer(model, optimizer, t.loss, config.device.step_capture, accumulate);
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
-  let ahead: PreparedBatch | undefined;
+  /** Batches uploaded with their alignment search started, in the loader's order (training.alignment_lookahead). */
+  const ahead: PreparedBatch[] = [];
   /** The alignment search's worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
   let searcher: AlignmentSearcher | undefined;
   // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
@@ -444,14 +453,16 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       alignment.catch(() => undefined);
       return { batch: b, tensors, alignment };
     };
-    if (lookahead) {
-      const threads = AlignmentSearcher.threadsFor(availableParallelism());
-      searcher = new AlignmentSearcher(threads);
-      say(`alignment lookahead: each batch's alignment is searched on ${threads === 1 ? 'a worker thread' : `${threads} worker threads`} while the step before it computes (training.alignment_lookahead)`);
-    }
     // device.pipeline_steps: issue the next step before waiting for this one, where nothing reads
     // the weights in between.
     const pipelined = !group && (config.device.pipeline_steps === 'on' || (config.device.pipeline_steps === 'auto' && choice.backend === 'webgpu'));
+    const lookaheadBatches = pipelined ? LOOKAHEAD_BATCHES.pipelined : LOOKAHEAD_BATCHES.plain;
+    if (lookahead) {
+      const threads = AlignmentSearcher.threadsFor(availableParallelism());
+      searcher = new AlignmentSearcher(threads);
+      const before = lookaheadBatches === 1 ? 'the step before it computes' : `the ${lookaheadBatches} steps before it compute (its weights are ${lookaheadBatches} updates old)`;
+      say(`alignment lookahead: each batch's alignment is searched on ${threads === 1 ? 'a worker thread' : `${threads} worker threads`} while ${before} (training.alignment_lookahead)`);
+    }
     if (pipelined) say('pipelined steps: each step is issued before the one before it is waited for, except where the weights are read in between (device.pipeline_steps)');
     const nonFiniteLimit = Math.max(1, t.max_nonfinite_steps);
     const weightsReadAfter = (n: number) =>
@@ -496,8 +507,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       const replicaParts: Omit<ReplicaStepRecord, 'step' | 'rank'>[] = [];
       for (let micro = 0; micro < accumulate; micro++) {
         // The batch whose alignment the previous micro-batch queued ahead of its step, or the next one.
-        const prepared = ahead;
-        ahead = undefined;
+        const prepared = ahead.shift();
         batch = prepared?.batch ?? (await loader.next());
         if (!batch) break;
         timer.mark('dataWaitMs');
@@ -532,12 +542,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         // Which symbol each step says (one readback and the alignment search on the host).
         const aligned = { ...tensors, alignment: await alignment };
         timer.mark('syncMs');
-        if (lookahead && !(micro === accumulate - 1 && step + 1 >= maxSteps)) {
-          // The next batch's alignment forward goes to the device before this step, so its readback
-          // and search on the host overlap the step's computing.
+        // The micro-batches this run still trains after this one: none is prepared past the last.
+        const remaining = (maxSteps - step - 1) * accumulate + (accumulate - 1 - micro);
+        while (lookahead && ahead.length < Math.min(lookaheadBatches, remaining)) {
+          // The next batches' alignment forwards go to the device before this step, so their readbacks
+          // and searches on the host overlap the steps' computing.
           const next = await loader.next();
           timer.mark('dataWaitMs');
-          if (next) ahead = prepareBatch(next);
+          if (!next) break;
+          ahead.push(prepareBatch(next));
           timer.mark('uploadMs');
         }
         kernels.take();
@@ -777,8 +790,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       await side?.drain();
     }
   } finally {
-    await disposeAhead(ahead);
-    ahead = undefined;
+    for (const p of ahead.splice(0)) await disposeAhead(p);
     await searcher?.close();
     if (deferred) disposeStepResult(deferred.result);
     deferred = undefined;
@@ -847,8 +859,7 @@ interface PreparedBatch {
 }
 
 /** Frees a batch prepared ahead that no step trained on (the run ended first). */
-async function disposeAhead(p: PreparedBatch | undefined): Promise<void> {
-  if (!p) return;
+async function disposeAhead(p: PreparedBatch): Promise<void> {
   disposeBatch(p.tensors);
   const a = await p.alignment.catch(() => undefined);
   if (a) tf.dispose([a.steps, a.durations]);
