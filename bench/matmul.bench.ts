@@ -13,12 +13,16 @@
 //   node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes M×N×K[:tA][:tB][:bBATCH],...]
 //                                           [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
+//   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
+//                                           float32 program (backend/webgpu-dense.ts) against the two
+//                                           matmuls and the column sum apart, per variant
 //
 // A variant the device cannot run is reported with the reason and skipped.
 import type * as TfTypes from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, timeOnDevice } from '../src/core/backend/index.js';
 import { takeGpuError } from '../src/core/backend/webgpu.js';
 import { type MatMulProgram, setMatMulProgram } from '../src/core/backend/webgpu-matmul.js';
+import { denseBackward, setDenseGrads } from '../src/core/model/webgpu-dense.js';
 import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
 
@@ -89,6 +93,82 @@ function sampledError(s: Shape, a: Float32Array, b: Float32Array, out: Float32Ar
   return worst;
 }
 
+/** The largest sampled errors of dx, dW and db against float64 sums, each relative to Σ|terms|. */
+function denseErrors(rows: number, inD: number, outD: number, dz: Float32Array, x: Float32Array, w: Float32Array, got: Float32Array[]): number[] {
+  const worst = [0, 0, 0];
+  const note = (which: number, value: number, sum: number, mag: number) => {
+    worst[which] = Math.max(worst[which], Math.abs(value - sum) / Math.max(mag, 1e-30));
+  };
+  for (let t = 0; t < 256; t++) {
+    const [r, i, j] = [(t * 7919) % rows, (t * 104729) % inD, (t * 1299709) % outD];
+    let [sum, mag] = [0, 0];
+    for (let k = 0; k < outD; k++) {
+      sum += dz[r * outD + k] * w[i * outD + k];
+      mag += Math.abs(dz[r * outD + k] * w[i * outD + k]);
+    }
+    note(0, got[0][r * inD + i], sum, mag);
+    [sum, mag] = [0, 0];
+    let [bias, biasMag] = [0, 0];
+    for (let q = 0; q < rows; q++) {
+      sum += x[q * inD + i] * dz[q * outD + j];
+      mag += Math.abs(x[q * inD + i] * dz[q * outD + j]);
+      bias += dz[q * outD + j];
+      biasMag += Math.abs(dz[q * outD + j]);
+    }
+    note(1, got[1][i * outD + j], sum, mag);
+    note(2, got[2][j], bias, biasMag);
+  }
+  return worst;
+}
+
+/**
+ * --dense: a dense layer's backward (dz = dy, dx, dW, db) as one float32 program (backend/webgpu-dense.ts)
+ * against the programs apart, float32 (tfjs) and with mixed_fp16's tensor-core matmuls (f16).
+ */
+async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: number[][]): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  for (const [n, inD, outD] of shapes) {
+    const dzv = values(n * outD, 1);
+    const xv = values(n * inD, 2);
+    const wv = values(inD * outD, 3);
+    const [dz, x, w] = [tf.tensor2d(dzv, [n, outD]), tf.tensor2d(xv, [n, inD]), tf.tensor2d(wv, [inD, outD])];
+    const row: Record<string, unknown> = { shape: `${n}×${inD}×${outD}`, gflop: (4 * n * inD * outD) / 1e9 };
+    for (const key of ['one', ...variants.map((v) => `${v}_apart`)]) {
+      setMatMulProgram(key === 'one' ? 'tfjs' : (key.split('_')[0] as MatMulProgram));
+      setDenseGrads(key === 'one');
+      const once = () => denseBackward(dz, x, w, { kind: 'plain' });
+      const first = once();
+      const got = (await Promise.all(first.map((t) => t.data()))) as Float32Array[];
+      tf.dispose(first);
+      const gpuError = takeGpuError();
+      if (gpuError) {
+        console.log(`${key} on ${row.shape}: the device reported: ${gpuError}`);
+        row[`${key}_failed`] = gpuError.slice(0, 2000);
+        continue;
+      }
+      const times: number[] = [];
+      let programs = 0;
+      for (let r = 0; r < 3; r++) {
+        const t = await timeOnDevice(tf, () => {
+          for (let i = 0; i < reps; i++) tf.dispose(once());
+        });
+        if (t.available) {
+          times.push(t.kernelMs / reps);
+          programs = t.programs.reduce((a, p) => a + p.count, 0) / reps;
+        }
+      }
+      row[`${key}_ms`] = Number((times.length ? median(times) : Number.NaN).toFixed(4));
+      row[`${key}_programs`] = programs;
+      row[`${key}_error`] = denseErrors(n, inD, outD, dzv, xv, wv, got).map((e) => Number(e.toExponential(2)));
+    }
+    setDenseGrads(true);
+    tf.dispose([dz, x, w]);
+    rows.push(row);
+    console.log([row.shape, ...['one', ...variants.map((v) => `${v}_apart`)].map((k) => `${k} ${row[`${k}_ms`]} ms (${row[`${k}_programs`]} programs) err dx/dW/db ${row[`${k}_error`]}`)].join(' | '));
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const variants = (arg('variants') ?? 'tfjs,tiled,f16').split(',') as MatMulProgram[];
   const reps = Number(arg('reps') ?? 20);
@@ -103,6 +183,16 @@ async function main(): Promise<void> {
   });
   const a = choice.adapter;
   console.log(`device: ${a?.name} (${a?.description}); shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup widths ${a?.subgroupSizes ? `${a.subgroupSizes.min}–${a.subgroupSizes.max}` : 'not stated'}; subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
+  const denseShapes = arg('dense');
+  if (denseShapes) {
+    const shapesOf = denseShapes.split(',').map((s) => s.split(/[×x]/).map(Number));
+    if (!shapesOf.every((d) => d.length === 3 && d.every((v) => Number.isInteger(v) && v > 0))) throw new Error(`--dense: "${denseShapes}" is not ROWS×IN×OUT,...`);
+    const rows = await dense(tf, variants.filter((v) => v !== 'tiled'), reps, shapesOf);
+    setMatMulProgram('tfjs');
+    report('dense-backward', { device: choice.adapter?.name, variants, reps, rows });
+    disposeBackend(tf);
+    return;
+  }
   const rows: Record<string, unknown>[] = [];
   for (const s of shapes) {
     const aShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeA ? [s.k, s.m] : [s.m, s.k])];

@@ -16,7 +16,8 @@ interface ShapeLike {
 
 /**
  * Floating-point operations of one kernel call, counted for the kernels that carry a model's
- * arithmetic (a multiply-add is 2): BatchMatMul and _FusedMatMul (2·batch·M·N·K), Conv2D and its two
+ * arithmetic (a multiply-add is 2): BatchMatMul and _FusedMatMul (2·batch·M·N·K), a dense layer's backward
+ * (XttsDenseGrads: its two matmuls), Conv2D and its two
  * gradients (2·outputs·kernel area·input channels, the same count each way; our 1-D convs run as
  * Conv2D). 0 for everything else — elementwise ops, reductions and layout changes are memory-bound
  * work the "model FLOPs" convention (PaLM's MFU, Chowdhery et al. 2022) leaves out.
@@ -31,6 +32,12 @@ export function kernelFlops(name: string, inputs: Record<string, ShapeLike | und
     const n = attrs.transposeB ? b[b.length - 2] : b[b.length - 1];
     const batch = Math.max(a.slice(0, -2).reduce((x, y) => x * y, 1), b.slice(0, -2).reduce((x, y) => x * y, 1));
     return 2 * batch * m * n * k;
+  }
+  if (name === 'XttsDenseGrads') {
+    // A dense layer's backward (model/webgpu-dense.ts): dz [rows, out], x [rows, in]; dx and dW, 2·rows·in·out each.
+    const dz = inputs.dz?.shape;
+    const x = inputs.x?.shape;
+    return dz && x && dz.length === 2 && x.length === 2 ? 4 * dz[0] * dz[1] * x[1] : 0;
   }
   if (name === 'Conv2D' || name === 'Conv2DBackpropInput' || name === 'Conv2DBackpropFilter') {
     // Conv2D {x, filter}; BackpropInput {dy, filter}; BackpropFilter {x, dy}: dy has the forward's output shape.

@@ -157,6 +157,11 @@ export function setMatMulProgram(p: MatMulProgram, shape?: SubgroupMatrixShape):
   if (shape) unit = shape;
 }
 
+/** The program the large matmuls run in now (setMatMulProgram). */
+export function matMulProgram(): MatMulProgram {
+  return program;
+}
+
 /**
  * Puts the ordered split-K (and, once setMatMulProgram picks one, the tiled or f16 matmul) in front of
  * tfjs's BatchMatMul on webgpu (on), or takes it away (off: benches, tests); and the f16 program in
@@ -223,24 +228,26 @@ function operandIndex(transposeA: boolean, transposeB: boolean): { aAt: string; 
  * along K where K is the operand's contiguous dimension (A, Bᵀ: `alongK`), along the lanes otherwise,
  * so that neighbouring invocations read neighbouring values. `lane` is row r of A or column c of B
  * (`index`), at tile offset `origin`, below `limit`; K below `kLimit`. `store` places (s, lane) in the
- * array; `convert` wraps the value stored.
+ * array; `read` is the value read (WGSL, of `index` and kk); `convert` wraps the value stored.
  */
-function slabLoad(o: {
+export interface SlabOperand {
   lanes: number;
   slab: number;
   tile: number;
   tid: string;
   alongK: boolean;
   array: string;
-  operand: string;
   index: string;
   origin: string;
   limit: string;
-  at: string;
   kLimit: string;
   store: string;
+  read: string;
   convert: (v: string) => string;
-}): string {
+}
+
+/** One operand's slab into its workgroup array (SlabOperand). */
+export function slabLoad(o: SlabOperand): string {
   const slot = o.alongK
     ? `let flat = ${o.tid} + e * ${o.lanes}; let s = flat % ${o.slab}; let lane = flat / ${o.slab};`
     : `let flat = ${o.tid} + e * ${o.lanes}; let s = flat / ${o.tile}; let lane = flat % ${o.tile};`;
@@ -251,7 +258,7 @@ function slabLoad(o: {
             let kk = k0 + s;
             var v = 0.0;
             if (${o.index} < ${o.limit} && kk < ${o.kLimit}) {
-              v = f32(${o.operand}[${o.at}]);
+              v = ${o.read};
             }
             ${o.array}[${o.store}] = ${o.convert('v')};
           }`;
@@ -269,7 +276,7 @@ function slabLoad(o: {
 // that the shader compiler keeps them in registers. Batched, broadcast over a batch of 1, either
 // operand transposed.
 
-const SLAB = 16;
+export const SLAB = 16;
 /** 128×128 tiles from this many of them (about two per streaming multiprocessor of an H100). */
 const LARGE_TILES_FROM = 256;
 
@@ -306,7 +313,7 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
   const STRIDE = TILE + 2;
   // Stored K-major, rows of STRIDE.
   const load = (array: string, index: string, origin: string, limit: string): SlabLoad => (operand, alongK, where) =>
-    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, operand, index, origin, limit, at: where, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
+    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, index, origin, limit, read: `f32(${operand}[${where}])`, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
   const range = (n: number) => [...Array(n).keys()];
   const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
   return namedProgram(at.name, {
@@ -527,7 +534,7 @@ function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean
   const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
   const { aAt, bAt } = operandIndex(transposeA, transposeB);
   const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, store: string) =>
-    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, operand, index, origin, limit, at, kLimit: 'kEnd', store, convert: (v) => `f16(${v})` });
+    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, index, origin, limit, read: `f32(${operand}[${at}])`, kLimit: 'kEnd', store, convert: (v) => `f16(${v})` });
   // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
   const leftAt = (i: number, step: number) => (transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`);
   const rightAt = (j: number, step: number) => (transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`);

@@ -10,10 +10,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
-import { maskAdd, maskAt, maskAtAndColumnSums, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
+import { maskAdd, maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
 import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './webgpu-layernorm.js';
 import { tapSum, tapSumAvailable } from './webgpu-conv.js';
-import { reluGrad, reluGradAndColumnSums } from './webgpu-relu.js';
+import { reluGrad } from './webgpu-relu.js';
+import { denseBackward } from './webgpu-dense.js';
 import { fusedMasksAvailable, lengthBias } from './webgpu-masks.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
@@ -118,9 +119,10 @@ export type Activation = 'linear' | 'relu';
  * act(x·W + b) as one _FusedMatMul kernel, with its gradient written out. tf.fused.matMul falls
  * back to matMul + add + relu (3 kernels, 6 in backward) whenever a gradient tape is recording
  * and the activation is not linear (tfjs-core fused_util shouldFuse); this op stays fused and its
- * backward is 3 kernels (linear; the bias gradient a column sum) or 3 on webgpu for relu too (dy·step(y)
- * and its column sum in one program; 4 elsewhere). W is read from the closure, not saved, which spares
- * a clone per call.
+ * backward (denseBackward) is one program on webgpu for a small layer (ReLU's gradient, the bias
+ * gradient and both matmuls), else 3 kernels (the bias gradient a column sum; on webgpu dy·step(y) and
+ * its column sum in one program; 4 elsewhere for relu). W is read from the closure, not saved, which
+ * spares a clone per call.
  */
 function fusedLinear(activation: Activation, w: tf.Tensor2D) {
   return tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
@@ -137,11 +139,7 @@ function fusedLinear(activation: Activation, w: tf.Tensor2D) {
     save(activation === 'relu' ? [x, y] : [x]);
     return {
       value: y,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-        // ReLU's gradient and the bias gradient: one program on webgpu.
-        const [dz, db] = activation === 'relu' ? reluGradAndColumnSums(dy as tf.Tensor2D, saved[1] as tf.Tensor2D) : [dy, tf.sum(dy, 0)];
-        return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), db];
-      },
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => denseBackward(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, w, activation === 'relu' ? { kind: 'relu', y: saved[1] as tf.Tensor2D } : { kind: 'plain' }),
     };
   });
 }
@@ -170,8 +168,9 @@ export class Linear {
 
   /**
    * base + (x·W + b)·pool[offsets[k] ..]: the layer under a residual connection's dropout, on webgpu
-   * (DropoutPool.residualLinear). Forward as apply and maskAdd; backward the dropout's gradient and
-   * its column sums (the bias gradient) in one program, then the two matmuls.
+   * (DropoutPool.residualLinear). Forward as apply and maskAdd; backward the dropout's gradient, the
+   * bias gradient and the two matmuls in one program for a small layer (model/webgpu-dense.ts), else
+   * the dropout's gradient with its column sums in one program, then the two matmuls.
    */
   applyDroppedResidual(x: tf.Tensor2D, base: tf.Tensor2D, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor2D {
     const w = this.w as tf.Tensor2D;
@@ -181,10 +180,7 @@ export class Linear {
       save([h, offsets]);
       return {
         value: maskAdd(residual, y, pool, offsets, k),
-        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
-          const [dz, db] = maskAtAndColumnSums(dy as tf.Tensor2D, pool, saved[1] as tf.Tensor1D, k);
-          return [tf.matMul(dz, w, false, true), tf.matMul(saved[0], dz, true, false), db, dy];
-        },
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => [...denseBackward(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, w, { kind: 'mask', pool, offsets: saved[1] as tf.Tensor1D, k }), dy],
       };
     });
     return op(x, this.w, this.b, base) as tf.Tensor2D;

@@ -1,0 +1,52 @@
+// A dense layer's backward — dz (dy, or a ReLU's or dropout's gradient of it), dx = dz·Wᵀ,
+// dW = xᵀ·dz and db = Σ_rows dz — as one kernel: on webgpu one program for the layers that are small
+// enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart.
+import * as tf from '@tensorflow/tfjs-core';
+import type { WebgpuProgramRunner } from '../backend/kernels.js';
+import { type DenseGradKind, denseGrads, denseGradsMaxFlops } from '../backend/webgpu-dense.js';
+import { reluGradAndColumnSums } from './webgpu-relu.js';
+import { maskAtAndColumnSums } from './webgpu-slices.js';
+
+export const DENSE_GRADS_KERNEL = 'XttsDenseGrads';
+
+if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: DENSE_GRADS_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { kind: DenseGradKind; k: number } }) => {
+      const [rows, outDim] = inputs.dy.shape;
+      const inDim = inputs.x.shape[1];
+      const extra = attrs.kind === 'relu' ? [inputs.y] : attrs.kind === 'mask' ? [inputs.pool, inputs.offsets] : [];
+      const [dx, dW, db] = denseGrads(backend, inputs.dy, inputs.x, inputs.w, extra, { rows, in: inDim, out: outDim, kind: attrs.kind }, attrs.k);
+      return [
+        { ...dx, shape: [rows, inDim] },
+        { ...dW, shape: [inDim, outDim] },
+        { ...db, shape: [outDim] },
+      ];
+    }) as unknown as tf.KernelFunc,
+  });
+}
+
+let enabled = true;
+/** Force the programs apart (false: benches, tests) or allow the one kernel again (true). */
+export function setDenseGrads(on: boolean): void {
+  enabled = on;
+}
+
+/** What dz is made of: dy, dy·step(y) (y a ReLU's output), or dy times the dropout window pool[offsets[k] ..]. */
+export type DenseGradOf = { kind: 'plain' } | { kind: 'relu'; y: tf.Tensor2D } | { kind: 'mask'; pool: tf.Tensor1D; offsets: tf.Tensor1D; k: number };
+
+/**
+ * [dx, dW, db] of y = x·W + b under `of` for dy = ∂L/∂(its output): one program on webgpu where the
+ * layer is small enough (denseGradsMaxFlops), else dz and db (one program on webgpu), then the two matmuls.
+ */
+export function denseBackward(dy: tf.Tensor2D, x: tf.Tensor2D, w: tf.Tensor2D, of: DenseGradOf): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
+  const [rows, outDim] = dy.shape;
+  const small = 4 * rows * x.shape[1] * outDim <= denseGradsMaxFlops();
+  if (enabled && small && tf.getKernel(DENSE_GRADS_KERNEL, tf.getBackend()) && [dy, x, w].every((t) => t.dtype === 'float32')) {
+    const inputs = { dy, x, w, ...(of.kind === 'relu' ? { y: of.y } : of.kind === 'mask' ? { pool: of.pool, offsets: of.offsets } : {}) };
+    return tf.engine().runKernel(DENSE_GRADS_KERNEL, inputs, { kind: of.kind, k: of.kind === 'mask' ? of.k : 0 } as never) as unknown as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
+  }
+  const [dz, db] = of.kind === 'relu' ? reluGradAndColumnSums(dy, of.y) : of.kind === 'mask' ? maskAtAndColumnSums(dy, of.pool, of.offsets, of.k) : [dy, null];
+  return [tf.matMul(dz, w, false, true), tf.matMul(x, dz, true, false), db ?? tf.sum(dz, 0)];
+}
