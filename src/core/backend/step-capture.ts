@@ -287,8 +287,8 @@ export class StepCapture {
   private readonly held: { role: number; dataId: DataId; buffer: GpuBuffer; variable: number }[] = [];
   /** Times the variables' buffers were bound again (rebindVariables). */
   rebinds = 0;
-  /** The variables' new values over their buffers, at the end of every replay. */
-  private readonly copyBacks: { from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
+  /** The variables' new values over their buffers, at the end of every replay (each copy names its variable). */
+  private readonly copyBacks: { variable: number; from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
   /** copyBacks as compute programs at the end of the step's pass. */
   private readonly copies: CopyPrograms;
   /** The programs a replay dispatches (all but the elided copies), in order. */
@@ -378,7 +378,8 @@ export class StepCapture {
     this.copyBacks = rec.assigned.map((a) => {
       const to = this.held.find((h) => h.variable === a.variable)!.buffer;
       const d = direct.get(a.role);
-      return d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes, to, bytes: rec.roles[a.role].bytes } : { from: this.bound[a.role], offsetBytes: 0, to, bytes: rec.roles[a.role].bytes };
+      const from = d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes } : { from: this.bound[a.role], offsetBytes: 0 };
+      return { variable: a.variable, ...from, to, bytes: rec.roles[a.role].bytes };
     });
     this.copies = new CopyPrograms(device, this.copyBacks);
     this.bytes = this.buffers.reduce((a, b) => a + b.size, 0);
@@ -421,8 +422,11 @@ export class StepCapture {
       // A value assigned from the host is uploaded now (before tfjs's pending work is submitted).
       backend.uploadToGPU(dataId);
       const buffer = backend.tensorMap.get(dataId)!.resource!;
+      // By variable, not by buffer: an eager step may have handed one variable's old buffer to another
+      // (tfjs's pool reuses a released buffer), and a copy matched by buffer would then follow the
+      // wrong variable, two copies writing one buffer.
       for (const c of this.copyBacks) {
-        if (c.to !== h.buffer) continue;
+        if (c.variable !== h.variable) continue;
         c.to = buffer;
         copiesChanged = true;
       }
