@@ -15,7 +15,8 @@
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
 //                                           float32 program (backend/webgpu-dense.ts) against the two
-//                                           matmuls and the column sum apart, per variant
+//                                           matmuls and the column sum apart, per variant (a layer above
+//                                           denseGradsMaxFlops runs apart either way: see its programs)
 //
 // A variant the device cannot run is reported with the reason and skipped.
 import type * as TfTypes from '@tensorflow/tfjs-core';

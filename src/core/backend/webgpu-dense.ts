@@ -60,7 +60,7 @@ const DW_STRIDE = DW_TILE + 2;
 /** Workgroup memory (f32): dx's two slabs, dW's groups' two slabs each, or every group's sums of the dW tile. */
 const SHARED = Math.max(2 * SLAB * DX_STRIDE, GROUPS * 2 * SLAB * DW_STRIDE, GROUPS * DW_TILE * DW_TILE);
 
-export const DENSE_GRADS_PROGRAM = 'XttsDenseGradsProgram';
+const DENSE_GRADS_PROGRAM = 'XttsDenseGradsProgram';
 
 /** The inputs dz is made from, after dy, x and W. */
 function dzInputs(kind: DenseGradKind): string[] {
