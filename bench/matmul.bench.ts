@@ -123,6 +123,35 @@ function denseErrors(rows: number, inD: number, outD: number, dz: Float32Array, 
 }
 
 /**
+ * One program variant on the device: `once` run and read back, the device's error recorded in `row`
+ * under `key` (null then), else its outputs and the median device time (and programs) per call over
+ * three rounds of `reps` calls.
+ */
+async function timed(tf: Tf, key: string, row: Record<string, unknown>, reps: number, once: () => TfTypes.Tensor[]): Promise<{ got: Float32Array[]; ms: number; programs: number } | null> {
+  const first = once();
+  const got = (await Promise.all(first.map((t) => t.data()))) as Float32Array[];
+  tf.dispose(first);
+  const gpuError = takeGpuError();
+  if (gpuError) {
+    console.log(`${key} on ${row.shape}: the device reported: ${gpuError}`);
+    row[`${key}_failed`] = gpuError.slice(0, 2000);
+    return null;
+  }
+  const times: number[] = [];
+  let programs = 0;
+  for (let r = 0; r < 3; r++) {
+    const t = await timeOnDevice(tf, () => {
+      for (let i = 0; i < reps; i++) tf.dispose(once());
+    });
+    if (t.available) {
+      times.push(t.kernelMs / reps);
+      programs = t.programs.reduce((a, p) => a + p.count, 0) / reps;
+    }
+  }
+  return { got, ms: times.length ? median(times) : Number.NaN, programs };
+}
+
+/**
  * --dense: a dense layer's backward (dz = dy, dx, dW, db) as one float32 program (backend/webgpu-dense.ts)
  * against the programs apart, float32 (tfjs) and with mixed_fp16's tensor-core matmuls (f16).
  */
@@ -137,30 +166,11 @@ async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: nu
     for (const key of ['one', ...variants.map((v) => `${v}_apart`)]) {
       setMatMulProgram(key === 'one' ? 'tfjs' : (key.split('_')[0] as MatMulProgram));
       setDenseGrads(key === 'one');
-      const once = () => denseBackward(dz, x, w, { kind: 'plain' });
-      const first = once();
-      const got = (await Promise.all(first.map((t) => t.data()))) as Float32Array[];
-      tf.dispose(first);
-      const gpuError = takeGpuError();
-      if (gpuError) {
-        console.log(`${key} on ${row.shape}: the device reported: ${gpuError}`);
-        row[`${key}_failed`] = gpuError.slice(0, 2000);
-        continue;
-      }
-      const times: number[] = [];
-      let programs = 0;
-      for (let r = 0; r < 3; r++) {
-        const t = await timeOnDevice(tf, () => {
-          for (let i = 0; i < reps; i++) tf.dispose(once());
-        });
-        if (t.available) {
-          times.push(t.kernelMs / reps);
-          programs = t.programs.reduce((a, p) => a + p.count, 0) / reps;
-        }
-      }
-      row[`${key}_ms`] = Number((times.length ? median(times) : Number.NaN).toFixed(4));
-      row[`${key}_programs`] = programs;
-      row[`${key}_error`] = denseErrors(n, inD, outD, dzv, xv, wv, got).map((e) => Number(e.toExponential(2)));
+      const t = await timed(tf, key, row, reps, () => denseBackward(dz, x, w, { kind: 'plain' }));
+      if (!t) continue;
+      row[`${key}_ms`] = Number(t.ms.toFixed(4));
+      row[`${key}_programs`] = t.programs;
+      row[`${key}_error`] = denseErrors(n, inD, outD, dzv, xv, wv, t.got).map((e) => Number(e.toExponential(2)));
     }
     setDenseGrads(true);
     tf.dispose([dz, x, w]);
@@ -206,27 +216,11 @@ async function main(): Promise<void> {
     const row: Record<string, unknown> = { shape: `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}${s.batch > 1 ? ` ×${s.batch}` : ''}`, label: s.label, gflop: flop / 1e9 };
     for (const v of variants) {
       setMatMulProgram(v);
-      const once = () => tf.matMul(a, b, s.transposeA, s.transposeB);
-      const first = once();
-      const out = (await first.data()) as Float32Array;
-      first.dispose();
-      const gpuError = takeGpuError();
-      if (gpuError) {
-        console.log(`${v} on ${row.shape}: the device reported: ${gpuError}`);
-        row[`${v}_failed`] = gpuError.slice(0, 2000);
-        continue;
-      }
-      const times: number[] = [];
-      for (let r = 0; r < 3; r++) {
-        const t = await timeOnDevice(tf, () => {
-          for (let i = 0; i < reps; i++) once().dispose();
-        });
-        if (t.available) times.push(t.kernelMs / reps);
-      }
-      const ms = times.length ? median(times) : Number.NaN;
-      row[`${v}_ms`] = Number(ms.toFixed(4));
-      row[`${v}_tflops`] = Number((flop / (ms * 1e-3) / 1e12).toFixed(2));
-      row[`${v}_error`] = Number(sampledError(s, av, bv, out).toExponential(2));
+      const t = await timed(tf, v, row, reps, () => [tf.matMul(a, b, s.transposeA, s.transposeB)]);
+      if (!t) continue;
+      row[`${v}_ms`] = Number(t.ms.toFixed(4));
+      row[`${v}_tflops`] = Number((flop / (t.ms * 1e-3) / 1e12).toFixed(2));
+      row[`${v}_error`] = Number(sampledError(s, av, bv, t.got[0]).toExponential(2));
     }
     tf.dispose([a, b]);
     rows.push(row);

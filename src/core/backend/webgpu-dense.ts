@@ -63,7 +63,7 @@ const SHARED = Math.max(2 * SLAB * DX_STRIDE, GROUPS * 2 * SLAB * DW_STRIDE, GRO
 const DENSE_GRADS_PROGRAM = 'XttsDenseGradsProgram';
 
 /** The inputs dz is made from, after dy, x and W. */
-function dzInputs(kind: DenseGradKind): string[] {
+export function dzInputs(kind: DenseGradKind): string[] {
   return kind === 'relu' ? ['y'] : kind === 'mask' ? ['pool', 'offsets'] : [];
 }
 

@@ -3,7 +3,7 @@
 // enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart.
 import * as tf from '@tensorflow/tfjs-core';
 import type { WebgpuProgramRunner } from '../backend/kernels.js';
-import { type DenseGradKind, denseGrads, denseGradsMaxFlops } from '../backend/webgpu-dense.js';
+import { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from '../backend/webgpu-dense.js';
 import { reluGradAndColumnSums } from './webgpu-relu.js';
 import { maskAtAndColumnSums } from './webgpu-slices.js';
 
@@ -16,7 +16,7 @@ if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
     kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { kind: DenseGradKind; k: number } }) => {
       const [rows, outDim] = inputs.dy.shape;
       const inDim = inputs.x.shape[1];
-      const extra = attrs.kind === 'relu' ? [inputs.y] : attrs.kind === 'mask' ? [inputs.pool, inputs.offsets] : [];
+      const extra = dzInputs(attrs.kind).map((name) => inputs[name]);
       const [dx, dW, db] = denseGrads(backend, inputs.dy, inputs.x, inputs.w, extra, { rows, in: inDim, out: outDim, kind: attrs.kind }, attrs.k);
       return [
         { ...dx, shape: [rows, inDim] },
