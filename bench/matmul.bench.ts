@@ -16,7 +16,9 @@
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
 //                                           float32 program (backend/webgpu-dense.ts) against the two
 //                                           matmuls and the column sum apart, per variant (a layer above
-//                                           denseGradsMaxFlops runs apart either way: see its programs)
+//                                           denseGradsMaxFlops runs apart either way: see its programs),
+//                                           and with f16 its two matmuls in one tensor-core dispatch
+//                                           (f16_pair, which must give f16_apart's bits)
 //
 // A variant the device cannot run is reported with the reason and skipped.
 import type * as TfTypes from '@tensorflow/tfjs-core';
@@ -163,19 +165,24 @@ async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: nu
     const wv = values(inD * outD, 3);
     const [dz, x, w] = [tf.tensor2d(dzv, [n, outD]), tf.tensor2d(xv, [n, inD]), tf.tensor2d(wv, [inD, outD])];
     const row: Record<string, unknown> = { shape: `${n}×${inD}×${outD}`, gflop: (4 * n * inD * outD) / 1e9 };
-    for (const key of ['one', ...variants.map((v) => `${v}_apart`)]) {
+    const keys = ['one', ...variants.map((v) => `${v}_apart`), ...(variants.includes('f16') ? ['f16_pair'] : [])];
+    const outputs: Record<string, Float32Array[]> = {};
+    for (const key of keys) {
       setMatMulProgram(key === 'one' ? 'tfjs' : (key.split('_')[0] as MatMulProgram));
-      setDenseGrads(key === 'one');
+      setDenseGrads(key === 'one', key === 'f16_pair');
       const t = await timed(tf, key, row, reps, () => denseBackward(dz, x, w, { kind: 'plain' }));
       if (!t) continue;
+      outputs[key] = t.got;
       row[`${key}_ms`] = Number(t.ms.toFixed(4));
       row[`${key}_programs`] = t.programs;
       row[`${key}_error`] = denseErrors(n, inD, outD, dzv, xv, wv, t.got).map((e) => Number(e.toExponential(2)));
     }
     setDenseGrads(true);
     tf.dispose([dz, x, w]);
+    // The paired dispatch computes each tile as the f16 program does alone: the same bits.
+    if (outputs.f16_pair && outputs.f16_apart) row.f16_pair_same_bits = outputs.f16_pair.every((o, i) => o.length === outputs.f16_apart[i].length && o.every((v, j) => Object.is(v, outputs.f16_apart[i][j])));
     rows.push(row);
-    console.log([row.shape, ...['one', ...variants.map((v) => `${v}_apart`)].map((k) => `${k} ${row[`${k}_ms`]} ms (${row[`${k}_programs`]} programs) err dx/dW/db ${row[`${k}_error`]}`)].join(' | '));
+    console.log([row.shape, ...keys.map((k) => `${k} ${row[`${k}_ms`]} ms (${row[`${k}_programs`]} programs) err dx/dW/db ${row[`${k}_error`]}`), ...('f16_pair_same_bits' in row ? [`f16 pair = apart bit for bit: ${row.f16_pair_same_bits}`] : [])].join(' | '));
   }
   return rows;
 }

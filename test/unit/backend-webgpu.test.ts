@@ -162,6 +162,56 @@ test('the f16 matmul tiles 128×128 where there are enough tiles, and splits K o
   assert.equal(f16Parts(matMulDims([2, 4096, 64], [2, 4096, 64], true, false)), 1);
 });
 
+test('with mixed_fp16 a dense layer\'s two backward matmuls share one tensor-core dispatch: each product\'s tiles and parts as the f16 program alone, then only the split one\'s parts added; taken only for float32 matrices the f16 program would take', async () => {
+  const { f16PairTakes, setMatMulProgram, subgroupMatMulPair } = await import('../../src/core/backend/webgpu-matmul.js');
+  type Run = { program: { dispatch: number[]; variableNames: string[]; outputShape: number[]; getUserCode(): string; constructor: { name: string } }; inputs: { shape: number[] }[]; uniforms: { data: number[] }[] };
+  const runs: Run[] = [];
+  const info = (shape: number[]) => ({ dataId: {}, shape, dtype: 'float32' as const });
+  const backend = {
+    thresholdToIncreaseWorkgroups: 8,
+    runWebGPUProgram: (program: Run['program'], inputs: Run['inputs'], _dtype: string, uniforms: Run['uniforms']) => (runs.push({ program, inputs, uniforms }), info(program.outputShape)),
+    makeTensorInfo: (shape: number[]) => info(shape),
+    uploadToGPU: () => {},
+    disposeData: () => {},
+  };
+  // A tiny step's decoder layer: dz [3008, 512], W [128, 512], x [3008, 128].
+  const [dz, w, x] = [info([3008, 512]), info([128, 512]), info([3008, 128])];
+  const pair = [
+    { a: 0, b: 1, transposeA: false, transposeB: true },
+    { a: 2, b: 0, transposeA: true, transposeB: false },
+  ] as const;
+  const operands = [dz, w, x];
+  const products = pair.map((q) => ({ ...q, a: operands[q.a], b: operands[q.b] }));
+  setMatMulProgram('tfjs');
+  assert.equal(f16PairTakes(backend, products), false, 'only with mixed_fp16');
+  setMatMulProgram('f16', { M: 16, N: 16, K: 16 });
+  try {
+    assert.equal(f16PairTakes(backend, products), true);
+    assert.equal(f16PairTakes(backend, [products[0], { ...products[1], b: info([8, 4]) }]), false, 'inner dimensions that differ');
+    assert.equal(f16PairTakes(backend, [products[0], { ...products[1], a: { ...x, dtype: 'int32' as never } }]), false);
+    // Few output tiles (tfjs's threshold): not the f16 program's, so not the pair's.
+    assert.equal(f16PairTakes(backend, [products[0], { a: info([3008, 8]), b: info([3008, 8]), transposeA: true, transposeB: false }]), false);
+    const [dx, dW] = subgroupMatMulPair(backend as never, operands as never, pair as never);
+    assert.deepEqual([dx.shape, dW.shape], [[3008, 128], [128, 512]]);
+    // dx: 47 × 2 tiles of 64 over K 512 (no split); dW: 2 × 8 tiles over K 3,008 in 5 parts of 608.
+    assert.equal(runs.length, 2, 'the pair, then the sum of dW\'s parts');
+    const [paired, sum] = runs;
+    assert.equal(paired.program.constructor.name, 'XttsSubgroupMatMulPairProgram');
+    assert.deepEqual(paired.program.dispatch, [94 + 16 * 5, 1, 1]);
+    assert.deepEqual(
+      paired.uniforms.map((u) => u.data[0]),
+      [3008, 128, 512, 1, 1, 512, 2, 94, 128, 512, 3008, 1, 1, 608, 8, 16, 94],
+    );
+    assert.deepEqual(paired.inputs.map((t) => t.shape), [[3008, 512], [128, 512], [3008, 128], [5, 128, 512]]);
+    assert.deepEqual(sum.inputs.map((t) => t.shape), [[5, 128, 512]]);
+    // The workgroup index goes through a 16-byte workgroup variable: an i32 there moved the matrix
+    // stores' staging area off its 16-byte alignment on an H100 (every value one place off).
+    assert.match(paired.program.getUserCode(), /var<workgroup> wgIndex : vec4<i32>;/);
+  } finally {
+    setMatMulProgram('tfjs');
+  }
+});
+
 test('the fused layer norm and its gradients on a real device match the host\'s arithmetic (llvmpipe once gave NaN: a stale shared total); two programs backward, the row moments passed from the first to the second as its second output', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {

@@ -10,7 +10,7 @@
 // _FusedMatMul, go to the tensor-core program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -215,10 +215,11 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 // What the tiled and the f16 programs share: reading one operand's slab of K into workgroup memory.
 
 /** Logical A[r, kk] of batch bA and B[kk, c] of batch bB, read through the transposes. */
-function operandIndex(transposeA: boolean, transposeB: boolean): { aAt: string; bAt: string } {
+function operandIndex(transposeA: boolean, transposeB: boolean, u: (name: string) => string = (name) => `uniforms.${name}`): { aAt: string; bAt: string } {
+  const [m, n, k] = [u('m'), u('n'), u('k')];
   return {
-    aAt: transposeA ? 'bA * uniforms.k * uniforms.m + kk * uniforms.m + r' : 'bA * uniforms.m * uniforms.k + r * uniforms.k + kk',
-    bAt: transposeB ? 'bB * uniforms.n * uniforms.k + c * uniforms.k + kk' : 'bB * uniforms.k * uniforms.n + kk * uniforms.n + c',
+    aAt: transposeA ? `bA * ${k} * ${m} + kk * ${m} + r` : `bA * ${m} * ${k} + r * ${k} + kk`,
+    bAt: transposeB ? `bB * ${n} * ${k} + c * ${k} + kk` : `bB * ${k} * ${n} + kk * ${n} + c`,
   };
 }
 
@@ -517,11 +518,52 @@ export function f16Parts(d: MatMulDims): number {
 /** The shader source's first lines for the f16 program: WGSL wants its directives before anything else. */
 export const F16_MATMUL_ENABLES =
   'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium.subgroup_matrix_uniformity);\n';
-export const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
+const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
 
-function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, epilogue: { bias: boolean; relu: boolean }, parts: number) {
+/** One product of the f16 program: its shape, transposes and epilogue, and K split into `parts` of `chunk`. */
+interface F16Product {
+  d: MatMulDims;
+  transposeA: boolean;
+  transposeB: boolean;
+  epilogue: { bias: boolean; relu: boolean };
+  parts: number;
+  chunk: number;
+}
+
+/** A product's parts (f16Parts, or 1 with an epilogue) and its chunk of K: a whole number of slabs per part, so that only the last part's last slab is short. */
+function f16Product(d: MatMulDims, transposeA: boolean, transposeB: boolean, epilogue: { bias: boolean; relu: boolean } = { bias: false, relu: false }): F16Product {
+  const split = epilogue.bias || epilogue.relu ? 1 : f16Parts(d);
+  const chunk = split > 1 ? Math.ceil(d.k / split / F16_SLAB) * F16_SLAB : d.k;
+  return { d, transposeA, transposeB, epilogue, parts: Math.ceil(d.k / chunk), chunk };
+}
+
+/** Elements of the f16 program's workgroup arrays for a product: A's slab, B's slab and the subgroups' staging area. */
+function f16Shared(p: F16Product): [number, number, number] {
+  const TILE = f16Tile(p.d);
+  const AST = p.transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
+  const BST = p.transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
+  return [(p.transposeA ? F16_SLAB : TILE) * AST, (p.transposeB ? TILE : F16_SLAB) * BST, (F16_LANES / 32) * unit.M * unit.N];
+}
+
+/** The workgroup arrays of the f16 program (sized for the largest of its products). */
+function f16SharedDeclarations(products: F16Product[]): string {
+  const [a, b, c] = [0, 1, 2].map((i) => Math.max(...products.map((p) => f16Shared(p)[i])));
+  return `
+      var<workgroup> As : array<f16, ${a}>;
+      var<workgroup> Bs : array<f16, ${b}>;
+      var<workgroup> Cs : array<f32, ${c}>;`;
+}
+
+/**
+ * The WGSL of one output tile of product `p` (after \`let t = i32(localId.x);\` and the tile's
+ * \`row0\`, \`col0\` and batch or part \`b\`): its part of K through subgroup matrices into f32 sums,
+ * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
+ * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
+ */
+function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string }, u: (name: string) => string, store: (b: string, row: string, col: string, v: string) => string): string {
   const { M, N, K } = unit;
-  const TILE = f16Tile(d);
+  const { transposeA, transposeB, epilogue } = p;
+  const TILE = f16Tile(p.d);
   const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
   const subRows = TILE / SR;
   const subCols = TILE / SC;
@@ -532,9 +574,9 @@ function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean
   // [SLAB][TILE] or, for Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
   const AST = transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
   const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
-  const { aAt, bAt } = operandIndex(transposeA, transposeB);
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, store: string) =>
-    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, index, origin, limit, read: `f32(${operand}[${at}])`, kLimit: 'kEnd', store, convert: (v) => `f16(${v})` });
+  const { aAt, bAt } = operandIndex(transposeA, transposeB, u);
+  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, where: string) =>
+    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, index, origin, limit, read: `f32(${operand}[${at}])`, kLimit: 'kEnd', store: where, convert: (v) => `f16(${v})` });
   // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
   const leftAt = (i: number, step: number) => (transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`);
   const rightAt = (j: number, step: number) => (transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`);
@@ -542,39 +584,22 @@ function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean
   const bMajor = transposeB ? 'col_major' : 'row_major';
   const range = (n: number) => [...Array(n).keys()];
   const grid = range(RI).flatMap((i) => range(RJ).map((j) => [i, j] as const));
-  const value = `Cs[sg * ${M * N} + idx]${epilogue.bias ? ' + f32(bias[col])' : ''}`;
-  return namedProgram(F16_MATMUL_PROGRAM, {
-    variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
-    // Split over K (batch 1), the batch dimension holds the parts: part p sums K from p·chunk.
-    outputShape: [d.batch * parts, d.m, d.n],
-    shaderKey: `xtts_matmul_f16_${M}x${N}x${K}_${TILE}_${transposeA}_${transposeB}_${epilogue.bias}_${epilogue.relu}`,
-    dispatchLayout: { x: [2], y: [1], z: [0] },
-    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * parts],
-    workgroupSize: [F16_LANES, 1, 1],
-    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
-    getUserCode: () => `
-      var<workgroup> As : array<f16, ${(transposeA ? F16_SLAB : TILE) * AST}>;
-      var<workgroup> Bs : array<f16, ${(transposeB ? TILE : F16_SLAB) * BST}>;
-      var<workgroup> Cs : array<f32, ${(F16_LANES / 32) * M * N}>;
-      fn main() {
-        let t = i32(localId.x);
+  const value = `Cs[sg * ${M * N} + idx]${epilogue.bias ? ` + f32(${names.bias}[col])` : ''}`;
+  return `
         let sg = t / 32;
         let lane32 = t % 32;
         let aBase = u32((sg / ${SC}) * ${transposeA ? subRows : subRows * AST});
         let bBase = u32((sg % ${SC}) * ${transposeB ? subCols * BST : subCols});
-        // z is the batch, or with K split (batch 1) the part.
-        let b = i32(workgroupId.z);
-        let bA = select(b, 0, uniforms.batchA == 1 || uniforms.chunk < uniforms.k);
-        let bB = select(b, 0, uniforms.batchB == 1 || uniforms.chunk < uniforms.k);
-        let kStart = select(0, b * uniforms.chunk, uniforms.chunk < uniforms.k);
-        let kEnd = min(kStart + uniforms.chunk, uniforms.k);
-        let row0 = i32(workgroupId.y) * ${TILE};
-        let col0 = i32(workgroupId.x) * ${TILE};
+        // b is the batch, or with K split (batch 1) the part.
+        let bA = select(b, 0, ${u('batchA')} == 1 || ${u('chunk')} < ${u('k')});
+        let bB = select(b, 0, ${u('batchB')} == 1 || ${u('chunk')} < ${u('k')});
+        let kStart = select(0, b * ${u('chunk')}, ${u('chunk')} < ${u('k')});
+        let kEnd = min(kStart + ${u('chunk')}, ${u('k')});
         ${grid.map(([i, j]) => `var acc${i}_${j} = subgroup_matrix_result<f32, ${N}, ${M}>();`).join('\n        ')}
         // A trip count the whole workgroup shares (workgroupBarrier wants uniform control flow):
         // the slabs of one part; a shorter last part reads zeros past kEnd.
-        for (var slab = 0; slab < (min(uniforms.chunk, uniforms.k) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
-          let k0 = kStart + slab * ${F16_SLAB};${load('As', 'A', !transposeA, 'r', 'row0', 'uniforms.m', aAt, transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`)}${load('Bs', 'B', transposeB, 'c', 'col0', 'uniforms.n', bAt, transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`)}
+        for (var slab = 0; slab < (min(${u('chunk')}, ${u('k')}) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
+          let k0 = kStart + slab * ${F16_SLAB};${load('As', names.A, !transposeA, 'r', 'row0', u('m'), aAt, transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`)}${load('Bs', names.B, transposeB, 'c', 'col0', u('n'), bAt, transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`)}
           workgroupBarrier();
           ${range(F16_SLAB / K)
             .map(
@@ -599,13 +624,110 @@ function subgroupProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean
           let idx = lane32 + e * 32;
           let row = row0 + (sg / ${SC}) * ${subRows} + ${i * M} + idx / ${N};
           let col = col0 + (sg % ${SC}) * ${subCols} + ${j * N} + idx % ${N};
-          if (row < uniforms.m && col < uniforms.n) {
-            setOutputAtCoords(b, row, col, ${epilogue.relu ? `max(${value}, 0.0)` : value});
+          if (row < ${u('m')} && col < ${u('n')}) {
+            ${store('b', 'row', 'col', epilogue.relu ? `max(${value}, 0.0)` : value)}
           }
         }
         workgroupBarrier();`,
           )
-          .join('\n        ')}
+          .join('\n        ')}`;
+}
+
+/** A product's output tiles per row of tiles and per part of K. */
+function f16TilesPerPart(p: F16Product): { cols: number; perPart: number } {
+  const TILE = f16Tile(p.d);
+  const cols = Math.ceil(p.d.n / TILE);
+  return { cols, perPart: cols * Math.ceil(p.d.m / TILE) };
+}
+
+/** The uniforms of one product (f16TileCode's names, with `suffix`) and their values. */
+const F16_UNIFORMS = ['m', 'n', 'k', 'batchA', 'batchB', 'chunk'];
+const f16UniformValues = (p: F16Product) => [p.d.m, p.d.n, p.d.k, p.d.batchA, p.d.batchB, p.chunk];
+
+function subgroupProgram(p: F16Product) {
+  const { M, N, K } = unit;
+  const { d, transposeA, transposeB, epilogue } = p;
+  const TILE = f16Tile(d);
+  return namedProgram(F16_MATMUL_PROGRAM, {
+    variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
+    // Split over K (batch 1), the batch dimension holds the parts: part p sums K from p·chunk.
+    outputShape: [d.batch * p.parts, d.m, d.n],
+    shaderKey: `xtts_matmul_f16_${M}x${N}x${K}_${TILE}_${transposeA}_${transposeB}_${epilogue.bias}_${epilogue.relu}`,
+    dispatchLayout: { x: [2], y: [1], z: [0] },
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * p.parts] as [number, number, number],
+    workgroupSize: [F16_LANES, 1, 1] as [number, number, number],
+    uniforms: F16_UNIFORMS.map((n) => `${n} : i32,`).join(' '),
+    getUserCode: () => `${f16SharedDeclarations([p])}
+      fn main() {
+        let t = i32(localId.x);
+        // z is the batch, or with K split (batch 1) the part.
+        let b = i32(workgroupId.z);
+        let row0 = i32(workgroupId.y) * ${TILE};
+        let col0 = i32(workgroupId.x) * ${TILE};${f16TileCode(p, { A: 'A', B: 'B', bias: 'bias' }, (n) => `uniforms.${n}`, (b, row, col, v) => `setOutputAtCoords(${b}, ${row}, ${col}, ${v});`)}
+      }`,
+  });
+}
+
+const F16_PAIR_PROGRAM = 'XttsSubgroupMatMulPairProgram';
+/** The f16 programs' names: their shader source starts with F16_MATMUL_ENABLES. */
+export const F16_PROGRAMS: ReadonlySet<string> = new Set([F16_MATMUL_PROGRAM, F16_PAIR_PROGRAM]);
+
+/** One product of subgroupMatMulPair: A and B (indices into its inputs) and their transposes. */
+export interface PairedMatMul {
+  a: number;
+  b: number;
+  transposeA: boolean;
+  transposeB: boolean;
+}
+
+/**
+ * Two unbatched products of f16 tiles in one dispatch (the output tiles of the first, then those of the
+ * second: the workgroup's flat index says which), each tile computed as the f16 program computes it
+ * (the same tile, parts and chunk of K), so each output has the bits the program gives it alone. The
+ * first product is the program's output, the second its further output, each [parts, m, n].
+ */
+function subgroupPairProgram(products: [F16Product, F16Product], inputs: [PairedMatMul, PairedMatMul], inputCount: number) {
+  const { M, N, K } = unit;
+  const names = [...Array(inputCount).keys()].map((i) => `x${i}`);
+  const fn = (i: number) => {
+    const p = products[i];
+    const TILE = f16Tile(p.d);
+    const store = i === 0 ? (b: string, row: string, col: string, v: string) => `setOutputAtIndex((${b} * uniforms.m0 + ${row}) * uniforms.n0 + ${col}, ${v});` : (b: string, row: string, col: string, v: string) => `second[(${b} * uniforms.m1 + ${row}) * uniforms.n1 + ${col}] = ${v};`;
+    return `
+      fn product${i}(wg : i32, t : i32) {
+        let b = wg / uniforms.perPart${i};
+        let tile = wg % uniforms.perPart${i};
+        let row0 = (tile / uniforms.cols${i}) * ${TILE};
+        let col0 = (tile % uniforms.cols${i}) * ${TILE};${f16TileCode(p, { A: names[inputs[i].a], B: names[inputs[i].b], bias: '' }, (n) => `uniforms.${n}${i}`, store)}
+      }`;
+  };
+  const key = products.map((p) => `${f16Tile(p.d)}_${p.transposeA}_${p.transposeB}`).join('_');
+  const shape = inputs.map((q) => `${q.a}${q.b}`).join('_');
+  return outputsProgram(F16_PAIR_PROGRAM, ['second'], {
+    variableNames: [...names, 'second'],
+    outputShape: [products[0].parts, products[0].d.m, products[0].d.n],
+    shaderKey: `xtts_matmul_f16_pair_${M}x${N}x${K}_${key}_${inputCount}_${shape}`,
+    dispatchLayout: { x: [2], y: [1], z: [0] },
+    dispatch: [products.reduce((n, p) => n + f16TilesPerPart(p).perPart * p.parts, 0), 1, 1] as [number, number, number],
+    workgroupSize: [F16_LANES, 1, 1] as [number, number, number],
+    uniforms: [0, 1].map((i) => [...F16_UNIFORMS, 'cols', 'perPart'].map((n) => `${n}${i} : i32,`).join(' ')).join(' ') + ' first : i32,',
+    getUserCode: () => `${f16SharedDeclarations(products)}
+      var<workgroup> wgIndex : vec4<i32>;${fn(0)}${fn(1)}
+      fn main() {
+        let t = i32(localId.x);
+        // The workgroup's index through workgroup memory: uniform, so that either product's loop over
+        // K (of its own length) is too, as its barriers want. 16 bytes of it: with an i32 the H100's
+        // compiler placed it before Cs, whose matrix stores then landed off their 16-byte alignment
+        // (every output one value off).
+        if (t == 0) {
+          wgIndex = vec4<i32>(i32(workgroupId.x));
+        }
+        let wg = workgroupUniformLoad(&wgIndex).x;
+        if (wg < uniforms.first) {
+          product0(wg, t);
+        } else {
+          product1(wg - uniforms.first, t);
+        }
       }`,
   });
 }
@@ -621,14 +743,46 @@ function subgroupMatMul(
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
   const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
-  const parts = epilogue.bias || epilogue.relu ? 1 : f16Parts(d);
-  // A whole number of slabs per part, so that only the last part's last slab is short.
-  const chunk = parts > 1 ? Math.ceil(d.k / parts / F16_SLAB) * F16_SLAB : d.k;
-  const used = Math.ceil(d.k / chunk);
-  const p = subgroupProgram(d, transposeA, transposeB, { bias: epilogue.bias !== undefined, relu: epilogue.relu }, used);
-  const out = backend.runWebGPUProgram(p, inputs, 'float32', [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] })));
-  if (used === 1) return out;
-  const sum = backend.runWebGPUProgram(sumPartsProgram(used, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [used] }]);
+  const p = f16Product(d, transposeA, transposeB, { bias: epilogue.bias !== undefined, relu: epilogue.relu });
+  const out = backend.runWebGPUProgram(subgroupProgram(p), inputs, 'float32', f16UniformValues(p).map((v) => ({ type: 'int32', data: [v] })));
+  return sumParts(backend, out, p);
+}
+
+/** A split product's parts added in order (sumPartsProgram), or the output itself where K was not split. */
+function sumParts(backend: WebgpuBackendLike, out: tfTypes.TensorInfo, p: F16Product): tfTypes.TensorInfo {
+  if (p.parts === 1) return out;
+  const sum = backend.runWebGPUProgram(sumPartsProgram(p.parts, p.d.m * p.d.n), [out], 'float32', [{ type: 'int32', data: [p.parts] }]);
   backend.disposeData(out.dataId);
   return sum;
+}
+
+/**
+ * Whether subgroupMatMulPair takes these two products on this backend: mixed_fp16 picked, and both
+ * unbatched float32 matmuls that the f16 program would take on their own (enough output tiles).
+ */
+export function f16PairTakes(backend: unknown, products: { a: tfTypes.TensorInfo; b: tfTypes.TensorInfo; transposeA: boolean; transposeB: boolean }[]): boolean {
+  if (program !== 'f16') return false;
+  const threshold = (backend as WebgpuBackendLike).thresholdToIncreaseWorkgroups ?? 8;
+  return products.every((q) => {
+    if (q.a.dtype !== 'float32' || q.b.dtype !== 'float32' || q.a.shape.length !== 2 || q.b.shape.length !== 2) return false;
+    const d = matMulDims(q.a.shape, q.b.shape, q.transposeA, q.transposeB);
+    return d.k === (q.transposeB ? q.b.shape[1] : q.b.shape[0]) && tfjsPacks(d, threshold);
+  });
+}
+
+/**
+ * Two products (f16PairTakes) through the tensor cores in one dispatch, each then its parts added:
+ * the outputs [m, n] of each, with the bits of subgroupMatMul's for the same product.
+ */
+export function subgroupMatMulPair(backend: WebgpuProgramRunner, inputs: tfTypes.TensorInfo[], pair: [PairedMatMul, PairedMatMul]): [tfTypes.TensorInfo, tfTypes.TensorInfo] {
+  const products = pair.map((q) => f16Product(matMulDims(inputs[q.a].shape, inputs[q.b].shape, q.transposeA, q.transposeB), q.transposeA, q.transposeB)) as [F16Product, F16Product];
+  const program = subgroupPairProgram(products, pair, inputs.length);
+  const values = products.flatMap((p) => {
+    const { cols, perPart } = f16TilesPerPart(p);
+    return [...f16UniformValues(p), cols, perPart];
+  });
+  const first = f16TilesPerPart(products[0]).perPart * products[0].parts;
+  const [out, second] = runWithOutputs(backend, program, inputs, [[products[1].parts, products[1].d.m, products[1].d.n]], [...values, first].map((v) => ({ type: 'int32', data: [v] })));
+  const b = backend as WebgpuBackendLike;
+  return [{ ...sumParts(b, out, products[0]), shape: [products[0].d.m, products[0].d.n] }, { ...sumParts(b, second, products[1]), shape: [products[1].d.m, products[1].d.n] }];
 }

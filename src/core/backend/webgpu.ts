@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { shaderSource } from './kernels.js';
 import { ensureDawnBinary } from './native.js';
 import { setDeviceSums } from './webgpu-sum.js';
-import { F16_MATMUL_ENABLES, F16_MATMUL_PROGRAM, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
+import { F16_MATMUL_ENABLES, F16_PROGRAMS, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -451,7 +451,7 @@ export async function registerWebgpuBackend(
   const create = device.createShaderModule.bind(device);
   device.createShaderModule = (descriptor: { code: string; label?: string }) => {
     const code = shaderSource(descriptor.label, descriptor.code);
-    return create({ ...descriptor, code: f16Shape && descriptor.label === F16_MATMUL_PROGRAM ? F16_MATMUL_ENABLES + code : code });
+    return create({ ...descriptor, code: f16Shape && descriptor.label !== undefined && F16_PROGRAMS.has(descriptor.label) ? F16_MATMUL_ENABLES + code : code });
   };
   device.lost.then((info) => {
     if (info.reason !== 'destroyed' && active?.device === device) process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });

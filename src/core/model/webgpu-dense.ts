@@ -1,13 +1,22 @@
 // A dense layer's backward — dz (dy, or a ReLU's or dropout's gradient of it), dx = dz·Wᵀ,
 // dW = xᵀ·dz and db = Σ_rows dz — as one kernel: on webgpu one program for the layers that are small
-// enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart.
+// enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart; with
+// mixed_fp16 a larger layer's two matmuls share one dispatch on the tensor cores.
 import * as tf from '@tensorflow/tfjs-core';
 import type { WebgpuProgramRunner } from '../backend/kernels.js';
 import { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from '../backend/webgpu-dense.js';
+import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../backend/webgpu-matmul.js';
 import { reluGradAndColumnSums } from './webgpu-relu.js';
 import { maskAtAndColumnSums } from './webgpu-slices.js';
 
 export const DENSE_GRADS_KERNEL = 'XttsDenseGrads';
+/** dx = dz·Wᵀ and dW = xᵀ·dz of a layer above the one program's size, on the tensor cores in one dispatch (mixed_fp16). */
+const DENSE_MATMULS_F16_KERNEL = 'XttsDenseMatMulsF16';
+/** The two products of a dense layer's backward over inputs [dz, W, x]: dz·Wᵀ, then xᵀ·dz. */
+const DENSE_PRODUCTS: [PairedMatMul, PairedMatMul] = [
+  { a: 0, b: 1, transposeA: false, transposeB: true },
+  { a: 2, b: 0, transposeA: true, transposeB: false },
+];
 
 if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
   tf.registerKernel({
@@ -27,10 +36,24 @@ if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
   });
 }
 
+if (!tf.getKernel(DENSE_MATMULS_F16_KERNEL, 'webgpu')) {
+  tf.registerKernel({
+    kernelName: DENSE_MATMULS_F16_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: (({ inputs, backend }: { inputs: Record<'dz' | 'w' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
+      subgroupMatMulPair(backend, [inputs.dz, inputs.w, inputs.x], DENSE_PRODUCTS)) as unknown as tf.KernelFunc,
+  });
+}
+
 let enabled = true;
-/** Force the programs apart (false: benches, tests) or allow the one kernel again (true). */
-export function setDenseGrads(on: boolean): void {
+let paired = true;
+/**
+ * Force the programs apart (false: benches, tests) or allow the one kernel again (true); `pair`, the
+ * same for mixed_fp16's two matmuls in one dispatch (by default as `on`).
+ */
+export function setDenseGrads(on: boolean, pair = on): void {
   enabled = on;
+  paired = pair;
 }
 
 /** What dz is made of: dy, dy·step(y) (y a ReLU's output), or dy times the dropout window pool[offsets[k] ..]. */
@@ -38,7 +61,8 @@ export type DenseGradOf = { kind: 'plain' } | { kind: 'relu'; y: tf.Tensor2D } |
 
 /**
  * [dx, dW, db] of y = x·W + b under `of` for dy = ∂L/∂(its output): one program on webgpu where the
- * layer is small enough (denseGradsMaxFlops), else dz and db (one program on webgpu), then the two matmuls.
+ * layer is small enough (denseGradsMaxFlops), else dz and db (one program on webgpu), then the two matmuls
+ * (with mixed_fp16 one dispatch, then the weight gradient's parts added).
  */
 export function denseBackward(dy: tf.Tensor2D, x: tf.Tensor2D, w: tf.Tensor2D, of: DenseGradOf): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
   const [rows, outDim] = dy.shape;
@@ -48,5 +72,10 @@ export function denseBackward(dy: tf.Tensor2D, x: tf.Tensor2D, w: tf.Tensor2D, o
     return tf.engine().runKernel(DENSE_GRADS_KERNEL, inputs, { kind: of.kind, k: of.kind === 'mask' ? of.k : 0 } as never) as unknown as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
   }
   const [dz, db] = of.kind === 'relu' ? reluGradAndColumnSums(dy, of.y) : of.kind === 'mask' ? maskAtAndColumnSums(dy, of.pool, of.offsets, of.k) : [dy, null];
+  const operands = [dz, w, x];
+  if (paired && tf.getKernel(DENSE_MATMULS_F16_KERNEL, tf.getBackend()) && f16PairTakes(tf.backend(), DENSE_PRODUCTS.map((q) => ({ ...q, a: operands[q.a], b: operands[q.b] })))) {
+    const [dx, dW] = tf.engine().runKernel(DENSE_MATMULS_F16_KERNEL, { dz, w, x }) as unknown as [tf.Tensor2D, tf.Tensor2D];
+    return [dx, dW, db ?? tf.sum(dz, 0)];
+  }
   return [tf.matMul(dz, w, false, true), tf.matMul(x, dz, true, false), db ?? tf.sum(dz, 0)];
 }
