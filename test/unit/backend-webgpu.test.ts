@@ -556,7 +556,7 @@ test('constants kept on the device are kept per backend: a webgpu backend made a
   }
 });
 
-test('AdamW\'s webgpu update (three programs) makes the composed update\'s parameters and moments, skips a non-finite step, and divides by the loss scale', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+test('AdamW\'s webgpu update (three programs, its scalars one more) makes the composed update\'s parameters, moments, norms, verdicts, skipped count and loss scale: an overflow halves the scale, two updates in a row double it, a non-finite step at a scale of 1 is counted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { AdamW } = await import('../../src/core/training/optim/adamw.js');
@@ -567,22 +567,36 @@ test('AdamW\'s webgpu update (three programs) makes the composed update\'s param
         ['w', tf.variable(tf.randomNormal([300, 7], 0, 1, 'float32', 5))],
         ['b', tf.variable(tf.randomNormal([7], 0, 1, 'float32', 6))],
       ]);
-      return new AdamW(params, c, { update, lossScale: { initial: 8, growthInterval: 100 } });
+      return new AdamW(params, c, { update, lossScale: { initial: 8, growthInterval: 2 } });
     };
     const [fused, composed] = [make('auto'), make('composed')];
     const before = tf.getKernel('XttsAdamWUpdate', 'webgpu');
     assert.ok(before, 'the webgpu kernel is registered');
+    // S: 8 → 8 (one update in a row) → 16 (two) → 8 (an overflow) → 8.
+    const scales = [8, 16, 8, 8];
     for (let step = 0; step < 4; step++) {
+      const norms: number[] = [];
+      const programs: number[] = [];
       for (const opt of [fused, composed]) {
         const S = (await opt.lossScale!.data())[0];
         const g = tf.mul(tf.randomNormal([opt.parameterCount], 0, 1, 'float32', 10 + step), S) as import('@tensorflow/tfjs-core').Tensor1D;
         // Step 2 overflows: no update, the scale halves.
         opt.accumulate(step === 2 ? (tf.div(g, tf.zerosLike(g)) as import('@tensorflow/tfjs-core').Tensor1D) : g, tf.scalar(S));
         if (step === 2) g.dispose();
+        const counter = new KernelCounter().install(tf);
         const r = opt.apply();
+        programs.push(counter.takeAll().dispatches);
+        counter.uninstall();
         assert.equal((await r.finite.data())[0], step === 2 ? -1 : 1);
+        assert.equal((await opt.lossScale!.data())[0], scales[step], `step ${step}: the loss scale`);
+        norms.push((await r.gradNorm.data())[0]);
         tf.dispose([r.gradNorm, r.finite]);
       }
+      // The composition sums the squares in another order: the norms agree to float32 rounding.
+      if (step !== 2) assert.ok(Math.abs(norms[0] - norms[1]) <= 1e-6 * norms[1], `step ${step}: norm ${norms[0]} vs ${norms[1]}`);
+      else assert.ok(norms.every((n) => !Number.isFinite(n)), `the overflow's norms ${norms}`);
+      // The scalars' ~20 programs are one.
+      assert.ok(programs[1] - programs[0] >= 15, `step ${step}: ${programs[0]} programs against the composition's ${programs[1]}`);
       const [a, b] = await Promise.all([fused, composed].map(async (o) => [...(await Promise.all(o.variables.map((v) => v.data())))].flatMap((x) => [...x])));
       let worst = 0;
       a.forEach((x, i) => (worst = Math.max(worst, Math.abs(x - b[i]))));
@@ -594,7 +608,20 @@ test('AdamW\'s webgpu update (three programs) makes the composed update\'s param
       }
       tf.dispose([...sa.values(), ...sb.values()]);
     }
-    assert.equal((await fused.lossScale!.data())[0], 4);
+    for (const opt of [fused, composed]) assert.equal((await opt.nonFiniteSteps.data())[0], 0, 'an overflow at S > 1 is not counted as non-finite');
+    // At a scale of 1 a non-finite step is a real one: verdict 0, counted, the scale stays 1.
+    const ones = [fused, composed].map((o) => new AdamW(new Map(o.variables.map((v, i) => [`p${i}`, tf.variable(tf.clone(v))])), c, { update: o === fused ? 'auto' : 'composed', lossScale: { initial: 1, growthInterval: 2 } }));
+    for (const opt of ones) {
+      const g = tf.fill([opt.parameterCount], Number.NaN) as import('@tensorflow/tfjs-core').Tensor1D;
+      opt.accumulate(g, tf.scalar(1));
+      const r = opt.apply();
+      // (The composition's where() gives −0.)
+      assert.ok((await r.finite.data())[0] === 0, `${opt === ones[0] ? 'fused' : 'composed'}: verdict 0`);
+      assert.equal((await opt.nonFiniteSteps.data())[0], 1);
+      assert.equal((await opt.lossScale!.data())[0], 1);
+      tf.dispose([r.gradNorm, r.finite]);
+      opt.dispose();
+    }
   } finally {
     disposeBackend(tf);
   }

@@ -23,7 +23,7 @@ import { XttsError } from '../../errors.js';
 import { scalar } from '../../model/nn.js';
 import { segments } from '../../model/webgpu-slices.js';
 import { clipFactor, sumOfSquares } from './clip.js';
-import { fusedUpdate, fusedUpdateAvailable } from './fused-update.js';
+import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';
 
 export type OptimizerConfig = Pick<TrainingConfig, 'learning_rate' | 'max_steps' | 'schedule' | 'optimizer' | 'grad_clip_norm'>;
@@ -252,12 +252,15 @@ export class AdamW {
     const result = tf.tidy(() => {
       // The fused update needs no squared gradients of its own: only their sum, in one pass.
       const squares = fused ? null : tf.square(sum);
+      // On webgpu the scalars below (norm, finiteness, clipping, the skipped count and the loss scale)
+      // are one program (stepScalars), with the same arithmetic.
+      const one = fused && stepScalarsAvailable() ? this.stepScalarsAtOnce(sumOfSquares(sum), lossSum, count) : null;
       // With loss scaling the sums are S times the gradients: 1/S joins 1/count.
-      const unscale = scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
-      const gradNorm = tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale) as tf.Scalar;
-      const finiteFlag = tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar; // bool
+      const unscale = one ? null : scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
+      const gradNorm = one?.gradNorm ?? (tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale!) as tf.Scalar);
+      const finiteFlag = one?.flag ?? (tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar); // bool (float 1/0 from stepScalars)
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
-      const scale = tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale) as tf.Scalar;
+      const scale = one?.gradScale ?? (tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale!) as tf.Scalar);
       const kept = this.flatOf;
       const params = kept && this.variables.every((x, i) => x.dataId === kept[i]) ? (this.flat as tf.Tensor1D) : (tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
       let next: tf.Tensor;
@@ -285,6 +288,14 @@ export class AdamW {
       this.variables.forEach((x, i) => x.assign(tf.reshape(pieces[i], x.shape)));
       this.flat.assign(next);
       this.flatOf = this.variables.map((x) => x.dataId);
+      if (one) {
+        this.skipped.assign(one.skipped);
+        if (scaling) {
+          scaling.scale.assign(one.scale!);
+          scaling.good.assign(one.good!);
+        }
+        return { gradNorm, finite: one.finite };
+      }
       const applied = tf.cast(finiteFlag, 'float32') as tf.Scalar;
       let finite = applied;
       if (scaling) {
@@ -305,6 +316,17 @@ export class AdamW {
     this.accumCount = 0;
     this.carried = false;
     return { ...result, learningRate: lr };
+  }
+
+  /** stepScalars of an update of `count` micro-batches whose summed gradients have Σg² `sumSq`. */
+  private stepScalarsAtOnce(sumSq: tf.Scalar, lossSum: tf.Scalar, count: number) {
+    const scaling = this.scaling;
+    return stepScalars(
+      sumSq,
+      lossSum,
+      { skipped: this.skipped as tf.Scalar, scale: scaling?.scale as tf.Scalar | undefined, good: scaling?.good as tf.Scalar | undefined },
+      { invCount: 1 / count, maxNorm: this.config.grad_clip_norm, scaling: scaling ? { growthInterval: scaling.growthInterval, maxScale: MAX_LOSS_SCALE } : null },
+    );
   }
 
   /** Drop accumulated gradients without updating (e.g. a run stopped mid-accumulation). */

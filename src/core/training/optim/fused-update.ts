@@ -9,7 +9,7 @@
 // uses the composition. Results differ from the composition by float32 rounding only (tests hold them
 // together).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../../backend/kernels.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from '../../backend/kernels.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 
@@ -148,4 +148,120 @@ export function fusedUpdate(
   attrs: FusedUpdateAttrs,
 ): tf.Tensor1D[] {
   return tf.engine().runKernel(ADAMW_KERNEL, inputs as unknown as tf.NamedTensorMap, attrs as unknown as tf.NamedAttrMap) as tf.Tensor1D[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// An update's scalars as one webgpu program. Around the passes over the flat vector, an update works
+// out a handful of scalars: the gradient norm, whether the step is finite, the clipping and unscaling
+// factor, and the bookkeeping of the skipped steps and of the loss scale. Composed, each is a tfjs
+// program of one value (a tiny float32 step had 11 of them, a mixed_fp16 one 25), and on a GPU a
+// tiny step is bound by its programs. Here they are one program, with the composition's arithmetic in
+// its order and float32 (the scalars of the composition are float32 constants: their uniforms here).
+
+export const ADAMW_SCALARS_KERNEL = 'XttsAdamWScalars';
+
+export interface StepScalarsAttrs {
+  /** 1 / micro-batches of the update. */
+  invCount: number;
+  /** grad_clip_norm (0: no clipping). */
+  maxNorm: number;
+  /** With loss scaling: updates in a row before the scale doubles, and its ceiling. */
+  scaling: { growthInterval: number; maxScale: number } | null;
+}
+
+const STEP_SCALARS_PROGRAM = 'XttsAdamWScalarsProgram';
+const STEP_SCALARS_OUTPUTS = ['finiteOut', 'gradScale', 'flag', 'skippedOut'];
+const SCALING_OUTPUTS = ['scaleOut', 'goodOut'];
+
+function stepScalarsProgram(scaling: boolean) {
+  const outputs = [...STEP_SCALARS_OUTPUTS, ...(scaling ? SCALING_OUTPUTS : [])];
+  return outputsProgram(STEP_SCALARS_PROGRAM + (scaling ? 'Scaled' : ''), outputs, {
+    variableNames: ['sumSq', 'lossSum', 'skipped', ...(scaling ? ['scale', 'good'] : []), ...outputs],
+    outputShape: [1],
+    shaderKey: `xtts_adamw_scalars_${scaling}`,
+    dispatchLayout: { x: [0] },
+    dispatch: [1, 1, 1] as [number, number, number],
+    workgroupSize: [1, 1, 1] as [number, number, number],
+    uniforms: 'invCount : f32, maxNorm : f32, clipEps : f32, growthInterval : f32, maxScale : f32,',
+    getUserCode: () => `
+      fn notFinite(x : f32) -> bool {
+        return (bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u;
+      }
+      // tfjs's minimum and maximum: NaN where either operand is NaN.
+      fn nanMin(a : f32, b : f32) -> f32 {
+        return select(min(a, b), a + b, isnan(a) || isnan(b));
+      }
+      fn nanMax(a : f32, b : f32) -> f32 {
+        return select(max(a, b), a + b, isnan(a) || isnan(b));
+      }
+      fn main(index : i32) {
+        ${scaling ? 'let S = f32(scale[0]);\n        let unscale = uniforms.invCount / S;' : 'let unscale = uniforms.invCount;'}
+        let gradNorm = sqrt(f32(sumSq[0])) * unscale;
+        let finite = !notFinite(gradNorm + f32(lossSum[0]));
+        let applied = select(0.0, 1.0, finite);
+        var clip = 1.0;
+        if (uniforms.maxNorm > 0.0) {
+          clip = nanMin(1.0, uniforms.maxNorm / (gradNorm + uniforms.clipEps));
+        }
+        setOutputAtIndex(0, gradNorm);
+        gradScale[0] = clip * unscale;
+        flag[0] = applied;
+        ${
+          scaling
+            ? `// Skipped with S > 1: an overflow of the scaled gradient (−1); at S = 1 a real non-finite step (0).
+        let verdict = select(select(0.0, -1.0, S > 1.0), 1.0, finite);
+        let inARow = (f32(good[0]) + 1.0) * applied;
+        let grow = inARow >= uniforms.growthInterval;
+        scaleOut[0] = select(nanMax(S * 0.5, 1.0), select(S, nanMin(S * 2.0, uniforms.maxScale), grow), finite);
+        goodOut[0] = select(inARow, 0.0, grow);`
+            : 'let verdict = applied;'
+        }
+        finiteOut[0] = verdict;
+        skippedOut[0] = f32(skipped[0]) + select(0.0, 1.0, verdict == 0.0);
+      }`,
+  });
+}
+
+function webgpuStepScalars(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
+  const i = args.inputs as Record<'sumSq' | 'lossSum' | 'skipped' | 'scale' | 'good', tf.TensorInfo | undefined>;
+  const { invCount, maxNorm, scaling } = args.attrs as unknown as StepScalarsAttrs;
+  const inputs = [i.sumSq!, i.lossSum!, i.skipped!, ...(scaling ? [i.scale!, i.good!] : [])];
+  const uniforms = [invCount, maxNorm, 1e-6, scaling?.growthInterval ?? 0, scaling?.maxScale ?? 0].map((v) => ({ type: 'float32', data: [v] }));
+  const outputs = STEP_SCALARS_OUTPUTS.length + (scaling ? SCALING_OUTPUTS.length : 0);
+  const [gradNorm, ...rest] = runWithOutputs(args.backend as WebgpuProgramRunner, stepScalarsProgram(scaling !== null), inputs, Array.from({ length: outputs }, () => []), uniforms);
+  return [{ ...gradNorm, shape: [] }, ...rest];
+}
+
+if (!tf.getKernel(ADAMW_SCALARS_KERNEL, 'webgpu')) tf.registerKernel({ kernelName: ADAMW_SCALARS_KERNEL, backendName: 'webgpu', kernelFunc: webgpuStepScalars as unknown as tf.KernelFunc });
+
+/** The update's scalars (stepScalars), each a scalar tensor. */
+export interface StepScalars {
+  gradNorm: tf.Scalar;
+  /** 1 applied, 0 a non-finite step skipped, −1 (loss scaling) an overflow of the scaled gradient skipped. */
+  finite: tf.Scalar;
+  /** The factor of the summed gradient in the moments: clipping times 1/(count·S). */
+  gradScale: tf.Scalar;
+  /** 1 where the step is finite, else 0. */
+  flag: tf.Scalar;
+  skipped: tf.Scalar;
+  scale?: tf.Scalar;
+  good?: tf.Scalar;
+}
+
+/** Whether stepScalars runs as one program here (webgpu, with enough storage buffers for its 11). */
+export function stepScalarsAvailable(): boolean {
+  if (!tf.getKernel(ADAMW_SCALARS_KERNEL, tf.getBackend())) return false;
+  const device = (tf.backend() as unknown as { device?: { limits: { maxStorageBuffersPerShaderStage: number } } }).device;
+  return (device?.limits.maxStorageBuffersPerShaderStage ?? 0) >= 11;
+}
+
+/**
+ * One program's worth of an update's scalars from Σg² of the summed gradients (`sumSq`) and the summed
+ * loss: see StepScalars; with `state.scale` and `state.good`, the loss scale's next values too.
+ */
+export function stepScalars(sumSq: tf.Scalar, lossSum: tf.Scalar, state: { skipped: tf.Scalar; scale?: tf.Scalar; good?: tf.Scalar }, attrs: StepScalarsAttrs): StepScalars {
+  const inputs = { sumSq, lossSum, skipped: state.skipped, ...(attrs.scaling ? { scale: state.scale!, good: state.good! } : {}) };
+  const out = tf.engine().runKernel(ADAMW_SCALARS_KERNEL, inputs as unknown as tf.NamedTensorMap, attrs as unknown as tf.NamedAttrMap) as tf.Scalar[];
+  const [gradNorm, finite, gradScale, flag, skipped, scale, good] = out;
+  return { gradNorm, finite, gradScale, flag, skipped, ...(attrs.scaling ? { scale, good } : {}) };
 }
