@@ -5,7 +5,8 @@
 // 140 without), where the eager step's copies, compute programs of tfjs's, cost about nothing. Here
 // one dispatch copies up to `perProgram` pieces, each into its own buffer, at the end of the step's
 // compute pass: the dispatches write distinct buffers and only read their source, so they need no
-// barrier between them. Values are copied as 32-bit words, bit for bit.
+// barrier between them. Values are copied as 32-bit words, bit for bit. A tiny step's 21 copy
+// programs of 7 pieces became 11 of 15 (MAX_PIECES) once the device's 16 storage buffers were used.
 import type { GpuBuffer, GpuDevice, GpuPass, GpuPipeline } from './gpu-types.js';
 
 /** A copy of `bytes` from `from` at `offsetBytes` to the start of `to`. */
@@ -20,6 +21,12 @@ const WORKGROUP = 256;
 /** Words each invocation copies at least, before the dispatch takes more workgroups (at most MAX_GROUPS). */
 const PER_INVOCATION = 8;
 const MAX_GROUPS = 1024;
+/**
+ * Pieces a program copies at most: one storage buffer each beside the source's, within the device's
+ * storage buffers per stage (xtts asks for the adapter's: 16 on an H100 and on llvmpipe, so 15; 8,
+ * WebGPU's least, would give 7).
+ */
+const MAX_PIECES = 15;
 // GPUBufferUsage.UNIFORM | COPY_DST
 const UNIFORM_USAGE = 0x40 | 0x08;
 
@@ -53,7 +60,7 @@ export class CopyPrograms {
     private readonly device: GpuDevice,
     copies: readonly BufferCopy[],
   ) {
-    this.perProgram = Math.max(1, Math.min(7, device.limits.maxStorageBuffersPerShaderStage - 1));
+    this.perProgram = Math.max(1, Math.min(MAX_PIECES, device.limits.maxStorageBuffersPerShaderStage - 1));
     this.build(copies);
   }
 
