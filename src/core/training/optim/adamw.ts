@@ -254,7 +254,7 @@ export class AdamW {
       const squares = fused ? null : tf.square(sum);
       // On webgpu the scalars below (norm, finiteness, clipping, the skipped count and the loss scale)
       // are one program (stepScalars), with the same arithmetic.
-      const one = fused && stepScalarsAvailable() ? this.stepScalarsAtOnce(sumOfSquares(sum), lossSum, count) : null;
+      const one = fused && stepScalarsAvailable(scaling !== null) ? this.stepScalarsAtOnce(sumOfSquares(sum), lossSum, count) : null;
       // With loss scaling the sums are S times the gradients: 1/S joins 1/count.
       const unscale = one ? null : scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
       const gradNorm = one?.gradNorm ?? (tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale!) as tf.Scalar);

@@ -248,11 +248,15 @@ export interface StepScalars {
   good?: tf.Scalar;
 }
 
-/** Whether stepScalars runs as one program here (webgpu, with enough storage buffers for its 11). */
-export function stepScalarsAvailable(): boolean {
+/**
+ * Whether stepScalars runs as one program here: webgpu, with storage buffers enough for its inputs and
+ * outputs (8, or 12 with loss scaling; WebGPU guarantees 8 a stage, xtts asks for the adapter's).
+ */
+export function stepScalarsAvailable(scaling: boolean): boolean {
   if (!tf.getKernel(ADAMW_SCALARS_KERNEL, tf.getBackend())) return false;
   const device = (tf.backend() as unknown as { device?: { limits: { maxStorageBuffersPerShaderStage: number } } }).device;
-  return (device?.limits.maxStorageBuffersPerShaderStage ?? 0) >= 11;
+  const needed = 1 + 3 + STEP_SCALARS_OUTPUTS.length + (scaling ? 2 + SCALING_OUTPUTS.length : 0);
+  return (device?.limits.maxStorageBuffersPerShaderStage ?? 0) >= needed;
 }
 
 /**
