@@ -555,8 +555,8 @@ function f16SharedDeclarations(products: F16Product[]): string {
 }
 
 /**
- * The WGSL of one output tile of product `p` (after \`let t = i32(localId.x);\` and the tile's
- * \`row0\`, \`col0\` and batch or part \`b\`): its part of K through subgroup matrices into f32 sums,
+ * The WGSL of one output tile of product `p` (after `let t = i32(localId.x);` and the tile's
+ * `row0`, `col0` and batch or part `b`): its part of K through subgroup matrices into f32 sums,
  * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
  * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
  */
