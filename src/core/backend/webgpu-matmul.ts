@@ -640,7 +640,7 @@ function f16TilesPerPart(p: F16Product): { cols: number; perPart: number } {
   return { cols, perPart: cols * Math.ceil(p.d.m / TILE) };
 }
 
-/** The uniforms of one product (f16TileCode's names, with `suffix`) and their values. */
+/** The uniforms of one product (f16TileCode's names; the paired program adds the product's index to each) and their values. */
 const F16_UNIFORMS = ['m', 'n', 'k', 'batchA', 'batchB', 'chunk'];
 const f16UniformValues = (p: F16Product) => [p.d.m, p.d.n, p.d.k, p.d.batchA, p.d.batchB, p.chunk];
 
