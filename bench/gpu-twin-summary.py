@@ -57,6 +57,21 @@ def busy_share(db_path):
         db.close()
 
 
+def device_spans(db_path):
+    """The replayed steps' device spans the run recorded (timestamps at their passes' edges): (step, alignment), each a dict or None."""
+    if not os.path.exists(db_path):
+        return None, None
+    db = sqlite3.connect(db_path)
+    try:
+        row = db.execute("SELECT v FROM meta WHERE k = 'stepCapture'").fetchone()
+    finally:
+        db.close()
+    c = json.loads(row[0]) if row else {}
+    step = c.get("deviceSpans")
+    align = (c.get("alignment") or {}).get("deviceSpans")
+    return (step if step and step.get("available") else None), (align if align and align.get("available") else None)
+
+
 def fmt(x, unit="", digits=1):
     return "n/a" if x is None else f"{x:.{digits}f}{unit}"
 
@@ -79,6 +94,8 @@ def main():
         busy, replayed, samples, span = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
         busy_note = f"{samples} NVML samples over {span:.1f} s" + ("" if span >= BUSY_SPAN_S else ": too short a span to trust, run more steps")
         per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
+        spans, align = device_spans(os.path.join(work, p, "run-auto", "run.sqlite"))
+        cycle = None if not spans or spans.get("betweenMs") is None else spans["spanMs"] + spans["betweenMs"]
         row = {
             "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
             "twinParameters": (t.get("fp32") or {}).get("params"), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
@@ -88,10 +105,16 @@ def main():
             "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"),
             "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "gpuBusySamples": samples, "gpuBusySpanS": span, "replayedStepsInDb": replayed,
             "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
+            "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
+            "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
         }
         figures.append(row)
         print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
         print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
+        if spans:
+            print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinGraphs'], '×', 2)} the twin's CUDA-graph step")
+        else:
+            print("  device spans: not recorded (no timestamp queries, or an xtts that did not measure them)")
         print(f"  twin eager fp32 {fmt(eager, ' ms')} ({row['twinKernelsPerStep']} kernels), CUDA graphs fp32 {fmt(graphs, ' ms')}")
         print(f"  ratios: replayed / twin eager {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin graphs {fmt(row['replayOverTwinGraphs'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
     print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))

@@ -19,6 +19,7 @@
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import type { GpuBuffer, GpuDevice, GpuEncoder, GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
+import { type DeviceSpans, type ReplaySpans, SpanTimer } from './replay-spans.js';
 import { deviceArray } from './webgpu-uploads.js';
 
 type Tf = typeof tfTypes;
@@ -301,6 +302,8 @@ export class StepCapture {
   replays = 0;
   /** Host time of each replay's encoding (inputs written, programs and copies encoded), ms; submit excluded. */
   readonly encodeMs: number[] = [];
+  /** Where the replays' device time goes (timestamps at their passes' edges), when the owner times them. */
+  spans: ReplaySpans | null = null;
 
   private constructor(
     private readonly tf: Tf,
@@ -518,7 +521,9 @@ export class StepCapture {
       if (d.resource) encoder.copyBufferToBuffer(d.resource, 0, this.bound[i], 0, r.bytes);
       else device.queue.writeBuffer(this.bound[i], 0, deviceArray(d.dtype, d.values!));
     }
-    let pass = encoder.beginComputePass();
+    const spans = this.spans;
+    let passes = 0;
+    let pass = encoder.beginComputePass(spans?.pass(passes++));
     let pipeline: GpuPipeline | null = null;
     const programs = this.rec.programs;
     for (let n = 0; n < this.active.length; n++) {
@@ -530,7 +535,7 @@ export class StepCapture {
         yield;
         started = performance.now();
         encoder = device.createCommandEncoder();
-        pass = encoder.beginComputePass();
+        pass = encoder.beginComputePass(spans?.pass(passes++));
         pipeline = null;
       }
       const i = this.active[n];
@@ -544,6 +549,7 @@ export class StepCapture {
     }
     this.copies.encode(pass);
     pass.end();
+    spans?.close(encoder, passes);
     const infos = this.rec.outputs.map((o) => {
       const info = backend.makeTensorInfo(o.shape, o.stored);
       backend.uploadToGPU(info.dataId);
@@ -553,6 +559,7 @@ export class StepCapture {
     const finished = encoder.finish();
     if (this.encodeMs.length < 10_000) this.encodeMs.push(encodeMs + performance.now() - started);
     device.queue.submit([finished]);
+    spans?.afterSubmit();
     // tfjs keeps a host copy of a tensor once read (checkpoints read the weights): the replay changed
     // the variables in place, under dataIds that did not change, so those copies are now stale.
     for (const v of this.assignedIds) {
@@ -692,6 +699,8 @@ export interface CallCaptureSummary {
   replayedCalls: number;
   eagerCalls: number;
   shapes: ShapeCaptureSummary[];
+  /** The replays' device time (backend/replay-spans.ts); absent in runs recorded before xtts measured it. */
+  deviceSpans?: DeviceSpans;
 }
 
 /**
@@ -703,6 +712,8 @@ export class CallReplayer {
   private readonly shapes = new Map<string, CaptureState>();
   private replayed = 0;
   private eager = 0;
+  /** The replays' timestamps at their passes' edges. */
+  private readonly spans = new SpanTimer();
   /** Told when a shape is captured, refused or recorded again. */
   onChange?: (shape: string, state: CaptureState) => void;
 
@@ -718,6 +729,7 @@ export class CallReplayer {
     if (s.phase === 'replay') {
       if (!dropStaleCapture(s)) {
         this.replayed++;
+        this.spans.attach(s.capture!, (this.tf.backend() as unknown as WebgpuBackend).device);
         return s.capture!.replay(inputs);
       }
       this.onChange?.(key, s);
@@ -739,11 +751,12 @@ export class CallReplayer {
     return arenaBytesOf(this.shapes);
   }
 
-  summary(): CallCaptureSummary {
-    return { replayedCalls: this.replayed, eagerCalls: this.eager, shapes: summarizeShapes(this.shapes) };
+  async summary(): Promise<CallCaptureSummary> {
+    return { replayedCalls: this.replayed, eagerCalls: this.eager, shapes: summarizeShapes(this.shapes), deviceSpans: await this.spans.summary() };
   }
 
   dispose(): void {
+    this.spans.dispose();
     for (const s of this.shapes.values()) s.capture?.dispose();
     this.shapes.clear();
   }

@@ -14,6 +14,7 @@ import { judge, type ProfileVerdicts, type ReplicaSummary, summarizeReplicas, ty
 
 export { judge, breakdown, type ProfileVerdicts, type Verdict, type Thresholds, type StepBreakdown, type VerdictContext, type ReplicaSummary }  from './verdicts.js';
 export { toTrace, traceProblems } from './trace.js';
+export { describeSpans } from '../backend/replay-spans.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
 
 export interface ProfileOptions {

@@ -795,7 +795,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     if (deferred) disposeStepResult(deferred.result);
     deferred = undefined;
     if (replayer) {
-      captureSummary = replayer.summary();
+      captureSummary = await replayer.summary();
       db.setMeta('stepCapture', captureSummary);
       replayer.dispose();
     }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
-import { profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
+import { describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
 export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
@@ -81,6 +81,9 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
       // The alignment forward's capture (runs recorded before it existed have none).
       const alignment = (c.alignment?.shapes ?? []).map((x) => `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
       this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${[...shapes, ...alignment].join('; ')}`);
+      const spans = describeSpans(c.deviceSpans, c.alignment?.deviceSpans, b.wallMs.p50);
+      if (spans) this.log(spans);
+      else if (c.deviceSpans && !c.deviceSpans.available) this.log(paint.dim(`device time of the replays not measured: ${c.deviceSpans.reason}`));
     }
     if (r.gpuNote) this.log(paint.dim(r.gpuNote));
     if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { ExitCode, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
+import { describeSpans } from '@xtts/core/profile';
 import { paint, ProgressLine } from '@xtts/core/render';
 import type { TrainResult } from '@xtts/core/training';
 
@@ -105,6 +106,8 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     if (first && last) this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);
     if (r.bestValidationLoss !== null) this.log(`best validation loss ${r.bestValidationLoss.toFixed(4)}`);
     this.log(`${(r.parameters / 1e6).toFixed(2)} M parameters; median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} samples/s, ${r.timing.kernelsPerStep} ${r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step'}, data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`);
+    const spans = r.stepCapture ? describeSpans(r.stepCapture.deviceSpans, r.stepCapture.alignment?.deviceSpans, r.timing.stepMsMedian) : null;
+    if (spans) this.log(spans);
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
     if (r.evalFiles.length) this.log(`eval audio: ${r.evalFiles.filter((f) => f.endsWith('.wav')).slice(-3).join(', ')}`);

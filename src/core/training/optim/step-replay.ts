@@ -8,6 +8,8 @@
 // eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
 // replay whose other tensors were disposed is recorded again.
 import * as tf from '@tensorflow/tfjs-core';
+import type { GpuDevice } from '../../backend/gpu-types.js';
+import { type DeviceSpans, SpanTimer } from '../../backend/replay-spans.js';
 import { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep, type ShapeCaptureSummary, summarizeShapes } from '../../backend/step-capture.js';
 import type { ModelInputs } from '../../model/batch.js';
 import type { LossConfig } from '../../model/losses.js';
@@ -40,6 +42,12 @@ export interface StepCaptureSummary {
   shapes: (ShapeCaptureSummary & { encodeUsPerProgram: number | null; rebinds: number })[];
   /** The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with capture off. */
   alignment: CallCaptureSummary | null;
+  /**
+   * The replayed steps' device time from timestamps at their passes' edges (backend/replay-spans.ts):
+   * medians of a step's span, of its passes' own time and of the device time between steps; or why
+   * there are none. Absent in runs recorded before xtts measured it.
+   */
+  deviceSpans?: DeviceSpans;
 }
 
 /** Why this run's steps cannot be captured, or null when they can. */
@@ -53,6 +61,8 @@ export class StepReplayer {
   private readonly shapes = new Map<string, ShapeState>();
   private replayed = 0;
   private eager = 0;
+  /** The replays' timestamps at their passes' edges. */
+  private readonly spans = new SpanTimer();
   readonly off: string | null;
   /** The last step: its bucket shape, whether it was replayed, and the programs it replayed. */
   last: { shape: string; replayed: boolean; programs: number } | null = null;
@@ -92,6 +102,7 @@ export class StepReplayer {
   async stepInParts(batch: ModelInputs, parts: number, opts: Pick<TrainStepOptions, 'onGradients'> = {}): Promise<StepResult> {
     const r = this.route(batch, opts);
     if ('result' in r) return r.result;
+    this.timeSpans(r.replay);
     const { offsets, scalars, all } = this.inputs(r.replay, batch);
     let out: tf.Tensor[];
     try {
@@ -170,6 +181,7 @@ export class StepReplayer {
   }
 
   private replayStep(s: ShapeState, batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+    this.timeSpans(s);
     const { offsets, scalars, all } = this.inputs(s, batch);
     let out: tf.Tensor[];
     try {
@@ -178,6 +190,10 @@ export class StepReplayer {
       tf.dispose([offsets, scalars]);
     }
     return this.replayResult(s, out, opts);
+  }
+
+  private timeSpans(s: ShapeState): void {
+    this.spans.attach(s.capture!, (tf.backend() as unknown as { device: GpuDevice }).device);
   }
 
   /** The step's result from a replay's outputs. */
@@ -198,7 +214,7 @@ export class StepReplayer {
     return arenaBytesOf(this.shapes) + (this.alignment?.arenaBytes ?? 0);
   }
 
-  summary(): StepCaptureSummary {
+  async summary(): Promise<StepCaptureSummary> {
     return {
       mode: this.mode,
       off: this.off,
@@ -208,11 +224,13 @@ export class StepReplayer {
         const c = this.shapes.get(summary.shape)!.capture;
         return { ...summary, encodeUsPerProgram: c && c.encodeMs.length ? (1000 * summarize(c.encodeMs).p50) / c.programs : null, rebinds: c?.rebinds ?? 0 };
       }),
-      alignment: this.alignment?.summary() ?? null,
+      alignment: (await this.alignment?.summary()) ?? null,
+      ...(this.off === null ? { deviceSpans: await this.spans.summary() } : {}),
     };
   }
 
   dispose(): void {
+    this.spans.dispose();
     for (const s of this.shapes.values()) s.capture?.dispose();
     this.shapes.clear();
     this.alignment?.dispose();
