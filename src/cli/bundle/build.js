@@ -7,6 +7,7 @@
 //   backend-bench.cjs     bench/backend.bench.ts: a training step per backend (see its header)
 //   matmul-bench.cjs      bench/matmul.bench.ts: a step's large matmuls per program (tfjs, tiled, f16)
 //   reduce-bench.cjs      bench/reduce.bench.ts: full and column sums, tfjs's programs against xtts's
+//   dispatch-bench.cjs    bench/dispatch.bench.ts: the device's time per dispatch, dependent and reads only
 //   dawn.node.br          Dawn (WebGPU), brotli-compressed; unpacked beside itself (or in a temporary
 //                         folder when the bundle's is read-only) the first time webgpu is used
 //   better_sqlite3.node   SQLite
@@ -141,7 +142,7 @@ mkdirSync(out, { recursive: true });
 await build({ ...common, stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' }, outfile: join(out, 'xtts.cjs') });
 // The benches fully minified (each carries its own TF.js): with the GPU runtime, the bundle must fit the
 // 64 MiB a GPU host call carries, and three readable benches took 6 MB of it.
-for (const name of ['backend', 'matmul', 'reduce']) {
+for (const name of ['backend', 'matmul', 'reduce', 'dispatch']) {
   await build({ ...common, minify: true, entryPoints: [join(root, 'bench', `${name}.bench.ts`)], outfile: join(out, `${name}-bench.cjs`) });
 }
 

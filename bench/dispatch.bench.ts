@@ -1,0 +1,125 @@
+// The device's own cost per dispatch: how long a compute pass of N small dispatches takes on the
+// device (timestamps at the pass's edges), per dispatch, when each dispatch reads what the one before
+// it wrote (a replayed step's programs: Dawn puts a barrier between them) and when they only read
+// (Dawn puts none between reads: the launches alone). A replayed tiny step is ~350 such
+// dispatches, most of them small, so this floor times the programs is the idle a step's passes cannot
+// avoid, and the difference between the two rows is what the barriers cost.
+//   node --import tsx bench/dispatch.bench.ts [--dispatches 2000] [--reps 7] [--device NAME]
+//   GPU host: source .gpu-runtime/setup.sh && node bundle/dispatch-bench.cjs
+// Each row: the median over reps of the pass's device time / dispatches, for one workgroup of 64
+// invocations (nearly no work) and for 512 workgroups of 256 (a small kernel that covers the GPU).
+// A device without timestamp queries is reported and skipped.
+import { disposeBackend, initBackend } from '../src/core/backend/index.js';
+import { median, report } from './lib.js';
+
+const STORAGE = 0x80;
+const COPY_DST = 0x8;
+const COPY_SRC = 0x4;
+const MAP_READ = 0x1;
+const QUERY_RESOLVE = 0x200;
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- the raw WebGPU objects of Dawn's node binding */
+type Any = any;
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const SHADER = `
+@group(0) @binding(0) var<storage, read> src : array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst : array<f32>;
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) g : vec3<u32>) {
+  let i = g.x;
+  if (i < arrayLength(&dst)) { dst[i] = src[i % arrayLength(&src)] * 1.0001 + 1.0; }
+}`;
+
+// Reads only (its one write is to workgroup memory): nothing for a later dispatch to wait for.
+const READER = `
+@group(0) @binding(0) var<storage, read> src : array<f32>;
+var<workgroup> seen : array<f32, WG>;
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) g : vec3<u32>, @builtin(local_invocation_index) l : u32) {
+  seen[l] = src[g.x % arrayLength(&src)];
+}`;
+
+async function passMs(device: Any, encode: (pass: Any) => void): Promise<number> {
+  const set = device.createQuerySet({ type: 'timestamp', count: 2 });
+  const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC });
+  const read = device.createBuffer({ size: 16, usage: MAP_READ | COPY_DST });
+  device.pushErrorScope('validation');
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass({ timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+  encode(pass);
+  pass.end();
+  encoder.resolveQuerySet(set, 0, 2, resolved, 0);
+  encoder.copyBufferToBuffer(resolved, 0, read, 0, 16);
+  device.queue.submit([encoder.finish()]);
+  const error = await device.popErrorScope();
+  if (error) throw new Error(`the device refused the pass: ${error.message}`);
+  await read.mapAsync(MAP_READ);
+  const t = new BigUint64Array(read.getMappedRange().slice(0));
+  read.unmap();
+  for (const x of [set, resolved, read]) x.destroy();
+  return Number(t[1] - t[0]) / 1e6;
+}
+
+async function main(): Promise<void> {
+  const n = Number(arg('dispatches') ?? 2000);
+  const reps = Number(arg('reps') ?? 7);
+  const { tf, choice } = await initBackend('webgpu', { device: arg('device') ?? null, unsafeApis: true });
+  const device = (tf.backend() as unknown as { device: Any }).device;
+  const name = choice.adapter?.name ?? 'webgpu';
+  if (!device.features.has('timestamp-query')) {
+    console.log(`${name}: no timestamp-query feature; nothing to measure`);
+    report('dispatch', { device: name, available: false });
+    disposeBackend(tf);
+    return;
+  }
+  const rows: Record<string, unknown>[] = [];
+  for (const [label, workgroups, size] of [['1 workgroup of 64', 1, 64], ['512 workgroups of 256', 512, 256]] as const) {
+    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: SHADER.replace('WG', String(size)) }), entryPoint: 'main' } });
+    const bytes = workgroups * size * 4;
+    const make = () => device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
+    const group = (a: Any, b: Any) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: a } }, { binding: 1, resource: { buffer: b } }] });
+    // Dependent: ping-pong between two buffers, each dispatch reading the last one's output.
+    const [a, b] = [make(), make()];
+    const chain = [group(a, b), group(b, a)];
+    // Reads only: one shared input, one bind group.
+    const shared = make();
+    device.queue.writeBuffer(shared, 0, new Float32Array(bytes / 4).fill(1));
+    const reader = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: READER.replaceAll('WG', String(size)) }), entryPoint: 'main' } });
+    const readGroup = device.createBindGroup({ layout: reader.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: shared } }] });
+    const dependent: number[] = [];
+    const readOnly: number[] = [];
+    for (let r = 0; r <= reps; r++) {
+      const d = await passMs(device, (pass) => {
+        pass.setPipeline(pipeline);
+        for (let i = 0; i < n; i++) {
+          pass.setBindGroup(0, chain[i & 1]);
+          pass.dispatchWorkgroups(workgroups);
+        }
+      });
+      const f = await passMs(device, (pass) => {
+        pass.setPipeline(reader);
+        pass.setBindGroup(0, readGroup);
+        for (let i = 0; i < n; i++) pass.dispatchWorkgroups(workgroups);
+      });
+      if (r === 0) continue; // warm-up: the pipeline's first runs
+      dependent.push((d * 1000) / n);
+      readOnly.push((f * 1000) / n);
+    }
+    for (const x of [a, b, shared]) x.destroy();
+    const row = { kernel: label, dispatches: n, dependentUs: Number(median(dependent).toFixed(3)), readOnlyUs: Number(median(readOnly).toFixed(3)) };
+    rows.push(row);
+    console.log(`${name} | ${label} | ${n} dispatches a pass | dependent ${row.dependentUs} µs a dispatch | reads only ${row.readOnlyUs} µs a dispatch (median of ${reps})`);
+  }
+  report('dispatch', { device: name, available: true, rows });
+  disposeBackend(tf);
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});
