@@ -5,8 +5,9 @@
 // text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
 // own, then each output sums its parts in order — the same value every time. With device.matmul:
-// tiled (setMatMulProgram) the matmuls tfjs would run as its 32×32-tile MatMulPackedProgram go to the
-// tiled program further down; with training.precision: mixed_fp16 they, and the dense layers'
+// tiled (setMatMulProgram; the default) the matmuls tfjs would run as its 32×32-tile
+// MatMulPackedProgram go to the wide program further down where its tiles fill the device (wideParts);
+// with training.precision: mixed_fp16 they, and the dense layers'
 // _FusedMatMul, go to the tensor-core program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
@@ -146,8 +147,8 @@ export interface SubgroupMatrixShape {
 }
 
 /**
- * 'tfjs' leaves the large float32 matmuls to tfjs; 'tiled' (device.matmul: tiled) sends them to xtts's
- * tiled float32 program; 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
+ * 'tfjs' leaves the large float32 matmuls to tfjs; 'tiled' (device.matmul: tiled) sends those whose
+ * tiles fill the device to xtts's wide float32 program (wideParts); 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
  * operands through Dawn's subgroup matrices of shape `shape`, f32 sums), which also takes the dense
  * layers' _FusedMatMul. Set with the backend (registerWebgpuBackend); the ordered split-K
  * (setOrderedSplitK) must be in place.
@@ -186,12 +187,15 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     // slower through it than through tfjs's program (bench/matmul.bench.ts).
     const large = tfjsPacks(d, threshold) && (d.batchA === d.batchB || d.batchA === 1 || d.batchB === 1);
     const f16 = program === 'f16' && large && d.batch === 1;
-    if (!ordered && !f16 && !(program === 'tiled' && large)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    // The wide program where its 128×128 tiles (split over K where they are few) fill the device;
+    // tfjs's 32×32 tiles elsewhere.
+    const wide = program === 'tiled' && large ? wideParts(d) : 0;
+    if (!ordered && !f16 && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const out = ordered
       ? orderedSplitK(a, b, d, transposeA, transposeB, backend)
       : f16
         ? subgroupMatMul(a, b, d, transposeA, transposeB, backend)
-        : tiledMatMul(a, b, d, transposeA, transposeB, backend);
+        : wideMatMul(a, b, d, transposeA, transposeB, wide, backend);
     // The output's shape (tfjs broadcasts the batch dimensions): the same buffer, as tfjs's Reshape does.
     const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
     return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
@@ -266,7 +270,8 @@ export function slabLoad(o: SlabOperand): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A tiled matmul (device.matmul: tiled): 16×16 invocations of R×R outputs each, so output tiles of
+// The tiled program, which the attention's batched products run in place (stridedMatMuls): 16×16
+// invocations of R×R outputs each, so output tiles of
 // 16R × 16R (R = 8: 128×128 where the output has enough such tiles to fill the device twice over; R = 4:
 // 64×64 otherwise), K in slabs of 16 through workgroup memory. Each operand's slab is read in the order
 // it lies in memory (along K for A and Bᵀ, along the rows or columns for Aᵀ and B), so that neighbouring
@@ -361,20 +366,123 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
   });
 }
 
-/** A × B through the tiled program; the caller checks the dtypes, inner dimensions and batches. */
-function tiledMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+// The wide float32 program (device.matmul: tiled, where the output has the 128×128 tiles to fill the
+// device, or gets them by splitting K: wideParts): 16×16 invocations of 8×8 outputs each, as two 4×4 blocks 64 rows or columns apart. Both
+// operands' slabs of K (`WIDE_SLAB` deep) lie in workgroup memory as vec4 of four rows (A) or four
+// columns (B) at each k: per k an invocation reads two vec4 of A and two of B and makes 64 fused
+// multiply-adds into sixteen vec4 sums (the scalar tiled program reads 16 values for its 64). Each k's
+// row of vec4 has one vec4 of padding, so that the slab's stores, along K or along the tile, fall in
+// distinct banks. The next slab's values are read from global memory into registers while the
+// current slab is multiplied, and stored once every invocation is done with it. Slabs of 8: slabs of
+// 16 ran slower on an H100 (bench/matmul.bench.ts, the same call).
+const WIDE_SLAB = 8;
+
+/**
+ * The parts of K the wide program splits a matmul into: 1 where its 128×128 tiles fill the device
+ * (LARGE_TILES_FROM), more for an unbatched one with a long K and too few tiles (a weight gradient:
+ * 512 × 2,048 over 12,032 is 64 tiles), each part at least 512 deep; 0 where it does not take it.
+ */
+export function wideParts(d: MatMulDims): number {
+  const tiles = Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch;
+  if (tiles >= LARGE_TILES_FROM) return 1;
+  if (d.batch !== 1 || tiles < 16) return 0;
+  const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles), Math.floor(d.k / 512));
+  return parts >= 2 ? parts : 0;
+}
+
+/** A × B through the wide program, in `parts` of K summed in order (sumPartsProgram) where there are several. */
+function wideMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+  const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
+  const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
+  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, parts), [a, b], 'float32', uniforms);
+  if (parts === 1) return out;
+  const sum = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [parts] }]);
+  backend.disposeData(out.dataId);
+  return sum;
+}
+
+function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number) {
+  const K = WIDE_SLAB;
+  const ROW = 33; // vec4 per k: 32 of the tile and one of padding
+  const L = (128 * K) / 256; // values of each operand an invocation loads per slab
   const at = operandIndex(transposeA, transposeB);
-  const program = tiledProgram(d, [d.batch, d.m, d.n], {
-    name: 'XttsTiledMatMulProgram',
-    key: (R) => `xtts_matmul_tiled${R}_${transposeA}_${transposeB}`,
-    inputs: ['A', 'B'],
-    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32,',
-    prologue: 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1);',
-    loadA: (load) => load('A', !transposeA, at.aAt),
-    loadB: (load) => load('B', transposeB, at.bAt),
-    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${v});`,
+  const range = (n: number) => [...Array(n).keys()];
+  // Invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory.
+  const slot = (alongK: boolean, e: number) =>
+    alongK ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};` : `let s = (tid + ${256 * e}) / 128; let lane = (tid + ${256 * e}) % 128;`;
+  const fetch = (operand: 'A' | 'B', alongK: boolean, index: string, origin: string, limit: string, where: string) =>
+    range(L)
+      .map(
+        (e) => `{
+          ${slot(alongK, e)}
+          let ${index} = ${origin} + lane;
+          let kk = k0 + s;
+          p${operand}${e} = 0.0;
+          if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = ${operand}[${where}]; }
+        }`,
+      )
+      .join('');
+  const put = (operand: 'A' | 'B', alongK: boolean) =>
+    range(L)
+      .map((e) => `{ ${slot(alongK, e)} ${operand}s[s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`)
+      .join('\n          ');
+  const rows = range(8);
+  const component = (i: number) => `${i < 4 ? 'a0' : 'a1'}.${'xyzw'[i % 4]}`;
+  return namedProgram('XttsWideMatMulProgram', {
+    variableNames: ['A', 'B'],
+    // Split over K (an unbatched matmul): workgroup z is the part, and each part's sums its own output.
+    outputShape: [d.batch * parts, d.m, d.n],
+    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}`,
+    dispatchLayout: { x: [2], y: [1], z: [0] },
+    dispatch: [Math.ceil(d.n / 128), Math.ceil(d.m / 128), d.batch * parts],
+    workgroupSize: [16, 16, 1],
+    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
+    getUserCode: () => `
+      var<workgroup> As : array<vec4<f32>, ${K * ROW}>;
+      var<workgroup> Bs : array<vec4<f32>, ${K * ROW}>;
+      fn main() {
+        let tx = i32(localId.x);
+        let ty = i32(localId.y);
+        let tid = ty * 16 + tx;
+        let b = i32(workgroupId.z);
+        ${parts > 1 ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin + uniforms.chunk, uniforms.k);' : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;'}
+        let row0 = i32(workgroupId.y) * 128;
+        let col0 = i32(workgroupId.x) * 128;
+        ${rows.map((i) => `var c${i}_0 = vec4<f32>(0.0); var c${i}_1 = vec4<f32>(0.0);`).join(' ')}
+        ${range(L).map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`).join(' ')}
+        var k0 = kBegin;
+        ${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+        // A loop bound of uniforms only (its barriers need uniform control flow): the part's chunk of K.
+        for (var t = 0; t < uniforms.chunk; t = t + ${K}) {
+          ${put('A', !transposeA)}
+          ${put('B', transposeB)}
+          workgroupBarrier();
+          k0 = k0 + ${K};
+          if (k0 < kEnd) {${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+          }
+          for (var s = 0; s < ${K}; s = s + 1) {
+            let a0 = As[s * ${ROW} + ty];
+            let a1 = As[s * ${ROW} + 16 + ty];
+            let b0 = Bs[s * ${ROW} + tx];
+            let b1 = Bs[s * ${ROW} + 16 + tx];
+            ${rows.map((i) => `c${i}_0 = fma(vec4<f32>(${component(i)}), b0, c${i}_0); c${i}_1 = fma(vec4<f32>(${component(i)}), b1, c${i}_1);`).join('\n            ')}
+          }
+          workgroupBarrier();
+        }
+        ${rows
+          .map(
+            (i) => `{
+          let r = row0 + ${i < 4 ? `ty * 4 + ${i}` : `64 + ty * 4 + ${i - 4}`};
+          if (r < uniforms.m) {
+            ${range(2)
+              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { setOutputAtCoords(b, r, c, c${i}_${h}.${'xyzw'[j]}); } }`))
+              .join('\n            ')}
+          }
+        }`,
+          )
+          .join('\n        ')}
+      }`,
   });
-  return backend.runWebGPUProgram(program, [a, b], 'float32', [d.m, d.n, d.k, d.batchA, d.batchB].map((v) => ({ type: 'int32', data: [v] })));
 }
 
 /**

@@ -303,9 +303,9 @@ export const DeviceSchema = Section(
         'Issue the next training step before waiting for this one to finish, so that the host prepares and encodes it while the device computes. A step is still waited for when something reads the weights after it (validation, a checkpoint, eval) or its losses are logged; whether its update was made is read once the next step is queued, and a run stopped by training.max_nonfinite_steps drops the step already issued. The same arithmetic either way. `auto`: on where the device computes beside the host (webgpu, one device); `off`: each step waited for.',
     }),
     matmul: Enum(['tfjs', 'tiled'] as const, {
-      default: 'tfjs',
+      default: 'tiled',
       description:
-        'webgpu: which program runs the large float32 matmuls. `tfjs`: tfjs-backend-webgpu\'s MatMulPackedProgram (32×32 output tiles, 64 invocations). `tiled`: xtts\'s program of 256 invocations of 8×8 outputs (128×128 tiles; 4×4 and 64×64 tiles where there are too few) and K in slabs of 16 through workgroup memory; slower than tfjs\'s on an H100 (a small-preset step 65.8 ms against 45.1, normal 193 against 173), hence not the default. Matmuls that tfjs splits over K always run xtts\'s ordered sum.',
+        'webgpu: which program runs the large float32 matmuls. `tiled`: xtts\'s wide program where its 128×128 output tiles fill the device (256 invocations of 8×8 outputs, both operands through workgroup memory as vec4, the next slab of K read while the current one is multiplied), and split over K into parts summed in order where an unbatched matmul has too few tiles and a long K (a weight gradient); tfjs\'s program for the rest. On an H100 a normal-preset float32 step took 110 ms against 138 with `tfjs`, a small one 32.7 against 35.3, tiny the same. `tfjs`: tfjs-backend-webgpu\'s MatMulPackedProgram (32×32 output tiles, 64 invocations) for all of them. Either way the matmuls that tfjs splits over K run xtts\'s ordered sum, and with training.precision mixed_fp16 the tensor-core program takes the large ones.',
     }),
     conv_kernels: Enum(['auto', 'native', 'composed'] as const, {
       default: 'auto',
