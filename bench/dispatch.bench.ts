@@ -10,15 +10,12 @@
 // invocations (nearly no work) and for 512 workgroups of 256 (a small kernel that covers the GPU).
 // A device without timestamp queries is reported and skipped.
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
+import { BufferUsage } from '../src/core/backend/gpu-types.js';
 import { median, report } from './lib.js';
 
-const STORAGE = 0x80;
-const COPY_DST = 0x8;
-const COPY_SRC = 0x4;
-const MAP_READ = 0x1;
-const QUERY_RESOLVE = 0x200;
+const { STORAGE, COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE } = BufferUsage;
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- the raw WebGPU objects of Dawn's node binding */
+/** The raw WebGPU objects of Dawn's node binding, untyped here (the bench calls them as WebGPU specifies). */
 type Any = any;
 
 function arg(name: string): string | undefined {

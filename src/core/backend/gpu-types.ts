@@ -28,3 +28,6 @@ export interface GpuDevice {
   readonly limits: { maxStorageBuffersPerShaderStage: number };
   readonly queue: { writeBuffer(b: GpuBuffer, offset: number, data: ArrayBufferView): void; submit(c: unknown[]): void };
 }
+
+/** WebGPU's GPUBufferUsage flags (Node.js has no GPUBufferUsage global). */
+export const BufferUsage = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, STORAGE: 0x80, QUERY_RESOLVE: 0x200 } as const;

@@ -11,16 +11,13 @@
 // a pass's dispatches; between is the idle time outside the passes (profile/verdicts.ts says which
 // dominates). The queries cost no readback per step: each step resolves its timestamps into a slot
 // of one buffer on the device, and a full round of slots is read back at once, without waiting.
-import type { GpuBuffer, GpuDevice, GpuEncoder } from './gpu-types.js';
+import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuEncoder } from './gpu-types.js';
 
 /** Steps resolved per readback. */
 const SLOTS = 64;
 /** Timestamps a slot holds: 256 bytes (resolveQuerySet's offset alignment), two per pass. */
 const PER_SLOT = 32;
-const QUERY_RESOLVE = 0x200;
-const COPY_SRC = 0x4;
-const COPY_DST = 0x8;
-const MAP_READ = 0x1;
+const { QUERY_RESOLVE, COPY_SRC, COPY_DST, MAP_READ } = BufferUsage;
 
 interface QueryDevice extends GpuDevice {
   readonly features: { has(name: string): boolean };

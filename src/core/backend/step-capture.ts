@@ -17,7 +17,7 @@
 // replay writes a variable's new value into the arena and copies it over the variable's buffer at the
 // end of the step, so the bind groups that read the variables stay valid from one replay to the next.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import type { GpuBuffer, GpuDevice, GpuEncoder, GpuPipeline } from './gpu-types.js';
+import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuEncoder, type GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
 import { type DeviceSpans, type ReplaySpans, SpanTimer } from './replay-spans.js';
 import { deviceArray } from './webgpu-uploads.js';
@@ -121,9 +121,7 @@ export interface Recording {
   refused: string | null;
 }
 
-const STORAGE = 0x80;
-const COPY_SRC = 0x04;
-const COPY_DST = 0x08;
+const { STORAGE, COPY_SRC, COPY_DST } = BufferUsage;
 
 function bytesOf(d: TensorData): number {
   return 4 * d.shape.reduce((a, b) => a * b, 1);

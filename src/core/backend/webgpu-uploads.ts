@@ -5,6 +5,8 @@
 // orders the copy on the queue, before any work submitted after it: what tfjs's unsubmitted encoder
 // holds cannot touch the buffer, because tfjs returns a buffer to its pool only once the commands
 // that use it are submitted.
+import { BufferUsage } from './gpu-types.js';
+
 type DataId = object;
 interface TensorData {
   dtype: string;
@@ -20,9 +22,7 @@ interface WebgpuBackendInternals {
   uploadToGPU(id: DataId): void;
 }
 
-const STORAGE = 0x80;
-const COPY_SRC = 0x04;
-const COPY_DST = 0x08;
+const { STORAGE, COPY_SRC, COPY_DST } = BufferUsage;
 
 /** Host values as the device holds them (float32, else int32: bool too), without a copy when they already are. */
 export function deviceArray(dtype: string, values: ArrayLike<number>): Float32Array | Int32Array {
