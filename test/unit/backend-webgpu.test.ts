@@ -957,6 +957,29 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       setMatMulProgram('tiled');
       for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - tfjs[i]) <= tolerance * (1 + Math.abs(tfjs[i])));
     }
+    // A dense layer's fused matmul (x·W + b, then ReLU) whose tiles fill the device: the wide program
+    // with its epilogue, as tfjs's fused program computes it within float32 rounding.
+    const fx = tf.randomNormal([2100, 40], 0, 1, 'float32', 91);
+    const fw = tf.randomNormal([40, 2100], 0, 1, 'float32', 92);
+    const fb = tf.randomNormal([2100], 0, 1, 'float32', 93);
+    // As the model's dense layers run it (nn.ts Linear): the kernel on 2-D operands.
+    const dense = () => (tf.engine().runKernel('_FusedMatMul', { a: fx, b: fw, bias: fb }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
+    const fused = await dense();
+    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_matmul_wide8_false_false_whole_true_true')), 'the wide program with a bias and ReLU ran');
+    setMatMulProgram('tfjs');
+    const fusedTfjs = await dense();
+    setMatMulProgram('tiled');
+    let negatives = 0;
+    for (let i = 0; i < fused.length; i++) {
+      assert.ok(Math.abs(fused[i] - fusedTfjs[i]) <= 2e-5 * (1 + Math.abs(fusedTfjs[i])), `fused ${i}: ${fused[i]} vs tfjs ${fusedTfjs[i]}`);
+      if (fusedTfjs[i] === 0) negatives++;
+    }
+    assert.ok(negatives > fused.length / 4, 'the ReLU clipped about half of them');
+    const [X1, W1, B1] = [(await fx.array()) as number[][], (await fw.array()) as number[][], (await fb.array()) as number[]];
+    for (const [r, c] of [[0, 0], [2099, 2099], [1234, 77], [5, 2050]]) {
+      const want = Math.max(0, X1[r].reduce((sum, v, k) => sum + v * W1[k][c], 0) + B1[c]);
+      assert.ok(Math.abs(fused[r * 2100 + c] - want) <= 1e-5 * (1 + Math.abs(want)), `fused (${r}, ${c}): ${fused[r * 2100 + c]} vs ${want}`);
+    }
     // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
     // shader that fails to compile and leaves garbage.
     const mask = tf.cast(tf.greater(tf.randomNormal([70, 37], 0, 1, 'float32', 97), 0), 'float32');

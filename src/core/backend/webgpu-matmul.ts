@@ -206,11 +206,15 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const transposeA = args.attrs?.transposeA === true;
     const transposeB = args.attrs?.transposeB === true;
     const backend = args.backend as WebgpuBackendLike;
-    if (program !== 'f16' || !a || !b || a.shape.length !== 2 || b.shape.length !== 2 || preluActivationWeights || !(activation === 'linear' || activation === 'relu')) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    if (program === 'tfjs' || !a || !b || a.shape.length !== 2 || b.shape.length !== 2 || preluActivationWeights || !(activation === 'linear' || activation === 'relu')) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
     const biasOk = !bias || (bias.dtype === 'float32' && tf.util.sizeFromShape(bias.shape) === d.n);
     if (a.dtype !== 'float32' || b.dtype !== 'float32' || !biasOk || !tfjsPacks(d, backend.thresholdToIncreaseWorkgroups ?? 8)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
-    const out = subgroupMatMul(a, b, d, transposeA, transposeB, backend, { bias, relu: activation === 'relu' });
+    const epilogue = { bias, relu: activation === 'relu' };
+    // float32: the wide program where its tiles fill the device without splitting K (the epilogue
+    // needs the whole sum), tfjs's fused program elsewhere.
+    if (program === 'tiled' && wideParts(d) !== 1) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, 1, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
 }
@@ -391,17 +395,28 @@ export function wideParts(d: MatMulDims): number {
 }
 
 /** A × B through the wide program, in `parts` of K summed in order (sumPartsProgram) where there are several. */
-function wideMatMul(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+function wideMatMul(
+  a: tfTypes.TensorInfo,
+  b: tfTypes.TensorInfo,
+  d: MatMulDims,
+  transposeA: boolean,
+  transposeB: boolean,
+  parts: number,
+  backend: WebgpuBackendLike,
+  epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
+): tfTypes.TensorInfo {
   const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
   const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
-  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, parts), [a, b], 'float32', uniforms);
+  const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
+  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, parts, { bias: epilogue.bias !== undefined, relu: epilogue.relu }), inputs, 'float32', uniforms);
   if (parts === 1) return out;
   const sum = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [parts] }]);
   backend.disposeData(out.dataId);
   return sum;
 }
 
-function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number) {
+/** The wide program; `epilogue` (a dense layer's _FusedMatMul, parts 1): the bias added to each sum, then ReLU. */
+function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, epilogue = { bias: false, relu: false }) {
   const K = WIDE_SLAB;
   const ROW = 33; // vec4 per k: 32 of the tile and one of padding
   const L = (128 * K) / 256; // values of each operand an invocation loads per slab
@@ -428,11 +443,15 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
       .join('\n          ');
   const rows = range(8);
   const component = (i: number) => `${i < 4 ? 'a0' : 'a1'}.${'xyzw'[i % 4]}`;
+  const output = (v: string) => {
+    const biased = epilogue.bias ? `${v} + bias[c]` : v;
+    return epilogue.relu ? `max(${biased}, 0.0)` : biased;
+  };
   return namedProgram('XttsWideMatMulProgram', {
-    variableNames: ['A', 'B'],
+    variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
     // Split over K (an unbatched matmul): workgroup z is the part, and each part's sums its own output.
     outputShape: [d.batch * parts, d.m, d.n],
-    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}`,
+    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
     dispatch: [Math.ceil(d.n / 128), Math.ceil(d.m / 128), d.batch * parts],
     workgroupSize: [16, 16, 1],
@@ -475,7 +494,7 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
           let r = row0 + ${i < 4 ? `ty * 4 + ${i}` : `64 + ty * 4 + ${i - 4}`};
           if (r < uniforms.m) {
             ${range(2)
-              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { setOutputAtCoords(b, r, c, c${i}_${h}.${'xyzw'[j]}); } }`))
+              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { setOutputAtCoords(b, r, c, ${output(`c${i}_${h}.${'xyzw'[j]}`)}); } }`))
               .join('\n            ')}
           }
         }`,
