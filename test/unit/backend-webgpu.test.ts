@@ -898,7 +898,7 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
 
 test('device.matmul tiled: the wide program where 128×128 tiles fill the device, tfjs\'s elsewhere; batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setMatMulProgram, matMulDims, tfjsPacks, wideParts } = await import('../../src/core/backend/webgpu-matmul.js');
+  const { setMatMulProgram, matMulDims, tfjsPacks, wideShape } = await import('../../src/core/backend/webgpu-matmul.js');
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
     setMatMulProgram('tiled');
@@ -933,16 +933,21 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       [[1, 130, 21], [45, 260, 21], false, true],
       // A weight gradient's shape: unbatched, 25 tiles, K long enough for 2 parts of the wide program.
       [[1100, 520], [1100, 520], true, false],
+      // Too few 128×128 tiles and too short a K to split, enough 64×64 ones (20 × 17 = 340), Bᵀ.
+      [[1270, 33], [1050, 33], false, true],
     ];
     const large = new Set<string>();
     let split = 0;
+    let small64 = 0;
     for (const [sa, sb, ta, tb] of cases) {
       const a = tf.randomNormal(sa, 0, 1, 'float32', seed++);
       const b = tf.randomNormal(sb, 0, 1, 'float32', seed++);
       const dims = matMulDims(a.shape, b.shape, ta, tb);
       assert.ok(tfjsPacks(dims, 8), `${sa}·${sb}: a case tfjs packs`);
-      if (wideParts(dims) === 1) large.add(`${ta}_${tb}`);
-      if (wideParts(dims) > 1) split = wideParts(dims);
+      const shape = wideShape(dims);
+      if (shape?.side === 128 && shape.parts === 1) large.add(`${ta}_${tb}`);
+      if (shape && shape.parts > 1) split = shape.parts;
+      if (shape?.side === 64) small64++;
       const got = await tf.matMul(a, b, ta, tb).data();
       const want = await host(a, b, ta, tb);
       assert.equal(got.length, want.length);
@@ -965,7 +970,7 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     // As the model's dense layers run it (nn.ts Linear): the kernel on 2-D operands.
     const dense = () => (tf.engine().runKernel('_FusedMatMul', { a: fx, b: fw, bias: fb }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
     const fused = await dense();
-    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_matmul_wide8_false_false_whole_true_true')), 'the wide program with a bias and ReLU ran');
+    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_matmul_wide8_false_false_whole_true_true_128')), 'the wide program with a bias and ReLU ran');
     setMatMulProgram('tfjs');
     const fusedTfjs = await dense();
     setMatMulProgram('tiled');
@@ -982,8 +987,10 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     }
     // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
     // shader that fails to compile and leaves garbage.
-    const mask = tf.cast(tf.greater(tf.randomNormal([70, 37], 0, 1, 'float32', 97), 0), 'float32');
-    const wm = tf.randomNormal([37, 130], 0, 1, 'float32', 96);
+    // The wide program's 64×64 tiles (20 × 17 of them) take it.
+    const mask = tf.cast(tf.greater(tf.randomNormal([1270, 37], 0, 1, 'float32', 97), 0), 'float32');
+    const wm = tf.randomNormal([37, 1050], 0, 1, 'float32', 96);
+    assert.equal(wideShape(matMulDims(mask.shape, wm.shape, false, false))?.side, 64);
     const masked = await tf.matMul(mask, wm).data();
     const maskWant = await host(mask, wm, false, false);
     for (let i = 0; i < masked.length; i++) assert.ok(Math.abs(masked[i] - maskWant[i]) <= 1e-5 * (1 + Math.abs(maskWant[i])), `masked ${i}: ${masked[i]} vs ${maskWant[i]}`);
@@ -992,10 +999,12 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     const keys = Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache);
     const pairs = (prefix: string) => new Set(keys.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length).split('_').slice(0, 2).join('_')));
     assert.deepEqual(large, new Set(['false_false', 'true_true', 'true_false', 'false_true']));
-    assert.deepEqual(new Set(keys.filter((k) => k.startsWith('xtts_matmul_wide8_') && k.includes('_whole')).map((k) => k.slice('xtts_matmul_wide8_'.length).split('_').slice(0, 2).join('_'))), large);
-    // The weight gradient's shape in 2 parts of K, summed in order.
+    assert.deepEqual(new Set(keys.filter((k) => k.startsWith('xtts_matmul_wide8_') && k.includes('_whole_false_false_128')).map((k) => k.slice('xtts_matmul_wide8_'.length).split('_').slice(0, 2).join('_'))), large);
+    // The weight gradient's shape in 2 parts of K, summed in order; the 64×64 tiles once.
     assert.equal(split, 2);
-    assert.ok(keys.some((k) => k.startsWith('xtts_matmul_wide8_true_false_parts')));
+    assert.ok(keys.some((k) => k.startsWith('xtts_matmul_wide8_true_false_parts_false_false_128')));
+    assert.equal(small64, 1);
+    assert.ok(keys.some((k) => k.startsWith('xtts_matmul_wide8_false_true_whole_false_false_64')));
     assert.deepEqual(pairs('xtts_matmul_tiled'), new Set());
     // Gradients flow through it (BatchMatMul's gradient is two more matmuls).
     const x = tf.randomNormal([70, 37], 0, 1, 'float32', 99);

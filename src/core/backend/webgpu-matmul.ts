@@ -6,7 +6,7 @@
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
 // own, then each output sums its parts in order — the same value every time. With device.matmul:
 // tiled (setMatMulProgram; the default) the matmuls tfjs would run as its 32×32-tile
-// MatMulPackedProgram go to the wide program further down where its tiles fill the device (wideParts);
+// MatMulPackedProgram go to the wide program further down where its tiles fill the device (wideShape);
 // with training.precision: mixed_fp16 they, and the dense layers'
 // _FusedMatMul, go to the tensor-core program at the end of this file. Everything else (and anything tfjs's
 // WEBGPU_MATMUL_PROGRAM_TYPE flag forces) goes to tfjs's own kernel.
@@ -148,7 +148,7 @@ export interface SubgroupMatrixShape {
 
 /**
  * 'tfjs' leaves the large float32 matmuls to tfjs; 'tiled' (device.matmul: tiled) sends those whose
- * tiles fill the device to xtts's wide float32 program (wideParts); 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
+ * tiles fill the device to xtts's wide float32 program (wideShape); 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
  * operands through Dawn's subgroup matrices of shape `shape`, f32 sums), which also takes the dense
  * layers' _FusedMatMul. Set with the backend (registerWebgpuBackend); the ordered split-K
  * (setOrderedSplitK) must be in place.
@@ -189,13 +189,13 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const f16 = program === 'f16' && large && d.batch === 1;
     // The wide program where its 128×128 tiles (split over K where they are few) fill the device;
     // tfjs's 32×32 tiles elsewhere.
-    const wide = program === 'tiled' && large ? wideParts(d) : 0;
+    const wide = program === 'tiled' && large ? wideShape(d) : null;
     if (!ordered && !f16 && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const out = ordered
       ? orderedSplitK(a, b, d, transposeA, transposeB, backend)
       : f16
         ? subgroupMatMul(a, b, d, transposeA, transposeB, backend)
-        : wideMatMul(a, b, d, transposeA, transposeB, wide, backend);
+        : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend);
     // The output's shape (tfjs broadcasts the batch dimensions): the same buffer, as tfjs's Reshape does.
     const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
     return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
@@ -213,8 +213,9 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const epilogue = { bias, relu: activation === 'relu' };
     // float32: the wide program where its tiles fill the device without splitting K (the epilogue
     // needs the whole sum), tfjs's fused program elsewhere.
-    if (program === 'tiled' && wideParts(d) !== 1) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
-    const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, 1, backend, epilogue);
+    const wide = program === 'tiled' ? wideShape(d) : null;
+    if (program === 'tiled' && wide?.parts !== 1) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
 }
@@ -370,61 +371,75 @@ function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing)
   });
 }
 
-// The wide float32 program (device.matmul: tiled, where the output has the 128×128 tiles to fill the
-// device, or gets them by splitting K: wideParts): 16×16 invocations of 8×8 outputs each, as two 4×4 blocks 64 rows or columns apart. Both
-// operands' slabs of K (`WIDE_SLAB` deep) lie in workgroup memory as vec4 of four rows (A) or four
-// columns (B) at each k: per k an invocation reads two vec4 of A and two of B and makes 64 fused
-// multiply-adds into sixteen vec4 sums (the scalar tiled program reads 16 values for its 64). Each k's
-// row of vec4 has one vec4 of padding, so that the slab's stores, along K or along the tile, fall in
-// distinct banks. The next slab's values are read from global memory into registers while the
-// current slab is multiplied, and stored once every invocation is done with it. Slabs of 8: slabs of
-// 16 ran slower on an H100 (bench/matmul.bench.ts, the same call).
+// The wide float32 program (device.matmul: tiled; wideShape says where): 16×16 invocations of 8×8
+// outputs each in 128×128 tiles, as two 4×4 blocks 64 rows and 64 columns apart (one 4×4 block in
+// 64×64 tiles). Both operands' slabs of K (`WIDE_SLAB` deep) lie in workgroup memory as vec4 of four
+// rows (A) or four columns (B) at each k: per k an invocation of the 128×128 tiles reads two vec4 of A
+// and two of B and makes 64 fused multiply-adds into sixteen vec4 sums (the scalar tiled program
+// reads 16 values for its 64). Each k's row of vec4 has one vec4 of padding, so that the slab's
+// stores, along K or along the tile, fall in distinct banks. The next slab's values are read from
+// global memory into registers while the current slab is multiplied, and stored once every
+// invocation is done with it. Slabs of 8: slabs of 16 ran slower on an H100 (bench/matmul.bench.ts,
+// the same call).
 const WIDE_SLAB = 8;
 
-/**
- * The parts of K the wide program splits a matmul into: 1 where its 128×128 tiles fill the device
- * (LARGE_TILES_FROM), more for an unbatched one with a long K and too few tiles (a weight gradient:
- * 512 × 2,048 over 12,032 is 64 tiles), each part at least 512 deep; 0 where it does not take it.
- */
-export function wideParts(d: MatMulDims): number {
-  const tiles = Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch;
-  if (tiles >= LARGE_TILES_FROM) return 1;
-  if (d.batch !== 1 || tiles < 16) return 0;
-  const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles), Math.floor(d.k / 512));
-  return parts >= 2 ? parts : 0;
+/** The wide program's output tile side (128, or 64) and the parts of K it sums a matmul in. */
+export interface WideShape {
+  side: 128 | 64;
+  parts: number;
 }
 
-/** A × B through the wide program, in `parts` of K summed in order (sumPartsProgram) where there are several. */
+/**
+ * How the wide program takes a matmul, or null where it does not: 128×128 tiles where they fill the
+ * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them (a weight
+ * gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K, each at least 512
+ * deep; else 64×64 tiles where they fill it (a text encoder's 2,560 × 512).
+ */
+export function wideShape(d: MatMulDims): WideShape | null {
+  const tiles = (side: number) => Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch;
+  if (tiles(128) >= LARGE_TILES_FROM) return { side: 128, parts: 1 };
+  if (d.batch === 1 && tiles(128) >= 16) {
+    const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512));
+    if (parts >= 2) return { side: 128, parts };
+  }
+  return tiles(64) >= LARGE_TILES_FROM ? { side: 64, parts: 1 } : null;
+}
+
+/** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram) where there are several. */
 function wideMatMul(
   a: tfTypes.TensorInfo,
   b: tfTypes.TensorInfo,
   d: MatMulDims,
   transposeA: boolean,
   transposeB: boolean,
-  parts: number,
+  shape: WideShape,
   backend: WebgpuBackendLike,
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
+  const parts = shape.parts;
   const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
   const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
   const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
-  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, parts, { bias: epilogue.bias !== undefined, relu: epilogue.relu }), inputs, 'float32', uniforms);
+  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, shape, { bias: epilogue.bias !== undefined, relu: epilogue.relu }), inputs, 'float32', uniforms);
   if (parts === 1) return out;
   const sum = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [parts] }]);
   backend.disposeData(out.dataId);
   return sum;
 }
 
-/** The wide program; `epilogue` (a dense layer's _FusedMatMul, parts 1): the bias added to each sum, then ReLU. */
-function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, epilogue = { bias: false, relu: false }) {
+/** The wide program of `shape`; `epilogue` (a dense layer's _FusedMatMul, one part): the bias added to each sum, then ReLU. */
+function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, shape: WideShape, epilogue = { bias: false, relu: false }) {
   const K = WIDE_SLAB;
-  const ROW = 33; // vec4 per k: 32 of the tile and one of padding
-  const L = (128 * K) / 256; // values of each operand an invocation loads per slab
+  const H = shape.side / 64; // 4×4 blocks per invocation along each side, 64 rows or columns apart
+  const TILE = shape.side;
+  const ROW = TILE / 4 + 1; // vec4 per k: the tile's and one of padding
+  const L = (TILE * K) / 256; // values of each operand an invocation loads per slab
+  const parts = shape.parts;
   const at = operandIndex(transposeA, transposeB);
   const range = (n: number) => [...Array(n).keys()];
   // Invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory.
   const slot = (alongK: boolean, e: number) =>
-    alongK ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};` : `let s = (tid + ${256 * e}) / 128; let lane = (tid + ${256 * e}) % 128;`;
+    alongK ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};` : `let s = (tid + ${256 * e}) / ${TILE}; let lane = (tid + ${256 * e}) % ${TILE};`;
   const fetch = (operand: 'A' | 'B', alongK: boolean, index: string, origin: string, limit: string, where: string) =>
     range(L)
       .map(
@@ -433,7 +448,7 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
           let ${index} = ${origin} + lane;
           let kk = k0 + s;
           p${operand}${e} = 0.0;
-          if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = ${operand}[${where}]; }
+          if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = f32(${operand}[${where}]); }
         }`,
       )
       .join('');
@@ -441,8 +456,9 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
     range(L)
       .map((e) => `{ ${slot(alongK, e)} ${operand}s[s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`)
       .join('\n          ');
-  const rows = range(8);
-  const component = (i: number) => `${i < 4 ? 'a0' : 'a1'}.${'xyzw'[i % 4]}`;
+  const rows = range(4 * H);
+  const blocks = range(H);
+  const component = (i: number) => `a${Math.floor(i / 4)}.${'xyzw'[i % 4]}`;
   const output = (v: string) => {
     const biased = epilogue.bias ? `${v} + bias[c]` : v;
     return epilogue.relu ? `max(${biased}, 0.0)` : biased;
@@ -451,9 +467,9 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
     variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
     // Split over K (an unbatched matmul): workgroup z is the part, and each part's sums its own output.
     outputShape: [d.batch * parts, d.m, d.n],
-    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}`,
+    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}_${TILE}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
-    dispatch: [Math.ceil(d.n / 128), Math.ceil(d.m / 128), d.batch * parts],
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * parts],
     workgroupSize: [16, 16, 1],
     uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
     getUserCode: () => `
@@ -465,9 +481,9 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
         let tid = ty * 16 + tx;
         let b = i32(workgroupId.z);
         ${parts > 1 ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin + uniforms.chunk, uniforms.k);' : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;'}
-        let row0 = i32(workgroupId.y) * 128;
-        let col0 = i32(workgroupId.x) * 128;
-        ${rows.map((i) => `var c${i}_0 = vec4<f32>(0.0); var c${i}_1 = vec4<f32>(0.0);`).join(' ')}
+        let row0 = i32(workgroupId.y) * ${TILE};
+        let col0 = i32(workgroupId.x) * ${TILE};
+        ${rows.map((i) => blocks.map((h) => `var c${i}_${h} = vec4<f32>(0.0);`).join(' ')).join(' ')}
         ${range(L).map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`).join(' ')}
         var k0 = kBegin;
         ${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
@@ -480,20 +496,17 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, pa
           if (k0 < kEnd) {${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
-            let a0 = As[s * ${ROW} + ty];
-            let a1 = As[s * ${ROW} + 16 + ty];
-            let b0 = Bs[s * ${ROW} + tx];
-            let b1 = Bs[s * ${ROW} + 16 + tx];
-            ${rows.map((i) => `c${i}_0 = fma(vec4<f32>(${component(i)}), b0, c${i}_0); c${i}_1 = fma(vec4<f32>(${component(i)}), b1, c${i}_1);`).join('\n            ')}
+            ${blocks.map((h) => `let a${h} = As[s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
+            ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
           }
           workgroupBarrier();
         }
         ${rows
           .map(
             (i) => `{
-          let r = row0 + ${i < 4 ? `ty * 4 + ${i}` : `64 + ty * 4 + ${i - 4}`};
+          let r = row0 + ${64 * Math.floor(i / 4)} + ty * 4 + ${i % 4};
           if (r < uniforms.m) {
-            ${range(2)
+            ${blocks
               .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { setOutputAtCoords(b, r, c, ${output(`c${i}_${h}.${'xyzw'[j]}`)}); } }`))
               .join('\n            ')}
           }
