@@ -931,8 +931,8 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       [[45, 20, 130], [45, 260, 20], true, true],
       [[45, 20, 130], [45, 20, 260], true, false],
       [[1, 130, 21], [45, 260, 21], false, true],
-      // A weight gradient's shape: unbatched, 25 tiles, K long enough for 2 parts of the wide program.
-      [[1100, 520], [1100, 520], true, false],
+      // A weight gradient's shape: unbatched, 5 × 8 tiles, K long enough for 2 parts of the wide program.
+      [[1100, 520], [1100, 900], true, false],
       // Too few 128×128 tiles and too short a K to split, enough 64×64 ones (20 × 17 = 340), Bᵀ.
       [[1270, 33], [1050, 33], false, true],
     ];

@@ -391,14 +391,17 @@ export interface WideShape {
 
 /**
  * How the wide program takes a matmul, or null where it does not: 128×128 tiles where they fill the
- * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them (a weight
- * gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K, each at least 512
- * deep; else 64×64 tiles where they fill it (a text encoder's 2,560 × 512).
+ * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them, though at
+ * least 32 (a weight gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K,
+ * each at least 512 deep; else 64×64 tiles where they fill it (a text encoder's 2,560 × 512).
  */
 export function wideShape(d: MatMulDims): WideShape | null {
-  const tiles = (side: number) => Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch;
+  // A side the output is narrower than would leave most of each tile empty (an attention head's
+  // 188 × 64 products, batched): those tiles are not counted.
+  const tiles = (side: number) => (Math.min(d.m, d.n) >= side ? Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch : 0);
   if (tiles(128) >= LARGE_TILES_FROM) return { side: 128, parts: 1 };
-  if (d.batch === 1 && tiles(128) >= 16) {
+  // From 32 tiles: 512 × 512 over 2,560 (16 tiles in 5 parts) ran slower than tfjs's program on an H100.
+  if (d.batch === 1 && tiles(128) >= 32) {
     const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512));
     if (parts >= 2) return { side: 128, parts };
   }
