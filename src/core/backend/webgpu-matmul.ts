@@ -391,19 +391,21 @@ export interface WideShape {
 
 /**
  * How the wide program takes a matmul, or null where it does not: 128×128 tiles where they fill the
- * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them, though at
- * least 32 (a weight gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K,
- * each at least 512 deep; else 64×64 tiles where they fill it (a text encoder's 2,560 × 512).
+ * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them (a weight
+ * gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K, each at least 512
+ * deep, where that makes 128 workgroups or more; else 64×64 tiles where they fill the device (a text
+ * encoder's 2,560 × 512).
  */
 export function wideShape(d: MatMulDims): WideShape | null {
   // A side the output is narrower than would leave most of each tile empty (an attention head's
   // 188 × 64 products, batched): those tiles are not counted.
   const tiles = (side: number) => (Math.min(d.m, d.n) >= side ? Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch : 0);
   if (tiles(128) >= LARGE_TILES_FROM) return { side: 128, parts: 1 };
-  // From 32 tiles: 512 × 512 over 2,560 (16 tiles in 5 parts) ran slower than tfjs's program on an H100.
-  if (d.batch === 1 && tiles(128) >= 32) {
+  if (d.batch === 1 && tiles(128) >= 16) {
     const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512));
-    if (parts >= 2) return { side: 128, parts };
+    // At least 128 workgroups: 512 × 512 over 2,560 (16 tiles in 5 parts) ran slower than tfjs's
+    // program on an H100, over 12,032 (in 8) faster.
+    if (parts >= 2 && tiles(128) * parts >= 128) return { side: 128, parts };
   }
   return tiles(64) >= LARGE_TILES_FROM ? { side: 64, parts: 1 } : null;
 }
@@ -496,8 +498,9 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, sh
           ${put('B', transposeB)}
           workgroupBarrier();
           k0 = k0 + ${K};
-          if (k0 < kEnd) {${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
-          }
+          // Always: past the part's end (a last part shorter than the chunk) the loads give zeros,
+          // where skipping them would keep the slab before and count it twice.
+          ${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
           for (var s = 0; s < ${K}; s = s + 1) {
             ${blocks.map((h) => `let a${h} = As[s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
             ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
