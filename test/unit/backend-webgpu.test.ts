@@ -932,7 +932,8 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       [[45, 20, 130], [45, 20, 260], true, false],
       [[1, 130, 21], [45, 260, 21], false, true],
       // A weight gradient's shape: unbatched, 5 × 9 tiles, K long enough for 3 parts of the wide
-      // program (135 workgroups).
+      // program, 512 deep each; and one whose K no number of parts divides into whole slabs (tfjs's).
+      [[1536, 520], [1536, 1040], true, false],
       [[1540, 520], [1540, 1040], true, false],
       // Too few 128×128 tiles and too short a K to split, enough 64×64 ones (20 × 17 = 340), Bᵀ.
       [[1270, 33], [1050, 33], false, true],

@@ -391,21 +391,22 @@ export interface WideShape {
 
 /**
  * How the wide program takes a matmul, or null where it does not: 128×128 tiles where they fill the
- * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them (a weight
- * gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 parts of K, each at least 512
- * deep, where that makes 128 workgroups or more; else 64×64 tiles where they fill the device (a text
- * encoder's 2,560 × 512).
+ * device (LARGE_TILES_FROM); for an unbatched matmul with a long K and too few of them, at least 16
+ * (a weight gradient: 512 × 2,048 over 12,032 is 64 tiles), those tiles over 2–8 equal parts of K,
+ * each at least 512 deep; else 64×64 tiles where they fill the device (a text encoder's 2,560 × 512).
+ * Rules measured on whole steps (an H100, normal and small float32): not counting the tiles of a side
+ * shorter than the tile, or splitting only from 32 tiles or 128 workgroups, made the steps slower,
+ * though the matmul bench had found single matmuls of those kinds faster so.
  */
 export function wideShape(d: MatMulDims): WideShape | null {
-  // A side the output is narrower than would leave most of each tile empty (an attention head's
-  // 188 × 64 products, batched): those tiles are not counted.
-  const tiles = (side: number) => (Math.min(d.m, d.n) >= side ? Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch : 0);
+  const tiles = (side: number) => Math.ceil(d.m / side) * Math.ceil(d.n / side) * d.batch;
   if (tiles(128) >= LARGE_TILES_FROM) return { side: 128, parts: 1 };
   if (d.batch === 1 && tiles(128) >= 16) {
-    const parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512));
-    // At least 128 workgroups: 512 × 512 over 2,560 (16 tiles in 5 parts) ran slower than tfjs's
-    // program on an H100, over 12,032 (in 8) faster.
-    if (parts >= 2 && tiles(128) * parts >= 128) return { side: 128, parts };
+    // Parts of equal depth, a whole number of slabs each (the program's loop runs a part's chunk):
+    // the most up to what fills the device that divide K so (12,032 in 4 or 8).
+    for (let parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512)); parts >= 2; parts--) {
+      if (d.k % (parts * WIDE_SLAB) === 0) return { side: 128, parts };
+    }
   }
   return tiles(64) >= LARGE_TILES_FROM ? { side: 64, parts: 1 } : null;
 }
@@ -422,6 +423,7 @@ function wideMatMul(
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
   const parts = shape.parts;
+  // One part: the whole of K in slabs (the last one partly past K, read as zeros); several: equal parts (wideShape).
   const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
   const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
   const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
@@ -498,9 +500,10 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, sh
           ${put('B', transposeB)}
           workgroupBarrier();
           k0 = k0 + ${K};
-          // Always: past the part's end (a last part shorter than the chunk) the loads give zeros,
-          // where skipping them would keep the slab before and count it twice.
-          ${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+          // The next slab while this one is multiplied. A part must be exactly its chunk deep
+          // (wideShape splits only so): past a part's end the registers would keep this slab.
+          if (k0 < kEnd) {${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+          }
           for (var s = 0; s < ${K}; s = s + 1) {
             ${blocks.map((h) => `let a${h} = As[s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
             ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
