@@ -187,8 +187,8 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     // slower through it than through tfjs's program (bench/matmul.bench.ts).
     const large = tfjsPacks(d, threshold) && (d.batchA === d.batchB || d.batchA === 1 || d.batchB === 1);
     const f16 = program === 'f16' && large && d.batch === 1;
-    // The wide program where its 128×128 tiles (split over K where they are few) fill the device;
-    // tfjs's 32×32 tiles elsewhere.
+    // The wide program where its tiles fill the device (128×128, over parts of K where they are few,
+    // or 64×64: wideShape); tfjs's 32×32 tiles elsewhere.
     const wide = program === 'tiled' && large ? wideShape(d) : null;
     if (!ordered && !f16 && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const out = ordered
