@@ -7,7 +7,7 @@
 // compute pass: the dispatches write distinct buffers and only read their source, so they need no
 // barrier between them. Values are copied as 32-bit words, bit for bit. Up to 15 pieces a program
 // (MAX_PIECES) instead of 7 took 8 programs off a tiny step.
-import type { GpuBuffer, GpuDevice, GpuPass, GpuPipeline } from './gpu-types.js';
+import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuPass, type GpuPipeline } from './gpu-types.js';
 
 /** A copy of `bytes` from `from` at `offsetBytes` to the start of `to`. */
 export interface BufferCopy {
@@ -27,8 +27,7 @@ const MAX_GROUPS = 1024;
  * WebGPU's least, would give 7).
  */
 const MAX_PIECES = 15;
-// GPUBufferUsage.UNIFORM | COPY_DST
-const UNIFORM_USAGE = 0x40 | 0x08;
+const UNIFORM_USAGE = BufferUsage.UNIFORM | BufferUsage.COPY_DST;
 
 /** WGSL of a program that copies `pieces` pieces of `src`, piece k (workgroup y) into d{k}. */
 function shader(pieces: number): string {

@@ -8,9 +8,9 @@
 //   between  the previous timed step's end to this one's beginning (the step's input and output copies,
 //            the next batch's alignment forward, and whatever the device waited for from the host).
 // With NVML's busy share over the same steps, inside minus the kernels' time is the idle time between
-// a pass's dispatches; between is the idle time outside the passes (profile/verdicts.ts says which
-// dominates). The queries cost no readback per step: each step resolves its timestamps into a slot
-// of one buffer on the device, and a full round of slots is read back at once, without waiting.
+// a pass's dispatches; between is the time outside the passes (describeSpans, below, names its parts).
+// The queries cost no readback per step: each step resolves its timestamps into a slot of one buffer
+// on the device, and a full round of slots is read back at once, without waiting.
 import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuEncoder } from './gpu-types.js';
 
 /** Steps resolved per readback. */
@@ -50,7 +50,7 @@ export interface ReplaySpanSummary {
   insideMs: number | null;
   /** Between consecutive timed steps only. */
   betweenMs: number | null;
-  /** Steps whose timestamps were dropped: a readback was still pending, or the device gave an out-of-order pair. */
+  /** Steps not measured: both read buffers still mapping, more passes than a slot holds, or timestamps out of order. */
   dropped: number;
 }
 

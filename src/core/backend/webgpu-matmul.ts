@@ -292,7 +292,7 @@ export const SLAB = 16;
 const LARGE_TILES_FROM = 256;
 
 /** Outputs per invocation along each side: 8 where the 128×128 tiles are enough, else 4. */
-export function tiledPerInvocation(d: MatMulDims): 4 | 8 {
+function tiledPerInvocation(d: MatMulDims): 4 | 8 {
   return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 8 : 4;
 }
 
