@@ -125,6 +125,19 @@ describe('the ring of slots on a device', () => {
     assert.deepEqual([s.steps, s.dropped, s.insideMs], [2, 3, 0.4]);
   });
 
+  test('a long run times its first 10,240 steps and no more: the record stays bounded', async () => {
+    const device = new FakeDevice();
+    const spans = ReplaySpans.create(device as unknown as GpuDevice)!;
+    // A round at a time, the maps let resolve between them (as a run's event loop does between steps).
+    for (let from = 0; from < 10_300; from += 64) {
+      runSteps(spans, device, from, Math.min(from + 64, 10_300));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(spans.pass(0), undefined, 'no timestamps written past the cap');
+    const s = await spans.summary();
+    assert.deepEqual([s.steps, s.dropped, s.insideMs], [10_240, 0, 0.8]);
+  });
+
   test('a device without timestamp queries gets no timer', () => {
     const device = new FakeDevice();
     device.features.clear();

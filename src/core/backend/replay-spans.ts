@@ -17,6 +17,8 @@ import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuEncoder } from './
 const SLOTS = 64;
 /** Timestamps a slot holds: 256 bytes (resolveQuerySet's offset alignment), two per pass. */
 const PER_SLOT = 32;
+/** Steps timed at most in a run (as the replays' encoding times: StepCapture.encodeMs): a long run's medians come from its first ones, and the record stays bounded. */
+const MAX_STEPS = 10_240;
 const { QUERY_RESOLVE, COPY_SRC, COPY_DST, MAP_READ } = BufferUsage;
 
 interface QueryDevice extends GpuDevice {
@@ -129,6 +131,11 @@ export class ReplaySpans {
     this.reads = [0, 1].map(() => device.createBuffer({ size: SLOTS * PER_SLOT * 8, usage: MAP_READ | COPY_DST }) as ReadBuffer);
   }
 
+  /** MAX_STEPS steps are closed: later replays write no timestamps. */
+  private get full(): boolean {
+    return this.order + this.slot >= MAX_STEPS;
+  }
+
   /** The spans of a device with timestamp queries, or null. */
   static create(device: GpuDevice): ReplaySpans | null {
     const d = device as QueryDevice;
@@ -137,13 +144,14 @@ export class ReplaySpans {
 
   /** Pass i's descriptor for the step being encoded; past the slot's room the pass is untimed (and the step not measured). */
   pass(i: number): object | undefined {
-    if (2 * i + 2 > PER_SLOT) return undefined;
+    if (2 * i + 2 > PER_SLOT || this.full) return undefined;
     const base = this.slot * PER_SLOT;
     return { timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: base + 2 * i, endOfPassWriteIndex: base + 2 * i + 1 } };
   }
 
   /** After the step's last pass (`passes` of them): its timestamps into their slot; a full round to a read buffer. */
   close(encoder: GpuEncoder, passes: number): void {
+    if (this.full) return;
     const timed = Math.min(passes, PER_SLOT / 2);
     (encoder as QueryEncoder).resolveQuerySet(this.querySet, this.slot * PER_SLOT, 2 * timed, this.resolved, this.slot * PER_SLOT * 8);
     this.passesOf.push(passes > timed ? 0 : passes);
@@ -187,7 +195,7 @@ export class ReplaySpans {
     );
   }
 
-  /** Every step closed so far read back (the partial last round too), then their medians. */
+  /** Every step closed so far read back (the partial last round too), then their medians (of the first MAX_STEPS). */
   async summary(): Promise<ReplaySpanSummary> {
     if (this.slot > 0 && !this.disposed) {
       await Promise.all(this.pending);
