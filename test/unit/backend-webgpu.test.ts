@@ -416,6 +416,44 @@ test('attention reading its heads in place (strided batched matmuls) gives the c
   }
 });
 
+test('the attention\'s strided products run in the wide program: 64×64 tiles where 128×128 ones would cover far more than the output (188 × 64 per head), 128×128 where those fill the device and cover no more; the host\'s float64 products', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { STRIDED_MATMUL_KERNEL } = await import('../../src/core/model/webgpu-attention.js');
+    const { stridedSide } = await import('../../src/core/backend/webgpu-matmul.js');
+    assert.equal(stridedSide({ batch: 32, heads: 8, m: 188, n: 64, k: 188 }, 1), 64);
+    assert.equal(stridedSide({ batch: 32, heads: 8, m: 188, n: 188, k: 64 }, 1), 64);
+    assert.equal(stridedSide({ batch: 32, heads: 8, m: 80, n: 80, k: 64 }, 1), 128);
+    assert.equal(stridedSide({ batch: 1, heads: 8, m: 256, n: 256, k: 64 }, 1), 64, 'too few 128×128 tiles');
+    // Scores q·kᵀ of heads in place in [B·T, H·dh] projections, into [B, H, Tq, Tk].
+    const cases = [
+      { B: 4, H: 16, Tq: 256, Tk: 256, dh: 9, side: 128 },
+      { B: 2, H: 3, Tq: 188, Tk: 64, dh: 37, side: 64 },
+    ];
+    for (const { B, H, Tq, Tk, dh, side } of cases) {
+      assert.equal(stridedSide({ batch: B, heads: H, m: Tq, n: Tk, k: dh }, 1), side);
+      const q = tf.randomNormal([B * Tq, H * dh], 0, 1, 'float32', 31);
+      const k = tf.randomNormal([B * Tk, H * dh], 0, 1, 'float32', 32);
+      const D = H * dh;
+      const products = [[0, [0, Tq * D, dh, D, 1], 1, [0, Tk * D, dh, 1, D], [0, H * Tq * Tk, Tq * Tk, Tk, 1]]];
+      const out = tf.engine().runKernel(STRIDED_MATMUL_KERNEL, { x0: q, x1: k }, { products, outShape: [B, H, Tq, Tk], dims: [B, H, Tq, Tk, dh] } as never) as import('@tensorflow/tfjs-core').Tensor;
+      const [Q, K, O] = [await q.data(), await k.data(), await out.data()];
+      let worst = 0;
+      for (let n = 0; n < 500; n++) {
+        const [b, h, i, j] = [n % B, (n * 7) % H, (n * 13) % Tq, (n * 29) % Tk];
+        let want = 0;
+        for (let d = 0; d < dh; d++) want += Q[(b * Tq + i) * D + h * dh + d] * K[(b * Tk + j) * D + h * dh + d];
+        worst = Math.max(worst, Math.abs(O[((b * H + h) * Tq + i) * Tk + j] - want) / (1 + Math.abs(want)));
+      }
+      assert.ok(worst < 1e-5, `${Tq} × ${Tk} over ${dh}: largest difference ${worst}`);
+      const keys = Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache);
+      assert.ok(keys.some((key) => key.startsWith(`xtts_matmul_wide8_strided_2_0k1k_${side}`)), `the ${side}×${side} tiles ran`);
+    }
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('the masked mel losses (l1, l2, l1_l2) in 2 programs forward and 1 backward give the composition\'s loss and prediction gradient; masked frames get none', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
@@ -987,6 +1025,24 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       const want = Math.max(0, X1[r].reduce((sum, v, k) => sum + v * W1[k][c], 0) + B1[c]);
       assert.ok(Math.abs(fused[r * 2100 + c] - want) <= 1e-5 * (1 + Math.abs(want)), `fused (${r}, ${c}): ${fused[r * 2100 + c]} vs ${want}`);
     }
+    // One whose tiles are too few (5 × 9) and K long enough for 3 parts: the bias and ReLU come in
+    // the sum of the parts.
+    const sx = tf.randomNormal([520, 1536], 0, 1, 'float32', 94);
+    const sw = tf.randomNormal([1536, 1040], 0, 1, 'float32', 95);
+    const sbias = tf.randomNormal([1040], 0, 1, 'float32', 90);
+    assert.equal(wideShape(matMulDims(sx.shape, sw.shape, false, false))?.parts, 3);
+    const splitDense = () => (tf.engine().runKernel('_FusedMatMul', { a: sx, b: sw, bias: sbias }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
+    const splitFused = await splitDense();
+    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_splitk_sum_true_true')), 'the parts\' sum with the bias and ReLU ran');
+    setMatMulProgram('tfjs');
+    const splitTfjs = await splitDense();
+    setMatMulProgram('tiled');
+    let clipped = 0;
+    for (let i = 0; i < splitFused.length; i++) {
+      assert.ok(Math.abs(splitFused[i] - splitTfjs[i]) <= 1e-5 * (1536 / 32) * (1 + Math.abs(splitTfjs[i])), `split fused ${i}: ${splitFused[i]} vs tfjs ${splitTfjs[i]}`);
+      if (splitFused[i] === 0) clipped++;
+    }
+    assert.ok(clipped > splitFused.length / 4, 'the ReLU clipped about half of them');
     // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
     // shader that fails to compile and leaves garbage.
     // The wide program's 64×64 tiles (20 × 17 of them) take it.

@@ -96,17 +96,22 @@ function partialProgram(parts: number, d: MatMulDims, transposeA: boolean, trans
   });
 }
 
-/** out[i] = Σ_p partial[p·size + i], p in order. */
-function sumPartsProgram(parts: number, size: number) {
+/**
+ * out[i] = Σ_p partial[p·size + i], p in order; with `epilogue` (the wide program's split dense
+ * layers), then plus bias[i mod n], then ReLU.
+ */
+function sumPartsProgram(parts: number, size: number, epilogue?: { n: number; bias: boolean; relu: boolean }) {
+  const biased = epilogue?.bias ? 's + bias[index % uniforms.n]' : 's';
+  const value = epilogue?.relu ? `max(${biased}, 0.0)` : biased;
   return namedProgram('XttsSplitKSumProgram', {
-    variableNames: ['P'],
+    variableNames: epilogue?.bias ? ['P', 'bias'] : ['P'],
     outputShape: [size],
-    shaderKey: 'xtts_splitk_sum',
+    shaderKey: epilogue ? `xtts_splitk_sum_${epilogue.bias}_${epilogue.relu}` : 'xtts_splitk_sum',
     dispatchLayout: { x: [0] },
     dispatch: [Math.ceil(size / WORKGROUP), 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     size: true,
-    uniforms: 'parts : i32,',
+    uniforms: epilogue ? 'parts : i32, n : i32,' : 'parts : i32,',
     getUserCode: () => `
       fn main(index : i32) {
         if (index < uniforms.size) {
@@ -114,7 +119,7 @@ function sumPartsProgram(parts: number, size: number) {
           for (var p = 0; p < uniforms.parts; p = p + 1) {
             s += P[p * uniforms.size + index];
           }
-          setOutputAtIndex(index, s);
+          setOutputAtIndex(index, ${value});
         }
       }`,
   });
@@ -211,10 +216,10 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const biasOk = !bias || (bias.dtype === 'float32' && tf.util.sizeFromShape(bias.shape) === d.n);
     if (a.dtype !== 'float32' || b.dtype !== 'float32' || !biasOk || !tfjsPacks(d, backend.thresholdToIncreaseWorkgroups ?? 8)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const epilogue = { bias, relu: activation === 'relu' };
-    // float32: the wide program where its tiles fill the device without splitting K (the epilogue
-    // needs the whole sum), tfjs's fused program elsewhere.
+    // float32: the wide program where its tiles fill the device (split over K, the sum of the parts
+    // adds the bias and applies the ReLU), tfjs's fused program elsewhere.
     const wide = program === 'tiled' ? wideShape(d) : null;
-    if (program === 'tiled' && wide?.parts !== 1) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    if (program === 'tiled' && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
@@ -275,108 +280,19 @@ export function slabLoad(o: SlabOperand): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tiled program, which the attention's batched products run in place (stridedMatMuls): 16×16
-// invocations of R×R outputs each, so output tiles of
-// 16R × 16R (R = 8: 128×128 where the output has enough such tiles to fill the device twice over; R = 4:
-// 64×64 otherwise), K in slabs of 16 through workgroup memory. Each operand's slab is read in the order
-// it lies in memory (along K for A and Bᵀ, along the rows or columns for Aᵀ and B), so that neighbouring
-// invocations read neighbouring values, and stored K-major with rows of TILE + 2 values, so that the
-// stores of either order fall in distinct banks. An invocation's outputs are rows ty + 16i and columns
-// tx + 16j: its reads of workgroup memory are broadcasts (A) or 16 consecutive values (B), and its
-// writes of the output neighbour its neighbours'. Accumulators are named variables, not an array, so
-// that the shader compiler keeps them in registers. Batched, broadcast over a batch of 1, either
-// operand transposed.
 
+/** K in slabs of this many through workgroup memory (the dense layers' one-program backward, webgpu-dense.ts). */
 export const SLAB = 16;
 /** 128×128 tiles from this many of them (about two per streaming multiprocessor of an H100). */
 const LARGE_TILES_FROM = 256;
 
-/** Outputs per invocation along each side: 8 where the 128×128 tiles are enough, else 4. */
-function tiledPerInvocation(d: MatMulDims): 4 | 8 {
-  return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch >= LARGE_TILES_FROM ? 8 : 4;
-}
-
-/** The slab load of one operand (tiledProgram): `operand` read at `at`, whether it lies along K in memory. */
-type SlabLoad = (operand: string, alongK: boolean, at: string) => string;
-
-/**
- * Where the tiled program reads and writes: its inputs' names; the load of A[r, kk] and of B[kk, c]
- * (WGSL, after `prologue`, which names the batch's variables from workgroupId.z), through `load`; and
- * the store of output (r, c) of value `v` in the batch.
- */
-interface TiledAddressing {
-  name: string;
-  /** The shader key, of the outputs per invocation along each side (R). */
-  key: (R: number) => string;
-  inputs: string[];
-  uniforms: string;
-  prologue: string;
-  loadA: (load: SlabLoad) => string;
-  loadB: (load: SlabLoad) => string;
-  store: (r: string, c: string, v: string) => string;
-  /** tfjs's dispatch layout of the output (by default x the columns, y the rows, z the batch). */
-  layout?: Record<string, number[]>;
-}
-
-function tiledProgram(d: MatMulDims, outputShape: number[], at: TiledAddressing) {
-  const R = tiledPerInvocation(d);
-  const TILE = 16 * R;
-  const STRIDE = TILE + 2;
-  // Stored K-major, rows of STRIDE.
-  const load = (array: string, index: string, origin: string, limit: string): SlabLoad => (operand, alongK, where) =>
-    slabLoad({ lanes: 256, slab: SLAB, tile: TILE, tid: 'tid', alongK, array, index, origin, limit, read: `f32(${operand}[${where}])`, kLimit: 'uniforms.k', store: `s * ${STRIDE} + lane`, convert: (v) => v });
-  const range = (n: number) => [...Array(n).keys()];
-  const pairs = range(R).flatMap((i) => range(R).map((j) => [i, j] as const));
-  return namedProgram(at.name, {
-    variableNames: at.inputs,
-    outputShape,
-    shaderKey: at.key(R),
-    dispatchLayout: at.layout ?? { x: [outputShape.length - 1], y: [outputShape.length - 2], z: [0] },
-    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch],
-    workgroupSize: [16, 16, 1],
-    uniforms: at.uniforms,
-    getUserCode: () => `
-      var<workgroup> As : array<f32, ${SLAB * STRIDE}>;
-      var<workgroup> Bs : array<f32, ${SLAB * STRIDE}>;
-      fn main() {
-        let tx = i32(localId.x);
-        let ty = i32(localId.y);
-        let tid = ty * 16 + tx;
-        let b = i32(workgroupId.z);
-        ${at.prologue}
-        let row0 = i32(workgroupId.y) * ${TILE};
-        let col0 = i32(workgroupId.x) * ${TILE};
-        ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
-        for (var k0 = 0; k0 < uniforms.k; k0 = k0 + ${SLAB}) {${at.loadA(load('As', 'r', 'row0', 'uniforms.m'))}${at.loadB(load('Bs', 'c', 'col0', 'uniforms.n'))}
-          workgroupBarrier();
-          for (var s = 0; s < ${SLAB}; s = s + 1) {
-            let base = s * ${STRIDE};
-            ${range(R).map((i) => `let a${i} = As[base + ty + ${16 * i}];`).join(' ')}
-            ${range(R).map((j) => `let b${j} = Bs[base + tx + ${16 * j}];`).join(' ')}
-            ${pairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n            ')}
-          }
-          workgroupBarrier();
-        }
-        ${range(R)
-          .map(
-            (i) => `{
-          let r = row0 + ty + ${16 * i};
-          if (r < uniforms.m) {
-            ${range(R).map((j) => `if (col0 + tx + ${16 * j} < uniforms.n) { ${at.store('r', `col0 + tx + ${16 * j}`, `c${i}_${j}`)} }`).join('\n            ')}
-          }
-        }`,
-          )
-          .join('\n        ')}
-      }`,
-  });
-}
-
-// The wide float32 program (device.matmul: tiled; wideShape says where): 16×16 invocations of 8×8
+// The wide float32 program (device.matmul: tiled, where wideShape says; and the attention's strided
+// products, stridedMatMuls, on any float32 step): 16×16 invocations of 8×8
 // outputs each in 128×128 tiles, as two 4×4 blocks 64 rows and 64 columns apart (one 4×4 block in
 // 64×64 tiles). Both operands' slabs of K (`WIDE_SLAB` deep) lie in workgroup memory as vec4 of four
 // rows (A) or four columns (B) at each k: per k an invocation of the 128×128 tiles reads two vec4 of A
-// and two of B and makes 64 fused multiply-adds into sixteen vec4 sums (the scalar tiled program
-// reads 16 values for its 64). Each k's row of vec4 has one vec4 of padding, so that the slab's
+// and two of B and makes 64 fused multiply-adds into sixteen vec4 sums (a scalar 8×8 block reads 16
+// values for its 64). Each k's row of vec4 has one vec4 of padding, so that the slab's
 // stores, along K or along the tile, fall in distinct banks. The next slab's values are read from
 // global memory into registers while the current slab is multiplied, and stored once every
 // invocation is done with it. Slabs of 8: slabs of 16 ran slower on an H100 (bench/matmul.bench.ts,
@@ -411,7 +327,7 @@ export function wideShape(d: MatMulDims): WideShape | null {
   return tiles(64) >= LARGE_TILES_FROM ? { side: 64, parts: 1 } : null;
 }
 
-/** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram) where there are several. */
+/** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram, with the epilogue) where there are several. */
 function wideMatMul(
   a: tfTypes.TensorInfo,
   b: tfTypes.TensorInfo,
@@ -426,59 +342,122 @@ function wideMatMul(
   // One part: the whole of K in slabs (the last one partly past K, read as zeros); several: equal parts (wideShape).
   const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
   const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
-  const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
-  const out = backend.runWebGPUProgram(wideProgram(d, transposeA, transposeB, shape, { bias: epilogue.bias !== undefined, relu: epilogue.relu }), inputs, 'float32', uniforms);
+  // The epilogue on each finished sum: in the program where K is whole, else in the sum of the parts.
+  const bias = epilogue.bias !== undefined;
+  const inputs = bias && parts === 1 ? [a, b, epilogue.bias!] : [a, b];
+  const program = wideProgram(d, shape, matMulAddressing(d, transposeA, transposeB, shape.parts, parts === 1 ? { bias, relu: epilogue.relu } : { bias: false, relu: false }));
+  const out = backend.runWebGPUProgram(program, inputs, 'float32', uniforms);
   if (parts === 1) return out;
-  const sum = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [out], 'float32', [{ type: 'int32', data: [parts] }]);
+  const after = bias || epilogue.relu;
+  const sums = sumPartsProgram(parts, d.m * d.n, after ? { n: d.n, bias, relu: epilogue.relu } : undefined);
+  const values = after ? [parts, d.n] : [parts];
+  const sum = backend.runWebGPUProgram(sums, bias ? [out, epilogue.bias!] : [out], 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
   backend.disposeData(out.dataId);
   return sum;
 }
 
-/** The wide program of `shape`; `epilogue` (a dense layer's _FusedMatMul, one part): the bias added to each sum, then ReLU. */
-function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, shape: WideShape, epilogue = { bias: false, relu: false }) {
+/**
+ * How one operand of the wide program is read where its products read it one way: whether K is its
+ * contiguous dimension (A, Bᵀ: neighbouring invocations then read along K), and the value at
+ * (r, kk) of A or (kk, c) of B, WGSL; `when`, the condition (uniform across a workgroup) under which
+ * this way is taken where there are several, one per product of stridedMatMuls.
+ */
+interface WideOperand {
+  when: string | null;
+  alongK: boolean;
+  read: string;
+}
+
+/**
+ * Where the wide program reads and writes: its inputs' and uniforms' names (m, n, k and chunk among
+ * them), output shape and dispatch layout (x the columns, y the rows), workgroups along z; the
+ * prologue, which names from workgroup z (`b`) the part of K (kBegin, kEnd) and what the reads and
+ * the store use; the ways of reading A and B; the store of output (r, c) of value v.
+ */
+interface WideAddressing {
+  name: string;
+  key: string;
+  inputs: string[];
+  uniforms: string;
+  outputShape: number[];
+  layout: Record<string, number[]>;
+  z: number;
+  prologue: string;
+  A: WideOperand[];
+  B: WideOperand[];
+  store: (r: string, c: string, v: string) => string;
+}
+
+/** A (batched) matmul's addressing in the wide program, in `parts` of K; `epilogue` (a dense layer's _FusedMatMul, one part): the bias added to each sum, then ReLU. */
+function matMulAddressing(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, epilogue: { bias: boolean; relu: boolean }): WideAddressing {
+  const at = operandIndex(transposeA, transposeB);
+  const output = (v: string) => {
+    const biased = epilogue.bias ? `${v} + bias[c]` : v;
+    return epilogue.relu ? `max(${biased}, 0.0)` : biased;
+  };
+  return {
+    name: 'XttsWideMatMulProgram',
+    key: `${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}`,
+    inputs: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
+    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
+    // Split over K (an unbatched matmul): workgroup z is the part, and each part's sums its own output.
+    outputShape: [d.batch * parts, d.m, d.n],
+    layout: { x: [2], y: [1], z: [0] },
+    z: d.batch * parts,
+    prologue:
+      parts > 1
+        ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin + uniforms.chunk, uniforms.k);'
+        : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;',
+    A: [{ when: null, alongK: !transposeA, read: `f32(A[${at.aAt}])` }],
+    B: [{ when: null, alongK: transposeB, read: `f32(B[${at.bAt}])` }],
+    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${output(v)});`,
+  };
+}
+
+/** The wide program of `shape` (its tile side; its parts of K, the addressing's), reading and writing through `at`. */
+function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddressing) {
   const K = WIDE_SLAB;
   const H = shape.side / 64; // 4×4 blocks per invocation along each side, 64 rows or columns apart
   const TILE = shape.side;
   const ROW = TILE / 4 + 1; // vec4 per k: the tile's and one of padding
   const L = (TILE * K) / 256; // values of each operand an invocation loads per slab
-  const parts = shape.parts;
-  const at = operandIndex(transposeA, transposeB);
   const range = (n: number) => [...Array(n).keys()];
   // Invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory.
   const slot = (alongK: boolean, e: number) =>
     alongK ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};` : `let s = (tid + ${256 * e}) / ${TILE}; let lane = (tid + ${256 * e}) % ${TILE};`;
-  const fetch = (operand: 'A' | 'B', alongK: boolean, index: string, origin: string, limit: string, where: string) =>
+  // Each way of reading an operand under its condition (one way: unconditionally).
+  const ways = (operand: WideOperand[], code: (way: WideOperand) => string) =>
+    operand.length === 1 ? code(operand[0]) : operand.map((way, i) => `${i ? ' else ' : '\n          '}if (${way.when}) {${code(way)}\n          }`).join('');
+  const fetchWay = (operand: 'A' | 'B', way: WideOperand, index: string, origin: string, limit: string) =>
     range(L)
       .map(
         (e) => `{
-          ${slot(alongK, e)}
+          ${slot(way.alongK, e)}
           let ${index} = ${origin} + lane;
           let kk = k0 + s;
           p${operand}${e} = 0.0;
-          if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = f32(${operand}[${where}]); }
+          if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = ${way.read}; }
         }`,
       )
       .join('');
-  const put = (operand: 'A' | 'B', alongK: boolean) =>
-    range(L)
-      .map((e) => `{ ${slot(alongK, e)} ${operand}s[s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`)
-      .join('\n          ');
+  const fetch = (operand: 'A' | 'B', index: string, origin: string, limit: string) => ways(at[operand], (way) => fetchWay(operand, way, index, origin, limit));
+  // The stores follow the loads' order: one way where the ways agree on it.
+  const put = (operand: 'A' | 'B') => {
+    const putWay = (way: WideOperand) => range(L).map((e) => `{ ${slot(way.alongK, e)} ${operand}s[s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`).join('\n          ');
+    const one = at[operand].every((way) => way.alongK === at[operand][0].alongK);
+    return one ? putWay(at[operand][0]) : ways(at[operand], putWay);
+  };
   const rows = range(4 * H);
   const blocks = range(H);
   const component = (i: number) => `a${Math.floor(i / 4)}.${'xyzw'[i % 4]}`;
-  const output = (v: string) => {
-    const biased = epilogue.bias ? `${v} + bias[c]` : v;
-    return epilogue.relu ? `max(${biased}, 0.0)` : biased;
-  };
-  return namedProgram('XttsWideMatMulProgram', {
-    variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
-    // Split over K (an unbatched matmul): workgroup z is the part, and each part's sums its own output.
-    outputShape: [d.batch * parts, d.m, d.n],
-    shaderKey: `xtts_matmul_wide${K}_${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}_${TILE}`,
-    dispatchLayout: { x: [2], y: [1], z: [0] },
-    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * parts],
+  return namedProgram(at.name, {
+    variableNames: at.inputs,
+    outputShape: at.outputShape,
+    shaderKey: `xtts_matmul_wide${K}_${at.key}_${TILE}`,
+    dispatchLayout: at.layout,
+    dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), at.z],
     workgroupSize: [16, 16, 1],
-    uniforms: 'm : i32, n : i32, k : i32, batchA : i32, batchB : i32, chunk : i32,',
+    uniforms: at.uniforms,
     getUserCode: () => `
       var<workgroup> As : array<vec4<f32>, ${K * ROW}>;
       var<workgroup> Bs : array<vec4<f32>, ${K * ROW}>;
@@ -487,22 +466,22 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, sh
         let ty = i32(localId.y);
         let tid = ty * 16 + tx;
         let b = i32(workgroupId.z);
-        ${parts > 1 ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin + uniforms.chunk, uniforms.k);' : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;'}
+        ${at.prologue}
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
         ${rows.map((i) => blocks.map((h) => `var c${i}_${h} = vec4<f32>(0.0);`).join(' ')).join(' ')}
         ${range(L).map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`).join(' ')}
         var k0 = kBegin;
-        ${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+        ${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
         // A loop bound of uniforms only (its barriers need uniform control flow): the part's chunk of K.
         for (var t = 0; t < uniforms.chunk; t = t + ${K}) {
-          ${put('A', !transposeA)}
-          ${put('B', transposeB)}
+          ${put('A')}
+          ${put('B')}
           workgroupBarrier();
           k0 = k0 + ${K};
           // The next slab while this one is multiplied. A part must be exactly its chunk deep
           // (wideShape splits only so): past a part's end the registers would keep this slab.
-          if (k0 < kEnd) {${fetch('A', !transposeA, 'r', 'row0', 'uniforms.m', at.aAt)}${fetch('B', transposeB, 'c', 'col0', 'uniforms.n', at.bAt)}
+          if (k0 < kEnd) {${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
             ${blocks.map((h) => `let a${h} = As[s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
@@ -516,7 +495,7 @@ function wideProgram(d: MatMulDims, transposeA: boolean, transposeB: boolean, sh
           let r = row0 + ${64 * Math.floor(i / 4)} + ty * 4 + ${i % 4};
           if (r < uniforms.m) {
             ${blocks
-              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { setOutputAtCoords(b, r, c, ${output(`c${i}_${h}.${'xyzw'[j]}`)}); } }`))
+              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { ${at.store('r', 'c', `c${i}_${h}.${'xyzw'[j]}`)} } }`))
               .join('\n            ')}
           }
         }`,
@@ -559,8 +538,20 @@ export interface StridedProduct {
 const STRIDES = ['Offset', 'B', 'H', 'I', 'J'];
 
 /**
+ * The wide program's tile side for strided products of `d` (`count` of them): 128 where those tiles
+ * fill the device and cover no more than 64×64 tiles would, else 64. An attention's products are
+ * about 188 long on a side and 64 on the other (a head), which 128×128 tiles would cover at a third
+ * to a half of their work.
+ */
+export function stridedSide(d: StridedDims, count: number): 64 | 128 {
+  const covered = (side: number) => Math.ceil(d.m / side) * Math.ceil(d.n / side) * side * side;
+  const tiles = Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * d.batch * d.heads * count;
+  return tiles >= LARGE_TILES_FROM && covered(128) <= covered(64) ? 128 : 64;
+}
+
+/**
  * out = A·B for every (b, h) of each product (all of the same m, n and k, into one output tensor of
- * `outShape`), the tiled program reading A and B and writing the output through strides
+ * `outShape`), the wide program reading A and B and writing the output through strides
  * (StridedMatrix), so that attention heads are read from and written to their projections'
  * [rows, heads·dh] layout in place, without transposes, slices or concatenations. The caller's
  * strides write each element of the output once. Float32, on the webgpu backend.
@@ -573,36 +564,36 @@ export function stridedMatMuls(backend: WebgpuBackendLike, inputs: tfTypes.Tenso
   const pick = (operand: string) => products.reduceRight((rest, _, p) => (p === products.length - 1 ? rest : `select(${rest}, ${operand}${p}, product == ${p})`), `${operand}${products.length - 1}`);
   const bases = (operand: string) =>
     products.map((_, p) => `let ${operand}Base${p} = ${u(p, operand, 'Offset')} + bb * ${u(p, operand, 'B')} + hh * ${u(p, operand, 'H')};`).join('\n        ');
-  // Neighbouring invocations read along K where the operand lies along K (A's j, B's i).
-  const loads = (operand: 'a' | 'b', load: SlabLoad) =>
-    products
-      .map((q, p) => {
-        const [input, alongK, at] =
-          operand === 'a' ? [q.a, q.av.sj === 1, `aBase${p} + r * ${u(p, 'a', 'I')} + kk * ${u(p, 'a', 'J')}`] : [q.b, q.bv.si === 1, `bBase${p} + kk * ${u(p, 'b', 'I')} + c * ${u(p, 'b', 'J')}`];
-        return products.length === 1 ? load(names[input], alongK, at) : `if (product == ${p}) {${load(names[input], alongK, at)}\n          }`;
-      })
-      .join('\n          ');
+  // Each product's way of reading A and B; neighbouring invocations read along K where the operand lies along K (A's j, B's i).
+  const when = (p: number) => (products.length === 1 ? null : `product == ${p}`);
+  const A = products.map((q, p) => ({ when: when(p), alongK: q.av.sj === 1, read: `${names[q.a]}[aBase${p} + r * ${u(p, 'a', 'I')} + kk * ${u(p, 'a', 'J')}]` }));
+  const B = products.map((q, p) => ({ when: when(p), alongK: q.bv.si === 1, read: `${names[q.b]}[bBase${p} + kk * ${u(p, 'b', 'I')} + c * ${u(p, 'b', 'J')}]` }));
   const shape = products.map((q) => `${q.a}${q.av.sj === 1 ? 'k' : 'r'}${q.b}${q.bv.si === 1 ? 'k' : 'c'}`).join('_');
-  const program = tiledProgram({ batch: batches * products.length, batchA: batches, batchB: batches, m: d.m, n: d.n, k: d.k }, outShape, {
+  const side = stridedSide(d, products.length);
+  const program = wideProgram(d, { side, parts: 1 }, {
     name: 'XttsStridedMatMulProgram',
-    key: (R) => `xtts_matmul_strided${R}_${inputs.length}_${shape}`,
+    key: `strided_${inputs.length}_${shape}`,
     inputs: names,
-    uniforms: `m : i32, n : i32, k : i32, heads : i32, batches : i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
+    uniforms: `m : i32, n : i32, k : i32, heads : i32, batches : i32, chunk : i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
+    outputShape: outShape,
     // Not flat (x over every axis would make tfjs pass main an index).
     layout: outShape.length > 2 ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) } : { x: [1], y: [0] },
+    z: batches * products.length,
     prologue: `let product = b / uniforms.batches; let bb = (b % uniforms.batches) / uniforms.heads; let hh = b % uniforms.heads;
+        let kBegin = 0; let kEnd = uniforms.k;
         ${bases('a')}
         ${bases('b')}
         ${bases('o')}
         let oBase = ${pick('oBase')};
         let oI = ${pick('uniforms.oI')};
         let oJ = ${pick('uniforms.oJ')};`,
-    loadA: (load) => loads('a', load),
-    loadB: (load) => loads('b', load),
+    A,
+    B,
     store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
   });
   const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
-  const values = [d.m, d.n, d.k, d.heads, batches, ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
+  const chunk = Math.ceil(d.k / WIDE_SLAB) * WIDE_SLAB;
+  const values = [d.m, d.n, d.k, d.heads, batches, chunk, ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
   return backend.runWebGPUProgram(program, inputs, 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
 }
 
