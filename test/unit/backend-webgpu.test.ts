@@ -936,7 +936,7 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
 
 test('device.matmul tiled: the wide program where 128×128 tiles fill the device, tfjs\'s elsewhere; batches broadcast, either operand transposed, edges that are no multiple of a tile, K that is no multiple of a slab; gradients', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setMatMulProgram, matMulDims, tfjsPacks, wideShape } = await import('../../src/core/backend/webgpu-matmul.js');
+  const { setMatMulProgram, matMulDims, tfjsPacks, wideDenseShape, wideShape } = await import('../../src/core/backend/webgpu-matmul.js');
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
     setMatMulProgram('tiled');
@@ -1025,12 +1025,15 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       const want = Math.max(0, X1[r].reduce((sum, v, k) => sum + v * W1[k][c], 0) + B1[c]);
       assert.ok(Math.abs(fused[r * 2100 + c] - want) <= 1e-5 * (1 + Math.abs(want)), `fused (${r}, ${c}): ${fused[r * 2100 + c]} vs ${want}`);
     }
-    // One whose tiles are too few (5 × 9) and K long enough for 3 parts: the bias and ReLU come in
-    // the sum of the parts.
-    const sx = tf.randomNormal([520, 1536], 0, 1, 'float32', 94);
-    const sw = tf.randomNormal([1536, 1040], 0, 1, 'float32', 95);
+    // One whose tiles are too few (9 × 9) and K long enough for 4 parts, 324 workgroups: the bias and
+    // ReLU come in the sum of the parts. One whose parts would be too few workgroups (5 × 9 tiles in
+    // 3 parts) stays with tfjs's fused program.
+    const sx = tf.randomNormal([1040, 2048], 0, 1, 'float32', 94);
+    const sw = tf.randomNormal([2048, 1040], 0, 1, 'float32', 95);
     const sbias = tf.randomNormal([1040], 0, 1, 'float32', 90);
-    assert.equal(wideShape(matMulDims(sx.shape, sw.shape, false, false))?.parts, 3);
+    assert.equal(wideDenseShape(matMulDims(sx.shape, sw.shape, false, false))?.parts, 4);
+    assert.equal(wideShape(matMulDims([520, 1536], [1536, 1040], false, false))?.parts, 3);
+    assert.equal(wideDenseShape(matMulDims([520, 1536], [1536, 1040], false, false)), null);
     const splitDense = () => (tf.engine().runKernel('_FusedMatMul', { a: sx, b: sw, bias: sbias }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
     const splitFused = await splitDense();
     assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_splitk_sum_true_true')), 'the parts\' sum with the bias and ReLU ran');
@@ -1039,7 +1042,7 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     setMatMulProgram('tiled');
     let clipped = 0;
     for (let i = 0; i < splitFused.length; i++) {
-      assert.ok(Math.abs(splitFused[i] - splitTfjs[i]) <= 1e-5 * (1536 / 32) * (1 + Math.abs(splitTfjs[i])), `split fused ${i}: ${splitFused[i]} vs tfjs ${splitTfjs[i]}`);
+      assert.ok(Math.abs(splitFused[i] - splitTfjs[i]) <= 1e-5 * (2048 / 32) * (1 + Math.abs(splitTfjs[i])), `split fused ${i}: ${splitFused[i]} vs tfjs ${splitTfjs[i]}`);
       if (splitFused[i] === 0) clipped++;
     }
     assert.ok(clipped > splitFused.length / 4, 'the ReLU clipped about half of them');

@@ -218,7 +218,7 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const epilogue = { bias, relu: activation === 'relu' };
     // float32: the wide program where its tiles fill the device (split over K, the sum of the parts
     // adds the bias and applies the ReLU), tfjs's fused program elsewhere.
-    const wide = program === 'tiled' ? wideShape(d) : null;
+    const wide = program === 'tiled' ? wideDenseShape(d) : null;
     if (program === 'tiled' && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
@@ -325,6 +325,19 @@ export function wideShape(d: MatMulDims): WideShape | null {
     }
   }
   return tiles(64) >= LARGE_TILES_FROM ? { side: 64, parts: 1 } : null;
+}
+
+/**
+ * wideShape for a dense layer's forward (_FusedMatMul), but split over K only where the parts'
+ * workgroups are as many as the 128×128 tiles must be (LARGE_TILES_FROM). On an H100, float32, in one
+ * call: normal's FFN outputs (2,560 × 512 over 2,048 in 4 parts: 320 workgroups; 6,016 × 512 in 2:
+ * 376) took its step's passes from 95.8 to 95.0 ms; small's (2,560 × 256 over 1,024 in 2 parts: 80;
+ * 6,016 × 256: 188) took its passes from 28.3 to 28.7 ms against tfjs's fused program.
+ */
+export function wideDenseShape(d: MatMulDims): WideShape | null {
+  const shape = wideShape(d);
+  if (!shape || shape.parts === 1) return shape;
+  return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * shape.parts >= LARGE_TILES_FROM ? shape : null;
 }
 
 /** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram, with the epilogue) where there are several. */
