@@ -455,8 +455,8 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
       .join('');
   const fetch = (operand: 'A' | 'B', index: string, origin: string, limit: string) => ways(at[operand], (way) => fetchWay(operand, way, index, origin, limit));
   // The stores follow the loads' order: one way where the ways agree on it.
-  const put = (operand: 'A' | 'B') => {
-    const putWay = (way: WideOperand) => range(L).map((e) => `{ ${slot(way.alongK, e)} ${operand}s[s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`).join('\n          ');
+  const put = (operand: 'A' | 'B', base = '0') => {
+    const putWay = (way: WideOperand) => range(L).map((e) => `{ ${slot(way.alongK, e)} ${operand}s[${base} + s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`).join('\n          ');
     const one = at[operand].every((way) => way.alongK === at[operand][0].alongK);
     return one ? putWay(at[operand][0]) : ways(at[operand], putWay);
   };
@@ -472,8 +472,8 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
     workgroupSize: [16, 16, 1],
     uniforms: at.uniforms,
     getUserCode: () => `
-      var<workgroup> As : array<vec4<f32>, ${K * ROW}>;
-      var<workgroup> Bs : array<vec4<f32>, ${K * ROW}>;
+      var<workgroup> As : array<vec4<f32>, ${2 * K * ROW}>;
+      var<workgroup> Bs : array<vec4<f32>, ${2 * K * ROW}>;
       fn main() {
         let tx = i32(localId.x);
         let ty = i32(localId.y);
@@ -486,21 +486,28 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
         ${range(L).map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`).join(' ')}
         var k0 = kBegin;
         ${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
-        // A loop bound of uniforms only (its barriers need uniform control flow): the part's chunk of K.
+        ${put('A')}
+        ${put('B')}
+        workgroupBarrier();
+        // Two slabs in workgroup memory, one barrier a slab: slab i is multiplied from half cur while
+        // slab i + 1 goes into the other half, which every invocation was done reading at the barrier
+        // before. A loop bound of uniforms only (its barriers need uniform control flow): the part's chunk of K.
+        var cur = 0;
         for (var t = 0; t < uniforms.chunk; t = t + ${K}) {
-          ${put('A')}
-          ${put('B')}
-          workgroupBarrier();
           k0 = k0 + ${K};
           // The next slab while this one is multiplied. A part must be exactly its chunk deep
           // (wideShape splits only so): past a part's end the registers would keep this slab.
           if (k0 < kEnd) {${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
-            ${blocks.map((h) => `let a${h} = As[s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
+            ${blocks.map((h) => `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[cur + s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
             ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
           }
+          let next = ${K * ROW} - cur;
+          ${put('A', 'next')}
+          ${put('B', 'next')}
           workgroupBarrier();
+          cur = next;
         }
         ${rows
           .map(
