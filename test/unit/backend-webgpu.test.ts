@@ -1002,24 +1002,29 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       setMatMulProgram('tiled');
       for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - tfjs[i]) <= tolerance * (1 + Math.abs(tfjs[i])));
     }
-    // A dense layer's fused matmul (x·W + b, then ReLU) whose tiles fill the device: the wide program
-    // with its epilogue, as tfjs's fused program computes it within float32 rounding.
+    // A dense layer's fused matmul (x·W + b, then ReLU) as the model's dense layers run it (nn.ts
+    // Linear: the kernel on 2-D operands), through the program whose pipeline key starts with `key`,
+    // as tfjs's fused program computes it within `tolerance`; the ReLU clips about half of it.
+    const denseAgainstTfjs = async (x: T, w: T, bias: T, key: string, tolerance: number) => {
+      const dense = () => (tf.engine().runKernel('_FusedMatMul', { a: x, b: w, bias }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
+      const ours = await dense();
+      assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith(key)), `${key} ran`);
+      setMatMulProgram('tfjs');
+      const tfjs = await dense();
+      setMatMulProgram('tiled');
+      let clipped = 0;
+      for (let i = 0; i < ours.length; i++) {
+        assert.ok(Math.abs(ours[i] - tfjs[i]) <= tolerance * (1 + Math.abs(tfjs[i])), `${key}, output ${i}: ${ours[i]} vs tfjs ${tfjs[i]}`);
+        if (tfjs[i] === 0) clipped++;
+      }
+      assert.ok(clipped > ours.length / 4, 'the ReLU clipped about half of them');
+      return ours;
+    };
+    // One whose tiles fill the device: the wide program with its epilogue.
     const fx = tf.randomNormal([2100, 40], 0, 1, 'float32', 91);
     const fw = tf.randomNormal([40, 2100], 0, 1, 'float32', 92);
     const fb = tf.randomNormal([2100], 0, 1, 'float32', 93);
-    // As the model's dense layers run it (nn.ts Linear): the kernel on 2-D operands.
-    const dense = () => (tf.engine().runKernel('_FusedMatMul', { a: fx, b: fw, bias: fb }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
-    const fused = await dense();
-    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_matmul_wide8_false_false_whole_true_true_128')), 'the wide program with a bias and ReLU ran');
-    setMatMulProgram('tfjs');
-    const fusedTfjs = await dense();
-    setMatMulProgram('tiled');
-    let negatives = 0;
-    for (let i = 0; i < fused.length; i++) {
-      assert.ok(Math.abs(fused[i] - fusedTfjs[i]) <= 2e-5 * (1 + Math.abs(fusedTfjs[i])), `fused ${i}: ${fused[i]} vs tfjs ${fusedTfjs[i]}`);
-      if (fusedTfjs[i] === 0) negatives++;
-    }
-    assert.ok(negatives > fused.length / 4, 'the ReLU clipped about half of them');
+    const fused = await denseAgainstTfjs(fx, fw, fb, 'xtts_matmul_wide8_false_false_whole_true_true_128', 2e-5);
     const [X1, W1, B1] = [(await fx.array()) as number[][], (await fw.array()) as number[][], (await fb.array()) as number[]];
     for (const [r, c] of [[0, 0], [2099, 2099], [1234, 77], [5, 2050]]) {
       const want = Math.max(0, X1[r].reduce((sum, v, k) => sum + v * W1[k][c], 0) + B1[c]);
@@ -1034,18 +1039,7 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     assert.equal(wideDenseShape(matMulDims(sx.shape, sw.shape, false, false))?.parts, 4);
     assert.equal(wideShape(matMulDims([520, 1536], [1536, 1040], false, false))?.parts, 3);
     assert.equal(wideDenseShape(matMulDims([520, 1536], [1536, 1040], false, false)), null);
-    const splitDense = () => (tf.engine().runKernel('_FusedMatMul', { a: sx, b: sw, bias: sbias }, { transposeA: false, transposeB: false, activation: 'relu', leakyreluAlpha: 0 } as never) as T).data();
-    const splitFused = await splitDense();
-    assert.ok(Object.keys((tf.backend() as unknown as { pipelineCache: Record<string, unknown> }).pipelineCache).some((k) => k.startsWith('xtts_splitk_sum_true_true')), 'the parts\' sum with the bias and ReLU ran');
-    setMatMulProgram('tfjs');
-    const splitTfjs = await splitDense();
-    setMatMulProgram('tiled');
-    let clipped = 0;
-    for (let i = 0; i < splitFused.length; i++) {
-      assert.ok(Math.abs(splitFused[i] - splitTfjs[i]) <= 1e-5 * (2048 / 32) * (1 + Math.abs(splitTfjs[i])), `split fused ${i}: ${splitFused[i]} vs tfjs ${splitTfjs[i]}`);
-      if (splitFused[i] === 0) clipped++;
-    }
-    assert.ok(clipped > splitFused.length / 4, 'the ReLU clipped about half of them');
+    await denseAgainstTfjs(sx, sw, sbias, 'xtts_splitk_sum_true_true', 1e-5 * (2048 / 32));
     // An operand tfjs stores as booleans under a float32 dtype (a cast mask): read as numbers, not a
     // shader that fails to compile and leaves garbage.
     // The wide program's 64×64 tiles (20 × 17 of them) take it.
