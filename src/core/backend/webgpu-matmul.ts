@@ -280,6 +280,7 @@ export function slabLoad(o: SlabOperand): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The wide program.
 
 /** K in slabs of this many through workgroup memory (the dense layers' one-program backward, webgpu-dense.ts). */
 export const SLAB = 16;
@@ -287,7 +288,7 @@ export const SLAB = 16;
 const LARGE_TILES_FROM = 256;
 
 // The wide float32 program (device.matmul: tiled, where wideShape says; and the attention's strided
-// products, stridedMatMuls, on any float32 step): 16×16 invocations of 8×8
+// products, stridedMatMuls, whatever the precision): 16×16 invocations of 8×8
 // outputs each in 128×128 tiles, as two 4×4 blocks 64 rows and 64 columns apart (one 4×4 block in
 // 64×64 tiles). Both operands' slabs of K (`WIDE_SLAB` deep) lie in workgroup memory as vec4 of four
 // rows (A) or four columns (B) at each k: per k an invocation of the 128×128 tiles reads two vec4 of A
