@@ -2,7 +2,8 @@
 // timing reports what it can on each backend.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { initBackend, KernelCounter, programTimes, timeOnDevice } from '../../src/core/backend/index.js';
+import { initBackend, KernelCounter, mergeProgramTimes, type ProgramTime, programTimes, timeOnDevice } from '../../src/core/backend/index.js';
+import { largestShapes } from '../../src/core/profile/index.js';
 import { namedProgram } from '../../src/core/backend/kernels.js';
 import '../../src/core/model/gradients.js';
 
@@ -97,6 +98,73 @@ test('model FLOPs: 2·M·N·K per matmul (transposed and batched too), 2·output
   } finally {
     counter.uninstall();
   }
+});
+
+test('device time per program and shape: each timed dispatch\'s shape (output ← inputs) in tfjs\'s order; merged over timed steps; the largest pairs first; none where the counts disagree', async () => {
+  // A webgpu backend as tfjs-backend-webgpu 4.22 behaves for timeOnDevice: tf.time runs the step,
+  // whose programs go through backend.runWebGPUProgram (an empty output short-circuits, untimed),
+  // and names each timed program with its time in dispatch order.
+  const timedNames: string[] = [];
+  const backend = {
+    supportTimestampQuery: true,
+    runWebGPUProgram(program: { name: string; outputShape: number[] }) {
+      if (program.outputShape.includes(0)) return null;
+      timedNames.push(program.name);
+      return null;
+    },
+  };
+  const times: Record<string, number> = { Wide: 2, Sum: 0.5 };
+  const fake = {
+    getBackend: () => 'webgpu',
+    backend: () => backend,
+    time: async (f: () => void) => {
+      timedNames.length = 0;
+      f();
+      return { kernelMs: timedNames.reduce((a, n) => a + times[n], 0), wallMs: 1, getExtraProfileInfo: () => timedNames.map((n) => `${n}: ${times[n]}`).join(', ') };
+    },
+  };
+  const run = (b: typeof backend) => {
+    b.runWebGPUProgram({ name: 'Wide', outputShape: [64, 32] }, [{ shape: [64, 16] }, { shape: [16, 32] }] as never);
+    b.runWebGPUProgram({ name: 'Wide', outputShape: [8, 32] }, [{ shape: [8, 16] }, { shape: [16, 32] }] as never);
+    b.runWebGPUProgram({ name: 'Sum', outputShape: [0] }, [{ shape: [0, 4] }] as never);
+    b.runWebGPUProgram({ name: 'Wide', outputShape: [64, 32] }, [{ shape: [64, 16] }, { shape: [16, 32] }] as never);
+    b.runWebGPUProgram({ name: 'Sum', outputShape: [] }, [{ shape: [4] }, { shape: [4] }, { shape: [4] }, { shape: [4] }] as never);
+  };
+  const original = backend.runWebGPUProgram;
+  const t = await timeOnDevice(fake as never, () => run(backend));
+  assert.ok(t.available);
+  assert.equal(backend.runWebGPUProgram, original, 'the backend\'s own method is back');
+  const programs = (t as { programs: ProgramTime[] }).programs;
+  assert.deepEqual(programs, [
+    {
+      name: 'Wide',
+      ms: 6,
+      count: 3,
+      shapes: [
+        { shape: '64×32 ← 64×16, 16×32', ms: 4, count: 2 },
+        { shape: '8×32 ← 8×16, 16×32', ms: 2, count: 1 },
+      ],
+    },
+    { name: 'Sum', ms: 0.5, count: 1, shapes: [{ shape: 'scalar ← 4, 4, 4, … (4 inputs)', ms: 0.5, count: 1 }] },
+  ]);
+  // A second timed step merges in, per program and per shape.
+  const merged = new Map<string, ProgramTime>();
+  mergeProgramTimes(merged, programs);
+  mergeProgramTimes(merged, programs);
+  assert.deepEqual(merged.get('Wide'), { name: 'Wide', ms: 12, count: 6, shapes: [{ shape: '64×32 ← 64×16, 16×32', ms: 8, count: 4 }, { shape: '8×32 ← 8×16, 16×32', ms: 4, count: 2 }] });
+  assert.deepEqual(
+    largestShapes([...merged.values()], 2).map((x) => [x.name, x.shape, x.ms]),
+    [
+      ['Wide', '64×32 ← 64×16, 16×32', 8],
+      ['Wide', '8×32 ← 8×16, 16×32', 4],
+    ],
+  );
+  // Labels that do not match the timed programs one for one are not guessed at: names only.
+  assert.deepEqual(programTimes('Wide: 1, Sum: 2', ['a ← b']), [
+    { name: 'Sum', ms: 2, count: 1 },
+    { name: 'Wide', ms: 1, count: 1 },
+  ]);
+  assert.deepEqual(largestShapes(programTimes('Wide: 1'), 5), []);
 });
 
 test('device time per program kind: tfjs-backend-webgpu\'s "name: ms, …" summed by name, largest first; xtts programs carry their own names', () => {

@@ -155,36 +155,79 @@ export type DeviceTime =
       wallMs: number;
       /** What kernelMs means on this backend. */
       source: string;
-      /** webgpu: device time and count per program kind (tfjs's program class, or xtts's program name), largest first. */
+      /** webgpu: device time and count per program kind (tfjs's program class, or xtts's program name) and per shape, largest first. */
       programs: ProgramTime[];
     }
   | { available: false; reason: string; wallMs: number };
 
-/** One kind of GPU program's share of a device-timed step. */
+/** One kind of GPU program's share of a device-timed step; `shapes`, its share per shape, largest first. */
 export interface ProgramTime {
   name: string;
   ms: number;
   count: number;
+  shapes?: ShapeTime[];
+}
+
+/** A program's dispatches of one shape: "output ← inputs" (12032×2560 ← 12032×512, 512×2560). */
+export interface ShapeTime {
+  shape: string;
+  ms: number;
+  count: number;
+}
+
+/** Adds `ms` over `count` dispatches to the entry of `key` in `by`, made by `make` where there is none. */
+function addTime<T extends { ms: number; count: number }>(by: Map<string, T>, key: string, ms: number, count: number, make: () => T): T {
+  const t = by.get(key) ?? make();
+  t.ms += ms;
+  t.count += count;
+  by.set(key, t);
+  return t;
 }
 
 /**
  * tfjs-backend-webgpu's timing names each program by its constructor (`getExtraProfileInfo`: "name: ms,
- * name: ms, …" in dispatch order); this sums them per name, largest first.
+ * name: ms, …" in dispatch order); this sums them per name, largest first. `shapes`: each timed
+ * dispatch's shape, in the same order (timeOnDevice); where there are as many as timed programs, each
+ * program's time is also split by shape.
  */
-export function programTimes(extra: string | undefined): ProgramTime[] {
-  const by = new Map<string, ProgramTime>();
+export function programTimes(extra: string | undefined, shapes?: readonly string[]): ProgramTime[] {
+  const timed: [string, number][] = [];
   for (const part of (extra ?? '').split(', ')) {
     const at = part.lastIndexOf(': ');
     if (at <= 0) continue;
     const ms = Number(part.slice(at + 2));
-    if (!Number.isFinite(ms)) continue;
-    const name = part.slice(0, at);
-    const t = by.get(name) ?? { name, ms: 0, count: 0 };
-    t.ms += ms;
-    t.count++;
-    by.set(name, t);
+    if (Number.isFinite(ms)) timed.push([part.slice(0, at), ms]);
   }
-  return [...by.values()].sort((a, b) => b.ms - a.ms);
+  const byShape = shapes?.length === timed.length ? new Map<string, Map<string, ShapeTime>>() : null;
+  const by = new Map<string, ProgramTime>();
+  timed.forEach(([name, ms], i) => {
+    addTime(by, name, ms, 1, () => ({ name, ms: 0, count: 0 }));
+    if (byShape) {
+      const mine = byShape.get(name) ?? new Map<string, ShapeTime>();
+      byShape.set(name, mine);
+      addTime(mine, shapes![i], ms, 1, () => ({ shape: shapes![i], ms: 0, count: 0 }));
+    }
+  });
+  const largest = <T extends { ms: number }>(xs: Iterable<T>) => [...xs].sort((a, b) => b.ms - a.ms);
+  return largest(by.values()).map((p) => (byShape ? { ...p, shapes: largest(byShape.get(p.name)!.values()) } : p));
+}
+
+/** `into` plus `more` (another timed step's programTimes), per program and per shape. */
+export function mergeProgramTimes(into: Map<string, ProgramTime>, more: readonly ProgramTime[]): void {
+  for (const p of more) {
+    const sum = addTime(into, p.name, p.ms, p.count, () => ({ name: p.name, ms: 0, count: 0, ...(p.shapes ? { shapes: [] } : {}) }));
+    if (!p.shapes || !sum.shapes) continue;
+    const shapes = new Map(sum.shapes.map((x) => [x.shape, x]));
+    for (const x of p.shapes) addTime(shapes, x.shape, x.ms, x.count, () => ({ shape: x.shape, ms: 0, count: 0 }));
+    sum.shapes = [...shapes.values()];
+  }
+}
+
+/** How a timed dispatch is named by shape: its output's, then its inputs' (the first 3). */
+function dispatchShape(outputShape: readonly number[], inputs: readonly { shape: readonly number[] }[]): string {
+  const dims = (shape: readonly number[]) => (shape.length ? shape.join('×') : 'scalar');
+  const read = inputs.slice(0, 3).map((x) => dims(x.shape));
+  return `${dims(outputShape)} ← ${read.join(', ')}${inputs.length > 3 ? `, … (${inputs.length} inputs)` : ''}`;
 }
 
 /** WebGPU's most workgroups along one dimension of a dispatch. */
@@ -351,11 +394,28 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
       return { available: false, reason: 'the WebGPU device has no timestamp-query feature (Dawn offers it on Vulkan, not on OpenGL ES)', wallMs: performance.now() - t0 };
     }
   }
-  const timing = await tf.time(step);
+  // Each dispatch's shape, in the order tfjs times them (the programs it runs, but those of an empty output).
+  const shapes: string[] = [];
+  const backend = tf.backend() as unknown as Partial<WebgpuBackendInternals>;
+  const run = backendName === 'webgpu' ? backend.runWebGPUProgram : undefined;
+  let timing: Awaited<ReturnType<Tf['time']>>;
+  if (run) {
+    backend.runWebGPUProgram = (...args: unknown[]) => {
+      const [program, inputs, , , output] = args as [{ outputShape: number[] }, { shape: number[] }[], unknown, unknown, { shape: number[] } | undefined];
+      const shape = output?.shape ?? program.outputShape;
+      if (shape.every((d) => d > 0)) shapes.push(dispatchShape(shape, inputs));
+      return run.apply(backend, args);
+    };
+  }
+  try {
+    timing = await tf.time(step);
+  } finally {
+    if (run) backend.runWebGPUProgram = run;
+  }
   if (typeof timing.kernelMs !== 'number') return { available: false, reason: `the ${backendName} backend reported no kernel time: ${timing.kernelMs.error}`, wallMs: timing.wallMs };
   // Dawn's null backend (and a broken driver) return timestamps that are not monotonic.
   if (timing.kernelMs < 0) return { available: false, reason: `the device's timestamps are not monotonic (summed kernel time ${timing.kernelMs.toFixed(1)} ms)`, wallMs: timing.wallMs };
   const source = backendName === 'webgpu' ? 'GPU timestamp queries around each program, summed' : 'kernel times as libtensorflow reports them';
   const extra = (timing as { getExtraProfileInfo?: () => string }).getExtraProfileInfo;
-  return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source, programs: backendName === 'webgpu' && extra ? programTimes(extra()) : [] };
+  return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source, programs: backendName === 'webgpu' && extra ? programTimes(extra(), shapes) : [] };
 }

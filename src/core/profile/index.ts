@@ -1,5 +1,6 @@
 // `xtts profile-bottleneck` as core calls: judge the steps of a recorded run (or of a run the
 // profiler just made), and write the trace, the HTML report and a patched config on request.
+import type { ProgramTime } from '../backend/kernels.js';
 import type { XttsConfig } from '../config/schema.js';
 import { patchConfigFile } from '../config/patch.js';
 import { hostInventory } from '../env/host.js';
@@ -47,7 +48,7 @@ export interface ProfileResult extends ProfileVerdicts {
   startedAtEpochMs: number | null;
   measuredWindowMs: { fromMs: number; toMs: number };
   /** Device timing of the probe steps: what it measured, or why there is none. */
-  deviceTiming: { available: boolean; steps: number; source?: string; reason?: string; programs?: { name: string; ms: number; count: number }[] };
+  deviceTiming: { available: boolean; steps: number; source?: string; reason?: string; programs?: ProgramTime[] };
   files: { trace?: string; report?: string; fixConfig?: string };
   /** Data-parallel runs: each replica's device and mean spans over the measured steps; null on one device. */
   replicas: ReplicaSummary[] | null;
@@ -56,6 +57,14 @@ export interface ProfileResult extends ProfileVerdicts {
    * the trainer recorded per bucket shape; null for runs that record none (CPU runs of older xtts).
    */
   stepCapture: { replayedSteps: number; measuredSteps: number; summary: StepCaptureSummary | null } | null;
+}
+
+/** The `n` largest (program, shape) pairs of a timed step by device time (runs recorded before shapes were kept have none). */
+export function largestShapes(programs: readonly ProgramTime[], n: number): { name: string; shape: string; ms: number; count: number }[] {
+  return programs
+    .flatMap((p) => (p.shapes ?? []).map((x) => ({ name: p.name, ...x })))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, n);
 }
 
 export function profileRecordedRun(runDir: string, options: ProfileOptions): ProfileResult {
@@ -162,6 +171,10 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
             .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
             .join(', ')
         : 'not measured',
+      'largest GPU dispatches by shape (device ms per timed step)':
+        largestShapes(deviceTiming.programs ?? [], 8)
+          .map((x) => `${x.name} ${x.shape} ${x.ms.toFixed(2)} ms (${x.count.toFixed(0)}×)`)
+          .join('; ') || 'not measured',
       'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
       'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,
       'SM activity (GPM)': b.smActivityPct === null ? 'n/a' : `${b.smActivityPct.toFixed(1)}%`,

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, noDeviceTime, type ProgramTime, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDeviceTime, type ProgramTime, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import type { CaptureState } from '../backend/step-capture.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
@@ -564,12 +564,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             });
             if (timing.available) {
               deviceMs = (deviceMs ?? 0) + timing.kernelMs;
-              for (const p of timing.programs) {
-                const sum = timedPrograms.get(p.name) ?? { name: p.name, ms: 0, count: 0 };
-                sum.ms += p.ms;
-                sum.count += p.count;
-                timedPrograms.set(p.name, sum);
-              }
+              mergeProgramTimes(timedPrograms, timing.programs);
             }
             deviceTiming = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
           } else if (replayer && lookahead) {
@@ -807,8 +802,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
     if (deviceTiming?.available && timedPrograms.size > 0) {
       // Per timed step (a step of several micro-batches counts once), largest first.
-      const perStep = [...timedPrograms.values()].map((p) => ({ name: p.name, ms: p.ms / timedStepCount, count: p.count / timedStepCount }));
-      deviceTiming.programs = perStep.sort((a, b) => b.ms - a.ms);
+      const perStep = <T extends { ms: number; count: number }>(x: T): T => ({ ...x, ms: x.ms / timedStepCount, count: x.count / timedStepCount });
+      const largest = <T extends { ms: number }>(xs: T[]) => xs.sort((a, b) => b.ms - a.ms);
+      deviceTiming.programs = largest([...timedPrograms.values()].map((p) => ({ ...perStep(p), ...(p.shapes ? { shapes: largest(p.shapes.map(perStep)) } : {}) })));
     }
     if (deviceTiming) db.setMeta('deviceTiming', deviceTiming);
     db.close();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
-import { describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
+import { describeSpans, largestShapes, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
 export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
@@ -98,6 +98,12 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
       this.log(paint.bold(`top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`));
       const rows = top.slice(0, 12).map((p) => [p.name, f(p.ms), pct(p.ms / total), p.count.toFixed(0), `${((p.ms / p.count) * 1000).toFixed(0)} µs`]);
       this.log(renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd());
+      const shapes = largestShapes(top, 10);
+      if (shapes.length) {
+        this.log(paint.bold('largest of them by shape (output ← inputs):'));
+        const shapeRows = shapes.map((x) => [x.name, x.shape, f(x.ms), pct(x.ms / total), x.count.toFixed(0)]);
+        this.log(renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd());
+      }
     }
     if (r.replicas) {
       this.log(paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`));
