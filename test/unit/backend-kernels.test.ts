@@ -152,6 +152,12 @@ test('device time per program and shape: each timed dispatch\'s shape (output �
   mergeProgramTimes(merged, programs);
   mergeProgramTimes(merged, programs);
   assert.deepEqual(merged.get('Wide'), { name: 'Wide', ms: 12, count: 6, shapes: [{ shape: '64×32 ← 64×16, 16×32', ms: 8, count: 4 }, { shape: '8×32 ← 8×16, 16×32', ms: 4, count: 2 }] });
+  // A step without shapes (its labels did not match) leaves the program's time without them.
+  const partly = new Map<string, ProgramTime>();
+  mergeProgramTimes(partly, programs);
+  mergeProgramTimes(partly, programTimes('Wide: 1'));
+  mergeProgramTimes(partly, programs);
+  assert.deepEqual(partly.get('Wide'), { name: 'Wide', ms: 13, count: 7 });
   assert.deepEqual(
     largestShapes([...merged.values()], 2).map((x) => [x.name, x.shape, x.ms]),
     [

@@ -212,10 +212,14 @@ export function programTimes(extra: string | undefined, shapes?: readonly string
   return largest(by.values()).map((p) => (byShape ? { ...p, shapes: largest(byShape.get(p.name)!.values()) } : p));
 }
 
-/** `into` plus `more` (another timed step's programTimes), per program and per shape. */
+/**
+ * `into` plus `more` (another timed step's programTimes), per program and per shape; a program's
+ * shapes only while every step has them (else they would not add up to its time).
+ */
 export function mergeProgramTimes(into: Map<string, ProgramTime>, more: readonly ProgramTime[]): void {
   for (const p of more) {
     const sum = addTime(into, p.name, p.ms, p.count, () => ({ name: p.name, ms: 0, count: 0, ...(p.shapes ? { shapes: [] } : {}) }));
+    if (!p.shapes) delete sum.shapes;
     if (!p.shapes || !sum.shapes) continue;
     const shapes = new Map(sum.shapes.map((x) => [x.shape, x]));
     for (const x of p.shapes) addTime(shapes, x.shape, x.ms, x.count, () => ({ shape: x.shape, ms: 0, count: 0 }));
