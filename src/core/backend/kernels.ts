@@ -208,8 +208,18 @@ export function programTimes(extra: string | undefined, shapes?: readonly string
       addTime(mine, shapes![i], ms, 1, () => ({ shape: shapes![i], ms: 0, count: 0 }));
     }
   });
-  const largest = <T extends { ms: number }>(xs: Iterable<T>) => [...xs].sort((a, b) => b.ms - a.ms);
   return largest(by.values()).map((p) => (byShape ? { ...p, shapes: largest(byShape.get(p.name)!.values()) } : p));
+}
+
+/** Largest device time first. */
+function largest<T extends { ms: number }>(xs: Iterable<T>): T[] {
+  return [...xs].sort((a, b) => b.ms - a.ms);
+}
+
+/** The programs' times merged over `steps` timed steps (mergeProgramTimes), per step, largest first (per shape too). */
+export function programTimesPerStep(merged: Map<string, ProgramTime>, steps: number): ProgramTime[] {
+  const perStep = <T extends { ms: number; count: number }>(x: T): T => ({ ...x, ms: x.ms / steps, count: x.count / steps });
+  return largest([...merged.values()].map((p) => ({ ...perStep(p), ...(p.shapes ? { shapes: largest(p.shapes.map(perStep)) } : {}) })));
 }
 
 /**

@@ -96,13 +96,18 @@ function partialProgram(parts: number, d: MatMulDims, transposeA: boolean, trans
   });
 }
 
+/** WGSL of a dense layer's epilogue on the sum `v`: plus `bias` (a WGSL read; null: none), then ReLU where `relu`. */
+function epilogueCode(v: string, bias: string | null, relu: boolean): string {
+  const biased = bias ? `${v} + ${bias}` : v;
+  return relu ? `max(${biased}, 0.0)` : biased;
+}
+
 /**
  * out[i] = Σ_p partial[p·size + i], p in order; with `epilogue` (the wide program's split dense
  * layers), then plus bias[i mod n], then ReLU.
  */
 function sumPartsProgram(parts: number, size: number, epilogue?: { n: number; bias: boolean; relu: boolean }) {
-  const biased = epilogue?.bias ? 's + bias[index % uniforms.n]' : 's';
-  const value = epilogue?.relu ? `max(${biased}, 0.0)` : biased;
+  const value = epilogueCode('s', epilogue?.bias ? 'bias[index % uniforms.n]' : null, epilogue?.relu ?? false);
   return namedProgram('XttsSplitKSumProgram', {
     variableNames: epilogue?.bias ? ['P', 'bias'] : ['P'],
     outputShape: [size],
@@ -226,7 +231,8 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// What the tiled and the f16 programs share: reading one operand's slab of K into workgroup memory.
+// What the f16 program and the dense layers' one-program backward (webgpu-dense.ts) share: reading one
+// operand's slab of K into workgroup memory; and the operands' indices, which the wide program reads too.
 
 /** Logical A[r, kk] of batch bA and B[kk, c] of batch bB, read through the transposes. */
 function operandIndex(transposeA: boolean, transposeB: boolean, u: (name: string) => string = (name) => `uniforms.${name}`): { aAt: string; bAt: string } {
@@ -344,6 +350,14 @@ export function wideDenseShape(d: MatMulDims): WideShape | null {
   return Math.ceil(d.m / 128) * Math.ceil(d.n / 128) * shape.parts >= LARGE_TILES_FROM ? shape : null;
 }
 
+/**
+ * The depth of K each part of the wide program runs (its loop's bound): one part, the whole of K in
+ * slabs (the last one partly past K, read as zeros); several, equal parts (wideShape).
+ */
+function wideChunk(k: number, parts: number): number {
+  return Math.ceil(k / parts / WIDE_SLAB) * WIDE_SLAB;
+}
+
 /** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram, with the epilogue) where there are several. */
 function wideMatMul(
   a: tfTypes.TensorInfo,
@@ -356,13 +370,11 @@ function wideMatMul(
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
   const parts = shape.parts;
-  // One part: the whole of K in slabs (the last one partly past K, read as zeros); several: equal parts (wideShape).
-  const chunk = Math.ceil(d.k / parts / WIDE_SLAB) * WIDE_SLAB;
-  const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, chunk].map((v) => ({ type: 'int32', data: [v] }));
+  const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, wideChunk(d.k, parts)].map((v) => ({ type: 'int32', data: [v] }));
   // The epilogue on each finished sum: in the program where K is whole, else in the sum of the parts.
   const bias = epilogue.bias !== undefined;
   const inputs = bias && parts === 1 ? [a, b, epilogue.bias!] : [a, b];
-  const program = wideProgram(d, shape, matMulAddressing(d, transposeA, transposeB, shape.parts, parts === 1 ? { bias, relu: epilogue.relu } : { bias: false, relu: false }));
+  const program = wideProgram(d, shape, matMulAddressing(d, transposeA, transposeB, parts, parts === 1 ? { bias, relu: epilogue.relu } : { bias: false, relu: false }));
   const out = backend.runWebGPUProgram(program, inputs, 'float32', uniforms);
   if (parts === 1) return out;
   const after = bias || epilogue.relu;
@@ -408,10 +420,6 @@ interface WideAddressing {
 /** A (batched) matmul's addressing in the wide program, in `parts` of K; `epilogue` (a dense layer's _FusedMatMul, one part): the bias added to each sum, then ReLU. */
 function matMulAddressing(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, epilogue: { bias: boolean; relu: boolean }): WideAddressing {
   const at = operandIndex(transposeA, transposeB);
-  const output = (v: string) => {
-    const biased = epilogue.bias ? `${v} + bias[c]` : v;
-    return epilogue.relu ? `max(${biased}, 0.0)` : biased;
-  };
   return {
     name: 'XttsWideMatMulProgram',
     key: `${transposeA}_${transposeB}_${parts > 1 ? 'parts' : 'whole'}_${epilogue.bias}_${epilogue.relu}`,
@@ -427,7 +435,7 @@ function matMulAddressing(d: MatMulDims, transposeA: boolean, transposeB: boolea
         : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;',
     A: [{ when: null, alongK: !transposeA, read: `f32(A[${at.aAt}])` }],
     B: [{ when: null, alongK: transposeB, read: `f32(B[${at.bAt}])` }],
-    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${output(v)});`,
+    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${epilogueCode(v, epilogue.bias ? 'bias[c]' : null, epilogue.relu)});`,
   };
 }
 
@@ -616,8 +624,7 @@ export function stridedMatMuls(backend: WebgpuBackendLike, inputs: tfTypes.Tenso
     store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
   });
   const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
-  const chunk = Math.ceil(d.k / WIDE_SLAB) * WIDE_SLAB;
-  const values = [d.m, d.n, d.k, d.heads, batches, chunk, ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
+  const values = [d.m, d.n, d.k, d.heads, batches, wideChunk(d.k, 1), ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
   return backend.runWebGPUProgram(program, inputs, 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
 }
 
@@ -748,7 +755,7 @@ function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string 
   const bMajor = transposeB ? 'col_major' : 'row_major';
   const range = (n: number) => [...Array(n).keys()];
   const grid = range(RI).flatMap((i) => range(RJ).map((j) => [i, j] as const));
-  const value = `Cs[sg * ${M * N} + idx]${epilogue.bias ? ` + f32(${names.bias}[col])` : ''}`;
+  const value = epilogueCode(`Cs[sg * ${M * N} + idx]`, epilogue.bias ? `f32(${names.bias}[col])` : null, epilogue.relu);
   return `
         let sg = t / 32;
         let lane32 = t % 32;
@@ -789,7 +796,7 @@ function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string 
           let row = row0 + (sg / ${SC}) * ${subRows} + ${i * M} + idx / ${N};
           let col = col0 + (sg % ${SC}) * ${subCols} + ${j * N} + idx % ${N};
           if (row < ${u('m')} && col < ${u('n')}) {
-            ${store('b', 'row', 'col', epilogue.relu ? `max(${value}, 0.0)` : value)}
+            ${store('b', 'row', 'col', value)}
           }
         }
         workgroupBarrier();`,

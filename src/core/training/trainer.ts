@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDeviceTime, type ProgramTime, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
+import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDeviceTime, type ProgramTime, programTimesPerStep, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import type { CaptureState } from '../backend/step-capture.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
@@ -802,9 +802,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
     if (deviceTiming?.available && timedPrograms.size > 0) {
       // Per timed step (a step of several micro-batches counts once), largest first.
-      const perStep = <T extends { ms: number; count: number }>(x: T): T => ({ ...x, ms: x.ms / timedStepCount, count: x.count / timedStepCount });
-      const largest = <T extends { ms: number }>(xs: T[]) => xs.sort((a, b) => b.ms - a.ms);
-      deviceTiming.programs = largest([...timedPrograms.values()].map((p) => ({ ...perStep(p), ...(p.shapes ? { shapes: largest(p.shapes.map(perStep)) } : {}) })));
+      deviceTiming.programs = programTimesPerStep(timedPrograms, timedStepCount);
     }
     if (deviceTiming) db.setMeta('deviceTiming', deviceTiming);
     db.close();
