@@ -9,8 +9,16 @@
 // Each row: the median over reps of the pass's device time / dispatches, for one workgroup of 64
 // invocations (nearly no work) and for 512 workgroups of 256 (a small kernel that covers the GPU).
 // A device without timestamp queries is reported and skipped.
+//
+// NVML's busy share of such a stream (--busy-seconds S, default 4; 0 skips it): for kernels of a few
+// lengths (a loop of ITERS multiply-adds in each of 512 workgroups of 256), the bench keeps the queue
+// full of passes of dependent dispatches for S seconds while NVML is sampled 10 times a second, and
+// prints the mean utilisation over the stream (its first half second left out) beside the device's time
+// per dispatch. It says what busy share a step made only of dependent dispatches of a given length can
+// read at best: the barriers' gaps are idle to NVML, and so is whatever else NVML does not count.
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
 import { BufferUsage } from '../src/core/backend/gpu-types.js';
+import { GpuSampler } from '../src/core/telemetry/index.js';
 import { median, report } from './lib.js';
 
 const { STORAGE, COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE } = BufferUsage;
@@ -41,6 +49,18 @@ fn main(@builtin(global_invocation_id) g : vec3<u32>, @builtin(local_invocation_
   seen[l] = src[g.x % arrayLength(&src)];
 }`;
 
+// A kernel of about ITERS dependent multiply-adds an invocation: its length grows with ITERS.
+const LOOPED = `
+@group(0) @binding(0) var<storage, read> src : array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst : array<f32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g : vec3<u32>) {
+  let i = g.x;
+  var v = src[i % arrayLength(&src)];
+  for (var k = 0u; k < ITERSu; k++) { v = v * 1.0001 + 1.0; }
+  if (i < arrayLength(&dst)) { dst[i] = v; }
+}`;
+
 async function passMs(device: Any, encode: (pass: Any) => void): Promise<number> {
   const set = device.createQuerySet({ type: 'timestamp', count: 2 });
   const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC });
@@ -68,9 +88,12 @@ async function main(): Promise<void> {
   const { tf, choice } = await initBackend('webgpu', { device: arg('device') ?? null, unsafeApis: true });
   const device = (tf.backend() as unknown as { device: Any }).device;
   const name = choice.adapter?.name ?? 'webgpu';
-  if (!device.features.has('timestamp-query')) {
-    console.log(`${name}: no timestamp-query feature; nothing to measure`);
-    report('dispatch', { device: name, available: false });
+  const timestamps = device.features.has('timestamp-query');
+  const busySeconds = Number(arg('busy-seconds') ?? 4);
+  if (!timestamps) {
+    console.log(`${name}: no timestamp-query feature; no time per dispatch`);
+    const busy = busySeconds > 0 ? await busyRows(device, busySeconds, name, false) : { available: false, reason: 'skipped (--busy-seconds 0)' };
+    report('dispatch', { device: name, available: false, busy });
     disposeBackend(tf);
     return;
   }
@@ -112,8 +135,71 @@ async function main(): Promise<void> {
     rows.push(row);
     console.log(`${name} | ${label} | ${n} dispatches a pass | dependent ${row.dependentUs} µs a dispatch | reads only ${row.readOnlyUs} µs a dispatch (median of ${reps})`);
   }
-  report('dispatch', { device: name, available: true, rows });
+  const busy = busySeconds > 0 ? await busyRows(device, busySeconds, name, true) : { available: false, reason: 'skipped (--busy-seconds 0)' };
+  report('dispatch', { device: name, available: true, rows, busy });
   disposeBackend(tf);
+}
+
+/**
+ * NVML's mean busy share while the queue holds nothing but passes of dependent dispatches of one
+ * kernel, for kernels of a few lengths; each row also gives the device's time per dispatch.
+ */
+async function busyRows(device: Any, seconds: number, name: string, timestamps: boolean): Promise<Record<string, unknown>> {
+  const sampler = await GpuSampler.start({ rateHz: 10, gpm: false });
+  if (!sampler.status.available) {
+    console.log(`${name}: no NVML busy share (${sampler.status.reason})`);
+    await sampler.stop();
+    return { available: false, reason: sampler.status.reason };
+  }
+  const perPass = 500;
+  const rows: Record<string, unknown>[] = [];
+  try {
+    for (const iters of [0, 512, 2048, 8192, 32768]) {
+      const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: LOOPED.replace('ITERS', String(iters)) }), entryPoint: 'main' } });
+      const make = () => device.createBuffer({ size: 512 * 256 * 4, usage: STORAGE | COPY_DST | COPY_SRC });
+      const [a, b] = [make(), make()];
+      const chain = [0, 1].map((k) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: k ? b : a } }, { binding: 1, resource: { buffer: k ? a : b } }] }));
+      const encode = (pass: Any) => {
+        pass.setPipeline(pipeline);
+        for (let i = 0; i < perPass; i++) {
+          pass.setBindGroup(0, chain[i & 1]);
+          pass.dispatchWorkgroups(512);
+        }
+      };
+      const timed: number[] = [];
+      for (let r = 0; timestamps && r < 4; r++) timed.push(((await passMs(device, encode)) * 1000) / perPass);
+      const dispatchUs = timed.length ? median(timed.slice(1)) : null;
+      // The stream: two submissions in flight at most, so the queue never runs dry.
+      const start = performance.now() - sampler.originMs;
+      const inFlight: Promise<unknown>[] = [];
+      let passes = 0;
+      while (performance.now() - sampler.originMs - start < seconds * 1000) {
+        const encoder = device.createCommandEncoder();
+        const pass = encoder.beginComputePass();
+        encode(pass);
+        pass.end();
+        device.queue.submit([encoder.finish()]);
+        passes++;
+        inFlight.push(device.queue.onSubmittedWorkDone());
+        if (inFlight.length >= 2) await inFlight.shift();
+      }
+      const end = performance.now() - sampler.originMs;
+      await Promise.all(inFlight);
+      const util = sampler
+        .samples({ fromMs: start + 500, toMs: end })
+        .map((x) => x.utilizationPct)
+        .filter((x): x is number => x !== null);
+      const mean = util.length ? util.reduce((x, y) => x + y, 0) / util.length : null;
+      a.destroy();
+      b.destroy();
+      const row = { iters, dispatchUs: dispatchUs === null ? null : Number(dispatchUs.toFixed(2)), passes, samples: util.length, busyPct: mean === null ? null : Number(mean.toFixed(1)) };
+      rows.push(row);
+      console.log(`${name} | dependent dispatches of ${row.dispatchUs ?? 'n/a'} µs each (${iters} multiply-adds an invocation) | NVML busy ${mean === null ? 'n/a' : `${row.busyPct}%`} over ${util.length} samples`);
+    }
+  } finally {
+    await sampler.stop();
+  }
+  return { available: true, seconds, rows };
 }
 
 main().catch((e) => {
