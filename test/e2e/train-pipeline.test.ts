@@ -60,9 +60,10 @@ describe('device.pipeline_steps', () => {
     }
   });
 
-  test('a step issued without waiting for it has its finite flag read back before the next step is issued (queued after it, the copy would wait for that step too)', async () => {
+  test('a step issued without waiting for it has its finite flag (or, where it logs, its losses) read back before the next step is issued (queued after it, the copy would wait for that step too)', async () => {
     const tf = await import('@tensorflow/tfjs-core');
     const { train } = await import('../../src/core/training/trainer.js');
+    const { STEP_STATS } = await import('../../src/core/training/optim/train-step.js');
     const { loadConfig } = await import('../../src/core/config/load.js');
     const { dir, config } = shortQuickstartRun(10, 'xtts-pipeline-order-', `  log_every: 4
   validate_every: 1000
@@ -70,13 +71,14 @@ describe('device.pipeline_steps', () => {
   eval_every: 1000
   eval_sentences: []
 `);
-    // Scalars read back between two steps' ends, and a tensor id made at each step's end: the
-    // readback of a step's own flag reads a tensor newer than the step before it.
-    const events: ({ step: number; mark: number } | { read: number })[] = [];
+    // Flags (scalars) and stats (a vector of STEP_STATS) read back between two steps' ends, and a
+    // tensor id made at each step's end: the readback of a step's own flag or stats reads a tensor
+    // newer than the step before it.
+    const events: ({ step: number; mark: number } | { read: number } | { logged: number })[] = [];
     const proto = tf.Tensor.prototype as unknown as { data: (this: import('@tensorflow/tfjs-core').Tensor) => Promise<unknown> };
     const data = proto.data;
     proto.data = function (this: import('@tensorflow/tfjs-core').Tensor) {
-      if (this.rank === 0) events.push({ read: this.id });
+      if (this.rank === 0 || (this.rank === 1 && this.size === STEP_STATS.length)) events.push({ read: this.id });
       return data.call(this);
     };
     try {
@@ -87,6 +89,7 @@ describe('device.pipeline_steps', () => {
         backend: 'wasm',
         maxSteps: 9,
         outputDir: join(dir, 'run'),
+        onProgress: ({ step }) => events.push({ logged: step }),
         onStep: ({ step }) => {
           const t = tf.scalar(0);
           events.push({ step, mark: t.id });
@@ -98,13 +101,20 @@ describe('device.pipeline_steps', () => {
     }
     const steps = events.filter((e): e is { step: number; mark: number } => 'step' in e);
     assert.deepEqual(steps.map((e) => e.step), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    // Steps 1-3 and 5-7 are issued without waiting (4 and 8 log their losses, 9 is the last).
-    for (const step of [2, 3, 5, 6, 7]) {
+    // Steps 1-8 are issued without waiting (9 is the last); 4 and 8 read their losses instead of
+    // their flags, and their progress lines come once those are read, after later steps are issued.
+    for (const step of [2, 3, 4, 5, 6, 7, 8]) {
       const from = events.indexOf(steps[step - 2]);
       const to = events.indexOf(steps[step - 1]);
       const reads = events.slice(from + 1, to).filter((e): e is { read: number } => 'read' in e && e.read > steps[step - 2].mark);
-      assert.ok(reads.length > 0, `step ${step}: no scalar of its own read back before it ended: ${JSON.stringify(events.slice(from, to + 1))}`);
+      assert.ok(reads.length > 0, `step ${step}: no flag or stats of its own read back before it ended: ${JSON.stringify(events.slice(from, to + 1))}`);
     }
+    const logged = events.filter((e): e is { logged: number } => 'logged' in e).map((e) => e.logged);
+    assert.deepEqual(logged, [4, 8, 9]);
+    // Step 4's line once step 5 was issued and recorded (step 8's comes while step 9, the last, is
+    // waited for: before step 9's record).
+    const at = events.findIndex((e) => 'logged' in e && e.logged === 4);
+    assert.ok(at > events.indexOf(steps[4]), `step 4's progress line came before step 5 was issued: ${JSON.stringify(events)}`);
   });
 
   test('a pipelined run whose updates are all non-finite stops at exactly max_nonfinite_steps, without a checkpoint of its state', async () => {
@@ -127,7 +137,7 @@ describe('device.pipeline_steps', () => {
     assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
     assert.equal(stopped.json.result.stoppedBy, 'non_finite');
     assert.equal(stopped.json.result.nonFiniteSteps, 3);
-    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th, issued already, is dropped
+    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th and 6th, issued already, are dropped
     assert.deepEqual(readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), before);
     const db = new Database(join(out, 'run.sqlite'), { readonly: true });
     assert.deepEqual(db.prepare('SELECT step, non_finite FROM steps WHERE step > 1 ORDER BY step').all(), [

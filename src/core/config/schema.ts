@@ -300,7 +300,7 @@ export const DeviceSchema = Section(
     pipeline_steps: Enum(['auto', 'on', 'off'] as const, {
       default: 'auto',
       description:
-        'Issue the next training step before waiting for this one to finish, so that the host prepares and encodes it while the device computes. A step is still waited for when something reads the weights after it (validation, a checkpoint, eval) or its losses are logged; whether its update was made is read once the next step is queued, and a run stopped by training.max_nonfinite_steps drops the step already issued. The same arithmetic either way. `auto`: on where the device computes beside the host (webgpu, one device); `off`: each step waited for.',
+        'Issue the next training steps before waiting for this one to finish, so that the host prepares and encodes them while the device computes. Two steps stay in flight: whether a step\'s update was made (or, at a log step, its losses; its progress line then follows) is read once the two steps after it are queued. A step is still waited for when something reads the weights after it (validation, a checkpoint, eval) and at the run\'s end; a run stopped by training.max_nonfinite_steps drops the steps already issued after the one that reached the limit. The same arithmetic and records either way. `auto`: on where the device computes beside the host (webgpu, one device); `off`: each step waited for.',
     }),
     matmul: Enum(['tfjs', 'tiled'] as const, {
       default: 'tiled',

@@ -52,6 +52,32 @@ const REPLAY_PARTS = 4;
  * out of work. Queued two steps ahead, the scores are back and searched while step N is issued.
  */
 const LOOKAHEAD_BATCHES = { plain: 1, pipelined: 2 };
+/**
+ * Pipelined steps (device.pipeline_steps): how many issued steps may wait unread. After issuing step N
+ * the host reads step N − 2's flag (or its losses, where it logs), so the device holds steps N − 1 and
+ * N while the host prepares and issues N + 1: a host faster than the device on average absorbs a stall
+ * of a few milliseconds (a garbage collection, a slow batch) without the queue running dry. With one
+ * step in hand, and every log step's losses read at once (the queue drained then: tiny's log steps
+ * took 10.6–11.1 ms against 6.0–7.0 for the others on an H100 host), it did not. A host slower than
+ * the device (tiny on slower CPUs) keeps it waiting either way.
+ */
+const PIPELINE_DEPTH = 2;
+
+/** A step issued and not yet read back (device.pipeline_steps). */
+interface PendingStep {
+  rec: StepRecord;
+  result: ReturnType<typeof trainStep>;
+  /** Its finite flag's readback; or, where the step logs, its micro-batches' stats' readbacks. */
+  finite?: Promise<ArrayLike<number>>;
+  stats?: Promise<ArrayLike<number>[]>;
+  /** The accumulated micro-batches' stats, freed once read. */
+  microStats: tf.Tensor[];
+}
+
+/** A step's stats from its micro-batches' (the update's last): losses averaged, the gradient norm and finite flag the update's. */
+function meanStats(all: readonly ArrayLike<number>[]): number[] {
+  return STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
+}
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
@@ -408,9 +434,17 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const ahead: PreparedBatch[] = [];
   /** The alignment search's worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
   let searcher: AlignmentSearcher | undefined;
-  // A step issued without waiting for it (device.pipeline_steps): its record, its result and the
-  // readback of its finite flag, settled once the next step is queued.
-  let deferred: { rec: StepRecord; result: ReturnType<typeof trainStep>; finite: Promise<ArrayLike<number>> } | undefined;
+  // Steps issued without waiting for them (device.pipeline_steps), oldest first: each one's record, its
+  // result and the readback of its finite flag, or of its losses where it logs (then its progress line
+  // is printed when they are read), settled once PIPELINE_DEPTH later steps are queued.
+  const pending: PendingStep[] = [];
+  /** Frees what the pending steps hold without reading them (a run that stops). */
+  const dropPending = () => {
+    for (const d of pending.splice(0)) {
+      disposeStepResult(d.result);
+      tf.dispose(d.microStats);
+    }
+  };
   if (replayer) {
     if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
     else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
@@ -467,24 +501,79 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     const nonFiniteLimit = Math.max(1, t.max_nonfinite_steps);
     const weightsReadAfter = (n: number) =>
       !o.stepsOnly && ((n % t.validate_every === 0 && data.validation.length > 0) || n % t.checkpoint_every === 0 || n % t.eval_every === 0);
+    /** Whether step n (pipelined) may be issued and left unread: nothing reads the weights after it. */
+    const deferrable = (n: number) => pipelined && n < maxSteps && !weightsReadAfter(n);
     const stopForNonFinite = (n: number) => {
       stoppedBy = 'non_finite';
       say(`step ${n}: ${nonFiniteStepsHere} steps had a NaN/Inf loss or gradient and made no update (training.max_nonfinite_steps: ${t.max_nonfinite_steps}); stopping without a checkpoint or eval of this state`);
     };
-    /** Reads the deferred step's finite flag, records it, frees it; whether its update was made. */
-    const settleDeferred = async (): Promise<boolean> => {
-      const d = deferred!;
-      deferred = undefined;
-      const flag = (await d.finite)[0];
-      const made = flag === 1;
+    /** A logged step's losses and gradient norm into the metrics; its finite flag. */
+    const logStats = (at: number, stats: readonly number[], learningRate: number): { loss: number; gradNorm: number; flag: number } => {
+      const loss = stats[STEP_STATS.indexOf('loss')];
+      const gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
+      lossCurve.push({ step: at, loss });
+      metric(at, 'loss/train', loss);
+      metric(at, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
+      metric(at, 'loss/mel_post', stats[STEP_STATS.indexOf('melPost')]);
+      metric(at, 'loss/aligned_text', stats[STEP_STATS.indexOf('alignedText')]);
+      metric(at, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
+      if (data.validation.length === 0) logDurationVariance = stats[STEP_STATS.indexOf('duration')];
+      metric(at, 'grad_norm', gradNorm);
+      metric(at, 'learning_rate', learningRate);
+      return { loss, gradNorm, flag: stats[STEP_STATS.indexOf('finite')] };
+    };
+    /** The progress line of a logged step, once its record is in `records`. */
+    const reportProgress = (at: number, loss: number, learningRate: number) => {
+      db.flush();
+      const recent = records.slice(-t.log_every);
+      const wall = recent.reduce((a, x) => a + x.wallMs, 0);
+      const progress: TrainProgress = {
+        step: at,
+        maxSteps,
+        loss,
+        learningRate,
+        samplesPerS: recent.reduce((a, x) => a + x.batchSize, 0) / (wall / 1000),
+        dataWaitShare: recent.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wall,
+        stepMs: wall / recent.length,
+        etaS: ((maxSteps - at) * wall) / recent.length / 1000,
+        nonFiniteSteps: nonFiniteStepsHere,
+        gpuUtilizationPct: sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
+      };
+      events?.scalar('perf/samples_per_s', at, progress.samplesPerS);
+      events?.scalar('perf/data_wait_share', at, progress.dataWaitShare);
+      events?.scalar('perf/step_ms', at, progress.stepMs);
+      if (progress.gpuUtilizationPct !== undefined) events?.scalar('perf/gpu_utilization_pct', at, progress.gpuUtilizationPct);
+      o.onProgress?.(progress);
+    };
+    /**
+     * Reads the oldest pending step's flag (or its losses, where it logs), records it, frees it; the
+     * step's number where it was non-finite and the run has reached training.max_nonfinite_steps.
+     */
+    const settleOldest = async (): Promise<number | null> => {
+      const d = pending.shift()!;
+      let flag: number;
+      if (d.stats) {
+        const logged = logStats(d.rec.step, meanStats(await d.stats), d.rec.learningRate);
+        [d.rec.loss, d.rec.gradNorm, flag] = [logged.loss, logged.gradNorm, logged.flag];
+      } else flag = (await d.finite!)[0];
       disposeStepResult(d.result);
-      if (!made) {
+      tf.dispose(d.microStats);
+      if (flag !== 1) {
         if (flag === 0) nonFiniteStepsHere++;
         d.rec.nonFinite = true;
       }
       records.push(d.rec);
       db.addStep(d.rec);
-      return made;
+      if (d.stats) reportProgress(d.rec.step, d.rec.loss!, d.rec.learningRate);
+      return flag !== 1 && nonFiniteStepsHere >= nonFiniteLimit ? d.rec.step : null;
+    };
+    /** Settles pending steps, oldest first, until at most `keep` wait; where one stops the run, its step. */
+    const settlePending = async (keep: number): Promise<number | null> => {
+      while (pending.length > keep) {
+        const stop = await settleOldest();
+        if (stop !== null) return stop;
+      }
+      return null;
     };
     while (step < maxSteps) {
       // Let the event loop run between steps: when the ring is always ready, the loop would
@@ -599,16 +688,20 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           disposeStepResult(result);
         }
       }
-      if (deferred) {
-        // The step before this one was issued without waiting for it: now that this one is queued
-        // behind it, whether its update was made (and its record).
-        const made = await settleDeferred();
+      if (pending.length) {
+        // Steps before this one were issued without waiting for them: now that this one is queued
+        // behind them, whether the oldest's update was made (and its record); all of them where this
+        // step is waited for (their records, and the limit, in order).
+        const stop = await settlePending(result && deferrable(step + 1) ? PIPELINE_DEPTH - 1 : 0);
         timer.mark('syncMs');
-        if (!made && nonFiniteStepsHere >= nonFiniteLimit) {
-          // This step was issued already; it is dropped, not counted (no checkpoint follows).
+        if (stop !== null) {
+          // This step and those pending were issued already; they are dropped, not counted (no
+          // checkpoint follows).
           if (result) disposeStepResult(result);
           tf.dispose(microStats);
-          stopForNonFinite(step);
+          dropPending();
+          stopForNonFinite(stop);
+          step = stop;
           break;
         }
       }
@@ -629,37 +722,23 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       /** The step's finite flag: 1 made, 0 non-finite, −1 a loss-scale overflow (not counted against max_nonfinite_steps). */
       let flag: number | undefined;
       const logNow = step % t.log_every === 0 || step === maxSteps;
-      if (logNow) {
+      const learningRate = (dpUpdate ?? result!).learningRate;
+      // Whether the update was made, every step so that the limit holds exactly. Pipelined
+      // (device.pipeline_steps), a step after which nothing reads the weights is not waited for: the
+      // next steps are issued first, and its flag (or, where it logs, its losses) is read later.
+      const defer = !dpUpdate && deferrable(step);
+      if (logNow && !defer) {
         // Losses are the mean over the step's micro-batches; the gradient norm is the update's.
         let stats: number[];
         if (dpUpdate) {
           // The replicas' summed losses are on the host already.
           const [norm, finite] = await Promise.all([dpUpdate.gradNorm.data(), dpUpdate.finite.data()]);
           stats = [...dpUpdate.losses, norm[0], finite[0]];
-        } else {
-          const all = [...(await Promise.all(microStats.map((x) => x.data()))), await result!.stats.data()];
-          stats = STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
-        }
+        } else stats = meanStats([...(await Promise.all(microStats.map((x) => x.data()))), await result!.stats.data()]);
         timer.mark('syncMs');
-        loss = stats[STEP_STATS.indexOf('loss')];
-        gradNorm = stats[STEP_STATS.indexOf('gradNorm')];
-        flag = stats[STEP_STATS.indexOf('finite')];
+        ({ loss, gradNorm, flag } = logStats(step, stats, learningRate));
         updated = flag === 1;
-        lossCurve.push({ step, loss });
-        metric(step, 'loss/train', loss);
-        metric(step, 'loss/mel_pre', stats[STEP_STATS.indexOf('melPre')]);
-        metric(step, 'loss/mel_post', stats[STEP_STATS.indexOf('melPost')]);
-        metric(step, 'loss/aligned_text', stats[STEP_STATS.indexOf('alignedText')]);
-        metric(step, 'loss/duration', stats[STEP_STATS.indexOf('duration')]);
-        if (data.validation.length === 0) logDurationVariance = stats[STEP_STATS.indexOf('duration')];
-        metric(step, 'grad_norm', gradNorm);
-        metric(step, 'learning_rate', (dpUpdate ?? result!).learningRate);
       }
-      const learningRate = (dpUpdate ?? result!).learningRate;
-      // Whether the update was made, every step so that the limit holds exactly: one value when the
-      // step read nothing else back. Pipelined (device.pipeline_steps), a step that reads nothing
-      // and after which nothing reads the weights is not waited for: the next step is issued first.
-      const defer = pipelined && updated === undefined && !dpUpdate && step < maxSteps && !weightsReadAfter(step);
       if (!defer) {
         flag ??= (await (dpUpdate ?? result!).finite.data())[0];
         updated = flag === 1;
@@ -667,8 +746,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         if (flag === 0) nonFiniteStepsHere++;
         if (dpUpdate) tf.dispose([dpUpdate.gradNorm, dpUpdate.finite]);
         else disposeStepResult(result!);
+        tf.dispose(microStats);
       }
-      tf.dispose(microStats);
 
       if (!o.stepsOnly) {
         if (step % t.validate_every === 0 && data.validation.length > 0) {
@@ -711,38 +790,23 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         tensorBytes: held.numBytes,
       };
       if (defer) {
-        // The flag's copy is queued now, ahead of the next step: queued after it (read once that step
-        // is issued), the copy would wait for the next step too, and the host for the device each step.
-        const finite = result!.finite.data();
-        finite.catch(() => undefined);
-        deferred = { rec, result: result!, finite };
+        // The readback is queued now, ahead of the next step: queued after it (read once that step is
+        // issued), the copy would wait for the next step too, and the host for the device each step.
+        if (logNow) {
+          const stats = Promise.all([...microStats.map((x) => x.data()), result!.stats.data()]);
+          stats.catch(() => undefined);
+          pending.push({ rec, result: result!, stats, microStats });
+        } else {
+          const finite = result!.finite.data();
+          finite.catch(() => undefined);
+          pending.push({ rec, result: result!, finite, microStats });
+        }
       } else {
         records.push(rec);
         db.addStep(rec);
       }
       o.onStep?.({ step, startStep, maxSteps, elapsedMs: performance.now() - runStart });
-      if (logNow) {
-        db.flush();
-        const recent = records.slice(-t.log_every);
-        const wall = recent.reduce((a, x) => a + x.wallMs, 0);
-        const progress: TrainProgress = {
-          step,
-          maxSteps,
-          loss: loss!,
-          learningRate,
-          samplesPerS: recent.reduce((a, x) => a + x.batchSize, 0) / (wall / 1000),
-          dataWaitShare: recent.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wall,
-          stepMs: wall / recent.length,
-          etaS: ((maxSteps - step) * wall) / recent.length / 1000,
-          nonFiniteSteps: nonFiniteStepsHere,
-          gpuUtilizationPct: sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
-        };
-        events?.scalar('perf/samples_per_s', step, progress.samplesPerS);
-        events?.scalar('perf/data_wait_share', step, progress.dataWaitShare);
-        events?.scalar('perf/step_ms', step, progress.stepMs);
-        if (progress.gpuUtilizationPct !== undefined) events?.scalar('perf/gpu_utilization_pct', step, progress.gpuUtilizationPct);
-        o.onProgress?.(progress);
-      }
+      if (logNow && !defer) reportProgress(step, loss!, learningRate);
       const gpuError = takeGpuError();
       if (gpuError) {
         // A program the device refused computed nothing: what follows would train on garbage.
@@ -769,10 +833,15 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         break;
       }
     }
-    // A step the loop issued without waiting for it (it ended on the time limit or a stop).
-    if (deferred) {
-      const last = deferred.rec.step;
-      if (!(await settleDeferred()) && nonFiniteStepsHere >= nonFiniteLimit && stoppedBy !== 'non_finite') stopForNonFinite(last);
+    // Steps the loop issued without waiting for them (it ended on the time limit or a stop).
+    if (pending.length) {
+      const stop = await settlePending(0);
+      if (stop !== null) {
+        // Those after it are dropped, not counted.
+        if (stoppedBy !== 'non_finite') stopForNonFinite(stop);
+        step = stop;
+      }
+      dropPending();
     }
     // The data device's queued validations land before the run's last decisions.
     await side?.drain();
@@ -787,8 +856,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   } finally {
     for (const p of ahead.splice(0)) await disposeAhead(p);
     await searcher?.close();
-    if (deferred) disposeStepResult(deferred.result);
-    deferred = undefined;
+    dropPending();
     if (replayer) {
       captureSummary = await replayer.summary();
       db.setMeta('stepCapture', captureSummary);
