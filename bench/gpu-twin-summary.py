@@ -42,17 +42,17 @@ BUSY_SPAN_S = 2.0
 
 
 def busy_share(db_path):
-    """NVML utilisation (mean of the samples) over the replayed steps' span, that span's steps, its samples and seconds."""
+    """NVML utilisation (mean of the samples) over the replayed steps' span, that span's steps, its samples and seconds, and the mean period of those steps (ms)."""
     if not os.path.exists(db_path):
-        return None, 0, 0, 0.0
+        return None, 0, 0, 0.0, None
     db = sqlite3.connect(db_path)
     try:
         steps = db.execute("SELECT start_ms, wall_ms FROM steps WHERE replayed = 1 ORDER BY step").fetchall()
         if len(steps) < 3:
-            return None, len(steps), 0, 0.0
+            return None, len(steps), 0, 0.0, None
         t0, t1 = steps[1][0], steps[-1][0] + steps[-1][1]
         util = [u for (u,) in db.execute("SELECT utilization_pct FROM device_samples WHERE t_ms >= ? AND t_ms <= ? AND utilization_pct IS NOT NULL", (t0, t1))]
-        return (statistics.mean(util) if util else None), len(steps), len(util), (t1 - t0) / 1000
+        return (statistics.mean(util) if util else None), len(steps), len(util), (t1 - t0) / 1000, (t1 - t0) / (len(steps) - 1)
     finally:
         db.close()
 
@@ -91,11 +91,16 @@ def main():
         t = twin_lines(os.path.join(work, f"{p}-twin.jsonl"))
         eager = (t.get("fp32") or {}).get("step_ms_median")
         graphs = (t.get("graphs") or {}).get("step_ms_median")
-        busy, replayed, samples, span = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
+        busy, replayed, samples, span, period = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
         busy_note = f"{samples} NVML samples over {span:.1f} s" + ("" if span >= BUSY_SPAN_S else ": too short a span to trust, run more steps")
         per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
         spans, align = device_spans(os.path.join(work, p, "run-auto", "run.sqlite"))
         cycle = None if not spans or spans.get("betweenMs") is None else spans["spanMs"] + spans["betweenMs"]
+        # The device's own busy share: its kernels' passes (the step's and the alignment forward's,
+        # medians by timestamps) over the host's mean period between replayed steps. NVML's samples
+        # of the same runs scatter by ±5 points between runs of one bundle; these do not.
+        kernels_ms = None if not spans else spans["insideMs"] + ((align or {}).get("insideMs") or 0)
+        device_busy = None if kernels_ms is None or not period else min(100.0, 100 * kernels_ms / period)
         row = {
             "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
             "twinParameters": (t.get("fp32") or {}).get("params"), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
@@ -107,10 +112,13 @@ def main():
             "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
             "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
             "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
+            "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy,
         }
         figures.append(row)
         print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
         print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
+        if device_busy is not None:
+            print(f"  device busy by its timestamps {fmt(device_busy, '%', 1)}: the step's and the alignment forward's passes, {fmt(kernels_ms, ' ms', 2)}, in a mean period of {fmt(period, ' ms', 2)} between replayed steps")
         if spans:
             print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinGraphs'], '×', 2)} the twin's CUDA-graph step")
         else:
