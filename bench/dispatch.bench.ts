@@ -2,8 +2,8 @@
 // device (timestamps at the pass's edges), per dispatch, when each dispatch reads what the one before
 // it wrote (a replayed step's programs: Dawn puts a barrier between them) and when they only read
 // (Dawn puts none between reads: the launches alone). A replayed tiny step is ~350 such
-// dispatches, most of them small, so this floor times the programs is the idle a step's passes cannot
-// avoid, and the difference between the two rows is what the barriers cost.
+// dispatches, most of them small, so this floor times the programs is the least time its passes can
+// take, and the difference between the two rows is what the barriers cost on the device.
 //   node --import tsx bench/dispatch.bench.ts [--dispatches 2000] [--reps 7] [--device NAME]
 //   GPU host: source .gpu-runtime/setup.sh && node bundle/dispatch-bench.cjs
 // Each row: the median over reps of the pass's device time / dispatches, for one workgroup of 64
