@@ -833,15 +833,12 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         break;
       }
     }
-    // Steps the loop issued without waiting for them (it ended on the time limit or a stop).
-    if (pending.length) {
-      const stop = await settlePending(0);
-      if (stop !== null) {
-        // Those after it are dropped, not counted.
-        if (stoppedBy !== 'non_finite') stopForNonFinite(stop);
-        step = stop;
-      }
-      dropPending();
+    // Steps the loop issued without waiting for them (it ended on the time limit or a stop). Where one
+    // reaches the limit, those after it are dropped, not counted (`finally` frees them).
+    const stop = await settlePending(0);
+    if (stop !== null) {
+      if (stoppedBy !== 'non_finite') stopForNonFinite(stop);
+      step = stop;
     }
     // The data device's queued validations land before the run's last decisions.
     await side?.drain();
