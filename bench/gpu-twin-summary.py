@@ -107,7 +107,7 @@ def main():
             "twinEagerFp32Ms": eager, "twinGraphsFp32Ms": graphs, "replayOverTwinEager": ratio(x["replayStepMs"], eager),
             "eagerOverTwinEager": ratio(x["eagerStepMs"], eager), "replayOverTwinGraphs": ratio(x["replayStepMs"], graphs),
             "eagerPrograms": x.get("eagerPrograms"), "replayPrograms": x.get("replayPrograms"), "replayHostMs": x.get("replayHostMs"),
-            "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"),
+            "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"), "submitUsPerProgram": x.get("replaySubmitUsPerProgram"),
             "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "gpuBusySamples": samples, "gpuBusySpanS": span, "replayedStepsInDb": replayed,
             "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
             "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
@@ -116,7 +116,7 @@ def main():
         }
         figures.append(row)
         print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
-        print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
+        print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}, submit {fmt(row['submitUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
         if device_busy is not None:
             print(f"  device busy by its timestamps {fmt(device_busy, '%', 1)}: the step's and the alignment forward's passes, {fmt(kernels_ms, ' ms', 2)}, in a mean period of {fmt(period, ' ms', 2)} between replayed steps")
         if spans:

@@ -62,6 +62,8 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.equal(b.capture.replayedSteps, 5);
     assert.equal(b.capture.shapes[0].state, 'replay');
     assert.equal(b.capture.shapes[0].replays, 5);
+    // Host time per program, encoding and submitting apart (Dawn records the driver's commands at submit).
+    for (const k of ['encodeUsPerProgram', 'submitUsPerProgram']) assert.ok(b.capture.shapes[0][k] > 0, `${k} ${b.capture.shapes[0][k]}`);
     assert.equal(a.capture.alignment, null);
     assert.deepEqual([b.capture.alignment.shapes.length, b.capture.alignment.shapes[0].state, b.capture.alignment.eagerCalls, b.capture.alignment.replayedCalls], [1, 'replay', 3, 5]);
     // Device spans need timestamp queries, which Dawn does not offer on OpenGL ES: the run says so.
@@ -69,7 +71,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.equal(a.capture.deviceSpans, undefined);
     // The profiler says how many of the steps it judges were replays, and what a replay costs the host.
     const profile = await runCli(['profile-bottleneck', '--run', replayed, '--warmup', '2'], { timeoutMs: 120_000 });
-    assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each\); alignment forward 4×\d+×\d+ replayed \(\d+ programs\)/);
+    assert.match(profile.stdout, /step capture: 5 of 6 measured steps replayed; bucket 4×\d+×\d+×48 replayed \(\d+ programs, [\d.]+ µs of host time encoding each and [\d.]+ µs submitting it\); alignment forward 4×\d+×\d+ replayed \(\d+ programs\)/);
     assert.match(profile.stdout, /device time of the replays not measured: the WebGPU device has no timestamp-query feature/);
     for (const step of ['step-00000004', 'step-00000008']) {
       for (const file of ['weights.safetensors', 'optimizer.safetensors']) {

@@ -300,6 +300,12 @@ export class StepCapture {
   replays = 0;
   /** Host time of each replay's encoding (inputs written, programs and copies encoded), ms; submit excluded. */
   readonly encodeMs: number[] = [];
+  /**
+   * Host time of each replay's submits (encoder.finish and queue.submit of its command buffers), ms:
+   * Dawn translates the commands into the driver's there (on Vulkan: barriers, descriptor sets and
+   * dispatches, per program), on this thread, so it is host time per program as much as encoding is.
+   */
+  readonly submitMs: number[] = [];
   /** Where the replays' device time goes (timestamps at their passes' edges), when the owner times them. */
   spans: ReplaySpans | null = null;
 
@@ -510,6 +516,7 @@ export class StepCapture {
     }
     let started = performance.now();
     let encodeMs = 0;
+    let submitMs = 0;
     let encoder = device.createCommandEncoder();
     for (const i of this.inputRoles) {
       const r = this.rec.roles[i];
@@ -527,9 +534,10 @@ export class StepCapture {
     for (let n = 0; n < this.active.length; n++) {
       if (n > 0 && n % partPrograms === 0) {
         pass.end();
-        const part = encoder.finish();
-        encodeMs += performance.now() - started;
-        device.queue.submit([part]);
+        const ended = performance.now();
+        encodeMs += ended - started;
+        device.queue.submit([encoder.finish()]);
+        submitMs += performance.now() - ended;
         yield;
         started = performance.now();
         encoder = device.createCommandEncoder();
@@ -554,9 +562,12 @@ export class StepCapture {
       encoder.copyBufferToBuffer(this.bound[o.role], 0, backend.tensorMap.get(info.dataId)!.resource!, 0, this.rec.roles[o.role].bytes);
       return { ...info, dtype: o.dtype };
     });
-    const finished = encoder.finish();
-    if (this.encodeMs.length < 10_000) this.encodeMs.push(encodeMs + performance.now() - started);
-    device.queue.submit([finished]);
+    const ended = performance.now();
+    device.queue.submit([encoder.finish()]);
+    if (this.encodeMs.length < 10_000) {
+      this.encodeMs.push(encodeMs + ended - started);
+      this.submitMs.push(submitMs + performance.now() - ended);
+    }
     spans?.afterSubmit();
     // tfjs keeps a host copy of a tensor once read (checkpoints read the weights): the replay changed
     // the variables in place, under dataIds that did not change, so those copies are now stale.

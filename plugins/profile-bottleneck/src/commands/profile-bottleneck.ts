@@ -77,7 +77,7 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (r.gpuTelemetry.available) this.log(paint.dim(`GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`));
     if (r.stepCapture?.summary) {
       const c = r.stepCapture.summary;
-      const shapes = c.shapes.map((x) => `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding each` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
+      const shapes = c.shapes.map((x) => `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding each${x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''}` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
       // The alignment forward's capture (runs recorded before it existed have none).
       const alignment = (c.alignment?.shapes ?? []).map((x) => `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
       this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${[...shapes, ...alignment].join('; ')}`);

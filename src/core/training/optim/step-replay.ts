@@ -37,9 +37,11 @@ export interface StepCaptureSummary {
   /**
    * encodeUsPerProgram: the median replay's host time encoding the step (its inputs written, every
    * program and copy encoded; the submit, where some drivers run the work, excluded) per program;
-   * rebinds: replays that bound weights assigned since the one before.
+   * submitUsPerProgram: the median replay's host time in its submits (finish and queue.submit: Dawn
+   * records the driver's commands there) per program; rebinds: replays that bound weights assigned
+   * since the one before.
    */
-  shapes: (ShapeCaptureSummary & { encodeUsPerProgram: number | null; rebinds: number })[];
+  shapes: (ShapeCaptureSummary & { encodeUsPerProgram: number | null; submitUsPerProgram: number | null; rebinds: number })[];
   /** The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with capture off. */
   alignment: CallCaptureSummary | null;
   /**
@@ -222,7 +224,8 @@ export class StepReplayer {
       eagerSteps: this.eager,
       shapes: summarizeShapes(this.shapes).map((summary) => {
         const c = this.shapes.get(summary.shape)!.capture;
-        return { ...summary, encodeUsPerProgram: c && c.encodeMs.length ? (1000 * summarize(c.encodeMs).p50) / c.programs : null, rebinds: c?.rebinds ?? 0 };
+        const perProgram = (ms: number[]) => (c && ms.length ? (1000 * summarize(ms).p50) / c.programs : null);
+        return { ...summary, encodeUsPerProgram: perProgram(c?.encodeMs ?? []), submitUsPerProgram: perProgram(c?.submitMs ?? []), rebinds: c?.rebinds ?? 0 };
       }),
       alignment: (await this.alignment?.summary()) ?? null,
       ...(this.off === null ? { deviceSpans: await this.spans.summary() } : {}),
