@@ -739,6 +739,48 @@ test('a batch goes to the device as it is made, from views of the ring\'s shared
   }
 });
 
+test('batches of 64 KiB or more are copied once into reused mapped staging buffers; with none ready they go through writeBuffer; every value arrives', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
+  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+  try {
+    const { uploadBatch } = await import('../../src/core/model/batch.js');
+    const { stagedUploadStats, STAGED_UPLOAD_MIN_BYTES } = await import('../../src/core/backend/webgpu-uploads.js');
+    const dims = (frames: number) => ({ batchSize: 2, tokens: 7, frames, refFrames: 40, nMels: 80, reductionFactor: 2 });
+    const slot = (d: ReturnType<typeof dims>) => {
+      const n = { tokens: 3 * d.tokens, textLengths: 3, languages: 3, mel: 3 * d.frames * d.nMels, melLengths: 3, refMel: 3 * d.refFrames * d.nMels, refLengths: 3 };
+      return Object.fromEntries(Object.entries(n).map(([k, len]) => [k, new (k.endsWith('Mel') || k === 'mel' ? Float32Array : Int32Array)(new SharedArrayBuffer(4 * len))])) as never as import('../../src/core/model/batch.js').HostBatch;
+    };
+    const batches: { t: ReturnType<typeof uploadBatch>; expected: Record<string, number[]> }[] = [];
+    const upload = (k: number, frames: number) => {
+      const d = dims(frames);
+      const host = slot(d);
+      for (const [name, a] of Object.entries(host)) (a as Float32Array).set(Array.from({ length: (a as Float32Array).length }, (_, i) => (name.includes('el') && !name.includes('Length') ? (i % 97) / 13 - k : (i + k) % 50)));
+      const counts: Record<string, number> = { tokens: 2 * d.tokens, textLengths: 2, languages: 2, mel: 2 * frames * d.nMels, melLengths: 2, refMel: 2 * d.refFrames * d.nMels, refLengths: 2 };
+      const expected = Object.fromEntries(Object.entries(host).map(([name, a]) => [name, Array.from((a as Float32Array).subarray(0, counts[name]))]));
+      batches.push({ t: uploadBatch(host, d), expected });
+      // The slot is refilled by a producer as soon as the batch is made.
+      for (const a of Object.values(host)) (a as Float32Array).fill(-7);
+    };
+    const bytes = (frames: number) => 4 * (2 * 7 + 5 * 2 + 2 * frames * 80 + 2 * 40 * 80);
+    assert.ok(bytes(200) >= STAGED_UPLOAD_MIN_BYTES && bytes(8) < STAGED_UPLOAD_MIN_BYTES && bytes(200) <= 1 << 20 && bytes(4000) > 1 << 20);
+    // Six at once: four staging buffers, then none is ready (their copies are not done) and two go through writeBuffer.
+    for (let k = 0; k < 6; k++) upload(k, 200);
+    assert.deepEqual(stagedUploadStats(tf.backend()), { staged: 4, missed: 2, ready: 0 });
+    // Once the device is done with them they are mapped again and taken again, also by a larger bucket's batch.
+    await batches[5].t.mel.data();
+    for (let i = 0; i < 100 && stagedUploadStats(tf.backend()).ready < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stagedUploadStats(tf.backend()).ready, 4);
+    upload(6, 200);
+    upload(7, 8);
+    upload(8, 4000);
+    assert.deepEqual(stagedUploadStats(tf.backend()), { staged: 6, missed: 2, ready: 2 }, 'the small batch went through writeBuffer, the larger one replaced a staging buffer');
+    for (const [k, { t, expected }] of batches.entries()) {
+      for (const [name, x] of Object.entries(t)) assert.deepEqual(Array.from(await tf.add(x as import('@tensorflow/tfjs-core').Tensor, 0).data()), expected[name], `batch ${k} ${name}`);
+    }
+  } finally {
+    disposeBackend(tf);
+  }
+});
+
 test('uploads of host values go through queue.writeBuffer and arrive intact: float32, int32, bool, a 4 MiB tensor, and after tfjs work it has not submitted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { setQueueUploads } = await import('../../src/core/backend/webgpu-uploads.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });

@@ -10,6 +10,7 @@
 //   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
 //   refLengths   Int32   [B]                real reference frames
 import * as tf from '@tensorflow/tfjs-core';
+import { uploadTensors } from '../backend/webgpu-uploads.js';
 
 export interface TrainBatch {
   /** [B, T_text] int32 */
@@ -65,8 +66,9 @@ export interface BatchDims {
 /**
  * Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
  * On webgpu the tensors go to the device at once, from views of the ring's arrays: the upload copies
- * them (queue.writeBuffer, or tfjs's mapped staging buffer) and drops the host values, so no host copy
- * of the batch is made first (2.9 MB a tiny step: 0.75 ms of an H100 host's step, and garbage). Other
+ * them (into a reused mapped staging buffer in one go: backend/webgpu-uploads.ts uploadTensors) and
+ * drops the host values, so no host copy of the batch is made first (2.9 MB a tiny step: 0.75 ms of an
+ * H100 host's step, and garbage). Other
  * backends get copies: the cpu backend keeps a tensor's array by reference, so tensors made from the
  * slot views would change when a producer refills the slot the trainer has handed back (seen: a step
  * trained on parts of the next batch).
@@ -75,7 +77,7 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   const b = d.batchSize;
   const steps = d.frames / d.reductionFactor;
   if (!Number.isInteger(steps)) throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
-  const backend = tf.getBackend() === 'webgpu' ? (tf.backend() as unknown as { uploadToGPU(dataId: object): void }) : null;
+  const backend = tf.getBackend() === 'webgpu' ? tf.backend() : null;
   // The first n values: the ring's views may be longer than this bucket's shape.
   const first = <T extends Int32Array | Float32Array>(a: T, n: number): T => (backend ? a.subarray(0, n) : a.slice(0, n)) as T;
   const batch: TrainBatch = {
@@ -87,7 +89,7 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     refMel: tf.tensor3d(first(h.refMel, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
     refLengths: tf.tensor1d(first(h.refLengths, b), 'int32'),
   };
-  if (backend) for (const t of Object.values(batch)) backend.uploadToGPU((t as tf.Tensor).dataId);
+  if (backend) uploadTensors(backend, Object.values(batch).map((t) => (t as tf.Tensor).dataId));
   return batch;
 }
 
