@@ -112,13 +112,16 @@ def main():
             "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
             "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
             "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
-            "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy,
+            "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy, "hostGc": x.get("replayHostGc"),
         }
         figures.append(row)
         print(f"== {p} on {row['device']}, bucket {row['shape']} (xtts {row['xttsParameters']} parameters, twin {row['twinParameters']})")
         print(f"  xtts eager {fmt(row['eagerStepMs'], ' ms')} ({row['eagerPrograms']} programs), replayed {fmt(row['replayStepMs'], ' ms')} ({row['replayPrograms']} programs, host {fmt(per_program, ' µs')} per program, encode {fmt(row['encodeUsPerProgram'], ' µs', 2)}, submit {fmt(row['submitUsPerProgram'], ' µs', 2)}; {fmt((row['replayedShare'] or 0) * 100, '%', 0)} of measured steps replayed; GPU busy {fmt(busy, '%', 0)} over the replayed steps, {busy_note})")
         if device_busy is not None:
             print(f"  device busy by its timestamps {fmt(device_busy, '%', 1)}: the step's and the alignment forward's passes, {fmt(kernels_ms, ' ms', 2)}, in a mean period of {fmt(period, ' ms', 2)} between replayed steps")
+        g = row["hostGc"]
+        if g:
+            print(f"  the trainer's thread collecting garbage in the replayed run: {fmt(g['share'] * 100, '%', 1)} of its wall, {g['full']['count']} full collections (longest {fmt(g['full']['longestMs'], ' ms', 1)}), {g['minor']['count']} young ({fmt(g['minor']['ms'], ' ms', 0)})")
         if spans:
             print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinGraphs'], '×', 2)} the twin's CUDA-graph step")
         else:

@@ -51,6 +51,9 @@ describe('xtts train', () => {
     assert.equal(trainingLosses(out).size, 120);
     assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
     assert.ok(res.timing.kernelsPerStep > 100);
+    // The trainer's thread's garbage collection over the run: 120 steps make young-generation ones.
+    assert.ok(res.hostGc.spanMs > 0 && res.hostGc.minor.count > 0 && res.hostGc.minor.ms > 0, JSON.stringify(res.hostGc));
+    assert.ok(res.hostGc.share > 0 && res.hostGc.share < 1 && res.hostGc.full.longestMs <= res.hostGc.full.ms, JSON.stringify(res.hostGc));
     // TensorBoard: one event file with every curve, the eval pictures and audio.
     const events = readdirSync(out).filter((f) => f.startsWith('events.out.tfevents.'));
     assert.equal(events.length, 1, readdirSync(out).join(' '));
@@ -290,6 +293,8 @@ describe('xtts train', () => {
     assert.match(tty, /train +\[#*\.*\] \d\/6 .*steps\/s, ETA \d+/);
     assert.match(tty, /step 3\/6 +loss/);
     assert.match(tty, /\r\x1b\[K/); // the bar is taken off its line before a log line
+    // The summary says how long the trainer's thread was stopped collecting garbage.
+    assert.match(tty, /host garbage collection: \d+ full \([\d.]+ ms, longest [\d.]+ ms\), \d+ young \([\d.]+ ms\): [\d.]+% of the run's wall/);
   });
 
   test('a run folder that cannot be one fails at once, before the data is prepared', async () => {

@@ -27,3 +27,4 @@ export {
   type NvmlInitResult,
   type NvmlRawSample,
 } from './nvml.js';
+export { HostGcRecorder, type HostGcSummary } from './host-gc.js';

@@ -22,6 +22,7 @@ import { type BatchAlignment, type BatchDims, disposeBatch, uploadBatch } from '
 import { XttsModel } from '../model/model.js';
 import { curveFigure } from '../render/figures.js';
 import { GpuSampler } from '../telemetry/gpu-sampler.js';
+import { HostGcRecorder, type HostGcSummary } from '../telemetry/host-gc.js';
 import { toDeviceSampleRecord } from '../telemetry/gpu-sample.js';
 import { type ReplicaStepRecord, RunDatabase } from '../telemetry/run-db.js';
 import { EventFileWriter } from '../telemetry/tensorboard.js';
@@ -150,6 +151,8 @@ export interface TrainResult {
   timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; programsPerStep: number | null; replayedShare: number; hostDispatchMsMedian: number; dataWaitShare: number };
   /** What step capture did (device.step_capture), per bucket shape; null on data-parallel runs. */
   stepCapture: StepCaptureSummary | null;
+  /** Garbage collection on the trainer's thread, which issues the device's work, over the run. */
+  hostGc: HostGcSummary;
 }
 
 
@@ -331,6 +334,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   // Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs.
   const sampler = choice.backend === 'webgpu' || choice.backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
+  // While this thread collects garbage, nothing reaches the device: the run says how long that was.
+  const gc = new HostGcRecorder().start();
   db.setMeta('gpuTelemetry', sampler ? sampler.status : { available: false, reason: `the ${choice.backend} backend computes on the CPU: no GPU to sample`, notes: [] });
   const dims = (b: LoadedBatch): BatchDims => ({ batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
 
@@ -430,6 +435,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const replayer = replicas && replicas.devices.length > 1 ? undefined : new StepReplayer(model, optimizer, t.loss, config.device.step_capture, accumulate);
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
+  let hostGc: HostGcSummary | null = null;
   /** Batches uploaded with their alignment search started, in the loader's order (training.alignment_lookahead). */
   const ahead: PreparedBatch[] = [];
   /** The alignment search's worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
@@ -864,6 +870,8 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     kernels.uninstall();
     await sampler?.stop();
     await loader.close();
+    hostGc = gc.stop();
+    db.setMeta('hostGc', hostGc);
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
     if (deviceTiming?.available && timedPrograms.size > 0) {
       // Per timed step (a step of several micro-batches counts once), largest first.
@@ -902,6 +910,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       dataWaitShare: measured.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wallTotal,
     },
     stepCapture: captureSummary,
+    hostGc: hostGc!,
   };
   optimizer.dispose?.();
   model.dispose();
