@@ -781,35 +781,6 @@ test('batches of 64 KiB or more are copied once into reused mapped staging buffe
   }
 });
 
-test('a float32 tensor is read into a pooled shared array: work tfjs has not submitted yet, host values, and no other dtype; the pool hands arrays out again once given back', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
-  const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  try {
-    const { readFloat32Into, SharedFloatPool } = await import('../../src/core/backend/webgpu-readback.js');
-    const pool = new SharedFloatPool();
-    const a = pool.take(3000);
-    const b = pool.take(3000);
-    assert.ok(a.array.buffer instanceof SharedArrayBuffer && a.array.buffer !== b.array.buffer, 'two taken at once are two arrays');
-    // Still in tfjs's encoder when read.
-    const x = tf.tidy(() => tf.mul(tf.range(0, 3000, 1, 'float32'), tf.scalar(0.5)));
-    await readFloat32Into(tf.backend(), x.dataId, a.array);
-    assert.deepEqual(Array.from(a.array), Array.from(await x.data()));
-    const host = tf.tensor1d([1.5, -2, 3]);
-    const c = pool.take(3);
-    await readFloat32Into(tf.backend(), host.dataId, c.array);
-    assert.deepEqual(Array.from(c.array), [1.5, -2, 3]);
-    await assert.rejects(readFloat32Into(tf.backend(), tf.tensor1d([1, 2], 'int32').dataId, c.array), /float32 tensor .* not int32/);
-    a.give();
-    a.give();
-    assert.equal(pool.size, 1, 'given back once');
-    const d = pool.take(2000);
-    assert.equal(d.array.buffer, a.array.buffer, 'a smaller request reuses it');
-    assert.equal(d.array.length, 2000);
-    tf.dispose([x, host]);
-  } finally {
-    disposeBackend(tf);
-  }
-});
-
 test('uploads of host values go through queue.writeBuffer and arrive intact: float32, int32, bool, a 4 MiB tensor, and after tfjs work it has not submitted', { skip: llvmpipe ? false : 'no OpenGL ES adapter here' }, async () => {
   const { setQueueUploads } = await import('../../src/core/backend/webgpu-uploads.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });

@@ -1,7 +1,7 @@
 // The alignment search of training batches on worker threads. Each step's batch is aligned on the
 // host (align.ts: a Viterbi pass per utterance, about 2 ms for a tiny batch of 16 on one core): on
 // the thread that issues the GPU's work, that time is time the GPU may wait. Here a batch's
-// utterances are split among a few worker threads (each part's scores a view of shared memory) and the
+// utterances are split among a few worker threads (each part's scores moved, not copied) and the
 // paths and durations come back; the search is the same code, so the result is the same. A batch's
 // scores arrive only once the thread that issues the GPU's work yields (their readback resolves in
 // its event loop), so the search is usually on the step's critical path: splitting it shortens it.
@@ -44,8 +44,7 @@ class SearchThread {
     return new Promise<Result>((resolve, reject) => {
       if (this.pending.size === 0) this.worker.ref();
       this.pending.set(id, { resolve, reject });
-      // Scores in shared memory go as a view (no copy); others are moved.
-      this.worker.postMessage({ id, task }, task.scores.buffer instanceof SharedArrayBuffer ? [] : [task.scores.buffer as ArrayBuffer]);
+      this.worker.postMessage({ id, task }, [task.scores.buffer as ArrayBuffer]);
     });
   }
 
@@ -69,15 +68,11 @@ export class AlignmentSearcher {
     return Math.max(1, Math.min(4, cores - 1));
   }
 
-  /**
-   * The batch's paths [batch, steps] and durations [batch, textSteps]. Scores in shared memory are
-   * read by the threads where they are (the caller keeps them unchanged until this resolves); others
-   * move to the worker with one part, or are copied into each part.
-   */
+  /** The batch's paths [batch, steps] and durations [batch, textSteps]; with one part, task.scores moves to the worker. */
   async search(task: AlignmentSearch): Promise<Result> {
     const { batch, steps, textSteps } = task;
     const parts = Math.min(this.threads.length, batch);
-    // One part: the task as it is (its scores shared, or their buffer moved: no copy on the step's path).
+    // One part: the task as it is, its scores' buffer moved (no copy on the step's path).
     if (parts === 1) return this.threads[0].search(task);
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.round((i * batch) / parts));
     const results = await Promise.all(
@@ -85,8 +80,7 @@ export class AlignmentSearcher {
         const [from, to] = [bounds[i], bounds[i + 1]];
         return thread.search({
           ...task,
-          // A view where the scores are in shared memory, else a copy (it is moved to the thread).
-          scores: task.scores.buffer instanceof SharedArrayBuffer ? task.scores.subarray(from * steps * textSteps, to * steps * textSteps) : task.scores.slice(from * steps * textSteps, to * steps * textSteps),
+          scores: task.scores.slice(from * steps * textSteps, to * steps * textSteps),
           batch: to - from,
           textLengths: Array.from(task.textLengths).slice(from, to),
           melLengths: Array.from(task.melLengths).slice(from, to),

@@ -26,7 +26,6 @@
 // (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256 throughout; max_mel_frames 1024, big 2048.)
 import * as tf from '@tensorflow/tfjs-core';
 import type { CallReplayer } from '../backend/step-capture.js';
-import { readFloat32Into, SharedFloatPool } from '../backend/webgpu-readback.js';
 import type { ModelConfig } from '../config/schema.js';
 import { XttsError } from '../errors.js';
 import { type AlignmentSearch, FIRST_SYMBOL, scheduleFromDurations, searchBatch } from './align.js';
@@ -124,8 +123,6 @@ export class XttsModel {
   readonly postnet: Postnet | null;
   /** Dropout masks of training; its `rngState` belongs in a checkpoint for a bit-identical resume. */
   readonly dropout: DropoutPool;
-  /** The alignment's scores, read back into shared memory that is reused from batch to batch (webgpu). */
-  private readonly scoresPool = new SharedFloatPool();
   readonly seed: number;
   readonly prenetDropout: number;
   readonly convImpl: ConvImpl;
@@ -265,27 +262,10 @@ export class XttsModel {
     // The same programs for every batch of a shape: a replayer records them once and replays them.
     const { tokens, textLengths: lengths, languages, mel } = inputs;
     const scores = run.replayer ? run.replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0] : forward();
-    // On webgpu the scores are read into a pooled shared array (no fresh buffer a step for the
-    // garbage collector; the search's worker threads read views of it).
-    const shared = tf.getBackend() === 'webgpu' ? this.scoresPool.take(batch * steps * textSteps) : null;
-    let values: Float32Array;
-    try {
-      if (shared) await readFloat32Into(tf.backend(), scores.dataId, (values = shared.array));
-      else values = (await scores.data()) as Float32Array;
-    } catch (e) {
-      shared?.give();
-      throw e;
-    } finally {
-      scores.dispose();
-    }
+    const values = (await scores.data()) as Float32Array;
+    scores.dispose();
     const task: AlignmentSearch = { scores: values, batch, steps, textSteps, textLengths: Array.from(textLengths), melLengths: Array.from(melLengths), r, priorSigma };
-    let found: { path: Int32Array; durations: Float32Array };
-    try {
-      found = run.search ? await run.search(task) : searchBatch(task);
-    } finally {
-      shared?.give();
-    }
-    const { path, durations } = found;
+    const { path, durations } = run.search ? await run.search(task) : searchBatch(task);
     let spokenTokens = 0;
     for (const d of durations) if (d > 0) spokenTokens++;
     return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, textSteps], 'float32'), spokenTokens };
