@@ -43,6 +43,27 @@ export function deviceArray(dtype: string, values: ArrayLike<number>): Float32Ar
 
 const installed = new WeakMap<object, (id: DataId) => void>();
 
+const QUEUE_DTYPES = new Set(['float32', 'int32', 'bool']);
+
+/**
+ * The values a tensor made from host values uploads (as the device holds them, its own size), or null
+ * where tfjs's own path takes it (on the device already, no host values, complex, another dtype).
+ */
+function uploadValues(d: TensorData | undefined): Float32Array | Int32Array | null {
+  if (!d || d.resource != null || d.values == null || d.complexTensorInfos || !QUEUE_DTYPES.has(d.dtype)) return null;
+  const count = d.shape.reduce((a, x) => a * x, 1);
+  const values = deviceArray(d.dtype, d.values);
+  return values.length === count ? values : values.subarray(0, count);
+}
+
+/** A buffer of tfjs's pool for the tensor, its host copy dropped (as tfjs does once uploaded). */
+function attachBuffer(b: WebgpuBackendInternals, d: TensorData, bytes: number): unknown {
+  const buffer = b.bufferManager.acquireBuffer(bytes, STORAGE | COPY_SRC | COPY_DST);
+  d.resource = buffer;
+  d.values = null;
+  return buffer;
+}
+
 /** One host buffer reused for uploads from shared memory (grown as needed). */
 let scratch = new ArrayBuffer(0);
 
@@ -77,14 +98,9 @@ export function setQueueUploads(backend: unknown, on: boolean): void {
   installed.set(b, tfjsUpload);
   b.uploadToGPU = function (this: WebgpuBackendInternals, id: DataId) {
     const d = this.tensorMap.get(id);
-    if (!d || d.resource != null || d.values == null || d.complexTensorInfos || !['float32', 'int32', 'bool'].includes(d.dtype)) return tfjsUpload.call(this, id);
-    const count = d.shape.reduce((a, x) => a * x, 1);
-    const values = deviceArray(d.dtype, d.values);
-    const buffer = this.bufferManager.acquireBuffer(4 * count, STORAGE | COPY_SRC | COPY_DST);
-    this.queue.writeBuffer(buffer, 0, writable(values.length === count ? values : values.subarray(0, count)));
-    d.resource = buffer;
-    // As tfjs does once uploaded: the host copy is dropped.
-    d.values = null;
+    const values = uploadValues(d);
+    if (!values) return tfjsUpload.call(this, id);
+    this.queue.writeBuffer(attachBuffer(this, d!, 4 * values.length), 0, writable(values));
   };
 }
 
@@ -176,12 +192,11 @@ export function uploadTensors(backend: unknown, ids: readonly DataId[]): void {
   let bytes = 0;
   for (const id of ids) {
     const d = b.tensorMap.get(id);
-    if (!d || d.resource != null || d.values == null || d.complexTensorInfos || !['float32', 'int32', 'bool'].includes(d.dtype)) return each();
-    const count = d.shape.reduce((a, x) => a * x, 1);
-    const values = deviceArray(d.dtype, d.values);
-    items.push({ d, values: values.length === count ? values : values.subarray(0, count), offset: bytes });
+    const values = uploadValues(d);
+    if (!values) return each();
+    items.push({ d: d!, values, offset: bytes });
     // copyBufferToBuffer needs offsets and sizes in multiples of 4: every element is 4 bytes.
-    bytes += 4 * count;
+    bytes += 4 * values.length;
   }
   if (bytes < STAGED_UPLOAD_MIN_BYTES) return each();
   let ring = rings.get(b);
@@ -197,10 +212,8 @@ export function uploadTensors(backend: unknown, ids: readonly DataId[]): void {
   const encoder = b.device.createCommandEncoder();
   for (const x of items) {
     const size = 4 * x.values.length;
-    const buffer = b.bufferManager.acquireBuffer(Math.max(4, size), STORAGE | COPY_SRC | COPY_DST);
+    const buffer = attachBuffer(b, x.d, Math.max(4, size));
     if (size > 0) encoder.copyBufferToBuffer(staging, x.offset, buffer, 0, size);
-    x.d.resource = buffer;
-    x.d.values = null;
   }
   // Submitted now, ahead of tfjs's encoder: as with writeBuffer, nothing it holds unsubmitted can use
   // these buffers (tfjs pools a buffer again only once the commands that used it are submitted).
