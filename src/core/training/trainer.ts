@@ -75,6 +75,11 @@ interface PendingStep {
   microStats: tf.Tensor[];
 }
 
+/** The readbacks of a step's stats: its accumulated micro-batches', then the update's. */
+function readStats(microStats: readonly tf.Tensor[], result: ReturnType<typeof trainStep>): Promise<ArrayLike<number>[]> {
+  return Promise.all([...microStats.map((x) => x.data()), result.stats.data()]);
+}
+
 /** A step's stats from its micro-batches' (the update's last): losses averaged, the gradient norm and finite flag the update's. */
 function meanStats(all: readonly ArrayLike<number>[]): number[] {
   return STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? all[all.length - 1][i] : all.reduce((a, x) => a + x[i], 0) / all.length));
@@ -740,7 +745,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
           // The replicas' summed losses are on the host already.
           const [norm, finite] = await Promise.all([dpUpdate.gradNorm.data(), dpUpdate.finite.data()]);
           stats = [...dpUpdate.losses, norm[0], finite[0]];
-        } else stats = meanStats([...(await Promise.all(microStats.map((x) => x.data()))), await result!.stats.data()]);
+        } else stats = meanStats(await readStats(microStats, result!));
         timer.mark('syncMs');
         ({ loss, gradNorm, flag } = logStats(step, stats, learningRate));
         updated = flag === 1;
@@ -798,15 +803,9 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       if (defer) {
         // The readback is queued now, ahead of the next step: queued after it (read once that step is
         // issued), the copy would wait for the next step too, and the host for the device each step.
-        if (logNow) {
-          const stats = Promise.all([...microStats.map((x) => x.data()), result!.stats.data()]);
-          stats.catch(() => undefined);
-          pending.push({ rec, result: result!, stats, microStats });
-        } else {
-          const finite = result!.finite.data();
-          finite.catch(() => undefined);
-          pending.push({ rec, result: result!, finite, microStats });
-        }
+        const readback = logNow ? { stats: readStats(microStats, result!) } : { finite: result!.finite.data() };
+        (readback.stats ?? readback.finite)!.catch(() => undefined);
+        pending.push({ rec, result: result!, microStats, ...readback });
       } else {
         records.push(rec);
         db.addStep(rec);
