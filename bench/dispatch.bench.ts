@@ -15,7 +15,7 @@
 // full of passes of dependent dispatches for S seconds while NVML is sampled 10 times a second, and
 // prints the mean utilisation over the stream (its first half second left out) beside the device's time
 // per dispatch. It says what busy share a step made only of dependent dispatches of a given length can
-// read at best: the barriers' gaps are idle to NVML, and so is whatever else NVML does not count.
+// read at best (on the H100, 94–100%: NVML does not count the barriers between them as idle).
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
 import { BufferUsage } from '../src/core/backend/gpu-types.js';
 import { GpuSampler } from '../src/core/telemetry/index.js';
@@ -61,6 +61,30 @@ fn main(@builtin(global_invocation_id) g : vec3<u32>) {
   if (i < arrayLength(&dst)) { dst[i] = v; }
 }`;
 
+/**
+ * Dependent dispatches of `pipeline` (its binding 0 read, 1 written): two buffers of `bytes`, each
+ * dispatch reading what the one before it wrote.
+ */
+function pingPong(device: Any, pipeline: Any, bytes: number): { encode: (pass: Any, dispatches: number, workgroups: number) => void; destroy: () => void } {
+  const make = () => device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
+  const [a, b] = [make(), make()];
+  const group = (x: Any, y: Any) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: x } }, { binding: 1, resource: { buffer: y } }] });
+  const chain = [group(a, b), group(b, a)];
+  return {
+    encode: (pass, dispatches, workgroups) => {
+      pass.setPipeline(pipeline);
+      for (let i = 0; i < dispatches; i++) {
+        pass.setBindGroup(0, chain[i & 1]);
+        pass.dispatchWorkgroups(workgroups);
+      }
+    },
+    destroy: () => {
+      a.destroy();
+      b.destroy();
+    },
+  };
+}
+
 async function passMs(device: Any, encode: (pass: Any) => void): Promise<number> {
   const set = device.createQuerySet({ type: 'timestamp', count: 2 });
   const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC });
@@ -90,10 +114,10 @@ async function main(): Promise<void> {
   const name = choice.adapter?.name ?? 'webgpu';
   const timestamps = device.features.has('timestamp-query');
   const busySeconds = Number(arg('busy-seconds') ?? 4);
+  const busy = () => (busySeconds > 0 ? busyRows(device, busySeconds, name, timestamps) : Promise.resolve({ available: false, reason: 'skipped (--busy-seconds 0)' }));
   if (!timestamps) {
     console.log(`${name}: no timestamp-query feature; no time per dispatch`);
-    const busy = busySeconds > 0 ? await busyRows(device, busySeconds, name, false) : { available: false, reason: 'skipped (--busy-seconds 0)' };
-    report('dispatch', { device: name, available: false, busy });
+    report('dispatch', { device: name, available: false, busy: await busy() });
     disposeBackend(tf);
     return;
   }
@@ -101,26 +125,17 @@ async function main(): Promise<void> {
   for (const [label, workgroups, size] of [['1 workgroup of 64', 1, 64], ['512 workgroups of 256', 512, 256]] as const) {
     const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: SHADER.replace('WG', String(size)) }), entryPoint: 'main' } });
     const bytes = workgroups * size * 4;
-    const make = () => device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
-    const group = (a: Any, b: Any) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: a } }, { binding: 1, resource: { buffer: b } }] });
     // Dependent: ping-pong between two buffers, each dispatch reading the last one's output.
-    const [a, b] = [make(), make()];
-    const chain = [group(a, b), group(b, a)];
+    const chain = pingPong(device, pipeline, bytes);
     // Reads only: one shared input, one bind group.
-    const shared = make();
+    const shared = device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
     device.queue.writeBuffer(shared, 0, new Float32Array(bytes / 4).fill(1));
     const reader = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: READER.replaceAll('WG', String(size)) }), entryPoint: 'main' } });
     const readGroup = device.createBindGroup({ layout: reader.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: shared } }] });
     const dependent: number[] = [];
     const readOnly: number[] = [];
     for (let r = 0; r <= reps; r++) {
-      const d = await passMs(device, (pass) => {
-        pass.setPipeline(pipeline);
-        for (let i = 0; i < n; i++) {
-          pass.setBindGroup(0, chain[i & 1]);
-          pass.dispatchWorkgroups(workgroups);
-        }
-      });
+      const d = await passMs(device, (pass) => chain.encode(pass, n, workgroups));
       const f = await passMs(device, (pass) => {
         pass.setPipeline(reader);
         pass.setBindGroup(0, readGroup);
@@ -130,13 +145,13 @@ async function main(): Promise<void> {
       dependent.push((d * 1000) / n);
       readOnly.push((f * 1000) / n);
     }
-    for (const x of [a, b, shared]) x.destroy();
+    chain.destroy();
+    shared.destroy();
     const row = { kernel: label, dispatches: n, dependentUs: Number(median(dependent).toFixed(3)), readOnlyUs: Number(median(readOnly).toFixed(3)) };
     rows.push(row);
     console.log(`${name} | ${label} | ${n} dispatches a pass | dependent ${row.dependentUs} µs a dispatch | reads only ${row.readOnlyUs} µs a dispatch (median of ${reps})`);
   }
-  const busy = busySeconds > 0 ? await busyRows(device, busySeconds, name, true) : { available: false, reason: 'skipped (--busy-seconds 0)' };
-  report('dispatch', { device: name, available: true, rows, busy });
+  report('dispatch', { device: name, available: true, rows, busy: await busy() });
   disposeBackend(tf);
 }
 
@@ -156,16 +171,8 @@ async function busyRows(device: Any, seconds: number, name: string, timestamps: 
   try {
     for (const iters of [0, 512, 2048, 8192, 32768]) {
       const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: LOOPED.replace('ITERS', String(iters)) }), entryPoint: 'main' } });
-      const make = () => device.createBuffer({ size: 512 * 256 * 4, usage: STORAGE | COPY_DST | COPY_SRC });
-      const [a, b] = [make(), make()];
-      const chain = [0, 1].map((k) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: k ? b : a } }, { binding: 1, resource: { buffer: k ? a : b } }] }));
-      const encode = (pass: Any) => {
-        pass.setPipeline(pipeline);
-        for (let i = 0; i < perPass; i++) {
-          pass.setBindGroup(0, chain[i & 1]);
-          pass.dispatchWorkgroups(512);
-        }
-      };
+      const chain = pingPong(device, pipeline, 512 * 256 * 4);
+      const encode = (pass: Any) => chain.encode(pass, perPass, 512);
       const timed: number[] = [];
       for (let r = 0; timestamps && r < 4; r++) timed.push(((await passMs(device, encode)) * 1000) / perPass);
       const dispatchUs = timed.length ? median(timed.slice(1)) : null;
@@ -190,8 +197,7 @@ async function busyRows(device: Any, seconds: number, name: string, timestamps: 
         .map((x) => x.utilizationPct)
         .filter((x): x is number => x !== null);
       const mean = util.length ? util.reduce((x, y) => x + y, 0) / util.length : null;
-      a.destroy();
-      b.destroy();
+      chain.destroy();
       const row = { iters, dispatchUs: dispatchUs === null ? null : Number(dispatchUs.toFixed(2)), passes, samples: util.length, busyPct: mean === null ? null : Number(mean.toFixed(1)) };
       rows.push(row);
       console.log(`${name} | dependent dispatches of ${row.dispatchUs ?? 'n/a'} µs each (${iters} multiply-adds an invocation) | NVML busy ${mean === null ? 'n/a' : `${row.busyPct}%`} over ${util.length} samples`);
