@@ -33,9 +33,9 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.match(r2.stdout, /programs\/step replayed/);
     // Each batch's alignment forward too: the first batch of the shape eager, two recorded, the rest replayed.
     assert.match(r2.stderr, /step capture: the alignment forward of batches 4×\d+×\d+ replayed from here on \(\d+ programs/);
-    // Both runs search each batch's alignment while the two steps before it compute (webgpu's default, with the steps pipelined).
+    // Both runs search each batch's alignment while the four steps before it compute (webgpu's default, with the steps pipelined).
     for (const r of [r1, r2]) {
-      assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched on (a worker thread|\d worker threads) while the 2 steps before it compute \(its weights are 2 updates old\)/);
+      assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched on (a worker thread|\d worker threads) while the 4 steps before it compute \(its weights are 4 updates old\)/);
       assert.match(r.stderr, /pipelined steps: each step is issued before the one before it is waited for/);
     }
 

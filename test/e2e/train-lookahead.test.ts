@@ -29,19 +29,19 @@ describe('training.alignment_lookahead', () => {
     // A learning rate of 1e-12 moves no float32 weight, so a search one step behind sees the same model.
     const { dir, config } = shortQuickstartRun(10, 'xtts-lookahead-still-', `  max_steps: 6\n  learning_rate: 1e-12\n  schedule:\n    name: constant\n    min_learning_rate: 0\n${training}`);
     const runs: Record<string, string> = {};
-    // 'two': pipelined steps (device.pipeline_steps), where the lookahead keeps two batches prepared.
-    for (const mode of ['off', 'on', 'two']) {
+    // 'pipelined': pipelined steps (device.pipeline_steps), where the lookahead keeps four batches prepared.
+    for (const mode of ['off', 'on', 'pipelined']) {
       runs[mode] = join(dir, mode);
-      const set = mode === 'two' ? ['training.alignment_lookahead=on', 'device.pipeline_steps=on'] : [`training.alignment_lookahead=${mode}`, 'device.pipeline_steps=off'];
+      const set = mode === 'pipelined' ? ['training.alignment_lookahead=on', 'device.pipeline_steps=on'] : [`training.alignment_lookahead=${mode}`, 'device.pipeline_steps=off'];
       const r = await runCli(['train', '--config', config, '--output', runs[mode], ...set.flatMap((x) => ['--set', x])], { timeoutMs: 300_000 });
       assert.equal(r.code, 0, r.stderr.slice(-2000));
       if (mode === 'on') assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched on (a worker thread|\d worker threads) while the step before it computes \(/);
-      else if (mode === 'two') assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched on (a worker thread|\d worker threads) while the 2 steps before it compute \(its weights are 2 updates old\)/);
+      else if (mode === 'pipelined') assert.match(r.stderr, /alignment lookahead: each batch's alignment is searched on (a worker thread|\d worker threads) while the 4 steps before it compute \(its weights are 4 updates old\)/);
       else assert.doesNotMatch(r.stderr, /alignment lookahead/);
     }
     const off = trainingLosses(runs.off);
     assert.equal(off.size, 6);
-    for (const mode of ['on', 'two']) {
+    for (const mode of ['on', 'pipelined']) {
       assert.deepEqual([...trainingLosses(runs[mode])], [...off], mode);
       assert.deepEqual(batches(runs[mode]), batches(runs.off), mode);
     }

@@ -111,10 +111,10 @@ describe('device.pipeline_steps', () => {
     }
     const logged = events.filter((e): e is { logged: number } => 'logged' in e).map((e) => e.logged);
     assert.deepEqual(logged, [4, 8, 9]);
-    // Step 4's line once step 5 was issued and recorded (step 8's comes while step 9, the last, is
-    // waited for: before step 9's record).
+    // Four steps in flight: step 4's line once step 8 was issued, after step 7's record and before
+    // step 8's (step 8's comes while step 9, the last, is waited for: before step 9's record).
     const at = events.findIndex((e) => 'logged' in e && e.logged === 4);
-    assert.ok(at > events.indexOf(steps[4]), `step 4's progress line came before step 5 was issued: ${JSON.stringify(events)}`);
+    assert.ok(at > events.indexOf(steps[6]) && at < events.indexOf(steps[7]), `step 4's progress line did not come while step 8 was issued: ${JSON.stringify(events)}`);
   });
 
   test('a pipelined run whose updates are all non-finite stops at exactly max_nonfinite_steps, without a checkpoint of its state', async () => {
@@ -137,7 +137,7 @@ describe('device.pipeline_steps', () => {
     assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
     assert.equal(stopped.json.result.stoppedBy, 'non_finite');
     assert.equal(stopped.json.result.nonFiniteSteps, 3);
-    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th and 6th, issued already, are dropped
+    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th to 8th, issued already, are dropped
     assert.deepEqual(readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), before);
     const db = new Database(join(out, 'run.sqlite'), { readonly: true });
     assert.deepEqual(db.prepare('SELECT step, non_finite FROM steps WHERE step > 1 ORDER BY step').all(), [

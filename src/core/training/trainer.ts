@@ -46,23 +46,29 @@ const MIXED_FP16_GROWTH_INTERVAL = 1000;
 /** Command buffers a replayed step is submitted in with the alignment lookahead (StepReplayer.stepInParts). */
 const REPLAY_PARTS = 4;
 /**
- * Batches the alignment lookahead keeps prepared: one, or two with pipelined steps. There the host
- * issues step N while the device still computes step N − 1, so a batch whose alignment forward is
- * queued just before step N has its scores only once step N − 1 is done, and the host, wanting them
- * for step N + 1 right after issuing step N, would wait for the search each step while the device ran
- * out of work. Queued two steps ahead, the scores are back and searched while step N is issued.
- */
-const LOOKAHEAD_BATCHES = { plain: 1, pipelined: 2 };
-/**
  * Pipelined steps (device.pipeline_steps): how many issued steps may wait unread. After issuing step N
- * the host reads step N − 2's flag (or its losses, where it logs), so the device holds steps N − 1 and
+ * the host reads step N − 4's flag (or its losses, where it logs), so the device holds steps N − 3 to
  * N while the host prepares and issues N + 1: a host faster than the device on average absorbs a stall
- * of a few milliseconds (a garbage collection, a slow batch) without the queue running dry. With one
- * step in hand, and every log step's losses read at once (the queue drained then: tiny's log steps
- * took 10.6–11.1 ms against 6.0–7.0 for the others on an H100 host), it did not. A host slower than
- * the device (tiny on slower CPUs) keeps it waiting either way.
+ * (a garbage collection, a slow batch) without the queue running dry. On an H100 host tiny's host
+ * stopped for 10–28 ms every few dozen steps (full collections) and refilled the queue at only ~1 ms
+ * a step (its host work 5.8 ms of a 6.7 ms device cycle): with two steps in hand the device ran dry
+ * after most stops. Four against two, alternated in two calls: tiny busy 90.7–95.5% (8 runs, mean
+ * 93.1%) against 86.5–93.4% (mean 90.6%), higher in every pair; small 95.4–98.4% against 92.1–96.8%;
+ * normal 98% either way. With one step in hand, and every log step's losses read at once (the queue
+ * drained then: tiny's log steps took 10.6–11.1 ms against 6.0–7.0 for the others), it was worse
+ * still. A host slower than the device (tiny on slower CPUs) keeps it waiting either way.
  */
-const PIPELINE_DEPTH = 2;
+const PIPELINE_DEPTH = 4;
+/**
+ * Batches the alignment lookahead keeps prepared: one, or PIPELINE_DEPTH with pipelined steps. There
+ * the host issues step N while the device still computes the steps before it, so a batch whose
+ * alignment forward is queued just before step N has its scores only once those are done: queued
+ * fewer steps ahead than there are steps in flight, the host would want the scores before they are
+ * back and wait for the search while the device ran out of work (about 1 ms of a 5.3 ms tiny
+ * mixed_fp16 step, queued one step ahead of two in flight). Queued PIPELINE_DEPTH steps ahead, the
+ * scores are back and searched while the steps between are issued.
+ */
+const LOOKAHEAD_BATCHES = { plain: 1, pipelined: PIPELINE_DEPTH };
 
 /** A step issued and not yet read back (device.pipeline_steps). */
 interface PendingStep {
