@@ -48,6 +48,7 @@ function train(mode) {
     replayedShare: t.replayedShare,
     capture: res.stepCapture,
     hostGc: res.hostGc ?? null,
+    uploads: res.batchUploads ?? null,
     parameters: res.parameters,
     losses: res.lossCurve.map((p) => p.loss),
   };
@@ -61,6 +62,8 @@ console.log(`eager:    median step ${eager.stepMs.toFixed(1)} ms; host issuing a
 console.log(`replayed: median step ${replay.stepMs.toFixed(1)} ms; host issuing a step ${replay.hostMs.toFixed(1)} ms; ${replay.programs} GPU programs/step, ${perProgram(replay)} host time per program (${(replay.replayedShare * 100).toFixed(0)}% of the measured steps replayed)`);
 const gcLine = (r) => (r.hostGc ? `${(r.hostGc.share * 100).toFixed(1)}% of the run (${r.hostGc.full.count} full collections, longest ${r.hostGc.full.longestMs.toFixed(1)} ms)` : 'n/a');
 console.log(`the trainer's thread collecting garbage: eager ${gcLine(eager)}; replayed ${gcLine(replay)}`);
+const uploadLine = (r) => (r.uploads ? `${r.uploads.staged} staged, ${r.uploads.missed} through writeBuffer` : 'n/a');
+console.log(`batch uploads: eager ${uploadLine(eager)}; replayed ${uploadLine(replay)}`);
 console.log(`replayed/eager: step time ${(replay.stepMs / eager.stepMs).toFixed(2)}×, host time ${(replay.hostMs / eager.hostMs).toFixed(3)}×`);
 const same = eager.losses.length === replay.losses.length && eager.losses.every((x, i) => x === replay.losses[i]);
 const shapes = (replay.capture?.shapes ?? [])
@@ -70,5 +73,5 @@ const encodeUs = replay.capture?.shapes?.[0]?.encodeUsPerProgram ?? null;
 const submitUs = replay.capture?.shapes?.[0]?.submitUsPerProgram ?? null;
 console.log(`logged losses ${same ? 'identical' : 'DIFFER'} (${eager.losses.length} read back); ${shapes}`);
 console.log(
-  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, replaySubmitUsPerProgram: submitUs, replayHostGc: replay.hostGc, replayedShare: replay.replayedShare, shape: replay.capture?.shapes?.[0]?.shape ?? null, parameters: replay.parameters, sameLosses: same })}`,
+  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, replaySubmitUsPerProgram: submitUs, replayHostGc: replay.hostGc, replayBatchUploads: replay.uploads, replayedShare: replay.replayedShare, shape: replay.capture?.shapes?.[0]?.shape ?? null, parameters: replay.parameters, sameLosses: same })}`,
 );

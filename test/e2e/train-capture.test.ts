@@ -48,6 +48,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
         // Steps between log intervals read only their finite flag: every update must have been made.
         nonFinite: (db.prepare('SELECT COUNT(*) AS n FROM steps WHERE non_finite = 1').get() as { n: number }).n,
         capture: JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'stepCapture'").get() as { v: string }).v),
+        uploads: JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'batchUploads'").get() as { v: string }).v),
       };
       db.close();
       return out;
@@ -58,6 +59,12 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
     assert.equal(a.val.length, 2);
     assert.deepEqual(a.replayed, [0, 0, 0, 0, 0, 0, 0, 0]);
     assert.deepEqual(b.replayed, [0, 0, 0, 1, 1, 1, 1, 1]);
+    // Every training batch (4 rows of mel and reference frames: over 64 KiB) was uploaded through a
+    // staging buffer or, none being free, through writeBuffer; the summary says how many of each.
+    for (const [run, r] of [[a, r1], [b, r2]] as const) {
+      assert.ok(run.uploads.staged > 0 && run.uploads.staged + run.uploads.missed >= 8, JSON.stringify(run.uploads));
+      assert.match(r.stdout, new RegExp(`batch uploads: ${run.uploads.staged} through reused staging buffers, ${run.uploads.missed} through writeBuffer`));
+    }
     assert.equal(a.capture.off, 'device.step_capture is off');
     assert.equal(b.capture.replayedSteps, 5);
     assert.equal(b.capture.shapes[0].state, 'replay');

@@ -8,6 +8,7 @@ import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDeviceTime, type ProgramTime, programTimesPerStep, takeGpuError, timeOnDevice, type BackendChoice } from '../backend/index.js';
 import type { CaptureState } from '../backend/step-capture.js';
+import { stagedUploadStats } from '../backend/webgpu-uploads.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
 import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
@@ -164,6 +165,11 @@ export interface TrainResult {
   stepCapture: StepCaptureSummary | null;
   /** Garbage collection on the trainer's thread, which issues the device's work, over the run. */
   hostGc: HostGcSummary;
+  /**
+   * webgpu on one device: batches uploaded through a reused staging buffer, and those that went
+   * through queue.writeBuffer because none was free (backend/webgpu-uploads.ts); null elsewhere.
+   */
+  batchUploads: { staged: number; missed: number } | null;
 }
 
 
@@ -447,6 +453,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   const flopsByShape = new Map<string, number>();
   let captureSummary: StepCaptureSummary | null = null;
   let hostGc: HostGcSummary | null = null;
+  let batchUploads: TrainResult['batchUploads'] = null;
   /** Batches uploaded with their alignment search started, in the loader's order (training.alignment_lookahead). */
   const ahead: PreparedBatch[] = [];
   /** The alignment search's worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
@@ -877,6 +884,11 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     await loader.close();
     hostGc = gc.stop();
     db.setMeta('hostGc', hostGc);
+    if (choice.backend === 'webgpu' && !group) {
+      const { staged, missed } = stagedUploadStats(tf.backend());
+      batchUploads = { staged, missed };
+      db.setMeta('batchUploads', batchUploads);
+    }
     db.setMeta('result', { steps: step, stoppedBy, nonFiniteSteps: nonFiniteStepsHere });
     if (deviceTiming?.available && timedPrograms.size > 0) {
       // Per timed step (a step of several micro-batches counts once), largest first.
@@ -916,6 +928,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     },
     stepCapture: captureSummary,
     hostGc: hostGc!,
+    batchUploads,
   };
   optimizer.dispose?.();
   model.dispose();

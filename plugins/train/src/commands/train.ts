@@ -108,6 +108,8 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     this.log(`${(r.parameters / 1e6).toFixed(2)} M parameters; median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} samples/s, ${r.timing.kernelsPerStep} ${r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step'}, data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`);
     const g = r.hostGc;
     this.log(`host garbage collection: ${g.full.count} full (${g.full.ms.toFixed(1)} ms, longest ${g.full.longestMs.toFixed(1)} ms), ${g.minor.count} young (${g.minor.ms.toFixed(1)} ms): ${(g.share * 100).toFixed(1)}% of the run's wall, when the trainer's thread issued nothing`);
+    const u = r.batchUploads;
+    if (u && u.staged + u.missed > 0) this.log(`batch uploads: ${u.staged} through reused staging buffers, ${u.missed} through writeBuffer (no staging buffer was free)`);
     const spans = r.stepCapture ? describeSpans(r.stepCapture.deviceSpans, r.stepCapture.alignment?.deviceSpans, r.timing.stepMsMedian) : null;
     if (spans) this.log(spans);
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} steps had a NaN/Inf loss and were skipped`));
