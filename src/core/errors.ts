@@ -10,8 +10,12 @@ export const ExitCode = {
   usage: 2,
   /** The environment cannot do what was asked (backend missing, no device, out of memory). */
   environment: 3,
-  /** Interrupted by the user (Ctrl-C) after saving what could be saved. */
+  /** Hung up (SIGHUP: the terminal or SSH session closed) after saving what could be saved. */
+  hangup: 129,
+  /** Interrupted by the user (Ctrl-C, SIGINT) after saving what could be saved. */
   interrupted: 130,
+  /** Terminated (SIGTERM: `docker stop`, Kubernetes, Slurm preemption) after saving what could be saved. */
+  terminated: 143,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -41,13 +45,17 @@ export interface XttsErrorOptions {
   cause?: unknown;
 }
 
+/** An error code: upper case (the compiler refuses a literal in lower case). */
+export type ErrorCode = Uppercase<string>;
+
 export class XttsError extends Error {
-  readonly code: string;
+  /** UPPER_SNAKE_CASE, stable: scripts match on it (checked over every code by test/unit/error-codes.test.ts). */
+  readonly code: ErrorCode;
   readonly suggestions: string[];
   readonly exitCode: ExitCode;
   readonly position?: SourcePosition;
 
-  constructor(code: string, message: string, options: XttsErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: XttsErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'XttsError';
     this.code = code;
@@ -73,7 +81,7 @@ export function isXttsError(e: unknown): e is XttsError {
 /** An error as a worker thread posts it to its parent (structured clone keeps no class). */
 export interface SerializedError {
   message: string;
-  code?: string;
+  code?: ErrorCode;
   exitCode?: number;
   suggestions?: string[];
 }
@@ -89,3 +97,9 @@ export function deserializeError(e: SerializedError, who: string): Error {
   return new Error(`${who}: ${e.message}`);
 }
 
+
+/** `e` with the file it came from named in its message and position (a check that knew no file, e.g. weights that do not fit the model). */
+export function inFile(e: unknown, file: string): unknown {
+  if (!isXttsError(e) || e.message.startsWith(file)) return e;
+  return new XttsError(e.code, `${file}: ${e.message}`, { exitCode: e.exitCode, suggestions: e.suggestions, position: e.position ?? { file }, cause: e });
+}

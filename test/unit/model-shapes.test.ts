@@ -44,7 +44,7 @@ describe('presets', () => {
   }
 
   it('rejects heads that do not divide d_model, and an even postnet kernel', () => {
-    assert.throws(() => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES), (e) => isXttsError(e) && e.code === 'model_config_invalid' && /heads/.test(e.message));
+    assert.throws(() => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES), (e) => isXttsError(e) && e.code === 'MODEL_CONFIG_INVALID' && /heads/.test(e.message));
     assert.throws(() => new XttsModel({ ...PRESETS.tiny, postnet_kernel: 4 }, SIZES), (e) => isXttsError(e) && /postnet_kernel/.test(e.message));
   });
 
@@ -93,7 +93,7 @@ describe('initialisation', () => {
     const names = [...a.getWeights().keys()];
     for (const n of ['text.tok_embed', 'text.blocks.0.attn.qkv.w', 'cond.latents', 'dec.cross_kv.w', 'dec.head.b', 'postnet.1.w']) assert.ok(names.includes(n), n);
     const other = new XttsModel({ ...PRESETS.tiny, ff_mult: 2 }, SIZES, { seed: 2 });
-    assert.throws(() => a.setWeights(other.getWeights()), (e) => isXttsError(e) && e.code === 'weights_mismatch' && /mlp\.fc\.w/.test(e.message));
+    assert.throws(() => a.setWeights(other.getWeights()), (e) => isXttsError(e) && e.code === 'WEIGHTS_MISMATCH' && /mlp\.fc\.w/.test(e.message));
     const b = new XttsModel(PRESETS.tiny, SIZES, { seed: 9 });
     b.setWeights(a.getWeights());
     for (const [name, t] of a.getWeights()) assert.equal(maxAbsDiff(t, b.getWeights().get(name)!), 0);
@@ -152,7 +152,7 @@ describe('generate', () => {
     // In a batch, each utterance ends at its own length.
     const [long, short] = await model.generateBatch([{ ids, language: 0 }, { ids: [1, 4, 10, 2], language: 0 }], ref);
     assert.deepEqual([long.frames, short.frames], [24, 6]);
-    await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'generate_token_invalid');
+    await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'GENERATE_TOKEN_INVALID');
     model.dispose();
   });
 });

@@ -72,8 +72,8 @@ describe('weights files', () => {
     const bin = readFileSync(join(dir, manifest.bin));
     bin[5] ^= 0xff;
     writeFileSync(join(dir, manifest.bin), bin);
-    await assert.rejects(loadWeights(dir, 'damaged'), (e) => isXttsError(e) && e.code === 'checkpoint_corrupt' && /sha256/.test(e.message));
-    await assert.rejects(loadWeights(dir, 'absent'), (e) => isXttsError(e) && e.code === 'checkpoint_missing');
+    await assert.rejects(loadWeights(dir, 'damaged'), (e) => isXttsError(e) && e.code === 'CHECKPOINT_CORRUPT' && /sha256/.test(e.message));
+    await assert.rejects(loadWeights(dir, 'absent'), (e) => isXttsError(e) && e.code === 'CHECKPOINT_MISSING');
   });
 
   it('survives a writer killed with SIGKILL at random moments: every load sees a complete checkpoint', async () => {

@@ -1,14 +1,18 @@
 // The base of every xtts command (core plugins and third-party ones alike): `run()` computes a typed
 // result, `render()` shows it to a person, and `--json` prints one envelope and nothing else:
-//   success: {"status": "success", "result": ..., "warnings": [...]}
+//   done:    {"status": "success" | "findings" | "interrupted", "result": ..., "warnings": [...]}
 //   failure: {"status": "error", "error": {"code", "message", "suggestions"}, "warnings": [...]}
-// Exit codes are ExitCode's (docs/exit-codes.md). A user mistake never ends in a stack trace.
+// The status follows the exit code, always: 0 success, 1 findings (or a run that failed), 129/130/143
+// interrupted, anything else an error (with the result where one was computed). Exit codes are
+// ExitCode's (docs/exit-codes.md). A user mistake never ends in a stack trace.
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { paint } from '../render/style.js';
 
+export type ResultStatus = 'success' | 'findings' | 'interrupted';
+
 export interface SuccessEnvelope<T> {
-  status: 'success';
+  status: ResultStatus;
   result: T;
   warnings: string[];
 }
@@ -16,7 +20,17 @@ export interface SuccessEnvelope<T> {
 export interface ErrorEnvelope {
   status: 'error';
   error: { code: string; message: string; suggestions: string[]; position?: unknown };
+  /** What was computed before the command decided it failed (e.g. the findings of a config that could not be read). */
+  result?: unknown;
   warnings: string[];
+}
+
+/** The envelope status an exit code means; 'error' for usage and environment failures. */
+export function statusForExitCode(code: number): ResultStatus | 'error' {
+  if (code === ExitCode.ok) return 'success';
+  if (code === ExitCode.findings) return 'findings';
+  if (code === ExitCode.interrupted || code === ExitCode.terminated || code === ExitCode.hangup) return 'interrupted';
+  return 'error';
 }
 
 export abstract class XttsCommand<T> extends Command {
@@ -35,6 +49,16 @@ export abstract class XttsCommand<T> extends Command {
     return ExitCode.ok;
   }
 
+  /**
+   * The error a computed result stands for when exitCodeFor gives a usage or environment code (the
+   * --json envelope is then an error envelope, with the result beside it).
+   */
+  protected errorFor(_result: T, code: number): XttsError {
+    return new XttsError('FAILED', 'the command failed', { exitCode: code as ExitCode });
+  }
+
+  private resultExitCode: number = ExitCode.ok;
+
   /** A warning for the user: stderr for people, the envelope's `warnings` for --json. */
   protected addWarning(message: string): void {
     this.warnings.push(message);
@@ -45,12 +69,15 @@ export abstract class XttsCommand<T> extends Command {
     const result = await this.execute();
     if (!this.jsonEnabled()) this.render(result);
     const code = this.exitCodeFor(result);
+    this.resultExitCode = code;
     if (code !== ExitCode.ok) process.exitCode = code;
     return result;
   }
 
-  protected override toSuccessJson(result: unknown): SuccessEnvelope<unknown> {
-    return { status: 'success', result, warnings: this.warnings };
+  protected override toSuccessJson(result: unknown): SuccessEnvelope<unknown> | ErrorEnvelope {
+    const status = statusForExitCode(this.resultExitCode);
+    if (status === 'error') return { status, error: this.errorFor(result as T, this.resultExitCode).toJSON(), result, warnings: this.warnings };
+    return { status, result, warnings: this.warnings };
   }
 
   protected override logJson(json: unknown): void {

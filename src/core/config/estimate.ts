@@ -81,6 +81,39 @@ export function estimateTrainingMemory(config: XttsConfig): MemoryEstimate {
   };
 }
 
+/** The wasm backend's heap: 32-bit addresses (tfjs-backend-wasm aborts its module past it). */
+export const WASM_HEAP_BYTES = 4 * 2 ** 30;
+
+/** What a backend can hold for training, and what that limit is, for messages. */
+export interface MemoryLimit {
+  bytes: number;
+  what: string;
+}
+
+/**
+ * The memory a run on `backend` trains within: device.model_memory_budget_mb where set; else the
+ * GPU's memory (webgpu, tensorflow; unknown without nvidia-smi: undefined); wasm's 4 GiB heap (or the
+ * host's memory, where lower); the host's memory for cpu (its cgroup limit where lower).
+ */
+export function trainingMemoryLimit(config: XttsConfig, backend: string, host: { memoryBytes: number; gpu?: { name: string; index: number; memoryTotalBytes: number } }): MemoryLimit | undefined {
+  const budget = config.device.model_memory_budget_mb;
+  if (budget !== null) return { bytes: budget * 2 ** 20, what: `device.model_memory_budget_mb = ${budget}` };
+  if (backend === 'webgpu' || backend === 'tensorflow') return host.gpu ? { bytes: host.gpu.memoryTotalBytes, what: `GPU ${host.gpu.index} (${host.gpu.name}): ${formatBytes(host.gpu.memoryTotalBytes)}` } : undefined;
+  if (backend === 'wasm') return host.memoryBytes < WASM_HEAP_BYTES ? { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` } : { bytes: WASM_HEAP_BYTES, what: 'the wasm backend\'s 4 GiB heap' };
+  return { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` };
+}
+
+/** The estimate in words: total, parameters with their optimizer state, activations at the largest batch. */
+export function describeEstimate(config: XttsConfig, est: MemoryEstimate): string {
+  return `${formatBytes(est.totalBytes)} estimated (${(est.parameters / 1e6).toFixed(1)} M parameters: ${formatBytes(est.parameterBytes)} with gradients and AdamW moments; activations ${formatBytes(est.activationBytes)} at batch ${config.batching.batch_size} × ${est.maxMelFrames} frames)`;
+}
+
+/** The largest batch_size whose estimate stays within `share` of `bytes` (at least 1). */
+export function batchSizeWithin(config: XttsConfig, est: MemoryEstimate, bytes: number, share: number): number {
+  const perUtterance = est.activationBytes / Math.max(1, config.batching.batch_size);
+  return Math.max(1, Math.floor((bytes * share - est.parameterBytes) / perUtterance));
+}
+
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = bytes;

@@ -5,7 +5,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostInventory, findGpu, packageInstalled, type HostInventory } from '../env/host.js';
 import { FP16_TRAINING_BACKENDS, precisionSupported } from '../backend/precision.js';
-import { estimateTrainingMemory, formatBytes } from './estimate.js';
+import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, type MemoryLimit, trainingMemoryLimit } from './estimate.js';
 import { type Finding, type Severity, ruleDocsLink } from './findings.js';
 import type { LoadedConfig } from './load.js';
 import type { Backend, XttsConfig } from './schema.js';
@@ -177,23 +177,15 @@ export const RULES: Rule[] = [
       'Parameters, gradients and AdamW moments take 16 bytes a parameter; activations grow with batch × layers × sequence length and with the square of it in attention. Out of memory mid-run loses the run; the estimate catches it before.',
     check(ctx) {
       const est = estimateTrainingMemory(ctx.config);
-      const dev = ctx.config.device;
-      let budget = dev.model_memory_budget_mb !== null ? dev.model_memory_budget_mb * 1024 * 1024 : undefined;
-      let budgetName = 'device.model_memory_budget_mb';
-      if (budget === undefined && ctx.host && dev.model_device !== null) {
-        const gpu = findGpu(ctx.host.gpus, dev.model_device);
-        if (gpu) {
-          budget = gpu.memoryTotalBytes;
-          budgetName = `GPU ${gpu.index} (${gpu.name})`;
-        }
-      }
-      if (budget === undefined) return [];
-      const share = est.totalBytes / budget;
-      const detail = `${formatBytes(est.totalBytes)} estimated (${(est.parameters / 1e6).toFixed(1)} M parameters: ${formatBytes(est.parameterBytes)} with gradients and AdamW moments; activations ${formatBytes(est.activationBytes)} at batch ${ctx.config.batching.batch_size} × ${est.maxMelFrames} frames)`;
-      const perUtt = est.activationBytes / Math.max(1, ctx.config.batching.batch_size);
-      const fits = Math.max(1, Math.floor((budget * THRESHOLDS.memoryWarnShare - est.parameterBytes) / perUtt));
-      if (share > 1) return [at(ctx, 'batching.batch_size', 'error', `${detail} exceeds ${budgetName} = ${formatBytes(budget)}`, `batch_size: ${fits}   # or raise the budget / lower limits.max_audio_s`)];
-      if (share > THRESHOLDS.memoryWarnShare) return [at(ctx, 'batching.batch_size', 'warn', `${detail} is ${(share * 100).toFixed(0)}% of ${budgetName} = ${formatBytes(budget)}; allocator fragmentation may push it over`, `batch_size: ${fits}`)];
+      const limit = memoryLimitFor(ctx);
+      if (!limit) return [];
+      const share = est.totalBytes / limit.bytes;
+      const detail = describeEstimate(ctx.config, est);
+      const fits = batchSizeWithin(ctx.config, est, limit.bytes, THRESHOLDS.memoryWarnShare);
+      // Parameters alone over the limit: no batch size helps, the model is too large.
+      const fix = est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'a smaller model: lower model.d_model, model.ff_mult or the layer counts (model.text_layers, model.decoder_layers)' : `batch_size: ${fits}   # or lower limits.max_audio_s, or raise the budget`;
+      if (share > 1) return [at(ctx, est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'model.d_model' : 'batching.batch_size', 'error', `${detail} exceeds ${limit.what}`, fix)];
+      if (share > THRESHOLDS.memoryWarnShare) return [at(ctx, 'batching.batch_size', 'warn', `${detail} is ${(share * 100).toFixed(0)}% of ${limit.what}; allocator fragmentation may push it over`, fix)];
       return [];
     },
   },
@@ -372,7 +364,20 @@ export interface LintOptions {
 }
 
 /** Rules whose errors `xtts train` refuses to start with: each would fail the run later or train something else than asked. */
-export const TRAIN_BLOCKING_RULES = ['audio/consistency', 'model/shape', 'training/precision', 'training/optimizer', 'training/eval-sentences', 'batching/reference-frames'] as const;
+/**
+ * What the config's training would have to fit in: the budget; else, with the environment, the GPU
+ * it names or (backend webgpu/tensorflow/auto with a GPU) the first one, wasm's heap, or the host.
+ */
+export function memoryLimitFor(ctx: { config: XttsConfig; host?: HostInventory }): MemoryLimit | undefined {
+  const dev = ctx.config.device;
+  if (dev.model_memory_budget_mb !== null || !ctx.host) return trainingMemoryLimit(ctx.config, dev.backend, { memoryBytes: Number.POSITIVE_INFINITY });
+  const gpu = dev.model_device !== null ? findGpu(ctx.host.gpus, dev.model_device) : ctx.host.gpus[0];
+  // auto trains on a GPU where there is one, else on wasm.
+  const backend = dev.backend === 'auto' ? (gpu ? 'webgpu' : 'wasm') : dev.backend;
+  return trainingMemoryLimit(ctx.config, backend, { memoryBytes: ctx.host.memoryBytes, gpu });
+}
+
+export const TRAIN_BLOCKING_RULES = ['batching/memory', 'audio/consistency', 'model/shape', 'training/precision', 'training/optimizer', 'training/eval-sentences', 'batching/reference-frames'] as const;
 
 export function lintConfig(loaded: LoadedConfig, options: LintOptions = {}): Finding[] {
   const useEnv = options.environment !== false;

@@ -54,6 +54,10 @@ export const DatasetSchema = Section(
       description: 'Share of rows held out for validation when there is no `validation_metadata`. The split is seeded and stored in the cache, so it is reused.',
     }),
     split_seed: Type.Integer({ default: 1234, description: 'Seed of the train/validation split.' }),
+    follow_symlinks: Type.Boolean({
+      default: false,
+      description: 'Read audio files that are symbolic links (or lie under one) pointing outside `path`. Off: such rows are skipped as path_escapes_root, so a dataset cannot make xtts read files elsewhere on the machine.',
+    }),
     language: Type.String({
       pattern: '^[a-z]{2,3}(-[A-Za-z0-9]+)?$',
       default: 'en',

@@ -1,7 +1,9 @@
 // `xtts validate-gpu-optimization` as one core call: load (positions, schema) then lint (rules).
 import { countBySeverity, type Finding, type Severity, severityRank, sortFindings } from './findings.js';
 import { loadConfig } from './load.js';
-import { lintConfig } from './rules.js';
+import { describeEstimate, estimateTrainingMemory } from './estimate.js';
+import { hostInventory } from '../env/host.js';
+import { lintConfig, memoryLimitFor } from './rules.js';
 
 export interface ValidationOptions {
   set?: readonly string[];
@@ -19,6 +21,8 @@ export interface ValidationReport {
   failSeverity: Severity;
   /** No finding at or above failSeverity. */
   passed: boolean;
+  /** Training memory at the largest batch, and what it must fit in (null: not known here); absent when the config did not load. */
+  memory?: { estimateBytes: number; parameters: number; description: string; limitBytes: number | null; limit: string | null };
 }
 
 export function validateConfigFile(file: string, options: ValidationOptions = {}): ValidationReport {
@@ -26,9 +30,17 @@ export function validateConfigFile(file: string, options: ValidationOptions = {}
   const { loaded, findings } = loadConfig(file, { set: options.set });
   const all = loaded ? [...findings, ...lintConfig(loaded, { environment: options.environment })] : findings;
   const sorted = sortFindings(all);
+  let memory: ValidationReport['memory'];
+  if (loaded) {
+    const est = estimateTrainingMemory(loaded.config);
+    const limit = memoryLimitFor({ config: loaded.config, host: options.environment === false ? undefined : hostInventory() });
+    const known = limit && Number.isFinite(limit.bytes) ? limit : undefined;
+    memory = { estimateBytes: est.totalBytes, parameters: est.parameters, description: describeEstimate(loaded.config, est), limitBytes: known?.bytes ?? null, limit: known ? known.what : null };
+  }
   return {
     file,
     schemaValid: loaded !== undefined,
+    ...(memory ? { memory } : {}),
     findings: sorted,
     summary: countBySeverity(sorted),
     failSeverity,

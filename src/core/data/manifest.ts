@@ -3,7 +3,7 @@
 // the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
 // and report through the same SkippedRow shape.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { looksLikeLibriTts, looksLikeVctk, notUtf8Skip, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
@@ -219,9 +219,23 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
   return { file, format, rows, skipped };
 }
 
-/** Drop later rows whose id repeats an earlier one (across files too), rows whose audio lies outside the dataset folder, and rows whose audio is missing. */
-function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[]): void {
+/** Where `p` resolves to through symbolic links, or undefined when it does not exist (the stat below names that). */
+function realPathOf(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Drop later rows whose id repeats an earlier one (across files too), rows whose audio lies outside
+ * the dataset folder (as written, and, unless dataset.follow_symlinks, as resolved through symbolic
+ * links), and rows whose audio is missing.
+ */
+function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[], followSymlinks: boolean): void {
   const seen = new Map<string, ManifestRow>();
+  const realRoot = realPathOf(datasetDir) ?? datasetDir;
   for (const part of parts) {
     const kept: ManifestRow[] = [];
     for (const row of part.rows) {
@@ -233,6 +247,11 @@ function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[]): void {
       seen.set(row.id, row);
       if (!isInside(datasetDir, row.audioPath)) {
         part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'path_escapes_root', detail: `${row.audioPath} is outside ${datasetDir}` });
+        continue;
+      }
+      const real = followSymlinks ? undefined : realPathOf(row.audioPath);
+      if (real !== undefined && !isInside(realRoot, real)) {
+        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'path_escapes_root', detail: `${row.audioPath} is a symbolic link (or lies under one) to ${real}, outside ${datasetDir}; set dataset.follow_symlinks: true to read audio linked from elsewhere` });
         continue;
       }
       // Only a regular file is read: a folder, a FIFO (whose read would wait forever) or a device is named as what it is.
@@ -323,11 +342,11 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
     }
     const valPart = readPart(datasetDir, dataset, dataset.validation_metadata);
     parts.push(valPart);
-    dedupeAndCheckAudio(datasetDir, parts);
+    dedupeAndCheckAudio(datasetDir, parts, dataset.follow_symlinks);
     validation = valPart.rows;
     split = { source: 'file' };
   } else {
-    dedupeAndCheckAudio(datasetDir, parts);
+    dedupeAndCheckAudio(datasetDir, parts, dataset.follow_symlinks);
     validation = trainPart.rows.filter((r) => inValidationSplit(r.id, dataset.split_seed, dataset.validation_fraction));
     const valIds = new Set(validation.map((r) => r.id));
     trainPart.rows = trainPart.rows.filter((r) => !valIds.has(r.id));

@@ -40,9 +40,24 @@ export function parseNvidiaSmiInventory(csv: string): GpuInventoryEntry[] {
 }
 
 /** The machine's inventory; nvidia-smi is asked once per process (it takes ~50-200 ms). */
+/** The memory limit of this process's cgroup (v2 memory.max, else v1), or undefined where there is none. */
+function cgroupMemoryLimit(): number | undefined {
+  for (const file of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
+    try {
+      const v = readFileSync(file, 'utf8').trim();
+      if (/^\d+$/.test(v) && Number(v) < 2 ** 60) return Number(v);
+    } catch {
+      // not this cgroup version
+    }
+  }
+  return undefined;
+}
+
 export function hostInventory(): HostInventory {
   if (cached) return cached;
-  const inv: HostInventory = { cpuCores: availableParallelism(), memoryBytes: totalmem(), gpus: [] };
+  // A container's limit, where lower than the machine's memory, is what a run may use.
+  const memoryBytes = Math.min(totalmem(), cgroupMemoryLimit() ?? Number.POSITIVE_INFINITY);
+  const inv: HostInventory = { cpuCores: availableParallelism(), memoryBytes, gpus: [] };
   const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 });
   if (r.error) inv.gpuNote = (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no NVIDIA driver (nvidia-smi not found)' : `nvidia-smi failed: ${r.error.message}`;
   else if (r.status !== 0) inv.gpuNote = `nvidia-smi failed: ${(r.stderr || r.stdout).trim().split('\n')[0]}`;

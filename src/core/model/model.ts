@@ -27,7 +27,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { CallReplayer } from '../backend/step-capture.js';
 import type { ModelConfig } from '../config/schema.js';
-import { XttsError } from '../errors.js';
+import { type ErrorCode, XttsError } from '../errors.js';
 import { type AlignmentSearch, FIRST_SYMBOL, scheduleFromDurations, searchBatch } from './align.js';
 import type { BlockContext } from './attention.js';
 import type { BatchAlignment, ModelInputs } from './batch.js';
@@ -104,7 +104,7 @@ export interface GenerateResult {
 
 function checkDims(config: ModelConfig, sizes: ModelSizes): void {
   const bad = (field: string, message: string, suggestion: string) => {
-    throw new XttsError('model_config_invalid', `model.${field}: ${message}`, { suggestions: [suggestion] });
+    throw new XttsError('MODEL_CONFIG_INVALID', `model.${field}: ${message}`, { suggestions: [suggestion] });
   };
   if (config.d_model % config.heads !== 0) bad('heads', `${config.heads} heads do not divide d_model ${config.d_model}`, 'Choose heads that divide d_model (e.g. d_model / 64).');
   if (config.alignment_heads > config.heads) bad('alignment_heads', `${config.alignment_heads} alignment heads are more than the ${config.heads} heads`, 'Use at most `heads` alignment heads (1 is enough).');
@@ -161,7 +161,7 @@ export class XttsModel {
 
   private checkText(textSteps: number): void {
     if (textSteps > this.config.max_text_tokens) {
-      throw new XttsError('text_too_long_for_model', `${textSteps} text tokens exceed model.max_text_tokens ${this.config.max_text_tokens}`, {
+      throw new XttsError('TEXT_TOO_LONG_FOR_MODEL', `${textSteps} text tokens exceed model.max_text_tokens ${this.config.max_text_tokens}`, {
         suggestions: ['Lower limits.max_text_chars or raise model.max_text_tokens (a new model).'],
       });
     }
@@ -278,9 +278,9 @@ export class XttsModel {
     const [batch, frames, nMels] = inputs.mel.shape;
     const r = this.config.reduction_factor;
     const steps = frames / r;
-    if (!Number.isInteger(steps)) throw new XttsError('batch_frames_not_multiple', `${frames} mel frames are not a multiple of reduction_factor ${r}`, { suggestions: ['Pad buckets to a multiple of model.reduction_factor.'] });
+    if (!Number.isInteger(steps)) throw new XttsError('BATCH_FRAMES_NOT_MULTIPLE', `${frames} mel frames are not a multiple of reduction_factor ${r}`, { suggestions: ['Pad buckets to a multiple of model.reduction_factor.'] });
     if (steps > this.decoder.d.maxSteps) {
-      throw new XttsError('mel_too_long_for_model', `${frames} mel frames exceed model.max_mel_frames ${this.config.max_mel_frames}`, { suggestions: ['Lower limits.max_audio_s or raise model.max_mel_frames (a new model).'] });
+      throw new XttsError('MEL_TOO_LONG_FOR_MODEL', `${frames} mel frames exceed model.max_mel_frames ${this.config.max_mel_frames}`, { suggestions: ['Lower limits.max_audio_s or raise model.max_mel_frames (a new model).'] });
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
     const { kv, text, textBias, latents } = this.encode(inputs, base);
@@ -325,20 +325,20 @@ export class XttsModel {
     const r = this.config.reduction_factor;
     const maxFrames = opts.maxFrames ?? this.config.max_mel_frames;
     const refFrames = refMel.length / nMels;
-    const fail = (code: string, message: string, suggestion: string) => {
+    const fail = (code: ErrorCode, message: string, suggestion: string) => {
       throw new XttsError(code, message, { suggestions: [suggestion] });
     };
-    if (items.length < 1) fail('generate_no_items', 'nothing to generate', 'Pass at least one text.');
+    if (items.length < 1) fail('GENERATE_NO_ITEMS', 'nothing to generate', 'Pass at least one text.');
     for (const [n, item] of items.entries()) {
       const ids = item.ids;
       const which = items.length > 1 ? `text ${n + 1}: ` : '';
-      if (ids.length < 1 || ids.length > this.config.max_text_tokens) fail('generate_text_length', `${which}text has ${ids.length} tokens; the model takes 1..${this.config.max_text_tokens}`, 'Split long text into sentences.');
-      for (let i = 0; i < ids.length; i++) if (!(ids[i] >= 0 && ids[i] < vocabSize && Number.isInteger(ids[i]))) fail('generate_token_invalid', `${which}token ${ids[i]} at ${i} is outside the vocabulary 0..${vocabSize - 1}`, 'Tokenize with the checkpoint\'s tokenizer.');
-      if (!(Number.isInteger(item.language) && item.language >= 0 && item.language < numLanguages)) fail('generate_language_invalid', `${which}language index ${item.language} is outside 0..${numLanguages - 1}`, 'Pass an index into text.languages.');
+      if (ids.length < 1 || ids.length > this.config.max_text_tokens) fail('GENERATE_TEXT_LENGTH', `${which}text has ${ids.length} tokens; the model takes 1..${this.config.max_text_tokens}`, 'Split long text into sentences.');
+      for (let i = 0; i < ids.length; i++) if (!(ids[i] >= 0 && ids[i] < vocabSize && Number.isInteger(ids[i]))) fail('GENERATE_TOKEN_INVALID', `${which}token ${ids[i]} at ${i} is outside the vocabulary 0..${vocabSize - 1}`, 'Tokenize with the checkpoint\'s tokenizer.');
+      if (!(Number.isInteger(item.language) && item.language >= 0 && item.language < numLanguages)) fail('GENERATE_LANGUAGE_INVALID', `${which}language index ${item.language} is outside 0..${numLanguages - 1}`, 'Pass an index into text.languages.');
     }
-    if (!Number.isInteger(refFrames) || refFrames < 1) fail('generate_reference_invalid', `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`, 'Pass a [frames, nMels] log-mel of the reference clip.');
+    if (!Number.isInteger(refFrames) || refFrames < 1) fail('GENERATE_REFERENCE_INVALID', `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`, 'Pass a [frames, nMels] log-mel of the reference clip.');
     const stepBudget = Math.ceil(maxFrames / r);
-    if (maxFrames < 1 || stepBudget > this.decoder.d.maxSteps) fail('generate_max_frames', `maxFrames ${maxFrames} is outside 1..${this.config.max_mel_frames}`, 'Lower maxFrames.');
+    if (maxFrames < 1 || stepBudget > this.decoder.d.maxSteps) fail('GENERATE_MAX_FRAMES', `maxFrames ${maxFrames} is outside 1..${this.config.max_mel_frames}`, 'Lower maxFrames.');
 
     const batch = items.length;
     const textSteps = Math.max(...items.map((i) => i.ids.length));
@@ -448,7 +448,7 @@ export class XttsModel {
     }
     for (const name of weights.keys()) if (!this.store.variables.has(name)) problems.push(`unexpected ${name}`);
     if (problems.length > 0) {
-      throw new XttsError('weights_mismatch', `weights do not fit this model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`, {
+      throw new XttsError('WEIGHTS_MISMATCH', `weights do not fit this model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`, {
         suggestions: ['Load the checkpoint with the model config it was trained with.'],
       });
     }

@@ -62,12 +62,12 @@ function writeDurably(path: string, data: Uint8Array): void {
 
 /** Write `tensors` as checkpoint `name` in `dir`, atomically replacing an earlier one. Reads each tensor back once. */
 export async function saveWeights(dir: string, name: string, tensors: ReadonlyMap<string, tf.Tensor>, meta: Record<string, unknown> = {}): Promise<{ manifestPath: string; binPath: string; bytes: number }> {
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new XttsError('weights_name_invalid', `checkpoint name "${name}" may only hold letters, digits, '.', '_' and '-'`);
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new XttsError('WEIGHTS_NAME_INVALID', `checkpoint name "${name}" may only hold letters, digits, '.', '_' and '-'`);
   const entries: WeightEntry[] = [];
   const chunks: Uint8Array[] = [];
   let offset = 0;
   for (const [tensorName, t] of tensors) {
-    if (t.dtype !== 'float32' && t.dtype !== 'int32') throw new XttsError('weights_dtype_unsupported', `${tensorName} is ${t.dtype}; checkpoints hold float32 and int32 tensors`);
+    if (t.dtype !== 'float32' && t.dtype !== 'int32') throw new XttsError('WEIGHTS_DTYPE_UNSUPPORTED', `${tensorName} is ${t.dtype}; checkpoints hold float32 and int32 tensors`);
     const values = await t.data();
     const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
     entries.push({ name: tensorName, shape: [...t.shape], dtype: t.dtype, offset, bytes: bytes.length });
@@ -103,7 +103,7 @@ export async function saveWeights(dir: string, name: string, tensors: ReadonlyMa
 }
 
 function corrupt(path: string, why: string): XttsError {
-  return new XttsError('checkpoint_corrupt', `${path}: ${why}`, {
+  return new XttsError('CHECKPOINT_CORRUPT', `${path}: ${why}`, {
     position: { file: path },
     suggestions: ['Resume from an earlier checkpoint (the run folder keeps several), or delete this one.'],
     exitCode: ExitCode.usage,
@@ -117,7 +117,7 @@ export async function readWeightsManifest(dir: string, name: string): Promise<We
   try {
     text = await readFile(path, 'utf8');
   } catch (e) {
-    throw new XttsError('checkpoint_missing', `${path} cannot be read: ${(e as Error).message}`, { position: { file: path }, suggestions: ['Check the path and name of the checkpoint.'], cause: e });
+    throw new XttsError('CHECKPOINT_MISSING', `${path} cannot be read: ${(e as Error).message}`, { position: { file: path }, suggestions: ['Check the path and name of the checkpoint.'], cause: e });
   }
   let m: WeightsManifest;
   try {

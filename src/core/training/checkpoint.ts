@@ -7,6 +7,8 @@
 // weights.bin) still load.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/schema.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
@@ -61,7 +63,12 @@ function readArrays(dir: string, base: string): NamedArray[] {
   if (existsSync(st)) return decodeSafetensors(readFileSync(st), st).arrays;
   const legacy = join(dir, `${base}.json`);
   if (!existsSync(legacy)) throw new XttsError('CHECKPOINT_TRUNCATED', `${dir} has no ${base}.safetensors (nor an older ${base}.json)`, { exitCode: ExitCode.usage, suggestions: ['use another checkpoint of the run (checkpoints/step-*); --resume picks the latest whole one'] });
-  const manifest = JSON.parse(readFileSync(legacy, 'utf8')) as { format: string; arrays: ArrayManifestEntry[] };
+  let manifest: { format: string; arrays: ArrayManifestEntry[] };
+  try {
+    manifest = JSON.parse(readFileSync(legacy, 'utf8')) as typeof manifest;
+  } catch (e) {
+    throw new XttsError('CHECKPOINT_TRUNCATED', `${legacy}: not JSON (${(e as Error).message})`, { exitCode: ExitCode.usage, position: { file: legacy }, suggestions: ['use another checkpoint of the run (checkpoints/step-*)'] });
+  }
   if (manifest.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir}/${base}.json is ${manifest.format}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
   const bin = readFileSync(join(dir, `${base}.bin`));
   return manifest.arrays.map((e) => {
@@ -77,6 +84,8 @@ function readArrays(dir: string, base: string): NamedArray[] {
  * resumes from, and synthesize reads. Fields added later are optional, so older checkpoints load.
  */
 export interface CheckpointState {
+  /** The run that wrote it (run-folder.ts); absent in checkpoints written before runs had ids. */
+  runId?: string;
   step: number;
   /** Next batch to train on: resume continues exactly here. */
   position: { epoch: number; batch: number };
@@ -94,6 +103,67 @@ export interface CheckpointState {
   /** Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as log-normal means. */
   logDurationVariance?: number;
   config: XttsConfig;
+}
+
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const Finite = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE });
+/** What state.json must hold to be trained on or spoken from: JSON can say anything (a step of 1e300, a missing position). */
+const StateSchema = Type.Object({
+  format: Type.Literal(CHECKPOINT_FORMAT),
+  runId: Type.Optional(Type.String({ pattern: '^[0-9a-f]{16}$' })),
+  step: Type.Integer({ minimum: 0, maximum: 1e12 }),
+  position: Type.Object({ epoch: Count, batch: Count }),
+  dropoutRng: Type.Integer({ minimum: 0, maximum: 2 ** 32 }),
+  bestValidationLoss: Type.Union([Finite, Type.Null()]),
+  validationsWithoutImprovement: Count,
+  tokenizer: Type.Object({}),
+  tokenizerIdentity: Type.String(),
+  stats: Type.Object({ mean: Type.Array(Finite, { minItems: 1 }), std: Type.Array(Type.Number({ exclusiveMinimum: 0, maximum: Number.MAX_VALUE }), { minItems: 1 }) }),
+  speakers: Type.Array(Type.String()),
+  languages: Type.Array(Type.String()),
+  sizes: Type.Object({ vocabSize: Type.Integer({ minimum: 1 }), nMels: Type.Integer({ minimum: 1 }), numLanguages: Type.Integer({ minimum: 0 }) }),
+  unseenSymbols: Type.Optional(Type.Array(Type.String())),
+  logDurationVariance: Type.Optional(Finite),
+  config: Type.Object({ model: Type.Object({}), audio: Type.Object({}), training: Type.Object({}) }),
+});
+let validateState: ValidateFunction | undefined;
+
+/** state.json of `dir`, checked against StateSchema; every problem names the file. */
+function readState(dir: string): CheckpointState {
+  const file = join(dir, 'state.json');
+  const bad = (why: string) =>
+    new XttsError('CHECKPOINT_STATE_INVALID', `${file}: ${why}`, {
+      exitCode: ExitCode.usage,
+      position: { file },
+      suggestions: ['use another checkpoint of the run (checkpoints/step-*): a state.json is written whole or not at all, so this one was changed or damaged after it was written'],
+    });
+  let state: unknown;
+  try {
+    state = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw bad(`not JSON (${(e as Error).message})`);
+  }
+  const format = (state as { format?: unknown } | null)?.format;
+  if (format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${file} is ${typeof format === 'string' ? format : 'of no known format'}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage, position: { file } });
+  validateState ??= new Ajv({ allErrors: false, strict: false }).compile(StateSchema);
+  if (!validateState(state)) {
+    const e = validateState.errors![0];
+    throw bad(`${e.instancePath || '(top)'} ${e.message}`);
+  }
+  return state as CheckpointState;
+}
+
+/** The first float array holding NaN or ±Inf, or undefined. */
+export function firstNonFinite(arrays: readonly NamedArray[]): NamedArray | undefined {
+  return arrays.find((a) => a.dtype === 'float32' && !a.data.every(Number.isFinite));
+}
+
+/** CHECKPOINT_NOT_FINITE for a checkpoint whose `tensor` holds NaN or ±Inf (`what` says whose). */
+export function notFinite(dir: string, tensor: string, what: 'weight' | 'optimizer state'): XttsError {
+  return new XttsError('CHECKPOINT_NOT_FINITE', `${dir}: ${what} ${tensor} holds NaN or infinite values: the run had diverged when this checkpoint was written`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['resume or synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
+  });
 }
 
 export interface CheckpointContents<State> {
@@ -159,9 +229,14 @@ export class CheckpointStore {
     return true;
   }
 
-  save<State>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {
-    mkdirSync(this.root, { recursive: true });
+  /** Writes a checkpoint; weights or optimizer state holding NaN/Inf are refused (CHECKPOINT_NOT_FINITE), nothing is written. */
+  save<State extends { runId?: string }>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {
     const name = `step-${String(step).padStart(8, '0')}`;
+    const weight = firstNonFinite(contents.weights);
+    if (weight) throw notFinite(join(this.root, name), weight.name, 'weight');
+    const moment = firstNonFinite(contents.optimizer);
+    if (moment) throw notFinite(join(this.root, name), moment.name, 'optimizer state');
+    mkdirSync(this.root, { recursive: true });
     const tmp = join(this.root, `.tmp-${name}-${process.pid}`);
     rmSync(tmp, { recursive: true, force: true });
     try {
@@ -181,29 +256,44 @@ export class CheckpointStore {
     fsyncDir(this.root);
     this.setPointer('latest', name);
     if (options.best) this.setPointer('best', name);
-    this.rotate(options.keep);
+    this.rotate(options.keep, contents.state.runId);
     this.sweepTemporaries();
     return final;
   }
 
-  /** A checkpoint's contents; optimizer: false skips the optimizer's moments (synthesis needs only the weights: they may be all that was kept). */
-  load<State>(dir: string, options: { optimizer?: boolean } = {}): CheckpointContents<State> {
+  /**
+   * A checkpoint's contents, its state checked against the schema; optimizer: false skips the
+   * optimizer's moments (synthesis needs only the weights: they may be all that was kept).
+   */
+  load<State = CheckpointState>(dir: string, options: { optimizer?: boolean } = {}): CheckpointContents<State> {
     if (!existsSync(join(dir, 'state.json'))) {
       throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
         exitCode: ExitCode.usage,
         suggestions: ['name a run folder (its latest checkpoint is used) or one of its checkpoints/step-* folders'],
       });
     }
-    const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as State & { format?: string };
-    if (state.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir} is ${state.format ?? 'unknown'}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
+    const state = readState(dir) as unknown as State;
     return { weights: readArrays(dir, 'weights'), optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'), state };
   }
 
-  /** Keep the newest `keep` checkpoints and the best one. */
-  private rotate(keep: number): void {
+  /** Which run wrote a checkpoint (undefined: before runs had ids, or unreadable). */
+  private runOf(dir: string): string | undefined {
+    try {
+      return (JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { runId?: string }).runId;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Keep this run's newest `keep` checkpoints (the newest among them: save() refuses non-finite
+   * weights, so the last finite one is never removed) and the best. Another run's checkpoints, and
+   * those written before runs had ids, are never touched.
+   */
+  private rotate(keep: number, runId: string | undefined): void {
     const best = this.best();
-    const all = this.list();
-    for (const c of all.slice(0, Math.max(0, all.length - keep))) if (c.dir !== best) rmSync(c.dir, { recursive: true, force: true });
+    const mine = this.list().filter((c) => this.runOf(c.dir) === runId);
+    for (const c of mine.slice(0, Math.max(0, mine.length - Math.max(1, keep)))) if (c.dir !== best) rmSync(c.dir, { recursive: true, force: true });
   }
 
   /** Temporary folders of writes that were killed (never visible as checkpoints). */

@@ -1,7 +1,7 @@
 // What a run measures of its model besides the training loss: a validation pass (loss, durations,
 // alignment) and free-running synthesis of the eval sentences. The trainer runs them between steps,
 // or, with device.data_device set, a side worker runs them on that device (side-device.ts).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { FeatureCache } from '../cache/cache.js';
@@ -18,6 +18,7 @@ import { computeLosses } from '../model/losses.js';
 import { diagonalShare } from '../model/align.js';
 import type { XttsModel } from '../model/model.js';
 import { alignmentFigure, melFigure } from '../render/figures.js';
+import { writeFileAtomic } from '../util/output.js';
 
 /** The loader settings validation shares with training (TrainOptions' data, the run's config). */
 export type LoaderCommon = Omit<ConstructorParameters<typeof DataLoader>[0], 'items' | 'plan' | 'shuffle' | 'depth' | 'producers'>;
@@ -155,16 +156,16 @@ export async function synthesizeEval(model: XttsModel, data: PreparedDataset, co
       const g = results[j];
       const logMel = denormalised(g.mel);
       const wav = join(dir, `${job.name}.wav`);
-      writeFileSync(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
+      writeFileAtomic(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
       const png = join(dir, `${job.name}.png`);
       const title = `${job.name} · ${basename(dir)}`;
       const panels = [{ label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED', mel: logMel, frames: g.frames, nMels }];
       if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
-      writeFileSync(png, melFigure({ title, panels, secondsPerFrame }));
+      writeFileAtomic(png, melFigure({ title, panels, secondsPerFrame }));
       const alignments = [{ label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
       if (job.target) alignments.push({ label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)', ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)) });
       const alignPng = join(dir, `${job.name}-alignment.png`);
-      writeFileSync(alignPng, alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }));
+      writeFileAtomic(alignPng, alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }));
       files.push(wav, png, alignPng);
       const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
       const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';

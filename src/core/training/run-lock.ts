@@ -1,7 +1,9 @@
 // One run per run folder. The lock file is written before any other work, so that a second
 // `xtts train` into a folder in use stops at once and names the run that holds it, instead of both
 // writing checkpoints, metrics.jsonl and run.sqlite into the same place. A lock left by a run that was
-// killed (its process is gone) is taken over; one held from another host is never guessed at.
+// killed (its process is gone) is taken over; so is one whose pid now belongs to another process (the
+// pid was reused: its start time differs from the one recorded); one held from another host is never
+// guessed at.
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -11,9 +13,21 @@ export const RUN_LOCK_FILE = '.xtts-run.lock';
 
 interface Holder {
   pid: number;
+  /** The process's start time in clock ticks since boot (/proc/PID/stat field 22); null where there is no /proc. */
+  processStart?: string | null;
   host: string;
   startedAt: string;
   command: string;
+}
+
+/** A process's start time (field 22 of /proc/PID/stat, after the parenthesised name), or null. */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function readHolder(path: string): Holder | undefined {
@@ -25,13 +39,16 @@ function readHolder(path: string): Holder | undefined {
   }
 }
 
-function processAlive(pid: number): boolean {
+/** Whether the lock's holder is still running: its pid alive and, where recorded, started when the lock says. */
+function holderAlive(h: Holder): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    process.kill(h.pid, 0);
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  if (h.processStart === undefined || h.processStart === null) return true;
+  const now = processStartTime(h.pid);
+  return now === null || now === h.processStart;
 }
 
 function unwritable(runDir: string, e: unknown): XttsError {
@@ -55,7 +72,7 @@ export function lockRunFolder(runDir: string): { release(): void } {
     throw unwritable(runDir, e);
   }
   const path = join(runDir, RUN_LOCK_FILE);
-  const me: Holder = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
+  const me: Holder = { pid: process.pid, processStart: processStartTime(process.pid), host: hostname(), startedAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number;
     try {
@@ -70,7 +87,7 @@ export function lockRunFolder(runDir: string): { release(): void } {
         continue; // released meanwhile
       }
       // A lock being written this instant has no holder yet: in use. An unreadable old one is stale.
-      const inUse = holder ? holder.host !== me.host || processAlive(holder.pid) : ageMs < 10_000;
+      const inUse = holder ? holder.host !== me.host || holderAlive(holder) : ageMs < 10_000;
       if (inUse) {
         const who = holder ? `xtts (process ${holder.pid} on ${holder.host}, started ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''})` : 'another xtts run that is starting';
         throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is in use by ${who}`, {
@@ -81,7 +98,7 @@ export function lockRunFolder(runDir: string): { release(): void } {
           ],
         });
       }
-      rmSync(path, { force: true }); // its process is gone: a killed run's lock
+      rmSync(path, { force: true }); // its process is gone (or its pid is another process's now): a killed run's lock
       continue;
     }
     try {

@@ -11,10 +11,11 @@ import { encodeWav } from '../data/audio/wav.js';
 import { cleanText } from '../data/text/cleaners.js';
 import { Phonemizer } from '../data/text/phonemizer.js';
 import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { join } from 'node:path';
+import { ExitCode, inFile, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/model.js';
 import { checkOutputFolder, writeOutputFile } from '../util/output.js';
-import { CheckpointStore, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
+import { CheckpointStore, firstNonFinite, notFinite, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -36,6 +37,8 @@ export interface SynthesizeOptions {
   batchSize?: number;
   /** Also write the result as JSON here (beside a folder of WAVs). */
   summaryFile?: string;
+  /** Replace WAVs (and the summary) that exist already; without it an existing file is refused before any work. */
+  overwrite?: boolean;
 }
 
 export interface SynthesizedUtterance {
@@ -72,8 +75,9 @@ function around(text: string, at: number): string {
 }
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
-  for (const t of o.texts) checkOutputFolder(t.out, 'the WAV');
-  if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary');
+  const overwrite = { overwrite: o.overwrite === true };
+  for (const t of o.texts) checkOutputFolder(t.out, 'the WAV', overwrite);
+  if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary', overwrite);
   const dir = resolveCheckpoint(o.checkpoint);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const { config, stats, sizes } = ckpt.state;
@@ -147,18 +151,18 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     refMel = new Float32Array(config.batching.reference_frames * nMels);
   }
   // A diverged run's weights speak nothing: 8 s of silence would look like a result.
-  const broken = ckpt.weights.find((a) => a.dtype === 'float32' && !a.data.every(Number.isFinite));
-  if (broken) {
-    throw new XttsError('CHECKPOINT_NOT_FINITE', `${dir}: weight ${broken.name} holds NaN or infinite values: the run had diverged when this checkpoint was written`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
-    });
-  }
+  const broken = firstNonFinite(ckpt.weights);
+  if (broken) throw notFinite(dir, broken.name, 'weight');
   const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device, matmul: config.device.matmul });
   const model = new XttsModel(config.model, sizes, { seed: config.training.seed, convImpl: config.device.conv_kernels });
   const weights = new Map(ckpt.weights.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
-  model.setWeights(weights);
-  tf.dispose([...weights.values()]);
+  try {
+    model.setWeights(weights);
+  } catch (e) {
+    throw inFile(e, join(dir, 'weights.safetensors'));
+  } finally {
+    tf.dispose([...weights.values()]);
+  }
   const t0 = performance.now();
   const maxFrames = Math.min(config.model.max_mel_frames, Math.ceil(((o.maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz) / config.audio.hop_length));
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
@@ -171,7 +175,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
         const job = batch[j];
         const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
         const samples = griffinLim(logMel, g.frames, config.audio, { iterations: o.griffinLimIterations ?? 32 });
-        writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV');
+        writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
         utterances.push({
           ...(job.input.where ? { where: job.input.where } : {}),
           text: job.input.text,
@@ -188,6 +192,6 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     disposeBackend(tf as never);
   }
   const result: SynthesizeResult = { checkpoint: dir, step: ckpt.state.step, backend: choice.backend, language, utterances, skipped, warnings, synthesisMs: performance.now() - t0 };
-  if (o.summaryFile) writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary');
+  if (o.summaryFile) writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
   return result;
 }

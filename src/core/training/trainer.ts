@@ -2,7 +2,7 @@
 // optimizer (or resume them), then per step: batch -> upload -> forward/backward/update -> (every
 // log_every) one readback -> (intervals) validation, checkpoint, eval audio. Every step's spans go
 // to the run database; nothing waits for the device except the readbacks the config asks for.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -10,14 +10,15 @@ import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDevice
 import type { CaptureState } from '../backend/step-capture.js';
 import { stagedUploadStats } from '../backend/webgpu-uploads.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
-import { formatBytes } from '../config/estimate.js';
+import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { planBuckets } from '../data/buckets.js';
 import { DataLoader, producerThreads, type LoadedBatch } from '../data/loader.js';
 import { slotBytes } from '../data/ring.js';
 import { prepareDataset, type PrepareProgress } from '../data/prepare.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { ExitCode, inFile, XttsError } from '../errors.js';
+import { writeFileAtomic } from '../util/output.js';
 import { AlignmentSearcher } from '../model/align-worker.js';
 import { type BatchAlignment, type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
 import { XttsModel } from '../model/model.js';
@@ -29,7 +30,8 @@ import { type ReplicaStepRecord, RunDatabase } from '../telemetry/run-db.js';
 import { EventFileWriter } from '../telemetry/tensorboard.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
-import { CheckpointStore, type CheckpointState, type NamedArray } from './checkpoint.js';
+import { CheckpointStore, firstNonFinite, notFinite, type CheckpointState, type NamedArray } from './checkpoint.js';
+import { checkRunFolder, newRunId, runFolderForDataset, writeRunMarker } from './run-folder.js';
 import { AdamW } from './optim/adamw.js';
 import { type StepCaptureSummary, StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
@@ -39,6 +41,7 @@ import type { ReplicaUpdate } from './parallel/replica.js';
 import { checkModelBudget } from './budget.js';
 import { loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import { SideDevice, type SideResult } from './side-device.js';
+import { findGpu, hostInventory } from '../env/host.js';
 
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
 const MIXED_FP16_LOSS_SCALE = 4096;
@@ -221,16 +224,27 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   // What would fail later or train something other than asked stops here, before any work.
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter((f) => f.severity === 'error');
   if (blockers.length) throw configInvalid(o.loaded.file, blockers);
-  const runDir = o.outputDir ?? o.loaded.outputDir;
+  const runDir = o.outputDir ?? (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
+  // Checked before the lock (which writes into the folder), and again under it (another run may have begun meanwhile).
+  const resume = o.resume === true;
+  if (checkRunFolder(runDir, resume).kind === 'new' && resume) throw nothingToResume(runDir);
   const lock = lockRunFolder(runDir);
   try {
-    return await trainInFolder(o, runDir);
+    const found = checkRunFolder(runDir, resume);
+    if (found.kind === 'new' && resume) throw nothingToResume(runDir);
+    const runId = found.kind === 'run' ? found.runId : newRunId();
+    if (found.kind !== 'run') writeRunMarker(runDir, runId);
+    return await trainInFolder(o, runDir, runId);
   } finally {
     lock.release();
   }
 }
 
-async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResult> {
+function nothingToResume(runDir: string): XttsError {
+  return new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, { exitCode: ExitCode.usage, suggestions: ['start without --resume, or pass --output with the run folder to resume'] });
+}
+
+async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Promise<TrainResult> {
   const config = o.loaded.config;
   const t = config.training;
   let maxSteps = o.maxSteps ?? t.max_steps;
@@ -257,6 +271,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
+  checkMemoryEstimate(config, choice.backend, say);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
   const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });
   // mixed_fp16: the matmuls round their operands to f16, so small gradients need the loss scale.
@@ -269,19 +284,37 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
   let validationsWithoutImprovement = 0;
   if (o.resume) {
     const dir = store.latest();
-    if (!dir) throw new XttsError('RESUME_NOTHING', `--resume: no checkpoint in ${runDir}`, { suggestions: ['start without --resume, or pass --output with the run folder to resume'] });
+    if (!dir) throw new XttsError('RESUME_NOTHING', `--resume: no checkpoint in ${runDir} (its run stopped before its first checkpoint)`, { suggestions: ['start a new run in another folder (--output NEW_DIR), or empty this one'] });
     const ckpt = store.load<CheckpointState>(dir);
+    if (ckpt.state.runId !== undefined && ckpt.state.runId !== runId) {
+      throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, { exitCode: ExitCode.usage, position: { file: join(dir, 'state.json') }, suggestions: ['resume with --output naming the folder that run was trained in'] });
+    }
+    // A diverged checkpoint would train on NaN and write more of them: refused, naming what is broken.
+    const broken = firstNonFinite(ckpt.weights);
+    if (broken) throw notFinite(dir, broken.name, 'weight');
+    const brokenMoment = firstNonFinite(ckpt.optimizer);
+    if (brokenMoment) throw notFinite(dir, brokenMoment.name, 'optimizer state');
     if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
       throw new XttsError('RESUME_TOKENIZER_CHANGED', `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`, {
         suggestions: ['resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)'],
       });
     }
     const weights = fromArrays(ckpt.weights);
-    model.setWeights(weights);
-    tf.dispose([...weights.values()]);
+    try {
+      model.setWeights(weights);
+    } catch (e) {
+      throw inFile(e, join(dir, 'weights.safetensors'));
+    } finally {
+      tf.dispose([...weights.values()]);
+    }
     const opt = fromArrays(ckpt.optimizer);
-    optimizer.setState(opt);
-    tf.dispose([...opt.values()]);
+    try {
+      optimizer.setState(opt);
+    } catch (e) {
+      throw inFile(e, join(dir, 'optimizer.safetensors'));
+    } finally {
+      tf.dispose([...opt.values()]);
+    }
     model.dropout.rngState = ckpt.state.dropoutRng;
     step = ckpt.state.step;
     position = ckpt.state.position;
@@ -299,6 +332,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     db.addMetric(at, name, value);
     events?.scalar(name, at, value);
   };
+  db.setMeta('runId', runId);
   db.setMeta('config', config);
   db.setMeta('configFile', o.loaded.file);
   db.setMeta('backend', choice.backend);
@@ -411,7 +445,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
 
   // The loss curves as a picture in the run folder (TensorBoard has them as scalars).
   const writeLossCurve = () =>
-    writeFileSync(
+    writeFileAtomic(
       join(runDir, 'loss-curve.png'),
       curveFigure({
         title: `${basename(runDir)} · loss`,
@@ -427,6 +461,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     // Replicas update from the same sums and must hold rank 0's weights: checked before they are saved.
     await group?.checkInSync(step);
     const state: CheckpointState = {
+      runId,
       step,
       position,
       dropoutRng: model.dropout.rngState,
@@ -442,7 +477,16 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
       logDurationVariance,
       config,
     };
-    const dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
+    let dir: string;
+    try {
+      dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
+    } catch (e) {
+      if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;
+      // Skipped updates keep weights finite; this is a diverged state all the same: it is not written.
+      stoppedBy = 'non_finite';
+      say(`step ${step}: ${e.message.replace(/^.*?: /, '')}; no checkpoint is written, the run stops (the last checkpoint, ${store.latest() ?? 'none'}, stands)`);
+      return;
+    }
     checkpoints.push(dir);
   };
 
@@ -781,7 +825,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
             await side.submit({ type: 'validate', step, weights: await toArrays(model.getWeights()) });
           } else await saveCheckpoint(recordValidation(step, await validate(model, data, config, bucketOptions, common, loaderItems)));
         } else if (step % t.checkpoint_every === 0) await saveCheckpoint(false);
-        if (step % t.eval_every === 0) await evaluate();
+        if (step % t.eval_every === 0 && stoppedBy !== 'non_finite') await evaluate();
         timer.mark('checkpointMs');
       }
       const { wallMs, spans } = timer.finish();
@@ -841,7 +885,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
         stopForNonFinite(step);
         break;
       }
-      if (stoppedBy === 'early_stopping') break;
+      if (stoppedBy === 'early_stopping' || stoppedBy === 'non_finite') break;
       if (o.maxMinutes !== undefined && performance.now() - runStart >= o.maxMinutes * 60_000) {
         stoppedBy = 'time_limit';
         break;
@@ -865,7 +909,7 @@ async function trainInFolder(o: TrainOptions, runDir: string): Promise<TrainResu
     if (!o.stepsOnly && step > startStep) writeLossCurve();
     if (stoppedBy !== 'non_finite') {
       if (!o.stepsOnly && step > startStep && !checkpoints.some((c) => basename(c) === stepName(step))) await saveCheckpoint(false);
-      if (!o.stepsOnly && stoppedBy !== 'interrupted' && step > startStep && step % t.eval_every !== 0) await evaluate();
+      if (!o.stepsOnly && stoppedBy !== 'interrupted' && (stoppedBy as TrainResult['stoppedBy']) !== 'non_finite' && step > startStep && step % t.eval_every !== 0) await evaluate();
       await side?.drain();
     }
   } finally {
@@ -949,6 +993,30 @@ async function disposeAhead(p: PreparedBatch): Promise<void> {
   disposeBatch(p.tensors);
   const a = await p.alignment.catch(() => undefined);
   if (a) tf.dispose([a.steps, a.durations]);
+}
+
+/**
+ * Before the model is allocated: parameters, optimizer state and activations at the largest bucket
+ * against what the backend can hold (the budget, the GPU, wasm's heap, the host). Over it, the run
+ * is refused naming the keys to change, instead of aborting at some allocation minutes later.
+ */
+function checkMemoryEstimate(config: XttsConfig, backend: string, say: (m: string) => void): void {
+  const host = hostInventory();
+  const gpu = config.device.model_device !== null ? findGpu(host.gpus, config.device.model_device) : host.gpus[0];
+  const limit = trainingMemoryLimit(config, backend, { memoryBytes: host.memoryBytes, gpu });
+  const est = estimateTrainingMemory(config);
+  if (!limit) {
+    say(`memory: ${describeEstimate(config, est)}; the ${backend} device's memory is not known here (no nvidia-smi): not checked`);
+    return;
+  }
+  if (est.totalBytes <= limit.bytes) return;
+  const modelTooLarge = est.parameterBytes >= limit.bytes * 0.85;
+  throw new XttsError('MEMORY_ESTIMATE_EXCEEDS', `training this config on ${backend} needs ${describeEstimate(config, est)}: more than ${limit.what}`, {
+    exitCode: ExitCode.usage,
+    suggestions: modelTooLarge
+      ? ['make the model smaller: model.d_model, model.ff_mult, model.text_layers, model.decoder_layers', 'or train on a device with more memory (--backend, device.model_device)']
+      : [`lower batching.batch_size (now ${config.batching.batch_size}), e.g. --set batching.batch_size=${batchSizeWithin(config, est, limit.bytes, 0.85)}`, `or limits.max_audio_s (now ${config.limits.max_audio_s}) or batching.frame_budget`, 'or train on a device with more memory (--backend, device.model_device)'],
+  });
 }
 
 function outOfMemory(e: Error, config: XttsConfig, batch: LoadedBatch): XttsError {

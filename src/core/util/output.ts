@@ -1,23 +1,72 @@
-// Writing a file the user named (a trace, a report, a patched config): a folder that does not exist
-// or cannot be written is a usage error that says which file, not a stack trace.
-import { accessSync, constants, statSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+// Writing a file the user named (a trace, a report, a patched config, a WAV): a folder that does not
+// exist or cannot be written is a usage error that says which file, not a stack trace. Every write
+// goes to a temporary file beside the target and is renamed over it once whole and on disk: a run
+// killed mid-write leaves the old file or the new one, never half of either.
+import { accessSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 
-/** Write `text` to `file`; `what` names it for the message, e.g. "the trace (--trace)". */
-export function writeOutputFile(file: string, text: string | Uint8Array, what: string): void {
+function temporaryBeside(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+}
+
+function writeDurable(path: string, data: string | Uint8Array): void {
+  const fd = openSync(path, 'w');
   try {
-    writeFileSync(file, text);
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes `data` to `path` through a temporary file and a rename. With `overwrite: false` an existing
+ * `path` is never replaced, even one created meanwhile (the new file is linked in, which fails if
+ * the name exists): EEXIST is thrown.
+ */
+export function writeFileAtomic(path: string, data: string | Uint8Array, options: { overwrite?: boolean } = {}): void {
+  const tmp = temporaryBeside(path);
+  try {
+    writeDurable(tmp, data);
+    if (options.overwrite === false) {
+      linkSync(tmp, path);
+      rmSync(tmp, { force: true });
+    } else renameSync(tmp, path);
   } catch (e) {
-    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+function exists(file: string, what: string): XttsError {
+  return new XttsError('OUTPUT_EXISTS', `${file} exists: xtts does not replace ${what} it did not just write`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['name a new file, or add --overwrite to replace it'],
+  });
+}
+
+/** Write `text` to `file` (atomically); `what` names it for the message, e.g. "the trace (--trace)". */
+export function writeOutputFile(file: string, text: string | Uint8Array, what: string, options: { overwrite?: boolean } = {}): void {
+  try {
+    writeFileAtomic(file, text, options);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw exists(file, what);
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
       exitCode: ExitCode.usage,
       suggestions: ['name a file in a folder that exists and that you can write'],
     });
   }
 }
 
-/** Before long work: the folder `file` goes into exists and can be written, or a usage error naming it. */
-export function checkOutputFolder(file: string, what: string): void {
+/**
+ * Before long work: the folder `file` goes into exists and can be written, or a usage error naming
+ * it; with `overwrite: false`, `file` must not exist yet.
+ */
+export function checkOutputFolder(file: string, what: string, options: { overwrite?: boolean } = {}): void {
   const folder = dirname(file);
   let problem: string | undefined;
   try {
@@ -27,4 +76,5 @@ export function checkOutputFolder(file: string, what: string): void {
     problem = (e as NodeJS.ErrnoException).code === 'ENOENT' ? `its folder ${folder} does not exist` : `its folder ${folder} cannot be written`;
   }
   if (problem) throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, { exitCode: ExitCode.usage, suggestions: ['name a file in a folder that exists and that you can write'] });
+  if (options.overwrite === false && existsSync(file)) throw exists(file, what);
 }

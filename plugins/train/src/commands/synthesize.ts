@@ -25,6 +25,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     reference: Flags.string({ summary: 'WAV of the voice to imitate (default: the model\'s average voice).', helpValue: 'WAV' }),
     backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], default: 'auto', env: 'XTTS_BACKEND' }),
     'max-seconds': Flags.integer({ summary: 'Longest output per text.', min: 1 }),
+    overwrite: Flags.boolean({ summary: 'Replace output WAVs (and synthesis.json) that exist already; without it, an existing one is refused before any work.', default: false }),
     'batch-size': Flags.integer({ summary: 'Texts decoded together.', min: 1, max: 256, default: 16 }),
   };
 
@@ -52,6 +53,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       maxSeconds: flags['max-seconds'],
       batchSize: flags['batch-size'],
       summaryFile: flags['out-dir'] ? join(flags['out-dir'], 'synthesis.json') : undefined,
+      overwrite: flags.overwrite,
     });
     for (const w of result.warnings) this.addWarning(w);
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);

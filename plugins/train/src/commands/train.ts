@@ -5,12 +5,19 @@ import { describeSpans } from '@xtts/core/profile';
 import { paint, ProgressLine } from '@xtts/core/render';
 import type { TrainResult } from '@xtts/core/training';
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+type StopSignal = (typeof STOP_SIGNALS)[number];
+/** 128 + the signal's number, as a shell reports a process the signal ended. */
+const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: ExitCode.interrupted, SIGTERM: ExitCode.terminated, SIGHUP: ExitCode.hangup };
+
 export default class Train extends XttsCommand<TrainResult> {
   static override summary = 'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
 
   static override description = `Prepares the dataset (cached by content hash), picks the backend (--backend auto says which and why), and trains with AdamW, the configured schedule, clipping and accumulation. Every log_every steps the loss is read back and a progress line shows loss, samples/s and the share of time spent waiting for data; checkpoints are written atomically (keep-last-N plus best); every eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite and metrics.jsonl.
 
-Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; --resume continues the same loss curve.`;
+Ctrl-C (SIGINT), SIGTERM (docker stop, Kubernetes, Slurm preemption) and SIGHUP (a closed terminal) finish the current step, write a checkpoint and exit with 130, 143 or 129, within --stop-timeout seconds; a second signal exits at once. --resume continues the same loss curve.
+
+One run per folder: a folder that holds another run is refused unless --resume continues it; one that holds anything xtts did not write is refused. With --dataset and no --output the run goes to the config's output folder with the dataset folder's name appended (runs/quickstart-LJSpeech-1.1).`;
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -38,6 +45,14 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR', env: 'XTTS_OUTPUT' }),
     resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
     strict: Flags.boolean({ summary: 'Refuse a dataset with any unusable row (the first is named) instead of training on the rest.', default: false }),
+    'stop-timeout': Flags.integer({
+      summary: 'After SIGINT, SIGTERM or SIGHUP: seconds to finish the step and write the checkpoint before exiting without it (under the grace time of docker stop -t, Kubernetes or Slurm).',
+      helpValue: 'SECONDS',
+      min: 1,
+      max: 3600,
+      default: 25,
+      env: 'XTTS_STOP_TIMEOUT',
+    }),
     gpus: Flags.string({
       summary: 'Data-parallel training (instead of device.gpus): `all`, adapter indices or names (`0,1`), or `cpu:N` CPU replicas. The batch size stays the global batch.',
       helpValue: 'DEVICES',
@@ -45,7 +60,8 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     }),
   };
 
-  private interrupted = false;
+  /** The signal that stopped the run, if one did. */
+  private stopSignal: StopSignal | undefined;
 
   protected async execute(): Promise<TrainResult> {
     const { flags } = await this.parse(Train);
@@ -55,13 +71,31 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
     const human = !this.jsonEnabled();
     const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips'), train: new ProgressLine('train   ', 'steps') };
     const control = { stop: false };
-    const onSigint = () => {
-      if (control.stop) process.exit(ExitCode.interrupted);
+    let stepsDone = 0;
+    const onSignal = (signal: StopSignal) => {
+      const code = SIGNAL_EXIT[signal];
+      // A closed terminal (SIGHUP) makes writes to it fail: they must not end the run before its checkpoint.
+      if (signal === 'SIGHUP') for (const s of [process.stdout, process.stderr]) s.on('error', () => undefined);
+      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
+      if (control.stop) {
+        tell('second signal: exiting now, without a checkpoint of the current step');
+        process.exit(code);
+      }
+      this.stopSignal = signal;
+      if (stepsDone === 0) {
+        // Nothing trained yet in this process: nothing to save (the feature cache commits row by row).
+        tell('no step has been trained yet: exiting now');
+        process.exit(code);
+      }
       control.stop = true;
-      this.interrupted = true;
-      process.stderr.write(`\n${paint.warn('interrupt')}: finishing this step and writing a checkpoint (Ctrl-C again to quit now)\n`);
+      tell(`finishing this step and writing a checkpoint (at most ${flags['stop-timeout']} s; a second signal quits at once)`);
+      setTimeout(() => {
+        tell(`no checkpoint within --stop-timeout ${flags['stop-timeout']} s: exiting without one (--resume continues from the last checkpoint)`);
+        process.exit(code);
+      }, flags['stop-timeout'] * 1000).unref();
     };
-    process.on('SIGINT', onSigint);
+    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
+    for (const [signal, handler] of handlers) process.on(signal, handler);
     try {
       return await train({
         loaded,
@@ -83,7 +117,10 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
             }
           : undefined,
         // On a terminal a bar with the ETA stays under the log lines; pipes and --json get the lines alone.
-        onStep: human ? (s) => bars.train.update(s.step - s.startStep, s.maxSteps - s.startStep, s.elapsedMs) : undefined,
+        onStep: (s) => {
+          stepsDone = s.step - s.startStep;
+          if (human) bars.train.update(s.step - s.startStep, s.maxSteps - s.startStep, s.elapsedMs);
+        },
         onProgress: human
           ? (p) => {
               bars.train.clear();
@@ -95,7 +132,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
       });
     } finally {
       bars.train.finish();
-      process.off('SIGINT', onSigint);
+      for (const [signal, handler] of handlers) process.off(signal, handler);
     }
   }
 
@@ -118,7 +155,8 @@ Ctrl-C finishes the current step, writes a checkpoint and exits with code 130; -
   }
 
   protected override exitCodeFor(r: TrainResult): number {
-    if (this.interrupted || r.stoppedBy === 'interrupted') return ExitCode.interrupted;
+    if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
+    if (r.stoppedBy === 'interrupted') return ExitCode.interrupted;
     return r.stoppedBy === 'non_finite' ? ExitCode.findings : ExitCode.ok;
   }
 }

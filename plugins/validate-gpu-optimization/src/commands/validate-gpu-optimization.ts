@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand } from '@xtts/core';
+import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
 import { isInputFailure, SEVERITIES, validateConfigFile, type Severity, type ValidationReport } from '@xtts/core/config';
 import { renderValidationReport, toSarif } from '@xtts/core/render';
 
@@ -40,6 +40,11 @@ Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it;
   protected render(report: ValidationReport): void {
     if (this.format === 'sarif') this.log(JSON.stringify(toSarif(report, this.config.version), null, 2));
     else this.log(renderValidationReport(report));
+  }
+
+  protected override errorFor(report: ValidationReport, code: number): XttsError {
+    const first = report.findings.find((f) => f.ruleId.startsWith('input/') || f.ruleId === 'yaml/syntax')!;
+    return new XttsError('CONFIG_UNREADABLE', first.message.includes(report.file) ? first.message : `${report.file}: ${first.message}`, { exitCode: code as ExitCode, position: first.position, suggestions: first.fix ? [first.fix] : ['name a YAML config that exists and parses'] });
   }
 
   protected override exitCodeFor(report: ValidationReport): number {

@@ -380,7 +380,7 @@ export class AdamW {
     const step = state.get(`${STATE_PREFIX}step`);
     if (!step) problems.push(`missing ${STATE_PREFIX}step`);
     if (problems.length > 0) {
-      throw new XttsError('optimizer_state_mismatch', `optimizer state does not fit this model: ${problems.slice(0, 5).join('; ')}`, {
+      throw new XttsError('OPTIMIZER_STATE_MISMATCH', `optimizer state does not fit this model: ${problems.slice(0, 5).join('; ')}`, {
         suggestions: ['Resume with the model config the checkpoint was trained with.'],
       });
     }

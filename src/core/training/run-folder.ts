@@ -1,0 +1,175 @@
+// One run per run folder, and nothing written into a folder that is not one. A run has an id, kept in
+// the folder's xtts-run.json, run.sqlite's meta and every checkpoint's state: a second `xtts train`
+// into a folder that holds a run is refused unless it resumes that run (--resume), so one run's
+// checkpoint rotation never deletes another's and `latest` never names a stranger's step. A folder
+// that holds anything else (a user's files, `/`, `/etc`, a foreign run.sqlite) is refused with what
+// was found there, before anything is written to it.
+import { randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
+import { ExitCode, XttsError } from '../errors.js';
+import { writeFileAtomic } from '../util/output.js';
+import { CHECKPOINT_FORMAT } from './checkpoint.js';
+
+export const RUN_MARKER = 'xtts-run.json';
+export const RUN_MARKER_FORMAT = 'xtts-run@1';
+
+/** What a run folder may hold besides a run's marker: every name xtts train writes there. */
+const RUN_ENTRIES: readonly RegExp[] = [
+  /^xtts-run\.json$/,
+  /^\.xtts-run\.lock$/,
+  /^\.xtts-run\.json\.\d+\.tmp$/,
+  /^run\.sqlite(-wal|-shm|-journal)?$/,
+  /^metrics\.jsonl$/,
+  /^checkpoints$/,
+  /^eval$/,
+  /^loss-curve\.png$/,
+  /^\.loss-curve\.png\.\d+\.tmp$/,
+  /^events\.out\.tfevents\..+$/,
+];
+
+export interface RunMarker {
+  format: typeof RUN_MARKER_FORMAT;
+  runId: string;
+  createdAt: string;
+  command: string;
+}
+
+/** What is in a folder named as a run folder. */
+export type RunFolderState =
+  | { kind: 'new' }
+  | { kind: 'run'; runId: string }
+  /** Written by xtts before runs had ids: resumable, and adopted (given an id) when resumed. */
+  | { kind: 'legacy' }
+  | { kind: 'foreign'; entries: string[]; why: string };
+
+export function newRunId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+function readMarker(path: string): RunMarker | undefined {
+  try {
+    const m = JSON.parse(readFileSync(path, 'utf8')) as RunMarker;
+    return m.format === RUN_MARKER_FORMAT && typeof m.runId === 'string' && /^[0-9a-f]{16}$/.test(m.runId) ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether run.sqlite is one xtts wrote (its meta table holds the run's config), not a user's database. */
+function isXttsRunDatabase(path: string): boolean {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name));
+    if (!tables.has('meta') || !tables.has('steps') || !tables.has('metrics')) return false;
+    return db.prepare("SELECT 1 FROM meta WHERE k = 'config'").get() !== undefined;
+  } catch {
+    return false;
+  } finally {
+    db?.close();
+  }
+}
+
+/** Whether checkpoints/ holds at least one xtts checkpoint (and nothing but checkpoint folders and pointers). */
+function isXttsCheckpoints(dir: string): boolean {
+  let found = false;
+  for (const name of readdirSync(dir)) {
+    if (name === 'latest' || name === 'best' || name.startsWith('.')) continue;
+    if (!/^step-\d{8}$/.test(name)) return false;
+    try {
+      const state = JSON.parse(readFileSync(join(dir, name, 'state.json'), 'utf8')) as { format?: string };
+      if (state.format !== CHECKPOINT_FORMAT) return false;
+      found = true;
+    } catch {
+      // a step folder whose write was killed: not evidence either way
+    }
+  }
+  return found;
+}
+
+/** What `runDir` holds: nothing (or missing), an xtts run (with its id), an older xtts run, or something else. */
+export function inspectRunFolder(runDir: string): RunFolderState {
+  let st;
+  try {
+    st = statSync(runDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'new' };
+    throw e;
+  }
+  if (!st.isDirectory()) return { kind: 'foreign', entries: [], why: 'it is a file, not a folder' };
+  const names = readdirSync(runDir);
+  const strangers = names.filter((n) => !RUN_ENTRIES.some((re) => re.test(n)));
+  if (strangers.length) return { kind: 'foreign', entries: strangers, why: `it holds ${strangers.length} entr${strangers.length === 1 ? 'y' : 'ies'} xtts did not write` };
+  const marker = existsSync(join(runDir, RUN_MARKER)) ? readMarker(join(runDir, RUN_MARKER)) : undefined;
+  if (existsSync(join(runDir, RUN_MARKER)) && !marker) return { kind: 'foreign', entries: [RUN_MARKER], why: `its ${RUN_MARKER} is not one xtts wrote (unreadable, or another format)` };
+  const db = join(runDir, 'run.sqlite');
+  if (existsSync(db) && !isXttsRunDatabase(db)) return { kind: 'foreign', entries: ['run.sqlite'], why: 'its run.sqlite is not an xtts run database' };
+  const ckpts = join(runDir, 'checkpoints');
+  if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || (readdirSync(ckpts).some((n) => !n.startsWith('.')) && !isXttsCheckpoints(ckpts)))) {
+    return { kind: 'foreign', entries: ['checkpoints'], why: 'its checkpoints/ holds files that are not xtts checkpoints' };
+  }
+  // Only a lock and a marker (a run refused before its first record: memory, data) or nothing at all: a folder to start in.
+  const records = names.filter((n) => n !== '.xtts-run.lock' && n !== RUN_MARKER && !n.endsWith('.tmp'));
+  if (records.length === 0) return { kind: 'new' };
+  return marker ? { kind: 'run', runId: marker.runId } : { kind: 'legacy' };
+}
+
+function listed(entries: string[]): string {
+  const shown = entries.slice(0, 6).join(', ');
+  return entries.length > 6 ? `${shown}, … (${entries.length} in all)` : shown;
+}
+
+/** The first of `<runDir>-2`, `<runDir>-3`, … that is free: a concrete new --output to suggest. */
+export function freeSibling(runDir: string): string {
+  for (let n = 2; ; n++) {
+    const candidate = `${runDir}-${n}`;
+    if (!existsSync(candidate)) return candidate;
+  }
+}
+
+/**
+ * Refuses a folder that cannot hold this run (before anything is written to it): a foreign one
+ * always; a used one unless resuming; nothing to resume with --resume. Returns what it holds.
+ */
+export function checkRunFolder(runDir: string, resume: boolean): RunFolderState {
+  let state: RunFolderState;
+  try {
+    state = inspectRunFolder(runDir);
+  } catch (e) {
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${(e as NodeJS.ErrnoException).code === 'EACCES' ? 'it cannot be read' : (e as Error).message}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a folder you can read and write with --output (or output.dir)'],
+    });
+  }
+  if (state.kind === 'foreign') {
+    throw new XttsError('OUTPUT_NOT_RUN_FOLDER', `${runDir} is not a run folder: ${state.why}${state.entries.length ? ` (${listed(state.entries)})` : ''}; xtts writes only into an empty folder, a new one, or one of its own runs`, {
+      exitCode: ExitCode.usage,
+      suggestions: [`train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`, 'or empty that folder first if its contents are yours to remove'],
+    });
+  }
+  if (!resume && (state.kind === 'run' || state.kind === 'legacy')) {
+    throw new XttsError('RUN_FOLDER_USED', `${runDir} holds another run${state.kind === 'run' ? ` (run ${state.runId})` : ''}: training into it would mix two runs and rotate its checkpoints away`, {
+      exitCode: ExitCode.usage,
+      suggestions: [`continue that run: add --resume`, `or start a new run in another folder: --output ${freeSibling(runDir)}`],
+    });
+  }
+  return state;
+}
+
+/** Writes the folder's marker (a new run, or an older run adopted on resume); returns its id. */
+export function writeRunMarker(runDir: string, runId: string): void {
+  const marker: RunMarker = { format: RUN_MARKER_FORMAT, runId, createdAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
+  writeFileAtomic(join(runDir, RUN_MARKER), `${JSON.stringify(marker, null, 1)}\n`);
+}
+
+/**
+ * The run folder when only --dataset was given: the config's output folder with the dataset folder's
+ * name appended (runs/quickstart + /data/LJSpeech-1.1 → runs/quickstart-LJSpeech-1.1), so a run on
+ * other data never lands in the config's own run, and the same command with --resume finds it again.
+ */
+export function runFolderForDataset(configOutputDir: string, datasetDir: string): string {
+  const name = basename(datasetDir.replace(/[\\/]+$/, '')) || 'dataset';
+  return join(dirname(configOutputDir), `${basename(configOutputDir)}-${name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
+}
