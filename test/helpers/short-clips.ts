@@ -1,7 +1,7 @@
 // The quickstart's shortest clips as a dataset of their own (for trainer tests: each step stays cheap
 // on a 2-core CPU): a new temporary folder with data/wavs and data/metadata.csv, and a config that
 // trains the quickstart model on them in batches of 4 with its own cache.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -45,6 +45,30 @@ training:
 ${training}`,
   );
   return { dir, config };
+}
+
+/**
+ * A micro model (d_model 32, one layer each) on the 4 shortest quickstart clips: a step takes tens of
+ * ms on wasm, so a test can start many runs. Logs every step, checkpoints every 4 (keeps 2), no
+ * validation or eval until the end; output.dir is `<dir>/runs/micro`.
+ */
+export function microRun(prefix: string): { dir: string; config: string } {
+  const run = shortQuickstartRun(4, prefix, `  max_steps: 40
+  log_every: 1
+  validate_every: 1000
+  checkpoint_every: 4
+  eval_every: 1000
+  keep_checkpoints: 2
+model:
+  d_model: 32
+  text_layers: 1
+  decoder_layers: 1
+  prenet_dim: 32
+  postnet_layers: 1
+  postnet_channels: 32
+`);
+  appendFileSync(run.config, `output:\n  dir: ${join(run.dir, 'runs', 'micro')}\n`);
+  return run;
 }
 
 /** A run folder's training loss by step (loss/train in run.sqlite). */

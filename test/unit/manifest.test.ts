@@ -9,7 +9,7 @@ import type { DatasetConfig } from '../../src/core/config/schema.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
-  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, language: 'en', language_source: 'fixed',
+  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, follow_symlinks: false, language: 'en', language_source: 'fixed',
   columns: { audio: 'audio', text: 'text', speaker: null, language: null }, ...over,
 });
 
@@ -101,4 +101,26 @@ test('one Latin-1 line costs that line alone, named with its number; a BOM stays
 
   writeFileSync(join(dir, 'metadata.csv'), Buffer.from('A1|Caf\xe9\nB2|d\xe9j\xe0\n', 'latin1'));
   assert.throws(() => buildManifest(dir, dataset()), (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_NOT_UTF8' && /none of its lines/.test(e.message));
+});
+
+test('audio that resolves through a symbolic link to outside the dataset folder is skipped as path_escapes_root unless dataset.follow_symlinks; links inside it are read', () => {
+  const dir = makeDataset('OUT|linked from elsewhere\nIN|linked inside\nUP|under a linked folder\nG1|good\n', ['G1']);
+  const elsewhere = mkdtempSync(join(tmpdir(), 'xtts-elsewhere-'));
+  writeToneWav(join(elsewhere, 'secret.wav'), 0.5);
+  symlinkSync(join(elsewhere, 'secret.wav'), join(dir, 'wavs', 'OUT.wav'));
+  symlinkSync('G1.wav', join(dir, 'wavs', 'IN.wav'));
+  // wavs/UP.wav as a real file under a folder that is itself a link to elsewhere.
+  mkdirSync(join(elsewhere, 'sub'));
+  writeToneWav(join(elsewhere, 'sub', 'UP.wav'), 0.5);
+  writeFileSync(join(dir, 'metadata.csv'), 'OUT|linked from elsewhere\nIN|linked inside\nlinked/UP|under a linked folder\nG1|good\n');
+  symlinkSync(join(elsewhere, 'sub'), join(dir, 'wavs', 'linked'));
+  const strict = buildManifest(dir, dataset());
+  assert.deepEqual(strict.train.map((r) => r.id).sort(), ['G1', 'IN']);
+  const detail = Object.fromEntries(strict.skipped.map((s) => [s.id, s]));
+  for (const id of ['OUT', 'linked/UP']) {
+    assert.equal(detail[id]?.reason, 'path_escapes_root', JSON.stringify(strict.skipped));
+    assert.match(detail[id].detail, /symbolic link .* outside .*dataset\.follow_symlinks: true/);
+  }
+  const followed = buildManifest(dir, dataset({ follow_symlinks: true }));
+  assert.deepEqual(followed.train.map((r) => r.id).sort(), ['G1', 'IN', 'OUT', 'linked/UP']);
 });

@@ -5,12 +5,11 @@
 // that holds anything else (a user's files, `/`, `/etc`, a foreign run.sqlite) is refused with what
 // was found there, before anything is written to it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 import { writeFileAtomic } from '../util/output.js';
-import { CHECKPOINT_FORMAT } from './checkpoint.js';
 
 export const RUN_MARKER = 'xtts-run.json';
 export const RUN_MARKER_FORMAT = 'xtts-run@1';
@@ -57,8 +56,13 @@ function readMarker(path: string): RunMarker | undefined {
   }
 }
 
-/** Whether run.sqlite is one xtts wrote (its meta table holds the run's config), not a user's database. */
+/**
+ * Whether run.sqlite is one xtts wrote (its meta table holds the run's config), not a user's
+ * database. Opened read-only; the -wal/-shm files SQLite makes to read a WAL database are removed
+ * again where they were not there before (a refused folder is left exactly as it was).
+ */
 function isXttsRunDatabase(path: string): boolean {
+  const sidecars = [`${path}-wal`, `${path}-shm`].filter((p) => !existsSync(p));
   let db: Database.Database | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
@@ -69,24 +73,13 @@ function isXttsRunDatabase(path: string): boolean {
     return false;
   } finally {
     db?.close();
+    for (const p of sidecars) rmSync(p, { force: true });
   }
 }
 
-/** Whether checkpoints/ holds at least one xtts checkpoint (and nothing but checkpoint folders and pointers). */
+/** Whether checkpoints/ holds only what CheckpointStore writes (step folders, pointers, temporaries); a damaged state.json is named when it is loaded. */
 function isXttsCheckpoints(dir: string): boolean {
-  let found = false;
-  for (const name of readdirSync(dir)) {
-    if (name === 'latest' || name === 'best' || name.startsWith('.')) continue;
-    if (!/^step-\d{8}$/.test(name)) return false;
-    try {
-      const state = JSON.parse(readFileSync(join(dir, name, 'state.json'), 'utf8')) as { format?: string };
-      if (state.format !== CHECKPOINT_FORMAT) return false;
-      found = true;
-    } catch {
-      // a step folder whose write was killed: not evidence either way
-    }
-  }
-  return found;
+  return readdirSync(dir).every((name) => name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}$/.test(name));
 }
 
 /** What `runDir` holds: nothing (or missing), an xtts run (with its id), an older xtts run, or something else. */
@@ -107,7 +100,7 @@ export function inspectRunFolder(runDir: string): RunFolderState {
   const db = join(runDir, 'run.sqlite');
   if (existsSync(db) && !isXttsRunDatabase(db)) return { kind: 'foreign', entries: ['run.sqlite'], why: 'its run.sqlite is not an xtts run database' };
   const ckpts = join(runDir, 'checkpoints');
-  if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || (readdirSync(ckpts).some((n) => !n.startsWith('.')) && !isXttsCheckpoints(ckpts)))) {
+  if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || !isXttsCheckpoints(ckpts))) {
     return { kind: 'foreign', entries: ['checkpoints'], why: 'its checkpoints/ holds files that are not xtts checkpoints' };
   }
   // Only a lock and a marker (a run refused before its first record: memory, data) or nothing at all: a folder to start in.
