@@ -155,7 +155,9 @@ test('--trace, --report and --fix-config: a trace Perfetto reads, a self-contain
 
 test('--json keeps its shape (fields renamed or removed fail here)', async () => {
   const r = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir, '--json']);
-  assert.equal(r.json.status, 'success');
+  // A dispatch-bound run is graded high: exit 1, and the envelope says findings.
+  assert.equal(r.code, 1);
+  assert.equal(r.json.status, 'findings');
   assert.equal(r.json.result.schemaVersion, 1);
   assertJsonShape('profile-bottleneck-recorded', r.json.result);
 });

@@ -39,7 +39,14 @@ interface JsonFinding {
 /** The findings of a --json run, after checking that stdout is one success envelope. */
 function findings(r: CliResult): JsonFinding[] {
   assert.ok(r.json, `stdout is one JSON document: ${describeRun(r)}`);
-  assert.equal(r.json.status, 'success', describeRun(r));
+  // The status follows the exit code: findings (1) or success (0); a config that could not be read
+  // (2) is an error envelope naming the first input finding, with the report beside it.
+  const status = { 0: 'success', 1: 'findings', 2: 'error' }[r.code as 0 | 1 | 2];
+  assert.equal(r.json.status, status, describeRun(r));
+  if (status === 'error') {
+    assert.equal(r.json.error.code, 'CONFIG_UNREADABLE');
+    assert.ok(r.json.error.position?.file, JSON.stringify(r.json.error));
+  }
   return r.json.result.findings;
 }
 
@@ -123,12 +130,16 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.deepEqual(r.json.warnings, []);
       assert.equal(r.stdout.trim(), JSON.stringify(r.json, null, 2));
       assert.equal(r.stderr, '');
-      assert.deepEqual(Object.keys(r.json.result).sort(), ['failSeverity', 'file', 'findings', 'passed', 'schemaValid', 'summary']);
+      assert.deepEqual(Object.keys(r.json.result).sort(), ['failSeverity', 'file', 'findings', 'memory', 'passed', 'schemaValid', 'summary']);
+      // The training memory estimate, and what it must fit in on this machine (no GPU here: wasm's heap or the host).
+      assert.ok(r.json.result.memory.estimateBytes > 0 && r.json.result.memory.parameters > 1e6, JSON.stringify(r.json.result.memory));
+      assert.ok(r.json.result.memory.estimateBytes < r.json.result.memory.limitBytes);
     });
 
-    test('content errors: a success envelope with findings, exit 1', async () => {
+    test('content errors: a findings envelope with the report, exit 1', async () => {
       const r = await validate(['--config', child('content.yaml', 'model:\n  heads: 3\n'), '--json']);
       assert.equal(r.code, 1, describeRun(r));
+      assert.equal(r.json.status, 'findings');
       assert.equal(r.json.result.passed, false);
       assert.deepEqual(r.json.result.summary, { error: 1, warn: 0, info: 0 });
     });

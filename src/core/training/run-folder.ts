@@ -91,7 +91,7 @@ export function inspectRunFolder(runDir: string): RunFolderState {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'new' };
     throw e;
   }
-  if (!st.isDirectory()) return { kind: 'foreign', entries: [], why: 'it is a file, not a folder' };
+  if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
   const names = readdirSync(runDir);
   const strangers = names.filter((n) => !RUN_ENTRIES.some((re) => re.test(n)));
   if (strangers.length) return { kind: 'foreign', entries: strangers, why: `it holds ${strangers.length} entr${strangers.length === 1 ? 'y' : 'ies'} xtts did not write` };
@@ -131,7 +131,9 @@ export function checkRunFolder(runDir: string, resume: boolean): RunFolderState 
   try {
     state = inspectRunFolder(runDir);
   } catch (e) {
-    throw new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${(e as NodeJS.ErrnoException).code === 'EACCES' ? 'it cannot be read' : (e as Error).message}`, {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOTDIR' ? 'a file of that name (or above it) is not a folder' : code === 'EACCES' || code === 'EPERM' ? 'it cannot be read' : (e as Error).message;
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${why}`, {
       exitCode: ExitCode.usage,
       suggestions: ['name a folder you can read and write with --output (or output.dir)'],
     });

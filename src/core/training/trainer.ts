@@ -271,7 +271,8 @@ async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Pr
   });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}${choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : ''}`);
-  checkMemoryEstimate(config, choice.backend, say);
+  // At the batch the run will train: a batch_size above the training set is the training set (below).
+  checkMemoryEstimate({ ...config, batching: { ...config.batching, batch_size: Math.min(config.batching.batch_size, data.train.length) } }, choice.backend, say);
   const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
   const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });
   // mixed_fp16: the matmuls round their operands to f16, so small gradients need the loss scale.
@@ -282,9 +283,11 @@ async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Pr
   let position = { epoch: 0, batch: 0 };
   let bestValidationLoss: number | null = null;
   let validationsWithoutImprovement = 0;
-  if (o.resume) {
-    const dir = store.latest();
-    if (!dir) throw new XttsError('RESUME_NOTHING', `--resume: no checkpoint in ${runDir} (its run stopped before its first checkpoint)`, { suggestions: ['start a new run in another folder (--output NEW_DIR), or empty this one'] });
+  const resumeFrom = o.resume ? store.latest() : undefined;
+  // A run stopped before its first checkpoint (killed while preparing, or in its first steps) starts over, as the same run.
+  if (o.resume && !resumeFrom) say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
+  if (resumeFrom) {
+    const dir = resumeFrom;
     const ckpt = store.load<CheckpointState>(dir);
     if (ckpt.state.runId !== undefined && ckpt.state.runId !== runId) {
       throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, { exitCode: ExitCode.usage, position: { file: join(dir, 'state.json') }, suggestions: ['resume with --output naming the folder that run was trained in'] });
