@@ -1,0 +1,24 @@
+// A worker of the config fuzz test (test/e2e/config-fuzz.test.ts): trains each config named on stdin
+// (one path a line) for 2 steps on the cpu backend, in this one process, and prints one JSON line per
+// config: whether it trained, or the error's code; and the process's peak resident memory so far
+// (a lifetime maximum: if it stays under a bound, every run did).
+import { createInterface } from 'node:readline';
+import { resourceUsage } from 'node:process';
+import { toXttsError } from '../../src/core/cli/command.js';
+import { loadConfigOrThrow } from '../../src/core/config/index.js';
+import { train } from '../../src/core/training/index.js';
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const [file, output] = line.split('\t');
+  if (!file) continue;
+  const started = performance.now();
+  let outcome: { ok: true; steps: number } | { ok: false; code: string; message: string };
+  try {
+    const r = await train({ loaded: loadConfigOrThrow(file), backend: 'cpu', maxSteps: 2, outputDir: output });
+    outcome = { ok: true, steps: r.steps };
+  } catch (e) {
+    const xe = toXttsError(e);
+    outcome = { ok: false, code: xe.code, message: xe.message.split('\n')[0].slice(0, 300) };
+  }
+  process.stdout.write(`${JSON.stringify({ file, ...outcome, ms: Math.round(performance.now() - started), maxRssBytes: resourceUsage().maxRSS * 1024 })}\n`);
+}
