@@ -159,7 +159,7 @@ describe('a run is never lost', () => {
     const budget = await train(['--output', join(dir, 'runs', 'budget'), '--max-steps', '1', '--set', 'device.model_memory_budget_mb=64', '--set', 'batching.batch_size=64']);
     assert.equal(budget.code, 2, describeRun(budget));
     assert.equal(budget.json.error.code, 'CONFIG_INVALID');
-    assert.match(budget.json.error.message, /exceeds device\.model_memory_budget_mb = 64/);
+    assert.match(budget.json.error.message, /exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
   });
 });
 

@@ -280,7 +280,7 @@ describe('xtts train', () => {
     const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '3', '--set', 'model.d_model=256', '--set', 'device.model_memory_budget_mb=64', '--json']);
     assert.equal(r.code, 2, r.stderr.slice(-1000));
     assert.equal(r.json.error.code, 'CONFIG_INVALID');
-    assert.match(r.json.error.message, /estimated .* exceeds device\.model_memory_budget_mb = 64/);
+    assert.match(r.json.error.message, /estimated .* exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
     assert.equal(existsSync(join(out, 'run.sqlite')), false);
   });
 

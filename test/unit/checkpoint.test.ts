@@ -6,7 +6,23 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CheckpointStore, resolveCheckpoint, type NamedArray } from '../../src/core/training/checkpoint.js';
+import { CheckpointStore, resolveCheckpoint, type CheckpointState, type NamedArray } from '../../src/core/training/checkpoint.js';
+
+/** A state.json that the schema accepts (what train writes), at `step`. */
+const state = (step: number): CheckpointState => ({
+  step,
+  position: { epoch: 0, batch: step },
+  dropoutRng: 1,
+  bestValidationLoss: null,
+  validationsWithoutImprovement: 0,
+  tokenizer: {},
+  tokenizerIdentity: 'chars',
+  stats: { mean: [0], std: [1] },
+  speakers: [],
+  languages: ['en'],
+  sizes: { vocabSize: 10, nMels: 1, numLanguages: 1 },
+  config: { model: {}, audio: {}, training: {} } as never,
+});
 
 const arrays = (v: number, n = 4): NamedArray[] => [
   { name: 'a.w', shape: [2, n / 2], dtype: 'float32', data: new Float32Array(n).fill(v) },
@@ -16,7 +32,7 @@ const arrays = (v: number, n = 4): NamedArray[] => [
 test('save, load, latest, rotation keeps the last N and the best', () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-'));
   const store = new CheckpointStore(run);
-  for (const step of [100, 200, 300, 400]) store.save(step, { weights: arrays(step), optimizer: arrays(-step), state: { step } }, { keep: 2, best: step === 200 });
+  for (const step of [100, 200, 300, 400]) store.save(step, { weights: arrays(step), optimizer: arrays(-step), state: state(step) }, { keep: 2, best: step === 200 });
   assert.deepEqual(store.list().map((c) => c.step), [200, 300, 400]);
   assert.equal(store.best(), join(run, 'checkpoints', 'step-00000200'));
   const c = store.load<{ step: number }>(store.latest()!);
@@ -32,7 +48,7 @@ test('save, load, latest, rotation keeps the last N and the best', () => {
 test('a checkpoint write killed mid-way leaves the previous one intact and latest', async () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-kill-'));
   const store = new CheckpointStore(run);
-  store.save(100, { weights: arrays(1), optimizer: arrays(2), state: { step: 100 } }, { keep: 3 });
+  store.save(100, { weights: arrays(1), optimizer: arrays(2), state: state(100) }, { keep: 3 });
   // A child writes a large checkpoint and is killed while writing it.
   const script = join(run, 'writer.mts');
   writeFileSync(script, `
@@ -62,7 +78,7 @@ test('a checkpoint write killed mid-way leaves the previous one intact and lates
   assert.equal(again.load<{ step: number }>(again.latest()!).state.step, 100);
   assert.deepEqual(again.list().map((c) => c.step), [100]);
   // The next save sweeps the killed write's temporary folder.
-  again.save(300, { weights: arrays(3), optimizer: arrays(4), state: { step: 300 } }, { keep: 3 });
+  again.save(300, { weights: arrays(3), optimizer: arrays(4), state: state(300) }, { keep: 3 });
   assert.ok(!existsSync(join(run, 'checkpoints', `.tmp-step-00000200-${child.pid}`)));
 });
 
@@ -94,7 +110,7 @@ print(json.dumps(out))
 
 test('weights and optimizer state are safetensors files that a reader outside xtts opens with the names and shapes', () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-st-'));
-  const dir = new CheckpointStore(run).save(7, { weights: arrays(3, 6), optimizer: arrays(-1), state: { step: 7 } }, { keep: 1 });
+  const dir = new CheckpointStore(run).save(7, { weights: arrays(3, 6), optimizer: arrays(-1), state: state(7) }, { keep: 1 });
   const got = JSON.parse(execFileSync(process.env.XTTS_TEST_PYTHON ?? 'python3', ['-c', READER, join(dir, 'weights.safetensors')], { encoding: 'utf8' }));
   if (process.env.XTTS_TEST_PYTHON) assert.ok(got.safe_open, 'the safetensors package is not installed in XTTS_TEST_PYTHON');
   assert.deepEqual(got.metadata, { format: 'xtts-checkpoint@1', content: 'weights' });
@@ -113,9 +129,32 @@ test('a checkpoint written before safetensors (weights.json + weights.bin) still
   writeFileSync(join(dir, 'weights.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [{ name: 'a.w', shape: [2, 2], dtype: 'float32', offset: 0, length: 4 }, { name: 'b', shape: [3], dtype: 'int32', offset: 16, length: 3 }] }));
   writeFileSync(join(dir, 'optimizer.bin'), Buffer.alloc(0));
   writeFileSync(join(dir, 'optimizer.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [] }));
-  writeFileSync(join(dir, 'state.json'), JSON.stringify({ format: 'xtts-checkpoint@1', step: 5 }));
+  writeFileSync(join(dir, 'state.json'), JSON.stringify({ format: 'xtts-checkpoint@1', ...state(5) }));
   const c = new CheckpointStore(run).load<{ step: number }>(dir);
   assert.equal(c.state.step, 5);
   assert.deepEqual([...c.weights[0].data], [1.5, -2, 3, 4]);
   assert.deepEqual([...c.weights[1].data], [9, 8, 7]);
+});
+
+test('a checkpoint whose weights or optimizer state hold NaN or Inf is refused, naming the tensor; nothing is written', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-nan-'));
+  const store = new CheckpointStore(run);
+  store.save(1, { weights: arrays(1), optimizer: arrays(2), state: state(1) }, { keep: 3 });
+  const nan = arrays(1);
+  nan[0].data[1] = Number.NaN;
+  assert.throws(() => store.save(2, { weights: nan, optimizer: arrays(2), state: state(2) }, { keep: 3 }), (e: Error & { code?: string }) => e.code === 'CHECKPOINT_NOT_FINITE' && /weight a\.w holds NaN/.test(e.message));
+  const inf = arrays(2);
+  inf[0].data[0] = Number.POSITIVE_INFINITY;
+  assert.throws(() => store.save(3, { weights: arrays(1), optimizer: inf, state: state(3) }, { keep: 3 }), /optimizer state a\.w holds NaN or infinite/);
+  assert.deepEqual(store.list().map((c) => c.step), [1]);
+  assert.ok(store.latest()!.endsWith('step-00000001'));
+});
+
+test('rotation removes only checkpoints of the run that saves: another run\'s are never touched', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-runs-'));
+  const store = new CheckpointStore(run);
+  const of = (runId: string, step: number) => ({ weights: arrays(step), optimizer: arrays(-step), state: { ...state(step), runId } });
+  for (const step of [10, 20, 30]) store.save(step, of('aaaaaaaaaaaaaaaa', step), { keep: 1 });
+  for (const step of [1, 2, 3]) store.save(step, of('bbbbbbbbbbbbbbbb', step), { keep: 1 });
+  assert.deepEqual(store.list().map((c) => c.step), [3, 30]);
 });

@@ -88,6 +88,8 @@ export const WASM_HEAP_BYTES = 4 * 2 ** 30;
 export interface MemoryLimit {
   bytes: number;
   what: string;
+  /** Why this limit is a guess (the backend auto picks is not known before it runs), when it is. */
+  assumed?: string;
 }
 
 /**
@@ -97,8 +99,8 @@ export interface MemoryLimit {
  */
 export function trainingMemoryLimit(config: XttsConfig, backend: string, host: { memoryBytes: number; gpu?: { name: string; index: number; memoryTotalBytes: number } }): MemoryLimit | undefined {
   const budget = config.device.model_memory_budget_mb;
-  if (budget !== null) return { bytes: budget * 2 ** 20, what: `device.model_memory_budget_mb = ${budget}` };
-  if (backend === 'webgpu' || backend === 'tensorflow') return host.gpu ? { bytes: host.gpu.memoryTotalBytes, what: `GPU ${host.gpu.index} (${host.gpu.name}): ${formatBytes(host.gpu.memoryTotalBytes)}` } : undefined;
+  if (budget !== null) return { bytes: budget * 2 ** 20, what: `device.model_memory_budget_mb = ${formatBytes(budget * 2 ** 20)}` };
+  if (backend === 'webgpu' || backend === 'tensorflow') return host.gpu ? { bytes: host.gpu.memoryTotalBytes, what: `GPU ${host.gpu.index} (${host.gpu.name}) = ${formatBytes(host.gpu.memoryTotalBytes)}` } : undefined;
   if (backend === 'wasm') return host.memoryBytes < WASM_HEAP_BYTES ? { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` } : { bytes: WASM_HEAP_BYTES, what: 'the wasm backend\'s 4 GiB heap' };
   return { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` };
 }

@@ -184,7 +184,9 @@ export const RULES: Rule[] = [
       const fits = batchSizeWithin(ctx.config, est, limit.bytes, THRESHOLDS.memoryWarnShare);
       // Parameters alone over the limit: no batch size helps, the model is too large.
       const fix = est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'a smaller model: lower model.d_model, model.ff_mult or the layer counts (model.text_layers, model.decoder_layers)' : `batch_size: ${fits}   # or lower limits.max_audio_s, or raise the budget`;
-      if (share > 1) return [at(ctx, est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'model.d_model' : 'batching.batch_size', 'error', `${detail} exceeds ${limit.what}`, fix)];
+      // backend auto where nvidia-smi sees no GPU: wasm, most likely, but a GPU it cannot see (WebGPU on another vendor's card) may hold more.
+      const severity = limit.assumed ? 'warn' : 'error';
+      if (share > 1) return [at(ctx, est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'model.d_model' : 'batching.batch_size', severity, `${detail} exceeds ${limit.what}${limit.assumed ? ` (${limit.assumed})` : ''}`, fix)];
       if (share > THRESHOLDS.memoryWarnShare) return [at(ctx, 'batching.batch_size', 'warn', `${detail} is ${(share * 100).toFixed(0)}% of ${limit.what}; allocator fragmentation may push it over`, fix)];
       return [];
     },
@@ -372,9 +374,12 @@ export function memoryLimitFor(ctx: { config: XttsConfig; host?: HostInventory }
   const dev = ctx.config.device;
   if (dev.model_memory_budget_mb !== null || !ctx.host) return trainingMemoryLimit(ctx.config, dev.backend, { memoryBytes: Number.POSITIVE_INFINITY });
   const gpu = dev.model_device !== null ? findGpu(ctx.host.gpus, dev.model_device) : ctx.host.gpus[0];
+  // A model_device this host does not have: another rule names that; there is nothing to compare with.
+  if (dev.model_device !== null && !gpu) return undefined;
   // auto trains on a GPU where there is one, else on wasm.
   const backend = dev.backend === 'auto' ? (gpu ? 'webgpu' : 'wasm') : dev.backend;
-  return trainingMemoryLimit(ctx.config, backend, { memoryBytes: ctx.host.memoryBytes, gpu });
+  const limit = trainingMemoryLimit(ctx.config, backend, { memoryBytes: ctx.host.memoryBytes, gpu });
+  return limit && dev.backend === 'auto' && !gpu ? { ...limit, assumed: 'device.backend auto trains on wasm where no GPU is seen; train refuses it there' } : limit;
 }
 
 export const TRAIN_BLOCKING_RULES = ['batching/memory', 'audio/consistency', 'model/shape', 'training/precision', 'training/optimizer', 'training/eval-sentences', 'batching/reference-frames'] as const;

@@ -41,6 +41,8 @@ export type RunFolderState =
   | { kind: 'run'; runId: string }
   /** Written by xtts before runs had ids: resumable, and adopted (given an id) when resumed. */
   | { kind: 'legacy' }
+  /** A run that began (its marker) but wrote nothing else (refused or stopped while it prepared): a new run may start here, --resume starts it over. */
+  | { kind: 'begun'; runId: string }
   | { kind: 'foreign'; entries: string[]; why: string };
 
 export function newRunId(): string {
@@ -105,7 +107,7 @@ export function inspectRunFolder(runDir: string): RunFolderState {
   }
   // Only a lock and a marker (a run refused before its first record: memory, data) or nothing at all: a folder to start in.
   const records = names.filter((n) => n !== '.xtts-run.lock' && n !== RUN_MARKER && !n.endsWith('.tmp'));
-  if (records.length === 0) return { kind: 'new' };
+  if (records.length === 0) return marker ? { kind: 'begun', runId: marker.runId } : { kind: 'new' };
   return marker ? { kind: 'run', runId: marker.runId } : { kind: 'legacy' };
 }
 
@@ -124,9 +126,10 @@ export function freeSibling(runDir: string): string {
 
 /**
  * Refuses a folder that cannot hold this run (before anything is written to it): a foreign one
- * always; a used one unless resuming; nothing to resume with --resume. Returns what it holds.
+ * always; a used one unless resuming (`used: false` leaves that to the check under the run lock, so
+ * that a folder a live run holds is named as in use, with its holder). Returns what it holds.
  */
-export function checkRunFolder(runDir: string, resume: boolean): RunFolderState {
+export function checkRunFolder(runDir: string, resume: boolean, options: { used?: boolean } = {}): RunFolderState {
   let state: RunFolderState;
   try {
     state = inspectRunFolder(runDir);
@@ -144,7 +147,7 @@ export function checkRunFolder(runDir: string, resume: boolean): RunFolderState 
       suggestions: [`train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`, 'or empty that folder first if its contents are yours to remove'],
     });
   }
-  if (!resume && (state.kind === 'run' || state.kind === 'legacy')) {
+  if (options.used !== false && !resume && (state.kind === 'run' || state.kind === 'legacy')) {
     throw new XttsError('RUN_FOLDER_USED', `${runDir} holds another run${state.kind === 'run' ? ` (run ${state.runId})` : ''}: training into it would mix two runs and rotate its checkpoints away`, {
       exitCode: ExitCode.usage,
       suggestions: [`continue that run: add --resume`, `or start a new run in another folder: --output ${freeSibling(runDir)}`],

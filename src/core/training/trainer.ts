@@ -227,12 +227,13 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const runDir = o.outputDir ?? (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
   // Checked before the lock (which writes into the folder), and again under it (another run may have begun meanwhile).
   const resume = o.resume === true;
-  if (checkRunFolder(runDir, resume).kind === 'new' && resume) throw nothingToResume(runDir);
+  if (checkRunFolder(runDir, resume, { used: false }).kind === 'new' && resume) throw nothingToResume(runDir);
   const lock = lockRunFolder(runDir);
   try {
     const found = checkRunFolder(runDir, resume);
     if (found.kind === 'new' && resume) throw nothingToResume(runDir);
-    const runId = found.kind === 'run' ? found.runId : newRunId();
+    // A run that only began (a marker, nothing else) is started over: as itself with --resume, as a new run without.
+    const runId = found.kind === 'run' || (found.kind === 'begun' && resume) ? found.runId : newRunId();
     if (found.kind !== 'run') writeRunMarker(runDir, runId);
     return await trainInFolder(o, runDir, runId);
   } finally {
