@@ -129,6 +129,7 @@ test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in 
   assert.deepEqual(internal.map((o) => `${o.file}: ${o.message}`), []);
   const refused = new Map<string, number>();
   for (const o of outcomes) if (!o.ok) refused.set(o.code!, (refused.get(o.code!) ?? 0) + 1);
+  for (const o of outcomes.filter((x) => !x.ok).slice(0, 5)) console.log(`refused: ${o.file}: ${o.code} ${o.message}`);
   const peak = Math.max(...outcomes.map((o) => o.maxRssBytes));
   const trained = outcomes.filter((o) => o.ok).length;
   console.log(`fuzz: ${COUNT} of ${drawn} drawn configs validate; ${trained} trained 2 steps, refused: ${JSON.stringify(Object.fromEntries(refused))}; peak worker RSS ${(peak / 2 ** 20).toFixed(0)} MiB; median ${outcomes.map((o) => o.ms).sort((a, b) => a - b)[COUNT >> 1]} ms a config`);

@@ -483,7 +483,7 @@ async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Pr
     };
     let dir: string;
     try {
-      dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArrays(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
+      dir = store.save(step, { weights: await toArrays(model.getWeights()), optimizer: await toArraysDisposing(optimizer.getState()), state }, { keep: t.keep_checkpoints, best });
     } catch (e) {
       if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;
       // Skipped updates keep weights finite; this is a diverged state all the same: it is not written.

@@ -55,6 +55,18 @@ export interface ApplyResult {
 
 const STATE_PREFIX = 'adamw.';
 
+/**
+ * A non-trainable variable holding `initial`, which is then disposed: tf.variable shares the tensor's
+ * data, so the initial tensor left alive would keep that memory after the variable is disposed (a
+ * train() in a process that trains again, as diagnose and the config fuzz do, leaked 12 bytes a
+ * parameter each time).
+ */
+function stateVariable(initial: tf.Tensor): tf.Variable {
+  const v = tf.variable(initial, false);
+  initial.dispose();
+  return v;
+}
+
 export class AdamW {
   readonly names: string[];
   readonly variables: tf.Variable[];
@@ -108,15 +120,15 @@ export class AdamW {
       offset += v.size;
     });
     this.decayMask = tf.keep(tf.tensor1d(mask));
-    this.flat = tf.variable(tf.zeros([this.total]), false);
-    this.m = tf.variable(tf.zeros([this.total]), false);
-    this.v = tf.variable(tf.zeros([this.total]), false);
-    this.skipped = tf.variable(tf.zeros([]), false);
+    this.flat = stateVariable(tf.zeros([this.total]));
+    this.m = stateVariable(tf.zeros([this.total]));
+    this.v = stateVariable(tf.zeros([this.total]));
+    this.skipped = stateVariable(tf.zeros([]));
     const ls = options.lossScale;
     if (ls && !(ls.initial >= 1 && ls.initial <= MAX_LOSS_SCALE && Number.isInteger(ls.growthInterval) && ls.growthInterval >= 1)) {
       throw new Error(`loss scale ${ls.initial} (1 to 2^24) and growth interval ${ls.growthInterval} (a whole number of updates, at least 1)`);
     }
-    this.scaling = ls ? { scale: tf.variable(tf.scalar(ls.initial), false), good: tf.variable(tf.zeros([]), false), growthInterval: ls.growthInterval } : null;
+    this.scaling = ls ? { scale: stateVariable(tf.scalar(ls.initial)), good: stateVariable(tf.zeros([])), growthInterval: ls.growthInterval } : null;
   }
 
   /** The loss scale S as a device scalar (the optimizer's own: do not dispose it), or null without loss scaling. */
