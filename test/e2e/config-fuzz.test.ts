@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { validateConfigFile } from '../../src/core/config/validate.js';
+import { mulberry32 } from '../../src/core/data/buckets.js';
 import { repoRoot } from '../helpers/cli.js';
 import { microRun } from '../helpers/short-clips.js';
 
@@ -18,18 +19,6 @@ import { microRun } from '../helpers/short-clips.js';
 const COUNT = Number(process.env.XTTS_FUZZ_CONFIGS ?? 30);
 const WORKERS = 2;
 const MAX_RSS_BYTES = 4e9;
-
-/** mulberry32: a small seeded generator, so a failing config can be drawn again. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function drawConfig(base: string, random: () => number): string {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
@@ -111,7 +100,7 @@ function runWorker(jobs: string[]): Promise<Outcome[]> {
 
 test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in INTERNAL, no worker over 4 GB`, { timeout: 1_200_000 }, async () => {
   const { dir, config } = microRun('xtts-fuzz-');
-  const random = rng(20261128);
+  const random = mulberry32(20261128);
   const jobs: string[] = [];
   let drawn = 0;
   while (jobs.length < COUNT) {

@@ -1,6 +1,9 @@
+// Memory a run may use: the estimate against what the backend holds, before the model is built; and
 // device.model_memory_budget_mb, checked after every step on every device that trains (rank 0 and
 // each data-parallel replica): what the engine still holds once the step has freed its tensors.
-import { formatBytes } from '../config/estimate.js';
+import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/estimate.js';
+import type { XttsConfig } from '../config/schema.js';
+import { findGpu, hostInventory } from '../env/host.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 /** MODEL_BUDGET_EXCEEDED (exit 3) when `heldBytes` is over the budget; `who` names the device's holder in the message. */
@@ -9,5 +12,29 @@ export function checkModelBudget(budgetMb: number | null, step: number, heldByte
   throw new XttsError('MODEL_BUDGET_EXCEEDED', `after step ${step} the model, its optimizer state and the step's buffers hold ${formatBytes(heldBytes)}${who ? ` on ${who}` : ''}: more than device.model_memory_budget_mb ${budgetMb} (${formatBytes(budgetMb * 2 ** 20)})`, {
     exitCode: ExitCode.environment,
     suggestions: [`raise device.model_memory_budget_mb to at least ${Math.ceil((heldBytes * 1.2) / 2 ** 20)}`, `or lower batching.batch_size (now ${batchSize}) or the model's size`],
+  });
+}
+
+/**
+ * Before the model is allocated: parameters, optimizer state and activations at the largest bucket
+ * against what the backend can hold (the budget, the GPU, wasm's heap, the host). Over it, the run
+ * is refused naming the keys to change, instead of aborting at some allocation minutes later.
+ */
+export function checkMemoryEstimate(config: XttsConfig, backend: string, say: (m: string) => void): void {
+  const host = hostInventory();
+  const gpu = config.device.model_device !== null ? findGpu(host.gpus, config.device.model_device) : host.gpus[0];
+  const limit = trainingMemoryLimit(config, backend, { memoryBytes: host.memoryBytes, gpu });
+  const est = estimateTrainingMemory(config);
+  if (!limit) {
+    say(`memory: ${describeEstimate(config, est)}; the ${backend} device's memory is not known here (no nvidia-smi): not checked`);
+    return;
+  }
+  if (est.totalBytes <= limit.bytes) return;
+  const modelTooLarge = est.parameterBytes >= limit.bytes * 0.85;
+  throw new XttsError('MEMORY_ESTIMATE_EXCEEDS', `training this config on ${backend} needs ${describeEstimate(config, est)}: more than ${limit.what}`, {
+    exitCode: ExitCode.usage,
+    suggestions: modelTooLarge
+      ? ['make the model smaller: model.d_model, model.ff_mult, model.text_layers, model.decoder_layers', 'or train on a device with more memory (--backend, device.model_device)']
+      : [`lower batching.batch_size (now ${config.batching.batch_size}), e.g. --set batching.batch_size=${batchSizeWithin(config, est, limit.bytes, 0.85)}`, `or limits.max_audio_s (now ${config.limits.max_audio_s}) or batching.frame_budget`, 'or train on a device with more memory (--backend, device.model_device)'],
   });
 }

@@ -5,12 +5,14 @@
 // optimizer.safetensors (AdamW's moments and step) and state.json (the rest: step, data position,
 // tokenizer, feature statistics, config); checkpoints written before safetensors (weights.json +
 // weights.bin) still load.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Type } from '@sinclair/typebox';
+import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/schema.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { ExitCode, inFile, XttsError } from '../errors.js';
+import { writeDurable } from '../util/output.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
@@ -31,18 +33,6 @@ interface ArrayManifestEntry {
 
 export const CHECKPOINT_FORMAT = 'xtts-checkpoint@1';
 
-function writeFileDurable(path: string, data: Uint8Array | string): void {
-  const fd = openSync(path, 'w');
-  try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 function fsyncDir(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
@@ -54,7 +44,7 @@ function fsyncDir(dir: string): void {
 
 /** Write a set of arrays as `<base>.safetensors` (readable by Python's safetensors, PyTorch, JAX). */
 function writeArrays(dir: string, base: string, arrays: readonly NamedArray[]): void {
-  writeFileDurable(join(dir, `${base}.safetensors`), encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }));
+  writeDurable(join(dir, `${base}.safetensors`), encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }));
 }
 
 /** A checkpoint's arrays: `<base>.safetensors`, or the `<base>.json` + `<base>.bin` pair checkpoints had before it. */
@@ -159,11 +149,34 @@ export function firstNonFinite(arrays: readonly NamedArray[]): NamedArray | unde
 }
 
 /** CHECKPOINT_NOT_FINITE for a checkpoint whose `tensor` holds NaN or ±Inf (`what` says whose). */
-export function notFinite(dir: string, tensor: string, what: 'weight' | 'optimizer state'): XttsError {
+function notFinite(dir: string, tensor: string, what: 'weight' | 'optimizer state'): XttsError {
   return new XttsError('CHECKPOINT_NOT_FINITE', `${dir}: ${what} ${tensor} holds NaN or infinite values: the run had diverged when this checkpoint was written`, {
     exitCode: ExitCode.usage,
     suggestions: ['resume or synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
   });
+}
+
+/** Refuses (CHECKPOINT_NOT_FINITE, naming the tensor) a checkpoint whose weights or optimizer state hold NaN or ±Inf. */
+export function refuseNonFinite(dir: string, contents: { weights: readonly NamedArray[]; optimizer: readonly NamedArray[] }): void {
+  const weight = firstNonFinite(contents.weights);
+  if (weight) throw notFinite(dir, weight.name, 'weight');
+  const moment = firstNonFinite(contents.optimizer);
+  if (moment) throw notFinite(dir, moment.name, 'optimizer state');
+}
+
+/**
+ * Uploads a checkpoint file's arrays as tensors, hands them to `assign` (model.setWeights,
+ * optimizer.setState, which copy them) and frees them; an error (arrays that do not fit) names the file.
+ */
+export function assignArrays(arrays: readonly NamedArray[], file: string, assign: (tensors: Map<string, tf.Tensor>) => void): void {
+  const tensors = new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
+  try {
+    assign(tensors);
+  } catch (e) {
+    throw inFile(e, file);
+  } finally {
+    tf.dispose([...tensors.values()]);
+  }
 }
 
 export interface CheckpointContents<State> {
@@ -205,7 +218,7 @@ export class CheckpointStore {
 
   private setPointer(name: 'latest' | 'best', dirName: string): void {
     const tmp = join(this.root, `.${name}.${process.pid}.tmp`);
-    writeFileDurable(tmp, `${dirName}\n`);
+    writeDurable(tmp, `${dirName}\n`);
     renameSync(tmp, join(this.root, name));
     fsyncDir(this.root);
   }
@@ -232,10 +245,7 @@ export class CheckpointStore {
   /** Writes a checkpoint; weights or optimizer state holding NaN/Inf are refused (CHECKPOINT_NOT_FINITE), nothing is written. */
   save<State extends { runId?: string }>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {
     const name = `step-${String(step).padStart(8, '0')}`;
-    const weight = firstNonFinite(contents.weights);
-    if (weight) throw notFinite(join(this.root, name), weight.name, 'weight');
-    const moment = firstNonFinite(contents.optimizer);
-    if (moment) throw notFinite(join(this.root, name), moment.name, 'optimizer state');
+    refuseNonFinite(join(this.root, name), contents);
     mkdirSync(this.root, { recursive: true });
     const tmp = join(this.root, `.tmp-${name}-${process.pid}`);
     rmSync(tmp, { recursive: true, force: true });
@@ -243,7 +253,7 @@ export class CheckpointStore {
       mkdirSync(tmp);
       writeArrays(tmp, 'weights', contents.weights);
       writeArrays(tmp, 'optimizer', contents.optimizer);
-      writeFileDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
+      writeDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
       fsyncDir(tmp);
     } catch (e) {
       // A write that failed (a full disk) leaves nothing half-written; the previous checkpoints stand.

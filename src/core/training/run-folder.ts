@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 import { writeFileAtomic } from '../util/output.js';
+import { lockRunFolder } from './run-lock.js';
 
 export const RUN_MARKER = 'xtts-run.json';
 export const RUN_MARKER_FORMAT = 'xtts-run@1';
@@ -45,7 +46,7 @@ export type RunFolderState =
   | { kind: 'begun'; runId: string }
   | { kind: 'foreign'; entries: string[]; why: string };
 
-export function newRunId(): string {
+function newRunId(): string {
   return randomBytes(8).toString('hex');
 }
 
@@ -157,7 +158,7 @@ export function checkRunFolder(runDir: string, resume: boolean, options: { used?
 }
 
 /** Writes the folder's marker (a new run, or an older run adopted on resume); returns its id. */
-export function writeRunMarker(runDir: string, runId: string): void {
+function writeRunMarker(runDir: string, runId: string): void {
   const marker: RunMarker = { format: RUN_MARKER_FORMAT, runId, createdAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
   writeFileAtomic(join(runDir, RUN_MARKER), `${JSON.stringify(marker, null, 1)}\n`);
 }
@@ -170,4 +171,26 @@ export function writeRunMarker(runDir: string, runId: string): void {
 export function runFolderForDataset(configOutputDir: string, datasetDir: string): string {
   const name = basename(datasetDir.replace(/[\\/]+$/, '')) || 'dataset';
   return join(dirname(configOutputDir), `${basename(configOutputDir)}-${name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
+}
+
+/**
+ * Takes `runDir` for a run: checked before the lock (which writes into the folder) and again under
+ * it (another run may have begun meanwhile); a run that only began (a marker, nothing else) starts
+ * over, as itself with --resume, as a new run without. The run's id, and release() for the lock.
+ */
+export function openRunFolder(runDir: string, resume: boolean): { runId: string; release(): void } {
+  const nothingToResume = () =>
+    new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, { exitCode: ExitCode.usage, suggestions: ['start without --resume, or pass --output with the run folder to resume'] });
+  if (checkRunFolder(runDir, resume, { used: false }).kind === 'new' && resume) throw nothingToResume();
+  const lock = lockRunFolder(runDir);
+  try {
+    const found = checkRunFolder(runDir, resume);
+    if (found.kind === 'new' && resume) throw nothingToResume();
+    const runId = found.kind === 'run' || (found.kind === 'begun' && resume) ? found.runId : newRunId();
+    if (found.kind !== 'run') writeRunMarker(runDir, runId);
+    return { runId, release: () => lock.release() };
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
 }

@@ -12,10 +12,10 @@ import { cleanText } from '../data/text/cleaners.js';
 import { Phonemizer } from '../data/text/phonemizer.js';
 import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
 import { join } from 'node:path';
-import { ExitCode, inFile, XttsError } from '../errors.js';
+import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/model.js';
 import { checkOutputFolder, writeOutputFile } from '../util/output.js';
-import { CheckpointStore, firstNonFinite, notFinite, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
+import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -151,18 +151,10 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     refMel = new Float32Array(config.batching.reference_frames * nMels);
   }
   // A diverged run's weights speak nothing: 8 s of silence would look like a result.
-  const broken = firstNonFinite(ckpt.weights);
-  if (broken) throw notFinite(dir, broken.name, 'weight');
+  refuseNonFinite(dir, ckpt);
   const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device, matmul: config.device.matmul });
   const model = new XttsModel(config.model, sizes, { seed: config.training.seed, convImpl: config.device.conv_kernels });
-  const weights = new Map(ckpt.weights.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
-  try {
-    model.setWeights(weights);
-  } catch (e) {
-    throw inFile(e, join(dir, 'weights.safetensors'));
-  } finally {
-    tf.dispose([...weights.values()]);
-  }
+  assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
   const t0 = performance.now();
   const maxFrames = Math.min(config.model.max_mel_frames, Math.ceil(((o.maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz) / config.audio.hop_length));
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));

@@ -10,14 +10,14 @@ import { disposeBackend, initBackend, KernelCounter, mergeProgramTimes, noDevice
 import type { CaptureState } from '../backend/step-capture.js';
 import { stagedUploadStats } from '../backend/webgpu-uploads.js';
 import { configInvalid, type LoadedConfig } from '../config/load.js';
-import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/estimate.js';
+import { formatBytes } from '../config/estimate.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
 import type { Backend, XttsConfig } from '../config/schema.js';
 import { planBuckets } from '../data/buckets.js';
 import { DataLoader, producerThreads, type LoadedBatch } from '../data/loader.js';
 import { slotBytes } from '../data/ring.js';
 import { prepareDataset, type PrepareProgress } from '../data/prepare.js';
-import { ExitCode, inFile, XttsError } from '../errors.js';
+import { ExitCode, XttsError } from '../errors.js';
 import { writeFileAtomic } from '../util/output.js';
 import { AlignmentSearcher } from '../model/align-worker.js';
 import { type BatchAlignment, type BatchDims, disposeBatch, uploadBatch } from '../model/batch.js';
@@ -30,18 +30,16 @@ import { type ReplicaStepRecord, RunDatabase } from '../telemetry/run-db.js';
 import { EventFileWriter } from '../telemetry/tensorboard.js';
 import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
 import { summarize } from '../util/stats.js';
-import { CheckpointStore, firstNonFinite, notFinite, type CheckpointState, type NamedArray } from './checkpoint.js';
-import { checkRunFolder, newRunId, runFolderForDataset, writeRunMarker } from './run-folder.js';
+import { assignArrays, CheckpointStore, refuseNonFinite, type CheckpointState, type NamedArray } from './checkpoint.js';
+import { openRunFolder, runFolderForDataset } from './run-folder.js';
 import { AdamW } from './optim/adamw.js';
 import { type StepCaptureSummary, StepReplayer } from './optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, trainStep } from './optim/train-step.js';
-import { lockRunFolder } from './run-lock.js';
 import { planReplicas, ReplicaGroup } from './parallel/group.js';
 import type { ReplicaUpdate } from './parallel/replica.js';
-import { checkModelBudget } from './budget.js';
+import { checkMemoryEstimate, checkModelBudget } from './budget.js';
 import { loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import { SideDevice, type SideResult } from './side-device.js';
-import { findGpu, hostInventory } from '../env/host.js';
 
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
 const MIXED_FP16_LOSS_SCALE = 4096;
@@ -211,10 +209,6 @@ async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> 
   return Promise.all([...tensors.entries()].map(async ([name, t]) => ({ name, shape: t.shape, dtype: t.dtype === 'int32' ? ('int32' as const) : ('float32' as const), data: (await t.data()) as Float32Array | Int32Array })));
 }
 
-function fromArrays(arrays: NamedArray[]): Map<string, tf.Tensor> {
-  return new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
-}
-
 // Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most
 // 4 GiB) runs out, or, when an allocation's null pointer is written to first, traps with "memory
 // access out of bounds" (seen with the small preset's batch of 32: a RuntimeError from a transpose).
@@ -225,24 +219,12 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter((f) => f.severity === 'error');
   if (blockers.length) throw configInvalid(o.loaded.file, blockers);
   const runDir = o.outputDir ?? (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
-  // Checked before the lock (which writes into the folder), and again under it (another run may have begun meanwhile).
-  const resume = o.resume === true;
-  if (checkRunFolder(runDir, resume, { used: false }).kind === 'new' && resume) throw nothingToResume(runDir);
-  const lock = lockRunFolder(runDir);
+  const folder = openRunFolder(runDir, o.resume === true);
   try {
-    const found = checkRunFolder(runDir, resume);
-    if (found.kind === 'new' && resume) throw nothingToResume(runDir);
-    // A run that only began (a marker, nothing else) is started over: as itself with --resume, as a new run without.
-    const runId = found.kind === 'run' || (found.kind === 'begun' && resume) ? found.runId : newRunId();
-    if (found.kind !== 'run') writeRunMarker(runDir, runId);
-    return await trainInFolder(o, runDir, runId);
+    return await trainInFolder(o, runDir, folder.runId);
   } finally {
-    lock.release();
+    folder.release();
   }
-}
-
-function nothingToResume(runDir: string): XttsError {
-  return new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, { exitCode: ExitCode.usage, suggestions: ['start without --resume, or pass --output with the run folder to resume'] });
 }
 
 async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Promise<TrainResult> {
@@ -294,31 +276,14 @@ async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Pr
       throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, { exitCode: ExitCode.usage, position: { file: join(dir, 'state.json') }, suggestions: ['resume with --output naming the folder that run was trained in'] });
     }
     // A diverged checkpoint would train on NaN and write more of them: refused, naming what is broken.
-    const broken = firstNonFinite(ckpt.weights);
-    if (broken) throw notFinite(dir, broken.name, 'weight');
-    const brokenMoment = firstNonFinite(ckpt.optimizer);
-    if (brokenMoment) throw notFinite(dir, brokenMoment.name, 'optimizer state');
+    refuseNonFinite(dir, ckpt);
     if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
       throw new XttsError('RESUME_TOKENIZER_CHANGED', `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`, {
         suggestions: ['resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)'],
       });
     }
-    const weights = fromArrays(ckpt.weights);
-    try {
-      model.setWeights(weights);
-    } catch (e) {
-      throw inFile(e, join(dir, 'weights.safetensors'));
-    } finally {
-      tf.dispose([...weights.values()]);
-    }
-    const opt = fromArrays(ckpt.optimizer);
-    try {
-      optimizer.setState(opt);
-    } catch (e) {
-      throw inFile(e, join(dir, 'optimizer.safetensors'));
-    } finally {
-      tf.dispose([...opt.values()]);
-    }
+    assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
+    assignArrays(ckpt.optimizer, join(dir, 'optimizer.safetensors'), (o) => optimizer.setState(o));
     model.dropout.rngState = ckpt.state.dropoutRng;
     step = ckpt.state.step;
     position = ckpt.state.position;
@@ -997,30 +962,6 @@ async function disposeAhead(p: PreparedBatch): Promise<void> {
   disposeBatch(p.tensors);
   const a = await p.alignment.catch(() => undefined);
   if (a) tf.dispose([a.steps, a.durations]);
-}
-
-/**
- * Before the model is allocated: parameters, optimizer state and activations at the largest bucket
- * against what the backend can hold (the budget, the GPU, wasm's heap, the host). Over it, the run
- * is refused naming the keys to change, instead of aborting at some allocation minutes later.
- */
-function checkMemoryEstimate(config: XttsConfig, backend: string, say: (m: string) => void): void {
-  const host = hostInventory();
-  const gpu = config.device.model_device !== null ? findGpu(host.gpus, config.device.model_device) : host.gpus[0];
-  const limit = trainingMemoryLimit(config, backend, { memoryBytes: host.memoryBytes, gpu });
-  const est = estimateTrainingMemory(config);
-  if (!limit) {
-    say(`memory: ${describeEstimate(config, est)}; the ${backend} device's memory is not known here (no nvidia-smi): not checked`);
-    return;
-  }
-  if (est.totalBytes <= limit.bytes) return;
-  const modelTooLarge = est.parameterBytes >= limit.bytes * 0.85;
-  throw new XttsError('MEMORY_ESTIMATE_EXCEEDS', `training this config on ${backend} needs ${describeEstimate(config, est)}: more than ${limit.what}`, {
-    exitCode: ExitCode.usage,
-    suggestions: modelTooLarge
-      ? ['make the model smaller: model.d_model, model.ff_mult, model.text_layers, model.decoder_layers', 'or train on a device with more memory (--backend, device.model_device)']
-      : [`lower batching.batch_size (now ${config.batching.batch_size}), e.g. --set batching.batch_size=${batchSizeWithin(config, est, limit.bytes, 0.85)}`, `or limits.max_audio_s (now ${config.limits.max_audio_s}) or batching.frame_budget`, 'or train on a device with more memory (--backend, device.model_device)'],
-  });
 }
 
 function outOfMemory(e: Error, config: XttsConfig, batch: LoadedBatch): XttsError {

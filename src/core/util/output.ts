@@ -10,7 +10,8 @@ function temporaryBeside(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
 }
 
-function writeDurable(path: string, data: string | Uint8Array): void {
+/** Writes `data` to `path` and fsyncs it (the caller renames it into place). */
+export function writeDurable(path: string, data: string | Uint8Array): void {
   const fd = openSync(path, 'w');
   try {
     const bytes = typeof data === 'string' ? Buffer.from(data) : data;
