@@ -9,7 +9,7 @@
 // Elsewhere everything is float32:
 //  - tfjs-node 4.22 maps only those five dtypes to TF_DataType; libtensorflow's half is not exposed.
 //  - tfjs-backend-wasm (XNNPACK f32 operators) and tfjs-backend-cpu (Float32Array) are float32.
-import type { Backend, TrainingConfig } from '../config/schema.js';
+import type { Backend, TrainingConfig, XttsConfig } from '../config/schema.js';
 
 export type Precision = TrainingConfig['precision'];
 export type ConcreteBackend = Exclude<Backend, 'auto'>;
@@ -41,10 +41,16 @@ export const FP16_TRAINING_BACKENDS: readonly ConcreteBackend[] = (Object.keys(P
 );
 
 /**
- * Whether `backend` trains in `precision`. For `auto`: fp32 everywhere; mixed_fp16 makes auto take
- * webgpu only (initBackend passes the others over with the reason), so it is allowed where webgpu trains it.
+ * The precision policy, the one function the validator (rule training/precision) and `train` ask:
+ * whether a run on `backend` trains in `precision`. For `auto`: fp32 everywhere; mixed_fp16 makes auto
+ * take webgpu only (initBackend passes the others over with the reason), so it is allowed where webgpu
+ * trains it. Data-parallel replicas (`gpus`, device.gpus, set) train in float32: their update sums no
+ * loss-scaled gradients.
  */
-export function precisionSupported(backend: Backend, precision: Precision): { ok: boolean; reason: string } {
+export function precisionSupported(backend: Backend, precision: Precision, gpus: XttsConfig['device']['gpus'] = null): { ok: boolean; reason: string } {
+  if (gpus !== null && precision !== 'fp32') {
+    return { ok: false, reason: `data-parallel training (device.gpus: ${JSON.stringify(gpus)}) runs its replicas in float32: ${precision} trains on one GPU` };
+  }
   if (backend === 'auto' && precision === 'mixed_fp16') {
     return PRECISION_SUPPORT.webgpu.trains.includes(precision) ? { ok: true, reason: 'auto trains mixed_fp16 on webgpu only' } : { ok: false, reason: `webgpu: ${PRECISION_SUPPORT.webgpu.float16}` };
   }

@@ -279,11 +279,12 @@ export const RULES: Rule[] = [
     id: 'training/precision',
     title: 'The backend trains in the precision asked for',
     severity: 'error',
-    rationale: 'Mixed precision on a backend that trains in float32 only would silently not be mixed: `xtts train` refuses it, so the validator does too, with or without --no-environment.',
+    rationale:
+      'Mixed precision on a backend that trains in float32 only, or over data-parallel replicas (which train in float32), would silently not be mixed: `xtts train` refuses it through this rule, so the validator does too, with or without --no-environment.',
     check(ctx) {
       const p = ctx.config.training.precision;
       if (p === 'fp32') return [];
-      const support = precisionSupported(ctx.config.device.backend, p);
+      const support = precisionSupported(ctx.config.device.backend, p, ctx.config.device.gpus);
       return support.ok ? [] : [at(ctx, 'training.precision', 'error', `precision ${p}: ${support.reason}`, 'precision: fp32')];
     },
   },

@@ -1,0 +1,144 @@
+// What a run writes about itself while it trains: the run database (steps, metrics, meta), the
+// TensorBoard event file, the loss curve picture, and the progress line's figures. The loop hands it
+// each step's record and each logged step's stats; nothing here touches the device.
+import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { curveFigure } from '../../render/figures.js';
+import type { GpuSampler } from '../../telemetry/gpu-sampler.js';
+import { RunDatabase, type ReplicaStepRecord } from '../../telemetry/run-db.js';
+import type { StepRecord } from '../../telemetry/spans.js';
+import { EventFileWriter } from '../../telemetry/tensorboard.js';
+import { writeFileAtomic } from '../../util/output.js';
+import { STEP_STATS } from '../optim/train-step.js';
+import type { TrainProgress, TrainResult } from './types.js';
+
+/** A logged step's figures: its loss, gradient norm and finite flag (1 made, 0 non-finite, −1 a loss-scale overflow). */
+export interface LoggedStats {
+  loss: number;
+  gradNorm: number;
+  flag: number;
+}
+
+export class RunLog {
+  /** Every recorded step, in order. */
+  readonly records: StepRecord[] = [];
+  /** Loss read back at each log interval, and each validation pass's. */
+  readonly lossCurve: TrainResult['lossCurve'] = [];
+  readonly validation: TrainResult['validation'] = [];
+  readonly evalFiles: string[] = [];
+  /** Updates skipped for a NaN/Inf loss or gradient, in this run (a resumed run counts afresh). */
+  nonFiniteSteps = 0;
+  /** The duration predictor's squared log error of the last logged step (stands in for validation's without validation rows). */
+  trainingDurationError = 0;
+  /** Device samples for the progress line's utilisation, on GPUs. */
+  sampler?: GpuSampler;
+
+  private constructor(
+    readonly runDir: string,
+    readonly db: RunDatabase,
+    /** Measurement runs (profiling) write no event file. */
+    readonly events: EventFileWriter | undefined,
+    private readonly progress: { maxSteps: number; logEvery: number; onProgress?: (p: TrainProgress) => void },
+  ) {}
+
+  /** Opens the run database (and, unless `tensorboard` is false, the event file) in `runDir`, which exists. */
+  static open(runDir: string, o: { tensorboard: boolean; maxSteps: number; logEvery: number; onProgress?: (p: TrainProgress) => void }): RunLog {
+    const db = RunDatabase.create(runDir);
+    // TensorBoard event files beside run.sqlite (`tensorboard --logdir runs`).
+    return new RunLog(runDir, db, o.tensorboard ? new EventFileWriter(runDir) : undefined, o);
+  }
+
+  /** A scalar into the run database and TensorBoard. */
+  metric(at: number, name: string, value: number): void {
+    this.db.addMetric(at, name, value);
+    this.events?.scalar(name, at, value);
+  }
+
+  /** A logged step's losses, gradient norm and learning rate into the metrics and the loss curve. */
+  logStats(at: number, stats: readonly number[], learningRate: number): LoggedStats {
+    const stat = (name: (typeof STEP_STATS)[number]) => stats[STEP_STATS.indexOf(name)];
+    const loss = stat('loss');
+    const gradNorm = stat('gradNorm');
+    this.lossCurve.push({ step: at, loss });
+    this.metric(at, 'loss/train', loss);
+    this.metric(at, 'loss/mel_pre', stat('melPre'));
+    this.metric(at, 'loss/mel_post', stat('melPost'));
+    this.metric(at, 'loss/aligned_text', stat('alignedText'));
+    this.metric(at, 'loss/duration', stat('duration'));
+    this.trainingDurationError = stat('duration');
+    this.metric(at, 'grad_norm', gradNorm);
+    this.metric(at, 'learning_rate', learningRate);
+    return { loss, gradNorm, flag: stat('finite') };
+  }
+
+  /** Counts a step's finite flag; whether it was a non-finite step. */
+  countFlag(flag: number): boolean {
+    if (flag === 0) this.nonFiniteSteps++;
+    return flag === 0;
+  }
+
+  addStep(rec: StepRecord): void {
+    this.records.push(rec);
+    this.db.addStep(rec);
+  }
+
+  addReplicaSteps(step: number, parts: readonly Omit<ReplicaStepRecord, 'step' | 'rank'>[]): void {
+    for (const [rank, r] of parts.entries()) this.db.addReplicaStep({ step, rank, ...r });
+  }
+
+  /** The progress line of a logged step, once its record is in `records`. */
+  reportProgress(at: number, loss: number, learningRate: number): void {
+    this.db.flush();
+    const { maxSteps, logEvery, onProgress } = this.progress;
+    const recent = this.records.slice(-logEvery);
+    const wall = recent.reduce((a, x) => a + x.wallMs, 0);
+    const p: TrainProgress = {
+      step: at,
+      maxSteps,
+      loss,
+      learningRate,
+      samplesPerS: recent.reduce((a, x) => a + x.batchSize, 0) / (wall / 1000),
+      dataWaitShare: recent.reduce((a, x) => a + x.spans.dataWaitMs, 0) / wall,
+      stepMs: wall / recent.length,
+      etaS: ((maxSteps - at) * wall) / recent.length / 1000,
+      nonFiniteSteps: this.nonFiniteSteps,
+      gpuUtilizationPct: this.sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
+    };
+    this.events?.scalar('perf/samples_per_s', at, p.samplesPerS);
+    this.events?.scalar('perf/data_wait_share', at, p.dataWaitShare);
+    this.events?.scalar('perf/step_ms', at, p.stepMs);
+    if (p.gpuUtilizationPct !== undefined) this.events?.scalar('perf/gpu_utilization_pct', at, p.gpuUtilizationPct);
+    onProgress?.(p);
+  }
+
+  /** Eval files of step `at` into the result, and into TensorBoard: the mel and alignment pictures, and the audio. */
+  publishEval(at: number, files: readonly string[]): void {
+    for (const f of files) {
+      const tag = `eval/${basename(f).replace(/\.(png|wav)$/, '')}`;
+      if (f.endsWith('.png')) this.events?.image(tag, at, readFileSync(f));
+      else if (f.endsWith('.wav')) this.events?.audio(tag, at, readFileSync(f));
+    }
+    this.events?.flush();
+    this.evalFiles.push(...files);
+  }
+
+  /** The loss curves as a picture in the run folder (TensorBoard has them as scalars). */
+  writeLossCurve(): void {
+    writeFileAtomic(
+      join(this.runDir, 'loss-curve.png'),
+      curveFigure({
+        title: `${basename(this.runDir)} · loss`,
+        yTitle: 'LOSS',
+        series: [
+          { label: 'TRAINING', points: this.lossCurve.map((x) => [x.step, x.loss]) },
+          { label: 'VALIDATION', points: this.validation.map((x) => [x.step, x.loss]) },
+        ],
+      }),
+    );
+  }
+
+  close(): void {
+    this.db.close();
+    this.events?.close();
+  }
+}
