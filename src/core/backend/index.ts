@@ -20,3 +20,11 @@ export {
   tensorCoreSupport,
   vulkanDriverManifests,
 } from './webgpu.js';
+export { type GpuDevice } from './gpu-types.js';
+export { flatProgram, namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from './kernels.js';
+export { describeSpans, type DeviceSpans, SpanTimer } from './replay-spans.js';
+export { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, COPY_SHADER_KEY, dropStaleCapture, onDeviceOnly, recordStep, type ShapeCaptureSummary, summarizeShapes } from './step-capture.js';
+export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './webgpu-dense.js';
+export { f16PairTakes, type PairedMatMul, type StridedDims, stridedMatMuls, type StridedMatrix, type StridedProduct, subgroupMatMulPair } from './webgpu-matmul.js';
+export { spreadSum, stridedSum, stridedSumStoring, SUM_OF_SQUARES_KERNEL, type Summand } from './webgpu-sum.js';
+export { stagedUploadStats, uploadTensors } from './webgpu-uploads.js';

@@ -1,6 +1,6 @@
 // Choosing the TensorFlow.js backend: the one asked for, or with `auto` the fastest that works here
 // (webgpu > tensorflow > wasm > cpu), saying why each faster one was passed over.
-import type { Backend } from '../config/schema.js';
+import type { Backend } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ConcreteBackend } from './precision.js';
 import { initTensorflow, installedTensorflowPackage, TENSORFLOW_INSTALL_HINT, tensorflowUnavailableReason } from './tensorflow.js';

@@ -9,7 +9,7 @@
 // Elsewhere everything is float32:
 //  - tfjs-node 4.22 maps only those five dtypes to TF_DataType; libtensorflow's half is not exposed.
 //  - tfjs-backend-wasm (XNNPACK f32 operators) and tfjs-backend-cpu (Float32Array) are float32.
-import type { Backend, TrainingConfig, XttsConfig } from '../config/schema.js';
+import type { Backend, TrainingConfig, XttsConfig } from '../config/index.js';
 
 export type Precision = TrainingConfig['precision'];
 export type ConcreteBackend = Exclude<Backend, 'auto'>;

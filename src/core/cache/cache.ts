@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../util/sqlite.js';
+import { openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */

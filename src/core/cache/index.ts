@@ -2,8 +2,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { loadConfigOrThrow } from '../config/load.js';
-import { ConfigSchema } from '../config/schema.js';
+import { loadConfigOrThrow } from '../config/index.js';
+import { ConfigSchema } from '../config/index.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
 
 export { FeatureCache, clearCache, identifyCache, contentKey, canonicalJson, sha256Hex, CACHE_SCHEMA_VERSION, CACHE_APPLICATION_ID, type CacheStats, type VerifyReport, type CachedFeature } from './cache.js';

@@ -7,7 +7,7 @@
 // ExitCode's (docs/exit-codes.md). A user mistake never ends in a stack trace.
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
-import { paint } from '../render/style.js';
+import { paint } from '../render/index.js';
 
 export type ResultStatus = 'success' | 'findings' | 'interrupted';
 

@@ -1,6 +1,6 @@
 // Flags several commands share, declared once so that they read and behave alike everywhere.
 import { Flags } from '@oclif/core';
-import { THRESHOLDS } from '../config/thresholds.js';
+import { THRESHOLDS } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 export const configFlag = Flags.string({ char: 'c', summary: 'Training config (YAML); presets live in configs/.', helpValue: 'FILE', env: 'XTTS_CONFIG' });

@@ -6,3 +6,7 @@ export { lintConfig, RULES, TRAIN_BLOCKING_RULES, effectiveWorkers, FP16_TRAININ
 export { validateConfigFile, isInputFailure, type ValidationOptions, type ValidationReport } from './validate.js';
 export { THRESHOLDS, THRESHOLD_MEANINGS, gradeInputWait } from './thresholds.js';
 export { estimateParameters, estimateTrainingMemory, formatBytes, type MemoryEstimate } from './estimate.js';
+export { batchSizeWithin, describeEstimate, trainingMemoryLimit } from './estimate.js';
+export { ruleDocsLink } from './findings.js';
+export { configInvalid } from './load.js';
+export { patchConfigFile } from './patch.js';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parse as parseYamlValue, parseDocument, visit, type Document, type Node, type Pair, type Scalar } from 'yaml';
 import { formatPosition, type SourcePosition, XttsError, ExitCode } from '../errors.js';
-import { didYouMean } from '../util/strings.js';
+import { didYouMean } from '../util/index.js';
 import { type Finding, ruleDocsLink } from './findings.js';
 import { ConfigSchema, type XttsConfig } from './schema.js';
 

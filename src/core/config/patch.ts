@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
 import { ExitCode, XttsError } from '../errors.js';
-import { writeOutputFile } from '../util/output.js';
+import { writeOutputFile } from '../util/index.js';
 import { splitKeyPath } from './load.js';
 
 export interface ConfigChange {

@@ -3,8 +3,8 @@
 // returns findings with positions and the YAML to write instead.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { hostInventory, findGpu, packageInstalled, type HostInventory } from '../env/host.js';
-import { FP16_TRAINING_BACKENDS, precisionSupported } from '../backend/precision.js';
+import { hostInventory, findGpu, packageInstalled, type HostInventory } from '../env/index.js';
+import { FP16_TRAINING_BACKENDS, precisionSupported } from '../backend/index.js';
 import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, type MemoryLimit, trainingMemoryLimit } from './estimate.js';
 import { type Finding, type Severity, ruleDocsLink } from './findings.js';
 import type { LoadedConfig } from './load.js';

@@ -2,7 +2,7 @@
 import { countBySeverity, type Finding, type Severity, severityRank, sortFindings } from './findings.js';
 import { loadConfig } from './load.js';
 import { describeEstimate, estimateTrainingMemory } from './estimate.js';
-import { hostInventory } from '../env/host.js';
+import { hostInventory } from '../env/index.js';
 import { lintConfig, memoryLimitFor } from './rules.js';
 
 export interface ValidationOptions {

@@ -5,11 +5,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FeatureCache } from '../cache/cache.js';
-import type { LoadedConfig } from '../config/load.js';
-import { effectiveWorkers } from '../config/rules.js';
-import { gradeInputWait, THRESHOLDS } from '../config/thresholds.js';
-import { summarize, type Summary } from '../util/stats.js';
+import { FeatureCache } from '../cache/index.js';
+import type { LoadedConfig } from '../config/index.js';
+import { effectiveWorkers } from '../config/index.js';
+import { gradeInputWait, THRESHOLDS } from '../config/index.js';
+import { summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
 import { melExtractorFor } from './audio/index.js';
 import { resample } from './audio/resample.js';

@@ -13,7 +13,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import type { DatasetConfig } from '../config/schema.js';
+import type { DatasetConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ManifestPart, ManifestRow, SkippedRow } from './manifest.js';
 

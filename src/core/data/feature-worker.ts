@@ -2,7 +2,7 @@
 // reason codes (they become dataset skips), never as thrown errors that would stop the pool.
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { AudioConfig } from '../config/schema.js';
+import type { AudioConfig } from '../config/index.js';
 import { isXttsError } from '../errors.js';
 import { processAudioFile } from './audio/index.js';
 

@@ -3,12 +3,12 @@
 // finished clips and resumes with the rest. The threads are our own (not a pool library): the same
 // mechanism as the producers, which also runs from the single-file bundle.
 import { Worker } from 'node:worker_threads';
-import { contentKey, type FeatureCache } from '../cache/cache.js';
-import type { AudioConfig } from '../config/schema.js';
+import { contentKey, type FeatureCache } from '../cache/index.js';
+import type { AudioConfig } from '../config/index.js';
 import { AUDIO_FRONTEND_VERSION } from './audio/index.js';
 import { featureTask, type FeatureTask, type FeatureTaskResult } from './feature-worker.js';
 import type { ManifestRow, SkipReason } from './manifest.js';
-import { workerEntry } from '../util/worker-entry.js';
+import { workerEntry } from '../util/index.js';
 
 /** Bumped when the feature computation changes in a way the settings do not capture. */
 export const FEATURE_CODE_VERSION = 1;

@@ -6,3 +6,10 @@ export { planBuckets, epochBatches, type BucketPlan, type Bucket } from './bucke
 export { DataLoader, producerThreads, type LoadedBatch, type LoaderOptions } from './loader.js';
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';
 export { stepMsFromRun } from './step-time.js';
+export { griffinLim } from './audio/griffin-lim.js';
+export { processAudioFile } from './audio/index.js';
+export { encodeWav } from './audio/wav.js';
+export { slotBytes } from './ring.js';
+export { cleanText } from './text/cleaners.js';
+export { Phonemizer } from './text/phonemizer.js';
+export { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';

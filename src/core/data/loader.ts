@@ -1,12 +1,12 @@
 // The trainer's side of the input pipeline: start producers over a prefetch ring, hand out batches
 // in order, and measure what the trainer waited. Position (epoch, batch) can be saved and restored.
 import { Worker } from 'node:worker_threads';
-import { effectiveWorkers } from '../config/rules.js';
-import type { XttsConfig } from '../config/schema.js';
+import { effectiveWorkers } from '../config/index.js';
+import type { XttsConfig } from '../config/index.js';
 import type { BucketPlan } from './buckets.js';
 import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
 import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
-import { workerEntry } from '../util/worker-entry.js';
+import { workerEntry } from '../util/index.js';
 
 /** The producers' inputs, plus the ring's shape and where to start. */
 export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {

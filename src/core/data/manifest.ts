@@ -7,7 +7,7 @@ import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, 
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { looksLikeLibriTts, looksLikeVctk, notUtf8Skip, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
-import type { DatasetConfig } from '../config/schema.js';
+import type { DatasetConfig } from '../config/index.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',

@@ -2,10 +2,10 @@
 // (cached) -> features (cached, worker pool) -> length limits -> per-bin statistics (cached). Every
 // unusable row is reported with its file, line, id and reason; all usable rows are kept.
 import { availableParallelism } from 'node:os';
-import { contentKey, FeatureCache } from '../cache/cache.js';
-import type { LoadedConfig } from '../config/load.js';
-import { effectiveWorkers } from '../config/rules.js';
-import type { XttsConfig } from '../config/schema.js';
+import { contentKey, FeatureCache } from '../cache/index.js';
+import type { LoadedConfig } from '../config/index.js';
+import { effectiveWorkers } from '../config/index.js';
+import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { MelStats } from './audio/stats.js';
 import { type FeatureProgress, prepareFeatures } from './features.js';

@@ -3,9 +3,9 @@
 // reference clip of the same speaker, and publish. Runs in producer worker threads (producer-
 // worker.ts) — or on the calling thread when pipeline.workers is 0.
 import { readFileSync } from 'node:fs';
-import { FeatureCache } from '../cache/cache.js';
+import { FeatureCache } from '../cache/index.js';
 import { XttsError } from '../errors.js';
-import type { AudioConfig } from '../config/schema.js';
+import type { AudioConfig } from '../config/index.js';
 import { processClip, sniffAudio } from './audio/index.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';

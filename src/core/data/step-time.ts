@@ -1,8 +1,8 @@
 // The step time a recorded run measured: the median wall time of its steps after the first few
 // (which compile kernels), for analyses that should match what training really does.
-import { RunDatabase } from '../telemetry/run-db.js';
+import { RunDatabase } from '../telemetry/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { summarize } from '../util/stats.js';
+import { summarize } from '../util/index.js';
 
 export function stepMsFromRun(runDir: string, skipFirst = 5): number {
   const db = RunDatabase.open(runDir);

@@ -6,15 +6,15 @@
 //   high     — a verdict or finding that costs a large share of GPU time (validator warnings,
 //              profiler verdicts graded high, harmful clock throttling, no GPU at all);
 //   medium   — worth doing (validator infos, moderate verdicts, a GPU shared with other processes).
-import type { Finding } from '../config/findings.js';
-import { ruleDocsLink } from '../config/findings.js';
-import { THRESHOLDS } from '../config/thresholds.js';
-import type { Thresholds } from '../profile/verdicts.js';
+import type { Finding } from '../config/index.js';
+import { ruleDocsLink } from '../config/index.js';
+import { THRESHOLDS } from '../config/index.js';
+import type { Thresholds } from '../profile/index.js';
 import { formatPosition } from '../errors.js';
-import type { BackendProbe } from '../backend/init.js';
-import type { PipelineAnalysis } from '../data/analyze.js';
+import type { BackendProbe } from '../backend/index.js';
+import type { PipelineAnalysis } from '../data/index.js';
 import type { ProfileResult } from '../profile/index.js';
-import { THROTTLE_REASONS, throttleReasonLabel } from '../telemetry/gpu-throttle.js';
+import { THROTTLE_REASONS, throttleReasonLabel } from '../telemetry/index.js';
 import type { GpuSnapshot } from './gpus.js';
 
 export const PRIORITIES = ['critical', 'high', 'medium'] as const;

@@ -3,7 +3,7 @@
 // reads files and the os module, starts nothing.
 import { existsSync, readFileSync } from 'node:fs';
 import { arch, availableParallelism, cpus, freemem, loadavg, release, totalmem, type as osType } from 'node:os';
-import { packageVersion } from '../env/host.js';
+import { packageVersion } from '../env/index.js';
 
 /** Packages whose versions decide behaviour: the engine, its backends, Dawn, SQLite, the CLI. */
 export const REPORTED_PACKAGES = [

@@ -5,11 +5,11 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { ExitCode, XttsError } from '../errors.js';
-import { findVulkanLoader, vulkanDriverManifests } from '../backend/webgpu.js';
-import { nvidiaSmiCsvRows } from '../env/host.js';
-import { GpuSampler, type GpuTelemetryStatus } from '../telemetry/gpu-sampler.js';
-import type { GpuSample } from '../telemetry/gpu-sample.js';
-import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/gpu-summary.js';
+import { findVulkanLoader, vulkanDriverManifests } from '../backend/index.js';
+import { nvidiaSmiCsvRows } from '../env/index.js';
+import { GpuSampler, type GpuTelemetryStatus } from '../telemetry/index.js';
+import type { GpuSample } from '../telemetry/index.js';
+import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/index.js';
 
 export interface GpuProcess {
   pid: number;

@@ -6,16 +6,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BackendProbe } from '../backend/init.js';
-import { loadConfigOrThrow, presetPath } from '../config/load.js';
-import type { Backend } from '../config/schema.js';
-import { isInputFailure, validateConfigFile, type ValidationReport } from '../config/validate.js';
-import type { PipelineAnalysis } from '../data/analyze.js';
+import type { BackendProbe } from '../backend/index.js';
+import { loadConfigOrThrow, presetPath } from '../config/index.js';
+import type { Backend } from '../config/index.js';
+import { isInputFailure, validateConfigFile, type ValidationReport } from '../config/index.js';
+import type { PipelineAnalysis } from '../data/index.js';
 import { ExitCode, formatPosition, XttsError } from '../errors.js';
 import { profileRecordedRun, type ProfileResult, type Thresholds } from '../profile/index.js';
-import { fromDeviceSampleRecord } from '../telemetry/gpu-sample.js';
-import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/gpu-summary.js';
-import { RunDatabase } from '../telemetry/run-db.js';
+import { fromDeviceSampleRecord } from '../telemetry/index.js';
+import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/index.js';
+import { RunDatabase } from '../telemetry/index.js';
 import { diagnosisActions, PRIORITIES, type DiagnosisAction, type Priority } from './actions.js';
 import { collectEnvironment, type EnvironmentReport } from './environment.js';
 import { snapshotGpus, type GpuSnapshot } from './gpus.js';
@@ -91,7 +91,7 @@ export async function diagnose(o: DiagnoseOptions): Promise<Diagnosis> {
   const environment = collectEnvironment(o.xttsVersion);
   const gpus = await snapshotGpus({ windowMs: o.idleWindowMs });
   say('backends');
-  const { probeBackends } = await import('../backend/init.js');
+  const { probeBackends } = await import('../backend/index.js');
   const backends = await probeBackends({ unsafeApis: true });
 
   let speedTest: Diagnosis['speedTest'];
@@ -121,7 +121,7 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
   const runDir = mkdtempSync(join(tmpdir(), 'xtts-diagnose-'));
   try {
     say(`speed test: ${warmup} + ${steps} training steps${timed ? ` + ${timed} device-timed` : ''} of ${preset ? `the ${preset} preset` : configFile}`);
-    const { train } = await import('../training/trainer.js');
+    const { train } = await import('../training/index.js');
     await train({ loaded, datasetDir: o.datasetDir, backend: o.backend, maxSteps: warmup + steps + timed, outputDir: runDir, stepsOnly: true, deviceTimedSteps: timed, onMessage: say });
     const profile = profileRecordedRun(runDir, { warmup, thresholds: o.thresholds });
     const db = RunDatabase.open(runDir);
@@ -132,7 +132,7 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
       db.close();
     }
     say(`speed test: the input pipeline against a ${profile.breakdown.wallMs.p50.toFixed(0)} ms step`);
-    const { analyzePipeline } = await import('../data/analyze.js');
+    const { analyzePipeline } = await import('../data/index.js');
     // The ring against the measured step: enough batches for a steady state, about 5 s of it at most.
     const stepMs = Math.max(1, Math.round(profile.breakdown.wallMs.p50));
     const pipeline = await analyzePipeline(loaded, { datasetDir: o.datasetDir, stepMs, stepMsSource: 'run', audioFiles: 20, batches: Math.max(6, Math.min(30, Math.ceil(5000 / stepMs))) });

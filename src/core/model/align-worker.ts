@@ -6,7 +6,7 @@
 // scores arrive only once the thread that issues the GPU's work yields (their readback resolves in
 // its event loop), so the search is usually on the step's critical path: splitting it shortens it.
 import { parentPort, Worker, workerData } from 'node:worker_threads';
-import { endWorker, workerEntry } from '../util/worker-entry.js';
+import { endWorker, workerEntry } from '../util/index.js';
 import { type AlignmentSearch, searchBatch } from './align.js';
 
 type Result = { path: Int32Array; durations: Float32Array };

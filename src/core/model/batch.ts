@@ -10,7 +10,7 @@
 //   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
 //   refLengths   Int32   [B]                real reference frames
 import * as tf from '@tensorflow/tfjs-core';
-import { uploadTensors } from '../backend/webgpu-uploads.js';
+import { uploadTensors } from '../backend/index.js';
 
 export interface TrainBatch {
   /** [B, T_text] int32 */

@@ -16,3 +16,7 @@ export {
 } from './model.js';
 export { type ConvImpl, MASK_BIAS } from './nn.js';
 export { loadWeights, readWeightsManifest, saveWeights, type WeightEntry, type WeightsManifest } from './weights-file.js';
+export { AlignmentSearcher } from './align-worker.js';
+export { type LossDenominators } from './losses.js';
+export { type DropoutCall, scalar } from './nn.js';
+export { segments } from './webgpu-slices.js';

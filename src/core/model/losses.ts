@@ -2,7 +2,7 @@
 // (and a padded frame's prediction receives exactly zero gradient). Every denominator comes from
 // the lengths on the device: no value is read back.
 import * as tf from '@tensorflow/tfjs-core';
-import type { TrainingConfig } from '../config/schema.js';
+import type { TrainingConfig } from '../config/index.js';
 import type { ModelInputs } from './batch.js';
 import type { ModelOutputs } from './model.js';
 import { scalar } from './nn.js';

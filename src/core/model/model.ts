@@ -25,8 +25,8 @@
 //
 // (ff_mult 4, postnet kernel 5, r 2, max_text_tokens 256 throughout; max_mel_frames 1024, big 2048.)
 import * as tf from '@tensorflow/tfjs-core';
-import type { CallReplayer } from '../backend/step-capture.js';
-import type { ModelConfig } from '../config/schema.js';
+import type { CallReplayer } from '../backend/index.js';
+import type { ModelConfig } from '../config/index.js';
 import { type ErrorCode, XttsError } from '../errors.js';
 import { type AlignmentSearch, FIRST_SYMBOL, scheduleFromDurations, searchBatch } from './align.js';
 import type { BlockContext } from './attention.js';

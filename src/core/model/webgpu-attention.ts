@@ -10,7 +10,7 @@
 // packed projection in one): 3 for a self-attention, 4 for a cross-attention. Registered for the
 // webgpu backend only; other backends keep the composition (attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { type StridedDims, type StridedMatrix, type StridedProduct, stridedMatMuls } from '../backend/webgpu-matmul.js';
+import { type StridedDims, type StridedMatrix, type StridedProduct, stridedMatMuls } from '../backend/index.js';
 import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
 
 export const STRIDED_MATMUL_KERNEL = 'XttsStridedMatMul';

@@ -5,7 +5,7 @@
 // forward and its gradient one program backward; no padding is needed, frames outside the clip count
 // as zero. Registered for the webgpu backend only (the others pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
 
 export const TAP_SUM_KERNEL = 'XttsTapSum';
 export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';

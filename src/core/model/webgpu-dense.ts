@@ -3,9 +3,9 @@
 // enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart; with
 // mixed_fp16 a larger layer's two matmuls share one dispatch on the tensor cores.
 import * as tf from '@tensorflow/tfjs-core';
-import type { WebgpuProgramRunner } from '../backend/kernels.js';
-import { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from '../backend/webgpu-dense.js';
-import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../backend/webgpu-matmul.js';
+import type { WebgpuProgramRunner } from '../backend/index.js';
+import { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from '../backend/index.js';
+import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../backend/index.js';
 import { reluGradAndColumnSums } from './webgpu-relu.js';
 import { maskAtAndColumnSums } from './webgpu-slices.js';
 

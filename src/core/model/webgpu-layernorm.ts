@@ -7,8 +7,8 @@
 // nn.ts LayerNorm.applyWithResidual), which spares the tape's add of the two. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../backend/kernels.js';
-import { stridedSum, type Summand } from '../backend/webgpu-sum.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../backend/index.js';
+import { stridedSum, type Summand } from '../backend/index.js';
 
 export const LN_EPSILON = 1e-5;
 export const LN_KERNEL = 'XttsLayerNorm';

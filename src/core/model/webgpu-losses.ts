@@ -6,8 +6,8 @@
 // gradient one program with the composition's arithmetic, in its order: ((dy / denominator)·mask)·err′.
 // Registered for the webgpu backend only; other backends keep the composition (losses.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
-import { spreadSum, type Summand } from '../backend/webgpu-sum.js';
+import { flatProgram, namedProgram, type WebgpuProgramRunner } from '../backend/index.js';
+import { spreadSum, type Summand } from '../backend/index.js';
 import { gradOp } from './nn.js';
 
 export const MASKED_ERROR_KERNEL = 'XttsMaskedError';

@@ -5,7 +5,7 @@
 // the composition's values bit for bit: 0 where a key may be read (+0, as 0·1e9 is), MASK_BIAS where
 // not. Registered for the webgpu backend only; other backends keep the composition (nn.ts, model.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
 
 export const LENGTH_BIAS_KERNEL = 'XttsLengthBias';
 export const CROSS_BIAS_KERNEL = 'XttsCrossBias';

@@ -4,8 +4,8 @@
 // so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
-import { stridedSumStoring, type Summand } from '../backend/webgpu-sum.js';
+import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
+import { stridedSumStoring, type Summand } from '../backend/index.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
 /** ReLU's gradient of a [rows, columns] layer and its column sums (the bias gradient under it), one program. */

@@ -11,9 +11,9 @@
 //    these programs are plain copies (COPY_SHADER_KEY) and replays the pieces that go to variables as
 //    buffer copies straight into the variables' buffers instead of ~one program per parameter.
 import * as tf from '@tensorflow/tfjs-core';
-import { COPY_SHADER_KEY } from '../backend/step-capture.js';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/kernels.js';
-import { stridedSumStoring, type Summand } from '../backend/webgpu-sum.js';
+import { COPY_SHADER_KEY } from '../backend/index.js';
+import { namedProgram, type WebgpuProgramRunner } from '../backend/index.js';
+import { stridedSumStoring, type Summand } from '../backend/index.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';

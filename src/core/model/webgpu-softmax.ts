@@ -8,7 +8,7 @@
 // read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../backend/kernels.js';
+import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../backend/index.js';
 import { ROW_BLOCK, ROW_REDUCE } from './webgpu-layernorm.js';
 
 export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';

@@ -1,21 +1,21 @@
 // `xtts profile-bottleneck` as core calls: judge the steps of a recorded run (or of a run the
 // profiler just made), and write the trace, the HTML report and a patched config on request.
-import type { ProgramTime } from '../backend/kernels.js';
-import type { XttsConfig } from '../config/schema.js';
-import { patchConfigFile } from '../config/patch.js';
-import { hostInventory } from '../env/host.js';
+import type { ProgramTime } from '../backend/index.js';
+import type { XttsConfig } from '../config/index.js';
+import { patchConfigFile } from '../config/index.js';
+import { hostInventory } from '../env/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/run-db.js';
-import type { StepRecord } from '../telemetry/spans.js';
-import type { StepCaptureSummary } from '../training/optim/step-replay.js';
-import { writeOutputFile } from '../util/output.js';
+import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/index.js';
+import type { StepRecord } from '../telemetry/index.js';
+import type { StepCaptureSummary } from '../training/index.js';
+import { writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { judge, type ProfileVerdicts, type ReplicaSummary, summarizeReplicas, type Thresholds } from './verdicts.js';
 
 export { judge, breakdown, type ProfileVerdicts, type Verdict, type Thresholds, type StepBreakdown, type VerdictContext, type ReplicaSummary }  from './verdicts.js';
 export { toTrace, traceProblems } from './trace.js';
-export { describeSpans } from '../backend/replay-spans.js';
+export { describeSpans } from '../backend/index.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
 
 export interface ProfileOptions {

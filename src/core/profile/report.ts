@@ -1,8 +1,8 @@
 // A self-contained HTML report (inline SVG, no scripts or network): the step-time breakdown per
 // step as stacked bars, the GPU utilisation over time, and the verdicts — what a person would
 // rather look at than read. Also the terminal timeline: one bar of span letters per step.
-import type { DeviceSampleRecord } from '../telemetry/run-db.js';
-import { SPAN_NAMES, type StepRecord } from '../telemetry/spans.js';
+import type { DeviceSampleRecord } from '../telemetry/index.js';
+import { SPAN_NAMES, type StepRecord } from '../telemetry/index.js';
 import type { ProfileVerdicts } from './verdicts.js';
 
 const COLORS: Record<string, string> = {

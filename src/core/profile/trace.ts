@@ -1,8 +1,8 @@
 // Profiled steps as a Chrome/Perfetto trace (the Trace Event Format's JSON object form): one track
 // per span kind, complete events ("ph": "X") in microseconds, GPU samples as counter tracks.
 // Open it in ui.perfetto.dev or chrome://tracing.
-import type { DeviceSampleRecord } from '../telemetry/run-db.js';
-import { SPAN_NAMES, type StepRecord } from '../telemetry/spans.js';
+import type { DeviceSampleRecord } from '../telemetry/index.js';
+import { SPAN_NAMES, type StepRecord } from '../telemetry/index.js';
 
 export interface TraceEvent {
   name: string;

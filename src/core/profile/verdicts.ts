@@ -1,13 +1,13 @@
 // What bounds a training step, from its recorded spans and device samples: a per-span breakdown
 // (mean, std, min, max, p95, CV) and numbered, graded verdicts with the config changes that follow.
 // Thresholds are the shared ones (config/thresholds.ts) and can be overridden per call.
-import { formatBytes } from '../config/estimate.js';
-import { THRESHOLDS } from '../config/thresholds.js';
-import type { DeviceSampleRecord } from '../telemetry/run-db.js';
-import type { ReplicaStepRecord } from '../telemetry/run-db.js';
+import { formatBytes } from '../config/index.js';
+import { THRESHOLDS } from '../config/index.js';
+import type { DeviceSampleRecord } from '../telemetry/index.js';
+import type { ReplicaStepRecord } from '../telemetry/index.js';
 import { peakFor } from './peaks.js';
-import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/spans.js';
-import { summarize, type Summary } from '../util/stats.js';
+import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/index.js';
+import { summarize, type Summary } from '../util/index.js';
 
 export type Thresholds = { -readonly [K in keyof typeof THRESHOLDS]: number };
 

@@ -2,9 +2,9 @@
 // that annotate pull requests (GitHub code scanning, GitLab, Azure DevOps).
 import { relative } from 'node:path';
 import { formatPosition } from '../errors.js';
-import type { Finding, Severity } from '../config/findings.js';
-import type { ValidationReport } from '../config/validate.js';
-import { RULES } from '../config/rules.js';
+import type { Finding, Severity } from '../config/index.js';
+import type { ValidationReport } from '../config/index.js';
+import { RULES } from '../config/index.js';
 import { paint, renderTable } from './style.js';
 
 const ORDER: Severity[] = ['error', 'warn', 'info'];

@@ -1,7 +1,7 @@
 // GPUs in the terminal: sparklines over time and the frame `diagnose-gpu-utilization --watch`
 // redraws — utilisation, SM activity, memory, clocks, power, temperature and clock reasons per GPU.
-import type { GpuSample } from '../telemetry/gpu-sample.js';
-import { throttleReasonLabel } from '../telemetry/gpu-throttle.js';
+import type { GpuSample } from '../telemetry/index.js';
+import { throttleReasonLabel } from '../telemetry/index.js';
 import { paint } from './style.js';
 
 const BARS = '▁▂▃▄▅▆▇█';

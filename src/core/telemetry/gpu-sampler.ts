@@ -4,7 +4,7 @@
 // nothing, with the reason. Neither the timer nor the child process keeps Node alive.
 import { execFile } from 'node:child_process';
 import { ExitCode, XttsError } from '../errors.js';
-import { parseNvidiaSmiInventory } from '../env/host.js';
+import { parseNvidiaSmiInventory } from '../env/index.js';
 import { GpuSampleRing, type GpuSample } from './gpu-sample.js';
 import { NVIDIA_SMI_COLUMNS, NvidiaSmiStream, type NvidiaSmiRow } from './gpu-smi.js';
 import { summarizeGpuSamples, type GpuWindowSummary } from './gpu-summary.js';

@@ -1,5 +1,5 @@
 // Statistics over a window of GPU samples, per GPU: what the profiler and `train`'s summary quote.
-import { summarize, type Summary } from '../util/stats.js';
+import { summarize, type Summary } from '../util/index.js';
 import type { GpuSample } from './gpu-sample.js';
 
 export interface GpuWindowSummary {

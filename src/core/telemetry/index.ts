@@ -28,3 +28,5 @@ export {
   type NvmlRawSample,
 } from './nvml.js';
 export { HostGcRecorder, type HostGcSummary } from './host-gc.js';
+export { type DeviceSampleRecord, type ReplicaStepRecord, RunDatabase } from './run-db.js';
+export { SPAN_NAMES, SpanTimer, type StepRecord, type StepSpans } from './spans.js';

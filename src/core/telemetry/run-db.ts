@@ -4,7 +4,7 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../util/sqlite.js';
+import { openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { SPAN_NAMES, type StepRecord } from './spans.js';
 

@@ -1,9 +1,9 @@
 // Memory a run may use: the estimate against what the backend holds, before the model is built; and
 // device.model_memory_budget_mb, checked after every step on every device that trains (rank 0 and
 // each data-parallel replica): what the engine still holds once the step has freed its tensors.
-import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/estimate.js';
-import type { XttsConfig } from '../config/schema.js';
-import { findGpu, hostInventory } from '../env/host.js';
+import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/index.js';
+import type { XttsConfig } from '../config/index.js';
+import { findGpu, hostInventory } from '../env/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 /** MODEL_BUDGET_EXCEEDED (exit 3) when `heldBytes` is over the budget; `who` names the device's holder in the message. */

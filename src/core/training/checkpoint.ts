@@ -10,9 +10,9 @@ import { basename, join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
-import type { XttsConfig } from '../config/schema.js';
+import type { XttsConfig } from '../config/index.js';
 import { ExitCode, inFile, XttsError } from '../errors.js';
-import { writeDurable } from '../util/output.js';
+import { writeDurable } from '../util/index.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */

@@ -4,21 +4,21 @@
 import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { FeatureCache } from '../cache/cache.js';
-import type { XttsConfig } from '../config/schema.js';
-import { encodeWav } from '../data/audio/wav.js';
-import { griffinLim } from '../data/audio/griffin-lim.js';
-import { planBuckets } from '../data/buckets.js';
-import { DataLoader } from '../data/loader.js';
-import type { PreparedDataset, PreparedItem } from '../data/prepare.js';
-import { cleanText } from '../data/text/cleaners.js';
-import { Phonemizer } from '../data/text/phonemizer.js';
-import { disposeBatch, uploadBatch } from '../model/batch.js';
-import { computeLosses } from '../model/losses.js';
-import { diagonalShare } from '../model/align.js';
-import type { XttsModel } from '../model/model.js';
-import { alignmentFigure, melFigure } from '../render/figures.js';
-import { writeFileAtomic } from '../util/output.js';
+import { FeatureCache } from '../cache/index.js';
+import type { XttsConfig } from '../config/index.js';
+import { encodeWav } from '../data/index.js';
+import { griffinLim } from '../data/index.js';
+import { planBuckets } from '../data/index.js';
+import { DataLoader } from '../data/index.js';
+import type { PreparedDataset, PreparedItem } from '../data/index.js';
+import { cleanText } from '../data/index.js';
+import { Phonemizer } from '../data/index.js';
+import { disposeBatch, uploadBatch } from '../model/index.js';
+import { computeLosses } from '../model/index.js';
+import { diagonalShare } from '../model/index.js';
+import type { XttsModel } from '../model/index.js';
+import { alignmentFigure, melFigure } from '../render/index.js';
+import { writeFileAtomic } from '../util/index.js';
 
 /** The loader settings validation shares with training (TrainOptions' data, the run's config). */
 export type LoaderCommon = Omit<ConstructorParameters<typeof DataLoader>[0], 'items' | 'plan' | 'shuffle' | 'depth' | 'producers'>;

@@ -9,7 +9,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync } fr
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
-import { writeFileAtomic } from '../util/output.js';
+import { writeFileAtomic } from '../util/index.js';
 import { lockRunFolder } from './run-lock.js';
 
 export const RUN_MARKER = 'xtts-run.json';

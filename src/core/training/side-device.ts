@@ -4,12 +4,12 @@
 // arrive; the trainer waits only when two jobs are already queued (it never outruns the side by more)
 // and at the end of the run.
 import { Worker } from 'node:worker_threads';
-import type { XttsConfig } from '../config/schema.js';
-import type { planBuckets } from '../data/buckets.js';
-import type { PreparedDataset } from '../data/prepare.js';
+import type { XttsConfig } from '../config/index.js';
+import type { planBuckets } from '../data/index.js';
+import type { PreparedDataset } from '../data/index.js';
 import { deserializeError, ExitCode, XttsError } from '../errors.js';
-import type { ModelSizes } from '../model/model.js';
-import { endWorker, workerEntry } from '../util/worker-entry.js';
+import type { ModelSizes } from '../model/index.js';
+import { endWorker, workerEntry } from '../util/index.js';
 import type { LoaderCommon } from './evaluation.js';
 import type { FromSide, SideWorkerData, ToSide } from './side-worker.js';
 

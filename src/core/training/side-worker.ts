@@ -3,15 +3,15 @@
 // step; it runs validation passes and eval synthesis there while the trainer keeps training.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend } from '../backend/init.js';
-import type { XttsConfig } from '../config/schema.js';
-import type { PreparedDataset, PreparedItem } from '../data/prepare.js';
-import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
+import { disposeBackend, initBackend } from '../backend/index.js';
+import type { XttsConfig } from '../config/index.js';
+import type { PreparedDataset, PreparedItem } from '../data/index.js';
+import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { type SerializedError, serializeError } from '../errors.js';
-import { XttsModel, type ModelSizes } from '../model/model.js';
+import { XttsModel, type ModelSizes } from '../model/index.js';
 import type { NamedArray } from './checkpoint.js';
 import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
-import type { planBuckets } from '../data/buckets.js';
+import type { planBuckets } from '../data/index.js';
 
 export interface SideWorkerData {
   xttsRole: 'side';

@@ -4,17 +4,17 @@
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
-import type { Backend, XttsConfig } from '../config/schema.js';
-import { griffinLim } from '../data/audio/griffin-lim.js';
-import { processAudioFile } from '../data/audio/index.js';
-import { encodeWav } from '../data/audio/wav.js';
-import { cleanText } from '../data/text/cleaners.js';
-import { Phonemizer } from '../data/text/phonemizer.js';
-import { Tokenizer, type TokenizerJSON } from '../data/text/tokenizer.js';
+import type { Backend, XttsConfig } from '../config/index.js';
+import { griffinLim } from '../data/index.js';
+import { processAudioFile } from '../data/index.js';
+import { encodeWav } from '../data/index.js';
+import { cleanText } from '../data/index.js';
+import { Phonemizer } from '../data/index.js';
+import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { type GenerateItem, XttsModel } from '../model/model.js';
-import { checkOutputFolder, writeOutputFile } from '../util/output.js';
+import { type GenerateItem, XttsModel } from '../model/index.js';
+import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */

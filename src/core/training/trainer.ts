@@ -5,11 +5,11 @@
 // device except the readbacks the config asks for.
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, takeGpuError } from '../backend/index.js';
-import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/rules.js';
-import { configInvalid } from '../config/load.js';
+import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/index.js';
+import { configInvalid } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { SpanTimer, type StepRecord } from '../telemetry/spans.js';
-import { summarize } from '../util/stats.js';
+import { SpanTimer, type StepRecord } from '../telemetry/index.js';
+import { summarize } from '../util/index.js';
 import { checkModelBudget } from './budget.js';
 import { openRunFolder, runFolderForDataset } from './run-folder.js';
 import { type ClosedRun, closeRun, type RunParts, startRun } from './loop/run-parts.js';

@@ -4,7 +4,7 @@
 // Griffin-Lim algorithm (Perraudin, Balazs & Søndergaard 2013; librosa.griffinlim with momentum
 // 0.99): alternate ISTFT and STFT with the same window, hop and centre padding as the features,
 // keeping the target magnitude and the estimate's phase. Double precision; plans are cached.
-import type { AudioConfig } from '../../config/schema.js';
+import type { AudioConfig } from '../../config/index.js';
 import { RealFft } from './fft.js';
 import { melFilterbank, stftWindow, type MelFilter, type MelSettings } from './mel.js';
 

@@ -1,7 +1,7 @@
 // The audio front end: decode -> downmix -> resample -> trim -> loudness -> log-mel. Everything here
 // is pure and synchronous (no I/O, no shared mutable state but per-thread caches of plans), so it
 // runs the same in worker threads, the trainer and synthesis.
-import type { AudioConfig } from '../../config/schema.js';
+import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MelExtractor } from './mel.js';

@@ -8,7 +8,7 @@
 // Two engines compute the same features: a WebAssembly SIMD kernel (wasm/logmel.c, single precision
 // like librosa on float32 audio; ~6x faster, what the 1,500x real-time target needs on this class of
 // machine) and plain JS in double precision (the fallback and the cross-check in the tests).
-import type { AudioConfig } from '../../config/schema.js';
+import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { RealFft } from './fft.js';
 import { ensureMemory, instantiateKernels, wasmAvailable, type WasmMemory } from './wasm/kernels.js';

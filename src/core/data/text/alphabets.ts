@@ -3,7 +3,7 @@
 // espeak-ng writes in phonemes mode, and the punctuation the cleaners and the phonemizer keep. A
 // symbol that is in the vocabulary but never occurred in training has an untrained embedding: the
 // trainer records those (Tokenizer.unseenIn) so that synthesis can say so instead of failing.
-import type { TextConfig } from '../../config/schema.js';
+import type { TextConfig } from '../../config/index.js';
 import { ALPHABETS } from './alphabets.generated.js';
 
 /** Punctuation the cleaners leave (ASCII after folding) and the phonemizer puts back, and the space. */

@@ -2,7 +2,7 @@
 // bump its version, and exactly the texts it cleaned are recomputed. The versions also carry the
 // Unicode version of the running Node (its ICU decides toLowerCase and normalize), so a Node upgrade
 // that changes case mappings invalidates cleaned text instead of silently mixing two spellings.
-import type { TextConfig } from '../../config/schema.js';
+import type { TextConfig } from '../../config/index.js';
 import { expandNumbers } from './numbers.js';
 
 export type CleanerName = TextConfig['cleaners'];

@@ -1,6 +1,6 @@
 // The text front end as the data pipeline, trainer and synthesis call it per row: raw text ->
 // cleaned text -> (phonemes) -> token ids, with the characters that have no id reported.
-import type { TextConfig } from '../../config/schema.js';
+import type { TextConfig } from '../../config/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 import { CLEANER_VERSIONS, cleanText } from './cleaners.js';
 import type { Phonemizer } from './phonemizer.js';

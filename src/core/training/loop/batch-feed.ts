@@ -4,15 +4,15 @@
 // the host's worker threads overlap the steps' computing.
 import { totalmem } from 'node:os';
 import * as tf from '@tensorflow/tfjs-core';
-import type { CallReplayer } from '../../backend/step-capture.js';
-import { formatBytes } from '../../config/estimate.js';
-import type { XttsConfig } from '../../config/schema.js';
-import type { LoadedBatch } from '../../data/loader.js';
+import type { CallReplayer } from '../../backend/index.js';
+import { formatBytes } from '../../config/index.js';
+import type { XttsConfig } from '../../config/index.js';
+import type { LoadedBatch } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
-import type { AlignmentSearcher } from '../../model/align-worker.js';
-import { type BatchAlignment, type BatchDims, disposeBatch, type TrainBatch, uploadBatch } from '../../model/batch.js';
-import type { XttsModel } from '../../model/model.js';
-import type { SpanTimer } from '../../telemetry/spans.js';
+import type { AlignmentSearcher } from '../../model/index.js';
+import { type BatchAlignment, type BatchDims, disposeBatch, type TrainBatch, uploadBatch } from '../../model/index.js';
+import type { XttsModel } from '../../model/index.js';
+import type { SpanTimer } from '../../telemetry/index.js';
 
 /**
  * The prefetch ring's depth within device.data_memory_budget_mb: pipeline.prefetch_depth slots, or as

@@ -3,9 +3,9 @@
 // its capture where step capture recorded its shape; timed on the device on probe steps.
 import * as tf from '@tensorflow/tfjs-core';
 import type { KernelCounter } from '../../backend/index.js';
-import type { XttsConfig } from '../../config/schema.js';
-import type { XttsModel } from '../../model/model.js';
-import type { SpanTimer } from '../../telemetry/spans.js';
+import type { XttsConfig } from '../../config/index.js';
+import type { XttsModel } from '../../model/index.js';
+import type { SpanTimer } from '../../telemetry/index.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { StepReplayer } from '../optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, type StepResult, trainStep } from '../optim/train-step.js';

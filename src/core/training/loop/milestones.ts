@@ -2,10 +2,10 @@
 // (the best one marked), eval synthesis. With device.data_device set, validation and eval run on that
 // device from weight snapshots (side-device.ts) and their results land here when they come back.
 import { basename, join } from 'node:path';
-import type { XttsConfig } from '../../config/schema.js';
-import type { PreparedDataset } from '../../data/prepare.js';
+import type { XttsConfig } from '../../config/index.js';
+import type { PreparedDataset } from '../../data/index.js';
 import { XttsError } from '../../errors.js';
-import type { XttsModel } from '../../model/model.js';
+import type { XttsModel } from '../../model/index.js';
 import type { CheckpointState, CheckpointStore } from '../checkpoint.js';
 import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from '../evaluation.js';
 import type { AdamW } from '../optim/adamw.js';

@@ -1,6 +1,6 @@
 // A step that runs out of device memory becomes DEVICE_OUT_OF_MEMORY with what to lower.
-import type { XttsConfig } from '../../config/schema.js';
-import type { LoadedBatch } from '../../data/loader.js';
+import type { XttsConfig } from '../../config/index.js';
+import type { LoadedBatch } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 
 // Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most

@@ -3,10 +3,10 @@
 // last micro-batch's gradients are summed before the update each replica makes.
 import * as tf from '@tensorflow/tfjs-core';
 import type { KernelCounter } from '../../backend/index.js';
-import type { XttsConfig } from '../../config/schema.js';
-import type { LoadedBatch } from '../../data/loader.js';
-import type { XttsModel } from '../../model/model.js';
-import type { SpanTimer } from '../../telemetry/spans.js';
+import type { XttsConfig } from '../../config/index.js';
+import type { LoadedBatch } from '../../data/index.js';
+import type { XttsModel } from '../../model/index.js';
+import type { SpanTimer } from '../../telemetry/index.js';
 import type { ReplicaGroup } from '../parallel/group.js';
 import type { ReplicaUpdate } from '../parallel/replica.js';
 import { type BatchFeed, batchDims } from './batch-feed.js';

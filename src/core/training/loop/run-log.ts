@@ -3,12 +3,12 @@
 // each step's record and each logged step's stats; nothing here touches the device.
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { curveFigure } from '../../render/figures.js';
-import type { GpuSampler } from '../../telemetry/gpu-sampler.js';
-import { RunDatabase, type ReplicaStepRecord } from '../../telemetry/run-db.js';
-import type { StepRecord } from '../../telemetry/spans.js';
-import { EventFileWriter } from '../../telemetry/tensorboard.js';
-import { writeFileAtomic } from '../../util/output.js';
+import { curveFigure } from '../../render/index.js';
+import type { GpuSampler } from '../../telemetry/index.js';
+import { RunDatabase, type ReplicaStepRecord } from '../../telemetry/index.js';
+import type { StepRecord } from '../../telemetry/index.js';
+import { EventFileWriter } from '../../telemetry/index.js';
+import { writeFileAtomic } from '../../util/index.js';
 import { STEP_STATS } from '../optim/train-step.js';
 import type { TrainProgress, TrainResult } from './types.js';
 

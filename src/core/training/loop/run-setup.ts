@@ -2,10 +2,10 @@
 // its optimizer, and where the run resumes from its last checkpoint.
 import { join } from 'node:path';
 import { type BackendChoice, initBackend } from '../../backend/index.js';
-import type { XttsConfig } from '../../config/schema.js';
-import { prepareDataset, type PreparedDataset } from '../../data/prepare.js';
+import type { XttsConfig } from '../../config/index.js';
+import { prepareDataset, type PreparedDataset } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
-import { XttsModel } from '../../model/model.js';
+import { XttsModel } from '../../model/index.js';
 import { checkMemoryEstimate } from '../budget.js';
 import { assignArrays, type CheckpointState, CheckpointStore, refuseNonFinite } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';

@@ -2,9 +2,9 @@
 // step N − PIPELINE_DEPTH's flag (or its losses, where it logs), so the device holds the steps in
 // between while the host prepares the next. The queue knows nothing of models: a step is whatever
 // can read its figures back and free what it holds (IssuedStep).
-import type { LoadedBatch } from '../../data/loader.js';
-import type { ReplicaStepRecord } from '../../telemetry/run-db.js';
-import type { StepRecord } from '../../telemetry/spans.js';
+import type { LoadedBatch } from '../../data/index.js';
+import type { ReplicaStepRecord } from '../../telemetry/index.js';
+import type { StepRecord } from '../../telemetry/index.js';
 
 /**
  * How many issued steps may wait unread. On an H100 host tiny's host stopped for 10–28 ms every few

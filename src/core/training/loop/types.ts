@@ -1,10 +1,10 @@
 // What `train` takes and gives back: its options, its progress lines and its result. Apart from the
 // loop so that the loop's parts can name them without importing the loop.
 import type { BackendChoice } from '../../backend/index.js';
-import type { LoadedConfig } from '../../config/load.js';
-import type { Backend } from '../../config/schema.js';
-import type { PrepareProgress } from '../../data/prepare.js';
-import type { HostGcSummary } from '../../telemetry/host-gc.js';
+import type { LoadedConfig } from '../../config/index.js';
+import type { Backend } from '../../config/index.js';
+import type { PrepareProgress } from '../../data/index.js';
+import type { HostGcSummary } from '../../telemetry/index.js';
 import type { StepCaptureSummary } from '../optim/step-replay.js';
 
 export interface TrainProgress {

@@ -18,10 +18,10 @@
 // not counted as non-finite: its flag is −1 (the trainer then neither stops for it nor counts it).
 // After `growthInterval` updates in a row S doubles (at most 2²⁴). Everything stays on the device.
 import * as tf from '@tensorflow/tfjs-core';
-import type { TrainingConfig } from '../../config/schema.js';
+import type { TrainingConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
-import { scalar } from '../../model/nn.js';
-import { segments } from '../../model/webgpu-slices.js';
+import { scalar } from '../../model/index.js';
+import { segments } from '../../model/index.js';
 import { clipFactor, sumOfSquares } from './clip.js';
 import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';

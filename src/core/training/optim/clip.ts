@@ -1,8 +1,8 @@
 // Global-norm gradient clipping (Pascanu et al. 2013) on one flat gradient vector: the norm is one
 // square + one sum however many parameters there are. Everything stays on the device.
 import * as tf from '@tensorflow/tfjs-core';
-import { SUM_OF_SQUARES_KERNEL } from '../../backend/webgpu-sum.js';
-import { scalar } from '../../model/nn.js';
+import { SUM_OF_SQUARES_KERNEL } from '../../backend/index.js';
+import { scalar } from '../../model/index.js';
 
 /** ‖g‖₂ of a flat vector, as a device scalar. */
 export function globalNorm(flat: tf.Tensor1D): tf.Scalar {

@@ -9,7 +9,7 @@
 // uses the composition. Results differ from the composition by float32 rounding only (tests hold them
 // together).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from '../../backend/kernels.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from '../../backend/index.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 

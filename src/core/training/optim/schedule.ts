@@ -1,6 +1,6 @@
 // Learning-rate schedules: pure functions of the optimizer step, computed on the host (a number
 // per step, uploaded with the step's other scalars), so a resumed run follows the same curve.
-import type { TrainingConfig } from '../../config/schema.js';
+import type { TrainingConfig } from '../../config/index.js';
 
 export type ScheduleConfig = Pick<TrainingConfig, 'learning_rate' | 'max_steps' | 'schedule'>;
 

@@ -8,14 +8,14 @@
 // eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
 // replay whose other tensors were disposed is recorded again.
 import * as tf from '@tensorflow/tfjs-core';
-import type { GpuDevice } from '../../backend/gpu-types.js';
-import { type DeviceSpans, SpanTimer } from '../../backend/replay-spans.js';
-import { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep, type ShapeCaptureSummary, summarizeShapes } from '../../backend/step-capture.js';
-import type { ModelInputs } from '../../model/batch.js';
-import type { LossConfig } from '../../model/losses.js';
-import type { XttsModel } from '../../model/model.js';
-import type { DropoutCall } from '../../model/nn.js';
-import { summarize } from '../../util/stats.js';
+import type { GpuDevice } from '../../backend/index.js';
+import { type DeviceSpans, SpanTimer } from '../../backend/index.js';
+import { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep, type ShapeCaptureSummary, summarizeShapes } from '../../backend/index.js';
+import type { ModelInputs } from '../../model/index.js';
+import type { LossConfig } from '../../model/index.js';
+import type { XttsModel } from '../../model/index.js';
+import type { DropoutCall } from '../../model/index.js';
+import { summarize } from '../../util/index.js';
 import type { AdamW } from './adamw.js';
 import { type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
 

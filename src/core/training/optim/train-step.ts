@@ -2,11 +2,11 @@
 // Returns device scalars only; nothing is read back, so the trainer decides when to wait for the
 // device (at log intervals, reading `stats` in one transfer).
 import * as tf from '@tensorflow/tfjs-core';
-import { onDeviceOnly } from '../../backend/step-capture.js';
+import { onDeviceOnly } from '../../backend/index.js';
 import '../../model/gradients.js';
-import type { ModelInputs } from '../../model/batch.js';
-import { computeLosses, type LossConfig, type LossDenominators, type LossParts } from '../../model/losses.js';
-import type { XttsModel } from '../../model/model.js';
+import type { ModelInputs } from '../../model/index.js';
+import { computeLosses, type LossConfig, type LossDenominators, type LossParts } from '../../model/index.js';
+import type { XttsModel } from '../../model/index.js';
 import type { AdamW } from './adamw.js';
 
 export interface TrainStepOptions {

@@ -5,17 +5,17 @@
 // memory (collective.ts) at every optimizer step.
 
 import { Worker } from 'node:worker_threads';
-import { listAdapters } from '../../backend/webgpu.js';
-import type { Backend, XttsConfig } from '../../config/schema.js';
+import { listAdapters } from '../../backend/index.js';
+import type { Backend, XttsConfig } from '../../config/index.js';
 import { deserializeError, ExitCode, XttsError } from '../../errors.js';
-import type { BatchDims, HostBatch } from '../../model/batch.js';
-import type { ModelSizes, XttsModel } from '../../model/model.js';
+import type { BatchDims, HostBatch } from '../../model/index.js';
+import type { ModelSizes, XttsModel } from '../../model/index.js';
 import type { NamedArray } from '../checkpoint.js';
 import type { AdamW } from '../optim/adamw.js';
 import { abortCollective, Collective, createCollective, type CollectiveShared } from './collective.js';
 import { type MicroResult, Replica, type ReplicaSpans, shardOf, shardRows, weightsDigest } from './replica.js';
 import type { FromReplica, ReplicaWorkerData, ToReplica } from './replica-worker.js';
-import { endWorker, workerEntry } from '../../util/worker-entry.js';
+import { endWorker, workerEntry } from '../../util/index.js';
 
 /** Where each replica trains: rank r on devices[r]. */
 export interface ReplicaPlan {

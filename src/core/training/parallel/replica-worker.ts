@@ -3,11 +3,11 @@
 // A failure aborts the group's collectives first (so no replica waits forever), then is reported.
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeBackend, initBackend } from '../../backend/init.js';
-import type { ModelConfig, TrainingConfig } from '../../config/schema.js';
+import { disposeBackend, initBackend } from '../../backend/index.js';
+import type { ModelConfig, TrainingConfig } from '../../config/index.js';
 import { type SerializedError, serializeError } from '../../errors.js';
-import { XttsModel, type ModelSizes } from '../../model/model.js';
-import type { ConvImpl } from '../../model/nn.js';
+import { XttsModel, type ModelSizes } from '../../model/index.js';
+import type { ConvImpl } from '../../model/index.js';
 import { checkModelBudget } from '../budget.js';
 import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';

@@ -6,9 +6,9 @@
 // the update: one readback of the accumulated gradient and loss parts, an all-reduce (sum), and the
 // same AdamW update on every replica from the same sums, which keeps their parameters identical.
 import * as tf from '@tensorflow/tfjs-core';
-import { type BatchDims, disposeBatch, type HostBatch, uploadBatch } from '../../model/batch.js';
-import type { LossConfig } from '../../model/losses.js';
-import type { XttsModel } from '../../model/model.js';
+import { type BatchDims, disposeBatch, type HostBatch, uploadBatch } from '../../model/index.js';
+import type { LossConfig } from '../../model/index.js';
+import type { XttsModel } from '../../model/index.js';
 import type { AdamW } from '../optim/adamw.js';
 import { disposeStepResult, STEP_STATS, trainStep } from '../optim/train-step.js';
 import type { Collective } from './collective.js';
