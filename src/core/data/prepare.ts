@@ -159,25 +159,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       baseSymbols(config.text, config.text.languages),
     );
     cache.putBlob(`tokenizer:${tokenizer.identity()}`, 'tokenizer', JSON.stringify(tokenizer.toJSON()));
-    const tokens = new Map<string, Int32Array>();
-    const newTokens: { key: string; ids: Int32Array; unmappable: string[] }[] = [];
-    let tokensCached = 0;
-    const withTokens = usable.filter((r) => {
-      const c = cleaned.get(r.row.id)!;
-      const key = contentKey('tokens', { text: c.key, tokenizer: tokenizer.identity() });
-      let entry = cache.getTokens(key);
-      if (!entry) {
-        entry = tokenizer.encode(c.text, r.language);
-        newTokens.push({ key, ...entry });
-      } else tokensCached++;
-      if (entry.unmappable.length) {
-        skip(r.row, 'unmappable_characters', `characters not in the training vocabulary: ${entry.unmappable.map((ch) => JSON.stringify(ch)).join(' ')}`);
-        return false;
-      }
-      tokens.set(r.row.id, entry.ids);
-      return true;
-    });
-    cache.putMany({ tokens: newTokens });
+    const { withTokens, tokens, cached: tokensCached } = encodeRows(usable, cleaned, tokenizer, cache, skip);
     const tokensMs = performance.now() - t2;
 
     // Features.
@@ -222,43 +204,10 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       };
       (r.split === 'train' ? train : validation).push(item);
     }
-    if (options.strict && skipped.length) {
-      const first = skipped[0];
-      throw new XttsError('DATASET_ROWS_SKIPPED', `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`, {
-        position: { file: first.file, line: first.line, rowId: first.id },
-        suggestions: ['fix or remove those rows, or run without --strict to skip them'],
-      });
-    }
-    if (train.length === 0) {
-      throw new XttsError('DATASET_EMPTY', `no usable training rows in ${manifest.datasetDir} (${skipped.length} skipped)`, {
-        exitCode: ExitCode.usage,
-        suggestions: ['see the skipped rows and their reasons with `xtts analyze-data-pipeline --config ...`'],
-      });
-    }
+    refuseUnusable(skipped, train.length, manifest.datasetDir, options.strict === true);
 
-    // Per-bin statistics of the training features, cached under the set of feature keys.
     const t4 = performance.now();
-    const statsKey = contentKey('stats', { features: train.map((i) => i.featureKey).sort() });
-    let stats: PreparedDataset['stats'];
-    const blob = cache.getBlob(statsKey);
-    if (blob) {
-      const all = new Float32Array(new Uint8Array(blob).slice().buffer);
-      const nMels = (all.length - 1) / 2;
-      stats = { mean: all.slice(0, nMels), std: all.slice(nMels, 2 * nMels), frames: all[2 * nMels] };
-    } else {
-      const acc = new MelStats(config.audio.n_mels);
-      for (const item of train) {
-        const f = cache.getFeature(item.featureKey)!;
-        acc.add(f.mel, f.frames);
-      }
-      const r = acc.finalize();
-      stats = r;
-      const packed = new Float32Array(2 * r.mean.length + 1);
-      packed.set(r.mean);
-      packed.set(r.std, r.mean.length);
-      packed[2 * r.mean.length] = r.frames;
-      cache.putBlob(statsKey, 'stats', Buffer.from(packed.buffer));
-    }
+    const stats = trainingStats(cache, train, config.audio.n_mels);
     const statsMs = performance.now() - t4;
     return {
       train,
@@ -281,6 +230,76 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     phonemizer?.close();
     cache.close();
   }
+}
+
+/** --strict refuses any skipped row (naming the first); no usable training row is refused either way. */
+function refuseUnusable(skipped: readonly SkippedRow[], trainRows: number, datasetDir: string, strict: boolean): void {
+  if (strict && skipped.length) {
+    const first = skipped[0];
+    throw new XttsError('DATASET_ROWS_SKIPPED', `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`, {
+      position: { file: first.file, line: first.line, rowId: first.id },
+      suggestions: ['fix or remove those rows, or run without --strict to skip them'],
+    });
+  }
+  if (trainRows === 0) {
+    throw new XttsError('DATASET_EMPTY', `no usable training rows in ${datasetDir} (${skipped.length} skipped)`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['see the skipped rows and their reasons with `xtts analyze-data-pipeline --config ...`'],
+    });
+  }
+}
+
+/** Tokens of each usable row (cached under its text and the tokenizer); rows with characters the tokenizer lacks are skipped. */
+function encodeRows<R extends { row: ManifestRow; language: string }>(
+  usable: readonly R[],
+  cleaned: Map<string, { text: string; key: string }>,
+  tokenizer: Tokenizer,
+  cache: FeatureCache,
+  skip: (row: ManifestRow, reason: SkipReason, detail: string) => void,
+): { withTokens: R[]; tokens: Map<string, Int32Array>; cached: number } {
+  const tokens = new Map<string, Int32Array>();
+  const newTokens: { key: string; ids: Int32Array; unmappable: string[] }[] = [];
+  let cached = 0;
+  const withTokens = usable.filter((r) => {
+    const c = cleaned.get(r.row.id)!;
+    const key = contentKey('tokens', { text: c.key, tokenizer: tokenizer.identity() });
+    let entry = cache.getTokens(key);
+    if (!entry) {
+      entry = tokenizer.encode(c.text, r.language);
+      newTokens.push({ key, ...entry });
+    } else cached++;
+    if (entry.unmappable.length) {
+      skip(r.row, 'unmappable_characters', `characters not in the training vocabulary: ${entry.unmappable.map((ch) => JSON.stringify(ch)).join(' ')}`);
+      return false;
+    }
+    tokens.set(r.row.id, entry.ids);
+    return true;
+  });
+  cache.putMany({ tokens: newTokens });
+  return { withTokens, tokens, cached };
+}
+
+/** Per-bin statistics of the training features, cached under the set of their feature keys. */
+function trainingStats(cache: FeatureCache, train: readonly PreparedItem[], nMels: number): PreparedDataset['stats'] {
+  const statsKey = contentKey('stats', { features: train.map((i) => i.featureKey).sort() });
+  const blob = cache.getBlob(statsKey);
+  if (blob) {
+    const all = new Float32Array(new Uint8Array(blob).slice().buffer);
+    const bins = (all.length - 1) / 2;
+    return { mean: all.slice(0, bins), std: all.slice(bins, 2 * bins), frames: all[2 * bins] };
+  }
+  const acc = new MelStats(nMels);
+  for (const item of train) {
+    const f = cache.getFeature(item.featureKey)!;
+    acc.add(f.mel, f.frames);
+  }
+  const r = acc.finalize();
+  const packed = new Float32Array(2 * r.mean.length + 1);
+  packed.set(r.mean);
+  packed.set(r.std, r.mean.length);
+  packed[2 * r.mean.length] = r.frames;
+  cache.putBlob(statsKey, 'stats', Buffer.from(packed.buffer));
+  return r;
 }
 
 export type { TokenizerJSON };

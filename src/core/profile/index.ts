@@ -153,33 +153,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     files.trace = options.trace;
   }
   if (options.report) {
-    const b = v.breakdown;
-    const facts: Record<string, string> = {
-      backend,
-      device: device ?? 'none',
-      steps: String(measured.length),
-      'warm-up steps': String(options.warmup),
-      'median step': `${b.wallMs.p50.toFixed(1)} ms`,
-      'samples/s': b.samplesPerS.toFixed(1),
-      'kernels/step': b.kernels.mean.toFixed(0),
-      'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
-      'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s ${b.peakPrecision})` : ''}`,
-      'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${deviceTiming.reason ? `: ${deviceTiming.reason}` : ''}`,
-      'top GPU programs (device ms per timed step)': deviceTiming.programs?.length
-        ? deviceTiming.programs
-            .slice(0, 8)
-            .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
-            .join(', ')
-        : 'not measured',
-      'largest GPU dispatches by shape (device ms per timed step)':
-        largestShapes(deviceTiming.programs ?? [], 8)
-          .map((x) => `${x.name} ${x.shape} ${x.ms.toFixed(2)} ms (${x.count.toFixed(0)}×)`)
-          .join('; ') || 'not measured',
-      'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
-      'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,
-      'SM activity (GPM)': b.smActivityPct === null ? 'n/a' : `${b.smActivityPct.toFixed(1)}%`,
-      'peak device memory': b.peakMemoryShare === null ? 'n/a' : `${(b.peakMemoryShare * 100).toFixed(1)}%`,
-    };
+    const facts = reportFacts(v.breakdown, { backend, device, steps: measured.length, warmup: options.warmup, deviceTiming });
     if (gpuNote) facts.note = gpuNote;
     writeOutputFile(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts), 'the report (--report)');
     files.report = options.report;
@@ -191,6 +165,36 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     files.fixConfig = options.fixConfig;
   }
   return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files, replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null, stepCapture };
+}
+
+/** The report's table of figures (--report). */
+function reportFacts(b: ProfileResult['breakdown'], o: { backend: string; device: string | null; steps: number; warmup: number; deviceTiming: ProfileResult['deviceTiming'] }): Record<string, string> {
+  return {
+    backend: o.backend,
+    device: o.device ?? 'none',
+    steps: String(o.steps),
+    'warm-up steps': String(o.warmup),
+    'median step': `${b.wallMs.p50.toFixed(1)} ms`,
+    'samples/s': b.samplesPerS.toFixed(1),
+    'kernels/step': b.kernels.mean.toFixed(0),
+    'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
+    'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s ${b.peakPrecision})` : ''}`,
+    'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${o.deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${o.deviceTiming.reason ? `: ${o.deviceTiming.reason}` : ''}`,
+    'top GPU programs (device ms per timed step)': o.deviceTiming.programs?.length
+      ? o.deviceTiming.programs
+          .slice(0, 8)
+          .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
+          .join(', ')
+      : 'not measured',
+    'largest GPU dispatches by shape (device ms per timed step)':
+      largestShapes(o.deviceTiming.programs ?? [], 8)
+        .map((x) => `${x.name} ${x.shape} ${x.ms.toFixed(2)} ms (${x.count.toFixed(0)}×)`)
+        .join('; ') || 'not measured',
+    'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
+    'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,
+    'SM activity (GPM)': b.smActivityPct === null ? 'n/a' : `${b.smActivityPct.toFixed(1)}%`,
+    'peak device memory': b.peakMemoryShare === null ? 'n/a' : `${(b.peakMemoryShare * 100).toFixed(1)}%`,
+  };
 }
 
 type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };
