@@ -76,7 +76,7 @@ export interface ClosedRun {
 /** Starts the parts; what was started is closed again where a later part fails to start. */
 export async function startRun(o: TrainOptions, setup: RunSetup, runDir: string, runId: string, onSettled: (log: RunLog) => SettleStep): Promise<RunParts> {
   const say = o.onMessage ?? (() => undefined);
-  const { config, choice, replicas, data } = setup;
+  const { config, choice, replicas } = setup;
   const t = config.training;
   const untimeable = noDeviceTime(choice.backend) ?? (replicas && replicas.devices.length > 1 ? 'device time is measured on one device: run without device.gpus' : undefined);
   const { probes, maxSteps } = DeviceProbes.plan(o.deviceTimedSteps ?? 0, o.maxSteps ?? t.max_steps, untimeable);
