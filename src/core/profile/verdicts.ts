@@ -339,52 +339,63 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
         ]
       : [],
   });
-  const leak = tensorGrowth(steps);
-  if (leak) {
-    const leaking = leak.perStep >= th.leakTensorsPerStep;
-    out.push({
-      id: 'memory-leak',
-      grade: leaking ? 'high' : 'ok',
-      title: leaking ? 'memory leak: the engine holds more tensors after every step' : 'no tensor growth from step to step',
-      evidence: `live tensors ${leak.first.toLocaleString('en-US')} → ${leak.last.toLocaleString('en-US')} over steps ${leak.fromStep}–${leak.toStep} (${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held bytes ${formatBytes(leak.firstBytes)} → ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
-      actions: [],
-    });
-  }
-  if (ctx.replicas && ctx.replicas.steps.length) {
-    const ranks = summarizeReplicas(ctx.replicas.devices, ctx.replicas.steps);
-    const share = b.shares.allReduceMs;
-    const g = grade(share, th.allReduceModerate, th.allReduceHigh);
-    const compute = ranks.map((r) => r.forwardBackwardMs);
-    const slowest = ranks[compute.indexOf(Math.max(...compute))];
-    const spread = Math.max(...compute) / Math.max(1e-9, Math.min(...compute));
-    const accumulation = ctx.gradAccumulation ?? 1;
-    out.push({
-      id: 'all-reduce-bound',
-      grade: g,
-      title: g === 'ok' ? `the all-reduce of ${ranks.length} replicas costs little` : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
-      evidence: `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is fine); forward/backward per replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} (slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
-      actions:
-        g === 'ok'
-          ? []
-          : [
-              { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'twice the work per replica between two sums' },
-              { key: 'training.grad_accumulation_steps', value: accumulation * 2, effect: 'gradients are summed once per optimizer step: half as often' },
-            ],
-    });
-    for (const r of ranks.filter((x) => x.rank > 0)) {
-      const growth = tensorGrowth(ctx.replicas.steps.filter((s) => s.rank === r.rank) as unknown as StepRecord[]);
-      if (growth && growth.perStep >= th.leakTensorsPerStep) {
-        out.push({
-          id: 'memory-leak',
-          grade: 'high',
-          title: `memory leak on replica ${r.rank} (${r.device}): it holds more tensors after every step`,
-          evidence: `live tensors ${growth.first.toLocaleString('en-US')} → ${growth.last.toLocaleString('en-US')} over steps ${growth.fromStep}–${growth.toStep} (+${growth.perStep.toFixed(2)} a step, from ${th.leakTensorsPerStep}); held bytes ${formatBytes(growth.firstBytes)} → ${formatBytes(growth.lastBytes)}`,
-          actions: [],
-        });
-      }
-    }
-  }
+  out.push(...leakVerdict(steps, th));
+  out.push(...replicaVerdicts(b, ctx, th));
   const order: Grade[] = ['high', 'moderate', 'ok'];
   const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
   return { breakdown: b, verdicts: sorted.map((v, i) => ({ ...v, n: i + 1 })), thresholds: th };
+}
+
+/** Data-parallel runs: how much the all-reduce costs rank 0, and whether a replica leaks tensors. */
+function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Omit<Verdict, 'n'>[] {
+  const replicas = ctx.replicas;
+  if (!replicas || !replicas.steps.length) return [];
+  const out: Omit<Verdict, 'n'>[] = [];
+  const ranks = summarizeReplicas(replicas.devices, replicas.steps);
+  const share = b.shares.allReduceMs;
+  const g = grade(share, th.allReduceModerate, th.allReduceHigh);
+  const compute = ranks.map((r) => r.forwardBackwardMs);
+  const slowest = ranks[compute.indexOf(Math.max(...compute))];
+  const spread = Math.max(...compute) / Math.max(1e-9, Math.min(...compute));
+  const accumulation = ctx.gradAccumulation ?? 1;
+  out.push({
+    id: 'all-reduce-bound',
+    grade: g,
+    title: g === 'ok' ? `the all-reduce of ${ranks.length} replicas costs little` : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
+    evidence: `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is fine); forward/backward per replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} (slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
+    actions:
+      g === 'ok'
+        ? []
+        : [
+            { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'twice the work per replica between two sums' },
+            { key: 'training.grad_accumulation_steps', value: accumulation * 2, effect: 'gradients are summed once per optimizer step: half as often' },
+          ],
+  });
+  for (const r of ranks.filter((x) => x.rank > 0)) {
+    const growth = tensorGrowth(replicas.steps.filter((s) => s.rank === r.rank) as unknown as StepRecord[]);
+    if (growth && growth.perStep >= th.leakTensorsPerStep) {
+      out.push({
+        id: 'memory-leak',
+        grade: 'high',
+        title: `memory leak on replica ${r.rank} (${r.device}): it holds more tensors after every step`,
+        evidence: `live tensors ${growth.first.toLocaleString('en-US')} → ${growth.last.toLocaleString('en-US')} over steps ${growth.fromStep}–${growth.toStep} (+${growth.perStep.toFixed(2)} a step, from ${th.leakTensorsPerStep}); held bytes ${formatBytes(growth.firstBytes)} → ${formatBytes(growth.lastBytes)}`,
+        actions: [],
+      });
+    }
+  }
+  return out;
+}
+
+/** Whether the engine holds more tensors after every step (none where the run recorded no tensor counts). */
+function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Omit<Verdict, 'n'>[] {
+  const leak = tensorGrowth(steps);
+  if (!leak) return [];
+  const leaking = leak.perStep >= th.leakTensorsPerStep;
+  return [{
+    id: 'memory-leak',
+    grade: leaking ? 'high' : 'ok',
+    title: leaking ? 'memory leak: the engine holds more tensors after every step' : 'no tensor growth from step to step',
+    evidence: `live tensors ${leak.first.toLocaleString('en-US')} → ${leak.last.toLocaleString('en-US')} over steps ${leak.fromStep}–${leak.toStep} (${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held bytes ${formatBytes(leak.firstBytes)} → ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
+    actions: [],
+  }];
 }
