@@ -1,6 +1,8 @@
-// `xtts cache stats|verify|clear` as processes on a real cache built from real WAVs.
+// `xtts cache stats|verify|clear` as processes on a real cache built from real WAVs; processes sharing
+// one cache at once.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -8,7 +10,7 @@ import Database from 'better-sqlite3';
 import { FeatureCache, identifyCache } from '../../src/core/cache/cache.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { prepareFeatures } from '../../src/core/data/features.js';
-import { runCli } from '../helpers/cli.js';
+import { repoRoot, runCli } from '../helpers/cli.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 test('stats, verify (clean, corrupted, repaired) and clear', async () => {
@@ -107,4 +109,30 @@ test('a cache made before caches carried their application id is still recognise
   const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
   assert.equal(cleared.code, 0, cleared.stderr);
   assert.equal(existsSync(path), false);
+});
+
+test('six writers and six readers share a new cache at once: every open, write, read and counter flush succeeds', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-sharedcache-'));
+  const path = join(dir, 'cache.sqlite');
+  const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+  const worker = (mode: 'w' | 'r', name: string) =>
+    new Promise<string>((resolve) =>
+      execFile(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'cache-worker.ts'), path, mode, name], { cwd: repoRoot, env }, (err, stdout, stderr) =>
+        resolve(err ? `exit ${err.code}: ${stderr.slice(-800)}` : stdout.trim()),
+      ),
+    );
+  // The writers start together on a cache that does not exist yet; the readers once it does.
+  const writers = Array.from({ length: 6 }, (_, i) => worker('w', `w${i}`));
+  while (!existsSync(path)) await new Promise((r) => setTimeout(r, 20));
+  const readers = Array.from({ length: 6 }, (_, i) => worker('r', `r${i}`));
+  const outcomes = await Promise.all([...writers, ...readers]);
+  assert.deepEqual(outcomes.filter((o) => o !== 'ok'), []);
+  const db = new Database(path, { readonly: true });
+  const texts = (db.prepare('SELECT count(*) AS n FROM texts').get() as { n: number }).n;
+  const lookups = Number((db.prepare("SELECT v FROM meta WHERE k = 'lookups_text'").get() as { v: string }).v);
+  db.close();
+  // 6 writers × 20 rounds × 40 entries, each written once; every writer's lookups counted.
+  assert.equal(texts, 6 * 20 * 40);
+  assert.equal(lookups, 6 * 20 * 40);
+  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.new-')), [], 'a temporary cache was left behind');
 });

@@ -1,9 +1,9 @@
 // xtts writes only where it was told: `train`, a `--resume` of it and `synthesize` run under strace,
 // which records every call that creates, opens for writing, renames, links or removes a file, from
 // every thread and child process. Each path must lie in the run folder, the feature cache (the
-// config's pipeline.cache.path, with SQLite's -wal/-shm/-journal), or beside the WAV synthesize was
-// told to write (its temporary sibling). HOME and the working directory are empty folders of their
-// own, so a stray write to either is seen too.
+// config's pipeline.cache.path, with SQLite's -wal/-shm/-journal and the .new-* file a new cache is
+// built in), or beside the WAV synthesize was told to write (its temporary sibling). HOME and the
+// working directory are empty folders of their own, so a stray write to either is seen too.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -49,7 +49,7 @@ test('train, resume and synthesize write nothing outside the run folder, the fea
   const cache = join(dir, 'cache.sqlite');
   const wav = join(tmp.mkdir('spoken'), 'boy.wav');
   const inRun = (p: string) => p === runDir || p.startsWith(`${runDir}/`);
-  const inCache = (p: string) => /^(-wal|-shm|-journal)?$/.test(p.slice(cache.length)) && p.startsWith(cache);
+  const inCache = (p: string) => /^(\.new-\d+-[a-z0-9]+)?(-wal|-shm|-journal)?$/.test(p.slice(cache.length)) && p.startsWith(cache);
   const besideWav = (p: string) => p === wav || (dirname(p) === dirname(wav) && basename(p).startsWith(`.${basename(wav)}.`) && p.endsWith('.tmp'));
   // The run folder's parent is made on the way to it (mkdir -p): created, not written into.
   const runParents = (p: string) => runDir.startsWith(`${p}/`);

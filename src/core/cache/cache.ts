@@ -4,7 +4,7 @@
 // counts, so changing an input invalidates exactly what depends on it. Every write is a transaction:
 // a killed build leaves whole entries only, and the next build resumes where it stopped.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../util/index.js';
@@ -57,7 +57,7 @@ export function identifyCache(path: string): CacheIdentity {
   }
   let db: Database.Database | undefined;
   try {
-    db = openSqlite(path, { readonly: true });
+    db = openSqlite(path, 'inspect');
     if (Number(db.pragma('application_id', { simple: true })) === CACHE_APPLICATION_ID) return { kind: 'cache' };
     const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
     const foreign = tables.filter((t) => !CACHE_TABLES.includes(t));
@@ -167,25 +167,37 @@ function i32(blob: Buffer): Int32Array {
   return out;
 }
 
+/** The cache's tables at CACHE_SCHEMA_VERSION; an older layout is dropped rather than misread. */
+function createTables(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
+  const row = db.prepare("SELECT v FROM meta WHERE k = 'schema_version'").get() as { v: string } | undefined;
+  if (row && Number(row.v) !== CACHE_SCHEMA_VERSION) {
+    db.exec('DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; DROP TABLE IF EXISTS blobs; DELETE FROM meta;');
+  }
+  db.exec(SCHEMA);
+  db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
+  db.pragma(`application_id = ${CACHE_APPLICATION_ID}`);
+}
+
 export class FeatureCache {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly counters = { text: [0, 0], tokens: [0, 0], feature: [0, 0] } as Record<'text' | 'tokens' | 'feature', [number, number]>;
   private readonly stmt: Record<string, Database.Statement>;
 
-  private constructor(path: string, readonly: boolean) {
+  private constructor(path: string, private readonly readonly: boolean) {
     this.path = path;
-    assertCacheOrAbsent(path, readonly ? 'open it' : 'use it as the feature cache');
+    const found = assertCacheOrAbsent(path, readonly ? 'open it' : 'use it as the feature cache');
     try {
-      if (!readonly) mkdirSync(dirname(path), { recursive: true });
-      this.db = openSqlite(path, { readonly });
+      if (!readonly && found === 'absent') FeatureCache.create(path);
+      this.db = openSqlite(path, readonly ? 'read' : 'write');
+      if (!readonly) this.migrate();
     } catch (e) {
       throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
         exitCode: ExitCode.environment,
         suggestions: ['set pipeline.cache.path to a writable location', `or remove a corrupt cache with \`xtts cache clear --config ...\``],
       });
     }
-    if (!readonly) this.migrate();
     this.db.pragma('cache_size = -65536');
     const prep = (sql: string) => this.db.prepare(sql);
     // A read-only cache (producer threads) gets statements that refuse to write, with a clear error.
@@ -209,6 +221,35 @@ export class FeatureCache {
     };
   }
 
+  /**
+   * A new cache is built under a temporary name and linked into place, so that no process ever finds
+   * `path` half made (an empty file is not a cache); where another process linked its own first, that
+   * one is used.
+   */
+  private static create(path: string): void {
+    mkdirSync(dirname(path), { recursive: true });
+    const temp = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+    try {
+      const db = openSqlite(temp, 'write');
+      try {
+        db.transaction(() => createTables(db)).immediate();
+      } finally {
+        db.close();
+      }
+      try {
+        linkSync(temp, path);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') return;
+        // A file system without hard links: a rename, which another process's cache made meanwhile would not survive.
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw e;
+        if (!existsSync(path)) renameSync(temp, path);
+      }
+    } finally {
+      for (const f of [temp, `${temp}-wal`, `${temp}-shm`]) rmSync(f, { force: true });
+    }
+  }
+
   /** Open (creating if needed) a cache for writing. */
   static open(path: string): FeatureCache {
     return new FeatureCache(path, false);
@@ -219,16 +260,9 @@ export class FeatureCache {
     return new FeatureCache(path, true);
   }
 
+  /** Create or upgrade the tables, in one write transaction. */
   private migrate(): void {
-    this.db.exec('CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
-    const row = this.db.prepare("SELECT v FROM meta WHERE k = 'schema_version'").get() as { v: string } | undefined;
-    if (row && Number(row.v) !== CACHE_SCHEMA_VERSION) {
-      // An incompatible layout: drop everything rather than misread it.
-      this.db.exec('DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; DROP TABLE IF EXISTS blobs; DELETE FROM meta;');
-    }
-    this.db.exec(SCHEMA);
-    this.db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
-    this.db.pragma(`application_id = ${CACHE_APPLICATION_ID}`);
+    this.db.transaction(() => createTables(this.db)).immediate();
   }
 
   private count(kind: 'text' | 'tokens' | 'feature', hit: boolean): void {
@@ -283,7 +317,7 @@ export class FeatureCache {
       for (const t of entries.tokens ?? []) this.stmt.putTokens.run(t.key, t.ids.length, toBlob(t.ids), JSON.stringify(t.unmappable));
       for (const f of entries.features ?? []) this.stmt.putFeature.run(f.key, f.feature.frames, f.feature.nMels, f.feature.durationS, toBlob(f.feature.mel));
       for (const f of entries.failures ?? []) this.stmt.putFailure.run(f.key, f.failure.reason, f.failure.message);
-    })();
+    }).immediate();
   }
 
   getMeta(k: string): string | undefined {
@@ -325,7 +359,7 @@ export class FeatureCache {
         this.setMeta(`hits_${kind}`, String(Number(this.getMeta(`hits_${kind}`) ?? 0) + hits));
         this.counters[kind] = [0, 0];
       }
-    })();
+    }).immediate();
   }
 
   /** This session's lookups and hits (not yet flushed). */
@@ -400,12 +434,12 @@ export class FeatureCache {
       for (const k of report.badFeatures) this.db.prepare('DELETE FROM features WHERE key = ?').run(k);
       for (const k of report.badTokens) this.db.prepare('DELETE FROM tokens WHERE key = ?').run(k);
       for (const p of report.staleAudio) this.db.prepare('DELETE FROM audio_hashes WHERE path = ?').run(p);
-    })();
+    }).immediate();
   }
 
   close(): void {
     if (this.db.open) {
-      if (!this.db.readonly) this.flushCounters();
+      if (!this.readonly) this.flushCounters();
       this.db.close();
     }
   }

@@ -72,7 +72,7 @@ export class RunDatabase {
   private pendingMetrics: MetricRecord[] = [];
   private pendingSamples: DeviceSampleRecord[] = [];
 
-  private constructor(dir: string, readonly: boolean) {
+  private constructor(dir: string, private readonly readonly: boolean) {
     this.dir = dir;
     const path = join(dir, RUN_DB_FILE);
     if (readonly && !existsSync(path)) {
@@ -82,7 +82,7 @@ export class RunDatabase {
       });
     }
     if (!readonly) mkdirSync(dir, { recursive: true });
-    this.db = openSqlite(path, { readonly });
+    this.db = openSqlite(path, readonly ? 'read' : 'write');
     if (!readonly) {
       this.db.exec(SCHEMA);
       // A run folder written by an older xtts (resumed now) lacks the columns added since.
@@ -148,7 +148,7 @@ export class RunDatabase {
       for (const r of replicas) this.insertReplica.run(r.step, r.rank, r.samples, r.uploadMs, r.syncMs, r.forwardBackwardMs, r.allReduceMs, r.optimizerMs, r.tensors, r.tensorBytes);
       for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
       for (const s of samples) this.insertSample.run(s.tMs, s.device, s.utilizationPct, s.memoryUsedBytes, s.memoryTotalBytes, s.smClockMhz, s.powerW, s.temperatureC, s.smActivityPct, s.throttleReasons);
-    })();
+    }).immediate();
     if (metrics.length) appendFileSync(join(this.dir, METRICS_JSONL), metrics.map((m) => JSON.stringify(m)).join('\n') + '\n');
   }
 
@@ -218,7 +218,7 @@ export class RunDatabase {
 
   close(): void {
     if (!this.db.open) return;
-    if (!this.db.readonly) this.flush();
+    if (!this.readonly) this.flush();
     this.db.close();
   }
 }
