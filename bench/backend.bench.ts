@@ -14,7 +14,14 @@
 // issue the step (on cpu/wasm the kernels run inside it, on webgpu they are queued); `hostMsPerKernel`
 // is dispatchMs / kernels. On webgpu one extra step is timed with timestamp queries (deviceMs).
 import type * as TfTypes from '@tensorflow/tfjs-core';
-import { type BackendChoice, disposeBackend, initBackend, KernelCounter, probeBackends, timeOnDevice } from '../src/core/backend/index.js';
+import {
+  type BackendChoice,
+  disposeBackend,
+  initBackend,
+  KernelCounter,
+  probeBackends,
+  timeOnDevice,
+} from '../src/core/backend/index.js';
 import type { Backend } from '../src/core/config/schema.js';
 import { median, report } from './lib.js';
 
@@ -47,8 +54,12 @@ const flag = (name: string) => process.argv.includes(`--${name}`);
 /** Parameters of the model, as TF.js variables. */
 function makeParams(tf: Tf, s: Size): Record<string, TfTypes.Variable> {
   let seed = 1;
-  const init = (shape: number[], fanIn: number) => tf.variable(tf.randomNormal(shape, 0, 1 / Math.sqrt(fanIn), 'float32', seed++));
-  const p: Record<string, TfTypes.Variable> = { inProj: init([s.melBins, s.width], s.melBins), outProj: init([s.width, s.melBins], s.width) };
+  const init = (shape: number[], fanIn: number) =>
+    tf.variable(tf.randomNormal(shape, 0, 1 / Math.sqrt(fanIn), 'float32', seed++));
+  const p: Record<string, TfTypes.Variable> = {
+    inProj: init([s.melBins, s.width], s.melBins),
+    outProj: init([s.width, s.melBins], s.width),
+  };
   for (let l = 0; l < s.layers; l++) {
     p[`l${l}.ln1g`] = tf.variable(tf.ones([s.width]));
     p[`l${l}.ln1b`] = tf.variable(tf.zeros([s.width]));
@@ -65,7 +76,14 @@ function makeParams(tf: Tf, s: Size): Record<string, TfTypes.Variable> {
 }
 
 /** Mean-squared error of the model's mel prediction: x [batch, frames, melBins] -> same shape. */
-function loss(tf: Tf, s: Size, p: Record<string, TfTypes.Variable>, x: TfTypes.Tensor3D, target: TfTypes.Tensor3D, causal: TfTypes.Tensor2D): TfTypes.Scalar {
+function loss(
+  tf: Tf,
+  s: Size,
+  p: Record<string, TfTypes.Variable>,
+  x: TfTypes.Tensor3D,
+  target: TfTypes.Tensor3D,
+  causal: TfTypes.Tensor2D,
+): TfTypes.Scalar {
   const { batch: B, frames: T, width: D, heads: H } = s;
   const dh = D / H;
   const dense = (h: TfTypes.Tensor, w: TfTypes.Tensor, b?: TfTypes.Tensor) => {
@@ -81,8 +99,15 @@ function loss(tf: Tf, s: Size, p: Record<string, TfTypes.Variable>, x: TfTypes.T
   for (let l = 0; l < s.layers; l++) {
     const a = norm(h, p[`l${l}.ln1g`], p[`l${l}.ln1b`]);
     const [q, k, v] = tf.split(dense(a, p[`l${l}.qkv`]), 3, -1).map(heads);
-    const scores = tf.add(tf.mul(tf.matMul(q as TfTypes.Tensor4D, k as TfTypes.Tensor4D, false, true), 1 / Math.sqrt(dh)), causal); // [B, H, T, T]
-    const attended = tf.reshape(tf.transpose(tf.matMul(tf.softmax(scores), v as TfTypes.Tensor4D), [0, 2, 1, 3]), [B, T, D]);
+    const scores = tf.add(
+      tf.mul(tf.matMul(q as TfTypes.Tensor4D, k as TfTypes.Tensor4D, false, true), 1 / Math.sqrt(dh)),
+      causal,
+    ); // [B, H, T, T]
+    const attended = tf.reshape(tf.transpose(tf.matMul(tf.softmax(scores), v as TfTypes.Tensor4D), [0, 2, 1, 3]), [
+      B,
+      T,
+      D,
+    ]);
     h = tf.add(h, dense(attended, p[`l${l}.o`]));
     const m = norm(h, p[`l${l}.ln2g`], p[`l${l}.ln2b`]);
     h = tf.add(h, dense(tf.relu(dense(m, p[`l${l}.w1`], p[`l${l}.b1`])), p[`l${l}.w2`], p[`l${l}.b2`]));
@@ -104,7 +129,12 @@ interface BackendFigures {
   loss: number;
 }
 
-async function benchBackend(backend: ConcreteBackend, s: Size, steps: number, options: { device?: string | number | null; unsafeApis: boolean; dawnBackend?: string }): Promise<BackendFigures> {
+async function benchBackend(
+  backend: ConcreteBackend,
+  s: Size,
+  steps: number,
+  options: { device?: string | number | null; unsafeApis: boolean; dawnBackend?: string },
+): Promise<BackendFigures> {
   const { tf, choice } = await initBackend(backend, options);
   await import('../src/core/model/gradients.js');
   const p = makeParams(tf, s);
@@ -112,7 +142,9 @@ async function benchBackend(backend: ConcreteBackend, s: Size, steps: number, op
   const x = tf.randomNormal([s.batch, s.frames, s.melBins], 0, 1, 'float32', 7) as TfTypes.Tensor3D;
   const target = tf.randomNormal([s.batch, s.frames, s.melBins], 0, 1, 'float32', 8) as TfTypes.Tensor3D;
   // -1e9 above the diagonal: each frame attends to itself and earlier frames only.
-  const causal = tf.tidy(() => tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([s.frames, s.frames]), -1, 0)), -1e9)) as TfTypes.Tensor2D;
+  const causal = tf.tidy(() =>
+    tf.mul(tf.sub(1, tf.linalg.bandPart(tf.ones([s.frames, s.frames]), -1, 0)), -1e9),
+  ) as TfTypes.Tensor2D;
   const learningRate = 1e-3;
   const step = () =>
     tf.tidy(() => {
@@ -195,21 +227,30 @@ async function main(): Promise<void> {
   let backends = arg('backends', 'BENCH_BACKENDS')?.split(',') as ConcreteBackend[] | undefined;
   if (!backends) {
     const probes = await probeBackends(options);
-    for (const pr of probes) if (!pr.available || (pr.backend === 'webgpu' && pr.adapters?.every((a) => a.software))) console.log(`skip ${pr.backend}: ${pr.available ? 'no GPU adapter, only a CPU implementation' : pr.reason}`);
-    backends = probes.filter((pr) => pr.available && !(pr.backend === 'webgpu' && pr.adapters?.every((a) => a.software))).map((pr) => pr.backend);
+    for (const pr of probes)
+      if (!pr.available || (pr.backend === 'webgpu' && pr.adapters?.every((a) => a.software)))
+        console.log(`skip ${pr.backend}: ${pr.available ? 'no GPU adapter, only a CPU implementation' : pr.reason}`);
+    backends = probes
+      .filter((pr) => pr.available && !(pr.backend === 'webgpu' && pr.adapters?.every((a) => a.software)))
+      .map((pr) => pr.backend);
   }
   const params = s.melBins * s.width * 2 + s.layers * (12 * s.width * s.width + 9 * s.width);
   console.log(
-    `model: ${s.layers} blocks, width ${s.width}, ${s.heads} heads, ${(params / 1e6).toFixed(2)} M parameters; batch ${s.batch} x ${s.frames} frames x ${s.melBins} mel bins (--size ${sizeName}); median of ${steps} steps after 2 warm-up steps`,
+    `model: ${s.layers} blocks, width ${s.width}, ${s.heads} ` +
+      `heads, ${(params / 1e6).toFixed(2)} M parameters; batch ${s.batch} ` +
+      `x ${s.frames} frames x ${s.melBins} mel bins (--size ${sizeName}); median ` +
+      `of ${steps} steps after 2 warm-up steps`,
   );
   const results: BackendFigures[] = [];
   for (const backend of backends) {
     const r = await benchBackend(backend, s, steps, options);
     results.push(r);
     console.log(
-      `${backend.padEnd(10)} ${r.device}: step ${r.stepMs.toFixed(1)} ms (dispatch ${r.dispatchMs.toFixed(1)} ms), ${r.kernels} kernels/step` +
-        `${backend === 'webgpu' ? ` (${r.dispatches} GPU programs)` : ''}, ${(r.hostMsPerKernel * 1000).toFixed(1)} µs host/kernel` +
-        `${backend === 'webgpu' ? `, device ${r.deviceMs === null ? `n/a (${r.deviceNote})` : `${r.deviceMs.toFixed(1)} ms/step (busy ${((100 * r.deviceMs) / r.stepMs).toFixed(0)}%)`}` : ''}` +
+      `${backend.padEnd(10)} ${r.device}: step ${r.stepMs.toFixed(1)} ms ` +
+        `(dispatch ${r.dispatchMs.toFixed(1)} ms), ${r.kernels} kernels/step` +
+        `${backend === 'webgpu' ? ` (${r.dispatches} GPU programs)` : ''}, ${(r.hostMsPerKernel * 1000).toFixed(1)} ` +
+        `µs host/kernel` +
+        `${backend === 'webgpu' ? `, device ${r.deviceMs === null ? `n/a (${r.deviceNote})` : `${r.deviceMs.toFixed(1)} ms/step ` + `(busy ${((100 * r.deviceMs) / r.stepMs).toFixed(0)}%)`}` : ''}` +
         `${r.tensorsLeakedPerStep ? `, LEAK ${r.tensorsLeakedPerStep} tensors/step` : ''}`,
     );
   }
@@ -217,13 +258,26 @@ async function main(): Promise<void> {
   // ~1,270 kernels within ~130 ms, about the H100's ~100 ms of work); here, wasm beats cpu.
   const wasm = results.find((r) => r.backend === 'wasm');
   const cpu = results.find((r) => r.backend === 'cpu');
-  if (wasm && cpu) console.log(`target: wasm faster than cpu — ${(cpu.stepMs / wasm.stepMs).toFixed(1)}x (${wasm.stepMs < cpu.stepMs ? 'met' : 'NOT met'})`);
+  if (wasm && cpu)
+    console.log(
+      `target: wasm faster than cpu — ${(cpu.stepMs / wasm.stepMs).toFixed(1)}x ` +
+        `(${wasm.stepMs < cpu.stepMs ? 'met' : 'NOT met'})`,
+    );
   const gpu = results.find((r) => r.backend === 'webgpu');
-  if (gpu) console.log(`target: webgpu host time ≤ 100 µs/kernel — ${(gpu.hostMsPerKernel * 1000).toFixed(1)} µs (${gpu.hostMsPerKernel <= 0.1 ? 'met' : 'NOT met'})`);
+  if (gpu)
+    console.log(
+      `target: webgpu host time ≤ 100 µs/kernel ` +
+        `— ${(gpu.hostMsPerKernel * 1000).toFixed(1)} µs ` +
+        `(${gpu.hostMsPerKernel <= 0.1 ? 'met' : 'NOT met'})`,
+    );
   report('backend', { size: sizeName, steps, results });
 }
 
 main().catch((e) => {
-  console.error(e instanceof Error ? `${e.message}${(e as { suggestions?: string[] }).suggestions ? `\n  ${(e as { suggestions: string[] }).suggestions.join('\n  ')}` : ''}` : e);
+  console.error(
+    e instanceof Error
+      ? `${e.message}${(e as { suggestions?: string[] }).suggestions ? `\n  ${(e as { suggestions: string[] }).suggestions.join('\n  ')}` : ''}`
+      : e,
+  );
   process.exitCode = 1;
 });

@@ -65,10 +65,21 @@ fn main(@builtin(global_invocation_id) g : vec3<u32>) {
  * Dependent dispatches of `pipeline` (its binding 0 read, 1 written): two buffers of `bytes`, each
  * dispatch reading what the one before it wrote.
  */
-function pingPong(device: Any, pipeline: Any, bytes: number): { encode: (pass: Any, dispatches: number, workgroups: number) => void; destroy: () => void } {
+function pingPong(
+  device: Any,
+  pipeline: Any,
+  bytes: number,
+): { encode: (pass: Any, dispatches: number, workgroups: number) => void; destroy: () => void } {
   const make = () => device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
   const [a, b] = [make(), make()];
-  const group = (x: Any, y: Any) => device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: x } }, { binding: 1, resource: { buffer: y } }] });
+  const group = (x: Any, y: Any) =>
+    device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [
+        { binding: 0, resource: { buffer: x } },
+        { binding: 1, resource: { buffer: y } },
+      ],
+    });
   const chain = [group(a, b), group(b, a)];
   return {
     encode: (pass, dispatches, workgroups) => {
@@ -91,7 +102,9 @@ async function passMs(device: Any, encode: (pass: Any) => void): Promise<number>
   const read = device.createBuffer({ size: 16, usage: MAP_READ | COPY_DST });
   device.pushErrorScope('validation');
   const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass({ timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+  const pass = encoder.beginComputePass({
+    timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
+  });
   encode(pass);
   pass.end();
   encoder.resolveQuerySet(set, 0, 2, resolved, 0);
@@ -114,7 +127,10 @@ async function main(): Promise<void> {
   const name = choice.adapter?.name ?? 'webgpu';
   const timestamps = device.features.has('timestamp-query');
   const busySeconds = Number(arg('busy-seconds') ?? 4);
-  const busy = () => (busySeconds > 0 ? busyRows(device, busySeconds, name, timestamps) : Promise.resolve({ available: false, reason: 'skipped (--busy-seconds 0)' }));
+  const busy = () =>
+    busySeconds > 0
+      ? busyRows(device, busySeconds, name, timestamps)
+      : Promise.resolve({ available: false, reason: 'skipped (--busy-seconds 0)' });
   if (!timestamps) {
     console.log(`${name}: no timestamp-query feature; no time per dispatch`);
     report('dispatch', { device: name, available: false, busy: await busy() });
@@ -122,16 +138,31 @@ async function main(): Promise<void> {
     return;
   }
   const rows: Record<string, unknown>[] = [];
-  for (const [label, workgroups, size] of [['1 workgroup of 64', 1, 64], ['512 workgroups of 256', 512, 256]] as const) {
-    const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: SHADER.replace('WG', String(size)) }), entryPoint: 'main' } });
+  for (const [label, workgroups, size] of [
+    ['1 workgroup of 64', 1, 64],
+    ['512 workgroups of 256', 512, 256],
+  ] as const) {
+    const pipeline = device.createComputePipeline({
+      layout: 'auto',
+      compute: { module: device.createShaderModule({ code: SHADER.replace('WG', String(size)) }), entryPoint: 'main' },
+    });
     const bytes = workgroups * size * 4;
     // Dependent: ping-pong between two buffers, each dispatch reading the last one's output.
     const chain = pingPong(device, pipeline, bytes);
     // Reads only: one shared input, one bind group.
     const shared = device.createBuffer({ size: bytes, usage: STORAGE | COPY_DST | COPY_SRC });
     device.queue.writeBuffer(shared, 0, new Float32Array(bytes / 4).fill(1));
-    const reader = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: READER.replaceAll('WG', String(size)) }), entryPoint: 'main' } });
-    const readGroup = device.createBindGroup({ layout: reader.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: shared } }] });
+    const reader = device.createComputePipeline({
+      layout: 'auto',
+      compute: {
+        module: device.createShaderModule({ code: READER.replaceAll('WG', String(size)) }),
+        entryPoint: 'main',
+      },
+    });
+    const readGroup = device.createBindGroup({
+      layout: reader.getBindGroupLayout(0),
+      entries: [{ binding: 0, resource: { buffer: shared } }],
+    });
     const dependent: number[] = [];
     const readOnly: number[] = [];
     for (let r = 0; r <= reps; r++) {
@@ -147,9 +178,17 @@ async function main(): Promise<void> {
     }
     chain.destroy();
     shared.destroy();
-    const row = { kernel: label, dispatches: n, dependentUs: Number(median(dependent).toFixed(3)), readOnlyUs: Number(median(readOnly).toFixed(3)) };
+    const row = {
+      kernel: label,
+      dispatches: n,
+      dependentUs: Number(median(dependent).toFixed(3)),
+      readOnlyUs: Number(median(readOnly).toFixed(3)),
+    };
     rows.push(row);
-    console.log(`${name} | ${label} | ${n} dispatches a pass | dependent ${row.dependentUs} µs a dispatch | reads only ${row.readOnlyUs} µs a dispatch (median of ${reps})`);
+    console.log(
+      `${name} | ${label} | ${n} dispatches a pass | dependent ${row.dependentUs} µs a ` +
+        `dispatch | reads only ${row.readOnlyUs} µs a dispatch (median of ${reps})`,
+    );
   }
   report('dispatch', { device: name, available: true, rows, busy: await busy() });
   disposeBackend(tf);
@@ -159,7 +198,12 @@ async function main(): Promise<void> {
  * NVML's mean busy share while the queue holds nothing but passes of dependent dispatches of one
  * kernel, for kernels of a few lengths; each row also gives the device's time per dispatch.
  */
-async function busyRows(device: Any, seconds: number, name: string, timestamps: boolean): Promise<Record<string, unknown>> {
+async function busyRows(
+  device: Any,
+  seconds: number,
+  name: string,
+  timestamps: boolean,
+): Promise<Record<string, unknown>> {
   const sampler = await GpuSampler.start({ rateHz: 10, gpm: false });
   if (!sampler.status.available) {
     console.log(`${name}: no NVML busy share (${sampler.status.reason})`);
@@ -170,7 +214,13 @@ async function busyRows(device: Any, seconds: number, name: string, timestamps: 
   const rows: Record<string, unknown>[] = [];
   try {
     for (const iters of [0, 512, 2048, 8192, 32768]) {
-      const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: LOOPED.replace('ITERS', String(iters)) }), entryPoint: 'main' } });
+      const pipeline = device.createComputePipeline({
+        layout: 'auto',
+        compute: {
+          module: device.createShaderModule({ code: LOOPED.replace('ITERS', String(iters)) }),
+          entryPoint: 'main',
+        },
+      });
       const chain = pingPong(device, pipeline, 512 * 256 * 4);
       const encode = (pass: Any) => chain.encode(pass, perPass, 512);
       const timed: number[] = [];
@@ -198,9 +248,19 @@ async function busyRows(device: Any, seconds: number, name: string, timestamps: 
         .filter((x): x is number => x !== null);
       const mean = util.length ? util.reduce((x, y) => x + y, 0) / util.length : null;
       chain.destroy();
-      const row = { iters, dispatchUs: dispatchUs === null ? null : Number(dispatchUs.toFixed(2)), passes, samples: util.length, busyPct: mean === null ? null : Number(mean.toFixed(1)) };
+      const row = {
+        iters,
+        dispatchUs: dispatchUs === null ? null : Number(dispatchUs.toFixed(2)),
+        passes,
+        samples: util.length,
+        busyPct: mean === null ? null : Number(mean.toFixed(1)),
+      };
       rows.push(row);
-      console.log(`${name} | dependent dispatches of ${row.dispatchUs ?? 'n/a'} µs each (${iters} multiply-adds an invocation) | NVML busy ${mean === null ? 'n/a' : `${row.busyPct}%`} over ${util.length} samples`);
+      console.log(
+        `${name} | dependent dispatches of ${row.dispatchUs ?? 'n/a'} µs each (${iters} ` +
+          `multiply-adds an invocation) | NVML ` +
+          `busy ${mean === null ? 'n/a' : `${row.busyPct}%`} over ${util.length} samples`,
+      );
     }
   } finally {
     await sampler.stop();

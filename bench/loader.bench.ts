@@ -28,32 +28,67 @@ for (const [i, row] of items.entries()) {
     cache.putMany({ features: batch });
     batch = [];
   }
-  producerItems.push({ featureKey: `feature:${i}`, frames, tokens: Int32Array.from({ length: row.text.length + 3 }, (_, t) => 4 + (t % 60)), language: 0, speaker: i % 4 });
+  producerItems.push({
+    featureKey: `feature:${i}`,
+    frames,
+    tokens: Int32Array.from({ length: row.text.length + 3 }, (_, t) => 4 + (t % 60)),
+    language: 0,
+    speaker: i % 4,
+  });
 }
 cache.putMany({ features: batch });
 cache.close();
-const plan = planBuckets(producerItems.map((p) => ({ tokens: p.tokens.length, frames: p.frames })), { buckets: 4, batchSize: 32, frameBudget: null, frameMultiple: 2 });
+const plan = planBuckets(
+  producerItems.map((p) => ({ tokens: p.tokens.length, frames: p.frames })),
+  { buckets: 4, batchSize: 32, frameBudget: null, frameMultiple: 2 },
+);
 const stepMs = 20;
 const runs: { waitShare: number; waitP50: number; waitP95: number }[] = [];
 for (let run = 0; run < 3; run++) {
-  const loader = new DataLoader({ cachePath: path, items: producerItems, plan, mean: new Float32Array(nMels).fill(-5), std: new Float32Array(nMels).fill(2), seed: run, shuffle: true, depth: 3, producers: 1, refFrames: 192, nMels, maxBatches: 201 });
+  const loader = new DataLoader({
+    cachePath: path,
+    items: producerItems,
+    plan,
+    mean: new Float32Array(nMels).fill(-5),
+    std: new Float32Array(nMels).fill(2),
+    seed: run,
+    shuffle: true,
+    depth: 3,
+    producers: 1,
+    refFrames: 192,
+    nMels,
+    maxBatches: 201,
+  });
   const waits: number[] = [];
   let t0 = 0;
   for (;;) {
     const b = await loader.next();
     if (!b) break;
-    if (waits.length === 0 && t0 === 0) t0 = performance.now(); // the first batch fills the pipeline once
+    if (waits.length === 0 && t0 === 0)
+      t0 = performance.now(); // the first batch fills the pipeline once
     else waits.push(b.waitMs);
     loader.release(b);
     await new Promise((r) => setTimeout(r, stepMs));
   }
   const total = performance.now() - t0;
   await loader.close();
-  runs.push({ waitShare: waits.reduce((a, b) => a + b, 0) / total, waitP50: median(waits), waitP95: percentile(waits, 95) });
+  runs.push({
+    waitShare: waits.reduce((a, b) => a + b, 0) / total,
+    waitP50: median(waits),
+    waitP95: percentile(waits, 95),
+  });
 }
 rmSync(dir, { recursive: true, force: true });
 const share = median(runs.map((r) => r.waitShare));
 const slotMb = (32 * Math.max(...plan.buckets.map((b) => b.maxFrames)) * nMels * 4) / 2 ** 20;
-console.log(`batches of 32 (buckets: ${plan.buckets.map((b) => b.maxFrames).join('/')} frames, ~${slotMb.toFixed(0)} MB of mel per slot), a step every ${stepMs} ms, 200 batches x 3 runs`);
-console.log(`consumer waits ${(share * 100).toFixed(2)}% of the time (median of 3; target <= 2%); wait per batch p50 ${median(runs.map((r) => r.waitP50)).toFixed(3)} ms, p95 ${median(runs.map((r) => r.waitP95)).toFixed(2)} ms`);
+console.log(
+  `batches of 32 (buckets: ${plan.buckets.map((b) => b.maxFrames).join('/')} ` +
+    `frames, ~${slotMb.toFixed(0)} MB of mel per slot), a step every ${stepMs} ms, ` +
+    `200 batches x 3 runs`,
+);
+console.log(
+  `consumer waits ${(share * 100).toFixed(2)}% of the time (median of 3; target <= ` +
+    `2%); wait per batch p50 ${median(runs.map((r) => r.waitP50)).toFixed(3)} ms, ` +
+    `p95 ${median(runs.map((r) => r.waitP95)).toFixed(2)} ms`,
+);
 report('loader', { batchSize: 32, stepMs, waitShare: share, runs, target: 0.02, pass: share <= 0.02 });

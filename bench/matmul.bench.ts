@@ -10,8 +10,9 @@
 // encoder's projections and their two gradients, the postnet's composed convolution (5 taps × 512
 // channels), and the attention's batched products.
 //
-//   node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes M×N×K[:tA][:tB][:bBATCH],...]
-//                                           [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
+// node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes
+// M×N×K[:tA][:tB][:bBATCH],...]
+// [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
 //                                           float32 program (backend/webgpu-dense.ts) against the two
@@ -57,7 +58,8 @@ const NORMAL: Shape[] = [
 function parseShape(s: string, label = s): Shape {
   const [dims, ...flags] = s.split(':');
   const [m, n, k] = dims.split(/[×x]/).map(Number);
-  if (![m, n, k].every((v) => Number.isInteger(v) && v > 0)) throw new Error(`--shapes: "${s}" is not M×N×K[:tA][:tB][:bBATCH]`);
+  if (![m, n, k].every((v) => Number.isInteger(v) && v > 0))
+    throw new Error(`--shapes: "${s}" is not M×N×K[:tA][:tB][:bBATCH]`);
   const batch = Number(flags.find((f) => f.startsWith('b'))?.slice(1) ?? 1);
   return { m, n, k, transposeA: flags.includes('tA'), transposeB: flags.includes('tB'), batch, label };
 }
@@ -97,7 +99,15 @@ function sampledError(s: Shape, a: Float32Array, b: Float32Array, out: Float32Ar
 }
 
 /** The largest sampled errors of dx, dW and db against float64 sums, each relative to Σ|terms|. */
-function denseErrors(rows: number, inD: number, outD: number, dz: Float32Array, x: Float32Array, w: Float32Array, got: Float32Array[]): number[] {
+function denseErrors(
+  rows: number,
+  inD: number,
+  outD: number,
+  dz: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  got: Float32Array[],
+): number[] {
   const worst = [0, 0, 0];
   const note = (which: number, value: number, sum: number, mag: number) => {
     worst[which] = Math.max(worst[which], Math.abs(value - sum) / Math.max(mag, 1e-30));
@@ -129,7 +139,13 @@ function denseErrors(rows: number, inD: number, outD: number, dz: Float32Array, 
  * under `key` (null then), else its outputs and the median device time (and programs) per call over
  * three rounds of `reps` calls.
  */
-async function timed(tf: Tf, key: string, row: Record<string, unknown>, reps: number, once: () => TfTypes.Tensor[]): Promise<{ got: Float32Array[]; ms: number; programs: number } | null> {
+async function timed(
+  tf: Tf,
+  key: string,
+  row: Record<string, unknown>,
+  reps: number,
+  once: () => TfTypes.Tensor[],
+): Promise<{ got: Float32Array[]; ms: number; programs: number } | null> {
   const first = once();
   const got = (await Promise.all(first.map((t) => t.data()))) as Float32Array[];
   tf.dispose(first);
@@ -157,7 +173,12 @@ async function timed(tf: Tf, key: string, row: Record<string, unknown>, reps: nu
  * --dense: a dense layer's backward (dz = dy, dx, dW, db) as one float32 program (backend/webgpu-dense.ts)
  * against the programs apart, float32 (tfjs) and with mixed_fp16's tensor-core matmuls (f16).
  */
-async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: number[][]): Promise<Record<string, unknown>[]> {
+async function dense(
+  tf: Tf,
+  variants: MatMulProgram[],
+  reps: number,
+  shapes: number[][],
+): Promise<Record<string, unknown>[]> {
   const rows: Record<string, unknown>[] = [];
   for (const [n, inD, outD] of shapes) {
     const dzv = values(n * outD, 1);
@@ -180,9 +201,20 @@ async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: nu
     setDenseGrads(true);
     tf.dispose([dz, x, w]);
     // The paired dispatch computes each tile as the f16 program does alone: the same bits.
-    if (outputs.f16_pair && outputs.f16_apart) row.f16_pair_same_bits = outputs.f16_pair.every((o, i) => o.length === outputs.f16_apart[i].length && o.every((v, j) => Object.is(v, outputs.f16_apart[i][j])));
+    if (outputs.f16_pair && outputs.f16_apart)
+      row.f16_pair_same_bits = outputs.f16_pair.every(
+        (o, i) => o.length === outputs.f16_apart[i].length && o.every((v, j) => Object.is(v, outputs.f16_apart[i][j])),
+      );
     rows.push(row);
-    console.log([row.shape, ...keys.map((k) => `${k} ${row[`${k}_ms`]} ms (${row[`${k}_programs`]} programs) err dx/dW/db ${row[`${k}_error`]}`), ...('f16_pair_same_bits' in row ? [`f16 pair = apart bit for bit: ${row.f16_pair_same_bits}`] : [])].join(' | '));
+    console.log(
+      [
+        row.shape,
+        ...keys.map(
+          (k) => `${k} ${row[`${k}_ms`]} ms (${row[`${k}_programs`]} programs) err dx/dW/db ${row[`${k}_error`]}`,
+        ),
+        ...('f16_pair_same_bits' in row ? [`f16 pair = apart bit for bit: ${row.f16_pair_same_bits}`] : []),
+      ].join(' | '),
+    );
   }
   return rows;
 }
@@ -190,22 +222,43 @@ async function dense(tf: Tf, variants: MatMulProgram[], reps: number, shapes: nu
 async function main(): Promise<void> {
   const variants = (arg('variants') ?? 'tfjs,tiled,f16').split(',') as MatMulProgram[];
   const reps = Number(arg('reps') ?? 20);
-  const shapes = arg('shapes')?.split(',').map((s) => parseShape(s)) ?? NORMAL;
+  const shapes =
+    arg('shapes')
+      ?.split(',')
+      .map((s) => parseShape(s)) ?? NORMAL;
   const device = arg('device');
-  const options = { device: device === undefined ? null : /^\d+$/.test(device) ? Number(device) : device, unsafeApis: true, robustness: !process.argv.includes('--no-robustness') };
-  const { tf, choice } = await initBackend('webgpu', { ...options, precision: variants.includes('f16') ? 'mixed_fp16' : 'fp32' }).catch(async (e: Error) => {
+  const options = {
+    device: device === undefined ? null : /^\d+$/.test(device) ? Number(device) : device,
+    unsafeApis: true,
+    robustness: !process.argv.includes('--no-robustness'),
+  };
+  const { tf, choice } = await initBackend('webgpu', {
+    ...options,
+    precision: variants.includes('f16') ? 'mixed_fp16' : 'fp32',
+  }).catch(async (e: Error) => {
     if (!variants.includes('f16')) throw e;
     console.log(`f16: ${e.message}; timing the float32 programs only`);
     variants.splice(variants.indexOf('f16'), 1);
     return initBackend('webgpu', options);
   });
   const a = choice.adapter;
-  console.log(`device: ${a?.name} (${a?.description}); shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup widths ${a?.subgroupSizes ? `${a.subgroupSizes.min}–${a.subgroupSizes.max}` : 'not stated'}; subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`);
+  console.log(
+    `device: ${a?.name} (${a?.description}); ` +
+      `shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup ` +
+      `widths ${a?.subgroupSizes ? `${a.subgroupSizes.min}–${a.subgroupSizes.max}` : 'not stated'}; ` +
+      `subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`,
+  );
   const denseShapes = arg('dense');
   if (denseShapes) {
     const shapesOf = denseShapes.split(',').map((s) => s.split(/[×x]/).map(Number));
-    if (!shapesOf.every((d) => d.length === 3 && d.every((v) => Number.isInteger(v) && v > 0))) throw new Error(`--dense: "${denseShapes}" is not ROWS×IN×OUT,...`);
-    const rows = await dense(tf, variants.filter((v) => v !== 'tiled'), reps, shapesOf);
+    if (!shapesOf.every((d) => d.length === 3 && d.every((v) => Number.isInteger(v) && v > 0)))
+      throw new Error(`--dense: "${denseShapes}" is not ROWS×IN×OUT,...`);
+    const rows = await dense(
+      tf,
+      variants.filter((v) => v !== 'tiled'),
+      reps,
+      shapesOf,
+    );
     setMatMulProgram('tfjs');
     report('dense-backward', { device: choice.adapter?.name, variants, reps, rows });
     disposeBackend(tf);
@@ -215,12 +268,22 @@ async function main(): Promise<void> {
   for (const s of shapes) {
     const aShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeA ? [s.k, s.m] : [s.m, s.k])];
     const bShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeB ? [s.n, s.k] : [s.k, s.n])];
-    const av = values(aShape.reduce((x, y) => x * y, 1), 1);
-    const bv = values(bShape.reduce((x, y) => x * y, 1), 2);
+    const av = values(
+      aShape.reduce((x, y) => x * y, 1),
+      1,
+    );
+    const bv = values(
+      bShape.reduce((x, y) => x * y, 1),
+      2,
+    );
     const a = tf.tensor(av, aShape);
     const b = tf.tensor(bv, bShape);
     const flop = 2 * s.batch * s.m * s.n * s.k;
-    const row: Record<string, unknown> = { shape: `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}${s.batch > 1 ? ` ×${s.batch}` : ''}`, label: s.label, gflop: flop / 1e9 };
+    const row: Record<string, unknown> = {
+      shape: `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}${s.batch > 1 ? ` ×${s.batch}` : ''}`,
+      label: s.label,
+      gflop: flop / 1e9,
+    };
     for (const v of variants) {
       setMatMulProgram(v);
       const t = await timed(tf, v, row, reps, () => [tf.matMul(a, b, s.transposeA, s.transposeB)]);
@@ -232,7 +295,12 @@ async function main(): Promise<void> {
     tf.dispose([a, b]);
     rows.push(row);
     console.log(
-      [row.shape, row.label, `${(flop / 1e9).toFixed(1)} GFLOP`, ...variants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`)].join(' | '),
+      [
+        row.shape,
+        row.label,
+        `${(flop / 1e9).toFixed(1)} GFLOP`,
+        ...variants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`),
+      ].join(' | '),
     );
   }
   setMatMulProgram('tfjs');

@@ -8,7 +8,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AudioConfig } from '../src/core/config/schema.js';
-import { decodeWav, MelExtractor, processClip, resample, trimSilence, type MelEngine } from '../src/core/data/audio/index.js';
+import {
+  decodeWav,
+  MelExtractor,
+  processClip,
+  resample,
+  trimSilence,
+  type MelEngine,
+} from '../src/core/data/audio/index.js';
 import { median, report } from './lib.js';
 
 const TARGET_X = 1500;
@@ -32,8 +39,10 @@ const AUDIO: AudioConfig = {
 
 const dir = mkdtempSync(join(tmpdir(), 'xtts-mel-bench-'));
 const TEXT =
-  'The audio front end decodes every clip, resamples it to the model rate, trims the silence around it and computes its log-mel features. ' +
-  'It runs in worker threads while the trainer waits for nothing. Speed matters because a large dataset holds hundreds of hours of speech, ' +
+  'The audio front end decodes every clip, resamples it to the model rate, trims ' +
+  'the silence around it and computes its log-mel features. ' +
+  'It runs in worker threads while the trainer waits for nothing. Speed matters ' +
+  'because a large dataset holds hundreds of hours of speech, ' +
   'and every change to a feature setting computes all of them again. ';
 const speechWav = join(dir, 'speech.wav');
 execFileSync('espeak-ng', ['-w', speechWav, TEXT.repeat(3)]);
@@ -67,7 +76,9 @@ for (const engine of ['wasm', 'js'] as MelEngine[]) {
   mel[engine] = time(() => m.compute(x));
   const { wallMs, cpuMs } = mel[engine];
   console.log(
-    `log-mel ${engine.padEnd(4)} (n_fft 1024, hop 256, 80 mels), ${seconds} s of speech: ${wallMs.toFixed(1)} ms wall -> ${x1(seconds, wallMs).toFixed(0)}x real time; ` +
+    `log-mel ${engine.padEnd(4)} (n_fft 1024, hop 256, 80 mels), ${seconds} s of ` +
+      `speech: ${wallMs.toFixed(1)} ms wall -> ${x1(seconds, wallMs).toFixed(0)}x real ` +
+      `time; ` +
       `${cpuMs.toFixed(1)} ms CPU -> ${x1(seconds, cpuMs).toFixed(0)}x  (target >= ${TARGET_X}x per core)`,
   );
 }
@@ -90,11 +101,20 @@ for _ in range(5):
     s = time.perf_counter(); mel(); t.append(time.perf_counter() - s)
 print(sorted(t)[2])`,
   ],
-  { input: Buffer.from(x.buffer), env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' }, encoding: 'utf8', maxBuffer: 1 << 26 },
+  {
+    input: Buffer.from(x.buffer),
+    env: { ...process.env, OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' },
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  },
 );
 if (np.status === 0) {
   numpyX = seconds / Number(np.stdout.trim());
-  console.log(`numpy (one thread, dense filterbank), same audio:             ${(Number(np.stdout.trim()) * 1000).toFixed(1)} ms wall -> ${numpyX.toFixed(0)}x real time`);
+  console.log(
+    `numpy (one thread, dense filterbank), same ` +
+      `audio:             ${(Number(np.stdout.trim()) * 1000).toFixed(1)} ms wall ` +
+      `-> ${numpyX.toFixed(0)}x real time`,
+  );
 } else console.log('numpy: python3-numpy not installed, skipped');
 
 // The whole clip path from 44.1 kHz 16-bit WAV bytes (sox made them from the speech).
@@ -113,7 +133,9 @@ const stages = {
   mel: time(() => extractor.compute(resampled), 5),
 };
 console.log(
-  `decode + resample 44.1->22.05 kHz + trim + log-mel (processClip), ${clipS.toFixed(1)} s clip: ${clip.wallMs.toFixed(1)} ms wall -> ${x1(clipS, clip.wallMs).toFixed(0)}x real time; ` +
+  `decode + resample 44.1->22.05 kHz + trim + log-mel ` +
+    `(processClip), ${clipS.toFixed(1)} s clip: ${clip.wallMs.toFixed(1)} ms wall ` +
+    `-> ${x1(clipS, clip.wallMs).toFixed(0)}x real time; ` +
     `${clip.cpuMs.toFixed(1)} ms CPU -> ${x1(clipS, clip.cpuMs).toFixed(0)}x`,
 );
 console.log(
@@ -124,7 +146,11 @@ console.log(
 rmSync(dir, { recursive: true, force: true });
 
 const wasmX = x1(seconds, mel.wasm.wallMs);
-console.log(`verdict: log-mel ${wasmX >= TARGET_X ? 'meets' : 'misses'} the ${TARGET_X}x target (${wasmX.toFixed(0)}x wall, ${x1(seconds, mel.wasm.cpuMs).toFixed(0)}x CPU, wasm engine)`);
+console.log(
+  `verdict: log-mel ${wasmX >= TARGET_X ? 'meets' : 'misses'} the ${TARGET_X}x ` +
+    `target (${wasmX.toFixed(0)}x wall, ${x1(seconds, mel.wasm.cpuMs).toFixed(0)}x ` +
+    `CPU, wasm engine)`,
+);
 report('mel', {
   audioS: seconds,
   targetRealtimeX: TARGET_X,

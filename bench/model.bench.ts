@@ -97,7 +97,12 @@ interface KernelFigures {
   top: string;
 }
 
-function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'auto' | 'composed', batch: ModelInputs): KernelFigures {
+function countKernels(
+  preset: 'tiny' | 'small',
+  convImpl: ConvImpl,
+  update: 'auto' | 'composed',
+  batch: ModelInputs,
+): KernelFigures {
   const config = PRESETS[preset];
   const t = trainingConfig();
   const model = new XttsModel(config, SIZES, { seed: 1, convImpl });
@@ -106,8 +111,15 @@ function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'aut
   const vars = opt.variables;
   disposeStepResult(trainStep(model, opt, batch, t.loss)); // first call registers constants and pools
   counter.install();
-  const fwd = counter.measure(() => tf.tidy(() => void computeLosses(model.forward(batch, { training: true }), batch, t.loss)));
-  const fb = counter.measure(() => tf.tidy(() => void tf.variableGrads(() => computeLosses(model.forward(batch, { training: true }), batch, t.loss).total, vars)));
+  const fwd = counter.measure(() =>
+    tf.tidy(() => void computeLosses(model.forward(batch, { training: true }), batch, t.loss)),
+  );
+  const fb = counter.measure(() =>
+    tf.tidy(
+      () =>
+        void tf.variableGrads(() => computeLosses(model.forward(batch, { training: true }), batch, t.loss).total, vars),
+    ),
+  );
   const zeros = Object.fromEntries(vars.map((v) => [v.name, tf.zerosLike(v)]));
   const optimizer = counter.measure(() => {
     opt.accumulate(opt.flatten(zeros), tf.scalar(0));
@@ -126,7 +138,15 @@ function countKernels(preset: 'tiny' | 'small', convImpl: ConvImpl, update: 'aut
     .slice(0, 8)
     .map(([n, c]) => `${n} ${c}`)
     .join(', ');
-  return { ...(dispatches > 0 ? { dispatches } : {}), forward: fwd.total, forwardBackward: fb.total, optimizer: optimizer.total, step: step.total, stepCompute: step.compute, top };
+  return {
+    ...(dispatches > 0 ? { dispatches } : {}),
+    forward: fwd.total,
+    forwardBackward: fb.total,
+    optimizer: optimizer.total,
+    step: step.total,
+    stepCompute: step.compute,
+    top,
+  };
 }
 
 interface Speed {
@@ -188,7 +208,10 @@ async function checkLayerNorm(): Promise<string> {
   const run = (fused: boolean) => {
     setFusedLayerNorm(fused);
     // x enters through an op, as activations do, so its gradient flows through the norm's backward.
-    const { grads } = tf.variableGrads(() => tf.sum(tf.mul(ln.apply(tf.mul(x, 1) as tf.Tensor2D), dy)) as tf.Scalar, [x, ln.g]);
+    const { grads } = tf.variableGrads(
+      () => tf.sum(tf.mul(ln.apply(tf.mul(x, 1) as tf.Tensor2D), dy)) as tf.Scalar,
+      [x, ln.g],
+    );
     const y = ln.apply(x as tf.Tensor2D);
     setFusedLayerNorm(true);
     return { y, dx: grads[x.name], dg: grads[ln.g.name] };
@@ -197,7 +220,10 @@ async function checkLayerNorm(): Promise<string> {
   const b = run(false);
   // Read back asynchronously: synchronous reads need OffscreenCanvas on webgpu, which Node lacks.
   const diff = async (p: tf.Tensor, q: tf.Tensor) => (await tf.max(tf.abs(tf.sub(p, q))).data())[0].toExponential(1);
-  return `max |fused − composed|: y ${await diff(a.y, b.y)}, dx ${await diff(a.dx, b.dx)}, dgain ${await diff(a.dg, b.dg)}`;
+  return (
+    `max |fused − composed|: y ${await diff(a.y, b.y)}, ` +
+    `dx ${await diff(a.dx, b.dx)}, dgain ${await diff(a.dg, b.dg)}`
+  );
 }
 
 /** webgpu: one tiny-model training step with the programs and with the composition. */
@@ -221,7 +247,10 @@ async function checkStep(batch: ModelInputs): Promise<string> {
 }
 
 const presets = (process.env.BENCH_PRESETS ?? 'tiny,small').split(',') as ('tiny' | 'small')[];
-const flags = (process.env.BENCH_TFJS_FLAGS ?? '').split(',').filter(Boolean).map((kv) => kv.split('='));
+const flags = (process.env.BENCH_TFJS_FLAGS ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((kv) => kv.split('='));
 const results: Record<string, unknown> = {};
 let kernels: Record<string, { gpu: KernelFigures; cpu: KernelFigures }> | undefined;
 for (const backend of backends) {
@@ -231,8 +260,12 @@ for (const backend of backends) {
     console.log(`${backend}: not available (${(e as Error).message.split('\n')[0]})`);
     continue;
   }
-  for (const [name, value] of flags) tf.env().set(name, value === 'true' ? true : value === 'false' ? false : Number(value));
-  console.log(`\n${backend} backend (tfjs ${tf.version_core}), batch ${BATCH.utterances} × ${BATCH.tokens} tokens × ${BATCH.frames} frames, ref ${BATCH.refFrames} frames`);
+  for (const [name, value] of flags)
+    tf.env().set(name, value === 'true' ? true : value === 'false' ? false : Number(value));
+  console.log(
+    `\n${backend} backend (tfjs ${tf.version_core}), batch ${BATCH.utterances} ` +
+      `× ${BATCH.tokens} tokens × ${BATCH.frames} frames, ref ${BATCH.refFrames} frames`,
+  );
   if (fusedLayerNormAvailable()) {
     console.log(`  layer-norm programs: ${await checkLayerNorm()}`);
     const b = syntheticBatch(shapeFor(PRESETS.tiny, BATCH.utterances, BATCH.tokens, BATCH.frames, BATCH.refFrames), 1);
@@ -240,26 +273,63 @@ for (const backend of backends) {
     for (const x of Object.values(b)) (x as tf.Tensor).dispose();
   }
   for (const preset of presets) {
-    const batch = syntheticBatch(shapeFor(PRESETS[preset], BATCH.utterances, BATCH.tokens, BATCH.frames, BATCH.refFrames), 1);
+    const batch = syntheticBatch(
+      shapeFor(PRESETS[preset], BATCH.utterances, BATCH.tokens, BATCH.frames, BATCH.refFrames),
+      1,
+    );
     if (!kernels?.[preset]) {
       kernels ??= {};
-      const small = syntheticBatch(shapeFor(PRESETS[preset], COUNT_BATCH.utterances, COUNT_BATCH.tokens, COUNT_BATCH.frames, COUNT_BATCH.refFrames), 2);
-      kernels[preset] = { gpu: countKernels(preset, 'native', 'composed', small), cpu: countKernels(preset, 'auto', 'auto', small) };
+      const small = syntheticBatch(
+        shapeFor(
+          PRESETS[preset],
+          COUNT_BATCH.utterances,
+          COUNT_BATCH.tokens,
+          COUNT_BATCH.frames,
+          COUNT_BATCH.refFrames,
+        ),
+        2,
+      );
+      kernels[preset] = {
+        gpu: countKernels(preset, 'native', 'composed', small),
+        cpu: countKernels(preset, 'auto', 'auto', small),
+      };
       for (const t of Object.values(small)) (t as tf.Tensor).dispose();
       const k = kernels[preset];
       const params = new XttsModel(PRESETS[preset], SIZES, {}, true).parameterCount();
       console.log(`  ${preset} (${(params / 1e6).toFixed(2)} M parameters here) kernels per training step:`);
-      console.log(`    native convs, composed update: ${k.gpu.step} (${k.gpu.stepCompute} compute, the rest Reshape/Identity) = forward ${k.gpu.forward} (no tape) | forward+backward ${k.gpu.forwardBackward} | optimizer ${k.gpu.optimizer}`);
+      console.log(
+        `    native convs, composed update: ${k.gpu.step} (${k.gpu.stepCompute} compute, ` +
+          `the rest Reshape/Identity) = forward ${k.gpu.forward} (no tape) | ` +
+          `forward+backward ${k.gpu.forwardBackward} | optimizer ${k.gpu.optimizer}`,
+      );
       if (k.gpu.dispatches) console.log(`    GPU programs dispatched per step (webgpu): ${k.gpu.dispatches}`);
-      console.log(`    ${backend} defaults:             ${k.cpu.step} (${k.cpu.stepCompute} compute); optimizer ${k.cpu.optimizer}`);
+      console.log(
+        `    ${backend} defaults:             ${k.cpu.step} (${k.cpu.stepCompute} ` +
+          `compute); optimizer ${k.cpu.optimizer}`,
+      );
       console.log(`    most frequent compute kernels: ${k.gpu.top}`);
     }
-    const speed = await timeSteps(preset, batch, preset === 'small' && backend !== 'webgpu' ? Math.max(2, Math.ceil(timedSteps / 2)) : timedSteps);
-    const gpu = speed.gpuMs === undefined ? '' : `; GPU time ${speed.gpuMs.toFixed(1)} ms per step = busy ${(100 * speed.gpuBusy!).toFixed(0)}% of the pipelined step`;
-    console.log(`  ${preset}: median step ${speed.stepMs.toFixed(0)} ms with a read-back each step; ${speed.stepsPerS.toFixed(2)} steps/s, ${speed.samplesPerS.toFixed(1)} samples/s reading back every 10th${gpu}`);
+    const speed = await timeSteps(
+      preset,
+      batch,
+      preset === 'small' && backend !== 'webgpu' ? Math.max(2, Math.ceil(timedSteps / 2)) : timedSteps,
+    );
+    const gpu =
+      speed.gpuMs === undefined
+        ? ''
+        : `; GPU time ${speed.gpuMs.toFixed(1)} ms per step = ` +
+          `busy ${(100 * speed.gpuBusy!).toFixed(0)}% of the pipelined step`;
+    console.log(
+      `  ${preset}: median step ${speed.stepMs.toFixed(0)} ms with a read-back each ` +
+        `step; ${speed.stepsPerS.toFixed(2)} steps/s, ${speed.samplesPerS.toFixed(1)} ` +
+        `samples/s reading back every 10th${gpu}`,
+    );
     results[`${backend}_${preset}`] = speed;
     for (const t of Object.values(batch)) (t as tf.Tensor).dispose();
   }
 }
-console.log('\ntarget: fewer kernels per step than the ~1,270 of the small transformer measured on the H100 (compute kernels are what cost a GPU launch)');
+console.log(
+  '\ntarget: fewer kernels per step than the ~1,270 of the small transformer ' +
+    'measured on the H100 (compute kernels are what cost a GPU launch)',
+);
 report('model', { batch: BATCH, kernels, ...results });

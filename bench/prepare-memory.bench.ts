@@ -31,11 +31,21 @@ for (const [i, r] of rows.entries()) {
   data.writeUInt16LE(16, 34);
   data.write('data', 36);
   data.writeUInt32LE(n * 2, 40);
-  for (let k = 0; k < n; k++) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * (150 + (i % 200)) * k) / 22050) + ((k * 7919) % 2000) - 1000), 44 + 2 * k);
+  for (let k = 0; k < n; k++)
+    data.writeInt16LE(
+      Math.round(8000 * Math.sin((2 * Math.PI * (150 + (i % 200)) * k) / 22050) + ((k * 7919) % 2000) - 1000),
+      44 + 2 * k,
+    );
   writeFileSync(join(dir, 'wavs', `${r.id}.wav`), data);
 }
 writeFileSync(join(dir, 'metadata.csv'), rows.map((r) => `${r.id}|${r.text}|${r.text}`).join('\n') + '\n');
-writeFileSync(join(dir, 'config.yaml'), `extends: ${fileURLToPath(new URL('../configs/quickstart.yaml', import.meta.url))}\ndataset:\n  path: ${dir}\nlimits:\n  max_text_chars: 250\n  min_audio_s: 0.1\n  max_audio_s: 11\npipeline:\n  workers: auto\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`);
+writeFileSync(
+  join(dir, 'config.yaml'),
+  `extends: ${fileURLToPath(new URL('../configs/quickstart.yaml', import.meta.url))}\ndataset:\n  ` +
+    `path: ${dir}\nlimits:\n  max_text_chars: 250\n  min_audio_s: 0.1\n  ` +
+    `max_audio_s: 11\npipeline:\n  workers: auto\n  cache:\n    ` +
+    `path: ${join(dir, 'cache.sqlite')}\n`,
+);
 const script = join(dir, 'prepare.mts');
 writeFileSync(
   script,
@@ -46,11 +56,28 @@ writeFileSync(
    console.log(JSON.stringify({ ms: performance.now() - t, train: p.train.length, validation: p.validation.length, skipped: p.skipped.length, maxRssBytes: process.resourceUsage().maxRSS * 1024 }));`,
 );
 const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-const r = spawnSync(process.execPath, ['--import', 'tsx', script, join(dir, 'config.yaml')], { cwd: fileURLToPath(new URL('..', import.meta.url)), encoding: 'utf8', env, maxBuffer: 1 << 24 });
+const r = spawnSync(process.execPath, ['--import', 'tsx', script, join(dir, 'config.yaml')], {
+  cwd: fileURLToPath(new URL('..', import.meta.url)),
+  encoding: 'utf8',
+  env,
+  maxBuffer: 1 << 24,
+});
 rmSync(dir, { recursive: true, force: true });
 if (r.status !== 0) throw new Error(r.stderr);
 const out = JSON.parse(r.stdout.trim().split('\n').pop()!);
 const gib = out.maxRssBytes / 2 ** 30;
-console.log(`prepared ${rows.length} rows (${(audioS / 3600).toFixed(1)} h of audio, clip scale ${scale}) in ${(out.ms / 1000).toFixed(1)} s: ${out.train} train, ${out.validation} validation, ${out.skipped} skipped`);
+console.log(
+  `prepared ${rows.length} rows (${(audioS / 3600).toFixed(1)} h of audio, clip ` +
+    `scale ${scale}) in ${(out.ms / 1000).toFixed(1)} s: ${out.train} ` +
+    `train, ${out.validation} validation, ${out.skipped} skipped`,
+);
 console.log(`peak RSS ${(gib * 1024).toFixed(0)} MiB (target <= 1024 MiB)`);
-report('prepare-memory', { rows: rows.length, clipScale: scale, audioHours: audioS / 3600, ms: out.ms, peakRssBytes: out.maxRssBytes, target: 2 ** 30, pass: out.maxRssBytes <= 2 ** 30 });
+report('prepare-memory', {
+  rows: rows.length,
+  clipScale: scale,
+  audioHours: audioS / 3600,
+  ms: out.ms,
+  peakRssBytes: out.maxRssBytes,
+  target: 2 ** 30,
+  pass: out.maxRssBytes <= 2 ** 30,
+});

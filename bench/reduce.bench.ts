@@ -30,9 +30,18 @@ async function main(): Promise<void> {
   console.log(`${device}: full float32 sum + read-back, median of ${repeat} (ms)`);
   try {
     const bindable = choice.adapter?.limits.maxStorageBufferBindingSize ?? Number.POSITIVE_INFINITY;
-    for (const [label, n] of [['mel loss 0.5 M', 481_280], ['tiny grad 1.7 M', 1_648_113], ['small grad 10.8 M', 10_785_009], ['normal grad 62 M', 62_002_417]] as const) {
+    for (const [label, n] of [
+      ['mel loss 0.5 M', 481_280],
+      ['tiny grad 1.7 M', 1_648_113],
+      ['small grad 10.8 M', 10_785_009],
+      ['normal grad 62 M', 62_002_417],
+    ] as const) {
       if (4 * n > bindable) {
-        console.log(`${label.padEnd(18)} skipped: ${((4 * n) / 2 ** 20).toFixed(0)} MiB is more than this device binds (maxStorageBufferBindingSize ${(bindable / 2 ** 20).toFixed(0)} MiB)`);
+        console.log(
+          `${label.padEnd(18)} skipped: ${((4 * n) / 2 ** 20).toFixed(0)} MiB is more than ` +
+            `this device binds ` +
+            `(maxStorageBufferBindingSize ${(bindable / 2 ** 20).toFixed(0)} MiB)`,
+        );
         continue;
       }
       const x = tf.randomUniform([n], -1, 1, 'float32', 7);
@@ -51,10 +60,18 @@ async function main(): Promise<void> {
         figures[`${path}Ms_${n}`] = Math.round(row[path] * 100) / 100;
       }
       x.dispose();
-      console.log(`${label.padEnd(18)} tfjs ${row.tfjs.toFixed(2)} ms, spread ${row.spread.toFixed(2)} ms: ${(row.tfjs / row.spread).toFixed(1)}×`);
+      console.log(
+        `${label.padEnd(18)} tfjs ${row.tfjs.toFixed(2)} ms, ` +
+          `spread ${row.spread.toFixed(2)} ms: ${(row.tfjs / row.spread).toFixed(1)}×`,
+      );
     }
     console.log(`${device}: column sums (bias gradients), tfjs's transpose + reduce against the strided sum`);
-    for (const [label, rows, cols] of [['tiny, 128 wide', 3008, 128], ['tiny, 512 wide', 3008, 512], ['normal, 512 wide', 12032, 512], ['normal, 2048 wide', 12032, 2048]] as const) {
+    for (const [label, rows, cols] of [
+      ['tiny, 128 wide', 3008, 128],
+      ['tiny, 512 wide', 3008, 512],
+      ['normal, 512 wide', 12032, 512],
+      ['normal, 2048 wide', 12032, 2048],
+    ] as const) {
       const x = tf.randomUniform([rows, cols], -1, 1, 'float32', 9);
       const row: Record<string, { ms: number; programs: number; error: number }> = {};
       // Each path's largest error against the host's float64 sums, over the column's Σ|x| (the size of its terms).
@@ -96,7 +113,13 @@ async function main(): Promise<void> {
       }
       x.dispose();
       const how = timed ? 'device time' : 'wall per sum';
-      console.log(`${label.padEnd(18)} [${rows}, ${cols}]: tfjs ${row.tfjs.ms.toFixed(3)} ms (${row.tfjs.programs} programs), strided ${row.strided.ms.toFixed(3)} ms (${row.strided.programs}), ${how}; error over Σ|x| tfjs ${row.tfjs.error.toExponential(1)}, strided ${row.strided.error.toExponential(1)}`);
+      console.log(
+        `${label.padEnd(18)} [${rows}, ${cols}]: tfjs ${row.tfjs.ms.toFixed(3)} ms ` +
+          `(${row.tfjs.programs} programs), strided ${row.strided.ms.toFixed(3)} ms ` +
+          `(${row.strided.programs}), ${how}; error over Σ|x| ` +
+          `tfjs ${row.tfjs.error.toExponential(1)}, ` +
+          `strided ${row.strided.error.toExponential(1)}`,
+      );
     }
     setDeviceSums(tf, true);
     report('reduce', { device, repeat, ...figures });

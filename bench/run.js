@@ -7,11 +7,16 @@ import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
 const filters = process.argv.slice(2);
-const files = readdirSync(dir).filter((f) => f.endsWith('.bench.ts') && (filters.length === 0 || filters.some((s) => f.includes(s)))).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.bench.ts') && (filters.length === 0 || filters.some((s) => f.includes(s))))
+  .sort();
 let failed = 0;
 for (const f of files) {
   console.log(`\n== ${f}`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', `bench/${f}`], { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', `bench/${f}`], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: 'inherit',
+  });
   if (r.status !== 0) failed++;
 }
 process.exit(failed ? 1 : 0);

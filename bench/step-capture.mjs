@@ -5,8 +5,10 @@
 // (its measured steps skip the first ones, so the replayed run's figures are replays). Plain Node.js
 // with no packages: it runs from a checkout (src/cli/run.js) and on a GPU host through the bundle.
 // Usage: node bench/step-capture.mjs OUT [steps (40)] [config (configs/tiny.yaml)] [-- extra train args]
-//   here (Dawn on llvmpipe):  EGL_PLATFORM=surfaceless DAWNNODE_BACKEND=opengles node bench/step-capture.mjs /tmp/cap 12 configs/quickstart.yaml -- --set device.model_device=llvmpipe
-//   GPU host:                 source .gpu-runtime/setup.sh && XTTS_BIN=bundle/xtts.cjs node bench/step-capture.mjs $OUT 60 bundle/configs/tiny.yaml
+// here (Dawn on llvmpipe):  EGL_PLATFORM=surfaceless DAWNNODE_BACKEND=opengles node bench/step-capture.mjs /tmp/cap 12
+// configs/quickstart.yaml -- --set device.model_device=llvmpipe
+// GPU host:                 source .gpu-runtime/setup.sh && XTTS_BIN=bundle/xtts.cjs node bench/step-capture.mjs $OUT
+// 60 bundle/configs/tiny.yaml
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,11 +25,40 @@ const steps = Number(stepsArg ?? 40);
 const config = configArg ?? 'configs/tiny.yaml';
 const bin = process.env.XTTS_BIN ?? 'src/cli/run.js';
 mkdirSync(out, { recursive: true });
-const quiet = ['--set', 'batching.buckets=1', '--set', 'training.validate_every=1000000', '--set', 'training.eval_every=1000000', '--set', 'training.checkpoint_every=1000000', '--set', 'training.log_every=10', '--set', 'training.eval_sentences=[]'];
+const quiet = [
+  '--set',
+  'batching.buckets=1',
+  '--set',
+  'training.validate_every=1000000',
+  '--set',
+  'training.eval_every=1000000',
+  '--set',
+  'training.checkpoint_every=1000000',
+  '--set',
+  'training.log_every=10',
+  '--set',
+  'training.eval_sentences=[]',
+];
 
 function train(mode) {
   const dir = join(out, `run-${mode}`);
-  const args = [bin, 'train', '--config', config, '--backend', 'webgpu', '--max-steps', String(steps), '--output', dir, '--json', ...quiet, '--set', `device.step_capture=${mode}`, ...extra];
+  const args = [
+    bin,
+    'train',
+    '--config',
+    config,
+    '--backend',
+    'webgpu',
+    '--max-steps',
+    String(steps),
+    '--output',
+    dir,
+    '--json',
+    ...quiet,
+    '--set',
+    `device.step_capture=${mode}`,
+    ...extra,
+  ];
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   writeFileSync(join(out, `train-${mode}.log`), r.stderr ?? '');
   let json;
@@ -58,16 +89,36 @@ const eager = train('off');
 const replay = train('auto');
 const perProgram = (r) => (r.programs ? `${((r.hostMs * 1000) / r.programs).toFixed(1)} µs` : 'n/a');
 console.log(`${eager.device}: ${config}, ${steps} steps, one bucket`);
-console.log(`eager:    median step ${eager.stepMs.toFixed(1)} ms; host issuing a step ${eager.hostMs.toFixed(1)} ms; ${eager.programs} GPU programs/step (${eager.kernels} kernels), ${perProgram(eager)} host time per program`);
-console.log(`replayed: median step ${replay.stepMs.toFixed(1)} ms; host issuing a step ${replay.hostMs.toFixed(1)} ms; ${replay.programs} GPU programs/step, ${perProgram(replay)} host time per program (${(replay.replayedShare * 100).toFixed(0)}% of the measured steps replayed)`);
-const gcLine = (r) => (r.hostGc ? `${(r.hostGc.share * 100).toFixed(1)}% of the run (${r.hostGc.full.count} full collections, longest ${r.hostGc.full.longestMs.toFixed(1)} ms)` : 'n/a');
+console.log(
+  `eager:    median step ${eager.stepMs.toFixed(1)} ms; host issuing a ` +
+    `step ${eager.hostMs.toFixed(1)} ms; ${eager.programs} GPU programs/step ` +
+    `(${eager.kernels} kernels), ${perProgram(eager)} host time per program`,
+);
+console.log(
+  `replayed: median step ${replay.stepMs.toFixed(1)} ms; host issuing a ` +
+    `step ${replay.hostMs.toFixed(1)} ms; ${replay.programs} GPU ` +
+    `programs/step, ${perProgram(replay)} host time per program ` +
+    `(${(replay.replayedShare * 100).toFixed(0)}% of the measured steps replayed)`,
+);
+const gcLine = (r) =>
+  r.hostGc
+    ? `${(r.hostGc.share * 100).toFixed(1)}% of the run (${r.hostGc.full.count} full ` +
+      `collections, longest ${r.hostGc.full.longestMs.toFixed(1)} ms)`
+    : 'n/a';
 console.log(`the trainer's thread collecting garbage: eager ${gcLine(eager)}; replayed ${gcLine(replay)}`);
 const uploadLine = (r) => (r.uploads ? `${r.uploads.staged} staged, ${r.uploads.missed} through writeBuffer` : 'n/a');
 console.log(`batch uploads: eager ${uploadLine(eager)}; replayed ${uploadLine(replay)}`);
-console.log(`replayed/eager: step time ${(replay.stepMs / eager.stepMs).toFixed(2)}×, host time ${(replay.hostMs / eager.hostMs).toFixed(3)}×`);
+console.log(
+  `replayed/eager: step time ${(replay.stepMs / eager.stepMs).toFixed(2)}×, host ` +
+    `time ${(replay.hostMs / eager.hostMs).toFixed(3)}×`,
+);
 const same = eager.losses.length === replay.losses.length && eager.losses.every((x, i) => x === replay.losses[i]);
 const shapes = (replay.capture?.shapes ?? [])
-  .map((x) => `bucket ${x.shape}: ${x.state}${x.reason ? ` (${x.reason})` : ''}, ${x.replays} replays${x.encodeUsPerProgram !== null ? `, encoding ${x.encodeUsPerProgram.toFixed(2)} µs per program (median replay; submit excluded)` : ''}${x.submitUsPerProgram != null ? `, submitting ${x.submitUsPerProgram.toFixed(2)} µs per program` : ''}`)
+  .map(
+    (x) =>
+      `bucket ${x.shape}: ${x.state}${x.reason ? ` (${x.reason})` : ''}, ${x.replays} ` +
+      `replays${x.encodeUsPerProgram !== null ? `, encoding ${x.encodeUsPerProgram.toFixed(2)} µs per program (median replay; ` + `submit excluded)` : ''}${x.submitUsPerProgram != null ? `, submitting ${x.submitUsPerProgram.toFixed(2)} µs per program` : ''}`,
+  )
   .join('; ');
 const encodeUs = replay.capture?.shapes?.[0]?.encodeUsPerProgram ?? null;
 const submitUs = replay.capture?.shapes?.[0]?.submitUsPerProgram ?? null;

@@ -12,10 +12,19 @@ const wide = longLines(sourceFiles(['src', 'plugins', 'test', 'bench']));
 const wideBy: Record<string, number> = {};
 for (const l of wide) wideBy[l.file.split('/')[0]] = (wideBy[l.file.split('/')[0]] ?? 0) + 1;
 const deep = deepImports(sourceFiles(['src/core'])).filter((d) => d.to !== 'src/core/model/gradients.ts');
-console.log(`longest functions: ${functions.slice(0, 3).map((f) => `${f.file} ${f.name} ${f.lines}`).join('; ')} (target ≤ 120)`);
+console.log(
+  `longest functions: ${functions
+    .slice(0, 3)
+    .map((f) => `${f.file} ${f.name} ${f.lines}`)
+    .join('; ')} (target ≤ 120)`,
+);
 console.log(`training loop (trainer.ts trainSteps): ${loop?.lines ?? 'missing'} lines (target ≤ 80)`);
 console.log(`files over 600 lines: ${longFiles.map((f) => `${f.file} ${f.lines}`).join('; ') || 'none'}`);
-console.log(`lines over 120 characters: ${wide.length} (${Object.entries(wideBy).map(([k, v]) => `${k} ${v}`).join(', ')}; target 0)`);
+console.log(
+  `lines over 120 characters: ${wide.length} (${Object.entries(wideBy)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}; target 0)`,
+);
 console.log(`deep imports across subsystems outside the allow-list: ${deep.length} (target 0)`);
 report('structure', {
   longestFunction: functions[0].lines,
@@ -23,5 +32,10 @@ report('structure', {
   filesOver600: longFiles.length,
   linesOver120: wide.length,
   deepImports: deep.length,
-  pass: functions[0].lines <= 120 && (loop?.lines ?? 999) <= 80 && longFiles.length === 0 && wide.length === 0 && deep.length === 0,
+  pass:
+    functions[0].lines <= 120 &&
+    (loop?.lines ?? 999) <= 80 &&
+    longFiles.length === 0 &&
+    wide.length === 0 &&
+    deep.length === 0,
 });

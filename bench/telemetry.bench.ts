@@ -47,14 +47,24 @@ if (!nv.ok) {
 } else {
   const { addon } = nv;
   const gpus = [...Array(nv.deviceCount).keys()];
-  console.log(`NVML addon: driver ${nv.driverVersion}, ${gpus.length} GPU(s): ${gpus.map((i) => addon.deviceInfo(i).name).join(', ')}`);
+  console.log(
+    `NVML addon: driver ${nv.driverVersion}, ${gpus.length} ` +
+      `GPU(s): ${gpus.map((i) => addon.deviceInfo(i).name).join(', ')}`,
+  );
   const perGpu = gpus.map((i) => {
     const sync = perCall(() => addon.sample(i));
     const info = addon.deviceInfo(i);
     let gpmMs: number | null = null;
     if (info.gpmSupported) gpmMs = perCall(() => addon.gpmSample(i), 5, 50).medianMs;
-    console.log(`  GPU ${i}: sample() ${us(sync.medianMs)} (median of 5 runs of 200; target <= 1000 us)${gpmMs === null ? `; GPM: ${info.gpmReason}` : `; gpmSample() ${us(gpmMs)}`}`);
-    return { index: i, sampleUs: +(sync.medianMs * 1000).toFixed(1), gpmSampleUs: gpmMs === null ? null : +(gpmMs * 1000).toFixed(1) };
+    console.log(
+      `  GPU ${i}: sample() ${us(sync.medianMs)} (median of 5 runs of 200; target <= ` +
+        `1000 us)${gpmMs === null ? `; GPM: ${info.gpmReason}` : `; gpmSample() ${us(gpmMs)}`}`,
+    );
+    return {
+      index: i,
+      sampleUs: +(sync.medianMs * 1000).toFixed(1),
+      gpmSampleUs: gpmMs === null ? null : +(gpmMs * 1000).toFixed(1),
+    };
   });
   // The sampler's path: all GPUs (with GPM) in one worker-thread job, awaited.
   const roundTrips: number[] = [];
@@ -63,16 +73,31 @@ if (!nv.ok) {
     for (let i = 0; i < 50; i++) await addon.sampleAsync(gpus, true);
     roundTrips.push((performance.now() - t0) / 50);
   }
-  console.log(`  sampleAsync(all ${gpus.length} GPUs, with GPM): ${us(median(roundTrips))} per round trip (median of 5 runs of 50)`);
-  figures.nvml = { available: true, driverVersion: nv.driverVersion, gpus: perGpu, sampleAsyncAllUs: +(median(roundTrips) * 1000).toFixed(1) };
+  console.log(
+    `  sampleAsync(all ${gpus.length} GPUs, with GPM): ${us(median(roundTrips))} per ` +
+      `round trip (median of 5 runs of 50)`,
+  );
+  figures.nvml = {
+    available: true,
+    driverVersion: nv.driverVersion,
+    gpus: perGpu,
+    sampleAsyncAllUs: +(median(roundTrips) * 1000).toFixed(1),
+  };
   closeNvml(addon);
 }
 
 // ---- nvidia-smi: one process per reading vs the stream ----
-const query = ['--query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total,clocks.sm,power.draw,temperature.gpu', '--format=csv,noheader,nounits'];
+const query = [
+  '--query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total,clocks.sm,power.draw,temperature.gpu',
+  '--format=csv,noheader,nounits',
+];
 const probe = spawnSync('nvidia-smi', query, { encoding: 'utf8' });
 if (probe.error || probe.status !== 0) {
-  const why = probe.error ? (probe.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no NVIDIA driver (nvidia-smi not found)' : probe.error.message : `nvidia-smi exited ${probe.status}: ${(probe.stdout || probe.stderr).trim().split('\n')[0]}`;
+  const why = probe.error
+    ? (probe.error as NodeJS.ErrnoException).code === 'ENOENT'
+      ? 'no NVIDIA driver (nvidia-smi not found)'
+      : probe.error.message
+    : `nvidia-smi exited ${probe.status}: ${(probe.stdout || probe.stderr).trim().split('\n')[0]}`;
   console.log(`nvidia-smi: unavailable here: ${why}`);
   figures.nvidiaSmi = { available: false, reason: why };
 } else {
@@ -82,7 +107,10 @@ if (probe.error || probe.status !== 0) {
     spawnSync('nvidia-smi', query, { stdio: 'ignore' });
     oneShot.push(performance.now() - t0);
   }
-  console.log(`nvidia-smi one-shot query: ${median(oneShot).toFixed(1)} ms wall per reading (median of 5) -- why the fallback streams`);
+  console.log(
+    `nvidia-smi one-shot query: ${median(oneShot).toFixed(1)} ms wall per reading ` +
+      `(median of 5) -- why the fallback streams`,
+  );
   const lags: number[] = [];
   let rows = 0;
   const r = await NvidiaSmiStream.start({
@@ -113,9 +141,21 @@ if (probe.error || probe.status !== 0) {
     const n = rows - rows0;
     await r.stream.stop();
     const perS = cpu / seconds;
-    console.log(`nvidia-smi stream at 10 Hz: ${(n / seconds).toFixed(1)} rows/s, ${perS.toFixed(1)} ms CPU per second (${(cpu / Math.max(1, n)).toFixed(2)} ms per row; target <= 20 ms/s), ` +
-      `line arrives ${median(lags).toFixed(1)} ms (p95 ${percentile(lags, 95).toFixed(1)} ms) after its stamp`);
-    figures.nvidiaSmi = { available: true, oneShotMs: +median(oneShot).toFixed(1), rowsPerS: +(n / seconds).toFixed(1), cpuMsPerS: +perS.toFixed(2), cpuMsPerRow: +(cpu / Math.max(1, n)).toFixed(3), lagMsP50: +median(lags).toFixed(1), lagMsP95: +percentile(lags, 95).toFixed(1) };
+    console.log(
+      `nvidia-smi stream at 10 Hz: ${(n / seconds).toFixed(1)} ` +
+        `rows/s, ${perS.toFixed(1)} ms CPU per second ` +
+        `(${(cpu / Math.max(1, n)).toFixed(2)} ms per row; target <= 20 ms/s), ` +
+        `line arrives ${median(lags).toFixed(1)} ms (p95 ${percentile(lags, 95).toFixed(1)} ms) after its stamp`,
+    );
+    figures.nvidiaSmi = {
+      available: true,
+      oneShotMs: +median(oneShot).toFixed(1),
+      rowsPerS: +(n / seconds).toFixed(1),
+      cpuMsPerS: +perS.toFixed(2),
+      cpuMsPerRow: +(cpu / Math.max(1, n)).toFixed(3),
+      lagMsP50: +median(lags).toFixed(1),
+      lagMsP95: +percentile(lags, 95).toFixed(1),
+    };
   }
 }
 
@@ -136,8 +176,20 @@ if (!sampler.status.available) {
   const counters = { ...sampler.counters };
   await sampler.stop();
   const without = await loopDelayP99Ms(5);
-  console.log(`GpuSampler (${sampler.status.source}, 10 Hz, ${sampler.status.devices.length} GPU(s)): event-loop delay p99 ${withSampler.toFixed(2)} ms with, ${without.toFixed(2)} ms without (target: <= 1 ms added); ${counters.ticks} ticks, ${counters.skippedTicks} skipped, ${counters.errors} errors`);
-  figures.sampler = { available: true, source: sampler.status.source, loopDelayP99MsWith: +withSampler.toFixed(3), loopDelayP99MsWithout: +without.toFixed(3), ...counters };
+  console.log(
+    `GpuSampler (${sampler.status.source}, 10 Hz, ${sampler.status.devices.length} ` +
+      `GPU(s)): event-loop delay p99 ${withSampler.toFixed(2)} ms ` +
+      `with, ${without.toFixed(2)} ms without (target: <= 1 ms ` +
+      `added); ${counters.ticks} ticks, ${counters.skippedTicks} ` +
+      `skipped, ${counters.errors} errors`,
+  );
+  figures.sampler = {
+    available: true,
+    source: sampler.status.source,
+    loopDelayP99MsWith: +withSampler.toFixed(3),
+    loopDelayP99MsWithout: +without.toFixed(3),
+    ...counters,
+  };
 }
 
 report('telemetry', figures);

@@ -24,9 +24,40 @@ const PHONEME_RUNS = 3;
 /** The seeded generator the data pipeline shuffles with, so every run sees the same rows. */
 const random = mulberry32;
 
-const PEOPLE = ['Mr. Oswald', 'Dr. Humes', 'Mrs. Kennedy', 'Capt. Fritz', 'Lt. Day', 'Gov. Connally', 'the President', 'the witness', 'Agent Kellerman', 'Mr. Ruby', 'the officer', 'Sgt. Hill'];
-const PLACES = ['St. Louis', 'Elm Street', 'the Book Depository', 'Dallas', 'Main St.', 'the motorcade route', 'New Orleans', 'the sixth floor', 'Parkland Hospital', 'Fort Worth'];
-const VERBS = ['testified that', 'stated that', 'told the Commission that', 'recalled that', 'could not confirm that', 'wrote that'];
+const PEOPLE = [
+  'Mr. Oswald',
+  'Dr. Humes',
+  'Mrs. Kennedy',
+  'Capt. Fritz',
+  'Lt. Day',
+  'Gov. Connally',
+  'the President',
+  'the witness',
+  'Agent Kellerman',
+  'Mr. Ruby',
+  'the officer',
+  'Sgt. Hill',
+];
+const PLACES = [
+  'St. Louis',
+  'Elm Street',
+  'the Book Depository',
+  'Dallas',
+  'Main St.',
+  'the motorcade route',
+  'New Orleans',
+  'the sixth floor',
+  'Parkland Hospital',
+  'Fort Worth',
+];
+const VERBS = [
+  'testified that',
+  'stated that',
+  'told the Commission that',
+  'recalled that',
+  'could not confirm that',
+  'wrote that',
+];
 const FACTS = [
   'the rifle was purchased for $21.45',
   'he arrived at 12:30 on the 22nd of November',
@@ -59,9 +90,13 @@ function sentence(r: () => number, targetChars: number): string {
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
   let s = `${pick(PEOPLE)} ${pick(VERBS)} ${pick(FACTS)}`;
   if (r() < 0.4) s += ` near ${pick(PLACES)}`;
-  while (s.length < targetChars) s += r() < 0.5 ? `, ${pick(FILLER)}` : r() < 0.5 ? `; ${pick(FACTS)}` : ` at ${pick(PLACES)}`;
+  while (s.length < targetChars)
+    s += r() < 0.5 ? `, ${pick(FILLER)}` : r() < 0.5 ? `; ${pick(FACTS)}` : ` at ${pick(PLACES)}`;
   // Cut back to the target at a word boundary, as LJSpeech's clips end mid-thought as often as not.
-  if (s.length > targetChars) s = s.slice(0, s.lastIndexOf(' ', targetChars) > 8 ? s.lastIndexOf(' ', targetChars) : targetChars).replace(/[,;]$/, '');
+  if (s.length > targetChars)
+    s = s
+      .slice(0, s.lastIndexOf(' ', targetChars) > 8 ? s.lastIndexOf(' ', targetChars) : targetChars)
+      .replace(/[,;]$/, '');
   s = s[0].toUpperCase() + s.slice(1);
   return s + (r() < 0.85 ? '.' : r() < 0.5 ? ',' : ';');
 }
@@ -96,25 +131,52 @@ async function childRun(rowsFile: string): Promise<void> {
       symbols += e.ids.length;
       unmappable += e.unmappable.length;
     }
-    return { ms: performance.now() - start, symbols, unmappable, vocab: tokenizer.vocabSize, digitsLeft: cleaned.filter((c) => /\d/.test(c)).length };
+    return {
+      ms: performance.now() - start,
+      symbols,
+      unmappable,
+      vocab: tokenizer.vocabSize,
+      digitsLeft: cleaned.filter((c) => /\d/.test(c)).length,
+    };
   };
   const cold = runOnce();
   const warm = runOnce();
-  console.log(JSON.stringify({ loadMs: t1 - t0, coldMs: cold.ms, warmMs: warm.ms, symbols: cold.symbols, unmappable: cold.unmappable, vocab: cold.vocab, digitsLeft: cold.digitsLeft }));
+  console.log(
+    JSON.stringify({
+      loadMs: t1 - t0,
+      coldMs: cold.ms,
+      warmMs: warm.ms,
+      symbols: cold.symbols,
+      unmappable: cold.unmappable,
+      vocab: cold.vocab,
+      digitsLeft: cold.digitsLeft,
+    }),
+  );
 }
 
 async function main(): Promise<void> {
   const rows = ljspeechLikeRows();
   const lengths = rows.map((r) => r.length);
   const meanChars = lengths.reduce((a, b) => a + b, 0) / rows.length;
-  console.log(`rows: ${rows.length}, characters per row: mean ${meanChars.toFixed(1)}, min ${Math.min(...lengths)}, max ${Math.max(...lengths)}`);
+  console.log(
+    `rows: ${rows.length}, characters per row: mean ${meanChars.toFixed(1)}, ` +
+      `min ${Math.min(...lengths)}, max ${Math.max(...lengths)}`,
+  );
   console.log(`  e.g. ${rows[0]}`);
 
   const dir = mkdtempSync(join(tmpdir(), 'xtts-textbench-'));
   const rowsFile = join(dir, 'rows.json');
   writeFileSync(rowsFile, JSON.stringify(rows));
   const self = fileURLToPath(import.meta.url);
-  const runs: { loadMs: number; coldMs: number; warmMs: number; symbols: number; unmappable: number; vocab: number; digitsLeft: number }[] = [];
+  const runs: {
+    loadMs: number;
+    coldMs: number;
+    warmMs: number;
+    symbols: number;
+    unmappable: number;
+    vocab: number;
+    digitsLeft: number;
+  }[] = [];
   for (let i = 0; i < COLD_RUNS; i++) {
     const r = spawnSync(process.execPath, ['--import', 'tsx', self, '--child', rowsFile], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`cold run failed: ${r.stderr}`);
@@ -125,15 +187,25 @@ async function main(): Promise<void> {
   const warm = median(runs.map((r) => r.warmMs));
   const load = median(runs.map((r) => r.loadMs));
   console.log(
-    `text front end, characters (clean + tokenizer + encode), ${ROWS} rows, cold in a fresh process, median of ${COLD_RUNS}: ` +
-      `${(coldTotal / 1000).toFixed(2)} s with module load (${load.toFixed(0)} ms) = ${Math.round(ROWS / (coldTotal / 1000))} rows/s; ` +
-      `work alone ${(coldWork / 1000).toFixed(2)} s; target <= ${TARGET_COLD_MS / 1000} s (the system replaced: 10-30 s)`,
+    `text front end, characters (clean + tokenizer + encode), ${ROWS} rows, cold in ` +
+      `a fresh process, median of ${COLD_RUNS}: ` +
+      `${(coldTotal / 1000).toFixed(2)} s with module load (${load.toFixed(0)} ms) ` +
+      `= ${Math.round(ROWS / (coldTotal / 1000))} rows/s; ` +
+      `work alone ${(coldWork / 1000).toFixed(2)} s; target ` +
+      `<= ${TARGET_COLD_MS / 1000} s (the system replaced: 10-30 s)`,
   );
-  console.log(`  warm (second pass, same process): ${(warm / 1000).toFixed(2)} s = ${Math.round(ROWS / (warm / 1000))} rows/s; vocabulary ${runs[0].vocab} ids, ${runs[0].symbols} tokens, ${runs[0].unmappable} unmappable, ${runs[0].digitsLeft} rows with digits left`);
+  console.log(
+    `  warm (second pass, same process): ${(warm / 1000).toFixed(2)} s ` +
+      `= ${Math.round(ROWS / (warm / 1000))} rows/s; vocabulary ${runs[0].vocab} ` +
+      `ids, ${runs[0].symbols} tokens, ${runs[0].unmappable} ` +
+      `unmappable, ${runs[0].digitsLeft} rows with digits left`,
+  );
 
   // Phonemes: one phonemizer (one espeak-ng process) per run, started inside the timing.
   const { Phonemizer, cleanText } = await import('../src/core/data/text/index.js');
-  const sample = rows.slice(0, PHONEME_ROWS).map((raw) => cleanText(raw, { cleaners: 'english', unicode_normalization: 'NFC' }));
+  const sample = rows
+    .slice(0, PHONEME_ROWS)
+    .map((raw) => cleanText(raw, { cleaners: 'english', unicode_normalization: 'NFC' }));
   const phonemeMs: number[] = [];
   let spawned = 0;
   for (let i = 0; i < PHONEME_RUNS; i++) {
@@ -146,7 +218,12 @@ async function main(): Promise<void> {
     if (ipa.some((x) => x.length === 0)) throw new Error('a row came back without phonemes');
   }
   const phonemes = median(phonemeMs);
-  console.log(`phonemes (espeak-ng ${new Phonemizer().espeakVersion}, ${spawned} process per run), ${PHONEME_ROWS} rows, median of ${PHONEME_RUNS}: ${(phonemes / 1000).toFixed(2)} s = ${Math.round(PHONEME_ROWS / (phonemes / 1000))} rows/s`);
+  console.log(
+    `phonemes (espeak-ng ${new Phonemizer().espeakVersion}, ${spawned} process per ` +
+      `run), ${PHONEME_ROWS} rows, median ` +
+      `of ${PHONEME_RUNS}: ${(phonemes / 1000).toFixed(2)} s ` +
+      `= ${Math.round(PHONEME_ROWS / (phonemes / 1000))} rows/s`,
+  );
 
   // The data pipeline's cached text stage over the same rows (its cache keys include the cleaner version).
   let pipeline: { coldMs: number; warmMs: number } | undefined;
@@ -155,21 +232,38 @@ async function main(): Promise<void> {
     const { loadConfig, presetPath } = await import('../src/core/config/load.js');
     const { prepareTexts } = await import('../src/core/data/prepare.js');
     const config = loadConfig(presetPath('quickstart')).loaded!.config;
-    const textRows = rows.map((text, i) => ({ row: { id: `LJ${i}`, file: 'metadata.csv', line: i + 1, audioPath: '', text, speaker: 'LJ' }, language: 'en' }));
+    const textRows = rows.map((text, i) => ({
+      row: { id: `LJ${i}`, file: 'metadata.csv', line: i + 1, audioPath: '', text, speaker: 'LJ' },
+      language: 'en',
+    }));
     const cold: number[] = [];
     const warmRuns: number[] = [];
     for (let i = 0; i < 3; i++) {
       const cache = FeatureCache.open(join(dir, `c${i}.sqlite`));
       let t = performance.now();
-      await prepareTexts(textRows, { ...config, text: { ...config.text, cleaners: 'english', tokenizer: 'characters' } }, cache, undefined);
+      await prepareTexts(
+        textRows,
+        { ...config, text: { ...config.text, cleaners: 'english', tokenizer: 'characters' } },
+        cache,
+        undefined,
+      );
       cold.push(performance.now() - t);
       t = performance.now();
-      await prepareTexts(textRows, { ...config, text: { ...config.text, cleaners: 'english', tokenizer: 'characters' } }, cache, undefined);
+      await prepareTexts(
+        textRows,
+        { ...config, text: { ...config.text, cleaners: 'english', tokenizer: 'characters' } },
+        cache,
+        undefined,
+      );
       warmRuns.push(performance.now() - t);
       cache.close();
     }
     pipeline = { coldMs: median(cold), warmMs: median(warmRuns) };
-    console.log(`pipeline prepareTexts (SQLite text cache), ${ROWS} rows, median of 3: cold ${(pipeline.coldMs / 1000).toFixed(2)} s, warm ${(pipeline.warmMs / 1000).toFixed(2)} s (target <= 0.3 s)`);
+    console.log(
+      `pipeline prepareTexts (SQLite text cache), ${ROWS} rows, median of 3: ` +
+        `cold ${(pipeline.coldMs / 1000).toFixed(2)} s, ` +
+        `warm ${(pipeline.warmMs / 1000).toFixed(2)} s (target <= 0.3 s)`,
+    );
   } catch (e) {
     console.log(`pipeline prepareTexts: not measured (${(e as Error).message.split('\n')[0]})`);
   }

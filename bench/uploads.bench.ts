@@ -18,7 +18,9 @@ const { tf, choice } = await initBackend('webgpu', { dawnBackend: arg('dawn-back
 const backend = tf.backend() as unknown as { uploadToGPU(id: object): void };
 const sizes = [4 << 10, 1 << 20, 8 << 20];
 const figures: Record<string, number> = {};
-console.log(`${choice.adapter?.name ?? choice.backend}: ${count} uploads per size and path, host µs per upload (median)`);
+console.log(
+  `${choice.adapter?.name ?? choice.backend}: ${count} uploads per size and path, host µs per upload (median)`,
+);
 try {
   for (const bytes of sizes) {
     const values = Float32Array.from({ length: bytes / 4 }, (_, i) => i % 977);
@@ -42,7 +44,9 @@ try {
       row.push(`${path} ${us.toFixed(1)} µs`);
     }
     const ratio = figures[`stagingUs_${bytes}`] / figures[`writeBufferUs_${bytes}`];
-    console.log(`${(bytes / 1024).toFixed(0).padStart(6)} KiB: ${row.join(', ')}; writeBuffer ${ratio.toFixed(1)}× faster`);
+    console.log(
+      `${(bytes / 1024).toFixed(0).padStart(6)} KiB: ${row.join(', ')}; writeBuffer ${ratio.toFixed(1)}× faster`,
+    );
   }
   report('uploads', { device: choice.adapter?.name ?? choice.backend, count, ...figures });
 } finally {

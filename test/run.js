@@ -31,8 +31,12 @@ if (!process.env.XTTS_TEST_NO_BUILD) {
   const build = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const r = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 process.exit(r.status ?? 1);

@@ -3,4 +3,7 @@
 // want one tool. Same flags, output and exit codes as `xtts profile-bottleneck`.
 import { execute } from '@oclif/core';
 
-await execute({ dir: new URL('../src/cli/run.js', import.meta.url).href, args: ['profile-bottleneck', ...process.argv.slice(2)] });
+await execute({
+  dir: new URL('../src/cli/run.js', import.meta.url).href,
+  args: ['profile-bottleneck', ...process.argv.slice(2)],
+});

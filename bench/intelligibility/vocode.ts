@@ -16,8 +16,13 @@ if (!inDir || !outDir) {
 }
 const audio = loadConfigOrThrow(configFile ?? presetPath('quickstart')).config.audio;
 mkdirSync(outDir, { recursive: true });
-for (const name of readdirSync(inDir).filter((f) => f.endsWith('.wav')).sort()) {
+for (const name of readdirSync(inDir)
+  .filter((f) => f.endsWith('.wav'))
+  .sort()) {
   const clip = processClip(readFileSync(join(inDir, name)), audio, name);
   // The same Griffin-Lim iterations as `xtts synthesize`.
-  writeFileSync(join(outDir, name), encodeWav(griffinLim(clip.mel, clip.frames, audio, { iterations: 32 }), audio.sample_rate_hz));
+  writeFileSync(
+    join(outDir, name),
+    encodeWav(griffinLim(clip.mel, clip.frames, audio, { iterations: 32 }), audio.sample_rate_hz),
+  );
 }

@@ -16,13 +16,22 @@ for (const [rel, text] of Object.entries(generatedDocs())) {
 }
 
 const commands = join(root, 'docs', 'commands.md');
-writeFileSync(commands, '# Command reference\n\n<!-- Generated from the commands by `npm run build` (oclif readme); do not edit by hand. -->\n\n<!-- commands -->\n<!-- commandsstop -->\n');
+writeFileSync(
+  commands,
+  '# Command reference\n\n<!-- Generated from the commands by `npm run build` ' +
+    '(oclif readme); do not edit by hand. -->\n\n<!-- commands -->\n<!-- ' +
+    'commandsstop -->\n',
+);
 const oclif = createRequire(join(root, 'package.json')).resolve('oclif/bin/run.js');
-const r = spawnSync(process.execPath, [oclif, 'readme', '--readme-path', commands, '--no-source-links', '--no-aliases'], {
-  cwd: root,
-  encoding: 'utf8',
-  env: { ...process.env, OCLIF_SKIP_NEW_VERSION_CHECK: 'true', NO_COLOR: '1' },
-});
+const r = spawnSync(
+  process.execPath,
+  [oclif, 'readme', '--readme-path', commands, '--no-source-links', '--no-aliases'],
+  {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, OCLIF_SKIP_NEW_VERSION_CHECK: 'true', NO_COLOR: '1' },
+  },
+);
 if (r.status !== 0) {
   process.stderr.write(`gen-docs: oclif readme failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
   process.exit(1);

@@ -93,13 +93,24 @@ export function serializeError(e: unknown): SerializedError {
 
 /** The error again in the parent, its message prefixed with who raised it; an XttsError stays one. */
 export function deserializeError(e: SerializedError, who: string): Error {
-  if (e.code) return new XttsError(e.code, `${who}: ${e.message}`, { exitCode: (e.exitCode ?? ExitCode.findings) as ExitCode, suggestions: e.suggestions });
+  if (e.code)
+    return new XttsError(e.code, `${who}: ${e.message}`, {
+      exitCode: (e.exitCode ?? ExitCode.findings) as ExitCode,
+      suggestions: e.suggestions,
+    });
   return new Error(`${who}: ${e.message}`);
 }
 
-
-/** `e` with the file it came from named in its message and position (a check that knew no file, e.g. weights that do not fit the model). */
+/**
+ * `e` with the file it came from named in its message and position (a check that knew no file, e.g. weights that do not
+ * fit the model).
+ */
 export function inFile(e: unknown, file: string): unknown {
   if (!isXttsError(e) || e.message.startsWith(file)) return e;
-  return new XttsError(e.code, `${file}: ${e.message}`, { exitCode: e.exitCode, suggestions: e.suggestions, position: e.position ?? { file }, cause: e });
+  return new XttsError(e.code, `${file}: ${e.message}`, {
+    exitCode: e.exitCode,
+    suggestions: e.suggestions,
+    position: e.position ?? { file },
+    cause: e,
+  });
 }

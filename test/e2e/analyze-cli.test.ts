@@ -13,11 +13,16 @@ const quick = join(repoRoot, 'configs', 'quickstart');
 function dataset(extraRows: string[] = []): { dir: string; config: string } {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
   mkdirSync(join(dir, 'wavs'));
-  for (const f of readdirSync(join(quick, 'wavs')).slice(0, 12)) copyFileSync(join(quick, 'wavs', f), join(dir, 'wavs', f));
+  for (const f of readdirSync(join(quick, 'wavs')).slice(0, 12))
+    copyFileSync(join(quick, 'wavs', f), join(dir, 'wavs', f));
   const rows = readFileLines(join(quick, 'metadata.csv')).slice(0, 12);
   writeFileSync(join(dir, 'metadata.csv'), [...rows, ...extraRows].join('\n') + '\n');
   const config = join(dir, 'config.yaml');
-  writeFileSync(config, `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  path: ${dir}\npipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`);
+  writeFileSync(
+    config,
+    `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  ` +
+      `path: ${dir}\npipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`,
+  );
   return { dir, config };
 }
 
@@ -31,8 +36,21 @@ test('measures every stage and grades a generous step as not input-bound', async
   assert.equal(r.code, 0, r.stderr);
   const a = r.json.result;
   const stages = a.stages.map((s: { stage: string }) => s.stage);
-  for (const name of ['manifest', 'text front end, cold', 'text front end, warm', 'audio read', 'audio decode', 'resample', 'trim', 'log-mel', 'batch assembly']) {
-    assert.ok(stages.some((s: string) => s.startsWith(name) || s.includes(name)), `stage ${name} missing: ${stages}`);
+  for (const name of [
+    'manifest',
+    'text front end, cold',
+    'text front end, warm',
+    'audio read',
+    'audio decode',
+    'resample',
+    'trim',
+    'log-mel',
+    'batch assembly',
+  ]) {
+    assert.ok(
+      stages.some((s: string) => s.startsWith(name) || s.includes(name)),
+      `stage ${name} missing: ${stages}`,
+    );
   }
   const mel = a.stages.find((s: { stage: string }) => s.stage === 'log-mel');
   assert.equal(mel.ms.n, 12);
@@ -46,11 +64,23 @@ test('measures every stage and grades a generous step as not input-bound', async
 
 test('skipped rows are listed with file:line and reason; --strict exits 1', async () => {
   const { dir, config } = dataset(['QS-999|Missing audio.|Missing audio.', 'QS-001|Duplicate.|Duplicate.']);
-  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '4'], { cwd: dir });
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '4'], {
+    cwd: dir,
+  });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /metadata\.csv:13 .*QS-999 .*missing_audio/);
   assert.match(r.stdout, /metadata\.csv:14 .*QS-001 .*duplicate_id/);
-  const strict = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '4', '--strict', '--json']);
+  const strict = await runCli([
+    'analyze-data-pipeline',
+    '--config',
+    config,
+    '--step-ms',
+    '40',
+    '--batches',
+    '4',
+    '--strict',
+    '--json',
+  ]);
   assert.equal(strict.code, 1);
   assert.equal(strict.json.result.skipped.length, 2);
 });
@@ -69,7 +99,9 @@ test('a missing dataset and a bad flag are clear errors without stack traces', a
 
 test('the utility binary runs the same command', async () => {
   const { config } = dataset();
-  const r = await runCli(['--config', config, '--step-ms', '40', '--batches', '4', '--json'], { bin: join(repoRoot, 'utilities', 'analyze-data-pipeline.js') });
+  const r = await runCli(['--config', config, '--step-ms', '40', '--batches', '4', '--json'], {
+    bin: join(repoRoot, 'utilities', 'analyze-data-pipeline.js'),
+  });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.json.status, 'success');
   assert.equal(r.json.result.ring.batches, 4);

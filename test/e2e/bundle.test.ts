@@ -16,20 +16,39 @@ test('npm run bundle builds a bundle that runs with no node_modules', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-bundle-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   assert.ok(!dir.startsWith(repoRoot));
-  for (let d = dir; d !== dirname(d); d = dirname(d)) assert.ok(!existsSync(join(d, 'node_modules')), `${d}/node_modules would be reachable`);
+  for (let d = dir; d !== dirname(d); d = dirname(d))
+    assert.ok(!existsSync(join(d, 'node_modules')), `${d}/node_modules would be reachable`);
   cpSync(join(repoRoot, 'bundle'), dir, { recursive: true });
   const files = readdirSync(dir);
-  for (const f of ['xtts.cjs', 'package.json', 'backend-bench.cjs', 'dawn.node.br', 'better_sqlite3.node', 'tfjs-backend-wasm-simd.wasm', 'configs']) assert.ok(files.includes(f), `${f} in ${files.join(', ')}`);
+  for (const f of [
+    'xtts.cjs',
+    'package.json',
+    'backend-bench.cjs',
+    'dawn.node.br',
+    'better_sqlite3.node',
+    'tfjs-backend-wasm-simd.wasm',
+    'configs',
+  ])
+    assert.ok(files.includes(f), `${f} in ${files.join(', ')}`);
   assert.ok(!files.includes('dawn.node'), 'Dawn travels compressed');
   const run = (file: string, ...args: string[]) =>
-    spawnSync(process.execPath, [file, ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_PATH: '', NO_COLOR: '1', NODE_OPTIONS: '' }, timeout: 60_000 });
+    spawnSync(process.execPath, [file, ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_PATH: '', NO_COLOR: '1', NODE_OPTIONS: '' },
+      timeout: 60_000,
+    });
 
   // Every command a plugin has built is there, found at bundle time.
   const help = run('xtts.cjs', '--help');
   assert.equal(help.status, 0, help.stderr);
   const built = readdirSync(join(repoRoot, 'plugins')).flatMap((p) => {
     const d = join(repoRoot, 'plugins', p, 'dist', 'commands');
-    return existsSync(d) ? readdirSync(d).filter((f) => f.endsWith('.js') || statSync(join(d, f)).isDirectory()).map((f) => f.replace(/\.js$/, '')) : [];
+    return existsSync(d)
+      ? readdirSync(d)
+          .filter((f) => f.endsWith('.js') || statSync(join(d, f)).isDirectory())
+          .map((f) => f.replace(/\.js$/, ''))
+      : [];
   });
   assert.ok(built.includes('validate-gpu-optimization'));
   for (const cmd of built) assert.match(help.stdout, new RegExp(`^  ${cmd}\\b`, 'm'), `${cmd} in --help`);

@@ -32,12 +32,15 @@ test('stats, verify (clean, corrupted, repaired) and clear', async () => {
   assert.equal(stats.json.result.features, 5);
   assert.equal(stats.json.result.lookups.feature.lookups, 10);
   assert.equal(stats.json.result.lookups.feature.hits, 5);
-  assert.match((await runCli(['cache', 'stats', '--cache', path])).stdout, /log-mel features\s+│\s+5\s+│\s+10\s+│\s+5\s+│\s+50\.0%/);
+  assert.match(
+    (await runCli(['cache', 'stats', '--cache', path])).stdout,
+    /log-mel features\s+│\s+5\s+│\s+10\s+│\s+5\s+│\s+50\.0%/,
+  );
 
   assert.equal((await runCli(['cache', 'verify', '--cache', path])).code, 0);
   // Truncate one mel blob behind the cache's back, and change one audio file.
   const db = new Database(path);
-  db.prepare("UPDATE features SET mel = substr(mel, 1, 100) WHERE rowid = (SELECT MIN(rowid) FROM features)").run();
+  db.prepare('UPDATE features SET mel = substr(mel, 1, 100) WHERE rowid = (SELECT MIN(rowid) FROM features)').run();
   db.close();
   writeToneWav(rows[2].audioPath, 0.7, 22050, 999);
   const bad = await runCli(['cache', 'verify', '--cache', path, '--json']);
@@ -66,7 +69,10 @@ test('clear, stats, verify and train refuse any file that is not a feature cache
   writeFileSync(empty, '');
   const other = join(dir, 'run.sqlite');
   const odb = new Database(other);
-  odb.exec("CREATE TABLE steps (step INTEGER); CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '1')");
+  odb.exec(
+    'CREATE TABLE steps (step INTEGER); CREATE TABLE meta (k TEXT PRIMARY KEY, v ' +
+      "TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '1')",
+  );
   odb.close();
   const folder = join(dir, 'folder.sqlite');
   mkdirSync(folder);
@@ -90,7 +96,18 @@ test('clear, stats, verify and train refuse any file that is not a feature cache
   }
   assert.equal(readFileSync(csv + '-wal', 'utf8'), 'not a wal');
   // The trainer's cache path is checked the same way before anything is written.
-  const r = await runCli(['train', '--max-steps', '1', '--output', join(dir, 'run'), '--set', `pipeline.cache.path=${csv}`, '--backend', 'cpu', '--json']);
+  const r = await runCli([
+    'train',
+    '--max-steps',
+    '1',
+    '--output',
+    join(dir, 'run'),
+    '--set',
+    `pipeline.cache.path=${csv}`,
+    '--backend',
+    'cpu',
+    '--json',
+  ]);
   assert.equal(r.code, 2, r.stderr);
   assert.equal(r.json.error.code, 'CACHE_NOT_A_CACHE');
   assert.equal(readFileSync(csv, 'utf8'), 'a|hello|hello\n');
@@ -111,28 +128,41 @@ test('a cache made before caches carried their application id is still recognise
   assert.equal(existsSync(path), false);
 });
 
-test('six writers and six readers share a new cache at once: every open, write, read and counter flush succeeds', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-sharedcache-'));
-  const path = join(dir, 'cache.sqlite');
-  const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const worker = (mode: 'w' | 'r', name: string) =>
-    new Promise<string>((resolve) =>
-      execFile(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'cache-worker.ts'), path, mode, name], { cwd: repoRoot, env }, (err, stdout, stderr) =>
-        resolve(err ? `exit ${err.code}: ${stderr.slice(-800)}` : stdout.trim()),
-      ),
+test(
+  'six writers and six readers share a new cache at once: every open, write, read ' + 'and counter flush succeeds',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-sharedcache-'));
+    const path = join(dir, 'cache.sqlite');
+    const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+    const worker = (mode: 'w' | 'r', name: string) =>
+      new Promise<string>((resolve) =>
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'cache-worker.ts'), path, mode, name],
+          { cwd: repoRoot, env },
+          (err, stdout, stderr) => resolve(err ? `exit ${err.code}: ${stderr.slice(-800)}` : stdout.trim()),
+        ),
+      );
+    // The writers start together on a cache that does not exist yet; the readers once it does.
+    const writers = Array.from({ length: 6 }, (_, i) => worker('w', `w${i}`));
+    while (!existsSync(path)) await new Promise((r) => setTimeout(r, 20));
+    const readers = Array.from({ length: 6 }, (_, i) => worker('r', `r${i}`));
+    const outcomes = await Promise.all([...writers, ...readers]);
+    assert.deepEqual(
+      outcomes.filter((o) => o !== 'ok'),
+      [],
     );
-  // The writers start together on a cache that does not exist yet; the readers once it does.
-  const writers = Array.from({ length: 6 }, (_, i) => worker('w', `w${i}`));
-  while (!existsSync(path)) await new Promise((r) => setTimeout(r, 20));
-  const readers = Array.from({ length: 6 }, (_, i) => worker('r', `r${i}`));
-  const outcomes = await Promise.all([...writers, ...readers]);
-  assert.deepEqual(outcomes.filter((o) => o !== 'ok'), []);
-  const db = new Database(path, { readonly: true });
-  const texts = (db.prepare('SELECT count(*) AS n FROM texts').get() as { n: number }).n;
-  const lookups = Number((db.prepare("SELECT v FROM meta WHERE k = 'lookups_text'").get() as { v: string }).v);
-  db.close();
-  // 6 writers × 20 rounds × 40 entries, each written once; every writer's lookups counted.
-  assert.equal(texts, 6 * 20 * 40);
-  assert.equal(lookups, 6 * 20 * 40);
-  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.new-')), [], 'a temporary cache was left behind');
-});
+    const db = new Database(path, { readonly: true });
+    const texts = (db.prepare('SELECT count(*) AS n FROM texts').get() as { n: number }).n;
+    const lookups = Number((db.prepare("SELECT v FROM meta WHERE k = 'lookups_text'").get() as { v: string }).v);
+    db.close();
+    // 6 writers × 20 rounds × 40 entries, each written once; every writer's lookups counted.
+    assert.equal(texts, 6 * 20 * 40);
+    assert.equal(lookups, 6 * 20 * 40);
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.includes('.new-')),
+      [],
+      'a temporary cache was left behind',
+    );
+  },
+);

@@ -85,7 +85,11 @@ interface Outcome {
 
 function runWorker(jobs: string[]): Promise<Outcome[]> {
   const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'fuzz-worker.ts')], { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'fuzz-worker.ts')], {
+    cwd: repoRoot,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const outcomes: Outcome[] = [];
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
@@ -94,11 +98,17 @@ function runWorker(jobs: string[]): Promise<Outcome[]> {
   });
   child.stdin.end(`${jobs.join('\n')}\n`);
   return new Promise((resolve, reject) =>
-    child.once('close', (code) => (code === 0 ? resolve(outcomes) : reject(new Error(`fuzz worker exited ${code} after ${outcomes.length} configs:\n${stderr}`)))),
+    child.once('close', (code) =>
+      code === 0
+        ? resolve(outcomes)
+        : reject(new Error(`fuzz worker exited ${code} after ${outcomes.length} configs:\n${stderr}`)),
+    ),
   );
 }
 
-test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in INTERNAL, no worker over 4 GB`, { timeout: 1_200_000 }, async () => {
+test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in INTERNAL, no worker over 4 GB`, {
+  timeout: 1_200_000,
+}, async () => {
   const { dir, config } = microRun('xtts-fuzz-');
   const random = mulberry32(20261128);
   const jobs: string[] = [];
@@ -115,13 +125,22 @@ test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in 
   const outcomes = (await Promise.all(shares.map(runWorker))).flat();
   assert.equal(outcomes.length, COUNT);
   const internal = outcomes.filter((o) => !o.ok && o.code === 'INTERNAL');
-  assert.deepEqual(internal.map((o) => `${o.file}: ${o.message}`), []);
+  assert.deepEqual(
+    internal.map((o) => `${o.file}: ${o.message}`),
+    [],
+  );
   const refused = new Map<string, number>();
   for (const o of outcomes) if (!o.ok) refused.set(o.code!, (refused.get(o.code!) ?? 0) + 1);
   for (const o of outcomes.filter((x) => !x.ok).slice(0, 5)) console.log(`refused: ${o.file}: ${o.code} ${o.message}`);
   const peak = Math.max(...outcomes.map((o) => o.maxRssBytes));
   const trained = outcomes.filter((o) => o.ok).length;
-  console.log(`fuzz: ${COUNT} of ${drawn} drawn configs validate; ${trained} trained 2 steps, refused: ${JSON.stringify(Object.fromEntries(refused))}; peak worker RSS ${(peak / 2 ** 20).toFixed(0)} MiB; median ${outcomes.map((o) => o.ms).sort((a, b) => a - b)[COUNT >> 1]} ms a config`);
+  console.log(
+    `fuzz: ${COUNT} of ${drawn} drawn configs validate; ${trained} trained 2 steps, ` +
+      `refused: ${JSON.stringify(Object.fromEntries(refused))}; peak worker ` +
+      `RSS ${(peak / 2 ** 20).toFixed(0)} MiB; ` +
+      `median ${outcomes.map((o) => o.ms).sort((a, b) => a - b)[COUNT >> 1]} ms a ` +
+      `config`,
+  );
   assert.ok(peak < MAX_RSS_BYTES, `a worker reached ${(peak / 2 ** 20).toFixed(0)} MiB`);
   // Most configs train: the test is of training, not of refusals.
   assert.ok(trained > COUNT / 2, `only ${trained} of ${COUNT} trained`);

@@ -19,7 +19,9 @@ const cache = tmp.at('cache.sqlite');
 function commandIds(): string[] {
   const ids: string[] = [];
   for (const plugin of readdirSync(join(repoRoot, 'plugins'))) {
-    const manifest = JSON.parse(readFileSync(join(repoRoot, 'plugins', plugin, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, unknown> };
+    const manifest = JSON.parse(readFileSync(join(repoRoot, 'plugins', plugin, 'oclif.manifest.json'), 'utf8')) as {
+      commands: Record<string, unknown>;
+    };
     ids.push(...Object.keys(manifest.commands));
   }
   return ids.sort();
@@ -27,13 +29,32 @@ function commandIds(): string[] {
 
 /** Calls for a command: one that fails on its input, and where cheap ones that succeed or find something. */
 const CALLS: Record<string, string[][]> = {
-  train: [['--config', tmp.at('missing.yaml')], ['--config', config, '--backend', 'wasm', '--max-steps', '2', '--output', tmp.at('run')]],
-  synthesize: [['--checkpoint', tmp.at('no-run'), '--text', 'hi', '--out', tmp.at('hi.wav')], ['--checkpoint', tmp.at('run'), '--text', 'The boy.', '--out', tmp.at('boy.wav'), '--backend', 'wasm']],
-  'validate-gpu-optimization': [['--config', tmp.at('missing.yaml')], ['--config', 'configs/quickstart.yaml'], ['--config', config, '--set', 'model.heads=3']],
-  'analyze-data-pipeline': [['--config', tmp.at('missing.yaml')], ['--config', config]],
-  'profile-bottleneck': [['--run', tmp.at('no-run')], ['--run', tmp.at('run')]],
+  train: [
+    ['--config', tmp.at('missing.yaml')],
+    ['--config', config, '--backend', 'wasm', '--max-steps', '2', '--output', tmp.at('run')],
+  ],
+  synthesize: [
+    ['--checkpoint', tmp.at('no-run'), '--text', 'hi', '--out', tmp.at('hi.wav')],
+    ['--checkpoint', tmp.at('run'), '--text', 'The boy.', '--out', tmp.at('boy.wav'), '--backend', 'wasm'],
+  ],
+  'validate-gpu-optimization': [
+    ['--config', tmp.at('missing.yaml')],
+    ['--config', 'configs/quickstart.yaml'],
+    ['--config', config, '--set', 'model.heads=3'],
+  ],
+  'analyze-data-pipeline': [
+    ['--config', tmp.at('missing.yaml')],
+    ['--config', config],
+  ],
+  'profile-bottleneck': [
+    ['--run', tmp.at('no-run')],
+    ['--run', tmp.at('run')],
+  ],
   'diagnose-gpu-utilization': [['--config', tmp.at('missing.yaml')]],
-  'cache:stats': [['--cache', cache], ['--cache', tmp.at('missing-folder/cache.sqlite')]],
+  'cache:stats': [
+    ['--cache', cache],
+    ['--cache', tmp.at('missing-folder/cache.sqlite')],
+  ],
   'cache:verify': [['--cache', cache]],
   'cache:clear': [['--cache', tmp.write('not-a-cache.txt', 'mine')]],
 };
@@ -41,7 +62,11 @@ const CALLS: Record<string, string[][]> = {
 function assertAgrees(r: CliResult, what: string): void {
   assertNoStackTrace(r, what);
   assert.ok(r.json, `${what}: stdout is one JSON envelope\n${describeRun(r)}`);
-  assert.equal(r.json.status, statusForExitCode(r.code!), `${what}: status ${r.json.status} with exit ${r.code}\n${describeRun(r)}`);
+  assert.equal(
+    r.json.status,
+    statusForExitCode(r.code!),
+    `${what}: status ${r.json.status} with exit ${r.code}\n${describeRun(r)}`,
+  );
   if (r.json.status === 'error') assert.match(r.json.error.code, /^[A-Z][A-Z0-9_]*$/, what);
   else assert.ok('result' in r.json, what);
 }
@@ -62,7 +87,8 @@ describe('the envelope status follows the exit code', () => {
       }
     }
     // The walk saw each kind of outcome at least once.
-    for (const s of ['success', 'findings', 'error']) assert.ok(statuses.has(s), `no call ended in ${s}: ${[...statuses]}`);
+    for (const s of ['success', 'findings', 'error'])
+      assert.ok(statuses.has(s), `no call ended in ${s}: ${[...statuses]}`);
   });
 
   test('no command, or a topic alone, with --json: an error envelope and exit 2, not help text', async () => {

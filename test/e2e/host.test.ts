@@ -12,7 +12,11 @@ import { staleDocs } from '../../src/core/config/docs.js';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 function xtts(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['src/cli/run.js', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', ...env } });
+  const r = spawnSync(process.execPath, ['src/cli/run.js', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1', ...env },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -23,7 +27,11 @@ test('--version names xtts and its version', () => {
 });
 
 test('--help lists the core commands and does not load TensorFlow.js', () => {
-  const r = spawnSync(process.execPath, ['src/cli/run.js', '--help'], { cwd: root, encoding: 'utf8', env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' } });
+  const r = spawnSync(process.execPath, ['src/cli/run.js', '--help'], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' },
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /validate-gpu-optimization/);
   assert.match(r.stderr, /@oclif/, 'NODE_DEBUG=module printed no module loads: the check would be vacuous');
@@ -31,11 +39,15 @@ test('--help lists the core commands and does not load TensorFlow.js', () => {
 });
 
 test('the validator does not load TensorFlow.js either', () => {
-  const r = spawnSync(process.execPath, ['src/cli/run.js', 'validate-gpu-optimization', '--config', 'configs/quickstart.yaml'], {
-    cwd: root,
-    encoding: 'utf8',
-    env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' },
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['src/cli/run.js', 'validate-gpu-optimization', '--config', 'configs/quickstart.yaml'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_DEBUG: 'module', NO_COLOR: '1' },
+    },
+  );
   assert.equal(r.status, 0, r.stdout);
   assert.match(r.stderr, /@oclif/, 'NODE_DEBUG=module printed no module loads: the check would be vacuous');
   assert.doesNotMatch(r.stderr, /@tensorflow/);
@@ -46,8 +58,16 @@ test('the generated docs match the code (run `npm run build` and commit docs/)',
 });
 
 test('a third-party plugin links and its command uses the public config API', () => {
-  const env = { XTTS_DATA_DIR: mkdtempSync(join(tmpdir(), 'xtts-data-')), XTTS_CACHE_DIR: mkdtempSync(join(tmpdir(), 'xtts-cache-')), XTTS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'xtts-cfg-')) };
-  assert.equal(xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code, 2, 'the command exists before linking');
+  const env = {
+    XTTS_DATA_DIR: mkdtempSync(join(tmpdir(), 'xtts-data-')),
+    XTTS_CACHE_DIR: mkdtempSync(join(tmpdir(), 'xtts-cache-')),
+    XTTS_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'xtts-cfg-')),
+  };
+  assert.equal(
+    xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code,
+    2,
+    'the command exists before linking',
+  );
   const link = xtts(['plugins', 'link', '--no-install', 'test/fixtures/plugin-hello'], env);
   assert.equal(link.code, 0, link.stderr);
   const r = xtts(['hello', 'config', '--config', 'configs/quickstart.yaml', '--json'], env);
@@ -61,21 +81,28 @@ test('a third-party plugin links and its command uses the public config API', ()
   assert.equal(bad.code, 2);
   assert.equal(JSON.parse(bad.stdout).error.code, 'CONFIG_INVALID');
   assert.equal(xtts(['plugins', 'unlink', 'xtts-plugin-hello'], env).code, 0);
-  assert.equal(xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code, 2, 'the command is gone after unlinking');
+  assert.equal(
+    xtts(['hello', 'config', '--config', 'configs/quickstart.yaml'], env).code,
+    2,
+    'the command is gone after unlinking',
+  );
 });
 
-test('a mistyped command gets "did you mean", exit 2, in a pipe as in a terminal, and the JSON envelope with --json', () => {
-  const r = xtts(['trian', '--max-steps', '1']);
-  assert.equal(r.code, 2);
-  assert.match(r.stderr, /Error \[UNKNOWN_COMMAND\] `trian` is not an xtts command; did you mean `xtts train`\?/);
-  const j = xtts(['cache', 'stat', '--json']);
-  assert.equal(j.code, 2);
-  assert.equal(JSON.parse(j.stdout).error.code, 'UNKNOWN_COMMAND');
-  assert.match(JSON.parse(j.stdout).error.message, /did you mean `xtts cache stats`/);
-  const far = xtts(['zzzz']);
-  assert.equal(far.code, 2);
-  assert.doesNotMatch(far.stderr, /did you mean/);
-});
+test(
+  'a mistyped command gets "did you mean", exit 2, in a pipe as in a terminal, and ' + 'the JSON envelope with --json',
+  () => {
+    const r = xtts(['trian', '--max-steps', '1']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /Error \[UNKNOWN_COMMAND\] `trian` is not an xtts command; did you mean `xtts train`\?/);
+    const j = xtts(['cache', 'stat', '--json']);
+    assert.equal(j.code, 2);
+    assert.equal(JSON.parse(j.stdout).error.code, 'UNKNOWN_COMMAND');
+    assert.match(JSON.parse(j.stdout).error.message, /did you mean `xtts cache stats`/);
+    const far = xtts(['zzzz']);
+    assert.equal(far.code, 2);
+    assert.doesNotMatch(far.stderr, /did you mean/);
+  },
+);
 
 test('shell completion: `xtts autocomplete bash` explains the setup and builds the completion script', () => {
   const home = mkdtempSync(join(tmpdir(), 'xtts-home-'));
@@ -85,9 +112,13 @@ test('shell completion: `xtts autocomplete bash` explains the setup and builds t
   assert.match(r.stdout, /xtts autocomplete/);
   const refresh = xtts(['autocomplete', '--refresh-cache'], env);
   assert.equal(refresh.code, 0, refresh.stderr);
-  const script = spawnSync('bash', ['-c', `find ${home} -name '*.bash' -o -name 'bash_setup' | head -5`], { encoding: 'utf8' }).stdout;
+  const script = spawnSync('bash', ['-c', `find ${home} -name '*.bash' -o -name 'bash_setup' | head -5`], {
+    encoding: 'utf8',
+  }).stdout;
   assert.ok(script.trim().length > 0, `no completion script under ${home}`);
-  const body = spawnSync('bash', ['-c', `cat $(find ${home} -path '*functions/bash/xtts.bash')`], { encoding: 'utf8' }).stdout;
+  const body = spawnSync('bash', ['-c', `cat $(find ${home} -path '*functions/bash/xtts.bash')`], {
+    encoding: 'utf8',
+  }).stdout;
   assert.match(body, /train/);
   assert.match(body, /synthesize/);
 });

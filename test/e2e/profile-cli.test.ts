@@ -31,7 +31,12 @@ type Kind = 'input-bound' | 'dispatch-bound' | 'balanced';
  */
 function craftRun(kind: Kind): { runDir: string; config: string } {
   const dir = tmp.mkdir(kind);
-  const config = tmp.write(`${kind}/config.yaml`, `# crafted for the ${kind} test\nextends: quickstart\ndataset:\n  path: ${join(repoRoot, 'configs', 'quickstart')}\nbatching:\n  batch_size: 16\npipeline:\n  workers: 1\n  prefetch_depth: 2\n`);
+  const config = tmp.write(
+    `${kind}/config.yaml`,
+    `# crafted for the ${kind} test\nextends: quickstart\ndataset:\n  ` +
+      `path: ${join(repoRoot, 'configs', 'quickstart')}\nbatching:\n  batch_size: ` +
+      `16\npipeline:\n  workers: 1\n  prefetch_depth: 2\n`,
+  );
   const loaded = loadConfig(config).loaded!;
   const runDir = join(dir, 'run');
   const db = RunDatabase.create(runDir);
@@ -44,30 +49,89 @@ function craftRun(kind: Kind): { runDir: string; config: string } {
   db.setMeta('gpuTelemetry', { available: true, source: 'nvml', rateHz: 10, devices: [H100], notes: [] });
   db.setMeta('deviceTiming', { available: true, source: TIMESTAMPS });
   const spans: Record<Kind, StepSpans> = {
-    'input-bound': { dataWaitMs: 35, uploadMs: 1, forwardBackwardMs: 40, optimizerMs: 10, syncMs: 0.5, allReduceMs: 0, checkpointMs: 0, otherMs: 0.5 },
-    'dispatch-bound': { dataWaitMs: 0.1, uploadMs: 0.5, forwardBackwardMs: 64, optimizerMs: 12, syncMs: 0.8, allReduceMs: 0, checkpointMs: 0, otherMs: 0.6 },
-    balanced: { dataWaitMs: 0.2, uploadMs: 2, forwardBackwardMs: 60, optimizerMs: 14, syncMs: 3, allReduceMs: 0, checkpointMs: 0, otherMs: 0.8 },
+    'input-bound': {
+      dataWaitMs: 35,
+      uploadMs: 1,
+      forwardBackwardMs: 40,
+      optimizerMs: 10,
+      syncMs: 0.5,
+      allReduceMs: 0,
+      checkpointMs: 0,
+      otherMs: 0.5,
+    },
+    'dispatch-bound': {
+      dataWaitMs: 0.1,
+      uploadMs: 0.5,
+      forwardBackwardMs: 64,
+      optimizerMs: 12,
+      syncMs: 0.8,
+      allReduceMs: 0,
+      checkpointMs: 0,
+      otherMs: 0.6,
+    },
+    balanced: {
+      dataWaitMs: 0.2,
+      uploadMs: 2,
+      forwardBackwardMs: 60,
+      optimizerMs: 14,
+      syncMs: 3,
+      allReduceMs: 0,
+      checkpointMs: 0,
+      otherMs: 0.8,
+    },
   };
   const deviceMs: Record<Kind, number> = { 'input-bound': 30, 'dispatch-bound': 8.5, balanced: 76 };
   const util: Record<Kind, number> = { 'input-bound': 33, 'dispatch-bound': 11, balanced: 96 };
   let t = 0;
   for (let i = 1; i <= 48; i++) {
     const probe = i > 45;
-    const s = { ...spans[kind], forwardBackwardMs: spans[kind].forwardBackwardMs * (probe ? 4 : 1 + 0.05 * Math.sin(i)) };
+    const s = {
+      ...spans[kind],
+      forwardBackwardMs: spans[kind].forwardBackwardMs * (probe ? 4 : 1 + 0.05 * Math.sin(i)),
+    };
     const wallMs = Object.values(s).reduce((a, b) => a + b, 0);
-    const rec: StepRecord = { step: i, startMs: t, wallMs, spans: s, epoch: 0, batchIndex: i, bucket: i % 4, batchSize: 16, tokens: 96, frames: 512, kernels: 1270, readySlots: kind === 'input-bound' ? 0 : 2, learningRate: 1e-3, ...(probe ? { deviceMs: deviceMs[kind] } : {}), ...(i % 10 === 0 ? { loss: 1.5 - i / 100 } : {}) };
+    const rec: StepRecord = {
+      step: i,
+      startMs: t,
+      wallMs,
+      spans: s,
+      epoch: 0,
+      batchIndex: i,
+      bucket: i % 4,
+      batchSize: 16,
+      tokens: 96,
+      frames: 512,
+      kernels: 1270,
+      readySlots: kind === 'input-bound' ? 0 : 2,
+      learningRate: 1e-3,
+      ...(probe ? { deviceMs: deviceMs[kind] } : {}),
+      ...(i % 10 === 0 ? { loss: 1.5 - i / 100 } : {}),
+    };
     db.addStep(rec);
     t += wallMs;
   }
   for (let ms = 0; ms <= t; ms += 100) {
-    const sample: DeviceSampleRecord = { tMs: ms, device: 0, utilizationPct: util[kind], memoryUsedBytes: 12e9, memoryTotalBytes: H100.memoryTotalBytes, smClockMhz: 1980, powerW: 310, temperatureC: 48, smActivityPct: util[kind] * 0.6, throttleReasons: '' };
+    const sample: DeviceSampleRecord = {
+      tMs: ms,
+      device: 0,
+      utilizationPct: util[kind],
+      memoryUsedBytes: 12e9,
+      memoryTotalBytes: H100.memoryTotalBytes,
+      smClockMhz: 1980,
+      powerW: 310,
+      temperatureC: 48,
+      smActivityPct: util[kind] * 0.6,
+      throttleReasons: '',
+    };
     db.addDeviceSample(sample);
   }
   db.close();
   return { runDir, config };
 }
 
-const runs = Object.fromEntries((['input-bound', 'dispatch-bound', 'balanced'] as Kind[]).map((k) => [k, craftRun(k)])) as Record<Kind, { runDir: string; config: string }>;
+const runs = Object.fromEntries(
+  (['input-bound', 'dispatch-bound', 'balanced'] as Kind[]).map((k) => [k, craftRun(k)]),
+) as Record<Kind, { runDir: string; config: string }>;
 const verdict = (r: any, id: string) => r.verdicts.find((v: { id: string }) => v.id === id);
 
 test('an input-bound run: graded high first, with the pipeline keys to change; exit 1', async () => {
@@ -78,8 +142,18 @@ test('an input-bound run: graded high first, with the pipeline keys to change; e
   assert.equal(p.verdicts[0].grade, 'high');
   assert.ok(Math.abs(p.breakdown.shares.dataWaitMs - 35 / 87) < 0.01, String(p.breakdown.shares.dataWaitMs));
   // More producer threads, for the 16 cores of the host that recorded the run (not this one's).
-  assert.deepEqual(verdict(p, 'input-bound').actions.map((a: { key: string; value: number }) => [a.key, a.value]), [['pipeline.workers', 15], ['pipeline.prefetch_depth', 4]]);
-  assert.ok(verdict(p, 'input-bound').actions.some((a: { key: string; value: number }) => a.key === 'pipeline.prefetch_depth' && a.value === 4));
+  assert.deepEqual(
+    verdict(p, 'input-bound').actions.map((a: { key: string; value: number }) => [a.key, a.value]),
+    [
+      ['pipeline.workers', 15],
+      ['pipeline.prefetch_depth', 4],
+    ],
+  );
+  assert.ok(
+    verdict(p, 'input-bound').actions.some(
+      (a: { key: string; value: number }) => a.key === 'pipeline.prefetch_depth' && a.value === 4,
+    ),
+  );
   assert.equal(verdict(p, 'dispatch-bound').grade, 'ok', 'a starved trainer is not called dispatch-bound');
   assert.match(verdict(p, 'dispatch-bound').title, /the GPU idles, but waiting for input comes first/);
   assert.equal(p.breakdown.steps, 40);
@@ -87,71 +161,110 @@ test('an input-bound run: graded high first, with the pipeline keys to change; e
   assert.equal(p.gpuTelemetry.devices[0].name, H100.name);
 });
 
-test('a dispatch-bound run: kernels per step, host time per kernel, GPU busy by timestamps and by NVML; exit 1', async () => {
-  const r = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir, '--json']);
-  assert.equal(r.code, 1, describeRun(r));
-  const p = r.json.result;
-  const d = verdict(p, 'dispatch-bound');
-  assert.equal(d.grade, 'high');
-  assert.equal(p.breakdown.gpuBusySource, 'timestamp-queries');
-  assert.ok(Math.abs(p.breakdown.gpuBusyShare - 8.5 / p.breakdown.wallMs.mean) < 1e-9);
-  assert.equal(p.breakdown.utilizationPct, 11);
-  assert.match(d.evidence, /1270 kernels a step at 60 µs of host time each/);
-  assert.match(d.evidence, /NVML utilisation 11\.0%; SM activity 6\.6%/);
-  assert.deepEqual(d.actions[0], { key: 'batching.batch_size', value: 32, effect: d.actions[0].effect, rule: 'batching/memory' });
-  assert.equal(verdict(p, 'input-bound').grade, 'ok');
-  // People get the same verdicts as a table, a timeline and numbered lines.
-  const human = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir]);
-  assert.equal(human.code, 1);
-  assert.match(human.stdout, /forwardBackward/);
-  assert.match(human.stdout, /device compute\*/);
-  assert.match(human.stdout, /^ +\d+ F+O+/m, 'the timeline shows dispatch');
-  assert.match(human.stdout, /1\. host\/dispatch-bound: the GPU idles while the host issues kernels \[high\]/);
-  assert.match(human.stdout, /batching\.batch_size: 32 — .*docs\/rules\.md#batching-memory/);
-  assertNoStackTrace(human);
-});
+test(
+  'a dispatch-bound run: kernels per step, host time per kernel, GPU busy by ' + 'timestamps and by NVML; exit 1',
+  async () => {
+    const r = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir, '--json']);
+    assert.equal(r.code, 1, describeRun(r));
+    const p = r.json.result;
+    const d = verdict(p, 'dispatch-bound');
+    assert.equal(d.grade, 'high');
+    assert.equal(p.breakdown.gpuBusySource, 'timestamp-queries');
+    assert.ok(Math.abs(p.breakdown.gpuBusyShare - 8.5 / p.breakdown.wallMs.mean) < 1e-9);
+    assert.equal(p.breakdown.utilizationPct, 11);
+    assert.match(d.evidence, /1270 kernels a step at 60 µs of host time each/);
+    assert.match(d.evidence, /NVML utilisation 11\.0%; SM activity 6\.6%/);
+    assert.deepEqual(d.actions[0], {
+      key: 'batching.batch_size',
+      value: 32,
+      effect: d.actions[0].effect,
+      rule: 'batching/memory',
+    });
+    assert.equal(verdict(p, 'input-bound').grade, 'ok');
+    // People get the same verdicts as a table, a timeline and numbered lines.
+    const human = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir]);
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /forwardBackward/);
+    assert.match(human.stdout, /device compute\*/);
+    assert.match(human.stdout, /^ +\d+ F+O+/m, 'the timeline shows dispatch');
+    assert.match(human.stdout, /1\. host\/dispatch-bound: the GPU idles while the host issues kernels \[high\]/);
+    assert.match(human.stdout, /batching\.batch_size: 32 — .*docs\/rules\.md#batching-memory/);
+    assertNoStackTrace(human);
+  },
+);
 
 test('a balanced run: nothing graded above ok, compute-bound, exit 0; thresholds can make it fail', async () => {
   const r = await runCli(['profile-bottleneck', '--run', runs.balanced.runDir, '--json']);
   assert.equal(r.code, 0, describeRun(r));
   const p = r.json.result;
-  assert.ok(p.verdicts.every((v: { grade: string }) => v.grade === 'ok'), JSON.stringify(p.verdicts.map((v: { id: string; grade: string }) => [v.id, v.grade])));
+  assert.ok(
+    p.verdicts.every((v: { grade: string }) => v.grade === 'ok'),
+    JSON.stringify(p.verdicts.map((v: { id: string; grade: string }) => [v.id, v.grade])),
+  );
   assert.match(verdict(p, 'compute-bound').title, /^compute-bound/);
   // Stricter thresholds: 96% busy is "moderately dispatch-bound" below 99%, and 14% of the memory is
   // too much when only 10% may be used; a verdict graded high makes the exit code 1.
-  const strict = await runCli(['profile-bottleneck', '--run', runs.balanced.runDir, '--threshold', 'dispatchBoundGpuBusy=0.99', '--threshold', 'computeBoundGpuBusy=1', '--threshold', 'memoryHeadroomShare=0.1', '--json']);
+  const strict = await runCli([
+    'profile-bottleneck',
+    '--run',
+    runs.balanced.runDir,
+    '--threshold',
+    'dispatchBoundGpuBusy=0.99',
+    '--threshold',
+    'computeBoundGpuBusy=1',
+    '--threshold',
+    'memoryHeadroomShare=0.1',
+    '--json',
+  ]);
   assert.equal(strict.code, 1, describeRun(strict));
   assert.equal(strict.json.result.thresholds.dispatchBoundGpuBusy, 0.99);
   assert.equal(verdict(strict.json.result, 'dispatch-bound').grade, 'moderate');
   assert.equal(verdict(strict.json.result, 'memory-headroom').grade, 'high');
 });
 
-test('--trace, --report and --fix-config: a trace Perfetto reads, a self-contained report, a config the validator accepts', async () => {
-  const { runDir, config } = runs['dispatch-bound'];
-  const trace = tmp.at('dispatch.trace.json');
-  const report = tmp.at('dispatch.html');
-  const fixed = tmp.at('dispatch-fixed.yaml');
-  const r = await runCli(['profile-bottleneck', '--run', runDir, '--trace', trace, '--report', report, '--fix-config', fixed, '--json']);
-  assert.equal(r.code, 1, describeRun(r));
-  assert.deepEqual(r.json.result.files, { trace, report, fixConfig: fixed });
-  const t = JSON.parse(readFileSync(trace, 'utf8'));
-  assert.deepEqual(traceProblems(t), []);
-  assert.equal(t.traceEvents.filter((e: { cat?: string }) => e.cat === 'step').length, 40);
-  assert.equal(t.traceEvents.filter((e: { cat?: string }) => e.cat === 'device').length, 3);
-  assert.ok(t.traceEvents.some((e: { ph: string; name: string }) => e.ph === 'C' && e.name === 'GPU 0 SM activity %'));
-  const html = readFileSync(report, 'utf8');
-  assert.match(html, /^<!doctype html>/);
-  assert.doesNotMatch(html, /<script|\b(src|href)=/i, 'no scripts, nothing fetched or linked');
-  assert.equal((html.match(/<svg/g) ?? []).length, 2, 'the step breakdown and the GPU utilisation charts');
-  assert.match(html, /device time per step<\/td><td>8\.5 ms/);
-  const patched = readFileSync(fixed, 'utf8');
-  assert.match(patched, /^# crafted for the dispatch-bound test/, 'comments are kept');
-  assert.match(patched, /# xtts: host\/dispatch-bound.*\n {2}batch_size: 32/);
-  assert.equal(parse(patched).batching.batch_size, 32);
-  const v = await runCli(['validate-gpu-optimization', '--config', fixed, '--json']);
-  assert.equal(v.json.result.schemaValid, true, describeRun(v));
-  assert.notEqual(config, fixed);
-});
+test(
+  '--trace, --report and --fix-config: a trace Perfetto reads, a self-contained ' +
+    'report, a config the validator accepts',
+  async () => {
+    const { runDir, config } = runs['dispatch-bound'];
+    const trace = tmp.at('dispatch.trace.json');
+    const report = tmp.at('dispatch.html');
+    const fixed = tmp.at('dispatch-fixed.yaml');
+    const r = await runCli([
+      'profile-bottleneck',
+      '--run',
+      runDir,
+      '--trace',
+      trace,
+      '--report',
+      report,
+      '--fix-config',
+      fixed,
+      '--json',
+    ]);
+    assert.equal(r.code, 1, describeRun(r));
+    assert.deepEqual(r.json.result.files, { trace, report, fixConfig: fixed });
+    const t = JSON.parse(readFileSync(trace, 'utf8'));
+    assert.deepEqual(traceProblems(t), []);
+    assert.equal(t.traceEvents.filter((e: { cat?: string }) => e.cat === 'step').length, 40);
+    assert.equal(t.traceEvents.filter((e: { cat?: string }) => e.cat === 'device').length, 3);
+    assert.ok(
+      t.traceEvents.some((e: { ph: string; name: string }) => e.ph === 'C' && e.name === 'GPU 0 SM activity %'),
+    );
+    const html = readFileSync(report, 'utf8');
+    assert.match(html, /^<!doctype html>/);
+    assert.doesNotMatch(html, /<script|\b(src|href)=/i, 'no scripts, nothing fetched or linked');
+    assert.equal((html.match(/<svg/g) ?? []).length, 2, 'the step breakdown and the GPU utilisation charts');
+    assert.match(html, /device time per step<\/td><td>8\.5 ms/);
+    const patched = readFileSync(fixed, 'utf8');
+    assert.match(patched, /^# crafted for the dispatch-bound test/, 'comments are kept');
+    assert.match(patched, /# xtts: host\/dispatch-bound.*\n {2}batch_size: 32/);
+    assert.equal(parse(patched).batching.batch_size, 32);
+    const v = await runCli(['validate-gpu-optimization', '--config', fixed, '--json']);
+    assert.equal(v.json.result.schemaValid, true, describeRun(v));
+    assert.notEqual(config, fixed);
+  },
+);
 
 test('--json keeps its shape (fields renamed or removed fail here)', async () => {
   const r = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir, '--json']);
@@ -162,10 +275,30 @@ test('--json keeps its shape (fields renamed or removed fail here)', async () =>
   assertJsonShape('profile-bottleneck-recorded', r.json.result);
 });
 
-test('a live run on a CPU backend: real steps, no device-timed probes, and it says there is no GPU', { timeout: 300_000 }, async () => {
+test('a live run on a CPU backend: real steps, no device-timed probes, and it says there is no GPU', {
+  timeout: 300_000,
+}, async () => {
   const out = tmp.at('live');
   const cache = tmp.at('live-cache.sqlite');
-  const r = await runCli(['profile-bottleneck', '--config', 'configs/quickstart.yaml', '--set', `pipeline.cache.path=${cache}`, '--backend', 'wasm', '--steps', '3', '--warmup', '1', '--output', out, '--json'], { timeoutMs: 280_000 });
+  const r = await runCli(
+    [
+      'profile-bottleneck',
+      '--config',
+      'configs/quickstart.yaml',
+      '--set',
+      `pipeline.cache.path=${cache}`,
+      '--backend',
+      'wasm',
+      '--steps',
+      '3',
+      '--warmup',
+      '1',
+      '--output',
+      out,
+      '--json',
+    ],
+    { timeoutMs: 280_000 },
+  );
   assert.ok(r.code === 0 || r.code === 1, describeRun(r));
   const p = r.json.result;
   assert.equal(p.backend, 'wasm');
@@ -175,7 +308,10 @@ test('a live run on a CPU backend: real steps, no device-timed probes, and it sa
   assert.equal(p.breakdown.gpuBusyShare, null);
   assert.match(p.gpuNote, /there is no GPU in this measurement/);
   assert.ok(p.breakdown.kernels.p50 > 500, `${p.breakdown.kernels.p50} kernels a step`);
-  assert.ok(p.breakdown.shares.forwardBackwardMs > 0.3 && p.breakdown.shares.optimizerMs > 0, JSON.stringify(p.breakdown.shares));
+  assert.ok(
+    p.breakdown.shares.forwardBackwardMs > 0.3 && p.breakdown.shares.optimizerMs > 0,
+    JSON.stringify(p.breakdown.shares),
+  );
   assert.equal(p.gpuTelemetry.available, false);
   assertJsonShape('profile-bottleneck-cpu', p);
   // The recorded run reads back the same way.
@@ -183,50 +319,86 @@ test('a live run on a CPU backend: real steps, no device-timed probes, and it sa
   assert.deepEqual(again.json.result.breakdown.wallMs, p.breakdown.wallMs);
 });
 
-test('bad input: a folder without a run, an unknown threshold, an unwritable trace path, too few steps; exit 2 and no stack trace', async () => {
-  const cases: [string[], RegExp, string][] = [
-    [['--run', tmp.mkdir('empty')], /RUN_NOT_FOUND/, 'run.sqlite is missing'],
-    [['--run', runs.balanced.runDir, '--threshold', 'inputBound=0.3'], /USAGE/, 'NAME one of inputBoundModerate'],
-    [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=lots'], /USAGE/, 'expected NAME=NUMBER'],
-    [['--run', runs.balanced.runDir, '--trace', join(tmp.path, 'no', 'such', 'dir', 't.json')], /OUTPUT_UNWRITABLE/, 'its folder does not exist'],
-    [['--run', runs.balanced.runDir, '--fix-config', join(tmp.path, 'no', 'such', 'dir', 'f.yaml')], /OUTPUT_UNWRITABLE/, 'its folder does not exist'],
-    [['--run', runs.balanced.runDir, '--warmup', '47'], /RUN_TOO_SHORT/, 'fewer than 2 to judge'],
-    [['--config', 'configs/quickstart.yaml', '--run', runs.balanced.runDir], /USAGE/, '--config'],
-  ];
-  for (const [args, code, text] of cases) {
-    const r = await runCli(['profile-bottleneck', ...args, '--json']);
-    assert.equal(r.code, 2, `${args.join(' ')}: ${describeRun(r)}`);
-    assert.match(r.json.error.code, code);
-    assert.ok(r.json.error.message.includes(text), `${args.join(' ')}: ${r.json.error.message}`);
-    const human = await runCli(['profile-bottleneck', ...args]);
-    assert.equal(human.code, 2);
-    assertNoStackTrace(human, args.join(' '));
-  }
-});
+test(
+  'bad input: a folder without a run, an unknown threshold, an unwritable trace ' +
+    'path, too few steps; exit 2 and no stack trace',
+  async () => {
+    const cases: [string[], RegExp, string][] = [
+      [['--run', tmp.mkdir('empty')], /RUN_NOT_FOUND/, 'run.sqlite is missing'],
+      [['--run', runs.balanced.runDir, '--threshold', 'inputBound=0.3'], /USAGE/, 'NAME one of inputBoundModerate'],
+      [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=lots'], /USAGE/, 'expected NAME=NUMBER'],
+      [
+        ['--run', runs.balanced.runDir, '--trace', join(tmp.path, 'no', 'such', 'dir', 't.json')],
+        /OUTPUT_UNWRITABLE/,
+        'its folder does not exist',
+      ],
+      [
+        ['--run', runs.balanced.runDir, '--fix-config', join(tmp.path, 'no', 'such', 'dir', 'f.yaml')],
+        /OUTPUT_UNWRITABLE/,
+        'its folder does not exist',
+      ],
+      [['--run', runs.balanced.runDir, '--warmup', '47'], /RUN_TOO_SHORT/, 'fewer than 2 to judge'],
+      [['--config', 'configs/quickstart.yaml', '--run', runs.balanced.runDir], /USAGE/, '--config'],
+    ];
+    for (const [args, code, text] of cases) {
+      const r = await runCli(['profile-bottleneck', ...args, '--json']);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${describeRun(r)}`);
+      assert.match(r.json.error.code, code);
+      assert.ok(r.json.error.message.includes(text), `${args.join(' ')}: ${r.json.error.message}`);
+      const human = await runCli(['profile-bottleneck', ...args]);
+      assert.equal(human.code, 2);
+      assertNoStackTrace(human, args.join(' '));
+    }
+  },
+);
 
 test('the utility binary gives the same result as the host command', async () => {
   const bin = utilityBin('profile-bottleneck')!;
-  const [a, b] = await Promise.all([runCli(['--run', runs.balanced.runDir, '--json'], { bin }), runCli(['profile-bottleneck', '--run', runs.balanced.runDir, '--json'])]);
+  const [a, b] = await Promise.all([
+    runCli(['--run', runs.balanced.runDir, '--json'], { bin }),
+    runCli(['profile-bottleneck', '--run', runs.balanced.runDir, '--json']),
+  ]);
   assert.equal(a.code, 0, describeRun(a));
   assert.deepEqual(a.json.result.verdicts, b.json.result.verdicts);
 });
 
-test('a leak planted in a real run (a callback that keeps 3 tensors a step) is reported by profile-bottleneck --run', async () => {
-  const tf = await import('@tensorflow/tfjs-core');
-  const { train } = await import('../../src/core/training/trainer.js');
-  const dir = tmp.mkdir('leak');
-  const config = tmp.write('leak/config.yaml', `extends: quickstart\ndataset:\n  path: ${join(repoRoot, 'configs', 'quickstart')}\n  validation_fraction: 0\nlimits:\n  max_audio_s: 2.2\nbatching:\n  batch_size: 2\n  buckets: 1\n  reference_frames: 48\npipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\ntraining:\n  log_every: 4\n  eval_every: 1000\n  checkpoint_every: 1000\n`);
-  const kept: unknown[] = [];
-  const runDir = join(dir, 'run');
-  await train({ loaded: loadConfig(config).loaded!, backend: 'wasm', maxSteps: 8, outputDir: runDir, onStep: () => kept.push(tf.keep(tf.zeros([3])), tf.keep(tf.ones([2])), tf.keep(tf.scalar(1))) });
-  const r = await runCli(['profile-bottleneck', '--run', runDir, '--json']);
-  assert.equal(r.code, 1, describeRun(r)); // a verdict graded high
-  const leak = r.json.result.verdicts.find((v: { id: string }) => v.id === 'memory-leak');
-  assert.equal(leak.grade, 'high', JSON.stringify(leak));
-  assert.match(leak.evidence, /\+3\.00 a step/);
-  // The same run without the planted leak holds a steady count.
-  const clean = join(dir, 'clean');
-  await train({ loaded: loadConfig(config).loaded!, backend: 'wasm', maxSteps: 8, outputDir: clean });
-  const c = await runCli(['profile-bottleneck', '--run', clean, '--json']);
-  assert.equal(c.json.result.verdicts.find((v: { id: string }) => v.id === 'memory-leak').grade, 'ok', JSON.stringify(c.json.result.verdicts));
-});
+test(
+  'a leak planted in a real run (a callback that keeps 3 tensors a step) is ' + 'reported by profile-bottleneck --run',
+  async () => {
+    const tf = await import('@tensorflow/tfjs-core');
+    const { train } = await import('../../src/core/training/trainer.js');
+    const dir = tmp.mkdir('leak');
+    const config = tmp.write(
+      'leak/config.yaml',
+      `extends: quickstart\ndataset:\n  ` +
+        `path: ${join(repoRoot, 'configs', 'quickstart')}\n  validation_fraction: ` +
+        `0\nlimits:\n  max_audio_s: 2.2\nbatching:\n  batch_size: 2\n  buckets: 1\n  ` +
+        `reference_frames: 48\npipeline:\n  cache:\n    ` +
+        `path: ${join(dir, 'cache.sqlite')}\ntraining:\n  log_every: 4\n  eval_every: ` +
+        `1000\n  checkpoint_every: 1000\n`,
+    );
+    const kept: unknown[] = [];
+    const runDir = join(dir, 'run');
+    await train({
+      loaded: loadConfig(config).loaded!,
+      backend: 'wasm',
+      maxSteps: 8,
+      outputDir: runDir,
+      onStep: () => kept.push(tf.keep(tf.zeros([3])), tf.keep(tf.ones([2])), tf.keep(tf.scalar(1))),
+    });
+    const r = await runCli(['profile-bottleneck', '--run', runDir, '--json']);
+    assert.equal(r.code, 1, describeRun(r)); // a verdict graded high
+    const leak = r.json.result.verdicts.find((v: { id: string }) => v.id === 'memory-leak');
+    assert.equal(leak.grade, 'high', JSON.stringify(leak));
+    assert.match(leak.evidence, /\+3\.00 a step/);
+    // The same run without the planted leak holds a steady count.
+    const clean = join(dir, 'clean');
+    await train({ loaded: loadConfig(config).loaded!, backend: 'wasm', maxSteps: 8, outputDir: clean });
+    const c = await runCli(['profile-bottleneck', '--run', clean, '--json']);
+    assert.equal(
+      c.json.result.verdicts.find((v: { id: string }) => v.id === 'memory-leak').grade,
+      'ok',
+      JSON.stringify(c.json.result.verdicts),
+    );
+  },
+);

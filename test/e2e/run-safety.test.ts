@@ -15,7 +15,8 @@ import { assertNoStackTrace, describeRun, runCli } from '../helpers/cli.js';
 import { microRun } from '../helpers/short-clips.js';
 
 const { dir, config } = microRun('xtts-safety-');
-const train = (args: string[]) => runCli(['train', '--config', config, '--backend', 'wasm', ...args, '--json'], { timeoutMs: 300_000 });
+const train = (args: string[]) =>
+  runCli(['train', '--config', config, '--backend', 'wasm', ...args, '--json'], { timeoutMs: 300_000 });
 
 /** Every file under `root` with its SHA-256 (folders as entries): what a refusal must leave exactly as it was. */
 function snapshot(root: string): Record<string, string> {
@@ -38,7 +39,10 @@ function steps(runDir: string): number[] {
   return new CheckpointStore(runDir).list().map((c) => c.step);
 }
 
-/** Rewrites one checkpoint's weights with `value` at the first element of every float tensor (as a diverged run would leave it). */
+/**
+ * Rewrites one checkpoint's weights with `value` at the first element of every float tensor (as a diverged run would
+ * leave it).
+ */
 function poisonWeights(ckptDir: string, value: number): void {
   const file = join(ckptDir, 'weights.safetensors');
   const { arrays, metadata } = decodeSafetensors(readFileSync(file), file);
@@ -53,56 +57,74 @@ describe('a run is never lost', () => {
     assert.equal(first.code, 0, describeRun(first));
   });
 
-  test('train into a folder that holds a run is refused (exit 2) naming --resume and a free folder, and changes no byte there; --resume continues it', async () => {
-    const before = snapshot(used);
-    const again = await train(['--output', used, '--max-steps', '3']);
-    assert.equal(again.code, 2, describeRun(again));
-    assert.equal(again.json.status, 'error');
-    assert.equal(again.json.error.code, 'RUN_FOLDER_USED');
-    const runId = JSON.parse(readFileSync(join(used, 'xtts-run.json'), 'utf8')).runId;
-    assert.match(again.json.error.message, new RegExp(`run ${runId}`));
-    assert.ok(again.json.error.suggestions.some((s: string) => s.includes('--resume')));
-    assert.ok(again.json.error.suggestions.some((s: string) => s.includes(`--output ${used}-2`)), again.json.error.suggestions.join('\n'));
-    assert.deepEqual(snapshot(used), before);
-    // The run's id is in its database and in every checkpoint.
-    const db = new Database(join(used, 'run.sqlite'), { readonly: true });
-    assert.equal(JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'runId'").get() as { v: string }).v), runId);
-    db.close();
-    for (const c of new CheckpointStore(used).list()) assert.equal(JSON.parse(readFileSync(join(c.dir, 'state.json'), 'utf8')).runId, runId);
-    const resumed = await train(['--output', used, '--max-steps', '10', '--resume']);
-    assert.equal(resumed.code, 0, describeRun(resumed));
-    assert.equal(resumed.json.result.startStep, 6);
-    assert.deepEqual(steps(used), [8, 10]); // keep_checkpoints: 2, of this run
-  });
+  test(
+    'train into a folder that holds a run is refused (exit 2) naming --resume and a ' +
+      'free folder, and changes no byte there; --resume continues it',
+    async () => {
+      const before = snapshot(used);
+      const again = await train(['--output', used, '--max-steps', '3']);
+      assert.equal(again.code, 2, describeRun(again));
+      assert.equal(again.json.status, 'error');
+      assert.equal(again.json.error.code, 'RUN_FOLDER_USED');
+      const runId = JSON.parse(readFileSync(join(used, 'xtts-run.json'), 'utf8')).runId;
+      assert.match(again.json.error.message, new RegExp(`run ${runId}`));
+      assert.ok(again.json.error.suggestions.some((s: string) => s.includes('--resume')));
+      assert.ok(
+        again.json.error.suggestions.some((s: string) => s.includes(`--output ${used}-2`)),
+        again.json.error.suggestions.join('\n'),
+      );
+      assert.deepEqual(snapshot(used), before);
+      // The run's id is in its database and in every checkpoint.
+      const db = new Database(join(used, 'run.sqlite'), { readonly: true });
+      assert.equal(JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'runId'").get() as { v: string }).v), runId);
+      db.close();
+      for (const c of new CheckpointStore(used).list())
+        assert.equal(JSON.parse(readFileSync(join(c.dir, 'state.json'), 'utf8')).runId, runId);
+      const resumed = await train(['--output', used, '--max-steps', '10', '--resume']);
+      assert.equal(resumed.code, 0, describeRun(resumed));
+      assert.equal(resumed.json.result.startStep, 6);
+      assert.deepEqual(steps(used), [8, 10]); // keep_checkpoints: 2, of this run
+    },
+  );
 
-  test('rotation removes only the current run\'s checkpoints: an older run\'s (no id) is never touched, and --resume adopts that folder', async () => {
-    const legacy = join(dir, 'runs', 'legacy');
-    const first = await train(['--output', legacy, '--max-steps', '4']);
-    assert.equal(first.code, 0, describeRun(first));
-    // As xtts wrote run folders before runs had ids: no marker, no runId in the checkpoints.
-    for (const c of new CheckpointStore(legacy).list()) {
-      const p = join(c.dir, 'state.json');
-      const { runId: _drop, ...state } = JSON.parse(readFileSync(p, 'utf8'));
-      writeFileSync(p, JSON.stringify(state));
-    }
-    rmSync(join(legacy, 'xtts-run.json'));
-    const oldest = new CheckpointStore(legacy).list()[0];
-    const refused = await train(['--output', legacy, '--max-steps', '3']);
-    assert.equal(refused.json.error.code, 'RUN_FOLDER_USED', describeRun(refused));
-    const resumed = await train(['--output', legacy, '--max-steps', '14', '--resume']);
-    assert.equal(resumed.code, 0, describeRun(resumed));
-    assert.ok(existsSync(oldest.dir), 'the older run\'s checkpoint was rotated away');
-    assert.ok(existsSync(join(legacy, 'xtts-run.json')));
-    assert.deepEqual(steps(legacy).filter((s) => s > 4), [12, 14]);
-  });
+  test(
+    "rotation removes only the current run's checkpoints: an older run's (no id) is " +
+      'never touched, and --resume adopts that folder',
+    async () => {
+      const legacy = join(dir, 'runs', 'legacy');
+      const first = await train(['--output', legacy, '--max-steps', '4']);
+      assert.equal(first.code, 0, describeRun(first));
+      // As xtts wrote run folders before runs had ids: no marker, no runId in the checkpoints.
+      for (const c of new CheckpointStore(legacy).list()) {
+        const p = join(c.dir, 'state.json');
+        const { runId: _drop, ...state } = JSON.parse(readFileSync(p, 'utf8'));
+        writeFileSync(p, JSON.stringify(state));
+      }
+      rmSync(join(legacy, 'xtts-run.json'));
+      const oldest = new CheckpointStore(legacy).list()[0];
+      const refused = await train(['--output', legacy, '--max-steps', '3']);
+      assert.equal(refused.json.error.code, 'RUN_FOLDER_USED', describeRun(refused));
+      const resumed = await train(['--output', legacy, '--max-steps', '14', '--resume']);
+      assert.equal(resumed.code, 0, describeRun(resumed));
+      assert.ok(existsSync(oldest.dir), "the older run's checkpoint was rotated away");
+      assert.ok(existsSync(join(legacy, 'xtts-run.json')));
+      assert.deepEqual(
+        steps(legacy).filter((s) => s > 4),
+        [12, 14],
+      );
+    },
+  );
 
-  test('--dataset without --output trains into <output.dir>-<dataset folder>, never into the config\'s own run', async () => {
-    const r = await train(['--dataset', join(dir, 'data'), '--max-steps', '2']);
-    assert.equal(r.code, 0, describeRun(r));
-    assert.equal(r.json.result.runDir, join(dir, 'runs', 'micro-data'));
-    assert.ok(existsSync(join(dir, 'runs', 'micro-data', 'xtts-run.json')));
-    assert.equal(existsSync(join(dir, 'runs', 'micro')), false);
-  });
+  test(
+    '--dataset without --output trains into <output.dir>-<dataset folder>, never ' + "into the config's own run",
+    async () => {
+      const r = await train(['--dataset', join(dir, 'data'), '--max-steps', '2']);
+      assert.equal(r.code, 0, describeRun(r));
+      assert.equal(r.json.result.runDir, join(dir, 'runs', 'micro-data'));
+      assert.ok(existsSync(join(dir, 'runs', 'micro-data', 'xtts-run.json')));
+      assert.equal(existsSync(join(dir, 'runs', 'micro')), false);
+    },
+  );
 
   test('a checkpoint whose weights hold NaN is refused on resume, naming the tensor; nothing is written', async () => {
     const nan = join(dir, 'runs', 'nan');
@@ -136,96 +158,200 @@ describe('a run is never lost', () => {
     assertNoStackTrace(huge);
   });
 
-  test('a lock whose pid now belongs to another process (its start time differs) is stale; one that matches is not', async () => {
-    const locked = join(dir, 'runs', 'locked');
-    mkdirSync(locked, { recursive: true });
-    // This test's own process: alive, and not an xtts run of this folder.
-    const lock = (processStart: string | null) => writeFileSync(join(locked, '.xtts-run.lock'), JSON.stringify({ pid: process.pid, processStart, host: hostname(), startedAt: new Date().toISOString(), command: 'train' }));
-    lock(processStartTime(process.pid));
-    const held = await train(['--output', locked, '--max-steps', '1']);
-    assert.equal(held.json.error.code, 'RUN_FOLDER_IN_USE', describeRun(held));
-    lock('1');
-    const taken = await train(['--output', locked, '--max-steps', '1']);
-    assert.equal(taken.code, 0, describeRun(taken));
-    assert.equal(existsSync(join(locked, '.xtts-run.lock')), false);
-  });
+  test(
+    'a lock whose pid now belongs to another process (its start time differs) is ' + 'stale; one that matches is not',
+    async () => {
+      const locked = join(dir, 'runs', 'locked');
+      mkdirSync(locked, { recursive: true });
+      // This test's own process: alive, and not an xtts run of this folder.
+      const lock = (processStart: string | null) =>
+        writeFileSync(
+          join(locked, '.xtts-run.lock'),
+          JSON.stringify({
+            pid: process.pid,
+            processStart,
+            host: hostname(),
+            startedAt: new Date().toISOString(),
+            command: 'train',
+          }),
+        );
+      lock(processStartTime(process.pid));
+      const held = await train(['--output', locked, '--max-steps', '1']);
+      assert.equal(held.json.error.code, 'RUN_FOLDER_IN_USE', describeRun(held));
+      lock('1');
+      const taken = await train(['--output', locked, '--max-steps', '1']);
+      assert.equal(taken.code, 0, describeRun(taken));
+      assert.equal(existsSync(join(locked, '.xtts-run.lock')), false);
+    },
+  );
 
-  test('a config whose memory estimate exceeds the backend\'s is refused before the model is allocated, naming the keys', async () => {
-    const r = await train(['--output', join(dir, 'runs', 'huge'), '--max-steps', '1', '--set', 'model.d_model=4096', '--set', 'model.ff_mult=8', '--set', 'model.heads=32', '--set', 'model.text_layers=48', '--set', 'model.decoder_layers=48']);
-    assert.equal(r.code, 2, describeRun(r));
-    assert.equal(r.json.error.code, 'MEMORY_ESTIMATE_EXCEEDS');
-    assert.match(r.json.error.message, /more than the wasm backend's 4 GiB heap/);
-    assert.ok(r.json.error.suggestions[0].includes('model.d_model'));
-    const budget = await train(['--output', join(dir, 'runs', 'budget'), '--max-steps', '1', '--set', 'device.model_memory_budget_mb=64', '--set', 'batching.batch_size=64']);
-    assert.equal(budget.code, 2, describeRun(budget));
-    assert.equal(budget.json.error.code, 'CONFIG_INVALID');
-    assert.match(budget.json.error.message, /exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
-  });
+  test(
+    "a config whose memory estimate exceeds the backend's is refused before the " +
+      'model is allocated, naming the keys',
+    async () => {
+      const r = await train([
+        '--output',
+        join(dir, 'runs', 'huge'),
+        '--max-steps',
+        '1',
+        '--set',
+        'model.d_model=4096',
+        '--set',
+        'model.ff_mult=8',
+        '--set',
+        'model.heads=32',
+        '--set',
+        'model.text_layers=48',
+        '--set',
+        'model.decoder_layers=48',
+      ]);
+      assert.equal(r.code, 2, describeRun(r));
+      assert.equal(r.json.error.code, 'MEMORY_ESTIMATE_EXCEEDS');
+      assert.match(r.json.error.message, /more than the wasm backend's 4 GiB heap/);
+      assert.ok(r.json.error.suggestions[0].includes('model.d_model'));
+      const budget = await train([
+        '--output',
+        join(dir, 'runs', 'budget'),
+        '--max-steps',
+        '1',
+        '--set',
+        'device.model_memory_budget_mb=64',
+        '--set',
+        'batching.batch_size=64',
+      ]);
+      assert.equal(budget.code, 2, describeRun(budget));
+      assert.equal(budget.json.error.code, 'CONFIG_INVALID');
+      assert.match(budget.json.error.message, /exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
+    },
+  );
 });
 
 describe('xtts writes only where it was told', () => {
-  test('an output folder that is not empty, new or an xtts run is refused before anything is written, naming what is there', async () => {
-    const cases: [string, () => string, RegExp][] = [
-      // Names in readdir's order: the first of / (whatever the machine keeps there) is named.
-      ['/', () => '/', new RegExp(`it holds \\d+ entries xtts did not write \\(${readdirSync('/')[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)],
-      ['a folder of the user\'s files', () => {
-        const p = join(dir, 'mine');
-        mkdirSync(p, { recursive: true });
-        writeFileSync(join(p, 'thesis.tex'), 'my work');
-        return p;
-      }, /thesis\.tex/],
-      ['a foreign run.sqlite', () => {
-        const p = join(dir, 'theirs');
-        mkdirSync(p, { recursive: true });
-        const db = new Database(join(p, 'run.sqlite'));
-        db.exec('CREATE TABLE users (name TEXT); INSERT INTO users VALUES (\'ada\')');
-        db.close();
-        return p;
-      }, /run\.sqlite is not an xtts run database/],
-      ['a foreign metrics.jsonl beside notes', () => {
-        const p = join(dir, 'metrics');
-        mkdirSync(p, { recursive: true });
-        writeFileSync(join(p, 'metrics.jsonl'), '{"mine": 1}\n');
-        writeFileSync(join(p, 'notes.md'), '# notes\n');
-        return p;
-      }, /notes\.md/],
-    ];
-    for (const [what, make, found] of cases) {
-      const out = make();
-      const before = out === '/' ? readdirSync('/').sort() : snapshot(out);
-      for (const resume of [[], ['--resume']]) {
-        const r = await train(['--output', out, '--max-steps', '1', ...resume]);
-        assert.equal(r.code, 2, `${what}: ${describeRun(r)}`);
-        assert.equal(r.json.error.code, 'OUTPUT_NOT_RUN_FOLDER', what);
-        assert.match(r.json.error.message, found, what);
+  test(
+    'an output folder that is not empty, new or an xtts run is refused before ' +
+      'anything is written, naming what is there',
+    async () => {
+      const cases: [string, () => string, RegExp][] = [
+        // Names in readdir's order: the first of / (whatever the machine keeps there) is named.
+        [
+          '/',
+          () => '/',
+          new RegExp(
+            `it holds \\d+ entries xtts did not write \\(${readdirSync('/')[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`,
+          ),
+        ],
+        [
+          "a folder of the user's files",
+          () => {
+            const p = join(dir, 'mine');
+            mkdirSync(p, { recursive: true });
+            writeFileSync(join(p, 'thesis.tex'), 'my work');
+            return p;
+          },
+          /thesis\.tex/,
+        ],
+        [
+          'a foreign run.sqlite',
+          () => {
+            const p = join(dir, 'theirs');
+            mkdirSync(p, { recursive: true });
+            const db = new Database(join(p, 'run.sqlite'));
+            db.exec("CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada')");
+            db.close();
+            return p;
+          },
+          /run\.sqlite is not an xtts run database/,
+        ],
+        [
+          'a foreign metrics.jsonl beside notes',
+          () => {
+            const p = join(dir, 'metrics');
+            mkdirSync(p, { recursive: true });
+            writeFileSync(join(p, 'metrics.jsonl'), '{"mine": 1}\n');
+            writeFileSync(join(p, 'notes.md'), '# notes\n');
+            return p;
+          },
+          /notes\.md/,
+        ],
+      ];
+      for (const [what, make, found] of cases) {
+        const out = make();
+        const before = out === '/' ? readdirSync('/').sort() : snapshot(out);
+        for (const resume of [[], ['--resume']]) {
+          const r = await train(['--output', out, '--max-steps', '1', ...resume]);
+          assert.equal(r.code, 2, `${what}: ${describeRun(r)}`);
+          assert.equal(r.json.error.code, 'OUTPUT_NOT_RUN_FOLDER', what);
+          assert.match(r.json.error.message, found, what);
+        }
+        assert.deepEqual(out === '/' ? readdirSync('/').sort() : snapshot(out), before, `${what}: changed`);
       }
-      assert.deepEqual(out === '/' ? readdirSync('/').sort() : snapshot(out), before, `${what}: changed`);
-    }
-  });
+    },
+  );
 
-  test('synthesize refuses to replace an existing file without --overwrite (before loading the model); with it the file becomes a WAV', async () => {
-    const runDir = join(dir, 'runs', 'speak');
-    const first = await train(['--output', runDir, '--max-steps', '2']);
-    assert.equal(first.code, 0, describeRun(first));
-    const precious = join(dir, 'precious.txt');
-    writeFileSync(precious, 'do not lose me');
-    const r = await runCli(['synthesize', '--checkpoint', runDir, '--text', 'The boy.', '--out', precious, '--backend', 'wasm', '--json']);
-    assert.equal(r.code, 2, describeRun(r));
-    assert.equal(r.json.error.code, 'OUTPUT_EXISTS');
-    assert.match(r.json.error.suggestions[0], /--overwrite/);
-    assert.equal(readFileSync(precious, 'utf8'), 'do not lose me');
-    const texts = join(dir, 'texts.txt');
-    writeFileSync(texts, 'The boy.\nThe girl.\n');
-    const outDir = join(dir, 'spoken');
-    mkdirSync(outDir, { recursive: true });
-    writeFileSync(join(outDir, 'line-0002.wav'), 'mine');
-    const many = await runCli(['synthesize', '--checkpoint', runDir, '--texts', texts, '--out-dir', outDir, '--backend', 'wasm', '--json']);
-    assert.equal(many.json.error.code, 'OUTPUT_EXISTS', describeRun(many));
-    assert.deepEqual(readdirSync(outDir), ['line-0002.wav']);
-    const replaced = await runCli(['synthesize', '--checkpoint', runDir, '--text', 'The boy.', '--out', precious, '--backend', 'wasm', '--overwrite', '--json']);
-    assert.equal(replaced.code, 0, describeRun(replaced));
-    assert.equal(readFileSync(precious).subarray(0, 4).toString(), 'RIFF');
-    // Written through a temporary file and a rename: none is left beside it.
-    assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith('.tmp')), []);
-  });
+  test(
+    'synthesize refuses to replace an existing file without --overwrite (before ' +
+      'loading the model); with it the file becomes a WAV',
+    async () => {
+      const runDir = join(dir, 'runs', 'speak');
+      const first = await train(['--output', runDir, '--max-steps', '2']);
+      assert.equal(first.code, 0, describeRun(first));
+      const precious = join(dir, 'precious.txt');
+      writeFileSync(precious, 'do not lose me');
+      const r = await runCli([
+        'synthesize',
+        '--checkpoint',
+        runDir,
+        '--text',
+        'The boy.',
+        '--out',
+        precious,
+        '--backend',
+        'wasm',
+        '--json',
+      ]);
+      assert.equal(r.code, 2, describeRun(r));
+      assert.equal(r.json.error.code, 'OUTPUT_EXISTS');
+      assert.match(r.json.error.suggestions[0], /--overwrite/);
+      assert.equal(readFileSync(precious, 'utf8'), 'do not lose me');
+      const texts = join(dir, 'texts.txt');
+      writeFileSync(texts, 'The boy.\nThe girl.\n');
+      const outDir = join(dir, 'spoken');
+      mkdirSync(outDir, { recursive: true });
+      writeFileSync(join(outDir, 'line-0002.wav'), 'mine');
+      const many = await runCli([
+        'synthesize',
+        '--checkpoint',
+        runDir,
+        '--texts',
+        texts,
+        '--out-dir',
+        outDir,
+        '--backend',
+        'wasm',
+        '--json',
+      ]);
+      assert.equal(many.json.error.code, 'OUTPUT_EXISTS', describeRun(many));
+      assert.deepEqual(readdirSync(outDir), ['line-0002.wav']);
+      const replaced = await runCli([
+        'synthesize',
+        '--checkpoint',
+        runDir,
+        '--text',
+        'The boy.',
+        '--out',
+        precious,
+        '--backend',
+        'wasm',
+        '--overwrite',
+        '--json',
+      ]);
+      assert.equal(replaced.code, 0, describeRun(replaced));
+      assert.equal(readFileSync(precious).subarray(0, 4).toString(), 'RIFF');
+      // Written through a temporary file and a rename: none is left beside it.
+      assert.deepEqual(
+        readdirSync(dir).filter((n) => n.endsWith('.tmp')),
+        [],
+      );
+    },
+  );
 });

@@ -18,7 +18,10 @@ import { readEvents } from '../helpers/tfevents.js';
 const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
 
 // The 12 shortest quickstart clips keep each step cheap on a 2-core CPU.
-const { dir, config } = shortQuickstartRun(12, 'xtts-train-', `  max_steps: 120
+const { dir, config } = shortQuickstartRun(
+  12,
+  'xtts-train-',
+  `  max_steps: 120
   learning_rate: 3e-3
   log_every: 1
   validate_every: 60
@@ -26,204 +29,445 @@ const { dir, config } = shortQuickstartRun(12, 'xtts-train-', `  max_steps: 120
   eval_every: 120
   eval_sentences:
     - text: The boy was there.
-`);
+`,
+);
 
 describe('xtts train', () => {
-  test('the tiny model learns: the loss falls clearly over 120 steps; checkpoints, eval audio and metrics are written', async () => {
-    const out = join(dir, 'run-learn');
-    const r = await runCli(['train', '--config', config, '--output', out, '--json']);
-    assert.equal(r.code, 0, r.stderr.slice(-2000));
-    const res = r.json.result;
-    assert.equal(res.steps, 120);
-    assert.equal(res.stoppedBy, 'max_steps');
-    const first = res.lossCurve.slice(0, 5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
-    const last = res.lossCurve.slice(-5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
-    assert.ok(last < 0.6 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
-    assert.ok(res.validation.length >= 1 && Number.isFinite(res.validation[0].loss));
-    assert.ok(existsSync(join(out, 'checkpoints', 'latest')));
-    const wavs = res.evalFiles.filter((f: string) => f.endsWith('.wav'));
-    assert.ok(wavs.some((f: string) => f.includes('sentence-1')), JSON.stringify(res.evalFiles));
-    for (const w of wavs) {
-      const decoded = decodeWav(readFileSync(w), w);
-      assert.equal(decoded.sampleRateHz, 22050);
-      assert.ok(decoded.durationS > 0.1);
-    }
-    assert.ok(res.evalFiles.some((f: string) => f.endsWith('.png')));
-    assert.equal(trainingLosses(out).size, 120);
-    assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
-    assert.ok(res.timing.kernelsPerStep > 100);
-    // The trainer's thread's garbage collection over the run: 120 steps make young-generation ones.
-    assert.ok(res.hostGc.spanMs > 0 && res.hostGc.minor.count > 0 && res.hostGc.minor.ms > 0, JSON.stringify(res.hostGc));
-    assert.ok(res.hostGc.share > 0 && res.hostGc.share < 1 && res.hostGc.full.longestMs <= res.hostGc.full.ms, JSON.stringify(res.hostGc));
-    // TensorBoard: one event file with every curve, the eval pictures and audio.
-    const events = readdirSync(out).filter((f) => f.startsWith('events.out.tfevents.'));
-    assert.equal(events.length, 1, readdirSync(out).join(' '));
-    const tb = readEvents(join(out, events[0]));
-    for (const tag of ['loss/train', 'loss/mel_post', 'loss/duration', 'learning_rate', 'grad_norm', 'perf/samples_per_s', 'perf/data_wait_share', 'loss/val', 'align/diagonal']) assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
-    assert.equal(tb.scalars['loss/train'].length, 120);
-    assert.ok(tb.images['eval/sentence-1']?.length && tb.images['eval/sentence-1-alignment']?.length, Object.keys(tb.images).join(' '));
-    assert.equal(tb.audio['eval/sentence-1'][0][1], 22050);
+  test(
+    'the tiny model learns: the loss falls clearly over 120 steps; checkpoints, eval ' +
+      'audio and metrics are written',
+    async () => {
+      const out = join(dir, 'run-learn');
+      const r = await runCli(['train', '--config', config, '--output', out, '--json']);
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      const res = r.json.result;
+      assert.equal(res.steps, 120);
+      assert.equal(res.stoppedBy, 'max_steps');
+      const first = res.lossCurve.slice(0, 5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
+      const last = res.lossCurve.slice(-5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
+      assert.ok(last < 0.6 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+      assert.ok(res.validation.length >= 1 && Number.isFinite(res.validation[0].loss));
+      assert.ok(existsSync(join(out, 'checkpoints', 'latest')));
+      const wavs = res.evalFiles.filter((f: string) => f.endsWith('.wav'));
+      assert.ok(
+        wavs.some((f: string) => f.includes('sentence-1')),
+        JSON.stringify(res.evalFiles),
+      );
+      for (const w of wavs) {
+        const decoded = decodeWav(readFileSync(w), w);
+        assert.equal(decoded.sampleRateHz, 22050);
+        assert.ok(decoded.durationS > 0.1);
+      }
+      assert.ok(res.evalFiles.some((f: string) => f.endsWith('.png')));
+      assert.equal(trainingLosses(out).size, 120);
+      assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
+      assert.ok(res.timing.kernelsPerStep > 100);
+      // The trainer's thread's garbage collection over the run: 120 steps make young-generation ones.
+      assert.ok(
+        res.hostGc.spanMs > 0 && res.hostGc.minor.count > 0 && res.hostGc.minor.ms > 0,
+        JSON.stringify(res.hostGc),
+      );
+      assert.ok(
+        res.hostGc.share > 0 && res.hostGc.share < 1 && res.hostGc.full.longestMs <= res.hostGc.full.ms,
+        JSON.stringify(res.hostGc),
+      );
+      // TensorBoard: one event file with every curve, the eval pictures and audio.
+      const events = readdirSync(out).filter((f) => f.startsWith('events.out.tfevents.'));
+      assert.equal(events.length, 1, readdirSync(out).join(' '));
+      const tb = readEvents(join(out, events[0]));
+      for (const tag of [
+        'loss/train',
+        'loss/mel_post',
+        'loss/duration',
+        'learning_rate',
+        'grad_norm',
+        'perf/samples_per_s',
+        'perf/data_wait_share',
+        'loss/val',
+        'align/diagonal',
+      ])
+        assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
+      assert.equal(tb.scalars['loss/train'].length, 120);
+      assert.ok(
+        tb.images['eval/sentence-1']?.length && tb.images['eval/sentence-1-alignment']?.length,
+        Object.keys(tb.images).join(' '),
+      );
+      assert.equal(tb.audio['eval/sentence-1'][0][1], 22050);
 
-    const wav = join(dir, 'synth.wav');
-    const s = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy was there.', '--out', wav, '--json']);
-    assert.equal(s.code, 0, s.stderr);
-    const d = decodeWav(readFileSync(wav), wav);
-    assert.ok(d.durationS > 0.1 && d.samples.some((x) => Math.abs(x) > 0.01));
-    // A checkpoint kept without its optimizer's moments (weights and state only) speaks the same.
-    const latest = join(out, 'checkpoints', readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim());
-    const weightsOnly = join(dir, 'weights-only');
-    cpSync(latest, weightsOnly, { recursive: true });
-    rmSync(join(weightsOnly, 'optimizer.safetensors'));
-    const slim = await runCli(['synthesize', '--checkpoint', weightsOnly, '--text', 'The boy was there.', '--out', join(dir, 'slim.wav'), '--json']);
-    assert.equal(slim.code, 0, slim.stderr);
-    assert.deepEqual(readFileSync(join(dir, 'slim.wav')), readFileSync(wav));
-    const bad = await runCli(['synthesize', '--checkpoint', out, '--text', 'snowman ☃', '--out', wav, '--overwrite', '--json']);
-    assert.equal(bad.code, 2);
-    assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
-    assert.match(bad.json.error.message, /"☃" at character 9/);
+      const wav = join(dir, 'synth.wav');
+      const s = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'The boy was there.',
+        '--out',
+        wav,
+        '--json',
+      ]);
+      assert.equal(s.code, 0, s.stderr);
+      const d = decodeWav(readFileSync(wav), wav);
+      assert.ok(d.durationS > 0.1 && d.samples.some((x) => Math.abs(x) > 0.01));
+      // A checkpoint kept without its optimizer's moments (weights and state only) speaks the same.
+      const latest = join(out, 'checkpoints', readFileSync(join(out, 'checkpoints', 'latest'), 'utf8').trim());
+      const weightsOnly = join(dir, 'weights-only');
+      cpSync(latest, weightsOnly, { recursive: true });
+      rmSync(join(weightsOnly, 'optimizer.safetensors'));
+      const slim = await runCli([
+        'synthesize',
+        '--checkpoint',
+        weightsOnly,
+        '--text',
+        'The boy was there.',
+        '--out',
+        join(dir, 'slim.wav'),
+        '--json',
+      ]);
+      assert.equal(slim.code, 0, slim.stderr);
+      assert.deepEqual(readFileSync(join(dir, 'slim.wav')), readFileSync(wav));
+      const bad = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'snowman ☃',
+        '--out',
+        wav,
+        '--overwrite',
+        '--json',
+      ]);
+      assert.equal(bad.code, 2);
+      assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
+      assert.match(bad.json.error.message, /"☃" at character 9/);
 
-    // Nothing to say is not 8 s of a WAV.
-    const blank = await runCli(['synthesize', '--checkpoint', out, '--text', '   ', '--out', join(dir, 'blank.wav'), '--json']);
-    assert.equal(blank.code, 2, blank.stderr);
-    assert.equal(blank.json.error.code, 'SYNTH_UNSPEAKABLE');
-    assert.match(blank.json.error.message, /nothing to speak/);
-    assert.equal(existsSync(join(dir, 'blank.wav')), false);
+      // Nothing to say is not 8 s of a WAV.
+      const blank = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        '   ',
+        '--out',
+        join(dir, 'blank.wav'),
+        '--json',
+      ]);
+      assert.equal(blank.code, 2, blank.stderr);
+      assert.equal(blank.json.error.code, 'SYNTH_UNSPEAKABLE');
+      assert.match(blank.json.error.message, /nothing to speak/);
+      assert.equal(existsSync(join(dir, 'blank.wav')), false);
 
-    // A place the WAV cannot go is a usage error before any synthesis.
-    const missing = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', join(dir, 'no', 'such', 'x.wav'), '--json']);
-    assert.equal(missing.code, 2, missing.stderr);
-    assert.equal(missing.json.error.code, 'OUTPUT_UNWRITABLE');
-    assert.match(missing.json.error.message, /does not exist/);
-    const folder = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', dir, '--json']);
-    assert.equal(folder.code, 2, folder.stderr);
-    assert.match(folder.json.error.message, /is a folder: name the WAV file/);
+      // A place the WAV cannot go is a usage error before any synthesis.
+      const missing = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'The boy.',
+        '--out',
+        join(dir, 'no', 'such', 'x.wav'),
+        '--json',
+      ]);
+      assert.equal(missing.code, 2, missing.stderr);
+      assert.equal(missing.json.error.code, 'OUTPUT_UNWRITABLE');
+      assert.match(missing.json.error.message, /does not exist/);
+      const folder = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', dir, '--json']);
+      assert.equal(folder.code, 2, folder.stderr);
+      assert.match(folder.json.error.message, /is a folder: name the WAV file/);
 
-    // Many texts at once: every speakable line gets its WAV (q and z never occur in these 12 clips,
-    // the alphabet still gives them tokens: a warning, not a failure); the unspeakable line is named and skipped.
-    const texts = join(dir, 'texts.txt');
-    writeFileSync(texts, 'The boy was there.\n\nA quiz, a zebra.\nsnow ☃ man\n');
-    const spoken = join(dir, 'spoken');
-    mkdirSync(spoken);
-    const many = await runCli(['synthesize', '--checkpoint', out, '--texts', texts, '--out-dir', spoken, '--batch-size', '2', '--json']);
-    assert.equal(many.code, 1, many.stderr); // spoken, but not all: exit 1 (findings), as docs/exit-codes.md says
-    assert.deepEqual(readdirSync(spoken).sort(), ['line-0001.wav', 'line-0003.wav', 'synthesis.json']);
-    assert.equal(many.json.result.skipped.length, 1);
-    assert.equal(many.json.result.skipped[0].where, `${texts}:4`);
-    assert.match(many.json.result.skipped[0].reason, /"☃" at character 6/);
-    assert.ok(many.json.warnings.some((w: string) => w.includes(`${texts}:3`) && w.includes('"q"') && w.includes('"z"')), JSON.stringify(many.json.warnings));
-    for (const f of ['line-0001.wav', 'line-0003.wav']) assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
-  });
+      // Many texts at once: every speakable line gets its WAV (q and z never occur in these 12 clips,
+      // the alphabet still gives them tokens: a warning, not a failure); the unspeakable line is named and skipped.
+      const texts = join(dir, 'texts.txt');
+      writeFileSync(texts, 'The boy was there.\n\nA quiz, a zebra.\nsnow ☃ man\n');
+      const spoken = join(dir, 'spoken');
+      mkdirSync(spoken);
+      const many = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--texts',
+        texts,
+        '--out-dir',
+        spoken,
+        '--batch-size',
+        '2',
+        '--json',
+      ]);
+      assert.equal(many.code, 1, many.stderr); // spoken, but not all: exit 1 (findings), as docs/exit-codes.md says
+      assert.deepEqual(readdirSync(spoken).sort(), ['line-0001.wav', 'line-0003.wav', 'synthesis.json']);
+      assert.equal(many.json.result.skipped.length, 1);
+      assert.equal(many.json.result.skipped[0].where, `${texts}:4`);
+      assert.match(many.json.result.skipped[0].reason, /"☃" at character 6/);
+      assert.ok(
+        many.json.warnings.some((w: string) => w.includes(`${texts}:3`) && w.includes('"q"') && w.includes('"z"')),
+        JSON.stringify(many.json.warnings),
+      );
+      for (const f of ['line-0001.wav', 'line-0003.wav'])
+        assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
+    },
+  );
 
-  test('a second run into a folder in use stops at once naming the holder; the lock a killed run left is taken over', async () => {
-    const out = join(dir, 'run-locked');
-    const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-    const first = spawn(process.execPath, [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--output', out, '--max-steps', '500'], { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    const training = new Promise<void>((ok) =>
-      first.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-        if (/step\s+2\//.test(stderr)) ok();
-      }),
-    );
-    const exited = new Promise((r) => first.once('exit', (c, sig) => r(sig ?? c)));
-    await training;
-    const second = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', '--json']);
-    assert.equal(second.code, 2, second.stderr);
-    assert.equal(second.json.error.code, 'RUN_FOLDER_IN_USE');
-    assert.match(second.json.error.message, new RegExp(`in use by xtts \\(process ${first.pid} on `));
-    first.kill('SIGKILL');
-    assert.equal(await exited, 'SIGKILL');
-    assert.ok(existsSync(join(out, '.xtts-run.lock')), 'a killed run leaves its lock');
-    // Only the first run wrote there: its steps, none of the second's.
-    const steps = new Database(join(out, 'run.sqlite'), { readonly: true }).prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number };
-    assert.ok(steps.n >= 2);
-    // The killed run's folder is resumed (a new run there would be refused: RUN_FOLDER_USED).
-    const third = await runCli(['train', '--config', config, '--output', join(out), '--max-steps', '1', '--resume', '--set', 'training.eval_every=1000', '--json']);
-    assert.equal(third.code, 0, third.stderr);
-    assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock is released at the end');
-  });
+  test(
+    'a second run into a folder in use stops at once naming the holder; the lock a ' + 'killed run left is taken over',
+    async () => {
+      const out = join(dir, 'run-locked');
+      const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+      const first = spawn(
+        process.execPath,
+        [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--output', out, '--max-steps', '500'],
+        { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      const training = new Promise<void>((ok) =>
+        first.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+          if (/step\s+2\//.test(stderr)) ok();
+        }),
+      );
+      const exited = new Promise((r) => first.once('exit', (c, sig) => r(sig ?? c)));
+      await training;
+      const second = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', '--json']);
+      assert.equal(second.code, 2, second.stderr);
+      assert.equal(second.json.error.code, 'RUN_FOLDER_IN_USE');
+      assert.match(second.json.error.message, new RegExp(`in use by xtts \\(process ${first.pid} on `));
+      first.kill('SIGKILL');
+      assert.equal(await exited, 'SIGKILL');
+      assert.ok(existsSync(join(out, '.xtts-run.lock')), 'a killed run leaves its lock');
+      // Only the first run wrote there: its steps, none of the second's.
+      const steps = new Database(join(out, 'run.sqlite'), { readonly: true })
+        .prepare('SELECT COUNT(*) AS n FROM steps')
+        .get() as { n: number };
+      assert.ok(steps.n >= 2);
+      // The killed run's folder is resumed (a new run there would be refused: RUN_FOLDER_USED).
+      const third = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        join(out),
+        '--max-steps',
+        '1',
+        '--resume',
+        '--set',
+        'training.eval_every=1000',
+        '--json',
+      ]);
+      assert.equal(third.code, 0, third.stderr);
+      assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock is released at the end');
+    },
+  );
 
-  test('steps count optimizer updates: with grad_accumulation_steps 2, --max-steps 4 makes 4 updates of two batches each', async () => {
-    const out = join(dir, 'run-accum');
-    const quiet = ['--set', 'training.validate_every=1000', '--set', 'training.checkpoint_every=1000', '--set', 'training.eval_every=1000'];
-    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '4', '--set', 'training.grad_accumulation_steps=2', ...quiet, '--json']);
-    assert.equal(r.code, 0, r.stderr.slice(-2000));
-    assert.equal(r.json.result.steps, 4);
-    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
-    const steps = db.prepare('SELECT step, batch_size AS samples, learning_rate AS lr FROM steps ORDER BY step').all() as { step: number; samples: number; lr: number }[];
-    const lrs = db.prepare("SELECT value FROM metrics WHERE name = 'learning_rate' ORDER BY step").all() as { value: number }[];
-    db.close();
-    assert.deepEqual(steps.map((x) => x.step), [1, 2, 3, 4]);
-    // Two batches of at most 4 (11 training clips: an epoch's last batch is short): more than one batch holds.
-    assert.ok(steps.every((x) => x.samples > 4 && x.samples <= 8), JSON.stringify(steps));
-    assert.ok(steps.every((x) => Number.isFinite(x.lr) && x.lr > 0), JSON.stringify(steps));
-    assert.equal(lrs.length, 4);
-    assert.ok(lrs.every((x) => Number.isFinite(x.value)));
-    // The warm-up counts updates: the 4th update's rate is the schedule's 4th.
-    assert.ok(steps[3].lr > steps[2].lr && steps[2].lr > steps[0].lr);
-  });
+  test(
+    'steps count optimizer updates: with grad_accumulation_steps 2, --max-steps 4 ' +
+      'makes 4 updates of two batches each',
+    async () => {
+      const out = join(dir, 'run-accum');
+      const quiet = [
+        '--set',
+        'training.validate_every=1000',
+        '--set',
+        'training.checkpoint_every=1000',
+        '--set',
+        'training.eval_every=1000',
+      ];
+      const r = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        out,
+        '--max-steps',
+        '4',
+        '--set',
+        'training.grad_accumulation_steps=2',
+        ...quiet,
+        '--json',
+      ]);
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.equal(r.json.result.steps, 4);
+      const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+      const steps = db
+        .prepare('SELECT step, batch_size AS samples, learning_rate AS lr FROM steps ORDER BY step')
+        .all() as { step: number; samples: number; lr: number }[];
+      const lrs = db.prepare("SELECT value FROM metrics WHERE name = 'learning_rate' ORDER BY step").all() as {
+        value: number;
+      }[];
+      db.close();
+      assert.deepEqual(
+        steps.map((x) => x.step),
+        [1, 2, 3, 4],
+      );
+      // Two batches of at most 4 (11 training clips: an epoch's last batch is short): more than one batch holds.
+      assert.ok(
+        steps.every((x) => x.samples > 4 && x.samples <= 8),
+        JSON.stringify(steps),
+      );
+      assert.ok(
+        steps.every((x) => Number.isFinite(x.lr) && x.lr > 0),
+        JSON.stringify(steps),
+      );
+      assert.equal(lrs.length, 4);
+      assert.ok(lrs.every((x) => Number.isFinite(x.value)));
+      // The warm-up counts updates: the 4th update's rate is the schedule's 4th.
+      assert.ok(steps[3].lr > steps[2].lr && steps[2].lr > steps[0].lr);
+    },
+  );
 
-  test('a diverged model stops at exactly max_nonfinite_steps with exit 1, a findings envelope and no checkpoint of its state; synthesize refuses NaN weights', async () => {
-    const out = join(dir, 'run-nan');
-    const quiet = ['--set', 'training.validate_every=1000', '--set', 'training.checkpoint_every=1000', '--set', 'training.eval_every=1000'];
-    const first = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', ...quiet, '--json']);
-    assert.equal(first.code, 0, first.stderr.slice(-2000));
-    // Weights at the edge of float32 (finite, so the checkpoint is a legal one): every forward pass overflows, as a blown-up run's would.
-    const store = new CheckpointStore(out);
-    const latest = store.latest()!;
-    const ckpt = store.load<CheckpointState>(latest);
-    for (const w of ckpt.weights) if (w.dtype === 'float32') w.data[0] = 3e38;
-    store.save(1, ckpt, { keep: 3 });
-    const before = readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort();
-    const stopped = await runCli(['train', '--config', config, '--output', out, '--resume', '--max-steps', '40', '--set', 'training.max_nonfinite_steps=3', ...quiet, '--json']);
-    assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
-    assert.equal(stopped.json.status, 'findings');
-    assert.equal(stopped.json.result.stoppedBy, 'non_finite');
-    assert.equal(stopped.json.result.nonFiniteSteps, 3);
-    assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates
-    assert.deepEqual(readdirSync(join(out, 'checkpoints')).filter((n) => n.startsWith('step-')).sort(), before);
-    const db = new Database(join(out, 'run.sqlite'), { readonly: true });
-    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps WHERE non_finite = 1').get() as { n: number }).n, 3);
-    db.close();
-    // Fewer steps than the limit, every one of them non-finite: still a failed run.
-    const all = await runCli(['train', '--config', config, '--output', out, '--resume', '--max-steps', '3', '--set', 'training.max_nonfinite_steps=10', ...quiet, '--json']);
-    assert.equal(all.code, 1, all.stderr.slice(-2000));
-    assert.equal(all.json.result.stoppedBy, 'non_finite');
-    // NaN in the weights (written around the store, which refuses to): synthesis refuses them, naming the tensor.
-    const file = join(latest, 'weights.safetensors');
-    const { arrays, metadata } = decodeSafetensors(readFileSync(file), file);
-    for (const a of arrays) if (a.dtype === 'float32') a.data[0] = Number.NaN;
-    writeFileSync(file, encodeSafetensors(arrays, metadata));
-    assert.throws(() => store.save(2, store.load(latest), { keep: 3 }), /CHECKPOINT_NOT_FINITE|holds NaN/);
-    const spoken = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy was there.', '--out', join(dir, 'nan.wav'), '--json']);
-    assert.equal(spoken.code, 2, spoken.stderr);
-    assert.equal(spoken.json.error.code, 'CHECKPOINT_NOT_FINITE');
-    assert.match(spoken.json.error.message, /weight \S+ holds NaN/);
-    assert.equal(existsSync(join(dir, 'nan.wav')), false);
-  });
+  test(
+    'a diverged model stops at exactly max_nonfinite_steps with exit 1, a findings ' +
+      'envelope and no checkpoint of its state; synthesize refuses NaN weights',
+    async () => {
+      const out = join(dir, 'run-nan');
+      const quiet = [
+        '--set',
+        'training.validate_every=1000',
+        '--set',
+        'training.checkpoint_every=1000',
+        '--set',
+        'training.eval_every=1000',
+      ];
+      const first = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        out,
+        '--max-steps',
+        '1',
+        ...quiet,
+        '--json',
+      ]);
+      assert.equal(first.code, 0, first.stderr.slice(-2000));
+      // Weights at the edge of float32 (finite, so the checkpoint is a legal one): every forward pass overflows, as a
+      // blown-up run's would.
+      const store = new CheckpointStore(out);
+      const latest = store.latest()!;
+      const ckpt = store.load<CheckpointState>(latest);
+      for (const w of ckpt.weights) if (w.dtype === 'float32') w.data[0] = 3e38;
+      store.save(1, ckpt, { keep: 3 });
+      const before = readdirSync(join(out, 'checkpoints'))
+        .filter((n) => n.startsWith('step-'))
+        .sort();
+      const stopped = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        out,
+        '--resume',
+        '--max-steps',
+        '40',
+        '--set',
+        'training.max_nonfinite_steps=3',
+        ...quiet,
+        '--json',
+      ]);
+      assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
+      assert.equal(stopped.json.status, 'findings');
+      assert.equal(stopped.json.result.stoppedBy, 'non_finite');
+      assert.equal(stopped.json.result.nonFiniteSteps, 3);
+      assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates
+      assert.deepEqual(
+        readdirSync(join(out, 'checkpoints'))
+          .filter((n) => n.startsWith('step-'))
+          .sort(),
+        before,
+      );
+      const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps WHERE non_finite = 1').get() as { n: number }).n, 3);
+      db.close();
+      // Fewer steps than the limit, every one of them non-finite: still a failed run.
+      const all = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        out,
+        '--resume',
+        '--max-steps',
+        '3',
+        '--set',
+        'training.max_nonfinite_steps=10',
+        ...quiet,
+        '--json',
+      ]);
+      assert.equal(all.code, 1, all.stderr.slice(-2000));
+      assert.equal(all.json.result.stoppedBy, 'non_finite');
+      // NaN in the weights (written around the store, which refuses to): synthesis refuses them, naming the tensor.
+      const file = join(latest, 'weights.safetensors');
+      const { arrays, metadata } = decodeSafetensors(readFileSync(file), file);
+      for (const a of arrays) if (a.dtype === 'float32') a.data[0] = Number.NaN;
+      writeFileSync(file, encodeSafetensors(arrays, metadata));
+      assert.throws(() => store.save(2, store.load(latest), { keep: 3 }), /CHECKPOINT_NOT_FINITE|holds NaN/);
+      const spoken = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'The boy was there.',
+        '--out',
+        join(dir, 'nan.wav'),
+        '--json',
+      ]);
+      assert.equal(spoken.code, 2, spoken.stderr);
+      assert.equal(spoken.json.error.code, 'CHECKPOINT_NOT_FINITE');
+      assert.match(spoken.json.error.message, /weight \S+ holds NaN/);
+      assert.equal(existsSync(join(dir, 'nan.wav')), false);
+    },
+  );
 
-  test('a config that would fail later or train otherwise than asked is refused before any work, with where and why', async () => {
-    const out = join(dir, 'run-refused');
-    for (const [sets, rule] of [
-      [['device.backend=wasm', 'training.precision=mixed_fp16'], /precision mixed_fp16: wasm: tfjs-backend-wasm 4.22 computes in float32/],
-      [['training.optimizer.weight_decay=1e30'], /wipes them out/],
-      [['batching.reference_frames=4096'], /reference_frames 4096 is longer than the longest clip/],
-    ] as const) {
-      const set = sets[sets.length - 1];
-      const r = await runCli(['train', '--config', config, '--output', out, ...sets.flatMap((x) => ['--set', x]), '--json']);
-      assert.equal(r.code, 2, `${set}: ${r.stderr}`);
-      assert.equal(r.json.error.code, 'CONFIG_INVALID');
-      assert.match(r.json.error.message, rule);
-      assert.match(r.json.error.message, new RegExp(`--set ${set.replace(/[.]/g, '\\.')}`));
-      assert.equal(existsSync(out), false, 'nothing was written');
-    }
-  });
+  test(
+    'a config that would fail later or train otherwise than asked is refused before ' + 'any work, with where and why',
+    async () => {
+      const out = join(dir, 'run-refused');
+      for (const [sets, rule] of [
+        [
+          ['device.backend=wasm', 'training.precision=mixed_fp16'],
+          /precision mixed_fp16: wasm: tfjs-backend-wasm 4.22 computes in float32/,
+        ],
+        [['training.optimizer.weight_decay=1e30'], /wipes them out/],
+        [['batching.reference_frames=4096'], /reference_frames 4096 is longer than the longest clip/],
+      ] as const) {
+        const set = sets[sets.length - 1];
+        const r = await runCli([
+          'train',
+          '--config',
+          config,
+          '--output',
+          out,
+          ...sets.flatMap((x) => ['--set', x]),
+          '--json',
+        ]);
+        assert.equal(r.code, 2, `${set}: ${r.stderr}`);
+        assert.equal(r.json.error.code, 'CONFIG_INVALID');
+        assert.match(r.json.error.message, rule);
+        assert.match(r.json.error.message, new RegExp(`--set ${set.replace(/[.]/g, '\\.')}`));
+        assert.equal(existsSync(out), false, 'nothing was written');
+      }
+    },
+  );
 
   test('a batch larger than the training set is the training set once, not many copies of every clip', async () => {
     const out = join(dir, 'run-bigbatch');
-    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '1', '--set', 'batching.batch_size=4096', '--set', 'training.eval_every=1000', '--set', 'training.validate_every=1000']);
+    const r = await runCli([
+      'train',
+      '--config',
+      config,
+      '--output',
+      out,
+      '--max-steps',
+      '1',
+      '--set',
+      'batching.batch_size=4096',
+      '--set',
+      'training.eval_every=1000',
+      '--set',
+      'training.validate_every=1000',
+    ]);
     assert.equal(r.code, 0, r.stderr.slice(-2000));
-    const m = /batching\.batch_size 4096 is more than the (\d+) training utterances: each batch holds all \1 of them once/.exec(r.stderr);
+    const m =
+      /batching\.batch_size 4096 is more than the (\d+) training utterances: each batch holds all \1 of them once/.exec(
+        r.stderr,
+      );
     assert.ok(m, r.stderr.slice(-2000));
     const db = new Database(join(out, 'run.sqlite'), { readonly: true });
     const row = db.prepare('SELECT batch_size AS n FROM steps').get() as { n: number };
@@ -234,10 +478,27 @@ describe('xtts train', () => {
   test('--strict refuses a dataset with an unusable row, naming it; without it the row is skipped', async () => {
     const data = join(dir, 'strict-data');
     mkdirSync(join(data, 'wavs'), { recursive: true });
-    for (const f of readdirSync(join(dir, 'data', 'wavs'))) copyFileSync(join(dir, 'data', 'wavs', f), join(data, 'wavs', f));
-    writeFileSync(join(data, 'metadata.csv'), readFileSync(join(dir, 'data', 'metadata.csv'), 'utf8') + 'GONE|This clip is not there.|This clip is not there.\n');
+    for (const f of readdirSync(join(dir, 'data', 'wavs')))
+      copyFileSync(join(dir, 'data', 'wavs', f), join(data, 'wavs', f));
+    writeFileSync(
+      join(data, 'metadata.csv'),
+      readFileSync(join(dir, 'data', 'metadata.csv'), 'utf8') +
+        'GONE|This clip is not there.|This clip is not there.\n',
+    );
     const lines = readFileSync(join(data, 'metadata.csv'), 'utf8').trim().split('\n').length;
-    const r = await runCli(['train', '--config', config, '--dataset', data, '--output', join(dir, 'run-strict'), '--max-steps', '1', '--strict', '--json']);
+    const r = await runCli([
+      'train',
+      '--config',
+      config,
+      '--dataset',
+      data,
+      '--output',
+      join(dir, 'run-strict'),
+      '--max-steps',
+      '1',
+      '--strict',
+      '--json',
+    ]);
     assert.equal(r.code, 2, r.stderr.slice(-1000));
     assert.equal(r.json.error.code, 'DATASET_ROWS_SKIPPED');
     assert.match(r.json.error.message, new RegExp(`metadata\\.csv:${lines} \\(GONE\\): missing_audio`));
@@ -246,16 +507,39 @@ describe('xtts train', () => {
   test('on a terminal a progress bar with the ETA runs under the log lines; a pipe gets the lines alone', async () => {
     // script(1) (bsdutils) gives the CLI a pseudo-terminal, as a user's shell does.
     const out = join(dir, 'run-tty');
-    const cmd = [process.execPath, join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--output', out, '--max-steps', '6', '--set', 'training.log_every=3', '--set', 'training.eval_every=1000', '--set', 'training.validate_every=1000']
+    const cmd = [
+      process.execPath,
+      join(repoRoot, 'src/cli/run.js'),
+      'train',
+      '--config',
+      config,
+      '--output',
+      out,
+      '--max-steps',
+      '6',
+      '--set',
+      'training.log_every=3',
+      '--set',
+      'training.eval_every=1000',
+      '--set',
+      'training.validate_every=1000',
+    ]
       .map((a) => `'${a}'`)
       .join(' ');
     const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-    const tty = execFileSync('script', ['-qefc', cmd, '/dev/null'], { encoding: 'utf8', env: { ...env, NO_COLOR: '1' }, timeout: 600_000 });
+    const tty = execFileSync('script', ['-qefc', cmd, '/dev/null'], {
+      encoding: 'utf8',
+      env: { ...env, NO_COLOR: '1' },
+      timeout: 600_000,
+    });
     assert.match(tty, /train +\[#*\.*\] \d\/6 .*steps\/s, ETA \d+/);
     assert.match(tty, /step 3\/6 +loss/);
     assert.match(tty, /\r\x1b\[K/); // the bar is taken off its line before a log line
     // The summary says how long the trainer's thread was stopped collecting garbage.
-    assert.match(tty, /host garbage collection: \d+ full \([\d.]+ ms, longest [\d.]+ ms\), \d+ young \([\d.]+ ms\): [\d.]+% of the run's wall/);
+    assert.match(
+      tty,
+      /host garbage collection: \d+ full \([\d.]+ ms, longest [\d.]+ ms\), \d+ young \([\d.]+ ms\): [\d.]+% of the run's wall/,
+    );
   });
 
   test('a run folder that cannot be one fails at once, before the data is prepared', async () => {
@@ -275,14 +559,31 @@ describe('xtts train', () => {
     }
   });
 
-  test('device.model_memory_budget_mb refuses a run whose estimate exceeds it before any work, naming the key and the batch that fits', async () => {
-    const out = join(dir, 'run-budget');
-    const r = await runCli(['train', '--config', config, '--output', out, '--max-steps', '3', '--set', 'model.d_model=256', '--set', 'device.model_memory_budget_mb=64', '--json']);
-    assert.equal(r.code, 2, r.stderr.slice(-1000));
-    assert.equal(r.json.error.code, 'CONFIG_INVALID');
-    assert.match(r.json.error.message, /estimated .* exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
-    assert.equal(existsSync(join(out, 'run.sqlite')), false);
-  });
+  test(
+    'device.model_memory_budget_mb refuses a run whose estimate exceeds it before ' +
+      'any work, naming the key and the batch that fits',
+    async () => {
+      const out = join(dir, 'run-budget');
+      const r = await runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        out,
+        '--max-steps',
+        '3',
+        '--set',
+        'model.d_model=256',
+        '--set',
+        'device.model_memory_budget_mb=64',
+        '--json',
+      ]);
+      assert.equal(r.code, 2, r.stderr.slice(-1000));
+      assert.equal(r.json.error.code, 'CONFIG_INVALID');
+      assert.match(r.json.error.message, /estimated .* exceeds device\.model_memory_budget_mb = 64\.0 MiB/);
+      assert.equal(existsSync(join(out, 'run.sqlite')), false);
+    },
+  );
 
   test('a missing dataset is a clear error, not a stack trace', async () => {
     const r = await runCli(['train', '--config', config, '--dataset', join(dir, 'nope'), '--json']);

@@ -20,7 +20,10 @@ const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 // changed alignment path follows: measured, the runs agree within 1e-5 for 6 steps, then part (4e-2
 // at step 20). ε 1e-6 and lr 1e-3 keep rounding from being amplified, so 20 steps compare the
 // computation itself.
-const { dir, config } = shortQuickstartRun(12, 'xtts-parallel-', `  max_steps: 24
+const { dir, config } = shortQuickstartRun(
+  12,
+  'xtts-parallel-',
+  `  max_steps: 24
   learning_rate: 1e-3
   optimizer:
     epsilon: 1e-6
@@ -29,7 +32,8 @@ const { dir, config } = shortQuickstartRun(12, 'xtts-parallel-', `  max_steps: 2
   checkpoint_every: 1000
   eval_every: 1000
   eval_sentences: []
-`);
+`,
+);
 
 function sameLosses(a: Map<number, number>, b: Map<number, number>, steps: number[]): void {
   for (const s of steps) {
@@ -43,56 +47,104 @@ function sameLosses(a: Map<number, number>, b: Map<number, number>, steps: numbe
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe('xtts train --gpus (CPU replicas)', () => {
-  test('2 replicas: the losses of one device with the same global batch over 20 steps; each replica\'s part of every step recorded; a resume continues the same curve', async () => {
-    const one = join(dir, 'one');
-    const r1 = await runCli(['train', '--config', config, '--backend', 'wasm', '--max-steps', '20', '--output', one, '--json']);
-    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
-    const two = join(dir, 'two');
-    const r2 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', two]);
-    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
-    assert.match(r2.stderr, /data-parallel: 2 replicas, 2 CPU replicas on the wasm backend \(device\.gpus cpu:2\); each trains on 2 of every batch of 4/);
-    assert.match(r2.stderr, /replicas: 0 wasm, 1 wasm/);
-    // One progress line per log interval, not one per replica.
-    assert.equal((r2.stderr.match(/^step +7\/24 /gm) ?? []).length, 1, r2.stderr);
-    sameLosses(trainingLosses(two), trainingLosses(one), range(1, 20));
+  test(
+    '2 replicas: the losses of one device with the same global batch over 20 steps; ' +
+      "each replica's part of every step recorded; a resume continues the same curve",
+    async () => {
+      const one = join(dir, 'one');
+      const r1 = await runCli([
+        'train',
+        '--config',
+        config,
+        '--backend',
+        'wasm',
+        '--max-steps',
+        '20',
+        '--output',
+        one,
+        '--json',
+      ]);
+      assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+      const two = join(dir, 'two');
+      const r2 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', two]);
+      assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+      assert.match(
+        r2.stderr,
+        /data-parallel: 2 replicas, 2 CPU replicas on the wasm backend \(device\.gpus cpu:2\); each trains on 2 of every batch of 4/,
+      );
+      assert.match(r2.stderr, /replicas: 0 wasm, 1 wasm/);
+      // One progress line per log interval, not one per replica.
+      assert.equal((r2.stderr.match(/^step +7\/24 /gm) ?? []).length, 1, r2.stderr);
+      sameLosses(trainingLosses(two), trainingLosses(one), range(1, 20));
 
-    const db = new Database(join(two, 'run.sqlite'), { readonly: true });
-    const parts = db.prepare('SELECT step, rank, samples, all_reduce_ms, forward_backward_ms FROM replica_steps ORDER BY step, rank').all() as { step: number; rank: number; samples: number; all_reduce_ms: number; forward_backward_ms: number }[];
-    const steps = db.prepare('SELECT step, batch_size, all_reduce_ms FROM steps ORDER BY step').all() as { step: number; batch_size: number; all_reduce_ms: number }[];
-    const replicas = JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'replicas'").get() as { v: string }).v);
-    db.close();
-    assert.deepEqual(replicas, ['wasm', 'wasm']);
-    assert.equal(parts.length, 48);
-    for (const s of steps) {
-      const mine = parts.filter((p) => p.step === s.step);
-      assert.deepEqual(mine.map((p) => p.rank), [0, 1]);
-      assert.equal(mine[0].samples + mine[1].samples, s.batch_size, `step ${s.step}: the replicas' utterances make the batch`);
-      assert.ok(mine.every((p) => p.forward_backward_ms > 0 && p.all_reduce_ms > 0));
-      assert.ok(s.all_reduce_ms > 0);
-    }
+      const db = new Database(join(two, 'run.sqlite'), { readonly: true });
+      const parts = db
+        .prepare(
+          'SELECT step, rank, samples, all_reduce_ms, forward_backward_ms FROM replica_steps ORDER BY step, rank',
+        )
+        .all() as { step: number; rank: number; samples: number; all_reduce_ms: number; forward_backward_ms: number }[];
+      const steps = db.prepare('SELECT step, batch_size, all_reduce_ms FROM steps ORDER BY step').all() as {
+        step: number;
+        batch_size: number;
+        all_reduce_ms: number;
+      }[];
+      const replicas = JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'replicas'").get() as { v: string }).v);
+      db.close();
+      assert.deepEqual(replicas, ['wasm', 'wasm']);
+      assert.equal(parts.length, 48);
+      for (const s of steps) {
+        const mine = parts.filter((p) => p.step === s.step);
+        assert.deepEqual(
+          mine.map((p) => p.rank),
+          [0, 1],
+        );
+        assert.equal(
+          mine[0].samples + mine[1].samples,
+          s.batch_size,
+          `step ${s.step}: the replicas' utterances make the batch`,
+        );
+        assert.ok(mine.every((p) => p.forward_backward_ms > 0 && p.all_reduce_ms > 0));
+        assert.ok(s.all_reduce_ms > 0);
+      }
 
-    // The profiler reads the replicas: each one's spans, and the all-reduce's share graded.
-    const prof = await runCli(['profile-bottleneck', '--run', two, '--warmup', '2', '--json']);
-    assert.ok(prof.code === 0 || prof.code === 1, prof.stderr);
-    const p = prof.json.result;
-    assert.deepEqual(p.replicas.map((x: { rank: number; device: string }) => [x.rank, x.device]), [[0, 'wasm'], [1, 'wasm']]);
-    assert.ok(p.replicas.every((x: { forwardBackwardMs: number; samplesPerStep: number }) => x.forwardBackwardMs > 0 && x.samplesPerStep > 1 && x.samplesPerStep <= 2), JSON.stringify(p.replicas));
-    const verdict = p.verdicts.find((v: { id: string }) => v.id === 'all-reduce-bound');
-    assert.match(verdict.evidence, /rank 0 spent [0-9.]+% of the wall time in the all-reduce .* forward\/backward per replica 0: [0-9.]+ ms, 1: [0-9.]+ ms/);
-    const human = await runCli(['profile-bottleneck', '--run', two, '--warmup', '2']);
-    assert.match(human.stdout, /2 data-parallel replicas/);
+      // The profiler reads the replicas: each one's spans, and the all-reduce's share graded.
+      const prof = await runCli(['profile-bottleneck', '--run', two, '--warmup', '2', '--json']);
+      assert.ok(prof.code === 0 || prof.code === 1, prof.stderr);
+      const p = prof.json.result;
+      assert.deepEqual(
+        p.replicas.map((x: { rank: number; device: string }) => [x.rank, x.device]),
+        [
+          [0, 'wasm'],
+          [1, 'wasm'],
+        ],
+      );
+      assert.ok(
+        p.replicas.every(
+          (x: { forwardBackwardMs: number; samplesPerStep: number }) =>
+            x.forwardBackwardMs > 0 && x.samplesPerStep > 1 && x.samplesPerStep <= 2,
+        ),
+        JSON.stringify(p.replicas),
+      );
+      const verdict = p.verdicts.find((v: { id: string }) => v.id === 'all-reduce-bound');
+      assert.match(
+        verdict.evidence,
+        /rank 0 spent [0-9.]+% of the wall time in the all-reduce .* forward\/backward per replica 0: [0-9.]+ ms, 1: [0-9.]+ ms/,
+      );
+      const human = await runCli(['profile-bottleneck', '--run', two, '--warmup', '2']);
+      assert.match(human.stdout, /2 data-parallel replicas/);
 
-    // Stopped at step 12 and resumed, every replica starts from the checkpoint's weights and
-    // optimizer state: the same curve as the run that never stopped.
-    const three = join(dir, 'three');
-    const r3 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--max-steps', '12', '--output', three]);
-    assert.equal(r3.code, 0, r3.stderr.slice(-2000));
-    const r4 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', three, '--resume']);
-    assert.equal(r4.code, 0, r4.stderr.slice(-2000));
-    assert.match(r4.stderr, /resumed from .* at step 12/);
-    const [a, b] = [trainingLosses(three), trainingLosses(two)];
-    for (const s of range(13, 24)) assert.equal(a.get(s), b.get(s), `step ${s} after the resume`);
-  });
+      // Stopped at step 12 and resumed, every replica starts from the checkpoint's weights and
+      // optimizer state: the same curve as the run that never stopped.
+      const three = join(dir, 'three');
+      const r3 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--max-steps', '12', '--output', three]);
+      assert.equal(r3.code, 0, r3.stderr.slice(-2000));
+      const r4 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', three, '--resume']);
+      assert.equal(r4.code, 0, r4.stderr.slice(-2000));
+      assert.match(r4.stderr, /resumed from .* at step 12/);
+      const [a, b] = [trainingLosses(three), trainingLosses(two)];
+      for (const s of range(13, 24)) assert.equal(a.get(s), b.get(s), `step ${s} after the resume`);
+    },
+  );
 
   test('3 replicas on uneven shares (2, 1, 1) with gradient accumulation: the losses of one device', async () => {
     const args = ['--config', config, '--max-steps', '4', '--set', 'training.grad_accumulation_steps=2'];
@@ -106,71 +158,175 @@ describe('xtts train --gpus (CPU replicas)', () => {
     sameLosses(trainingLosses(three), trainingLosses(one), range(1, 4));
   });
 
-  test('what cannot run is refused with what to do: more replicas than a batch has utterances, GPUs that are not here, a malformed --gpus', async () => {
-    const many = await runCli(['train', '--config', config, '--gpus', 'cpu:5', '--max-steps', '1', '--output', join(dir, 'many'), '--json']);
-    assert.equal(many.code, 2, many.stderr);
-    assert.equal(many.json.error.code, 'GPUS_EXCEED_BATCH');
-    assert.match(many.json.error.suggestions.join(' '), /raise batching\.batch_size to at least 5/);
-    const gpus = await runCli(['train', '--config', config, '--gpus', '0,1', '--max-steps', '1', '--output', join(dir, 'gpus'), '--json']);
-    assert.equal(gpus.code, 3, gpus.stderr);
-    assert.equal(gpus.json.error.code, 'BACKEND_UNAVAILABLE');
-    const bad = await runCli(['train', '--config', config, '--gpus', '0,,1', '--max-steps', '1', '--output', join(dir, 'bad'), '--json']);
-    assert.equal(bad.code, 2, bad.stderr);
-    assert.match(bad.json.error.message, /--gpus "0,,1": an empty device in the list/);
-    const cpuOnWebgpu = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--backend', 'webgpu', '--max-steps', '1', '--output', join(dir, 'mix'), '--json']);
-    assert.equal(cpuOnWebgpu.code, 2, cpuOnWebgpu.stderr);
-    assert.equal(cpuOnWebgpu.json.error.code, 'GPUS_INVALID');
-  });
+  test(
+    'what cannot run is refused with what to do: more replicas than a batch has ' +
+      'utterances, GPUs that are not here, a malformed --gpus',
+    async () => {
+      const many = await runCli([
+        'train',
+        '--config',
+        config,
+        '--gpus',
+        'cpu:5',
+        '--max-steps',
+        '1',
+        '--output',
+        join(dir, 'many'),
+        '--json',
+      ]);
+      assert.equal(many.code, 2, many.stderr);
+      assert.equal(many.json.error.code, 'GPUS_EXCEED_BATCH');
+      assert.match(many.json.error.suggestions.join(' '), /raise batching\.batch_size to at least 5/);
+      const gpus = await runCli([
+        'train',
+        '--config',
+        config,
+        '--gpus',
+        '0,1',
+        '--max-steps',
+        '1',
+        '--output',
+        join(dir, 'gpus'),
+        '--json',
+      ]);
+      assert.equal(gpus.code, 3, gpus.stderr);
+      assert.equal(gpus.json.error.code, 'BACKEND_UNAVAILABLE');
+      const bad = await runCli([
+        'train',
+        '--config',
+        config,
+        '--gpus',
+        '0,,1',
+        '--max-steps',
+        '1',
+        '--output',
+        join(dir, 'bad'),
+        '--json',
+      ]);
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.json.error.message, /--gpus "0,,1": an empty device in the list/);
+      const cpuOnWebgpu = await runCli([
+        'train',
+        '--config',
+        config,
+        '--gpus',
+        'cpu:2',
+        '--backend',
+        'webgpu',
+        '--max-steps',
+        '1',
+        '--output',
+        join(dir, 'mix'),
+        '--json',
+      ]);
+      assert.equal(cpuOnWebgpu.code, 2, cpuOnWebgpu.stderr);
+      assert.equal(cpuOnWebgpu.json.error.code, 'GPUS_INVALID');
+    },
+  );
 });
 
 describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () => {
-  test('2 WebGPU replicas, each its own Dawn device in its own thread: the losses of one WebGPU device, finite', async () => {
-    const args = ['--config', config, '--max-steps', '3'];
-    const one = join(dir, 'gl-one');
-    // Replicas align each batch after the step before it; one webgpu device would look ahead (training.alignment_lookahead).
-    const r1 = await run(['train', ...args, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe', '--set', 'training.alignment_lookahead=off', '--output', one], { timeoutMs: 600_000, env: onGl });
-    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
-    const two = join(dir, 'gl-two');
-    const r2 = await run(['train', ...args, '--gpus', 'llvmpipe,llvmpipe', '--output', two], { timeoutMs: 600_000, env: onGl });
-    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
-    assert.match(r2.stderr, /replicas: 0 webgpu llvmpipe.*, 1 webgpu llvmpipe/);
-    assert.match(r2.stderr, /some replicas share a GPU and take turns on it/);
-    const [a, b] = [trainingLosses(one), trainingLosses(two)];
-    assert.equal(a.size, 3);
-    for (const [step, loss] of a) assert.ok(Number.isFinite(loss), `step ${step}: ${loss}`);
-    sameLosses(b, a, range(1, 3));
-  });
+  test(
+    '2 WebGPU replicas, each its own Dawn device in its own thread: the losses of ' + 'one WebGPU device, finite',
+    async () => {
+      const args = ['--config', config, '--max-steps', '3'];
+      const one = join(dir, 'gl-one');
+      // Replicas align each batch after the step before it; one webgpu device would look ahead
+      // (training.alignment_lookahead).
+      const r1 = await run(
+        [
+          'train',
+          ...args,
+          '--backend',
+          'webgpu',
+          '--set',
+          'device.model_device=llvmpipe',
+          '--set',
+          'training.alignment_lookahead=off',
+          '--output',
+          one,
+        ],
+        { timeoutMs: 600_000, env: onGl },
+      );
+      assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+      const two = join(dir, 'gl-two');
+      const r2 = await run(['train', ...args, '--gpus', 'llvmpipe,llvmpipe', '--output', two], {
+        timeoutMs: 600_000,
+        env: onGl,
+      });
+      assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+      assert.match(r2.stderr, /replicas: 0 webgpu llvmpipe.*, 1 webgpu llvmpipe/);
+      assert.match(r2.stderr, /some replicas share a GPU and take turns on it/);
+      const [a, b] = [trainingLosses(one), trainingLosses(two)];
+      assert.equal(a.size, 3);
+      for (const [step, loss] of a) assert.ok(Number.isFinite(loss), `step ${step}: ${loss}`);
+      sameLosses(b, a, range(1, 3));
+    },
+  );
 });
 
 describe('xtts train with a data device', () => {
-  test('device.data_device cpu: validation and eval run there from snapshots, with the figures the training device gives; the best checkpoint follows them', async () => {
-    const args = ['--config', config, '--max-steps', '12', '--set', 'training.validate_every=4', '--set', 'training.eval_every=8', '--set', 'training.eval_sentences=[{text: "The boy was there."}]'];
-    const here = join(dir, 'here');
-    const r1 = await runCli(['train', ...args, '--output', here]);
-    assert.equal(r1.code, 0, r1.stderr.slice(-2000));
-    const side = join(dir, 'side');
-    const r2 = await runCli(['train', ...args, '--set', 'device.data_device=cpu', '--output', side]);
-    assert.equal(r2.code, 0, r2.stderr.slice(-2000));
-    assert.match(r2.stderr, /data device: wasm runs the validation passes and eval synthesis from weight snapshots while training goes on/);
-    assert.match(r2.stderr, /step 4: validation loss [0-9.]+ \(best\).* \(on wasm, \d+ steps later\)/);
-    assert.match(r2.stderr, /eval: sentence-1 .* \(step 8, on wasm, [0-9.]+ s\)/);
-    const metrics = (run: string, name: string) => {
-      const db = new Database(join(run, 'run.sqlite'), { readonly: true });
-      const rows = db.prepare('SELECT step, value FROM metrics WHERE name = ? ORDER BY step').all(name) as { step: number; value: number }[];
-      db.close();
-      return rows;
-    };
-    // The same weights at the same steps, the same validation: only where it ran differs.
-    const val = metrics(side, 'loss/val');
-    assert.deepEqual(val.map((v) => v.step), [4, 8, 12]);
-    assert.deepEqual(val, metrics(here, 'loss/val'));
-    assert.deepEqual(metrics(side, 'align/duration_error'), metrics(here, 'align/duration_error'));
-    assert.deepEqual(metrics(side, 'eval/duration_ratio').map((r) => r.step), [8, 12]);
-    const files = (run: string) => readdirSync(join(run, 'eval'), { recursive: true }).map(String).sort();
-    assert.deepEqual(files(side), files(here));
-    assert.ok(files(side).includes(join('step-00000008', 'sentence-1.wav')), files(side).join(', '));
-    const best = val.reduce((x, y) => (y.value < x.value ? y : x)).step;
-    assert.equal(readFileSync(join(side, 'checkpoints', 'best'), 'utf8').trim(), `step-${String(best).padStart(8, '0')}`);
-    assert.equal(readFileSync(join(here, 'checkpoints', 'best'), 'utf8').trim(), `step-${String(best).padStart(8, '0')}`);
-  });
+  test(
+    'device.data_device cpu: validation and eval run there from snapshots, with the ' +
+      'figures the training device gives; the best checkpoint follows them',
+    async () => {
+      const args = [
+        '--config',
+        config,
+        '--max-steps',
+        '12',
+        '--set',
+        'training.validate_every=4',
+        '--set',
+        'training.eval_every=8',
+        '--set',
+        'training.eval_sentences=[{text: "The boy was there."}]',
+      ];
+      const here = join(dir, 'here');
+      const r1 = await runCli(['train', ...args, '--output', here]);
+      assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+      const side = join(dir, 'side');
+      const r2 = await runCli(['train', ...args, '--set', 'device.data_device=cpu', '--output', side]);
+      assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+      assert.match(
+        r2.stderr,
+        /data device: wasm runs the validation passes and eval synthesis from weight snapshots while training goes on/,
+      );
+      assert.match(r2.stderr, /step 4: validation loss [0-9.]+ \(best\).* \(on wasm, \d+ steps later\)/);
+      assert.match(r2.stderr, /eval: sentence-1 .* \(step 8, on wasm, [0-9.]+ s\)/);
+      const metrics = (run: string, name: string) => {
+        const db = new Database(join(run, 'run.sqlite'), { readonly: true });
+        const rows = db.prepare('SELECT step, value FROM metrics WHERE name = ? ORDER BY step').all(name) as {
+          step: number;
+          value: number;
+        }[];
+        db.close();
+        return rows;
+      };
+      // The same weights at the same steps, the same validation: only where it ran differs.
+      const val = metrics(side, 'loss/val');
+      assert.deepEqual(
+        val.map((v) => v.step),
+        [4, 8, 12],
+      );
+      assert.deepEqual(val, metrics(here, 'loss/val'));
+      assert.deepEqual(metrics(side, 'align/duration_error'), metrics(here, 'align/duration_error'));
+      assert.deepEqual(
+        metrics(side, 'eval/duration_ratio').map((r) => r.step),
+        [8, 12],
+      );
+      const files = (run: string) => readdirSync(join(run, 'eval'), { recursive: true }).map(String).sort();
+      assert.deepEqual(files(side), files(here));
+      assert.ok(files(side).includes(join('step-00000008', 'sentence-1.wav')), files(side).join(', '));
+      const best = val.reduce((x, y) => (y.value < x.value ? y : x)).step;
+      assert.equal(
+        readFileSync(join(side, 'checkpoints', 'best'), 'utf8').trim(),
+        `step-${String(best).padStart(8, '0')}`,
+      );
+      assert.equal(
+        readFileSync(join(here, 'checkpoints', 'best'), 'utf8').trim(),
+        `step-${String(best).padStart(8, '0')}`,
+      );
+    },
+  );
 });

@@ -29,11 +29,28 @@ interface Segment {
 /** One `xtts train` of the chain, stopped by `signal` at a random moment (or left to finish when signal is null). */
 function segment(out: string, signal: NodeJS.Signals | null, resume: boolean): Promise<Segment> {
   const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const args = [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--backend', 'wasm', '--output', out, '--max-steps', String(STEPS), ...(resume ? ['--resume'] : [])];
-  const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...env, NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [
+    join(repoRoot, 'src/cli/run.js'),
+    'train',
+    '--config',
+    config,
+    '--backend',
+    'wasm',
+    '--output',
+    out,
+    '--max-steps',
+    String(STEPS),
+    ...(resume ? ['--resume'] : []),
+  ];
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...env, NO_COLOR: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   let stepsHere = 0;
-  // A fifth of the stops fall at a random time from the start (often while it prepares); the rest after a random number of steps.
+  // A fifth of the stops fall at a random time from the start (often while it prepares); the rest after a random number
+  // of steps.
   const early = Math.random() < 0.2;
   const afterSteps = 1 + Math.floor(Math.random() * 6);
   const send = () => signal && child.exitCode === null && child.signalCode === null && child.kill(signal);
@@ -77,7 +94,10 @@ async function stopTwentyTimes(signal: NodeJS.Signals, out: string): Promise<voi
     // Every stop after a step leaves a checkpoint of the last step it trained.
     if (s.stepsHere > 0) {
       const latest = new CheckpointStore(out).latest();
-      assert.ok(latest?.endsWith(`step-${String(s.lastStep).padStart(8, '0')}`), `${what}\nlatest checkpoint ${latest}, last step ${s.lastStep}`);
+      assert.ok(
+        latest?.endsWith(`step-${String(s.lastStep).padStart(8, '0')}`),
+        `${what}\nlatest checkpoint ${latest}, last step ${s.lastStep}`,
+      );
     }
   }
   const last = await segment(out, null, existsSync(join(out, 'xtts-run.json')));
@@ -88,11 +108,18 @@ function finalBytes(runDir: string, file: string): Buffer {
   return readFileSync(join(runDir, 'checkpoints', `step-${String(STEPS).padStart(8, '0')}`, file));
 }
 
-test(`${STOPS} SIGTERM, SIGINT, SIGHUP and kill -9 each at random moments: every stop leaves a checkpoint, the lock is released, and the resumed runs end bit-exact with an unbroken one`, { timeout: 900_000 }, async () => {
+test(`${STOPS} SIGTERM, SIGINT, SIGHUP and kill -9 each at random moments: every stop ` +
+  `leaves a checkpoint, the lock is released, and the resumed runs end bit-exact ` +
+  `with an unbroken one`, {
+  timeout: 900_000,
+}, async () => {
   const reference = join(dir, 'unbroken');
   const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGKILL'];
   const [ref] = await Promise.all([
-    runCli(['train', '--config', config, '--backend', 'wasm', '--output', reference, '--max-steps', String(STEPS), '--json'], { timeoutMs: 600_000 }),
+    runCli(
+      ['train', '--config', config, '--backend', 'wasm', '--output', reference, '--max-steps', String(STEPS), '--json'],
+      { timeoutMs: 600_000 },
+    ),
     ...signals.map((s) => stopTwentyTimes(s, join(dir, s))),
   ]);
   assert.equal(ref.code, 0, describeRun(ref));
@@ -102,7 +129,13 @@ test(`${STOPS} SIGTERM, SIGINT, SIGHUP and kill -9 each at random moments: every
     const out = join(dir, s);
     const got = trainingLosses(out);
     for (let step = 1; step <= STEPS; step++) assert.equal(got.get(step), want.get(step), `${s}: loss at step ${step}`);
-    assert.ok(finalBytes(out, 'weights.safetensors').equals(finalBytes(reference, 'weights.safetensors')), `${s}: final weights differ from the unbroken run's`);
-    assert.ok(finalBytes(out, 'optimizer.safetensors').equals(finalBytes(reference, 'optimizer.safetensors')), `${s}: final optimizer state differs`);
+    assert.ok(
+      finalBytes(out, 'weights.safetensors').equals(finalBytes(reference, 'weights.safetensors')),
+      `${s}: final weights differ from the unbroken run's`,
+    );
+    assert.ok(
+      finalBytes(out, 'optimizer.safetensors').equals(finalBytes(reference, 'optimizer.safetensors')),
+      `${s}: final optimizer state differs`,
+    );
   }
 });

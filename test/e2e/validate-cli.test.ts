@@ -8,7 +8,15 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { assertNoStackTrace, type CliOptions, cliPool, type CliResult, describeRun, repoRoot, utilityBin } from '../helpers/cli.js';
+import {
+  assertNoStackTrace,
+  type CliOptions,
+  cliPool,
+  type CliResult,
+  describeRun,
+  repoRoot,
+  utilityBin,
+} from '../helpers/cli.js';
 import { textAt } from '../helpers/positions.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -76,10 +84,15 @@ let typo = '';
 const typoFile = () => (typo ||= child('typo.yaml', 'training:\n  lerning_rate: 1e-4\ntrainig:\n  max_steps: 5\n'));
 let dup = '';
 /** `max_steps` twice in `training`, the second at 5:3. */
-const dupFile = () => (dup ||= tmp.write('dup.yaml', 'dataset:\n  path: x\ntraining:\n  max_steps: 10\n  max_steps: 20\n'));
+const dupFile = () =>
+  (dup ||= tmp.write('dup.yaml', 'dataset:\n  path: x\ntraining:\n  max_steps: 10\n  max_steps: 20\n'));
 let types = '';
 /** A string for a whole number (5:15), a range (6:12), an enum typo (8:12), a quoted number (10:18). */
-const typesFile = () => (types ||= child('types.yaml', 'batching:\n  batch_size: lots\n  buckets: 99\ndevice:\n  backend: webgup\ntraining:\n  learning_rate: "1e-4"\n'));
+const typesFile = () =>
+  (types ||= child(
+    'types.yaml',
+    'batching:\n  batch_size: lots\n  buckets: 99\ndevice:\n  backend: webgup\ntraining:\n  learning_rate: "1e-4"\n',
+  ));
 
 const docsAnchors = new Set(
   readFileSync(join(repoRoot, 'docs', 'rules.md'), 'utf8')
@@ -94,14 +107,24 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       test(`${preset} validates with no errors`, async () => {
         const r = await validate(['--config', `configs/${preset}.yaml`, '--json']);
         assert.equal(r.code, 0, describeRun(r));
-        assert.deepEqual(findings(r).filter((f) => f.severity === 'error'), []);
+        assert.deepEqual(
+          findings(r).filter((f) => f.severity === 'error'),
+          [],
+        );
         assert.equal(r.json.result.summary.error, 0);
         if (preset === 'quickstart') assert.deepEqual(findings(r), [], 'quickstart has no finding at all');
       });
     }
 
     test('dual-gpu validates with --no-environment, with no finding at all', async () => {
-      const r = await validate(['--config', 'configs/dual-gpu.yaml', '--json', '--no-environment', '--fail-severity', 'info']);
+      const r = await validate([
+        '--config',
+        'configs/dual-gpu.yaml',
+        '--json',
+        '--no-environment',
+        '--fail-severity',
+        'info',
+      ]);
       assert.equal(r.code, 0, describeRun(r));
       assert.deepEqual(findings(r), []);
     });
@@ -115,7 +138,7 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.deepEqual(
         findings(withEnv).filter((f) => f.severity === 'error'),
         [],
-        'the preset\'s `dataset.path: quickstart` is relative to the preset file, not to the working directory',
+        "the preset's `dataset.path: quickstart` is relative to the preset file, not to the working directory",
       );
       assert.equal(withEnv.code, 0);
     });
@@ -130,9 +153,20 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.deepEqual(r.json.warnings, []);
       assert.equal(r.stdout.trim(), JSON.stringify(r.json, null, 2));
       assert.equal(r.stderr, '');
-      assert.deepEqual(Object.keys(r.json.result).sort(), ['failSeverity', 'file', 'findings', 'memory', 'passed', 'schemaValid', 'summary']);
+      assert.deepEqual(Object.keys(r.json.result).sort(), [
+        'failSeverity',
+        'file',
+        'findings',
+        'memory',
+        'passed',
+        'schemaValid',
+        'summary',
+      ]);
       // The training memory estimate, and what it must fit in on this machine (no GPU here: wasm's heap or the host).
-      assert.ok(r.json.result.memory.estimateBytes > 0 && r.json.result.memory.parameters > 1e6, JSON.stringify(r.json.result.memory));
+      assert.ok(
+        r.json.result.memory.estimateBytes > 0 && r.json.result.memory.parameters > 1e6,
+        JSON.stringify(r.json.result.memory),
+      );
       assert.ok(r.json.result.memory.estimateBytes < r.json.result.memory.limitBytes);
     });
 
@@ -206,7 +240,13 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     });
 
     test('learning_rate: 1e-4 is a number and validates', async () => {
-      const r = await validate(['--config', child('sci.yaml', 'training:\n  learning_rate: 1e-4\n  schedule:\n    min_learning_rate: 1E-6\n'), '--json', '--fail-severity', 'info']);
+      const r = await validate([
+        '--config',
+        child('sci.yaml', 'training:\n  learning_rate: 1e-4\n  schedule:\n    min_learning_rate: 1E-6\n'),
+        '--json',
+        '--fail-severity',
+        'info',
+      ]);
       assert.equal(r.code, 0, describeRun(r));
       assert.deepEqual(findings(r), []);
     });
@@ -236,7 +276,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       // proj/data exists but has no metadata.csv: found relative to base.yaml, not to the cwd.
       const meta = one(r, 'dataset/path');
       assert.equal(meta.keyPath, 'dataset.metadata');
-      assert.match(meta.message, new RegExp(`${tmp.at('proj/data').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[\\\\/]metadata\\.csv`));
+      assert.match(
+        meta.message,
+        new RegExp(`${tmp.at('proj/data').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[\\\\/]metadata\\.csv`),
+      );
     });
 
     test('a finding about a value inherited from a preset points into the preset file', async () => {
@@ -270,7 +313,15 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     });
 
     test('a bad value and an unknown key are reported at the flag, exit 1', async () => {
-      const r = await validate(['--config', 'configs/quickstart.yaml', '--set', 'training.learning_rate=abc', '--set', 'training.lerning_rate=1', '--json']);
+      const r = await validate([
+        '--config',
+        'configs/quickstart.yaml',
+        '--set',
+        'training.learning_rate=abc',
+        '--set',
+        'training.lerning_rate=1',
+        '--json',
+      ]);
       assert.equal(r.code, 1, describeRun(r));
       assert.deepEqual(one(r, 'schema/type').position, { file: '--set training.learning_rate=abc' });
       const unknown = one(r, 'schema/unknown-key');
@@ -314,35 +365,92 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       /** Also run without --json and check the readable report. */
       human?: boolean;
     }
-    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]', 'e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]', ''].join('\n');
+    const bomb = [
+      'a: &a [x, x, x, x, x, x, x, x, x]',
+      'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]',
+      'd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]',
+      'e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]',
+      '',
+    ].join('\n');
     const cases: BadCase[] = [
-      { name: 'malformed YAML', make: () => tmp.write('bad/broken.yaml', 'dataset:\n  path: x\n  list: [unclosed\nmodel: {\n'), code: 2, ruleId: 'yaml/syntax', human: true },
-      { name: 'a tab as indentation', make: () => tmp.write('bad/tab.yaml', 'dataset:\n  path: x\n\tbad: 1\n'), code: 2, ruleId: 'yaml/syntax', pos: { line: 3, col: 1 } },
+      {
+        name: 'malformed YAML',
+        make: () => tmp.write('bad/broken.yaml', 'dataset:\n  path: x\n  list: [unclosed\nmodel: {\n'),
+        code: 2,
+        ruleId: 'yaml/syntax',
+        human: true,
+      },
+      {
+        name: 'a tab as indentation',
+        make: () => tmp.write('bad/tab.yaml', 'dataset:\n  path: x\n\tbad: 1\n'),
+        code: 2,
+        ruleId: 'yaml/syntax',
+        pos: { line: 3, col: 1 },
+      },
       { name: 'a wrong type', make: typesFile, code: 1, ruleId: 'schema/type', pos: { line: 5, col: 15 } },
       { name: 'an unknown key', make: typoFile, code: 1, ruleId: 'schema/unknown-key', pos: { line: 5, col: 3 } },
       { name: 'a duplicate key', make: dupFile, code: 1, ruleId: 'schema/duplicate-key', pos: { line: 5, col: 3 } },
       { name: 'a missing file', make: () => tmp.at('bad/nope.yaml'), code: 2, ruleId: 'input/missing-file', pos: {} },
       { name: 'a folder', make: () => tmp.mkdir('bad/folder.yaml'), code: 2, ruleId: 'input/not-a-file', pos: {} },
-      { name: 'a binary file', make: () => tmp.write('bad/model.yaml', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00])), code: 2, ruleId: 'input/binary', pos: { line: 3, col: 1 } },
-      { name: 'a Latin-1 file', make: () => tmp.write('bad/latin1.yaml', Buffer.from('dataset:\n  path: caf\xe9\n', 'latin1')), code: 2, ruleId: 'input/not-utf8', pos: { line: 2, col: 12 }, human: true },
+      {
+        name: 'a binary file',
+        make: () =>
+          tmp.write('bad/model.yaml', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00])),
+        code: 2,
+        ruleId: 'input/binary',
+        pos: { line: 3, col: 1 },
+      },
+      {
+        name: 'a Latin-1 file',
+        make: () => tmp.write('bad/latin1.yaml', Buffer.from('dataset:\n  path: caf\xe9\n', 'latin1')),
+        code: 2,
+        ruleId: 'input/not-utf8',
+        pos: { line: 2, col: 12 },
+        human: true,
+      },
       { name: 'an empty file', make: () => tmp.write('bad/empty.yaml', ''), code: 2, ruleId: 'input/empty', pos: {} },
-      { name: 'a comments-only file', make: () => tmp.write('bad/comments.yaml', '# nothing yet\n\n# still nothing\n'), code: 2, ruleId: 'input/empty', pos: {} },
-      { name: 'a top-level list', make: () => tmp.write('bad/list.yaml', '- a\n- b\n'), code: 1, ruleId: 'schema/type', pos: { line: 1, col: 1 } },
+      {
+        name: 'a comments-only file',
+        make: () => tmp.write('bad/comments.yaml', '# nothing yet\n\n# still nothing\n'),
+        code: 2,
+        ruleId: 'input/empty',
+        pos: {},
+      },
+      {
+        name: 'a top-level list',
+        make: () => tmp.write('bad/list.yaml', '- a\n- b\n'),
+        code: 1,
+        ruleId: 'schema/type',
+        pos: { line: 1, col: 1 },
+      },
       {
         name: 'an extends cycle',
-        make: () => (tmp.write('bad/cycle-b.yaml', '# b\nextends: ./cycle-a.yaml\n'), tmp.write('bad/cycle-a.yaml', 'extends: ./cycle-b.yaml\ndataset:\n  path: x\n')),
+        make: () => (
+          tmp.write('bad/cycle-b.yaml', '# b\nextends: ./cycle-a.yaml\n'),
+          tmp.write('bad/cycle-a.yaml', 'extends: ./cycle-b.yaml\ndataset:\n  path: x\n')
+        ),
         code: 1,
         ruleId: 'config/extends-cycle',
         human: true,
         pos: { file: tmp.at('bad/cycle-b.yaml'), line: 2, col: 10 },
       },
-      { name: 'extends of a missing file', make: () => tmp.write('bad/ext.yaml', '# c\nextends: ./missing.yaml\n'), code: 2, ruleId: 'input/missing-file', pos: { line: 2, col: 10 } },
+      {
+        name: 'extends of a missing file',
+        make: () => tmp.write('bad/ext.yaml', '# c\nextends: ./missing.yaml\n'),
+        code: 2,
+        ruleId: 'input/missing-file',
+        pos: { line: 2, col: 10 },
+      },
       { name: 'an alias bomb', make: () => tmp.write('bad/bomb.yaml', bomb), code: 2, ruleId: '', human: true },
     ];
     for (const c of cases) {
       test(`${c.name} → ${c.ruleId || 'a finding'}, exit ${c.code}`, async () => {
         const file = c.make();
-        const [human, json] = await Promise.all([c.human ? validate(['--config', file]) : undefined, validate(['--config', file, '--json'])]);
+        const [human, json] = await Promise.all([
+          c.human ? validate(['--config', file]) : undefined,
+          validate(['--config', file, '--json']),
+        ]);
         assertNoStackTrace(json, 'the --json run');
         assert.equal(json.code, c.code, describeRun(json));
         if (human) {
@@ -360,7 +468,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
         assert.ok(f, `${c.ruleId} in ${describeRun(json)}`);
         assert.equal(f.severity, 'error');
         if (c.pos) {
-          const expected = { file: c.pos.file ?? file, ...(c.pos.line !== undefined ? { line: c.pos.line, col: c.pos.col } : {}) };
+          const expected = {
+            file: c.pos.file ?? file,
+            ...(c.pos.line !== undefined ? { line: c.pos.line, col: c.pos.col } : {}),
+          };
           assert.deepEqual(f.position, expected);
         } else {
           assert.equal(typeof f.position?.line, 'number', 'a syntax error has a line');
@@ -447,7 +558,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     });
 
     test('buckets 40, and a prefetch ring above the data budget', async () => {
-      const file = child('ring.yaml', 'batching:\n  buckets: 40\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n');
+      const file = child(
+        'ring.yaml',
+        'batching:\n  buckets: 40\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n',
+      );
       const r = await validate(['--config', file, '--json']);
       assert.equal(r.code, 1, describeRun(r));
       const buckets = one(r, 'batching/static-shapes');
@@ -457,8 +571,9 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.match(ring.fix ?? '', /^prefetch_depth: \d+$/);
     });
 
-    test('the big preset\'s batch against a small model_memory_budget_mb, found in big.yaml', async () => {
-      // 16 GiB holds the big model's parameters and optimizer state (6.2 GiB), not its batch of 64: the batch is what to change.
+    test("the big preset's batch against a small model_memory_budget_mb, found in big.yaml", async () => {
+      // 16 GiB holds the big model's parameters and optimizer state (6.2 GiB), not its batch of 64: the batch is what
+      // to change.
       const file = child('memory.yaml', 'device:\n  model_memory_budget_mb: 16384\n', 'big');
       const r = await validate(['--config', file, '--json']);
       assert.equal(r.code, 1, describeRun(r));
@@ -472,7 +587,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
 
     test('a missing dataset folder is an error at dataset.path; --no-environment skips it', async () => {
       const file = tmp.write('nodata.yaml', 'extends: quickstart\ndataset:\n  path: ./no-such-folder\n');
-      const [withEnv, without] = await Promise.all([validate(['--config', file, '--json']), validate(['--config', file, '--json', '--no-environment'])]);
+      const [withEnv, without] = await Promise.all([
+        validate(['--config', file, '--json']),
+        validate(['--config', file, '--json', '--no-environment']),
+      ]);
       assert.equal(withEnv.code, 1, describeRun(withEnv));
       assert.deepEqual(one(withEnv, 'dataset/path').position, { file, line: 3, col: 9 });
       assert.equal(without.code, 0, describeRun(without));
@@ -483,7 +601,9 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
   describe('--fail-severity and SARIF', { concurrency: true }, () => {
     test('--fail-severity warn turns a warning into exit 1; the default (error) leaves it at 0', async () => {
       const file = child('warn.yaml', 'pipeline:\n  cache:\n    enabled: false\n');
-      const [atError, atWarn] = await Promise.all(['error', 'warn'].map((s) => validate(['--config', file, '--fail-severity', s])));
+      const [atError, atWarn] = await Promise.all(
+        ['error', 'warn'].map((s) => validate(['--config', file, '--fail-severity', s])),
+      );
       assert.equal(atError.code, 0, describeRun(atError));
       assert.equal(atWarn.code, 1, describeRun(atWarn));
       assert.match(atWarn.stdout, /WARN \(1\)/);
@@ -500,7 +620,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.match(sarif.$schema, /sarif-2\.1\.0/);
       const driver = sarif.runs[0].tool.driver;
       assert.equal(typeof driver.name, 'string');
-      assert.deepEqual(driver.rules.map((r: { id: string }) => r.id), ['schema/unknown-key']);
+      assert.deepEqual(
+        driver.rules.map((r: { id: string }) => r.id),
+        ['schema/unknown-key'],
+      );
       const res = sarif.runs[0].results[0];
       assert.equal(res.ruleId, 'schema/unknown-key');
       assert.equal(res.level, 'error');
@@ -513,7 +636,12 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       ]);
       const log = JSON.parse(s.stdout);
       assert.equal(s.code, j.code);
-      const results = log.runs[0].results as { ruleId: string; level: string; message: { text: string }; locations?: { physicalLocation: { region: { startLine: number; startColumn: number } } }[] }[];
+      const results = log.runs[0].results as {
+        ruleId: string;
+        level: string;
+        message: { text: string };
+        locations?: { physicalLocation: { region: { startLine: number; startColumn: number } } }[];
+      }[];
       const ruleIds = new Set(log.runs[0].tool.driver.rules.map((r: { id: string }) => r.id));
       const levels = { error: 'error', warn: 'warning', info: 'note' } as const;
       assert.equal(results.length, findings(j).length);
@@ -523,11 +651,17 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
         assert.ok(ruleIds.has(r.ruleId), `${r.ruleId} is in driver.rules`);
         assert.equal(r.level, levels[f.severity]);
         assert.ok(r.message.text.startsWith(f.message));
-        assert.deepEqual(r.locations?.[0].physicalLocation.region, { startLine: f.position!.line, startColumn: f.position!.col });
+        assert.deepEqual(r.locations?.[0].physicalLocation.region, {
+          startLine: f.position!.line,
+          startColumn: f.position!.col,
+        });
       });
     });
     function many2(): string {
-      return child('sarif-many.yaml', 'pipeline:\n  prefetch_depth: 20\n  cache:\n    enabled: false\nmodel:\n  heads: 3\n');
+      return child(
+        'sarif-many.yaml',
+        'pipeline:\n  prefetch_depth: 20\n  cache:\n    enabled: false\nmodel:\n  heads: 3\n',
+      );
     }
   });
 
@@ -536,7 +670,10 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     const skip = bin ? false : 'utilities/validate-gpu-optimization.js does not exist yet';
     const cases: [string, () => string[]][] = [
       ['a content error', () => ['--config', typoFile(), '--json']],
-      ['unreadable input', () => ['--config', tmp.write('util-latin1.yaml', Buffer.from('a: \xe9\n', 'latin1')), '--json']],
+      [
+        'unreadable input',
+        () => ['--config', tmp.write('util-latin1.yaml', Buffer.from('a: \xe9\n', 'latin1')), '--json'],
+      ],
       ['a bad flag', () => ['--config', 'configs/quickstart.yaml', '--bogus', '--json']],
       ['a clean preset', () => ['--config', 'configs/quickstart.yaml', '--json']],
     ];
@@ -566,8 +703,12 @@ test('flags can come from XTTS_* environment variables (XTTS_CONFIG here); a fla
   const r = await run(['validate-gpu-optimization', '--no-environment', '--json'], { env });
   assert.equal(r.code, 0, describeRun(r));
   assert.equal(r.json.result.file, env.XTTS_CONFIG);
-  const missing = await run(['validate-gpu-optimization', '--no-environment', '--json'], { env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') } });
+  const missing = await run(['validate-gpu-optimization', '--no-environment', '--json'], {
+    env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') },
+  });
   assert.equal(missing.code, 2, describeRun(missing));
-  const line = await run(['validate-gpu-optimization', '--no-environment', '--config', env.XTTS_CONFIG, '--json'], { env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') } });
+  const line = await run(['validate-gpu-optimization', '--no-environment', '--config', env.XTTS_CONFIG, '--json'], {
+    env: { XTTS_CONFIG: join(repoRoot, 'nope.yaml') },
+  });
   assert.equal(line.code, 0, describeRun(line));
 });

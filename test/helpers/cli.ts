@@ -82,7 +82,9 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
  * A runCli that starts at most `limit` processes at a time, so that a test file can start all its
  * runs at once (tests with `{ concurrency: true }`) without swamping a small machine.
  */
-export function cliPool(limit = Math.max(2, availableParallelism() + 1)): (args: string[], options?: CliOptions) => Promise<CliResult> {
+export function cliPool(
+  limit = Math.max(2, availableParallelism() + 1),
+): (args: string[], options?: CliOptions) => Promise<CliResult> {
   let running = 0;
   const waiting: (() => void)[] = [];
   return async (args, options) => {
@@ -104,10 +106,16 @@ export function hasStackTrace(s: string): boolean {
 
 /** Fails with both streams when a user-facing run printed a stack trace. */
 export function assertNoStackTrace(r: CliResult, what = 'output'): void {
-  assert.ok(!hasStackTrace(r.stdout) && !hasStackTrace(r.stderr), `${what} holds a stack trace:\n${r.stdout}\n${r.stderr}`);
+  assert.ok(
+    !hasStackTrace(r.stdout) && !hasStackTrace(r.stderr),
+    `${what} holds a stack trace:\n${r.stdout}\n${r.stderr}`,
+  );
 }
 
 /** A short description of a run for assertion messages. */
 export function describeRun(r: CliResult): string {
-  return `exit ${r.code}${r.signal ? ` (${r.signal})` : ''}\n--- stdout\n${r.stdout.slice(0, 4000)}\n--- stderr\n${r.stderr.slice(0, 2000)}`;
+  return (
+    `exit ${r.code}${r.signal ? ` (${r.signal})` : ''}\n--- ` +
+    `stdout\n${r.stdout.slice(0, 4000)}\n--- stderr\n${r.stderr.slice(0, 2000)}`
+  );
 }

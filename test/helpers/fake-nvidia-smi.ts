@@ -33,7 +33,11 @@ export function fakeNvidiaSmi(dir: string, gpus: FakeGpu[], processes: FakeProce
   const inventory = gpus.map((g, i) => `echo "${i}, ${g.name}, ${g.memoryTotalMiB}, ${uuid(i)}"`).join('\n  ');
   const apps = processes.map((p) => `echo "${p.pid}, ${p.name}, ${p.usedMemoryMiB}, ${uuid(p.gpu)}"`).join('\n  ');
   const readings = gpus
-    .map((g, i) => `echo "$ts, ${i}, ${g.utilizationPct}, ${g.memoryUsedMiB}, ${g.memoryTotalMiB}, ${g.smClockMhz}, ${g.powerW.toFixed(2)}, ${g.temperatureC}, 0x${(g.throttleMask ?? 0).toString(16).padStart(16, '0')}"`)
+    .map(
+      (g, i) =>
+        `echo "$ts, ${i}, ${g.utilizationPct}, ${g.memoryUsedMiB}, ${g.memoryTotalMiB}, ${g.smClockMhz}, ${g.powerW.toFixed(2)}, ${g.temperatureC}, ` +
+        `0x${(g.throttleMask ?? 0).toString(16).padStart(16, '0')}"`,
+    )
     .join('\n  ');
   writeFileSync(
     join(dir, 'nvidia-smi'),

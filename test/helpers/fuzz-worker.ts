@@ -20,5 +20,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     const xe = toXttsError(e);
     outcome = { ok: false, code: xe.code, message: xe.message.split('\n')[0].slice(0, 300) };
   }
-  process.stdout.write(`${JSON.stringify({ file, ...outcome, ms: Math.round(performance.now() - started), maxRssBytes: resourceUsage().maxRSS * 1024 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ file, ...outcome, ms: Math.round(performance.now() - started), maxRssBytes: resourceUsage().maxRSS * 1024 })}\n`,
+  );
 }

@@ -55,7 +55,8 @@ export function assertJsonShape(name: string, value: unknown, open: readonly str
   const file = join(repoRoot, 'test', 'fixtures', 'json-shapes', `${name}.txt`);
   const actual = jsonShape(value, open);
   if (process.env.XTTS_UPDATE_SHAPES === '1' || !existsSync(file)) {
-    if (process.env.XTTS_UPDATE_SHAPES !== '1') assert.fail(`no snapshot ${file}: run the test with XTTS_UPDATE_SHAPES=1 and commit it`);
+    if (process.env.XTTS_UPDATE_SHAPES !== '1')
+      assert.fail(`no snapshot ${file}: run the test with XTTS_UPDATE_SHAPES=1 and commit it`);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, `${format(actual)}\n`);
     return;
@@ -69,9 +70,16 @@ export function assertJsonShape(name: string, value: unknown, open: readonly str
       const real = (s: Set<string>) => [...s].filter((t) => t !== 'null');
       const want = real(types);
       const have = real(got);
-      if (want.length && have.length && !have.every((t) => want.includes(t))) problems.push(`type changed: ${path}: ${want.join('|')} -> ${have.join('|')}`);
+      if (want.length && have.length && !have.every((t) => want.includes(t)))
+        problems.push(`type changed: ${path}: ${want.join('|')} -> ${have.join('|')}`);
     }
   }
   for (const [path, types] of actual) if (!expected.has(path)) problems.push(`new: ${path} (${[...types].join('|')})`);
-  assert.deepEqual(problems, [], `the --json shape of ${name} changed (if intended: XTTS_UPDATE_SHAPES=1, and bump schemaVersion when a field changed meaning or went away):\n${problems.join('\n')}`);
+  assert.deepEqual(
+    problems,
+    [],
+    `the --json shape of ${name} changed (if intended: XTTS_UPDATE_SHAPES=1, and ` +
+      `bump schemaVersion when a field changed meaning or went ` +
+      `away):\n${problems.join('\n')}`,
+  );
 }

@@ -14,7 +14,10 @@ export function shortQuickstartClips(count: number, prefix: string): string {
   mkdirSync(join(dir, 'data', 'wavs'), { recursive: true });
   const wav = (row: string) => join(quick, 'wavs', `${row.split('|')[0]}.wav`);
   const rows = readFileSync(join(quick, 'metadata.csv'), 'utf8').trim().split('\n');
-  const shortest = rows.map((r) => ({ r, bytes: readFileSync(wav(r)).length })).sort((a, b) => a.bytes - b.bytes).slice(0, count);
+  const shortest = rows
+    .map((r) => ({ r, bytes: readFileSync(wav(r)).length }))
+    .sort((a, b) => a.bytes - b.bytes)
+    .slice(0, count);
   for (const { r } of shortest) copyFileSync(wav(r), join(dir, 'data', 'wavs', `${r.split('|')[0]}.wav`));
   writeFileSync(join(dir, 'data', 'metadata.csv'), shortest.map((x) => x.r).join('\n') + '\n');
   return dir;
@@ -53,7 +56,10 @@ ${training}`,
  * validation or eval until the end; output.dir is `<dir>/runs/micro`.
  */
 export function microRun(prefix: string): { dir: string; config: string } {
-  const run = shortQuickstartRun(4, prefix, `  max_steps: 40
+  const run = shortQuickstartRun(
+    4,
+    prefix,
+    `  max_steps: 40
   log_every: 1
   validate_every: 1000
   checkpoint_every: 4
@@ -66,7 +72,8 @@ model:
   prenet_dim: 32
   postnet_layers: 1
   postnet_channels: 32
-`);
+`,
+  );
   appendFileSync(run.config, `output:\n  dir: ${join(run.dir, 'runs', 'micro')}\n`);
   return run;
 }
@@ -74,7 +81,10 @@ model:
 /** A run folder's training loss by step (loss/train in run.sqlite). */
 export function trainingLosses(runDir: string): Map<number, number> {
   const db = new Database(join(runDir, 'run.sqlite'), { readonly: true });
-  const rows = db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/train' ORDER BY step").all() as { step: number; value: number }[];
+  const rows = db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/train' ORDER BY step").all() as {
+    step: number;
+    value: number;
+  }[];
   db.close();
   return new Map(rows.map((r) => [r.step, r.value]));
 }

@@ -37,7 +37,8 @@ function functionName(node: ts.Node): string {
   const named = node as ts.FunctionDeclaration | ts.MethodDeclaration;
   if (named.name) return named.name.getText();
   const parent = node.parent;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)) return parent.name.getText();
+  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
+    return parent.name.getText();
   if (ts.isConstructorDeclaration(node)) return 'constructor';
   return '(anonymous)';
 }
@@ -49,7 +50,13 @@ export function functionSizes(files: readonly string[]): FunctionSize[] {
     const sf = parse(file);
     const visit = (node: ts.Node) => {
       const isFunction =
-        ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isConstructorDeclaration(node) || ts.isGetAccessor(node) || ts.isSetAccessor(node);
+        ts.isFunctionDeclaration(node) ||
+        ts.isMethodDeclaration(node) ||
+        ts.isArrowFunction(node) ||
+        ts.isFunctionExpression(node) ||
+        ts.isConstructorDeclaration(node) ||
+        ts.isGetAccessor(node) ||
+        ts.isSetAccessor(node);
       if (isFunction && (node as ts.FunctionLikeDeclaration).body) {
         const start = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
         const end = sf.getLineAndCharacterOfPosition(node.getEnd()).line;
@@ -64,7 +71,9 @@ export function functionSizes(files: readonly string[]): FunctionSize[] {
 
 /** Lines of each file. */
 export function fileLengths(files: readonly string[]): { file: string; lines: number }[] {
-  return files.map((file) => ({ file, lines: readFileSync(join(ROOT, file), 'utf8').split('\n').length })).sort((a, b) => b.lines - a.lines);
+  return files
+    .map((file) => ({ file, lines: readFileSync(join(ROOT, file), 'utf8').split('\n').length }))
+    .sort((a, b) => b.lines - a.lines);
 }
 
 /** Lines longer than `width` characters (counted as code points). */
@@ -117,8 +126,10 @@ export function deepImports(files: readonly string[]): DeepImport[] {
       out.push({ from: file, to: target, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1 });
     };
     const visit = (node: ts.Node) => {
-      if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier) check(node.moduleSpecifier, node);
-      else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0]) check(node.arguments[0], node);
+      if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier)
+        check(node.moduleSpecifier, node);
+      else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0])
+        check(node.arguments[0], node);
       ts.forEachChild(node, visit);
     };
     visit(sf);

@@ -6,5 +6,10 @@ import { repoRoot } from './cli.js';
 
 export function readEvents(path: string): any {
   const python = process.env.XTTS_TEST_PYTHON ?? 'python3';
-  return JSON.parse(execFileSync(python, [join(repoRoot, 'test', 'helpers', 'read_tfevents.py'), path], { encoding: 'utf8', maxBuffer: 1 << 26 }));
+  return JSON.parse(
+    execFileSync(python, [join(repoRoot, 'test', 'helpers', 'read_tfevents.py'), path], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 26,
+    }),
+  );
 }

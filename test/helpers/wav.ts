@@ -4,7 +4,8 @@ import { writeFileSync } from 'node:fs';
 
 export function pcm16Wav(samples: Float32Array, sampleRateHz: number): Buffer {
   const data = Buffer.alloc(samples.length * 2);
-  for (let i = 0; i < samples.length; i++) data.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32767))), i * 2);
+  for (let i = 0; i < samples.length; i++)
+    data.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(samples[i] * 32767))), i * 2);
   const h = Buffer.alloc(44);
   h.write('RIFF', 0);
   h.writeUInt32LE(36 + data.length, 4);

@@ -67,8 +67,15 @@ describe('compressed audio decodes to the speech it was made from', () => {
       const d = await decodeAudio(bytes, name);
       const rate = kind === 'ogg-opus' ? 48000 : reference.sampleRateHz; // Opus always decodes at 48 kHz
       assert.equal(d.sampleRateHz, rate);
-      assert.ok(Math.abs(d.durationS - reference.durationS) < 0.15, `${d.durationS} s against ${reference.durationS} s`);
-      if (kind === 'flac') assert.deepEqual([...d.samples.subarray(0, 5000)].map((v) => Math.round(v * 32768)), [...reference.samples.subarray(0, 5000)].map((v) => Math.round(v * 32768)));
+      assert.ok(
+        Math.abs(d.durationS - reference.durationS) < 0.15,
+        `${d.durationS} s against ${reference.durationS} s`,
+      );
+      if (kind === 'flac')
+        assert.deepEqual(
+          [...d.samples.subarray(0, 5000)].map((v) => Math.round(v * 32768)),
+          [...reference.samples.subarray(0, 5000)].map((v) => Math.round(v * 32768)),
+        );
       else {
         const r = correlation(envelope(reference.samples, reference.sampleRateHz), envelope(d.samples, rate));
         assert.ok(r > 0.9, `envelope correlation ${r.toFixed(3)}`);
@@ -79,11 +86,24 @@ describe('compressed audio decodes to the speech it was made from', () => {
   }
 });
 
-test('a file of another kind is named; a compressed clip over 600 s is refused from its frames, undecoded', async () => {
-  await assert.rejects(decodeAudio(Buffer.from('just some text, not audio'), 'notes.txt'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /notes\.txt: not WAV, FLAC, MP3 or Ogg/.test(e.message));
-  const long = join(dir, 'long.mp3');
-  execFileSync('sox', ['-n', '-r', '8000', '-c', '1', long, 'synth', '610', 'sine', '300']);
-  await assert.rejects(decodeAudio(readFileSync(long), 'long.mp3', { maxSeconds: 600 }), (e: XttsError) => e.code === 'AUDIO_TOO_LONG' && /61\d\.\d s of audio/.test(e.message));
-  writeFileSync(join(dir, 'cut.flac'), readFileSync(join(dir, 'speech.flac')).subarray(0, 30));
-  await assert.rejects(decodeAudio(readFileSync(join(dir, 'cut.flac')), 'cut.flac'), (e: XttsError) => e.code === 'AUDIO_UNREADABLE');
-});
+test(
+  'a file of another kind is named; a compressed clip over 600 s is refused from ' + 'its frames, undecoded',
+  async () => {
+    await assert.rejects(
+      decodeAudio(Buffer.from('just some text, not audio'), 'notes.txt'),
+      (e: XttsError) =>
+        e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /notes\.txt: not WAV, FLAC, MP3 or Ogg/.test(e.message),
+    );
+    const long = join(dir, 'long.mp3');
+    execFileSync('sox', ['-n', '-r', '8000', '-c', '1', long, 'synth', '610', 'sine', '300']);
+    await assert.rejects(
+      decodeAudio(readFileSync(long), 'long.mp3', { maxSeconds: 600 }),
+      (e: XttsError) => e.code === 'AUDIO_TOO_LONG' && /61\d\.\d s of audio/.test(e.message),
+    );
+    writeFileSync(join(dir, 'cut.flac'), readFileSync(join(dir, 'speech.flac')).subarray(0, 30));
+    await assert.rejects(
+      decodeAudio(readFileSync(join(dir, 'cut.flac')), 'cut.flac'),
+      (e: XttsError) => e.code === 'AUDIO_UNREADABLE',
+    );
+  },
+);

@@ -10,7 +10,10 @@ import { describe, test } from 'node:test';
 import { decodeWav, integratedLoudness, normaliseLoudness, trimSilence } from '../../src/core/data/audio/index.js';
 
 function tone(hz: number, seconds: number, rateHz: number, amplitude: number): Float32Array {
-  return Float32Array.from({ length: Math.round(seconds * rateHz) }, (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz));
+  return Float32Array.from(
+    { length: Math.round(seconds * rateHz) },
+    (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz),
+  );
 }
 
 function concat(...parts: Float32Array[]): Float32Array {
@@ -23,7 +26,10 @@ function concat(...parts: Float32Array[]): Float32Array {
   return out;
 }
 
-/** librosa 0.10 effects.trim, one frame at a time: rms(center=True, pad_mode='constant') -> amplitude_to_db(ref=max, amin=1e-5) > -top_db. */
+/**
+ * librosa 0.10 effects.trim, one frame at a time: rms(center=True, pad_mode='constant') -> amplitude_to_db(ref=max,
+ * amin=1e-5) > -top_db.
+ */
 function librosaTrim(y: Float32Array, topDb: number, frameLength = 2048, hop = 512): [number, number] {
   const padded = new Float64Array(y.length + frameLength);
   padded.set(y, frameLength / 2);
@@ -48,18 +54,44 @@ describe('trimSilence', () => {
   test('cuts the silence around a tone and keeps all of the tone', () => {
     const x = concat(new Float32Array(RATE / 2), tone(300, 1, RATE, 0.5), new Float32Array(RATE / 2));
     const { start, end } = trimSilence(x, 40);
-    assert.ok(start <= RATE / 2 && end >= RATE * 1.5, `[${start}, ${end}) must contain the tone [${RATE / 2}, ${RATE * 1.5})`);
+    assert.ok(
+      start <= RATE / 2 && end >= RATE * 1.5,
+      `[${start}, ${end}) must contain the tone [${RATE / 2}, ${RATE * 1.5})`,
+    );
     // librosa keeps at most about one frame (2048) of the quiet on each side.
     assert.ok(RATE / 2 - start < 2048 && end - RATE * 1.5 < 2048, `[${start}, ${end})`);
     assert.deepEqual([start, end], librosaTrim(x, 40));
   });
 
   const crafted: [string, () => Float32Array, number][] = [
-    ['noise floor at -50 dB, top_db 40', () => concat(tone(50, 0.4, RATE, 0.001), tone(440, 0.7, RATE, 0.3), tone(50, 0.3, RATE, 0.001)), 40],
-    ['noise floor at -50 dB, top_db 60 keeps it', () => concat(tone(50, 0.4, RATE, 0.001), tone(440, 0.7, RATE, 0.3), tone(50, 0.3, RATE, 0.001)), 60],
-    ['a quiet word after a pause is kept', () => concat(new Float32Array(5000), tone(440, 0.3, RATE, 0.5), new Float32Array(8000), tone(660, 0.2, RATE, 0.02), new Float32Array(9000)), 40],
+    [
+      'noise floor at -50 dB, top_db 40',
+      () => concat(tone(50, 0.4, RATE, 0.001), tone(440, 0.7, RATE, 0.3), tone(50, 0.3, RATE, 0.001)),
+      40,
+    ],
+    [
+      'noise floor at -50 dB, top_db 60 keeps it',
+      () => concat(tone(50, 0.4, RATE, 0.001), tone(440, 0.7, RATE, 0.3), tone(50, 0.3, RATE, 0.001)),
+      60,
+    ],
+    [
+      'a quiet word after a pause is kept',
+      () =>
+        concat(
+          new Float32Array(5000),
+          tone(440, 0.3, RATE, 0.5),
+          new Float32Array(8000),
+          tone(660, 0.2, RATE, 0.02),
+          new Float32Array(9000),
+        ),
+      40,
+    ],
     ['odd length, no silence at all', () => tone(440, 0.123, RATE, 0.4), 40],
-    ['shorter than a frame', () => concat(new Float32Array(300), tone(440, 0.01, RATE, 0.4), new Float32Array(300)), 30],
+    [
+      'shorter than a frame',
+      () => concat(new Float32Array(300), tone(440, 0.01, RATE, 0.4), new Float32Array(300)),
+      30,
+    ],
     ['digital silence is kept whole (librosa floors at 1e-5)', () => new Float32Array(7000), 40],
   ];
   for (const [name, make, topDb] of crafted) {
@@ -75,7 +107,8 @@ describe('trimSilence', () => {
     execFileSync('espeak-ng', ['-w', wav, 'Silence is golden.']);
     const words = decodeWav(readFileSync(wav)).samples;
     let seed = 7;
-    const noise = (n: number) => Float32Array.from({ length: n }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 2e-3);
+    const noise = (n: number) =>
+      Float32Array.from({ length: n }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 2e-3);
     const x = concat(noise(9000), words, noise(12000));
     for (const topDb of [20, 40, 60]) {
       const { start, end } = trimSilence(x, topDb);

@@ -7,7 +7,14 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { decodeWav, griffinLim, MelExtractor, melFilterbank, melToMagnitude, type MelSettings } from '../../src/core/data/audio/index.js';
+import {
+  decodeWav,
+  griffinLim,
+  MelExtractor,
+  melFilterbank,
+  melToMagnitude,
+  type MelSettings,
+} from '../../src/core/data/audio/index.js';
 
 const AUDIO: MelSettings = {
   sample_rate_hz: 22050,
@@ -45,7 +52,10 @@ function revocodedError(text: string): (options: { iterations?: number; power?: 
 }
 
 function tone(hz: number, seconds: number, amplitude = 0.5): Float32Array {
-  return Float32Array.from({ length: Math.round(seconds * 22050) }, (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / 22050));
+  return Float32Array.from(
+    { length: Math.round(seconds * 22050) },
+    (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / 22050),
+  );
 }
 
 /** Amplitude of the component at hz (a single-bin DFT with a Hann window). */
@@ -84,7 +94,8 @@ describe('griffinLim', () => {
       // over 81 steps to 8 kHz), i.e. 37 Hz below 1 kHz and 3.8% of the frequency above.
       const halfBandHz = (hz < 1000 ? 37 : 0.038 * hz) / 2;
       assert.ok(Math.abs(bestHz - hz) <= halfBandHz, `${hz} Hz came back peaking at ${bestHz} Hz`);
-      for (const other of [hz / 2, hz * 2, hz * 3]) assert.ok(amplitudeAt(middle, other) < best / 10, `${hz} Hz: too much at ${other} Hz`);
+      for (const other of [hz / 2, hz * 2, hz * 3])
+        assert.ok(amplitudeAt(middle, other) < best / 10, `${hz} Hz: too much at ${other} Hz`);
     }
   });
 
@@ -97,7 +108,12 @@ describe('griffinLim', () => {
     // power 1, no normalisation: the output scales with the magnitudes, and keeps the tone's level
     // (RMS 0.2/√2) up to what the mel's frequency blur costs.
     const raw = griffinLim(mel, frames, AUDIO, { iterations: 16, power: 1, peak: null });
-    const louder = griffinLim(mel.map((v) => v + Math.log(2)), frames, AUDIO, { iterations: 16, power: 1, peak: null });
+    const louder = griffinLim(
+      mel.map((v) => v + Math.log(2)),
+      frames,
+      AUDIO,
+      { iterations: 16, power: 1, peak: null },
+    );
     let worst = 0;
     raw.forEach((v, i) => (worst = Math.max(worst, Math.abs(2 * v - louder[i]))));
     assert.ok(worst < 1e-4, `doubling the magnitudes changed the output by up to ${worst} more than 2x`);

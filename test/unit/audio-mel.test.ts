@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { AudioConfig } from '../../src/core/config/schema.js';
-import { decodeWav, encodeWav, MelExtractor, processClip, type MelEngine, type MelSettings } from '../../src/core/data/audio/index.js';
+import {
+  decodeWav,
+  encodeWav,
+  MelExtractor,
+  processClip,
+  type MelEngine,
+  type MelSettings,
+} from '../../src/core/data/audio/index.js';
 import { KERNELS_SOURCES_SHA256 } from '../../src/core/data/audio/wasm/kernels.wasm.js';
 
 const DEFAULTS: MelSettings = {
@@ -27,12 +34,19 @@ const DEFAULTS: MelSettings = {
   log_base: 'e',
   log_floor: 1e-5,
 };
-const AUDIO: AudioConfig = { ...DEFAULTS, trim: { enabled: true, top_db: 40 }, loudness: { enabled: false, target_lufs: -23 } };
+const AUDIO: AudioConfig = {
+  ...DEFAULTS,
+  trim: { enabled: true, top_db: 40 },
+  loudness: { enabled: false, target_lufs: -23 },
+};
 const ENGINES: MelEngine[] = ['wasm', 'js'];
 const dir = mkdtempSync(join(tmpdir(), 'xtts-audio-mel-'));
 
 function tone(hz: number, seconds: number, rateHz: number, amplitude = 0.5): Float32Array {
-  return Float32Array.from({ length: Math.round(seconds * rateHz) }, (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz));
+  return Float32Array.from(
+    { length: Math.round(seconds * rateHz) },
+    (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz),
+  );
 }
 
 /** A WAV file of espeak-ng speaking `text` (22,050 Hz, 16-bit mono). */
@@ -50,20 +64,38 @@ function speech(text: string): Float32Array {
 // ---- the naive reference: formulas straight from librosa's documentation, no FFT, no sparsity ----
 function naiveLogMel(x: Float32Array, s: MelSettings, maxFrames = Infinity): { frames: number; mel: Float64Array } {
   const htk = s.mel_scale === 'htk';
-  const toMel = (hz: number) => (htk ? 2595 * Math.log10(1 + hz / 700) : hz < 1000 ? (3 * hz) / 200 : 15 + (27 * Math.log(hz / 1000)) / Math.log(6.4));
-  const toHz = (mel: number) => (htk ? 700 * (10 ** (mel / 2595) - 1) : mel < 15 ? (200 * mel) / 3 : 1000 * Math.exp(((mel - 15) * Math.log(6.4)) / 27));
+  const toMel = (hz: number) =>
+    htk
+      ? 2595 * Math.log10(1 + hz / 700)
+      : hz < 1000
+        ? (3 * hz) / 200
+        : 15 + (27 * Math.log(hz / 1000)) / Math.log(6.4);
+  const toHz = (mel: number) =>
+    htk
+      ? 700 * (10 ** (mel / 2595) - 1)
+      : mel < 15
+        ? (200 * mel) / 3
+        : 1000 * Math.exp(((mel - 15) * Math.log(6.4)) / 27);
   const bins = s.n_fft / 2 + 1;
-  const edges = Array.from({ length: s.n_mels + 2 }, (_, i) => toHz(toMel(s.fmin_hz) + (i * (toMel(s.fmax_hz) - toMel(s.fmin_hz))) / (s.n_mels + 1)));
+  const edges = Array.from({ length: s.n_mels + 2 }, (_, i) =>
+    toHz(toMel(s.fmin_hz) + (i * (toMel(s.fmax_hz) - toMel(s.fmin_hz))) / (s.n_mels + 1)),
+  );
   const fb = Array.from({ length: s.n_mels }, (_, m) =>
     Array.from({ length: bins }, (_, k) => {
       const hz = (k * s.sample_rate_hz) / s.n_fft;
-      const tri = Math.max(0, Math.min((hz - edges[m]) / (edges[m + 1] - edges[m]), (edges[m + 2] - hz) / (edges[m + 2] - edges[m + 1])));
+      const tri = Math.max(
+        0,
+        Math.min((hz - edges[m]) / (edges[m + 1] - edges[m]), (edges[m + 2] - hz) / (edges[m + 2] - edges[m + 1])),
+      );
       return s.mel_norm === 'slaney' ? (tri * 2) / (edges[m + 2] - edges[m]) : tri;
     }),
   );
   const win = new Float64Array(s.n_fft);
   const off = Math.floor((s.n_fft - s.win_length) / 2);
-  for (let i = 0; i < s.win_length; i++) win[off + i] = (s.window === 'hann' ? 0.5 : 0.54) - (s.window === 'hann' ? 0.5 : 0.46) * Math.cos((2 * Math.PI * i) / s.win_length);
+  for (let i = 0; i < s.win_length; i++)
+    win[off + i] =
+      (s.window === 'hann' ? 0.5 : 0.54) -
+      (s.window === 'hann' ? 0.5 : 0.46) * Math.cos((2 * Math.PI * i) / s.win_length);
   const pad = s.n_fft / 2;
   const at = (i: number) => x[i < 0 ? -i : i >= x.length ? 2 * (x.length - 1) - i : i]; // one reflection suffices here
   const frames = Math.min(1 + Math.floor(x.length / s.hop_length), maxFrames);
@@ -97,11 +129,16 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>, n = Math.min(a.l
 }
 
 describe('log-mel', () => {
-  test('the committed wasm module was built from the committed logmel.c and resample.c (else rerun src/core/data/audio/wasm/build.sh)', () => {
-    const hash = createHash('sha256');
-    for (const file of ['logmel.c', 'resample.c']) hash.update(readFileSync(fileURLToPath(new URL(`../../src/core/data/audio/wasm/${file}`, import.meta.url))));
-    assert.equal(KERNELS_SOURCES_SHA256, hash.digest('hex'));
-  });
+  test(
+    'the committed wasm module was built from the committed logmel.c and resample.c ' +
+      '(else rerun src/core/data/audio/wasm/build.sh)',
+    () => {
+      const hash = createHash('sha256');
+      for (const file of ['logmel.c', 'resample.c'])
+        hash.update(readFileSync(fileURLToPath(new URL(`../../src/core/data/audio/wasm/${file}`, import.meta.url))));
+      assert.equal(KERNELS_SOURCES_SHA256, hash.digest('hex'));
+    },
+  );
 
   for (const engine of ENGINES) {
     test(`${engine}: a pure tone peaks in the mel band whose centre is nearest to it`, () => {
@@ -114,27 +151,42 @@ describe('log-mel', () => {
         // Band b is centred at edge b + 1 of n_mels + 2 points evenly spaced in (Slaney) mel.
         const slaney = (f: number) => (f < 1000 ? (3 * f) / 200 : 15 + (27 * Math.log(f / 1000)) / Math.log(6.4));
         const expected = (slaney(hz) / slaney(8000)) * (nMels + 1) - 1;
-        assert.ok(Math.abs(best - expected) <= 1, `${hz} Hz peaked in band ${best}, its centre is nearest band ${expected.toFixed(2)}`);
+        assert.ok(
+          Math.abs(best - expected) <= 1,
+          `${hz} Hz peaked in band ${best}, its centre is nearest band ${expected.toFixed(2)}`,
+        );
       }
     });
 
-    test(`${engine}: frames = 1 + floor(samples / hop) with real lengths, including clips shorter than n_fft / 2`, () => {
-      const m = new MelExtractor(DEFAULTS, { engine });
-      for (const n of [0, 1, 2, 100, 511, 512, 513, 1000, 22050]) {
-        const r = m.compute(tone(440, n / 22050, 22050));
-        assert.equal(r.frames, 1 + Math.floor(n / 256), `n = ${n}`);
-        assert.equal(r.mel.length, r.frames * 80);
-        assert.ok(r.mel.every(Number.isFinite), `n = ${n}: non-finite values`);
-      }
-      const silent = m.compute(new Float32Array(0));
-      assert.ok(silent.mel.every((v) => Math.abs(v - Math.log(1e-5)) < 1e-4), 'an empty clip is one frame at the floor');
-    });
+    test(
+      `${engine}: frames = 1 + floor(samples / hop) with real lengths, including clips ` + `shorter than n_fft / 2`,
+      () => {
+        const m = new MelExtractor(DEFAULTS, { engine });
+        for (const n of [0, 1, 2, 100, 511, 512, 513, 1000, 22050]) {
+          const r = m.compute(tone(440, n / 22050, 22050));
+          assert.equal(r.frames, 1 + Math.floor(n / 256), `n = ${n}`);
+          assert.equal(r.mel.length, r.frames * 80);
+          assert.ok(r.mel.every(Number.isFinite), `n = ${n}: non-finite values`);
+        }
+        const silent = m.compute(new Float32Array(0));
+        assert.ok(
+          silent.mel.every((v) => Math.abs(v - Math.log(1e-5)) < 1e-4),
+          'an empty clip is one frame at the floor',
+        );
+      },
+    );
 
     const variants: [string, Partial<MelSettings>][] = [
       ['defaults', {}],
       ['htk scale, no norm, log10', { mel_scale: 'htk', mel_norm: 'none', log_base: '10' }],
-      ['hamming, win_length 800 < n_fft, hop 200, fmin 60', { window: 'hamming', win_length: 800, hop_length: 200, fmin_hz: 60 }],
-      ['16 kHz, n_fft 512, 40 mels up to Nyquist', { sample_rate_hz: 16000, n_fft: 512, win_length: 400, hop_length: 160, n_mels: 40, fmax_hz: 8000 }],
+      [
+        'hamming, win_length 800 < n_fft, hop 200, fmin 60',
+        { window: 'hamming', win_length: 800, hop_length: 200, fmin_hz: 60 },
+      ],
+      [
+        '16 kHz, n_fft 512, 40 mels up to Nyquist',
+        { sample_rate_hz: 16000, n_fft: 512, win_length: 400, hop_length: 160, n_mels: 40, fmax_hz: 8000 },
+      ],
     ];
     for (const [name, change] of variants) {
       test(`${engine}: matches a direct-DFT reference (${name})`, () => {
@@ -162,7 +214,8 @@ describe('log-mel', () => {
     assert.ok(sum / a.mel.length < 2e-5, `mean ${sum / a.mel.length}`);
   });
 
-  // numpy (Debian: python3-numpy) implementing librosa 0.10's definitions; librosa itself is not packaged for Debian 12.
+  // numpy (Debian: python3-numpy) implementing librosa 0.10's definitions; librosa itself is not packaged for Debian
+  // 12.
   const NUMPY_REFERENCE = `
 import json, sys
 import numpy as np
@@ -199,17 +252,26 @@ sys.stdout.buffer.write(out.astype(np.float32).tobytes())
 `;
   const python = '/usr/bin/python3';
   const hasNumpy = spawnSync(python, ['-c', 'import numpy'], { encoding: 'utf8' }).status === 0;
-  const skip = hasNumpy ? false : 'python3 has no numpy: `apt-get install python3-numpy` to compare with the numpy reference';
+  const skip = hasNumpy
+    ? false
+    : 'python3 has no numpy: `apt-get install python3-numpy` to compare with the numpy reference';
   for (const [name, change] of [
     ['defaults', {}],
-    ['htk, no norm, log10, hamming, win 800', { mel_scale: 'htk', mel_norm: 'none', log_base: '10', window: 'hamming', win_length: 800 }],
+    [
+      'htk, no norm, log10, hamming, win 800',
+      { mel_scale: 'htk', mel_norm: 'none', log_base: '10', window: 'hamming', win_length: 800 },
+    ],
   ] as [string, Partial<MelSettings>][]) {
     test(`matches librosa's definitions in numpy on 10 s of espeak-ng speech (${name})`, { skip }, () => {
       const s = { ...DEFAULTS, ...change };
       const words = speech('A numpy reference: every frame, every band, in double precision.');
       const x = new Float32Array(22050 * 10);
-      for (let o = 0; o < x.length; o += words.length) x.set(words.subarray(0, Math.min(words.length, x.length - o)), o);
-      const r = spawnSync(python, ['-c', NUMPY_REFERENCE, JSON.stringify(s)], { input: Buffer.from(x.buffer), maxBuffer: 1 << 28 });
+      for (let o = 0; o < x.length; o += words.length)
+        x.set(words.subarray(0, Math.min(words.length, x.length - o)), o);
+      const r = spawnSync(python, ['-c', NUMPY_REFERENCE, JSON.stringify(s)], {
+        input: Buffer.from(x.buffer),
+        maxBuffer: 1 << 28,
+      });
       assert.equal(r.status, 0, r.stderr?.toString());
       const ref = new Float32Array(new Uint8Array(r.stdout).slice().buffer);
       for (const engine of ENGINES) {
@@ -260,7 +322,10 @@ describe('processClip', () => {
 
   test('settings the extractor cannot honour are AUDIO_BAD_SETTINGS', () => {
     for (const change of [{ n_fft: 1000 }, { fmax_hz: 12000 }, { win_length: 2048 }] as Partial<AudioConfig>[]) {
-      assert.throws(() => processClip(encodeWav(tone(440, 0.2, 22050), 22050), { ...AUDIO, ...change }, 'x.wav'), (e: Error & { code?: string }) => e.code === 'AUDIO_BAD_SETTINGS');
+      assert.throws(
+        () => processClip(encodeWav(tone(440, 0.2, 22050), 22050), { ...AUDIO, ...change }, 'x.wav'),
+        (e: Error & { code?: string }) => e.code === 'AUDIO_BAD_SETTINGS',
+      );
     }
   });
 });

@@ -10,13 +10,17 @@ import { describe, test } from 'node:test';
 import { decodeWav, resample, Resampler } from '../../src/core/data/audio/index.js';
 
 function tone(hz: number, seconds: number, rateHz: number, amplitude = 0.5, phase = 0): Float32Array {
-  return Float32Array.from({ length: Math.round(seconds * rateHz) }, (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz + phase));
+  return Float32Array.from(
+    { length: Math.round(seconds * rateHz) },
+    (_, i) => amplitude * Math.sin((2 * Math.PI * hz * i) / rateHz + phase),
+  );
 }
 
 /** Largest |y - expected| away from the ends (where the filter sees zeros beyond the clip). */
 function errorAgainst(y: Float32Array, expected: Float32Array, margin: number): number {
   let worst = 0;
-  for (let i = margin; i < Math.min(y.length, expected.length) - margin; i++) worst = Math.max(worst, Math.abs(y[i] - expected[i]));
+  for (let i = margin; i < Math.min(y.length, expected.length) - margin; i++)
+    worst = Math.max(worst, Math.abs(y[i] - expected[i]));
   return worst;
 }
 
@@ -65,7 +69,10 @@ describe('resample', () => {
 
   test('the wasm and js engines agree (exact phases); the interpolated case runs in js', () => {
     let seed = 3;
-    const noise = Float32Array.from({ length: 30000 }, () => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 1.6);
+    const noise = Float32Array.from(
+      { length: 30000 },
+      () => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 1.6,
+    );
     for (const [from, to] of PAIRS.slice(0, 5)) {
       const wasm = new Resampler(from, to);
       const js = new Resampler(from, to, undefined, 'js');

@@ -42,7 +42,11 @@ function concat(parts: Float32Array[]): Float32Array {
   return out;
 }
 
-function assertClose(got: { mean: Float32Array; std: Float32Array }, want: { mean: number[]; std: number[] }, tol: number): void {
+function assertClose(
+  got: { mean: Float32Array; std: Float32Array },
+  want: { mean: number[]; std: number[] },
+  tol: number,
+): void {
   for (let m = 0; m < N_MELS; m++) {
     assert.ok(Math.abs(got.mean[m] - want.mean[m]) < tol, `mean[${m}] ${got.mean[m]} vs ${want.mean[m]}`);
     assert.ok(Math.abs(got.std[m] - want.std[m]) < tol, `std[${m}] ${got.std[m]} vs ${want.std[m]}`);
@@ -90,7 +94,8 @@ describe('MelStats', () => {
     for (const p of parts) s.add(p, p.length / N_MELS);
     const want = direct(concat(parts));
     const r = s.finalize();
-    for (let m = 0; m < N_MELS; m++) assert.ok(Math.abs(r.std[m] - want.std[m]) / want.std[m] < 1e-4, `std[${m}] ${r.std[m]} vs ${want.std[m]}`);
+    for (let m = 0; m < N_MELS; m++)
+      assert.ok(Math.abs(r.std[m] - want.std[m]) / want.std[m] < 1e-4, `std[${m}] ${r.std[m]} vs ${want.std[m]}`);
   });
 
   test('a constant bin has std at the floor, never zero; no frames gives zeros and the floor', () => {

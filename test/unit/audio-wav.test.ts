@@ -19,7 +19,10 @@ const RATE = 22050;
 
 /** A two-tone test signal at 0.6 peak: distinct left/right channels for the downmix checks. */
 function signal(n: number, hz: number, phase = 0): Float32Array {
-  return Float32Array.from({ length: n }, (_, i) => 0.3 * Math.sin((2 * Math.PI * hz * i) / RATE + phase) + 0.3 * Math.sin((2 * Math.PI * 3 * hz * i) / RATE));
+  return Float32Array.from(
+    { length: n },
+    (_, i) => 0.3 * Math.sin((2 * Math.PI * hz * i) / RATE + phase) + 0.3 * Math.sin((2 * Math.PI * 3 * hz * i) / RATE),
+  );
 }
 
 /** A 16-bit PCM mono WAV written byte by byte here (not by encodeWav), the source sox converts. */
@@ -69,7 +72,12 @@ describe('decodeWav on sox-written files', () => {
     ['32-bit float', ['-b', '32', '-e', 'floating-point'], { bits: 32, format: 'float' }, 1e-7],
     ['64-bit float', ['-b', '64', '-e', 'floating-point'], { bits: 64, format: 'float' }, 1e-7],
     ['stereo (two equal channels average to the same)', ['-c', '2'], { channels: 2 }, 1e-7],
-    ['6 channels, 24-bit (sox writes WAVE_FORMAT_EXTENSIBLE)', ['-c', '6', '-b', '24'], { channels: 6, bits: 24 }, 1e-7],
+    [
+      '6 channels, 24-bit (sox writes WAVE_FORMAT_EXTENSIBLE)',
+      ['-c', '6', '-b', '24'],
+      { channels: 6, bits: 24 },
+      1e-7,
+    ],
     ['48 kHz header rate', ['-r', '48000'], {}, Infinity],
   ];
   for (const [name, args, expect, tolerance] of variants) {
@@ -101,7 +109,12 @@ describe('decodeWav on sox-written files', () => {
     const right = signal(1000, 500, 1);
     const w = decodeWav(encodeWav(left, RATE, { channels: [left, right], bitsPerSample: 32, float: true }));
     assert.equal(w.channels, 2);
-    assert.ok(maxError(w.samples, Float32Array.from(left, (v, i) => (v + right[i]) / 2)) < 1e-7);
+    assert.ok(
+      maxError(
+        w.samples,
+        Float32Array.from(left, (v, i) => (v + right[i]) / 2),
+      ) < 1e-7,
+    );
   });
 });
 
@@ -129,7 +142,10 @@ describe('encodeWav', () => {
       const viaSox = join(dir, `enc-${name.replace(/\W+/g, '_')}-sox.wav`);
       execFileSync('sox', ['-D', path, '-e', 'floating-point', '-b', '32', '-c', '1', viaSox]);
       const s = decodeWav(readFileSync(viaSox), viaSox);
-      assert.ok(maxError(s.samples, w.samples) < 2e-6 + (name.includes('3 channels') ? 1e-6 : 0), `sox disagrees by ${maxError(s.samples, w.samples)}`);
+      assert.ok(
+        maxError(s.samples, w.samples) < 2e-6 + (name.includes('3 channels') ? 1e-6 : 0),
+        `sox disagrees by ${maxError(s.samples, w.samples)}`,
+      );
     });
   }
 });
@@ -141,11 +157,19 @@ describe('chunk layouts', () => {
     b.writeUInt32LE(b.length - 8, 4);
     return b;
   };
-  const chunk = (id: string, body: Buffer) => Buffer.concat([Buffer.from(id), Buffer.from(Uint32Array.of(body.length).buffer), body, body.length & 1 ? Buffer.from([0]) : Buffer.alloc(0)]);
+  const chunk = (id: string, body: Buffer) =>
+    Buffer.concat([
+      Buffer.from(id),
+      Buffer.from(Uint32Array.of(body.length).buffer),
+      body,
+      body.length & 1 ? Buffer.from([0]) : Buffer.alloc(0),
+    ]);
 
   test('an odd-sized chunk (with its pad byte) and a LIST/INFO chunk before the data are skipped', () => {
     const list = chunk('LIST', Buffer.concat([Buffer.from('INFO'), chunk('INAM', Buffer.from('odd\0'))]));
-    const w = decodeWav(withChunks(chunk('junk', Buffer.from('abc')), list, chunk('fact', Buffer.from(Uint32Array.of(81).buffer))));
+    const w = decodeWav(
+      withChunks(chunk('junk', Buffer.from('abc')), list, chunk('fact', Buffer.from(Uint32Array.of(81).buffer))),
+    );
     assert.equal(w.samples.length, 81);
     assert.ok(maxError(w.samples, decodeWav(base).samples) === 0);
   });
@@ -178,44 +202,76 @@ describe('bad files', () => {
     ['truncated inside the fmt chunk', () => tone16().subarray(0, 28), 'AUDIO_TRUNCATED'],
     ['not RIFF (text)', () => Buffer.from('id|text|normalized text\n'), 'AUDIO_UNSUPPORTED_FORMAT'],
     ['a FLAC file', () => Buffer.concat([Buffer.from('fLaC'), Buffer.alloc(40)]), 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['an MP3 file', () => Buffer.concat([Buffer.from('ID3\x04\0\0\0\0\0\0'), Buffer.alloc(40)]), 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['RIFF but not WAVE (AVI)', () => Buffer.concat([Buffer.from('RIFF\x20\0\0\0AVI LIST'), Buffer.alloc(24)]), 'AUDIO_UNSUPPORTED_FORMAT'],
+    [
+      'an MP3 file',
+      () => Buffer.concat([Buffer.from('ID3\x04\0\0\0\0\0\0'), Buffer.alloc(40)]),
+      'AUDIO_UNSUPPORTED_FORMAT',
+    ],
+    [
+      'RIFF but not WAVE (AVI)',
+      () => Buffer.concat([Buffer.from('RIFF\x20\0\0\0AVI LIST'), Buffer.alloc(24)]),
+      'AUDIO_UNSUPPORTED_FORMAT',
+    ],
     ['mu-law (sox)', () => sox(['-e', 'u-law'], 'ulaw.wav'), 'AUDIO_UNSUPPORTED_FORMAT'],
     ['A-law (sox)', () => sox(['-e', 'a-law'], 'alaw.wav'), 'AUDIO_UNSUPPORTED_FORMAT'],
     ['MS ADPCM (sox)', () => sox(['-e', 'ms-adpcm'], 'msadpcm.wav'), 'AUDIO_UNSUPPORTED_FORMAT'],
     ['IMA ADPCM (sox)', () => sox(['-e', 'ima-adpcm'], 'imaadpcm.wav'), 'AUDIO_UNSUPPORTED_FORMAT'],
     ['MP3 in WAV (format tag 0x55)', () => withFormatTag(0x55), 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['a block align too small for the samples', () => {
-      const b = tone16();
-      b.writeUInt16LE(1, 32); // 1 byte per frame cannot hold a 16-bit sample
-      return b;
-    }, 'AUDIO_UNREADABLE'],
-    ['48-bit PCM', () => {
-      const b = tone16();
-      b.writeUInt16LE(48, 34);
-      b.writeUInt16LE(6, 32);
-      return b;
-    }, 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['16-bit float', () => {
-      const b = withFormatTag(3);
-      return b;
-    }, 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['zero channels', () => {
-      const b = tone16();
-      b.writeUInt16LE(0, 22);
-      return b;
-    }, 'AUDIO_UNREADABLE'],
-    ['zero sample rate', () => {
-      const b = tone16();
-      b.writeUInt32LE(0, 24);
-      return b;
-    }, 'AUDIO_UNREADABLE'],
+    [
+      'a block align too small for the samples',
+      () => {
+        const b = tone16();
+        b.writeUInt16LE(1, 32); // 1 byte per frame cannot hold a 16-bit sample
+        return b;
+      },
+      'AUDIO_UNREADABLE',
+    ],
+    [
+      '48-bit PCM',
+      () => {
+        const b = tone16();
+        b.writeUInt16LE(48, 34);
+        b.writeUInt16LE(6, 32);
+        return b;
+      },
+      'AUDIO_UNSUPPORTED_FORMAT',
+    ],
+    [
+      '16-bit float',
+      () => {
+        const b = withFormatTag(3);
+        return b;
+      },
+      'AUDIO_UNSUPPORTED_FORMAT',
+    ],
+    [
+      'zero channels',
+      () => {
+        const b = tone16();
+        b.writeUInt16LE(0, 22);
+        return b;
+      },
+      'AUDIO_UNREADABLE',
+    ],
+    [
+      'zero sample rate',
+      () => {
+        const b = tone16();
+        b.writeUInt32LE(0, 24);
+        return b;
+      },
+      'AUDIO_UNREADABLE',
+    ],
     ['no data chunk', () => tone16().subarray(0, 36), 'AUDIO_UNREADABLE'],
-    ['no fmt chunk', () => {
-      const b = tone16();
-      b.write('junk', 12); // the fmt chunk becomes an unknown one
-      return b;
-    }, 'AUDIO_UNREADABLE'],
+    [
+      'no fmt chunk',
+      () => {
+        const b = tone16();
+        b.write('junk', 12); // the fmt chunk becomes an unknown one
+        return b;
+      },
+      'AUDIO_UNREADABLE',
+    ],
   ];
   for (const [name, make, code] of cases) {
     test(`${name} -> ${code}, with the file and a fix in the message`, () => {
@@ -253,28 +309,48 @@ describe('headers that would make one clip cost without bound are refused before
     for (const rate of [1, 999, 4_000_000_000]) {
       const b = pcm16(tone, RATE);
       b.writeUInt32LE(rate, 24);
-      assert.throws(() => decodeWav(b, 'r.wav'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && e.message.includes(`${rate.toLocaleString('en-US')} Hz`) && e.message.startsWith('r.wav'));
+      assert.throws(
+        () => decodeWav(b, 'r.wav'),
+        (e: XttsError) =>
+          e.code === 'AUDIO_UNSUPPORTED_FORMAT' &&
+          e.message.includes(`${rate.toLocaleString('en-US')} Hz`) &&
+          e.message.startsWith('r.wav'),
+      );
     }
   });
   test('65,535 channels is an unsupported format, not "silent"', () => {
     const b = pcm16(tone, RATE);
     b.writeUInt16LE(65535, 22);
-    assert.throws(() => decodeWav(b, 'c.wav'), (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /65,535 channels/.test(e.message));
+    assert.throws(
+      () => decodeWav(b, 'c.wav'),
+      (e: XttsError) => e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /65,535 channels/.test(e.message),
+    );
   });
-  test('a clip longer than MAX_CLIP_SECONDS is AUDIO_TOO_LONG from its header (and its skip reason is audio_too_long)', async () => {
-    // 8,000 Hz declared over 11 MB of samples: 700 s.
-    const b = pcm16(new Float32Array(8000 * 700), 8000);
-    assert.throws(() => processClip(b, AUDIO, 'long.wav'), (e: XttsError) => e.code === 'AUDIO_TOO_LONG' && /700\.0 s/.test(e.message) && e.message.includes(`${MAX_CLIP_SECONDS} s`));
-    const path = join(dir, 'long.wav');
-    writeFileSync(path, b);
-    const r = await featureTask({ audioPath: path, audio: AUDIO });
-    assert.equal(r.ok, false);
-    assert.equal(!r.ok && r.reason, 'audio_too_long');
-  });
+  test(
+    'a clip longer than MAX_CLIP_SECONDS is AUDIO_TOO_LONG from its header (and its ' +
+      'skip reason is audio_too_long)',
+    async () => {
+      // 8,000 Hz declared over 11 MB of samples: 700 s.
+      const b = pcm16(new Float32Array(8000 * 700), 8000);
+      assert.throws(
+        () => processClip(b, AUDIO, 'long.wav'),
+        (e: XttsError) =>
+          e.code === 'AUDIO_TOO_LONG' && /700\.0 s/.test(e.message) && e.message.includes(`${MAX_CLIP_SECONDS} s`),
+      );
+      const path = join(dir, 'long.wav');
+      writeFileSync(path, b);
+      const r = await featureTask({ audioPath: path, audio: AUDIO });
+      assert.equal(r.ok, false);
+      assert.equal(!r.ok && r.reason, 'audio_too_long');
+    },
+  );
   test('a NaN sample is named with its position, not "too short"', () => {
     const s = signal(RATE, 220);
     s[11025] = Number.NaN;
     const b = Buffer.from(encodeWav(s, RATE, { float: true }));
-    assert.throws(() => processClip(b, AUDIO, 'nan.wav'), (e: XttsError) => e.code === 'AUDIO_NOT_FINITE' && /sample 11,025 \(at 0\.500 s\) is NaN/.test(e.message));
+    assert.throws(
+      () => processClip(b, AUDIO, 'nan.wav'),
+      (e: XttsError) => e.code === 'AUDIO_NOT_FINITE' && /sample 11,025 \(at 0\.500 s\) is NaN/.test(e.message),
+    );
   });
 });

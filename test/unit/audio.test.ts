@@ -8,7 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { decodeWav, encodeWav, integratedLoudness, MelExtractor, MelStats, normaliseLoudness, processClip, resample, trimSilence, hzToMel } from '../../src/core/data/audio/index.js';
+import {
+  decodeWav,
+  encodeWav,
+  integratedLoudness,
+  MelExtractor,
+  MelStats,
+  normaliseLoudness,
+  processClip,
+  resample,
+  trimSilence,
+  hzToMel,
+} from '../../src/core/data/audio/index.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 
@@ -68,21 +79,32 @@ describe('WAV decoding', () => {
   const bad: [string, () => Buffer, string][] = [
     ['truncated header', () => Buffer.from('RIFF'), 'AUDIO_UNREADABLE'],
     ['not RIFF', () => Buffer.from('fLaC\0\0\0\0\0\0\0\0\0\0'), 'AUDIO_UNSUPPORTED_FORMAT'],
-    ['mu-law', () => {
-      const out = join(dir, 'ulaw.wav');
-      execFileSync('sox', [src, '-e', 'u-law', out]);
-      return readFileSync(out);
-    }, 'AUDIO_UNSUPPORTED_FORMAT'],
+    [
+      'mu-law',
+      () => {
+        const out = join(dir, 'ulaw.wav');
+        execFileSync('sox', [src, '-e', 'u-law', out]);
+        return readFileSync(out);
+      },
+      'AUDIO_UNSUPPORTED_FORMAT',
+    ],
     ['no data chunk', () => Buffer.from(encodeWav(sine(440, 0.01, 8000), 8000)).subarray(0, 36), 'AUDIO_UNREADABLE'],
-    ['zero channels', () => {
-      const b = Buffer.from(encodeWav(sine(440, 0.01, 8000), 8000));
-      b.writeUInt16LE(0, 22);
-      return b;
-    }, 'AUDIO_UNREADABLE'],
+    [
+      'zero channels',
+      () => {
+        const b = Buffer.from(encodeWav(sine(440, 0.01, 8000), 8000));
+        b.writeUInt16LE(0, 22);
+        return b;
+      },
+      'AUDIO_UNREADABLE',
+    ],
   ];
   for (const [name, make, code] of bad) {
     test(`bad file: ${name} -> ${code}`, () => {
-      assert.throws(() => decodeWav(make(), 'x.wav'), (e: Error & { code?: string }) => e.code === code && e.message.startsWith('x.wav'));
+      assert.throws(
+        () => decodeWav(make(), 'x.wav'),
+        (e: Error & { code?: string }) => e.code === code && e.message.startsWith('x.wav'),
+      );
     });
   }
 });
@@ -133,7 +155,12 @@ describe('log-mel', () => {
       let best = 0;
       for (let k = 1; k < nMels; k++) if (mel[mid * nMels + k] > mel[mid * nMels + best]) best = k;
       // Band k is centred at the (k+1)-th of n_mels+2 points evenly spaced in mel between fmin and fmax.
-      const expected = Math.round(((hzToMel(f, false) - hzToMel(audio.fmin_hz, false)) / (hzToMel(audio.fmax_hz, false) - hzToMel(audio.fmin_hz, false))) * (nMels + 1)) - 1;
+      const expected =
+        Math.round(
+          ((hzToMel(f, false) - hzToMel(audio.fmin_hz, false)) /
+            (hzToMel(audio.fmax_hz, false) - hzToMel(audio.fmin_hz, false))) *
+            (nMels + 1),
+        ) - 1;
       assert.ok(Math.abs(best - expected) <= 1, `${f} Hz peaked at ${best}, expected ${expected}`);
     }
   });
@@ -145,11 +172,16 @@ describe('log-mel', () => {
   });
 
   const numpy = spawnSync('/usr/bin/python3', ['-c', 'import numpy'], { encoding: 'utf8' }).status === 0;
-  test('matches an independent numpy implementation within 1e-3 (log domain)', { skip: numpy ? false : 'python3-numpy is not installed (apt-get install python3-numpy)' }, () => {
+  test('matches an independent numpy implementation within 1e-3 (log domain)', {
+    skip: numpy ? false : 'python3-numpy is not installed (apt-get install python3-numpy)',
+  }, () => {
     const speech = readFileSync(fileURLToPath(new URL('../../configs/quickstart/wavs/QS-001.wav', import.meta.url)));
     const x = decodeWav(speech).samples;
     const script = fileURLToPath(new URL('../fixtures/mel_reference.py', import.meta.url));
-    const r = spawnSync('/usr/bin/python3', [script, JSON.stringify(audio)], { input: Buffer.from(x.buffer, x.byteOffset, x.byteLength), maxBuffer: 1 << 26 });
+    const r = spawnSync('/usr/bin/python3', [script, JSON.stringify(audio)], {
+      input: Buffer.from(x.buffer, x.byteOffset, x.byteLength),
+      maxBuffer: 1 << 26,
+    });
     assert.equal(r.status, 0, r.stderr?.toString());
     const ref = new Float32Array(new Uint8Array(r.stdout).buffer);
     const ours = new MelExtractor(audio).compute(x);

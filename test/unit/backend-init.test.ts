@@ -10,9 +10,16 @@ type Tf = typeof import('@tensorflow/tfjs-core');
 
 /** sum(relu(x·W)) and its gradients, worked by hand: x·W = [[5,-3],[5,-4]], so relu passes column 0 only. */
 async function checkMatmulAndGradient(tf: Tf): Promise<void> {
-  const x = tf.tensor2d([[1, 2], [3, 1]]);
-  const w = tf.tensor2d([[1, -1], [2, -1]]);
-  const f = (a: import('@tensorflow/tfjs-core').Tensor, b: import('@tensorflow/tfjs-core').Tensor) => tf.sum(tf.relu(tf.matMul(a as never, b as never)));
+  const x = tf.tensor2d([
+    [1, 2],
+    [3, 1],
+  ]);
+  const w = tf.tensor2d([
+    [1, -1],
+    [2, -1],
+  ]);
+  const f = (a: import('@tensorflow/tfjs-core').Tensor, b: import('@tensorflow/tfjs-core').Tensor) =>
+    tf.sum(tf.relu(tf.matMul(a as never, b as never)));
   assert.deepEqual(Array.from(await tf.matMul(x, w).data()), [5, -3, 5, -4]);
   const { value, grads } = tf.valueAndGrads(f as never)([x, w]);
   assert.equal((await value.data())[0], 10);
@@ -29,7 +36,7 @@ test('cpu: a matmul and its gradient', async () => {
   await checkMatmulAndGradient(tf);
 });
 
-test('wasm: a matmul and its gradient, with SIMD, from the package\'s .wasm files', async () => {
+test("wasm: a matmul and its gradient, with SIMD, from the package's .wasm files", async () => {
   const { tf, choice } = await initBackend('wasm');
   assert.equal(choice.backend, 'wasm');
   assert.equal(tf.getBackend(), 'wasm');
@@ -40,9 +47,25 @@ test('wasm: a matmul and its gradient, with SIMD, from the package\'s .wasm file
 
 test('wasm: transposed matmuls (every weight gradient) give the same result through the fast path', async () => {
   const { tf } = await initBackend('wasm');
-  const a = tf.tensor3d([[[1, 2, 3], [4, 5, 6]]]); // [1, 2, 3]
-  const b = tf.tensor3d([[[1, 0], [0, 1], [1, 1]]]); // [1, 3, 2]
-  const c = tf.tensor3d([[[1, 2, 3], [0, 1, 0]]]); // [1, 2, 3]
+  const a = tf.tensor3d([
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+  ]); // [1, 2, 3]
+  const b = tf.tensor3d([
+    [
+      [1, 0],
+      [0, 1],
+      [1, 1],
+    ],
+  ]); // [1, 3, 2]
+  const c = tf.tensor3d([
+    [
+      [1, 2, 3],
+      [0, 1, 0],
+    ],
+  ]); // [1, 2, 3]
   assert.deepEqual(Array.from(await tf.matMul(a, c, true, false).data()), [1, 6, 3, 2, 9, 6, 3, 12, 9]); // aᵀ·c
   assert.deepEqual(Array.from(await tf.matMul(a, c, false, true).data()), [14, 2, 32, 5]); // a·cᵀ
   assert.deepEqual(Array.from(await tf.matMul(b, a, true, true).data()), [4, 10, 5, 11]); // bᵀ·aᵀ
@@ -52,42 +75,60 @@ test('wasm: transposed matmuls (every weight gradient) give the same result thro
   assert.deepEqual(Array.from(await tf.matMul(a, c, true, false).data()), [1, 6, 3, 2, 9, 6, 3, 12, 9]);
 });
 
-const noVulkan = findVulkanLoader() ? 'this machine has a Vulkan loader; the no-loader message is not what it would print' : false;
+const noVulkan = findVulkanLoader()
+  ? 'this machine has a Vulkan loader; the no-loader message is not what it would print'
+  : false;
 
-test('webgpu here: refused with the no-adapter reason, naming the Vulkan loader and what to install', { skip: noVulkan }, async () => {
-  await assert.rejects(initBackend('webgpu'), (e: Error & { code?: string; exitCode?: number; suggestions?: string[] }) => {
-    assert.equal(e.code, 'BACKEND_UNAVAILABLE');
-    assert.equal(e.exitCode, 3);
-    assert.match(e.message, /^backend webgpu is not available here: Dawn found no GPU adapter/);
-    assert.match(e.message, /Vulkan loader \(libvulkan\.so\.1\) is not installed/);
-    assert.match(e.message, /apt-get install libvulkan1/);
-    assert.match(e.message, /setup\.sh/);
-    assert.ok(e.suggestions?.some((s) => s.includes('diagnose-gpu-utilization')));
-    return true;
-  });
+test('webgpu here: refused with the no-adapter reason, naming the Vulkan loader and what to install', {
+  skip: noVulkan,
+}, async () => {
+  await assert.rejects(
+    initBackend('webgpu'),
+    (e: Error & { code?: string; exitCode?: number; suggestions?: string[] }) => {
+      assert.equal(e.code, 'BACKEND_UNAVAILABLE');
+      assert.equal(e.exitCode, 3);
+      assert.match(e.message, /^backend webgpu is not available here: Dawn found no GPU adapter/);
+      assert.match(e.message, /Vulkan loader \(libvulkan\.so\.1\) is not installed/);
+      assert.match(e.message, /apt-get install libvulkan1/);
+      assert.match(e.message, /setup\.sh/);
+      assert.ok(e.suggestions?.some((s) => s.includes('diagnose-gpu-utilization')));
+      return true;
+    },
+  );
 });
 
 test('tensorflow: explained, not crashed on, when tfjs-node is absent', async () => {
-  await assert.rejects(initBackend('tensorflow'), (e: Error & { code?: string; exitCode?: number; suggestions?: string[] }) => {
-    assert.equal(e.code, 'BACKEND_UNAVAILABLE');
-    assert.equal(e.exitCode, 3);
-    assert.match(e.message, /neither @tensorflow\/tfjs-node-gpu nor @tensorflow\/tfjs-node is installed/);
-    assert.match(e.message, /downloads libtensorflow/);
-    assert.match(e.message, /npm install @tensorflow\/tfjs-node-gpu@4\.22\.0.*CUDA 11\.2 \+ cuDNN 8\.1/);
-    assert.ok(e.suggestions?.some((s) => s.includes('npm install @tensorflow/tfjs-node-gpu')));
-    return true;
-  });
+  await assert.rejects(
+    initBackend('tensorflow'),
+    (e: Error & { code?: string; exitCode?: number; suggestions?: string[] }) => {
+      assert.equal(e.code, 'BACKEND_UNAVAILABLE');
+      assert.equal(e.exitCode, 3);
+      assert.match(e.message, /neither @tensorflow\/tfjs-node-gpu nor @tensorflow\/tfjs-node is installed/);
+      assert.match(e.message, /downloads libtensorflow/);
+      assert.match(e.message, /npm install @tensorflow\/tfjs-node-gpu@4\.22\.0.*CUDA 11\.2 \+ cuDNN 8\.1/);
+      assert.ok(e.suggestions?.some((s) => s.includes('npm install @tensorflow/tfjs-node-gpu')));
+      return true;
+    },
+  );
 });
 
-test('tensorflow with device.model_device set is refused with how to pick its GPU, not run on another one', async () => {
-  await assert.rejects(initBackend('tensorflow', { device: 1 }), (e: Error & { code?: string }) => {
-    assert.equal(e.code, 'BACKEND_UNAVAILABLE');
-    assert.match(e.message, /device\.model_device \(1\) picks a WebGPU adapter; the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists/);
-    return true;
-  });
-});
+test(
+  'tensorflow with device.model_device set is refused with how to pick its GPU, ' + 'not run on another one',
+  async () => {
+    await assert.rejects(initBackend('tensorflow', { device: 1 }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'BACKEND_UNAVAILABLE');
+      assert.match(
+        e.message,
+        /device\.model_device \(1\) picks a WebGPU adapter; the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists/,
+      );
+      return true;
+    });
+  },
+);
 
-test('auto falls back to wasm here and says why webgpu and tensorflow were passed over', { skip: noVulkan }, async () => {
+test('auto falls back to wasm here and says why webgpu and tensorflow were passed over', {
+  skip: noVulkan,
+}, async () => {
   const { tf, choice } = await initBackend('auto');
   assert.equal(choice.backend, 'wasm');
   assert.match(choice.reason, /^no GPU backend works here; wasm is the fastest CPU backend/);

@@ -19,22 +19,36 @@ test('webgpu alone trains in mixed_fp16; every backend trains in fp32; auto with
     assert.equal(fp16.ok, b === 'webgpu', b);
     if (b !== 'webgpu') assert.equal(fp16.reason, `${b}: ${PRECISION_SUPPORT[b].float16}`);
   }
-  assert.deepEqual(precisionSupported('auto', 'mixed_fp16'), { ok: true, reason: 'auto trains mixed_fp16 on webgpu only' });
+  assert.deepEqual(precisionSupported('auto', 'mixed_fp16'), {
+    ok: true,
+    reason: 'auto trains mixed_fp16 on webgpu only',
+  });
   assert.deepEqual(precisionSupported('auto', 'fp32'), { ok: true, reason: 'auto trains in fp32' });
 });
 
 test('tfjs-core has no float16 dtype', () => {
-  const types = readFileSync(join(dirname(require_.resolve('@tensorflow/tfjs-core/package.json')), 'dist', 'types.d.ts'), 'utf8');
+  const types = readFileSync(
+    join(dirname(require_.resolve('@tensorflow/tfjs-core/package.json')), 'dist', 'types.d.ts'),
+    'utf8',
+  );
   const map = /interface DataTypeMap \{([^}]*)\}/.exec(types);
   assert.ok(map, 'DataTypeMap not found in tfjs-core types');
-  assert.deepEqual([...map[1].matchAll(/(\w+): /g)].map((m) => m[1]).sort(), ['bool', 'complex64', 'float32', 'int32', 'string']);
+  assert.deepEqual([...map[1].matchAll(/(\w+): /g)].map((m) => m[1]).sort(), [
+    'bool',
+    'complex64',
+    'float32',
+    'int32',
+    'string',
+  ]);
 });
 
 test("tfjs-backend-webgpu emits no f16 shader code: mixed_fp16's f16 is xtts's own matmul program", () => {
   const dist = join(dirname(require_.resolve('@tensorflow/tfjs-backend-webgpu/package.json')), 'dist');
   // Node loads dist/tf-backend-webgpu.node.js (package.json "main"); the bundler, the per-module
   // build (dist/**/*.js, "module"); the other UMD builds repeat the same code.
-  const files = (readdirSync(dist, { recursive: true }) as string[]).filter((f) => f.endsWith('.js') && (f === 'tf-backend-webgpu.node.js' || !f.startsWith('tf-backend-webgpu')));
+  const files = (readdirSync(dist, { recursive: true }) as string[]).filter(
+    (f) => f.endsWith('.js') && (f === 'tf-backend-webgpu.node.js' || !f.startsWith('tf-backend-webgpu')),
+  );
   assert.ok(files.length > 200, `${files.length} files`);
   let f32Programs = 0;
   for (const f of files) {

@@ -15,7 +15,10 @@ test('buckets cover every item once, with shapes that fit their items', () => {
   const plan = planBuckets(items, { buckets: 4, batchSize: 16, frameBudget: null, frameMultiple: 2 });
   assert.equal(plan.buckets.length, 4);
   const all = plan.buckets.flatMap((b) => b.items).sort((a, b) => a - b);
-  assert.deepEqual(all, items.map((_, i) => i));
+  assert.deepEqual(
+    all,
+    items.map((_, i) => i),
+  );
   for (const b of plan.buckets) {
     assert.equal(b.maxFrames % 2, 0);
     assert.equal(b.maxTokens % 8, 0);
@@ -25,7 +28,9 @@ test('buckets cover every item once, with shapes that fit their items', () => {
 
 test('more buckets never pad more, and 4 buckets pad much less than 1', () => {
   const items = lengths(2000, 2);
-  const shares = [1, 2, 4, 8].map((k) => planBuckets(items, { buckets: k, batchSize: 16, frameBudget: null, frameMultiple: 1 }).paddingShare);
+  const shares = [1, 2, 4, 8].map(
+    (k) => planBuckets(items, { buckets: k, batchSize: 16, frameBudget: null, frameMultiple: 1 }).paddingShare,
+  );
   for (let i = 1; i < shares.length; i++) assert.ok(shares[i] <= shares[i - 1] + 1e-12, `${shares}`);
   assert.ok(shares[2] < shares[0] / 2.5, `1 bucket ${shares[0]}, 4 buckets ${shares[2]}`);
 });
@@ -33,9 +38,16 @@ test('more buckets never pad more, and 4 buckets pad much less than 1', () => {
 test('the DP is optimal: no other 2-way split of frame-sorted items pads less', () => {
   const items = lengths(60, 3);
   const plan = planBuckets(items, { buckets: 2, batchSize: 4, frameBudget: null, frameMultiple: 1, tokenMultiple: 1 });
-  const cost = (groups: number[][]) => groups.reduce((s, g) => s + g.length * (Math.max(...g.map((i) => items[i].frames)) * 80 + Math.max(...g.map((i) => items[i].tokens))), 0);
+  const cost = (groups: number[][]) =>
+    groups.reduce(
+      (s, g) =>
+        s + g.length * (Math.max(...g.map((i) => items[i].frames)) * 80 + Math.max(...g.map((i) => items[i].tokens))),
+      0,
+    );
   const best = cost(plan.buckets.map((b) => b.items));
-  const order = items.map((_, i) => i).sort((a, b) => items[a].frames - items[b].frames || items[a].tokens - items[b].tokens);
+  const order = items
+    .map((_, i) => i)
+    .sort((a, b) => items[a].frames - items[b].frames || items[a].tokens - items[b].tokens);
   for (let cut = 1; cut < order.length; cut++) assert.ok(best <= cost([order.slice(0, cut), order.slice(cut)]) + 1e-9);
 });
 
@@ -51,7 +63,10 @@ test('epoch batches: static sizes, every item each epoch, fillers marked, determ
   const e0 = epochBatches(plan, 42, 0, true);
   for (const b of e0) assert.equal(b.items.length, plan.buckets[b.bucket].batchSize);
   const real = e0.flatMap((b) => b.items.slice(0, b.items.length - b.fillers)).sort((a, b) => a - b);
-  assert.deepEqual(real, items.map((_, i) => i));
+  assert.deepEqual(
+    real,
+    items.map((_, i) => i),
+  );
   assert.deepEqual(epochBatches(plan, 42, 0, true), e0);
   assert.notDeepEqual(epochBatches(plan, 42, 1, true), e0);
 });

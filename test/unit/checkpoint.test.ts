@@ -6,7 +6,12 @@ import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CheckpointStore, resolveCheckpoint, type CheckpointState, type NamedArray } from '../../src/core/training/checkpoint.js';
+import {
+  CheckpointStore,
+  resolveCheckpoint,
+  type CheckpointState,
+  type NamedArray,
+} from '../../src/core/training/checkpoint.js';
 
 /** A state.json that the schema accepts (what train writes), at `step`. */
 const state = (step: number): CheckpointState => ({
@@ -32,8 +37,16 @@ const arrays = (v: number, n = 4): NamedArray[] => [
 test('save, load, latest, rotation keeps the last N and the best', () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-'));
   const store = new CheckpointStore(run);
-  for (const step of [100, 200, 300, 400]) store.save(step, { weights: arrays(step), optimizer: arrays(-step), state: state(step) }, { keep: 2, best: step === 200 });
-  assert.deepEqual(store.list().map((c) => c.step), [200, 300, 400]);
+  for (const step of [100, 200, 300, 400])
+    store.save(
+      step,
+      { weights: arrays(step), optimizer: arrays(-step), state: state(step) },
+      { keep: 2, best: step === 200 },
+    );
+  assert.deepEqual(
+    store.list().map((c) => c.step),
+    [200, 300, 400],
+  );
   assert.equal(store.best(), join(run, 'checkpoints', 'step-00000200'));
   const c = store.load<{ step: number }>(store.latest()!);
   assert.equal(c.state.step, 400);
@@ -51,23 +64,30 @@ test('a checkpoint write killed mid-way leaves the previous one intact and lates
   store.save(100, { weights: arrays(1), optimizer: arrays(2), state: state(100) }, { keep: 3 });
   // A child writes a large checkpoint and is killed while writing it.
   const script = join(run, 'writer.mts');
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
     import { CheckpointStore } from '${new URL('../../src/core/training/checkpoint.ts', import.meta.url).href}';
     const big = [{ name: 'w', shape: [1 << 26], dtype: 'float32', data: new Float32Array(1 << 26) }];
     process.stdout.write('writing\\n');
     new CheckpointStore(process.argv[2]).save(200, { weights: big, optimizer: big, state: { step: 200 } }, { keep: 3 });
-    process.stdout.write('done\\n');`);
+    process.stdout.write('done\\n');`,
+  );
   const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', script, run], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script, run], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((r) => child.once('exit', r));
   let out = '';
   await new Promise<void>((resolve) => {
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('writing')) setTimeout(() => {
-        child.kill('SIGKILL');
-        resolve();
-      }, 150);
+      if (out.includes('writing'))
+        setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve();
+        }, 150);
     });
     child.on('exit', () => resolve());
   });
@@ -76,7 +96,10 @@ test('a checkpoint write killed mid-way leaves the previous one intact and lates
   const again = new CheckpointStore(run);
   assert.equal(again.latest(), join(run, 'checkpoints', 'step-00000100'));
   assert.equal(again.load<{ step: number }>(again.latest()!).state.step, 100);
-  assert.deepEqual(again.list().map((c) => c.step), [100]);
+  assert.deepEqual(
+    again.list().map((c) => c.step),
+    [100],
+  );
   // The next save sweeps the killed write's temporary folder.
   again.save(300, { weights: arrays(3), optimizer: arrays(4), state: state(300) }, { keep: 3 });
   assert.ok(!existsSync(join(run, 'checkpoints', `.tmp-step-00000200-${child.pid}`)));
@@ -108,16 +131,31 @@ except ImportError:
 print(json.dumps(out))
 `;
 
-test('weights and optimizer state are safetensors files that a reader outside xtts opens with the names and shapes', () => {
-  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-st-'));
-  const dir = new CheckpointStore(run).save(7, { weights: arrays(3, 6), optimizer: arrays(-1), state: state(7) }, { keep: 1 });
-  const got = JSON.parse(execFileSync(process.env.XTTS_TEST_PYTHON ?? 'python3', ['-c', READER, join(dir, 'weights.safetensors')], { encoding: 'utf8' }));
-  if (process.env.XTTS_TEST_PYTHON) assert.ok(got.safe_open, 'the safetensors package is not installed in XTTS_TEST_PYTHON');
-  assert.deepEqual(got.metadata, { format: 'xtts-checkpoint@1', content: 'weights' });
-  assert.deepEqual(got.tensors, { 'a.w': { shape: [2, 3], sum: 18, dtype: 'F32' }, b: { shape: [3], sum: 6, dtype: 'I32' } });
-  if (got.safe_open) assert.deepEqual(got.safe_open, { 'a.w': [2, 3], b: [3] });
-  assert.ok(existsSync(join(dir, 'optimizer.safetensors')));
-});
+test(
+  'weights and optimizer state are safetensors files that a reader outside xtts ' + 'opens with the names and shapes',
+  () => {
+    const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-st-'));
+    const dir = new CheckpointStore(run).save(
+      7,
+      { weights: arrays(3, 6), optimizer: arrays(-1), state: state(7) },
+      { keep: 1 },
+    );
+    const got = JSON.parse(
+      execFileSync(process.env.XTTS_TEST_PYTHON ?? 'python3', ['-c', READER, join(dir, 'weights.safetensors')], {
+        encoding: 'utf8',
+      }),
+    );
+    if (process.env.XTTS_TEST_PYTHON)
+      assert.ok(got.safe_open, 'the safetensors package is not installed in XTTS_TEST_PYTHON');
+    assert.deepEqual(got.metadata, { format: 'xtts-checkpoint@1', content: 'weights' });
+    assert.deepEqual(got.tensors, {
+      'a.w': { shape: [2, 3], sum: 18, dtype: 'F32' },
+      b: { shape: [3], sum: 6, dtype: 'I32' },
+    });
+    if (got.safe_open) assert.deepEqual(got.safe_open, { 'a.w': [2, 3], b: [3] });
+    assert.ok(existsSync(join(dir, 'optimizer.safetensors')));
+  },
+);
 
 test('a checkpoint written before safetensors (weights.json + weights.bin) still loads', () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-old-'));
@@ -126,7 +164,16 @@ test('a checkpoint written before safetensors (weights.json + weights.bin) still
   const w = new Float32Array([1.5, -2, 3, 4]);
   const i = Int32Array.from([9, 8, 7]);
   writeFileSync(join(dir, 'weights.bin'), Buffer.concat([Buffer.from(w.buffer), Buffer.from(i.buffer)]));
-  writeFileSync(join(dir, 'weights.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [{ name: 'a.w', shape: [2, 2], dtype: 'float32', offset: 0, length: 4 }, { name: 'b', shape: [3], dtype: 'int32', offset: 16, length: 3 }] }));
+  writeFileSync(
+    join(dir, 'weights.json'),
+    JSON.stringify({
+      format: 'xtts-checkpoint@1',
+      arrays: [
+        { name: 'a.w', shape: [2, 2], dtype: 'float32', offset: 0, length: 4 },
+        { name: 'b', shape: [3], dtype: 'int32', offset: 16, length: 3 },
+      ],
+    }),
+  );
   writeFileSync(join(dir, 'optimizer.bin'), Buffer.alloc(0));
   writeFileSync(join(dir, 'optimizer.json'), JSON.stringify({ format: 'xtts-checkpoint@1', arrays: [] }));
   writeFileSync(join(dir, 'state.json'), JSON.stringify({ format: 'xtts-checkpoint@1', ...state(5) }));
@@ -136,25 +183,45 @@ test('a checkpoint written before safetensors (weights.json + weights.bin) still
   assert.deepEqual([...c.weights[1].data], [9, 8, 7]);
 });
 
-test('a checkpoint whose weights or optimizer state hold NaN or Inf is refused, naming the tensor; nothing is written', () => {
-  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-nan-'));
-  const store = new CheckpointStore(run);
-  store.save(1, { weights: arrays(1), optimizer: arrays(2), state: state(1) }, { keep: 3 });
-  const nan = arrays(1);
-  nan[0].data[1] = Number.NaN;
-  assert.throws(() => store.save(2, { weights: nan, optimizer: arrays(2), state: state(2) }, { keep: 3 }), (e: Error & { code?: string }) => e.code === 'CHECKPOINT_NOT_FINITE' && /weight a\.w holds NaN/.test(e.message));
-  const inf = arrays(2);
-  inf[0].data[0] = Number.POSITIVE_INFINITY;
-  assert.throws(() => store.save(3, { weights: arrays(1), optimizer: inf, state: state(3) }, { keep: 3 }), /optimizer state a\.w holds NaN or infinite/);
-  assert.deepEqual(store.list().map((c) => c.step), [1]);
-  assert.ok(store.latest()!.endsWith('step-00000001'));
-});
+test(
+  'a checkpoint whose weights or optimizer state hold NaN or Inf is refused, ' +
+    'naming the tensor; nothing is written',
+  () => {
+    const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-nan-'));
+    const store = new CheckpointStore(run);
+    store.save(1, { weights: arrays(1), optimizer: arrays(2), state: state(1) }, { keep: 3 });
+    const nan = arrays(1);
+    nan[0].data[1] = Number.NaN;
+    assert.throws(
+      () => store.save(2, { weights: nan, optimizer: arrays(2), state: state(2) }, { keep: 3 }),
+      (e: Error & { code?: string }) => e.code === 'CHECKPOINT_NOT_FINITE' && /weight a\.w holds NaN/.test(e.message),
+    );
+    const inf = arrays(2);
+    inf[0].data[0] = Number.POSITIVE_INFINITY;
+    assert.throws(
+      () => store.save(3, { weights: arrays(1), optimizer: inf, state: state(3) }, { keep: 3 }),
+      /optimizer state a\.w holds NaN or infinite/,
+    );
+    assert.deepEqual(
+      store.list().map((c) => c.step),
+      [1],
+    );
+    assert.ok(store.latest()!.endsWith('step-00000001'));
+  },
+);
 
-test('rotation removes only checkpoints of the run that saves: another run\'s are never touched', () => {
+test("rotation removes only checkpoints of the run that saves: another run's are never touched", () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-runs-'));
   const store = new CheckpointStore(run);
-  const of = (runId: string, step: number) => ({ weights: arrays(step), optimizer: arrays(-step), state: { ...state(step), runId } });
+  const of = (runId: string, step: number) => ({
+    weights: arrays(step),
+    optimizer: arrays(-step),
+    state: { ...state(step), runId },
+  });
   for (const step of [10, 20, 30]) store.save(step, of('aaaaaaaaaaaaaaaa', step), { keep: 1 });
   for (const step of [1, 2, 3]) store.save(step, of('bbbbbbbbbbbbbbbb', step), { keep: 1 });
-  assert.deepEqual(store.list().map((c) => c.step), [3, 30]);
+  assert.deepEqual(
+    store.list().map((c) => c.step),
+    [3, 30],
+  );
 });

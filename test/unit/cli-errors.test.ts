@@ -37,7 +37,9 @@ test('a full SQLite database (SQLITE_FULL) is NO_SPACE too', () => {
 });
 
 test('a read-only place is NOT_WRITABLE (exit 3); anything else stays INTERNAL', () => {
-  const ro = toXttsError(Object.assign(new Error("EROFS: read-only file system, open '/x'"), { code: 'EROFS', path: '/x' }));
+  const ro = toXttsError(
+    Object.assign(new Error("EROFS: read-only file system, open '/x'"), { code: 'EROFS', path: '/x' }),
+  );
   assert.equal(ro.code, 'NOT_WRITABLE');
   assert.equal(ro.exitCode, ExitCode.environment);
   assert.equal(toXttsError(new TypeError('x is undefined')).code, 'INTERNAL');

@@ -19,7 +19,8 @@ const ENFORCED_BY_TRAIN: Record<string, { rule: string; value: string }> = {};
 const NOT_YET_READ = new Set<string>([]);
 
 function leaves(schema: { type?: string; properties?: Record<string, unknown> }, path: string[] = []): string[][] {
-  if (schema.type === 'object' && schema.properties) return Object.entries(schema.properties).flatMap(([k, v]) => leaves(v as never, [...path, k]));
+  if (schema.type === 'object' && schema.properties)
+    return Object.entries(schema.properties).flatMap(([k, v]) => leaves(v as never, [...path, k]));
   return [path];
 }
 
@@ -31,7 +32,10 @@ function sources(dir: string): string[] {
   });
 }
 
-const files = [...sources(join(repoRoot, 'src', 'core')), ...readdirSync(join(repoRoot, 'plugins')).flatMap((p) => sources(join(repoRoot, 'plugins', p, 'src')))];
+const files = [
+  ...sources(join(repoRoot, 'src', 'core')),
+  ...readdirSync(join(repoRoot, 'plugins')).flatMap((p) => sources(join(repoRoot, 'plugins', p, 'src'))),
+];
 const code = files
   .filter((f) => !/config[\\/](schema|rules|docs)\.ts$/.test(f))
   .map((f) => readFileSync(f, 'utf8'))
@@ -53,17 +57,29 @@ test('every schema key is read by code that runs (or enforced by train, or liste
     .filter((p) => !read(p))
     .map((p) => p.join('.'))
     .filter((k) => !(k in ENFORCED_BY_TRAIN) && !NOT_YET_READ.has(k));
-  assert.deepEqual(unread, [], `keys no running code reads: ${unread.join(', ')} — read them where they take effect, or remove them from the schema`);
-  for (const k of [...NOT_YET_READ, ...Object.keys(ENFORCED_BY_TRAIN)]) assert.ok(all.includes(k), `${k} is no longer in the schema: drop it from this test's lists`);
+  assert.deepEqual(
+    unread,
+    [],
+    `keys no running code reads: ${unread.join(', ')} — read them where they take ` +
+      `effect, or remove them from the schema`,
+  );
+  for (const k of [...NOT_YET_READ, ...Object.keys(ENFORCED_BY_TRAIN)])
+    assert.ok(all.includes(k), `${k} is no longer in the schema: drop it from this test's lists`);
 });
 
 test('the keys train enforces through a rule are refused by train with that rule', () => {
   for (const [key, { rule, value }] of Object.entries(ENFORCED_BY_TRAIN)) {
-    assert.ok((TRAIN_BLOCKING_RULES as readonly string[]).includes(rule), `${rule} is not one train refuses to start with`);
+    assert.ok(
+      (TRAIN_BLOCKING_RULES as readonly string[]).includes(rule),
+      `${rule} is not one train refuses to start with`,
+    );
     const { loaded } = loadConfig(presetPath('quickstart'), { set: [`${key}=${value}`] });
     assert.ok(loaded);
     const found = lintConfig(loaded, { environment: false, only: [rule] });
-    assert.ok(found.some((f) => f.keyPath === key && f.severity === 'error'), `${rule} does not refuse ${key}: ${value}`);
+    assert.ok(
+      found.some((f) => f.keyPath === key && f.severity === 'error'),
+      `${rule} does not refuse ${key}: ${value}`,
+    );
   }
 });
 

@@ -94,7 +94,10 @@ describe('reading the bytes', () => {
 
 describe('parsing the YAML', () => {
   test('numbers written as 1e-4 are numbers (YAML 1.2), quoted ones are strings', () => {
-    const { source, findings } = parseConfigSource('x.yaml', 'training:\n  learning_rate: 1e-4\n  a: 3E-4\n  b: 1.5e+3\n  c: "1e-4"\n');
+    const { source, findings } = parseConfigSource(
+      'x.yaml',
+      'training:\n  learning_rate: 1e-4\n  a: 3E-4\n  b: 1.5e+3\n  c: "1e-4"\n',
+    );
     assert.deepEqual(findings, []);
     assert.deepEqual(source?.value, { training: { learning_rate: 1e-4, a: 3e-4, b: 1500, c: '1e-4' } });
   });
@@ -108,7 +111,10 @@ describe('parsing the YAML', () => {
   });
 
   test('a duplicate key in a flow mapping is reported at the second key', () => {
-    const f = only(parseConfigSource('dup.yaml', 'training: {max_steps: 1, max_steps: 2}\n').findings, 'schema/duplicate-key');
+    const f = only(
+      parseConfigSource('dup.yaml', 'training: {max_steps: 1, max_steps: 2}\n').findings,
+      'schema/duplicate-key',
+    );
     assert.deepEqual(f.position, { file: 'dup.yaml', line: 1, col: 26 });
     assert.equal(f.keyPath, 'training.max_steps');
   });
@@ -150,7 +156,10 @@ describe('parsing the YAML', () => {
       result = parseConfigSource('bomb.yaml', text);
     });
     assert.equal(result?.source, undefined);
-    assert.ok(result?.findings.some((f) => f.severity === 'error' && f.position?.file === 'bomb.yaml'), JSON.stringify(result?.findings));
+    assert.ok(
+      result?.findings.some((f) => f.severity === 'error' && f.position?.file === 'bomb.yaml'),
+      JSON.stringify(result?.findings),
+    );
   });
 });
 
@@ -159,7 +168,9 @@ describe('schema findings', () => {
     const file = child('typo.yaml', 'training:\n  lerning_rate: 1e-4\ntrainig:\n  max_steps: 5\n');
     const { loaded, findings } = loadConfig(file);
     assert.equal(loaded, undefined);
-    const [inner, top] = findings.filter((f) => f.ruleId === 'schema/unknown-key').sort((a, b) => (a.position?.line ?? 0) - (b.position?.line ?? 0));
+    const [inner, top] = findings
+      .filter((f) => f.ruleId === 'schema/unknown-key')
+      .sort((a, b) => (a.position?.line ?? 0) - (b.position?.line ?? 0));
     assert.deepEqual(inner.position, { file, line: 5, col: 3 });
     assert.equal(inner.keyPath, 'training.lerning_rate');
     assert.match(inner.message, /did you mean `learning_rate`/);
@@ -172,7 +183,9 @@ describe('schema findings', () => {
   test('deeper unknown keys, list items and flow mappings are located exactly', () => {
     const file = child(
       'deep.yaml',
-      'training:\n  optimizer:\n    betaa1: 0.9\n  eval_sentences:\n    - text: hi\n      langauge: en\nbatching: {batch_size: 8, bukets: 3}\ntext:\n  languages: [en, EN]\n',
+      'training:\n  optimizer:\n    betaa1: 0.9\n  eval_sentences:\n    - text: ' +
+        'hi\n      langauge: en\nbatching: {batch_size: 8, bukets: 3}\ntext:\n  ' +
+        'languages: [en, EN]\n',
     );
     const { findings } = loadConfig(file);
     const byKey = new Map(findings.map((f) => [f.keyPath, f]));
@@ -203,9 +216,15 @@ describe('schema findings', () => {
   });
 
   test('CRLF line ends and a BOM do not shift positions', () => {
-    const crlf = tmp.write('crlf.yaml', `extends: quickstart\r\ndataset:\r\n  path: ${quickstartData}\r\ntraining:\r\n  lerning_rate: 1e-4\r\n`);
+    const crlf = tmp.write(
+      'crlf.yaml',
+      `extends: quickstart\r\ndataset:\r\n  path: ${quickstartData}\r\ntraining:\r\n  lerning_rate: 1e-4\r\n`,
+    );
     assert.deepEqual(only(loadConfig(crlf).findings, 'schema/unknown-key').position, { file: crlf, line: 5, col: 3 });
-    const bom = tmp.write('bom2.yaml', `\ufeffextends: quickstart\ndataset:\n  path: ${quickstartData}\ntraining:\n  lerning_rate: 1e-4\n`);
+    const bom = tmp.write(
+      'bom2.yaml',
+      `\ufeffextends: quickstart\ndataset:\n  path: ${quickstartData}\ntraining:\n  lerning_rate: 1e-4\n`,
+    );
     assert.deepEqual(only(loadConfig(bom).findings, 'schema/unknown-key').position, { file: bom, line: 5, col: 3 });
   });
 
@@ -290,7 +309,7 @@ describe('presets and extends', () => {
     assert.equal(dual.model.d_model, 256); // small
   });
 
-  test('a preset\'s relative dataset path resolves against the presets folder, whatever the working directory', () => {
+  test("a preset's relative dataset path resolves against the presets folder, whatever the working directory", () => {
     const file = tmp.write('cwd/uses-small.yaml', 'extends: small\n');
     const before = process.cwd();
     process.chdir(tmp.mkdir('elsewhere'));
@@ -330,24 +349,31 @@ describe('presets and extends', () => {
     process.chdir(elsewhere);
     try {
       const pos = loadConfig(file).loaded!.locate('model.d_model');
-      assert.equal(textAt(pos, elsewhere), '128', `position ${JSON.stringify(pos)} must name a file that exists from ${elsewhere}`);
+      assert.equal(
+        textAt(pos, elsewhere),
+        '128',
+        `position ${JSON.stringify(pos)} must name a file that exists from ${elsewhere}`,
+      );
     } finally {
       process.chdir(before);
     }
   });
 
-  test('extends takes a path relative to the extending file; dataset paths resolve against the file that sets them', () => {
-    tmp.mkdir('proj/data');
-    tmp.write('proj/base/base.yaml', 'extends: quickstart\ndataset:\n  path: ../data\nbatching:\n  batch_size: 3\n');
-    const file = tmp.write('proj/exp/run.yaml', 'extends: ../base/base.yaml\ntraining:\n  max_steps: 400\n');
-    const { loaded, findings } = loadConfig(file);
-    assert.deepEqual(findings, []);
-    assert.equal(loaded?.datasetDir, tmp.at('proj/data'));
-    assert.equal(loaded?.config.batching.batch_size, 3);
-    assert.equal(loaded?.config.training.max_steps, 400);
-    assert.equal(loaded?.config.training.learning_rate, 3e-3);
-    assert.equal(loaded?.sources.length, 4); // run, base, quickstart, tiny
-  });
+  test(
+    'extends takes a path relative to the extending file; dataset paths resolve ' + 'against the file that sets them',
+    () => {
+      tmp.mkdir('proj/data');
+      tmp.write('proj/base/base.yaml', 'extends: quickstart\ndataset:\n  path: ../data\nbatching:\n  batch_size: 3\n');
+      const file = tmp.write('proj/exp/run.yaml', 'extends: ../base/base.yaml\ntraining:\n  max_steps: 400\n');
+      const { loaded, findings } = loadConfig(file);
+      assert.deepEqual(findings, []);
+      assert.equal(loaded?.datasetDir, tmp.at('proj/data'));
+      assert.equal(loaded?.config.batching.batch_size, 3);
+      assert.equal(loaded?.config.training.max_steps, 400);
+      assert.equal(loaded?.config.training.learning_rate, 3e-3);
+      assert.equal(loaded?.sources.length, 4); // run, base, quickstart, tiny
+    },
+  );
 
   test('extends of a missing file is reported at the extends line', () => {
     const file = tmp.write('ext-missing.yaml', '# a comment\nextends: ./missing.yaml\n');
@@ -357,7 +383,7 @@ describe('presets and extends', () => {
     assert.match(f.message, /missing\.yaml/);
   });
 
-  test('extends of a broken file reports the broken file\'s own position', () => {
+  test("extends of a broken file reports the broken file's own position", () => {
     const broken = tmp.write('ext-target-latin1.yaml', Buffer.from('dataset:\n  path: caf\xe9s\n', 'latin1'));
     const file = tmp.write('ext-broken.yaml', `extends: ${broken}\n`);
     const f = only(loadConfig(file).findings, 'input/not-utf8');
@@ -377,14 +403,19 @@ describe('presets and extends', () => {
   });
 
   test('an extends chain deeper than 8 files stops with a finding', () => {
-    for (let i = 0; i < 12; i++) tmp.write(`chain/c${i}.yaml`, i === 11 ? 'extends: quickstart\n' : `extends: ./c${i + 1}.yaml\n`);
+    for (let i = 0; i < 12; i++)
+      tmp.write(`chain/c${i}.yaml`, i === 11 ? 'extends: quickstart\n' : `extends: ./c${i + 1}.yaml\n`);
     const f = only(loadConfig(tmp.at('chain/c0.yaml')).findings, 'config/extends-depth');
     assert.equal(f.keyPath, 'extends');
     assert.equal(f.position?.line, 1);
   });
 
   test('extends that is not a non-empty string is a type error at its value', () => {
-    for (const [name, text] of [['ext-num.yaml', 'extends: 5\n'], ['ext-empty.yaml', 'extends: ""\n'], ['ext-list.yaml', 'extends: [tiny]\n']]) {
+    for (const [name, text] of [
+      ['ext-num.yaml', 'extends: 5\n'],
+      ['ext-empty.yaml', 'extends: ""\n'],
+      ['ext-list.yaml', 'extends: [tiny]\n'],
+    ]) {
       const file = tmp.write(name, text);
       const f = only(loadConfig(file).findings, 'schema/type');
       assert.equal(f.keyPath, 'extends');
@@ -397,7 +428,9 @@ describe('--set overrides', () => {
   const quickstart = join(repoRoot, 'configs', 'quickstart.yaml');
 
   test('a value set on the command line wins over the files, as YAML (3e-4 is a number)', () => {
-    const { loaded, findings } = loadConfig(quickstart, { set: ['training.learning_rate=3e-4', 'batching.buckets=6', 'text.languages=[en, de]', 'device.model_device=H100'] });
+    const { loaded, findings } = loadConfig(quickstart, {
+      set: ['training.learning_rate=3e-4', 'batching.buckets=6', 'text.languages=[en, de]', 'device.model_device=H100'],
+    });
     assert.deepEqual(findings, []);
     assert.equal(loaded?.config.training.learning_rate, 3e-4);
     assert.equal(loaded?.config.batching.buckets, 6);
@@ -417,7 +450,10 @@ describe('--set overrides', () => {
   test('a bad --set value or unknown key is reported at the flag', () => {
     const bad = only(loadConfig(quickstart, { set: ['training.learning_rate=abc'] }).findings, 'schema/type');
     assert.deepEqual(bad.position, { file: '--set training.learning_rate=abc' });
-    const unknown = only(loadConfig(quickstart, { set: ['training.lerning_rate=1e-4'] }).findings, 'schema/unknown-key');
+    const unknown = only(
+      loadConfig(quickstart, { set: ['training.lerning_rate=1e-4'] }).findings,
+      'schema/unknown-key',
+    );
     assert.deepEqual(unknown.position, { file: '--set training.lerning_rate=1e-4' });
     assert.match(unknown.message, /did you mean `learning_rate`/);
   });
@@ -433,7 +469,13 @@ describe('--set overrides', () => {
   });
 
   test('a --set that would reach a prototype is refused at the flag, and pollutes nothing', () => {
-    for (const item of ['__proto__.polluted=1', 'constructor.prototype.x=1', 'training.__proto__.max_steps=0', 'training={__proto__: {polluted: 1}}', 'training.schedule={a: {constructor: 1}}']) {
+    for (const item of [
+      '__proto__.polluted=1',
+      'constructor.prototype.x=1',
+      'training.__proto__.max_steps=0',
+      'training={__proto__: {polluted: 1}}',
+      'training.schedule={a: {constructor: 1}}',
+    ]) {
       const r = loadConfig(quickstart, { set: [item] });
       assert.equal(r.loaded, undefined, item);
       const f = only(r.findings, 'schema/unknown-key');
@@ -448,10 +490,15 @@ describe('--set overrides', () => {
     // fmax_hz keeps its default 8000, above Nyquist once the rate is 8000 Hz; no file writes audio.*.
     const { loaded } = loadConfig(quickstart, { set: ['audio.sample_rate_hz=8000'] });
     assert.ok(loaded);
-    const f = lintConfig(loaded, { environment: false }).find((x) => x.ruleId === 'audio/consistency' && x.keyPath === 'audio.fmax_hz');
+    const f = lintConfig(loaded, { environment: false }).find(
+      (x) => x.ruleId === 'audio/consistency' && x.keyPath === 'audio.fmax_hz',
+    );
     assert.ok(f, 'fmax above Nyquist fires');
     assert.notEqual(f.position?.file, '--set');
-    assert.ok(f.position?.file === quickstart || f.position?.file.startsWith('--set audio.sample_rate_hz'), JSON.stringify(f.position));
+    assert.ok(
+      f.position?.file === quickstart || f.position?.file.startsWith('--set audio.sample_rate_hz'),
+      JSON.stringify(f.position),
+    );
   });
 });
 
@@ -475,7 +522,7 @@ describe('small helpers', () => {
     assert.equal(didYouMean('colour', ['dataset', 'training']), undefined);
   });
 
-  test('presets live in the repository\'s configs/ folder', () => {
+  test("presets live in the repository's configs/ folder", () => {
     assert.equal(presetsDir(), join(repoRoot, 'configs'));
     assert.match(readFileSync(presetPath('tiny'), 'utf8'), /d_model: 128/);
   });

@@ -9,7 +9,12 @@ test('patching keeps comments and order, changes values, adds missing sections, 
     { key: 'pipeline.workers', value: 7, reason: 'input-bound' },
     { key: 'batching.batch_size', value: 32, reason: 'dispatch-bound' },
   ]);
-  assert.deepEqual(parse(out), { extends: 'small', pipeline: { workers: 7 }, training: { max_steps: 10 }, batching: { batch_size: 32 } });
+  assert.deepEqual(parse(out), {
+    extends: 'small',
+    pipeline: { workers: 7 },
+    training: { max_steps: 10 },
+    batching: { batch_size: 32 },
+  });
   assert.match(out, /^# my config\n/);
   assert.match(out, /# xtts: input-bound\n  workers: 7 # few/);
   assert.match(out, /# xtts: dispatch-bound\n  batch_size: 32/);

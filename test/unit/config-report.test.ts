@@ -40,9 +40,15 @@ describe('validateConfigFile', () => {
   });
 
   test('schema errors stop the rules; input failures are told apart from content errors', () => {
-    const typo = validateConfigFile(child('typo.yaml', 'training:\n  lerning_rate: 1e-4\npipeline:\n  prefetch_depth: 1\n'));
+    const typo = validateConfigFile(
+      child('typo.yaml', 'training:\n  lerning_rate: 1e-4\npipeline:\n  prefetch_depth: 1\n'),
+    );
     assert.equal(typo.schemaValid, false);
-    assert.deepEqual(typo.findings.map((f) => f.ruleId), ['schema/unknown-key'], 'no rule findings on a config that failed the schema');
+    assert.deepEqual(
+      typo.findings.map((f) => f.ruleId),
+      ['schema/unknown-key'],
+      'no rule findings on a config that failed the schema',
+    );
     assert.equal(isInputFailure(typo), false);
     assert.equal(isInputFailure(validateConfigFile(tmp.write('broken.yaml', 'a: [\n'))), true);
     assert.equal(isInputFailure(validateConfigFile(tmp.at('missing.yaml'))), true);
@@ -56,7 +62,10 @@ describe('validateConfigFile', () => {
   });
 
   test('findings come errors first, then by file and position', () => {
-    const file = child('many.yaml', 'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\ntraining:\n  log_every: 1\n');
+    const file = child(
+      'many.yaml',
+      'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\ntraining:\n  log_every: 1\n',
+    );
     const r = validateConfigFile(file, { failSeverity: 'info' });
     assert.deepEqual(
       r.findings.map((f) => [f.severity, f.ruleId, f.position?.line]),
@@ -71,12 +80,31 @@ describe('validateConfigFile', () => {
   });
 
   test('sortFindings keeps findings without positions and does not change its input', () => {
-    const mk = (severity: Finding['severity'], file?: string, line?: number): Finding => ({ ruleId: 'x/y', severity, message: '', keyPath: '', docs: '', position: file ? { file, line } : undefined });
-    const input = [mk('info'), mk('warn', 'b.yaml', 1), mk('error', 'a.yaml', 9), mk('warn', 'a.yaml', 3), mk('error', 'a.yaml', 2)];
+    const mk = (severity: Finding['severity'], file?: string, line?: number): Finding => ({
+      ruleId: 'x/y',
+      severity,
+      message: '',
+      keyPath: '',
+      docs: '',
+      position: file ? { file, line } : undefined,
+    });
+    const input = [
+      mk('info'),
+      mk('warn', 'b.yaml', 1),
+      mk('error', 'a.yaml', 9),
+      mk('warn', 'a.yaml', 3),
+      mk('error', 'a.yaml', 2),
+    ];
     const copy = structuredClone(input);
     assert.deepEqual(
       sortFindings(input).map((f) => [f.severity, f.position?.file, f.position?.line]),
-      [['error', 'a.yaml', 2], ['error', 'a.yaml', 9], ['warn', 'a.yaml', 3], ['warn', 'b.yaml', 1], ['info', undefined, undefined]],
+      [
+        ['error', 'a.yaml', 2],
+        ['error', 'a.yaml', 9],
+        ['warn', 'a.yaml', 3],
+        ['warn', 'b.yaml', 1],
+        ['info', undefined, undefined],
+      ],
     );
     assert.deepEqual(input, copy);
   });
@@ -84,7 +112,10 @@ describe('validateConfigFile', () => {
 
 describe('the readable report', () => {
   test('groups by severity with counts, shows where/rule/finding/fix, and ends with the summary', () => {
-    const file = child('human.yaml', 'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\n');
+    const file = child(
+      'human.yaml',
+      'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\n',
+    );
     const text = stripAnsi(renderValidationReport(validateConfigFile(file)));
     assert.match(text, /ERROR \(1\)/);
     assert.match(text, /WARN \(2\)/);
@@ -132,7 +163,10 @@ describe('SARIF 2.1.0', () => {
   });
 
   test('info is a note; a finding at a --set flag has no file location', () => {
-    const report = validateConfigFile(join(repoRoot, 'configs', 'quickstart.yaml'), { set: ['pipeline.prefetch_depth=20'], failSeverity: 'info' });
+    const report = validateConfigFile(join(repoRoot, 'configs', 'quickstart.yaml'), {
+      set: ['pipeline.prefetch_depth=20'],
+      failSeverity: 'info',
+    });
     const sarif = toSarif(report, '0') as any;
     const r = sarif.runs[0].results[0];
     assert.equal(r.level, 'note');
@@ -141,7 +175,10 @@ describe('SARIF 2.1.0', () => {
 
   test('schema findings carry their rule too', () => {
     const sarif = toSarif(validateConfigFile(child('sarif-typo.yaml', 'training:\n  lerning_rate: 1\n')), '0') as any;
-    assert.deepEqual(sarif.runs[0].tool.driver.rules.map((r: any) => r.id), ['schema/unknown-key']);
+    assert.deepEqual(
+      sarif.runs[0].tool.driver.rules.map((r: any) => r.id),
+      ['schema/unknown-key'],
+    );
     assert.equal(sarif.runs[0].results[0].locations[0].physicalLocation.region.startLine, 5);
   });
 });

@@ -77,7 +77,10 @@ const CASES: RuleCase[] = [
   {
     name: 'a dataset folder without its metadata file',
     ruleId: 'dataset/path',
-    file: () => (tmp.mkdir('empty-dataset'), tmp.write('nometa.yaml', 'extends: quickstart\ndataset:\n  path: ./empty-dataset\n  metadata: rows.csv\n')),
+    file: () => (
+      tmp.mkdir('empty-dataset'),
+      tmp.write('nometa.yaml', 'extends: quickstart\ndataset:\n  path: ./empty-dataset\n  metadata: rows.csv\n')
+    ),
     keyPath: 'dataset.metadata',
     severity: 'error',
     at: 'rows.csv',
@@ -87,7 +90,8 @@ const CASES: RuleCase[] = [
   {
     name: 'dataset.path naming a file',
     ruleId: 'dataset/path',
-    file: () => tmp.write('datafile.yaml', `extends: quickstart\ndataset:\n  path: ${join(quickstartData, 'metadata.csv')}\n`),
+    file: () =>
+      tmp.write('datafile.yaml', `extends: quickstart\ndataset:\n  path: ${join(quickstartData, 'metadata.csv')}\n`),
     keyPath: 'dataset.path',
     severity: 'error',
     at: join(quickstartData, 'metadata.csv'),
@@ -122,7 +126,7 @@ const CASES: RuleCase[] = [
     message: /heads 3 does not divide d_model 128/,
   },
   {
-    name: 'a d_model that the preset\'s heads do not divide (found in the preset)',
+    name: "a d_model that the preset's heads do not divide (found in the preset)",
     ruleId: 'model/shape',
     file: () => child('dmodel.yaml', 'model:\n  d_model: 129\n', 'tiny'),
     keyPath: 'model.heads',
@@ -186,7 +190,7 @@ const CASES: RuleCase[] = [
     message: /40 buckets/,
   },
   {
-    name: 'the big preset\'s batch against a 16 GiB model budget (batch size found in big.yaml)',
+    name: "the big preset's batch against a 16 GiB model budget (batch size found in big.yaml)",
     ruleId: 'batching/memory',
     file: () => child('memory.yaml', 'device:\n  model_memory_budget_mb: 16384\n', 'big'),
     keyPath: 'batching.batch_size',
@@ -343,8 +347,14 @@ describe('each rule fires on a crafted config', () => {
     test(`${c.ruleId}: ${c.name}`, () => {
       const file = c.file();
       const findings = lintConfig(load(file));
-      const hits = findings.filter((f) => f.ruleId === c.ruleId && f.keyPath === c.keyPath && f.severity === c.severity);
-      assert.equal(hits.length, 1, `one ${c.severity} ${c.ruleId} at ${c.keyPath}: ${JSON.stringify(findings, null, 2)}`);
+      const hits = findings.filter(
+        (f) => f.ruleId === c.ruleId && f.keyPath === c.keyPath && f.severity === c.severity,
+      );
+      assert.equal(
+        hits.length,
+        1,
+        `one ${c.severity} ${c.ruleId} at ${c.keyPath}: ${JSON.stringify(findings, null, 2)}`,
+      );
       const f = hits[0];
       assert.match(f.message, c.message);
       assert.equal(resolve(f.position!.file), resolve(c.inFile?.() ?? file), `position ${JSON.stringify(f.position)}`);
@@ -356,36 +366,63 @@ describe('each rule fires on a crafted config', () => {
       assert.ok(docsHeadings.has(c.ruleId.replace('/', '-')), `docs/rules.md has a heading for ${c.ruleId}`);
       assert.ok(severityRank(f.severity) <= severityRank(rule(c.ruleId).severity), 'no worse than the rule says');
       if (c.fixApplies === false) return;
-      const fixed = lintConfig(load(applyFix(file, f, `${c.ruleId.replace('/', '-')}-${c.name.replace(/\W+/g, '-')}.yaml`)));
-      const still = fixed.filter((g) => g.ruleId === c.ruleId && g.keyPath === c.keyPath && severityRank(g.severity) >= severityRank(f.severity));
+      const fixed = lintConfig(
+        load(applyFix(file, f, `${c.ruleId.replace('/', '-')}-${c.name.replace(/\W+/g, '-')}.yaml`)),
+      );
+      const still = fixed.filter(
+        (g) => g.ruleId === c.ruleId && g.keyPath === c.keyPath && severityRank(g.severity) >= severityRank(f.severity),
+      );
       assert.deepEqual(still, [], `applying the fix ${JSON.stringify(f.fix)} clears the finding`);
     });
   }
 
   test('every rule has at least one case here', () => {
     const covered = new Set(CASES.map((c) => c.ruleId));
-    assert.deepEqual(RULES.map((r) => r.id).filter((id) => !covered.has(id)), []);
+    assert.deepEqual(
+      RULES.map((r) => r.id).filter((id) => !covered.has(id)),
+      [],
+    );
   });
 
   test('no rule fires on the quickstart preset, with or without the machine checks', () => {
     const loaded = load(join(repoRoot, 'configs', 'quickstart.yaml'));
     assert.deepEqual(lintConfig(loaded), []);
     assert.deepEqual(lintConfig(loaded, { environment: false }), []);
-    for (const r of RULES) assert.deepEqual(r.check({ loaded, config: loaded.config, host: fakeHost({ cpuCores: availableParallelism() }) }), [], r.id);
+    for (const r of RULES)
+      assert.deepEqual(
+        r.check({ loaded, config: loaded.config, host: fakeHost({ cpuCores: availableParallelism() }) }),
+        [],
+        r.id,
+      );
   });
 
   test('every preset lints with no error here (dual-gpu: with the machine checks off)', () => {
     for (const p of ['tiny', 'small', 'normal', 'big', 'quickstart']) {
-      assert.deepEqual(lintConfig(load(presetPath(p))).filter((f) => f.severity === 'error'), [], p);
+      assert.deepEqual(
+        lintConfig(load(presetPath(p))).filter((f) => f.severity === 'error'),
+        [],
+        p,
+      );
     }
     assert.deepEqual(lintConfig(load(presetPath('dual-gpu')), { environment: false }), []);
   });
 
   test('--no-environment skips the rules that look at this machine', () => {
-    const loaded = load(tmp.write('env-off.yaml', `extends: quickstart\ndataset:\n  path: ./missing\npipeline:\n  workers: ${cores + 4}\ndevice:\n  backend: tensorflow\n`));
+    const loaded = load(
+      tmp.write(
+        'env-off.yaml',
+        `extends: quickstart\ndataset:\n  path: ./missing\npipeline:\n  ` +
+          `workers: ${cores + 4}\ndevice:\n  backend: tensorflow\n`,
+      ),
+    );
     const on = new Set(lintConfig(loaded).map((f) => f.ruleId));
-    assert.ok(on.has('dataset/path') && on.has('device/backend') && on.has('pipeline/workers-vs-cores'), [...on].join(', '));
-    const off = lintConfig(loaded, { environment: false }).filter((f) => on.has(f.ruleId) && f.ruleId !== 'batching/small-batch');
+    assert.ok(
+      on.has('dataset/path') && on.has('device/backend') && on.has('pipeline/workers-vs-cores'),
+      [...on].join(', '),
+    );
+    const off = lintConfig(loaded, { environment: false }).filter(
+      (f) => on.has(f.ruleId) && f.ruleId !== 'batching/small-batch',
+    );
     assert.deepEqual(off, []);
   });
 
@@ -411,66 +448,128 @@ describe('rules against other machines (a described host)', () => {
   test('workers: one worker on 16 cores is info; no workers and no cache is a warning; auto is fine', () => {
     const one = load(child('w1.yaml', ''));
     assert.deepEqual(
-      rule('pipeline/workers-vs-cores').check({ loaded: one, config: one.config, host: fakeHost() }).map((f) => [f.severity, f.keyPath, f.fix]),
+      rule('pipeline/workers-vs-cores')
+        .check({ loaded: one, config: one.config, host: fakeHost() })
+        .map((f) => [f.severity, f.keyPath, f.fix]),
       [['info', 'pipeline.workers', 'workers: auto   # 15 here']],
     );
     const none = load(child('w0.yaml', 'pipeline:\n  workers: 0\n  cache:\n    enabled: false\n'));
-    const f = rule('pipeline/workers-vs-cores').check({ loaded: none, config: none.config, host: fakeHost({ cpuCores: 2 }) });
-    assert.deepEqual(f.map((x) => [x.severity, x.fix]), [['warn', 'workers: 1']]);
+    const f = rule('pipeline/workers-vs-cores').check({
+      loaded: none,
+      config: none.config,
+      host: fakeHost({ cpuCores: 2 }),
+    });
+    assert.deepEqual(
+      f.map((x) => [x.severity, x.fix]),
+      [['warn', 'workers: 1']],
+    );
     assert.equal(textAt(f[0].position), '0');
     const auto = load(child('wa.yaml', 'pipeline:\n  workers: auto\n'));
-    assert.deepEqual(rule('pipeline/workers-vs-cores').check({ loaded: auto, config: auto.config, host: fakeHost({ cpuCores: 1 }) }), []);
+    assert.deepEqual(
+      rule('pipeline/workers-vs-cores').check({ loaded: auto, config: auto.config, host: fakeHost({ cpuCores: 1 }) }),
+      [],
+    );
     assert.equal(effectiveWorkers(auto.config, 16), 15);
     assert.equal(effectiveWorkers(auto.config, 1), 1);
   });
 
   test('dual GPU: the preset passes on a two-GPU host; a missing GPU and a budget above its memory are errors', () => {
     const dual = load(presetPath('dual-gpu'));
-    assert.deepEqual(rule('device/dual-gpu').check({ loaded: dual, config: dual.config, host: fakeHost({ gpus: [h100, { ...h100, index: 1 }] }) }), []);
-    const onOne = rule('device/dual-gpu').check({ loaded: dual, config: dual.config, host: fakeHost({ gpus: [h100] }) });
-    assert.deepEqual(onOne.map((f) => [f.severity, f.keyPath, f.fix]), [['error', 'device.data_device', 'data_device: 0']]);
+    assert.deepEqual(
+      rule('device/dual-gpu').check({
+        loaded: dual,
+        config: dual.config,
+        host: fakeHost({ gpus: [h100, { ...h100, index: 1 }] }),
+      }),
+      [],
+    );
+    const onOne = rule('device/dual-gpu').check({
+      loaded: dual,
+      config: dual.config,
+      host: fakeHost({ gpus: [h100] }),
+    });
+    assert.deepEqual(
+      onOne.map((f) => [f.severity, f.keyPath, f.fix]),
+      [['error', 'device.data_device', 'data_device: 0']],
+    );
     assert.match(onOne[0].message, /no GPU 1 here; GPUs: 0 NVIDIA H100/);
-    const small = rule('device/dual-gpu').check({ loaded: dual, config: dual.config, host: fakeHost({ gpus: [{ ...l4, index: 0 }, l4] }) });
-    assert.deepEqual(small.map((f) => [f.severity, f.keyPath]), [['error', 'device.model_memory_budget_mb']]);
+    const small = rule('device/dual-gpu').check({
+      loaded: dual,
+      config: dual.config,
+      host: fakeHost({ gpus: [{ ...l4, index: 0 }, l4] }),
+    });
+    assert.deepEqual(
+      small.map((f) => [f.severity, f.keyPath]),
+      [['error', 'device.model_memory_budget_mb']],
+    );
     assert.match(small[0].message, /model_memory_budget_mb 60000 is more than GPU 0 \(NVIDIA L4\) has: 24\.0 GiB/);
     assert.equal(textAt(small[0].position), '60000');
     const byName = load(child('byname.yaml', 'device:\n  backend: webgpu\n  model_device: H100\n  data_device: l4\n'));
-    assert.deepEqual(rule('device/dual-gpu').check({ loaded: byName, config: byName.config, host: fakeHost({ gpus: [h100, l4] }) }), []);
+    assert.deepEqual(
+      rule('device/dual-gpu').check({ loaded: byName, config: byName.config, host: fakeHost({ gpus: [h100, l4] }) }),
+      [],
+    );
   });
 
   test('dual GPU on the cpu backend is an error at device.backend', () => {
     const cpu = load(child('dualcpu.yaml', 'device:\n  backend: cpu\n  model_device: 0\n  data_device: 1\n'));
     const f = rule('device/dual-gpu').check({ loaded: cpu, config: cpu.config, host: undefined });
-    assert.deepEqual(f.map((x) => [x.severity, x.keyPath]), [['error', 'device.backend']]);
+    assert.deepEqual(
+      f.map((x) => [x.severity, x.keyPath]),
+      [['error', 'device.backend']],
+    );
     assert.equal(textAt(f[0].position), 'cpu');
   });
 
   test('a CPU data device needs no second GPU; a GPU data device must not also train as a replica', () => {
     const cpu = load(child('sidecpu.yaml', 'device:\n  backend: cpu\n  data_device: cpu\n'));
-    assert.deepEqual(rule('device/dual-gpu').check({ loaded: cpu, config: cpu.config, host: fakeHost({ gpus: [] }) }), []);
+    assert.deepEqual(
+      rule('device/dual-gpu').check({ loaded: cpu, config: cpu.config, host: fakeHost({ gpus: [] }) }),
+      [],
+    );
     const both = load(child('sidereplica.yaml', 'device:\n  backend: webgpu\n  gpus: [0, 1]\n  data_device: 1\n'));
     const f = rule('device/dual-gpu').check({ loaded: both, config: both.config, host: undefined });
-    assert.deepEqual(f.map((x) => [x.severity, x.keyPath, x.fix]), [['error', 'device.data_device', 'data_device: cpu']]);
+    assert.deepEqual(
+      f.map((x) => [x.severity, x.keyPath, x.fix]),
+      [['error', 'device.data_device', 'data_device: cpu']],
+    );
     assert.match(f[0].message, /data_device 1 also trains \(device\.gpus \[0,1\]\)/);
   });
 
-  test('memory: without a budget, the model GPU\'s memory is the budget', () => {
+  test("memory: without a budget, the model GPU's memory is the budget", () => {
     const big = load(child('bigongpu.yaml', 'device:\n  model_device: 0\n', 'big'));
     const f = rule('batching/memory').check({ loaded: big, config: big.config, host: fakeHost({ gpus: [l4] }) });
     assert.deepEqual(f, [], 'GPU 0 is not on this host: no budget to compare with');
-    const g = rule('batching/memory').check({ loaded: big, config: big.config, host: fakeHost({ gpus: [{ ...l4, index: 0 }] }) });
+    const g = rule('batching/memory').check({
+      loaded: big,
+      config: big.config,
+      host: fakeHost({ gpus: [{ ...l4, index: 0 }] }),
+    });
     assert.equal(g.length, 1);
     assert.equal(g[0].severity, 'error');
     assert.match(g[0].message, /exceeds GPU 0 \(NVIDIA L4\) = 24\.0 GiB/);
     const fits = load(child('tinyongpu.yaml', 'device:\n  model_device: 0\n', 'tiny'));
-    assert.deepEqual(rule('batching/memory').check({ loaded: fits, config: fits.config, host: fakeHost({ gpus: [h100] }) }), []);
+    assert.deepEqual(
+      rule('batching/memory').check({ loaded: fits, config: fits.config, host: fakeHost({ gpus: [h100] }) }),
+      [],
+    );
   });
 
   test('backend webgpu: a warning without a visible GPU, nothing with one', () => {
     const w = load(child('webgpu.yaml', 'device:\n  backend: webgpu\n'));
-    const none = rule('device/backend').check({ loaded: w, config: w.config, host: fakeHost({ gpuNote: 'no NVIDIA driver' }) });
-    assert.deepEqual(none.map((f) => [f.severity, f.keyPath]), [['warn', 'device.backend']]);
-    assert.deepEqual(rule('device/backend').check({ loaded: w, config: w.config, host: fakeHost({ gpus: [h100] }) }), []);
+    const none = rule('device/backend').check({
+      loaded: w,
+      config: w.config,
+      host: fakeHost({ gpuNote: 'no NVIDIA driver' }),
+    });
+    assert.deepEqual(
+      none.map((f) => [f.severity, f.keyPath]),
+      [['warn', 'device.backend']],
+    );
+    assert.deepEqual(
+      rule('device/backend').check({ loaded: w, config: w.config, host: fakeHost({ gpus: [h100] }) }),
+      [],
+    );
   });
 });
 

@@ -12,7 +12,14 @@ import { buildManifest } from '../../src/core/data/manifest.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
-  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, language: 'en', language_source: 'fixed',
+  path: '.',
+  format: 'auto',
+  metadata: 'metadata.csv',
+  validation_metadata: null,
+  validation_fraction: 0,
+  split_seed: 1,
+  language: 'en',
+  language_source: 'fixed',
   columns: { audio: 'audio', text: 'text', speaker: null, language: null },
   ...over,
 });
@@ -25,7 +32,11 @@ function tone(path: string): void {
 
 test('VCTK 0.92: txt/<speaker>/ and wav48_silence_trimmed/<speaker>/<id>_mic1.flac', () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-vctk-'));
-  for (const [spk, n, text] of [['p225', '001', 'Please call Stella.'], ['p225', '002', 'Ask her to bring these things.'], ['p226', '001', 'Please call Stella.']]) {
+  for (const [spk, n, text] of [
+    ['p225', '001', 'Please call Stella.'],
+    ['p225', '002', 'Ask her to bring these things.'],
+    ['p226', '001', 'Please call Stella.'],
+  ]) {
     mkdirSync(join(dir, 'txt', spk), { recursive: true });
     mkdirSync(join(dir, 'wav48_silence_trimmed', spk), { recursive: true });
     writeFileSync(join(dir, 'txt', spk, `${spk}_${n}.txt`), `${text}\n`);
@@ -35,9 +46,19 @@ test('VCTK 0.92: txt/<speaker>/ and wav48_silence_trimmed/<speaker>/<id>_mic1.fl
   for (const format of ['auto', 'vctk'] as const) {
     const m = buildManifest(dir, dataset({ format }));
     assert.equal(m.format, 'vctk');
-    assert.deepEqual(m.train.map((r) => [r.id, r.speaker, r.text]), [['p225_001', 'p225', 'Please call Stella.'], ['p225_002', 'p225', 'Ask her to bring these things.'], ['p226_001', 'p226', 'Please call Stella.']]);
+    assert.deepEqual(
+      m.train.map((r) => [r.id, r.speaker, r.text]),
+      [
+        ['p225_001', 'p225', 'Please call Stella.'],
+        ['p225_002', 'p225', 'Ask her to bring these things.'],
+        ['p226_001', 'p226', 'Please call Stella.'],
+      ],
+    );
     assert.ok(m.train[0].audioPath.endsWith('p225_001_mic1.flac'));
-    assert.deepEqual(m.skipped.map((s) => [s.id, s.reason]), [['p226_002', 'missing_audio']]);
+    assert.deepEqual(
+      m.skipped.map((s) => [s.id, s.reason]),
+      [['p226_002', 'missing_audio']],
+    );
     assert.ok(m.skipped[0].file.endsWith('p226_002.txt'));
   }
 });
@@ -46,14 +67,23 @@ test('LibriTTS: <speaker>/<chapter>/<id>.normalized.txt beside <id>.wav', () => 
   const dir = mkdtempSync(join(tmpdir(), 'xtts-libritts-'));
   const ch = join(dir, 'train-clean-100', '19', '198');
   mkdirSync(ch, { recursive: true });
-  for (const [id, text] of [['19_198_000000_000000', 'Northanger Abbey.'], ['19_198_000000_000001', 'Chapter one.']]) {
+  for (const [id, text] of [
+    ['19_198_000000_000000', 'Northanger Abbey.'],
+    ['19_198_000000_000001', 'Chapter one.'],
+  ]) {
     writeFileSync(join(ch, `${id}.normalized.txt`), text);
     writeFileSync(join(ch, `${id}.original.txt`), text.toUpperCase());
     writeToneWav(join(ch, `${id}.wav`), 0.5);
   }
   const m = buildManifest(dir, dataset());
   assert.equal(m.format, 'libritts');
-  assert.deepEqual(m.train.map((r) => [r.id, r.speaker, r.text]), [['19_198_000000_000000', '19', 'Northanger Abbey.'], ['19_198_000000_000001', '19', 'Chapter one.']]);
+  assert.deepEqual(
+    m.train.map((r) => [r.id, r.speaker, r.text]),
+    [
+      ['19_198_000000_000000', '19', 'Northanger Abbey.'],
+      ['19_198_000000_000001', '19', 'Chapter one.'],
+    ],
+  );
 });
 
 test('Common Voice: validated.tsv with client_id, path, sentence and locale; MP3 clips in clips/', () => {
@@ -70,8 +100,17 @@ test('Common Voice: validated.tsv with client_id, path, sentence and locale; MP3
   writeFileSync(join(dir, 'validated.tsv'), rows.join('\n') + '\n');
   const m = buildManifest(dir, dataset({ metadata: 'validated.tsv', language_source: 'metadata' }));
   assert.equal(m.format, 'common_voice');
-  assert.deepEqual(m.train.map((r) => [r.id, r.speaker, r.text, r.language]), [['common_voice_de_1', 'abc123', 'Guten Morgen, "Welt".', 'de'], ['common_voice_de_2', 'def456', 'Wie geht es dir?', 'de']]);
-  assert.deepEqual(m.skipped.map((s) => [s.line, s.reason]), [[4, 'empty_text']]);
+  assert.deepEqual(
+    m.train.map((r) => [r.id, r.speaker, r.text, r.language]),
+    [
+      ['common_voice_de_1', 'abc123', 'Guten Morgen, "Welt".', 'de'],
+      ['common_voice_de_2', 'def456', 'Wie geht es dir?', 'de'],
+    ],
+  );
+  assert.deepEqual(
+    m.skipped.map((s) => [s.line, s.reason]),
+    [[4, 'empty_text']],
+  );
 });
 
 test('a generic CSV with named columns, quoted fields (a comma and a line break inside), any order', () => {
@@ -79,14 +118,45 @@ test('a generic CSV with named columns, quoted fields (a comma and a line break 
   mkdirSync(join(dir, 'audio'));
   writeToneWav(join(dir, 'audio', 'a.wav'), 0.5);
   writeToneWav(join(dir, 'audio', 'b.wav'), 0.5);
-  writeFileSync(join(dir, 'transcripts.csv'), 'transcript,who,file\n"Hello, world.",anna,audio/a.wav\n"Two\nlines",ben,audio/b.wav\nmissing columns\nEscapes.,carl,../../etc/passwd\n');
+  writeFileSync(
+    join(dir, 'transcripts.csv'),
+    'transcript,who,file\n"Hello, ' +
+      'world.",anna,audio/a.wav\n"Two\nlines",ben,audio/b.wav\nmissing ' +
+      'columns\nEscapes.,carl,../../etc/passwd\n',
+  );
   const columns = { audio: 'file', text: 'transcript', speaker: 'who', language: null };
   for (const format of ['auto', 'csv'] as const) {
     const m = buildManifest(dir, dataset({ format, metadata: 'transcripts.csv', columns }));
     assert.equal(m.format, 'csv');
-    assert.deepEqual(m.train.map((r) => [r.id, r.speaker, r.text, r.line]), [['audio/a', 'anna', 'Hello, world.', 2], ['audio/b', 'ben', 'Two\nlines', 4]]);
-    assert.deepEqual(m.skipped.map((s) => [s.line, s.reason]), [[5, 'malformed_row'], [6, 'path_escapes_root']]);
+    assert.deepEqual(
+      m.train.map((r) => [r.id, r.speaker, r.text, r.line]),
+      [
+        ['audio/a', 'anna', 'Hello, world.', 2],
+        ['audio/b', 'ben', 'Two\nlines', 4],
+      ],
+    );
+    assert.deepEqual(
+      m.skipped.map((s) => [s.line, s.reason]),
+      [
+        [5, 'malformed_row'],
+        [6, 'path_escapes_root'],
+      ],
+    );
   }
-  assert.throws(() => buildManifest(dir, dataset({ format: 'csv', metadata: 'nope.csv', columns })), (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_MISSING');
-  assert.throws(() => buildManifest(dir, dataset({ format: 'csv', metadata: 'transcripts.csv', columns: { ...columns, text: 'sentence' } })), (e: Error & { code?: string }) => e.code === 'DATASET_HEADER' && /no "sentence" column for the text \(dataset\.columns\.text\); the header has transcript, who, file/.test(e.message));
+  assert.throws(
+    () => buildManifest(dir, dataset({ format: 'csv', metadata: 'nope.csv', columns })),
+    (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_MISSING',
+  );
+  assert.throws(
+    () =>
+      buildManifest(
+        dir,
+        dataset({ format: 'csv', metadata: 'transcripts.csv', columns: { ...columns, text: 'sentence' } }),
+      ),
+    (e: Error & { code?: string }) =>
+      e.code === 'DATASET_HEADER' &&
+      /no "sentence" column for the text \(dataset\.columns\.text\); the header has transcript, who, file/.test(
+        e.message,
+      ),
+  );
 });

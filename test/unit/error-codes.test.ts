@@ -31,4 +31,3 @@ test('every error code in src/ and plugins/ is UPPER_SNAKE_CASE (and there are m
   const bad = [...codes].filter(([code]) => !/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(code));
   assert.deepEqual(bad, [], `codes not in UPPER_SNAKE_CASE: ${bad.map(([c, f]) => `${c} (${f})`).join(', ')}`);
 });
-

@@ -67,7 +67,10 @@ test('unreadable and unsupported files are reason-coded and remembered', async (
   writeFileSync(d.rows[1].audioPath, b);
   const cache = FeatureCache.open(d.cachePath);
   const r = await prepareFeatures({ cache, rows: d.rows, audio, workers: 1 });
-  assert.deepEqual(r.failures.map((f) => [f.row.id, f.reason]).sort(), [['u0', 'unsupported_format'], ['u1', 'unsupported_format']]);
+  assert.deepEqual(r.failures.map((f) => [f.row.id, f.reason]).sort(), [
+    ['u0', 'unsupported_format'],
+    ['u1', 'unsupported_format'],
+  ]);
   assert.equal(r.features.size, 1);
   const again = await prepareFeatures({ cache, rows: d.rows, audio, workers: 1 });
   assert.equal(again.computed, 0, 'failures are cached by content hash too');
@@ -89,7 +92,11 @@ test('a build killed midway keeps whole entries and resumes with the rest', asyn
   const scriptFile = join(d.dir, 'build.mts');
   writeFileSync(scriptFile, script);
   const { NODE_TEST_CONTEXT: _ignored, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', scriptFile, JSON.stringify(d.rows), d.cachePath, JSON.stringify(audio)], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', scriptFile, JSON.stringify(d.rows), d.cachePath, JSON.stringify(audio)],
+    { stdio: ['ignore', 'pipe', 'inherit'], env },
+  );
   const exited = new Promise((r) => child.once('exit', r));
   await new Promise<void>((resolve) => {
     child.stdout.on('data', (chunk: Buffer) => {

@@ -23,6 +23,7 @@ test("a tone's log-mel vocoded back has its energy at the tone, not an octave aw
   assert.equal(y.length, (frames - 1) * audio.hop_length);
   const mid = y.subarray(2000, y.length - 2000);
   const at = energyAt(mid, audio.sample_rate_hz, 1000);
-  for (const other of [500, 2000, 3000]) assert.ok(at > 4 * energyAt(mid, audio.sample_rate_hz, other), `1 kHz ${at} vs ${other} Hz`);
+  for (const other of [500, 2000, 3000])
+    assert.ok(at > 4 * energyAt(mid, audio.sample_rate_hz, other), `1 kHz ${at} vs ${other} Hz`);
   assert.ok(Math.max(...y.map(Math.abs)) <= 0.9);
 });

@@ -29,25 +29,62 @@ function fixture(n: number) {
     const mel = new Float32Array(frames * nMels).map(() => rand() * 4 - 2);
     mels.push(mel);
     features.push({ key: `feature:${i}`, feature: { frames, nMels, durationS: frames / 86, mel } });
-    items.push({ featureKey: `feature:${i}`, frames, tokens: Int32Array.from({ length: 5 + (i % 7) }, (_, t) => 1 + ((i + t) % 30)), language: i % 2, speaker: i % 3 });
+    items.push({
+      featureKey: `feature:${i}`,
+      frames,
+      tokens: Int32Array.from({ length: 5 + (i % 7) }, (_, t) => 1 + ((i + t) % 30)),
+      language: i % 2,
+      speaker: i % 3,
+    });
   }
   cache.putMany({ features });
   cache.close();
-  const plan = planBuckets(items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })), { buckets: 3, batchSize: 4, frameBudget: null, frameMultiple: 2 });
+  const plan = planBuckets(
+    items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })),
+    { buckets: 3, batchSize: 4, frameBudget: null, frameMultiple: 2 },
+  );
   const mean = new Float32Array(nMels).fill(0.5);
   const std = new Float32Array(nMels).fill(2);
   return { path, items, mels, plan, mean, std };
 }
 
-async function collect(f: Pick<ReturnType<typeof fixture>, 'path' | 'items' | 'plan' | 'mean' | 'std'>, producers: number, maxBatches: number, start?: { epoch: number; batch: number }, recomputeAudio?: AudioConfig) {
-  const loader = new DataLoader({ cachePath: f.path, items: f.items, plan: f.plan, mean: f.mean, std: f.std, seed: 5, shuffle: true, depth: 3, producers, refFrames: 16, nMels, start, maxBatches, recomputeAudio });
-  const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; refLengths: number[] }[] = [];
+async function collect(
+  f: Pick<ReturnType<typeof fixture>, 'path' | 'items' | 'plan' | 'mean' | 'std'>,
+  producers: number,
+  maxBatches: number,
+  start?: { epoch: number; batch: number },
+  recomputeAudio?: AudioConfig,
+) {
+  const loader = new DataLoader({
+    cachePath: f.path,
+    items: f.items,
+    plan: f.plan,
+    mean: f.mean,
+    std: f.std,
+    seed: 5,
+    shuffle: true,
+    depth: 3,
+    producers,
+    refFrames: 16,
+    nMels,
+    start,
+    maxBatches,
+    recomputeAudio,
+  });
+  const out: { pos: [number, number]; tokens: number[]; mel: number[]; melLengths: number[]; refLengths: number[] }[] =
+    [];
   const batches: LoadedBatch[] = [];
   for (;;) {
     const b = await loader.next();
     if (!b) break;
     batches.push(b);
-    out.push({ pos: [b.epoch, b.index], tokens: [...b.tokens], mel: [...b.mel], melLengths: [...b.melLengths], refLengths: [...b.refLengths] });
+    out.push({
+      pos: [b.epoch, b.index],
+      tokens: [...b.tokens],
+      mel: [...b.mel],
+      melLengths: [...b.melLengths],
+      refLengths: [...b.refLengths],
+    });
     loader.release(b);
   }
   await loader.close();
@@ -68,10 +105,18 @@ test('batches follow the plan with normalised, padded contents', async () => {
       const filler = j >= planned.items.length - planned.fillers;
       assert.equal(out[k].melLengths[j], filler ? 0 : item.frames);
       assert.deepEqual(out[k].tokens.slice(j * shape.tokens, j * shape.tokens + item.tokens.length), [...item.tokens]);
-      assert.ok(out[k].tokens.slice(j * shape.tokens + item.tokens.length, (j + 1) * shape.tokens).every((t) => t === 0), 'token padding is 0');
+      assert.ok(
+        out[k].tokens.slice(j * shape.tokens + item.tokens.length, (j + 1) * shape.tokens).every((t) => t === 0),
+        'token padding is 0',
+      );
       const got = out[k].mel[j * shape.frames * nMels + 3];
       assert.ok(Math.abs(got - (f.mels[itemIndex][3] - 0.5) / 2) < 1e-6, 'mel normalised per bin');
-      assert.ok(out[k].mel.slice(j * shape.frames * nMels + item.frames * nMels, (j + 1) * shape.frames * nMels).every((x) => x === 0), 'frame padding is 0');
+      assert.ok(
+        out[k].mel
+          .slice(j * shape.frames * nMels + item.frames * nMels, (j + 1) * shape.frames * nMels)
+          .every((x) => x === 0),
+        'frame padding is 0',
+      );
       assert.ok(out[k].refLengths[j] > 0 && out[k].refLengths[j] <= 16);
     });
   });
@@ -91,37 +136,61 @@ test('0, 1 and 2 producers deliver identical batches; a restart at a saved posit
   assert.deepEqual(resumed, one.slice(k));
 });
 
-test('a missing feature fails the loader with the producer\'s message instead of hanging', async () => {
+test("a missing feature fails the loader with the producer's message instead of hanging", async () => {
   const f = fixture(12);
   f.items[3] = { ...f.items[3], featureKey: 'feature:missing' };
   await assert.rejects(collect(f, 1, 50), /feature:missing is missing from the cache/);
 });
 
-test('with the cache off (recomputeAudio), producers rebuild each clip\'s features from its WAV: the same batches as from the cache', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-loader-audio-'));
-  const audio = { ...loadConfig(presetPath('quickstart')).loaded!.config.audio, n_mels: nMels };
-  const cachePath = join(dir, 'cache.sqlite');
-  const cache = FeatureCache.open(cachePath);
-  const items: ProducerItem[] = [];
-  const features = [];
-  for (let i = 0; i < 10; i++) {
-    const audioPath = join(dir, `u${i}.wav`);
-    // Tones of different lengths and pitches at 16 kHz: the producer must also resample to 22.05 kHz.
-    writeFileSync(audioPath, pcm16Wav(tone(0.4 + 0.05 * i, 16000, 150 + 40 * i), 16000));
-    const clip = processClip(readFileSync(audioPath), audio, audioPath);
-    features.push({ key: `feature:${i}`, feature: { frames: clip.frames, nMels, durationS: clip.durationS, mel: clip.mel } });
-    items.push({ featureKey: `feature:${i}`, frames: clip.frames, tokens: Int32Array.of(1, 2, 3 + i), language: 0, speaker: i % 2, audioPath });
-  }
-  cache.putMany({ features });
-  cache.close();
-  const plan = planBuckets(items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })), { buckets: 2, batchSize: 3, frameBudget: null, frameMultiple: 2 });
-  const f = { path: cachePath, items, mels: [], plan, mean: new Float32Array(nMels).fill(-3), std: new Float32Array(nMels).fill(1.5) };
-  const cached = (await collect(f, 1, 8)).out;
-  const recomputed = (await collect(f, 1, 8, undefined, audio)).out;
-  assert.equal(recomputed.length, 8);
-  assert.deepEqual(recomputed, cached);
-  // A moved WAV is reported with its path, not as a hang.
-  rmSync(items[4].audioPath!);
-  await assert.rejects(collect(f, 1, 8, undefined, audio), new RegExp(`u4\\.wav`));
-  rmSync(dir, { recursive: true, force: true });
-});
+test(
+  "with the cache off (recomputeAudio), producers rebuild each clip's features " +
+    'from its WAV: the same batches as from the cache',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-loader-audio-'));
+    const audio = { ...loadConfig(presetPath('quickstart')).loaded!.config.audio, n_mels: nMels };
+    const cachePath = join(dir, 'cache.sqlite');
+    const cache = FeatureCache.open(cachePath);
+    const items: ProducerItem[] = [];
+    const features = [];
+    for (let i = 0; i < 10; i++) {
+      const audioPath = join(dir, `u${i}.wav`);
+      // Tones of different lengths and pitches at 16 kHz: the producer must also resample to 22.05 kHz.
+      writeFileSync(audioPath, pcm16Wav(tone(0.4 + 0.05 * i, 16000, 150 + 40 * i), 16000));
+      const clip = processClip(readFileSync(audioPath), audio, audioPath);
+      features.push({
+        key: `feature:${i}`,
+        feature: { frames: clip.frames, nMels, durationS: clip.durationS, mel: clip.mel },
+      });
+      items.push({
+        featureKey: `feature:${i}`,
+        frames: clip.frames,
+        tokens: Int32Array.of(1, 2, 3 + i),
+        language: 0,
+        speaker: i % 2,
+        audioPath,
+      });
+    }
+    cache.putMany({ features });
+    cache.close();
+    const plan = planBuckets(
+      items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })),
+      { buckets: 2, batchSize: 3, frameBudget: null, frameMultiple: 2 },
+    );
+    const f = {
+      path: cachePath,
+      items,
+      mels: [],
+      plan,
+      mean: new Float32Array(nMels).fill(-3),
+      std: new Float32Array(nMels).fill(1.5),
+    };
+    const cached = (await collect(f, 1, 8)).out;
+    const recomputed = (await collect(f, 1, 8, undefined, audio)).out;
+    assert.equal(recomputed.length, 8);
+    assert.deepEqual(recomputed, cached);
+    // A moved WAV is reported with its path, not as a hang.
+    rmSync(items[4].audioPath!);
+    await assert.rejects(collect(f, 1, 8, undefined, audio), new RegExp(`u4\\.wav`));
+    rmSync(dir, { recursive: true, force: true });
+  },
+);

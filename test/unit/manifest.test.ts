@@ -9,8 +9,17 @@ import type { DatasetConfig } from '../../src/core/config/schema.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
-  path: '.', format: 'auto', metadata: 'metadata.csv', validation_metadata: null, validation_fraction: 0, split_seed: 1, follow_symlinks: false, language: 'en', language_source: 'fixed',
-  columns: { audio: 'audio', text: 'text', speaker: null, language: null }, ...over,
+  path: '.',
+  format: 'auto',
+  metadata: 'metadata.csv',
+  validation_metadata: null,
+  validation_fraction: 0,
+  split_seed: 1,
+  follow_symlinks: false,
+  language: 'en',
+  language_source: 'fixed',
+  columns: { audio: 'audio', text: 'text', speaker: null, language: null },
+  ...over,
 });
 
 function makeDataset(metadata: string, wavs: string[]): string {
@@ -25,17 +34,44 @@ test('LJSpeech rows with BOM, CRLF and a header; normalized text preferred', () 
   const dir = makeDataset('\ufeffid|text|normalized_text\r\nA1|Dr. Who|Doctor Who\r\nA2|Plain text|\r\n', ['A1', 'A2']);
   const m = buildManifest(dir, dataset());
   assert.equal(m.format, 'ljspeech');
-  assert.deepEqual(m.train.map((r) => [r.id, r.text, r.line]), [['A1', 'Doctor Who', 2], ['A2', 'Plain text', 3]]);
+  assert.deepEqual(
+    m.train.map((r) => [r.id, r.text, r.line]),
+    [
+      ['A1', 'Doctor Who', 2],
+      ['A2', 'Plain text', 3],
+    ],
+  );
   assert.deepEqual(m.skipped, []);
 });
 
 test('every manifest-level skip reason is produced, with line and id, and good rows are kept', () => {
-  const meta = ['G1|good one', 'G2|good two', 'G1|duplicate of the first', 'M1|no audio file', 'E1|   ', 'X1|too|many|columns|here|and|more', '../../etc/passwd|escape attempt', 'G3|good three'].join('\n');
+  const meta = [
+    'G1|good one',
+    'G2|good two',
+    'G1|duplicate of the first',
+    'M1|no audio file',
+    'E1|   ',
+    'X1|too|many|columns|here|and|more',
+    '../../etc/passwd|escape attempt',
+    'G3|good three',
+  ].join('\n');
   const dir = makeDataset(meta, ['G1', 'G2', 'G3', 'E1']);
   const m = buildManifest(dir, dataset({ format: 'ljspeech' }));
-  assert.deepEqual(m.train.map((r) => r.id), ['G1', 'G2', 'G3']);
+  assert.deepEqual(
+    m.train.map((r) => r.id),
+    ['G1', 'G2', 'G3'],
+  );
   const got = m.skipped.map((s) => `${s.line}:${s.id}:${s.reason}`).sort();
-  assert.deepEqual(got, ['3:G1:duplicate_id', '4:M1:missing_audio', '5:E1:empty_text', '6:X1:malformed_row', '7:../../etc/passwd:path_escapes_root'].sort());
+  assert.deepEqual(
+    got,
+    [
+      '3:G1:duplicate_id',
+      '4:M1:missing_audio',
+      '5:E1:empty_text',
+      '6:X1:malformed_row',
+      '7:../../etc/passwd:path_escapes_root',
+    ].sort(),
+  );
   assert.ok(m.skipped.every((s) => s.file.endsWith('metadata.csv') && s.detail.length > 0));
 });
 
@@ -43,11 +79,20 @@ test('multi-speaker formats: id|text|normalized|speaker and wav_path|speaker|tex
   const d1 = makeDataset('a|x|y|alice\nb|x|y|bob\n', ['a', 'b']);
   const m1 = buildManifest(d1, dataset());
   assert.equal(m1.format, 'ljspeech_multispeaker');
-  assert.deepEqual(m1.train.map((r) => r.speaker), ['alice', 'bob']);
+  assert.deepEqual(
+    m1.train.map((r) => r.speaker),
+    ['alice', 'bob'],
+  );
   const d2 = makeDataset('wavs/a.wav|alice|hello there\nwavs/b.wav|bob|general kenobi\n', ['a', 'b']);
   const m2 = buildManifest(d2, dataset());
   assert.equal(m2.format, 'wav_path_speaker_text');
-  assert.deepEqual(m2.train.map((r) => [r.id, r.speaker, r.text]), [['wavs/a', 'alice', 'hello there'], ['wavs/b', 'bob', 'general kenobi']]);
+  assert.deepEqual(
+    m2.train.map((r) => [r.id, r.speaker, r.text]),
+    [
+      ['wavs/a', 'alice', 'hello there'],
+      ['wavs/b', 'bob', 'general kenobi'],
+    ],
+  );
   assert.equal(detectFormat(['x|y']), 'ljspeech');
 });
 
@@ -56,22 +101,42 @@ test('the seeded split is stable: adding rows never moves existing ones', () => 
   const before = ids.filter((id) => inValidationSplit(id, 7, 0.1));
   const more = [...ids, ...Array.from({ length: 100 }, (_, i) => `V${i}`)];
   const after = more.filter((id) => inValidationSplit(id, 7, 0.1));
-  assert.deepEqual(after.filter((id) => id.startsWith('U')), before);
+  assert.deepEqual(
+    after.filter((id) => id.startsWith('U')),
+    before,
+  );
   assert.ok(before.length > 20 && before.length < 60, `~10% of 400, got ${before.length}`);
-  assert.notDeepEqual(ids.filter((id) => inValidationSplit(id, 8, 0.1)), before, 'another seed gives another split');
+  assert.notDeepEqual(
+    ids.filter((id) => inValidationSplit(id, 8, 0.1)),
+    before,
+    'another seed gives another split',
+  );
 });
 
 test('a separate validation file is used as given; ids may not repeat across files', () => {
   const dir = makeDataset('A|one\nB|two\n', ['A', 'B', 'C']);
   writeFileSync(join(dir, 'val.csv'), 'C|three\nA|again\n');
   const m = buildManifest(dir, dataset({ validation_metadata: 'val.csv' }));
-  assert.deepEqual(m.train.map((r) => r.id), ['A', 'B']);
-  assert.deepEqual(m.validation.map((r) => r.id), ['C']);
-  assert.deepEqual(m.skipped.map((s) => [s.id, s.reason, s.line]), [['A', 'duplicate_id', 2]]);
+  assert.deepEqual(
+    m.train.map((r) => r.id),
+    ['A', 'B'],
+  );
+  assert.deepEqual(
+    m.validation.map((r) => r.id),
+    ['C'],
+  );
+  assert.deepEqual(
+    m.skipped.map((s) => [s.id, s.reason, s.line]),
+    [['A', 'duplicate_id', 2]],
+  );
 });
 
 test('a missing dataset folder is an XttsError with a suggestion', () => {
-  assert.throws(() => buildManifest('/nonexistent/xtts', dataset()), (e: Error & { code?: string; suggestions?: string[] }) => e.code === 'DATASET_NOT_FOUND' && (e.suggestions?.length ?? 0) > 0);
+  assert.throws(
+    () => buildManifest('/nonexistent/xtts', dataset()),
+    (e: Error & { code?: string; suggestions?: string[] }) =>
+      e.code === 'DATASET_NOT_FOUND' && (e.suggestions?.length ?? 0) > 0,
+  );
 });
 
 test('an "audio file" that is a folder, a FIFO or a looping link is named as what it is, and never read', () => {
@@ -80,47 +145,78 @@ test('an "audio file" that is a folder, a FIFO or a looping link is named as wha
   execFileSync('mkfifo', [join(dir, 'wavs', 'P1.wav')]);
   symlinkSync('L1.wav', join(dir, 'wavs', 'L1.wav'));
   const m = buildManifest(dir, dataset());
-  assert.deepEqual(m.train.map((r) => r.id), ['G1']);
+  assert.deepEqual(
+    m.train.map((r) => r.id),
+    ['G1'],
+  );
   const detail = Object.fromEntries(m.skipped.map((s) => [s.id, s.detail]));
   assert.match(detail.F1, /is a folder, not an audio file/);
   assert.match(detail.P1, /is a named pipe \(FIFO\), not an audio file/);
   assert.match(detail.L1, /is a symbolic link that loops/);
 });
 
-test('one Latin-1 line costs that line alone, named with its number; a BOM stays off the first id; a file with no UTF-8 line is refused whole', () => {
-  const dir = makeDataset('', ['A1', 'B2', 'C3']);
-  const latin1 = Buffer.from('B2|Caf\xe9 au lait\n', 'latin1');
-  writeFileSync(join(dir, 'metadata.csv'), Buffer.concat([Buffer.from('\ufeffA1|na\u00efve caf\u00e9\r\n', 'utf8'), latin1, Buffer.from('C3|plain\n', 'utf8')]));
-  const m = buildManifest(dir, dataset());
-  assert.deepEqual(m.train.map((r) => [r.id, r.text]), [['A1', 'na\u00efve caf\u00e9'], ['C3', 'plain']]);
-  assert.equal(m.skipped.length, 1);
-  const s = m.skipped[0];
-  assert.deepEqual([s.line, s.id, s.reason], [2, 'B2', 'not_utf8']);
-  assert.match(s.detail, /byte 7 of the line is not UTF-8 \(read as Latin-1 it says "B2\|Café au lait"\)/);
-  assert.match(s.detail, /sed -n 2p FILE \| iconv -f LATIN1 -t UTF-8/);
+test(
+  'one Latin-1 line costs that line alone, named with its number; a BOM stays off ' +
+    'the first id; a file with no UTF-8 line is refused whole',
+  () => {
+    const dir = makeDataset('', ['A1', 'B2', 'C3']);
+    const latin1 = Buffer.from('B2|Caf\xe9 au lait\n', 'latin1');
+    writeFileSync(
+      join(dir, 'metadata.csv'),
+      Buffer.concat([
+        Buffer.from('\ufeffA1|na\u00efve caf\u00e9\r\n', 'utf8'),
+        latin1,
+        Buffer.from('C3|plain\n', 'utf8'),
+      ]),
+    );
+    const m = buildManifest(dir, dataset());
+    assert.deepEqual(
+      m.train.map((r) => [r.id, r.text]),
+      [
+        ['A1', 'na\u00efve caf\u00e9'],
+        ['C3', 'plain'],
+      ],
+    );
+    assert.equal(m.skipped.length, 1);
+    const s = m.skipped[0];
+    assert.deepEqual([s.line, s.id, s.reason], [2, 'B2', 'not_utf8']);
+    assert.match(s.detail, /byte 7 of the line is not UTF-8 \(read as Latin-1 it says "B2\|Café au lait"\)/);
+    assert.match(s.detail, /sed -n 2p FILE \| iconv -f LATIN1 -t UTF-8/);
 
-  writeFileSync(join(dir, 'metadata.csv'), Buffer.from('A1|Caf\xe9\nB2|d\xe9j\xe0\n', 'latin1'));
-  assert.throws(() => buildManifest(dir, dataset()), (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_NOT_UTF8' && /none of its lines/.test(e.message));
-});
+    writeFileSync(join(dir, 'metadata.csv'), Buffer.from('A1|Caf\xe9\nB2|d\xe9j\xe0\n', 'latin1'));
+    assert.throws(
+      () => buildManifest(dir, dataset()),
+      (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_NOT_UTF8' && /none of its lines/.test(e.message),
+    );
+  },
+);
 
-test('audio that resolves through a symbolic link to outside the dataset folder is skipped as path_escapes_root unless dataset.follow_symlinks; links inside it are read', () => {
-  const dir = makeDataset('OUT|linked from elsewhere\nIN|linked inside\nUP|under a linked folder\nG1|good\n', ['G1']);
-  const elsewhere = mkdtempSync(join(tmpdir(), 'xtts-elsewhere-'));
-  writeToneWav(join(elsewhere, 'secret.wav'), 0.5);
-  symlinkSync(join(elsewhere, 'secret.wav'), join(dir, 'wavs', 'OUT.wav'));
-  symlinkSync('G1.wav', join(dir, 'wavs', 'IN.wav'));
-  // wavs/UP.wav as a real file under a folder that is itself a link to elsewhere.
-  mkdirSync(join(elsewhere, 'sub'));
-  writeToneWav(join(elsewhere, 'sub', 'UP.wav'), 0.5);
-  writeFileSync(join(dir, 'metadata.csv'), 'OUT|linked from elsewhere\nIN|linked inside\nlinked/UP|under a linked folder\nG1|good\n');
-  symlinkSync(join(elsewhere, 'sub'), join(dir, 'wavs', 'linked'));
-  const strict = buildManifest(dir, dataset());
-  assert.deepEqual(strict.train.map((r) => r.id).sort(), ['G1', 'IN']);
-  const detail = Object.fromEntries(strict.skipped.map((s) => [s.id, s]));
-  for (const id of ['OUT', 'linked/UP']) {
-    assert.equal(detail[id]?.reason, 'path_escapes_root', JSON.stringify(strict.skipped));
-    assert.match(detail[id].detail, /symbolic link .* outside .*dataset\.follow_symlinks: true/);
-  }
-  const followed = buildManifest(dir, dataset({ follow_symlinks: true }));
-  assert.deepEqual(followed.train.map((r) => r.id).sort(), ['G1', 'IN', 'OUT', 'linked/UP']);
-});
+test(
+  'audio that resolves through a symbolic link to outside the dataset folder is ' +
+    'skipped as path_escapes_root unless dataset.follow_symlinks; links inside it ' +
+    'are read',
+  () => {
+    const dir = makeDataset('OUT|linked from elsewhere\nIN|linked inside\nUP|under a linked folder\nG1|good\n', ['G1']);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'xtts-elsewhere-'));
+    writeToneWav(join(elsewhere, 'secret.wav'), 0.5);
+    symlinkSync(join(elsewhere, 'secret.wav'), join(dir, 'wavs', 'OUT.wav'));
+    symlinkSync('G1.wav', join(dir, 'wavs', 'IN.wav'));
+    // wavs/UP.wav as a real file under a folder that is itself a link to elsewhere.
+    mkdirSync(join(elsewhere, 'sub'));
+    writeToneWav(join(elsewhere, 'sub', 'UP.wav'), 0.5);
+    writeFileSync(
+      join(dir, 'metadata.csv'),
+      'OUT|linked from elsewhere\nIN|linked inside\nlinked/UP|under a linked folder\nG1|good\n',
+    );
+    symlinkSync(join(elsewhere, 'sub'), join(dir, 'wavs', 'linked'));
+    const strict = buildManifest(dir, dataset());
+    assert.deepEqual(strict.train.map((r) => r.id).sort(), ['G1', 'IN']);
+    const detail = Object.fromEntries(strict.skipped.map((s) => [s.id, s]));
+    for (const id of ['OUT', 'linked/UP']) {
+      assert.equal(detail[id]?.reason, 'path_escapes_root', JSON.stringify(strict.skipped));
+      assert.match(detail[id].detail, /symbolic link .* outside .*dataset\.follow_symlinks: true/);
+    }
+    const followed = buildManifest(dir, dataset({ follow_symlinks: true }));
+    assert.deepEqual(followed.train.map((r) => r.id).sort(), ['G1', 'IN', 'OUT', 'linked/UP']);
+  },
+);

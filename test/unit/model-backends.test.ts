@@ -33,7 +33,10 @@ describe('wasm backend', () => {
       await tf.setBackend(backend);
       const model = new XttsModel(config, SIZES, { seed: 8 });
       const opt = new AdamW(model.trainableVariables(), trainingConfig());
-      const batch = { ...uploadBatch(host, shape), alignment: evenAlignment(host.textLengths, host.melLengths, 6, 12, config.reduction_factor) };
+      const batch = {
+        ...uploadBatch(host, shape),
+        alignment: evenAlignment(host.textLengths, host.melLengths, 6, 12, config.reduction_factor),
+      };
       const out = model.forward(batch, { training: false });
       const melPost = Array.from(await out.melPost!.data());
       const r = trainStep(model, opt, batch, trainingConfig().loss);
@@ -51,8 +54,14 @@ describe('wasm backend', () => {
     assert.ok(worst(cpu.melPost, wasm.melPost) < 1e-4, `melPost differs by ${worst(cpu.melPost, wasm.melPost)}`);
     // Losses to 1e-5; the gradient norm (a float32 sum of 1.7 M squares, summed in a different order
     // by each backend) to 0.3% of itself: per-variable gradient norms agree to 1e-5 relative.
-    assert.ok(worst(cpu.stats.slice(0, 5), wasm.stats.slice(0, 5)) < 1e-5 * Math.max(1, cpu.stats[0]), `losses differ: ${cpu.stats} vs ${wasm.stats}`);
-    assert.ok(Math.abs(cpu.stats[5] - wasm.stats[5]) < 3e-3 * cpu.stats[5], `gradient norms differ: ${cpu.stats[5]} vs ${wasm.stats[5]}`);
+    assert.ok(
+      worst(cpu.stats.slice(0, 5), wasm.stats.slice(0, 5)) < 1e-5 * Math.max(1, cpu.stats[0]),
+      `losses differ: ${cpu.stats} vs ${wasm.stats}`,
+    );
+    assert.ok(
+      Math.abs(cpu.stats[5] - wasm.stats[5]) < 3e-3 * cpu.stats[5],
+      `gradient norms differ: ${cpu.stats[5]} vs ${wasm.stats[5]}`,
+    );
     assert.equal(wasm.stats[6], 1);
     // After one Adam step each weight moved by about ±lr; a sign flip would show as 2·lr = 2e-3.
     assert.ok(worst(cpu.head, wasm.head) < 2e-4, `dec.head.w differs by ${worst(cpu.head, wasm.head)}`);

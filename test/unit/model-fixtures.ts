@@ -5,14 +5,68 @@ import type { ModelConfig, TrainingConfig } from '../../src/core/config/schema.j
 import { Rng } from '../../src/core/model/init.js';
 import { type BatchAlignment, type HostBatch, type ModelInputs, uploadBatch } from '../../src/core/model/batch.js';
 
-const common = { alignment_heads: 1, ff_mult: 4, postnet_kernel: 5, reduction_factor: 2, dropout: 0.1, prenet_dropout: 1, max_text_tokens: 256, max_mel_frames: 1024 };
+const common = {
+  alignment_heads: 1,
+  ff_mult: 4,
+  postnet_kernel: 5,
+  reduction_factor: 2,
+  dropout: 0.1,
+  prenet_dropout: 1,
+  max_text_tokens: 256,
+  max_mel_frames: 1024,
+};
 
 /** The model sections of configs/{tiny,small,normal,big}.yaml (kept in step by hand). */
 export const PRESETS: Record<'tiny' | 'small' | 'normal' | 'big', ModelConfig> = {
-  tiny: { ...common, d_model: 128, heads: 2, text_layers: 2, cond_layers: 1, cond_latents: 4, decoder_layers: 2, prenet_dim: 128, postnet_layers: 2, postnet_channels: 128 },
-  small: { ...common, d_model: 256, heads: 4, text_layers: 4, cond_layers: 2, cond_latents: 8, decoder_layers: 4, prenet_dim: 256, postnet_layers: 3, postnet_channels: 256 },
-  normal: { ...common, d_model: 512, heads: 8, text_layers: 6, cond_layers: 3, cond_latents: 16, decoder_layers: 6, prenet_dim: 256, postnet_layers: 5, postnet_channels: 512 },
-  big: { ...common, d_model: 1024, heads: 16, text_layers: 12, cond_layers: 4, cond_latents: 32, decoder_layers: 12, prenet_dim: 512, postnet_layers: 5, postnet_channels: 512, max_mel_frames: 2048 },
+  tiny: {
+    ...common,
+    d_model: 128,
+    heads: 2,
+    text_layers: 2,
+    cond_layers: 1,
+    cond_latents: 4,
+    decoder_layers: 2,
+    prenet_dim: 128,
+    postnet_layers: 2,
+    postnet_channels: 128,
+  },
+  small: {
+    ...common,
+    d_model: 256,
+    heads: 4,
+    text_layers: 4,
+    cond_layers: 2,
+    cond_latents: 8,
+    decoder_layers: 4,
+    prenet_dim: 256,
+    postnet_layers: 3,
+    postnet_channels: 256,
+  },
+  normal: {
+    ...common,
+    d_model: 512,
+    heads: 8,
+    text_layers: 6,
+    cond_layers: 3,
+    cond_latents: 16,
+    decoder_layers: 6,
+    prenet_dim: 256,
+    postnet_layers: 5,
+    postnet_channels: 512,
+  },
+  big: {
+    ...common,
+    d_model: 1024,
+    heads: 16,
+    text_layers: 12,
+    cond_layers: 4,
+    cond_latents: 32,
+    decoder_layers: 12,
+    prenet_dim: 512,
+    postnet_layers: 5,
+    postnet_channels: 512,
+    max_mel_frames: 2048,
+  },
 };
 
 export const SIZES = { vocabSize: 40, nMels: 16, numLanguages: 2 };
@@ -56,11 +110,19 @@ export interface SyntheticShape {
  * One padded batch: utterance b has a random length; each token lasts 2 frames whose mel is the
  * token's fixed pattern plus a per-speaker offset, so text and reference together predict the mel.
  */
-export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { text: number[]; frames?: number[] }): HostBatch {
+export function syntheticHostBatch(
+  s: SyntheticShape,
+  seed: number,
+  lengths?: { text: number[]; frames?: number[] },
+): HostBatch {
   const rng = new Rng(seed);
   const patterns = new Rng(99);
-  const pattern = Array.from({ length: s.vocabSize }, () => Float32Array.from({ length: s.nMels }, () => 2 * patterns.next() - 1));
-  const speakerOffset = Array.from({ length: 4 }, () => Float32Array.from({ length: s.nMels }, () => patterns.next() - 0.5));
+  const pattern = Array.from({ length: s.vocabSize }, () =>
+    Float32Array.from({ length: s.nMels }, () => 2 * patterns.next() - 1),
+  );
+  const speakerOffset = Array.from({ length: 4 }, () =>
+    Float32Array.from({ length: s.nMels }, () => patterns.next() - 0.5),
+  );
   const h: HostBatch = {
     tokens: new Int32Array(s.batchSize * s.tokens),
     textLengths: new Int32Array(s.batchSize),
@@ -71,7 +133,9 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
     refLengths: new Int32Array(s.batchSize),
   };
   for (let b = 0; b < s.batchSize; b++) {
-    const textLen = lengths?.text[b] ?? Math.max(2, Math.min(s.tokens, Math.floor(s.frames / 2) - 1, 2 + Math.floor(rng.next() * (s.tokens - 1))));
+    const textLen =
+      lengths?.text[b] ??
+      Math.max(2, Math.min(s.tokens, Math.floor(s.frames / 2) - 1, 2 + Math.floor(rng.next() * (s.tokens - 1))));
     const frames = lengths?.frames?.[b] ?? Math.min(s.frames, 2 * textLen);
     const speaker = Math.floor(rng.next() * speakerOffset.length);
     h.textLengths[b] = textLen;
@@ -79,13 +143,15 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
     for (let i = 0; i < textLen; i++) h.tokens[b * s.tokens + i] = 1 + Math.floor(rng.next() * (s.vocabSize - 1));
     for (let f = 0; f < frames; f++) {
       const tok = h.tokens[b * s.tokens + Math.min(textLen - 1, Math.floor(f / 2))];
-      for (let m = 0; m < s.nMels; m++) h.mel[(b * s.frames + f) * s.nMels + m] = pattern[tok][m] + speakerOffset[speaker][m];
+      for (let m = 0; m < s.nMels; m++)
+        h.mel[(b * s.frames + f) * s.nMels + m] = pattern[tok][m] + speakerOffset[speaker][m];
     }
     h.melLengths[b] = frames;
     const refLen = Math.max(4, Math.floor(s.refFrames * (0.5 + 0.5 * rng.next())));
     h.refLengths[b] = refLen;
     for (let f = 0; f < refLen; f++) {
-      for (let m = 0; m < s.nMels; m++) h.refMel[(b * s.refFrames + f) * s.nMels + m] = speakerOffset[speaker][m] + 0.3 * Math.sin(f + m);
+      for (let m = 0; m < s.nMels; m++)
+        h.refMel[(b * s.refFrames + f) * s.nMels + m] = speakerOffset[speaker][m] + 0.3 * Math.sin(f + m);
     }
   }
   return h;
@@ -96,7 +162,13 @@ export function syntheticHostBatch(s: SyntheticShape, seed: number, lengths?: { 
  * tokens when it has no more than 3) spread evenly over its real decoder steps; padded steps repeat
  * the last. Durations count the steps of each position.
  */
-export function evenAlignment(textLengths: ArrayLike<number>, melLengths: ArrayLike<number>, tokens: number, frames: number, r: number): BatchAlignment {
+export function evenAlignment(
+  textLengths: ArrayLike<number>,
+  melLengths: ArrayLike<number>,
+  tokens: number,
+  frames: number,
+  r: number,
+): BatchAlignment {
   const batch = textLengths.length;
   const steps = frames / r;
   const path = new Int32Array(batch * steps);
@@ -116,9 +188,16 @@ export function evenAlignment(textLengths: ArrayLike<number>, melLengths: ArrayL
 }
 
 /** A synthetic batch with an even alignment: what XttsModel.forward and trainStep take. */
-export function syntheticBatch(s: SyntheticShape, seed: number, lengths?: { text: number[]; frames?: number[] }): ModelInputs {
+export function syntheticBatch(
+  s: SyntheticShape,
+  seed: number,
+  lengths?: { text: number[]; frames?: number[] },
+): ModelInputs {
   const h = syntheticHostBatch(s, seed, lengths);
-  return { ...uploadBatch(h, s), alignment: evenAlignment(h.textLengths, h.melLengths, s.tokens, s.frames, s.reductionFactor) };
+  return {
+    ...uploadBatch(h, s),
+    alignment: evenAlignment(h.textLengths, h.melLengths, s.tokens, s.frames, s.reductionFactor),
+  };
 }
 
 /** Free a batch and its alignment. */
@@ -127,8 +206,23 @@ export function disposeInputs(b: ModelInputs): void {
   tf.dispose([...Object.values(rest), alignment.steps, alignment.durations]);
 }
 
-export function shapeFor(config: ModelConfig, batchSize: number, tokens: number, frames: number, refFrames = 16): SyntheticShape {
-  return { batchSize, tokens, frames, refFrames, nMels: SIZES.nMels, reductionFactor: config.reduction_factor, vocabSize: SIZES.vocabSize, numLanguages: SIZES.numLanguages };
+export function shapeFor(
+  config: ModelConfig,
+  batchSize: number,
+  tokens: number,
+  frames: number,
+  refFrames = 16,
+): SyntheticShape {
+  return {
+    batchSize,
+    tokens,
+    frames,
+    refFrames,
+    nMels: SIZES.nMels,
+    reductionFactor: config.reduction_factor,
+    vocabSize: SIZES.vocabSize,
+    numLanguages: SIZES.numLanguages,
+  };
 }
 
 /** Kernels a function runs, by name, counted with tf.profile (registered kernels only, not the

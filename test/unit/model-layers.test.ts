@@ -27,7 +27,10 @@ describe('layer norm', () => {
     };
     assert.ok(maxAbsDiff(ln.apply(x), reference(x, ln.g)) < 1e-5);
     const [dxRef, dgRef] = tf.grads((xv: tf.Tensor, g: tf.Tensor) => tf.sum(tf.mul(reference(xv, g), dy)))([x, ln.g]);
-    const [dx, dg] = tf.grads((xv: tf.Tensor, g: tf.Tensor) => tf.sum(tf.mul(ln.apply(xv as tf.Tensor2D), dy)))([x, ln.g]);
+    const [dx, dg] = tf.grads((xv: tf.Tensor, g: tf.Tensor) => tf.sum(tf.mul(ln.apply(xv as tf.Tensor2D), dy)))([
+      x,
+      ln.g,
+    ]);
     assert.ok(maxAbsDiff(dx, dxRef) < 1e-4, `dx differs by ${maxAbsDiff(dx, dxRef)}`);
     assert.ok(maxAbsDiff(dg, dgRef) < 1e-4, `dg differs by ${maxAbsDiff(dg, dgRef)}`);
     // The gain is a variable: variableGrads must reach it through the custom gradient.
@@ -49,11 +52,25 @@ describe('layer norm', () => {
       const [n, r] = both(x);
       return tf.add(tf.sum(tf.mul(tf.relu(n), dn)), tf.sum(tf.mul(tf.square(r), dr))) as tf.Scalar;
     };
-    const plain = tf.variableGrads(loss((v) => [ln.apply(v), v]), [ln.g]);
-    const fused = tf.variableGrads(loss((v) => { const o = ln.applyWithResidual(v); return [o.normed, o.residual]; }), [ln.g]);
+    const plain = tf.variableGrads(
+      loss((v) => [ln.apply(v), v]),
+      [ln.g],
+    );
+    const fused = tf.variableGrads(
+      loss((v) => {
+        const o = ln.applyWithResidual(v);
+        return [o.normed, o.residual];
+      }),
+      [ln.g],
+    );
     assert.ok(maxAbsDiff(fused.grads[ln.g.name], plain.grads[ln.g.name]) < 1e-6);
     const dxPlain = tf.grad((v: tf.Tensor) => loss(() => [ln.apply(v as tf.Tensor2D), v])())(x);
-    const dxFused = tf.grad((v: tf.Tensor) => loss(() => { const o = ln.applyWithResidual(v as tf.Tensor2D); return [o.normed, o.residual]; })())(x);
+    const dxFused = tf.grad((v: tf.Tensor) =>
+      loss(() => {
+        const o = ln.applyWithResidual(v as tf.Tensor2D);
+        return [o.normed, o.residual];
+      })(),
+    )(x);
     assert.ok(maxAbsDiff(dxFused, dxPlain) < 1e-5, `dx differs by ${maxAbsDiff(dxFused, dxPlain)}`);
     assert.ok(maxAbsDiff(dxFused, tf.zerosLike(dxFused)) > 0.1);
   });
@@ -73,8 +90,14 @@ describe('fused linear', () => {
       };
       assert.ok(maxAbsDiff(lin.apply(x, activation), reference(x, lin.w, lin.b)) < 1e-5);
       const loss = (f: () => tf.Tensor) => () => tf.sum(tf.mul(f(), dy)) as tf.Scalar;
-      const ours = tf.variableGrads(loss(() => lin.apply(x, activation)), [lin.w, lin.b]).grads;
-      const ref = tf.variableGrads(loss(() => reference(x, lin.w, lin.b)), [lin.w, lin.b]).grads;
+      const ours = tf.variableGrads(
+        loss(() => lin.apply(x, activation)),
+        [lin.w, lin.b],
+      ).grads;
+      const ref = tf.variableGrads(
+        loss(() => reference(x, lin.w, lin.b)),
+        [lin.w, lin.b],
+      ).grads;
       assert.ok(maxAbsDiff(ours[lin.w.name], ref[lin.w.name]) < 1e-4);
       assert.ok(maxAbsDiff(ours[lin.b.name], ref[lin.b.name]) < 1e-4);
       const [dx] = tf.grads((xv: tf.Tensor) => tf.sum(tf.mul(lin.apply(xv as tf.Tensor2D, activation), dy)))([x]);
@@ -91,36 +114,60 @@ describe('1-D conv', () => {
       const conv = new Conv1d(store, 'c', kernel, 6, 4, 1);
       const x = tf.randomNormal([2, 9, 6], 0, 1, 'float32', 13) as tf.Tensor3D;
       const dy = tf.randomNormal([2, 9, 4], 0, 1, 'float32', 14);
-      const native = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.add(tf.conv1d(xv as tf.Tensor3D, w as tf.Tensor3D, 1, 'same'), b);
-      const composed = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => conv1dComposed(xv as tf.Tensor3D, w as tf.Tensor3D, b as tf.Tensor1D);
+      const native = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) =>
+        tf.add(tf.conv1d(xv as tf.Tensor3D, w as tf.Tensor3D, 1, 'same'), b);
+      const composed = (xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) =>
+        conv1dComposed(xv as tf.Tensor3D, w as tf.Tensor3D, b as tf.Tensor1D);
       assert.ok(maxAbsDiff(native(x, conv.w, conv.b), composed(x, conv.w, conv.b)) < 1e-5);
       assert.ok(maxAbsDiff(conv.apply(x, 'native'), conv.apply(x, 'composed')) < 1e-5);
-      const g1 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(native(xv, w, b), dy)))([x, conv.w, conv.b]);
-      const g2 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(composed(xv, w, b), dy)))([x, conv.w, conv.b]);
+      const g1 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(native(xv, w, b), dy)))([
+        x,
+        conv.w,
+        conv.b,
+      ]);
+      const g2 = tf.grads((xv: tf.Tensor, w: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(composed(xv, w, b), dy)))([
+        x,
+        conv.w,
+        conv.b,
+      ]);
       g1.forEach((g, i) => assert.ok(maxAbsDiff(g, g2[i]) < 1e-4, `gradient ${i} differs by ${maxAbsDiff(g, g2[i])}`));
     });
   }
 });
 
 describe('attention', () => {
-  it('has a written-out gradient equal to autodiff of the plain formula (inside variableGrads, as training runs it)', () => {
-    const bias = keyPaddingBias(tf.tensor1d([5, 3], 'int32'), 5);
-    const dy = tf.randomNormal([2, 2, 4, 8], 0, 1, 'float32', 20);
-    const store = new ParamStore(21);
-    // Variables feed q, k, v through ops, so the inputs of the attention op are intermediates of
-    // the forward pass (which tfjs disposes before backward: the op must have saved them).
-    const wq = store.param('q', [2, 2, 4, 8], { kind: 'normal', std: 1 });
-    const wk = store.param('k', [2, 2, 5, 8], { kind: 'normal', std: 1 });
-    const wv = store.param('v', [2, 2, 5, 8], { kind: 'normal', std: 1 });
-    const loss = (keep: boolean) => () => {
-      const { context } = attend(tf.mul(wq, 2) as tf.Tensor4D, tf.add(wk, 1) as tf.Tensor4D, tf.neg(wv) as tf.Tensor4D, bias, keep);
-      return tf.sum(tf.mul(context, dy)) as tf.Scalar;
-    };
-    const ours = tf.variableGrads(loss(false), [wq, wk, wv]);
-    const ref = tf.variableGrads(loss(true), [wq, wk, wv]);
-    assert.ok(Math.abs(ours.value.dataSync()[0] - ref.value.dataSync()[0]) < 1e-4);
-    for (const v of [wq, wk, wv]) assert.ok(maxAbsDiff(ours.grads[v.name], ref.grads[v.name]) < 1e-4, `${v.name}: ${maxAbsDiff(ours.grads[v.name], ref.grads[v.name])}`);
-  });
+  it(
+    'has a written-out gradient equal to autodiff of the plain formula (inside ' +
+      'variableGrads, as training runs it)',
+    () => {
+      const bias = keyPaddingBias(tf.tensor1d([5, 3], 'int32'), 5);
+      const dy = tf.randomNormal([2, 2, 4, 8], 0, 1, 'float32', 20);
+      const store = new ParamStore(21);
+      // Variables feed q, k, v through ops, so the inputs of the attention op are intermediates of
+      // the forward pass (which tfjs disposes before backward: the op must have saved them).
+      const wq = store.param('q', [2, 2, 4, 8], { kind: 'normal', std: 1 });
+      const wk = store.param('k', [2, 2, 5, 8], { kind: 'normal', std: 1 });
+      const wv = store.param('v', [2, 2, 5, 8], { kind: 'normal', std: 1 });
+      const loss = (keep: boolean) => () => {
+        const { context } = attend(
+          tf.mul(wq, 2) as tf.Tensor4D,
+          tf.add(wk, 1) as tf.Tensor4D,
+          tf.neg(wv) as tf.Tensor4D,
+          bias,
+          keep,
+        );
+        return tf.sum(tf.mul(context, dy)) as tf.Scalar;
+      };
+      const ours = tf.variableGrads(loss(false), [wq, wk, wv]);
+      const ref = tf.variableGrads(loss(true), [wq, wk, wv]);
+      assert.ok(Math.abs(ours.value.dataSync()[0] - ref.value.dataSync()[0]) < 1e-4);
+      for (const v of [wq, wk, wv])
+        assert.ok(
+          maxAbsDiff(ours.grads[v.name], ref.grads[v.name]) < 1e-4,
+          `${v.name}: ${maxAbsDiff(ours.grads[v.name], ref.grads[v.name])}`,
+        );
+    },
+  );
 });
 
 describe('dropout', () => {

@@ -14,7 +14,8 @@ before(async () => {
   await tf.setBackend('cpu');
 });
 
-const close = (a: number, b: number, tol = 1e-5) => assert.ok(Math.abs(a - b) <= tol * Math.max(1, Math.abs(b)), `${a} vs ${b}`);
+const close = (a: number, b: number, tol = 1e-5) =>
+  assert.ok(Math.abs(a - b) <= tol * Math.max(1, Math.abs(b)), `${a} vs ${b}`);
 
 describe('mel loss', () => {
   const lengths = [5, 2, 0];
@@ -45,8 +46,13 @@ describe('mel loss', () => {
     const batch = syntheticBatch(shapeFor(PRESETS.tiny, 2, 6, 12), 4, { text: [6, 4], frames: [12, 7] });
     const out = model.forward(batch, { training: false });
     const loss = { ...trainingConfig().loss, mel: 'l1_l2' as const };
-    const [grad] = tf.grads((pre: tf.Tensor) =>
-      computeLosses({ ...out, melPre: pre as tf.Tensor3D, melPost: model.refine(pre as tf.Tensor3D, out.frameMask) }, batch, loss).total,
+    const [grad] = tf.grads(
+      (pre: tf.Tensor) =>
+        computeLosses(
+          { ...out, melPre: pre as tf.Tensor3D, melPost: model.refine(pre as tf.Tensor3D, out.frameMask) },
+          batch,
+          loss,
+        ).total,
     )([out.melPre]);
     const g = grad.arraySync() as number[][][];
     let realNonZero = 0;
@@ -82,7 +88,10 @@ describe('duration loss', () => {
     const predicted = tf.tensor2d([[0.3, -1, 1.2, 0.7, 4]]);
     const [g] = tf.grads((p: tf.Tensor) => durationLoss(p as tf.Tensor2D, tf.tensor2d([[0, 0, 3, 1, 0]])))([predicted]);
     const grad = g.arraySync() as number[][];
-    assert.ok([grad[0][0], grad[0][1], grad[0][4]].every((x) => x === 0), String(grad[0]));
+    assert.ok(
+      [grad[0][0], grad[0][1], grad[0][4]].every((x) => x === 0),
+      String(grad[0]),
+    );
     assert.ok(grad[0][2] !== 0 && grad[0][3] !== 0);
   });
 });

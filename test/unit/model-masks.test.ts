@@ -32,7 +32,8 @@ describe('attention masks', () => {
     [3, 6, 1].forEach((len, b) => {
       for (const head of w[b]) {
         for (const row of head) {
-          for (let key = len; key < 6; key++) assert.equal(row[key], 0, `utterance ${b} key ${key} (padded) has weight ${row[key]}`);
+          for (let key = len; key < 6; key++)
+            assert.equal(row[key], 0, `utterance ${b} key ${key} (padded) has weight ${row[key]}`);
           assert.ok(Math.abs(row.slice(0, len).reduce((a, x) => a + x, 0) - 1) < 1e-6);
           assert.ok(row.slice(0, len).every((x) => x > 0));
         }
@@ -46,10 +47,17 @@ describe('attention masks', () => {
     // Move step 3 of utterance 0 to another symbol: the text's frames change at that step only.
     const path = batch.alignment.steps.arraySync() as number[][];
     path[0][3] = path[0][3] === 4 ? 5 : 4;
-    const moved = model.forward({ ...batch, alignment: { ...batch.alignment, steps: tf.tensor2d(path, [2, 8], 'int32') } }, { training: false });
+    const moved = model.forward(
+      { ...batch, alignment: { ...batch.alignment, steps: tf.tensor2d(path, [2, 8], 'int32') } },
+      { training: false },
+    );
     const r = config.reduction_factor;
     const diff = tf.sum(tf.abs(tf.sub(base.textMel, moved.textMel)), 2).arraySync() as number[][];
-    diff[0].forEach((d, f) => (Math.floor(f / r) === 3 ? assert.ok(d > 1e-4, `frame ${f} did not change`) : assert.equal(d, 0, `frame ${f} changed`)));
+    diff[0].forEach((d, f) =>
+      Math.floor(f / r) === 3
+        ? assert.ok(d > 1e-4, `frame ${f} did not change`)
+        : assert.equal(d, 0, `frame ${f} changed`),
+    );
     assert.ok(diff[1].every((d) => d === 0));
     // The decoder reads the other symbol too: its frames move from step 3 on, not before.
     const pre = tf.sum(tf.abs(tf.sub(base.melPre, moved.melPre)), 2).arraySync() as number[][];
@@ -65,16 +73,30 @@ describe('attention masks', () => {
     tokens[1] = tokens[1].map((t, i) => (i >= 8 ? 3 : t));
     const refLengths = batch.refLengths.arraySync() as number[];
     const refMel = tf.tidy(() => {
-      const mask = tf.less(tf.reshape(tf.range(0, 12), [1, 12, 1]), tf.reshape(tf.cast(batch.refLengths, 'float32'), [2, 1, 1]));
+      const mask = tf.less(
+        tf.reshape(tf.range(0, 12), [1, 12, 1]),
+        tf.reshape(tf.cast(batch.refLengths, 'float32'), [2, 1, 1]),
+      );
       return tf.where(mask, batch.refMel, tf.fill(batch.refMel.shape, 9.5)) as tf.Tensor3D;
     });
-    assert.ok(refLengths.some((n) => n < 12), 'the batch has padded reference frames');
-    const perturbed = model.forward(withTensors(batch, { tokens: tf.tensor2d(tokens, [2, 10], 'int32'), refMel }), { training: false });
+    assert.ok(
+      refLengths.some((n) => n < 12),
+      'the batch has padded reference frames',
+    );
+    const perturbed = model.forward(withTensors(batch, { tokens: tf.tensor2d(tokens, [2, 10], 'int32'), refMel }), {
+      training: false,
+    });
     assert.equal(maxAbsDiff(base.melPre, perturbed.melPre), 0);
     assert.equal(maxAbsDiff(base.melPost!, perturbed.melPost!), 0);
     // Durations of the real tokens too (utterance 0 has 5, utterance 1 has 8).
-    assert.equal(maxAbsDiff(tf.slice(base.logDurations, [0, 0], [1, 5]), tf.slice(perturbed.logDurations, [0, 0], [1, 5])), 0);
-    assert.equal(maxAbsDiff(tf.slice(base.logDurations, [1, 0], [1, 8]), tf.slice(perturbed.logDurations, [1, 0], [1, 8])), 0);
+    assert.equal(
+      maxAbsDiff(tf.slice(base.logDurations, [0, 0], [1, 5]), tf.slice(perturbed.logDurations, [0, 0], [1, 5])),
+      0,
+    );
+    assert.equal(
+      maxAbsDiff(tf.slice(base.logDurations, [1, 0], [1, 8]), tf.slice(perturbed.logDurations, [1, 0], [1, 8])),
+      0,
+    );
   });
 
   it('never lets a decoder step see a later frame', () => {
@@ -93,17 +115,27 @@ describe('attention masks', () => {
       const prePerturbed = tf.slice(out.melPre, [0, 0, 0], [2, keepFrames, SIZES.nMels]);
       assert.ok(maxAbsDiff(pre, prePerturbed) <= 1e-6, `frames before ${keepFrames} moved when groups ≥ ${k} changed`);
       // And the perturbation does reach the later steps (the test can fail).
-      assert.ok(maxAbsDiff(tf.slice(base.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels]), tf.slice(out.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels])) > 1e-3);
+      assert.ok(
+        maxAbsDiff(
+          tf.slice(base.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels]),
+          tf.slice(out.melPre, [0, keepFrames, 0], [2, 24 - keepFrames, SIZES.nMels]),
+        ) > 1e-3,
+      );
     }
   });
 
   it('gives padded target frames no say in the loss', () => {
     const loss = trainingConfig().loss;
     const batch = syntheticBatch(shapeFor(config, 2, 8, 24), 14, { text: [8, 5], frames: [24, 10] });
-    const lossOf = (b: typeof batch) => computeLosses(model.forward(b, { training: false }), b, { ...loss, mel: 'l1_l2' }).total.dataSync()[0];
+    const lossOf = (b: typeof batch) =>
+      computeLosses(model.forward(b, { training: false }), b, { ...loss, mel: 'l1_l2' }).total.dataSync()[0];
     const mel = tf.tidy(() => {
       const frame = tf.reshape(tf.range(0, 24), [1, 24, 1]);
-      return tf.where(tf.greaterEqual(frame, tf.reshape(tf.cast(batch.melLengths, 'float32'), [2, 1, 1])), tf.fill(batch.mel.shape, -4), batch.mel) as tf.Tensor3D;
+      return tf.where(
+        tf.greaterEqual(frame, tf.reshape(tf.cast(batch.melLengths, 'float32'), [2, 1, 1])),
+        tf.fill(batch.mel.shape, -4),
+        batch.mel,
+      ) as tf.Tensor3D;
     });
     assert.ok(Math.abs(lossOf(batch) - lossOf(withTensors(batch, { mel }))) <= 1e-6);
   });
@@ -112,6 +144,15 @@ describe('attention masks', () => {
     const batch = syntheticBatch(shapeFor(config, 2, 8, 16), 15, { text: [6, 0], frames: [16, 0] });
     const out = model.forward(batch, { training: false });
     const parts = computeLosses(out, batch, trainingConfig().loss);
-    for (const t of [out.melPre, out.melPost!, out.textMel, out.logDurations, parts.total, parts.duration, parts.alignedText]) assert.ok(tf.all(tf.isFinite(t)).dataSync()[0] === 1);
+    for (const t of [
+      out.melPre,
+      out.melPost!,
+      out.textMel,
+      out.logDurations,
+      parts.total,
+      parts.duration,
+      parts.alignedText,
+    ])
+      assert.ok(tf.all(tf.isFinite(t)).dataSync()[0] === 1);
   });
 });

@@ -17,35 +17,51 @@ describe('presets', () => {
   // The table in src/core/model/model.ts's header (vocabulary 160, 80 mels, 1 language).
   const documented = { tiny: 1_757_249, small: 11_199_809, normal: 63_618_369, big: 429_139_265 };
   for (const preset of ['tiny', 'small', 'normal', 'big'] as const) {
-    it(`${preset}: ${documented[preset].toLocaleString('en')} parameters as documented; forward shapes on a small batch`, () => {
-      assert.equal(countParameters(PRESETS[preset], { vocabSize: 160, nMels: 80, numLanguages: 1 }), documented[preset]);
-      const config = PRESETS[preset];
-      const model = new XttsModel(config, SIZES, { seed: 1 });
-      try {
-        assert.equal(model.parameterCount(), countParameters(config, SIZES));
-        assert.equal([...model.getWeights().values()].reduce((n, t) => n + t.size, 0), model.parameterCount());
-        // Short sequences, and one utterance for big: its forward pass is still ~4 GFLOP (mostly the
-        // 32 latents and the text through every layer's cross-attention keys), ~10 s on tfjs-cpu here.
-        const utterances = preset === 'big' ? 1 : 2;
-        const batch = syntheticBatch(shapeFor(config, utterances, 5, 8, 6), 3);
-        tf.tidy(() => {
-          const out = model.forward(batch, { training: preset !== 'big' });
-          assert.deepEqual(out.melPre.shape, [utterances, 8, SIZES.nMels]);
-          assert.deepEqual(out.melPost!.shape, [utterances, 8, SIZES.nMels]);
-          assert.deepEqual(out.textMel.shape, [utterances, 8, SIZES.nMels]);
-          assert.deepEqual(out.logDurations.shape, [utterances, 5]);
-          assert.deepEqual(out.frameMask.shape, [utterances, 8, 1]);
-          assert.equal(tf.all(tf.isFinite(out.melPost!)).dataSync()[0], 1);
-        });
-      } finally {
-        model.dispose();
-      }
-    });
+    it(
+      `${preset}: ${documented[preset].toLocaleString('en')} parameters as documented; ` +
+        `forward shapes on a small batch`,
+      () => {
+        assert.equal(
+          countParameters(PRESETS[preset], { vocabSize: 160, nMels: 80, numLanguages: 1 }),
+          documented[preset],
+        );
+        const config = PRESETS[preset];
+        const model = new XttsModel(config, SIZES, { seed: 1 });
+        try {
+          assert.equal(model.parameterCount(), countParameters(config, SIZES));
+          assert.equal(
+            [...model.getWeights().values()].reduce((n, t) => n + t.size, 0),
+            model.parameterCount(),
+          );
+          // Short sequences, and one utterance for big: its forward pass is still ~4 GFLOP (mostly the
+          // 32 latents and the text through every layer's cross-attention keys), ~10 s on tfjs-cpu here.
+          const utterances = preset === 'big' ? 1 : 2;
+          const batch = syntheticBatch(shapeFor(config, utterances, 5, 8, 6), 3);
+          tf.tidy(() => {
+            const out = model.forward(batch, { training: preset !== 'big' });
+            assert.deepEqual(out.melPre.shape, [utterances, 8, SIZES.nMels]);
+            assert.deepEqual(out.melPost!.shape, [utterances, 8, SIZES.nMels]);
+            assert.deepEqual(out.textMel.shape, [utterances, 8, SIZES.nMels]);
+            assert.deepEqual(out.logDurations.shape, [utterances, 5]);
+            assert.deepEqual(out.frameMask.shape, [utterances, 8, 1]);
+            assert.equal(tf.all(tf.isFinite(out.melPost!)).dataSync()[0], 1);
+          });
+        } finally {
+          model.dispose();
+        }
+      },
+    );
   }
 
   it('rejects heads that do not divide d_model, and an even postnet kernel', () => {
-    assert.throws(() => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES), (e) => isXttsError(e) && e.code === 'MODEL_CONFIG_INVALID' && /heads/.test(e.message));
-    assert.throws(() => new XttsModel({ ...PRESETS.tiny, postnet_kernel: 4 }, SIZES), (e) => isXttsError(e) && /postnet_kernel/.test(e.message));
+    assert.throws(
+      () => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES),
+      (e) => isXttsError(e) && e.code === 'MODEL_CONFIG_INVALID' && /heads/.test(e.message),
+    );
+    assert.throws(
+      () => new XttsModel({ ...PRESETS.tiny, postnet_kernel: 4 }, SIZES),
+      (e) => isXttsError(e) && /postnet_kernel/.test(e.message),
+    );
   });
 
   it('takes a single language (a one-entry language table)', () => {
@@ -91,9 +107,20 @@ describe('initialisation', () => {
   it('names weights stably and refuses weights of another shape', () => {
     const a = new XttsModel(PRESETS.tiny, SIZES, { seed: 1 });
     const names = [...a.getWeights().keys()];
-    for (const n of ['text.tok_embed', 'text.blocks.0.attn.qkv.w', 'cond.latents', 'dec.cross_kv.w', 'dec.head.b', 'postnet.1.w']) assert.ok(names.includes(n), n);
+    for (const n of [
+      'text.tok_embed',
+      'text.blocks.0.attn.qkv.w',
+      'cond.latents',
+      'dec.cross_kv.w',
+      'dec.head.b',
+      'postnet.1.w',
+    ])
+      assert.ok(names.includes(n), n);
     const other = new XttsModel({ ...PRESETS.tiny, ff_mult: 2 }, SIZES, { seed: 2 });
-    assert.throws(() => a.setWeights(other.getWeights()), (e) => isXttsError(e) && e.code === 'WEIGHTS_MISMATCH' && /mlp\.fc\.w/.test(e.message));
+    assert.throws(
+      () => a.setWeights(other.getWeights()),
+      (e) => isXttsError(e) && e.code === 'WEIGHTS_MISMATCH' && /mlp\.fc\.w/.test(e.message),
+    );
     const b = new XttsModel(PRESETS.tiny, SIZES, { seed: 9 });
     b.setWeights(a.getWeights());
     for (const [name, t] of a.getWeights()) assert.equal(maxAbsDiff(t, b.getWeights().get(name)!), 0);
@@ -102,34 +129,40 @@ describe('initialisation', () => {
 });
 
 describe('generate', () => {
-  it('decodes step by step exactly as the teacher-forced pass would on its own output, along its own plan', async () => {
-    const config = PRESETS.tiny;
-    const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });
-    const host = syntheticHostBatch(shapeFor(config, 1, 8, 8, 10), 21, { text: [8] });
-    const ids = host.tokens.subarray(0, 8);
-    const ref = host.refMel.subarray(0, host.refLengths[0] * SIZES.nMels);
-    const g = await model.generate(ids, host.languages[0], ref);
-    assert.equal(g.stopReason, 'end_of_text');
-    assert.equal(g.mel.length, g.frames * SIZES.nMels);
-    const steps = g.frames / config.reduction_factor;
-    const plan = Int32Array.from({ length: steps }, (_, s) => g.alignment.subarray(s * 8, (s + 1) * 8).indexOf(1));
-    // Every symbol (positions 2..6) is read, in order, at least one step each.
-    assert.deepEqual([...new Set(plan)], [2, 3, 4, 5, 6]);
-    const batch = {
-      tokens: tf.tensor2d(ids, [1, 8], 'int32'),
-      textLengths: tf.tensor1d([8], 'int32'),
-      languages: tf.tensor1d([host.languages[0]], 'int32'),
-      mel: tf.tensor3d(g.melPre, [1, g.frames, SIZES.nMels]),
-      melLengths: tf.tensor1d([g.frames], 'int32'),
-      refMel: tf.tensor3d(ref, [1, host.refLengths[0], SIZES.nMels]),
-      refLengths: tf.tensor1d([host.refLengths[0]], 'int32'),
-      alignment: { steps: tf.tensor2d(plan, [1, steps], 'int32'), durations: tf.zeros([1, 8]) as tf.Tensor2D },
-    };
-    const out = model.forward(batch, { training: false });
-    assert.ok(maxAbsDiff(out.melPre, batch.mel) < 1e-4, `cached decoding drifts from the teacher-forced pass by ${maxAbsDiff(out.melPre, batch.mel)}`);
-    assert.ok(maxAbsDiff(out.melPost!, tf.tensor3d(g.mel, [1, g.frames, SIZES.nMels])) < 1e-4);
-    model.dispose();
-  });
+  it(
+    'decodes step by step exactly as the teacher-forced pass would on its own ' + 'output, along its own plan',
+    async () => {
+      const config = PRESETS.tiny;
+      const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });
+      const host = syntheticHostBatch(shapeFor(config, 1, 8, 8, 10), 21, { text: [8] });
+      const ids = host.tokens.subarray(0, 8);
+      const ref = host.refMel.subarray(0, host.refLengths[0] * SIZES.nMels);
+      const g = await model.generate(ids, host.languages[0], ref);
+      assert.equal(g.stopReason, 'end_of_text');
+      assert.equal(g.mel.length, g.frames * SIZES.nMels);
+      const steps = g.frames / config.reduction_factor;
+      const plan = Int32Array.from({ length: steps }, (_, s) => g.alignment.subarray(s * 8, (s + 1) * 8).indexOf(1));
+      // Every symbol (positions 2..6) is read, in order, at least one step each.
+      assert.deepEqual([...new Set(plan)], [2, 3, 4, 5, 6]);
+      const batch = {
+        tokens: tf.tensor2d(ids, [1, 8], 'int32'),
+        textLengths: tf.tensor1d([8], 'int32'),
+        languages: tf.tensor1d([host.languages[0]], 'int32'),
+        mel: tf.tensor3d(g.melPre, [1, g.frames, SIZES.nMels]),
+        melLengths: tf.tensor1d([g.frames], 'int32'),
+        refMel: tf.tensor3d(ref, [1, host.refLengths[0], SIZES.nMels]),
+        refLengths: tf.tensor1d([host.refLengths[0]], 'int32'),
+        alignment: { steps: tf.tensor2d(plan, [1, steps], 'int32'), durations: tf.zeros([1, 8]) as tf.Tensor2D },
+      };
+      const out = model.forward(batch, { training: false });
+      assert.ok(
+        maxAbsDiff(out.melPre, batch.mel) < 1e-4,
+        `cached decoding drifts from the teacher-forced pass by ${maxAbsDiff(out.melPre, batch.mel)}`,
+      );
+      assert.ok(maxAbsDiff(out.melPost!, tf.tensor3d(g.mel, [1, g.frames, SIZES.nMels])) < 1e-4);
+      model.dispose();
+    },
+  );
 
   it('reads each symbol for its predicted duration, is cut by maxFrames, and repeats with the same seed', async () => {
     const config = PRESETS.tiny;
@@ -150,7 +183,13 @@ describe('generate', () => {
     const again = await model.generate(ids, 0, ref, { seed: 77 });
     assert.deepEqual(again.mel, a.mel);
     // In a batch, each utterance ends at its own length.
-    const [long, short] = await model.generateBatch([{ ids, language: 0 }, { ids: [1, 4, 10, 2], language: 0 }], ref);
+    const [long, short] = await model.generateBatch(
+      [
+        { ids, language: 0 },
+        { ids: [1, 4, 10, 2], language: 0 },
+      ],
+      ref,
+    );
     assert.deepEqual([long.frames, short.frames], [24, 6]);
     await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'GENERATE_TOKEN_INVALID');
     model.dispose();

@@ -48,7 +48,9 @@ const STEPS = 300;
 
 // The synthetic speaker: each symbol id has a spectrum and a length of 1 to 3 decoder steps.
 const voice = new Rng(7);
-const spectrum = Array.from({ length: SIZES.vocabSize }, () => Float32Array.from({ length: N_MELS }, () => 2 * voice.next() - 1));
+const spectrum = Array.from({ length: SIZES.vocabSize }, () =>
+  Float32Array.from({ length: N_MELS }, () => 2 * voice.next() - 1),
+);
 const stepsOf = Array.from({ length: SIZES.vocabSize }, () => 1 + Math.floor(voice.next() * 3));
 
 interface Utterance {
@@ -70,7 +72,9 @@ function utterance(symbols: number[]): Utterance {
 function randomUtterance(rng: Rng): Utterance {
   for (;;) {
     const n = 3 + Math.floor(rng.next() * (TOKENS - 6));
-    const u = utterance(Array.from({ length: n }, () => FIRST_SYMBOL_ID + Math.floor(rng.next() * (SIZES.vocabSize - FIRST_SYMBOL_ID))));
+    const u = utterance(
+      Array.from({ length: n }, () => FIRST_SYMBOL_ID + Math.floor(rng.next() * (SIZES.vocabSize - FIRST_SYMBOL_ID))),
+    );
     if (u.frames <= FRAMES) return u;
   }
 }
@@ -91,7 +95,18 @@ function batchOf(us: Utterance[]): { batch: TrainBatch; textLengths: Int32Array;
     h.mel.set(u.mel, i * FRAMES * N_MELS);
     h.refMel.set(spectrum[FIRST_SYMBOL_ID].subarray(0, N_MELS), i * REF * N_MELS);
   });
-  return { batch: uploadBatch(h, { batchSize: b, tokens: TOKENS, frames: FRAMES, refFrames: REF, nMels: N_MELS, reductionFactor: R }), textLengths: h.textLengths, melLengths: h.melLengths };
+  return {
+    batch: uploadBatch(h, {
+      batchSize: b,
+      tokens: TOKENS,
+      frames: FRAMES,
+      refFrames: REF,
+      nMels: N_MELS,
+      reductionFactor: R,
+    }),
+    textLengths: h.textLengths,
+    melLengths: h.melLengths,
+  };
 }
 
 let model: XttsModel;
@@ -128,32 +143,70 @@ describe('monotonic alignment search', () => {
     assert.deepEqual([...path], want);
   });
 
-  it('runs on worker threads, a batch\'s utterances split among them, with the same paths and durations as on this one (the trainer\'s lookahead), several batches in flight, fillers included', async () => {
-    const { AlignmentSearcher } = await import('../../src/core/model/align-worker.js');
-    const { searchBatch } = await import('../../src/core/model/align.js');
-    const rng = new Rng(5);
-    // Three threads for batches of 4: one takes two utterances; a batch of 1 uses one thread.
-    const searcher = new AlignmentSearcher(3);
-    try {
-      const tasks = [0, 1, 2].map((k) => {
-        const [batch, steps, textSteps] = [4, 30 + k, 12];
-        return { scores: Float32Array.from({ length: batch * steps * textSteps }, () => rng.next() * 4 - 2), batch, steps, textSteps, textLengths: [12, 7, 0, 9], melLengths: [2 * steps, 40, 0, 2 * steps - 3], r: 2, priorSigma: 0.3 };
-      });
-      const here = tasks.map((t) => searchBatch({ ...t, scores: t.scores.slice() }));
-      const there = await Promise.all(tasks.map((t) => searcher.search(t)));
-      for (const [i, h] of here.entries()) {
-        assert.deepEqual([...there[i].path], [...h.path]);
-        assert.deepEqual([...there[i].durations], [...h.durations]);
+  it(
+    "runs on worker threads, a batch's utterances split among them, with the same " +
+      "paths and durations as on this one (the trainer's lookahead), several batches " +
+      'in flight, fillers included',
+    async () => {
+      const { AlignmentSearcher } = await import('../../src/core/model/align-worker.js');
+      const { searchBatch } = await import('../../src/core/model/align.js');
+      const rng = new Rng(5);
+      // Three threads for batches of 4: one takes two utterances; a batch of 1 uses one thread.
+      const searcher = new AlignmentSearcher(3);
+      try {
+        const tasks = [0, 1, 2].map((k) => {
+          const [batch, steps, textSteps] = [4, 30 + k, 12];
+          return {
+            scores: Float32Array.from({ length: batch * steps * textSteps }, () => rng.next() * 4 - 2),
+            batch,
+            steps,
+            textSteps,
+            textLengths: [12, 7, 0, 9],
+            melLengths: [2 * steps, 40, 0, 2 * steps - 3],
+            r: 2,
+            priorSigma: 0.3,
+          };
+        });
+        const here = tasks.map((t) => searchBatch({ ...t, scores: t.scores.slice() }));
+        const there = await Promise.all(tasks.map((t) => searcher.search(t)));
+        for (const [i, h] of here.entries()) {
+          assert.deepEqual([...there[i].path], [...h.path]);
+          assert.deepEqual([...there[i].durations], [...h.durations]);
+        }
+        const one = {
+          ...tasks[1],
+          scores: Float32Array.from({ length: 31 * 12 }, () => rng.next()),
+          batch: 1,
+          textLengths: [9],
+          melLengths: [62],
+        };
+        assert.deepEqual(
+          [...(await searcher.search({ ...one, scores: one.scores.slice() })).path],
+          [...searchBatch(one).path],
+        );
+        // Every real step of an utterance says one of its symbols, and its durations count them.
+        assert.equal(
+          here[0].durations.slice(0, 12).reduce((a, b) => a + b, 0),
+          30,
+        );
+      } finally {
+        await searcher.close();
       }
-      const one = { ...tasks[1], scores: Float32Array.from({ length: 31 * 12 }, () => rng.next()), batch: 1, textLengths: [9], melLengths: [62] };
-      assert.deepEqual([...(await searcher.search({ ...one, scores: one.scores.slice() })).path], [...searchBatch(one).path]);
-      // Every real step of an utterance says one of its symbols, and its durations count them.
-      assert.equal(here[0].durations.slice(0, 12).reduce((a, b) => a + b, 0), 30);
-    } finally {
-      await searcher.close();
-    }
-    await assert.rejects(searcher.search({ scores: new Float32Array(1), batch: 1, steps: 1, textSteps: 1, textLengths: [1], melLengths: [1], r: 1, priorSigma: 0 }), /closed/);
-  });
+      await assert.rejects(
+        searcher.search({
+          scores: new Float32Array(1),
+          batch: 1,
+          steps: 1,
+          textSteps: 1,
+          textLengths: [1],
+          melLengths: [1],
+          r: 1,
+          priorSigma: 0,
+        }),
+        /closed/,
+      );
+    },
+  );
 
   it('spreads a text over too few steps evenly instead of failing', () => {
     const path = new Int32Array(2);
@@ -176,7 +229,7 @@ describe('monotonic alignment search', () => {
 });
 
 describe('a trained model says its text', () => {
-  it('the alignment search finds every symbol\'s own frames', async () => {
+  it("the alignment search finds every symbol's own frames", async () => {
     const us = train[0];
     const { batch, textLengths, melLengths } = batchOf(us);
     const alignment = await model.align(batch, textLengths, melLengths);
@@ -186,7 +239,8 @@ describe('a trained model says its text', () => {
     us.forEach((u, b) => {
       let s = 0;
       u.ids.slice(FIRST_SYMBOL, -1).forEach((id, j) => {
-        for (let i = 0; i < stepsOf[id]; i++, s++, total++) if (path[b * (FRAMES / R) + s] === FIRST_SYMBOL + j) right++;
+        for (let i = 0; i < stepsOf[id]; i++, s++, total++)
+          if (path[b * (FRAMES / R) + s] === FIRST_SYMBOL + j) right++;
       });
     });
     tf.dispose([...Object.values(batch), alignment.steps, alignment.durations]);
@@ -199,25 +253,57 @@ describe('a trained model says its text', () => {
     const alignment = await model.align(batch, textLengths, melLengths);
     const other = batchOf([...us].reverse());
     // The other text, aligned to the frames as it would be: its own alignment search.
-    const otherAlignment = await model.align({ ...batch, tokens: other.batch.tokens, textLengths: other.batch.textLengths }, other.textLengths, melLengths);
+    const otherAlignment = await model.align(
+      { ...batch, tokens: other.batch.tokens, textLengths: other.batch.textLengths },
+      other.textLengths,
+      melLengths,
+    );
     const err = (a: BatchAlignment, tokens: tf.Tensor2D, lengths: tf.Tensor1D) =>
       tf.tidy(() => {
         const out = model.forward({ ...batch, tokens, textLengths: lengths, alignment: a }, { training: false });
-        return tf.div(tf.sum(tf.mul(tf.abs(tf.sub(out.melPre, batch.mel)), out.frameMask)), tf.mul(tf.sum(out.frameMask), tf.scalar(N_MELS))).dataSync()[0];
+        return tf
+          .div(
+            tf.sum(tf.mul(tf.abs(tf.sub(out.melPre, batch.mel)), out.frameMask)),
+            tf.mul(tf.sum(out.frameMask), tf.scalar(N_MELS)),
+          )
+          .dataSync()[0];
       });
     const own = err(alignment, batch.tokens, batch.textLengths);
     const wrong = err(otherAlignment, other.batch.tokens, other.batch.textLengths);
-    tf.dispose([...Object.values(batch), ...Object.values(other.batch), alignment.steps, alignment.durations, otherAlignment.steps, otherAlignment.durations]);
+    tf.dispose([
+      ...Object.values(batch),
+      ...Object.values(other.batch),
+      alignment.steps,
+      alignment.durations,
+      otherAlignment.steps,
+      otherAlignment.durations,
+    ]);
     assert.ok(own < 0.2, `error with its own text ${own}`);
-    assert.ok(wrong > 3 * own, `error with another text ${wrong} is not clearly worse than with its own ${own}: the text is ignored`);
+    assert.ok(
+      wrong > 3 * own,
+      `error with another text ${wrong} is not clearly worse than with its own ${own}: the text is ignored`,
+    );
   });
 
   it('generates what the text says, differently for another text, and as long as it', async () => {
     const [a, b] = train[2];
-    const [ga, gb] = await model.generateBatch([{ ids: a.ids, language: 0 }, { ids: b.ids, language: 0 }], ref, { seed: 5 });
-    for (const [g, u] of [[ga, a], [gb, b]] as const) {
+    const [ga, gb] = await model.generateBatch(
+      [
+        { ids: a.ids, language: 0 },
+        { ids: b.ids, language: 0 },
+      ],
+      ref,
+      { seed: 5 },
+    );
+    for (const [g, u] of [
+      [ga, a],
+      [gb, b],
+    ] as const) {
       assert.equal(g.stopReason, 'end_of_text');
-      assert.ok(Math.abs(g.frames - u.frames) <= Math.max(R, 0.2 * u.frames), `${g.frames} frames for a ${u.frames}-frame target`);
+      assert.ok(
+        Math.abs(g.frames - u.frames) <= Math.max(R, 0.2 * u.frames),
+        `${g.frames} frames for a ${u.frames}-frame target`,
+      );
       const head = Math.min(g.frames, u.frames, 4) * N_MELS;
       let diff = 0;
       for (let i = 0; i < head; i++) diff += Math.abs(g.melPre[i] - u.mel[i]) / head;
@@ -244,8 +330,13 @@ describe('a trained model says its text', () => {
       refLengths: tf.tensor1d([REF], 'int32'),
     };
     // The alignment generation followed: its plan, as token positions per step.
-    const plan = Int32Array.from({ length: g.frames / R }, (_, s) => g.alignment.subarray(s * u.ids.length, (s + 1) * u.ids.length).indexOf(1));
-    const alignment = { steps: tf.tensor2d(plan, [1, plan.length], 'int32'), durations: tf.zeros([1, u.ids.length]) as tf.Tensor2D };
+    const plan = Int32Array.from({ length: g.frames / R }, (_, s) =>
+      g.alignment.subarray(s * u.ids.length, (s + 1) * u.ids.length).indexOf(1),
+    );
+    const alignment = {
+      steps: tf.tensor2d(plan, [1, plan.length], 'int32'),
+      durations: tf.zeros([1, u.ids.length]) as tf.Tensor2D,
+    };
     const out = forced.forward({ ...batch, alignment }, { training: false });
     const drift = tf.max(tf.abs(tf.sub(out.melPre, batch.mel))).dataSync()[0];
     assert.ok(drift < 1e-4, `cached decoding drifts from the teacher-forced pass by ${drift}`);

@@ -30,7 +30,7 @@ function tensorsOf(seed: number): Map<string, tf.Tensor> {
 }
 
 describe('weights files', () => {
-  it('round-trips a model\'s weights and meta bit for bit', async () => {
+  it("round-trips a model's weights and meta bit for bit", async () => {
     const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 4 });
     const { bytes } = await saveWeights(dir, 'model', model.getWeights(), { step: 12, note: 'x' });
     assert.equal(bytes, model.parameterCount() * 4);
@@ -72,7 +72,10 @@ describe('weights files', () => {
     const bin = readFileSync(join(dir, manifest.bin));
     bin[5] ^= 0xff;
     writeFileSync(join(dir, manifest.bin), bin);
-    await assert.rejects(loadWeights(dir, 'damaged'), (e) => isXttsError(e) && e.code === 'CHECKPOINT_CORRUPT' && /sha256/.test(e.message));
+    await assert.rejects(
+      loadWeights(dir, 'damaged'),
+      (e) => isXttsError(e) && e.code === 'CHECKPOINT_CORRUPT' && /sha256/.test(e.message),
+    );
     await assert.rejects(loadWeights(dir, 'absent'), (e) => isXttsError(e) && e.code === 'CHECKPOINT_MISSING');
   });
 
@@ -96,7 +99,9 @@ describe('weights files', () => {
     const live = join(dir, 'live');
     let lastGen = -1;
     for (let round = 0; round < 5; round++) {
-      const proc = spawn(process.execPath, ['--import', 'tsx', child, String(round * 1000), live], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const proc = spawn(process.execPath, ['--import', 'tsx', child, String(round * 1000), live], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let written = 0;
       proc.stdout.on('data', (d: Buffer) => (written += d.toString().trim().split('\n').length));
       // Kill once at least one checkpoint exists, at a random point of a later write.

@@ -14,7 +14,11 @@ before(async () => {
 });
 
 function config(overrides: Partial<OptimizerConfig> = {}): OptimizerConfig {
-  const t = trainingConfig({ learning_rate: 0.01, optimizer: { name: 'adamw', beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weight_decay: 0.1 }, grad_clip_norm: 0 });
+  const t = trainingConfig({
+    learning_rate: 0.01,
+    optimizer: { name: 'adamw', beta1: 0.9, beta2: 0.98, epsilon: 1e-8, weight_decay: 0.1 },
+    grad_clip_norm: 0,
+  });
   return { ...t, ...overrides };
 }
 
@@ -58,7 +62,10 @@ function setup(update: 'auto' | 'composed', c = config()) {
 
 function feed(opt: AdamW, grads: number[][], loss = 1): void {
   const [w, b] = opt.variables;
-  opt.accumulate(opt.flatten({ [w.name]: tf.tensor(grads[0], w.shape), [b.name]: tf.tensor(grads[1], b.shape) }), tf.scalar(loss));
+  opt.accumulate(
+    opt.flatten({ [w.name]: tf.tensor(grads[0], w.shape), [b.name]: tf.tensor(grads[1], b.shape) }),
+    tf.scalar(loss),
+  );
 }
 
 const gradSeq = [
@@ -78,109 +85,140 @@ const gradSeq = [
 
 describe('AdamW', () => {
   for (const update of ['auto', 'composed'] as const) {
-    it(`${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}: matches torch.optim.AdamW; decay on weights, not on biases`, () => {
-      const c = config();
-      const { w, b, opt } = setup(update, c);
-      const refW = new ReferenceAdamW(Array.from(w.dataSync()), true, c);
-      const refB = new ReferenceAdamW(Array.from(b.dataSync()), false, c);
-      gradSeq.forEach((g, i) => {
-        feed(opt, g);
+    it(
+      `${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}: matches ` +
+        `torch.optim.AdamW; decay on weights, not on biases`,
+      () => {
+        const c = config();
+        const { w, b, opt } = setup(update, c);
+        const refW = new ReferenceAdamW(Array.from(w.dataSync()), true, c);
+        const refB = new ReferenceAdamW(Array.from(b.dataSync()), false, c);
+        gradSeq.forEach((g, i) => {
+          feed(opt, g);
+          const r = opt.apply();
+          assert.equal(r.learningRate, 0.01);
+          assert.equal(r.finite.dataSync()[0], 1);
+          refW.step(g[0], 0.01);
+          refB.step(g[1], 0.01);
+          Array.from(w.dataSync()).forEach((x, j) =>
+            assert.ok(Math.abs(x - refW.p[j]) < 2e-6, `step ${i} w[${j}] ${x} vs ${refW.p[j]}`),
+          );
+          Array.from(b.dataSync()).forEach((x, j) =>
+            assert.ok(Math.abs(x - refB.p[j]) < 2e-6, `step ${i} b[${j}] ${x} vs ${refB.p[j]}`),
+          );
+        });
+        assert.equal(opt.step, 3);
+        opt.dispose();
+      },
+    );
+  }
+
+  for (const update of ['auto', 'composed'] as const) {
+    it(
+      `${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}, loss scaling: ` +
+        `gradients of S·loss make the unscaled update; an overflow halves S, skips the ` +
+        `update and is not counted; S doubles after growthInterval updates in a row`,
+      () => {
+        const c = config({ grad_clip_norm: 1 });
+        const w = tf.variable(tf.tensor2d([0.5, -1.2, 2, 0.01, -0.3, 0.8], [2, 3]));
+        const b = tf.variable(tf.tensor1d([0.1, -0.2, 0.3]));
+        const params = new Map([
+          ['layer.w', w],
+          ['layer.b', b],
+        ]);
+        const opt = new AdamW(params, c, { update, lossScale: { initial: 1024, growthInterval: 2 } });
+        const plain = setup(update, c);
+        const scale = () => opt.lossScale!.dataSync()[0];
+        const values = (o: AdamW) => o.variables.flatMap((x) => Array.from(x.dataSync()));
+        // Step 1: S = 1024 times the gradient and the loss; the same update and reported norm as unscaled.
+        const S = scale();
+        assert.equal(S, 1024);
+        feed(
+          opt,
+          gradSeq[0].map((g) => g.map((x) => x * S)),
+          S,
+        );
+        feed(plain.opt, gradSeq[0]);
         const r = opt.apply();
-        assert.equal(r.learningRate, 0.01);
+        const p = plain.opt.apply();
         assert.equal(r.finite.dataSync()[0], 1);
-        refW.step(g[0], 0.01);
-        refB.step(g[1], 0.01);
-        Array.from(w.dataSync()).forEach((x, j) => assert.ok(Math.abs(x - refW.p[j]) < 2e-6, `step ${i} w[${j}] ${x} vs ${refW.p[j]}`));
-        Array.from(b.dataSync()).forEach((x, j) => assert.ok(Math.abs(x - refB.p[j]) < 2e-6, `step ${i} b[${j}] ${x} vs ${refB.p[j]}`));
-      });
-      assert.equal(opt.step, 3);
-      opt.dispose();
-    });
+        assert.ok(Math.abs(r.gradNorm.dataSync()[0] - p.gradNorm.dataSync()[0]) < 1e-5);
+        values(opt).forEach((x, i) =>
+          assert.ok(Math.abs(x - values(plain.opt)[i]) < 1e-6, `${x} vs ${values(plain.opt)[i]}`),
+        );
+        // Step 2: an overflow (Inf) while S > 1: flag −1, no update, S halves, not a non-finite step.
+        const before = values(opt);
+        feed(opt, [gradSeq[1][0].map((x, i) => (i === 0 ? Infinity : x)), gradSeq[1][1]], S);
+        const o = opt.apply();
+        assert.equal(o.finite.dataSync()[0], -1);
+        assert.deepEqual(values(opt), before);
+        assert.equal(scale(), 512);
+        assert.equal(opt.nonFiniteSteps.dataSync()[0], 0);
+        // Steps 3 and 4 make two updates in a row: S doubles back to 1024.
+        for (const g of [gradSeq[1], gradSeq[2]]) {
+          const s = scale();
+          feed(
+            opt,
+            g.map((row) => row.map((x) => x * s)),
+            s,
+          );
+          assert.equal(opt.apply().finite.dataSync()[0], 1);
+        }
+        assert.equal(scale(), 1024);
+        // Its state: S and the updates in a row go into the checkpoint and come back.
+        const state = opt.getState();
+        assert.deepEqual(Array.from(state.get('adamw.loss_scale')!.dataSync()), [1024, 0]);
+        const again = new AdamW(params, c, { update, lossScale: { initial: 4096, growthInterval: 2 } });
+        again.setState(state);
+        assert.equal(again.lossScale!.dataSync()[0], 1024);
+        // At S = 1 a NaN is a non-finite step like any other (flag 0), and S stays 1.
+        const one = new AdamW(params, c, { update, lossScale: { initial: 1, growthInterval: 2 } });
+        feed(one, [gradSeq[0][0].map(() => Number.NaN), gradSeq[0][1]]);
+        assert.equal(one.apply().finite.dataSync()[0], 0);
+        assert.equal(one.nonFiniteSteps.dataSync()[0], 1);
+        assert.equal(one.lossScale!.dataSync()[0], 1);
+        tf.dispose([...state.values()]);
+        for (const x of [opt, plain.opt, again, one]) x.dispose();
+      },
+    );
   }
 
   for (const update of ['auto', 'composed'] as const) {
-    it(`${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}, loss scaling: gradients of S·loss make the unscaled update; an overflow halves S, skips the update and is not counted; S doubles after growthInterval updates in a row`, () => {
-      const c = config({ grad_clip_norm: 1 });
-      const w = tf.variable(tf.tensor2d([0.5, -1.2, 2, 0.01, -0.3, 0.8], [2, 3]));
-      const b = tf.variable(tf.tensor1d([0.1, -0.2, 0.3]));
-      const params = new Map([
-        ['layer.w', w],
-        ['layer.b', b],
-      ]);
-      const opt = new AdamW(params, c, { update, lossScale: { initial: 1024, growthInterval: 2 } });
-      const plain = setup(update, c);
-      const scale = () => opt.lossScale!.dataSync()[0];
-      const values = (o: AdamW) => o.variables.flatMap((x) => Array.from(x.dataSync()));
-      // Step 1: S = 1024 times the gradient and the loss; the same update and reported norm as unscaled.
-      const S = scale();
-      assert.equal(S, 1024);
-      feed(opt, gradSeq[0].map((g) => g.map((x) => x * S)), S);
-      feed(plain.opt, gradSeq[0]);
-      const r = opt.apply();
-      const p = plain.opt.apply();
-      assert.equal(r.finite.dataSync()[0], 1);
-      assert.ok(Math.abs(r.gradNorm.dataSync()[0] - p.gradNorm.dataSync()[0]) < 1e-5);
-      values(opt).forEach((x, i) => assert.ok(Math.abs(x - values(plain.opt)[i]) < 1e-6, `${x} vs ${values(plain.opt)[i]}`));
-      // Step 2: an overflow (Inf) while S > 1: flag −1, no update, S halves, not a non-finite step.
-      const before = values(opt);
-      feed(opt, [gradSeq[1][0].map((x, i) => (i === 0 ? Infinity : x)), gradSeq[1][1]], S);
-      const o = opt.apply();
-      assert.equal(o.finite.dataSync()[0], -1);
-      assert.deepEqual(values(opt), before);
-      assert.equal(scale(), 512);
-      assert.equal(opt.nonFiniteSteps.dataSync()[0], 0);
-      // Steps 3 and 4 make two updates in a row: S doubles back to 1024.
-      for (const g of [gradSeq[1], gradSeq[2]]) {
-        const s = scale();
-        feed(opt, g.map((row) => row.map((x) => x * s)), s);
-        assert.equal(opt.apply().finite.dataSync()[0], 1);
-      }
-      assert.equal(scale(), 1024);
-      // Its state: S and the updates in a row go into the checkpoint and come back.
-      const state = opt.getState();
-      assert.deepEqual(Array.from(state.get('adamw.loss_scale')!.dataSync()), [1024, 0]);
-      const again = new AdamW(params, c, { update, lossScale: { initial: 4096, growthInterval: 2 } });
-      again.setState(state);
-      assert.equal(again.lossScale!.dataSync()[0], 1024);
-      // At S = 1 a NaN is a non-finite step like any other (flag 0), and S stays 1.
-      const one = new AdamW(params, c, { update, lossScale: { initial: 1, growthInterval: 2 } });
-      feed(one, [gradSeq[0][0].map(() => Number.NaN), gradSeq[0][1]]);
-      assert.equal(one.apply().finite.dataSync()[0], 0);
-      assert.equal(one.nonFiniteSteps.dataSync()[0], 1);
-      assert.equal(one.lossScale!.dataSync()[0], 1);
-      tf.dispose([...state.values()]);
-      for (const x of [opt, plain.opt, again, one]) x.dispose();
-    });
-  }
-
-  for (const update of ['auto', 'composed'] as const) {
-    it(`${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}: keeps the flat parameters between updates, and reads a variable again once something else assigns it (loaded weights)`, () => {
-      const c = config();
-      const { w, b, opt } = setup(update, c);
-      const refW = new ReferenceAdamW(Array.from(w.dataSync()), true, c);
-      const refB = new ReferenceAdamW(Array.from(b.dataSync()), false, c);
-      const close = (x: tf.Variable, ref: ReferenceAdamW, what: string) => Array.from(x.dataSync()).forEach((v, j) => assert.ok(Math.abs(v - ref.p[j]) < 2e-6, `${what}[${j}] ${v} vs ${ref.p[j]}`));
-      feed(opt, gradSeq[0]);
-      opt.apply();
-      refW.step(gradSeq[0][0], 0.01);
-      refB.step(gradSeq[0][1], 0.01);
-      // The second update reads the kept flat vector; the third starts from weights assigned in between.
-      feed(opt, gradSeq[1]);
-      opt.apply();
-      refW.step(gradSeq[1][0], 0.01);
-      refB.step(gradSeq[1][1], 0.01);
-      close(w, refW, 'w');
-      const loaded = [0.3, -0.7, 1.1, 0.2, -0.05, 0.9];
-      w.assign(tf.tensor2d(loaded, [2, 3]));
-      refW.p = [...loaded];
-      feed(opt, gradSeq[2]);
-      opt.apply();
-      refW.step(gradSeq[2][0], 0.01);
-      refB.step(gradSeq[2][1], 0.01);
-      close(w, refW, 'w');
-      close(b, refB, 'b');
-      opt.dispose();
-    });
+    it(
+      `${update === 'auto' ? 'one-pass cpu kernel' : 'composition'}: keeps the flat ` +
+        `parameters between updates, and reads a variable again once something else ` +
+        `assigns it (loaded weights)`,
+      () => {
+        const c = config();
+        const { w, b, opt } = setup(update, c);
+        const refW = new ReferenceAdamW(Array.from(w.dataSync()), true, c);
+        const refB = new ReferenceAdamW(Array.from(b.dataSync()), false, c);
+        const close = (x: tf.Variable, ref: ReferenceAdamW, what: string) =>
+          Array.from(x.dataSync()).forEach((v, j) =>
+            assert.ok(Math.abs(v - ref.p[j]) < 2e-6, `${what}[${j}] ${v} vs ${ref.p[j]}`),
+          );
+        feed(opt, gradSeq[0]);
+        opt.apply();
+        refW.step(gradSeq[0][0], 0.01);
+        refB.step(gradSeq[0][1], 0.01);
+        // The second update reads the kept flat vector; the third starts from weights assigned in between.
+        feed(opt, gradSeq[1]);
+        opt.apply();
+        refW.step(gradSeq[1][0], 0.01);
+        refB.step(gradSeq[1][1], 0.01);
+        close(w, refW, 'w');
+        const loaded = [0.3, -0.7, 1.1, 0.2, -0.05, 0.9];
+        w.assign(tf.tensor2d(loaded, [2, 3]));
+        refW.p = [...loaded];
+        feed(opt, gradSeq[2]);
+        opt.apply();
+        refW.step(gradSeq[2][0], 0.01);
+        refB.step(gradSeq[2][1], 0.01);
+        close(w, refW, 'w');
+        close(b, refB, 'b');
+        opt.dispose();
+      },
+    );
   }
 
   it('applies weight decay to rank ≥ 2 tensors only', () => {
@@ -202,7 +240,10 @@ describe('AdamW', () => {
     feed(opt, g);
     const r = opt.apply();
     assert.ok(Math.abs(r.gradNorm.dataSync()[0] - norm) < 1e-5);
-    ref.step(g[0].map((x) => (x * 0.5) / (norm + 1e-6)), 0.01);
+    ref.step(
+      g[0].map((x) => (x * 0.5) / (norm + 1e-6)),
+      0.01,
+    );
     Array.from(w.dataSync()).forEach((x, j) => assert.ok(Math.abs(x - ref.p[j]) < 2e-6));
   });
 
@@ -214,7 +255,10 @@ describe('AdamW', () => {
       feed(a.opt, gradSeq[1], 2);
       assert.equal(a.opt.pendingMicroBatches, 2);
       const ra = a.opt.apply();
-      feed(b.opt, [0, 1].map((k) => gradSeq[0][k].map((x, j) => (x + gradSeq[1][k][j]) / 2)));
+      feed(
+        b.opt,
+        [0, 1].map((k) => gradSeq[0][k].map((x, j) => (x + gradSeq[1][k][j]) / 2)),
+      );
       const rb = b.opt.apply();
       assert.ok(Math.abs(ra.gradNorm.dataSync()[0] - rb.gradNorm.dataSync()[0]) < 1e-6);
       Array.from(a.w.dataSync()).forEach((x, j) => assert.ok(Math.abs(x - b.w.dataSync()[j]) < 1e-6));
@@ -227,12 +271,17 @@ describe('AdamW', () => {
       opt.apply();
       const before = [Array.from(w.dataSync()), Array.from(b.dataSync())];
       const stateBefore = opt.getState();
-      feed(opt, [[0.1, Number.NaN, 0, 0, 0, 0], [0, 0, 0]]);
+      feed(opt, [
+        [0.1, Number.NaN, 0, 0, 0, 0],
+        [0, 0, 0],
+      ]);
       const r = opt.apply();
       assert.equal(r.finite.dataSync()[0], 0);
       assert.deepEqual([Array.from(w.dataSync()), Array.from(b.dataSync())], before);
       const stateAfter = opt.getState();
-      for (const [name, t] of stateBefore) if (name.includes('/')) assert.deepEqual(Array.from(stateAfter.get(name)!.dataSync()), Array.from(t.dataSync()), name);
+      for (const [name, t] of stateBefore)
+        if (name.includes('/'))
+          assert.deepEqual(Array.from(stateAfter.get(name)!.dataSync()), Array.from(t.dataSync()), name);
       assert.equal(opt.nonFiniteSteps.dataSync()[0], 1);
       feed(opt, gradSeq[1], Number.POSITIVE_INFINITY); // a finite gradient with an infinite loss is skipped too
       assert.equal(opt.apply().finite.dataSync()[0], 0);
@@ -299,12 +348,20 @@ describe('learning-rate schedules', () => {
     const dModel = 256;
     const raw = (s: number) => dModel ** -0.5 * Math.min(s ** -0.5, s * 400 ** -1.5);
     const peak = raw(400);
-    for (const s of [1, 10, 200, 400, 401, 1000, 20000]) assert.ok(Math.abs(learningRateAt(s, c) - (1e-3 * raw(s)) / peak) < 1e-12, `step ${s}`);
+    for (const s of [1, 10, 200, 400, 401, 1000, 20000])
+      assert.ok(Math.abs(learningRateAt(s, c) - (1e-3 * raw(s)) / peak) < 1e-12, `step ${s}`);
     assert.ok(Math.abs(learningRateAt(400, c) - 1e-3) < 1e-15);
   });
 
   it('constant: the learning rate, after an optional warm-up', () => {
-    assert.equal(learningRateAt(7, { ...base, schedule: { name: 'constant', warmup_steps: 0, min_learning_rate: 0 } }), 1e-3);
-    assert.ok(Math.abs(learningRateAt(5, { ...base, schedule: { name: 'constant', warmup_steps: 10, min_learning_rate: 0 } }) - 5e-4) < 1e-15);
+    assert.equal(
+      learningRateAt(7, { ...base, schedule: { name: 'constant', warmup_steps: 0, min_learning_rate: 0 } }),
+      1e-3,
+    );
+    assert.ok(
+      Math.abs(
+        learningRateAt(5, { ...base, schedule: { name: 'constant', warmup_steps: 10, min_learning_rate: 0 } }) - 5e-4,
+      ) < 1e-15,
+    );
   });
 });

@@ -14,7 +14,12 @@ import '../../src/core/model/gradients.js';
 import { uploadBatch } from '../../src/core/model/batch.js';
 import { computeLosses } from '../../src/core/model/losses.js';
 import { XttsModel } from '../../src/core/model/model.js';
-import { abortCollective, abortReason, Collective, createCollective } from '../../src/core/training/parallel/collective.js';
+import {
+  abortCollective,
+  abortReason,
+  Collective,
+  createCollective,
+} from '../../src/core/training/parallel/collective.js';
 import { parseGpusFlag, planReplicas } from '../../src/core/training/parallel/group.js';
 import { shardOf, shardRows } from '../../src/core/training/parallel/replica.js';
 import { repoRoot } from '../helpers/cli.js';
@@ -28,7 +33,12 @@ before(async () => {
 const builtCollective = join(repoRoot, 'src', 'core', 'dist', 'training', 'parallel', 'collective.js');
 
 /** Ranks 1..world-1 in threads: each sums `values(rank)` `rounds` times and posts the results. */
-function peers(shared: ReturnType<typeof createCollective>, length: number, rounds: number, failAt?: { rank: number; round: number }) {
+function peers(
+  shared: ReturnType<typeof createCollective>,
+  length: number,
+  rounds: number,
+  failAt?: { rank: number; round: number },
+) {
   const code = `
     const { workerData, parentPort } = require('node:worker_threads');
     import(workerData.module).then(async ({ Collective, abortCollective }) => {
@@ -50,7 +60,10 @@ function peers(shared: ReturnType<typeof createCollective>, length: number, roun
       }
     });`;
   return Array.from({ length: shared.world - 1 }, (_, k) => {
-    const w = new Worker(code, { eval: true, workerData: { module: pathToFileURL(builtCollective).href, shared, rank: k + 1, length, rounds, failAt } });
+    const w = new Worker(code, {
+      eval: true,
+      workerData: { module: pathToFileURL(builtCollective).href, shared, rank: k + 1, length, rounds, failAt },
+    });
     return new Promise<{ ok: boolean; out?: number[][]; message?: string }>((resolve, reject) => {
       w.once('message', (m) => {
         resolve(m);
@@ -61,48 +74,55 @@ function peers(shared: ReturnType<typeof createCollective>, length: number, roun
   });
 }
 
-const valuesOf = (rank: number, round: number, length: number) => Float32Array.from({ length }, (_, i) => Math.fround((rank + 1) * 0.1 + i * 1e-3 + round));
+const valuesOf = (rank: number, round: number, length: number) =>
+  Float32Array.from({ length }, (_, i) => Math.fround((rank + 1) * 0.1 + i * 1e-3 + round));
 
 describe('collective', { skip: existsSync(builtCollective) ? false : 'run npm run build first' }, () => {
-  test('all-reduce over 4 threads in buckets: every rank gets the same sum, in rank order, round after round', async () => {
-    const world = 4;
-    const length = 2_500; // 3 buckets of 1,000
-    const shared = createCollective(world, 1_000);
-    const others = peers(shared, length, 3);
-    const c = new Collective(shared, 0);
-    const mine: Float32Array[] = [];
-    for (let round = 0; round < 3; round++) mine.push(await c.allReduceSum(valuesOf(0, round, length)));
-    const theirs = await Promise.all(others);
-    for (let round = 0; round < 3; round++) {
-      const want = new Float32Array(length);
-      for (let r = 0; r < world; r++) {
-        const v = valuesOf(r, round, length);
-        for (let i = 0; i < length; i++) want[i] += v[i];
+  test(
+    'all-reduce over 4 threads in buckets: every rank gets the same sum, in rank ' + 'order, round after round',
+    async () => {
+      const world = 4;
+      const length = 2_500; // 3 buckets of 1,000
+      const shared = createCollective(world, 1_000);
+      const others = peers(shared, length, 3);
+      const c = new Collective(shared, 0);
+      const mine: Float32Array[] = [];
+      for (let round = 0; round < 3; round++) mine.push(await c.allReduceSum(valuesOf(0, round, length)));
+      const theirs = await Promise.all(others);
+      for (let round = 0; round < 3; round++) {
+        const want = new Float32Array(length);
+        for (let r = 0; r < world; r++) {
+          const v = valuesOf(r, round, length);
+          for (let i = 0; i < length; i++) want[i] += v[i];
+        }
+        assert.deepEqual(Array.from(mine[round]), Array.from(want), `round ${round}`);
+        for (const t of theirs) {
+          assert.ok(t.ok, t.message);
+          assert.deepEqual(t.out![round], Array.from(want), `round ${round}: a peer's sum differs`);
+        }
       }
-      assert.deepEqual(Array.from(mine[round]), Array.from(want), `round ${round}`);
-      for (const t of theirs) {
-        assert.ok(t.ok, t.message);
-        assert.deepEqual(t.out![round], Array.from(want), `round ${round}: a peer's sum differs`);
-      }
-    }
-  });
+    },
+  );
 
-  test('a replica that fails aborts the group: every waiting rank throws its reason instead of waiting forever', async () => {
-    const shared = createCollective(3, 64);
-    const others = peers(shared, 100, 2, { rank: 2, round: 1 });
-    const c = new Collective(shared, 0);
-    // Rank 2 may abort before rank 0 has left round 0's last barrier: either round throws the reason.
-    await assert.rejects(async () => {
-      for (let round = 0; round < 2; round++) await c.allReduceSum(valuesOf(0, round, 100));
-    }, /rank 2 ran out of memory/);
-    const [one, two] = await Promise.all(others);
-    assert.equal(one.ok, false);
-    assert.match(one.message!, /rank 2 ran out of memory/);
-    assert.equal(two.message, 'failed on purpose');
-    // The first reason stays.
-    abortCollective(shared, 'later');
-    await assert.rejects(c.barrier(), /rank 2 ran out of memory/);
-  });
+  test(
+    'a replica that fails aborts the group: every waiting rank throws its reason ' + 'instead of waiting forever',
+    async () => {
+      const shared = createCollective(3, 64);
+      const others = peers(shared, 100, 2, { rank: 2, round: 1 });
+      const c = new Collective(shared, 0);
+      // Rank 2 may abort before rank 0 has left round 0's last barrier: either round throws the reason.
+      await assert.rejects(async () => {
+        for (let round = 0; round < 2; round++) await c.allReduceSum(valuesOf(0, round, 100));
+      }, /rank 2 ran out of memory/);
+      const [one, two] = await Promise.all(others);
+      assert.equal(one.ok, false);
+      assert.match(one.message!, /rank 2 ran out of memory/);
+      assert.equal(two.message, 'failed on purpose');
+      // The first reason stays.
+      abortCollective(shared, 'later');
+      await assert.rejects(c.barrier(), /rank 2 ran out of memory/);
+    },
+  );
 
   test('a rank that sees the abort reads its whole reason, never one still being written', async () => {
     // In lockstep, a thread aborts each of 200 groups while this one spins on it until it sees the
@@ -120,7 +140,10 @@ describe('collective', { skip: existsSync(builtCollective) ? false : 'run npm ru
         });
         parentPort.postMessage('done');
       });`;
-    const w = new Worker(code, { eval: true, workerData: { module: pathToFileURL(builtCollective).href, groups, reason, turn: turn.buffer } });
+    const w = new Worker(code, {
+      eval: true,
+      workerData: { module: pathToFileURL(builtCollective).href, groups, reason, turn: turn.buffer },
+    });
     try {
       const short: number[] = [];
       groups.forEach((g, i) => {
@@ -171,77 +194,129 @@ describe('rows of a batch', () => {
     assert.notEqual(host.tokens[18], -1, 'a copy, not a view');
   });
 
-  test('uploadBatch copies: changing the host arrays afterwards (a producer refilling the slot) does not change the tensors', async () => {
-    const s = shapeFor(PRESETS.tiny, 2, 5, 8, 4);
-    const host = syntheticHostBatch(s, 9);
-    const t = uploadBatch(host, { batchSize: 2, tokens: 5, frames: 8, refFrames: 4, nMels: s.nMels, reductionFactor: 2 });
-    const before = { tokens: Array.from(await t.tokens.data()), mel: Array.from(await t.mel.data()) };
-    host.tokens.fill(7);
-    host.mel.fill(7);
-    assert.deepEqual(Array.from(await t.tokens.data()), before.tokens);
-    assert.deepEqual(Array.from(await t.mel.data()), before.mel);
-    for (const x of Object.values(t)) x.dispose();
-  });
+  test(
+    'uploadBatch copies: changing the host arrays afterwards (a producer refilling ' +
+      'the slot) does not change the tensors',
+    async () => {
+      const s = shapeFor(PRESETS.tiny, 2, 5, 8, 4);
+      const host = syntheticHostBatch(s, 9);
+      const t = uploadBatch(host, {
+        batchSize: 2,
+        tokens: 5,
+        frames: 8,
+        refFrames: 4,
+        nMels: s.nMels,
+        reductionFactor: 2,
+      });
+      const before = { tokens: Array.from(await t.tokens.data()), mel: Array.from(await t.mel.data()) };
+      host.tokens.fill(7);
+      host.mel.fill(7);
+      assert.deepEqual(Array.from(await t.tokens.data()), before.tokens);
+      assert.deepEqual(Array.from(await t.mel.data()), before.mel);
+      for (const x of Object.values(t)) x.dispose();
+    },
+  );
 });
 
 describe('replicas add up to one device', () => {
-  test('3 shards with the whole batch\'s denominators and dropout rows: losses and gradients of one device on the whole batch', async () => {
-    const config = { ...PRESETS.tiny, d_model: 32, heads: 2, text_layers: 1, cond_layers: 1, decoder_layers: 1, prenet_dim: 32, postnet_layers: 1, postnet_channels: 32, dropout: 0.2, prenet_dropout: 0.5 };
-    const model = new XttsModel(config, SIZES, { seed: 5 });
-    const loss = trainingConfig().loss;
-    const B = 7;
-    const s = shapeFor(config, B, 10, 16, 8);
-    const host = syntheticHostBatch(s, 11, { text: [10, 7, 4, 9, 3, 8, 6], frames: [16, 12, 8, 16, 6, 14, 0] });
-    const dims = { batchSize: B, tokens: 10, frames: 16, refFrames: 8, nMels: SIZES.nMels, reductionFactor: 2 };
-    const vars = [...model.trainableVariables().values()];
-    const run = async (h: typeof host, d: typeof dims, whole?: { melValues: number; spokenTokens: number }) => {
-      const t = uploadBatch(h, d);
-      const alignment = await model.align(t, h.textLengths.subarray(0, d.batchSize), h.melLengths.subarray(0, d.batchSize), 0.3);
-      const inputs = { ...t, alignment };
-      let parts: number[] = [];
-      const { grads } = tf.variableGrads(() => {
-        const l = computeLosses(model.forward(inputs, { training: true }), inputs, loss, whole);
-        parts = [l.total, l.melPre, l.melPost, l.alignedText, l.duration].map((x) => x.dataSync()[0]);
-        return l.total;
-      }, vars);
-      const g = vars.map((v) => Array.from(grads[v.name].dataSync()));
-      tf.dispose([...Object.values(t), alignment.steps, alignment.durations, ...Object.values(grads)]);
-      return { parts, grads: g, spoken: alignment.spokenTokens! };
-    };
-    const rng = model.dropout.rngState;
-    const one = await run(host, dims);
-    let frames = 0;
-    for (const f of host.melLengths) frames += f;
-    const rows = shardRows(B, 3);
-    const shards = rows.map((r) => shardOf(host, dims, r));
-    // The denominators: real frames · nMels and spoken tokens of all shards together.
-    const spoken: number[] = [];
-    for (const sh of shards) spoken.push((await model.align(uploadBatch(sh.host, sh.dims), sh.host.textLengths, sh.host.melLengths, 0.3)).spokenTokens!);
-    assert.equal(spoken.reduce((a, b) => a + b, 0), one.spoken);
-    const sumParts = [0, 0, 0, 0, 0];
-    const sumGrads = one.grads.map((g) => new Array(g.length).fill(0));
-    for (const [i, sh] of shards.entries()) {
+  test(
+    "3 shards with the whole batch's denominators and dropout rows: losses and " +
+      'gradients of one device on the whole batch',
+    async () => {
+      const config = {
+        ...PRESETS.tiny,
+        d_model: 32,
+        heads: 2,
+        text_layers: 1,
+        cond_layers: 1,
+        decoder_layers: 1,
+        prenet_dim: 32,
+        postnet_layers: 1,
+        postnet_channels: 32,
+        dropout: 0.2,
+        prenet_dropout: 0.5,
+      };
+      const model = new XttsModel(config, SIZES, { seed: 5 });
+      const loss = trainingConfig().loss;
+      const B = 7;
+      const s = shapeFor(config, B, 10, 16, 8);
+      const host = syntheticHostBatch(s, 11, { text: [10, 7, 4, 9, 3, 8, 6], frames: [16, 12, 8, 16, 6, 14, 0] });
+      const dims = { batchSize: B, tokens: 10, frames: 16, refFrames: 8, nMels: SIZES.nMels, reductionFactor: 2 };
+      const vars = [...model.trainableVariables().values()];
+      const run = async (h: typeof host, d: typeof dims, whole?: { melValues: number; spokenTokens: number }) => {
+        const t = uploadBatch(h, d);
+        const alignment = await model.align(
+          t,
+          h.textLengths.subarray(0, d.batchSize),
+          h.melLengths.subarray(0, d.batchSize),
+          0.3,
+        );
+        const inputs = { ...t, alignment };
+        let parts: number[] = [];
+        const { grads } = tf.variableGrads(() => {
+          const l = computeLosses(model.forward(inputs, { training: true }), inputs, loss, whole);
+          parts = [l.total, l.melPre, l.melPost, l.alignedText, l.duration].map((x) => x.dataSync()[0]);
+          return l.total;
+        }, vars);
+        const g = vars.map((v) => Array.from(grads[v.name].dataSync()));
+        tf.dispose([...Object.values(t), alignment.steps, alignment.durations, ...Object.values(grads)]);
+        return { parts, grads: g, spoken: alignment.spokenTokens! };
+      };
+      const rng = model.dropout.rngState;
+      const one = await run(host, dims);
+      let frames = 0;
+      for (const f of host.melLengths) frames += f;
+      const rows = shardRows(B, 3);
+      const shards = rows.map((r) => shardOf(host, dims, r));
+      // The denominators: real frames · nMels and spoken tokens of all shards together.
+      const spoken: number[] = [];
+      for (const sh of shards)
+        spoken.push(
+          (await model.align(uploadBatch(sh.host, sh.dims), sh.host.textLengths, sh.host.melLengths, 0.3))
+            .spokenTokens!,
+        );
+      assert.equal(
+        spoken.reduce((a, b) => a + b, 0),
+        one.spoken,
+      );
+      const sumParts = [0, 0, 0, 0, 0];
+      const sumGrads = one.grads.map((g) => new Array(g.length).fill(0));
+      for (const [i, sh] of shards.entries()) {
+        model.dropout.rngState = rng;
+        model.dropout.shard = rows[i];
+        const r = await run(sh.host, sh.dims, { melValues: frames * SIZES.nMels, spokenTokens: one.spoken });
+        model.dropout.shard = null;
+        r.parts.forEach((x, k) => (sumParts[k] += x));
+        r.grads.forEach((g, v) => g.forEach((x, k) => (sumGrads[v][k] += x)));
+      }
+      sumParts.forEach((x, k) =>
+        assert.ok(
+          Math.abs(x - one.parts[k]) <= 1e-5 * Math.max(1, Math.abs(one.parts[k])),
+          `loss part ${k}: ${x} vs ${one.parts[k]}`,
+        ),
+      );
+      let worst = 0;
+      one.grads.forEach((g, v) =>
+        g.forEach((x, k) => (worst = Math.max(worst, Math.abs(sumGrads[v][k] - x) / Math.max(1e-3, Math.abs(x))))),
+      );
+      assert.ok(worst < 1e-3, `gradients differ by up to ${worst} (relative)`);
+      // Dropout is on: without the shard's rows of the whole mask the sums would differ.
       model.dropout.rngState = rng;
-      model.dropout.shard = rows[i];
-      const r = await run(sh.host, sh.dims, { melValues: frames * SIZES.nMels, spokenTokens: one.spoken });
+      const unsharded = await run(shards[0].host, shards[0].dims, {
+        melValues: frames * SIZES.nMels,
+        spokenTokens: one.spoken,
+      });
+      model.dropout.rngState = rng;
+      model.dropout.shard = rows[0];
+      const sharded = await run(shards[0].host, shards[0].dims, {
+        melValues: frames * SIZES.nMels,
+        spokenTokens: one.spoken,
+      });
       model.dropout.shard = null;
-      r.parts.forEach((x, k) => (sumParts[k] += x));
-      r.grads.forEach((g, v) => g.forEach((x, k) => (sumGrads[v][k] += x)));
-    }
-    sumParts.forEach((x, k) => assert.ok(Math.abs(x - one.parts[k]) <= 1e-5 * Math.max(1, Math.abs(one.parts[k])), `loss part ${k}: ${x} vs ${one.parts[k]}`));
-    let worst = 0;
-    one.grads.forEach((g, v) => g.forEach((x, k) => (worst = Math.max(worst, Math.abs(sumGrads[v][k] - x) / Math.max(1e-3, Math.abs(x))))));
-    assert.ok(worst < 1e-3, `gradients differ by up to ${worst} (relative)`);
-    // Dropout is on: without the shard's rows of the whole mask the sums would differ.
-    model.dropout.rngState = rng;
-    const unsharded = await run(shards[0].host, shards[0].dims, { melValues: frames * SIZES.nMels, spokenTokens: one.spoken });
-    model.dropout.rngState = rng;
-    model.dropout.shard = rows[0];
-    const sharded = await run(shards[0].host, shards[0].dims, { melValues: frames * SIZES.nMels, spokenTokens: one.spoken });
-    model.dropout.shard = null;
-    assert.notEqual(unsharded.parts[0], sharded.parts[0], 'the test would pass without dropout rows');
-    model.dispose();
-  });
+      assert.notEqual(unsharded.parts[0], sharded.parts[0], 'the test would pass without dropout rows');
+      model.dispose();
+    },
+  );
 });
 
 describe('which devices', () => {
@@ -253,13 +328,24 @@ describe('which devices', () => {
     assert.throws(() => parseGpusFlag('0,,1'), /an empty device in the list/);
   });
 
-  test('plans: CPU replicas on wasm (or cpu when asked); GPU lists on webgpu; mismatches refused with what to do', async () => {
-    assert.equal(await planReplicas(null, 'auto'), null);
-    assert.deepEqual(await planReplicas('cpu:2', 'auto'), { backend: 'wasm', devices: [null, null], reason: '2 CPU replicas on the wasm backend (device.gpus cpu:2)' });
-    assert.equal((await planReplicas('cpu:2', 'cpu'))!.backend, 'cpu');
-    await assert.rejects(planReplicas('cpu:2', 'webgpu'), /asks for CPU replicas, but the backend is webgpu/);
-    await assert.rejects(planReplicas([0, 1], 'wasm'), (e: Error & { suggestions?: string[] }) => /GPU replicas train on webgpu/.test(e.message) && /--gpus cpu:2/.test(e.suggestions!.join(' ')));
-    assert.deepEqual((await planReplicas([0, 'H100'], 'auto'))!.devices, [0, 'H100']);
-    assert.match((await planReplicas([0, 0], 'webgpu'))!.reason, /share a GPU and take turns/);
-  });
+  test(
+    'plans: CPU replicas on wasm (or cpu when asked); GPU lists on webgpu; ' + 'mismatches refused with what to do',
+    async () => {
+      assert.equal(await planReplicas(null, 'auto'), null);
+      assert.deepEqual(await planReplicas('cpu:2', 'auto'), {
+        backend: 'wasm',
+        devices: [null, null],
+        reason: '2 CPU replicas on the wasm backend (device.gpus cpu:2)',
+      });
+      assert.equal((await planReplicas('cpu:2', 'cpu'))!.backend, 'cpu');
+      await assert.rejects(planReplicas('cpu:2', 'webgpu'), /asks for CPU replicas, but the backend is webgpu/);
+      await assert.rejects(
+        planReplicas([0, 1], 'wasm'),
+        (e: Error & { suggestions?: string[] }) =>
+          /GPU replicas train on webgpu/.test(e.message) && /--gpus cpu:2/.test(e.suggestions!.join(' ')),
+      );
+      assert.deepEqual((await planReplicas([0, 'H100'], 'auto'))!.devices, [0, 'H100']);
+      assert.match((await planReplicas([0, 0], 'webgpu'))!.reason, /share a GPU and take turns/);
+    },
+  );
 });

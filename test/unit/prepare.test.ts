@@ -18,7 +18,14 @@ function speak(path: string, text: string, voice = 'en-us') {
 
 function configFor(dir: string, extra = ''): string {
   const p = join(dir, 'config.yaml');
-  writeFileSync(p, `extends: quickstart\ndataset:\n  path: ${dir}\n  validation_fraction: 0\n  language_source: metadata\ntext:\n  cleaners: english\n  languages: [en, de]\nlimits:\n  min_audio_s: 0.5\n  max_audio_s: 6\n  max_text_chars: 120\n  min_text_chars: 3\npipeline:\n  workers: 1\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n${extra}`);
+  writeFileSync(
+    p,
+    `extends: quickstart\ndataset:\n  path: ${dir}\n  validation_fraction: 0\n  ` +
+      `language_source: metadata\ntext:\n  cleaners: english\n  languages: [en, ` +
+      `de]\nlimits:\n  min_audio_s: 0.5\n  max_audio_s: 6\n  max_text_chars: 120\n  ` +
+      `min_text_chars: 3\npipeline:\n  workers: 1\n  cache:\n    ` +
+      `path: ${join(dir, 'cache.sqlite')}\n${extra}`,
+  );
   return p;
 }
 
@@ -27,12 +34,17 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
   mkdirSync(join(dir, 'wavs'));
   const good = ['The first good sentence.', 'A second good sentence here.', 'And the third one.'];
   good.forEach((t, i) => speak(join(dir, 'wavs', `g${i}.wav`), t));
-  speak(join(dir, 'wavs', 'long.wav'), 'This sentence is spoken on purpose for much longer than the limit allows, going on and on and on about nothing in particular at all.');
+  speak(
+    join(dir, 'wavs', 'long.wav'),
+    'This sentence is spoken on purpose for much longer than the limit allows, going ' +
+      'on and on and on about nothing in particular at all.',
+  );
   writeFileSync(join(dir, 'wavs', 'short.wav'), pcm16Wav(tone(0.2, 22050), 22050));
   writeFileSync(join(dir, 'wavs', 'garbage.wav'), 'definitely not a wav file');
   const ulaw = join(dir, 'wavs', 'ulaw.wav');
   execFileSync('sox', [join(dir, 'wavs', 'g0.wav'), '-e', 'u-law', ulaw]);
-  for (const id of ['dup', 'uni', 'tl', 'ts', 'lang', 'empty']) copyFileSync(join(dir, 'wavs', 'g1.wav'), join(dir, 'wavs', `${id}.wav`));
+  for (const id of ['dup', 'uni', 'tl', 'ts', 'lang', 'empty'])
+    copyFileSync(join(dir, 'wavs', 'g1.wav'), join(dir, 'wavs', `${id}.wav`));
   const rows = [
     'g0|x|The first good sentence.|alice|en',
     'g1|x|A second good sentence here.|alice|en',
@@ -56,67 +68,104 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
   nan[100] = Number.NaN;
   writeFileSync(join(dir, 'wavs', 'nan.wav'), encodeWav(nan, 22050, { float: true }));
   rows.push('nan|x|One sample is not a number.|alice|en');
-  writeFileSync(join(dir, 'metadata.csv'), Buffer.concat([Buffer.from(rows.join('\n') + '\n'), Buffer.from('latin|x|Caf\xe9 cr\xe8me.|alice|en\n', 'latin1')]));
+  writeFileSync(
+    join(dir, 'metadata.csv'),
+    Buffer.concat([Buffer.from(rows.join('\n') + '\n'), Buffer.from('latin|x|Caf\xe9 cr\xe8me.|alice|en\n', 'latin1')]),
+  );
   const loaded = loadConfig(configFor(dir)).loaded!;
   const p = await prepareDataset(loaded);
   assert.deepEqual(p.train.map((i) => i.id).sort(), ['g0', 'g1', 'g2']);
   const reasons = Object.fromEntries(p.skipped.map((s) => [s.id === '' ? 'only' : s.id, s.reason]));
   assert.deepEqual(reasons, {
-    g0: 'duplicate_id', missing: 'missing_audio', garbage: 'unsupported_format', ulaw: 'unsupported_format', short: 'audio_too_short', long: 'audio_too_long',
-    uni: 'unmappable_characters', tl: 'text_too_long', ts: 'text_too_short', lang: 'unknown_language', empty: 'empty_text', '../../outside': 'path_escapes_root', only: 'malformed_row',
-    nan: 'unreadable_audio', latin: 'not_utf8',
+    g0: 'duplicate_id',
+    missing: 'missing_audio',
+    garbage: 'unsupported_format',
+    ulaw: 'unsupported_format',
+    short: 'audio_too_short',
+    long: 'audio_too_long',
+    uni: 'unmappable_characters',
+    tl: 'text_too_long',
+    ts: 'text_too_short',
+    lang: 'unknown_language',
+    empty: 'empty_text',
+    '../../outside': 'path_escapes_root',
+    only: 'malformed_row',
+    nan: 'unreadable_audio',
+    latin: 'not_utf8',
   });
   assert.match(p.skipped.find((s) => s.id === 'nan')!.detail, /sample 100 .* is NaN/);
   const covered = new Set(p.skipped.map((s) => s.reason));
-  assert.deepEqual(Object.keys(SKIP_REASONS).filter((r) => !covered.has(r as never)), []);
-  for (const s of p.skipped) assert.ok(s.line > 0 && s.file.endsWith('metadata.csv') && s.detail.length > 0, JSON.stringify(s));
+  assert.deepEqual(
+    Object.keys(SKIP_REASONS).filter((r) => !covered.has(r as never)),
+    [],
+  );
+  for (const s of p.skipped)
+    assert.ok(s.line > 0 && s.file.endsWith('metadata.csv') && s.detail.length > 0, JSON.stringify(s));
   assert.deepEqual(p.speakers, ['alice', 'bob']);
   await assert.rejects(prepareDataset(loaded, { strict: true }), /cannot be used \(--strict\)/);
 });
 
-test('invalidation: nothing changed -> nothing recomputed; one text edited -> one text; hop changed -> all features', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-inval-'));
-  mkdirSync(join(dir, 'wavs'));
-  const texts = ['One two three.', 'Four five six.', 'Seven eight nine.', 'Ten eleven twelve.'];
-  texts.forEach((t, i) => speak(join(dir, 'wavs', `u${i}.wav`), t));
-  const meta = (ts: string[]) => ts.map((t, i) => `u${i}|${t}|${t}|spk|en`).join('\n') + '\n';
-  writeFileSync(join(dir, 'metadata.csv'), meta(texts));
-  const cold = await prepareDataset(loadConfig(configFor(dir)).loaded!);
-  assert.deepEqual(cold.cacheUse.texts, { computed: 4, cached: 0 });
-  assert.deepEqual(cold.cacheUse.features, { computed: 4, cached: 0 });
-  const warm = await prepareDataset(loadConfig(configFor(dir)).loaded!);
-  assert.deepEqual(warm.cacheUse, { texts: { computed: 0, cached: 4 }, tokens: { computed: 0, cached: 4 }, features: { computed: 0, cached: 4 } });
-  assert.deepEqual([...warm.stats.mean], [...cold.stats.mean]);
-  writeFileSync(join(dir, 'metadata.csv'), meta(['One two three.', 'Four five sixteen.', 'Seven eight nine.', 'Ten eleven twelve.']));
-  const edited = await prepareDataset(loadConfig(configFor(dir)).loaded!);
-  assert.deepEqual(edited.cacheUse.texts, { computed: 1, cached: 3 });
-  assert.deepEqual(edited.cacheUse.features, { computed: 0, cached: 4 });
-  const hop = await prepareDataset(loadConfig(configFor(dir), { set: ['audio.hop_length=200'] }).loaded!);
-  assert.deepEqual(hop.cacheUse.texts, { computed: 0, cached: 4 });
-  assert.deepEqual(hop.cacheUse.features, { computed: 4, cached: 0 });
-  assert.ok(hop.train[0].frames > edited.train[0].frames);
-});
+test(
+  'invalidation: nothing changed -> nothing recomputed; one text edited -> one ' + 'text; hop changed -> all features',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-inval-'));
+    mkdirSync(join(dir, 'wavs'));
+    const texts = ['One two three.', 'Four five six.', 'Seven eight nine.', 'Ten eleven twelve.'];
+    texts.forEach((t, i) => speak(join(dir, 'wavs', `u${i}.wav`), t));
+    const meta = (ts: string[]) => ts.map((t, i) => `u${i}|${t}|${t}|spk|en`).join('\n') + '\n';
+    writeFileSync(join(dir, 'metadata.csv'), meta(texts));
+    const cold = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+    assert.deepEqual(cold.cacheUse.texts, { computed: 4, cached: 0 });
+    assert.deepEqual(cold.cacheUse.features, { computed: 4, cached: 0 });
+    const warm = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+    assert.deepEqual(warm.cacheUse, {
+      texts: { computed: 0, cached: 4 },
+      tokens: { computed: 0, cached: 4 },
+      features: { computed: 0, cached: 4 },
+    });
+    assert.deepEqual([...warm.stats.mean], [...cold.stats.mean]);
+    writeFileSync(
+      join(dir, 'metadata.csv'),
+      meta(['One two three.', 'Four five sixteen.', 'Seven eight nine.', 'Ten eleven twelve.']),
+    );
+    const edited = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+    assert.deepEqual(edited.cacheUse.texts, { computed: 1, cached: 3 });
+    assert.deepEqual(edited.cacheUse.features, { computed: 0, cached: 4 });
+    const hop = await prepareDataset(loadConfig(configFor(dir), { set: ['audio.hop_length=200'] }).loaded!);
+    assert.deepEqual(hop.cacheUse.texts, { computed: 0, cached: 4 });
+    assert.deepEqual(hop.cacheUse.features, { computed: 4, cached: 0 });
+    assert.ok(hop.train[0].frames > edited.train[0].frames);
+  },
+);
 
-test('FLAC, MP3, Ogg Vorbis and Opus clips in a CSV dataset are decoded in the feature threads and all kept', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-mixed-'));
-  mkdirSync(join(dir, 'clips'));
-  const texts = ['The small boy sold the rare fish.', 'A quiet river runs past the mill.', 'She opened the window to the rain.', 'Bring me the red box from there.'];
-  const rows = ['audio,text'];
-  texts.forEach((t, i) => {
-    const wav = join(dir, `s${i}.wav`);
-    speak(wav, t);
-    const [name, cmd] = [
-      [`c${i}.flac`, ['sox', wav, join(dir, 'clips', `c${i}.flac`)]],
-      [`c${i}.mp3`, ['sox', wav, join(dir, 'clips', `c${i}.mp3`)]],
-      [`c${i}.ogg`, ['sox', wav, join(dir, 'clips', `c${i}.ogg`)]],
-      [`c${i}.opus`, ['opusenc', '--quiet', wav, join(dir, 'clips', `c${i}.opus`)]],
-    ][i] as [string, string[]];
-    execFileSync(cmd[0], cmd.slice(1));
-    rows.push(`clips/${name},"${t}"`);
-  });
-  writeFileSync(join(dir, 'metadata.csv'), rows.join('\n') + '\n');
-  const p = await prepareDataset(loadConfig(configFor(dir, 'batching:\n  buckets: 1\n')).loaded!);
-  assert.deepEqual(p.skipped, []);
-  assert.deepEqual(p.train.map((i) => i.id).sort(), ['clips/c0', 'clips/c1', 'clips/c2', 'clips/c3']);
-  for (const item of p.train) assert.ok(item.durationS > 1 && item.durationS < 4, `${item.id}: ${item.durationS} s`);
-});
+test(
+  'FLAC, MP3, Ogg Vorbis and Opus clips in a CSV dataset are decoded in the ' + 'feature threads and all kept',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-mixed-'));
+    mkdirSync(join(dir, 'clips'));
+    const texts = [
+      'The small boy sold the rare fish.',
+      'A quiet river runs past the mill.',
+      'She opened the window to the rain.',
+      'Bring me the red box from there.',
+    ];
+    const rows = ['audio,text'];
+    texts.forEach((t, i) => {
+      const wav = join(dir, `s${i}.wav`);
+      speak(wav, t);
+      const [name, cmd] = [
+        [`c${i}.flac`, ['sox', wav, join(dir, 'clips', `c${i}.flac`)]],
+        [`c${i}.mp3`, ['sox', wav, join(dir, 'clips', `c${i}.mp3`)]],
+        [`c${i}.ogg`, ['sox', wav, join(dir, 'clips', `c${i}.ogg`)]],
+        [`c${i}.opus`, ['opusenc', '--quiet', wav, join(dir, 'clips', `c${i}.opus`)]],
+      ][i] as [string, string[]];
+      execFileSync(cmd[0], cmd.slice(1));
+      rows.push(`clips/${name},"${t}"`);
+    });
+    writeFileSync(join(dir, 'metadata.csv'), rows.join('\n') + '\n');
+    const p = await prepareDataset(loadConfig(configFor(dir, 'batching:\n  buckets: 1\n')).loaded!);
+    assert.deepEqual(p.skipped, []);
+    assert.deepEqual(p.train.map((i) => i.id).sort(), ['clips/c0', 'clips/c1', 'clips/c2', 'clips/c3']);
+    for (const item of p.train) assert.ok(item.durationS > 1 && item.durationS < 4, `${item.id}: ${item.durationS} s`);
+  },
+);

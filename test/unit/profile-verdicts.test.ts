@@ -8,38 +8,102 @@ import { htmlReport, stepChartSvg, terminalTimeline } from '../../src/core/profi
 import type { StepRecord, StepSpans } from '../../src/core/telemetry/spans.js';
 import type { DeviceSampleRecord } from '../../src/core/telemetry/run-db.js';
 
-const ctx: VerdictContext = { batchSize: 16, logEvery: 10, workers: 1, prefetchDepth: 3, cacheEnabled: true, buckets: 4, cpuCores: 8, checkpointEvery: 1000 };
+const ctx: VerdictContext = {
+  batchSize: 16,
+  logEvery: 10,
+  workers: 1,
+  prefetchDepth: 3,
+  cacheEnabled: true,
+  buckets: 4,
+  cpuCores: 8,
+  checkpointEvery: 1000,
+};
 
-function run(n: number, spans: (i: number) => Partial<StepSpans>, extra: (i: number) => Partial<StepRecord> = () => ({})): StepRecord[] {
+function run(
+  n: number,
+  spans: (i: number) => Partial<StepSpans>,
+  extra: (i: number) => Partial<StepRecord> = () => ({}),
+): StepRecord[] {
   let t = 0;
   return Array.from({ length: n }, (_, i) => {
-    const s: StepSpans = { dataWaitMs: 0, uploadMs: 1, forwardBackwardMs: 10, optimizerMs: 3, syncMs: 0.5, allReduceMs: 0, checkpointMs: 0, otherMs: 0.5, ...spans(i) };
+    const s: StepSpans = {
+      dataWaitMs: 0,
+      uploadMs: 1,
+      forwardBackwardMs: 10,
+      optimizerMs: 3,
+      syncMs: 0.5,
+      allReduceMs: 0,
+      checkpointMs: 0,
+      otherMs: 0.5,
+      ...spans(i),
+    };
     const wallMs = Object.values(s).reduce((a, b) => a + b, 0);
-    const r: StepRecord = { step: i + 1, startMs: t, wallMs, spans: s, epoch: 0, batchIndex: i, bucket: i % 2, batchSize: 16, tokens: 64, frames: 400, kernels: 1270, readySlots: 2, learningRate: 1e-3, ...extra(i) };
+    const r: StepRecord = {
+      step: i + 1,
+      startMs: t,
+      wallMs,
+      spans: s,
+      epoch: 0,
+      batchIndex: i,
+      bucket: i % 2,
+      batchSize: 16,
+      tokens: 64,
+      frames: 400,
+      kernels: 1270,
+      readySlots: 2,
+      learningRate: 1e-3,
+      ...extra(i),
+    };
     t += wallMs;
     return r;
   });
 }
 
 function gpu(n: number, util: number): DeviceSampleRecord[] {
-  return Array.from({ length: n }, (_, i) => ({ tMs: i * 100, device: 0, utilizationPct: util, memoryUsedBytes: 20e9, memoryTotalBytes: 80e9, smClockMhz: 1980, powerW: 200, temperatureC: 50, smActivityPct: null, throttleReasons: null }));
+  return Array.from({ length: n }, (_, i) => ({
+    tMs: i * 100,
+    device: 0,
+    utilizationPct: util,
+    memoryUsedBytes: 20e9,
+    memoryTotalBytes: 80e9,
+    smClockMhz: 1980,
+    powerW: 200,
+    temperatureC: 50,
+    smActivityPct: null,
+    throttleReasons: null,
+  }));
 }
 
 const verdict = (v: ReturnType<typeof judge>, id: string) => v.verdicts.find((x) => x.id === id)!;
 
 test('input-bound: 30% data wait is highly input-bound, with workers and prefetch actions', () => {
-  const v = judge(run(50, () => ({ dataWaitMs: 7 })), gpu(20, 60), ctx);
+  const v = judge(
+    run(50, () => ({ dataWaitMs: 7 })),
+    gpu(20, 60),
+    ctx,
+  );
   const x = verdict(v, 'input-bound');
   assert.equal(x.grade, 'high');
   assert.equal(v.verdicts[0].id, 'input-bound', 'the worst verdict comes first');
-  assert.deepEqual(x.actions.map((a) => a.key), ['pipeline.workers', 'pipeline.prefetch_depth']);
+  assert.deepEqual(
+    x.actions.map((a) => a.key),
+    ['pipeline.workers', 'pipeline.prefetch_depth'],
+  );
   assert.equal(x.actions[0].value, 7);
-  const moderate = judge(run(50, () => ({ dataWaitMs: 1.5 })), gpu(20, 60), ctx);
+  const moderate = judge(
+    run(50, () => ({ dataWaitMs: 1.5 })),
+    gpu(20, 60),
+    ctx,
+  );
   assert.equal(verdict(moderate, 'input-bound').grade, 'moderate');
 });
 
 test('dispatch-bound: low GPU busy with no input wait names kernels per step and host time per kernel', () => {
-  const v = judge(run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })), gpu(30, 11), ctx);
+  const v = judge(
+    run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })),
+    gpu(30, 11),
+    ctx,
+  );
   const x = verdict(v, 'dispatch-bound');
   assert.equal(x.grade, 'high');
   assert.match(x.evidence, /GPU busy 11\.0%/);
@@ -48,37 +112,89 @@ test('dispatch-bound: low GPU busy with no input wait names kernels per step and
   assert.equal(x.actions[0].value, 32);
   assert.equal(verdict(v, 'input-bound').grade, 'ok');
   // With step capture off, turning it on comes first; a CPU backend has no GPU programs to replay.
-  const off = verdict(judge(run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })), gpu(30, 11), { ...ctx, stepCapture: 'off' }), 'dispatch-bound');
-  assert.deepEqual(off.actions.map((a) => [a.key, a.value]).slice(0, 2), [['device.step_capture', 'auto'], ['batching.batch_size', 32]]);
+  const off = verdict(
+    judge(
+      run(50, () => ({ forwardBackwardMs: 700, optimizerMs: 100 })),
+      gpu(30, 11),
+      { ...ctx, stepCapture: 'off' },
+    ),
+    'dispatch-bound',
+  );
+  assert.deepEqual(off.actions.map((a) => [a.key, a.value]).slice(0, 2), [
+    ['device.step_capture', 'auto'],
+    ['batching.batch_size', 32],
+  ]);
 });
 
 test('device time from timestamp queries takes precedence over utilisation samples', () => {
-  const v = judge(run(10, () => ({})), gpu(10, 99), ctx);
+  const v = judge(
+    run(10, () => ({})),
+    gpu(10, 99),
+    ctx,
+  );
   assert.equal(v.breakdown.gpuBusySource, 'nvml-utilization');
-  const w = judge(run(10, () => ({}), () => ({ deviceMs: 3 })), gpu(10, 99), ctx);
+  const w = judge(
+    run(
+      10,
+      () => ({}),
+      () => ({ deviceMs: 3 }),
+    ),
+    gpu(10, 99),
+    ctx,
+  );
   assert.equal(w.breakdown.gpuBusySource, 'timestamp-queries');
   assert.ok(Math.abs(w.breakdown.gpuBusyShare! - 0.2) < 1e-9);
 });
 
 test('sync-bound and oscillating runs; thresholds can be overridden', () => {
-  const v = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 });
+  const v = judge(
+    run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })),
+    gpu(10, 80),
+    { ...ctx, logEvery: 1 },
+  );
   assert.notEqual(verdict(v, 'sync-bound').grade, 'ok');
   assert.equal(verdict(v, 'sync-bound').actions[0].key, 'training.log_every');
   // A GPU run that waits for every step before issuing the next is told to pipeline them first.
-  const waiting = verdict(judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1, pipelineSteps: 'off' }), 'sync-bound');
-  assert.deepEqual(waiting.actions.map((a) => a.key), ['device.pipeline_steps', 'training.log_every']);
+  const waiting = verdict(
+    judge(
+      run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })),
+      gpu(10, 80),
+      { ...ctx, logEvery: 1, pipelineSteps: 'off' },
+    ),
+    'sync-bound',
+  );
+  assert.deepEqual(
+    waiting.actions.map((a) => a.key),
+    ['device.pipeline_steps', 'training.log_every'],
+  );
   assert.match(waiting.evidence, /whether each update was made; the losses every 1 step\)/);
   assert.equal(verdict(v, 'oscillating').grade, 'moderate');
-  const relaxed = judge(run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })), gpu(10, 80), { ...ctx, logEvery: 1 }, { syncBoundShare: 0.9, oscillatingStepCv: 0.9 });
+  const relaxed = judge(
+    run(40, (i) => ({ syncMs: 8, forwardBackwardMs: i % 2 ? 10 : 40 })),
+    gpu(10, 80),
+    { ...ctx, logEvery: 1 },
+    { syncBoundShare: 0.9, oscillatingStepCv: 0.9 },
+  );
   assert.equal(verdict(relaxed, 'sync-bound').grade, 'ok');
   assert.equal(verdict(relaxed, 'oscillating').grade, 'ok');
 });
 
 test('a balanced run gets no warnings; memory headroom is judged from samples', () => {
-  const v = judge(run(40, () => ({})), gpu(10, 95), ctx);
-  assert.ok(v.verdicts.every((x) => x.grade === 'ok'), JSON.stringify(v.verdicts.map((x) => [x.id, x.grade])));
+  const v = judge(
+    run(40, () => ({})),
+    gpu(10, 95),
+    ctx,
+  );
+  assert.ok(
+    v.verdicts.every((x) => x.grade === 'ok'),
+    JSON.stringify(v.verdicts.map((x) => [x.id, x.grade])),
+  );
   assert.equal(verdict(v, 'compute-bound').title.startsWith('compute-bound'), true);
-  const tight = judge(run(10, () => ({})), gpu(10, 95).map((s) => ({ ...s, memoryUsedBytes: 78e9 })), ctx);
+  const tight = judge(
+    run(10, () => ({})),
+    gpu(10, 95).map((s) => ({ ...s, memoryUsedBytes: 78e9 })),
+    ctx,
+  );
   assert.equal(verdict(tight, 'memory-headroom').grade, 'high');
 });
 
@@ -91,7 +207,10 @@ test('the trace has the structure Perfetto reads, one complete event per span', 
   const stepEvents = trace.traceEvents.filter((e) => e.cat === 'step');
   assert.equal(stepEvents[1].ts, steps[1].startMs * 1000);
   assert.ok(trace.traceEvents.some((e) => e.ph === 'C' && e.name.includes('utilisation')));
-  assert.deepEqual(traceProblems(JSON.parse(JSON.stringify({ traceEvents: [{ name: 'x', ph: 'X', ts: -1, pid: 1, tid: 1 }] }))), ['event 0: ts', 'event 0: dur']);
+  assert.deepEqual(
+    traceProblems(JSON.parse(JSON.stringify({ traceEvents: [{ name: 'x', ph: 'X', ts: -1, pid: 1, tid: 1 }] }))),
+    ['event 0: ts', 'event 0: dur'],
+  );
 });
 
 test('the HTML report and the terminal timeline show every span', () => {
@@ -106,23 +225,37 @@ test('the HTML report and the terminal timeline show every span', () => {
   assert.match(lines[0], /D+U*F+O+/);
 });
 
-test('device-timed probe steps: their device time against the measured steps\' median, not their own perturbed wall', () => {
-  const steps = run(20, () => ({ forwardBackwardMs: 60, optimizerMs: 20 }));
-  // Probes ran serialised (slow) with 9 ms of summed kernel time each.
-  const probes = run(3, () => ({ forwardBackwardMs: 400 }), () => ({ deviceMs: 9 })).map((p, i) => ({ ...p, step: 21 + i }));
-  const v = judge(steps, gpu(10, 40), ctx, {}, probes);
-  const b = v.breakdown;
-  assert.equal(b.gpuBusySource, 'timestamp-queries');
-  assert.equal(b.deviceTimedSteps, 3);
-  assert.ok(Math.abs(b.gpuBusyShare! - 9 / 82) < 1e-9, String(b.gpuBusyShare));
-  assert.equal(b.utilizationPct, 40, 'the utilisation samples are still reported beside it');
-  assert.equal(b.steps, 20, 'probes are not measured steps');
-  assert.equal(verdict(v, 'dispatch-bound').grade, 'high');
-  assert.match(verdict(v, 'dispatch-bound').evidence, /timestamp queries: 9\.0 ms of device time per 82\.0 ms step; NVML utilisation 40\.0%/);
-});
+test(
+  "device-timed probe steps: their device time against the measured steps' median, " + 'not their own perturbed wall',
+  () => {
+    const steps = run(20, () => ({ forwardBackwardMs: 60, optimizerMs: 20 }));
+    // Probes ran serialised (slow) with 9 ms of summed kernel time each.
+    const probes = run(
+      3,
+      () => ({ forwardBackwardMs: 400 }),
+      () => ({ deviceMs: 9 }),
+    ).map((p, i) => ({ ...p, step: 21 + i }));
+    const v = judge(steps, gpu(10, 40), ctx, {}, probes);
+    const b = v.breakdown;
+    assert.equal(b.gpuBusySource, 'timestamp-queries');
+    assert.equal(b.deviceTimedSteps, 3);
+    assert.ok(Math.abs(b.gpuBusyShare! - 9 / 82) < 1e-9, String(b.gpuBusyShare));
+    assert.equal(b.utilizationPct, 40, 'the utilisation samples are still reported beside it');
+    assert.equal(b.steps, 20, 'probes are not measured steps');
+    assert.equal(verdict(v, 'dispatch-bound').grade, 'high');
+    assert.match(
+      verdict(v, 'dispatch-bound').evidence,
+      /timestamp queries: 9\.0 ms of device time per 82\.0 ms step; NVML utilisation 40\.0%/,
+    );
+  },
+);
 
 test('a CPU backend has no busy GPU, whatever a recorded run carries', () => {
-  const steps = run(10, () => ({ forwardBackwardMs: 800, optimizerMs: 200 }), () => ({ deviceMs: 900 }));
+  const steps = run(
+    10,
+    () => ({ forwardBackwardMs: 800, optimizerMs: 200 }),
+    () => ({ deviceMs: 900 }),
+  );
   const v = judge(steps, [], { ...ctx, cpuBackend: true });
   assert.equal(v.breakdown.gpuBusyShare, null);
   assert.equal(v.breakdown.gpuBusySource, null);
@@ -135,21 +268,45 @@ test('a CPU backend has no busy GPU, whatever a recorded run carries', () => {
 
 test('trace: probe steps get their own device track, and overlapping events on one track are caught', () => {
   const steps = run(4, () => ({}));
-  const probes = run(2, () => ({}), () => ({ deviceMs: 5 })).map((p, i) => ({ ...p, step: 5 + i, startMs: steps[3].startMs + steps[3].wallMs + i * 20 }));
+  const probes = run(
+    2,
+    () => ({}),
+    () => ({ deviceMs: 5 }),
+  ).map((p, i) => ({ ...p, step: 5 + i, startMs: steps[3].startMs + steps[3].wallMs + i * 20 }));
   const trace = toTrace(steps, gpu(3, 50), {}, probes);
   assert.deepEqual(traceProblems(trace), []);
   assert.equal(trace.traceEvents.filter((e) => e.cat === 'device').length, 2);
   assert.equal(trace.traceEvents.filter((e) => e.name === 'kernels per step').length, 4);
-  const bad = { traceEvents: [{ name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 }, { name: 'b', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 1 }, { name: 'c', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 2 }] };
+  const bad = {
+    traceEvents: [
+      { name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 },
+      { name: 'b', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 1 },
+      { name: 'c', ph: 'X', ts: 5, dur: 10, pid: 1, tid: 2 },
+    ],
+  };
   assert.deepEqual(traceProblems(bad), ['event 1 overlaps event 0 on track 1/1 without nesting in it']);
-  const nested = { traceEvents: [{ name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 }, { name: 'b', ph: 'X', ts: 2, dur: 3, pid: 1, tid: 1 }, { name: 'c', ph: 'X', ts: 10, dur: 1, pid: 1, tid: 1 }] };
+  const nested = {
+    traceEvents: [
+      { name: 'a', ph: 'X', ts: 0, dur: 10, pid: 1, tid: 1 },
+      { name: 'b', ph: 'X', ts: 2, dur: 3, pid: 1, tid: 1 },
+      { name: 'c', ph: 'X', ts: 10, dur: 1, pid: 1, tid: 1 },
+    ],
+  };
   assert.deepEqual(traceProblems(nested), []);
 });
 
-test('a compute-bound run that waits in every 10th step\'s readback is neither sync-bound nor oscillating', () => {
+test("a compute-bound run that waits in every 10th step's readback is neither sync-bound nor oscillating", () => {
   // Nine steps dispatch in 10 ms and queue work; the tenth waits 810 ms for the GPU to finish it.
-  const steps = run(60, (i) => ((i + 1) % 10 === 0 ? { syncMs: 810 } : { syncMs: 0 }), () => ({}));
-  const probes = run(2, () => ({}), () => ({ deviceMs: 93 }));
+  const steps = run(
+    60,
+    (i) => ((i + 1) % 10 === 0 ? { syncMs: 810 } : { syncMs: 0 }),
+    () => ({}),
+  );
+  const probes = run(
+    2,
+    () => ({}),
+    () => ({ deviceMs: 93 }),
+  );
   const v = judge(steps, gpu(30, 97), ctx, {}, probes);
   assert.ok(v.breakdown.wallMs.cv > 1, 'single steps alternate short and long');
   assert.equal(verdict(v, 'oscillating').grade, 'ok');
@@ -160,11 +317,15 @@ test('a compute-bound run that waits in every 10th step\'s readback is neither s
   const idle = judge(steps, gpu(30, 20), ctx);
   assert.notEqual(verdict(idle, 'sync-bound').grade, 'ok');
   // Intervals that really differ (every other interval twice as slow) oscillate.
-  const uneven = judge(run(60, (i) => ({ forwardBackwardMs: Math.floor(i / 10) % 2 ? 40 : 10 })), gpu(30, 97), ctx);
+  const uneven = judge(
+    run(60, (i) => ({ forwardBackwardMs: Math.floor(i / 10) % 2 ? 40 : 10 })),
+    gpu(30, 97),
+    ctx,
+  );
   assert.equal(verdict(uneven, 'oscillating').grade, 'moderate');
 });
 
-test('the report\'s step chart draws long runs as means over consecutive steps, at most 400 bars', () => {
+test("the report's step chart draws long runs as means over consecutive steps, at most 400 bars", () => {
   const few = stepChartSvg(run(30, () => ({})));
   assert.equal((few.match(/<title>step \d+ forwardBackward/g) ?? []).length, 30);
   const many = run(10_000, (i) => ({ dataWaitMs: i < 5000 ? 0 : 4 }));
@@ -177,45 +338,125 @@ test('the report\'s step chart draws long runs as means over consecutive steps, 
   assert.ok(svg.length < 400_000, `${svg.length} bytes`);
 });
 
-test('memory leak: live tensors that grow from step to step are reported, the first steps\' allocations are not', () => {
+test("memory leak: live tensors that grow from step to step are reported, the first steps' allocations are not", () => {
   // The first steps allocate the optimizer's state once; then +3 tensors a step.
-  const leaking = judge(run(40, () => ({}), (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + 3 * i, tensorBytes: 1e6 + 4e3 * i })), gpu(20, 60), ctx);
+  const leaking = judge(
+    run(
+      40,
+      () => ({}),
+      (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + 3 * i, tensorBytes: 1e6 + 4e3 * i }),
+    ),
+    gpu(20, 60),
+    ctx,
+  );
   const x = verdict(leaking, 'memory-leak');
   assert.equal(x.grade, 'high');
   assert.match(x.evidence, /\+3\.00 a step/);
   assert.equal(leaking.verdicts[0].id, 'memory-leak');
   // Steady after the same start, with the ±1 jitter of a cache: no leak.
-  const steady = judge(run(40, () => ({}), (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + (i % 2) })), gpu(20, 60), ctx);
+  const steady = judge(
+    run(
+      40,
+      () => ({}),
+      (i) => ({ tensors: i < 4 ? 100 + 200 * i : 900 + (i % 2) }),
+    ),
+    gpu(20, 60),
+    ctx,
+  );
   assert.equal(verdict(steady, 'memory-leak').grade, 'ok');
   // The threshold can be overridden like every other.
-  assert.equal(verdict(judge(run(40, () => ({}), (i) => ({ tensors: 900 + 3 * i })), gpu(20, 60), ctx, { leakTensorsPerStep: 5 }), 'memory-leak').grade, 'ok');
+  assert.equal(
+    verdict(
+      judge(
+        run(
+          40,
+          () => ({}),
+          (i) => ({ tensors: 900 + 3 * i }),
+        ),
+        gpu(20, 60),
+        ctx,
+        { leakTensorsPerStep: 5 },
+      ),
+      'memory-leak',
+    ).grade,
+    'ok',
+  );
 });
 
-test('busy but slow: a GPU busy all the time whose matmuls reach a small share of its FP32 peak is graded, a fast one is the healthy state', () => {
-  const h100 = { ...ctx, device: 'NVIDIA H100 80GB HBM3' };
-  // 15 ms steps, 100 GFLOP each: 6.7 TFLOP/s, 10% of the H100's 66.9.
-  const slow = judge(run(20, () => ({}), () => ({ flops: 100e9 })), gpu(10, 99), h100);
-  assert.ok(Math.abs(slow.breakdown.achievedTflops! - 100e9 / 15 / 1e9) < 1e-9);
-  assert.equal(slow.breakdown.peakTflops, 66.9);
-  assert.ok(Math.abs(slow.breakdown.mfu! - 100 / 15 / 66.9) < 1e-9);
-  const x = verdict(slow, 'compute-bound');
-  assert.equal(x.grade, 'moderate');
-  assert.match(x.title, /^busy but slow/);
-  assert.match(x.evidence, /ran at 6\.67 TFLOP\/s, 10\.0% of the device's FP32 peak \(66\.9 TFLOP\/s\): under 20\.0% of peak/);
-  const fast = judge(run(20, () => ({}), () => ({ flops: 600e9 })), gpu(10, 99), h100);
-  assert.equal(verdict(fast, 'compute-bound').grade, 'ok');
-  assert.match(verdict(fast, 'compute-bound').title, /^compute-bound: the GPU is the bottleneck/);
-  // An unknown device: the rate, no MFU, no grade from it.
-  const other = judge(run(20, () => ({}), () => ({ flops: 100e9 })), gpu(10, 99), { ...ctx, device: 'Some GPU' });
-  assert.equal(other.breakdown.mfu, null);
-  assert.match(verdict(other, 'compute-bound').evidence, /the device's peak is not known to xtts/);
-  // Runs recorded before FLOPs were counted.
-  assert.equal(judge(run(20, () => ({})), gpu(10, 99), h100).breakdown.flopsPerStep, null);
-  // A mixed_fp16 run is measured against the tensor cores' FP16 peak: 600 GFLOP in 15 ms is 40 TFLOP/s,
-  // healthy against FP32's 66.9 but 4% of the H100's 989.4 with f16 operands: busy but slow.
-  const mixed = judge(run(20, () => ({}), () => ({ flops: 600e9 })), gpu(10, 99), { ...h100, precision: 'mixed_fp16' });
-  assert.equal(mixed.breakdown.peakTflops, 989.4);
-  assert.equal(mixed.breakdown.peakPrecision, 'FP16 tensor');
-  assert.equal(verdict(mixed, 'compute-bound').grade, 'moderate');
-  assert.match(verdict(mixed, 'compute-bound').evidence, /ran at 40\.00 TFLOP\/s, 4\.0% of the device's FP16 tensor peak \(989\.4 TFLOP\/s\)/);
-});
+test(
+  'busy but slow: a GPU busy all the time whose matmuls reach a small share of its ' +
+    'FP32 peak is graded, a fast one is the healthy state',
+  () => {
+    const h100 = { ...ctx, device: 'NVIDIA H100 80GB HBM3' };
+    // 15 ms steps, 100 GFLOP each: 6.7 TFLOP/s, 10% of the H100's 66.9.
+    const slow = judge(
+      run(
+        20,
+        () => ({}),
+        () => ({ flops: 100e9 }),
+      ),
+      gpu(10, 99),
+      h100,
+    );
+    assert.ok(Math.abs(slow.breakdown.achievedTflops! - 100e9 / 15 / 1e9) < 1e-9);
+    assert.equal(slow.breakdown.peakTflops, 66.9);
+    assert.ok(Math.abs(slow.breakdown.mfu! - 100 / 15 / 66.9) < 1e-9);
+    const x = verdict(slow, 'compute-bound');
+    assert.equal(x.grade, 'moderate');
+    assert.match(x.title, /^busy but slow/);
+    assert.match(
+      x.evidence,
+      /ran at 6\.67 TFLOP\/s, 10\.0% of the device's FP32 peak \(66\.9 TFLOP\/s\): under 20\.0% of peak/,
+    );
+    const fast = judge(
+      run(
+        20,
+        () => ({}),
+        () => ({ flops: 600e9 }),
+      ),
+      gpu(10, 99),
+      h100,
+    );
+    assert.equal(verdict(fast, 'compute-bound').grade, 'ok');
+    assert.match(verdict(fast, 'compute-bound').title, /^compute-bound: the GPU is the bottleneck/);
+    // An unknown device: the rate, no MFU, no grade from it.
+    const other = judge(
+      run(
+        20,
+        () => ({}),
+        () => ({ flops: 100e9 }),
+      ),
+      gpu(10, 99),
+      { ...ctx, device: 'Some GPU' },
+    );
+    assert.equal(other.breakdown.mfu, null);
+    assert.match(verdict(other, 'compute-bound').evidence, /the device's peak is not known to xtts/);
+    // Runs recorded before FLOPs were counted.
+    assert.equal(
+      judge(
+        run(20, () => ({})),
+        gpu(10, 99),
+        h100,
+      ).breakdown.flopsPerStep,
+      null,
+    );
+    // A mixed_fp16 run is measured against the tensor cores' FP16 peak: 600 GFLOP in 15 ms is 40 TFLOP/s,
+    // healthy against FP32's 66.9 but 4% of the H100's 989.4 with f16 operands: busy but slow.
+    const mixed = judge(
+      run(
+        20,
+        () => ({}),
+        () => ({ flops: 600e9 }),
+      ),
+      gpu(10, 99),
+      { ...h100, precision: 'mixed_fp16' },
+    );
+    assert.equal(mixed.breakdown.peakTflops, 989.4);
+    assert.equal(mixed.breakdown.peakPrecision, 'FP16 tensor');
+    assert.equal(verdict(mixed, 'compute-bound').grade, 'moderate');
+    assert.match(
+      verdict(mixed, 'compute-bound').evidence,
+      /ran at 40\.00 TFLOP\/s, 4\.0% of the device's FP16 tensor peak \(989\.4 TFLOP\/s\)/,
+    );
+  },
+);

@@ -39,7 +39,16 @@ test('a mel figure: title, panel labels, mel-bin and seconds ticks, a colour sca
   const frames = 100;
   const nMels = 40;
   const mel = new Float32Array(frames * nMels).map((_, i) => (i % nMels) / nMels);
-  const f = decode(melFigure({ title: 'SENTENCE-1', panels: [{ label: 'PREDICTED', mel, frames, nMels }, { label: 'TARGET', mel, frames: 80, nMels }], secondsPerFrame: 0.02 }));
+  const f = decode(
+    melFigure({
+      title: 'SENTENCE-1',
+      panels: [
+        { label: 'PREDICTED', mel, frames, nMels },
+        { label: 'TARGET', mel, frames: 80, nMels },
+      ],
+      secondsPerFrame: 0.02,
+    }),
+  );
   const left = textWidth('MEL BIN') + 8; // the y axis title fits left of the plot
   assert.equal(f.width, left + frames * 2 + 60);
   // The title's first letter (S) at the top left: dark pixels in its box.
@@ -62,12 +71,40 @@ test('an alignment figure on an absolute 0..1 scale; a curve figure with both se
   const tokens = 10;
   const a = new Float32Array(steps * tokens);
   for (let s = 0; s < steps; s++) a[s * tokens + Math.floor((s * tokens) / steps)] = 1;
-  const al = decode(alignmentFigure({ title: 'A', panels: [{ label: 'GENERATED', alignment: a, steps, tokens }], secondsPerStep: 0.02 }));
+  const al = decode(
+    alignmentFigure({
+      title: 'A',
+      panels: [{ label: 'GENERATED', alignment: a, steps, tokens }],
+      secondsPerStep: 0.02,
+    }),
+  );
   const left = textWidth('TEXT TOKEN') + 8;
   const top = 16 + 11;
   assert.deepEqual(al.at(left + 1, top + tokens * 3 - 1), colour(1)); // step 0 says symbol 0: bottom left is lit
   assert.deepEqual(al.at(left + 1, top + 1), colour(0)); // and not the last symbol
-  const c = decode(curveFigure({ title: 'LOSS', yTitle: 'LOSS', series: [{ label: 'TRAINING', points: [[10, 3], [20, 2], [30, 1.5]] }, { label: 'VALIDATION', points: [[20, 2.5], [30, 2.2]] }] }));
+  const c = decode(
+    curveFigure({
+      title: 'LOSS',
+      yTitle: 'LOSS',
+      series: [
+        {
+          label: 'TRAINING',
+          points: [
+            [10, 3],
+            [20, 2],
+            [30, 1.5],
+          ],
+        },
+        {
+          label: 'VALIDATION',
+          points: [
+            [20, 2.5],
+            [30, 2.2],
+          ],
+        },
+      ],
+    }),
+  );
   let blue = 0;
   let red = 0;
   for (let y = 30; y < c.height - 40; y++) {

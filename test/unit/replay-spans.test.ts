@@ -6,12 +6,23 @@
 // descriptors say, resolved into a buffer, copied, mapped when the test lets the map resolve.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { describeSpans, ReplaySpans, stepSpan, summarizeSpans, type StepSpan } from '../../src/core/backend/replay-spans.js';
+import {
+  describeSpans,
+  ReplaySpans,
+  stepSpan,
+  summarizeSpans,
+  type StepSpan,
+} from '../../src/core/backend/replay-spans.js';
 import type { GpuDevice } from '../../src/core/backend/gpu-types.js';
 
-const span = (begin: number, end: number, inside: number): StepSpan => ({ beginNs: BigInt(begin), endNs: BigInt(end), insideNs: inside, passes: 1 });
+const span = (begin: number, end: number, inside: number): StepSpan => ({
+  beginNs: BigInt(begin),
+  endNs: BigInt(end),
+  insideNs: inside,
+  passes: 1,
+});
 
-describe('a step\'s spans from its pass timestamps', () => {
+describe("a step's spans from its pass timestamps", () => {
   test('span, inside and passes from begin/end pairs', () => {
     assert.deepEqual(stepSpan([100n, 200n, 210n, 300n], 2), { beginNs: 100n, endNs: 300n, insideNs: 190, passes: 2 });
     assert.deepEqual(stepSpan([5n, 9n], 1), { beginNs: 5n, endNs: 9n, insideNs: 4, passes: 1 });
@@ -23,13 +34,22 @@ describe('a step\'s spans from its pass timestamps', () => {
     assert.equal(stepSpan([], 0), null);
   });
   test('medians; between only where one step followed the other; nulls are dropped, holes not yet back', () => {
-    const s = summarizeSpans([span(0, 1_000_000, 900_000), span(1_200_000, 2_200_000, 800_000), null, span(3_000_000, 4_500_000, 1_000_000), undefined, span(5_000_000, 6_000_000, 700_000)]);
+    const s = summarizeSpans([
+      span(0, 1_000_000, 900_000),
+      span(1_200_000, 2_200_000, 800_000),
+      null,
+      span(3_000_000, 4_500_000, 1_000_000),
+      undefined,
+      span(5_000_000, 6_000_000, 700_000),
+    ]);
     assert.deepEqual(s, { steps: 4, spanMs: 1, insideMs: 0.85, betweenMs: 0.2, dropped: 1 });
     assert.deepEqual(summarizeSpans([]), { steps: 0, spanMs: null, insideMs: null, betweenMs: null, dropped: 0 });
   });
 });
 
-/** A device of plain buffers: timestamp writes land when the pass ends (the test says when); maps resolve when released. */
+/**
+ * A device of plain buffers: timestamp writes land when the pass ends (the test says when); maps resolve when released.
+ */
 class FakeDevice {
   readonly features = new Set(['timestamp-query']);
   readonly limits = { maxStorageBuffersPerShaderStage: 8 };
@@ -57,10 +77,22 @@ class FakeDevice {
   }
   createCommandEncoder() {
     return {
-      resolveQuerySet(set: { values: BigUint64Array }, first: number, count: number, dst: { data: ArrayBuffer }, offset: number) {
+      resolveQuerySet(
+        set: { values: BigUint64Array },
+        first: number,
+        count: number,
+        dst: { data: ArrayBuffer },
+        offset: number,
+      ) {
         new BigUint64Array(dst.data, offset, count).set(set.values.subarray(first, first + count));
       },
-      copyBufferToBuffer(src: { data: ArrayBuffer }, so: number, dst: { data: ArrayBuffer }, doff: number, size: number) {
+      copyBufferToBuffer(
+        src: { data: ArrayBuffer },
+        so: number,
+        dst: { data: ArrayBuffer },
+        doff: number,
+        size: number,
+      ) {
         new Uint8Array(dst.data, doff, size).set(new Uint8Array(src.data, so, size));
       },
       beginComputePass() {
@@ -80,7 +112,9 @@ function runSteps(spans: ReplaySpans, device: FakeDevice, from: number, to: numb
   for (let i = from; i < to; i++) {
     const encoder = device.createCommandEncoder();
     for (let p = 0; p < passes; p++) {
-      const d = spans.pass(p) as { timestampWrites: { beginningOfPassWriteIndex: number; endOfPassWriteIndex: number } } | undefined;
+      const d = spans.pass(p) as
+        | { timestampWrites: { beginningOfPassWriteIndex: number; endOfPassWriteIndex: number } }
+        | undefined;
       if (!d) continue;
       const t = i * 1_000_000 + p * 210_000;
       device.sets[0][d.timestampWrites.beginningOfPassWriteIndex] = BigInt(t);
@@ -149,15 +183,27 @@ describe('the ring of slots on a device', () => {
 describe('the line a run and its profile print', () => {
   const step = { available: true as const, steps: 397, spanMs: 6.25, insideMs: 6.16, betweenMs: 0.52, dropped: 0 };
   test('passes, waits between parts, the alignment forward and the rest of the cycle', () => {
-    const line = describeSpans(step, { available: true, steps: 397, spanMs: 0.29, insideMs: 0.29, betweenMs: 6.5, dropped: 0 }, 6.73);
+    const line = describeSpans(
+      step,
+      { available: true, steps: 397, spanMs: 0.29, insideMs: 0.29, betweenMs: 6.5, dropped: 0 },
+      6.73,
+    );
     assert.equal(
       line,
-      "device time of a replayed step (timestamps at its passes' edges, 397 steps): its passes 6.16 ms (their kernels and the gaps between dependent dispatches), 0.09 ms between its parts (the device waiting for the host's next part), the alignment forward 0.29 ms, 0.23 ms else between steps (uploads, copies, command-buffer boundaries, waiting for the host); the device's cycle 6.77 ms against a 6.73 ms median step",
+      "device time of a replayed step (timestamps at its passes' edges, 397 steps): " +
+        'its passes 6.16 ms (their kernels and the gaps between dependent dispatches), ' +
+        "0.09 ms between its parts (the device waiting for the host's next part), the " +
+        'alignment forward 0.29 ms, 0.23 ms else between steps (uploads, copies, ' +
+        "command-buffer boundaries, waiting for the host); the device's cycle 6.77 ms " +
+        'against a 6.73 ms median step',
     );
   });
   test('nothing measured: no line', () => {
     assert.equal(describeSpans({ available: false, reason: 'x' }, undefined, 5), null);
     assert.equal(describeSpans(undefined, undefined, 5), null);
-    assert.equal(describeSpans({ ...step, steps: 0, spanMs: null, insideMs: null, betweenMs: null }, undefined, 5), null);
+    assert.equal(
+      describeSpans({ ...step, steps: 0, spanMs: null, insideMs: null, betweenMs: null }, undefined, 5),
+      null,
+    );
   });
 });

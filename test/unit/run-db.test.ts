@@ -19,12 +19,39 @@ test('spans account for the whole step; the run database round-trips steps, metr
   const dir = join(mkdtempSync(join(tmpdir(), 'xtts-run-')), 'run');
   const db = RunDatabase.create(dir);
   db.setMeta('config', { a: 1 });
-  const step: StepRecord = { step: 1, startMs: 0, wallMs, spans, epoch: 0, batchIndex: 0, bucket: 1, batchSize: 8, tokens: 64, frames: 400, kernels: 1234, readySlots: 2, learningRate: 1e-3, loss: 1.5, gradNorm: 0.7 };
+  const step: StepRecord = {
+    step: 1,
+    startMs: 0,
+    wallMs,
+    spans,
+    epoch: 0,
+    batchIndex: 0,
+    bucket: 1,
+    batchSize: 8,
+    tokens: 64,
+    frames: 400,
+    kernels: 1234,
+    readySlots: 2,
+    learningRate: 1e-3,
+    loss: 1.5,
+    gradNorm: 0.7,
+  };
   db.addStep(step);
   db.addStep({ ...step, step: 2, loss: undefined, gradNorm: undefined, nonFinite: true });
   db.addMetric(1, 'loss/train', 1.5);
   db.addMetric(1, 'loss/mel', 1.2);
-  db.addDeviceSample({ tMs: 5, device: 0, utilizationPct: 40, memoryUsedBytes: 1e9, memoryTotalBytes: 8e10, smClockMhz: 1980, powerW: 300, temperatureC: 50, smActivityPct: null, throttleReasons: null });
+  db.addDeviceSample({
+    tMs: 5,
+    device: 0,
+    utilizationPct: 40,
+    memoryUsedBytes: 1e9,
+    memoryTotalBytes: 8e10,
+    smClockMhz: 1980,
+    powerW: 300,
+    temperatureC: 50,
+    smActivityPct: null,
+    throttleReasons: null,
+  });
   db.close();
   const ro = RunDatabase.open(dir);
   assert.deepEqual(ro.getMeta('config'), { a: 1 });
@@ -36,25 +63,56 @@ test('spans account for the whole step; the run database round-trips steps, metr
   assert.deepEqual(ro.metrics('loss/train'), [{ step: 1, name: 'loss/train', value: 1.5 }]);
   assert.equal(ro.deviceSamples()[0].smClockMhz, 1980);
   ro.close();
-  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lines = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(lines.length, 2);
   assert.throws(() => RunDatabase.open(join(dir, 'nope')), /no run database/);
 });
 
-test('the tensors a step leaves behind round-trip; a run folder from before they were recorded takes them on resume', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-rundb-old-'));
-  // The steps table as xtts wrote it before: no tensors or tensor_bytes columns.
-  const Database = (await import('better-sqlite3')).default;
-  const old = new Database(join(dir, 'run.sqlite'));
-  old.exec(`CREATE TABLE steps (step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, data_wait_ms REAL, upload_ms REAL, forward_backward_ms REAL, optimizer_ms REAL, sync_ms REAL, checkpoint_ms REAL, other_ms REAL,
+test(
+  'the tensors a step leaves behind round-trip; a run folder from before they were ' + 'recorded takes them on resume',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-rundb-old-'));
+    // The steps table as xtts wrote it before: no tensors or tensor_bytes columns.
+    const Database = (await import('better-sqlite3')).default;
+    const old = new Database(join(dir, 'run.sqlite'));
+    old.exec(`CREATE TABLE steps (step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, data_wait_ms REAL, upload_ms REAL, forward_backward_ms REAL, optimizer_ms REAL, sync_ms REAL, checkpoint_ms REAL, other_ms REAL,
     epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER, kernels INTEGER, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER)`);
-  old.exec('INSERT INTO steps (step, start_ms, wall_ms, kernels) VALUES (1, 0, 10, 5)');
-  old.close();
-  const db = RunDatabase.create(dir);
-  const spans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 1, optimizerMs: 1, syncMs: 0, allReduceMs: 0, checkpointMs: 0, otherMs: 0 };
-  db.addStep({ step: 2, startMs: 10, wallMs: 10, spans, epoch: 0, batchIndex: 1, bucket: 0, batchSize: 4, tokens: 8, frames: 16, kernels: 5, readySlots: 1, learningRate: 1e-3, tensors: 321, tensorBytes: 4096 });
-  db.close();
-  const steps = RunDatabase.open(dir).steps();
-  assert.equal(steps[0].tensors, undefined);
-  assert.deepEqual([steps[1].tensors, steps[1].tensorBytes], [321, 4096]);
-});
+    old.exec('INSERT INTO steps (step, start_ms, wall_ms, kernels) VALUES (1, 0, 10, 5)');
+    old.close();
+    const db = RunDatabase.create(dir);
+    const spans = {
+      dataWaitMs: 0,
+      uploadMs: 0,
+      forwardBackwardMs: 1,
+      optimizerMs: 1,
+      syncMs: 0,
+      allReduceMs: 0,
+      checkpointMs: 0,
+      otherMs: 0,
+    };
+    db.addStep({
+      step: 2,
+      startMs: 10,
+      wallMs: 10,
+      spans,
+      epoch: 0,
+      batchIndex: 1,
+      bucket: 0,
+      batchSize: 4,
+      tokens: 8,
+      frames: 16,
+      kernels: 5,
+      readySlots: 1,
+      learningRate: 1e-3,
+      tensors: 321,
+      tensorBytes: 4096,
+    });
+    db.close();
+    const steps = RunDatabase.open(dir).steps();
+    assert.equal(steps[0].tensors, undefined);
+    assert.deepEqual([steps[1].tensors, steps[1].tensorBytes], [321, 4096]);
+  },
+);

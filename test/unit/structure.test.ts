@@ -32,25 +32,30 @@ test('each core subsystem is used through its index.ts (or a documented allow-li
   assert.deepEqual(
     deep.map((d) => `${d.from}:${d.line} imports ${d.to}`),
     [],
-    'import from the subsystem\'s index.ts (export the name there), or add the file to DEEP_IMPORT_ALLOWED with the reason',
+    "import from the subsystem's index.ts (export the name there), or add the file " +
+      'to DEEP_IMPORT_ALLOWED with the reason',
   );
   assert.ok(Object.keys(DEEP_IMPORT_ALLOWED).length <= 10);
 });
 
-test('the training loop is at most 80 lines; no function in src/ or plugins/ over 120 but those listed, none longer than listed', () => {
-  const sizes = functionSizes(sourceFiles(['src', 'plugins']));
-  const loop = sizes.find((f) => f.file === 'src/core/training/trainer.ts' && f.name === 'trainSteps');
-  assert.ok(loop, 'the loop is trainer.ts\'s trainSteps');
-  assert.ok(loop.lines <= 80, `trainSteps is ${loop.lines} lines`);
-  const long = sizes.filter((f) => f.lines > 120);
-  for (const f of long) {
-    const key = `${f.file} ${f.name}`;
-    assert.ok(key in LONG_FUNCTIONS, `${key} (line ${f.line}) is ${f.lines} lines: split it (at most 120)`);
-    assert.ok(f.lines <= LONG_FUNCTIONS[key], `${key} grew to ${f.lines} lines (was ${LONG_FUNCTIONS[key]})`);
-  }
-  const mended = Object.keys(LONG_FUNCTIONS).filter((k) => !long.some((f) => `${f.file} ${f.name}` === k));
-  assert.deepEqual(mended, [], 'these are 120 lines or fewer now: take them off LONG_FUNCTIONS');
-});
+test(
+  'the training loop is at most 80 lines; no function in src/ or plugins/ over 120 ' +
+    'but those listed, none longer than listed',
+  () => {
+    const sizes = functionSizes(sourceFiles(['src', 'plugins']));
+    const loop = sizes.find((f) => f.file === 'src/core/training/trainer.ts' && f.name === 'trainSteps');
+    assert.ok(loop, "the loop is trainer.ts's trainSteps");
+    assert.ok(loop.lines <= 80, `trainSteps is ${loop.lines} lines`);
+    const long = sizes.filter((f) => f.lines > 120);
+    for (const f of long) {
+      const key = `${f.file} ${f.name}`;
+      assert.ok(key in LONG_FUNCTIONS, `${key} (line ${f.line}) is ${f.lines} lines: split it (at most 120)`);
+      assert.ok(f.lines <= LONG_FUNCTIONS[key], `${key} grew to ${f.lines} lines (was ${LONG_FUNCTIONS[key]})`);
+    }
+    const mended = Object.keys(LONG_FUNCTIONS).filter((k) => !long.some((f) => `${f.file} ${f.name}` === k));
+    assert.deepEqual(mended, [], 'these are 120 lines or fewer now: take them off LONG_FUNCTIONS');
+  },
+);
 
 test('no file in src/ over 600 lines but those listed, none longer than listed', () => {
   const long = fileLengths(sourceFiles(['src'])).filter((f) => f.lines > 600);
@@ -58,5 +63,9 @@ test('no file in src/ over 600 lines but those listed, none longer than listed',
     assert.ok(f.file in LONG_FILES, `${f.file} is ${f.lines} lines: split it (at most 600)`);
     assert.ok(f.lines <= LONG_FILES[f.file], `${f.file} grew to ${f.lines} lines (was ${LONG_FILES[f.file]})`);
   }
-  assert.deepEqual(Object.keys(LONG_FILES).filter((k) => !long.some((f) => f.file === k)), [], 'these are 600 lines or fewer now: take them off LONG_FILES');
+  assert.deepEqual(
+    Object.keys(LONG_FILES).filter((k) => !long.some((f) => f.file === k)),
+    [],
+    'these are 600 lines or fewer now: take them off LONG_FILES',
+  );
 });

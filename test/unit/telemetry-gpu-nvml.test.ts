@@ -10,7 +10,14 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { GpuSampler } from '../../src/core/telemetry/gpu-sampler.js';
 import { toDeviceSampleRecord, type GpuSample } from '../../src/core/telemetry/gpu-sample.js';
-import { closeNvml, loadNvmlAddon, nvmlAddonPath, openNvml, NVML_ADDON_FILE, type NvmlAddon } from '../../src/core/telemetry/nvml.js';
+import {
+  closeNvml,
+  loadNvmlAddon,
+  nvmlAddonPath,
+  openNvml,
+  NVML_ADDON_FILE,
+  type NvmlAddon,
+} from '../../src/core/telemetry/nvml.js';
 import { RunDatabase } from '../../src/core/telemetry/run-db.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -98,7 +105,10 @@ function cc(source: string, out: string): void {
 let addon: NvmlAddon;
 // The stand-in library needs a C compiler; a GPU host may have none (the addon itself can be carried
 // there prebuilt, and build.mjs then finds it up to date).
-const noCompiler = spawnSync('sh', ['-c', 'command -v cc']).status === 0 ? false : 'no C compiler (cc) to build the stand-in libnvidia-ml';
+const noCompiler =
+  spawnSync('sh', ['-c', 'command -v cc']).status === 0
+    ? false
+    : 'no C compiler (cc) to build the stand-in libnvidia-ml';
 
 before(() => {
   // The addon must build here (g++ and Node's headers are installed); --strict makes a failure fatal.
@@ -119,23 +129,43 @@ describe('NVML addon', () => {
   test('is found at nvmlAddonPath() and exports its functions', () => {
     assert.equal(nvmlAddonPath(), join(root, 'native/nvml/build/Release', NVML_ADDON_FILE));
     assert.ok(existsSync(nvmlAddonPath()));
-    for (const f of ['init', 'shutdown', 'deviceCount', 'deviceInfo', 'sample', 'gpmSample', 'sampleAsync', 'monotonicMs']) assert.equal(typeof (addon as unknown as Record<string, unknown>)[f], 'function', f);
+    for (const f of [
+      'init',
+      'shutdown',
+      'deviceCount',
+      'deviceInfo',
+      'sample',
+      'gpmSample',
+      'sampleAsync',
+      'monotonicMs',
+    ])
+      assert.equal(typeof (addon as unknown as Record<string, unknown>)[f], 'function', f);
   });
 
   test('init() without a driver says which library is missing and why', () => {
     const r = addon.init('/nonexistent/libnvidia-ml.so.1');
     assert.equal(r.ok, false);
     assert.ok(!r.ok && r.code === 'LIBRARY_NOT_FOUND');
-    assert.match(!r.ok ? r.error : '', /cannot load \/nonexistent\/libnvidia-ml\.so\.1 \(no NVIDIA driver installed.*\): .*No such file or directory/);
+    assert.match(
+      !r.ok ? r.error : '',
+      /cannot load \/nonexistent\/libnvidia-ml\.so\.1 \(no NVIDIA driver installed.*\): .*No such file or directory/,
+    );
   });
 
-  test('the machine default (libnvidia-ml.so.1) fails with the same clear reason when no driver is installed', { skip: hasNvidiaLibrary() ? 'an NVIDIA driver library is present here' : false }, () => {
+  test('the machine default (libnvidia-ml.so.1) fails with the same clear reason when no driver is installed', {
+    skip: hasNvidiaLibrary() ? 'an NVIDIA driver library is present here' : false,
+  }, () => {
     const r = addon.init();
     assert.ok(!r.ok);
-    assert.match(r.error, /^cannot load libnvidia-ml\.so\.1 \(no NVIDIA driver installed, or its library is not on the loader path\): libnvidia-ml\.so\.1: cannot open shared object file/);
+    assert.match(
+      r.error,
+      /^cannot load libnvidia-ml\.so\.1 \(no NVIDIA driver installed, or its library is not on the loader path\): libnvidia-ml\.so\.1: cannot open shared object file/,
+    );
   });
 
-  test('a library without NVML entry points and a driver that is not loaded are told apart', { skip: noCompiler }, () => {
+  test('a library without NVML entry points and a driver that is not loaded are told apart', {
+    skip: noCompiler,
+  }, () => {
     const a = addon.init(emptyLib);
     assert.ok(!a.ok);
     assert.equal(a.code, 'FUNCTION_NOT_FOUND');
@@ -145,7 +175,10 @@ describe('NVML addon', () => {
       const b = addon.init(fakeLib);
       assert.ok(!b.ok);
       assert.equal(b.code, 'NVML_ERROR_DRIVER_NOT_LOADED');
-      assert.match(b.error, /^nvmlInit_v2: Driver Not Loaded \(NVML_ERROR_DRIVER_NOT_LOADED\): the NVIDIA kernel driver is not loaded/);
+      assert.match(
+        b.error,
+        /^nvmlInit_v2: Driver Not Loaded \(NVML_ERROR_DRIVER_NOT_LOADED\): the NVIDIA kernel driver is not loaded/,
+      );
     } finally {
       delete process.env.FAKE_NVML_MODE;
     }
@@ -165,7 +198,14 @@ describe('NVML addon', () => {
       assert.equal(r.driverVersion, '550.54.15');
       assert.equal(addon.deviceCount(), 2);
       assert.throws(() => addon.sample(2), /GPU index 2.* is out of range \(2 GPUs\)/);
-      assert.deepEqual(addon.deviceInfo(0), { index: 0, name: 'NVIDIA H100 80GB HBM3', uuid: 'GPU-aaaaaaaa-0000-0000-0000-000000000000', memoryTotalBytes: 85520809984, migEnabled: false, gpmSupported: true });
+      assert.deepEqual(addon.deviceInfo(0), {
+        index: 0,
+        name: 'NVIDIA H100 80GB HBM3',
+        uuid: 'GPU-aaaaaaaa-0000-0000-0000-000000000000',
+        memoryTotalBytes: 85520809984,
+        migEnabled: false,
+        gpmSupported: true,
+      });
       const t4 = addon.deviceInfo(1);
       assert.equal(t4.migEnabled, null);
       assert.equal(t4.gpmSupported, false);
@@ -174,15 +214,30 @@ describe('NVML addon', () => {
       const before = addon.monotonicMs();
       const h100 = addon.sample(0);
       assert.ok(h100.monotonicMs >= before && h100.monotonicMs <= addon.monotonicMs());
-      assert.deepEqual({ ...h100, monotonicMs: 0 }, {
-        index: 0, monotonicMs: 0, utilizationPct: 97, memoryUtilizationPct: 41, memoryUsedBytes: 64209944576, memoryTotalBytes: 85520809984,
-        smClockMhz: 1980, powerW: 512.37, temperatureC: 63, throttleReasonsMask: 0x4,
-      });
+      assert.deepEqual(
+        { ...h100, monotonicMs: 0 },
+        {
+          index: 0,
+          monotonicMs: 0,
+          utilizationPct: 97,
+          memoryUtilizationPct: 41,
+          memoryUsedBytes: 64209944576,
+          memoryTotalBytes: 85520809984,
+          smClockMhz: 1980,
+          powerW: 512.37,
+          temperatureC: 63,
+          throttleReasonsMask: 0x4,
+        },
+      );
       const t4s = addon.sample(1);
       assert.equal(t4s.powerW, null, 'NOT_SUPPORTED is a null field');
       assert.equal(t4s.temperatureC, null);
       assert.equal(t4s.throttleReasonsMask, 0x41);
-      assert.deepEqual(t4s.errors, { temperatureC: 'nvmlDeviceGetTemperature(GPU): GPU is lost (NVML_ERROR_GPU_IS_LOST)' }, 'NOT_SUPPORTED is not an error; GPU_IS_LOST is');
+      assert.deepEqual(
+        t4s.errors,
+        { temperatureC: 'nvmlDeviceGetTemperature(GPU): GPU is lost (NVML_ERROR_GPU_IS_LOST)' },
+        'NOT_SUPPORTED is not an error; GPU_IS_LOST is',
+      );
 
       assert.equal(addon.gpmSample(1), null, 'no GPM on the T4');
       const primed = addon.gpmSample(0);
@@ -192,14 +247,30 @@ describe('NVML addon', () => {
       await new Promise((r) => setTimeout(r, 20));
       const g = addon.gpmSample(0);
       assert.ok(g && g.intervalMs !== null && g.intervalMs >= 15, `interval ${g?.intervalMs}`);
-      // NVML metric ids: SM_OCCUPANCY 3, SM_UTIL 2, GRAPHICS_UTIL 1, ANY_TENSOR 5, DRAM_BW 10, FP16 13, FP32 12, FP64 11, PCIe TX 20, RX 21.
-      assert.deepEqual({ ...g, intervalMs: 0 }, {
-        intervalMs: 0, smOccupancyPct: 30.5, smActivityPct: 20.5, graphicsActivityPct: 10.5, tensorActivityPct: 50.5, dramBandwidthPct: null,
-        fp16ActivityPct: 130.5, fp32ActivityPct: 120.5, fp64ActivityPct: 110.5, pcieTxMiBps: 200.5, pcieRxMiBps: 210.5,
-      });
+      // NVML metric ids: SM_OCCUPANCY 3, SM_UTIL 2, GRAPHICS_UTIL 1, ANY_TENSOR 5, DRAM_BW 10, FP16 13, FP32 12, FP64
+      // 11, PCIe TX 20, RX 21.
+      assert.deepEqual(
+        { ...g, intervalMs: 0 },
+        {
+          intervalMs: 0,
+          smOccupancyPct: 30.5,
+          smActivityPct: 20.5,
+          graphicsActivityPct: 10.5,
+          tensorActivityPct: 50.5,
+          dramBandwidthPct: null,
+          fp16ActivityPct: 130.5,
+          fp32ActivityPct: 120.5,
+          fp64ActivityPct: 110.5,
+          pcieTxMiBps: 200.5,
+          pcieRxMiBps: 210.5,
+        },
+      );
 
       const both = await addon.sampleAsync([0, 1], true);
-      assert.deepEqual(both.map((x) => x.sample.index), [0, 1]);
+      assert.deepEqual(
+        both.map((x) => x.sample.index),
+        [0, 1],
+      );
       assert.equal(both[0].sample.utilizationPct, 97);
       assert.equal(both[0].gpm?.smActivityPct, 20.5, 'the worker thread continues the GPM intervals');
       assert.equal(both[1].gpm, null);
@@ -227,7 +298,10 @@ describe('NVML addon', () => {
     try {
       const missing = loadNvmlAddon();
       assert.equal(missing.addon, null);
-      assert.match('reason' in missing ? missing.reason : '', /not shipped beside the bundle \(.*bundle\/xtts_nvml\.node is missing\)/);
+      assert.match(
+        'reason' in missing ? missing.reason : '',
+        /not shipped beside the bundle \(.*bundle\/xtts_nvml\.node is missing\)/,
+      );
       spawnSync('mkdir', ['-p', bundle]);
       copyFileSync(nvmlAddonPath(), join(bundle, NVML_ADDON_FILE));
       const shipped = loadNvmlAddon();
@@ -243,7 +317,9 @@ describe('NVML addon', () => {
 });
 
 describe('GpuSampler on NVML', () => {
-  test('samples both GPUs on a timer, with GPM values where the GPU has them, into the run database', { skip: noCompiler }, async () => {
+  test('samples both GPUs on a timer, with GPM values where the GPU has them, into the run database', {
+    skip: noCompiler,
+  }, async () => {
     const origin = performance.now();
     const sampler = await GpuSampler.start({ nvmlLibraryPath: fakeLib, rateHz: 50, originMs: origin });
     const seen: GpuSample[] = [];
@@ -251,9 +327,20 @@ describe('GpuSampler on NVML', () => {
     try {
       assert.ok(sampler.status.available, JSON.stringify(sampler.status));
       assert.equal(sampler.status.source, 'nvml');
-      assert.deepEqual(sampler.status.devices.map((d) => [d.index, d.name, d.gpm]), [[0, 'NVIDIA H100 80GB HBM3', true], [1, 'Tesla T4', false]]);
+      assert.deepEqual(
+        sampler.status.devices.map((d) => [d.index, d.name, d.gpm]),
+        [
+          [0, 'NVIDIA H100 80GB HBM3', true],
+          [1, 'Tesla T4', false],
+        ],
+      );
       // The GPM value needs two GPM reads (100 ms apart by default): wait for it, without a clock assertion.
-      await waitFor(() => sampler.samples({ index: 0 }).some((s) => s.smOccupancyPct !== null) && sampler.samples({ index: 1 }).length >= 5, 10_000);
+      await waitFor(
+        () =>
+          sampler.samples({ index: 0 }).some((s) => s.smOccupancyPct !== null) &&
+          sampler.samples({ index: 1 }).length >= 5,
+        10_000,
+      );
     } finally {
       await sampler.stop();
     }
@@ -279,7 +366,10 @@ describe('GpuSampler on NVML', () => {
     const stoppedAt = performance.now() - origin;
     for (const xs of [h100, t4]) {
       for (let i = 1; i < xs.length; i++) assert.ok(xs[i].tMs >= xs[i - 1].tMs);
-      assert.ok(xs[0].tMs >= 0 && xs[xs.length - 1].tMs <= stoppedAt, `${xs[0].tMs}..${xs[xs.length - 1].tMs} outside 0..${stoppedAt}`);
+      assert.ok(
+        xs[0].tMs >= 0 && xs[xs.length - 1].tMs <= stoppedAt,
+        `${xs[0].tMs}..${xs[xs.length - 1].tMs} outside 0..${stoppedAt}`,
+      );
     }
     assert.equal(seen.length, h100.length + t4.length, 'listeners see every sample');
     const n = sampler.samples().length;
@@ -327,21 +417,34 @@ describe('GpuSampler on NVML', () => {
     }
     assert.equal(sampler.latest(0)!.smOccupancyPct, null);
     assert.equal(sampler.latest(0)!.utilizationPct, 97, 'the other readings go on');
-    assert.match(sampler.counters.lastError ?? '', /GPU 0: nvmlGpmSampleGet: Unknown Error \(NVML_ERROR_NO_PERMISSION\)/);
+    assert.match(
+      sampler.counters.lastError ?? '',
+      /GPU 0: nvmlGpmSampleGet: Unknown Error \(NVML_ERROR_NO_PERMISSION\)/,
+    );
   });
 
   test('a GPU index that does not exist is a user error naming the GPUs there are', { skip: noCompiler }, async () => {
-    await assert.rejects(GpuSampler.start({ nvmlLibraryPath: fakeLib, devices: [0, 3] }), (e: Error & { code?: string }) => e.code === 'GPU_NOT_FOUND' && /GPU 3 does not exist: NVML lists GPUs 0, 1/.test(e.message));
+    await assert.rejects(
+      GpuSampler.start({ nvmlLibraryPath: fakeLib, devices: [0, 3] }),
+      (e: Error & { code?: string }) =>
+        e.code === 'GPU_NOT_FOUND' && /GPU 3 does not exist: NVML lists GPUs 0, 1/.test(e.message),
+    );
     assert.throws(() => addon.deviceCount(), /not initialised/, 'the failed start released NVML');
   });
 });
 
 describe('GpuSampler on this machine', () => {
-  test('without a driver it reports unavailable with both reasons, and neither throws nor hangs', { skip: hasNvidiaLibrary() || onPath('nvidia-smi') ? 'an NVIDIA driver is present here' : false, timeout: 30_000 }, async () => {
+  test('without a driver it reports unavailable with both reasons, and neither throws nor hangs', {
+    skip: hasNvidiaLibrary() || onPath('nvidia-smi') ? 'an NVIDIA driver is present here' : false,
+    timeout: 30_000,
+  }, async () => {
     const sampler = await GpuSampler.start({ rateHz: 10 });
     assert.equal(sampler.status.available, false);
     const reason = !sampler.status.available ? sampler.status.reason : '';
-    assert.match(reason, /^no NVIDIA GPU \/ no driver: NVML: cannot load libnvidia-ml\.so\.1 \(no NVIDIA driver installed, or its library is not on the loader path\): .*; nvidia-smi: no NVIDIA driver \(nvidia-smi not found\)$/);
+    assert.match(
+      reason,
+      /^no NVIDIA GPU \/ no driver: NVML: cannot load libnvidia-ml\.so\.1 \(no NVIDIA driver installed, or its library is not on the loader path\): .*; nvidia-smi: no NVIDIA driver \(nvidia-smi not found\)$/,
+    );
     assert.deepEqual(sampler.samples(), []);
     assert.deepEqual(sampler.summary(), []);
     assert.equal(sampler.latest(0), undefined);
@@ -349,7 +452,10 @@ describe('GpuSampler on this machine', () => {
     await sampler.stop();
   });
 
-  test('on a GPU host it samples the real GPUs', { skip: hasNvidiaLibrary() || onPath('nvidia-smi') ? false : 'no NVIDIA driver here', timeout: 60_000 }, async () => {
+  test('on a GPU host it samples the real GPUs', {
+    skip: hasNvidiaLibrary() || onPath('nvidia-smi') ? false : 'no NVIDIA driver here',
+    timeout: 60_000,
+  }, async () => {
     const sampler = await GpuSampler.start({ rateHz: 10 });
     try {
       assert.ok(sampler.status.available, JSON.stringify(sampler.status));
@@ -359,7 +465,9 @@ describe('GpuSampler on this machine', () => {
       assert.ok(s.memoryTotalBytes !== null && s.memoryTotalBytes > 2 ** 30, `memory total ${s.memoryTotalBytes}`);
       assert.ok(s.utilizationPct !== null && s.utilizationPct >= 0 && s.utilizationPct <= 100);
       assert.ok(s.smClockMhz !== null && s.smClockMhz > 0);
-      console.log(`# GPU telemetry: ${JSON.stringify({ status: sampler.status, latest: s, counters: sampler.counters })}`);
+      console.log(
+        `# GPU telemetry: ${JSON.stringify({ status: sampler.status, latest: s, counters: sampler.counters })}`,
+      );
     } finally {
       await sampler.stop();
     }

@@ -31,7 +31,9 @@ const HOT_H100 = '2024/05/14 09:31:07.418, 2, 100, 79812, 81559, 1755, 699.12, 8
 // A MIG-enabled GPU reports no utilisation; a GeForce without a power sensor, none either.
 const MIG_H100 = '2024/05/14 09:31:07.420, 3, [N/A], 10213, 81559, 1980, 301.50, 45, 0x0000000000000000';
 const NO_POWER = '2024/05/14 09:31:07.423, 0, 12, 812, 6144, 1410, [Not Supported], 52, 0x0000000000000000';
-const BROKEN = '2024/05/14 09:31:07.425, 1, [Unknown Error], [Unknown Error], [Unknown Error], [Unknown Error], [Unknown Error], [Unknown Error], [Unknown Error]';
+const BROKEN =
+  '2024/05/14 09:31:07.425, 1, [Unknown Error], [Unknown Error], [Unknown Error], ' +
+  '[Unknown Error], [Unknown Error], [Unknown Error], [Unknown Error]';
 // The same reading without `nounits`: never mistaken for numbers.
 const WITH_UNITS = '2024/05/14 09:31:07.412, 0, 97 %, 61234 MiB, 81559 MiB, 1980 MHz, 512.37 W, 63, 0x0000000000000000';
 
@@ -40,8 +42,15 @@ describe('parseNvidiaSmiLine', () => {
     const busy = parseNvidiaSmiLine(BUSY_H100)!;
     assert.deepEqual(busy, {
       timestampMs: Date.UTC(2024, 4, 14, 13, 31, 7, 412),
-      index: 0, utilizationPct: 97, memoryUsedBytes: 61234 * MIB, memoryTotalBytes: 81559 * MIB, smClockMhz: 1980, powerW: 512.37, temperatureC: 63,
-      throttleReasons: [], missing: {},
+      index: 0,
+      utilizationPct: 97,
+      memoryUsedBytes: 61234 * MIB,
+      memoryTotalBytes: 81559 * MIB,
+      smClockMhz: 1980,
+      powerW: 512.37,
+      temperatureC: 63,
+      throttleReasons: [],
+      missing: {},
     });
     const idle = parseNvidiaSmiLine(IDLE_H100)!;
     assert.equal(idle.index, 1);
@@ -61,7 +70,15 @@ describe('parseNvidiaSmiLine', () => {
     assert.deepEqual(geforce.missing, { powerW: '[Not Supported]' });
     const broken = parseNvidiaSmiLine(BROKEN)!;
     assert.deepEqual(
-      [broken.utilizationPct, broken.memoryUsedBytes, broken.memoryTotalBytes, broken.smClockMhz, broken.powerW, broken.temperatureC, broken.throttleReasons],
+      [
+        broken.utilizationPct,
+        broken.memoryUsedBytes,
+        broken.memoryTotalBytes,
+        broken.smClockMhz,
+        broken.powerW,
+        broken.temperatureC,
+        broken.throttleReasons,
+      ],
       [null, null, null, null, null, null, null],
     );
     assert.equal(broken.missing.throttleMask, '[Unknown Error]');
@@ -79,9 +96,12 @@ describe('parseNvidiaSmiLine', () => {
   test('lines that are not readings are skipped', () => {
     for (const line of [
       '',
-      'NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.',
+      "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. " +
+        'Make sure that the latest NVIDIA driver is installed and running.',
       'No devices were found',
-      'timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB], clocks.current.sm [MHz], power.draw [W], temperature.gpu, clocks_throttle_reasons.active',
+      'timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB], ' +
+        'clocks.current.sm [MHz], power.draw [W], temperature.gpu, ' +
+        'clocks_throttle_reasons.active',
       '2024/05/14 09:31:07.412, 0, 97, 61234',
     ]) {
       assert.equal(parseNvidiaSmiLine(line), undefined, line);
@@ -89,7 +109,10 @@ describe('parseNvidiaSmiLine', () => {
   });
 
   test('a query that lost a column reads the columns it has', () => {
-    const q = withoutField(withoutField(defaultNvidiaSmiQuery(), 'clocks_throttle_reasons.active')!, 'clocks_event_reasons.active')!;
+    const q = withoutField(
+      withoutField(defaultNvidiaSmiQuery(), 'clocks_throttle_reasons.active')!,
+      'clocks_event_reasons.active',
+    )!;
     const r = parseNvidiaSmiLine('2024/05/14 09:31:07.412, 0, 97, 61234, 81559, 1980, 512.37, 63', q)!;
     assert.equal(r.temperatureC, 63);
     assert.equal(r.throttleReasons, null);
@@ -103,12 +126,21 @@ describe('nvidia-smi helpers', () => {
     assert.equal(parseNvidiaSmiTimestamp('2024/01/15 10:22:33'), Date.UTC(2024, 0, 15, 15, 22, 33, 0));
     assert.equal(parseNvidiaSmiTimestamp('Tue May 14 09:31:07 2024'), null);
     // New York skips 02:00-03:00 on 2024-03-10: 200 ms pass between these two readings.
-    assert.equal(parseNvidiaSmiTimestamp('2024/03/10 03:00:00.100')! - parseNvidiaSmiTimestamp('2024/03/10 01:59:59.900')!, 200);
+    assert.equal(
+      parseNvidiaSmiTimestamp('2024/03/10 03:00:00.100')! - parseNvidiaSmiTimestamp('2024/03/10 01:59:59.900')!,
+      200,
+    );
     assert.equal(parseNvidiaSmiTimestamp('2024/03/10 01:59:59.900'), Date.UTC(2024, 2, 10, 6, 59, 59, 900));
   });
 
   test('a rejected field is replaced by its next name, then dropped; the index never is', () => {
-    assert.equal(rejectedNvidiaSmiField('Field "clocks_throttle_reasons.active" is not a valid field to query.\n\nPlease see \'nvidia-smi -h\' for help.'), 'clocks_throttle_reasons.active');
+    assert.equal(
+      rejectedNvidiaSmiField(
+        'Field "clocks_throttle_reasons.active" is not a valid field to query.\n\nPlease ' +
+          "see 'nvidia-smi -h' for help.",
+      ),
+      'clocks_throttle_reasons.active',
+    );
     assert.equal(rejectedNvidiaSmiField('No devices were found'), undefined);
     const q0 = defaultNvidiaSmiQuery();
     const q1 = withoutField(q0, 'clocks_throttle_reasons.active')!;
@@ -159,7 +191,11 @@ chmodSync(FAKE, 0o755);
 
 function starts(): { pid: number; args: string }[] {
   if (!existsSync(LOG)) return [];
-  return readFileSync(LOG, 'utf8').trim().split('\n').filter(Boolean).map((l) => ({ pid: Number(l.split(' ')[0]), args: l.slice(l.indexOf(' ') + 1) }));
+  return readFileSync(LOG, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => ({ pid: Number(l.split(' ')[0]), args: l.slice(l.indexOf(' ') + 1) }));
 }
 
 function alive(pid: number): boolean {
@@ -194,13 +230,22 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
   test('one long-lived process streams both GPUs; stop() ends it', async () => {
     await withMode(undefined, async () => {
       const origin = performance.now();
-      const sampler = await GpuSampler.start({ source: 'auto', nvmlLibraryPath: '/nonexistent/libnvidia-ml.so.1', nvidiaSmiCommand: FAKE, rateHz: 20, originMs: origin });
+      const sampler = await GpuSampler.start({
+        source: 'auto',
+        nvmlLibraryPath: '/nonexistent/libnvidia-ml.so.1',
+        nvidiaSmiCommand: FAKE,
+        rateHz: 20,
+        originMs: origin,
+      });
       assert.ok(sampler.status.available, JSON.stringify(sampler.status));
       assert.equal(sampler.status.source, 'nvidia-smi');
-      assert.deepEqual(sampler.status.devices.map((d) => [d.index, d.name, d.uuid, d.memoryTotalBytes, d.gpm]), [
-        [0, 'NVIDIA H100 80GB HBM3', 'GPU-aaaaaaaa-0000-0000-0000-000000000000', 81559 * MIB, false],
-        [1, 'NVIDIA H100 80GB HBM3', 'GPU-bbbbbbbb-0000-0000-0000-000000000001', 81559 * MIB, false],
-      ]);
+      assert.deepEqual(
+        sampler.status.devices.map((d) => [d.index, d.name, d.uuid, d.memoryTotalBytes, d.gpm]),
+        [
+          [0, 'NVIDIA H100 80GB HBM3', 'GPU-aaaaaaaa-0000-0000-0000-000000000000', 81559 * MIB, false],
+          [1, 'NVIDIA H100 80GB HBM3', 'GPU-bbbbbbbb-0000-0000-0000-000000000001', 81559 * MIB, false],
+        ],
+      );
       // The NVML reason itself is the NVML test's business (and reads differently while that test rebuilds the addon).
       assert.match(sampler.status.notes.join('\n'), /^NVML: .+; using nvidia-smi$/m);
       await waitFor(() => sampler.samples({ index: 1 }).length >= 10, 20_000);
@@ -214,7 +259,20 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
 
       const h100 = sampler.samples({ index: 0 });
       const s = h100.at(-1)!;
-      assert.deepEqual({ ...s, tMs: 0 }, { tMs: 0, index: 0, utilizationPct: 97, memoryUsedBytes: 61234 * MIB, memoryTotalBytes: 81559 * MIB, smClockMhz: 1980, powerW: 512.37, temperatureC: 63, throttleReasons: ['sw_power_cap'] });
+      assert.deepEqual(
+        { ...s, tMs: 0 },
+        {
+          tMs: 0,
+          index: 0,
+          utilizationPct: 97,
+          memoryUsedBytes: 61234 * MIB,
+          memoryTotalBytes: 81559 * MIB,
+          smClockMhz: 1980,
+          powerW: 512.37,
+          temperatureC: 63,
+          throttleReasons: ['sw_power_cap'],
+        },
+      );
       const idle = sampler.latest(1)!;
       assert.equal(idle.utilizationPct, null);
       assert.equal(idle.powerW, null);
@@ -229,7 +287,12 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
 
   test('a driver that renamed fields: the stream restarts with the names it knows', async () => {
     await withMode('new-driver', async () => {
-      const sampler = await GpuSampler.start({ source: 'nvidia-smi', nvidiaSmiCommand: FAKE, rateHz: 20, devices: [1] });
+      const sampler = await GpuSampler.start({
+        source: 'nvidia-smi',
+        nvidiaSmiCommand: FAKE,
+        rateHz: 20,
+        devices: [1],
+      });
       try {
         assert.ok(sampler.status.available, JSON.stringify(sampler.status));
         await waitFor(() => sampler.samples().length >= 3, 20_000);
@@ -241,23 +304,39 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
       assert.match(launched[2].args, /power\.draw\.average,temperature\.gpu,clocks_event_reasons\.active /);
       assert.match(launched[2].args, /--id=1$/);
       assert.deepEqual(sampler.status.available && sampler.status.devices.map((d) => d.index), [1]);
-      assert.ok(sampler.samples().every((s) => s.index === 1), 'only the GPU asked for');
+      assert.ok(
+        sampler.samples().every((s) => s.index === 1),
+        'only the GPU asked for',
+      );
       assert.deepEqual(sampler.latest(1)!.throttleReasons, ['gpu_idle']);
     });
   });
 
-  test('a driver that cannot talk to the GPU, or no GPU: unavailable, with nvidia-smi\'s words', async () => {
-    const noDriver = await withMode('nodriver', () => GpuSampler.start({ nvmlLibraryPath: '/nonexistent/libnvidia-ml.so.1', nvidiaSmiCommand: FAKE }));
+  test("a driver that cannot talk to the GPU, or no GPU: unavailable, with nvidia-smi's words", async () => {
+    const noDriver = await withMode('nodriver', () =>
+      GpuSampler.start({ nvmlLibraryPath: '/nonexistent/libnvidia-ml.so.1', nvidiaSmiCommand: FAKE }),
+    );
     assert.equal(noDriver.status.available, false);
-    assert.match(!noDriver.status.available ? noDriver.status.reason : '', /^no NVIDIA GPU \/ no driver: NVML: .+; nvidia-smi: nvidia-smi failed \(exit code 9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/);
+    assert.match(
+      !noDriver.status.available ? noDriver.status.reason : '',
+      /^no NVIDIA GPU \/ no driver: NVML: .+; nvidia-smi: nvidia-smi failed \(exit code 9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/,
+    );
     await noDriver.stop();
     const none = await withMode('nodevices', () => GpuSampler.start({ source: 'nvidia-smi', nvidiaSmiCommand: FAKE }));
-    assert.equal(!none.status.available && none.status.reason, 'no NVIDIA GPU / no driver: nvidia-smi: nvidia-smi lists no GPU');
+    assert.equal(
+      !none.status.available && none.status.reason,
+      'no NVIDIA GPU / no driver: nvidia-smi: nvidia-smi lists no GPU',
+    );
   });
 
   test('nvidia-smi that prints nothing is given up on and killed', async () => {
     await withMode('silent', async () => {
-      const r = await NvidiaSmiStream.start({ intervalMs: 100, command: FAKE, startTimeoutMs: 300, onRow: () => assert.fail('no rows expected') });
+      const r = await NvidiaSmiStream.start({
+        intervalMs: 100,
+        command: FAKE,
+        startTimeoutMs: 300,
+        onRow: () => assert.fail('no rows expected'),
+      });
       assert.equal(r.ok, false);
       assert.equal(!r.ok && r.reason, 'nvidia-smi printed no reading within 300 ms');
       const launched = starts();
@@ -272,7 +351,10 @@ describe('GpuSampler on nvidia-smi', { timeout: 60_000 }, () => {
       try {
         assert.ok(sampler.status.available);
         await waitFor(() => sampler.counters.lastError !== undefined, 20_000);
-        assert.match(sampler.counters.lastError!, /^nvidia-smi exited while streaming \(exit code 15\): Unable to determine the device handle for GPU0000:04:00\.0: GPU is lost/);
+        assert.match(
+          sampler.counters.lastError!,
+          /^nvidia-smi exited while streaming \(exit code 15\): Unable to determine the device handle for GPU0000:04:00\.0: GPU is lost/,
+        );
         assert.equal(sampler.samples({ index: 0 }).length, 3, 'the three readings printed before it died');
       } finally {
         await sampler.stop();

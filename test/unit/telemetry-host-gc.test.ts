@@ -10,7 +10,7 @@ function fullCollection(): void {
   (runInNewContext('gc') as () => void)();
 }
 
-test('the recorder counts this thread\'s full and young collections with their pauses, until stopped', async () => {
+test("the recorder counts this thread's full and young collections with their pauses, until stopped", async () => {
   const gc = new HostGcRecorder().start();
   fullCollection();
   fullCollection();

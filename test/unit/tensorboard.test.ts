@@ -23,7 +23,11 @@ test('scalars, a PNG and a WAV, read back with their steps, sizes and tags', () 
   w.scalar('learning_rate', 2, 3e-4);
   w.scalar('loss/train', 3, Number.NaN); // not a point on a curve: left out
   const mel = new Float32Array(20 * 8).map((_, i) => Math.sin(i));
-  const png = melFigure({ title: 'test', panels: [{ label: 'PREDICTED', mel, frames: 20, nMels: 8 }], secondsPerFrame: 0.01 });
+  const png = melFigure({
+    title: 'test',
+    panels: [{ label: 'PREDICTED', mel, frames: 20, nMels: 8 }],
+    secondsPerFrame: 0.01,
+  });
   w.image('eval/sentence-1', 2, png);
   const wav = encodeWav(new Float32Array(2205).fill(0.1), 22050);
   w.audio('eval/sentence-1', 2, wav);
@@ -33,7 +37,10 @@ test('scalars, a PNG and a WAV, read back with their steps, sizes and tags', () 
   assert.match(files[0], /^events\.out\.tfevents\.\d+\..+\.\d+\.xtts$/);
   const r = readEvents(join(dir, files[0]));
   assert.equal(r.file_version, 'brain.Event:2');
-  assert.deepEqual(r.scalars['loss/train'], [[1, 2.5], [2, 1.25]]);
+  assert.deepEqual(r.scalars['loss/train'], [
+    [1, 2.5],
+    [2, 1.25],
+  ]);
   assert.ok(Math.abs(r.scalars.learning_rate[0][1] - 3e-4) < 1e-9);
   const [step, width, height, bytes, magic] = r.images['eval/sentence-1'][0];
   assert.deepEqual([step, bytes, magic], [2, png.length, '89504e470d0a1a0a']);

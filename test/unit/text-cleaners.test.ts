@@ -1,9 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CLEANER_VERSIONS, cardinal, cleanText, cleanerVersion, normalizeUnicode, ordinal, year } from '../../src/core/data/text/index.js';
+import {
+  CLEANER_VERSIONS,
+  cardinal,
+  cleanText,
+  cleanerVersion,
+  normalizeUnicode,
+  ordinal,
+  year,
+} from '../../src/core/data/text/index.js';
 
 const en = (s: string) => cleanText(s, { cleaners: 'english', unicode_normalization: 'NFC' });
-const multi = (s: string, language?: string) => cleanText(s, { cleaners: 'multilingual', unicode_normalization: 'NFC' }, language);
+const multi = (s: string, language?: string) =>
+  cleanText(s, { cleaners: 'multilingual', unicode_normalization: 'NFC' }, language);
 const basic = (s: string) => cleanText(s, { cleaners: 'basic', unicode_normalization: 'NFC' });
 
 function cases(name: string, table: [string, string][]): void {
@@ -34,7 +43,10 @@ cases('english: abbreviations are whole words only', [
 
 cases('english: cardinals, negatives and separators', [
   ['He counted 7 ships and 12 boats.', 'he counted seven ships and twelve boats.'],
-  ['About 1,234 people came, then 1,000,000 more.', 'about one thousand two hundred thirty-four people came, then one million more.'],
+  [
+    'About 1,234 people came, then 1,000,000 more.',
+    'about one thousand two hundred thirty-four people came, then one million more.',
+  ],
   ['It was -5 degrees, then (-12) at night.', 'it was minus five degrees, then (minus twelve) at night.'],
   ['The score was 3-2 after +4 overtime.', 'the score was three-two after plus four overtime.'],
   ['Agent 007 had a mp3 and a 3D map.', 'agent zero zero seven had a mp three and a three d map.'],
@@ -45,31 +57,55 @@ cases('english: cardinals, negatives and separators', [
 cases('english: ordinals', [
   ['We met on the 1st, the 2nd, the 3rd and the 4th.', 'we met on the first, the second, the third and the fourth.'],
   ['It was his 22nd birthday and her 103rd.', 'it was his twenty-second birthday and her one hundred third.'],
-  ['The 11th, 12th, 13th, 21st, 40th and 1,000th visitors.', 'the eleventh, twelfth, thirteenth, twenty-first, fortieth and one thousandth visitors.'],
+  [
+    'The 11th, 12th, 13th, 21st, 40th and 1,000th visitors.',
+    'the eleventh, twelfth, thirteenth, twenty-first, fortieth and one thousandth visitors.',
+  ],
 ]);
 
 cases('english: decimals and percentages', [
   ['Pi is 3.14 roughly.', 'pi is three point one four roughly.'],
-  ['Only .5 of it, or 1,234.56 in all.', 'only point five of it, or one thousand two hundred thirty-four point five six in all.'],
+  [
+    'Only .5 of it, or 1,234.56 in all.',
+    'only point five of it, or one thousand two hundred thirty-four point five six in all.',
+  ],
   ['Prices rose 45% and fell -2.5%.', 'prices rose forty-five percent and fell minus two point five percent.'],
   ['Growth was 1999% in a year.', 'growth was one thousand nine hundred ninety-nine percent in a year.'],
 ]);
 
 cases('english: currency', [
   ['He paid $5 for it.', 'he paid five dollars for it.'],
-  ['It costs $5.50 now, or $0.99 on sale, or $1.01 with tax.', 'it costs five dollars, fifty cents now, or ninety-nine cents on sale, or one dollar, one cent with tax.'],
-  ['A £3 fee, £3.20 for post and €2 for the bag.', 'a three pounds fee, three pounds, twenty pence for post and two euros for the bag.'],
-  ['The ticket was 5€ and the loan $2,500.', 'the ticket was five euros and the loan two thousand five hundred dollars.'],
+  [
+    'It costs $5.50 now, or $0.99 on sale, or $1.01 with tax.',
+    'it costs five dollars, fifty cents now, or ninety-nine cents on sale, or one dollar, one cent with tax.',
+  ],
+  [
+    'A £3 fee, £3.20 for post and €2 for the bag.',
+    'a three pounds fee, three pounds, twenty pence for post and two euros for the bag.',
+  ],
+  [
+    'The ticket was 5€ and the loan $2,500.',
+    'the ticket was five euros and the loan two thousand five hundred dollars.',
+  ],
   ['The deal was worth $3.5 million.', 'the deal was worth three point five million dollars.'],
   ['He owed 5 dollars and 1 dollar more.', 'he owed five dollars and one dollar more.'],
   ['It cost ¥100.', 'it cost one hundred yen.'],
 ]);
 
 cases('english: years, decades and times', [
-  ['In 1999, 2005 and 2010 things changed.', 'in nineteen ninety-nine, two thousand five and twenty ten things changed.'],
-  ['From 1900 to 1905, and in 1066 and 2000.', 'from nineteen hundred to nineteen oh five, and in ten sixty-six and two thousand.'],
+  [
+    'In 1999, 2005 and 2010 things changed.',
+    'in nineteen ninety-nine, two thousand five and twenty ten things changed.',
+  ],
+  [
+    'From 1900 to 1905, and in 1066 and 2000.',
+    'from nineteen hundred to nineteen oh five, and in ten sixty-six and two thousand.',
+  ],
   ['The 1960s and the \u201980s were loud.', 'the nineteen sixties and the eighties were loud.'],
-  ['We left at 7:45 and arrived at 12:00, not 7:05.', "we left at seven forty-five and arrived at twelve o'clock, not seven oh five."],
+  [
+    'We left at 7:45 and arrived at 12:00, not 7:05.',
+    "we left at seven forty-five and arrived at twelve o'clock, not seven oh five.",
+  ],
   ['It was 5°C or 41 °F.', 'it was five degrees celsius or forty-one degrees fahrenheit.'],
 ]);
 
@@ -82,14 +118,22 @@ cases('english: quotes, dashes, whitespace and case', [
 test('number words', () => {
   assert.equal(cardinal('0'), 'zero');
   assert.equal(cardinal('1000001'), 'one million one');
-  assert.equal(cardinal('999999999999'), 'nine hundred ninety-nine billion nine hundred ninety-nine million nine hundred ninety-nine thousand nine hundred ninety-nine');
+  assert.equal(
+    cardinal('999999999999'),
+    'nine hundred ninety-nine billion nine hundred ninety-nine million nine hundred ' +
+      'ninety-nine thousand nine hundred ninety-nine',
+  );
   assert.equal(ordinal('12'), 'twelfth');
   assert.equal(ordinal('40'), 'fortieth');
   assert.equal(ordinal('101'), 'one hundred first');
   assert.equal(year('1905'), 'nineteen oh five');
   assert.equal(year('2021'), 'twenty twenty-one');
   assert.equal(year('1000'), 'one thousand');
-  assert.equal(en('Serial 1234567890123456789012345678901234567890.').split(' ').length, 41, 'beyond decillions, digit by digit');
+  assert.equal(
+    en('Serial 1234567890123456789012345678901234567890.').split(' ').length,
+    41,
+    'beyond decillions, digit by digit',
+  );
 });
 
 test('english: no digits survive, whatever the grouping', () => {

@@ -59,17 +59,22 @@ test('scripts are reported', () => {
 
 test('restricted to the configured languages', () => {
   const configured = ['en', 'de', 'fr', 'es', 'it', 'pt', 'nl', 'pl', 'tr', 'cs'];
-  for (const [text, language] of SENTENCES.filter(([, l]) => configured.includes(l))) assert.equal(detectLanguage(text, configured).language, language, text);
+  for (const [text, language] of SENTENCES.filter(([, l]) => configured.includes(l)))
+    assert.equal(detectLanguage(text, configured).language, language, text);
   // Finnish is not configured: the best configured Latin language wins instead.
   assert.ok(configured.includes(detectLanguage(SENTENCES[20][0], configured).language));
   // A Cyrillic text with only uk configured among Cyrillic languages is uk.
   assert.equal(detectLanguage('Кошка спит на диване.', ['uk', 'en']).language, 'uk');
-  // No configured language writes Cyrillic: the script's language is kept, with low confidence, so the row can be skipped.
+  // No configured language writes Cyrillic: the script's language is kept, with low confidence, so the row can be
+  // skipped.
   const ru = detectLanguage('Кошка спит на диване.', ['en', 'de']);
   assert.equal(ru.language, 'ru');
   assert.ok(ru.confidence <= 0.5);
   // Spelt as configured.
-  assert.equal(detectLanguage('O governo anunciou novas medidas contra a alta dos preços.', ['en', 'pt-BR']).language, 'pt-BR');
+  assert.equal(
+    detectLanguage('O governo anunciou novas medidas contra a alta dos preços.', ['en', 'pt-BR']).language,
+    'pt-BR',
+  );
   assert.equal(detectLanguage('The cat sat on the mat.', ['en']).confidence, 1);
 });
 
@@ -82,6 +87,10 @@ test('language from file names', () => {
   assert.equal(languageFromFilename('/data/wavs/xx_0001.wav'), undefined, 'not a language code');
   assert.equal(languageFromFilename('/home/abc/wavs/take_01.wav'), undefined);
   assert.equal(languageFromFilename('/data/pt-br_0001.wav', ['en', 'pt-BR']), 'pt-BR', 'spelt as configured');
-  assert.equal(languageFromFilename('/data/my_recording.wav', ['en', 'de']), undefined, '"my" is a code, but not a configured one');
+  assert.equal(
+    languageFromFilename('/data/my_recording.wav', ['en', 'de']),
+    undefined,
+    '"my" is a code, but not a configured one',
+  );
   assert.equal(languageFromFilename('/data/my_recording.wav'), 'my', 'without candidates any ISO 639-1 code counts');
 });

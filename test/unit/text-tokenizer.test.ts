@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isXttsError } from '../../src/core/errors.js';
-import { BOS, CLEANER_VERSIONS, EOS, PAD, SPECIAL_TOKENS, Tokenizer, UNK, cleanText, prepareText, prepareTextBatch, textIdentity, type TokenizerJSON } from '../../src/core/data/text/index.js';
+import {
+  BOS,
+  CLEANER_VERSIONS,
+  EOS,
+  PAD,
+  SPECIAL_TOKENS,
+  Tokenizer,
+  UNK,
+  cleanText,
+  prepareText,
+  prepareTextBatch,
+  textIdentity,
+  type TokenizerJSON,
+} from '../../src/core/data/text/index.js';
 
 const config = { cleaners: 'english', unicode_normalization: 'NFC' } as const;
 const corpus = [
@@ -41,7 +54,10 @@ test('encode: [<bos>, [lang], ...chars, <eos>]; decode round trip', () => {
     assert.equal(t.decode(ids), text);
   }
   assert.equal(t.encode(corpus[0], 'de').ids[1], t.languageId('de'));
-  assert.throws(() => t.encode('hello', 'fr'), (e: unknown) => isXttsError(e) && e.code === 'TOKENIZER_UNKNOWN_LANGUAGE');
+  assert.throws(
+    () => t.encode('hello', 'fr'),
+    (e: unknown) => isXttsError(e) && e.code === 'TOKENIZER_UNKNOWN_LANGUAGE',
+  );
 });
 
 test('astral characters are one symbol each', () => {
@@ -59,7 +75,11 @@ test('unmappable characters are reported once each, not dropped', () => {
   assert.equal(ids.filter((id) => id === UNK).length, 3);
   // Symbols, emoji and controls never enter a vocabulary: rows with them are reported.
   const withSymbols = Tokenizer.fromTexts(['snow ☃ and 🙂 and \u0007'], ['en']);
-  assert.ok(!withSymbols.symbols.includes('☃') && !withSymbols.symbols.includes('🙂') && !withSymbols.symbols.includes('\u0007'));
+  assert.ok(
+    !withSymbols.symbols.includes('☃') &&
+      !withSymbols.symbols.includes('🙂') &&
+      !withSymbols.symbols.includes('\u0007'),
+  );
   assert.deepEqual(withSymbols.encode('snow ☃', 'en').unmappable, ['☃']);
 });
 
@@ -70,7 +90,13 @@ test('JSON round trip keeps ids and identity; identity follows vocabulary, langu
   for (const text of corpus) assert.deepEqual(again.encode(text, 'de').ids, t.encode(text, 'de').ids);
   // Same content, keys in another order: same identity.
   const json = t.toJSON();
-  const reordered = { symbols: json.symbols, languages: json.languages, phonemizer: json.phonemizer, mode: json.mode, format: json.format } as TokenizerJSON;
+  const reordered = {
+    symbols: json.symbols,
+    languages: json.languages,
+    phonemizer: json.phonemizer,
+    mode: json.mode,
+    format: json.format,
+  } as TokenizerJSON;
   assert.equal(Tokenizer.fromJSON(reordered).identity(), t.identity());
   assert.match(t.identity(), /^[0-9a-f]{64}$/);
 
@@ -95,7 +121,10 @@ test('a stored tokenizer that is not one is refused with a reason', () => {
     [{ ...good, mode: 'phonemes' }, /phonemizer identity/],
   ];
   for (const [json, reason] of bad) {
-    assert.throws(() => Tokenizer.fromJSON(json as TokenizerJSON), (e: unknown) => isXttsError(e) && e.code === 'TOKENIZER_INVALID' && reason.test(e.message));
+    assert.throws(
+      () => Tokenizer.fromJSON(json as TokenizerJSON),
+      (e: unknown) => isXttsError(e) && e.code === 'TOKENIZER_INVALID' && reason.test(e.message),
+    );
   }
 });
 
@@ -108,11 +137,28 @@ test('prepareText: clean and encode one row; unmappable characters reported for 
   assert.equal(row.phonemes, undefined);
   const odd = prepareText('Zebras: 7 ☃', 'en', config, t);
   assert.deepEqual(odd.unmappable, ['z', ':', '☃']);
-  const batch = await prepareTextBatch(corpus.map((text) => ({ text, language: 'en' })), config, t);
-  assert.deepEqual(batch.map((b) => b.cleaned), corpus);
+  const batch = await prepareTextBatch(
+    corpus.map((text) => ({ text, language: 'en' })),
+    config,
+    t,
+  );
+  assert.deepEqual(
+    batch.map((b) => b.cleaned),
+    corpus,
+  );
   // A phonemes tokenizer needs a phonemizer.
   const ph = Tokenizer.fromTexts(['ə'], ['en'], 'phonemes', 'espeak-ng@1.51/xtts-phonemes@2');
-  assert.throws(() => prepareText('hi', 'en', config, ph), (e: unknown) => isXttsError(e) && e.code === 'PHONEMIZER_REQUIRED');
-  assert.deepEqual(textIdentity(config, undefined), { cleaner: CLEANER_VERSIONS.english, normalization: 'NFC', phonemizer: null });
-  assert.equal(textIdentity({ cleaners: 'basic', unicode_normalization: 'NFD' }, { identity: 'espeak-ng@1.51/x' }).phonemizer, 'espeak-ng@1.51/x');
+  assert.throws(
+    () => prepareText('hi', 'en', config, ph),
+    (e: unknown) => isXttsError(e) && e.code === 'PHONEMIZER_REQUIRED',
+  );
+  assert.deepEqual(textIdentity(config, undefined), {
+    cleaner: CLEANER_VERSIONS.english,
+    normalization: 'NFC',
+    phonemizer: null,
+  });
+  assert.equal(
+    textIdentity({ cleaners: 'basic', unicode_normalization: 'NFD' }, { identity: 'espeak-ng@1.51/x' }).phonemizer,
+    'espeak-ng@1.51/x',
+  );
 });

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { cleanText, detectLanguage, languageFromFilename, Phonemizer, Tokenizer, cardinal, ordinal, year } from '../../src/core/data/text/index.js';
+import {
+  cleanText,
+  detectLanguage,
+  languageFromFilename,
+  Phonemizer,
+  Tokenizer,
+  cardinal,
+  ordinal,
+  year,
+} from '../../src/core/data/text/index.js';
 
 const en = (s: string) => cleanText(s, { cleaners: 'english', unicode_normalization: 'NFC' });
 
@@ -13,10 +22,16 @@ describe('english cleaner', () => {
     ['He paid $12 for 3 apples.', 'he paid twelve dollars for three apples.'],
     ['It costs $5.50 now.', 'it costs five dollars, fifty cents now.'],
     ['A £3 fee and €2.', 'a three pounds fee and two euros.'],
-    ['We met on the 21st, the 2nd and the 103rd day.', 'we met on the twenty-first, the second and the one hundred third day.'],
+    [
+      'We met on the 21st, the 2nd and the 103rd day.',
+      'we met on the twenty-first, the second and the one hundred third day.',
+    ],
     ['Pi is 3.14 roughly.', 'pi is three point one four roughly.'],
     ['In 1999, 2005 and 2010.', 'in nineteen ninety-nine, two thousand five and twenty ten.'],
-    ['About 1,234 people, 45% of them.', 'about one thousand two hundred thirty-four people, forty-five percent of them.'],
+    [
+      'About 1,234 people, 45% of them.',
+      'about one thousand two hundred thirty-four people, forty-five percent of them.',
+    ],
     ['It was -5 degrees at 7:45.', 'it was minus five degrees at seven forty-five.'],
     ['Room No. 5 said “hi” — twice…', 'room number five said "hi" - twice...'],
   ];
@@ -31,7 +46,10 @@ describe('english cleaner', () => {
 });
 
 test('multilingual and basic cleaners', () => {
-  assert.equal(cleanText('  Über  «Straße»  ', { cleaners: 'multilingual', unicode_normalization: 'NFC' }), 'über "straße"');
+  assert.equal(
+    cleanText('  Über  «Straße»  ', { cleaners: 'multilingual', unicode_normalization: 'NFC' }),
+    'über "straße"',
+  );
   assert.equal(cleanText('Привет,   МИР', { cleaners: 'multilingual', unicode_normalization: 'NFC' }), 'привет, мир');
   assert.equal(cleanText('  Keep  Case 12 ', { cleaners: 'basic', unicode_normalization: 'NFC' }), 'Keep Case 12');
   // NFC composes e + combining acute into one code point; NFD keeps them apart.
@@ -52,7 +70,11 @@ test('tokenizer: round trip, JSON, identity, unmappable characters reported', ()
   assert.notEqual(Tokenizer.fromTexts(['hello world!', 'bonjour'], ['en', 'fr']).identity(), t.identity());
   assert.deepEqual(t.encode('hex!', 'en').unmappable, ['x', '!']);
   assert.throws(() => t.encode('hello', 'de'), /not one of the tokenizer's/);
-  assert.equal(Tokenizer.fromTexts(['ba', 'ab'], ['en']).identity(), Tokenizer.fromTexts(['ab', 'ba'], ['en']).identity(), 'deterministic');
+  assert.equal(
+    Tokenizer.fromTexts(['ba', 'ab'], ['en']).identity(),
+    Tokenizer.fromTexts(['ab', 'ba'], ['en']).identity(),
+    'deterministic',
+  );
 });
 
 test('language from file names and text', () => {
@@ -75,7 +97,9 @@ test('language from file names and text', () => {
 
 test('phonemizer: one espeak-ng process for 200 sentences, outputs aligned with inputs', async () => {
   const p = new Phonemizer();
-  const sentences = Array.from({ length: 200 }, (_, i) => (i % 2 ? `Sentence number ${i}, with a pause. And a second clause.` : `Hello world ${i}.`));
+  const sentences = Array.from({ length: 200 }, (_, i) =>
+    i % 2 ? `Sentence number ${i}, with a pause. And a second clause.` : `Hello world ${i}.`,
+  );
   const batched = await Promise.all(sentences.map((s) => p.phonemize(s, 'en')));
   assert.equal(p.spawned, 1);
   assert.match(p.identity, /^espeak-ng@\d+\.\d+/);

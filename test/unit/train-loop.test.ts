@@ -36,8 +36,31 @@ after(() => tmp.remove());
 
 /** A step record as the loop writes it, of step `step`. */
 function record(step: number): StepRecord {
-  const spans = { dataWaitMs: 1, uploadMs: 0, forwardBackwardMs: 2, optimizerMs: 1, syncMs: 0, allReduceMs: 0, checkpointMs: 0, otherMs: 0 };
-  return { step, startMs: step * 10, wallMs: 10, spans, epoch: 0, batchIndex: step - 1, bucket: 0, batchSize: 4, tokens: 8, frames: 16, kernels: 100, readySlots: 1, learningRate: 1e-3 };
+  const spans = {
+    dataWaitMs: 1,
+    uploadMs: 0,
+    forwardBackwardMs: 2,
+    optimizerMs: 1,
+    syncMs: 0,
+    allReduceMs: 0,
+    checkpointMs: 0,
+    otherMs: 0,
+  };
+  return {
+    step,
+    startMs: step * 10,
+    wallMs: 10,
+    spans,
+    epoch: 0,
+    batchIndex: step - 1,
+    bucket: 0,
+    batchSize: 4,
+    tokens: 8,
+    frames: 16,
+    kernels: 100,
+    readySlots: 1,
+    learningRate: 1e-3,
+  };
 }
 
 /** A fake issued step whose readback the test resolves; it notes when it is read and freed. */
@@ -60,96 +83,161 @@ function fakeStep(events: string[], name: string, flag: number | Promise<never>)
 }
 
 describe('the step queue (pipelined steps)', () => {
-  test('readbacks start when a step is queued; settling reads the oldest first, keeps `keep` waiting, frees each step once', async () => {
-    const events: string[] = [];
-    const settled: [number, number][] = [];
-    const queue = new StepQueue((rec, read) => {
-      settled.push([rec.step, read.flag]);
-      return false;
-    });
-    for (let s = 1; s <= 5; s++) queue.push(record(s), fakeStep(events, `s${s}`, 1), s === 4);
-    assert.deepEqual(events, ['read s1', 'read s2', 'read s3', 'read s4 with stats', 'read s5']);
-    assert.equal(await queue.settle(3), null);
-    assert.deepEqual(settled, [[1, 1], [2, 1]]);
-    assert.equal(queue.length, 3);
-    assert.equal(await queue.settle(0), null);
-    assert.deepEqual(settled.map(([s]) => s), [1, 2, 3, 4, 5]);
-    assert.deepEqual(events.filter((e) => e.startsWith('dispose')), ['dispose s1', 'dispose s2', 'dispose s3', 'dispose s4', 'dispose s5']);
-  });
+  test(
+    'readbacks start when a step is queued; settling reads the oldest first, keeps ' +
+      '`keep` waiting, frees each step once',
+    async () => {
+      const events: string[] = [];
+      const settled: [number, number][] = [];
+      const queue = new StepQueue((rec, read) => {
+        settled.push([rec.step, read.flag]);
+        return false;
+      });
+      for (let s = 1; s <= 5; s++) queue.push(record(s), fakeStep(events, `s${s}`, 1), s === 4);
+      assert.deepEqual(events, ['read s1', 'read s2', 'read s3', 'read s4 with stats', 'read s5']);
+      assert.equal(await queue.settle(3), null);
+      assert.deepEqual(settled, [
+        [1, 1],
+        [2, 1],
+      ]);
+      assert.equal(queue.length, 3);
+      assert.equal(await queue.settle(0), null);
+      assert.deepEqual(
+        settled.map(([s]) => s),
+        [1, 2, 3, 4, 5],
+      );
+      assert.deepEqual(
+        events.filter((e) => e.startsWith('dispose')),
+        ['dispose s1', 'dispose s2', 'dispose s3', 'dispose s4', 'dispose s5'],
+      );
+    },
+  );
 
-  test('the step where the settle callback says stop is returned; those after it wait until dropped, freed unread', async () => {
-    const events: string[] = [];
-    const queue = new StepQueue((rec, read) => read.flag === 0 && rec.step >= 2);
-    queue.push(record(1), fakeStep(events, 's1', 0), false);
-    queue.push(record(2), fakeStep(events, 's2', 0), false);
-    queue.push(record(3), fakeStep(events, 's3', 1), false);
-    assert.equal(await queue.settle(0), 2);
-    assert.equal(queue.length, 1);
-    queue.drop();
-    assert.equal(queue.length, 0);
-    assert.deepEqual(events.filter((e) => e.startsWith('dispose')), ['dispose s1', 'dispose s2', 'dispose s3']);
-  });
+  test(
+    'the step where the settle callback says stop is returned; those after it wait ' + 'until dropped, freed unread',
+    async () => {
+      const events: string[] = [];
+      const queue = new StepQueue((rec, read) => read.flag === 0 && rec.step >= 2);
+      queue.push(record(1), fakeStep(events, 's1', 0), false);
+      queue.push(record(2), fakeStep(events, 's2', 0), false);
+      queue.push(record(3), fakeStep(events, 's3', 1), false);
+      assert.equal(await queue.settle(0), 2);
+      assert.equal(queue.length, 1);
+      queue.drop();
+      assert.equal(queue.length, 0);
+      assert.deepEqual(
+        events.filter((e) => e.startsWith('dispose')),
+        ['dispose s1', 'dispose s2', 'dispose s3'],
+      );
+    },
+  );
 
-  test('a readback that fails frees its step and reaches the loop; an unsettled failure is no unhandled rejection', async () => {
-    const events: string[] = [];
-    const queue = new StepQueue(() => false);
-    queue.push(record(1), fakeStep(events, 's1', Promise.reject(new Error('device lost'))), false);
-    await new Promise((resolve) => setImmediate(resolve));
-    await assert.rejects(queue.settle(0), /device lost/);
-    assert.deepEqual(events, ['read s1', 'dispose s1']);
-  });
+  test(
+    'a readback that fails frees its step and reaches the loop; an unsettled failure ' + 'is no unhandled rejection',
+    async () => {
+      const events: string[] = [];
+      const queue = new StepQueue(() => false);
+      queue.push(record(1), fakeStep(events, 's1', Promise.reject(new Error('device lost'))), false);
+      await new Promise((resolve) => setImmediate(resolve));
+      await assert.rejects(queue.settle(0), /device lost/);
+      assert.deepEqual(events, ['read s1', 'dispose s1']);
+    },
+  );
 
-  test('meanStats: losses averaged over micro-batches, gradient norm and finite flag the update\'s', () => {
+  test("meanStats: losses averaged over micro-batches, gradient norm and finite flag the update's", () => {
     const micro = STEP_STATS.map((_, i) => i + 1);
     const update = STEP_STATS.map((_, i) => 10 * (i + 1));
     const mean = meanStats([micro, update]);
-    for (const [i, name] of STEP_STATS.entries()) assert.equal(mean[i], name === 'gradNorm' || name === 'finite' ? update[i] : (micro[i] + update[i]) / 2, name);
+    for (const [i, name] of STEP_STATS.entries())
+      assert.equal(mean[i], name === 'gradNorm' || name === 'finite' ? update[i] : (micro[i] + update[i]) / 2, name);
   });
 });
 
 describe('the run log', () => {
-  test('metrics, steps and meta land in run.sqlite; the progress line is the last log interval\'s figures; TensorBoard only when asked', () => {
-    const dir = tmp.mkdir('log');
-    const progress: unknown[] = [];
-    const log = RunLog.open(dir, { tensorboard: true, maxSteps: 10, logEvery: 2, onProgress: (p) => progress.push(p) });
-    for (let s = 1; s <= 4; s++) log.addStep(record(s));
-    const logged = log.logStats(4, [0.8, 0.3, 0.2, 0.2, 0.1, 2.5, 1], 1e-3);
-    assert.deepEqual(logged, { loss: 0.8, gradNorm: 2.5, flag: 1 });
-    assert.equal(log.trainingDurationError, 0.1);
-    assert.equal(log.countFlag(0), true);
-    assert.equal(log.countFlag(-1), false);
-    assert.equal(log.nonFiniteSteps, 1);
-    log.reportProgress(4, logged.loss, 1e-3);
-    // Two steps of 10 ms, 4 utterances each, 1 ms of each waiting for data; 6 steps to go.
-    assert.deepEqual(progress, [{ step: 4, maxSteps: 10, loss: 0.8, learningRate: 1e-3, samplesPerS: 400, dataWaitShare: 0.1, stepMs: 10, etaS: 0.06, nonFiniteSteps: 1, gpuUtilizationPct: undefined }]);
-    log.writeLossCurve();
-    log.db.setMeta('runId', 'abc');
-    log.close();
-    const db = new Database(join(dir, 'run.sqlite'), { readonly: true });
-    const metrics = db.prepare('SELECT name, value FROM metrics WHERE step = 4 ORDER BY name').all() as { name: string; value: number }[];
-    assert.deepEqual(metrics.map((m) => m.name), ['grad_norm', 'learning_rate', 'loss/aligned_text', 'loss/duration', 'loss/mel_post', 'loss/mel_pre', 'loss/train']);
-    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n, 4);
-    db.close();
-    assert.ok(existsSync(join(dir, 'loss-curve.png')));
-    assert.ok(readdirSync(dir).some((f) => f.startsWith('events.out.tfevents')));
-    const quiet = tmp.mkdir('quiet');
-    RunLog.open(quiet, { tensorboard: false, maxSteps: 1, logEvery: 1 }).close();
-    assert.ok(!readdirSync(quiet).some((f) => f.startsWith('events.out.tfevents')));
-  });
+  test(
+    'metrics, steps and meta land in run.sqlite; the progress line is the last log ' +
+      "interval's figures; TensorBoard only when asked",
+    () => {
+      const dir = tmp.mkdir('log');
+      const progress: unknown[] = [];
+      const log = RunLog.open(dir, {
+        tensorboard: true,
+        maxSteps: 10,
+        logEvery: 2,
+        onProgress: (p) => progress.push(p),
+      });
+      for (let s = 1; s <= 4; s++) log.addStep(record(s));
+      const logged = log.logStats(4, [0.8, 0.3, 0.2, 0.2, 0.1, 2.5, 1], 1e-3);
+      assert.deepEqual(logged, { loss: 0.8, gradNorm: 2.5, flag: 1 });
+      assert.equal(log.trainingDurationError, 0.1);
+      assert.equal(log.countFlag(0), true);
+      assert.equal(log.countFlag(-1), false);
+      assert.equal(log.nonFiniteSteps, 1);
+      log.reportProgress(4, logged.loss, 1e-3);
+      // Two steps of 10 ms, 4 utterances each, 1 ms of each waiting for data; 6 steps to go.
+      assert.deepEqual(progress, [
+        {
+          step: 4,
+          maxSteps: 10,
+          loss: 0.8,
+          learningRate: 1e-3,
+          samplesPerS: 400,
+          dataWaitShare: 0.1,
+          stepMs: 10,
+          etaS: 0.06,
+          nonFiniteSteps: 1,
+          gpuUtilizationPct: undefined,
+        },
+      ]);
+      log.writeLossCurve();
+      log.db.setMeta('runId', 'abc');
+      log.close();
+      const db = new Database(join(dir, 'run.sqlite'), { readonly: true });
+      const metrics = db.prepare('SELECT name, value FROM metrics WHERE step = 4 ORDER BY name').all() as {
+        name: string;
+        value: number;
+      }[];
+      assert.deepEqual(
+        metrics.map((m) => m.name),
+        [
+          'grad_norm',
+          'learning_rate',
+          'loss/aligned_text',
+          'loss/duration',
+          'loss/mel_post',
+          'loss/mel_pre',
+          'loss/train',
+        ],
+      );
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n, 4);
+      db.close();
+      assert.ok(existsSync(join(dir, 'loss-curve.png')));
+      assert.ok(readdirSync(dir).some((f) => f.startsWith('events.out.tfevents')));
+      const quiet = tmp.mkdir('quiet');
+      RunLog.open(quiet, { tensorboard: false, maxSteps: 1, logEvery: 1 }).close();
+      assert.ok(!readdirSync(quiet).some((f) => f.startsWith('events.out.tfevents')));
+    },
+  );
 });
 
 describe('device probes', () => {
-  test('the last N steps run timed; where the backend has no device time the run is N steps shorter and says why', () => {
-    const timed = DeviceProbes.plan(3, 20, undefined);
-    assert.equal(timed.maxSteps, 20);
-    assert.equal(timed.probes.from, 17);
-    assert.equal(timed.probes.summary(), undefined);
-    const none = DeviceProbes.plan(3, 20, 'the cpu backend computes inside each kernel call');
-    assert.equal(none.maxSteps, 17);
-    assert.equal(none.probes.from, 17);
-    assert.deepEqual(none.probes.summary(), { available: false, reason: 'the cpu backend computes inside each kernel call' });
-    assert.equal(DeviceProbes.plan(0, 20, 'x').maxSteps, 20);
-  });
+  test(
+    'the last N steps run timed; where the backend has no device time the run is N ' + 'steps shorter and says why',
+    () => {
+      const timed = DeviceProbes.plan(3, 20, undefined);
+      assert.equal(timed.maxSteps, 20);
+      assert.equal(timed.probes.from, 17);
+      assert.equal(timed.probes.summary(), undefined);
+      const none = DeviceProbes.plan(3, 20, 'the cpu backend computes inside each kernel call');
+      assert.equal(none.maxSteps, 17);
+      assert.equal(none.probes.from, 17);
+      assert.deepEqual(none.probes.summary(), {
+        available: false,
+        reason: 'the cpu backend computes inside each kernel call',
+      });
+      assert.equal(DeviceProbes.plan(0, 20, 'x').maxSteps, 20);
+    },
+  );
 });
 
 /** Synthetic loader batches of the tiny model's shape. */
@@ -160,7 +248,13 @@ function batches(n: number): LoadedBatch[] {
     return {
       ...h,
       speakers: new Int32Array(shape.batchSize),
-      shape: { batchSize: shape.batchSize, tokens: shape.tokens, frames: shape.frames, refFrames: shape.refFrames, nMels: shape.nMels },
+      shape: {
+        batchSize: shape.batchSize,
+        tokens: shape.tokens,
+        frames: shape.frames,
+        refFrames: shape.refFrames,
+        nMels: shape.nMels,
+      },
       bucket: 0,
       fillers: 0,
       epoch: 0,
@@ -189,39 +283,69 @@ function listSource(list: LoadedBatch[], events: string[]): BatchSource {
 }
 
 describe('the batch feed', () => {
-  test('with the lookahead, the next batches are uploaded and aligned before the current step; none past the run\'s last; close frees them', async () => {
-    const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 3 });
-    const events: string[] = [];
-    const aligned: number[] = [];
-    const aligner = { align: (...args: Parameters<XttsModel['align']>) => (aligned.push(args[0].tokens.shape[0]), model.align(...args)) };
-    // The model's first alignment makes its cached constants: made before counting.
-    const warm = new BatchFeed({ source: listSource(batches(1), []), model, reductionFactor: PRESETS.tiny.reduction_factor, prior: 0, ahead: 0 });
-    BatchFeed.dispose((await warm.take(new SpanTimer()))!);
-    const before = tf.memory().numTensors;
-    const feed = new BatchFeed({ source: listSource(batches(5), events), model: aligner, reductionFactor: PRESETS.tiny.reduction_factor, prior: 0, ahead: 2 });
-    const timer = new SpanTimer();
-    const first = await feed.take(timer);
-    assert.equal(first!.batch.index, 0);
-    await feed.fillAhead(10, timer);
-    assert.deepEqual(events, ['next 0', 'release 0', 'next 1', 'release 1', 'next 2', 'release 2']);
-    assert.equal(aligned.length, 3, 'the two batches ahead were aligned before their steps');
-    BatchFeed.dispose(first!);
-    const second = await feed.take(timer);
-    assert.equal(second!.batch.index, 1);
-    await feed.fillAhead(1, timer);
-    assert.equal(events.filter((e) => e.startsWith('next')).length, 3, 'one batch ahead already covers the one step left');
-    BatchFeed.dispose(second!);
-    await feed.close();
-    assert.equal(events.at(-1), 'close');
-    assert.equal(tf.memory().numTensors, before, 'the batch prepared ahead and never trained on is freed');
-    assert.ok(timer.spans.dataWaitMs >= 0 && timer.spans.uploadMs > 0);
-    model.dispose();
-  });
+  test(
+    'with the lookahead, the next batches are uploaded and aligned before the ' +
+      "current step; none past the run's last; close frees them",
+    async () => {
+      const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 3 });
+      const events: string[] = [];
+      const aligned: number[] = [];
+      const aligner = {
+        align: (...args: Parameters<XttsModel['align']>) => (
+          aligned.push(args[0].tokens.shape[0]), model.align(...args)
+        ),
+      };
+      // The model's first alignment makes its cached constants: made before counting.
+      const warm = new BatchFeed({
+        source: listSource(batches(1), []),
+        model,
+        reductionFactor: PRESETS.tiny.reduction_factor,
+        prior: 0,
+        ahead: 0,
+      });
+      BatchFeed.dispose((await warm.take(new SpanTimer()))!);
+      const before = tf.memory().numTensors;
+      const feed = new BatchFeed({
+        source: listSource(batches(5), events),
+        model: aligner,
+        reductionFactor: PRESETS.tiny.reduction_factor,
+        prior: 0,
+        ahead: 2,
+      });
+      const timer = new SpanTimer();
+      const first = await feed.take(timer);
+      assert.equal(first!.batch.index, 0);
+      await feed.fillAhead(10, timer);
+      assert.deepEqual(events, ['next 0', 'release 0', 'next 1', 'release 1', 'next 2', 'release 2']);
+      assert.equal(aligned.length, 3, 'the two batches ahead were aligned before their steps');
+      BatchFeed.dispose(first!);
+      const second = await feed.take(timer);
+      assert.equal(second!.batch.index, 1);
+      await feed.fillAhead(1, timer);
+      assert.equal(
+        events.filter((e) => e.startsWith('next')).length,
+        3,
+        'one batch ahead already covers the one step left',
+      );
+      BatchFeed.dispose(second!);
+      await feed.close();
+      assert.equal(events.at(-1), 'close');
+      assert.equal(tf.memory().numTensors, before, 'the batch prepared ahead and never trained on is freed');
+      assert.ok(timer.spans.dataWaitMs >= 0 && timer.spans.uploadMs > 0);
+      model.dispose();
+    },
+  );
 
   test('without the lookahead nothing is prepared ahead', async () => {
     const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 3 });
     const events: string[] = [];
-    const feed = new BatchFeed({ source: listSource(batches(3), events), model, reductionFactor: PRESETS.tiny.reduction_factor, prior: 0, ahead: 0 });
+    const feed = new BatchFeed({
+      source: listSource(batches(3), events),
+      model,
+      reductionFactor: PRESETS.tiny.reduction_factor,
+      prior: 0,
+      ahead: 0,
+    });
     const fed = await feed.take(new SpanTimer());
     await feed.fillAhead(5, new SpanTimer());
     assert.deepEqual(events, ['next 0', 'release 0']);
@@ -232,80 +356,120 @@ describe('the batch feed', () => {
 });
 
 describe('one-device steps', () => {
-  test('a step of two accumulated micro-batches reads back finite stats; data running out inside a step makes no update and frees its gradients', async () => {
-    const config = loadConfig(presetPath('quickstart'), { set: ['training.grad_accumulation_steps=2'] }).loaded!.config;
-    const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 5 });
-    const optimizer = new AdamW(model.trainableVariables(), config.training);
-    const events: string[] = [];
-    const feed = new BatchFeed({ source: listSource(batches(3), events), model, reductionFactor: PRESETS.tiny.reduction_factor, prior: 0, ahead: 0 });
-    const kernels = new KernelCounter({ flops: true }).install(tf as never);
-    const { probes } = DeviceProbes.plan(0, 2, undefined);
-    const steps = new LocalSteps({ feed, model, optimizer, config, kernels, probes, maxSteps: 2, lookahead: false });
-    try {
-      const timer = new SpanTimer();
-      const first = await steps.issue(0, timer);
-      assert.ok(first);
-      assert.equal(first.samples, 4, 'two micro-batches of two');
-      assert.equal(first.batch.index, 1, 'the last micro-batch names the step\'s place');
-      assert.ok(first.kernels > 100 && first.flops > 0);
-      assert.equal(first.replayed, undefined, 'no capture without a replayer');
-      const read = await first.read(true);
-      assert.equal(read.flag, 1);
-      assert.ok(read.stats!.every(Number.isFinite));
-      first.dispose();
-      assert.ok(timer.spans.forwardBackwardMs > 0 && timer.spans.optimizerMs > 0);
-      const held = tf.memory().numTensors;
-      assert.equal(await steps.issue(1, new SpanTimer()), null, 'one batch left of a step of two');
-      assert.equal(tf.memory().numTensors, held, 'the half step\'s gradients and stats are freed');
-    } finally {
-      kernels.uninstall();
-      await feed.close();
-      optimizer.dispose?.();
-      model.dispose();
-    }
-  });
+  test(
+    'a step of two accumulated micro-batches reads back finite stats; data running ' +
+      'out inside a step makes no update and frees its gradients',
+    async () => {
+      const config = loadConfig(presetPath('quickstart'), { set: ['training.grad_accumulation_steps=2'] }).loaded!
+        .config;
+      const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 5 });
+      const optimizer = new AdamW(model.trainableVariables(), config.training);
+      const events: string[] = [];
+      const feed = new BatchFeed({
+        source: listSource(batches(3), events),
+        model,
+        reductionFactor: PRESETS.tiny.reduction_factor,
+        prior: 0,
+        ahead: 0,
+      });
+      const kernels = new KernelCounter({ flops: true }).install(tf as never);
+      const { probes } = DeviceProbes.plan(0, 2, undefined);
+      const steps = new LocalSteps({ feed, model, optimizer, config, kernels, probes, maxSteps: 2, lookahead: false });
+      try {
+        const timer = new SpanTimer();
+        const first = await steps.issue(0, timer);
+        assert.ok(first);
+        assert.equal(first.samples, 4, 'two micro-batches of two');
+        assert.equal(first.batch.index, 1, "the last micro-batch names the step's place");
+        assert.ok(first.kernels > 100 && first.flops > 0);
+        assert.equal(first.replayed, undefined, 'no capture without a replayer');
+        const read = await first.read(true);
+        assert.equal(read.flag, 1);
+        assert.ok(read.stats!.every(Number.isFinite));
+        first.dispose();
+        assert.ok(timer.spans.forwardBackwardMs > 0 && timer.spans.optimizerMs > 0);
+        const held = tf.memory().numTensors;
+        assert.equal(await steps.issue(1, new SpanTimer()), null, 'one batch left of a step of two');
+        assert.equal(tf.memory().numTensors, held, "the half step's gradients and stats are freed");
+      } finally {
+        kernels.uninstall();
+        await feed.close();
+        optimizer.dispose?.();
+        model.dispose();
+      }
+    },
+  );
 });
 
 describe('resuming', () => {
-  test('a run without a checkpoint starts over (said); another run\'s checkpoint is refused, naming its state.json', () => {
-    const dir = tmp.mkdir('resume');
-    const said: string[] = [];
-    const noop = { setWeights: () => undefined, dropout: { rngState: 0 } } as never;
-    assert.equal(resume(new CheckpointStore(dir), dir, 'aaaaaaaaaaaaaaaa', { tokenizer: { identity: () => 'x' } } as never, noop, { setState: () => undefined } as never, (m) => said.push(m)), undefined);
-    assert.match(said[0], /has no checkpoint yet: it starts over from step 0/);
-    const store = new CheckpointStore(dir);
-    const weights = [{ name: 'w', shape: [2], dtype: 'float32' as const, data: new Float32Array([1, 2]) }];
-    const state = {
-      runId: 'bbbbbbbbbbbbbbbb',
-      step: 3,
-      position: { epoch: 0, batch: 3 },
-      dropoutRng: 1,
-      bestValidationLoss: null,
-      validationsWithoutImprovement: 0,
-      tokenizer: {},
-      tokenizerIdentity: 'x',
-      stats: { mean: [0], std: [1] },
-      speakers: [],
-      languages: [],
-      sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
-      config: { model: {}, audio: {}, training: {} },
-    };
-    store.save(3, { weights, optimizer: weights, state }, { keep: 2, best: false });
-    assert.throws(
-      () => resume(store, dir, 'aaaaaaaaaaaaaaaa', { tokenizer: { identity: () => 'x' } } as never, noop, { setState: () => undefined } as never, () => undefined),
-      (e: Error & { code?: string; position?: { file: string } }) => e.code === 'RUN_MIXED' && /written by run bbbbbbbbbbbbbbbb/.test(e.message) && e.position!.file.endsWith('state.json'),
-    );
-  });
+  test(
+    "a run without a checkpoint starts over (said); another run's checkpoint is " + 'refused, naming its state.json',
+    () => {
+      const dir = tmp.mkdir('resume');
+      const said: string[] = [];
+      const noop = { setWeights: () => undefined, dropout: { rngState: 0 } } as never;
+      assert.equal(
+        resume(
+          new CheckpointStore(dir),
+          dir,
+          'aaaaaaaaaaaaaaaa',
+          { tokenizer: { identity: () => 'x' } } as never,
+          noop,
+          { setState: () => undefined } as never,
+          (m) => said.push(m),
+        ),
+        undefined,
+      );
+      assert.match(said[0], /has no checkpoint yet: it starts over from step 0/);
+      const store = new CheckpointStore(dir);
+      const weights = [{ name: 'w', shape: [2], dtype: 'float32' as const, data: new Float32Array([1, 2]) }];
+      const state = {
+        runId: 'bbbbbbbbbbbbbbbb',
+        step: 3,
+        position: { epoch: 0, batch: 3 },
+        dropoutRng: 1,
+        bestValidationLoss: null,
+        validationsWithoutImprovement: 0,
+        tokenizer: {},
+        tokenizerIdentity: 'x',
+        stats: { mean: [0], std: [1] },
+        speakers: [],
+        languages: [],
+        sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
+        config: { model: {}, audio: {}, training: {} },
+      };
+      store.save(3, { weights, optimizer: weights, state }, { keep: 2, best: false });
+      assert.throws(
+        () =>
+          resume(
+            store,
+            dir,
+            'aaaaaaaaaaaaaaaa',
+            { tokenizer: { identity: () => 'x' } } as never,
+            noop,
+            { setState: () => undefined } as never,
+            () => undefined,
+          ),
+        (e: Error & { code?: string; position?: { file: string } }) =>
+          e.code === 'RUN_MIXED' &&
+          /written by run bbbbbbbbbbbbbbbb/.test(e.message) &&
+          e.position!.file.endsWith('state.json'),
+      );
+    },
+  );
 });
 
 describe('the precision policy', () => {
-  test('one answer for the validator and train: mixed_fp16 on webgpu or auto, never over data-parallel replicas', () => {
-    assert.equal(precisionSupported('webgpu', 'mixed_fp16').ok, true);
-    assert.equal(precisionSupported('auto', 'mixed_fp16').ok, true);
-    assert.equal(precisionSupported('wasm', 'mixed_fp16').ok, false);
-    const replicas = precisionSupported('webgpu', 'mixed_fp16', [0, 1]);
-    assert.equal(replicas.ok, false);
-    assert.match(replicas.reason, /data-parallel training \(device\.gpus: \[0,1\]\) runs its replicas in float32/);
-    assert.equal(precisionSupported('webgpu', 'fp32', 'all').ok, true);
-  });
+  test(
+    'one answer for the validator and train: mixed_fp16 on webgpu or auto, never ' + 'over data-parallel replicas',
+    () => {
+      assert.equal(precisionSupported('webgpu', 'mixed_fp16').ok, true);
+      assert.equal(precisionSupported('auto', 'mixed_fp16').ok, true);
+      assert.equal(precisionSupported('wasm', 'mixed_fp16').ok, false);
+      const replicas = precisionSupported('webgpu', 'mixed_fp16', [0, 1]);
+      assert.equal(replicas.ok, false);
+      assert.match(replicas.reason, /data-parallel training \(device\.gpus: \[0,1\]\) runs its replicas in float32/);
+      assert.equal(precisionSupported('webgpu', 'fp32', 'all').ok, true);
+    },
+  );
 });

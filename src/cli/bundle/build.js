@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run bundle`: the CLI as one CommonJS file plus the native and data files it loads, for GPU
-// hosts with no node_modules and no network, beside the runtime folder `npm run gpu-runtime` builds. Written to bundle/:
+// hosts with no node_modules and no network, beside the runtime folder `npm run gpu-runtime` builds. Written to
+// bundle/:
 //   xtts.cjs              every command of every core plugin (oclif, explicit command list) and the
 //                         data workers (worker threads start this same file)
 //   package.json          oclif's view of the bundle: commands from xtts.cjs, no plugins
@@ -52,23 +53,40 @@ for (const plugin of readdirSync(join(root, 'plugins')).sort()) {
   Object.assign(topics, manifest.oclif?.topics ?? {});
   const built = filesUnder(join(dir, 'dist', 'commands'), '.js');
   const sources = filesUnder(join(dir, 'src', 'commands'), '.ts').map((f) => f.replace(/\.ts$/, '.js'));
-  if (built.length === 0 && sources.length > 0) warnings.push(`plugins/${plugin} is not built (no dist/commands): its commands are not in the bundle; run npm run build`);
+  if (built.length === 0 && sources.length > 0)
+    warnings.push(
+      `plugins/${plugin} is not built (no dist/commands): its commands are not in the bundle; run npm run build`,
+    );
   for (const f of built) {
     if (sources.length > 0 && !sources.includes(f)) continue;
-    commands.push({ id: f.replace(/\.js$/, '').split(/[\\/]/).join(':'), file: join(dir, 'dist', 'commands', f), plugin });
+    commands.push({
+      id: f.replace(/\.js$/, '').split(/[\\/]/).join(':'),
+      file: join(dir, 'dist', 'commands', f),
+      plugin,
+    });
   }
 }
 // The bundle takes compiled code (src/core/dist, plugins/*/dist): say so when a source is newer.
 const stale = [];
-for (const [srcDir, distDir] of [[join(root, 'src', 'core'), join(root, 'src', 'core', 'dist')], ...readdirSync(join(root, 'plugins')).map((p) => [join(root, 'plugins', p, 'src'), join(root, 'plugins', p, 'dist')])]) {
+for (const [srcDir, distDir] of [
+  [join(root, 'src', 'core'), join(root, 'src', 'core', 'dist')],
+  ...readdirSync(join(root, 'plugins')).map((p) => [join(root, 'plugins', p, 'src'), join(root, 'plugins', p, 'dist')]),
+]) {
   for (const f of filesUnder(srcDir, '.ts')) {
     if (f.startsWith('dist') || f.includes('node_modules')) continue;
     const js = join(distDir, f.replace(/\.ts$/, '.js'));
-    if (!existsSync(js) || statSync(js).mtimeMs < statSync(join(srcDir, f)).mtimeMs) stale.push(relative(root, join(srcDir, f)));
+    if (!existsSync(js) || statSync(js).mtimeMs < statSync(join(srcDir, f)).mtimeMs)
+      stale.push(relative(root, join(srcDir, f)));
   }
 }
-if (stale.length) warnings.push(`${stale.length} source file(s) newer than their compiled copy (${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', ...' : ''}): the bundle has the older code; run npm run build (npm run bundle does)`);
-if (commands.length === 0) throw new Error('no built commands under plugins/*/dist/commands: run `npm run build` first');
+if (stale.length)
+  warnings.push(
+    `${stale.length} source file(s) newer than their compiled copy ` +
+      `(${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', ...' : ''}): the bundle ` +
+      `has the older code; run npm run build (npm run bundle does)`,
+  );
+if (commands.length === 0)
+  throw new Error('no built commands under plugins/*/dist/commands: run `npm run build` first');
 const ids = new Set();
 for (const c of commands) {
   if (ids.has(c.id)) throw new Error(`two plugins define the command "${c.id.replaceAll(':', ' ')}"`);
@@ -93,9 +111,18 @@ if (isMainThread && require.main === module) {
 
 // Packages the bundle carries inside (env/host.ts: packageInstalled), and the versions of those and of
 // the other packages a diagnosis reports (`xtts diagnose-gpu-utilization` has no node_modules to read).
-const BUNDLED_PACKAGES = ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-webgpu', 'webgpu', '@tensorflow/tfjs-backend-wasm', '@tensorflow/tfjs-backend-cpu'];
+const BUNDLED_PACKAGES = [
+  '@tensorflow/tfjs-core',
+  '@tensorflow/tfjs-backend-webgpu',
+  'webgpu',
+  '@tensorflow/tfjs-backend-wasm',
+  '@tensorflow/tfjs-backend-cpu',
+];
 const bundledVersions = Object.fromEntries(
-  [...BUNDLED_PACKAGES, 'better-sqlite3', '@oclif/core', 'yaml', 'ajv'].map((name) => [name, JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version]),
+  [...BUNDLED_PACKAGES, 'better-sqlite3', '@oclif/core', 'yaml', 'ajv'].map((name) => [
+    name,
+    JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version,
+  ]),
 );
 
 // Runs before any bundled module. import.meta.url (in the ESM sources) becomes this file's URL.
@@ -114,8 +141,12 @@ const dawnPathPlugin = {
   setup(b) {
     b.onLoad({ filter: /[\\/]node_modules[\\/]webgpu[\\/]index\.js$/ }, (args) => {
       const src = readFileSync(args.path, 'utf8');
-      const patched = src.replace(/const dawnNodePath = ([^;]+);/, 'const dawnNodePath = globalThis.__XTTS_DAWN_NODE__ || ($1);');
-      if (patched === src) throw new Error(`${args.path}: no "const dawnNodePath = ...;" to redirect (webgpu package changed?)`);
+      const patched = src.replace(
+        /const dawnNodePath = ([^;]+);/,
+        'const dawnNodePath = globalThis.__XTTS_DAWN_NODE__ || ($1);',
+      );
+      if (patched === src)
+        throw new Error(`${args.path}: no "const dawnNodePath = ...;" to redirect (webgpu package changed?)`);
       return { contents: patched, loader: 'js' };
     });
   },
@@ -130,7 +161,18 @@ const common = {
   define: { 'import.meta.url': '__xtts_import_meta_url' },
   // Optional (explained when absent) or native (shipped beside the bundle), or tools the CLI never
   // runs in a bundle (plugin installation needs npm and a network).
-  external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', '*.node', 'ts-node', 'typescript', 'tsx', 'esbuild', 'oclif', '@oclif/plugin-plugins', 'npm'],
+  external: [
+    '@tensorflow/tfjs-node',
+    '@tensorflow/tfjs-node-gpu',
+    '*.node',
+    'ts-node',
+    'typescript',
+    'tsx',
+    'esbuild',
+    'oclif',
+    '@oclif/plugin-plugins',
+    'npm',
+  ],
   plugins: [dawnPathPlugin],
   logLevel: 'warning',
   legalComments: 'none',
@@ -139,11 +181,20 @@ const common = {
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-await build({ ...common, stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' }, outfile: join(out, 'xtts.cjs') });
+await build({
+  ...common,
+  stdin: { contents: entry, resolveDir: root, sourcefile: 'xtts-bundle-entry.js', loader: 'js' },
+  outfile: join(out, 'xtts.cjs'),
+});
 // The benches fully minified (each carries its own TF.js): with the GPU runtime, the bundle must fit the
 // 64 MiB a GPU host call carries, and three readable benches took 6 MB of it.
 for (const name of ['backend', 'matmul', 'reduce', 'dispatch']) {
-  await build({ ...common, minify: true, entryPoints: [join(root, 'bench', `${name}.bench.ts`)], outfile: join(out, `${name}-bench.cjs`) });
+  await build({
+    ...common,
+    minify: true,
+    entryPoints: [join(root, 'bench', `${name}.bench.ts`)],
+    outfile: join(out, `${name}-bench.cjs`),
+  });
 }
 
 const copy = (from, name) => cpSync(from, join(out, name));
@@ -153,7 +204,10 @@ const wasmDir = dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs
 for (const f of ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.wasm']) copy(join(wasmDir, f), f);
 const nvml = join(root, 'native', 'nvml', 'build', 'Release', 'xtts_nvml.node');
 if (existsSync(nvml)) copy(nvml, 'xtts_nvml.node');
-else warnings.push('native/nvml is not built: GPU telemetry in the bundle falls back to nvidia-smi (npm run build:native)');
+else
+  warnings.push(
+    'native/nvml is not built: GPU telemetry in the bundle falls back to nvidia-smi (npm run build:native)',
+  );
 cpSync(join(root, 'configs'), join(out, 'configs'), { recursive: true });
 
 // Dawn: 21 MB raw, 5.4 MB at brotli quality 9 (quality 11: 4.7 MB but 75 s here). Compressed once
@@ -164,7 +218,13 @@ const cacheDir = join(root, 'node_modules', '.cache', 'xtts-bundle');
 const cached = join(cacheDir, `dawn-${createHash('sha256').update(dawnRaw).digest('hex').slice(0, 16)}.node.br`);
 if (!existsSync(cached)) {
   mkdirSync(cacheDir, { recursive: true });
-  const br = brotliCompressSync(dawnRaw, { params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_SIZE_HINT]: dawnRaw.length } });
+  const br = brotliCompressSync(dawnRaw, {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: 9,
+      [constants.BROTLI_PARAM_LGWIN]: 24,
+      [constants.BROTLI_PARAM_SIZE_HINT]: dawnRaw.length,
+    },
+  });
   writeFileSync(`${cached}.${process.pid}`, br);
   cpSync(`${cached}.${process.pid}`, cached);
   rmSync(`${cached}.${process.pid}`);
@@ -200,11 +260,20 @@ let total = 0;
 const lines = [];
 for (const name of readdirSync(out).sort()) {
   const p = join(out, name);
-  const bytes = statSync(p).isDirectory() ? readdirSync(p, { recursive: true }).reduce((s, f) => s + statSync(join(p, String(f))).size, 0) : statSync(p).size;
+  const bytes = statSync(p).isDirectory()
+    ? readdirSync(p, { recursive: true }).reduce((s, f) => s + statSync(join(p, String(f))).size, 0)
+    : statSync(p).size;
   total += bytes;
   lines.push(`  ${name.padEnd(30)} ${mib(bytes).padStart(10)}`);
 }
-console.log(`bundle/ in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${commands.length} commands (${commands.map((c) => c.id.replaceAll(':', ' ')).join(', ')})`);
+console.log(
+  `bundle/ in ${((performance.now() - t0) / 1000).toFixed(1)} ` +
+    `s: ${commands.length} commands ` +
+    `(${commands.map((c) => c.id.replaceAll(':', ' ')).join(', ')})`,
+);
 console.log(lines.join('\n'));
-console.log(`  ${'total'.padEnd(30)} ${mib(total).padStart(10)}  (with a ~22 MB compressed Node.js: ${mib(total + 22 * 2 ** 20)} of a 64 MiB payload)`);
+console.log(
+  `  ${'total'.padEnd(30)} ${mib(total).padStart(10)}  (with a ~22 MB compressed ` +
+    `Node.js: ${mib(total + 22 * 2 ** 20)} of a 64 MiB payload)`,
+);
 for (const w of warnings) console.warn(`warning: ${w}`);

@@ -10,9 +10,13 @@ const hook = async function (opts) {
   if (id && !isTopic) return; // not a command or a topic: the command_not_found hook answers
   const bin = opts.config.bin;
   const message = id ? `\`${bin} ${id}\` is a group of commands: name one of them` : 'no command given';
-  const commands = opts.config.commands.filter((c) => !c.hidden && (!id || c.id.startsWith(`${id}:`))).map((c) => `${bin} ${c.id.replaceAll(':', ' ')}`);
+  const commands = opts.config.commands
+    .filter((c) => !c.hidden && (!id || c.id.startsWith(`${id}:`)))
+    .map((c) => `${bin} ${c.id.replaceAll(':', ' ')}`);
   const suggestions = [`one of: ${commands.join(', ')}`, `${bin} ${id ? `${id} ` : ''}--help explains them`];
-  process.stdout.write(`${JSON.stringify({ status: 'error', error: { code: 'NO_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ status: 'error', error: { code: 'NO_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`,
+  );
   process.exit(2);
 };
 

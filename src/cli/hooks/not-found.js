@@ -10,7 +10,8 @@ export function distance(a, b) {
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.length][b.length];
@@ -30,14 +31,19 @@ export function closestCommand(id, ids) {
 
 const hook = async function (opts) {
   const hidden = new Set(opts.config.commands.filter((c) => c.hidden).map((c) => c.id));
-  const ids = [...opts.config.commandIDs, ...opts.config.commands.flatMap((c) => c.aliases)].filter((c) => !hidden.has(c));
+  const ids = [...opts.config.commandIDs, ...opts.config.commands.flatMap((c) => c.aliases)].filter(
+    (c) => !hidden.has(c),
+  );
   const typed = opts.id.replaceAll(':', ' ');
   const suggestion = closestCommand(opts.id, ids);
   const bin = opts.config.bin;
-  const message = `\`${typed}\` is not an ${bin} command${suggestion ? `; did you mean \`${bin} ${suggestion}\`?` : ''}`;
+  const message =
+    `\`${typed}\` is not an ${bin} ` + `command${suggestion ? `; did you mean \`${bin} ${suggestion}\`?` : ''}`;
   const suggestions = [`${bin} --help lists the commands`];
   if ((opts.argv ?? []).includes('--json')) {
-    process.stdout.write(`${JSON.stringify({ status: 'error', error: { code: 'UNKNOWN_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ status: 'error', error: { code: 'UNKNOWN_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`,
+    );
   } else {
     process.stderr.write(`Error [UNKNOWN_COMMAND] ${message}\n  → ${suggestions[0]}\n`);
   }

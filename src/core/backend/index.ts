@@ -2,11 +2,41 @@
 // tfjs-node, when someone installed one), wasm and cpu. Imported only by commands that compute;
 // TensorFlow.js itself is loaded on the first initBackend/probeBackends call. precision.ts and
 // native.ts import no engine and may be used anywhere.
-export { AUTO_ORDER, type BackendChoice, type BackendOptions, type BackendProbe, disposeBackend, initBackend, probeBackends } from './init.js';
-export { type DeviceTime, KernelCounter, mergeProgramTimes, noDeviceTime, type ProgramTime, programTimes, programTimesPerStep, type ShapeTime, timeOnDevice } from './kernels.js';
+export {
+  AUTO_ORDER,
+  type BackendChoice,
+  type BackendOptions,
+  type BackendProbe,
+  disposeBackend,
+  initBackend,
+  probeBackends,
+} from './init.js';
+export {
+  type DeviceTime,
+  KernelCounter,
+  mergeProgramTimes,
+  noDeviceTime,
+  type ProgramTime,
+  programTimes,
+  programTimesPerStep,
+  type ShapeTime,
+  timeOnDevice,
+} from './kernels.js';
 export { bundleDir, ensureDawnBinary, nativeBindingPath } from './native.js';
-export { type ConcreteBackend, FP16_TRAINING_BACKENDS, type Precision, PRECISION_SUPPORT, type PrecisionSupport, precisionSupported } from './precision.js';
-export { installedTensorflowPackage, TENSORFLOW_INSTALL_HINT, TENSORFLOW_PACKAGES, tensorflowUnavailableReason } from './tensorflow.js';
+export {
+  type ConcreteBackend,
+  FP16_TRAINING_BACKENDS,
+  type Precision,
+  PRECISION_SUPPORT,
+  type PrecisionSupport,
+  precisionSupported,
+} from './precision.js';
+export {
+  installedTensorflowPackage,
+  TENSORFLOW_INSTALL_HINT,
+  TENSORFLOW_PACKAGES,
+  tensorflowUnavailableReason,
+} from './tensorflow.js';
 export { WASM_FILES, wasmDir } from './wasm.js';
 export {
   type AdapterDescription,
@@ -21,10 +51,37 @@ export {
   vulkanDriverManifests,
 } from './webgpu.js';
 export { type GpuDevice } from './gpu-types.js';
-export { flatProgram, namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from './kernels.js';
+export {
+  flatProgram,
+  namedProgram,
+  outputsProgram,
+  runWithOutputs,
+  type WebgpuProgramRunner,
+  workgroupGrid,
+} from './kernels.js';
 export { describeSpans, type DeviceSpans, SpanTimer } from './replay-spans.js';
-export { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, COPY_SHADER_KEY, dropStaleCapture, onDeviceOnly, recordStep, type ShapeCaptureSummary, summarizeShapes } from './step-capture.js';
+export {
+  advanceCapture,
+  arenaBytesOf,
+  type CallCaptureSummary,
+  CallReplayer,
+  type CaptureState,
+  COPY_SHADER_KEY,
+  dropStaleCapture,
+  onDeviceOnly,
+  recordStep,
+  type ShapeCaptureSummary,
+  summarizeShapes,
+} from './step-capture.js';
 export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './webgpu-dense.js';
-export { f16PairTakes, type PairedMatMul, type StridedDims, stridedMatMuls, type StridedMatrix, type StridedProduct, subgroupMatMulPair } from './webgpu-matmul.js';
+export {
+  f16PairTakes,
+  type PairedMatMul,
+  type StridedDims,
+  stridedMatMuls,
+  type StridedMatrix,
+  type StridedProduct,
+  subgroupMatMulPair,
+} from './webgpu-matmul.js';
 export { spreadSum, stridedSum, stridedSumStoring, SUM_OF_SQUARES_KERNEL, type Summand } from './webgpu-sum.js';
 export { stagedUploadStats, uploadTensors } from './webgpu-uploads.js';

@@ -3,9 +3,21 @@
 import type { Backend } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ConcreteBackend } from './precision.js';
-import { initTensorflow, installedTensorflowPackage, TENSORFLOW_INSTALL_HINT, tensorflowUnavailableReason } from './tensorflow.js';
+import {
+  initTensorflow,
+  installedTensorflowPackage,
+  TENSORFLOW_INSTALL_HINT,
+  tensorflowUnavailableReason,
+} from './tensorflow.js';
 import { initWasm } from './wasm.js';
-import { type AdapterDescription, type DawnOptions, disposeWebgpu, listAdapters, registerWebgpuBackend, selectAdapter } from './webgpu.js';
+import {
+  type AdapterDescription,
+  type DawnOptions,
+  disposeWebgpu,
+  listAdapters,
+  registerWebgpuBackend,
+  selectAdapter,
+} from './webgpu.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -53,13 +65,21 @@ function adapterLabel(a: AdapterDescription): string {
  * Load TensorFlow.js with the requested backend, or with `auto` the fastest that works here; an
  * XttsError (BACKEND_UNAVAILABLE, exit code 3) when none does, carrying the reasons.
  */
-export async function initBackend(requested: Backend, options: BackendOptions = {}): Promise<{ tf: Tf; choice: BackendChoice }> {
+export async function initBackend(
+  requested: Backend,
+  options: BackendOptions = {},
+): Promise<{ tf: Tf; choice: BackendChoice }> {
   const tf = await loadTf();
   const auto = requested === 'auto';
   const fallbacks: BackendChoice['fallbacks'] = [];
   for (const backend of auto ? AUTO_ORDER : [requested]) {
     if (options.precision === 'mixed_fp16' && backend !== 'webgpu') {
-      fallbacks.push({ backend, reason: 'training.precision mixed_fp16 needs webgpu: its f16 matmul is a WebGPU tensor-core program, and this backend computes in float32 only' });
+      fallbacks.push({
+        backend,
+        reason:
+          'training.precision mixed_fp16 needs webgpu: its f16 matmul is a WebGPU ' +
+          'tensor-core program, and this backend computes in float32 only',
+      });
       continue;
     }
     if (backend === 'webgpu') {
@@ -69,7 +89,12 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         continue;
       }
       if (auto && sel.description.software) {
-        fallbacks.push({ backend, reason: `the WebGPU adapter Dawn offers, ${sel.description.name}, ${sel.description.dawnBackend === 'null' ? 'computes nothing (Dawn\'s null backend)' : 'is a CPU implementation, slower than the wasm backend'}` });
+        fallbacks.push({
+          backend,
+          reason:
+            `the WebGPU adapter Dawn ` +
+            `offers, ${sel.description.name}, ${sel.description.dawnBackend === 'null' ? "computes nothing (Dawn's null backend)" : 'is a CPU implementation, slower than the wasm backend'}`,
+        });
         continue;
       }
       const failed = await registerWebgpuBackend(tf, sel, options.matmul ?? 'tfjs', options.precision ?? 'fp32');
@@ -78,12 +103,26 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         continue;
       }
       const label = adapterLabel(sel.description);
-      return { tf, choice: { backend, reason: auto ? `a WebGPU adapter is available: ${label}` : `requested: ${label}`, fallbacks, adapter: sel.description } };
+      return {
+        tf,
+        choice: {
+          backend,
+          reason: auto ? `a WebGPU adapter is available: ${label}` : `requested: ${label}`,
+          fallbacks,
+          adapter: sel.description,
+        },
+      };
     }
     if (backend === 'tensorflow') {
       if (options.device !== null && options.device !== undefined) {
         // libtensorflow takes the first GPU CUDA_VISIBLE_DEVICES lists; it cannot be pointed at one here.
-        fallbacks.push({ backend, reason: `device.model_device (${JSON.stringify(options.device)}) picks a WebGPU adapter; the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists: set model_device: null and CUDA_VISIBLE_DEVICES instead` });
+        fallbacks.push({
+          backend,
+          reason:
+            `device.model_device (${JSON.stringify(options.device)}) picks a WebGPU adapter; ` +
+            `the tensorflow backend trains on the first GPU CUDA_VISIBLE_DEVICES lists: set ` +
+            `model_device: null and CUDA_VISIBLE_DEVICES instead`,
+        });
         continue;
       }
       const r = await initTensorflow(tf);
@@ -91,7 +130,15 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         fallbacks.push({ backend, reason: r.reason });
         continue;
       }
-      return { tf, choice: { backend, reason: `${auto ? 'libtensorflow is installed' : 'requested'}: ${r.pkg}`, fallbacks, tensorflowPackage: r.pkg } };
+      return {
+        tf,
+        choice: {
+          backend,
+          reason: `${auto ? 'libtensorflow is installed' : 'requested'}: ${r.pkg}`,
+          fallbacks,
+          tensorflowPackage: r.pkg,
+        },
+      };
     }
     if (backend === 'wasm') {
       const r = await initWasm(tf);
@@ -99,11 +146,22 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
         fallbacks.push({ backend, reason: r.reason });
         continue;
       }
-      const build = `${r.simd ? 'SIMD' : 'no SIMD'}, ${r.threads} thread${r.threads === 1 ? '' : 's'} (TF.js runs wasm single-threaded under Node)`;
-      return { tf, choice: { backend, reason: auto ? `no GPU backend works here; wasm is the fastest CPU backend: ${build}` : `requested: ${build}`, fallbacks, wasm: { simd: r.simd, threads: r.threads } } };
+      const build =
+        `${r.simd ? 'SIMD' : 'no SIMD'}, ${r.threads} ` +
+        `thread${r.threads === 1 ? '' : 's'} (TF.js runs wasm single-threaded under Node)`;
+      return {
+        tf,
+        choice: {
+          backend,
+          reason: auto ? `no GPU backend works here; wasm is the fastest CPU backend: ${build}` : `requested: ${build}`,
+          fallbacks,
+          wasm: { simd: r.simd, threads: r.threads },
+        },
+      };
     }
     await import('@tensorflow/tfjs-backend-cpu');
-    if (await tf.setBackend('cpu')) return { tf, choice: { backend: 'cpu', reason: auto ? 'the only backend that loaded' : 'requested', fallbacks } };
+    if (await tf.setBackend('cpu'))
+      return { tf, choice: { backend: 'cpu', reason: auto ? 'the only backend that loaded' : 'requested', fallbacks } };
     fallbacks.push({ backend: 'cpu', reason: 'the cpu backend did not initialise' });
   }
   const reasons = fallbacks.map((f) => (auto ? `${f.backend}: ${f.reason}` : f.reason)).join('; ');
@@ -111,9 +169,17 @@ export async function initBackend(requested: Backend, options: BackendOptions = 
     requested === 'tensorflow'
       ? [TENSORFLOW_INSTALL_HINT, 'or use --backend webgpu (GPU) or --backend auto']
       : requested === 'webgpu'
-        ? ['run `xtts diagnose-gpu-utilization` to see the adapters Dawn finds', 'on a GPU host without Vulkan libraries, source the GPU runtime folder\'s setup.sh (`npm run gpu-runtime` builds it)', 'or use --backend auto']
+        ? [
+            'run `xtts diagnose-gpu-utilization` to see the adapters Dawn finds',
+            "on a GPU host without Vulkan libraries, source the GPU runtime folder's " +
+              'setup.sh (`npm run gpu-runtime` builds it)',
+            'or use --backend auto',
+          ]
         : ['use --backend auto to take the fastest backend that works here'];
-  throw new XttsError('BACKEND_UNAVAILABLE', `backend ${requested} is not available here: ${reasons}`, { exitCode: ExitCode.environment, suggestions });
+  throw new XttsError('BACKEND_UNAVAILABLE', `backend ${requested} is not available here: ${reasons}`, {
+    exitCode: ExitCode.environment,
+    suggestions,
+  });
 }
 
 /** Give back what the current backend holds outside the JS heap (the GPU device), so Node can exit. */
@@ -147,15 +213,32 @@ export async function probeBackends(options: BackendOptions = {}): Promise<Backe
   const probes: BackendProbe[] = [];
 
   const list = await listAdapters(options);
-  if (list.adapters.length === 0) probes.push({ backend: 'webgpu', available: false, reason: list.note ?? 'Dawn found no GPU adapter', adapters: [] });
+  if (list.adapters.length === 0)
+    probes.push({
+      backend: 'webgpu',
+      available: false,
+      reason: list.note ?? 'Dawn found no GPU adapter',
+      adapters: [],
+    });
   else {
     const hardware = list.adapters.filter((a) => !a.software);
-    const sel = options.device === null || options.device === undefined ? undefined : await selectAdapter(options.device, options);
-    if (sel && !sel.ok) probes.push({ backend: 'webgpu', available: false, reason: sel.reason, adapters: list.adapters });
+    const sel =
+      options.device === null || options.device === undefined
+        ? undefined
+        : await selectAdapter(options.device, options);
+    if (sel && !sel.ok)
+      probes.push({ backend: 'webgpu', available: false, reason: sel.reason, adapters: list.adapters });
     else {
       const first = sel?.ok ? sel.description : (hardware[0] ?? list.adapters[0]);
-      const software = first.software ? ' — not a GPU (a CPU implementation, or Dawn\'s null backend), which auto passes over for wasm' : '';
-      probes.push({ backend: 'webgpu', available: true, reason: `${adapterLabel(first)}${software}`, adapters: list.adapters });
+      const software = first.software
+        ? " — not a GPU (a CPU implementation, or Dawn's null backend), which auto passes over for wasm"
+        : '';
+      probes.push({
+        backend: 'webgpu',
+        available: true,
+        reason: `${adapterLabel(first)}${software}`,
+        adapters: list.adapters,
+      });
     }
   }
 
@@ -163,18 +246,39 @@ export async function probeBackends(options: BackendOptions = {}): Promise<Backe
   if (!pkg) probes.push({ backend: 'tensorflow', available: false, reason: tensorflowUnavailableReason() });
   else {
     const r = await initTensorflow(tf);
-    probes.push(r.ok ? { backend: 'tensorflow', available: true, reason: `${r.pkg} loads`, package: r.pkg } : { backend: 'tensorflow', available: false, reason: r.reason, package: pkg });
+    probes.push(
+      r.ok
+        ? { backend: 'tensorflow', available: true, reason: `${r.pkg} loads`, package: r.pkg }
+        : { backend: 'tensorflow', available: false, reason: r.reason, package: pkg },
+    );
   }
 
   const w = await initWasm(tf);
-  probes.push(w.ok ? { backend: 'wasm', available: true, reason: `${w.simd ? 'SIMD' : 'no SIMD'}, ${w.threads} thread${w.threads === 1 ? '' : 's'}`, wasm: { simd: w.simd, threads: w.threads } } : { backend: 'wasm', available: false, reason: w.reason });
+  probes.push(
+    w.ok
+      ? {
+          backend: 'wasm',
+          available: true,
+          reason: `${w.simd ? 'SIMD' : 'no SIMD'}, ${w.threads} thread${w.threads === 1 ? '' : 's'}`,
+          wasm: { simd: w.simd, threads: w.threads },
+        }
+      : { backend: 'wasm', available: false, reason: w.reason },
+  );
 
   try {
     await import('@tensorflow/tfjs-backend-cpu');
     const ok = await tf.setBackend('cpu');
-    probes.push({ backend: 'cpu', available: ok, reason: ok ? 'plain JavaScript, always there' : 'the cpu backend did not initialise' });
+    probes.push({
+      backend: 'cpu',
+      available: ok,
+      reason: ok ? 'plain JavaScript, always there' : 'the cpu backend did not initialise',
+    });
   } catch (e) {
-    probes.push({ backend: 'cpu', available: false, reason: `the cpu backend failed to load: ${(e as Error).message.split('\n')[0]}` });
+    probes.push({
+      backend: 'cpu',
+      available: false,
+      reason: `the cpu backend failed to load: ${(e as Error).message.split('\n')[0]}`,
+    });
   }
 
   if (previous && previous !== tf.getBackend()) await tf.setBackend(previous);

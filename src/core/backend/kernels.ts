@@ -22,7 +22,11 @@ interface ShapeLike {
  * Conv2D). 0 for everything else — elementwise ops, reductions and layout changes are memory-bound
  * work the "model FLOPs" convention (PaLM's MFU, Chowdhery et al. 2022) leaves out.
  */
-export function kernelFlops(name: string, inputs: Record<string, ShapeLike | undefined>, attrs: Record<string, unknown> = {}): number {
+export function kernelFlops(
+  name: string,
+  inputs: Record<string, ShapeLike | undefined>,
+  attrs: Record<string, unknown> = {},
+): number {
   if (name === 'BatchMatMul' || name === '_FusedMatMul') {
     const a = inputs.a?.shape;
     const b = inputs.b?.shape;
@@ -30,7 +34,10 @@ export function kernelFlops(name: string, inputs: Record<string, ShapeLike | und
     const m = attrs.transposeA ? a[a.length - 1] : a[a.length - 2];
     const k = attrs.transposeA ? a[a.length - 2] : a[a.length - 1];
     const n = attrs.transposeB ? b[b.length - 2] : b[b.length - 1];
-    const batch = Math.max(a.slice(0, -2).reduce((x, y) => x * y, 1), b.slice(0, -2).reduce((x, y) => x * y, 1));
+    const batch = Math.max(
+      a.slice(0, -2).reduce((x, y) => x * y, 1),
+      b.slice(0, -2).reduce((x, y) => x * y, 1),
+    );
     return 2 * batch * m * n * k;
   }
   if (name === 'XttsDenseGrads') {
@@ -96,7 +103,8 @@ export class KernelCounter {
             this.count++;
             const name = args[0] as string;
             if (names) names.set(name, (names.get(name) ?? 0) + 1);
-            if (flops && (name.charCodeAt(0) === 66 || name.charCodeAt(0) === 95 || name.charCodeAt(0) === 67)) this.flops += kernelFlops(name, args[1] as Record<string, ShapeLike>, args[2] as Record<string, unknown>);
+            if (flops && (name.charCodeAt(0) === 66 || name.charCodeAt(0) === 95 || name.charCodeAt(0) === 67))
+              this.flops += kernelFlops(name, args[1] as Record<string, ShapeLike>, args[2] as Record<string, unknown>);
             return runKernel.apply(engine, args);
           }
         : (...args: unknown[]) => {
@@ -155,7 +163,10 @@ export type DeviceTime =
       wallMs: number;
       /** What kernelMs means on this backend. */
       source: string;
-      /** webgpu: device time and count per program kind (tfjs's program class, or xtts's program name) and per shape, largest first. */
+      /**
+       * webgpu: device time and count per program kind (tfjs's program class, or xtts's program name) and per shape,
+       * largest first.
+       */
       programs: ProgramTime[];
     }
   | { available: false; reason: string; wallMs: number };
@@ -176,7 +187,13 @@ export interface ShapeTime {
 }
 
 /** Adds `ms` over `count` dispatches to the entry of `key` in `by`, made by `make` where there is none. */
-function addTime<T extends { ms: number; count: number }>(by: Map<string, T>, key: string, ms: number, count: number, make: () => T): T {
+function addTime<T extends { ms: number; count: number }>(
+  by: Map<string, T>,
+  key: string,
+  ms: number,
+  count: number,
+  make: () => T,
+): T {
   const t = by.get(key) ?? make();
   t.ms += ms;
   t.count += count;
@@ -218,8 +235,17 @@ function largest<T extends { ms: number }>(xs: Iterable<T>): T[] {
 
 /** The programs' times merged over `steps` timed steps (mergeProgramTimes), per step, largest first (per shape too). */
 export function programTimesPerStep(merged: Map<string, ProgramTime>, steps: number): ProgramTime[] {
-  const perStep = <T extends { ms: number; count: number }>(x: T): T => ({ ...x, ms: x.ms / steps, count: x.count / steps });
-  return largest([...merged.values()].map((p) => ({ ...perStep(p), ...(p.shapes ? { shapes: largest(p.shapes.map(perStep)) } : {}) })));
+  const perStep = <T extends { ms: number; count: number }>(x: T): T => ({
+    ...x,
+    ms: x.ms / steps,
+    count: x.count / steps,
+  });
+  return largest(
+    [...merged.values()].map((p) => ({
+      ...perStep(p),
+      ...(p.shapes ? { shapes: largest(p.shapes.map(perStep)) } : {}),
+    })),
+  );
 }
 
 /**
@@ -228,7 +254,12 @@ export function programTimesPerStep(merged: Map<string, ProgramTime>, steps: num
  */
 export function mergeProgramTimes(into: Map<string, ProgramTime>, more: readonly ProgramTime[]): void {
   for (const p of more) {
-    const sum = addTime(into, p.name, p.ms, p.count, () => ({ name: p.name, ms: 0, count: 0, ...(p.shapes ? { shapes: [] } : {}) }));
+    const sum = addTime(into, p.name, p.ms, p.count, () => ({
+      name: p.name,
+      ms: 0,
+      count: 0,
+      ...(p.shapes ? { shapes: [] } : {}),
+    }));
     if (!p.shapes) delete sum.shapes;
     if (!p.shapes || !sum.shapes) continue;
     const shapes = new Map(sum.shapes.map((x) => [x.shape, x]));
@@ -270,7 +301,14 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
  * A program of one invocation per output value: `body` (WGSL) runs for every flat `index` below the
  * output's size, 64 invocations a workgroup; `uniforms` are its own (WGSL declarations).
  */
-export function flatProgram(name: string, shaderKey: string, variableNames: string[], outputShape: number[], uniforms: string, body: string) {
+export function flatProgram(
+  name: string,
+  shaderKey: string,
+  variableNames: string[],
+  outputShape: number[],
+  uniforms: string,
+  body: string,
+) {
   const size = outputShape.reduce((a, x) => a * x, 1);
   return namedProgram(name, {
     variableNames,
@@ -289,9 +327,16 @@ export function flatProgram(name: string, shaderKey: string, variableNames: stri
   });
 }
 
-/** What xtts's WebGPU kernels call on tfjs-backend-webgpu's backend: run a program of their own, free a tensor's data. */
+/**
+ * What xtts's WebGPU kernels call on tfjs-backend-webgpu's backend: run a program of their own, free a tensor's data.
+ */
 export interface WebgpuProgramRunner {
-  runWebGPUProgram(program: object, inputs: import('@tensorflow/tfjs-core').TensorInfo[], dtype: import('@tensorflow/tfjs-core').DataType, uniforms?: { type: string; data: number[] }[]): import('@tensorflow/tfjs-core').TensorInfo;
+  runWebGPUProgram(
+    program: object,
+    inputs: import('@tensorflow/tfjs-core').TensorInfo[],
+    dtype: import('@tensorflow/tfjs-core').DataType,
+    uniforms?: { type: string; data: number[] }[],
+  ): import('@tensorflow/tfjs-core').TensorInfo;
   disposeData(dataId: object): void;
 }
 
@@ -305,9 +350,17 @@ export interface WebgpuProgramRunner {
 /** Further outputs (the last inputs' names) of the programs that have them, by program name. */
 const furtherOutputs = new Map<string, string[]>();
 
-/** A named program whose last `outputs.length` inputs, named `outputs`, are outputs it writes (with setOutput* for the first). */
-export function outputsProgram<T extends { variableNames: string[] }>(name: string, outputs: string[], fields: T): T & { extraOutputs: number } {
-  if (fields.variableNames.slice(-outputs.length).join() !== outputs.join()) throw new Error(`program ${name}: its further outputs ${outputs} are not its last inputs`);
+/**
+ * A named program whose last `outputs.length` inputs, named `outputs`, are outputs it writes (with setOutput* for the
+ * first).
+ */
+export function outputsProgram<T extends { variableNames: string[] }>(
+  name: string,
+  outputs: string[],
+  fields: T,
+): T & { extraOutputs: number } {
+  if (fields.variableNames.slice(-outputs.length).join() !== outputs.join())
+    throw new Error(`program ${name}: its further outputs ${outputs} are not its last inputs`);
   furtherOutputs.set(name, outputs);
   return namedProgram(name, { ...fields, extraOutputs: outputs.length });
 }
@@ -330,9 +383,19 @@ interface OutputsRunner extends WebgpuProgramRunner {
   uploadToGPU(dataId: object): void;
 }
 
-/** Runs an outputsProgram: its further outputs (float32, of `shapes`) made on the device first; returns [output, ...further outputs]. */
-export function runWithOutputs(backend: WebgpuProgramRunner, program: { variableNames: string[]; extraOutputs: number }, inputs: TensorInfo[], shapes: number[][], uniforms?: { type: string; data: number[] }[]): TensorInfo[] {
-  if (shapes.length !== program.extraOutputs) throw new Error(`a program of ${program.extraOutputs} further outputs run with ${shapes.length}`);
+/**
+ * Runs an outputsProgram: its further outputs (float32, of `shapes`) made on the device first; returns [output,
+ * ...further outputs].
+ */
+export function runWithOutputs(
+  backend: WebgpuProgramRunner,
+  program: { variableNames: string[]; extraOutputs: number },
+  inputs: TensorInfo[],
+  shapes: number[][],
+  uniforms?: { type: string; data: number[] }[],
+): TensorInfo[] {
+  if (shapes.length !== program.extraOutputs)
+    throw new Error(`a program of ${program.extraOutputs} further outputs run with ${shapes.length}`);
   const runner = backend as OutputsRunner;
   const further = shapes.map((shape) => runner.makeTensorInfo(shape, 'float32'));
   for (const t of further) runner.uploadToGPU(t.dataId);
@@ -355,7 +418,12 @@ const tfjsKernels = new Map<string, KernelConfig>();
  * Puts xtts's `make(tfjs's kernel)` in front of tfjs's webgpu kernel `kernelName` (on), or gives
  * tfjs's back (off: benches, tests). Once per engine: a second `on` keeps the one in place.
  */
-export function wrapWebgpuKernel(tf: Tf, kernelName: string, on: boolean, make: (original: KernelConfig) => (args: KernelArgs) => TensorInfo): void {
+export function wrapWebgpuKernel(
+  tf: Tf,
+  kernelName: string,
+  on: boolean,
+  make: (original: KernelConfig) => (args: KernelArgs) => TensorInfo,
+): void {
   const current = tf.getKernel(kernelName, 'webgpu');
   if (!current) return;
   const ours = (current.kernelFunc as { [WRAPPED]?: boolean })[WRAPPED] === true;
@@ -382,7 +450,11 @@ export function wrapWebgpuKernel(tf: Tf, kernelName: string, on: boolean, make: 
  */
 export function noDeviceTime(backend: string): string | undefined {
   if (backend !== 'cpu' && backend !== 'wasm') return undefined;
-  return `the ${backend} backend computes inside each kernel call on this CPU: there is no device working beside the host, and the time it reports is the call's own wall time`;
+  return (
+    `the ${backend} backend computes inside each kernel call on this CPU: there is ` +
+    `no device working beside the host, and the time it reports is the call's own ` +
+    `wall time`
+  );
 }
 
 /**
@@ -405,7 +477,11 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
     if (!backend.supportTimestampQuery) {
       const t0 = performance.now();
       step();
-      return { available: false, reason: 'the WebGPU device has no timestamp-query feature (Dawn offers it on Vulkan, not on OpenGL ES)', wallMs: performance.now() - t0 };
+      return {
+        available: false,
+        reason: 'the WebGPU device has no timestamp-query feature (Dawn offers it on Vulkan, not on OpenGL ES)',
+        wallMs: performance.now() - t0,
+      };
     }
   }
   // Each dispatch's shape, in the order tfjs times them (the programs it runs, but those of an empty output).
@@ -415,7 +491,13 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
   let timing: Awaited<ReturnType<Tf['time']>>;
   if (run) {
     backend.runWebGPUProgram = (...args: unknown[]) => {
-      const [program, inputs, , , output] = args as [{ outputShape: number[] }, { shape: number[] }[], unknown, unknown, { shape: number[] } | undefined];
+      const [program, inputs, , , output] = args as [
+        { outputShape: number[] },
+        { shape: number[] }[],
+        unknown,
+        unknown,
+        { shape: number[] } | undefined,
+      ];
       const shape = output?.shape ?? program.outputShape;
       if (shape.every((d) => d > 0)) shapes.push(dispatchShape(shape, inputs));
       return run.apply(backend, args);
@@ -426,10 +508,29 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
   } finally {
     if (run) backend.runWebGPUProgram = run;
   }
-  if (typeof timing.kernelMs !== 'number') return { available: false, reason: `the ${backendName} backend reported no kernel time: ${timing.kernelMs.error}`, wallMs: timing.wallMs };
+  if (typeof timing.kernelMs !== 'number')
+    return {
+      available: false,
+      reason: `the ${backendName} backend reported no kernel time: ${timing.kernelMs.error}`,
+      wallMs: timing.wallMs,
+    };
   // Dawn's null backend (and a broken driver) return timestamps that are not monotonic.
-  if (timing.kernelMs < 0) return { available: false, reason: `the device's timestamps are not monotonic (summed kernel time ${timing.kernelMs.toFixed(1)} ms)`, wallMs: timing.wallMs };
-  const source = backendName === 'webgpu' ? 'GPU timestamp queries around each program, summed' : 'kernel times as libtensorflow reports them';
+  if (timing.kernelMs < 0)
+    return {
+      available: false,
+      reason: `the device's timestamps are not monotonic (summed kernel time ${timing.kernelMs.toFixed(1)} ms)`,
+      wallMs: timing.wallMs,
+    };
+  const source =
+    backendName === 'webgpu'
+      ? 'GPU timestamp queries around each program, summed'
+      : 'kernel times as libtensorflow reports them';
   const extra = (timing as { getExtraProfileInfo?: () => string }).getExtraProfileInfo;
-  return { available: true, kernelMs: timing.kernelMs, wallMs: timing.wallMs, source, programs: backendName === 'webgpu' && extra ? programTimes(extra(), shapes) : [] };
+  return {
+    available: true,
+    kernelMs: timing.kernelMs,
+    wallMs: timing.wallMs,
+    source,
+    programs: backendName === 'webgpu' && extra ? programTimes(extra(), shapes) : [],
+  };
 }

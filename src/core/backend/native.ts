@@ -1,7 +1,17 @@
 // Native files (.node addons, .wasm binaries) come from node_modules normally, or from beside the
 // self-contained bundle (`npm run bundle`), whose entry sets __XTTS_BUNDLE_DIR__ before any module
 // runs. Dawn travels brotli-compressed (21 MB raw, ~5 MB compressed) and is unpacked on first use.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
@@ -35,9 +45,13 @@ export function ensureDawnBinary(): string | undefined {
   const compressed = join(dir, DAWN_COMPRESSED_NAME);
   const beside = join(dir, 'dawn.node');
   if (existsSync(beside)) return beside;
-  if (!existsSync(compressed)) throw new Error(`the bundle has neither dawn.node nor ${DAWN_COMPRESSED_NAME} in ${dir}`);
+  if (!existsSync(compressed))
+    throw new Error(`the bundle has neither dawn.node nor ${DAWN_COMPRESSED_NAME} in ${dir}`);
   const st = statSync(compressed);
-  const candidates = [beside, join(tmpdir(), `xtts-dawn-${process.getuid?.() ?? 'user'}-${st.size}-${Math.floor(st.mtimeMs)}`, 'dawn.node')];
+  const candidates = [
+    beside,
+    join(tmpdir(), `xtts-dawn-${process.getuid?.() ?? 'user'}-${st.size}-${Math.floor(st.mtimeMs)}`, 'dawn.node'),
+  ];
   for (const target of candidates) if (existsSync(target)) return target;
   const raw = brotliDecompressSync(readFileSync(compressed));
   let lastError: unknown;

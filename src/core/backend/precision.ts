@@ -25,7 +25,10 @@ export const PRECISION_SUPPORT: Readonly<Record<ConcreteBackend, PrecisionSuppor
   webgpu: {
     trains: ['fp32', 'mixed_fp16'],
     float16:
-      'mixed_fp16 runs the large matmuls on tensor cores with f16 operands and f32 sums, under a dynamic loss scale; the adapter needs shader-f16, subgroups and an f16→f32 subgroup-matrix shape (Dawn offers them under allow_unsafe_apis; on NVIDIA with vulkan_enable_f16_on_nvidia, which xtts sets)',
+      'mixed_fp16 runs the large matmuls on tensor cores with f16 operands and f32 ' +
+      'sums, under a dynamic loss scale; the adapter needs shader-f16, subgroups and ' +
+      'an f16→f32 subgroup-matrix shape (Dawn offers them under allow_unsafe_apis; on ' +
+      'NVIDIA with vulkan_enable_f16_on_nvidia, which xtts sets)',
   },
   tensorflow: {
     trains: ['fp32'],
@@ -36,9 +39,9 @@ export const PRECISION_SUPPORT: Readonly<Record<ConcreteBackend, PrecisionSuppor
 };
 
 /** Backends that can train with `precision: mixed_fp16` (webgpu, where the adapter has tensor cores). */
-export const FP16_TRAINING_BACKENDS: readonly ConcreteBackend[] = (Object.keys(PRECISION_SUPPORT) as ConcreteBackend[]).filter((b) =>
-  PRECISION_SUPPORT[b].trains.includes('mixed_fp16'),
-);
+export const FP16_TRAINING_BACKENDS: readonly ConcreteBackend[] = (
+  Object.keys(PRECISION_SUPPORT) as ConcreteBackend[]
+).filter((b) => PRECISION_SUPPORT[b].trains.includes('mixed_fp16'));
 
 /**
  * The precision policy, the one function the validator (rule training/precision) and `train` ask:
@@ -47,14 +50,26 @@ export const FP16_TRAINING_BACKENDS: readonly ConcreteBackend[] = (Object.keys(P
  * trains it. Data-parallel replicas (`gpus`, device.gpus, set) train in float32: their update sums no
  * loss-scaled gradients.
  */
-export function precisionSupported(backend: Backend, precision: Precision, gpus: XttsConfig['device']['gpus'] = null): { ok: boolean; reason: string } {
+export function precisionSupported(
+  backend: Backend,
+  precision: Precision,
+  gpus: XttsConfig['device']['gpus'] = null,
+): { ok: boolean; reason: string } {
   if (gpus !== null && precision !== 'fp32') {
-    return { ok: false, reason: `data-parallel training (device.gpus: ${JSON.stringify(gpus)}) runs its replicas in float32: ${precision} trains on one GPU` };
+    return {
+      ok: false,
+      reason:
+        `data-parallel training (device.gpus: ${JSON.stringify(gpus)}) runs its replicas ` +
+        `in float32: ${precision} trains on one GPU`,
+    };
   }
   if (backend === 'auto' && precision === 'mixed_fp16') {
-    return PRECISION_SUPPORT.webgpu.trains.includes(precision) ? { ok: true, reason: 'auto trains mixed_fp16 on webgpu only' } : { ok: false, reason: `webgpu: ${PRECISION_SUPPORT.webgpu.float16}` };
+    return PRECISION_SUPPORT.webgpu.trains.includes(precision)
+      ? { ok: true, reason: 'auto trains mixed_fp16 on webgpu only' }
+      : { ok: false, reason: `webgpu: ${PRECISION_SUPPORT.webgpu.float16}` };
   }
-  const backends: ConcreteBackend[] = backend === 'auto' ? (Object.keys(PRECISION_SUPPORT) as ConcreteBackend[]) : [backend];
+  const backends: ConcreteBackend[] =
+    backend === 'auto' ? (Object.keys(PRECISION_SUPPORT) as ConcreteBackend[]) : [backend];
   const missing = backends.filter((b) => !PRECISION_SUPPORT[b].trains.includes(precision));
   if (missing.length === 0) return { ok: true, reason: `${backend} trains in ${precision}` };
   return { ok: false, reason: missing.map((b) => `${b}: ${PRECISION_SUPPORT[b].float16}`).join('; ') };

@@ -42,13 +42,15 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>, @builtin(num_workgroups) 
   let piece = pieces[id.y];
   let stride = groups.x * ${WORKGROUP}u;
   switch (id.y) {
-${ks.map((k) => `    case ${k}u: { for (var i = id.x; i < piece.y; i += stride) { d${k}[i] = src[piece.x + i]; } }`).join('\n')}
+${ks.map((k) => `    case ${k}u: { for (var i = id.x; i < piece.y; i += stride) { d${k}[i] = ` + `src[piece.x + i]; } }`).join('\n')}
     default: {}
   }
 }`;
 }
 
-/** The copies, in programs of at most `perProgram` pieces from one source (whole 32-bit words, as WebGPU's own copies). */
+/**
+ * The copies, in programs of at most `perProgram` pieces from one source (whole 32-bit words, as WebGPU's own copies).
+ */
 export class CopyPrograms {
   private readonly pipelines = new Map<number, GpuPipeline>();
   private readonly uniforms: GpuBuffer[] = [];
@@ -73,7 +75,8 @@ export class CopyPrograms {
     this.dispose();
     const bySource = new Map<GpuBuffer, BufferCopy[]>();
     for (const c of copies) {
-      if (c.offsetBytes % 4 !== 0 || c.bytes % 4 !== 0) throw new Error(`a copy of ${c.bytes} bytes at byte ${c.offsetBytes}: whole 32-bit words only`);
+      if (c.offsetBytes % 4 !== 0 || c.bytes % 4 !== 0)
+        throw new Error(`a copy of ${c.bytes} bytes at byte ${c.offsetBytes}: whole 32-bit words only`);
       if (c.bytes === 0) continue;
       const list = bySource.get(c.from);
       if (list) list.push(c);
@@ -90,10 +93,19 @@ export class CopyPrograms {
         this.uniforms.push(uniform);
         const bindGroup = this.device.createBindGroup({
           layout: pipeline.getBindGroupLayout(0),
-          entries: [{ binding: 0, resource: { buffer: from } }, ...chunk.map((c, k) => ({ binding: k + 1, resource: { buffer: c.to } })), { binding: chunk.length + 1, resource: { buffer: uniform } }],
+          entries: [
+            { binding: 0, resource: { buffer: from } },
+            ...chunk.map((c, k) => ({ binding: k + 1, resource: { buffer: c.to } })),
+            { binding: chunk.length + 1, resource: { buffer: uniform } },
+          ],
         });
         const words = Math.max(...chunk.map((c) => c.bytes / 4));
-        this.programs.push({ pipeline, bindGroup, pieces: chunk.length, groups: Math.min(MAX_GROUPS, Math.max(1, Math.ceil(words / (WORKGROUP * PER_INVOCATION)))) });
+        this.programs.push({
+          pipeline,
+          bindGroup,
+          pieces: chunk.length,
+          groups: Math.min(MAX_GROUPS, Math.max(1, Math.ceil(words / (WORKGROUP * PER_INVOCATION)))),
+        });
       }
     }
   }
@@ -101,7 +113,10 @@ export class CopyPrograms {
   private pipeline(pieces: number): GpuPipeline {
     let p = this.pipelines.get(pieces);
     if (!p) {
-      p = this.device.createComputePipeline({ layout: 'auto', compute: { module: this.device.createShaderModule({ code: shader(pieces) }), entryPoint: 'main' } });
+      p = this.device.createComputePipeline({
+        layout: 'auto',
+        compute: { module: this.device.createShaderModule({ code: shader(pieces) }), entryPoint: 'main' },
+      });
       this.pipelines.set(pieces, p);
     }
     return p;

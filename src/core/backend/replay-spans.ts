@@ -17,7 +17,10 @@ import { BufferUsage, type GpuBuffer, type GpuDevice, type GpuEncoder } from './
 const SLOTS = 64;
 /** Timestamps a slot holds: 256 bytes (resolveQuerySet's offset alignment), two per pass. */
 const PER_SLOT = 32;
-/** Steps timed at most in a run (as the replays' encoding times: StepCapture.encodeMs): a long run's medians come from its first ones, and the record stays bounded. */
+/**
+ * Steps timed at most in a run (as the replays' encoding times: StepCapture.encodeMs): a long run's medians come from
+ * its first ones, and the record stays bounded.
+ */
 const MAX_STEPS = 10_240;
 const { QUERY_RESOLVE, COPY_SRC, COPY_DST, MAP_READ } = BufferUsage;
 
@@ -128,7 +131,9 @@ export class ReplaySpans {
   private constructor(private readonly device: QueryDevice) {
     this.querySet = device.createQuerySet({ type: 'timestamp', count: SLOTS * PER_SLOT });
     this.resolved = device.createBuffer({ size: SLOTS * PER_SLOT * 8, usage: QUERY_RESOLVE | COPY_SRC });
-    this.reads = [0, 1].map(() => device.createBuffer({ size: SLOTS * PER_SLOT * 8, usage: MAP_READ | COPY_DST }) as ReadBuffer);
+    this.reads = [0, 1].map(
+      () => device.createBuffer({ size: SLOTS * PER_SLOT * 8, usage: MAP_READ | COPY_DST }) as ReadBuffer,
+    );
   }
 
   /** MAX_STEPS steps are closed: later replays write no timestamps. */
@@ -142,18 +147,33 @@ export class ReplaySpans {
     return d.features?.has('timestamp-query') && typeof d.createQuerySet === 'function' ? new ReplaySpans(d) : null;
   }
 
-  /** Pass i's descriptor for the step being encoded; past the slot's room the pass is untimed (and the step not measured). */
+  /**
+   * Pass i's descriptor for the step being encoded; past the slot's room the pass is untimed (and the step not
+   * measured).
+   */
   pass(i: number): object | undefined {
     if (2 * i + 2 > PER_SLOT || this.full) return undefined;
     const base = this.slot * PER_SLOT;
-    return { timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: base + 2 * i, endOfPassWriteIndex: base + 2 * i + 1 } };
+    return {
+      timestampWrites: {
+        querySet: this.querySet,
+        beginningOfPassWriteIndex: base + 2 * i,
+        endOfPassWriteIndex: base + 2 * i + 1,
+      },
+    };
   }
 
   /** After the step's last pass (`passes` of them): its timestamps into their slot; a full round to a read buffer. */
   close(encoder: GpuEncoder, passes: number): void {
     if (this.full) return;
     const timed = Math.min(passes, PER_SLOT / 2);
-    (encoder as QueryEncoder).resolveQuerySet(this.querySet, this.slot * PER_SLOT, 2 * timed, this.resolved, this.slot * PER_SLOT * 8);
+    (encoder as QueryEncoder).resolveQuerySet(
+      this.querySet,
+      this.slot * PER_SLOT,
+      2 * timed,
+      this.resolved,
+      this.slot * PER_SLOT * 8,
+    );
     this.passesOf.push(passes > timed ? 0 : passes);
     this.slot++;
     if (this.slot === SLOTS) this.copyOut(encoder);
@@ -185,7 +205,11 @@ export class ReplaySpans {
         const stamps = new BigUint64Array(buffer.getMappedRange().slice(0));
         buffer.unmap();
         this.pending[r.buffer] = null;
-        r.passes.forEach((p, s) => (this.spans[r.first + s] = p === 0 ? null : stepSpan(stamps.subarray(s * PER_SLOT, s * PER_SLOT + 2 * p), p)));
+        r.passes.forEach(
+          (p, s) =>
+            (this.spans[r.first + s] =
+              p === 0 ? null : stepSpan(stamps.subarray(s * PER_SLOT, s * PER_SLOT + 2 * p), p)),
+        );
       },
       () => {
         // A destroyed buffer or a lost device: the round is not measured.
@@ -238,7 +262,9 @@ export class SpanTimer {
     const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, 5000, null)));
     try {
       const r = await Promise.race([this.spans.summary(), timeout]);
-      return r ? { available: true, ...r } : { available: false, reason: 'the timestamps did not come back from the device within 5 s' };
+      return r
+        ? { available: true, ...r }
+        : { available: false, reason: 'the timestamps did not come back from the device within 5 s' };
     } finally {
       clearTimeout(timer);
     }
@@ -255,17 +281,28 @@ export class SpanTimer {
  * between steps (uploads, copies, command-buffer boundaries, waiting for the host). `stepMs`: the
  * host's median step, beside which the device's cycle is read.
  */
-export function describeSpans(step: DeviceSpans | undefined, alignment: DeviceSpans | undefined, stepMs: number): string | null {
+export function describeSpans(
+  step: DeviceSpans | undefined,
+  alignment: DeviceSpans | undefined,
+  stepMs: number,
+): string | null {
   if (!step?.available || step.insideMs === null || step.spanMs === null) return null;
   const ms = (x: number) => `${x.toFixed(2)} ms`;
   const parts = [`its passes ${ms(step.insideMs)} (their kernels and the gaps between dependent dispatches)`];
-  if (step.spanMs - step.insideMs >= 0.005) parts.push(`${ms(step.spanMs - step.insideMs)} between its parts (the device waiting for the host's next part)`);
+  if (step.spanMs - step.insideMs >= 0.005)
+    parts.push(`${ms(step.spanMs - step.insideMs)} between its parts (the device waiting for the host's next part)`);
   const aligned = alignment?.available && alignment.insideMs !== null ? alignment.insideMs : null;
   if (aligned !== null) parts.push(`the alignment forward ${ms(aligned)}`);
   if (step.betweenMs !== null) {
     const rest = Math.max(0, step.betweenMs - (aligned ?? 0));
     parts.push(`${ms(rest)} else between steps (uploads, copies, command-buffer boundaries, waiting for the host)`);
   }
-  const cycle = step.betweenMs !== null ? `; the device's cycle ${ms(step.spanMs + step.betweenMs)} against a ${ms(stepMs)} median step` : '';
-  return `device time of a replayed step (timestamps at its passes' edges, ${step.steps} steps): ${parts.join(', ')}${cycle}`;
+  const cycle =
+    step.betweenMs !== null
+      ? `; the device's cycle ${ms(step.spanMs + step.betweenMs)} against a ${ms(stepMs)} median step`
+      : '';
+  return (
+    `device time of a replayed step (timestamps at its passes' edges, ${step.steps} ` +
+    `steps): ${parts.join(', ')}${cycle}`
+  );
 }

@@ -50,8 +50,18 @@ interface WebgpuBackend {
   commandEncoder: GpuEncoder | null;
   activeTimers: unknown;
   uniformPendingDisposal: GpuBuffer[];
-  bufferManager: { releaseBuffer(b: GpuBuffer, reuse?: boolean): void; freeBuffers: Map<string, GpuBuffer[]>; numFreeBuffers: number; numBytesAllocated: number };
-  recordAndSubmit(program: Program, output: tfTypes.TensorInfo, inputs: tfTypes.TensorInfo[], programDefinedUniform?: Uniform[]): void;
+  bufferManager: {
+    releaseBuffer(b: GpuBuffer, reuse?: boolean): void;
+    freeBuffers: Map<string, GpuBuffer[]>;
+    numFreeBuffers: number;
+    numBytesAllocated: number;
+  };
+  recordAndSubmit(
+    program: Program,
+    output: tfTypes.TensorInfo,
+    inputs: tfTypes.TensorInfo[],
+    programDefinedUniform?: Uniform[],
+  ): void;
   makeUniforms(u: Uniform[]): { offset: number; size: number; buffer: GpuBuffer };
   uploadToGPU(id: DataId): void;
   write(...args: unknown[]): DataId;
@@ -132,7 +142,11 @@ function bytesOf(d: TensorData): number {
  * caller supplies anew every step (uploaded first, so that no kernel runs on them on the CPU); `step`
  * returns the tensors the caller keeps.
  */
-export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () => tfTypes.Tensor[]): { outputs: tfTypes.Tensor[]; recording: Recording } {
+export function recordStep(
+  tf: Tf,
+  inputs: readonly tfTypes.Tensor[],
+  step: () => tfTypes.Tensor[],
+): { outputs: tfTypes.Tensor[]; recording: Recording } {
   const backend = tf.backend() as unknown as WebgpuBackend;
   const engine = tf.engine() as unknown as Engine;
   for (const t of inputs) backend.uploadToGPU(t.dataId);
@@ -142,7 +156,14 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
   /** Tensors made during the step. */
   const born = new Set<DataId>();
   const inputIndex = new Map<DataId, number>(inputs.map((t, i) => [t.dataId, i]));
-  const rec: Recording = { programs: [], roles: [], outputs: [], assigned: [], variables, refused: backend.activeTimers ? 'a timed step (its programs run in passes of their own)' : null };
+  const rec: Recording = {
+    programs: [],
+    roles: [],
+    outputs: [],
+    assigned: [],
+    variables,
+    refused: backend.activeTimers ? 'a timed step (its programs run in passes of their own)' : null,
+  };
   const roleOf = new Map<DataId, number>();
   const uploads = new Map<DataId, Int32Array | Float32Array>();
   const refuse = (why: string) => {
@@ -152,7 +173,8 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     const known = roleOf.get(id);
     if (known !== undefined) {
       const r = rec.roles[known];
-      if (writing !== null && r.kind !== 'internal') refuse(`program ${writing} writes into a tensor it did not make (${r.kind})`);
+      if (writing !== null && r.kind !== 'internal')
+        refuse(`program ${writing} writes into a tensor it did not make (${r.kind})`);
       r.last = rec.programs.length;
       if (writing === null) r.reads++;
       return known;
@@ -160,19 +182,38 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     const d = backend.tensorMap.get(id)!;
     let kind: RoleKind;
     let index = -1;
-    if (writing !== null && (!born.has(id) || uploads.has(id))) refuse(`program ${writing} writes into a tensor it did not make`);
+    if (writing !== null && (!born.has(id) || uploads.has(id)))
+      refuse(`program ${writing} writes into a tensor it did not make`);
     if (writing !== null) kind = 'internal';
     else if (inputIndex.has(id)) [kind, index] = ['input', inputIndex.get(id)!];
     else if (before.has(id)) [kind, index] = ['variable', before.get(id)!];
     else if (uploads.has(id)) kind = 'upload';
     else kind = 'external';
-    const n = rec.roles.push({ kind, dataId: id, bytes: bytesOf(d), index, values: uploads.get(id), def: rec.programs.length, last: rec.programs.length, reads: writing === null ? 1 : 0 }) - 1;
+    const n =
+      rec.roles.push({
+        kind,
+        dataId: id,
+        bytes: bytesOf(d),
+        index,
+        values: uploads.get(id),
+        def: rec.programs.length,
+        last: rec.programs.length,
+        reads: writing === null ? 1 : 0,
+      }) - 1;
     roleOf.set(id, n);
     return n;
   };
 
   let uniforms: Uniform[] = [];
-  const originals = { write: backend.write, recordAndSubmit: backend.recordAndSubmit, makeUniforms: backend.makeUniforms, uploadToGPU: backend.uploadToGPU, read: backend.read, readSync: backend.readSync, readToGPU: backend.readToGPU };
+  const originals = {
+    write: backend.write,
+    recordAndSubmit: backend.recordAndSubmit,
+    makeUniforms: backend.makeUniforms,
+    uploadToGPU: backend.uploadToGPU,
+    read: backend.read,
+    readSync: backend.readSync,
+    readToGPU: backend.readToGPU,
+  };
   backend.write = function (...args: unknown[]) {
     const id = originals.write.apply(this, args);
     born.add(id);
@@ -182,18 +223,34 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
     uniforms = u.map((x) => ({ type: x.type, data: [...x.data] }));
     return originals.makeUniforms.call(this, u);
   };
-  backend.recordAndSubmit = function (program: Program, output: tfTypes.TensorInfo, ins: tfTypes.TensorInfo[], defined?: Uniform[]) {
+  backend.recordAndSubmit = function (
+    program: Program,
+    output: tfTypes.TensorInfo,
+    ins: tfTypes.TensorInfo[],
+    defined?: Uniform[],
+  ) {
     originals.recordAndSubmit.call(this, program, output, ins, defined);
     if (program.pipeline instanceof Promise) refuse('a pipeline compiled in parallel');
     const further = program.extraOutputs ?? 0;
     const inRoles = ins.map((t, k) => role(t.dataId, k >= ins.length - further ? rec.programs.length : null));
     const outRole = role(output.dataId, rec.programs.length);
-    const copy = program.shaderKey.startsWith(`${COPY_SHADER_KEY}_`) && ins.length === 1 ? { copyOffsetBytes: 4 * uniforms[uniforms.length - 1].data[0] } : {};
-    rec.programs.push({ pipeline: program.pipeline as GpuPipeline, dispatch: [...program.dispatch], uniforms, roles: [outRole, ...inRoles], shaderKey: program.shaderKey, ...copy });
+    const copy =
+      program.shaderKey.startsWith(`${COPY_SHADER_KEY}_`) && ins.length === 1
+        ? { copyOffsetBytes: 4 * uniforms[uniforms.length - 1].data[0] }
+        : {};
+    rec.programs.push({
+      pipeline: program.pipeline as GpuPipeline,
+      dispatch: [...program.dispatch],
+      uniforms,
+      roles: [outRole, ...inRoles],
+      shaderKey: program.shaderKey,
+      ...copy,
+    });
   };
   backend.uploadToGPU = function (id: DataId) {
     const d = backend.tensorMap.get(id);
-    if (d && d.resource == null && d.values != null && !inputIndex.has(id)) uploads.set(id, deviceArray(d.dtype, d.values).slice());
+    if (d && d.resource == null && d.values != null && !inputIndex.has(id))
+      uploads.set(id, deviceArray(d.dtype, d.values).slice());
     return originals.uploadToGPU.call(this, id);
   };
   const reading = (what: string) =>
@@ -213,15 +270,23 @@ export function recordStep(tf: Tf, inputs: readonly tfTypes.Tensor[], step: () =
   const end = rec.programs.length;
   for (const t of outputs) {
     const r = roleOf.get(t.dataId);
-    if (r === undefined || rec.roles[r].kind !== 'internal') refuse(`an output of the step (shape [${t.shape}]) is not made by its programs`);
+    if (r === undefined || rec.roles[r].kind !== 'internal')
+      refuse(`an output of the step (shape [${t.shape}]) is not made by its programs`);
     else rec.roles[r].last = end;
-    rec.outputs.push({ role: r ?? -1, shape: [...t.shape], dtype: t.dtype, stored: backend.tensorMap.get(t.dataId)?.dtype ?? t.dtype });
+    rec.outputs.push({
+      role: r ?? -1,
+      shape: [...t.shape],
+      dtype: t.dtype,
+      stored: backend.tensorMap.get(t.dataId)?.dtype ?? t.dtype,
+    });
   }
-  if (Object.keys(engine.state.registeredVariables).length !== variables.length) refuse('the step made or dropped variables');
+  if (Object.keys(engine.state.registeredVariables).length !== variables.length)
+    refuse('the step made or dropped variables');
   variables.forEach((v, i) => {
     if (v.dataId === startIds[i]) return;
     const r = roleOf.get(v.dataId);
-    if (r === undefined || rec.roles[r].kind !== 'internal') refuse(`variable ${v.name} was given a value the step's programs did not make`);
+    if (r === undefined || rec.roles[r].kind !== 'internal')
+      refuse(`variable ${v.name} was given a value the step's programs did not make`);
     else {
       rec.roles[r].last = end;
       rec.assigned.push({ role: r, variable: i });
@@ -249,7 +314,8 @@ export function onDeviceOnly<T>(tf: Tf, fn: () => T): T {
 
 /** Why two recordings of one step differ (null: the same). */
 export function compareRecordings(a: Recording, b: Recording): string | null {
-  if (a.programs.length !== b.programs.length) return `the step dispatched ${a.programs.length} programs, then ${b.programs.length}`;
+  if (a.programs.length !== b.programs.length)
+    return `the step dispatched ${a.programs.length} programs, then ${b.programs.length}`;
   const name = (rec: Recording, r: number) => {
     const x = rec.roles[r];
     return x.kind === 'external' ? x.dataId : `${x.kind}:${x.kind === 'input' || x.kind === 'variable' ? x.index : r}`;
@@ -259,15 +325,29 @@ export function compareRecordings(a: Recording, b: Recording): string | null {
     const where = `program ${i} (${q.shaderKey.slice(0, 60)})`;
     if (p.pipeline !== q.pipeline) return `${where}: another pipeline`;
     if (p.dispatch.join() !== q.dispatch.join()) return `${where}: workgroups [${p.dispatch}] then [${q.dispatch}]`;
-    if (JSON.stringify(p.uniforms) !== JSON.stringify(q.uniforms)) return `${where}: its uniforms changed (a per-step value passed as a uniform)`;
+    if (JSON.stringify(p.uniforms) !== JSON.stringify(q.uniforms))
+      return `${where}: its uniforms changed (a per-step value passed as a uniform)`;
     for (let k = 0; k < p.roles.length; k++) {
-      if (name(a, p.roles[k]) !== name(b, q.roles[k])) return `${where}: binding ${k} is ${a.roles[p.roles[k]].kind}, then ${b.roles[q.roles[k]].kind} (a tensor carried from the step before?)`;
+      if (name(a, p.roles[k]) !== name(b, q.roles[k]))
+        return (
+          `${where}: binding ${k} is ${a.roles[p.roles[k]].kind}, ` +
+          `then ${b.roles[q.roles[k]].kind} (a tensor carried from the step before?)`
+        );
       const [u, v] = [a.roles[p.roles[k]], b.roles[q.roles[k]]];
-      if (u.kind === 'upload' && (u.values!.length !== v.values!.length || u.values!.some((x, j) => !Object.is(x, v.values![j])))) return `${where}: an upload made inside the step changed (a per-step value that is not an input)`;
+      if (
+        u.kind === 'upload' &&
+        (u.values!.length !== v.values!.length || u.values!.some((x, j) => !Object.is(x, v.values![j])))
+      )
+        return `${where}: an upload made inside the step changed (a per-step value that is not an input)`;
     }
   }
-  if (a.outputs.map((o) => name(a, o.role)).join() !== b.outputs.map((o) => name(b, o.role)).join()) return 'the step returned other tensors';
-  if (a.assigned.map((x) => `${name(a, x.role)}>${x.variable}`).join() !== b.assigned.map((x) => `${name(b, x.role)}>${x.variable}`).join()) return 'the step assigned other variables';
+  if (a.outputs.map((o) => name(a, o.role)).join() !== b.outputs.map((o) => name(b, o.role)).join())
+    return 'the step returned other tensors';
+  if (
+    a.assigned.map((x) => `${name(a, x.role)}>${x.variable}`).join() !==
+    b.assigned.map((x) => `${name(b, x.role)}>${x.variable}`).join()
+  )
+    return 'the step assigned other variables';
   return null;
 }
 
@@ -287,7 +367,13 @@ export class StepCapture {
   /** Times the variables' buffers were bound again (rebindVariables). */
   rebinds = 0;
   /** The variables' new values over their buffers, at the end of every replay (each copy names its variable). */
-  private readonly copyBacks: { variable: number; from: GpuBuffer; offsetBytes: number; to: GpuBuffer; bytes: number }[];
+  private readonly copyBacks: {
+    variable: number;
+    from: GpuBuffer;
+    offsetBytes: number;
+    to: GpuBuffer;
+    bytes: number;
+  }[];
   /** copyBacks as compute programs at the end of the step's pass. */
   private readonly copies: CopyPrograms;
   /** The programs a replay dispatches (all but the elided copies), in order. */
@@ -385,7 +471,9 @@ export class StepCapture {
     this.copyBacks = rec.assigned.map((a) => {
       const to = this.held.find((h) => h.variable === a.variable)!.buffer;
       const d = direct.get(a.role);
-      const from = d ? { from: this.bound[d.from], offsetBytes: d.offsetBytes } : { from: this.bound[a.role], offsetBytes: 0 };
+      const from = d
+        ? { from: this.bound[d.from], offsetBytes: d.offsetBytes }
+        : { from: this.bound[a.role], offsetBytes: 0 };
       return { variable: a.variable, ...from, to, bytes: rec.roles[a.role].bytes };
     });
     this.copies = new CopyPrograms(device, this.copyBacks);
@@ -410,7 +498,10 @@ export class StepCapture {
     const device = (this.tf.backend() as unknown as WebgpuBackend).device;
     return device.createBindGroup({
       layout: p.pipeline.getBindGroupLayout(0),
-      entries: [...p.roles.map((r, k) => ({ binding: k, resource: { buffer: this.bound[r] } })), { binding: p.roles.length, resource: u }],
+      entries: [
+        ...p.roles.map((r, k) => ({ binding: k, resource: { buffer: this.bound[r] } })),
+        { binding: p.roles.length, resource: u },
+      ],
     });
   }
 
@@ -522,7 +613,8 @@ export class StepCapture {
       const r = this.rec.roles[i];
       const t = inputs[r.index];
       const d = backend.tensorMap.get(t.dataId)!;
-      if (bytesOf(d) !== r.bytes) throw new CaptureRefused(`input ${r.index} has shape [${t.shape}], not the recorded one`);
+      if (bytesOf(d) !== r.bytes)
+        throw new CaptureRefused(`input ${r.index} has shape [${t.shape}], not the recorded one`);
       if (d.resource) encoder.copyBufferToBuffer(d.resource, 0, this.bound[i], 0, r.bytes);
       else device.queue.writeBuffer(this.bound[i], 0, deviceArray(d.dtype, d.values!));
     }
@@ -559,7 +651,13 @@ export class StepCapture {
     const infos = this.rec.outputs.map((o) => {
       const info = backend.makeTensorInfo(o.shape, o.stored);
       backend.uploadToGPU(info.dataId);
-      encoder.copyBufferToBuffer(this.bound[o.role], 0, backend.tensorMap.get(info.dataId)!.resource!, 0, this.rec.roles[o.role].bytes);
+      encoder.copyBufferToBuffer(
+        this.bound[o.role],
+        0,
+        backend.tensorMap.get(info.dataId)!.resource!,
+        0,
+        this.rec.roles[o.role].bytes,
+      );
       return { ...info, dtype: o.dtype };
     });
     const ended = performance.now();
@@ -761,7 +859,12 @@ export class CallReplayer {
   }
 
   async summary(): Promise<CallCaptureSummary> {
-    return { replayedCalls: this.replayed, eagerCalls: this.eager, shapes: summarizeShapes(this.shapes), deviceSpans: await this.spans.summary() };
+    return {
+      replayedCalls: this.replayed,
+      eagerCalls: this.eager,
+      shapes: summarizeShapes(this.shapes),
+      deviceSpans: await this.spans.summary(),
+    };
   }
 
   dispose(): void {

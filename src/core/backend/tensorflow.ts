@@ -13,11 +13,14 @@ type Tf = typeof import('@tensorflow/tfjs-core');
 export const TENSORFLOW_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'] as const;
 
 export const TENSORFLOW_INSTALL_HINT =
-  'on a host that can reach storage.googleapis.com, in the xtts folder (or beside the bundle): `npm install @tensorflow/tfjs-node-gpu@4.22.0` (CUDA 11.2 + cuDNN 8.1) or `npm install @tensorflow/tfjs-node@4.22.0` (CPU)';
+  'on a host that can reach storage.googleapis.com, in the xtts folder (or beside ' +
+  'the bundle): `npm install @tensorflow/tfjs-node-gpu@4.22.0` (CUDA 11.2 + cuDNN ' +
+  '8.1) or `npm install @tensorflow/tfjs-node@4.22.0` (CPU)';
 
 export function tensorflowUnavailableReason(): string {
   return (
-    'neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node is installed: they are optional, not declared by xtts, because their install ' +
+    'neither @tensorflow/tfjs-node-gpu nor @tensorflow/tfjs-node is installed: they ' +
+    'are optional, not declared by xtts, because their install ' +
     'script downloads libtensorflow (network needed at install time). To use this backend, ' +
     `${TENSORFLOW_INSTALL_HINT}; or use --backend webgpu`
   );
@@ -47,9 +50,14 @@ export async function initTensorflow(tf: Tf): Promise<{ ok: true; pkg: string } 
     await import(specifier);
   } catch (e) {
     const first = (e as Error).message.split('\n')[0];
-    const hint = /libtensorflow|\.so|cannot open shared object/i.test(first) ? ' (libtensorflow or its CUDA libraries are missing: reinstall the package where it can download libtensorflow, and check CUDA 11.2 / cuDNN 8.1 for the GPU build)' : '';
+    const hint = /libtensorflow|\.so|cannot open shared object/i.test(first)
+      ? ' (libtensorflow or its CUDA libraries are missing: reinstall the package where ' +
+        'it can download libtensorflow, and check CUDA 11.2 / cuDNN 8.1 for the GPU ' +
+        'build)'
+      : '';
     return { ok: false, reason: `${pkg} is installed but failed to load: ${first}${hint}` };
   }
-  if (!(await tf.setBackend('tensorflow'))) return { ok: false, reason: `${pkg} loaded but its tensorflow backend did not initialise` };
+  if (!(await tf.setBackend('tensorflow')))
+    return { ok: false, reason: `${pkg} loaded but its tensorflow backend did not initialise` };
   return { ok: true, pkg };
 }

@@ -11,7 +11,10 @@ export const WASM_FILES = ['tfjs-backend-wasm.wasm', 'tfjs-backend-wasm-simd.was
 
 /** Folder holding the .wasm binaries. */
 export function wasmDir(): string {
-  return bundleDir() ?? dirname(createRequire(import.meta.url).resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
+  return (
+    bundleDir() ??
+    dirname(createRequire(import.meta.url).resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'))
+  );
 }
 
 const WRAPPED = Symbol.for('xtts.wasm.fastTransposedMatMul');
@@ -33,16 +36,28 @@ function fastTransposedMatMul(tf: Tf): void {
     ...original,
     [WRAPPED]: true,
     kernelFunc: (args: Parameters<typeof original.kernelFunc>[0]) => {
-      const { inputs, backend, attrs } = args as unknown as { inputs: { a: Info; b: Info }; backend: { disposeData(id: object): void }; attrs: { transposeA: boolean; transposeB: boolean } };
+      const { inputs, backend, attrs } = args as unknown as {
+        inputs: { a: Info; b: Info };
+        backend: { disposeData(id: object): void };
+        attrs: { transposeA: boolean; transposeB: boolean };
+      };
       if (!attrs.transposeA && !attrs.transposeB) return original.kernelFunc(args);
       const flip = (x: Info) => {
         const r = x.shape.length;
         const perm = [...Array(r - 2).keys(), r - 1, r - 2];
-        return transpose.kernelFunc({ inputs: { x } as never, backend: backend as never, attrs: { perm } as never }) as unknown as Info;
+        return transpose.kernelFunc({
+          inputs: { x } as never,
+          backend: backend as never,
+          attrs: { perm } as never,
+        }) as unknown as Info;
       };
       const a = attrs.transposeA ? flip(inputs.a) : inputs.a;
       const b = attrs.transposeB ? flip(inputs.b) : inputs.b;
-      const out = original.kernelFunc({ ...args, inputs: { a, b } as never, attrs: { ...attrs, transposeA: false, transposeB: false } as never });
+      const out = original.kernelFunc({
+        ...args,
+        inputs: { a, b } as never,
+        attrs: { ...attrs, transposeA: false, transposeB: false } as never,
+      });
       if (a !== inputs.a) backend.disposeData(a.dataId);
       if (b !== inputs.b) backend.disposeData(b.dataId);
       return out;
@@ -55,13 +70,19 @@ function fastTransposedMatMul(tf: Tf): void {
  * multithread support when IS_NODE (tfjs issue #3830), and forcing it fails, since its pthread
  * workers start from blob: URLs that Node's Worker refuses (ERR_WORKER_PATH, tried here).
  */
-export async function initWasm(tf: Tf): Promise<{ ok: true; simd: boolean; threads: number } | { ok: false; reason: string }> {
+export async function initWasm(
+  tf: Tf,
+): Promise<{ ok: true; simd: boolean; threads: number } | { ok: false; reason: string }> {
   try {
     const wasm = await import('@tensorflow/tfjs-backend-wasm');
     wasm.setWasmPaths(join(wasmDir(), '/'));
     if (!(await tf.setBackend('wasm'))) return { ok: false, reason: 'the wasm backend did not initialise' };
     fastTransposedMatMul(tf);
-    return { ok: true, simd: Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')), threads: wasm.getThreadsCount() };
+    return {
+      ok: true,
+      simd: Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')),
+      threads: wasm.getThreadsCount(),
+    };
   } catch (e) {
     return { ok: false, reason: `the wasm backend failed to load: ${(e as Error).message.split('\n')[0]}` };
   }

@@ -27,7 +27,9 @@ import type * as tfTypes from '@tensorflow/tfjs-core';
 import { outputsProgram, runWithOutputs, type WebgpuProgramRunner } from './kernels.js';
 import { matMulProgram, SLAB, slabLoad } from './webgpu-matmul.js';
 
-/** What dz is made of: dy itself, dy·step(y) (a ReLU's output y), or dy times a dropout's mask (pool[offsets[k] + i]). */
+/**
+ * What dz is made of: dy itself, dy·step(y) (a ReLU's output y), or dy times a dropout's mask (pool[offsets[k] + i]).
+ */
 export type DenseGradKind = 'plain' | 'relu' | 'mask';
 
 /** The shape of a dense layer's backward: dy [rows, out], x [rows, in], W [in, out]. */
@@ -49,7 +51,10 @@ export function denseGradsMaxFlops(): number {
   return matMulProgram() === 'f16' ? 3 * 2 ** 27 : 2 ** 30;
 }
 
-/** dx's tile side (16 × 16 invocations of 4 × 4 outputs); dW's, its groups over K and a group's invocations (8 × 4, each 4 rows × 2 columns of the tile). */
+/**
+ * dx's tile side (16 × 16 invocations of 4 × 4 outputs); dW's, its groups over K and a group's invocations (8 × 4, each
+ * 4 rows × 2 columns of the tile).
+ */
 const DX_TILE = 64;
 const DW_TILE = 16;
 const GROUPS = 8;
@@ -94,11 +99,50 @@ function program(d: DenseDims) {
   const dwPairs = range(4).flatMap((i) => range(2).map((j) => [i, j] as const));
   // Each operand's slab into S (A's first, B's after it), read in the order it lies in memory.
   const loadDx = (operand: 'A' | 'B', index: string, origin: string, limit: string, read: string) =>
-    slabLoad({ lanes: 256, slab: SLAB, tile: DX_TILE, tid: 't', alongK: true, array: 'S', index, origin, limit, kLimit: 'uniforms.outDim', store: `${operand === 'A' ? 0 : SLAB * DX_STRIDE} + s * ${DX_STRIDE} + lane`, convert: (x) => x, read });
+    slabLoad({
+      lanes: 256,
+      slab: SLAB,
+      tile: DX_TILE,
+      tid: 't',
+      alongK: true,
+      array: 'S',
+      index,
+      origin,
+      limit,
+      kLimit: 'uniforms.outDim',
+      store: `${operand === 'A' ? 0 : SLAB * DX_STRIDE} + s * ${DX_STRIDE} + lane`,
+      convert: (x) => x,
+      read,
+    });
   const loadDw = (operand: 'A' | 'B', index: string, limit: string, read: string) =>
-    slabLoad({ lanes: DW_LANES, slab: SLAB, tile: DW_TILE, tid: 'lt', alongK: false, array: 'S', index, origin: operand === 'A' ? 'row0' : 'col0', limit, kLimit: 'uniforms.rows', store: `mine + ${operand === 'A' ? 0 : SLAB * DW_STRIDE} + s * ${DW_STRIDE} + lane`, convert: (x) => x, read });
-  const [dxA, dxB] = [loadDx('A', 'r', 'row0', 'uniforms.rows', 'dzAt(r * uniforms.outDim + kk)'), loadDx('B', 'c', 'col0', 'uniforms.inDim', 'w[c * uniforms.outDim + kk]')];
-  const [dwA, dwB] = [loadDw('A', 'r', 'uniforms.inDim + 1', 'select(x[kk * uniforms.inDim + min(r, uniforms.inDim - 1)], 1.0, r == uniforms.inDim)'), loadDw('B', 'c', 'uniforms.outDim', 'dzAt(kk * uniforms.outDim + c)')];
+    slabLoad({
+      lanes: DW_LANES,
+      slab: SLAB,
+      tile: DW_TILE,
+      tid: 'lt',
+      alongK: false,
+      array: 'S',
+      index,
+      origin: operand === 'A' ? 'row0' : 'col0',
+      limit,
+      kLimit: 'uniforms.rows',
+      store: `mine + ${operand === 'A' ? 0 : SLAB * DW_STRIDE} + s * ${DW_STRIDE} + lane`,
+      convert: (x) => x,
+      read,
+    });
+  const [dxA, dxB] = [
+    loadDx('A', 'r', 'row0', 'uniforms.rows', 'dzAt(r * uniforms.outDim + kk)'),
+    loadDx('B', 'c', 'col0', 'uniforms.inDim', 'w[c * uniforms.outDim + kk]'),
+  ];
+  const [dwA, dwB] = [
+    loadDw(
+      'A',
+      'r',
+      'uniforms.inDim + 1',
+      'select(x[kk * uniforms.inDim + min(r, uniforms.inDim - 1)], 1.0, r == uniforms.inDim)',
+    ),
+    loadDw('B', 'c', 'uniforms.outDim', 'dzAt(kk * uniforms.outDim + c)'),
+  ];
   return outputsProgram(DENSE_GRADS_PROGRAM, ['dW', 'db'], {
     variableNames: ['dy', 'x', 'w', ...dzInputs(d.kind), 'dW', 'db'],
     outputShape: [d.rows, d.in],
@@ -127,8 +171,12 @@ function program(d: DenseDims) {
             workgroupBarrier();
             for (var s = 0; s < ${SLAB}; s = s + 1) {
               let base = s * ${DX_STRIDE};
-              ${range(4).map((i) => `let a${i} = S[base + ty + ${16 * i}];`).join(' ')}
-              ${range(4).map((j) => `let b${j} = S[${SLAB * DX_STRIDE} + base + tx + ${16 * j}];`).join(' ')}
+              ${range(4)
+                .map((i) => `let a${i} = S[base + ty + ${16 * i}];`)
+                .join(' ')}
+              ${range(4)
+                .map((j) => `let b${j} = S[${SLAB * DX_STRIDE} + base + tx + ${16 * j}];`)
+                .join(' ')}
               ${dxPairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
             }
             workgroupBarrier();
@@ -138,7 +186,13 @@ function program(d: DenseDims) {
               (i) => `{
             let r = row0 + ty + ${16 * i};
             if (r < uniforms.rows) {
-              ${range(4).map((j) => `if (col0 + tx + ${16 * j} < uniforms.inDim) { setOutputAtIndex(r * uniforms.inDim + col0 + tx + ${16 * j}, c${i}_${j}); }`).join('\n              ')}
+              ${range(4)
+                .map(
+                  (j) =>
+                    `if (col0 + tx + ${16 * j} < uniforms.inDim) { setOutputAtIndex(r * ` +
+                    `uniforms.inDim + col0 + tx + ${16 * j}, c${i}_${j}); }`,
+                )
+                .join('\n              ')}
             }
           }`,
             )
@@ -161,14 +215,18 @@ function program(d: DenseDims) {
             workgroupBarrier();
             for (var s = 0; s < ${SLAB}; s = s + 1) {
               let base = mine + s * ${DW_STRIDE};
-              ${range(4).map((i) => `let a${i} = S[base + ty + ${4 * i}];`).join(' ')}
-              ${range(2).map((j) => `let b${j} = S[base + ${SLAB * DW_STRIDE} + tx + ${8 * j}];`).join(' ')}
+              ${range(4)
+                .map((i) => `let a${i} = S[base + ty + ${4 * i}];`)
+                .join(' ')}
+              ${range(2)
+                .map((j) => `let b${j} = S[base + ${SLAB * DW_STRIDE} + tx + ${8 * j}];`)
+                .join(' ')}
               ${dwPairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
             }
             workgroupBarrier();
           }
           // Every group's sums side by side, then each invocation adds one output's in the groups' order.
-          ${dwPairs.map(([i, j]) => `S[grp * ${DW_TILE * DW_TILE} + (ty + ${4 * i}) * ${DW_TILE} + tx + ${8 * j}] = c${i}_${j};`).join('\n          ')}
+          ${dwPairs.map(([i, j]) => `S[grp * ${DW_TILE * DW_TILE} + (ty + ${4 * i}) * ${DW_TILE} + tx + ${8 * j}] = ` + `c${i}_${j};`).join('\n          ')}
           workgroupBarrier();
           var sum = 0.0;
           for (var g = 0; g < ${GROUPS}; g = g + 1) {
@@ -192,7 +250,15 @@ function program(d: DenseDims) {
  * [dx, dW, db] of a dense layer on webgpu, one program. `extra`: y (kind relu) or [pool, offsets]
  * (kind mask, with `k` the step's dropout index into offsets).
  */
-export function denseGrads(backend: WebgpuProgramRunner, dy: tfTypes.TensorInfo, x: tfTypes.TensorInfo, w: tfTypes.TensorInfo, extra: tfTypes.TensorInfo[], d: DenseDims, k = 0): tfTypes.TensorInfo[] {
+export function denseGrads(
+  backend: WebgpuProgramRunner,
+  dy: tfTypes.TensorInfo,
+  x: tfTypes.TensorInfo,
+  w: tfTypes.TensorInfo,
+  extra: tfTypes.TensorInfo[],
+  d: DenseDims,
+  k = 0,
+): tfTypes.TensorInfo[] {
   const dxCols = Math.ceil(d.in / DX_TILE);
   const dxTiles = dxCols * Math.ceil(d.rows / DX_TILE);
   const dwCols = Math.ceil(d.out / DW_TILE);

@@ -2,7 +2,8 @@
 // them more workgroups by splitting K (MatMulSplitKProgram) and adds the parts into the output with an
 // atomic compare-and-swap loop: the order of the additions changes from run to run, so a weight
 // gradient such as the duration predictor's output layer's (dur.out: a [256, 1] output over batch ×
-// text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager one bit for bit. Here the same
+// text tokens, 32 × 80, in the small preset) is not the same twice, and a replayed training step cannot equal an eager
+// one bit for bit. Here the same
 // cases run in two programs: every (part, row, column) sums its slice of K into a partial of its
 // own, then each output sums its parts in order — the same value every time. With device.matmul:
 // tiled (setMatMulProgram; the default) the matmuls tfjs would run as its 32×32-tile
@@ -36,7 +37,12 @@ export interface MatMulDims {
   k: number;
 }
 
-export function matMulDims(a: readonly number[], b: readonly number[], transposeA: boolean, transposeB: boolean): MatMulDims {
+export function matMulDims(
+  a: readonly number[],
+  b: readonly number[],
+  transposeA: boolean,
+  transposeB: boolean,
+): MatMulDims {
   const ra = a.length;
   const rb = b.length;
   const size = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
@@ -60,7 +66,10 @@ function fewTiles(d: MatMulDims, threshold: number): boolean {
   return tiles <= threshold || (d.m <= 8 && tiles <= threshold * 2);
 }
 
-/** Whether tfjs would run this matmul as MatMulSplitKProgram: few tiles, more than 128 outputs, one batch, K of at least 2,000. */
+/**
+ * Whether tfjs would run this matmul as MatMulSplitKProgram: few tiles, more than 128 outputs, one batch, K of at least
+ * 2,000.
+ */
 export function tfjsSplitsK(d: MatMulDims, threshold: number): boolean {
   return fewTiles(d, threshold) && d.batch * d.m * d.n > 128 && d.batch === 1 && d.k >= 2000;
 }
@@ -130,11 +139,25 @@ function sumPartsProgram(parts: number, size: number, epilogue?: { n: number; bi
   });
 }
 
-function orderedSplitK(a: tfTypes.TensorInfo, b: tfTypes.TensorInfo, d: MatMulDims, transposeA: boolean, transposeB: boolean, backend: WebgpuBackendLike): tfTypes.TensorInfo {
+function orderedSplitK(
+  a: tfTypes.TensorInfo,
+  b: tfTypes.TensorInfo,
+  d: MatMulDims,
+  transposeA: boolean,
+  transposeB: boolean,
+  backend: WebgpuBackendLike,
+): tfTypes.TensorInfo {
   const parts = Math.ceil(d.k / CHUNK);
   // One entry per uniform: tfjs aligns a 4-value entry as a vec4, which the struct's four i32 are not.
-  const partial = backend.runWebGPUProgram(partialProgram(parts, d, transposeA, transposeB), [a, b], 'float32', [d.m, d.n, d.k, CHUNK].map((v) => ({ type: 'int32', data: [v] })));
-  const out = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [partial], 'float32', [{ type: 'int32', data: [parts] }]);
+  const partial = backend.runWebGPUProgram(
+    partialProgram(parts, d, transposeA, transposeB),
+    [a, b],
+    'float32',
+    [d.m, d.n, d.k, CHUNK].map((v) => ({ type: 'int32', data: [v] })),
+  );
+  const out = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [partial], 'float32', [
+    { type: 'int32', data: [parts] },
+  ]);
   backend.disposeData(partial.dataId);
   return out;
 }
@@ -158,7 +181,8 @@ export interface SubgroupMatrixShape {
 
 /**
  * 'tfjs' leaves the large float32 matmuls to tfjs; 'tiled' (device.matmul: tiled) sends those whose
- * tiles fill the device to xtts's wide float32 program (wideShape); 'f16' (training.precision: mixed_fp16) to the tensor-core program (f16
+ * tiles fill the device to xtts's wide float32 program (wideShape); 'f16' (training.precision: mixed_fp16) to the
+ * tensor-core program (f16
  * operands through Dawn's subgroup matrices of shape `shape`, f32 sums), which also takes the dense
  * layers' _FusedMatMul. Set with the backend (registerWebgpuBackend); the ordered split-K
  * (setOrderedSplitK) must be in place.
@@ -187,7 +211,12 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const backend = args.backend as WebgpuBackendLike;
     const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
     const forced = tf.env().getNumber('WEBGPU_MATMUL_PROGRAM_TYPE') >= 0;
-    if (forced || a.dtype !== 'float32' || b.dtype !== 'float32' || d.k !== (transposeB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2])) {
+    if (
+      forced ||
+      a.dtype !== 'float32' ||
+      b.dtype !== 'float32' ||
+      d.k !== (transposeB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2])
+    ) {
       return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     }
     const threshold = backend.thresholdToIncreaseWorkgroups ?? 8;
@@ -216,16 +245,34 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
     const transposeA = args.attrs?.transposeA === true;
     const transposeB = args.attrs?.transposeB === true;
     const backend = args.backend as WebgpuBackendLike;
-    if (program === 'tfjs' || !a || !b || a.shape.length !== 2 || b.shape.length !== 2 || preluActivationWeights || !(activation === 'linear' || activation === 'relu')) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    if (
+      program === 'tfjs' ||
+      !a ||
+      !b ||
+      a.shape.length !== 2 ||
+      b.shape.length !== 2 ||
+      preluActivationWeights ||
+      !(activation === 'linear' || activation === 'relu')
+    )
+      return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const d = matMulDims(a.shape, b.shape, transposeA, transposeB);
     const biasOk = !bias || (bias.dtype === 'float32' && tf.util.sizeFromShape(bias.shape) === d.n);
-    if (a.dtype !== 'float32' || b.dtype !== 'float32' || !biasOk || !tfjsPacks(d, backend.thresholdToIncreaseWorkgroups ?? 8)) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    if (
+      a.dtype !== 'float32' ||
+      b.dtype !== 'float32' ||
+      !biasOk ||
+      !tfjsPacks(d, backend.thresholdToIncreaseWorkgroups ?? 8)
+    )
+      return original.kernelFunc(args as never) as tfTypes.TensorInfo;
     const epilogue = { bias, relu: activation === 'relu' };
     // float32: the wide program where its tiles fill the device (split over K, the sum of the parts
     // adds the bias and applies the ReLU), tfjs's fused program elsewhere.
     const wide = program === 'tiled' ? wideDenseShape(d) : null;
     if (program === 'tiled' && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
-    const out = program === 'f16' ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue) : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
+    const out =
+      program === 'f16'
+        ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue)
+        : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
 }
@@ -235,7 +282,11 @@ export function setOrderedSplitK(tf: Tf, on: boolean): void {
 // operand's slab of K into workgroup memory; and the operands' indices, which the wide program reads too.
 
 /** Logical A[r, kk] of batch bA and B[kk, c] of batch bB, read through the transposes. */
-function operandIndex(transposeA: boolean, transposeB: boolean, u: (name: string) => string = (name) => `uniforms.${name}`): { aAt: string; bAt: string } {
+function operandIndex(
+  transposeA: boolean,
+  transposeB: boolean,
+  u: (name: string) => string = (name) => `uniforms.${name}`,
+): { aAt: string; bAt: string } {
   const [m, n, k] = [u('m'), u('n'), u('k')];
   return {
     aAt: transposeA ? `bA * ${k} * ${m} + kk * ${m} + r` : `bA * ${m} * ${k} + r * ${k} + kk`,
@@ -330,7 +381,11 @@ export function wideShape(d: MatMulDims): WideShape | null {
   if (d.batch === 1 && tiles(128) >= 16) {
     // Parts of equal depth, a whole number of slabs each (the program's loop runs a part's chunk):
     // the most up to what fills the device that divide K so (12,032 in 4 or 8).
-    for (let parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512)); parts >= 2; parts--) {
+    for (
+      let parts = Math.min(8, Math.ceil(LARGE_TILES_FROM / tiles(128)), Math.floor(d.k / 512));
+      parts >= 2;
+      parts--
+    ) {
       if (d.k % (parts * WIDE_SLAB) === 0) return { side: 128, parts };
     }
   }
@@ -358,7 +413,10 @@ function wideChunk(k: number, parts: number): number {
   return Math.ceil(k / parts / WIDE_SLAB) * WIDE_SLAB;
 }
 
-/** A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram, with the epilogue) where there are several. */
+/**
+ * A × B through the wide program, in `shape.parts` of K summed in order (sumPartsProgram, with the epilogue) where
+ * there are several.
+ */
 function wideMatMul(
   a: tfTypes.TensorInfo,
   b: tfTypes.TensorInfo,
@@ -370,17 +428,35 @@ function wideMatMul(
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
   const parts = shape.parts;
-  const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, wideChunk(d.k, parts)].map((v) => ({ type: 'int32', data: [v] }));
+  const uniforms = [d.m, d.n, d.k, d.batchA, d.batchB, wideChunk(d.k, parts)].map((v) => ({
+    type: 'int32',
+    data: [v],
+  }));
   // The epilogue on each finished sum: in the program where K is whole, else in the sum of the parts.
   const bias = epilogue.bias !== undefined;
   const inputs = bias && parts === 1 ? [a, b, epilogue.bias!] : [a, b];
-  const program = wideProgram(d, shape, matMulAddressing(d, transposeA, transposeB, parts, parts === 1 ? { bias, relu: epilogue.relu } : { bias: false, relu: false }));
+  const program = wideProgram(
+    d,
+    shape,
+    matMulAddressing(
+      d,
+      transposeA,
+      transposeB,
+      parts,
+      parts === 1 ? { bias, relu: epilogue.relu } : { bias: false, relu: false },
+    ),
+  );
   const out = backend.runWebGPUProgram(program, inputs, 'float32', uniforms);
   if (parts === 1) return out;
   const after = bias || epilogue.relu;
   const sums = sumPartsProgram(parts, d.m * d.n, after ? { n: d.n, bias, relu: epilogue.relu } : undefined);
   const values = after ? [parts, d.n] : [parts];
-  const sum = backend.runWebGPUProgram(sums, bias ? [out, epilogue.bias!] : [out], 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
+  const sum = backend.runWebGPUProgram(
+    sums,
+    bias ? [out, epilogue.bias!] : [out],
+    'float32',
+    values.map((v) => ({ type: 'int32', data: [v] })),
+  );
   backend.disposeData(out.dataId);
   return sum;
 }
@@ -417,8 +493,17 @@ interface WideAddressing {
   store: (r: string, c: string, v: string) => string;
 }
 
-/** A (batched) matmul's addressing in the wide program, in `parts` of K; `epilogue` (a dense layer's _FusedMatMul, one part): the bias added to each sum, then ReLU. */
-function matMulAddressing(d: MatMulDims, transposeA: boolean, transposeB: boolean, parts: number, epilogue: { bias: boolean; relu: boolean }): WideAddressing {
+/**
+ * A (batched) matmul's addressing in the wide program, in `parts` of K; `epilogue` (a dense layer's _FusedMatMul, one
+ * part): the bias added to each sum, then ReLU.
+ */
+function matMulAddressing(
+  d: MatMulDims,
+  transposeA: boolean,
+  transposeB: boolean,
+  parts: number,
+  epilogue: { bias: boolean; relu: boolean },
+): WideAddressing {
   const at = operandIndex(transposeA, transposeB);
   return {
     name: 'XttsWideMatMulProgram',
@@ -431,11 +516,14 @@ function matMulAddressing(d: MatMulDims, transposeA: boolean, transposeB: boolea
     z: d.batch * parts,
     prologue:
       parts > 1
-        ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin + uniforms.chunk, uniforms.k);'
-        : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;',
+        ? 'let bA = 0; let bB = 0; let kBegin = b * uniforms.chunk; let kEnd = min(kBegin ' +
+          '+ uniforms.chunk, uniforms.k);'
+        : 'let bA = select(b, 0, uniforms.batchA == 1); let bB = select(b, 0, ' +
+          'uniforms.batchB == 1); let kBegin = 0; let kEnd = uniforms.k;',
     A: [{ when: null, alongK: !transposeA, read: `f32(A[${at.aAt}])` }],
     B: [{ when: null, alongK: transposeB, read: `f32(B[${at.bAt}])` }],
-    store: (r, c, v) => `setOutputAtCoords(b, ${r}, ${c}, ${epilogueCode(v, epilogue.bias ? 'bias[c]' : null, epilogue.relu)});`,
+    store: (r, c, v) =>
+      `setOutputAtCoords(b, ${r}, ${c}, ${epilogueCode(v, epilogue.bias ? 'bias[c]' : null, epilogue.relu)});`,
   };
 }
 
@@ -449,10 +537,14 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
   const range = (n: number) => [...Array(n).keys()];
   // Invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory.
   const slot = (alongK: boolean, e: number) =>
-    alongK ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};` : `let s = (tid + ${256 * e}) / ${TILE}; let lane = (tid + ${256 * e}) % ${TILE};`;
+    alongK
+      ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};`
+      : `let s = (tid + ${256 * e}) / ${TILE}; let lane = (tid + ${256 * e}) % ${TILE};`;
   // Each way of reading an operand under its condition (one way: unconditionally).
   const ways = (operand: WideOperand[], code: (way: WideOperand) => string) =>
-    operand.length === 1 ? code(operand[0]) : operand.map((way, i) => `${i ? ' else ' : '\n          '}if (${way.when}) {${code(way)}\n          }`).join('');
+    operand.length === 1
+      ? code(operand[0])
+      : operand.map((way, i) => `${i ? ' else ' : '\n          '}if (${way.when}) {${code(way)}\n          }`).join('');
   const fetchWay = (operand: 'A' | 'B', way: WideOperand, index: string, origin: string, limit: string) =>
     range(L)
       .map(
@@ -465,10 +557,16 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
         }`,
       )
       .join('');
-  const fetch = (operand: 'A' | 'B', index: string, origin: string, limit: string) => ways(at[operand], (way) => fetchWay(operand, way, index, origin, limit));
+  const fetch = (operand: 'A' | 'B', index: string, origin: string, limit: string) =>
+    ways(at[operand], (way) => fetchWay(operand, way, index, origin, limit));
   // The stores follow the loads' order: one way where the ways agree on it.
   const put = (operand: 'A' | 'B', base = '0') => {
-    const putWay = (way: WideOperand) => range(L).map((e) => `{ ${slot(way.alongK, e)} ${operand}s[${base} + s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`).join('\n          ');
+    const putWay = (way: WideOperand) =>
+      range(L)
+        .map(
+          (e) => `{ ${slot(way.alongK, e)} ${operand}s[${base} + s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`,
+        )
+        .join('\n          ');
     const one = at[operand].every((way) => way.alongK === at[operand][0].alongK);
     return one ? putWay(at[operand][0]) : ways(at[operand], putWay);
   };
@@ -495,7 +593,9 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
         ${rows.map((i) => blocks.map((h) => `var c${i}_${h} = vec4<f32>(0.0);`).join(' ')).join(' ')}
-        ${range(L).map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`).join(' ')}
+        ${range(L)
+          .map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`)
+          .join(' ')}
         var k0 = kBegin;
         ${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
         ${put('A')}
@@ -512,7 +612,7 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
           if (k0 < kEnd) {${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
-            ${blocks.map((h) => `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[cur + s * ${ROW} + ${16 * h} + tx];`).join('\n            ')}
+            ${blocks.map((h) => `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[cur + s ` + `* ${ROW} + ${16 * h} + tx];`).join('\n            ')}
             ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
           }
           let next = ${K * ROW} - cur;
@@ -527,7 +627,13 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
           let r = row0 + ${64 * Math.floor(i / 4)} + ty * 4 + ${i % 4};
           if (r < uniforms.m) {
             ${blocks
-              .flatMap((h) => range(4).map((j) => `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) { ${at.store('r', 'c', `c${i}_${h}.${'xyzw'[j]}`)} } }`))
+              .flatMap((h) =>
+                range(4).map(
+                  (j) =>
+                    `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) ` +
+                    `{ ${at.store('r', 'c', `c${i}_${h}.${'xyzw'[j]}`)} } }`,
+                ),
+              )
               .join('\n            ')}
           }
         }`,
@@ -588,30 +694,63 @@ export function stridedSide(d: StridedDims, count: number): 64 | 128 {
  * [rows, heads·dh] layout in place, without transposes, slices or concatenations. The caller's
  * strides write each element of the output once. Float32, on the webgpu backend.
  */
-export function stridedMatMuls(backend: WebgpuBackendLike, inputs: tfTypes.TensorInfo[], products: StridedProduct[], outShape: number[], d: StridedDims): tfTypes.TensorInfo {
+export function stridedMatMuls(
+  backend: WebgpuBackendLike,
+  inputs: tfTypes.TensorInfo[],
+  products: StridedProduct[],
+  outShape: number[],
+  d: StridedDims,
+): tfTypes.TensorInfo {
   const batches = d.batch * d.heads;
   const names = inputs.map((_, i) => `x${i}`);
   const u = (p: number, operand: string, field: string) => `uniforms.${operand}${field}${p}`;
   // Workgroup z is (product, b, h); each product's bases are picked by its index (uniform across a workgroup).
-  const pick = (operand: string) => products.reduceRight((rest, _, p) => (p === products.length - 1 ? rest : `select(${rest}, ${operand}${p}, product == ${p})`), `${operand}${products.length - 1}`);
+  const pick = (operand: string) =>
+    products.reduceRight(
+      (rest, _, p) => (p === products.length - 1 ? rest : `select(${rest}, ${operand}${p}, product == ${p})`),
+      `${operand}${products.length - 1}`,
+    );
   const bases = (operand: string) =>
-    products.map((_, p) => `let ${operand}Base${p} = ${u(p, operand, 'Offset')} + bb * ${u(p, operand, 'B')} + hh * ${u(p, operand, 'H')};`).join('\n        ');
-  // Each product's way of reading A and B; neighbouring invocations read along K where the operand lies along K (A's j, B's i).
+    products
+      .map(
+        (_, p) =>
+          `let ${operand}Base${p} = ${u(p, operand, 'Offset')} + bb ` +
+          `* ${u(p, operand, 'B')} + hh * ${u(p, operand, 'H')};`,
+      )
+      .join('\n        ');
+  // Each product's way of reading A and B; neighbouring invocations read along K where the operand lies along K (A's j,
+  // B's i).
   const when = (p: number) => (products.length === 1 ? null : `product == ${p}`);
-  const A = products.map((q, p) => ({ when: when(p), alongK: q.av.sj === 1, read: `${names[q.a]}[aBase${p} + r * ${u(p, 'a', 'I')} + kk * ${u(p, 'a', 'J')}]` }));
-  const B = products.map((q, p) => ({ when: when(p), alongK: q.bv.si === 1, read: `${names[q.b]}[bBase${p} + kk * ${u(p, 'b', 'I')} + c * ${u(p, 'b', 'J')}]` }));
+  const A = products.map((q, p) => ({
+    when: when(p),
+    alongK: q.av.sj === 1,
+    read: `${names[q.a]}[aBase${p} + r * ${u(p, 'a', 'I')} + kk * ${u(p, 'a', 'J')}]`,
+  }));
+  const B = products.map((q, p) => ({
+    when: when(p),
+    alongK: q.bv.si === 1,
+    read: `${names[q.b]}[bBase${p} + kk * ${u(p, 'b', 'I')} + c * ${u(p, 'b', 'J')}]`,
+  }));
   const shape = products.map((q) => `${q.a}${q.av.sj === 1 ? 'k' : 'r'}${q.b}${q.bv.si === 1 ? 'k' : 'c'}`).join('_');
   const side = stridedSide(d, products.length);
-  const program = wideProgram(d, { side, parts: 1 }, {
-    name: 'XttsStridedMatMulProgram',
-    key: `strided_${inputs.length}_${shape}`,
-    inputs: names,
-    uniforms: `m : i32, n : i32, k : i32, heads : i32, batches : i32, chunk : i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
-    outputShape: outShape,
-    // Not flat (x over every axis would make tfjs pass main an index).
-    layout: outShape.length > 2 ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) } : { x: [1], y: [0] },
-    z: batches * products.length,
-    prologue: `let product = b / uniforms.batches; let bb = (b % uniforms.batches) / uniforms.heads; let hh = b % uniforms.heads;
+  const program = wideProgram(
+    d,
+    { side, parts: 1 },
+    {
+      name: 'XttsStridedMatMulProgram',
+      key: `strided_${inputs.length}_${shape}`,
+      inputs: names,
+      uniforms:
+        `m : i32, n : i32, k : i32, heads : i32, batches : i32, chunk : ` +
+        `i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
+      outputShape: outShape,
+      // Not flat (x over every axis would make tfjs pass main an index).
+      layout:
+        outShape.length > 2
+          ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) }
+          : { x: [1], y: [0] },
+      z: batches * products.length,
+      prologue: `let product = b / uniforms.batches; let bb = (b % uniforms.batches) / uniforms.heads; let hh = b % uniforms.heads;
         let kBegin = 0; let kEnd = uniforms.k;
         ${bases('a')}
         ${bases('b')}
@@ -619,13 +758,27 @@ export function stridedMatMuls(backend: WebgpuBackendLike, inputs: tfTypes.Tenso
         let oBase = ${pick('oBase')};
         let oI = ${pick('uniforms.oI')};
         let oJ = ${pick('uniforms.oJ')};`,
-    A,
-    B,
-    store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
-  });
+      A,
+      B,
+      store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
+    },
+  );
   const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
-  const values = [d.m, d.n, d.k, d.heads, batches, wideChunk(d.k, 1), ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)])];
-  return backend.runWebGPUProgram(program, inputs, 'float32', values.map((v) => ({ type: 'int32', data: [v] })));
+  const values = [
+    d.m,
+    d.n,
+    d.k,
+    d.heads,
+    batches,
+    wideChunk(d.k, 1),
+    ...products.flatMap((q) => [...view(q.av), ...view(q.bv), ...view(q.ov)]),
+  ];
+  return backend.runWebGPUProgram(
+    program,
+    inputs,
+    'float32',
+    values.map((v) => ({ type: 'int32', data: [v] })),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -688,7 +841,9 @@ export function f16Parts(d: MatMulDims): number {
 
 /** The shader source's first lines for the f16 program: WGSL wants its directives before anything else. */
 export const F16_MATMUL_ENABLES =
-  'enable f16;\nenable subgroups;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(off, chromium.subgroup_matrix_uniformity);\n';
+  'enable f16;\nenable subgroups;\nenable ' +
+  'chromium_experimental_subgroup_matrix;\ndiagnostic(off, ' +
+  'chromium.subgroup_matrix_uniformity);\n';
 const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
 
 /** One product of the f16 program: its shape, transposes and epilogue, and K split into `parts` of `chunk`. */
@@ -701,8 +856,16 @@ interface F16Product {
   chunk: number;
 }
 
-/** A product's parts (f16Parts, or 1 with an epilogue) and its chunk of K: a whole number of slabs per part, so that only the last part's last slab is short. */
-function f16Product(d: MatMulDims, transposeA: boolean, transposeB: boolean, epilogue: { bias: boolean; relu: boolean } = { bias: false, relu: false }): F16Product {
+/**
+ * A product's parts (f16Parts, or 1 with an epilogue) and its chunk of K: a whole number of slabs per part, so that
+ * only the last part's last slab is short.
+ */
+function f16Product(
+  d: MatMulDims,
+  transposeA: boolean,
+  transposeB: boolean,
+  epilogue: { bias: boolean; relu: boolean } = { bias: false, relu: false },
+): F16Product {
   const split = epilogue.bias || epilogue.relu ? 1 : f16Parts(d);
   const chunk = split > 1 ? Math.ceil(d.k / split / F16_SLAB) * F16_SLAB : d.k;
   return { d, transposeA, transposeB, epilogue, parts: Math.ceil(d.k / chunk), chunk };
@@ -713,7 +876,11 @@ function f16Shared(p: F16Product): [number, number, number] {
   const TILE = f16Tile(p.d);
   const AST = p.transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
   const BST = p.transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
-  return [(p.transposeA ? F16_SLAB : TILE) * AST, (p.transposeB ? TILE : F16_SLAB) * BST, (F16_LANES / 32) * unit.M * unit.N];
+  return [
+    (p.transposeA ? F16_SLAB : TILE) * AST,
+    (p.transposeB ? TILE : F16_SLAB) * BST,
+    (F16_LANES / 32) * unit.M * unit.N,
+  ];
 }
 
 /** The workgroup arrays of the f16 program (sized for the largest of its products). */
@@ -731,14 +898,20 @@ function f16SharedDeclarations(products: F16Product[]): string {
  * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
  * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
  */
-function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string }, u: (name: string) => string, store: (b: string, row: string, col: string, v: string) => string): string {
+function f16TileCode(
+  p: F16Product,
+  names: { A: string; B: string; bias: string },
+  u: (name: string) => string,
+  store: (b: string, row: string, col: string, v: string) => string,
+): string {
   const { M, N, K } = unit;
   const { transposeA, transposeB, epilogue } = p;
   const TILE = f16Tile(p.d);
   const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
   const subRows = TILE / SR;
   const subCols = TILE / SC;
-  if (!f16UnitFits(unit)) throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
+  if (!f16UnitFits(unit))
+    throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
   const RI = subRows / M;
   const RJ = subCols / N;
   // Workgroup layouts: A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major
@@ -746,16 +919,45 @@ function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string 
   const AST = transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
   const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
   const { aAt, bAt } = operandIndex(transposeA, transposeB, u);
-  const load = (array: string, operand: string, alongK: boolean, index: string, origin: string, limit: string, at: string, where: string) =>
-    slabLoad({ lanes: F16_LANES, slab: F16_SLAB, tile: TILE, tid: 't', alongK, array, index, origin, limit, read: `f32(${operand}[${at}])`, kLimit: 'kEnd', store: where, convert: (v) => `f16(${v})` });
+  const load = (
+    array: string,
+    operand: string,
+    alongK: boolean,
+    index: string,
+    origin: string,
+    limit: string,
+    at: string,
+    where: string,
+  ) =>
+    slabLoad({
+      lanes: F16_LANES,
+      slab: F16_SLAB,
+      tile: TILE,
+      tid: 't',
+      alongK,
+      array,
+      index,
+      origin,
+      limit,
+      read: `f32(${operand}[${at}])`,
+      kLimit: 'kEnd',
+      store: where,
+      convert: (v) => `f16(${v})`,
+    });
   // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
-  const leftAt = (i: number, step: number) => (transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`);
-  const rightAt = (j: number, step: number) => (transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`);
+  const leftAt = (i: number, step: number) =>
+    transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`;
+  const rightAt = (j: number, step: number) =>
+    transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`;
   const aMajor = transposeA ? 'col_major' : 'row_major';
   const bMajor = transposeB ? 'col_major' : 'row_major';
   const range = (n: number) => [...Array(n).keys()];
   const grid = range(RI).flatMap((i) => range(RJ).map((j) => [i, j] as const));
-  const value = epilogueCode(`Cs[sg * ${M * N} + idx]`, epilogue.bias ? `f32(${names.bias}[col])` : null, epilogue.relu);
+  const value = epilogueCode(
+    `Cs[sg * ${M * N} + idx]`,
+    epilogue.bias ? `f32(${names.bias}[col])` : null,
+    epilogue.relu,
+  );
   return `
         let sg = t / 32;
         let lane32 = t % 32;
@@ -776,10 +978,18 @@ function f16TileCode(p: F16Product, names: { A: string; B: string; bias: string 
             .map(
               (step) => `{
             ${range(RI)
-              .map((i) => `let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(&As, ${leftAt(i, step)}, ${AST}u);`)
+              .map(
+                (i) =>
+                  `let l${i} = ` +
+                  `subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(&As, ${leftAt(i, step)}, ${AST}u);`,
+              )
               .join('\n            ')}
             ${range(RJ)
-              .map((j) => `let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(&Bs, ${rightAt(j, step)}, ${BST}u);`)
+              .map(
+                (j) =>
+                  `let r${j} = ` +
+                  `subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(&Bs, ${rightAt(j, step)}, ${BST}u);`,
+              )
               .join('\n            ')}
             ${grid.map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`).join('\n            ')}
           }`,
@@ -811,7 +1021,10 @@ function f16TilesPerPart(p: F16Product): { cols: number; perPart: number } {
   return { cols, perPart: cols * Math.ceil(p.d.m / TILE) };
 }
 
-/** The uniforms of one product (f16TileCode's names; the paired program adds the product's index to each) and their values. */
+/**
+ * The uniforms of one product (f16TileCode's names; the paired program adds the product's index to each) and their
+ * values.
+ */
 const F16_UNIFORMS = ['m', 'n', 'k', 'batchA', 'batchB', 'chunk'];
 const f16UniformValues = (p: F16Product) => [p.d.m, p.d.n, p.d.k, p.d.batchA, p.d.batchB, p.chunk];
 
@@ -834,7 +1047,12 @@ function subgroupProgram(p: F16Product) {
         // z is the batch, or with K split (batch 1) the part.
         let b = i32(workgroupId.z);
         let row0 = i32(workgroupId.y) * ${TILE};
-        let col0 = i32(workgroupId.x) * ${TILE};${f16TileCode(p, { A: 'A', B: 'B', bias: 'bias' }, (n) => `uniforms.${n}`, (b, row, col, v) => `setOutputAtCoords(${b}, ${row}, ${col}, ${v});`)}
+        let col0 = i32(workgroupId.x) * ${TILE};${f16TileCode(
+          p,
+          { A: 'A', B: 'B', bias: 'bias' },
+          (n) => `uniforms.${n}`,
+          (b, row, col, v) => `setOutputAtCoords(${b}, ${row}, ${col}, ${v});`,
+        )}
       }`,
   });
 }
@@ -857,13 +1075,22 @@ export interface PairedMatMul {
  * (the same tile, parts and chunk of K), so each output has the bits the program gives it alone. The
  * first product is the program's output, the second its further output, each [parts, m, n].
  */
-function subgroupPairProgram(products: [F16Product, F16Product], inputs: [PairedMatMul, PairedMatMul], inputCount: number) {
+function subgroupPairProgram(
+  products: [F16Product, F16Product],
+  inputs: [PairedMatMul, PairedMatMul],
+  inputCount: number,
+) {
   const { M, N, K } = unit;
   const names = [...Array(inputCount).keys()].map((i) => `x${i}`);
   const fn = (i: number) => {
     const p = products[i];
     const TILE = f16Tile(p.d);
-    const store = i === 0 ? (b: string, row: string, col: string, v: string) => `setOutputAtIndex((${b} * uniforms.m0 + ${row}) * uniforms.n0 + ${col}, ${v});` : (b: string, row: string, col: string, v: string) => `second[(${b} * uniforms.m1 + ${row}) * uniforms.n1 + ${col}] = ${v};`;
+    const store =
+      i === 0
+        ? (b: string, row: string, col: string, v: string) =>
+            `setOutputAtIndex((${b} * uniforms.m0 + ${row}) * uniforms.n0 + ${col}, ${v});`
+        : (b: string, row: string, col: string, v: string) =>
+            `second[(${b} * uniforms.m1 + ${row}) * uniforms.n1 + ${col}] = ${v};`;
     return `
       fn product${i}(wg : i32, t : i32) {
         let b = wg / uniforms.perPart${i};
@@ -879,9 +1106,15 @@ function subgroupPairProgram(products: [F16Product, F16Product], inputs: [Paired
     outputShape: [products[0].parts, products[0].d.m, products[0].d.n],
     shaderKey: `xtts_matmul_f16_pair_${M}x${N}x${K}_${key}_${inputCount}_${shape}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
-    dispatch: [products.reduce((n, p) => n + f16TilesPerPart(p).perPart * p.parts, 0), 1, 1] as [number, number, number],
+    dispatch: [products.reduce((n, p) => n + f16TilesPerPart(p).perPart * p.parts, 0), 1, 1] as [
+      number,
+      number,
+      number,
+    ],
     workgroupSize: [F16_LANES, 1, 1] as [number, number, number],
-    uniforms: [0, 1].map((i) => [...F16_UNIFORMS, 'cols', 'perPart'].map((n) => `${n}${i} : i32,`).join(' ')).join(' ') + ' first : i32,',
+    uniforms:
+      [0, 1].map((i) => [...F16_UNIFORMS, 'cols', 'perPart'].map((n) => `${n}${i} : i32,`).join(' ')).join(' ') +
+      ' first : i32,',
     getUserCode: () => `${f16SharedDeclarations(products)}
       var<workgroup> wgIndex : vec4<i32>;${fn(0)}${fn(1)}
       fn main() {
@@ -903,7 +1136,9 @@ function subgroupPairProgram(products: [F16Product, F16Product], inputs: [Paired
   });
 }
 
-/** A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks the dtypes, inner dimensions and batches. */
+/**
+ * A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks the dtypes, inner dimensions and batches.
+ */
 function subgroupMatMul(
   a: tfTypes.TensorInfo,
   b: tfTypes.TensorInfo,
@@ -915,14 +1150,21 @@ function subgroupMatMul(
 ): tfTypes.TensorInfo {
   const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
   const p = f16Product(d, transposeA, transposeB, { bias: epilogue.bias !== undefined, relu: epilogue.relu });
-  const out = backend.runWebGPUProgram(subgroupProgram(p), inputs, 'float32', f16UniformValues(p).map((v) => ({ type: 'int32', data: [v] })));
+  const out = backend.runWebGPUProgram(
+    subgroupProgram(p),
+    inputs,
+    'float32',
+    f16UniformValues(p).map((v) => ({ type: 'int32', data: [v] })),
+  );
   return sumParts(backend, out, p);
 }
 
 /** A split product's parts added in order (sumPartsProgram), or the output itself where K was not split. */
 function sumParts(backend: WebgpuBackendLike, out: tfTypes.TensorInfo, p: F16Product): tfTypes.TensorInfo {
   if (p.parts === 1) return out;
-  const sum = backend.runWebGPUProgram(sumPartsProgram(p.parts, p.d.m * p.d.n), [out], 'float32', [{ type: 'int32', data: [p.parts] }]);
+  const sum = backend.runWebGPUProgram(sumPartsProgram(p.parts, p.d.m * p.d.n), [out], 'float32', [
+    { type: 'int32', data: [p.parts] },
+  ]);
   backend.disposeData(out.dataId);
   return sum;
 }
@@ -931,11 +1173,15 @@ function sumParts(backend: WebgpuBackendLike, out: tfTypes.TensorInfo, p: F16Pro
  * Whether subgroupMatMulPair takes these two products on this backend: mixed_fp16 picked, and both
  * unbatched float32 matmuls that the f16 program would take on their own (enough output tiles).
  */
-export function f16PairTakes(backend: unknown, products: { a: tfTypes.TensorInfo; b: tfTypes.TensorInfo; transposeA: boolean; transposeB: boolean }[]): boolean {
+export function f16PairTakes(
+  backend: unknown,
+  products: { a: tfTypes.TensorInfo; b: tfTypes.TensorInfo; transposeA: boolean; transposeB: boolean }[],
+): boolean {
   if (program !== 'f16') return false;
   const threshold = (backend as WebgpuBackendLike).thresholdToIncreaseWorkgroups ?? 8;
   return products.every((q) => {
-    if (q.a.dtype !== 'float32' || q.b.dtype !== 'float32' || q.a.shape.length !== 2 || q.b.shape.length !== 2) return false;
+    if (q.a.dtype !== 'float32' || q.b.dtype !== 'float32' || q.a.shape.length !== 2 || q.b.shape.length !== 2)
+      return false;
     const d = matMulDims(q.a.shape, q.b.shape, q.transposeA, q.transposeB);
     return d.k === (q.transposeB ? q.b.shape[1] : q.b.shape[0]) && tfjsPacks(d, threshold);
   });
@@ -945,15 +1191,34 @@ export function f16PairTakes(backend: unknown, products: { a: tfTypes.TensorInfo
  * Two products (f16PairTakes) through the tensor cores in one dispatch, each then its parts added:
  * the outputs [m, n] of each, with the bits of subgroupMatMul's for the same product.
  */
-export function subgroupMatMulPair(backend: WebgpuProgramRunner, inputs: tfTypes.TensorInfo[], pair: [PairedMatMul, PairedMatMul]): [tfTypes.TensorInfo, tfTypes.TensorInfo] {
-  const products = pair.map((q) => f16Product(matMulDims(inputs[q.a].shape, inputs[q.b].shape, q.transposeA, q.transposeB), q.transposeA, q.transposeB)) as [F16Product, F16Product];
+export function subgroupMatMulPair(
+  backend: WebgpuProgramRunner,
+  inputs: tfTypes.TensorInfo[],
+  pair: [PairedMatMul, PairedMatMul],
+): [tfTypes.TensorInfo, tfTypes.TensorInfo] {
+  const products = pair.map((q) =>
+    f16Product(
+      matMulDims(inputs[q.a].shape, inputs[q.b].shape, q.transposeA, q.transposeB),
+      q.transposeA,
+      q.transposeB,
+    ),
+  ) as [F16Product, F16Product];
   const program = subgroupPairProgram(products, pair, inputs.length);
   const values = products.flatMap((p) => {
     const { cols, perPart } = f16TilesPerPart(p);
     return [...f16UniformValues(p), cols, perPart];
   });
   const first = f16TilesPerPart(products[0]).perPart * products[0].parts;
-  const [out, second] = runWithOutputs(backend, program, inputs, [[products[1].parts, products[1].d.m, products[1].d.n]], [...values, first].map((v) => ({ type: 'int32', data: [v] })));
+  const [out, second] = runWithOutputs(
+    backend,
+    program,
+    inputs,
+    [[products[1].parts, products[1].d.m, products[1].d.n]],
+    [...values, first].map((v) => ({ type: 'int32', data: [v] })),
+  );
   const b = backend as WebgpuBackendLike;
-  return [{ ...sumParts(b, out, products[0]), shape: [products[0].d.m, products[0].d.n] }, { ...sumParts(b, second, products[1]), shape: [products[1].d.m, products[1].d.n] }];
+  return [
+    { ...sumParts(b, out, products[0]), shape: [products[0].d.m, products[0].d.n] },
+    { ...sumParts(b, second, products[1]), shape: [products[1].d.m, products[1].d.n] },
+  ];
 }

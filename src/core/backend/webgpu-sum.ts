@@ -101,12 +101,28 @@ function partialSums(outputs: number, summand: Summand, over = false) {
  * Σ value over `size` flat indices of `inputs` in two programs (partials side by side, then their sum
  * in order), a one-value tensor; `over` (one value): the sum divided by it, in the second program.
  */
-export function spreadSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, size: number, summand: Summand = VALUES, over?: tfTypes.TensorInfo): tfTypes.TensorInfo {
+export function spreadSum(
+  inputs: tfTypes.TensorInfo[],
+  backend: WebgpuProgramRunner,
+  size: number,
+  summand: Summand = VALUES,
+  over?: tfTypes.TensorInfo,
+): tfTypes.TensorInfo {
   const parts = Math.min(MAX_PARTIALS, Math.ceil(size / (WORKGROUP * PER_INVOCATION)));
   const chunk = Math.ceil(size / parts);
   // One entry per uniform: tfjs aligns a 2-value entry to 8 bytes, the struct's two i32 to 4.
-  const partials = backend.runWebGPUProgram(partialSums(parts, summand), inputs, 'float32', [size, chunk].map((v) => ({ type: 'int32', data: [v] })));
-  const total = backend.runWebGPUProgram(partialSums(1, VALUES, over !== undefined), over ? [partials, over] : [partials], 'float32', [parts, parts].map((v) => ({ type: 'int32', data: [v] })));
+  const partials = backend.runWebGPUProgram(
+    partialSums(parts, summand),
+    inputs,
+    'float32',
+    [size, chunk].map((v) => ({ type: 'int32', data: [v] })),
+  );
+  const total = backend.runWebGPUProgram(
+    partialSums(1, VALUES, over !== undefined),
+    over ? [partials, over] : [partials],
+    'float32',
+    [parts, parts].map((v) => ({ type: 'int32', data: [v] })),
+  );
   backend.disposeData(partials.dataId);
   return total;
 }
@@ -125,7 +141,10 @@ const COLUMNS_MIN = 4;
 const WORKGROUPS_WANTED = 512;
 const MAX_WORKGROUPS = 65535;
 
-/** out[o·inner + i] = Σ_r value((o·rows + r)·inner + i, r): `columns` values of i per workgroup, 256 / columns row groups. */
+/**
+ * out[o·inner + i] = Σ_r value((o·rows + r)·inner + i, r): `columns` values of i per workgroup, 256 / columns row
+ * groups.
+ */
 function stridedSums(outer: number, inner: number, columns: number, summand: Summand) {
   const groups = WORKGROUP / columns;
   const blocks = Math.ceil(inner / columns);
@@ -183,14 +202,19 @@ function stridedSums(outer: number, inner: number, columns: number, summand: Sum
         }
       }`,
   };
-  return stores ? outputsProgram('XttsStridedSumStoringProgram', ['stored'], fields) : namedProgram('XttsStridedSumProgram', fields);
+  return stores
+    ? outputsProgram('XttsStridedSumStoringProgram', ['stored'], fields)
+    : namedProgram('XttsStridedSumProgram', fields);
 }
 
 /**
  * A sum over `axes` as [outer, rows, inner] (the axes one contiguous block, not the innermost: inner
  * > 1), or null where it is not one.
  */
-export function stridedSumDims(shape: readonly number[], axes: readonly number[]): { outer: number; rows: number; inner: number } | null {
+export function stridedSumDims(
+  shape: readonly number[],
+  axes: readonly number[],
+): { outer: number; rows: number; inner: number } | null {
   if (axes.length === 0) return null;
   const sorted = [...new Set(axes)].sort((a, b) => a - b);
   const [first, last] = [sorted[0], sorted[sorted.length - 1]];
@@ -203,7 +227,8 @@ export function stridedSumDims(shape: readonly number[], axes: readonly number[]
 /** Columns per workgroup: as many as keep WORKGROUPS_WANTED workgroups busy, no wider than the rows. */
 export function stridedSumColumns(outer: number, inner: number): number {
   let columns = COLUMNS_MAX;
-  while (columns > COLUMNS_MIN && (columns / 2 >= inner || outer * Math.ceil(inner / columns) < WORKGROUPS_WANTED)) columns /= 2;
+  while (columns > COLUMNS_MIN && (columns / 2 >= inner || outer * Math.ceil(inner / columns) < WORKGROUPS_WANTED))
+    columns /= 2;
   return columns;
 }
 
@@ -214,7 +239,10 @@ function stridedSumCall(dims: SumDims, summand: Summand) {
   const columns = stridedSumColumns(dims.outer, dims.inner);
   const blocks = Math.ceil(dims.inner / columns);
   if (dims.outer * blocks > MAX_WORKGROUPS) return null;
-  const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({ type: 'int32', data: [v] }));
+  const uniforms = [dims.rows, dims.inner, blocks, ...(summand.uniforms?.values ?? [])].map((v) => ({
+    type: 'int32',
+    data: [v],
+  }));
   return { program: stridedSums(dims.outer, dims.inner, columns, summand), uniforms };
 }
 
@@ -222,18 +250,37 @@ function stridedSumCall(dims: SumDims, summand: Summand) {
  * Σ over the rows of [outer, rows, inner] in one program (null: too many workgroups), of x's values or
  * of `summand` over `inputs` (each read as that shape through its flat index).
  */
-export function stridedSum(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: SumDims, summand: Summand = VALUES): tfTypes.TensorInfo | null {
+export function stridedSum(
+  inputs: tfTypes.TensorInfo[],
+  backend: WebgpuProgramRunner,
+  dims: SumDims,
+  summand: Summand = VALUES,
+): tfTypes.TensorInfo | null {
   if (summand.stores) throw new Error('a storing summand has two outputs: stridedSumStoring');
   const call = stridedSumCall(dims, summand);
   return call && backend.runWebGPUProgram(call.program, inputs, 'float32', call.uniforms);
 }
 
-/** stridedSum of a storing summand: [the sums, every value summed, as [outer·rows·inner]] in one program (null: too many workgroups). */
-export function stridedSumStoring(inputs: tfTypes.TensorInfo[], backend: WebgpuProgramRunner, dims: SumDims, summand: Summand): [tfTypes.TensorInfo, tfTypes.TensorInfo] | null {
+/**
+ * stridedSum of a storing summand: [the sums, every value summed, as [outer·rows·inner]] in one program (null: too many
+ * workgroups).
+ */
+export function stridedSumStoring(
+  inputs: tfTypes.TensorInfo[],
+  backend: WebgpuProgramRunner,
+  dims: SumDims,
+  summand: Summand,
+): [tfTypes.TensorInfo, tfTypes.TensorInfo] | null {
   if (!summand.stores) throw new Error('a summand that stores nothing: stridedSum');
   const call = stridedSumCall(dims, summand);
   if (!call) return null;
-  const [sums, stored] = runWithOutputs(backend, call.program as typeof call.program & { extraOutputs: number }, inputs, [[dims.outer * dims.rows * dims.inner]], call.uniforms);
+  const [sums, stored] = runWithOutputs(
+    backend,
+    call.program as typeof call.program & { extraOutputs: number },
+    inputs,
+    [[dims.outer * dims.rows * dims.inner]],
+    call.uniforms,
+  );
   return [sums, stored];
 }
 
@@ -255,7 +302,15 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
       kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuProgramRunner }) => {
         const x = args.inputs.x;
         if (x.dtype !== 'float32') throw new Error(`a sum of squares of ${x.dtype} values: float32 only`);
-        const out = spreadSum([x], args.backend, Math.max(1, x.shape.reduce((a, b) => a * b, 1)), SQUARES);
+        const out = spreadSum(
+          [x],
+          args.backend,
+          Math.max(
+            1,
+            x.shape.reduce((a, b) => a * b, 1),
+          ),
+          SQUARES,
+        );
         return { dataId: out.dataId, shape: [], dtype: 'float32' as const };
       }) as unknown as tfTypes.KernelFunc,
     });

@@ -25,10 +25,16 @@ interface StagingBuffer {
 interface WebgpuBackendInternals {
   tensorMap: { get(id: DataId): TensorData | undefined };
   bufferManager: { acquireBuffer(size: number, usage: number): unknown };
-  queue: { writeBuffer(buffer: unknown, offset: number, data: ArrayBufferView): void; submit(buffers: unknown[]): void };
+  queue: {
+    writeBuffer(buffer: unknown, offset: number, data: ArrayBufferView): void;
+    submit(buffers: unknown[]): void;
+  };
   device: {
     createBuffer(d: { size: number; usage: number; mappedAtCreation: boolean }): StagingBuffer;
-    createCommandEncoder(): { copyBufferToBuffer(src: unknown, srcOffset: number, dst: unknown, dstOffset: number, size: number): void; finish(): unknown };
+    createCommandEncoder(): {
+      copyBufferToBuffer(src: unknown, srcOffset: number, dst: unknown, dstOffset: number, size: number): void;
+      finish(): unknown;
+    };
   };
   uploadToGPU(id: DataId): void;
 }
@@ -74,8 +80,12 @@ let scratch = new ArrayBuffer(0);
  */
 function writable(values: Float32Array | Int32Array): Float32Array | Int32Array {
   if (!(values.buffer instanceof SharedArrayBuffer)) return values;
-  if (scratch.byteLength < values.byteLength) scratch = new ArrayBuffer(Math.max(values.byteLength, 2 * scratch.byteLength));
-  const copy = values instanceof Float32Array ? new Float32Array(scratch, 0, values.length) : new Int32Array(scratch, 0, values.length);
+  if (scratch.byteLength < values.byteLength)
+    scratch = new ArrayBuffer(Math.max(values.byteLength, 2 * scratch.byteLength));
+  const copy =
+    values instanceof Float32Array
+      ? new Float32Array(scratch, 0, values.length)
+      : new Int32Array(scratch, 0, values.length);
   copy.set(values);
   return copy;
 }
@@ -114,7 +124,10 @@ export function setQueueUploads(backend: unknown, on: boolean): void {
  * STAGING_BUFFERS in use the batch goes through writeBuffer: nothing waits.
  */
 const STAGING_BUFFERS = 4;
-/** Batches smaller than this go through writeBuffer: the staging path's fixed cost (an encoder, a submit, a map) outweighs one copy. */
+/**
+ * Batches smaller than this go through writeBuffer: the staging path's fixed cost (an encoder, a submit, a map)
+ * outweighs one copy.
+ */
 export const STAGED_UPLOAD_MIN_BYTES = 64 << 10;
 
 class StagingRing {
@@ -143,7 +156,11 @@ class StagingRing {
     else if (this.inUse >= STAGING_BUFFERS) return null;
     this.inUse++;
     // Rounded up to 1 MiB, so a few bucket shapes share buffers.
-    return this.b.device.createBuffer({ size: Math.ceil(bytes / (1 << 20)) * (1 << 20), usage: MAP_WRITE | COPY_SRC, mappedAtCreation: true });
+    return this.b.device.createBuffer({
+      size: Math.ceil(bytes / (1 << 20)) * (1 << 20),
+      usage: MAP_WRITE | COPY_SRC,
+      mappedAtCreation: true,
+    });
   }
 
   /** After the copies out of `buffer` are submitted: mapped again, it is ready once the device is done with it. */
@@ -170,7 +187,10 @@ class StagingRing {
 
 const rings = new WeakMap<object, StagingRing>();
 
-/** On this backend: batches staged, batches sent through writeBuffer for want of a ready staging buffer, staging buffers ready now. */
+/**
+ * On this backend: batches staged, batches sent through writeBuffer for want of a ready staging buffer, staging buffers
+ * ready now.
+ */
 export function stagedUploadStats(backend: unknown): { staged: number; missed: number; ready: number } {
   const r = rings.get(backend as object);
   return { staged: r?.staged ?? 0, missed: r?.missed ?? 0, ready: r?.readyCount ?? 0 };
@@ -207,7 +227,11 @@ export function uploadTensors(backend: unknown, ids: readonly DataId[]): void {
     return each();
   }
   const mapped = staging.getMappedRange(0, bytes);
-  for (const x of items) (x.values instanceof Float32Array ? new Float32Array(mapped, x.offset, x.values.length) : new Int32Array(mapped, x.offset, x.values.length)).set(x.values);
+  for (const x of items)
+    (x.values instanceof Float32Array
+      ? new Float32Array(mapped, x.offset, x.values.length)
+      : new Int32Array(mapped, x.offset, x.values.length)
+    ).set(x.values);
   staging.unmap();
   const encoder = b.device.createCommandEncoder();
   for (const x of items) {

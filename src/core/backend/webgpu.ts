@@ -15,7 +15,14 @@ import { join } from 'node:path';
 import { shaderSource } from './kernels.js';
 import { ensureDawnBinary } from './native.js';
 import { setDeviceSums } from './webgpu-sum.js';
-import { F16_MATMUL_ENABLES, F16_PROGRAMS, f16UnitFits, setMatMulProgram, setOrderedSplitK, type SubgroupMatrixShape } from './webgpu-matmul.js';
+import {
+  F16_MATMUL_ENABLES,
+  F16_PROGRAMS,
+  f16UnitFits,
+  setMatMulProgram,
+  setOrderedSplitK,
+  type SubgroupMatrixShape,
+} from './webgpu-matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -28,7 +35,10 @@ interface DawnAdapter {
   readonly info: Record<string, unknown>;
   readonly features: ReadonlySet<string>;
   readonly limits: Record<string, number>;
-  requestDevice(descriptor?: { requiredFeatures?: string[]; requiredLimits?: Record<string, number> }): Promise<DawnDevice>;
+  requestDevice(descriptor?: {
+    requiredFeatures?: string[];
+    requiredLimits?: Record<string, number>;
+  }): Promise<DawnDevice>;
 }
 interface DawnDevice {
   readonly features: ReadonlySet<string>;
@@ -197,15 +207,29 @@ function noAdapterReason(dawnBackend: string): string {
   const manifests = vulkanDriverManifests();
   const gpu = nvidiaDevicePresent() ? 'an NVIDIA GPU is present (/dev/nvidiactl) but ' : '';
   if (manifests.length === 0) {
-    return `Dawn found no GPU adapter: ${gpu}the Vulkan loader finds no driver manifest (ICD, e.g. nvidia_icd.json from the NVIDIA driver's Vulkan component); set VK_DRIVER_FILES to the driver's manifest, or source the GPU runtime's setup.sh, which finds it`;
+    return (
+      `Dawn found no GPU adapter: ${gpu}the Vulkan loader finds no driver manifest ` +
+      `(ICD, e.g. nvidia_icd.json from the NVIDIA driver's Vulkan component); set ` +
+      `VK_DRIVER_FILES to the driver's manifest, or source the GPU runtime's setup.sh, ` +
+      `which finds it`
+    );
   }
-  return `Dawn found no GPU adapter: ${gpu}no Vulkan driver among ${manifests.join(', ')} exposes a GPU that Dawn accepts (the NVIDIA driver needs its Vulkan libraries, libGLX_nvidia.so.0, and access to /dev/nvidia*)`;
+  return (
+    `Dawn found no GPU adapter: ${gpu}no Vulkan driver among ${manifests.join(', ')} ` +
+    `exposes a GPU that Dawn accepts (the NVIDIA driver needs its Vulkan libraries, ` +
+    `libGLX_nvidia.so.0, and access to /dev/nvidia*)`
+  );
 }
 
 /** Why the Vulkan path cannot work at all, before Dawn is asked (it would print its own warning). */
 export function vulkanLoaderReason(dawnBackend: string): string | undefined {
   if (dawnBackend !== 'vulkan' || findVulkanLoader()) return undefined;
-  return 'Dawn found no GPU adapter: the Vulkan loader (libvulkan.so.1) is not installed, and Dawn reaches GPUs on Linux only through Vulkan; install libvulkan1 and the GPU driver\'s Vulkan ICD (apt-get install libvulkan1), or source the GPU runtime folder\'s setup.sh (npm run gpu-runtime, README: GPU hosts), which brings both';
+  return (
+    'Dawn found no GPU adapter: the Vulkan loader (libvulkan.so.1) is not installed, ' +
+    'and Dawn reaches GPUs on Linux only through Vulkan; install libvulkan1 and the ' +
+    "GPU driver's Vulkan ICD (apt-get install libvulkan1), or source the GPU runtime " +
+    "folder's setup.sh (npm run gpu-runtime, README: GPU hosts), which brings both"
+  );
 }
 
 let dawnModule: DawnModule | undefined;
@@ -218,7 +242,8 @@ export async function loadDawn(): Promise<DawnModule> {
   if (unpacked) (globalThis as { __XTTS_DAWN_NODE__?: string }).__XTTS_DAWN_NODE__ = unpacked;
   dawnModule = (await import('webgpu')) as unknown as DawnModule;
   // GPUBufferUsage, GPUMapMode, ... which TF.js's webgpu backend reads as globals.
-  for (const [k, v] of Object.entries(dawnModule.globals)) if (!(k in globalThis)) Object.defineProperty(globalThis, k, { value: v, configurable: true, writable: true });
+  for (const [k, v] of Object.entries(dawnModule.globals))
+    if (!(k in globalThis)) Object.defineProperty(globalThis, k, { value: v, configurable: true, writable: true });
   return dawnModule;
 }
 
@@ -228,7 +253,10 @@ function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
   const flags: string[] = ['disable-dawn-features=timestamp_quantization'];
   // vulkan_enable_f16_on_nvidia: Dawn keeps shader-f16 (and with it the f16 subgroup-matrix shapes)
   // off on NVIDIA's Vulkan driver unless asked; the tensor-core matmul (mixed_fp16) needs both.
-  if (options.unsafeApis) flags.push(`enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia${options.robustness === false ? ',disable_robustness' : ''}`);
+  if (options.unsafeApis)
+    flags.push(
+      `enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia${options.robustness === false ? ',disable_robustness' : ''}`,
+    );
   if (options.dawnBackend) flags.push(`backend=${options.dawnBackend}`);
   if (adapterName !== undefined) flags.push(`adapter=${adapterName}`);
   return flags;
@@ -236,7 +264,9 @@ function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
 
 function requestOptions(dawnBackend: string): { powerPreference: string; featureLevel?: string } {
   // Dawn offers OpenGL (ES) adapters only at the compatibility feature level.
-  return GL_BACKENDS.has(dawnBackend) ? { powerPreference: 'high-performance', featureLevel: 'compatibility' } : { powerPreference: 'high-performance' };
+  return GL_BACKENDS.has(dawnBackend)
+    ? { powerPreference: 'high-performance', featureLevel: 'compatibility' }
+    : { powerPreference: 'high-performance' };
 }
 
 /** Dawn's adapter names, in its order, from the list it gives when asked for a name no adapter has. */
@@ -250,7 +280,10 @@ export async function adapterNames(options: DawnOptions = {}): Promise<{ backend
     throw new Error('Dawn returned an adapter for a name that no adapter has');
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
-    const list = [...message.matchAll(/\* backend: '([^']*)', name: '(.*)'$/gm)].map((m) => ({ backend: m[1], name: m[2] }));
+    const list = [...message.matchAll(/\* backend: '([^']*)', name: '(.*)'$/gm)].map((m) => ({
+      backend: m[1],
+      name: m[2],
+    }));
     if (list.length === 0) throw new Error(`Dawn did not list its adapters: ${message.split('\n')[0]}`);
     return list;
   }
@@ -272,7 +305,10 @@ function describe(adapter: DawnAdapter, index: number, name: string, dawnBackend
     features,
     shaderF16: features.includes('shader-f16'),
     subgroups: features.includes('subgroups'),
-    subgroupSizes: typeof info.subgroupMinSize === 'number' && typeof info.subgroupMaxSize === 'number' ? { min: info.subgroupMinSize, max: info.subgroupMaxSize } : null,
+    subgroupSizes:
+      typeof info.subgroupMinSize === 'number' && typeof info.subgroupMaxSize === 'number'
+        ? { min: info.subgroupMinSize, max: info.subgroupMaxSize }
+        : null,
     subgroupMatrix: features.includes('chromium-experimental-subgroup-matrix'),
     timestampQuery: features.includes('timestamp-query'),
     subgroupMatrixConfigs: subgroupMatrixConfigs(info.subgroupMatrixConfigs),
@@ -300,7 +336,11 @@ export async function listAdapters(options: DawnOptions = {}): Promise<AdapterLi
     dawn = await loadDawn();
     names = await adapterNames(options);
   } catch (e) {
-    return { dawnBackend, adapters: [], note: `the webgpu package (Dawn) cannot be used: ${(e as Error).message.split('\n')[0]}` };
+    return {
+      dawnBackend,
+      adapters: [],
+      note: `the webgpu package (Dawn) cannot be used: ${(e as Error).message.split('\n')[0]}`,
+    };
   }
   if (names.length === 0) return { dawnBackend, adapters: [], note: noAdapterReason(dawnBackend) };
   const adapters: AdapterDescription[] = [];
@@ -322,14 +362,19 @@ export async function listAdapters(options: DawnOptions = {}): Promise<AdapterLi
   return { dawnBackend, adapters };
 }
 
-export type AdapterSelection = { ok: true; gpu: DawnGpu; adapter: DawnAdapter; description: AdapterDescription } | { ok: false; reason: string };
+export type AdapterSelection =
+  | { ok: true; gpu: DawnGpu; adapter: DawnAdapter; description: AdapterDescription }
+  | { ok: false; reason: string };
 
 /**
  * The adapter for `device`: null takes Dawn's first adapter (discrete GPUs first); a string is a
  * case-insensitive substring of the adapter's name or description; a number is an index in Dawn's
  * order (`listAdapters`), which need not be nvidia-smi's.
  */
-export async function selectAdapter(device: number | string | null | undefined, options: DawnOptions = {}): Promise<AdapterSelection> {
+export async function selectAdapter(
+  device: number | string | null | undefined,
+  options: DawnOptions = {},
+): Promise<AdapterSelection> {
   const dawnBackend = dawnBackendName(options);
   const loaderReason = vulkanLoaderReason(dawnBackend);
   if (loaderReason) return { ok: false, reason: loaderReason };
@@ -349,7 +394,8 @@ export async function selectAdapter(device: number | string | null | undefined, 
   const listed = names.map((n, i) => `${i}: ${n.name}`).join(', ');
   let index = 0;
   if (typeof device === 'number') {
-    if (device >= names.length) return { ok: false, reason: `there is no GPU ${device}: Dawn sees ${names.length} adapter(s) (${listed})` };
+    if (device >= names.length)
+      return { ok: false, reason: `there is no GPU ${device}: Dawn sees ${names.length} adapter(s) (${listed})` };
     index = device;
   } else if (typeof device === 'string') {
     const needle = device.toLowerCase();
@@ -362,7 +408,11 @@ export async function selectAdapter(device: number | string | null | undefined, 
   if (reached !== index) {
     return {
       ok: false,
-      reason: `GPU ${index} ("${name}") cannot be selected: Dawn (webgpu 0.6.2) selects adapters by name and GPU ${reached} has the same name, so only GPU ${reached} can be reached from this process; run one process per GPU with only that GPU visible to Vulkan (e.g. a container given only that GPU)`,
+      reason:
+        `GPU ${index} ("${name}") cannot be selected: Dawn (webgpu 0.6.2) selects ` +
+        `adapters by name and GPU ${reached} has the same name, so only GPU ${reached} ` +
+        `can be reached from this process; run one process per GPU with only that GPU ` +
+        `visible to Vulkan (e.g. a container given only that GPU)`,
     };
   }
   const gpu = dawn.create(dawnFlags(options, name));
@@ -383,24 +433,38 @@ export async function selectAdapter(device: number | string | null | undefined, 
  * allow_unsafe_apis, and on NVIDIA only with vulkan_enable_f16_on_nvidia). The shape with the most
  * outputs per matrix is taken.
  */
-export function tensorCoreSupport(a: AdapterDescription): { ok: true; shape: SubgroupMatrixShape } | { ok: false; reason: string } {
-  // The program counts on subgroups of exactly 32 invocations (NVIDIA's width): it finds its subgroup as local index / 32.
+export function tensorCoreSupport(
+  a: AdapterDescription,
+): { ok: true; shape: SubgroupMatrixShape } | { ok: false; reason: string } {
+  // The program counts on subgroups of exactly 32 invocations (NVIDIA's width): it finds its subgroup as local index /
+  // 32.
   const width32 = a.subgroupSizes?.min === 32 && a.subgroupSizes.max === 32;
   const missing = [
     a.shaderF16 ? '' : 'shader-f16',
     a.subgroups ? '' : 'subgroups',
     a.subgroupMatrix ? '' : 'chromium-experimental-subgroup-matrix',
-    width32 ? '' : `subgroups of exactly 32 invocations (it has ${a.subgroupSizes ? `${a.subgroupSizes.min} to ${a.subgroupSizes.max}` : 'no stated width'})`,
+    width32
+      ? ''
+      : `subgroups of exactly 32 invocations (it ` +
+        `has ${a.subgroupSizes ? `${a.subgroupSizes.min} to ${a.subgroupSizes.max}` : 'no stated width'})`,
   ].filter(Boolean);
-  const shapes = a.subgroupMatrixConfigs.filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && f16UnitFits(c));
+  const shapes = a.subgroupMatrixConfigs.filter(
+    (c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && f16UnitFits(c),
+  );
   if (missing.length === 0 && shapes.length > 0) {
     const best = shapes.reduce((x, y) => (y.M * y.N > x.M * x.N ? y : x));
     return { ok: true, shape: { M: best.M, N: best.N, K: best.K } };
   }
-  const offered = a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none';
+  const offered =
+    a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') ||
+    'none';
   return {
     ok: false,
-    reason: `training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU subgroup matrices with f16 operands and f32 sums; ${a.name} (Dawn ${a.dawnBackend}) ${missing.length ? `lacks ${missing.join(', ')}` : 'offers no f16→f32 subgroup-matrix shape this program can tile'} (subgroup-matrix shapes offered: ${offered})`,
+    reason:
+      `training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU ` +
+      `subgroup matrices with f16 operands and f32 sums; ${a.name} ` +
+      `(Dawn ${a.dawnBackend}) ${missing.length ? `lacks ${missing.join(', ')}` : 'offers no f16→f32 subgroup-matrix shape this program can tile'} ` +
+      `(subgroup-matrix shapes offered: ${offered})`,
   };
 }
 
@@ -451,10 +515,17 @@ export async function registerWebgpuBackend(
   const create = device.createShaderModule.bind(device);
   device.createShaderModule = (descriptor: { code: string; label?: string }) => {
     const code = shaderSource(descriptor.label, descriptor.code);
-    return create({ ...descriptor, code: f16Shape && descriptor.label !== undefined && F16_PROGRAMS.has(descriptor.label) ? F16_MATMUL_ENABLES + code : code });
+    return create({
+      ...descriptor,
+      code:
+        f16Shape && descriptor.label !== undefined && F16_PROGRAMS.has(descriptor.label)
+          ? F16_MATMUL_ENABLES + code
+          : code,
+    });
   };
   device.lost.then((info) => {
-    if (info.reason !== 'destroyed' && active?.device === device) process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });
+    if (info.reason !== 'destroyed' && active?.device === device)
+      process.emitWarning(`WebGPU device lost: ${info.message}`, { code: 'XTTS_WEBGPU_DEVICE_LOST' });
   });
   firstGpuError = undefined;
   device.onuncapturederror = (event) => {

@@ -13,7 +13,9 @@ import { ExitCode, XttsError } from '../errors.js';
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
 export const CACHE_SCHEMA_VERSION = 1;
 
-/** SQLite's application_id of an xtts feature cache ("XTFC"): what proves a file is one before it is changed or deleted. */
+/**
+ * SQLite's application_id of an xtts feature cache ("XTFC"): what proves a file is one before it is changed or deleted.
+ */
 export const CACHE_APPLICATION_ID = 0x58544643;
 const CACHE_TABLES = ['meta', 'audio_hashes', 'texts', 'tokens', 'features', 'failures', 'blobs'];
 
@@ -52,18 +54,29 @@ export function identifyCache(path: string): CacheIdentity {
     } finally {
       closeSync(fd);
     }
-    if (head.subarray(0, 16).toString('latin1') !== 'SQLite format 3\0') return { kind: 'other', why: 'it is not a SQLite database' };
+    if (head.subarray(0, 16).toString('latin1') !== 'SQLite format 3\0')
+      return { kind: 'other', why: 'it is not a SQLite database' };
     if (size >= 100 && head.readUInt32BE(68) === CACHE_APPLICATION_ID) return { kind: 'cache' };
   }
   let db: Database.Database | undefined;
   try {
     db = openSqlite(path, 'inspect');
     if (Number(db.pragma('application_id', { simple: true })) === CACHE_APPLICATION_ID) return { kind: 'cache' };
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
+      (r) => r.name,
+    );
     const foreign = tables.filter((t) => !CACHE_TABLES.includes(t));
-    const versioned = tables.includes('meta') && tables.includes('features') && db.prepare("SELECT 1 FROM meta WHERE k = 'schema_version'").get() !== undefined;
+    const versioned =
+      tables.includes('meta') &&
+      tables.includes('features') &&
+      db.prepare("SELECT 1 FROM meta WHERE k = 'schema_version'").get() !== undefined;
     if (foreign.length === 0 && versioned) return { kind: 'cache' };
-    return { kind: 'other', why: `it is a SQLite database with other tables (${tables.slice(0, 6).join(', ') || 'none'}${tables.length > 6 ? ', …' : ''})` };
+    return {
+      kind: 'other',
+      why:
+        `it is a SQLite database with other tables ` +
+        `(${tables.slice(0, 6).join(', ') || 'none'}${tables.length > 6 ? ', …' : ''})`,
+    };
   } catch (e) {
     return { kind: 'other', why: `SQLite cannot read it as a database (${(e as Error).message})` };
   } finally {
@@ -71,14 +84,24 @@ export function identifyCache(path: string): CacheIdentity {
   }
 }
 
-/** Throws CACHE_NOT_A_CACHE unless `path` is absent or a feature cache: nothing is opened for writing, changed or deleted otherwise. */
+/**
+ * Throws CACHE_NOT_A_CACHE unless `path` is absent or a feature cache: nothing is opened for writing, changed or
+ * deleted otherwise.
+ */
 export function assertCacheOrAbsent(path: string, doing: string): 'absent' | 'cache' {
   const id = identifyCache(path);
   if (id.kind !== 'other') return id.kind;
-  throw new XttsError('CACHE_NOT_A_CACHE', `${path} is not an xtts feature cache: ${id.why}. Refusing to ${doing}; it was left as it is`, {
-    exitCode: ExitCode.usage,
-    suggestions: ['point pipeline.cache.path (or --cache) at an xtts feature cache, or at a new file for a new one (the default is .xtts-cache/cache.sqlite)'],
-  });
+  throw new XttsError(
+    'CACHE_NOT_A_CACHE',
+    `${path} is not an xtts feature cache: ${id.why}. Refusing to ${doing}; it was left as it is`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        'point pipeline.cache.path (or --cache) at an xtts feature cache, or at a new ' +
+          'file for a new one (the default is .xtts-cache/cache.sqlite)',
+      ],
+    },
+  );
 }
 
 export interface CachedFeature {
@@ -172,7 +195,11 @@ function createTables(db: Database.Database): void {
   db.exec('CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
   const row = db.prepare("SELECT v FROM meta WHERE k = 'schema_version'").get() as { v: string } | undefined;
   if (row && Number(row.v) !== CACHE_SCHEMA_VERSION) {
-    db.exec('DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; DROP TABLE IF EXISTS blobs; DELETE FROM meta;');
+    db.exec(
+      'DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF ' +
+        'EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; ' +
+        'DROP TABLE IF EXISTS blobs; DELETE FROM meta;',
+    );
   }
   db.exec(SCHEMA);
   db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
@@ -182,10 +209,16 @@ function createTables(db: Database.Database): void {
 export class FeatureCache {
   readonly path: string;
   private readonly db: Database.Database;
-  private readonly counters = { text: [0, 0], tokens: [0, 0], feature: [0, 0] } as Record<'text' | 'tokens' | 'feature', [number, number]>;
+  private readonly counters = { text: [0, 0], tokens: [0, 0], feature: [0, 0] } as Record<
+    'text' | 'tokens' | 'feature',
+    [number, number]
+  >;
   private readonly stmt: Record<string, Database.Statement>;
 
-  private constructor(path: string, private readonly readonly: boolean) {
+  private constructor(
+    path: string,
+    private readonly readonly: boolean,
+  ) {
     this.path = path;
     const found = assertCacheOrAbsent(path, readonly ? 'open it' : 'use it as the feature cache');
     try {
@@ -195,7 +228,10 @@ export class FeatureCache {
     } catch (e) {
       throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
         exitCode: ExitCode.environment,
-        suggestions: ['set pipeline.cache.path to a writable location', `or remove a corrupt cache with \`xtts cache clear --config ...\``],
+        suggestions: [
+          'set pipeline.cache.path to a writable location',
+          `or remove a corrupt cache with \`xtts cache clear --config ...\``,
+        ],
       });
     }
     this.db.pragma('cache_size = -65536');
@@ -209,11 +245,15 @@ export class FeatureCache {
       putTokens: prepWrite('INSERT OR REPLACE INTO tokens (key, n, ids, unmappable) VALUES (?, ?, ?, ?)'),
       getFeature: prep('SELECT frames, n_mels, duration_s, mel FROM features WHERE key = ?'),
       getFeatureInfo: prep('SELECT frames, n_mels, duration_s FROM features WHERE key = ?'),
-      putFeature: prepWrite('INSERT OR REPLACE INTO features (key, frames, n_mels, duration_s, mel) VALUES (?, ?, ?, ?, ?)'),
+      putFeature: prepWrite(
+        'INSERT OR REPLACE INTO features (key, frames, n_mels, duration_s, mel) VALUES (?, ?, ?, ?, ?)',
+      ),
       getFailure: prep('SELECT reason, message FROM failures WHERE key = ?'),
       putFailure: prepWrite('INSERT OR REPLACE INTO failures (key, reason, message) VALUES (?, ?, ?)'),
       getHash: prep('SELECT size, mtime_ns, ino, sha256 FROM audio_hashes WHERE path = ?'),
-      putHash: prepWrite('INSERT OR REPLACE INTO audio_hashes (path, size, mtime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?)'),
+      putHash: prepWrite(
+        'INSERT OR REPLACE INTO audio_hashes (path, size, mtime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?)',
+      ),
       getMeta: prep('SELECT v FROM meta WHERE k = ?'),
       putMeta: prepWrite('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)'),
       getBlob: prep('SELECT value FROM blobs WHERE key = ?'),
@@ -283,7 +323,9 @@ export class FeatureCache {
   }
 
   getFeature(key: string): CachedFeature | undefined {
-    const row = this.stmt.getFeature.get(key) as { frames: number; n_mels: number; duration_s: number; mel: Buffer } | undefined;
+    const row = this.stmt.getFeature.get(key) as
+      | { frames: number; n_mels: number; duration_s: number; mel: Buffer }
+      | undefined;
     this.count('feature', row !== undefined);
     return row ? { frames: row.frames, nMels: row.n_mels, durationS: row.duration_s, mel: f32(row.mel) } : undefined;
   }
@@ -312,12 +354,22 @@ export class FeatureCache {
     features?: { key: string; feature: CachedFeature }[];
     failures?: { key: string; failure: CachedFailure }[];
   }): void {
-    this.db.transaction(() => {
-      for (const t of entries.texts ?? []) this.stmt.putText.run(t.key, t.cleaned);
-      for (const t of entries.tokens ?? []) this.stmt.putTokens.run(t.key, t.ids.length, toBlob(t.ids), JSON.stringify(t.unmappable));
-      for (const f of entries.features ?? []) this.stmt.putFeature.run(f.key, f.feature.frames, f.feature.nMels, f.feature.durationS, toBlob(f.feature.mel));
-      for (const f of entries.failures ?? []) this.stmt.putFailure.run(f.key, f.failure.reason, f.failure.message);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const t of entries.texts ?? []) this.stmt.putText.run(t.key, t.cleaned);
+        for (const t of entries.tokens ?? [])
+          this.stmt.putTokens.run(t.key, t.ids.length, toBlob(t.ids), JSON.stringify(t.unmappable));
+        for (const f of entries.features ?? [])
+          this.stmt.putFeature.run(
+            f.key,
+            f.feature.frames,
+            f.feature.nMels,
+            f.feature.durationS,
+            toBlob(f.feature.mel),
+          );
+        for (const f of entries.failures ?? []) this.stmt.putFailure.run(f.key, f.failure.reason, f.failure.message);
+      })
+      .immediate();
   }
 
   getMeta(k: string): string | undefined {
@@ -342,8 +394,11 @@ export class FeatureCache {
    */
   audioHash(path: string): string {
     const st = statSync(path, { bigint: true });
-    const memo = this.stmt.getHash.get(path) as { size: number; mtime_ns: string; ino: number; sha256: string } | undefined;
-    if (memo && BigInt(memo.size) === st.size && memo.mtime_ns === st.mtimeNs.toString() && BigInt(memo.ino) === st.ino) return memo.sha256;
+    const memo = this.stmt.getHash.get(path) as
+      | { size: number; mtime_ns: string; ino: number; sha256: string }
+      | undefined;
+    if (memo && BigInt(memo.size) === st.size && memo.mtime_ns === st.mtimeNs.toString() && BigInt(memo.ino) === st.ino)
+      return memo.sha256;
     const sha = hashFile(path);
     this.stmt.putHash.run(path, Number(st.size), st.mtimeNs.toString(), Number(st.ino), sha);
     return sha;
@@ -351,21 +406,24 @@ export class FeatureCache {
 
   /** Add this session's lookups and hits to the cumulative counters. */
   flushCounters(): void {
-    this.db.transaction(() => {
-      for (const kind of ['text', 'tokens', 'feature'] as const) {
-        const [lookups, hits] = this.counters[kind];
-        if (lookups === 0) continue;
-        this.setMeta(`lookups_${kind}`, String(Number(this.getMeta(`lookups_${kind}`) ?? 0) + lookups));
-        this.setMeta(`hits_${kind}`, String(Number(this.getMeta(`hits_${kind}`) ?? 0) + hits));
-        this.counters[kind] = [0, 0];
-      }
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const kind of ['text', 'tokens', 'feature'] as const) {
+          const [lookups, hits] = this.counters[kind];
+          if (lookups === 0) continue;
+          this.setMeta(`lookups_${kind}`, String(Number(this.getMeta(`lookups_${kind}`) ?? 0) + lookups));
+          this.setMeta(`hits_${kind}`, String(Number(this.getMeta(`hits_${kind}`) ?? 0) + hits));
+          this.counters[kind] = [0, 0];
+        }
+      })
+      .immediate();
   }
 
   /** This session's lookups and hits (not yet flushed). */
   sessionCounters(): Record<'text' | 'tokens' | 'feature', { lookups: number; hits: number }> {
     const out = {} as Record<'text' | 'tokens' | 'feature', { lookups: number; hits: number }>;
-    for (const k of ['text', 'tokens', 'feature'] as const) out[k] = { lookups: this.counters[k][0], hits: this.counters[k][1] };
+    for (const k of ['text', 'tokens', 'feature'] as const)
+      out[k] = { lookups: this.counters[k][0], hits: this.counters[k][1] };
     return out;
   }
 
@@ -403,19 +461,28 @@ export class FeatureCache {
     const integrity = (this.db.pragma('integrity_check', { simple: true }) as string) ?? 'unknown';
     const badFeatures: string[] = [];
     let checkedFeatures = 0;
-    for (const row of this.db.prepare('SELECT key, frames, n_mels, length(mel) AS len FROM features').iterate() as Iterable<{ key: string; frames: number; n_mels: number; len: number }>) {
+    for (const row of this.db
+      .prepare('SELECT key, frames, n_mels, length(mel) AS len FROM features')
+      .iterate() as Iterable<{ key: string; frames: number; n_mels: number; len: number }>) {
       checkedFeatures++;
       if (row.len !== row.frames * row.n_mels * 4) badFeatures.push(row.key);
     }
     const badTokens: string[] = [];
     let checkedTokens = 0;
-    for (const row of this.db.prepare('SELECT key, n, length(ids) AS len FROM tokens').iterate() as Iterable<{ key: string; n: number; len: number }>) {
+    for (const row of this.db.prepare('SELECT key, n, length(ids) AS len FROM tokens').iterate() as Iterable<{
+      key: string;
+      n: number;
+      len: number;
+    }>) {
       checkedTokens++;
       if (row.len !== row.n * 4) badTokens.push(row.key);
     }
     const staleAudio: string[] = [];
     let checkedAudio = 0;
-    for (const row of this.db.prepare('SELECT path, sha256 FROM audio_hashes').all() as { path: string; sha256: string }[]) {
+    for (const row of this.db.prepare('SELECT path, sha256 FROM audio_hashes').all() as {
+      path: string;
+      sha256: string;
+    }[]) {
       checkedAudio++;
       let sha: string | undefined;
       try {
@@ -430,11 +497,13 @@ export class FeatureCache {
 
   /** Remove the named entries and forget stale audio hashes (after `verify`). */
   repair(report: VerifyReport): void {
-    this.db.transaction(() => {
-      for (const k of report.badFeatures) this.db.prepare('DELETE FROM features WHERE key = ?').run(k);
-      for (const k of report.badTokens) this.db.prepare('DELETE FROM tokens WHERE key = ?').run(k);
-      for (const p of report.staleAudio) this.db.prepare('DELETE FROM audio_hashes WHERE path = ?').run(p);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const k of report.badFeatures) this.db.prepare('DELETE FROM features WHERE key = ?').run(k);
+        for (const k of report.badTokens) this.db.prepare('DELETE FROM tokens WHERE key = ?').run(k);
+        for (const p of report.staleAudio) this.db.prepare('DELETE FROM audio_hashes WHERE path = ?').run(p);
+      })
+      .immediate();
   }
 
   close(): void {
@@ -468,7 +537,9 @@ function hashFile(path: string): string {
   return h.digest('hex');
 }
 
-/** Delete a cache database and its WAL files, once the database is proven to be a cache (CACHE_NOT_A_CACHE otherwise). */
+/**
+ * Delete a cache database and its WAL files, once the database is proven to be a cache (CACHE_NOT_A_CACHE otherwise).
+ */
 export function clearCache(path: string): { removedBytes: number } {
   if (assertCacheOrAbsent(path, 'delete it') === 'absent') return { removedBytes: 0 };
   let removedBytes = 0;

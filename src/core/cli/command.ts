@@ -76,7 +76,13 @@ export abstract class XttsCommand<T> extends Command {
 
   protected override toSuccessJson(result: unknown): SuccessEnvelope<unknown> | ErrorEnvelope {
     const status = statusForExitCode(this.resultExitCode);
-    if (status === 'error') return { status, error: this.errorFor(result as T, this.resultExitCode).toJSON(), result, warnings: this.warnings };
+    if (status === 'error')
+      return {
+        status,
+        error: this.errorFor(result as T, this.resultExitCode).toJSON(),
+        result,
+        warnings: this.warnings,
+      };
     return { status, result, warnings: this.warnings };
   }
 
@@ -107,28 +113,46 @@ export function toXttsError(err: unknown): XttsError {
   const e = err as Error & { oclif?: { exit?: number }; code?: string };
   if (e && typeof e === 'object' && 'oclif' in e && e.oclif) {
     // Flag and argument parse errors from oclif: a usage error with oclif's message.
-    return new XttsError('USAGE', stripAnsi(e.message), { exitCode: ExitCode.usage, suggestions: ['see --help for the flags this command takes'] });
+    return new XttsError('USAGE', stripAnsi(e.message), {
+      exitCode: ExitCode.usage,
+      suggestions: ['see --help for the flags this command takes'],
+    });
   }
   // The machine's limits, wherever they surfaced (a write, SQLite): the environment's, not a bug.
   const message = e?.message ?? String(err);
   const where = (e as { path?: string })?.path ? ` (${(e as { path?: string }).path})` : '';
-  if (e?.code === 'ENOSPC' || e?.code === 'EDQUOT' || e?.code === 'SQLITE_FULL' || /database or disk is full|no space left on device/i.test(message)) {
+  if (
+    e?.code === 'ENOSPC' ||
+    e?.code === 'EDQUOT' ||
+    e?.code === 'SQLITE_FULL' ||
+    /database or disk is full|no space left on device/i.test(message)
+  ) {
     return new XttsError('NO_SPACE', `the disk is full${where}: ${message}`, {
       exitCode: ExitCode.environment,
-      suggestions: ['free space on the disk that holds the run folder and the feature cache (pipeline.cache.path), or point --output / the cache at another disk; a run resumes from its last checkpoint with --resume'],
+      suggestions: [
+        'free space on the disk that holds the run folder and the feature cache ' +
+          '(pipeline.cache.path), or point --output / the cache at another disk; a run ' +
+          'resumes from its last checkpoint with --resume',
+      ],
       cause: err,
     });
   }
   if (e?.code === 'EACCES' || e?.code === 'EPERM' || e?.code === 'EROFS' || e?.code === 'SQLITE_READONLY') {
     return new XttsError('NOT_WRITABLE', `a file cannot be written${where}: ${message}`, {
       exitCode: ExitCode.environment,
-      suggestions: ['check the permissions of the run folder (--output) and the feature cache (pipeline.cache.path), or name writable ones'],
+      suggestions: [
+        'check the permissions of the run folder (--output) and the feature cache ' +
+          '(pipeline.cache.path), or name writable ones',
+      ],
       cause: err,
     });
   }
   return new XttsError('INTERNAL', `xtts failed unexpectedly: ${message}`, {
     exitCode: ExitCode.findings,
-    suggestions: ['this is a bug in xtts: rerun with XTTS_DEBUG=1 for the stack trace and report it with `xtts diagnose-gpu-utilization --json`'],
+    suggestions: [
+      'this is a bug in xtts: rerun with XTTS_DEBUG=1 for the stack trace and report ' +
+        'it with `xtts diagnose-gpu-utilization --json`',
+    ],
     cause: err,
   });
 }

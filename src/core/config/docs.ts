@@ -39,7 +39,9 @@ function rows(schema: SchemaNode, prefix: string, out: string[]): void {
       rows(child, path, out);
       continue;
     }
-    const desc = String(child.description ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
+    const desc = String(child.description ?? '')
+      .replace(/\|/g, '\\|')
+      .replace(/\n/g, ' ');
     out.push(`| \`${path}\` | ${typeOf(child)} | ${defaultOf(child)} | ${desc} |`);
   }
 }
@@ -52,7 +54,7 @@ export function generateConfigReference(): string {
     '',
     'An xtts config is a YAML file validated against one JSON Schema (`docs/config.schema.json`).',
     'Numbers may be written as `1e-4` (YAML 1.2). A config may `extends:` a preset (`tiny`, `small`, `normal`,',
-    '`big`, `quickstart`, `dual-gpu`) or another file; its values then override the preset\'s. Any key can be',
+    "`big`, `quickstart`, `dual-gpu`) or another file; its values then override the preset's. Any key can be",
     'overridden on the command line: `--set training.learning_rate=3e-4`. Check a config with',
     '`xtts validate-gpu-optimization --config FILE`.',
     '',
@@ -65,7 +67,12 @@ export function generateConfigReference(): string {
     const { loaded } = loadConfig(presetPath(name));
     if (!loaded) continue;
     const m = loaded.config.model;
-    out.push(`| \`${name}\` | ${m.d_model} | ${m.text_layers}/${m.cond_layers}/${m.decoder_layers} | ${m.heads} | ${loaded.config.batching.batch_size} | ${(estimateParameters(loaded.config) / 1e6).toFixed(2)} M |`);
+    out.push(
+      `| \`${name}\` | ${m.d_model} ` +
+        `| ${m.text_layers}/${m.cond_layers}/${m.decoder_layers} | ${m.heads} ` +
+        `| ${loaded.config.batching.batch_size} ` +
+        `| ${(estimateParameters(loaded.config) / 1e6).toFixed(2)} M |`,
+    );
   }
   const root = ConfigSchema as unknown as SchemaNode;
   for (const [section, schema] of Object.entries(root.properties as Record<string, SchemaNode>)) {
@@ -124,24 +131,36 @@ export function generateRulesDoc(): string {
     '## GPU-feeding rules',
   ];
   for (const r of RULES) {
-    out.push('', `### ${r.id.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`, '', `**${r.title}** — \`${r.id}\`, ${r.severity}${r.environment ? ', *machine*' : ''}.`, '', r.rationale);
+    out.push(
+      '',
+      `### ${r.id.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`,
+      '',
+      `**${r.title}** — \`${r.id}\`, ${r.severity}${r.environment ? ', *machine*' : ''}.`,
+      '',
+      r.rationale,
+    );
   }
   out.push(
     '',
     '## Thresholds',
     '',
-    'All xtts tools share these (src/core/config/thresholds.ts): the validator, `analyze-data-pipeline`, `profile-bottleneck` and `diagnose-gpu-utilization`. The last two take `--threshold NAME=VALUE` to override one for a run.',
+    'All xtts tools share these (src/core/config/thresholds.ts): the validator, ' +
+      '`analyze-data-pipeline`, `profile-bottleneck` and `diagnose-gpu-utilization`. ' +
+      'The last two take `--threshold NAME=VALUE` to override one for a run.',
     '',
     '| name | value | meaning |',
     '| --- | --- | --- |',
   );
-  for (const [k, v] of Object.entries(THRESHOLDS)) out.push(`| \`${k}\` | ${v} | ${THRESHOLD_MEANINGS[k as keyof typeof THRESHOLDS]} |`);
+  for (const [k, v] of Object.entries(THRESHOLDS))
+    out.push(`| \`${k}\` | ${v} | ${THRESHOLD_MEANINGS[k as keyof typeof THRESHOLDS]} |`);
   return `${out.join('\n')}\n`;
 }
 
 const EXIT_MEANING: Record<string, string> = {
   ok: 'Success; for linters, no finding at or above the fail level.',
-  findings: 'Findings at or above the fail level, a run that failed, or work done in part (`synthesize --texts` with lines it could not speak: the others are spoken).',
+  findings:
+    'Findings at or above the fail level, a run that failed, or work done in part ' +
+    '(`synthesize --texts` with lines it could not speak: the others are spoken).',
   usage: 'Usage or input error: a bad flag, or a file that cannot be read or parsed.',
   environment: 'The environment cannot do what was asked: backend not installed, no device, out of device memory.',
   interrupted: 'Interrupted (Ctrl-C) after saving what could be saved.',
@@ -160,7 +179,8 @@ export function generateExitCodesDoc(): string {
     '| code | name | meaning |',
     '| --- | --- | --- |',
   ];
-  for (const [name, code] of Object.entries(ExitCode)) out.push(`| ${code} | \`${name}\` | ${EXIT_MEANING[name] ?? ''} |`);
+  for (const [name, code] of Object.entries(ExitCode))
+    out.push(`| ${code} | \`${name}\` | ${EXIT_MEANING[name] ?? ''} |`);
   return `${out.join('\n')}\n`;
 }
 

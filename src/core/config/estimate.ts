@@ -20,14 +20,39 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
   const nMels = config.audio.n_mels;
   const r = m.reduction_factor;
   const languages = config.text.languages.length;
-  const text = vocabSize * d + languages * d + m.max_text_tokens * d + m.text_layers * transformerBlockParams(d, m.ff_mult, false) + 2 * d;
-  const cond = nMels * d + d + m.cond_layers * transformerBlockParams(d, m.ff_mult, false) + m.cond_latents * d + 4 * d * d + 4 * d + 2 * d;
-  const prenet = r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
+  const text =
+    vocabSize * d +
+    languages * d +
+    m.max_text_tokens * d +
+    m.text_layers * transformerBlockParams(d, m.ff_mult, false) +
+    2 * d;
+  const cond =
+    nMels * d +
+    d +
+    m.cond_layers * transformerBlockParams(d, m.ff_mult, false) +
+    m.cond_latents * d +
+    4 * d * d +
+    4 * d +
+    2 * d;
+  const prenet =
+    r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
   const decoder =
-    prenet + Math.ceil(m.max_mel_frames / r) * d + m.decoder_layers * transformerBlockParams(d, m.ff_mult, true) + 2 * d + d * (r * nMels) + r * nMels + d + 1;
+    prenet +
+    Math.ceil(m.max_mel_frames / r) * d +
+    m.decoder_layers * transformerBlockParams(d, m.ff_mult, true) +
+    2 * d +
+    d * (r * nMels) +
+    r * nMels +
+    d +
+    1;
   const c = m.postnet_channels;
   const k = m.postnet_kernel;
-  const postnet = m.postnet_layers === 0 ? 0 : m.postnet_layers === 1 ? nMels * nMels * k + nMels : nMels * c * k + c + (m.postnet_layers - 2) * (c * c * k + c) + c * nMels * k + nMels;
+  const postnet =
+    m.postnet_layers === 0
+      ? 0
+      : m.postnet_layers === 1
+        ? nMels * nMels * k + nMels
+        : nMels * c * k + c + (m.postnet_layers - 2) * (c * c * k + c) + c * nMels * k + nMels;
   return Math.round(text + cond + decoder + postnet);
 }
 
@@ -54,17 +79,25 @@ export function estimateTrainingMemory(config: XttsConfig): MemoryEstimate {
   const m = config.model;
   const d = m.d_model;
   const parameters = estimateParameters(config);
-  const melFrames = Math.min(m.max_mel_frames, Math.ceil((config.limits.max_audio_s * config.audio.sample_rate_hz) / config.audio.hop_length) + 1);
+  const melFrames = Math.min(
+    m.max_mel_frames,
+    Math.ceil((config.limits.max_audio_s * config.audio.sample_rate_hz) / config.audio.hop_length) + 1,
+  );
   // Characters per second of speech is ~15 (LJSpeech averages 14.6); cap by the text limits.
   const textTokens = Math.min(m.max_text_tokens, config.limits.max_text_chars + 3);
   const decSteps = Math.ceil(melFrames / m.reduction_factor);
   const refFrames = melFrames;
   const perPos = (2 * m.ff_mult + 10) * d;
-  const batch = config.batching.frame_budget ? Math.max(1, Math.min(config.batching.batch_size, Math.floor(config.batching.frame_budget / melFrames))) : config.batching.batch_size;
+  const batch = config.batching.frame_budget
+    ? Math.max(1, Math.min(config.batching.batch_size, Math.floor(config.batching.frame_budget / melFrames)))
+    : config.batching.batch_size;
   const perUtterance =
     m.text_layers * (textTokens * perPos + m.heads * textTokens * textTokens) +
     m.cond_layers * (refFrames * perPos + m.heads * refFrames * refFrames) +
-    m.decoder_layers * (decSteps * (perPos + 4 * d) + m.heads * decSteps * decSteps + m.heads * decSteps * (textTokens + m.cond_latents)) +
+    m.decoder_layers *
+      (decSteps * (perPos + 4 * d) +
+        m.heads * decSteps * decSteps +
+        m.heads * decSteps * (textTokens + m.cond_latents)) +
     m.postnet_layers * melFrames * m.postnet_channels * 3 +
     melFrames * config.audio.n_mels * 6;
   const activationBytes = batch * perUtterance * BYTES_PER_FLOAT;
@@ -97,17 +130,36 @@ export interface MemoryLimit {
  * GPU's memory (webgpu, tensorflow; unknown without nvidia-smi: undefined); wasm's 4 GiB heap (or the
  * host's memory, where lower); the host's memory for cpu (its cgroup limit where lower).
  */
-export function trainingMemoryLimit(config: XttsConfig, backend: string, host: { memoryBytes: number; gpu?: { name: string; index: number; memoryTotalBytes: number } }): MemoryLimit | undefined {
+export function trainingMemoryLimit(
+  config: XttsConfig,
+  backend: string,
+  host: { memoryBytes: number; gpu?: { name: string; index: number; memoryTotalBytes: number } },
+): MemoryLimit | undefined {
   const budget = config.device.model_memory_budget_mb;
-  if (budget !== null) return { bytes: budget * 2 ** 20, what: `device.model_memory_budget_mb = ${formatBytes(budget * 2 ** 20)}` };
-  if (backend === 'webgpu' || backend === 'tensorflow') return host.gpu ? { bytes: host.gpu.memoryTotalBytes, what: `GPU ${host.gpu.index} (${host.gpu.name}) = ${formatBytes(host.gpu.memoryTotalBytes)}` } : undefined;
-  if (backend === 'wasm') return host.memoryBytes < WASM_HEAP_BYTES ? { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` } : { bytes: WASM_HEAP_BYTES, what: 'the wasm backend\'s 4 GiB heap' };
+  if (budget !== null)
+    return { bytes: budget * 2 ** 20, what: `device.model_memory_budget_mb = ${formatBytes(budget * 2 ** 20)}` };
+  if (backend === 'webgpu' || backend === 'tensorflow')
+    return host.gpu
+      ? {
+          bytes: host.gpu.memoryTotalBytes,
+          what: `GPU ${host.gpu.index} (${host.gpu.name}) = ${formatBytes(host.gpu.memoryTotalBytes)}`,
+        }
+      : undefined;
+  if (backend === 'wasm')
+    return host.memoryBytes < WASM_HEAP_BYTES
+      ? { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` }
+      : { bytes: WASM_HEAP_BYTES, what: "the wasm backend's 4 GiB heap" };
   return { bytes: host.memoryBytes, what: `this host's memory, ${formatBytes(host.memoryBytes)}` };
 }
 
 /** The estimate in words: total, parameters with their optimizer state, activations at the largest batch. */
 export function describeEstimate(config: XttsConfig, est: MemoryEstimate): string {
-  return `${formatBytes(est.totalBytes)} estimated (${(est.parameters / 1e6).toFixed(1)} M parameters: ${formatBytes(est.parameterBytes)} with gradients and AdamW moments; activations ${formatBytes(est.activationBytes)} at batch ${config.batching.batch_size} × ${est.maxMelFrames} frames)`;
+  return (
+    `${formatBytes(est.totalBytes)} estimated (${(est.parameters / 1e6).toFixed(1)} ` +
+    `M parameters: ${formatBytes(est.parameterBytes)} with gradients and AdamW ` +
+    `moments; activations ${formatBytes(est.activationBytes)} at ` +
+    `batch ${config.batching.batch_size} × ${est.maxMelFrames} frames)`
+  );
 }
 
 /** The largest batch_size whose estimate stays within `share` of `bytes` (at least 1). */

@@ -5,7 +5,20 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parse as parseYamlValue, parseDocument, visit, type Document, type Node, type Pair, type Scalar } from 'yaml';
+import {
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parse as parseYamlValue,
+  parseDocument,
+  visit,
+  type Document,
+  type Node,
+  type Pair,
+  type Scalar,
+} from 'yaml';
 import { formatPosition, type SourcePosition, XttsError, ExitCode } from '../errors.js';
 import { didYouMean } from '../util/index.js';
 import { type Finding, ruleDocsLink } from './findings.js';
@@ -76,7 +89,13 @@ export function presetPath(name: string): string {
   return join(presetsDir(), `${name}.yaml`);
 }
 
-function finding(ruleId: string, message: string, position: SourcePosition | undefined, keyPath = '', fix?: string): Finding {
+function finding(
+  ruleId: string,
+  message: string,
+  position: SourcePosition | undefined,
+  keyPath = '',
+  fix?: string,
+): Finding {
   return { ruleId, severity: 'error', message, keyPath, position, fix, docs: ruleDocsLink(ruleId) };
 }
 
@@ -90,25 +109,65 @@ export function readConfigText(file: string): { text?: string; findings: Finding
     const presetHint = PRESETS.includes(file as (typeof PRESETS)[number]) ? `--config ${presetPath(file)}` : undefined;
     return {
       findings: [
-        finding('input/missing-file', `config file not found: ${file}`, pos, '', presetHint ?? `check the path, or start from a preset: ${PRESETS.map((p) => `configs/${p}.yaml`).join(', ')}`),
+        finding(
+          'input/missing-file',
+          `config file not found: ${file}`,
+          pos,
+          '',
+          presetHint ?? `check the path, or start from a preset: ${PRESETS.map((p) => `configs/${p}.yaml`).join(', ')}`,
+        ),
       ],
     };
   }
   if (stat.isDirectory()) {
-    return { findings: [finding('input/not-a-file', `${file} is a folder, not a config file`, pos, '', 'name a .yaml file inside it')] };
+    return {
+      findings: [
+        finding('input/not-a-file', `${file} is a folder, not a config file`, pos, '', 'name a .yaml file inside it'),
+      ],
+    };
   }
   let bytes: Buffer;
   try {
     bytes = readFileSync(file);
   } catch (e) {
-    return { findings: [finding('input/unreadable', `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, pos, '', 'check the file\'s permissions')] };
+    return {
+      findings: [
+        finding(
+          'input/unreadable',
+          `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+          pos,
+          '',
+          "check the file's permissions",
+        ),
+      ],
+    };
   }
   if (bytes.length === 0 || bytes.toString('utf8').trim() === '') {
-    return { findings: [finding('input/empty', `${file} is empty`, pos, '', 'write at least `extends: quickstart` and a `dataset: {path: ...}` section')] };
+    return {
+      findings: [
+        finding(
+          'input/empty',
+          `${file} is empty`,
+          pos,
+          '',
+          'write at least `extends: quickstart` and a `dataset: {path: ...}` section',
+        ),
+      ],
+    };
   }
   const nul = bytes.indexOf(0);
   if (nul !== -1) {
-    return { findings: [finding('input/binary', `${file} is a binary file (NUL byte at offset ${nul}), not YAML`, { file, ...lineColOfByte(bytes, nul) }, '', 'name the YAML config, not a data or model file')] };
+    return {
+      findings: [
+        finding(
+          'input/binary',
+          `${file} is a binary file (NUL byte at offset ${nul}), not YAML`,
+          { file, ...lineColOfByte(bytes, nul) },
+          '',
+          'name the YAML config, not a data or model file',
+        ),
+      ],
+    };
   }
   try {
     let text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -117,7 +176,15 @@ export function readConfigText(file: string): { text?: string; findings: Finding
   } catch {
     const bad = firstInvalidUtf8(bytes);
     return {
-      findings: [finding('input/not-utf8', `${file} is not valid UTF-8 (byte 0x${bytes[bad].toString(16)} at offset ${bad})`, { file, ...lineColOfByte(bytes, bad) }, '', 'save the file as UTF-8')],
+      findings: [
+        finding(
+          'input/not-utf8',
+          `${file} is not valid UTF-8 (byte 0x${bytes[bad].toString(16)} at offset ${bad})`,
+          { file, ...lineColOfByte(bytes, bad) },
+          '',
+          'save the file as UTF-8',
+        ),
+      ],
     };
   }
 }
@@ -125,10 +192,11 @@ export function readConfigText(file: string): { text?: string; findings: Finding
 function lineColOfByte(bytes: Buffer, offset: number): { line: number; col: number } {
   let line = 1;
   let lineStart = 0;
-  for (let i = 0; i < offset; i++) if (bytes[i] === 0x0a) {
-    line++;
-    lineStart = i + 1;
-  }
+  for (let i = 0; i < offset; i++)
+    if (bytes[i] === 0x0a) {
+      line++;
+      lineStart = i + 1;
+    }
   return { line, col: offset - lineStart + 1 };
 }
 
@@ -136,7 +204,8 @@ function lineColOfByte(bytes: Buffer, offset: number): { line: number; col: numb
 function firstInvalidUtf8(bytes: Buffer): number {
   for (let i = 0; i < bytes.length; ) {
     const b = bytes[i];
-    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    const need =
+      b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
     if (need < 0) return i;
     for (let k = 1; k <= need; k++) if (i + k >= bytes.length || (bytes[i + k] & 0xc0) !== 0x80) return i;
     i += need + 1;
@@ -151,7 +220,10 @@ function keyPathAt(doc: Document, offset: number): KeyPath {
     Pair(_key, pair, path) {
       const k = pair.key as Node | null;
       if (k && isScalar(k) && k.range && k.range[0] === offset) {
-        found = [...path.filter((n) => isPair(n)).map((n) => String(((n as Pair).key as Scalar).value)), String(k.value)];
+        found = [
+          ...path.filter((n) => isPair(n)).map((n) => String(((n as Pair).key as Scalar).value)),
+          String(k.value),
+        ];
         return visit.BREAK;
       }
       return undefined;
@@ -163,7 +235,11 @@ function keyPathAt(doc: Document, offset: number): KeyPath {
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Parse one YAML config file into a source; syntax errors and duplicate keys become findings. */
-export function parseConfigSource(file: string, text: string, realPath?: string): { source?: ConfigSource; findings: Finding[] } {
+export function parseConfigSource(
+  file: string,
+  text: string,
+  realPath?: string,
+): { source?: ConfigSource; findings: Finding[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { uniqueKeys: true, lineCounter, prettyErrors: true });
   const findings: Finding[] = [];
@@ -171,16 +247,45 @@ export function parseConfigSource(file: string, text: string, realPath?: string)
     const [start] = err.linePos ?? [];
     const dup = err.code === 'DUPLICATE_KEY';
     const ruleId = dup ? 'schema/duplicate-key' : 'yaml/syntax';
-    const message = dup ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping` : err.message.split('\n')[0];
-    findings.push(finding(ruleId, message, { file, line: start?.line, col: start?.col }, dup ? joinKeyPath(keyPathAt(doc, err.pos[0])) : '', dup ? 'keep one of the two entries' : undefined));
+    const message = dup
+      ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping`
+      : err.message.split('\n')[0];
+    findings.push(
+      finding(
+        ruleId,
+        message,
+        { file, line: start?.line, col: start?.col },
+        dup ? joinKeyPath(keyPathAt(doc, err.pos[0])) : '',
+        dup ? 'keep one of the two entries' : undefined,
+      ),
+    );
   }
   if (findings.length) return { findings };
   if (doc.contents === null) {
-    return { findings: [finding('input/empty', `${file} holds no settings (only comments or blank lines)`, { file }, '', 'write at least `extends: quickstart`')] };
+    return {
+      findings: [
+        finding(
+          'input/empty',
+          `${file} holds no settings (only comments or blank lines)`,
+          { file },
+          '',
+          'write at least `extends: quickstart`',
+        ),
+      ],
+    };
   }
   if (!isMap(doc.contents)) {
     const pos = positionOf(doc.contents, lineCounter, file);
-    return { findings: [finding('schema/type', `${file} must be a mapping of sections (dataset:, audio:, …), not a ${isSeq(doc.contents) ? 'list' : 'single value'}`, pos)] };
+    return {
+      findings: [
+        finding(
+          'schema/type',
+          `${file} must be a mapping of sections (dataset:, audio:, …), not ` +
+            `a ${isSeq(doc.contents) ? 'list' : 'single value'}`,
+          pos,
+        ),
+      ],
+    };
   }
   // Keys that would change an object's prototype instead of setting a value are never settings.
   visit(doc, {
@@ -189,7 +294,15 @@ export function parseConfigSource(file: string, text: string, realPath?: string)
       if (k && isScalar(k) && FORBIDDEN_KEYS.has(String(k.value))) {
         const parents = path.filter((n) => isPair(n)).map((n) => String(((n as Pair).key as Scalar).value));
         const where = parents.length ? `in \`${parents.join('.')}\`` : 'at the top level';
-        findings.push({ ruleId: 'schema/unknown-key', severity: 'error', message: `unknown key \`${String(k.value)}\` ${where}`, keyPath: joinKeyPath([...parents, String(k.value)]), position: positionOf(k, lineCounter, file), fix: 'remove it', docs: ruleDocsLink('schema/unknown-key') });
+        findings.push({
+          ruleId: 'schema/unknown-key',
+          severity: 'error',
+          message: `unknown key \`${String(k.value)}\` ${where}`,
+          keyPath: joinKeyPath([...parents, String(k.value)]),
+          position: positionOf(k, lineCounter, file),
+          fix: 'remove it',
+          docs: ruleDocsLink('schema/unknown-key'),
+        });
       }
       return undefined;
     },
@@ -199,7 +312,17 @@ export function parseConfigSource(file: string, text: string, realPath?: string)
   try {
     value = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
   } catch (e) {
-    return { findings: [finding('yaml/syntax', `${file}: ${(e as Error).message.split('\n')[0]} (YAML aliases expand to too much data)`, { file, line: 1, col: 1 }, '', 'write the values out instead of nesting aliases')] };
+    return {
+      findings: [
+        finding(
+          'yaml/syntax',
+          `${file}: ${(e as Error).message.split('\n')[0]} (YAML aliases expand to too much data)`,
+          { file, line: 1, col: 1 },
+          '',
+          'write the values out instead of nesting aliases',
+        ),
+      ],
+    };
   }
   return { source: { file, dir: dirname(resolve(realPath ?? file)), doc, lineCounter, value }, findings };
 }
@@ -208,10 +331,20 @@ export function parseConfigSource(file: string, text: string, realPath?: string)
 function nonFiniteFindings(value: unknown, sources: readonly ConfigSource[], path: KeyPath = []): Finding[] {
   if (typeof value === 'number' && !Number.isFinite(value)) {
     const what = Number.isNaN(value) ? '.nan (not a number)' : value > 0 ? '.inf (infinity)' : '-.inf (minus infinity)';
-    return [{ ruleId: 'schema/type', severity: 'error', message: `\`${joinKeyPath(path)}\` is ${what}; it must be a finite number`, keyPath: joinKeyPath(path), position: locateIn(sources, path, 'value'), docs: ruleDocsLink('schema/type') }];
+    return [
+      {
+        ruleId: 'schema/type',
+        severity: 'error',
+        message: `\`${joinKeyPath(path)}\` is ${what}; it must be a finite number`,
+        keyPath: joinKeyPath(path),
+        position: locateIn(sources, path, 'value'),
+        docs: ruleDocsLink('schema/type'),
+      },
+    ];
   }
   if (Array.isArray(value)) return value.flatMap((v, i) => nonFiniteFindings(v, sources, [...path, i]));
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => nonFiniteFindings(v, sources, [...path, k]));
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => nonFiniteFindings(v, sources, [...path, k]));
   return [];
 }
 
@@ -272,7 +405,8 @@ function locateIn(sources: readonly ConfigSource[], path: KeyPath, which: 'key' 
     const { key, value, depth } = findNodes(src.doc, path);
     if (depth === 0 && path.length > 0) continue;
     if (!best || depth > best.depth) {
-      const node = depth === path.length && which === 'key' && key ? key : depth === path.length ? value : key ?? value;
+      const node =
+        depth === path.length && which === 'key' && key ? key : depth === path.length ? value : (key ?? value);
       best = { pos: positionOf(node, src.lineCounter, src.file), depth };
     }
   }
@@ -313,7 +447,15 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
     const eq = item.indexOf('=');
     const keyPath = eq > 0 ? item.slice(0, eq).trim() : '';
     if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$/.test(keyPath)) {
-      findings.push(finding('input/bad-override', `--set ${item}: expected key.path=value`, { file: `--set ${item}` }, '', 'e.g. --set training.learning_rate=3e-4'));
+      findings.push(
+        finding(
+          'input/bad-override',
+          `--set ${item}: expected key.path=value`,
+          { file: `--set ${item}` },
+          '',
+          'e.g. --set training.learning_rate=3e-4',
+        ),
+      );
       continue;
     }
     const raw = item.slice(eq + 1);
@@ -321,14 +463,30 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
     try {
       parsed = raw === '' ? '' : parseYamlValue(raw);
     } catch (e) {
-      findings.push(finding('input/bad-override', `--set ${item}: the value is not valid YAML (${(e as Error).message.split('\n')[0]})`, { file: `--set ${item}` }, keyPath, 'quote strings that contain YAML syntax'));
+      findings.push(
+        finding(
+          'input/bad-override',
+          `--set ${item}: the value is not valid YAML (${(e as Error).message.split('\n')[0]})`,
+          { file: `--set ${item}` },
+          keyPath,
+          'quote strings that contain YAML syntax',
+        ),
+      );
       continue;
     }
     // Keys that would reach an object's prototype are refused, in the path and inside a mapping value,
     // as the YAML reader refuses them in files: never applied, never silently dropped.
     const forbidden = keyPath.split('.').find((p) => FORBIDDEN_KEYS.has(p)) ?? forbiddenKeyIn(parsed);
     if (forbidden !== undefined) {
-      findings.push(finding('schema/unknown-key', `--set ${item}: \`${forbidden}\` is not a setting (a key that would change an object's prototype)`, { file: `--set ${item}` }, keyPath, 'remove this --set'));
+      findings.push(
+        finding(
+          'schema/unknown-key',
+          `--set ${item}: \`${forbidden}\` is not a setting (a key that would change an object's prototype)`,
+          { file: `--set ${item}` },
+          keyPath,
+          'remove this --set',
+        ),
+      );
       continue;
     }
     let cursor = value;
@@ -362,7 +520,22 @@ function describeSchema(schema: Record<string, unknown> | undefined): string {
   if (typeof schema.exclusiveMinimum === 'number') bounds.push(`> ${schema.exclusiveMinimum}`);
   if (typeof schema.maximum === 'number') bounds.push(`≤ ${schema.maximum}`);
   if (typeof schema.exclusiveMaximum === 'number') bounds.push(`< ${schema.exclusiveMaximum}`);
-  const noun = t === 'integer' ? 'a whole number' : t === 'number' ? 'a number' : t === 'string' ? 'a string' : t === 'boolean' ? 'true or false' : t === 'null' ? 'null' : t === 'array' ? 'a list' : t === 'object' ? 'a mapping' : 'a valid value';
+  const noun =
+    t === 'integer'
+      ? 'a whole number'
+      : t === 'number'
+        ? 'a number'
+        : t === 'string'
+          ? 'a string'
+          : t === 'boolean'
+            ? 'true or false'
+            : t === 'null'
+              ? 'null'
+              : t === 'array'
+                ? 'a list'
+                : t === 'object'
+                  ? 'a mapping'
+                  : 'a valid value';
   return bounds.length ? `${noun} ${bounds.join(' and ')}` : noun;
 }
 
@@ -376,9 +549,18 @@ function schemaFindings(errors: readonly ErrorObject[], sources: readonly Config
   // An anyOf failure also reports one error per arm; keep only the anyOf for that path.
   const anyOfPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   for (const e of errors) {
-    if (e.keyword !== 'anyOf' && e.keyword !== 'additionalProperties' && e.keyword !== 'required' && anyOfPaths.has(e.instancePath)) continue;
+    if (
+      e.keyword !== 'anyOf' &&
+      e.keyword !== 'additionalProperties' &&
+      e.keyword !== 'required' &&
+      anyOfPaths.has(e.instancePath)
+    )
+      continue;
     if (e.keyword !== 'anyOf' && [...anyOfPaths].some((p) => e.instancePath.startsWith(`${p}/`))) continue;
-    const path: KeyPath = e.instancePath.split('/').slice(1).map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
+    const path: KeyPath = e.instancePath
+      .split('/')
+      .slice(1)
+      .map((s) => (/^\d+$/.test(s) ? Number(s) : s.replace(/~1/g, '/').replace(/~0/g, '~')));
     const parent = e.parentSchema as Record<string, unknown> | undefined;
     if (e.keyword === 'additionalProperties') {
       const key = (e.params as { additionalProperty: string }).additionalProperty;
@@ -426,7 +608,26 @@ function schemaFindings(errors: readonly ErrorObject[], sources: readonly Config
       } else if (e.keyword === 'minLength' || e.keyword === 'minItems') {
         message = `\`${joinKeyPath(path)}\` must not be empty`;
       }
-      out.push({ ruleId: e.keyword === 'enum' ? 'schema/enum' : e.keyword === 'type' || e.keyword === 'anyOf' ? 'schema/type' : 'schema/range', severity: 'error', message, keyPath: joinKeyPath(path), position: locateIn(sources, path, 'value'), fix, docs: ruleDocsLink(e.keyword === 'enum' ? 'schema/enum' : e.keyword === 'type' || e.keyword === 'anyOf' ? 'schema/type' : 'schema/range') });
+      out.push({
+        ruleId:
+          e.keyword === 'enum'
+            ? 'schema/enum'
+            : e.keyword === 'type' || e.keyword === 'anyOf'
+              ? 'schema/type'
+              : 'schema/range',
+        severity: 'error',
+        message,
+        keyPath: joinKeyPath(path),
+        position: locateIn(sources, path, 'value'),
+        fix,
+        docs: ruleDocsLink(
+          e.keyword === 'enum'
+            ? 'schema/enum'
+            : e.keyword === 'type' || e.keyword === 'anyOf'
+              ? 'schema/type'
+              : 'schema/range',
+        ),
+      });
     }
   }
   return out;
@@ -456,18 +657,43 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
   while (current !== undefined) {
     const abs = resolve(current);
     if (seen.has(abs)) {
-      findings.push(finding('config/extends-cycle', `\`extends\` forms a cycle back to ${displayName}`, extendedFrom, 'extends', 'remove one of the `extends` lines'));
+      findings.push(
+        finding(
+          'config/extends-cycle',
+          `\`extends\` forms a cycle back to ${displayName}`,
+          extendedFrom,
+          'extends',
+          'remove one of the `extends` lines',
+        ),
+      );
       break;
     }
     if (seen.size >= MAX_EXTENDS_DEPTH) {
-      findings.push(finding('config/extends-depth', `\`extends\` chains more than ${MAX_EXTENDS_DEPTH} files`, extendedFrom, 'extends'));
+      findings.push(
+        finding(
+          'config/extends-depth',
+          `\`extends\` chains more than ${MAX_EXTENDS_DEPTH} files`,
+          extendedFrom,
+          'extends',
+        ),
+      );
       break;
     }
     seen.add(abs);
     const read = readConfigText(current);
     if (extendedFrom && read.findings.length) {
       // A broken `extends` target is reported where the `extends` line is.
-      for (const f of read.findings) findings.push({ ...f, message: `extends: ${f.message}`, position: f.ruleId === 'input/missing-file' ? extendedFrom : f.position, keyPath: 'extends', fix: f.ruleId === 'input/missing-file' ? `extends: one of ${PRESETS.join(', ')}, or a path relative to this file` : f.fix });
+      for (const f of read.findings)
+        findings.push({
+          ...f,
+          message: `extends: ${f.message}`,
+          position: f.ruleId === 'input/missing-file' ? extendedFrom : f.position,
+          keyPath: 'extends',
+          fix:
+            f.ruleId === 'input/missing-file'
+              ? `extends: one of ${PRESETS.join(', ')}, or a path relative to this file`
+              : f.fix,
+        });
       break;
     }
     findings.push(...read.findings);
@@ -479,7 +705,15 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
     const ext = parsed.source.value.extends;
     if (ext === undefined) break;
     if (typeof ext !== 'string' || ext === '') {
-      findings.push(finding('schema/type', '`extends` must be a preset name or a path', locateIn([parsed.source], ['extends'], 'value'), 'extends', `extends: quickstart   # one of ${PRESETS.join(', ')}`));
+      findings.push(
+        finding(
+          'schema/type',
+          '`extends` must be a preset name or a path',
+          locateIn([parsed.source], ['extends'], 'value'),
+          'extends',
+          `extends: quickstart   # one of ${PRESETS.join(', ')}`,
+        ),
+      );
       break;
     }
     extendedFrom = locateIn([parsed.source], ['extends'], 'value');
@@ -503,8 +737,10 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
   }
   const config = merged as XttsConfig;
   const cwd = options.cwd ?? process.cwd();
-  const datasetOrigin = sources.find((s) => (s.value.dataset as Record<string, unknown> | undefined)?.path !== undefined);
-  const datasetDir = resolve(datasetOrigin?.overrides ? cwd : datasetOrigin?.dir ?? cwd, config.dataset.path);
+  const datasetOrigin = sources.find(
+    (s) => (s.value.dataset as Record<string, unknown> | undefined)?.path !== undefined,
+  );
+  const datasetDir = resolve(datasetOrigin?.overrides ? cwd : (datasetOrigin?.dir ?? cwd), config.dataset.path);
   const loaded: LoadedConfig = {
     config,
     file,
@@ -527,10 +763,19 @@ export function loadConfigOrThrow(file: string, options: LoadOptions = {}): Load
 
 /** CONFIG_INVALID for these error findings: each with its position, and the validator's command. */
 export function configInvalid(file: string, errors: readonly Finding[]): XttsError {
-  const lines = errors.slice(0, 10).map((f) => `${f.position ? `${formatPosition(f.position)}: ` : ''}${f.message}${f.fix ? ` (fix: ${f.fix.split('\n')[0]})` : ''}`);
-  return new XttsError('CONFIG_INVALID', `the config has ${errors.length} error${errors.length === 1 ? '' : 's'}:\n  ${lines.join('\n  ')}`, {
-    exitCode: ExitCode.usage,
-    position: errors[0]?.position,
-    suggestions: [`run \`xtts validate-gpu-optimization --config ${file}\` for every finding with its fix`],
-  });
+  const lines = errors
+    .slice(0, 10)
+    .map(
+      (f) =>
+        `${f.position ? `${formatPosition(f.position)}: ` : ''}${f.message}${f.fix ? ` (fix: ${f.fix.split('\n')[0]})` : ''}`,
+    );
+  return new XttsError(
+    'CONFIG_INVALID',
+    `the config has ${errors.length} error${errors.length === 1 ? '' : 's'}:\n  ${lines.join('\n  ')}`,
+    {
+      exitCode: ExitCode.usage,
+      position: errors[0]?.position,
+      suggestions: [`run \`xtts validate-gpu-optimization --config ${file}\` for every finding with its fix`],
+    },
+  );
 }

@@ -36,7 +36,11 @@ export function patchConfigFile(file: string, changes: readonly ConfigChange[], 
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new XttsError('CONFIG_UNREADABLE', `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
+    throw new XttsError(
+      'CONFIG_UNREADABLE',
+      `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+      { exitCode: ExitCode.usage },
+    );
   }
   writeOutputFile(out, patchConfigText(text, changes), 'the patched config');
 }

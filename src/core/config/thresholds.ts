@@ -32,28 +32,46 @@ export const THRESHOLDS = {
   syncBoundShare: 0.15,
   /** Device memory used above this share leaves too little headroom. */
   memoryHeadroomShare: 0.9,
-  /** GPU busy share at or above which a run is compute-bound: the healthy state, where waiting for the device is waiting for work. */
+  /**
+   * GPU busy share at or above which a run is compute-bound: the healthy state, where waiting for the device is waiting
+   * for work.
+   */
   computeBoundGpuBusy: 0.85,
   /** GPU busy (utilisation %) before xtts starts, above which another process is using the GPU (our choice). */
   idleGpuBusyPct: 10,
   /** Device memory in use before xtts starts, as a share, above which another process holds the GPU (our choice). */
   idleGpuMemoryShare: 0.1,
-  /** Share of samples in which a harmful clock-event reason (thermal, power brake, slowdown) must be active to be reported. */
+  /**
+   * Share of samples in which a harmful clock-event reason (thermal, power brake, slowdown) must be active to be
+   * reported.
+   */
   throttleShareReported: 0.1,
-  /** Live tensors gained per step (least-squares slope over the steady steps) from which memory is said to leak (our choice: a step frees all it makes). */
+  /**
+   * Live tensors gained per step (least-squares slope over the steady steps) from which memory is said to leak (our
+   * choice: a step frees all it makes).
+   */
   leakTensorsPerStep: 0.5,
-  /** Share of a data-parallel step that rank 0 spends in the all-reduce (summing and waiting for the slowest replica): moderate from here (our choice). */
+  /**
+   * Share of a data-parallel step that rank 0 spends in the all-reduce (summing and waiting for the slowest replica):
+   * moderate from here (our choice).
+   */
   allReduceModerate: 0.1,
   /** ... and high from here: the replicas spend a quarter of their time not computing (our choice). */
   allReduceHigh: 0.25,
-  /** Model FLOPs utilisation (of the device's peak for the run's precision) under which a busy GPU is called busy but slow (our choice). */
+  /**
+   * Model FLOPs utilisation (of the device's peak for the run's precision) under which a busy GPU is called busy but
+   * slow (our choice).
+   */
   lowMfu: 0.2,
 } as const;
 
 /** One line per threshold for docs/rules.md (the comments above, said for a reader of the docs). */
 export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
-  inputBoundModerate: 'Input wait share of step time from which a run is moderately input-bound (TensorFlow input-pipeline analyzer: 5%).',
-  inputBoundHigh: 'Input wait share from which a run is highly input-bound (TensorFlow: 20%); the diagnosis calls it critical.',
+  inputBoundModerate:
+    'Input wait share of step time from which a run is moderately input-bound ' +
+    '(TensorFlow input-pipeline analyzer: 5%).',
+  inputBoundHigh:
+    'Input wait share from which a run is highly input-bound (TensorFlow: 20%); the diagnosis calls it critical.',
   minPrefetchDepth: 'Fewer prefetch slots give no overlap between producers and the trainer.',
   maxUsefulPrefetchDepth: 'More slots than this rarely help and only hold memory.',
   maxBuckets: 'More buckets compile more kernel variants than padding saves.',
@@ -61,18 +79,36 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
   minGpuBatchSize: 'Smaller GPU batches leave the GPU mostly idle in this engine (per-kernel host cost dominates).',
   minLogEvery: 'Reading the loss back more often than every this many steps syncs the device too often.',
   minCheckpointEvery: 'Checkpoints more often than this spend more time writing than training on small models.',
-  oscillatingStepCv: 'Coefficient of variation of step time (per readback interval when there are enough) above which step time oscillates.',
-  dispatchBoundGpuBusy: 'GPU busy share below which a run that is not input-bound is host/dispatch-bound (below half of it: graded high).',
-  syncBoundShare: 'Readback/sync share of step time above which a run is sync-bound (twice it: high), unless the GPU is compute-bound.',
+  oscillatingStepCv:
+    'Coefficient of variation of step time (per readback interval when there are ' +
+    'enough) above which step time oscillates.',
+  dispatchBoundGpuBusy:
+    'GPU busy share below which a run that is not input-bound is host/dispatch-bound (below half of it: graded high).',
+  syncBoundShare:
+    'Readback/sync share of step time above which a run is sync-bound (twice it: ' +
+    'high), unless the GPU is compute-bound.',
   memoryHeadroomShare: 'Peak device memory share above which there is too little headroom.',
-  computeBoundGpuBusy: 'GPU busy share from which a run is compute-bound: the GPU is the bottleneck, the healthy state.',
+  computeBoundGpuBusy:
+    'GPU busy share from which a run is compute-bound: the GPU is the bottleneck, the healthy state.',
   idleGpuBusyPct: 'Utilisation (%) of a GPU before xtts starts above which the diagnosis says another process uses it.',
-  idleGpuMemoryShare: 'Memory share in use before xtts starts above which the diagnosis says another process holds the GPU.',
-  throttleShareReported: 'Share of samples with a harmful clock-event reason (thermal, power brake, slowdown) from which the diagnosis reports it.',
-  leakTensorsPerStep: 'Live tensors gained per step (the slope over the steps after the first fifth) from which the profiler and the diagnosis report a memory leak: a training step frees every tensor it makes.',
-  allReduceModerate: 'Share of a data-parallel step rank 0 spends in the all-reduce (summing gradients, waiting for the slowest replica) from which the profiler calls it moderately all-reduce-bound.',
+  idleGpuMemoryShare:
+    'Memory share in use before xtts starts above which the diagnosis says another process holds the GPU.',
+  throttleShareReported:
+    'Share of samples with a harmful clock-event reason (thermal, power brake, ' +
+    'slowdown) from which the diagnosis reports it.',
+  leakTensorsPerStep:
+    'Live tensors gained per step (the slope over the steps after the first fifth) ' +
+    'from which the profiler and the diagnosis report a memory leak: a training step ' +
+    'frees every tensor it makes.',
+  allReduceModerate:
+    'Share of a data-parallel step rank 0 spends in the all-reduce (summing ' +
+    'gradients, waiting for the slowest replica) from which the profiler calls it ' +
+    'moderately all-reduce-bound.',
   allReduceHigh: 'The all-reduce share from which the profiler grades it high.',
-  lowMfu: 'Model FLOPs utilisation (matmul and convolution FLOPs per second over the device\'s dense peak for the run\'s precision: FP32, or FP16 tensor for mixed_fp16) under which the profiler calls a compute-bound GPU busy but slow.',
+  lowMfu:
+    'Model FLOPs utilisation (matmul and convolution FLOPs per second over the ' +
+    "device's dense peak for the run's precision: FP32, or FP16 tensor for " +
+    'mixed_fp16) under which the profiler calls a compute-bound GPU busy but slow.',
 };
 
 export type ThresholdName = keyof typeof THRESHOLDS;

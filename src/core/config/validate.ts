@@ -21,8 +21,17 @@ export interface ValidationReport {
   failSeverity: Severity;
   /** No finding at or above failSeverity. */
   passed: boolean;
-  /** Training memory at the largest batch, and what it must fit in (null: not known here); absent when the config did not load. */
-  memory?: { estimateBytes: number; parameters: number; description: string; limitBytes: number | null; limit: string | null };
+  /**
+   * Training memory at the largest batch, and what it must fit in (null: not known here); absent when the config did
+   * not load.
+   */
+  memory?: {
+    estimateBytes: number;
+    parameters: number;
+    description: string;
+    limitBytes: number | null;
+    limit: string | null;
+  };
 }
 
 export function validateConfigFile(file: string, options: ValidationOptions = {}): ValidationReport {
@@ -33,9 +42,18 @@ export function validateConfigFile(file: string, options: ValidationOptions = {}
   let memory: ValidationReport['memory'];
   if (loaded) {
     const est = estimateTrainingMemory(loaded.config);
-    const limit = memoryLimitFor({ config: loaded.config, host: options.environment === false ? undefined : hostInventory() });
+    const limit = memoryLimitFor({
+      config: loaded.config,
+      host: options.environment === false ? undefined : hostInventory(),
+    });
     const known = limit && Number.isFinite(limit.bytes) ? limit : undefined;
-    memory = { estimateBytes: est.totalBytes, parameters: est.parameters, description: describeEstimate(loaded.config, est), limitBytes: known?.bytes ?? null, limit: known ? known.what : null };
+    memory = {
+      estimateBytes: est.totalBytes,
+      parameters: est.parameters,
+      description: describeEstimate(loaded.config, est),
+      limitBytes: known?.bytes ?? null,
+      limit: known ? known.what : null,
+    };
   }
   return {
     file,

@@ -43,7 +43,11 @@ export interface PipelineAnalysis {
   text: { rows: number; coldMs: number; warmMs: number; coldRowsPerS: number; warmRowsPerS: number; mode: string };
   audio: { files: number; audioSeconds: number; realtimeFactor: number };
   prepare: { ms: number; computedFeatures: number; cachedFeatures: number };
-  buckets: { count: number; shapes: { batchSize: number; tokens: number; frames: number; batches: number }[]; paddingShare: number };
+  buckets: {
+    count: number;
+    shapes: { batchSize: number; tokens: number; frames: number; batches: number }[];
+    paddingShare: number;
+  };
   ring: {
     stepMs: number;
     stepMsSource: 'flag' | 'run' | 'default';
@@ -92,7 +96,9 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   options.onProgress?.('text front end');
   const scratch = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
   const skipSink: SkippedRow[] = [];
-  const rows = assignLanguages(manifest, config, (row, reason, detail) => skipSink.push({ file: row.file, line: row.line, id: row.id, reason, detail }));
+  const rows = assignLanguages(manifest, config, (row, reason, detail) =>
+    skipSink.push({ file: row.file, line: row.line, id: row.id, reason, detail }),
+  );
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   let coldMs: number;
   let warmMs: number;
@@ -118,7 +124,14 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   // Audio, stage by stage, per file.
   options.onProgress?.('audio front end');
   const files = [...manifest.train, ...manifest.validation].slice(0, options.audioFiles ?? 200);
-  const per = { read: [] as number[], decode: [] as number[], resample: [] as number[], trim: [] as number[], mel: [] as number[], total: [] as number[] };
+  const per = {
+    read: [] as number[],
+    decode: [] as number[],
+    resample: [] as number[],
+    trim: [] as number[],
+    mel: [] as number[],
+    total: [] as number[],
+  };
   let audioSeconds = 0;
   const mel = melExtractorFor(config.audio);
   for (const row of files) {
@@ -134,7 +147,8 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
         const { start, end } = trimSilence(samples, config.audio.trim.top_db);
         samples = samples.subarray(start, end);
       }
-      if (config.audio.loudness.enabled) samples = normaliseLoudness(samples, config.audio.sample_rate_hz, config.audio.loudness.target_lufs);
+      if (config.audio.loudness.enabled)
+        samples = normaliseLoudness(samples, config.audio.sample_rate_hz, config.audio.loudness.target_lufs);
       const t4 = performance.now();
       mel.compute(samples);
       const t5 = performance.now();
@@ -150,7 +164,14 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     }
   }
   const trimLabel = config.audio.loudness.enabled ? 'trim + loudness' : 'trim';
-  for (const [name, values] of [['audio read', per.read], ['audio decode', per.decode], [`resample to ${config.audio.sample_rate_hz} Hz`, per.resample], [trimLabel, per.trim], ['log-mel', per.mel], ['audio total', per.total]] as const) {
+  for (const [name, values] of [
+    ['audio read', per.read],
+    ['audio decode', per.decode],
+    [`resample to ${config.audio.sample_rate_hz} Hz`, per.resample],
+    [trimLabel, per.trim],
+    ['log-mel', per.mel],
+    ['audio total', per.total],
+  ] as const) {
     stages.push({ stage: name, unit: 'file', ms: summarize(values) });
   }
   const audioTotalS = per.total.reduce((a, b) => a + b, 0) / 1000;
@@ -164,14 +185,26 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   // Buckets and batch assembly through the ring.
   const plan = planBuckets(
     prepared.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
-    { buckets: config.batching.buckets, batchSize: config.batching.batch_size, frameBudget: config.batching.frame_budget, frameMultiple: config.model.reduction_factor },
+    {
+      buckets: config.batching.buckets,
+      batchSize: config.batching.batch_size,
+      frameBudget: config.batching.frame_budget,
+      frameMultiple: config.model.reduction_factor,
+    },
   );
   const stepMs = options.stepMs ?? DEFAULT_STEP_MS;
   const batches = options.batches ?? 50;
   const producers = producerThreads(config, availableParallelism());
   const loaderOptions = {
     cachePath: prepared.cachePath,
-    items: prepared.train.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath })),
+    items: prepared.train.map((i) => ({
+      featureKey: i.featureKey,
+      frames: i.frames,
+      tokens: i.tokens,
+      language: i.language,
+      speaker: i.speaker,
+      audioPath: i.audioPath,
+    })),
     plan,
     mean: prepared.stats.mean,
     std: prepared.stats.std,
@@ -195,12 +228,23 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     }
     await loader.close();
   }
-  stages.push({ stage: config.pipeline.cache.enabled ? 'batch assembly (cache -> padded slot)' : 'batch assembly (audio -> features -> padded slot; cache off)', unit: 'batch', ms: summarize(assembly) });
+  stages.push({
+    stage: config.pipeline.cache.enabled
+      ? 'batch assembly (cache -> padded slot)'
+      : 'batch assembly (audio -> features -> padded slot; cache off)',
+    unit: 'batch',
+    ms: summarize(assembly),
+  });
 
   options.onProgress?.(`prefetch ring vs a ${stepMs} ms step`);
   const waits: number[] = [];
   const ready: number[] = [];
-  const loader = new DataLoader({ ...loaderOptions, depth: config.pipeline.prefetch_depth, producers, maxBatches: batches });
+  const loader = new DataLoader({
+    ...loaderOptions,
+    depth: config.pipeline.prefetch_depth,
+    producers,
+    maxBatches: batches,
+  });
   const tr = performance.now();
   try {
     for (;;) {
@@ -220,43 +264,116 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   const waitShare = steadyWait / Math.max(1, totalMs - waits[0]);
   const grade = gradeInputWait(waitShare);
 
-  const recommendations = recommend(loaded, { grade, readySlots: summarize(ready.slice(1)), assembly: summarize(assembly), stepMs, producers, paddingShare: plan.paddingShare, cores: availableParallelism() });
+  const recommendations = recommend(loaded, {
+    grade,
+    readySlots: summarize(ready.slice(1)),
+    assembly: summarize(assembly),
+    stepMs,
+    producers,
+    paddingShare: plan.paddingShare,
+    cores: availableParallelism(),
+  });
   return {
     datasetDir,
     rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
     skipped: prepared.skipped,
     stages,
-    text: { rows: rows.length, coldMs, warmMs, coldRowsPerS: rows.length / (coldMs / 1000), warmRowsPerS: rows.length / (warmMs / 1000), mode: config.text.tokenizer },
+    text: {
+      rows: rows.length,
+      coldMs,
+      warmMs,
+      coldRowsPerS: rows.length / (coldMs / 1000),
+      warmRowsPerS: rows.length / (warmMs / 1000),
+      mode: config.text.tokenizer,
+    },
     audio: { files: per.total.length, audioSeconds, realtimeFactor: audioTotalS ? audioSeconds / audioTotalS : 0 },
-    prepare: { ms: prepareMs, computedFeatures: prepared.cacheUse.features.computed, cachedFeatures: prepared.cacheUse.features.cached },
+    prepare: {
+      ms: prepareMs,
+      computedFeatures: prepared.cacheUse.features.computed,
+      cachedFeatures: prepared.cacheUse.features.cached,
+    },
     buckets: {
       count: plan.buckets.length,
-      shapes: plan.buckets.map((b) => ({ batchSize: b.batchSize, tokens: b.maxTokens, frames: b.maxFrames, batches: Math.ceil(b.items.length / b.batchSize) })),
+      shapes: plan.buckets.map((b) => ({
+        batchSize: b.batchSize,
+        tokens: b.maxTokens,
+        frames: b.maxFrames,
+        batches: Math.ceil(b.items.length / b.batchSize),
+      })),
       paddingShare: plan.paddingShare,
     },
-    ring: { stepMs, stepMsSource: options.stepMsSource ?? (options.stepMs === undefined ? 'default' : 'flag'), batches: waits.length, depth: config.pipeline.prefetch_depth, producers, waitShare, waitMs: summarize(waits.slice(1)), readySlots: summarize(ready.slice(1)), grade },
+    ring: {
+      stepMs,
+      stepMsSource: options.stepMsSource ?? (options.stepMs === undefined ? 'default' : 'flag'),
+      batches: waits.length,
+      depth: config.pipeline.prefetch_depth,
+      producers,
+      waitShare,
+      waitMs: summarize(waits.slice(1)),
+      readySlots: summarize(ready.slice(1)),
+      grade,
+    },
     recommendations,
   };
 }
 
 function recommend(
   loaded: LoadedConfig,
-  m: { grade: 'not' | 'moderately' | 'highly'; readySlots: Summary; assembly: Summary; stepMs: number; producers: number; paddingShare: number; cores: number },
+  m: {
+    grade: 'not' | 'moderately' | 'highly';
+    readySlots: Summary;
+    assembly: Summary;
+    stepMs: number;
+    producers: number;
+    paddingShare: number;
+    cores: number;
+  },
 ): Recommendation[] {
   const c = loaded.config;
   const out: Recommendation[] = [];
-  if (!c.pipeline.cache.enabled) out.push({ key: 'pipeline.cache.enabled', value: 'true', why: 'every epoch recomputes features without it', rule: 'pipeline/cache' });
-  if (c.batching.buckets === 0) out.push({ key: 'batching.buckets', value: '4', why: 'dynamic shapes recompile kernels on most steps', rule: 'batching/static-shapes' });
-  else if (m.paddingShare > 0.3 && c.batching.buckets < 8) out.push({ key: 'batching.buckets', value: String(Math.min(8, c.batching.buckets * 2)), why: `${(m.paddingShare * 100).toFixed(0)}% of the padded frames are padding`, rule: 'batching/static-shapes' });
+  if (!c.pipeline.cache.enabled)
+    out.push({
+      key: 'pipeline.cache.enabled',
+      value: 'true',
+      why: 'every epoch recomputes features without it',
+      rule: 'pipeline/cache',
+    });
+  if (c.batching.buckets === 0)
+    out.push({
+      key: 'batching.buckets',
+      value: '4',
+      why: 'dynamic shapes recompile kernels on most steps',
+      rule: 'batching/static-shapes',
+    });
+  else if (m.paddingShare > 0.3 && c.batching.buckets < 8)
+    out.push({
+      key: 'batching.buckets',
+      value: String(Math.min(8, c.batching.buckets * 2)),
+      why: `${(m.paddingShare * 100).toFixed(0)}% of the padded frames are padding`,
+      rule: 'batching/static-shapes',
+    });
   if (m.grade === 'not') return out;
   // Producers cannot keep up: one batch takes longer to assemble than the trainer's step per producer.
   const perProducerMs = m.assembly.p50 / Math.max(1, m.producers);
   if (perProducerMs > m.stepMs * 0.8) {
     const needed = Math.ceil(m.assembly.p50 / (m.stepMs * 0.7));
-    out.push({ key: 'pipeline.workers', value: String(Math.min(Math.max(1, m.cores - 1), needed)), why: `assembling a batch takes ${m.assembly.p50.toFixed(1)} ms (median) for a ${m.stepMs} ms step with ${m.producers} producer${m.producers === 1 ? '' : 's'}`, rule: 'pipeline/workers-vs-cores' });
+    out.push({
+      key: 'pipeline.workers',
+      value: String(Math.min(Math.max(1, m.cores - 1), needed)),
+      why:
+        `assembling a batch takes ${m.assembly.p50.toFixed(1)} ms (median) for ` +
+        `a ${m.stepMs} ms step with ${m.producers} ` +
+        `producer${m.producers === 1 ? '' : 's'}`,
+      rule: 'pipeline/workers-vs-cores',
+    });
   }
   if (m.readySlots.p50 < 1 && c.pipeline.prefetch_depth < THRESHOLDS.maxUsefulPrefetchDepth) {
-    out.push({ key: 'pipeline.prefetch_depth', value: String(Math.min(THRESHOLDS.maxUsefulPrefetchDepth, c.pipeline.prefetch_depth * 2)), why: 'the ring is usually empty when the trainer asks: deeper buffering absorbs slow batches', rule: 'pipeline/prefetch-depth' });
+    out.push({
+      key: 'pipeline.prefetch_depth',
+      value: String(Math.min(THRESHOLDS.maxUsefulPrefetchDepth, c.pipeline.prefetch_depth * 2)),
+      why: 'the ring is usually empty when the trainer asks: deeper buffering absorbs slow batches',
+      rule: 'pipeline/prefetch-depth',
+    });
   }
   return out;
 }

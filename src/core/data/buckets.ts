@@ -54,7 +54,9 @@ const FRAME_COST = 80;
 export function planBuckets(items: readonly LengthItem[], options: BucketOptions): BucketPlan {
   const tokenMultiple = options.tokenMultiple ?? 8;
   if (items.length === 0) return { buckets: [], paddingShare: 0 };
-  const order = items.map((_, i) => i).sort((a, b) => items[a].frames - items[b].frames || items[a].tokens - items[b].tokens);
+  const order = items
+    .map((_, i) => i)
+    .sort((a, b) => items[a].frames - items[b].frames || items[a].tokens - items[b].tokens);
   // Group by distinct rounded frame count: boundaries can only fall between groups.
   const groups: { frames: number; maxTokens: number; idx: number[] }[] = [];
   for (const i of order) {
@@ -70,7 +72,8 @@ export function planBuckets(items: readonly LengthItem[], options: BucketOptions
   // prefix counts; cost(a..b) = count(a..b) * (frames[b]*FRAME_COST + maxTokens(a..b)*TOKEN_COST)
   const prefix = new Float64Array(g + 1);
   for (let i = 0; i < g; i++) prefix[i + 1] = prefix[i] + groups[i].idx.length;
-  const cost = (a: number, b: number, maxTok: number) => (prefix[b + 1] - prefix[a]) * (groups[b].frames * FRAME_COST + roundUp(maxTok, tokenMultiple) * TOKEN_COST);
+  const cost = (a: number, b: number, maxTok: number) =>
+    (prefix[b + 1] - prefix[a]) * (groups[b].frames * FRAME_COST + roundUp(maxTok, tokenMultiple) * TOKEN_COST);
   // dp[j][b] = best cost of covering groups 0..b with j buckets; O(k * g^2) over distinct frame counts.
   const INF = Number.POSITIVE_INFINITY;
   let dp = new Float64Array(g).fill(INF);
@@ -100,10 +103,11 @@ export function planBuckets(items: readonly LengthItem[], options: BucketOptions
       }
     }
     // Using fewer buckets is allowed when it is not worse.
-    for (let b = 0; b < g; b++) if (dp[b] <= next[b]) {
-      next[b] = dp[b];
-      cj[b] = -2;
-    }
+    for (let b = 0; b < g; b++)
+      if (dp[b] <= next[b]) {
+        next[b] = dp[b];
+        cj[b] = -2;
+      }
     dp = next;
     choice.push(cj);
   }
@@ -131,7 +135,9 @@ export function planBuckets(items: readonly LengthItem[], options: BucketOptions
       real += items[i].frames;
       padded += maxFrames;
     }
-    const batchSize = options.frameBudget ? Math.max(1, Math.min(options.batchSize, Math.floor(options.frameBudget / maxFrames))) : options.batchSize;
+    const batchSize = options.frameBudget
+      ? Math.max(1, Math.min(options.batchSize, Math.floor(options.frameBudget / maxFrames)))
+      : options.batchSize;
     return { maxTokens, maxFrames, items: idx, batchSize };
   });
   return { buckets, paddingShare: padded ? 1 - real / padded : 0 };

@@ -34,7 +34,10 @@ function filesUnder(dir: string, suffix: string, limit = 5_000_000): string[] {
 
 function readText(file: string): string | undefined {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file)).replace(/^\uFEFF/, '').trim();
+    return new TextDecoder('utf-8', { fatal: true })
+      .decode(readFileSync(file))
+      .replace(/^\uFEFF/, '')
+      .trim();
   } catch {
     return undefined;
   }
@@ -42,7 +45,10 @@ function readText(file: string): string | undefined {
 
 /** Whether `datasetDir` is laid out as VCTK. */
 export function looksLikeVctk(datasetDir: string): boolean {
-  return existsSync(join(datasetDir, 'txt')) && ['wav48_silence_trimmed', 'wav48'].some((d) => existsSync(join(datasetDir, d)));
+  return (
+    existsSync(join(datasetDir, 'txt')) &&
+    ['wav48_silence_trimmed', 'wav48'].some((d) => existsSync(join(datasetDir, d)))
+  );
 }
 
 /** Whether `datasetDir` holds LibriTTS transcripts (a `.normalized.txt` within three levels). */
@@ -121,27 +127,46 @@ export function notUtf8Skip(file: string, line: number, id: string, bad: { at: n
     line,
     id,
     reason: 'not_utf8',
-    detail: `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says "${text}"); save this line as UTF-8 (\`sed -n ${line}p FILE | iconv -f LATIN1 -t UTF-8\` prints it converted); converting the whole file would break its UTF-8 lines`,
+    detail:
+      `byte ${bad.at + 1} of the line is not UTF-8 (read as Latin-1 it says ` +
+      `"${text}"); save this line as UTF-8 (\`sed -n ${line}p FILE | iconv -f LATIN1 ` +
+      `-t UTF-8\` prints it converted); converting the whole file would break its ` +
+      `UTF-8 lines`,
   };
 }
 
-function skipNotUtf8(file: string, notUtf8: Map<number, { at: number; asLatin1: string }>, delimiter: string, idColumn: number): SkippedRow[] {
-  return [...notUtf8.entries()].map(([i, bad]) => notUtf8Skip(file, i + 1, bad.asLatin1.split(delimiter)[idColumn]?.trim() ?? '', bad));
+function skipNotUtf8(
+  file: string,
+  notUtf8: Map<number, { at: number; asLatin1: string }>,
+  delimiter: string,
+  idColumn: number,
+): SkippedRow[] {
+  return [...notUtf8.entries()].map(([i, bad]) =>
+    notUtf8Skip(file, i + 1, bad.asLatin1.split(delimiter)[idColumn]?.trim() ?? '', bad),
+  );
 }
 
 export function readCommonVoice(datasetDir: string, metadataName: string, readLines: LineReader): ManifestPart {
   const file = join(datasetDir, metadataName);
-  requireFile(file, 'release\'s TSV (validated.tsv, train.tsv, …)');
+  requireFile(file, "release's TSV (validated.tsv, train.tsv, …)");
   const { lines, notUtf8 } = readLines(file);
   const header = (lines[0] ?? '').split('\t').map((h) => h.trim());
   const col = (name: string) => header.indexOf(name);
   const [cPath, cText, cSpeaker, cLocale] = [col('path'), col('sentence'), col('client_id'), col('locale')];
   if (cPath < 0 || cText < 0) {
-    throw new XttsError('DATASET_HEADER', `${file}: a Common Voice TSV has a header with "path" and "sentence" columns; this one has ${header.join(', ') || 'none'}`, {
-      exitCode: ExitCode.usage,
-      position: { file, line: 1 },
-      suggestions: ['set dataset.metadata to validated.tsv (or train.tsv) of the Common Voice release, or dataset.format: csv with dataset.columns'],
-    });
+    throw new XttsError(
+      'DATASET_HEADER',
+      `${file}: a Common Voice TSV has a header with "path" and "sentence" columns; ` +
+        `this one has ${header.join(', ') || 'none'}`,
+      {
+        exitCode: ExitCode.usage,
+        position: { file, line: 1 },
+        suggestions: [
+          'set dataset.metadata to validated.tsv (or train.tsv) of the Common Voice ' +
+            'release, or dataset.format: csv with dataset.columns',
+        ],
+      },
+    );
   }
   const rows: ManifestRow[] = [];
   const skipped = skipNotUtf8(file, notUtf8, '\t', cPath);
@@ -151,7 +176,13 @@ export function readCommonVoice(datasetDir: string, metadataName: string, readLi
     const path = cells[cPath]?.trim() ?? '';
     const id = path.replace(/\.(mp3|wav|ogg|opus|flac)$/i, '');
     if (cells.length < header.length || path === '') {
-      skipped.push({ file, line: i + 1, id, reason: 'malformed_row', detail: `${cells.length} columns; the header has ${header.length}` });
+      skipped.push({
+        file,
+        line: i + 1,
+        id,
+        reason: 'malformed_row',
+        detail: `${cells.length} columns; the header has ${header.length}`,
+      });
       continue;
     }
     const text = cells[cText].trim();
@@ -160,41 +191,82 @@ export function readCommonVoice(datasetDir: string, metadataName: string, readLi
       continue;
     }
     const language = cLocale >= 0 ? cells[cLocale].trim() || undefined : undefined;
-    rows.push({ id, file, line: i + 1, audioPath: resolve(datasetDir, 'clips', path), text, speaker: (cSpeaker >= 0 && cells[cSpeaker].trim()) || 'default', language });
+    rows.push({
+      id,
+      file,
+      line: i + 1,
+      audioPath: resolve(datasetDir, 'clips', path),
+      text,
+      speaker: (cSpeaker >= 0 && cells[cSpeaker].trim()) || 'default',
+      language,
+    });
   }
   return { file, format: 'common_voice', rows, skipped };
 }
 
-export function readCsv(datasetDir: string, metadataName: string, columns: DatasetConfig['columns'], readLines: LineReader): ManifestPart {
+export function readCsv(
+  datasetDir: string,
+  metadataName: string,
+  columns: DatasetConfig['columns'],
+  readLines: LineReader,
+): ManifestPart {
   const file = join(datasetDir, metadataName);
   requireFile(file, 'CSV file');
   const { lines, notUtf8 } = readLines(file);
   const headerLine = lines[0] ?? '';
-  const delimiter = [',', ';', '\t', '|'].map((d) => ({ d, n: headerLine.split(d).length })).sort((a, b) => b.n - a.n)[0].d;
+  const delimiter = [',', ';', '\t', '|']
+    .map((d) => ({ d, n: headerLine.split(d).length }))
+    .sort((a, b) => b.n - a.n)[0].d;
   let records: string[][];
   let info: { lines: number }[];
   try {
-    const parsed = parse(lines.map((l, i) => (notUtf8.has(i) ? '' : l)).join('\n'), { delimiter, relax_column_count: true, skip_empty_lines: false, info: true, bom: true }) as unknown as { record: string[]; info: { lines: number } }[];
+    const parsed = parse(lines.map((l, i) => (notUtf8.has(i) ? '' : l)).join('\n'), {
+      delimiter,
+      relax_column_count: true,
+      skip_empty_lines: false,
+      info: true,
+      bom: true,
+    }) as unknown as { record: string[]; info: { lines: number } }[];
     records = parsed.map((p) => p.record);
     info = parsed.map((p) => p.info);
   } catch (e) {
     const err = e as Error & { lines?: number };
-    throw new XttsError('DATASET_CSV', `${file}${err.lines ? `:${err.lines}` : ''}: ${err.message}`, { exitCode: ExitCode.usage, position: { file, line: err.lines }, suggestions: ['a field with the delimiter, a quote or a line break must be in double quotes, its quotes doubled'] });
+    throw new XttsError('DATASET_CSV', `${file}${err.lines ? `:${err.lines}` : ''}: ${err.message}`, {
+      exitCode: ExitCode.usage,
+      position: { file, line: err.lines },
+      suggestions: ['a field with the delimiter, a quote or a line break must be in double quotes, its quotes doubled'],
+    });
   }
   const header = (records[0] ?? []).map((h) => h.trim());
   const want = { audio: columns.audio, text: columns.text, speaker: columns.speaker, language: columns.language };
-  const index = Object.fromEntries(Object.entries(want).map(([k, name]) => [k, name === null ? -1 : header.indexOf(name)])) as Record<keyof typeof want, number>;
+  const index = Object.fromEntries(
+    Object.entries(want).map(([k, name]) => [k, name === null ? -1 : header.indexOf(name)]),
+  ) as Record<keyof typeof want, number>;
   for (const k of ['audio', 'text'] as const) {
     if (index[k] < 0) {
-      throw new XttsError('DATASET_HEADER', `${file}: no "${want[k]}" column for the ${k} (dataset.columns.${k}); the header has ${header.join(', ') || 'nothing'}`, {
-        exitCode: ExitCode.usage,
-        position: { file, line: 1 },
-        suggestions: [`set dataset.columns.${k} to the header's name for it`],
-      });
+      throw new XttsError(
+        'DATASET_HEADER',
+        `${file}: no "${want[k]}" column for the ${k} (dataset.columns.${k}); the header ` +
+          `has ${header.join(', ') || 'nothing'}`,
+        {
+          exitCode: ExitCode.usage,
+          position: { file, line: 1 },
+          suggestions: [`set dataset.columns.${k} to the header's name for it`],
+        },
+      );
     }
   }
   for (const k of ['speaker', 'language'] as const) {
-    if (want[k] !== null && index[k] < 0) throw new XttsError('DATASET_HEADER', `${file}: no "${want[k]}" column (dataset.columns.${k}); the header has ${header.join(', ')}`, { exitCode: ExitCode.usage, position: { file, line: 1 }, suggestions: [`set dataset.columns.${k} to the header's name for it, or to null`] });
+    if (want[k] !== null && index[k] < 0)
+      throw new XttsError(
+        'DATASET_HEADER',
+        `${file}: no "${want[k]}" column (dataset.columns.${k}); the header has ${header.join(', ')}`,
+        {
+          exitCode: ExitCode.usage,
+          position: { file, line: 1 },
+          suggestions: [`set dataset.columns.${k} to the header's name for it, or to null`],
+        },
+      );
   }
   const rows: ManifestRow[] = [];
   const skipped = skipNotUtf8(file, notUtf8, delimiter, index.audio);
@@ -205,7 +277,13 @@ export function readCsv(datasetDir: string, metadataName: string, columns: Datas
     const path = cells[index.audio]?.trim() ?? '';
     const id = path.replace(/\.[A-Za-z0-9]+$/, '');
     if (cells.length !== header.length || path === '') {
-      skipped.push({ file, line, id, reason: 'malformed_row', detail: `${cells.length} columns; the header has ${header.length}` });
+      skipped.push({
+        file,
+        line,
+        id,
+        reason: 'malformed_row',
+        detail: `${cells.length} columns; the header has ${header.length}`,
+      });
       continue;
     }
     const text = cells[index.text].trim();

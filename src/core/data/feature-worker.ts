@@ -1,4 +1,5 @@
-// A preprocessing worker's task: read one audio file (WAV, FLAC, MP3, Ogg) and compute its log-mel. Failures come back as
+// A preprocessing worker's task: read one audio file (WAV, FLAC, MP3, Ogg) and compute its log-mel. Failures come back
+// as
 // reason codes (they become dataset skips), never as thrown errors that would stop the pool.
 import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -12,7 +13,14 @@ export interface FeatureTask {
 }
 
 export type FeatureTaskResult =
-  | { ok: true; frames: number; nMels: number; durationS: number; mel: Float32Array; ms: { read: number; process: number } }
+  | {
+      ok: true;
+      frames: number;
+      nMels: number;
+      durationS: number;
+      mel: Float32Array;
+      ms: { read: number; process: number };
+    }
   | { ok: false; reason: 'unreadable_audio' | 'unsupported_format' | 'audio_too_long'; message: string };
 
 export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult> {
@@ -21,14 +29,35 @@ export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult>
   try {
     bytes = readFileSync(task.audioPath);
   } catch (e) {
-    return { ok: false, reason: 'unreadable_audio', message: `cannot read ${task.audioPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
+    return {
+      ok: false,
+      reason: 'unreadable_audio',
+      message: `cannot read ${task.audioPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    };
   }
   const t1 = performance.now();
   try {
     const clip = await processAudioFile(bytes, task.audio, task.audioPath);
-    return { ok: true, frames: clip.frames, nMels: clip.nMels, durationS: clip.durationS, mel: clip.mel, ms: { read: t1 - t0, process: performance.now() - t1 } };
+    return {
+      ok: true,
+      frames: clip.frames,
+      nMels: clip.nMels,
+      durationS: clip.durationS,
+      mel: clip.mel,
+      ms: { read: t1 - t0, process: performance.now() - t1 },
+    };
   } catch (e) {
-    if (isXttsError(e)) return { ok: false, reason: e.code === 'AUDIO_UNSUPPORTED_FORMAT' ? 'unsupported_format' : e.code === 'AUDIO_TOO_LONG' ? 'audio_too_long' : 'unreadable_audio', message: e.message };
+    if (isXttsError(e))
+      return {
+        ok: false,
+        reason:
+          e.code === 'AUDIO_UNSUPPORTED_FORMAT'
+            ? 'unsupported_format'
+            : e.code === 'AUDIO_TOO_LONG'
+              ? 'audio_too_long'
+              : 'unreadable_audio',
+        message: e.message,
+      };
     return { ok: false, reason: 'unreadable_audio', message: `${task.audioPath}: ${(e as Error).message}` };
   }
 }

@@ -38,15 +38,31 @@ export interface FeatureStageResult {
 export function featureKeyFor(audioSha256: string, audio: AudioConfig): string {
   // The audio front end's own version enters the key: new resampling or mel numerics for the same
   // bytes and settings must not reuse features computed the old way.
-  return contentKey('feature', { audio: audioSha256, settings: audio, version: FEATURE_CODE_VERSION, frontend: AUDIO_FRONTEND_VERSION });
+  return contentKey('feature', {
+    audio: audioSha256,
+    settings: audio,
+    version: FEATURE_CODE_VERSION,
+    frontend: AUDIO_FRONTEND_VERSION,
+  });
 }
 
 /**
  * A small pool of feature threads with back-pressure: at most `inFlight` tasks per thread are
  * queued, results stream back as they finish, and a thread that dies fails the stage loudly.
  */
-async function runPool<T>(threads: number, items: readonly T[], task: (item: T) => FeatureTask, onResult: (item: T, r: FeatureTaskResult) => void): Promise<void> {
-  const workers = Array.from({ length: threads }, () => new Worker(workerEntry(import.meta.url, 'data/feature-worker.js', 'feature worker'), { workerData: { xttsRole: 'feature' } }));
+async function runPool<T>(
+  threads: number,
+  items: readonly T[],
+  task: (item: T) => FeatureTask,
+  onResult: (item: T, r: FeatureTaskResult) => void,
+): Promise<void> {
+  const workers = Array.from(
+    { length: threads },
+    () =>
+      new Worker(workerEntry(import.meta.url, 'data/feature-worker.js', 'feature worker'), {
+        workerData: { xttsRole: 'feature' },
+      }),
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       let next = 0;
@@ -126,7 +142,10 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   const commitEvery = o.commitEvery ?? 64;
   const accept = (item: { row: ManifestRow; key: string }, r: FeatureTaskResult) => {
     if (r.ok) {
-      pending.features!.push({ key: item.key, feature: { frames: r.frames, nMels: r.nMels, durationS: r.durationS, mel: r.mel } });
+      pending.features!.push({
+        key: item.key,
+        feature: { frames: r.frames, nMels: r.nMels, durationS: r.durationS, mel: r.mel },
+      });
       features.set(item.row.id, { featureKey: item.key, frames: r.frames, durationS: r.durationS });
       perClipMs.push(r.ms.read + r.ms.process);
     } else {
@@ -139,11 +158,22 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   };
   const tc = performance.now();
   if (todo.length > 0 && o.workers > 0) {
-    await runPool(Math.min(o.workers, todo.length), todo, (item) => ({ audioPath: item.row.audioPath, audio: o.audio }), accept);
+    await runPool(
+      Math.min(o.workers, todo.length),
+      todo,
+      (item) => ({ audioPath: item.row.audioPath, audio: o.audio }),
+      accept,
+    );
   } else {
     for (const item of todo) accept(item, await featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
   }
   commit();
   const computeMs = performance.now() - tc;
-  return { features, failures, computed: todo.length, fromCache, timings: { hashMs, computeMs, writeMs, wallMs: performance.now() - t0, perClipMs } };
+  return {
+    features,
+    failures,
+    computed: todo.length,
+    fromCache,
+    timings: { hashMs, computeMs, writeMs, wallMs: performance.now() - t0, perClipMs },
+  };
 }

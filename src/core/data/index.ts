@@ -1,7 +1,20 @@
 // The data pipeline's public API: manifest, preparation (text, features, cache), buckets, loader,
 // and the pipeline analysis.
-export { buildManifest, SKIP_REASONS, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
-export { prepareDataset, type PreparedDataset, type PreparedItem, type PrepareOptions, type PrepareProgress } from './prepare.js';
+export {
+  buildManifest,
+  SKIP_REASONS,
+  type Manifest,
+  type ManifestRow,
+  type SkippedRow,
+  type SkipReason,
+} from './manifest.js';
+export {
+  prepareDataset,
+  type PreparedDataset,
+  type PreparedItem,
+  type PrepareOptions,
+  type PrepareProgress,
+} from './prepare.js';
 export { planBuckets, epochBatches, type BucketPlan, type Bucket } from './buckets.js';
 export { DataLoader, producerThreads, type LoadedBatch, type LoaderOptions } from './loader.js';
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';

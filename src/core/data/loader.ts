@@ -5,11 +5,22 @@ import { effectiveWorkers } from '../config/index.js';
 import type { XttsConfig } from '../config/index.js';
 import type { BucketPlan } from './buckets.js';
 import { batchSequence, type ProducerJob, type ProducerResult, runProducer } from './producer.js';
-import { type BatchShape, type BatchViews, createRing, releaseSlot, type RingShared, type SlotLayout, stopRing, takeFilled, viewsFor } from './ring.js';
+import {
+  type BatchShape,
+  type BatchViews,
+  createRing,
+  releaseSlot,
+  type RingShared,
+  type SlotLayout,
+  stopRing,
+  takeFilled,
+  viewsFor,
+} from './ring.js';
 import { workerEntry } from '../util/index.js';
 
 /** The producers' inputs, plus the ring's shape and where to start. */
-export interface LoaderOptions extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {
+export interface LoaderOptions
+  extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
   producers: number;
@@ -64,10 +75,18 @@ export class DataLoader {
     this.options = options;
     this.ring = createRing(options.depth, DataLoader.layoutFor(options.plan, options.refFrames, options.nMels));
     const start = options.start ?? { epoch: 0, batch: 0 };
-    this.positions = batchSequence({ plan: options.plan, seed: options.seed, shuffle: options.shuffle, startEpoch: start.epoch, startBatch: start.batch });
+    this.positions = batchSequence({
+      plan: options.plan,
+      seed: options.seed,
+      shuffle: options.shuffle,
+      startEpoch: start.epoch,
+      startBatch: start.batch,
+    });
     for (let p = 0; p < options.producers; p++) {
       const job = this.job(p, options.producers);
-      const w = new Worker(workerEntry(import.meta.url, 'data/producer-worker.js', 'producer worker'), { workerData: { xttsRole: 'producer', job } });
+      const w = new Worker(workerEntry(import.meta.url, 'data/producer-worker.js', 'producer worker'), {
+        workerData: { xttsRole: 'producer', job },
+      });
       w.on('message', (m: { type: string; result?: ProducerResult; message?: string }) => {
         if (m.type === 'done' && m.result) this.producerResults.push(m.result);
       });
@@ -108,7 +127,15 @@ export class DataLoader {
     const t0 = performance.now();
     if (this.workers.length === 0) {
       // No producer threads: fill this one batch here (the wait is then the whole fill).
-      runProducer({ ...this.job(0, 1), startEpoch: pos.value.epoch, startBatch: pos.value.index, maxBatches: 1, ring: this.ring, producers: 1, producerIndex: 0 });
+      runProducer({
+        ...this.job(0, 1),
+        startEpoch: pos.value.epoch,
+        startBatch: pos.value.index,
+        maxBatches: 1,
+        ring: this.ring,
+        producers: 1,
+        producerIndex: 0,
+      });
       // runProducer numbered it seq 0 for its slot; align the ring with our sequence.
     }
     if (this.workerError) throw this.workerError;
@@ -116,10 +143,26 @@ export class DataLoader {
     const taken = await takeFilled(this.ring, seq);
     const waitMs = performance.now() - t0;
     const bucket = this.options.plan.buckets[taken.bucket];
-    const shape: BatchShape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: this.options.refFrames, nMels: this.options.nMels };
+    const shape: BatchShape = {
+      batchSize: bucket.batchSize,
+      tokens: bucket.maxTokens,
+      frames: bucket.maxFrames,
+      refFrames: this.options.refFrames,
+      nMels: this.options.nMels,
+    };
     const views = viewsFor(this.ring.slots[taken.slot], this.ring.offsets, shape);
     this.seq++;
-    return { ...views, shape, bucket: taken.bucket, fillers: taken.fillers, epoch: pos.value.epoch, index: pos.value.index, waitMs, readySlots: taken.fullSlots, slot: taken.slot };
+    return {
+      ...views,
+      shape,
+      bucket: taken.bucket,
+      fillers: taken.fillers,
+      epoch: pos.value.epoch,
+      index: pos.value.index,
+      waitMs,
+      readySlots: taken.fullSlots,
+      slot: taken.slot,
+    };
   }
 
   release(batch: LoadedBatch): void {

@@ -6,12 +6,20 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { looksLikeLibriTts, looksLikeVctk, notUtf8Skip, readCommonVoice, readCsv, readLibriTts, readVctk } from './corpora.js';
+import {
+  looksLikeLibriTts,
+  looksLikeVctk,
+  notUtf8Skip,
+  readCommonVoice,
+  readCsv,
+  readLibriTts,
+  readVctk,
+} from './corpora.js';
 import type { DatasetConfig } from '../config/index.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
-  not_utf8: 'the line is not UTF-8 (the file\'s other lines are)',
+  not_utf8: "the line is not UTF-8 (the file's other lines are)",
   empty_text: 'the text is empty',
   missing_audio: 'the audio file does not exist, or is not a regular file',
   unreadable_audio: 'the audio file cannot be read or decoded (a broken header, a cut file, NaN samples, silence)',
@@ -23,7 +31,7 @@ export const SKIP_REASONS = {
   unmappable_characters: 'the text has characters the tokenizer cannot map',
   duplicate_id: 'another row above has the same id',
   path_escapes_root: 'the audio path points outside the dataset folder',
-  unknown_language: 'the row\'s language is not in text.languages',
+  unknown_language: "the row's language is not in text.languages",
 } as const;
 export type SkipReason = keyof typeof SKIP_REASONS;
 
@@ -50,7 +58,14 @@ export interface ManifestRow {
   language?: string;
 }
 
-export type MetadataFormat = 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text' | 'vctk' | 'libritts' | 'common_voice' | 'csv';
+export type MetadataFormat =
+  | 'ljspeech'
+  | 'ljspeech_multispeaker'
+  | 'wav_path_speaker_text'
+  | 'vctk'
+  | 'libritts'
+  | 'common_voice'
+  | 'csv';
 
 export interface ManifestPart {
   file: string;
@@ -59,7 +74,21 @@ export interface ManifestPart {
   skipped: SkippedRow[];
 }
 
-const HEADER_FIRST_CELLS = new Set(['id', 'wav', 'wav_path', 'wav_file', 'audio', 'audio_file', 'audio_path', 'path', 'file', 'filename', 'file_name', 'utterance', 'utterance_id']);
+const HEADER_FIRST_CELLS = new Set([
+  'id',
+  'wav',
+  'wav_path',
+  'wav_file',
+  'audio',
+  'audio_file',
+  'audio_path',
+  'path',
+  'file',
+  'filename',
+  'file_name',
+  'utterance',
+  'utterance_id',
+]);
 const LANGUAGE_RE = /^[a-z]{2,3}(-[A-Za-z0-9]+)?$/;
 
 function looksLikeAudioPath(cell: string): boolean {
@@ -68,12 +97,16 @@ function looksLikeAudioPath(cell: string): boolean {
 
 /** Decide the layout from the first data rows: column counts and whether the first cell is a path. */
 export function detectFormat(lines: readonly string[]): MetadataFormat {
-  const sample = lines.filter((l) => l.trim() !== '').slice(0, 50).map((l) => l.split('|'));
+  const sample = lines
+    .filter((l) => l.trim() !== '')
+    .slice(0, 50)
+    .map((l) => l.split('|'));
   if (sample.length === 0) return 'ljspeech';
   const counts = new Map<number, number>();
   for (const cells of sample) counts.set(cells.length, (counts.get(cells.length) ?? 0) + 1);
   const common = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0];
-  if (common === 3 && sample.filter((c) => looksLikeAudioPath(c[0])).length > sample.length / 2) return 'wav_path_speaker_text';
+  if (common === 3 && sample.filter((c) => looksLikeAudioPath(c[0])).length > sample.length / 2)
+    return 'wav_path_speaker_text';
   if (common >= 4) return 'ljspeech_multispeaker';
   return 'ljspeech';
 }
@@ -83,7 +116,10 @@ function isInside(root: string, p: string): boolean {
   return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
 }
 
-/** Index of the first byte of `b` that breaks UTF-8 (a bad lead, a missing continuation, an overlong or surrogate form), or b.length. */
+/**
+ * Index of the first byte of `b` that breaks UTF-8 (a bad lead, a missing continuation, an overlong or surrogate form),
+ * or b.length.
+ */
 function firstInvalidUtf8(b: Uint8Array): number {
   for (let i = 0; i < b.length; ) {
     const c = b[i];
@@ -137,7 +173,11 @@ export function readLines(file: string): { lines: string[]; notUtf8: Map<number,
  * Read one metadata file. UTF-8 with or without BOM, LF or CRLF, a header line tolerated.
  * Throws XttsError only when the file itself cannot be read; bad rows are skipped and reported.
  */
-export function readMetadataFile(datasetDir: string, metadataName: string, formatSetting: 'auto' | 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text'): ManifestPart {
+export function readMetadataFile(
+  datasetDir: string,
+  metadataName: string,
+  formatSetting: 'auto' | 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text',
+): ManifestPart {
   const file = join(datasetDir, metadataName);
   if (!existsSync(file) || !statSync(file).isFile()) {
     throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
@@ -148,10 +188,17 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
   const { lines, notUtf8 } = readLines(file);
   const nonEmpty = lines.filter((l, i) => l.trim() !== '' || notUtf8.has(i)).length;
   if (notUtf8.size > 0 && notUtf8.size === nonEmpty) {
-    throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is not UTF-8: none of its lines is (Latin-1 or another single-byte encoding?)`, {
-      position: { file },
-      suggestions: [`convert the whole file, e.g. iconv -f LATIN1 -t UTF-8 ${file} > ${file}.utf8 && mv ${file}.utf8 ${file} (if it is Latin-1)`],
-    });
+    throw new XttsError(
+      'DATASET_METADATA_NOT_UTF8',
+      `${file} is not UTF-8: none of its lines is (Latin-1 or another single-byte encoding?)`,
+      {
+        position: { file },
+        suggestions: [
+          `convert the whole file, e.g. iconv -f LATIN1 -t UTF-8 ${file} > ${file}.utf8 && ` +
+            `mv ${file}.utf8 ${file} (if it is Latin-1)`,
+        ],
+      },
+    );
   }
   let first = 0;
   while (first < lines.length && lines[first].trim() === '') first++;
@@ -174,7 +221,12 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
     const cells = raw.split('|');
     const skip = (id: string, reason: SkipReason, detail: string) => skipped.push({ file, line, id, reason, detail });
     if (!expected.includes(cells.length)) {
-      skip(cells[0]?.trim() ?? '', 'malformed_row', `${cells.length} column${cells.length === 1 ? '' : 's'}; ${format} rows have ${expected.join(' or ')} separated by |`);
+      skip(
+        cells[0]?.trim() ?? '',
+        'malformed_row',
+        `${cells.length} column${cells.length === 1 ? '' : 's'}; ${format} rows ` +
+          `have ${expected.join(' or ')} separated by |`,
+      );
       continue;
     }
     let id: string;
@@ -192,7 +244,14 @@ export function readMetadataFile(datasetDir: string, metadataName: string, forma
     } else {
       id = cells[0].trim();
       audioPath = ljspeechAudio(datasetDir, id);
-      rowText = format === 'ljspeech' ? (cells[2] !== undefined && cells[2].trim() !== '' ? cells[2] : cells[1]) : cells[2].trim() !== '' ? cells[2] : cells[1];
+      rowText =
+        format === 'ljspeech'
+          ? cells[2] !== undefined && cells[2].trim() !== ''
+            ? cells[2]
+            : cells[1]
+          : cells[2].trim() !== ''
+            ? cells[2]
+            : cells[1];
       if (format === 'ljspeech_multispeaker') {
         speaker = cells[3].trim() || 'default';
         language = cells[4]?.trim() || undefined;
@@ -241,27 +300,60 @@ function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[], followSy
     for (const row of part.rows) {
       const prior = seen.get(row.id);
       if (prior) {
-        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'duplicate_id', detail: `id also on line ${prior.line} of ${prior.file}` });
+        part.skipped.push({
+          file: row.file,
+          line: row.line,
+          id: row.id,
+          reason: 'duplicate_id',
+          detail: `id also on line ${prior.line} of ${prior.file}`,
+        });
         continue;
       }
       seen.set(row.id, row);
       if (!isInside(datasetDir, row.audioPath)) {
-        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'path_escapes_root', detail: `${row.audioPath} is outside ${datasetDir}` });
+        part.skipped.push({
+          file: row.file,
+          line: row.line,
+          id: row.id,
+          reason: 'path_escapes_root',
+          detail: `${row.audioPath} is outside ${datasetDir}`,
+        });
         continue;
       }
       const real = followSymlinks ? undefined : realPathOf(row.audioPath);
       if (real !== undefined && !isInside(realRoot, real)) {
-        part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'path_escapes_root', detail: `${row.audioPath} is a symbolic link (or lies under one) to ${real}, outside ${datasetDir}; set dataset.follow_symlinks: true to read audio linked from elsewhere` });
+        part.skipped.push({
+          file: row.file,
+          line: row.line,
+          id: row.id,
+          reason: 'path_escapes_root',
+          detail:
+            `${row.audioPath} is a symbolic link (or lies under one) to ${real}, ` +
+            `outside ${datasetDir}; set dataset.follow_symlinks: true to read audio linked ` +
+            `from elsewhere`,
+        });
         continue;
       }
-      // Only a regular file is read: a folder, a FIFO (whose read would wait forever) or a device is named as what it is.
+      // Only a regular file is read: a folder, a FIFO (whose read would wait forever) or a device is named as what it
+      // is.
       let notFile: string | undefined;
       try {
         const st = statSync(row.audioPath);
-        if (!st.isFile()) notFile = `${row.audioPath} is ${st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isSocket() ? 'a socket' : 'a device'}, not an audio file`;
+        if (!st.isFile())
+          notFile =
+            `${row.audioPath} ` +
+            `is ${st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isSocket() ? 'a socket' : 'a device'}, ` +
+            `not an audio file`;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        notFile = code === 'ENOENT' ? `${row.audioPath} does not exist` : code === 'ELOOP' ? `${row.audioPath} is a symbolic link that loops` : code === 'EACCES' ? `${row.audioPath} cannot be read (permission denied)` : `${row.audioPath} cannot be read (${code ?? (e as Error).message})`;
+        notFile =
+          code === 'ENOENT'
+            ? `${row.audioPath} does not exist`
+            : code === 'ELOOP'
+              ? `${row.audioPath} is a symbolic link that loops`
+              : code === 'EACCES'
+                ? `${row.audioPath} cannot be read (permission denied)`
+                : `${row.audioPath} cannot be read (${code ?? (e as Error).message})`;
       }
       if (notFile) {
         part.skipped.push({ file: row.file, line: row.line, id: row.id, reason: 'missing_audio', detail: notFile });
@@ -290,19 +382,29 @@ export interface Manifest {
   split: { source: 'file' | 'seeded'; seed?: number; fraction?: number };
 }
 
-/** A file's first line (from its first 64 KiB, a BOM dropped): enough to tell a layout by its header without reading a large TSV twice. */
+/**
+ * A file's first line (from its first 64 KiB, a BOM dropped): enough to tell a layout by its header without reading a
+ * large TSV twice.
+ */
 function firstLine(file: string): string {
   const fd = openSync(file, 'r');
   try {
     const buf = Buffer.alloc(65536);
     const n = readSync(fd, buf, 0, buf.length, 0);
-    return buf.subarray(0, n).toString('utf8').replace(/^\uFEFF/, '').split(/\r?\n/)[0];
+    return buf
+      .subarray(0, n)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)[0];
   } finally {
     closeSync(fd);
   }
 }
 
-/** One metadata file (or, for vctk and libritts, the folder's transcripts), in the layout `dataset.format` names or `auto` finds. */
+/**
+ * One metadata file (or, for vctk and libritts, the folder's transcripts), in the layout `dataset.format` names or
+ * `auto` finds.
+ */
 function readPart(datasetDir: string, dataset: DatasetConfig, name: string): ManifestPart {
   const fmt = dataset.format;
   if (fmt === 'vctk') return readVctk(datasetDir);
@@ -317,8 +419,15 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
     } else if (statSync(file).isFile()) {
       const head = firstLine(file);
       const cells = (d: string) => head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
-      if (head.includes('\t') && ['path', 'sentence', 'client_id'].every((c) => cells('\t').includes(c))) return readCommonVoice(datasetDir, name, readLines);
-      if (!head.includes('|') && [',', ';', '\t'].some((d) => cells(d).includes(dataset.columns.audio) && cells(d).includes(dataset.columns.text))) return readCsv(datasetDir, name, dataset.columns, readLines);
+      if (head.includes('\t') && ['path', 'sentence', 'client_id'].every((c) => cells('\t').includes(c)))
+        return readCommonVoice(datasetDir, name, readLines);
+      if (
+        !head.includes('|') &&
+        [',', ';', '\t'].some(
+          (d) => cells(d).includes(dataset.columns.audio) && cells(d).includes(dataset.columns.text),
+        )
+      )
+        return readCsv(datasetDir, name, dataset.columns, readLines);
     }
   }
   return readMetadataFile(datasetDir, name, fmt);
@@ -329,7 +438,9 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
   if (!existsSync(datasetDir) || !statSync(datasetDir).isDirectory()) {
     throw new XttsError('DATASET_NOT_FOUND', `dataset folder not found: ${datasetDir}`, {
       exitCode: ExitCode.usage,
-      suggestions: ['set dataset.path in the config (relative paths are resolved against the config file) or pass --dataset DIR'],
+      suggestions: [
+        'set dataset.path in the config (relative paths are resolved against the config file) or pass --dataset DIR',
+      ],
     });
   }
   const trainPart = readPart(datasetDir, dataset, dataset.metadata);
@@ -338,7 +449,17 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
   let split: Manifest['split'];
   if (dataset.validation_metadata) {
     if (trainPart.format === 'vctk' || trainPart.format === 'libritts') {
-      throw new XttsError('DATASET_VALIDATION_METADATA', `dataset.validation_metadata does not apply to a ${trainPart.format} folder (its transcripts are files, not a metadata list)`, { exitCode: ExitCode.usage, suggestions: ['remove dataset.validation_metadata; dataset.validation_fraction holds rows out by a seeded split'] });
+      throw new XttsError(
+        'DATASET_VALIDATION_METADATA',
+        `dataset.validation_metadata does not apply to a ${trainPart.format} folder (its ` +
+          `transcripts are files, not a metadata list)`,
+        {
+          exitCode: ExitCode.usage,
+          suggestions: [
+            'remove dataset.validation_metadata; dataset.validation_fraction holds rows out by a seeded split',
+          ],
+        },
+      );
     }
     const valPart = readPart(datasetDir, dataset, dataset.validation_metadata);
     parts.push(valPart);

@@ -42,8 +42,19 @@ export interface PreparedDataset {
   manifest: Manifest;
   cachePath: string;
   /** Milliseconds per stage, and how much came from the cache. */
-  timings: { manifestMs: number; textMs: number; tokensMs: number; featuresMs: number; statsMs: number; totalMs: number };
-  cacheUse: { texts: { computed: number; cached: number }; tokens: { computed: number; cached: number }; features: { computed: number; cached: number } };
+  timings: {
+    manifestMs: number;
+    textMs: number;
+    tokensMs: number;
+    featuresMs: number;
+    statsMs: number;
+    totalMs: number;
+  };
+  cacheUse: {
+    texts: { computed: number; cached: number };
+    tokens: { computed: number; cached: number };
+    features: { computed: number; cached: number };
+  };
 }
 
 export type PrepareProgress = { stage: 'text' | 'features'; done: number; total: number; elapsedMs: number };
@@ -57,7 +68,6 @@ export interface PrepareOptions {
   strict?: boolean;
   onProgress?: (p: PrepareProgress) => void;
 }
-
 
 /** Where each row's language comes from (dataset.language_source). */
 function rowLanguage(row: ManifestRow, config: XttsConfig): string {
@@ -110,12 +120,24 @@ export async function prepareTexts(
 }
 
 /** Each usable row's language, or a skip when it is not one of text.languages. */
-export function assignLanguages(manifest: Manifest, config: XttsConfig, skip: (row: ManifestRow, reason: SkipReason, detail: string) => void): (TextRow & { split: 'train' | 'validation' })[] {
+export function assignLanguages(
+  manifest: Manifest,
+  config: XttsConfig,
+  skip: (row: ManifestRow, reason: SkipReason, detail: string) => void,
+): (TextRow & { split: 'train' | 'validation' })[] {
   const rows: (TextRow & { split: 'train' | 'validation' })[] = [];
-  for (const [split, list] of [['train', manifest.train], ['validation', manifest.validation]] as const) {
+  for (const [split, list] of [
+    ['train', manifest.train],
+    ['validation', manifest.validation],
+  ] as const) {
     for (const row of list) {
       const language = rowLanguage(row, config);
-      if (!config.text.languages.includes(language)) skip(row, 'unknown_language', `language "${language}" is not in text.languages (${config.text.languages.join(', ')})`);
+      if (!config.text.languages.includes(language))
+        skip(
+          row,
+          'unknown_language',
+          `language "${language}" is not in text.languages (${config.text.languages.join(', ')})`,
+        );
       else rows.push({ row, split, language });
     }
   }
@@ -128,7 +150,8 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
   const manifest = buildManifest(options.datasetDir ?? loaded.datasetDir, config.dataset);
   const manifestMs = performance.now() - t0;
   const skipped: SkippedRow[] = [...manifest.skipped];
-  const skip = (row: ManifestRow, reason: SkipReason, detail: string) => skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail });
+  const skip = (row: ManifestRow, reason: SkipReason, detail: string) =>
+    skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail });
   const cachePath = options.cachePath ?? loaded.cachePath;
   const cache = FeatureCache.open(cachePath);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
@@ -137,7 +160,9 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
 
     // Text: cleaned (and phonemized) text, keyed by everything that decides it.
     const t1 = performance.now();
-    const { cleaned, cached: textsCached } = await prepareTexts(rows, config, cache, phonemizer, (done) => options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 }));
+    const { cleaned, cached: textsCached } = await prepareTexts(rows, config, cache, phonemizer, (done) =>
+      options.onProgress?.({ stage: 'text', done, total: rows.length, elapsedMs: performance.now() - t1 }),
+    );
     const textMs = performance.now() - t1;
 
     // Tokenizer from the languages' alphabets and the training texts that pass the length limits,
@@ -146,8 +171,10 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     const lim = config.limits;
     const usable = rows.filter((r) => {
       const n = [...cleaned.get(r.row.id)!.text].length;
-      if (n < lim.min_text_chars) skip(r.row, 'text_too_short', `${n} characters after cleaning; limits.min_text_chars is ${lim.min_text_chars}`);
-      else if (n > lim.max_text_chars) skip(r.row, 'text_too_long', `${n} characters after cleaning; limits.max_text_chars is ${lim.max_text_chars}`);
+      if (n < lim.min_text_chars)
+        skip(r.row, 'text_too_short', `${n} characters after cleaning; limits.min_text_chars is ${lim.min_text_chars}`);
+      else if (n > lim.max_text_chars)
+        skip(r.row, 'text_too_long', `${n} characters after cleaning; limits.max_text_chars is ${lim.max_text_chars}`);
       else return true;
       return false;
     });
@@ -170,7 +197,8 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       rows: withTokens.map((r) => r.row),
       audio: config.audio,
       workers,
-      onProgress: (p: FeatureProgress) => options.onProgress?.({ stage: 'features', done: p.done, total: p.total, elapsedMs: p.elapsedMs }),
+      onProgress: (p: FeatureProgress) =>
+        options.onProgress?.({ stage: 'features', done: p.done, total: p.total, elapsedMs: p.elapsedMs }),
     });
     for (const f of feats.failures) skip(f.row, f.reason, f.message);
     const featuresMs = performance.now() - t3;
@@ -183,11 +211,19 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       const f = feats.features.get(r.row.id);
       if (!f) continue;
       if (f.durationS < lim.min_audio_s) {
-        skip(r.row, 'audio_too_short', `${f.durationS.toFixed(2)} s after trimming; limits.min_audio_s is ${lim.min_audio_s}`);
+        skip(
+          r.row,
+          'audio_too_short',
+          `${f.durationS.toFixed(2)} s after trimming; limits.min_audio_s is ${lim.min_audio_s}`,
+        );
         continue;
       }
       if (f.durationS > lim.max_audio_s) {
-        skip(r.row, 'audio_too_long', `${f.durationS.toFixed(2)} s after trimming; limits.max_audio_s is ${lim.max_audio_s}`);
+        skip(
+          r.row,
+          'audio_too_long',
+          `${f.durationS.toFixed(2)} s after trimming; limits.max_audio_s is ${lim.max_audio_s}`,
+        );
         continue;
       }
       const item: PreparedItem = {
@@ -236,10 +272,16 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
 function refuseUnusable(skipped: readonly SkippedRow[], trainRows: number, datasetDir: string, strict: boolean): void {
   if (strict && skipped.length) {
     const first = skipped[0];
-    throw new XttsError('DATASET_ROWS_SKIPPED', `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`, {
-      position: { file: first.file, line: first.line, rowId: first.id },
-      suggestions: ['fix or remove those rows, or run without --strict to skip them'],
-    });
+    throw new XttsError(
+      'DATASET_ROWS_SKIPPED',
+      `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used ` +
+        `(--strict); first: ${first.file}:${first.line} (${first.id}): ${first.reason} ` +
+        `— ${first.detail}`,
+      {
+        position: { file: first.file, line: first.line, rowId: first.id },
+        suggestions: ['fix or remove those rows, or run without --strict to skip them'],
+      },
+    );
   }
   if (trainRows === 0) {
     throw new XttsError('DATASET_EMPTY', `no usable training rows in ${datasetDir} (${skipped.length} skipped)`, {
@@ -249,7 +291,10 @@ function refuseUnusable(skipped: readonly SkippedRow[], trainRows: number, datas
   }
 }
 
-/** Tokens of each usable row (cached under its text and the tokenizer); rows with characters the tokenizer lacks are skipped. */
+/**
+ * Tokens of each usable row (cached under its text and the tokenizer); rows with characters the tokenizer lacks are
+ * skipped.
+ */
 function encodeRows<R extends { row: ManifestRow; language: string }>(
   usable: readonly R[],
   cleaned: Map<string, { text: string; key: string }>,
@@ -269,7 +314,11 @@ function encodeRows<R extends { row: ManifestRow; language: string }>(
       newTokens.push({ key, ...entry });
     } else cached++;
     if (entry.unmappable.length) {
-      skip(r.row, 'unmappable_characters', `characters not in the training vocabulary: ${entry.unmappable.map((ch) => JSON.stringify(ch)).join(' ')}`);
+      skip(
+        r.row,
+        'unmappable_characters',
+        `characters not in the training vocabulary: ${entry.unmappable.map((ch) => JSON.stringify(ch)).join(' ')}`,
+      );
       return false;
     }
     tokens.set(r.row.id, entry.ids);

@@ -48,11 +48,14 @@ export interface ProducerJob {
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
-export function* batchSequence(job: Pick<ProducerJob, 'plan' | 'seed' | 'shuffle' | 'startEpoch' | 'startBatch'>): Generator<{ epoch: number; index: number; batch: PlannedBatch }> {
+export function* batchSequence(
+  job: Pick<ProducerJob, 'plan' | 'seed' | 'shuffle' | 'startEpoch' | 'startBatch'>,
+): Generator<{ epoch: number; index: number; batch: PlannedBatch }> {
   for (let epoch = job.startEpoch; ; epoch++) {
     const batches = epochBatches(job.plan, job.seed, epoch, job.shuffle);
     if (batches.length === 0) return;
-    for (let index = epoch === job.startEpoch ? job.startBatch : 0; index < batches.length; index++) yield { epoch, index, batch: batches[index] };
+    for (let index = epoch === job.startEpoch ? job.startBatch : 0; index < batches.length; index++)
+      yield { epoch, index, batch: batches[index] };
   }
 }
 
@@ -82,11 +85,26 @@ export function runProducer(job: ProducerJob): ProducerResult {
   const result: ProducerResult = { batches: 0, fillMs: 0, waitMs: 0 };
   const melOf = (item: ProducerItem): Buffer | undefined => {
     if (!job.recomputeAudio) return cache.getMelBlob(item.featureKey);
-    if (!item.audioPath) throw new Error(`pipeline.cache.enabled is false but utterance ${item.featureKey} has no audio path to recompute its features from`);
+    if (!item.audioPath)
+      throw new Error(
+        `pipeline.cache.enabled is false but utterance ${item.featureKey} has no audio ` +
+          `path to recompute its features from`,
+      );
     const bytes = readFileSync(item.audioPath);
     // Producers compute synchronously between batches: they decode WAV themselves; the compressed
     // formats' decoders are asynchronous and run in the cached feature stage instead.
-    if (sniffAudio(bytes) !== 'wav') throw new XttsError('AUDIO_NEEDS_CACHE', `${item.audioPath} is not a WAV file: with pipeline.cache.enabled: false the batch producers recompute features from WAV only`, { suggestions: ['set pipeline.cache.enabled: true (FLAC, MP3 and Ogg are decoded once, into the cache)', 'or convert the dataset to WAV'] });
+    if (sniffAudio(bytes) !== 'wav')
+      throw new XttsError(
+        'AUDIO_NEEDS_CACHE',
+        `${item.audioPath} is not a WAV file: with pipeline.cache.enabled: false the ` +
+          `batch producers recompute features from WAV only`,
+        {
+          suggestions: [
+            'set pipeline.cache.enabled: true (FLAC, MP3 and Ogg are decoded once, into the cache)',
+            'or convert the dataset to WAV',
+          ],
+        },
+      );
     const { mel } = processClip(bytes, job.recomputeAudio, item.audioPath);
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
@@ -104,7 +122,13 @@ export function runProducer(job: ProducerJob): ProducerResult {
       result.waitMs += t1 - t0;
       if (slot === undefined) break;
       const bucket = job.plan.buckets[batch.bucket];
-      const shape = { batchSize: bucket.batchSize, tokens: bucket.maxTokens, frames: bucket.maxFrames, refFrames: layout.refFrames, nMels };
+      const shape = {
+        batchSize: bucket.batchSize,
+        tokens: bucket.maxTokens,
+        frames: bucket.maxFrames,
+        refFrames: layout.refFrames,
+        nMels,
+      };
       const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape);
       v.tokens.fill(0);
       v.mel.fill(0);
@@ -119,7 +143,10 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.languages[b] = item.language;
         v.speakers[b] = item.speaker;
         const blob = melOf(item);
-        if (!blob) throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`);
+        if (!blob)
+          throw new Error(
+            `feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`,
+          );
         const frames = Math.min(item.frames, shape.frames);
         copyNormalised(blob, 0, frames, nMels, job.mean, job.std, v.mel, b * shape.frames * nMels);
         v.melLengths[b] = filler ? 0 : frames;
@@ -147,7 +174,16 @@ export function runProducer(job: ProducerJob): ProducerResult {
 }
 
 /** Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin. */
-function copyNormalised(blob: Buffer, startFrame: number, frames: number, nMels: number, mean: Float32Array, std: Float32Array, out: Float32Array, outOffset: number): void {
+function copyNormalised(
+  blob: Buffer,
+  startFrame: number,
+  frames: number,
+  nMels: number,
+  mean: Float32Array,
+  std: Float32Array,
+  out: Float32Array,
+  outOffset: number,
+): void {
   const src = new Float32Array(frames * nMels);
   new Uint8Array(src.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
   for (let f = 0; f < frames; f++) {

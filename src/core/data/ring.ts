@@ -132,9 +132,14 @@ export function acquireForFill(ring: RingShared, seq: number, timeoutMs = Infini
   const slot = seq % ring.depth;
   for (;;) {
     if (Atomics.load(c, 0) === RING_FAILED || Atomics.load(c, 1) === RING_STOPPED) return undefined;
-    if (Atomics.load(c, ctl.allowedSeq(slot)) === seq && Atomics.compareExchange(c, ctl.state(slot), SLOT_EMPTY, SLOT_FILLING) === SLOT_EMPTY) return slot;
+    if (
+      Atomics.load(c, ctl.allowedSeq(slot)) === seq &&
+      Atomics.compareExchange(c, ctl.state(slot), SLOT_EMPTY, SLOT_FILLING) === SLOT_EMPTY
+    )
+      return slot;
     const state = Atomics.load(c, ctl.state(slot));
-    if (Atomics.wait(c, ctl.state(slot), state, Math.min(timeoutMs, 1000)) === 'timed-out' && timeoutMs !== Infinity) return undefined;
+    if (Atomics.wait(c, ctl.state(slot), state, Math.min(timeoutMs, 1000)) === 'timed-out' && timeoutMs !== Infinity)
+      return undefined;
   }
 }
 
@@ -164,7 +169,10 @@ export function ringError(ring: RingShared): string | undefined {
 }
 
 /** Consumer side: wait (without blocking the event loop) until batch `seq` is in its slot. */
-export async function takeFilled(ring: RingShared, seq: number): Promise<{ slot: number; bucket: number; fillers: number; fullSlots: number }> {
+export async function takeFilled(
+  ring: RingShared,
+  seq: number,
+): Promise<{ slot: number; bucket: number; fillers: number; fullSlots: number }> {
   const c = new Int32Array(ring.control);
   const slot = seq % ring.depth;
   for (;;) {

@@ -8,7 +8,11 @@ export function stepMsFromRun(runDir: string, skipFirst = 5): number {
   const db = RunDatabase.open(runDir);
   try {
     const steps = db.steps().slice(skipFirst);
-    if (steps.length === 0) throw new XttsError('RUN_TOO_SHORT', `${runDir} has no steps after the first ${skipFirst} (compile) steps`, { exitCode: ExitCode.usage, suggestions: ['pass --step-ms instead, or name a longer run'] });
+    if (steps.length === 0)
+      throw new XttsError('RUN_TOO_SHORT', `${runDir} has no steps after the first ${skipFirst} (compile) steps`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['pass --step-ms instead, or name a longer run'],
+      });
     return summarize(steps.map((s) => s.wallMs)).p50;
   } finally {
     db.close();

@@ -59,21 +59,36 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
 
   // The GPU is there but the engine cannot reach it: everything else is moot.
   if (nvidia && !hardwareAdapter) {
-    const names = x.gpus.telemetry.available ? x.gpus.telemetry.devices.map((d) => d.name ?? `GPU ${d.index}`).join(', ') : 'an NVIDIA GPU (/dev/nvidiactl)';
+    const names = x.gpus.telemetry.available
+      ? x.gpus.telemetry.devices.map((d) => d.name ?? `GPU ${d.index}`).join(', ')
+      : 'an NVIDIA GPU (/dev/nvidiactl)';
     out.push({
       priority: 'critical',
       area: 'backend',
       title: 'the GPU is idle because the webgpu backend cannot reach it',
-      evidence: `${names} is present, but ${webgpu?.available === false ? webgpu.reason : 'Dawn offers no hardware adapter'}`,
-      fix: x.gpus.vulkan.loader === null ? 'install the Vulkan loader (apt-get install libvulkan1) or `source .gpu-runtime/setup.sh` (built by `npm run gpu-runtime`)' : 'point the Vulkan loader at the NVIDIA driver\'s manifest (VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json), or `source .gpu-runtime/setup.sh`',
+      evidence:
+        `${names} is present, ` +
+        `but ${webgpu?.available === false ? webgpu.reason : 'Dawn offers no hardware adapter'}`,
+      fix:
+        x.gpus.vulkan.loader === null
+          ? 'install the Vulkan loader (apt-get install libvulkan1) or `source ' +
+            '.gpu-runtime/setup.sh` (built by `npm run gpu-runtime`)'
+          : "point the Vulkan loader at the NVIDIA driver's manifest " +
+            '(VK_DRIVER_FILES=/usr/share/vulkan/icd.d/nvidia_icd.json), or `source ' +
+            '.gpu-runtime/setup.sh`',
     });
   } else if (!nvidia && !hardwareAdapter) {
     out.push({
       priority: 'high',
       area: 'gpu',
       title: 'no GPU: training runs on the CPU',
-      evidence: `no NVIDIA GPU or driver, and WebGPU has no hardware adapter (the GPUs and Backends sections say why)${x.profile ? `; the speed test ran on the ${x.profile.backend} backend` : ''}`,
-      fix: 'train on a host with a GPU (an H100 ran the tiny preset ~45× faster than its own CPU); here, use the tiny preset',
+      evidence:
+        `no NVIDIA GPU or driver, and WebGPU has no hardware adapter (the GPUs and ` +
+        `Backends sections say ` +
+        `why)${x.profile ? `; the speed test ran on the ${x.profile.backend} backend` : ''}`,
+      fix:
+        'train on a host with a GPU (an H100 ran the tiny preset ~45× faster than its ' +
+        'own CPU); here, use the tiny preset',
     });
   }
 
@@ -97,7 +112,10 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
         priority: 'medium',
         area: 'gpu',
         title: `GPU ${g.index} is already in use by another process`,
-        evidence: `before xtts started: ${util.toFixed(0)}% busy, ${g.memoryPeakBytes !== null ? gib(g.memoryPeakBytes) : '?'} of memory held${procs.length ? ` (${procs.map((p) => `${p.name} pid ${p.pid}${p.usedMemoryBytes !== null ? ` ${gib(p.usedMemoryBytes)}` : ''}`).join(', ')})` : ''}`,
+        evidence:
+          `before xtts started: ${util.toFixed(0)}% ` +
+          `busy, ${g.memoryPeakBytes !== null ? gib(g.memoryPeakBytes) : '?'} of memory ` +
+          `held${procs.length ? ` (${procs.map((p) => `${p.name} pid ${p.pid}${p.usedMemoryBytes !== null ? ` ${gib(p.usedMemoryBytes)}` : ''}`).join(', ')})` : ''}`,
         fix: 'train on a free GPU (device.model_device), or stop the other process',
       });
     }
@@ -109,8 +127,14 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
           priority: r.name === 'sw_power_cap' ? 'medium' : 'high',
           area: 'gpu',
           title: `GPU ${g.index} clocks are held down: ${throttleReasonLabel(r.name)}`,
-          evidence: `active in ${pct(share)} of the samples during the speed test${g.temperaturePeakC !== null ? `; peak ${g.temperaturePeakC} °C` : ''}${g.smClockMhz ? `; SM clock median ${g.smClockMhz.p50.toFixed(0)} MHz` : ''}`,
-          fix: r.name.includes('thermal') ? 'check the cooling (fans, airflow, data-centre inlet temperature)' : r.name === 'sw_power_cap' ? 'expected under full load; raise the power limit (nvidia-smi -pl) only if the host allows' : 'ask the host\'s administrator: the board slows itself (power supply or hardware protection)',
+          evidence:
+            `active in ${pct(share)} of the samples during the speed ` +
+            `test${g.temperaturePeakC !== null ? `; peak ${g.temperaturePeakC} °C` : ''}${g.smClockMhz ? `; SM clock median ${g.smClockMhz.p50.toFixed(0)} MHz` : ''}`,
+          fix: r.name.includes('thermal')
+            ? 'check the cooling (fans, airflow, data-centre inlet temperature)'
+            : r.name === 'sw_power_cap'
+              ? 'expected under full load; raise the power limit (nvidia-smi -pl) only if the host allows'
+              : "ask the host's administrator: the board slows itself (power supply or hardware protection)",
         });
       }
     }
@@ -135,16 +159,38 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
       const inputHigh = v.id === 'input-bound' && x.profile.breakdown.shares.dataWaitMs >= th.inputBoundHigh;
       const priority: Priority = inputHigh ? 'critical' : v.grade === 'high' ? 'high' : 'medium';
       if (v.actions.length === 0) out.push({ priority, area: 'training', title: v.title, evidence: v.evidence });
-      for (const a of v.actions) out.push({ priority, area: 'training', title: v.title, evidence: `${v.evidence} — ${a.effect}`, key: a.key, value: a.value, ...(a.rule ? { rule: a.rule, docs: ruleDocsLink(a.rule) } : {}) });
+      for (const a of v.actions)
+        out.push({
+          priority,
+          area: 'training',
+          title: v.title,
+          evidence: `${v.evidence} — ${a.effect}`,
+          key: a.key,
+          value: a.value,
+          ...(a.rule ? { rule: a.rule, docs: ruleDocsLink(a.rule) } : {}),
+        });
     }
   }
 
   if (x.pipeline && x.pipeline.ring.grade !== 'not') {
     const r = x.pipeline.ring;
     const priority: Priority = r.grade === 'highly' ? 'critical' : 'medium';
-    const evidence = `the prefetch ring kept a ${r.stepMs.toFixed(0)} ms step waiting ${pct(r.waitShare)} of the time (${r.producers} producer thread${r.producers === 1 ? '' : 's'}, depth ${r.depth})`;
-    if (x.pipeline.recommendations.length === 0) out.push({ priority, area: 'pipeline', title: `the input pipeline is ${r.grade} input-bound`, evidence });
-    for (const rec of x.pipeline.recommendations) out.push({ priority, area: 'pipeline', title: `the input pipeline is ${r.grade} input-bound`, evidence: `${evidence} — ${rec.why}`, key: rec.key, value: rec.value, ...(rec.rule ? { rule: rec.rule, docs: ruleDocsLink(rec.rule) } : {}) });
+    const evidence =
+      `the prefetch ring kept a ${r.stepMs.toFixed(0)} ms step ` +
+      `waiting ${pct(r.waitShare)} of the time (${r.producers} producer ` +
+      `thread${r.producers === 1 ? '' : 's'}, depth ${r.depth})`;
+    if (x.pipeline.recommendations.length === 0)
+      out.push({ priority, area: 'pipeline', title: `the input pipeline is ${r.grade} input-bound`, evidence });
+    for (const rec of x.pipeline.recommendations)
+      out.push({
+        priority,
+        area: 'pipeline',
+        title: `the input pipeline is ${r.grade} input-bound`,
+        evidence: `${evidence} — ${rec.why}`,
+        key: rec.key,
+        value: rec.value,
+        ...(rec.rule ? { rule: rec.rule, docs: ruleDocsLink(rec.rule) } : {}),
+      });
   }
   return prioritise(out);
 }

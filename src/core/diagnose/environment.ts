@@ -21,7 +21,16 @@ export const REPORTED_PACKAGES = [
 ] as const;
 
 /** Environment variables that change which GPU or driver is used; values are reported as set. */
-export const REPORTED_ENV = ['CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES', 'VK_DRIVER_FILES', 'VK_ICD_FILENAMES', 'DAWNNODE_BACKEND', 'XTTS_NVML_LIBRARY', 'XTTS_NODE', 'LD_LIBRARY_PATH'] as const;
+export const REPORTED_ENV = [
+  'CUDA_VISIBLE_DEVICES',
+  'NVIDIA_VISIBLE_DEVICES',
+  'VK_DRIVER_FILES',
+  'VK_ICD_FILENAMES',
+  'DAWNNODE_BACKEND',
+  'XTTS_NVML_LIBRARY',
+  'XTTS_NODE',
+  'LD_LIBRARY_PATH',
+] as const;
 
 export interface EnvironmentReport {
   os: { type: string; platform: string; release: string; distribution: string | null; arch: string };

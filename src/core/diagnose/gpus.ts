@@ -44,24 +44,43 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function parseComputeApps(csv: string): GpuProcess[] {
   return nvidiaSmiCsvRows(csv, 4).map((cells) => {
     const mib = Number(cells[2]);
-    return { pid: Number(cells[0]), name: cells[1], usedMemoryBytes: Number.isFinite(mib) ? mib * 2 ** 20 : null, gpuUuid: cells[3] };
+    return {
+      pid: Number(cells[0]),
+      name: cells[1],
+      usedMemoryBytes: Number.isFinite(mib) ? mib * 2 ** 20 : null,
+      gpuUuid: cells[3],
+    };
   });
 }
 
 function computeApps(command: string): Promise<{ processes: GpuProcess[] | null; note?: string }> {
   return new Promise((resolve) => {
-    execFile(command, ['--query-compute-apps=pid,process_name,used_memory,gpu_uuid', '--format=csv,noheader,nounits'], { timeout: 15_000 }, (err, stdout, stderr) => {
-      if (!err) return resolve({ processes: parseComputeApps(stdout) });
-      const e = err as NodeJS.ErrnoException;
-      resolve({ processes: null, note: e.code === 'ENOENT' ? 'nvidia-smi not found' : `nvidia-smi failed: ${(stderr || stdout || e.message).trim().split('\n')[0]}` });
-    });
+    execFile(
+      command,
+      ['--query-compute-apps=pid,process_name,used_memory,gpu_uuid', '--format=csv,noheader,nounits'],
+      { timeout: 15_000 },
+      (err, stdout, stderr) => {
+        if (!err) return resolve({ processes: parseComputeApps(stdout) });
+        const e = err as NodeJS.ErrnoException;
+        resolve({
+          processes: null,
+          note:
+            e.code === 'ENOENT'
+              ? 'nvidia-smi not found'
+              : `nvidia-smi failed: ${(stderr || stdout || e.message).trim().split('\n')[0]}`,
+        });
+      },
+    );
   });
 }
 
 export async function snapshotGpus(options: GpuSnapshotOptions = {}): Promise<GpuSnapshot> {
   const windowMs = options.windowMs ?? 1000;
   const command = options.nvidiaSmiCommand ?? 'nvidia-smi';
-  const [sampler, apps] = await Promise.all([GpuSampler.start({ rateHz: options.rateHz ?? 10, nvidiaSmiCommand: command }), computeApps(command)]);
+  const [sampler, apps] = await Promise.all([
+    GpuSampler.start({ rateHz: options.rateHz ?? 10, nvidiaSmiCommand: command }),
+    computeApps(command),
+  ]);
   try {
     if (sampler.status.available) await sleep(windowMs);
   } finally {
@@ -111,13 +130,21 @@ export interface WatchResult {
  */
 export async function watchGpus(options: WatchOptions = {}): Promise<WatchResult> {
   const rateHz = options.rateHz ?? 4;
-  const sampler = await GpuSampler.start({ rateHz, devices: options.devices, nvidiaSmiCommand: options.nvidiaSmiCommand, ringCapacity: Math.ceil(rateHz * 3600) });
+  const sampler = await GpuSampler.start({
+    rateHz,
+    devices: options.devices,
+    nvidiaSmiCommand: options.nvidiaSmiCommand,
+    ringCapacity: Math.ceil(rateHz * 3600),
+  });
   const status = sampler.status;
   if (!status.available) {
     await sampler.stop();
     throw new XttsError('GPU_UNAVAILABLE', `there is no GPU to watch: ${status.reason}`, {
       exitCode: ExitCode.environment,
-      suggestions: ['run `xtts diagnose-gpu-utilization` without --watch for what this machine has', 'on an NVIDIA host, check that `nvidia-smi` works'],
+      suggestions: [
+        'run `xtts diagnose-gpu-utilization` without --watch for what this machine has',
+        'on an NVIDIA host, check that `nvidia-smi` works',
+      ],
     });
   }
   const started = sampler.originMs;

@@ -22,7 +22,16 @@ import { snapshotGpus, type GpuSnapshot } from './gpus.js';
 
 export { diagnosisActions, prioritise, PRIORITIES, type DiagnosisAction, type Priority } from './actions.js';
 export { collectEnvironment, REPORTED_ENV, REPORTED_PACKAGES, type EnvironmentReport } from './environment.js';
-export { parseComputeApps, snapshotGpus, watchGpus, type GpuProcess, type GpuSnapshot, type WatchFrame, type WatchOptions, type WatchResult } from './gpus.js';
+export {
+  parseComputeApps,
+  snapshotGpus,
+  watchGpus,
+  type GpuProcess,
+  type GpuSnapshot,
+  type WatchFrame,
+  type WatchOptions,
+  type WatchResult,
+} from './gpus.js';
 
 /** Bumped when a field of Diagnosis changes meaning or goes away (docs/diagnose-gpu-utilization.md#the-json). */
 export const DIAGNOSIS_SCHEMA_VERSION = 1;
@@ -96,18 +105,33 @@ export async function diagnose(o: DiagnoseOptions): Promise<Diagnosis> {
 
   let speedTest: Diagnosis['speedTest'];
   if (o.speedTest === false) speedTest = { skipped: 'skipped (--no-speed-test)' };
-  else if (config && !config.report.schemaValid) speedTest = { skipped: 'the config does not validate: fix its critical findings first' };
+  else if (config && !config.report.schemaValid)
+    speedTest = { skipped: 'the config does not validate: fix its critical findings first' };
   else speedTest = await runSpeedTest(o, say);
 
   const actions = diagnosisActions({
     gpus,
     backends,
     findings: config?.report.findings,
-    ...('profile' in speedTest ? { profile: speedTest.profile, pipeline: speedTest.pipeline, underLoad: speedTest.gpuUnderLoad } : {}),
+    ...('profile' in speedTest
+      ? { profile: speedTest.profile, pipeline: speedTest.pipeline, underLoad: speedTest.gpuUnderLoad }
+      : {}),
     thresholds: o.thresholds,
   });
-  const summary = Object.fromEntries(PRIORITIES.map((p) => [p, actions.filter((a) => a.priority === p).length])) as Record<Priority, number>;
-  return { schemaVersion: DIAGNOSIS_SCHEMA_VERSION, createdAt: new Date().toISOString(), environment, gpus, backends, config, speedTest, actions, summary };
+  const summary = Object.fromEntries(
+    PRIORITIES.map((p) => [p, actions.filter((a) => a.priority === p).length]),
+  ) as Record<Priority, number>;
+  return {
+    schemaVersion: DIAGNOSIS_SCHEMA_VERSION,
+    createdAt: new Date().toISOString(),
+    environment,
+    gpus,
+    backends,
+    config,
+    speedTest,
+    actions,
+    summary,
+  };
 }
 
 /** A few real training steps of the config, profiled; then the input pipeline against that step time. */
@@ -120,9 +144,22 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
   const timed = o.deviceTimedSteps ?? 2;
   const runDir = mkdtempSync(join(tmpdir(), 'xtts-diagnose-'));
   try {
-    say(`speed test: ${warmup} + ${steps} training steps${timed ? ` + ${timed} device-timed` : ''} of ${preset ? `the ${preset} preset` : configFile}`);
+    say(
+      `speed test: ${warmup} + ${steps} training ` +
+        `steps${timed ? ` + ${timed} device-timed` : ''} ` +
+        `of ${preset ? `the ${preset} preset` : configFile}`,
+    );
     const { train } = await import('../training/index.js');
-    await train({ loaded, datasetDir: o.datasetDir, backend: o.backend, maxSteps: warmup + steps + timed, outputDir: runDir, stepsOnly: true, deviceTimedSteps: timed, onMessage: say });
+    await train({
+      loaded,
+      datasetDir: o.datasetDir,
+      backend: o.backend,
+      maxSteps: warmup + steps + timed,
+      outputDir: runDir,
+      stepsOnly: true,
+      deviceTimedSteps: timed,
+      onMessage: say,
+    });
     const profile = profileRecordedRun(runDir, { warmup, thresholds: o.thresholds });
     const db = RunDatabase.open(runDir);
     let gpuUnderLoad: GpuWindowSummary[];
@@ -135,8 +172,22 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
     const { analyzePipeline } = await import('../data/index.js');
     // The ring against the measured step: enough batches for a steady state, about 5 s of it at most.
     const stepMs = Math.max(1, Math.round(profile.breakdown.wallMs.p50));
-    const pipeline = await analyzePipeline(loaded, { datasetDir: o.datasetDir, stepMs, stepMsSource: 'run', audioFiles: 20, batches: Math.max(6, Math.min(30, Math.ceil(5000 / stepMs))) });
-    return { configFile, preset, steps, warmup, profile: { ...profile, runDir: '(removed after the speed test)' }, pipeline, gpuUnderLoad };
+    const pipeline = await analyzePipeline(loaded, {
+      datasetDir: o.datasetDir,
+      stepMs,
+      stepMsSource: 'run',
+      audioFiles: 20,
+      batches: Math.max(6, Math.min(30, Math.ceil(5000 / stepMs))),
+    });
+    return {
+      configFile,
+      preset,
+      steps,
+      warmup,
+      profile: { ...profile, runDir: '(removed after the speed test)' },
+      pipeline,
+      gpuUnderLoad,
+    };
   } finally {
     rmSync(runDir, { recursive: true, force: true });
   }

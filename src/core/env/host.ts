@@ -35,7 +35,12 @@ export function nvidiaSmiCsvRows(csv: string, minCells: number): string[][] {
 export function parseNvidiaSmiInventory(csv: string): GpuInventoryEntry[] {
   return nvidiaSmiCsvRows(csv, 3).map((cells) => {
     const mib = Number(cells[2]);
-    return { index: Number(cells[0]), name: cells[1], memoryTotalBytes: Number.isFinite(mib) ? mib * 1024 * 1024 : 0, uuid: cells[3] || undefined };
+    return {
+      index: Number(cells[0]),
+      name: cells[1],
+      memoryTotalBytes: Number.isFinite(mib) ? mib * 1024 * 1024 : 0,
+      uuid: cells[3] || undefined,
+    };
   });
 }
 
@@ -58,8 +63,15 @@ export function hostInventory(): HostInventory {
   // A container's limit, where lower than the machine's memory, is what a run may use.
   const memoryBytes = Math.min(totalmem(), cgroupMemoryLimit() ?? Number.POSITIVE_INFINITY);
   const inv: HostInventory = { cpuCores: availableParallelism(), memoryBytes, gpus: [] };
-  const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 });
-  if (r.error) inv.gpuNote = (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no NVIDIA driver (nvidia-smi not found)' : `nvidia-smi failed: ${r.error.message}`;
+  const r = spawnSync('nvidia-smi', ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (r.error)
+    inv.gpuNote =
+      (r.error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'no NVIDIA driver (nvidia-smi not found)'
+        : `nvidia-smi failed: ${r.error.message}`;
   else if (r.status !== 0) inv.gpuNote = `nvidia-smi failed: ${(r.stderr || r.stdout).trim().split('\n')[0]}`;
   else {
     inv.gpus = parseNvidiaSmiInventory(r.stdout);

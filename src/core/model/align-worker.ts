@@ -20,7 +20,9 @@ class SearchThread {
   failed: Error | null = null;
 
   constructor() {
-    this.worker = new Worker(workerEntry(import.meta.url, 'model/align-worker.js', 'alignment worker'), { workerData: { xttsRole: 'align' } });
+    this.worker = new Worker(workerEntry(import.meta.url, 'model/align-worker.js', 'alignment worker'), {
+      workerData: { xttsRole: 'align' },
+    });
     this.worker.on('message', (m: Reply) => {
       const p = this.pending.get(m.id);
       this.pending.delete(m.id);
@@ -68,7 +70,9 @@ export class AlignmentSearcher {
     return Math.max(1, Math.min(4, cores - 1));
   }
 
-  /** The batch's paths [batch, steps] and durations [batch, textSteps]; with one part, task.scores moves to the worker. */
+  /**
+   * The batch's paths [batch, steps] and durations [batch, textSteps]; with one part, task.scores moves to the worker.
+   */
   async search(task: AlignmentSearch): Promise<Result> {
     const { batch, steps, textSteps } = task;
     const parts = Math.min(this.threads.length, batch);
@@ -110,7 +114,10 @@ function alignWorkerMain(): void {
     }
     try {
       const result = searchBatch(m.task);
-      parentPort!.postMessage({ id: m.id, result } satisfies Reply, [result.path.buffer as ArrayBuffer, result.durations.buffer as ArrayBuffer]);
+      parentPort!.postMessage({ id: m.id, result } satisfies Reply, [
+        result.path.buffer as ArrayBuffer,
+        result.durations.buffer as ArrayBuffer,
+      ]);
     } catch (e) {
       parentPort!.postMessage({ id: m.id, error: (e as Error).message } satisfies Reply);
     }

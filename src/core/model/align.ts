@@ -24,14 +24,24 @@ export function symbolCount(tokens: number): number {
  * from such paths stay poor. Writes the token position of every step into `out` (length ≥ steps).
  * With more symbols than steps no path exists: the text is then spread evenly over the steps.
  */
-export function monotonicAlignment(scores: Float32Array, steps: number, textSteps: number, tokens: number, out: Int32Array, priorSigma = 0): void {
+export function monotonicAlignment(
+  scores: Float32Array,
+  steps: number,
+  textSteps: number,
+  tokens: number,
+  out: Int32Array,
+  priorSigma = 0,
+): void {
   const k = symbolCount(tokens);
   if (k > steps) {
     for (let s = 0; s < steps; s++) out[s] = FIRST_SYMBOL + Math.min(k - 1, Math.floor((s * k) / steps));
     return;
   }
   // The diagonal prior: log N(j/k − s/steps; 0, σ²) added to every cell (in the scores' units).
-  const prior = priorSigma > 0 ? (s: number, j: number) => -(((j + 0.5) / k - (s + 0.5) / steps) ** 2) / (2 * priorSigma * priorSigma) : () => 0;
+  const prior =
+    priorSigma > 0
+      ? (s: number, j: number) => -(((j + 0.5) / k - (s + 0.5) / steps) ** 2) / (2 * priorSigma * priorSigma)
+      : () => 0;
   // best[s·k + j]: best score of a path over steps 0..s ending on symbol j; from[·]: whether it came
   // from symbol j − 1 (1) or stayed on j (0).
   const best = new Float64Array(steps * k).fill(Number.NEGATIVE_INFINITY);
@@ -78,7 +88,14 @@ export function searchBatch(a: AlignmentSearch): { path: Int32Array; durations: 
     const real = Math.ceil(melLengths[b] / r);
     if (real === 0 || textLengths[b] === 0) continue; // a filler utterance: no loss reads it
     const own = path.subarray(b * steps, (b + 1) * steps);
-    monotonicAlignment(scores.subarray(b * steps * textSteps, (b + 1) * steps * textSteps), real, textSteps, textLengths[b], own, a.priorSigma);
+    monotonicAlignment(
+      scores.subarray(b * steps * textSteps, (b + 1) * steps * textSteps),
+      real,
+      textSteps,
+      textLengths[b],
+      own,
+      a.priorSigma,
+    );
     own.fill(own[real - 1], real); // padded steps repeat the last symbol (their frames carry no loss)
     durationsOf(own, real, textSteps, durations.subarray(b * textSteps, (b + 1) * textSteps));
   }
@@ -101,7 +118,12 @@ export function durationsOf(path: Int32Array, steps: number, textSteps: number, 
  * of each duration keeps the length unbiased — each symbol's 1.4 steps rounded down alone would read
  * a text 30% too fast. The token position of every step.
  */
-export function scheduleFromDurations(logDurations: ArrayLike<number>, tokens: number, maxSteps: number, logVariance = 0): { plan: Int32Array; cut: boolean } {
+export function scheduleFromDurations(
+  logDurations: ArrayLike<number>,
+  tokens: number,
+  maxSteps: number,
+  logVariance = 0,
+): { plan: Int32Array; cut: boolean } {
   const k = symbolCount(tokens);
   const plan: number[] = [];
   let total = 0;

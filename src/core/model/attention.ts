@@ -40,7 +40,13 @@ export function mergeHeads(y: tf.Tensor4D): tf.Tensor2D {
  * reshapes; on webgpu, 3 forward and 5 backward (webgpu-softmax.ts).
  * The weights then carry no gradient, so a loss on them needs `keepWeights`.
  */
-export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.Tensor, keepWeights = true): { context: tf.Tensor4D; weights: tf.Tensor4D | null } {
+export function attend(
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  bias: tf.Tensor,
+  keepWeights = true,
+): { context: tf.Tensor4D; weights: tf.Tensor4D | null } {
   const scale = scalar(1 / Math.sqrt(q.shape[3]));
   if (keepWeights) {
     // Scaling q (B·H·Tq·dh values) is cheaper than scaling the scores (B·H·Tq·Tk) when Tk > dh.
@@ -84,7 +90,12 @@ export function attend(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, bias: tf.
 export class SelfAttention {
   readonly qkv: Linear;
   readonly out: Linear;
-  constructor(store: ParamStore, name: string, readonly shape: AttentionShape, residualStd: number) {
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly shape: AttentionShape,
+    residualStd: number,
+  ) {
     this.qkv = new Linear(store, `${name}.qkv`, shape.dModel, 3 * shape.dModel);
     this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
   }
@@ -111,18 +122,37 @@ export class SelfAttention {
 export class CrossAttention {
   readonly q: Linear;
   readonly out: Linear;
-  constructor(store: ParamStore, name: string, readonly shape: AttentionShape, residualStd: number) {
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly shape: AttentionShape,
+    residualStd: number,
+  ) {
     this.q = new Linear(store, `${name}.q`, shape.dModel, shape.dModel);
     this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
   }
 
   // x [B·Tq, D] normalised; k, v [B, H, Tk, dh] or in place in a projection; bias broadcastable to [B, H, Tq, Tk]
-  apply(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D | PackedHeads, v: tf.Tensor4D | PackedHeads, bias: tf.Tensor): tf.Tensor2D {
+  apply(
+    x: tf.Tensor2D,
+    batch: number,
+    steps: number,
+    k: tf.Tensor4D | PackedHeads,
+    v: tf.Tensor4D | PackedHeads,
+    bias: tf.Tensor,
+  ): tf.Tensor2D {
     return this.out.apply(this.context(x, batch, steps, k, v, bias));
   }
 
   /** apply before its output projection (`out`): the heads' context, [B·Tq, D]. */
-  context(x: tf.Tensor2D, batch: number, steps: number, k: tf.Tensor4D | PackedHeads, v: tf.Tensor4D | PackedHeads, bias: tf.Tensor): tf.Tensor2D {
+  context(
+    x: tf.Tensor2D,
+    batch: number,
+    steps: number,
+    k: tf.Tensor4D | PackedHeads,
+    v: tf.Tensor4D | PackedHeads,
+    bias: tf.Tensor,
+  ): tf.Tensor2D {
     const { dModel, heads } = this.shape;
     if (!(k instanceof tf.Tensor) && !(v instanceof tf.Tensor)) {
       return attendPacked({ x: this.q.apply(x), column: 0, steps }, k, v, batch, heads, dModel / heads, bias);
@@ -176,7 +206,12 @@ export class EncoderBlock {
   // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
   apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
     const a = this.ln1.applyWithResidual(x);
-    const h = c.dropout.residualLinear(a.residual, this.attn.out, this.attn.context(a.normed, c.batch, c.steps, bias), c.dropoutRate);
+    const h = c.dropout.residualLinear(
+      a.residual,
+      this.attn.out,
+      this.attn.context(a.normed, c.batch, c.steps, bias),
+      c.dropoutRate,
+    );
     const m = this.ln2.applyWithResidual(h);
     return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
   }

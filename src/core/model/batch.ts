@@ -76,10 +76,12 @@ export interface BatchDims {
 export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   const b = d.batchSize;
   const steps = d.frames / d.reductionFactor;
-  if (!Number.isInteger(steps)) throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
+  if (!Number.isInteger(steps))
+    throw new Error(`batch frames ${d.frames} are not a multiple of the reduction factor ${d.reductionFactor}`);
   const backend = tf.getBackend() === 'webgpu' ? tf.backend() : null;
   // The first n values: the ring's views may be longer than this bucket's shape.
-  const first = <T extends Int32Array | Float32Array>(a: T, n: number): T => (backend ? a.subarray(0, n) : a.slice(0, n)) as T;
+  const first = <T extends Int32Array | Float32Array>(a: T, n: number): T =>
+    (backend ? a.subarray(0, n) : a.slice(0, n)) as T;
   const batch: TrainBatch = {
     tokens: tf.tensor2d(first(h.tokens, b * d.tokens), [b, d.tokens], 'int32'),
     textLengths: tf.tensor1d(first(h.textLengths, b), 'int32'),
@@ -89,7 +91,11 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     refMel: tf.tensor3d(first(h.refMel, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
     refLengths: tf.tensor1d(first(h.refLengths, b), 'int32'),
   };
-  if (backend) uploadTensors(backend, Object.values(batch).map((t) => (t as tf.Tensor).dataId));
+  if (backend)
+    uploadTensors(
+      backend,
+      Object.values(batch).map((t) => (t as tf.Tensor).dataId),
+    );
   return batch;
 }
 

@@ -3,7 +3,16 @@
 // one head for the r mel frames of each step; and the conv postnet. The alignment heads of the
 // cross-attention read one text symbol per step, the one the alignment (model/align.ts) assigns.
 import * as tf from '@tensorflow/tfjs-core';
-import { type AttentionShape, attend, type BlockContext, CrossAttention, mergeHeads, Mlp, SelfAttention, splitHeads } from './attention.js';
+import {
+  type AttentionShape,
+  attend,
+  type BlockContext,
+  CrossAttention,
+  mergeHeads,
+  Mlp,
+  SelfAttention,
+  splitHeads,
+} from './attention.js';
 import { Conv1d, type ConvImpl, type DropoutPool, LayerNorm, Linear } from './nn.js';
 import type { ParamStore } from './params.js';
 import { packedAttentionAvailable, type PackedHeads } from './webgpu-attention.js';
@@ -49,7 +58,13 @@ export class DecoderBlock {
   readonly cross: CrossAttention;
   readonly ln3: LayerNorm;
   readonly mlp: Mlp;
-  constructor(store: ParamStore, name: string, readonly shape: AttentionShape, ffMult: number, layers: number) {
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly shape: AttentionShape,
+    ffMult: number,
+    layers: number,
+  ) {
     const residualStd = 0.02 / Math.sqrt(3 * layers);
     this.ln1 = new LayerNorm(store, `${name}.ln1`, shape.dModel);
     this.self = new SelfAttention(store, `${name}.self`, shape, residualStd);
@@ -62,9 +77,19 @@ export class DecoderBlock {
   // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
   apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
     const s = this.ln1.applyWithResidual(x);
-    let h = c.dropout.residualLinear(s.residual, this.self.out, this.self.context(s.normed, c.batch, c.steps, selfBias), c.dropoutRate);
+    let h = c.dropout.residualLinear(
+      s.residual,
+      this.self.out,
+      this.self.context(s.normed, c.batch, c.steps, selfBias),
+      c.dropoutRate,
+    );
     const q = this.ln2.applyWithResidual(h);
-    h = c.dropout.residualLinear(q.residual, this.cross.out, this.cross.context(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias), c.dropoutRate);
+    h = c.dropout.residualLinear(
+      q.residual,
+      this.cross.out,
+      this.cross.context(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias),
+      c.dropoutRate,
+    );
     const m = this.ln3.applyWithResidual(h);
     return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
   }
@@ -74,7 +99,14 @@ export class DecoderBlock {
    * for every step). x [B, D]; writeMask [1, 1, S_max, 1] one-hot at this step; stepBias
    * [1, 1, 1, S_max] masks the steps after this one; crossBias [B, H, 1, M].
    */
-  step(x: tf.Tensor2D, state: StepState, writeMask: tf.Tensor4D, stepBias: tf.Tensor4D, kv: MemoryKv, crossBias: tf.Tensor): { x: tf.Tensor2D; state: StepState } {
+  step(
+    x: tf.Tensor2D,
+    state: StepState,
+    writeMask: tf.Tensor4D,
+    stepBias: tf.Tensor4D,
+    kv: MemoryKv,
+    crossBias: tf.Tensor,
+  ): { x: tf.Tensor2D; state: StepState } {
     const batch = x.shape[0];
     const heads = this.shape.heads;
     const [qkvT] = splitHeads(this.self.qkv.apply(this.ln1.apply(x)), batch, 1, 1, 3 * heads);
@@ -106,7 +138,10 @@ export class Decoder {
   readonly head: Linear;
   readonly frameDim: number;
 
-  constructor(store: ParamStore, readonly d: DecoderDims) {
+  constructor(
+    store: ParamStore,
+    readonly d: DecoderDims,
+  ) {
     this.frameDim = d.reductionFactor * d.nMels;
     this.prenet = new Prenet(store, this.frameDim, d.prenetDim);
     this.inProj = new Linear(store, 'dec.in_proj', d.prenetDim, d.dModel);
@@ -114,7 +149,8 @@ export class Decoder {
     // Every layer's cross-attention keys and values in one weight [D, layers·2D]: layer l uses
     // columns [2lD, 2(l+1)D), keys first. One matmul, one transpose and one split serve all layers.
     this.crossKv = new Linear(store, 'dec.cross_kv', d.dModel, d.layers * 2 * d.dModel);
-    for (let i = 0; i < d.layers; i++) this.blocks.push(new DecoderBlock(store, `dec.blocks.${i}`, d, d.ffMult, d.layers));
+    for (let i = 0; i < d.layers; i++)
+      this.blocks.push(new DecoderBlock(store, `dec.blocks.${i}`, d, d.ffMult, d.layers));
     this.lnOut = new LayerNorm(store, 'dec.ln_out', d.dModel);
     // The decoder's part of each step's r frames; the aligned text's part is added by the model.
     this.head = new Linear(store, 'dec.head', d.dModel, this.frameDim);
@@ -137,18 +173,39 @@ export class Decoder {
    * Teacher-forced pass. prev [B·S, r·nMels]: step s sees frame group s−1 (zeros at s = 0);
    * crossBias [B, H, S, M]. Returns the decoder's frames [B·S, r·nMels].
    */
-  apply(prev: tf.Tensor2D, kv: MemoryKv[], crossBias: tf.Tensor, selfBias: tf.Tensor, c: BlockContext, prenetDropout: number): tf.Tensor2D {
+  apply(
+    prev: tf.Tensor2D,
+    kv: MemoryKv[],
+    crossBias: tf.Tensor,
+    selfBias: tf.Tensor,
+    c: BlockContext,
+    prenetDropout: number,
+  ): tf.Tensor2D {
     const { batch, steps } = c;
     const dModel = this.d.dModel;
     const pos = tf.slice(this.positions, [0, 0], [steps, dModel]);
-    const inp = tf.reshape(this.inProj.apply(this.prenet.apply(prev, c.dropout, prenetDropout)), [batch, steps, dModel]);
+    const inp = tf.reshape(this.inProj.apply(this.prenet.apply(prev, c.dropout, prenetDropout)), [
+      batch,
+      steps,
+      dModel,
+    ]);
     let x = c.dropout.apply(tf.reshape(tf.add(inp, pos), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
     for (let l = 0; l < this.blocks.length; l++) x = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c);
     return this.head.apply(this.lnOut.apply(x));
   }
 
   /** One free-running step at position `step`. prev [B, r·nMels]; crossBias [B, H, 1, M] -> frames [B, r·nMels]. */
-  step(prev: tf.Tensor2D, step: number, states: StepState[], writeMask: tf.Tensor4D, stepBias: tf.Tensor4D, kv: MemoryKv[], crossBias: tf.Tensor, dropout: DropoutPool, prenetDropout: number) {
+  step(
+    prev: tf.Tensor2D,
+    step: number,
+    states: StepState[],
+    writeMask: tf.Tensor4D,
+    stepBias: tf.Tensor4D,
+    kv: MemoryKv[],
+    crossBias: tf.Tensor,
+    dropout: DropoutPool,
+    prenetDropout: number,
+  ) {
     const pos = tf.slice(this.positions, [step, 0], [1, this.d.dModel]);
     let x = tf.add(this.inProj.apply(this.prenet.apply(prev, dropout, prenetDropout)), pos) as tf.Tensor2D;
     const next: StepState[] = [];

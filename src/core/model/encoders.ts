@@ -21,7 +21,14 @@ export class TextEncoder {
   readonly lnOut: LayerNorm;
   private readonly dModel: number;
 
-  constructor(store: ParamStore, d: EncoderDims, layers: number, vocabSize: number, numLanguages: number, readonly maxTokens: number) {
+  constructor(
+    store: ParamStore,
+    d: EncoderDims,
+    layers: number,
+    vocabSize: number,
+    numLanguages: number,
+    readonly maxTokens: number,
+  ) {
     this.dModel = d.dModel;
     this.tokens = new Embedding(store, 'text.tok_embed', vocabSize, d.dModel);
     this.languages = new Embedding(store, 'text.lang_embed', numLanguages, d.dModel);
@@ -37,7 +44,10 @@ export class TextEncoder {
     const tok = tf.reshape(this.tokens.lookup(tf.reshape(tokens, [batch * steps])), [batch, steps, dModel]);
     const lang = tf.reshape(this.languages.lookup(languages), [batch, 1, dModel]);
     const pos = tf.slice(this.positions, [0, 0], [steps, dModel]);
-    let x = c.dropout.apply(tf.reshape(tf.add(tok, tf.add(lang, pos)), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
+    let x = c.dropout.apply(
+      tf.reshape(tf.add(tok, tf.add(lang, pos)), [batch * steps, dModel]) as tf.Tensor2D,
+      c.dropoutRate,
+    );
     for (const block of this.blocks) x = block.apply(x, bias, c);
     return this.lnOut.apply(x);
   }
@@ -61,7 +71,13 @@ export class ConditioningEncoder {
   readonly poolMlp: Mlp;
   readonly lnOut: LayerNorm;
 
-  constructor(store: ParamStore, readonly d: EncoderDims, layers: number, nMels: number, readonly latents: number) {
+  constructor(
+    store: ParamStore,
+    readonly d: EncoderDims,
+    layers: number,
+    nMels: number,
+    readonly latents: number,
+  ) {
     this.input = new Conv1d(store, 'cond.in_conv', 3, nMels, d.dModel, 1);
     for (let i = 0; i < layers; i++) this.blocks.push(new EncoderBlock(store, `cond.blocks.${i}`, d, d.ffMult, layers));
     this.lnFrames = new LayerNorm(store, 'cond.ln_frames', d.dModel);
@@ -88,16 +104,30 @@ export class ConditioningEncoder {
     let context: tf.Tensor2D;
     if (packedAttentionAvailable()) {
       const at = (column: number) => ({ x: kv, column, steps: frames });
-      context = attendPacked({ x: queries, column: 0, steps: this.latents, shared: true }, at(0), at(dModel), batch, heads, dModel / heads, bias);
+      context = attendPacked(
+        { x: queries, column: 0, steps: this.latents, shared: true },
+        at(0),
+        at(dModel),
+        batch,
+        heads,
+        dModel / heads,
+        bias,
+      );
     } else {
       const [k, v] = splitHeads(kv, batch, frames, 2, heads);
       // Broadcast over the batch by adding zeros (Add's gradient is one sum; tile's would be a slice per utterance).
       const zeros = cachedConstant(`zeros:${batch},1,1,1`, () => tf.zeros([batch, 1, 1, 1]));
-      const q = tf.add(tf.transpose(tf.reshape(queries, [this.latents, heads, dModel / heads]), [1, 0, 2]), zeros) as tf.Tensor4D;
+      const q = tf.add(
+        tf.transpose(tf.reshape(queries, [this.latents, heads, dModel / heads]), [1, 0, 2]),
+        zeros,
+      ) as tf.Tensor4D;
       context = mergeHeads(attend(q, k, v, bias, false).context);
     }
     const pooled = this.poolOut.apply(context);
-    const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [batch * this.latents, dModel]) as tf.Tensor2D;
+    const lat = tf.reshape(tf.add(tf.reshape(pooled, [batch, this.latents, dModel]), this.queries), [
+      batch * this.latents,
+      dModel,
+    ]) as tf.Tensor2D;
     const p = this.lnPool.applyWithResidual(lat);
     const out = c.dropout.residualLinear(p.residual, this.poolMlp.proj, this.poolMlp.hidden(p.normed), c.dropoutRate);
     return this.lnOut.apply(out);
@@ -116,7 +146,10 @@ export class DurationPredictor {
   readonly ln2: LayerNorm;
   readonly out: Linear;
 
-  constructor(store: ParamStore, readonly dModel: number) {
+  constructor(
+    store: ParamStore,
+    readonly dModel: number,
+  ) {
     this.conv1 = new Conv1d(store, 'dur.conv1', 3, dModel, dModel, Math.SQRT2);
     this.ln1 = new LayerNorm(store, 'dur.ln1', dModel);
     this.conv2 = new Conv1d(store, 'dur.conv2', 3, dModel, dModel, Math.SQRT2);
@@ -125,13 +158,32 @@ export class DurationPredictor {
   }
 
   // text [B, T, D], textLengths [B] -> log(1 + steps) [B, T]
-  apply(text: tf.Tensor3D, textLengths: tf.Tensor1D, c: Omit<BlockContext, 'batch' | 'steps'>, convImpl: ConvImpl): tf.Tensor2D {
+  apply(
+    text: tf.Tensor3D,
+    textLengths: tf.Tensor1D,
+    c: Omit<BlockContext, 'batch' | 'steps'>,
+    convImpl: ConvImpl,
+  ): tf.Tensor2D {
     const [batch, steps, dModel] = text.shape;
     // Zero the padding so the convs' windows at the last real tokens see nothing of it.
     const mask = tf.reshape(lengthMask(textLengths, steps), [batch, steps, 1]);
     const layer = (x: tf.Tensor3D, conv: Conv1d, ln: LayerNorm) =>
-      tf.reshape(c.dropout.apply(ln.apply(tf.reshape(relu(conv.apply(tf.mul(x, mask) as tf.Tensor3D, convImpl)), [batch * steps, dModel]) as tf.Tensor2D), c.dropoutRate), [batch, steps, dModel]) as tf.Tensor3D;
+      tf.reshape(
+        c.dropout.apply(
+          ln.apply(
+            tf.reshape(relu(conv.apply(tf.mul(x, mask) as tf.Tensor3D, convImpl)), [
+              batch * steps,
+              dModel,
+            ]) as tf.Tensor2D,
+          ),
+          c.dropoutRate,
+        ),
+        [batch, steps, dModel],
+      ) as tf.Tensor3D;
     const h = layer(layer(text, this.conv1, this.ln1), this.conv2, this.ln2);
-    return tf.reshape(this.out.apply(tf.reshape(h, [batch * steps, dModel]) as tf.Tensor2D), [batch, steps]) as tf.Tensor2D;
+    return tf.reshape(this.out.apply(tf.reshape(h, [batch * steps, dModel]) as tf.Tensor2D), [
+      batch,
+      steps,
+    ]) as tf.Tensor2D;
   }
 }

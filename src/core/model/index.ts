@@ -1,7 +1,15 @@
 // What other subsystems use of the model: the model itself, its batch layout, losses and checkpoint
 // files. Building blocks (nn.ts, attention.ts, …) stay internal.
 export { diagonalShare, monotonicAlignment, scheduleFromDurations } from './align.js';
-export { type BatchAlignment, disposeBatch, type BatchDims, type HostBatch, type ModelInputs, type TrainBatch, uploadBatch } from './batch.js';
+export {
+  type BatchAlignment,
+  disposeBatch,
+  type BatchDims,
+  type HostBatch,
+  type ModelInputs,
+  type TrainBatch,
+  uploadBatch,
+} from './batch.js';
 export { computeLosses, durationLoss, type LossConfig, type LossParts, maskedMelLoss } from './losses.js';
 export {
   countParameters,
@@ -15,7 +23,13 @@ export {
   XttsModel,
 } from './model.js';
 export { type ConvImpl, MASK_BIAS } from './nn.js';
-export { loadWeights, readWeightsManifest, saveWeights, type WeightEntry, type WeightsManifest } from './weights-file.js';
+export {
+  loadWeights,
+  readWeightsManifest,
+  saveWeights,
+  type WeightEntry,
+  type WeightsManifest,
+} from './weights-file.js';
 export { AlignmentSearcher } from './align-worker.js';
 export { type LossDenominators } from './losses.js';
 export { type DropoutCall, scalar } from './nn.js';

@@ -25,9 +25,20 @@ export interface LossParts {
  * Mean |pred − target| (l1), (pred − target)² (l2) or their sum (l1_l2) over real frames and mel
  * bins. pred, target [B, T, nMels]; frameMask [B, T, 1]; denominator = real frames · nMels (≥ 1).
  */
-export function maskedMelLoss(pred: tf.Tensor3D, target: tf.Tensor3D, frameMask: tf.Tensor3D, kind: LossConfig['mel'], denominator: tf.Scalar): tf.Scalar {
+export function maskedMelLoss(
+  pred: tf.Tensor3D,
+  target: tf.Tensor3D,
+  frameMask: tf.Tensor3D,
+  kind: LossConfig['mel'],
+  denominator: tf.Scalar,
+): tf.Scalar {
   // webgpu: 2 programs forward and 1 backward (webgpu-losses.ts).
-  if (fusedLossesAvailable() && pred.dtype === 'float32' && target.dtype === 'float32' && frameMask.shape.join() === [...pred.shape.slice(0, 2), 1].join()) {
+  if (
+    fusedLossesAvailable() &&
+    pred.dtype === 'float32' &&
+    target.dtype === 'float32' &&
+    frameMask.shape.join() === [...pred.shape.slice(0, 2), 1].join()
+  ) {
     return fusedMaskedError(pred, target, frameMask, kind, denominator);
   }
   const masked = (err: tf.Tensor) => tf.sum(tf.mul(err, frameMask));
@@ -48,7 +59,8 @@ export function maskedMelLoss(pred: tf.Tensor3D, target: tf.Tensor3D, frameMask:
  */
 export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
   // webgpu: 1 program forward and 1 backward (webgpu-losses.ts).
-  if (fusedLossesAvailable() && logDurations.dtype === 'float32' && durations.dtype === 'float32') return fusedDurationLoss(logDurations, durations, denominator);
+  if (fusedLossesAvailable() && logDurations.dtype === 'float32' && durations.dtype === 'float32')
+    return fusedDurationLoss(logDurations, durations, denominator);
   const spoken = tf.cast(tf.greater(durations, scalar(0)), 'float32');
   const err = tf.mul(tf.squaredDifference(logDurations, tf.log1p(durations)), spoken);
   return tf.div(tf.sum(err), denominator ?? tf.maximum(tf.sum(spoken), scalar(1))) as tf.Scalar;
@@ -65,14 +77,32 @@ export interface LossDenominators {
 }
 
 /** All loss terms of one batch, weighted as TrainingConfig.loss says. */
-export function computeLosses(out: ModelOutputs, batch: ModelInputs, loss: LossConfig, whole?: LossDenominators): LossParts {
+export function computeLosses(
+  out: ModelOutputs,
+  batch: ModelInputs,
+  loss: LossConfig,
+  whole?: LossDenominators,
+): LossParts {
   const nMels = out.melPre.shape[2];
   const frames = tf.cast(batch.melLengths, 'float32');
-  const melDenominator = (whole ? tf.scalar(Math.max(whole.melValues, 1)) : tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1))) as tf.Scalar;
+  const melDenominator = (
+    whole ? tf.scalar(Math.max(whole.melValues, 1)) : tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1))
+  ) as tf.Scalar;
   const melPre = maskedMelLoss(out.melPre, batch.mel, out.frameMask, loss.mel, melDenominator);
-  const melPost = out.melPost ? maskedMelLoss(out.melPost, batch.mel, out.frameMask, loss.mel, melDenominator) : (tf.zeros([]) as tf.Scalar);
+  const melPost = out.melPost
+    ? maskedMelLoss(out.melPost, batch.mel, out.frameMask, loss.mel, melDenominator)
+    : (tf.zeros([]) as tf.Scalar);
   const alignedText = maskedMelLoss(out.textMel, batch.mel, out.frameMask, loss.mel, melDenominator);
-  const duration = durationLoss(out.logDurations, batch.alignment.durations, whole ? tf.scalar(Math.max(whole.spokenTokens, 1)) : undefined);
-  const total = tf.addN([melPre, melPost, tf.mul(alignedText, scalar(loss.aligned_text_weight)), tf.mul(duration, scalar(loss.duration_weight))]) as tf.Scalar;
+  const duration = durationLoss(
+    out.logDurations,
+    batch.alignment.durations,
+    whole ? tf.scalar(Math.max(whole.spokenTokens, 1)) : undefined,
+  );
+  const total = tf.addN([
+    melPre,
+    melPost,
+    tf.mul(alignedText, scalar(loss.aligned_text_weight)),
+    tf.mul(duration, scalar(loss.duration_weight)),
+  ]) as tf.Scalar;
   return { total, melPre, melPost, alignedText, duration };
 }

@@ -34,7 +34,18 @@ import type { BatchAlignment, ModelInputs } from './batch.js';
 import { Decoder, type MemoryKv, Postnet, type StepState } from './decoder.js';
 import { ConditioningEncoder, DurationPredictor, TextEncoder } from './encoders.js';
 import { hashString, mixSeed } from './init.js';
-import { cachedConstant, causalBias, type ConvImpl, DropoutPool, keyPaddingBias, lengthMask, Linear, MASK_BIAS, scalar, stopGradient } from './nn.js';
+import {
+  cachedConstant,
+  causalBias,
+  type ConvImpl,
+  DropoutPool,
+  keyPaddingBias,
+  lengthMask,
+  Linear,
+  MASK_BIAS,
+  scalar,
+  stopGradient,
+} from './nn.js';
 import { crossAttentionBias, fusedMasksAvailable } from './webgpu-masks.js';
 import { ParamStore } from './params.js';
 
@@ -106,10 +117,27 @@ function checkDims(config: ModelConfig, sizes: ModelSizes): void {
   const bad = (field: string, message: string, suggestion: string) => {
     throw new XttsError('MODEL_CONFIG_INVALID', `model.${field}: ${message}`, { suggestions: [suggestion] });
   };
-  if (config.d_model % config.heads !== 0) bad('heads', `${config.heads} heads do not divide d_model ${config.d_model}`, 'Choose heads that divide d_model (e.g. d_model / 64).');
-  if (config.alignment_heads > config.heads) bad('alignment_heads', `${config.alignment_heads} alignment heads are more than the ${config.heads} heads`, 'Use at most `heads` alignment heads (1 is enough).');
-  if (config.postnet_kernel % 2 !== 1) bad('postnet_kernel', `${config.postnet_kernel} is even; 'same' padding needs an odd width`, 'Use an odd kernel width such as 5.');
-  for (const [k, v] of Object.entries(sizes)) if (!Number.isInteger(v) || v < 1) bad(k, `must be a positive integer, got ${v}`, 'Pass sizes taken from the prepared dataset.');
+  if (config.d_model % config.heads !== 0)
+    bad(
+      'heads',
+      `${config.heads} heads do not divide d_model ${config.d_model}`,
+      'Choose heads that divide d_model (e.g. d_model / 64).',
+    );
+  if (config.alignment_heads > config.heads)
+    bad(
+      'alignment_heads',
+      `${config.alignment_heads} alignment heads are more than the ${config.heads} heads`,
+      'Use at most `heads` alignment heads (1 is enough).',
+    );
+  if (config.postnet_kernel % 2 !== 1)
+    bad(
+      'postnet_kernel',
+      `${config.postnet_kernel} is even; 'same' padding needs an odd width`,
+      'Use an odd kernel width such as 5.',
+    );
+  for (const [k, v] of Object.entries(sizes))
+    if (!Number.isInteger(v) || v < 1)
+      bad(k, `must be a positive integer, got ${v}`, 'Pass sizes taken from the prepared dataset.');
 }
 
 export class XttsModel {
@@ -140,7 +168,14 @@ export class XttsModel {
     this.convImpl = options.convImpl ?? 'auto';
     this.store = new ParamStore(shapesOnly ? null : this.seed);
     const d = { dModel: config.d_model, heads: config.heads, ffMult: config.ff_mult };
-    this.text = new TextEncoder(this.store, d, config.text_layers, sizes.vocabSize, sizes.numLanguages, config.max_text_tokens);
+    this.text = new TextEncoder(
+      this.store,
+      d,
+      config.text_layers,
+      sizes.vocabSize,
+      sizes.numLanguages,
+      config.max_text_tokens,
+    );
     this.textMel = new Linear(this.store, 'text.mel_head', config.d_model, sizes.nMels);
     this.durations = new DurationPredictor(this.store, config.d_model);
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
@@ -152,7 +187,10 @@ export class XttsModel {
       reductionFactor: config.reduction_factor,
       maxSteps: Math.ceil(config.max_mel_frames / config.reduction_factor),
     });
-    this.postnet = config.postnet_layers > 0 ? new Postnet(this.store, config.postnet_layers, sizes.nMels, config.postnet_channels, config.postnet_kernel) : null;
+    this.postnet =
+      config.postnet_layers > 0
+        ? new Postnet(this.store, config.postnet_layers, sizes.nMels, config.postnet_channels, config.postnet_kernel)
+        : null;
     this.dropout = new DropoutPool(this.seed);
   }
 
@@ -161,15 +199,26 @@ export class XttsModel {
 
   private checkText(textSteps: number): void {
     if (textSteps > this.config.max_text_tokens) {
-      throw new XttsError('TEXT_TOO_LONG_FOR_MODEL', `${textSteps} text tokens exceed model.max_text_tokens ${this.config.max_text_tokens}`, {
-        suggestions: ['Lower limits.max_text_chars or raise model.max_text_tokens (a new model).'],
-      });
+      throw new XttsError(
+        'TEXT_TOO_LONG_FOR_MODEL',
+        `${textSteps} text tokens exceed model.max_text_tokens ${this.config.max_text_tokens}`,
+        {
+          suggestions: ['Lower limits.max_text_chars or raise model.max_text_tokens (a new model).'],
+        },
+      );
     }
   }
 
-  /** Text and reference -> each decoder layer's memory keys/values, the text encodings [B, T_text, D] and the text's key bias. */
+  /**
+   * Text and reference -> each decoder layer's memory keys/values, the text encodings [B, T_text, D] and the text's key
+   * bias.
+   */
   /** `decoding`: the memory's keys and values as [B, H, M, dh] tensors, for free-running decoding. */
-  private encode(inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'refMel' | 'refLengths'>, c: Omit<BlockContext, 'batch' | 'steps'>, decoding = false) {
+  private encode(
+    inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'refMel' | 'refLengths'>,
+    c: Omit<BlockContext, 'batch' | 'steps'>,
+    decoding = false,
+  ) {
     const [batch, textSteps] = inputs.tokens.shape;
     const refFrames = inputs.refMel.shape[1];
     const { d_model: dModel, cond_latents: latents } = this.config;
@@ -185,14 +234,21 @@ export class XttsModel {
 
     const memorySteps = latents + textSteps;
     const text = tf.reshape(textOut, [batch, textSteps, dModel]) as tf.Tensor3D;
-    const memory = tf.reshape(tf.concat([tf.reshape(condOut, [batch, latents, dModel]), text], 1), [batch * memorySteps, dModel]) as tf.Tensor2D;
+    const memory = tf.reshape(tf.concat([tf.reshape(condOut, [batch, latents, dModel]), text], 1), [
+      batch * memorySteps,
+      dModel,
+    ]) as tf.Tensor2D;
     return { kv: this.decoder.memoryKv(memory, batch, memorySteps, decoding), text, textBias, latents, textSteps };
   }
 
   /** Text encodings [B, T_text, D] -> every token's mean mel frame [B, T_text, nMels]. */
   private means(text: tf.Tensor3D): tf.Tensor3D {
     const [batch, textSteps, dModel] = text.shape;
-    return tf.reshape(this.textMel.apply(tf.reshape(text, [batch * textSteps, dModel])), [batch, textSteps, this.sizes.nMels]) as tf.Tensor3D;
+    return tf.reshape(this.textMel.apply(tf.reshape(text, [batch * textSteps, dModel])), [
+      batch,
+      textSteps,
+      this.sizes.nMels,
+    ]) as tf.Tensor3D;
   }
 
   /**
@@ -205,25 +261,45 @@ export class XttsModel {
     const textSteps = textBias.shape[3];
     const { heads, alignment_heads: alignHeads } = this.config;
     // webgpu: one program (webgpu-masks.ts), the same values.
-    if (fusedMasksAvailable() && alignment.dtype === 'int32') return crossAttentionBias(alignment, textBias, heads, alignHeads, latents, MASK_BIAS);
+    if (fusedMasksAvailable() && alignment.dtype === 'int32')
+      return crossAttentionBias(alignment, textBias, heads, alignHeads, latents, MASK_BIAS);
     const memorySteps = latents + textSteps;
     const aligned = tf.oneHot(tf.add(alignment, tf.scalar(latents, 'int32')) as tf.Tensor2D, memorySteps); // [B, S, M] int32
-    const alignBias = tf.reshape(tf.mul(tf.sub(tf.cast(aligned, 'float32'), scalar(1)), scalar(-MASK_BIAS)), [batch, 1, steps, memorySteps]);
+    const alignBias = tf.reshape(tf.mul(tf.sub(tf.cast(aligned, 'float32'), scalar(1)), scalar(-MASK_BIAS)), [
+      batch,
+      1,
+      steps,
+      memorySteps,
+    ]);
     const parts = [alignHeads === 1 ? alignBias : tf.tile(alignBias, [1, alignHeads, 1, 1])];
     if (heads > alignHeads) {
-      const free = tf.concat([cachedConstant(`zeros:${batch},1,1,${latents}`, () => tf.zeros([batch, 1, 1, latents])), textBias], 3); // [B, 1, 1, M]
-      parts.push(tf.add(free, cachedConstant(`zeros:1,${heads - alignHeads},${steps},1`, () => tf.zeros([1, heads - alignHeads, steps, 1]))));
+      const free = tf.concat(
+        [cachedConstant(`zeros:${batch},1,1,${latents}`, () => tf.zeros([batch, 1, 1, latents])), textBias],
+        3,
+      ); // [B, 1, 1, M]
+      parts.push(
+        tf.add(
+          free,
+          cachedConstant(`zeros:1,${heads - alignHeads},${steps},1`, () => tf.zeros([1, heads - alignHeads, steps, 1])),
+        ),
+      );
     }
     return (parts.length === 1 ? parts[0] : tf.concat(parts, 1)) as tf.Tensor4D;
   }
 
-  /** [B, S] token positions, [B, T_text, nMels] means -> the aligned means [B, S·r, nMels] (each step's r frames alike). */
+  /**
+   * [B, S] token positions, [B, T_text, nMels] means -> the aligned means [B, S·r, nMels] (each step's r frames alike).
+   */
   private alignedMeans(alignment: tf.Tensor2D, means: tf.Tensor3D): tf.Tensor3D {
     const [batch, steps] = alignment.shape;
     const [, textSteps, nMels] = means.shape;
     const r = this.config.reduction_factor;
     const perStep = tf.matMul(tf.cast(tf.oneHot(alignment, textSteps), 'float32'), means); // [B, S, nMels]
-    return tf.reshape(tf.tile(tf.reshape(perStep, [batch, steps, 1, nMels]), [1, 1, r, 1]), [batch, steps * r, nMels]) as tf.Tensor3D;
+    return tf.reshape(tf.tile(tf.reshape(perStep, [batch, steps, 1, nMels]), [1, 1, r, 1]), [
+      batch,
+      steps * r,
+      nMels,
+    ]) as tf.Tensor3D;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -241,34 +317,58 @@ export class XttsModel {
     textLengths: ArrayLike<number>,
     melLengths: ArrayLike<number>,
     priorSigma = 0,
-    run: { replayer?: Pick<CallReplayer, 'run'>; search?: (task: AlignmentSearch) => Promise<{ path: Int32Array; durations: Float32Array }> } = {},
+    run: {
+      replayer?: Pick<CallReplayer, 'run'>;
+      search?: (task: AlignmentSearch) => Promise<{ path: Int32Array; durations: Float32Array }>;
+    } = {},
   ): Promise<BatchAlignment> {
     const [batch, frames, nMels] = inputs.mel.shape;
     const textSteps = inputs.tokens.shape[1];
     const r = this.config.reduction_factor;
     const steps = frames / r;
     this.checkText(textSteps);
-    const forward = () => tf.tidy(() => {
-      const textBias = keyPaddingBias(inputs.textLengths, textSteps);
-      const text = this.text.apply(inputs.tokens, inputs.languages, textBias, { dropout: this.dropout, dropoutRate: 0, batch, steps: textSteps });
-      const means = this.means(tf.reshape(text, [batch, textSteps, this.config.d_model]) as tf.Tensor3D);
-      // Unit-variance Gaussian log-likelihood per mel value, up to terms equal for every path:
-      // Σ_frames (x·μ − |μ|²/2) / (r·nMels), so that the diagonal prior's units do not depend on r or nMels.
-      const stepSums = tf.sum(tf.reshape(inputs.mel, [batch, steps, r, nMels]), 2); // [B, S, nMels]
-      const cross = tf.matMul(stepSums, means, false, true); // [B, S, T_text]
-      const norms = tf.reshape(tf.sum(tf.square(means), 2), [batch, 1, textSteps]);
-      return tf.mul(tf.sub(cross, tf.mul(norms, scalar(r / 2))), scalar(1 / (r * nMels)));
-    });
+    const forward = () =>
+      tf.tidy(() => {
+        const textBias = keyPaddingBias(inputs.textLengths, textSteps);
+        const text = this.text.apply(inputs.tokens, inputs.languages, textBias, {
+          dropout: this.dropout,
+          dropoutRate: 0,
+          batch,
+          steps: textSteps,
+        });
+        const means = this.means(tf.reshape(text, [batch, textSteps, this.config.d_model]) as tf.Tensor3D);
+        // Unit-variance Gaussian log-likelihood per mel value, up to terms equal for every path:
+        // Σ_frames (x·μ − |μ|²/2) / (r·nMels), so that the diagonal prior's units do not depend on r or nMels.
+        const stepSums = tf.sum(tf.reshape(inputs.mel, [batch, steps, r, nMels]), 2); // [B, S, nMels]
+        const cross = tf.matMul(stepSums, means, false, true); // [B, S, T_text]
+        const norms = tf.reshape(tf.sum(tf.square(means), 2), [batch, 1, textSteps]);
+        return tf.mul(tf.sub(cross, tf.mul(norms, scalar(r / 2))), scalar(1 / (r * nMels)));
+      });
     // The same programs for every batch of a shape: a replayer records them once and replays them.
     const { tokens, textLengths: lengths, languages, mel } = inputs;
-    const scores = run.replayer ? run.replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0] : forward();
+    const scores = run.replayer
+      ? run.replayer.run(`${batch}×${textSteps}×${frames}`, [tokens, lengths, languages, mel], () => [forward()])[0]
+      : forward();
     const values = (await scores.data()) as Float32Array;
     scores.dispose();
-    const task: AlignmentSearch = { scores: values, batch, steps, textSteps, textLengths: Array.from(textLengths), melLengths: Array.from(melLengths), r, priorSigma };
+    const task: AlignmentSearch = {
+      scores: values,
+      batch,
+      steps,
+      textSteps,
+      textLengths: Array.from(textLengths),
+      melLengths: Array.from(melLengths),
+      r,
+      priorSigma,
+    };
     const { path, durations } = run.search ? await run.search(task) : searchBatch(task);
     let spokenTokens = 0;
     for (const d of durations) if (d > 0) spokenTokens++;
-    return { steps: tf.tensor2d(path, [batch, steps], 'int32'), durations: tf.tensor2d(durations, [batch, textSteps], 'float32'), spokenTokens };
+    return {
+      steps: tf.tensor2d(path, [batch, steps], 'int32'),
+      durations: tf.tensor2d(durations, [batch, textSteps], 'float32'),
+      spokenTokens,
+    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -278,9 +378,18 @@ export class XttsModel {
     const [batch, frames, nMels] = inputs.mel.shape;
     const r = this.config.reduction_factor;
     const steps = frames / r;
-    if (!Number.isInteger(steps)) throw new XttsError('BATCH_FRAMES_NOT_MULTIPLE', `${frames} mel frames are not a multiple of reduction_factor ${r}`, { suggestions: ['Pad buckets to a multiple of model.reduction_factor.'] });
+    if (!Number.isInteger(steps))
+      throw new XttsError(
+        'BATCH_FRAMES_NOT_MULTIPLE',
+        `${frames} mel frames are not a multiple of reduction_factor ${r}`,
+        { suggestions: ['Pad buckets to a multiple of model.reduction_factor.'] },
+      );
     if (steps > this.decoder.d.maxSteps) {
-      throw new XttsError('MEL_TOO_LONG_FOR_MODEL', `${frames} mel frames exceed model.max_mel_frames ${this.config.max_mel_frames}`, { suggestions: ['Lower limits.max_audio_s or raise model.max_mel_frames (a new model).'] });
+      throw new XttsError(
+        'MEL_TOO_LONG_FOR_MODEL',
+        `${frames} mel frames exceed model.max_mel_frames ${this.config.max_mel_frames}`,
+        { suggestions: ['Lower limits.max_audio_s or raise model.max_mel_frames (a new model).'] },
+      );
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
     const { kv, text, textBias, latents } = this.encode(inputs, base);
@@ -290,14 +399,33 @@ export class XttsModel {
     // Teacher forcing: step s reads frame group s−1; a zero "go" group at s = 0.
     const frameDim = r * nMels;
     const grouped = tf.reshape(inputs.mel, [batch, steps, frameDim]);
-    const prev = tf.reshape(tf.pad(tf.slice(grouped, [0, 0, 0], [batch, steps - 1, frameDim]), [[0, 0], [1, 0], [0, 0]]), [batch * steps, frameDim]) as tf.Tensor2D;
-    const own = this.decoder.apply(prev, kv, this.crossBias(inputs.alignment.steps, textBias, latents), causalBias(steps), { ...base, batch, steps }, this.prenetDropout);
+    const prev = tf.reshape(
+      tf.pad(tf.slice(grouped, [0, 0, 0], [batch, steps - 1, frameDim]), [
+        [0, 0],
+        [1, 0],
+        [0, 0],
+      ]),
+      [batch * steps, frameDim],
+    ) as tf.Tensor2D;
+    const own = this.decoder.apply(
+      prev,
+      kv,
+      this.crossBias(inputs.alignment.steps, textBias, latents),
+      causalBias(steps),
+      { ...base, batch, steps },
+      this.prenetDropout,
+    );
 
     const melPre = tf.add(tf.reshape(own, [batch, frames, nMels]), textMel) as tf.Tensor3D;
     const frameMask = tf.reshape(lengthMask(inputs.melLengths, frames), [batch, frames, 1]) as tf.Tensor3D;
     const melPost = this.refine(melPre, frameMask);
     // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3).
-    const logDurations = this.durations.apply(stopGradient(text) as tf.Tensor3D, inputs.textLengths, base, this.convImpl);
+    const logDurations = this.durations.apply(
+      stopGradient(text) as tf.Tensor3D,
+      inputs.textLengths,
+      base,
+      this.convImpl,
+    );
     return { melPre, melPost, textMel, logDurations, frameMask };
   }
 
@@ -316,11 +444,20 @@ export class XttsModel {
   // (one readback) lay out which symbol each step says; the decoder then runs that many steps, its
   // alignment heads on the scheduled symbol, each frame the symbol's mean plus the decoder's part.
 
-  async generate(textIds: ArrayLike<number>, language: number, refMel: Float32Array, opts: GenerateOptions = {}): Promise<GenerateResult> {
+  async generate(
+    textIds: ArrayLike<number>,
+    language: number,
+    refMel: Float32Array,
+    opts: GenerateOptions = {},
+  ): Promise<GenerateResult> {
     return (await this.generateBatch([{ ids: textIds, language }], refMel, opts))[0];
   }
 
-  async generateBatch(items: readonly GenerateItem[], refMel: Float32Array, opts: GenerateOptions = {}): Promise<GenerateResult[]> {
+  async generateBatch(
+    items: readonly GenerateItem[],
+    refMel: Float32Array,
+    opts: GenerateOptions = {},
+  ): Promise<GenerateResult[]> {
     const { nMels, vocabSize, numLanguages } = this.sizes;
     const r = this.config.reduction_factor;
     const maxFrames = opts.maxFrames ?? this.config.max_mel_frames;
@@ -332,13 +469,39 @@ export class XttsModel {
     for (const [n, item] of items.entries()) {
       const ids = item.ids;
       const which = items.length > 1 ? `text ${n + 1}: ` : '';
-      if (ids.length < 1 || ids.length > this.config.max_text_tokens) fail('GENERATE_TEXT_LENGTH', `${which}text has ${ids.length} tokens; the model takes 1..${this.config.max_text_tokens}`, 'Split long text into sentences.');
-      for (let i = 0; i < ids.length; i++) if (!(ids[i] >= 0 && ids[i] < vocabSize && Number.isInteger(ids[i]))) fail('GENERATE_TOKEN_INVALID', `${which}token ${ids[i]} at ${i} is outside the vocabulary 0..${vocabSize - 1}`, 'Tokenize with the checkpoint\'s tokenizer.');
-      if (!(Number.isInteger(item.language) && item.language >= 0 && item.language < numLanguages)) fail('GENERATE_LANGUAGE_INVALID', `${which}language index ${item.language} is outside 0..${numLanguages - 1}`, 'Pass an index into text.languages.');
+      if (ids.length < 1 || ids.length > this.config.max_text_tokens)
+        fail(
+          'GENERATE_TEXT_LENGTH',
+          `${which}text has ${ids.length} tokens; the model takes 1..${this.config.max_text_tokens}`,
+          'Split long text into sentences.',
+        );
+      for (let i = 0; i < ids.length; i++)
+        if (!(ids[i] >= 0 && ids[i] < vocabSize && Number.isInteger(ids[i])))
+          fail(
+            'GENERATE_TOKEN_INVALID',
+            `${which}token ${ids[i]} at ${i} is outside the vocabulary 0..${vocabSize - 1}`,
+            "Tokenize with the checkpoint's tokenizer.",
+          );
+      if (!(Number.isInteger(item.language) && item.language >= 0 && item.language < numLanguages))
+        fail(
+          'GENERATE_LANGUAGE_INVALID',
+          `${which}language index ${item.language} is outside 0..${numLanguages - 1}`,
+          'Pass an index into text.languages.',
+        );
     }
-    if (!Number.isInteger(refFrames) || refFrames < 1) fail('GENERATE_REFERENCE_INVALID', `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`, 'Pass a [frames, nMels] log-mel of the reference clip.');
+    if (!Number.isInteger(refFrames) || refFrames < 1)
+      fail(
+        'GENERATE_REFERENCE_INVALID',
+        `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`,
+        'Pass a [frames, nMels] log-mel of the reference clip.',
+      );
     const stepBudget = Math.ceil(maxFrames / r);
-    if (maxFrames < 1 || stepBudget > this.decoder.d.maxSteps) fail('GENERATE_MAX_FRAMES', `maxFrames ${maxFrames} is outside 1..${this.config.max_mel_frames}`, 'Lower maxFrames.');
+    if (maxFrames < 1 || stepBudget > this.decoder.d.maxSteps)
+      fail(
+        'GENERATE_MAX_FRAMES',
+        `maxFrames ${maxFrames} is outside 1..${this.config.max_mel_frames}`,
+        'Lower maxFrames.',
+      );
 
     const batch = items.length;
     const textSteps = Math.max(...items.map((i) => i.ids.length));
@@ -352,19 +515,37 @@ export class XttsModel {
       const inputs = {
         tokens: tf.tensor2d(tokens, [batch, textSteps], 'int32'),
         textLengths: tf.tensor1d(textLengths, 'int32'),
-        languages: tf.tensor1d(items.map((i) => i.language), 'int32'),
+        languages: tf.tensor1d(
+          items.map((i) => i.language),
+          'int32',
+        ),
         refMel: tf.tile(tf.tensor3d(refMel, [1, refFrames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
         refLengths: tf.tensor1d(new Array<number>(batch).fill(refFrames), 'int32'),
       };
       const { kv, text, textBias } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
-      return { kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]), textBias, means: this.means(text), logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl) };
+      return {
+        kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]),
+        textBias,
+        means: this.means(text),
+        logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl),
+      };
     });
-    const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({ k: encoded.kv[2 * l] as tf.Tensor4D, v: encoded.kv[2 * l + 1] as tf.Tensor4D }));
+    const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({
+      k: encoded.kv[2 * l] as tf.Tensor4D,
+      v: encoded.kv[2 * l + 1] as tf.Tensor4D,
+    }));
     const tensors: tf.Tensor[] = [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations];
     try {
       // The plan: which token each step says, per utterance, from the predicted durations.
       const logDurations = (await encoded.logDurations.data()) as Float32Array;
-      const schedules = items.map((_, b) => scheduleFromDurations(logDurations.subarray(b * textSteps, (b + 1) * textSteps), textLengths[b], stepBudget, opts.logDurationVariance ?? 0));
+      const schedules = items.map((_, b) =>
+        scheduleFromDurations(
+          logDurations.subarray(b * textSteps, (b + 1) * textSteps),
+          textLengths[b],
+          stepBudget,
+          opts.logDurationVariance ?? 0,
+        ),
+      );
       const plans = schedules.map((x) => x.plan);
       const steps = Math.max(...plans.map((p) => p.length));
       const plan = new Int32Array(batch * steps);
@@ -375,13 +556,20 @@ export class XttsModel {
       const schedule = tf.tensor2d(plan, [batch, steps], 'int32');
       tensors.push(schedule);
       const perStep = tf.tidy(() => ({
-        bias: tf.unstack(this.crossBias(schedule, encoded.textBias, latents), 2).map((b) => tf.expandDims(b, 2) as tf.Tensor4D), // steps × [B, H, 1, M]
-        means: tf.unstack(tf.reshape(this.alignedMeans(schedule, encoded.means), [batch, steps, r * nMels]), 1) as tf.Tensor2D[], // steps × [B, r·nMels]
+        bias: tf
+          .unstack(this.crossBias(schedule, encoded.textBias, latents), 2)
+          .map((b) => tf.expandDims(b, 2) as tf.Tensor4D), // steps × [B, H, 1, M]
+        means: tf.unstack(
+          tf.reshape(this.alignedMeans(schedule, encoded.means), [batch, steps, r * nMels]),
+          1,
+        ) as tf.Tensor2D[], // steps × [B, r·nMels]
       }));
       tensors.push(...perStep.bias, ...perStep.means);
       const positions = tf.range(0, steps, 1, 'int32');
       tensors.push(positions);
-      let states: StepState[] = this.decoder.blocks.map(() => ({ cache: tf.zeros([batch, 2 * heads, steps, headDim]) as tf.Tensor4D }));
+      let states: StepState[] = this.decoder.blocks.map(() => ({
+        cache: tf.zeros([batch, 2 * heads, steps, headDim]) as tf.Tensor4D,
+      }));
       const frameGroups: tf.Tensor2D[] = [];
       let prev = tf.zeros([batch, r * nMels]) as tf.Tensor2D;
       tensors.push(prev);
@@ -391,9 +579,27 @@ export class XttsModel {
             const at = tf.scalar(s, 'int32');
             const writeMask = tf.reshape(tf.cast(tf.equal(positions, at), 'float32'), [1, 1, steps, 1]) as tf.Tensor4D;
             const visible = tf.cast(tf.lessEqual(positions, at), 'float32');
-            const stepBias = tf.reshape(tf.mul(tf.sub(visible, scalar(1)), scalar(-MASK_BIAS)), [1, 1, 1, steps]) as tf.Tensor4D;
-            const o = this.decoder.step(prev, s, states, writeMask, stepBias, kv, perStep.bias[s], dropout, this.prenetDropout);
-            return { frames: tf.add(o.frames, perStep.means[s]) as tf.Tensor2D, caches: o.states.map((st) => st.cache) };
+            const stepBias = tf.reshape(tf.mul(tf.sub(visible, scalar(1)), scalar(-MASK_BIAS)), [
+              1,
+              1,
+              1,
+              steps,
+            ]) as tf.Tensor4D;
+            const o = this.decoder.step(
+              prev,
+              s,
+              states,
+              writeMask,
+              stepBias,
+              kv,
+              perStep.bias[s],
+              dropout,
+              this.prenetDropout,
+            );
+            return {
+              frames: tf.add(o.frames, perStep.means[s]) as tf.Tensor2D,
+              caches: o.states.map((st) => st.cache),
+            };
           });
           for (const st of states) st.cache.dispose();
           states = out.caches.map((cache) => ({ cache }));
@@ -404,7 +610,16 @@ export class XttsModel {
         const [pre, post] = tf.tidy(() => {
           const melPre = tf.reshape(tf.stack(frameGroups, 1), [batch, steps * r, nMels]) as tf.Tensor3D;
           // Each utterance ends at its own frame; the postnet sees zeros after it, as in training.
-          const frameMask = tf.reshape(lengthMask(tf.tensor1d(used.map((u) => u * r), 'int32'), steps * r), [batch, steps * r, 1]) as tf.Tensor3D;
+          const frameMask = tf.reshape(
+            lengthMask(
+              tf.tensor1d(
+                used.map((u) => u * r),
+                'int32',
+              ),
+              steps * r,
+            ),
+            [batch, steps * r, 1],
+          ) as tf.Tensor3D;
           return [melPre, this.refine(melPre, frameMask) ?? melPre];
         });
         const [preValues, postValues] = (await Promise.all([pre.data(), post.data()])) as Float32Array[];
@@ -414,7 +629,15 @@ export class XttsModel {
           const rows = (values: Float32Array) => values.slice(b * steps * r * nMels, (b * steps * r + frames) * nMels);
           const alignment = new Float32Array(used[b] * textLengths[b]);
           plans[b].forEach((token, st) => (alignment[st * textLengths[b] + token] = 1));
-          return { mel: rows(postValues), melPre: rows(preValues), frames, nMels, stopReason: schedules[b].cut ? 'max_frames' : 'end_of_text', alignment, textTokens: textLengths[b] };
+          return {
+            mel: rows(postValues),
+            melPre: rows(preValues),
+            frames,
+            nMels,
+            stopReason: schedules[b].cut ? 'max_frames' : 'end_of_text',
+            alignment,
+            textTokens: textLengths[b],
+          };
         });
       } finally {
         tf.dispose([...frameGroups, ...states.map((st) => st.cache)]);
@@ -444,13 +667,19 @@ export class XttsModel {
     for (const [name, v] of this.store.variables) {
       const w = weights.get(name);
       if (!w) problems.push(`missing ${name}`);
-      else if (w.shape.join(',') !== v.shape.join(',')) problems.push(`${name}: shape [${w.shape}] but the model has [${v.shape}]`);
+      else if (w.shape.join(',') !== v.shape.join(','))
+        problems.push(`${name}: shape [${w.shape}] but the model has [${v.shape}]`);
     }
     for (const name of weights.keys()) if (!this.store.variables.has(name)) problems.push(`unexpected ${name}`);
     if (problems.length > 0) {
-      throw new XttsError('WEIGHTS_MISMATCH', `weights do not fit this model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`, {
-        suggestions: ['Load the checkpoint with the model config it was trained with.'],
-      });
+      throw new XttsError(
+        'WEIGHTS_MISMATCH',
+        `weights do not fit this ` +
+          `model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`,
+        {
+          suggestions: ['Load the checkpoint with the model config it was trained with.'],
+        },
+      );
     }
     for (const [name, v] of this.store.variables) v.assign(tf.cast(weights.get(name)!, 'float32'));
   }

@@ -90,9 +90,17 @@ export function causalBias(steps: number): tf.Tensor2D {
  * as customGrad itself does. `backward` gets the outputs' gradients (an array for several outputs) and
  * what `forward` saved, and returns a function per input, called only for the inputs the tape needs.
  */
-export function gradOp<O extends tf.Tensor | tf.Tensor[]>(inputs: Record<string, tf.Tensor>, forward: (save: tf.GradSaveFunc) => O, backward: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>): O {
+export function gradOp<O extends tf.Tensor | tf.Tensor[]>(
+  inputs: Record<string, tf.Tensor>,
+  forward: (save: tf.GradSaveFunc) => O,
+  backward: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>,
+): O {
   const engine = tf.engine() as unknown as {
-    runKernelFunc(k: { forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => O; backwardsFunc: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>; inputs: Record<string, tf.Tensor> }): O;
+    runKernelFunc(k: {
+      forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => O;
+      backwardsFunc: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>;
+      inputs: Record<string, tf.Tensor>;
+    }): O;
   };
   return engine.runKernelFunc({ forwardFunc: (_backend, save) => forward(save), backwardsFunc: backward, inputs });
 }
@@ -134,12 +142,27 @@ function fusedLinear(activation: Activation, w: tf.Tensor2D) {
     // take rank 2, which spares three Reshape calls per layer.
     const y =
       tf.getBackend() === 'wasm'
-        ? tf.reshape(tf.engine().runKernel('_FusedMatMul', { a: tf.reshape(x, [1, rows, inDim]), b: tf.reshape(w, [1, inDim, outDim]), bias: b }, attrs) as tf.Tensor, [rows, outDim])
+        ? tf.reshape(
+            tf
+              .engine()
+              .runKernel(
+                '_FusedMatMul',
+                { a: tf.reshape(x, [1, rows, inDim]), b: tf.reshape(w, [1, inDim, outDim]), bias: b },
+                attrs,
+              ) as tf.Tensor,
+            [rows, outDim],
+          )
         : (tf.engine().runKernel('_FusedMatMul', { a: x, b: w, bias: b }, attrs) as tf.Tensor);
     save(activation === 'relu' ? [x, y] : [x]);
     return {
       value: y,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => denseBackward(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, w, activation === 'relu' ? { kind: 'relu', y: saved[1] as tf.Tensor2D } : { kind: 'plain' }),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] =>
+        denseBackward(
+          dy as tf.Tensor2D,
+          saved[0] as tf.Tensor2D,
+          w,
+          activation === 'relu' ? { kind: 'relu', y: saved[1] as tf.Tensor2D } : { kind: 'plain' },
+        ),
     };
   });
 }
@@ -158,7 +181,10 @@ export class Linear {
   ) {
     this.w = store.param(`${name}.w`, [inDim, outDim], { kind: 'normal', std: opts.std ?? 0.02 });
     this.b = store.param(`${name}.b`, [outDim], { kind: 'zeros' });
-    this.ops = { linear: fusedLinear('linear', this.w as tf.Tensor2D), relu: fusedLinear('relu', this.w as tf.Tensor2D) };
+    this.ops = {
+      linear: fusedLinear('linear', this.w as tf.Tensor2D),
+      relu: fusedLinear('relu', this.w as tf.Tensor2D),
+    };
   }
 
   // [rows, in] -> [rows, out]
@@ -172,15 +198,35 @@ export class Linear {
    * bias gradient and the two matmuls in one program for a small layer (model/webgpu-dense.ts), else
    * the dropout's gradient with its column sums in one program, then the two matmuls.
    */
-  applyDroppedResidual(x: tf.Tensor2D, base: tf.Tensor2D, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): tf.Tensor2D {
+  applyDroppedResidual(
+    x: tf.Tensor2D,
+    base: tf.Tensor2D,
+    pool: tf.Tensor1D,
+    offsets: tf.Tensor1D,
+    k: number,
+  ): tf.Tensor2D {
     const w = this.w as tf.Tensor2D;
     const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
       const [h, , b, residual, save] = args as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.Tensor2D, tf.GradSaveFunc];
-      const y = tf.engine().runKernel('_FusedMatMul', { a: h, b: w, bias: b }, { transposeA: false, transposeB: false, activation: 'linear', leakyreluAlpha: 0 }) as tf.Tensor2D;
+      const y = tf
+        .engine()
+        .runKernel(
+          '_FusedMatMul',
+          { a: h, b: w, bias: b },
+          { transposeA: false, transposeB: false, activation: 'linear', leakyreluAlpha: 0 },
+        ) as tf.Tensor2D;
       save([h, offsets]);
       return {
         value: maskAdd(residual, y, pool, offsets, k),
-        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => [...denseBackward(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, w, { kind: 'mask', pool, offsets: saved[1] as tf.Tensor1D, k }), dy],
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => [
+          ...denseBackward(dy as tf.Tensor2D, saved[0] as tf.Tensor2D, w, {
+            kind: 'mask',
+            pool,
+            offsets: saved[1] as tf.Tensor1D,
+            k,
+          }),
+          dy,
+        ],
       };
     });
     return op(x, this.w, this.b, base) as tf.Tensor2D;
@@ -190,7 +236,8 @@ export class Linear {
 // ---------------------------------------------------------------------------------------------
 // Layer norm (Ba et al. 2016) with a gain and no bias, its gradient written out: autodiff of the
 // forward formula costs about 25 kernels, this one 10 (dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)),
-// dŷ = dy·g), and 8 forward; on webgpu, 1 and 2 (webgpu-layernorm.ts). No bias because every norm here feeds a linear layer that has one:
+// dŷ = dy·g), and 8 forward; on webgpu, 1 and 2 (webgpu-layernorm.ts). No bias because every norm here feeds a linear
+// layer that has one:
 // (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
 // (PaLM drops it too, Chowdhery et al. 2022).
 
@@ -206,7 +253,12 @@ function normForward(x: tf.Tensor2D, g: tf.Tensor1D): { value: tf.Tensor2D; save
 }
 
 /** [dx (+ plus, a second gradient of x), dg] from what normForward saved. */
-function normGrad(saved: tf.Tensor[], g: tf.Tensor1D, dy: tf.Tensor2D, plus: tf.Tensor2D | null): [tf.Tensor2D, tf.Tensor1D] {
+function normGrad(
+  saved: tf.Tensor[],
+  g: tf.Tensor1D,
+  dy: tf.Tensor2D,
+  plus: tf.Tensor2D | null,
+): [tf.Tensor2D, tf.Tensor1D] {
   if (fusedLayerNormAvailable()) return fusedNormalizeGrads(saved[0] as tf.Tensor2D, g, dy, plus ?? undefined);
   const [xh, iv] = saved;
   const dxhat = tf.mul(dy, g);
@@ -278,7 +330,12 @@ export class LayerNorm {
 
 export class Embedding {
   readonly table: tf.Variable;
-  constructor(store: ParamStore, name: string, readonly count: number, dim: number) {
+  constructor(
+    store: ParamStore,
+    name: string,
+    readonly count: number,
+    dim: number,
+  ) {
     this.table = store.param(name, [count, dim], { kind: 'normal', std: 0.02 });
   }
   // [n] int32 -> [n, dim]
@@ -311,7 +368,8 @@ export interface DropoutCall {
 
 /** pool[offsets[k] .. offsets[k] + size): a slice whose start is read on the device. */
 export function windowAt(pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number, size: number): tf.Tensor1D {
-  if (tf.getKernel(WINDOW_KERNEL, tf.getBackend())) return tf.engine().runKernel(WINDOW_KERNEL, { pool, offsets }, { k, size }) as tf.Tensor1D;
+  if (tf.getKernel(WINDOW_KERNEL, tf.getBackend()))
+    return tf.engine().runKernel(WINDOW_KERNEL, { pool, offsets }, { k, size }) as tf.Tensor1D;
   // Other backends: the start on the host (they read it back at no cost).
   const start = (offsets.dataSync() as Int32Array)[k];
   return tf.slice(pool, [start], [size]);
@@ -377,13 +435,17 @@ export class DropoutPool {
    * The pool and window of one dropout of `size` values: its offset drawn before the step (`at`: where
    * it waits on the device), else drawn now (`offset`) and added to the plan being recorded, if any.
    */
-  private site(size: number, rate: number): { pool: tf.Tensor1D; at: { offsets: tf.Tensor1D; k: number } | null; offset: number } {
+  private site(
+    size: number,
+    rate: number,
+  ): { pool: tf.Tensor1D; at: { offsets: tf.Tensor1D; k: number } | null; offset: number } {
     const shard = this.shard;
     let whole = size;
     let rowOffset = 0;
     if (shard && shard.size !== shard.total) {
       const perRow = size / shard.size;
-      if (!Number.isInteger(perRow)) throw new Error(`dropout on a tensor of ${size} values that is not batch-major over ${shard.size} rows`);
+      if (!Number.isInteger(perRow))
+        throw new Error(`dropout on a tensor of ${size} values that is not batch-major over ${shard.size} rows`);
       whole = perRow * shard.total;
       rowOffset = perRow * shard.start;
     }
@@ -396,7 +458,10 @@ export class DropoutPool {
       // programs are then the same every time, whatever the offsets (step capture relies on it).
       const call = drawn.calls[drawn.next];
       if (!call || call.rate !== rate || call.whole !== whole || call.rowOffset !== rowOffset || call.size !== size) {
-        throw new Error(`dropout call ${drawn.next} (rate ${rate}, ${size} values) is not the planned one: the step changed since it was planned`);
+        throw new Error(
+          `dropout call ${drawn.next} (rate ${rate}, ${size} values) is not the planned ` +
+            `one: the step changed since it was planned`,
+        );
       }
       at = { offsets: drawn.offsets, k: drawn.next++ };
     } else {
@@ -420,13 +485,19 @@ export class DropoutPool {
       if (base === null) {
         const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
           (args[1] as tf.GradSaveFunc)([offsets]);
-          return { value: maskAt(args[0] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => maskAt(dy, pool, saved[0] as tf.Tensor1D, k) };
+          return {
+            value: maskAt(args[0] as tf.Tensor, pool, offsets, k),
+            gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => maskAt(dy, pool, saved[0] as tf.Tensor1D, k),
+          };
         });
         return op(x) as T;
       }
       const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
         (args[2] as tf.GradSaveFunc)([offsets]);
-        return { value: maskAdd(args[0] as tf.Tensor, args[1] as tf.Tensor, pool, offsets, k), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [dy, maskAt(dy, pool, saved[0] as tf.Tensor1D, k)] };
+        return {
+          value: maskAdd(args[0] as tf.Tensor, args[1] as tf.Tensor, pool, offsets, k),
+          gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [dy, maskAt(dy, pool, saved[0] as tf.Tensor1D, k)],
+        };
       });
       return op(base, x) as T;
     }
@@ -436,7 +507,10 @@ export class DropoutPool {
     // made during the forward pass before backward starts, except what custom gradients save.)
     const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
       (args[1] as tf.GradSaveFunc)([mask]);
-      return { value: tf.mul(args[0] as tf.Tensor, mask), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.mul(dy, saved[0]) };
+      return {
+        value: tf.mul(args[0] as tf.Tensor, mask),
+        gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.mul(dy, saved[0]),
+      };
     });
     return (base === null ? op(x) : tf.add(base, op(x))) as T;
   }
@@ -457,7 +531,10 @@ export class DropoutPool {
    * would advance it): int32 [calls], for useOffsets.
    */
   drawOffsets(calls: readonly DropoutCall[]): Int32Array {
-    return Int32Array.from(calls, (c) => Math.floor(this.rng.next() * (this.poolFor(c.rate, c.whole).size - c.whole + 1)) + c.rowOffset);
+    return Int32Array.from(
+      calls,
+      (c) => Math.floor(this.rng.next() * (this.poolFor(c.rate, c.whole).size - c.whole + 1)) + c.rowOffset,
+    );
   }
 
   /** Runs `run` with its dropout masks taken at `offsets` (a device tensor of drawOffsets' values). */
@@ -465,7 +542,8 @@ export class DropoutPool {
     this.drawn = { calls, offsets, next: 0 };
     try {
       const result = run();
-      if (this.drawn.next !== calls.length) throw new Error(`the step made ${this.drawn.next} of its ${calls.length} planned dropout calls`);
+      if (this.drawn.next !== calls.length)
+        throw new Error(`the step made ${this.drawn.next} of its ${calls.length} planned dropout calls`);
       return result;
     } finally {
       this.drawn = null;
@@ -562,7 +640,10 @@ export function conv1dComposed(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D): 
   if (tapSumAvailable()) {
     // webgpu: the frames unpadded, the taps' shifted sum and the bias one program (webgpu-conv.ts):
     // forward 3 programs, backward 5.
-    const taps = tf.matMul(tf.reshape(x, [batch * frames, inCh]), tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh]));
+    const taps = tf.matMul(
+      tf.reshape(x, [batch * frames, inCh]),
+      tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh]),
+    );
     return tapSum(tf.reshape(taps, [batch, frames, kernel, outCh]), b);
   }
   const padded = tf.pad(x, [
@@ -571,7 +652,10 @@ export function conv1dComposed(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D): 
     [0, 0],
   ]);
   const span = frames + kernel - 1;
-  const taps = tf.reshape(tf.matMul(tf.reshape(padded, [batch * span, inCh]), tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh])), [batch, span, kernel, outCh]);
+  const taps = tf.reshape(
+    tf.matMul(tf.reshape(padded, [batch * span, inCh]), tf.reshape(tf.transpose(w, [1, 0, 2]), [inCh, kernel * outCh])),
+    [batch, span, kernel, outCh],
+  );
   const parts: tf.Tensor[] = [];
   for (let k = 0; k < kernel; k++) parts.push(tf.slice(taps, [0, k, k, 0], [batch, frames, 1, outCh]));
   const summed = kernel === 1 ? parts[0] : tf.addN(parts);

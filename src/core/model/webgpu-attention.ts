@@ -23,11 +23,25 @@ if (!tf.getKernel(STRIDED_MATMUL_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: STRIDED_MATMUL_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: Parameters<typeof stridedMatMuls>[0]; attrs: { products: Product[]; outShape: number[]; dims: [number, number, number, number, number] } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<string, tf.TensorInfo>;
+      backend: Parameters<typeof stridedMatMuls>[0];
+      attrs: { products: Product[]; outShape: number[]; dims: [number, number, number, number, number] };
+    }) => {
       const view = ([offset, sb, sh, si, sj]: Strides): StridedMatrix => ({ offset, sb, sh, si, sj });
       const [batch, heads, m, n, k] = attrs.dims;
       const d: StridedDims = { batch, heads, m, n, k };
-      const products: StridedProduct[] = attrs.products.map(([a, av, b, bv, ov]) => ({ a, av: view(av), b, bv: view(bv), ov: view(ov) }));
+      const products: StridedProduct[] = attrs.products.map(([a, av, b, bv, ov]) => ({
+        a,
+        av: view(av),
+        b,
+        bv: view(bv),
+        ov: view(ov),
+      }));
       const xs = Object.keys(inputs)
         .sort((x, y) => Number(x.slice(1)) - Number(y.slice(1)))
         .map((name) => inputs[name]);
@@ -78,12 +92,27 @@ function scoresView(tq: number, tk: number, heads: number, transposed = false): 
 }
 
 /** The products (A, B and where each output goes: all of one m × n × k) into one tensor of `outShape`, one program. */
-function matmuls(inputs: tf.Tensor[], products: Product[], outShape: number[], dims: [number, number, number, number, number]): tf.Tensor {
+function matmuls(
+  inputs: tf.Tensor[],
+  products: Product[],
+  outShape: number[],
+  dims: [number, number, number, number, number],
+): tf.Tensor {
   const named = Object.fromEntries(inputs.map((x, i) => [`x${i}`, x]));
-  return tf.engine().runKernel(STRIDED_MATMUL_KERNEL, named, { products, outShape, dims } as unknown as tf.NamedAttrMap) as tf.Tensor;
+  return tf
+    .engine()
+    .runKernel(STRIDED_MATMUL_KERNEL, named, { products, outShape, dims } as unknown as tf.NamedAttrMap) as tf.Tensor;
 }
 
-function matmul(a: tf.Tensor, av: Strides, b: tf.Tensor, bv: Strides, outShape: number[], ov: Strides, dims: [number, number, number, number, number]): tf.Tensor {
+function matmul(
+  a: tf.Tensor,
+  av: Strides,
+  b: tf.Tensor,
+  bv: Strides,
+  outShape: number[],
+  ov: Strides,
+  dims: [number, number, number, number, number],
+): tf.Tensor {
   return matmuls([a, b], [[0, av, 1, bv, ov]], outShape, dims);
 }
 
@@ -93,8 +122,17 @@ function matmul(a: tf.Tensor, av: Strides, b: tf.Tensor, bv: Strides, outShape: 
  * of each projection is made of its parts' gradients, written where each part lies in it (they must
  * cover its columns exactly, in order). Where packedAttentionAvailable only.
  */
-export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, batch: number, heads: number, headDim: number, bias: tf.Tensor): tf.Tensor2D {
-  if (k.steps !== v.steps || k.shared || v.shared) throw new Error('attendPacked: keys and values must have one length and a batch of their own');
+export function attendPacked(
+  q: PackedHeads,
+  k: PackedHeads,
+  v: PackedHeads,
+  batch: number,
+  heads: number,
+  headDim: number,
+  bias: tf.Tensor,
+): tf.Tensor2D {
+  if (k.steps !== v.steps || k.shared || v.shared)
+    throw new Error('attendPacked: keys and values must have one length and a batch of their own');
   const inputs = [...new Set([q.x, k.x, v.x])];
   // Each input's parts by column: their gradients make its gradient.
   const parts = inputs.map((x) =>
@@ -106,29 +144,57 @@ export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, bat
   inputs.forEach((x, i) => {
     let column = 0;
     for (const { p } of parts[i]) {
-      if (p.column !== column) throw new Error(`attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`);
+      if (p.column !== column)
+        throw new Error(
+          `attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`,
+        );
       column += heads * headDim;
     }
-    if (column !== x.shape[1]) throw new Error(`attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`);
+    if (column !== x.shape[1])
+      throw new Error(
+        `attendPacked: a projection of width ${x.shape[1]} whose parts do not cover its columns in order`,
+      );
   });
   const [tq, tk] = [q.steps, k.steps];
   const factor = 1 / Math.sqrt(headDim);
   const scoresShape = [batch, heads, tq, tk];
   const op = tf.customGrad((...args: Array<tf.Tensor | tf.GradSaveFunc>) => {
     const save = args[inputs.length] as tf.GradSaveFunc;
-    const scores = matmul(q.x, headsView(q, headDim), k.x, headsView(k, headDim, true), scoresShape, scoresView(tq, tk, heads), [batch, heads, tq, tk, headDim]);
+    const scores = matmul(
+      q.x,
+      headsView(q, headDim),
+      k.x,
+      headsView(k, headDim, true),
+      scoresShape,
+      scoresView(tq, tk, heads),
+      [batch, heads, tq, tk, headDim],
+    );
     const weights = fusedScaledSoftmax(scores as tf.Tensor4D, bias, factor);
     // Everything backward reads is saved: tfjs disposes the forward pass's tensors, these inputs
     // included, before backward starts.
     save([weights, ...inputs]);
-    const context = matmul(weights, scoresView(tq, tk, heads), v.x, headsView(v, headDim), [batch * tq, heads * headDim], rowsView(tq, heads, headDim), [batch, heads, tq, headDim, tk]);
+    const context = matmul(
+      weights,
+      scoresView(tq, tk, heads),
+      v.x,
+      headsView(v, headDim),
+      [batch * tq, heads * headDim],
+      rowsView(tq, heads, headDim),
+      [batch, heads, tq, headDim, tk],
+    );
     return {
       value: context,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]): tf.Tensor[] => {
         const w = saved[0] as tf.Tensor4D;
         const [qx, kx, vx] = [q, k, v].map((p) => saved[1 + inputs.indexOf(p.x)]);
         const dyView = rowsView(tq, heads, headDim);
-        const dWeights = matmul(dy, dyView, vx, headsView(v, headDim, true), scoresShape, scoresView(tq, tk, heads), [batch, heads, tq, tk, headDim]);
+        const dWeights = matmul(dy, dyView, vx, headsView(v, headDim, true), scoresShape, scoresView(tq, tk, heads), [
+          batch,
+          heads,
+          tq,
+          tk,
+          headDim,
+        ]);
         const ds = fusedScaledSoftmaxGrad(w, dWeights as tf.Tensor4D, factor);
         // Each part's gradient as one product: A and B, and the part's [steps, dh] of its output.
         const factors: Record<'q' | 'k' | 'v', [tf.Tensor, Strides, tf.Tensor, Strides]> = {
@@ -147,7 +213,12 @@ export function attendPacked(q: PackedHeads, k: PackedHeads, v: PackedHeads, bat
             const [a, av, b, bv] = factors[name];
             return [source(a), av, source(b), bv, [p.column, steps * width, headDim, width, 1]];
           });
-          const g = matmuls(sources, products, [batch * steps, width], [batch, heads, steps, headDim, ps[0].name === 'q' ? tk : tq]);
+          const g = matmuls(
+            sources,
+            products,
+            [batch * steps, width],
+            [batch, heads, steps, headDim, ps[0].name === 'q' ? tk : tq],
+          );
           // Shared queries: every batch entry's gradient, then their sum over the batch.
           return ps[0].p.shared ? tf.sum(tf.reshape(g, [batch, steps, width]), 0) : g;
         });

@@ -59,23 +59,48 @@ const tapSumGradProgram = (outputShape: number[]) =>
           setOutputAtIndex(index, v);`,
   );
 
-const uniforms = (frames: number, kernel: number, outCh: number) => [frames, kernel, (kernel - 1) / 2, outCh].map((v) => ({ type: 'int32', data: [v] }));
+const uniforms = (frames: number, kernel: number, outCh: number) =>
+  [frames, kernel, (kernel - 1) / 2, outCh].map((v) => ({ type: 'int32', data: [v] }));
 
 if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: TAP_SUM_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<'taps' | 'bias', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+    }: {
+      inputs: Record<'taps' | 'bias', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+    }) => {
       const [batch, frames, kernel, outCh] = inputs.taps.shape;
-      return backend.runWebGPUProgram(tapSumProgram([batch, frames, outCh]), [inputs.taps, inputs.bias], 'float32', uniforms(frames, kernel, outCh));
+      return backend.runWebGPUProgram(
+        tapSumProgram([batch, frames, outCh]),
+        [inputs.taps, inputs.bias],
+        'float32',
+        uniforms(frames, kernel, outCh),
+      );
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: TAP_SUM_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'dy', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { kernel: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'dy', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { kernel: number };
+    }) => {
       const [batch, frames, outCh] = inputs.dy.shape;
-      return backend.runWebGPUProgram(tapSumGradProgram([batch, frames, attrs.kernel, outCh]), [inputs.dy], 'float32', uniforms(frames, attrs.kernel, outCh));
+      return backend.runWebGPUProgram(
+        tapSumGradProgram([batch, frames, attrs.kernel, outCh]),
+        [inputs.dy],
+        'float32',
+        uniforms(frames, attrs.kernel, outCh),
+      );
     }) as unknown as tf.KernelFunc,
   });
 }
@@ -97,7 +122,10 @@ export function tapSum(taps: tf.Tensor4D, bias: tf.Tensor1D): tf.Tensor3D {
     const [t, b] = args as [tf.Tensor4D, tf.Tensor1D];
     return {
       value: tf.engine().runKernel(TAP_SUM_KERNEL, { taps: t, bias: b }) as tf.Tensor3D,
-      gradFunc: (dy: tf.Tensor) => [tf.engine().runKernel(TAP_SUM_GRAD_KERNEL, { dy }, { kernel }) as tf.Tensor4D, tf.sum(dy, [0, 1])],
+      gradFunc: (dy: tf.Tensor) => [
+        tf.engine().runKernel(TAP_SUM_GRAD_KERNEL, { dy }, { kernel }) as tf.Tensor4D,
+        tf.sum(dy, [0, 1]),
+      ],
     };
   });
   return op(taps, bias) as tf.Tensor3D;

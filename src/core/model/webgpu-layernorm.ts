@@ -157,14 +157,20 @@ if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
     kernelName: LN_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
-      backend.runWebGPUProgram(normalizeProgram(inputs.x.shape), [inputs.x, inputs.w], 'float32')) as unknown as tf.KernelFunc,
+      backend.runWebGPUProgram(
+        normalizeProgram(inputs.x.shape),
+        [inputs.x, inputs.w],
+        'float32',
+      )) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: LN_GRAD_KERNEL,
     backendName: 'webgpu',
     kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const { x, g, dy, plus } = inputs;
-      return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [[x.shape[0], 2]]);
+      return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [
+        [x.shape[0], 2],
+      ]);
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
@@ -198,7 +204,12 @@ export function fusedNormalize(x: tf.Tensor2D, g: tf.Tensor1D): tf.Tensor2D {
  * x, dy [rows, cols], g [cols] -> [dx [rows, cols], dg [cols]], two programs; plus [rows, cols]: a
  * second gradient of x, added to dx in its program.
  */
-export function fusedNormalizeGrads(x: tf.Tensor2D, g: tf.Tensor1D, dy: tf.Tensor2D, plus?: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
+export function fusedNormalizeGrads(
+  x: tf.Tensor2D,
+  g: tf.Tensor1D,
+  dy: tf.Tensor2D,
+  plus?: tf.Tensor2D,
+): [tf.Tensor2D, tf.Tensor1D] {
   const [dx, moments] = tf.engine().runKernel(LN_GRAD_KERNEL, plus ? { x, g, dy, plus } : { x, g, dy }) as tf.Tensor[];
   const dg = tf.engine().runKernel(LN_GAIN_GRAD_KERNEL, { x, moments, dy }) as tf.Tensor1D;
   moments.dispose();

@@ -28,7 +28,10 @@ const SLOPE: Record<ErrorKind, string> = {
   l1_l2: 'select(select(-1.0, 1.0, d > 0.0), d, isnan(d)) + 2.0 * d',
 };
 
-/** err(pred − target)·mask, pred and target [rows·bins] flat, mask one value per row of `bins` (WGSL reserves `target`: truth). */
+/**
+ * err(pred − target)·mask, pred and target [rows·bins] flat, mask one value per row of `bins` (WGSL reserves `target`:
+ * truth).
+ */
 function maskedError(kind: ErrorKind, bins: number): Summand {
   return {
     variableNames: ['pred', 'truth', 'mask'],
@@ -72,10 +75,22 @@ if (!tf.getKernel(MASKED_ERROR_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: MASKED_ERROR_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Inputs & { dy: tf.TensorInfo }; backend: WebgpuProgramRunner; attrs: Attrs }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Inputs & { dy: tf.TensorInfo };
+      backend: WebgpuProgramRunner;
+      attrs: Attrs;
+    }) => {
       const { dy, pred, target, mask, denominator } = inputs;
       const size = pred.shape.reduce((a, b) => a * b, 1);
-      const out = backend.runWebGPUProgram(gradProgram(attrs.kind, pred.shape[pred.shape.length - 1], size), [dy, pred, target, mask, denominator], 'float32');
+      const out = backend.runWebGPUProgram(
+        gradProgram(attrs.kind, pred.shape[pred.shape.length - 1], size),
+        [dy, pred, target, mask, denominator],
+        'float32',
+      );
       return { ...out, shape: pred.shape };
     }) as unknown as tf.KernelFunc,
   });
@@ -88,7 +103,10 @@ export const DURATION_LOSS_KERNEL = 'XttsDurationLoss';
 export const DURATION_LOSS_GRAD_KERNEL = 'XttsDurationLossGrad';
 const ONE_GROUP = 256;
 
-/** The one-workgroup sums both programs start with: the squared errors' (`errors`) and the spoken tokens' count, then the denominator. */
+/**
+ * The one-workgroup sums both programs start with: the squared errors' (`errors`) and the spoken tokens' count, then
+ * the denominator.
+ */
 function durationSums(given: boolean, errors: boolean): string {
   return `
       var<workgroup> sums : array<vec2<f32>, ${ONE_GROUP}>;
@@ -150,7 +168,10 @@ function durationProgram(size: number, given: boolean, grad: boolean) {
   });
 }
 
-type DurationInputs = Record<'logDurations' | 'durations', tf.TensorInfo> & { denominator?: tf.TensorInfo; dy?: tf.TensorInfo };
+type DurationInputs = Record<'logDurations' | 'durations', tf.TensorInfo> & {
+  denominator?: tf.TensorInfo;
+  dy?: tf.TensorInfo;
+};
 
 if (!tf.getKernel(DURATION_LOSS_KERNEL, 'webgpu')) {
   for (const grad of [false, true]) {
@@ -161,7 +182,9 @@ if (!tf.getKernel(DURATION_LOSS_KERNEL, 'webgpu')) {
         const { dy, logDurations, durations, denominator } = inputs;
         const size = logDurations.shape.reduce((a, b) => a * b, 1);
         const ins = [...(grad ? [dy!] : []), logDurations, durations, ...(denominator ? [denominator] : [])];
-        const out = backend.runWebGPUProgram(durationProgram(size, denominator !== undefined, grad), ins, 'float32', [{ type: 'int32', data: [size] }]);
+        const out = backend.runWebGPUProgram(durationProgram(size, denominator !== undefined, grad), ins, 'float32', [
+          { type: 'int32', data: [size] },
+        ]);
         return { ...out, shape: grad ? logDurations.shape : [] };
       }) as unknown as tf.KernelFunc,
     });
@@ -183,16 +206,27 @@ export function setFusedLosses(on: boolean): void {
  * denominator a scalar. Its gradient reaches pred in one program; the other inputs' gradients (data,
  * in training) are the composition's, made only where the tape asks for them.
  */
-export function fusedMaskedError(pred: tf.Tensor3D, target: tf.Tensor3D, mask: tf.Tensor3D, kind: ErrorKind, denominator: tf.Scalar): tf.Scalar {
+export function fusedMaskedError(
+  pred: tf.Tensor3D,
+  target: tf.Tensor3D,
+  mask: tf.Tensor3D,
+  kind: ErrorKind,
+  denominator: tf.Scalar,
+): tf.Scalar {
   return gradOp(
     { pred, target, mask, denominator },
     (save) => {
       save([pred, target, mask, denominator]);
-      return tf.engine().runKernel(MASKED_ERROR_KERNEL, { pred, target, mask, denominator }, { kind } as never) as tf.Scalar;
+      return tf
+        .engine()
+        .runKernel(MASKED_ERROR_KERNEL, { pred, target, mask, denominator }, { kind } as never) as tf.Scalar;
     },
     (dy, saved) => {
       const [p, t, m, den] = saved;
-      const dPred = () => tf.engine().runKernel(MASKED_ERROR_GRAD_KERNEL, { dy, pred: p, target: t, mask: m, denominator: den }, { kind } as never) as tf.Tensor;
+      const dPred = () =>
+        tf.engine().runKernel(MASKED_ERROR_GRAD_KERNEL, { dy, pred: p, target: t, mask: m, denominator: den }, {
+          kind,
+        } as never) as tf.Tensor;
       const err = () => {
         const d = tf.sub(p, t);
         return kind === 'l1' ? tf.abs(d) : kind === 'l2' ? tf.square(d) : tf.add(tf.abs(d), tf.square(d));
@@ -213,8 +247,14 @@ export function fusedMaskedError(pred: tf.Tensor3D, target: tf.Tensor3D, mask: t
  * logDurations in one program; durations and the denominator are data, and get none (an error if the
  * tape asks for one).
  */
-export function fusedDurationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
-  const inputs: Record<string, tf.Tensor> = denominator ? { logDurations, durations, denominator } : { logDurations, durations };
+export function fusedDurationLoss(
+  logDurations: tf.Tensor2D,
+  durations: tf.Tensor2D,
+  denominator?: tf.Scalar,
+): tf.Scalar {
+  const inputs: Record<string, tf.Tensor> = denominator
+    ? { logDurations, durations, denominator }
+    : { logDurations, durations };
   const noGradient = (name: string) => () => {
     throw new Error(`the fused duration loss has no gradient for its ${name} (data)`);
   };
@@ -227,7 +267,15 @@ export function fusedDurationLoss(logDurations: tf.Tensor2D, durations: tf.Tenso
     (dy, saved) => {
       const [l, d, den] = saved;
       return {
-        logDurations: () => tf.engine().runKernel(DURATION_LOSS_GRAD_KERNEL, (den ? { dy, logDurations: l, durations: d, denominator: den } : { dy, logDurations: l, durations: d }) as never) as tf.Tensor,
+        logDurations: () =>
+          tf
+            .engine()
+            .runKernel(
+              DURATION_LOSS_GRAD_KERNEL,
+              (den
+                ? { dy, logDurations: l, durations: d, denominator: den }
+                : { dy, logDurations: l, durations: d }) as never,
+            ) as tf.Tensor,
         durations: noGradient('durations'),
         ...(denominator ? { denominator: noGradient('denominator') } : {}),
       };

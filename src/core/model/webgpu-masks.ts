@@ -14,7 +14,15 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: LENGTH_BIAS_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: { lengths: tf.TensorInfo }; backend: WebgpuProgramRunner; attrs: { keys: number; bias: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: { lengths: tf.TensorInfo };
+      backend: WebgpuProgramRunner;
+      attrs: { keys: number; bias: number };
+    }) => {
       const batch = inputs.lengths.shape[0];
       const program = flatProgram(
         'XttsLengthBiasProgram',
@@ -36,7 +44,15 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: CROSS_BIAS_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: { alignment: tf.TensorInfo; textBias: tf.TensorInfo }; backend: WebgpuProgramRunner; attrs: { heads: number; alignHeads: number; latents: number; bias: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: { alignment: tf.TensorInfo; textBias: tf.TensorInfo };
+      backend: WebgpuProgramRunner;
+      attrs: { heads: number; alignHeads: number; latents: number; bias: number };
+    }) => {
       const [batch, steps] = inputs.alignment.shape;
       const text = inputs.textBias.shape[3];
       const memory = attrs.latents + text;
@@ -90,6 +106,18 @@ export function lengthBias(lengths: tf.Tensor1D, keys: number, bias: number): tf
  * alignment[b, s]) and `bias` elsewhere; for the others 0 over the latents and textBias [B, 1, 1,
  * T_text] over the text. alignment int32 [B, S]. One program.
  */
-export function crossAttentionBias(alignment: tf.Tensor2D, textBias: tf.Tensor4D, heads: number, alignHeads: number, latents: number, bias: number): tf.Tensor4D {
-  return tf.engine().runKernel(CROSS_BIAS_KERNEL, { alignment, textBias }, { heads, alignHeads, latents, bias } as never) as tf.Tensor4D;
+export function crossAttentionBias(
+  alignment: tf.Tensor2D,
+  textBias: tf.Tensor4D,
+  heads: number,
+  alignHeads: number,
+  latents: number,
+  bias: number,
+): tf.Tensor4D {
+  return tf.engine().runKernel(CROSS_BIAS_KERNEL, { alignment, textBias }, {
+    heads,
+    alignHeads,
+    latents,
+    bias,
+  } as never) as tf.Tensor4D;
 }

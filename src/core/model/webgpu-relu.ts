@@ -71,13 +71,15 @@ if (!tf.getKernel(RELU_GRAD_SUMS_KERNEL, 'webgpu')) {
  * gradient under it, one program on webgpu (a strided sum that keeps what it adds), two elsewhere.
  */
 export function reluGradAndColumnSums(dy: tf.Tensor2D, x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
-  if (tf.getKernel(RELU_GRAD_SUMS_KERNEL, tf.getBackend())) return tf.engine().runKernel(RELU_GRAD_SUMS_KERNEL, { dy, x }) as [tf.Tensor2D, tf.Tensor1D];
+  if (tf.getKernel(RELU_GRAD_SUMS_KERNEL, tf.getBackend()))
+    return tf.engine().runKernel(RELU_GRAD_SUMS_KERNEL, { dy, x }) as [tf.Tensor2D, tf.Tensor1D];
   const dz = reluGrad(dy, x) as tf.Tensor2D;
   return [dz, tf.sum(dz, 0)];
 }
 
 /** dy · step(x), x a ReLU's input or output: its gradient; one program on webgpu, tfjs's two elsewhere. */
 export function reluGrad(dy: tf.Tensor, x: tf.Tensor): tf.Tensor {
-  if (tf.getKernel(RELU_GRAD_KERNEL, tf.getBackend())) return tf.engine().runKernel(RELU_GRAD_KERNEL, { dy, x }) as tf.Tensor;
+  if (tf.getKernel(RELU_GRAD_KERNEL, tf.getBackend()))
+    return tf.engine().runKernel(RELU_GRAD_KERNEL, { dy, x }) as tf.Tensor;
   return tf.mul(dy, tf.step(x));
 }

@@ -24,10 +24,25 @@ export const MASK_SUMS_KERNEL = 'XttsMaskAtSums';
 
 const WORKGROUP = 64;
 
-const PROGRAM_NAMES: Record<string, string> = { [COPY_SHADER_KEY]: 'XttsSegmentProgram', xtts_window_at: 'XttsWindowProgram', xtts_mask_at: 'XttsMaskProgram', xtts_mask_add: 'XttsMaskAddProgram' };
+const PROGRAM_NAMES: Record<string, string> = {
+  [COPY_SHADER_KEY]: 'XttsSegmentProgram',
+  xtts_window_at: 'XttsWindowProgram',
+  xtts_mask_at: 'XttsMaskProgram',
+  xtts_mask_add: 'XttsMaskAddProgram',
+};
 
-/** out[i] = value(src[start + i]) (WGSL of index; by default the value itself), start from `startCode` (WGSL), for i < size. */
-function copyProgram(shaderKey: string, variableNames: string[], size: number, uniforms: string, startCode: string, value = (w: string) => w) {
+/**
+ * out[i] = value(src[start + i]) (WGSL of index; by default the value itself), start from `startCode` (WGSL), for i <
+ * size.
+ */
+function copyProgram(
+  shaderKey: string,
+  variableNames: string[],
+  size: number,
+  uniforms: string,
+  startCode: string,
+  value = (w: string) => w,
+) {
   return namedProgram(PROGRAM_NAMES[shaderKey], {
     variableNames,
     outputShape: [size],
@@ -50,38 +65,105 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: WINDOW_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number; size: number } }) =>
-      backend.runWebGPUProgram(copyProgram('xtts_window_at', ['pool', 'offsets'], attrs.size, 'k : i32,', 'offsets[uniforms.k]'), [inputs.pool, inputs.offsets], 'float32', [
-        { type: 'int32', data: [attrs.k] },
-      ])) as unknown as tf.KernelFunc,
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'pool' | 'offsets', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { k: number; size: number };
+    }) =>
+      backend.runWebGPUProgram(
+        copyProgram('xtts_window_at', ['pool', 'offsets'], attrs.size, 'k : i32,', 'offsets[uniforms.k]'),
+        [inputs.pool, inputs.offsets],
+        'float32',
+        [{ type: 'int32', data: [attrs.k] }],
+      )) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: MASK_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { k: number };
+    }) => {
       const size = inputs.x.shape.reduce((a, b) => a * b, 1);
-      const out = backend.runWebGPUProgram(copyProgram('xtts_mask_at', ['pool', 'offsets', 'x'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `${w} * x[index]`), [inputs.pool, inputs.offsets, inputs.x], 'float32', [{ type: 'int32', data: [attrs.k] }]);
+      const out = backend.runWebGPUProgram(
+        copyProgram(
+          'xtts_mask_at',
+          ['pool', 'offsets', 'x'],
+          size,
+          'k : i32,',
+          'offsets[uniforms.k]',
+          (w) => `${w} * x[index]`,
+        ),
+        [inputs.pool, inputs.offsets, inputs.x],
+        'float32',
+        [{ type: 'int32', data: [attrs.k] }],
+      );
       return { ...out, shape: inputs.x.shape };
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: MASK_ADD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { k: number };
+    }) => {
       const size = inputs.x.shape.reduce((a, b) => a * b, 1);
-      const program = copyProgram('xtts_mask_add', ['pool', 'offsets', 'x', 'base'], size, 'k : i32,', 'offsets[uniforms.k]', (w) => `base[index] + ${w} * x[index]`);
-      const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [{ type: 'int32', data: [attrs.k] }]);
+      const program = copyProgram(
+        'xtts_mask_add',
+        ['pool', 'offsets', 'x', 'base'],
+        size,
+        'k : i32,',
+        'offsets[uniforms.k]',
+        (w) => `base[index] + ${w} * x[index]`,
+      );
+      const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [
+        { type: 'int32', data: [attrs.k] },
+      ]);
       return { ...out, shape: inputs.x.shape };
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: MASK_SUMS_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { k: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { k: number };
+    }) => {
       const [rows, columns] = inputs.x.shape;
       // maskAt's product (the window's value times x's), kept, and summed over the rows.
-      const summand: Summand = { variableNames: ['pool', 'offsets', 'x'], key: '_mask_at', body: 'return pool[offsets[uniforms.k] + at] * x[at];', stores: true, uniforms: { declarations: 'k : i32,', values: [attrs.k] } };
-      const out = stridedSumStoring([inputs.pool, inputs.offsets, inputs.x], backend, { outer: 1, rows, inner: columns }, summand);
+      const summand: Summand = {
+        variableNames: ['pool', 'offsets', 'x'],
+        key: '_mask_at',
+        body: 'return pool[offsets[uniforms.k] + at] * x[at];',
+        stores: true,
+        uniforms: { declarations: 'k : i32,', values: [attrs.k] },
+      };
+      const out = stridedSumStoring(
+        [inputs.pool, inputs.offsets, inputs.x],
+        backend,
+        { outer: 1, rows, inner: columns },
+        summand,
+      );
       if (!out) throw new Error(`a dropout's gradient of ${columns} columns: too wide for one strided sum`);
       const [sums, masked] = out;
       return [
@@ -93,10 +175,23 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: SEGMENT_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<'x', tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { sizes: number[] } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<'x', tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { sizes: number[] };
+    }) => {
       let start = 0;
       return attrs.sizes.map((size) => {
-        const out = backend.runWebGPUProgram(copyProgram(COPY_SHADER_KEY, ['x'], size, 'start : i32,', 'uniforms.start'), [inputs.x], inputs.x.dtype, [{ type: 'int32', data: [start] }]);
+        const out = backend.runWebGPUProgram(
+          copyProgram(COPY_SHADER_KEY, ['x'], size, 'start : i32,', 'uniforms.start'),
+          [inputs.x],
+          inputs.x.dtype,
+          [{ type: 'int32', data: [start] }],
+        );
         start += size;
         return out;
       });
@@ -106,7 +201,8 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
 
 /** x [Σ sizes] -> its consecutive pieces; on webgpu as segment programs, elsewhere tf.split. */
 export function segments(x: tf.Tensor1D, sizes: number[]): tf.Tensor1D[] {
-  if (tf.getKernel(SEGMENT_KERNEL, tf.getBackend())) return tf.engine().runKernel(SEGMENT_KERNEL, { x }, { sizes }) as unknown as tf.Tensor1D[];
+  if (tf.getKernel(SEGMENT_KERNEL, tf.getBackend()))
+    return tf.engine().runKernel(SEGMENT_KERNEL, { x }, { sizes }) as unknown as tf.Tensor1D[];
   return tf.split(x, sizes) as tf.Tensor1D[];
 }
 
@@ -121,7 +217,12 @@ export function maskAt(x: tf.Tensor, pool: tf.Tensor1D, offsets: tf.Tensor1D, k:
 }
 
 /** [maskAt(x, …), its sum over the rows] for x [rows, columns], one program (where maskAtAvailable). */
-export function maskAtAndColumnSums(x: tf.Tensor2D, pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number): [tf.Tensor2D, tf.Tensor1D] {
+export function maskAtAndColumnSums(
+  x: tf.Tensor2D,
+  pool: tf.Tensor1D,
+  offsets: tf.Tensor1D,
+  k: number,
+): [tf.Tensor2D, tf.Tensor1D] {
   return tf.engine().runKernel(MASK_SUMS_KERNEL, { x, pool, offsets }, { k }) as [tf.Tensor2D, tf.Tensor1D];
 }
 

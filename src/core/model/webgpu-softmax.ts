@@ -26,7 +26,14 @@ const ROW = `
         let base = row * uniforms.outShape[3];`;
 
 /** One workgroup per row of [B, H, Tq, Tk] (workgroupGrid: rows past 65,535 go along y as well). */
-function rowProgram(name: string, shaderKey: string, variableNames: string[], shape: number[], uniforms: string, body: string) {
+function rowProgram(
+  name: string,
+  shaderKey: string,
+  variableNames: string[],
+  shape: number[],
+  uniforms: string,
+  body: string,
+) {
   return namedProgram(name, {
     variableNames,
     outputShape: shape,
@@ -96,7 +103,8 @@ export function broadcastStrides(bias: readonly number[], scores: readonly numbe
   const strides = [0, 0, 0, 0];
   let stride = 1;
   for (let i = 3; i >= 0; i--) {
-    if (full[i] !== 1 && full[i] !== scores[i]) throw new Error(`an attention bias of shape [${bias}] does not broadcast to [${scores}]`);
+    if (full[i] !== 1 && full[i] !== scores[i])
+      throw new Error(`an attention bias of shape [${bias}] does not broadcast to [${scores}]`);
     strides[i] = full[i] === 1 ? 0 : stride;
     stride *= full[i];
   }
@@ -109,17 +117,38 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
   tf.registerKernel({
     kernelName: SOFTMAX_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { scale: number } }) => {
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<string, tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { scale: number };
+    }) => {
       const { scores, bias } = inputs;
       const strides = broadcastStrides(bias.shape, scores.shape);
-      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [uniform('float32', attrs.scale), ...strides.map((s) => uniform('int32', s))]);
+      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [
+        uniform('float32', attrs.scale),
+        ...strides.map((s) => uniform('int32', s)),
+      ]);
     }) as unknown as tf.KernelFunc,
   });
   tf.registerKernel({
     kernelName: SOFTMAX_GRAD_KERNEL,
     backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner; attrs: { scale: number } }) =>
-      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [uniform('float32', attrs.scale)])) as unknown as tf.KernelFunc,
+    kernelFunc: (({
+      inputs,
+      backend,
+      attrs,
+    }: {
+      inputs: Record<string, tf.TensorInfo>;
+      backend: WebgpuProgramRunner;
+      attrs: { scale: number };
+    }) =>
+      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [
+        uniform('float32', attrs.scale),
+      ])) as unknown as tf.KernelFunc,
   });
 }
 

@@ -61,13 +61,26 @@ function writeDurably(path: string, data: Uint8Array): void {
 }
 
 /** Write `tensors` as checkpoint `name` in `dir`, atomically replacing an earlier one. Reads each tensor back once. */
-export async function saveWeights(dir: string, name: string, tensors: ReadonlyMap<string, tf.Tensor>, meta: Record<string, unknown> = {}): Promise<{ manifestPath: string; binPath: string; bytes: number }> {
-  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new XttsError('WEIGHTS_NAME_INVALID', `checkpoint name "${name}" may only hold letters, digits, '.', '_' and '-'`);
+export async function saveWeights(
+  dir: string,
+  name: string,
+  tensors: ReadonlyMap<string, tf.Tensor>,
+  meta: Record<string, unknown> = {},
+): Promise<{ manifestPath: string; binPath: string; bytes: number }> {
+  if (!/^[A-Za-z0-9._-]+$/.test(name))
+    throw new XttsError(
+      'WEIGHTS_NAME_INVALID',
+      `checkpoint name "${name}" may only hold letters, digits, '.', '_' and '-'`,
+    );
   const entries: WeightEntry[] = [];
   const chunks: Uint8Array[] = [];
   let offset = 0;
   for (const [tensorName, t] of tensors) {
-    if (t.dtype !== 'float32' && t.dtype !== 'int32') throw new XttsError('WEIGHTS_DTYPE_UNSUPPORTED', `${tensorName} is ${t.dtype}; checkpoints hold float32 and int32 tensors`);
+    if (t.dtype !== 'float32' && t.dtype !== 'int32')
+      throw new XttsError(
+        'WEIGHTS_DTYPE_UNSUPPORTED',
+        `${tensorName} is ${t.dtype}; checkpoints hold float32 and int32 tensors`,
+      );
     const values = await t.data();
     const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
     entries.push({ name: tensorName, shape: [...t.shape], dtype: t.dtype, offset, bytes: bytes.length });
@@ -77,7 +90,15 @@ export async function saveWeights(dir: string, name: string, tensors: ReadonlyMa
   const body = Buffer.concat(chunks, offset);
   const sha256 = createHash('sha256').update(body).digest('hex');
   const binName = `${name}.${sha256.slice(0, 16)}.bin`;
-  const manifest: WeightsManifest = { format: WEIGHTS_FORMAT, version: WEIGHTS_VERSION, bin: binName, bytes: offset, sha256, tensors: entries, meta };
+  const manifest: WeightsManifest = {
+    format: WEIGHTS_FORMAT,
+    version: WEIGHTS_VERSION,
+    bin: binName,
+    bytes: offset,
+    sha256,
+    tensors: entries,
+    meta,
+  };
 
   await mkdir(dir, { recursive: true });
   const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -117,7 +138,11 @@ export async function readWeightsManifest(dir: string, name: string): Promise<We
   try {
     text = await readFile(path, 'utf8');
   } catch (e) {
-    throw new XttsError('CHECKPOINT_MISSING', `${path} cannot be read: ${(e as Error).message}`, { position: { file: path }, suggestions: ['Check the path and name of the checkpoint.'], cause: e });
+    throw new XttsError('CHECKPOINT_MISSING', `${path} cannot be read: ${(e as Error).message}`, {
+      position: { file: path },
+      suggestions: ['Check the path and name of the checkpoint.'],
+      cause: e,
+    });
   }
   let m: WeightsManifest;
   try {
@@ -125,13 +150,21 @@ export async function readWeightsManifest(dir: string, name: string): Promise<We
   } catch (e) {
     throw corrupt(path, `not JSON (${(e as Error).message})`);
   }
-  if (m.format !== WEIGHTS_FORMAT || !Array.isArray(m.tensors) || typeof m.bin !== 'string') throw corrupt(path, `not an ${WEIGHTS_FORMAT} manifest`);
-  if (m.version > WEIGHTS_VERSION) throw corrupt(path, `format version ${m.version} is newer than this xtts reads (${WEIGHTS_VERSION})`);
+  if (m.format !== WEIGHTS_FORMAT || !Array.isArray(m.tensors) || typeof m.bin !== 'string')
+    throw corrupt(path, `not an ${WEIGHTS_FORMAT} manifest`);
+  if (m.version > WEIGHTS_VERSION)
+    throw corrupt(path, `format version ${m.version} is newer than this xtts reads (${WEIGHTS_VERSION})`);
   return m;
 }
 
-/** Load checkpoint `name` from `dir`: tensors by name (the caller disposes them) and the stored meta. Verifies size and hash. */
-export async function loadWeights(dir: string, name: string): Promise<{ tensors: Map<string, tf.Tensor>; meta: Record<string, unknown> }> {
+/**
+ * Load checkpoint `name` from `dir`: tensors by name (the caller disposes them) and the stored meta. Verifies size and
+ * hash.
+ */
+export async function loadWeights(
+  dir: string,
+  name: string,
+): Promise<{ tensors: Map<string, tf.Tensor>; meta: Record<string, unknown> }> {
   const manifest = await readWeightsManifest(dir, name);
   const binPath = join(dir, manifest.bin);
   let body: Buffer;
@@ -140,8 +173,10 @@ export async function loadWeights(dir: string, name: string): Promise<{ tensors:
   } catch (e) {
     throw corrupt(binPath, `binary named by ${name}.json cannot be read: ${(e as Error).message}`);
   }
-  if (body.length !== manifest.bytes) throw corrupt(binPath, `${body.length} bytes, the manifest says ${manifest.bytes}`);
-  if (createHash('sha256').update(body).digest('hex') !== manifest.sha256) throw corrupt(binPath, 'content does not match the manifest\'s sha256');
+  if (body.length !== manifest.bytes)
+    throw corrupt(binPath, `${body.length} bytes, the manifest says ${manifest.bytes}`);
+  if (createHash('sha256').update(body).digest('hex') !== manifest.sha256)
+    throw corrupt(binPath, "content does not match the manifest's sha256");
   // Copy into an aligned buffer: typed arrays need 4-byte alignment, a Buffer's offset may not have it.
   const aligned = new ArrayBuffer(body.length);
   new Uint8Array(aligned).set(body);
@@ -149,8 +184,10 @@ export async function loadWeights(dir: string, name: string): Promise<{ tensors:
   for (const e of manifest.tensors) {
     const count = e.bytes / 4;
     const size = e.shape.reduce((a, b) => a * b, 1);
-    if (count !== size || e.offset + e.bytes > body.length) throw corrupt(binPath, `tensor ${e.name} does not fit its byte range`);
-    const values = e.dtype === 'int32' ? new Int32Array(aligned, e.offset, count) : new Float32Array(aligned, e.offset, count);
+    if (count !== size || e.offset + e.bytes > body.length)
+      throw corrupt(binPath, `tensor ${e.name} does not fit its byte range`);
+    const values =
+      e.dtype === 'int32' ? new Int32Array(aligned, e.offset, count) : new Float32Array(aligned, e.offset, count);
     tensors.set(e.name, tf.tensor(values, e.shape, e.dtype));
   }
   return { tensors, meta: manifest.meta ?? {} };

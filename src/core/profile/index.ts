@@ -13,7 +13,16 @@ import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { judge, type ProfileVerdicts, type ReplicaSummary, summarizeReplicas, type Thresholds } from './verdicts.js';
 
-export { judge, breakdown, type ProfileVerdicts, type Verdict, type Thresholds, type StepBreakdown, type VerdictContext, type ReplicaSummary }  from './verdicts.js';
+export {
+  judge,
+  breakdown,
+  type ProfileVerdicts,
+  type Verdict,
+  type Thresholds,
+  type StepBreakdown,
+  type VerdictContext,
+  type ReplicaSummary,
+} from './verdicts.js';
 export { toTrace, traceProblems } from './trace.js';
 export { describeSpans } from '../backend/index.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
@@ -43,7 +52,12 @@ export interface ProfileResult extends ProfileVerdicts {
   /** Said plainly when there is no GPU: what was measured instead. */
   gpuNote: string | null;
   /** The GPU sampler of the run: its source and devices, or why there was none. */
-  gpuTelemetry: { available: boolean; source?: string; devices?: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[]; reason?: string };
+  gpuTelemetry: {
+    available: boolean;
+    source?: string;
+    devices?: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[];
+    reason?: string;
+  };
   /** When the run started (Unix epoch ms) and the measured steps' span in ms from then: ties them to other logs. */
   startedAtEpochMs: number | null;
   measuredWindowMs: { fromMs: number; toMs: number };
@@ -59,8 +73,14 @@ export interface ProfileResult extends ProfileVerdicts {
   stepCapture: { replayedSteps: number; measuredSteps: number; summary: StepCaptureSummary | null } | null;
 }
 
-/** The `n` largest (program, shape) pairs of a timed step by device time (runs recorded before shapes were kept have none). */
-export function largestShapes(programs: readonly ProgramTime[], n: number): { name: string; shape: string; ms: number; count: number }[] {
+/**
+ * The `n` largest (program, shape) pairs of a timed step by device time (runs recorded before shapes were kept have
+ * none).
+ */
+export function largestShapes(
+  programs: readonly ProgramTime[],
+  n: number,
+): { name: string; shape: string; ms: number; count: number }[] {
   return programs
     .flatMap((p) => (p.shapes ?? []).map((x) => ({ name: p.name, ...x })))
     .sort((a, b) => b.ms - a.ms)
@@ -99,76 +119,163 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   } finally {
     db.close();
   }
-  if (!config) throw new XttsError('RUN_INCOMPLETE', `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`, { exitCode: ExitCode.usage });
+  if (!config)
+    throw new XttsError(
+      'RUN_INCOMPLETE',
+      `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`,
+      { exitCode: ExitCode.usage },
+    );
   // Device-timed probe steps run after the measured ones (TrainOptions.deviceTimedSteps); in a run
   // where every step carries a device time (recorded elsewhere), all are measured steps.
   const allTimed = steps.length > 0 && steps.every((s) => s.deviceMs !== undefined);
   const probes = allTimed ? [] : steps.filter((s) => s.deviceMs !== undefined);
   const measured = (allTimed ? steps : steps.filter((s) => s.deviceMs === undefined)).slice(options.warmup);
   if (measured.length < 2) {
-    throw new XttsError('RUN_TOO_SHORT', `${runDir} has ${steps.length} steps; after ${options.warmup} warm-up steps there are fewer than 2 to judge`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['lower --warmup, or profile more steps (--steps)'],
-    });
+    throw new XttsError(
+      'RUN_TOO_SHORT',
+      `${runDir} has ${steps.length} steps; after ${options.warmup} warm-up steps there are fewer than 2 to judge`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['lower --warmup, or profile more steps (--steps)'],
+      },
+    );
   }
   const cpuBackend = backend === 'cpu' || backend === 'wasm';
-  const stepCapture = captureSummary || measured.some((m) => m.replayed !== undefined) ? { replayedSteps: measured.filter((m) => m.replayed).length, measuredSteps: measured.length, summary: captureSummary } : null;
+  const stepCapture =
+    captureSummary || measured.some((m) => m.replayed !== undefined)
+      ? {
+          replayedSteps: measured.filter((m) => m.replayed).length,
+          measuredSteps: measured.length,
+          summary: captureSummary,
+        }
+      : null;
   const measuredSteps = new Set(measured.map((m) => m.step));
   const measuredReplicas = replicaSteps.filter((r) => measuredSteps.has(r.step));
   const t0 = measured[0].startMs;
   const last = measured[measured.length - 1];
   const t1 = last.startMs + last.wallMs;
   const window = samples.filter((s) => s.tMs >= t0 && s.tMs <= t1);
-  const v = judge(measured, window, {
-    batchSize: config.batching.batch_size,
-    logEvery: config.training.log_every,
-    workers: config.pipeline.workers,
-    prefetchDepth: config.pipeline.prefetch_depth,
-    cacheEnabled: config.pipeline.cache.enabled,
-    buckets: config.batching.buckets,
-    cpuCores,
-    checkpointEvery: config.training.checkpoint_every,
-    cpuBackend,
-    device,
-    gradAccumulation: config.training.grad_accumulation_steps,
-    stepCapture: config.device.step_capture,
-    pipelineSteps: config.device.pipeline_steps,
-    precision: config.training.precision,
-    replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
-  }, options.thresholds, probes);
+  const v = judge(
+    measured,
+    window,
+    {
+      batchSize: config.batching.batch_size,
+      logEvery: config.training.log_every,
+      workers: config.pipeline.workers,
+      prefetchDepth: config.pipeline.prefetch_depth,
+      cacheEnabled: config.pipeline.cache.enabled,
+      buckets: config.batching.buckets,
+      cpuCores,
+      checkpointEvery: config.training.checkpoint_every,
+      cpuBackend,
+      device,
+      gradAccumulation: config.training.grad_accumulation_steps,
+      stepCapture: config.device.step_capture,
+      pipelineSteps: config.device.pipeline_steps,
+      precision: config.training.precision,
+      replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
+    },
+    options.thresholds,
+    probes,
+  );
   const gpuTelemetry = telemetry
     ? telemetry.available
-      ? { available: true, source: telemetry.source, devices: telemetry.devices.map((d) => ({ index: d.index, name: d.name, memoryTotalBytes: d.memoryTotalBytes, gpm: d.gpm })) }
+      ? {
+          available: true,
+          source: telemetry.source,
+          devices: telemetry.devices.map((d) => ({
+            index: d.index,
+            name: d.name,
+            memoryTotalBytes: d.memoryTotalBytes,
+            gpm: d.gpm,
+          })),
+        }
       : { available: false, reason: telemetry.reason }
     : { available: false, reason: 'the run did not record its GPU telemetry' };
-  const deviceTiming: ProfileResult['deviceTiming'] = timingMeta ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps } : allTimed ? { available: true, steps: steps.length, source: 'recorded with every step' } : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
+  const deviceTiming: ProfileResult['deviceTiming'] = timingMeta
+    ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps }
+    : allTimed
+      ? { available: true, steps: steps.length, source: 'recorded with every step' }
+      : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
   let gpuNote: string | null = null;
   if (window.length === 0) {
-    const why = cpuBackend ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement` : `no GPU samples (${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
-    gpuNote = `${why}; the breakdown is host time per span${cpuBackend ? ', where forward/backward includes the arithmetic itself' : ''}${v.breakdown.deviceMs ? `, and "device" is the kernels' own time (${deviceTiming.source ?? 'kernel timing'})` : ''}`;
+    const why = cpuBackend
+      ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement`
+      : `no GPU samples ` +
+        `(${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
+    gpuNote =
+      `${why}; the breakdown is host time per ` +
+      `span${cpuBackend ? ', where forward/backward includes the arithmetic itself' : ''}${v.breakdown.deviceMs ? `, and "device" is the kernels' own time ` + `(${deviceTiming.source ?? 'kernel timing'})` : ''}`;
   }
   const files: ProfileResult['files'] = {};
   if (options.trace) {
-    writeOutputFile(options.trace, JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)), 'the trace (--trace)');
+    writeOutputFile(
+      options.trace,
+      JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)),
+      'the trace (--trace)',
+    );
     files.trace = options.trace;
   }
   if (options.report) {
-    const facts = reportFacts(v.breakdown, { backend, device, steps: measured.length, warmup: options.warmup, deviceTiming });
+    const facts = reportFacts(v.breakdown, {
+      backend,
+      device,
+      steps: measured.length,
+      warmup: options.warmup,
+      deviceTiming,
+    });
     if (gpuNote) facts.note = gpuNote;
-    writeOutputFile(options.report, htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts), 'the report (--report)');
+    writeOutputFile(
+      options.report,
+      htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts),
+      'the report (--report)',
+    );
     files.report = options.report;
   }
   if (options.fixConfig) {
-    const changes = v.verdicts.flatMap((x) => x.actions.map((a) => ({ key: a.key, value: a.value, reason: `${x.title} — ${a.effect}` })));
-    if (!configFile) throw new XttsError('RUN_NO_CONFIG_FILE', 'the run does not record which config file it used, so there is nothing to patch', { exitCode: ExitCode.usage });
+    const changes = v.verdicts.flatMap((x) =>
+      x.actions.map((a) => ({ key: a.key, value: a.value, reason: `${x.title} — ${a.effect}` })),
+    );
+    if (!configFile)
+      throw new XttsError(
+        'RUN_NO_CONFIG_FILE',
+        'the run does not record which config file it used, so there is nothing to patch',
+        { exitCode: ExitCode.usage },
+      );
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return { schemaVersion: PROFILE_SCHEMA_VERSION, ...v, runDir, backend, device, configFile, warmupSteps: options.warmup, timeline: terminalTimeline(measured), gpuNote, gpuTelemetry, startedAtEpochMs, measuredWindowMs: { fromMs: t0, toMs: t1 }, deviceTiming, files, replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null, stepCapture };
+  return {
+    schemaVersion: PROFILE_SCHEMA_VERSION,
+    ...v,
+    runDir,
+    backend,
+    device,
+    configFile,
+    warmupSteps: options.warmup,
+    timeline: terminalTimeline(measured),
+    gpuNote,
+    gpuTelemetry,
+    startedAtEpochMs,
+    measuredWindowMs: { fromMs: t0, toMs: t1 },
+    deviceTiming,
+    files,
+    replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null,
+    stepCapture,
+  };
 }
 
 /** The report's table of figures (--report). */
-function reportFacts(b: ProfileResult['breakdown'], o: { backend: string; device: string | null; steps: number; warmup: number; deviceTiming: ProfileResult['deviceTiming'] }): Record<string, string> {
+function reportFacts(
+  b: ProfileResult['breakdown'],
+  o: {
+    backend: string;
+    device: string | null;
+    steps: number;
+    warmup: number;
+    deviceTiming: ProfileResult['deviceTiming'];
+  },
+): Record<string, string> {
   return {
     backend: o.backend,
     device: o.device ?? 'none',
@@ -178,8 +285,14 @@ function reportFacts(b: ProfileResult['breakdown'], o: { backend: string; device
     'samples/s': b.samplesPerS.toFixed(1),
     'kernels/step': b.kernels.mean.toFixed(0),
     'host time per kernel': b.hostMsPerKernel === null ? 'n/a' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`,
-    'model FLOPs per step': b.flopsPerStep === null ? 'not counted' : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} TFLOP/s ${b.peakPrecision})` : ''}`,
-    'device time per step': b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${o.deviceTiming.source}, ${b.deviceTimedSteps} timed steps)` : `not measured${o.deviceTiming.reason ? `: ${o.deviceTiming.reason}` : ''}`,
+    'model FLOPs per step':
+      b.flopsPerStep === null
+        ? 'not counted'
+        : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} ` +
+          `TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} ` + `TFLOP/s ${b.peakPrecision})` : ''}`,
+    'device time per step': b.deviceMs
+      ? `${b.deviceMs.p50.toFixed(1)} ms (${o.deviceTiming.source}, ${b.deviceTimedSteps} timed steps)`
+      : `not measured${o.deviceTiming.reason ? `: ${o.deviceTiming.reason}` : ''}`,
     'top GPU programs (device ms per timed step)': o.deviceTiming.programs?.length
       ? o.deviceTiming.programs
           .slice(0, 8)
@@ -197,4 +310,10 @@ function reportFacts(b: ProfileResult['breakdown'], o: { backend: string; device
   };
 }
 
-type GpuTelemetryMeta = { available: true; source: string; devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[] } | { available: false; reason: string };
+type GpuTelemetryMeta =
+  | {
+      available: true;
+      source: string;
+      devices: { index: number; name: string | null; memoryTotalBytes: number | null; gpm: boolean }[];
+    }
+  | { available: false; reason: string };

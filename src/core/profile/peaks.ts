@@ -27,7 +27,12 @@ function peaksOf(device: string | null): { fp32: number; fp16Tensor: number } | 
 }
 
 /** The device's peak for a run's precision: FP32 for fp32, FP16 tensor (FP32 accumulation) for mixed_fp16. */
-export function peakFor(device: string | null, precision: 'fp32' | 'mixed_fp16'): { tflops: number | null; label: 'FP32' | 'FP16 tensor' } {
+export function peakFor(
+  device: string | null,
+  precision: 'fp32' | 'mixed_fp16',
+): { tflops: number | null; label: 'FP32' | 'FP16 tensor' } {
   const peaks = peaksOf(device);
-  return precision === 'mixed_fp16' ? { tflops: peaks?.fp16Tensor ?? null, label: 'FP16 tensor' } : { tflops: peaks?.fp32 ?? null, label: 'FP32' };
+  return precision === 'mixed_fp16'
+    ? { tflops: peaks?.fp16Tensor ?? null, label: 'FP16 tensor' }
+    : { tflops: peaks?.fp32 ?? null, label: 'FP32' };
 }

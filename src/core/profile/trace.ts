@@ -20,15 +20,44 @@ const SPAN_TRACK: Record<string, number> = Object.fromEntries(SPAN_NAMES.map((s,
 /** Track of the device-timed probe steps, after the span tracks. */
 const PROBE_TRACK = SPAN_NAMES.length + 2;
 
-export function toTrace(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], meta: Record<string, unknown> = {}, probes: readonly StepRecord[] = []): { traceEvents: TraceEvent[]; displayTimeUnit: 'ms'; otherData: Record<string, unknown> } {
+export function toTrace(
+  steps: readonly StepRecord[],
+  samples: readonly DeviceSampleRecord[],
+  meta: Record<string, unknown> = {},
+  probes: readonly StepRecord[] = [],
+): { traceEvents: TraceEvent[]; displayTimeUnit: 'ms'; otherData: Record<string, unknown> } {
   const events: TraceEvent[] = [
     { name: 'process_name', ph: 'M', ts: 0, pid: 1, tid: 0, args: { name: 'xtts trainer' } },
     { name: 'thread_name', ph: 'M', ts: 0, pid: 1, tid: 1, args: { name: 'steps' } },
-    ...SPAN_NAMES.map((s) => ({ name: 'thread_name', ph: 'M' as const, ts: 0, pid: 1, tid: SPAN_TRACK[s], args: { name: s.replace(/Ms$/, '') } })),
+    ...SPAN_NAMES.map((s) => ({
+      name: 'thread_name',
+      ph: 'M' as const,
+      ts: 0,
+      pid: 1,
+      tid: SPAN_TRACK[s],
+      args: { name: s.replace(/Ms$/, '') },
+    })),
   ];
   for (const s of steps) {
     const t0 = s.startMs * 1000;
-    events.push({ name: `step ${s.step}`, cat: 'step', ph: 'X', ts: t0, dur: s.wallMs * 1000, pid: 1, tid: 1, args: { bucket: s.bucket, batchSize: s.batchSize, tokens: s.tokens, frames: s.frames, kernels: s.kernels, loss: s.loss ?? null, deviceMs: s.deviceMs ?? null } });
+    events.push({
+      name: `step ${s.step}`,
+      cat: 'step',
+      ph: 'X',
+      ts: t0,
+      dur: s.wallMs * 1000,
+      pid: 1,
+      tid: 1,
+      args: {
+        bucket: s.bucket,
+        batchSize: s.batchSize,
+        tokens: s.tokens,
+        frames: s.frames,
+        kernels: s.kernels,
+        loss: s.loss ?? null,
+        deviceMs: s.deviceMs ?? null,
+      },
+    });
     // Spans in the order they happen within a step.
     let t = t0;
     for (const name of SPAN_NAMES) {
@@ -38,19 +67,77 @@ export function toTrace(steps: readonly StepRecord[], samples: readonly DeviceSa
       t += dur;
     }
   }
-  if (probes.length) events.push({ name: 'thread_name', ph: 'M', ts: 0, pid: 1, tid: PROBE_TRACK, args: { name: 'device-timed steps (device time summed)' } });
+  if (probes.length)
+    events.push({
+      name: 'thread_name',
+      ph: 'M',
+      ts: 0,
+      pid: 1,
+      tid: PROBE_TRACK,
+      args: { name: 'device-timed steps (device time summed)' },
+    });
   for (const p of probes) {
     // A probe's device time is a sum over its kernels, not one interval: drawn from the step's start.
-    events.push({ name: `step ${p.step} (timed)`, cat: 'probe', ph: 'X', ts: p.startMs * 1000, dur: p.wallMs * 1000, pid: 1, tid: 1, args: { kernels: p.kernels, deviceMs: p.deviceMs ?? null } });
-    events.push({ name: 'device compute', cat: 'device', ph: 'X', ts: p.startMs * 1000, dur: (p.deviceMs ?? 0) * 1000, pid: 1, tid: PROBE_TRACK, args: { deviceMs: p.deviceMs ?? null, kernels: p.kernels } });
+    events.push({
+      name: `step ${p.step} (timed)`,
+      cat: 'probe',
+      ph: 'X',
+      ts: p.startMs * 1000,
+      dur: p.wallMs * 1000,
+      pid: 1,
+      tid: 1,
+      args: { kernels: p.kernels, deviceMs: p.deviceMs ?? null },
+    });
+    events.push({
+      name: 'device compute',
+      cat: 'device',
+      ph: 'X',
+      ts: p.startMs * 1000,
+      dur: (p.deviceMs ?? 0) * 1000,
+      pid: 1,
+      tid: PROBE_TRACK,
+      args: { deviceMs: p.deviceMs ?? null, kernels: p.kernels },
+    });
   }
-  for (const s of steps) events.push({ name: 'kernels per step', ph: 'C', ts: s.startMs * 1000, pid: 1, tid: 0, args: { kernels: s.kernels } });
+  for (const s of steps)
+    events.push({
+      name: 'kernels per step',
+      ph: 'C',
+      ts: s.startMs * 1000,
+      pid: 1,
+      tid: 0,
+      args: { kernels: s.kernels },
+    });
   for (const g of samples) {
-    events.push({ name: `GPU ${g.device} utilisation %`, ph: 'C', ts: g.tMs * 1000, pid: 2, tid: 0, args: { value: g.utilizationPct ?? 0 } });
-    if (g.memoryUsedBytes !== null) events.push({ name: `GPU ${g.device} memory MiB`, ph: 'C', ts: g.tMs * 1000, pid: 2, tid: 0, args: { value: Math.round(g.memoryUsedBytes / 2 ** 20) } });
-    if (g.smActivityPct !== null) events.push({ name: `GPU ${g.device} SM activity %`, ph: 'C', ts: g.tMs * 1000, pid: 2, tid: 0, args: { value: g.smActivityPct } });
+    events.push({
+      name: `GPU ${g.device} utilisation %`,
+      ph: 'C',
+      ts: g.tMs * 1000,
+      pid: 2,
+      tid: 0,
+      args: { value: g.utilizationPct ?? 0 },
+    });
+    if (g.memoryUsedBytes !== null)
+      events.push({
+        name: `GPU ${g.device} memory MiB`,
+        ph: 'C',
+        ts: g.tMs * 1000,
+        pid: 2,
+        tid: 0,
+        args: { value: Math.round(g.memoryUsedBytes / 2 ** 20) },
+      });
+    if (g.smActivityPct !== null)
+      events.push({
+        name: `GPU ${g.device} SM activity %`,
+        ph: 'C',
+        ts: g.tMs * 1000,
+        pid: 2,
+        tid: 0,
+        args: { value: g.smActivityPct },
+      });
   }
-  if (samples.length) events.push({ name: 'process_name', ph: 'M', ts: 0, pid: 2, tid: 0, args: { name: 'GPU samples' } });
+  if (samples.length)
+    events.push({ name: 'process_name', ph: 'M', ts: 0, pid: 2, tid: 0, args: { name: 'GPU samples' } });
   return { traceEvents: events, displayTimeUnit: 'ms', otherData: { tool: 'xtts profile-bottleneck', ...meta } };
 }
 
@@ -64,7 +151,11 @@ export function traceProblems(trace: { traceEvents?: unknown }): string[] {
     if (typeof e.ts !== 'number' || !Number.isFinite(e.ts) || e.ts < 0) problems.push(`event ${i}: ts`);
     if (e.ph === 'X' && (typeof e.dur !== 'number' || e.dur < 0)) problems.push(`event ${i}: dur`);
     if (typeof e.pid !== 'number' || typeof e.tid !== 'number') problems.push(`event ${i}: pid/tid`);
-    if (e.ph === 'C' && (typeof e.args !== 'object' || e.args === null || Object.values(e.args).some((v) => typeof v !== 'number'))) problems.push(`event ${i}: counter args must be numbers`);
+    if (
+      e.ph === 'C' &&
+      (typeof e.args !== 'object' || e.args === null || Object.values(e.args).some((v) => typeof v !== 'number'))
+    )
+      problems.push(`event ${i}: counter args must be numbers`);
   });
   // Complete events on one thread must nest (Perfetto builds one slice stack per track and reports
   // an event that starts inside another and ends after it as misplaced).
@@ -82,7 +173,8 @@ export function traceProblems(trace: { traceEvents?: unknown }): string[] {
     for (const ev of events) {
       while (open.length && open[open.length - 1].end <= ev.ts + slack) open.pop();
       const parent = open[open.length - 1];
-      if (parent && ev.end > parent.end + slack) problems.push(`event ${ev.i} overlaps event ${parent.i} on track ${track} without nesting in it`);
+      if (parent && ev.end > parent.end + slack)
+        problems.push(`event ${ev.i} overlaps event ${parent.i} on track ${track} without nesting in it`);
       open.push(ev);
     }
   }

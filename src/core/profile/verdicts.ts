@@ -16,7 +16,15 @@ export type Grade = 'ok' | 'moderate' | 'high';
 export interface Verdict {
   /** 1-based, in order of importance. */
   n: number;
-  id: 'input-bound' | 'dispatch-bound' | 'sync-bound' | 'compute-bound' | 'memory-headroom' | 'oscillating' | 'memory-leak' | 'all-reduce-bound';
+  id:
+    | 'input-bound'
+    | 'dispatch-bound'
+    | 'sync-bound'
+    | 'compute-bound'
+    | 'memory-headroom'
+    | 'oscillating'
+    | 'memory-leak'
+    | 'all-reduce-bound';
   grade: Grade;
   title: string;
   evidence: string;
@@ -41,7 +49,10 @@ export interface StepBreakdown {
   deviceMs: Summary | null;
   /** Steps the device time comes from (probes run after the measured steps). */
   deviceTimedSteps: number;
-  /** Share of wall time the GPU was busy: median device time over mean step time if measured, else mean utilisation samples. */
+  /**
+   * Share of wall time the GPU was busy: median device time over mean step time if measured, else mean utilisation
+   * samples.
+   */
   gpuBusyShare: number | null;
   gpuBusySource: 'timestamp-queries' | 'nvml-utilization' | null;
   /** Mean "any kernel running" utilisation of the samples taken during the measured steps. */
@@ -50,7 +61,10 @@ export interface StepBreakdown {
   smActivityPct: number | null;
   peakMemoryShare: number | null;
   samplesPerS: number;
-  /** Model FLOPs per step (the matmuls and convolutions, forward and backward), median; null for runs that did not count them. */
+  /**
+   * Model FLOPs per step (the matmuls and convolutions, forward and backward), median; null for runs that did not count
+   * them.
+   */
   flopsPerStep: number | null;
   /** Model FLOPs over the steps' wall time, in TFLOP/s. */
   achievedTflops: number | null;
@@ -102,9 +116,21 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
   const ranks = [...new Set(steps.map((s) => s.rank))].sort((a, b) => a - b);
   return ranks.map((rank) => {
     const mine = steps.filter((s) => s.rank === rank);
-    const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') => mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
+    const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') =>
+      mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
     const last = mine[mine.length - 1];
-    return { rank, device: devices[rank] ?? '?', samplesPerStep: avg('samples'), uploadMs: avg('uploadMs'), syncMs: avg('syncMs'), forwardBackwardMs: avg('forwardBackwardMs'), allReduceMs: avg('allReduceMs'), optimizerMs: avg('optimizerMs'), tensors: last?.tensors ?? 0, tensorBytes: last?.tensorBytes ?? 0 };
+    return {
+      rank,
+      device: devices[rank] ?? '?',
+      samplesPerStep: avg('samples'),
+      uploadMs: avg('uploadMs'),
+      syncMs: avg('syncMs'),
+      forwardBackwardMs: avg('forwardBackwardMs'),
+      allReduceMs: avg('allReduceMs'),
+      optimizerMs: avg('optimizerMs'),
+      tensors: last?.tensors ?? 0,
+      tensorBytes: last?.tensorBytes ?? 0,
+    };
   });
 }
 
@@ -115,7 +141,12 @@ const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a
  * own wall time is perturbed by the timing, so only their device time is used. Without probes, a
  * recorded run whose every step carries deviceMs is judged on those.
  */
-export function breakdown(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], probes: readonly StepRecord[] = [], options: { cpuBackend?: boolean; device?: string | null; precision?: 'fp32' | 'mixed_fp16' } = {}): StepBreakdown {
+export function breakdown(
+  steps: readonly StepRecord[],
+  samples: readonly DeviceSampleRecord[],
+  probes: readonly StepRecord[] = [],
+  options: { cpuBackend?: boolean; device?: string | null; precision?: 'fp32' | 'mixed_fp16' } = {},
+): StepBreakdown {
   const wall = steps.map((s) => s.wallMs);
   const total = wall.reduce((a, b) => a + b, 0) || 1;
   const spans = {} as Record<keyof StepSpans, Summary>;
@@ -155,7 +186,9 @@ export function breakdown(steps: readonly StepRecord[], samples: readonly Device
   const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
   const counted = steps.filter((s) => s.flops !== undefined && s.flops > 0);
   const flopsPerStep = counted.length ? summarize(counted.map((s) => s.flops!)).p50 : null;
-  const achievedTflops = counted.length ? counted.reduce((a, s) => a + s.flops!, 0) / counted.reduce((a, s) => a + s.wallMs, 0) / 1e9 : null;
+  const achievedTflops = counted.length
+    ? counted.reduce((a, s) => a + s.flops!, 0) / counted.reduce((a, s) => a + s.wallMs, 0) / 1e9
+    : null;
   const peak = peakFor(options.device ?? null, options.precision ?? 'fp32');
   const peakTflops = options.cpuBackend ? null : peak.tflops;
   return {
@@ -196,7 +229,17 @@ function readbackIntervals(steps: readonly StepRecord[], logEvery: number): numb
  * Growth of the engine's live tensors across steps: the least-squares slope over the steps after the
  * first fifth (the first steps allocate optimizer state and caches once). Undefined without records.
  */
-export function tensorGrowth(steps: readonly StepRecord[]): { perStep: number; first: number; last: number; firstBytes: number; lastBytes: number; fromStep: number; toStep: number } | undefined {
+export function tensorGrowth(steps: readonly StepRecord[]):
+  | {
+      perStep: number;
+      first: number;
+      last: number;
+      firstBytes: number;
+      lastBytes: number;
+      fromStep: number;
+      toStep: number;
+    }
+  | undefined {
   const held = steps.filter((s) => s.tensors !== undefined);
   const steady = held.slice(Math.floor(held.length / 5));
   if (steady.length < 3) return undefined;
@@ -210,7 +253,15 @@ export function tensorGrowth(steps: readonly StepRecord[]): { perStep: number; f
     sxx += (s.step - mx) ** 2;
   }
   const [a, z] = [steady[0], steady[n - 1]];
-  return { perStep: sxx > 0 ? sxy / sxx : 0, first: a.tensors!, last: z.tensors!, firstBytes: a.tensorBytes ?? 0, lastBytes: z.tensorBytes ?? 0, fromStep: a.step, toStep: z.step };
+  return {
+    perStep: sxx > 0 ? sxy / sxx : 0,
+    first: a.tensors!,
+    last: z.tensors!,
+    firstBytes: a.tensorBytes ?? 0,
+    lastBytes: z.tensorBytes ?? 0,
+    fromStep: a.step,
+    toStep: z.step,
+  };
 }
 
 function grade(value: number, moderate: number, high: number): Grade {
@@ -222,15 +273,28 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 /** Where the busy share comes from, with the other measurements beside it. */
 function busyText(b: StepBreakdown): string {
   const parts: string[] = [];
-  if (b.gpuBusySource === 'timestamp-queries' && b.deviceMs) parts.push(`timestamp queries: ${b.deviceMs.p50.toFixed(1)} ms of device time per ${b.wallMs.mean.toFixed(1)} ms step`);
+  if (b.gpuBusySource === 'timestamp-queries' && b.deviceMs)
+    parts.push(
+      `timestamp queries: ${b.deviceMs.p50.toFixed(1)} ms of device time per ${b.wallMs.mean.toFixed(1)} ms step`,
+    );
   if (b.utilizationPct !== null) parts.push(`NVML utilisation ${b.utilizationPct.toFixed(1)}%`);
   if (b.smActivityPct !== null) parts.push(`SM activity ${b.smActivityPct.toFixed(1)}%`);
   return parts.join('; ') || String(b.gpuBusySource);
 }
 
-export function judge(steps: readonly StepRecord[], samples: readonly DeviceSampleRecord[], ctx: VerdictContext, overrides: Partial<Thresholds> = {}, probes: readonly StepRecord[] = []): ProfileVerdicts {
+export function judge(
+  steps: readonly StepRecord[],
+  samples: readonly DeviceSampleRecord[],
+  ctx: VerdictContext,
+  overrides: Partial<Thresholds> = {},
+  probes: readonly StepRecord[] = [],
+): ProfileVerdicts {
   const th: Thresholds = { ...THRESHOLDS, ...overrides };
-  const b = breakdown(steps, samples, probes, { cpuBackend: ctx.cpuBackend, device: ctx.device, precision: ctx.precision });
+  const b = breakdown(steps, samples, probes, {
+    cpuBackend: ctx.cpuBackend,
+    device: ctx.device,
+    precision: ctx.precision,
+  });
   const out: Omit<Verdict, 'n'>[] = [];
   const input = b.shares.dataWaitMs;
   const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
@@ -239,14 +303,44 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     id: 'input-bound',
     grade: inputGrade,
     title: inputGrade === 'ok' ? 'not input-bound' : `${inputGrade === 'high' ? 'highly' : 'moderately'} input-bound`,
-    evidence: `the trainer waited for data ${pct(input)} of the wall time (under ${pct(th.inputBoundModerate)} is fine, ${pct(th.inputBoundHigh)} or more is highly input-bound)`,
+    evidence:
+      `the trainer waited for data ${pct(input)} of the wall time ` +
+      `(under ${pct(th.inputBoundModerate)} is fine, ${pct(th.inputBoundHigh)} or more ` +
+      `is highly input-bound)`,
     actions:
       inputGrade === 'ok'
         ? []
         : [
-            ...(!ctx.cacheEnabled ? [{ key: 'pipeline.cache.enabled', value: true, effect: 'features are read instead of recomputed every epoch', rule: 'pipeline/cache' }] : []),
-            ...(workers < Math.max(1, ctx.cpuCores - 1) ? [{ key: 'pipeline.workers', value: Math.max(1, ctx.cpuCores - 1), effect: 'more producer threads fill the ring', rule: 'pipeline/workers-vs-cores' }] : []),
-            ...(ctx.prefetchDepth < th.maxUsefulPrefetchDepth ? [{ key: 'pipeline.prefetch_depth', value: Math.min(th.maxUsefulPrefetchDepth, ctx.prefetchDepth * 2), effect: 'deeper buffering absorbs slow batches', rule: 'pipeline/prefetch-depth' }] : []),
+            ...(!ctx.cacheEnabled
+              ? [
+                  {
+                    key: 'pipeline.cache.enabled',
+                    value: true,
+                    effect: 'features are read instead of recomputed every epoch',
+                    rule: 'pipeline/cache',
+                  },
+                ]
+              : []),
+            ...(workers < Math.max(1, ctx.cpuCores - 1)
+              ? [
+                  {
+                    key: 'pipeline.workers',
+                    value: Math.max(1, ctx.cpuCores - 1),
+                    effect: 'more producer threads fill the ring',
+                    rule: 'pipeline/workers-vs-cores',
+                  },
+                ]
+              : []),
+            ...(ctx.prefetchDepth < th.maxUsefulPrefetchDepth
+              ? [
+                  {
+                    key: 'pipeline.prefetch_depth',
+                    value: Math.min(th.maxUsefulPrefetchDepth, ctx.prefetchDepth * 2),
+                    effect: 'deeper buffering absorbs slow batches',
+                    rule: 'pipeline/prefetch-depth',
+                  },
+                ]
+              : []),
           ],
   });
   const sync = b.shares.syncMs;
@@ -256,16 +350,35 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
   out.push({
     id: 'sync-bound',
     grade: syncGrade,
-    title: syncGrade !== 'ok' ? 'sync-bound: the host waits for the device' : busyGpu && sync >= th.syncBoundShare ? 'the host waits in readbacks for a busy GPU (compute-bound: fine)' : 'device syncs are rare',
-    evidence: `${pct(sync)} of the wall time is spent in readbacks (whether each update was made; the losses every ${ctx.logEvery} step${ctx.logEvery === 1 ? '' : 's'})${busyGpu ? `; GPU busy ${pct(b.gpuBusyShare!)}` : ''}`,
+    title:
+      syncGrade !== 'ok'
+        ? 'sync-bound: the host waits for the device'
+        : busyGpu && sync >= th.syncBoundShare
+          ? 'the host waits in readbacks for a busy GPU (compute-bound: fine)'
+          : 'device syncs are rare',
+    evidence:
+      `${pct(sync)} of the wall time is spent in readbacks (whether each update was ` +
+      `made; the losses every ${ctx.logEvery} ` +
+      `step${ctx.logEvery === 1 ? '' : 's'})${busyGpu ? `; GPU busy ${pct(b.gpuBusyShare!)}` : ''}`,
     actions:
       syncGrade === 'ok'
         ? []
         : [
             ...(ctx.pipelineSteps === 'off' && !ctx.cpuBackend
-              ? [{ key: 'device.pipeline_steps', value: 'auto', effect: 'the next step is issued before the host waits for this one, so the device has it queued' }]
+              ? [
+                  {
+                    key: 'device.pipeline_steps',
+                    value: 'auto',
+                    effect: 'the next step is issued before the host waits for this one, so the device has it queued',
+                  },
+                ]
               : []),
-            { key: 'training.log_every', value: Math.max(25, ctx.logEvery * 5), effect: 'fewer readbacks let the host queue work ahead of the device', rule: 'training/log-sync' },
+            {
+              key: 'training.log_every',
+              value: Math.max(25, ctx.logEvery * 5),
+              effect: 'fewer readbacks let the host queue work ahead of the device',
+              rule: 'training/log-sync',
+            },
           ],
   });
   const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
@@ -275,27 +388,73 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     out.push({
       id: 'dispatch-bound',
       grade: idle ? (b.gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
-      title: idle ? 'host/dispatch-bound: the GPU idles while the host issues kernels' : underused ? 'the GPU idles, but waiting for input comes first (judge dispatch again once input-bound is fixed)' : 'the host keeps the GPU supplied',
-      evidence: `GPU busy ${pct(b.gpuBusyShare)} of the wall time (${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} of host time each; dispatch is ${pct(dispatchShare)} of the step`,
+      title: idle
+        ? 'host/dispatch-bound: the GPU idles while the host issues kernels'
+        : underused
+          ? 'the GPU idles, but waiting for input comes first (judge dispatch again once input-bound is fixed)'
+          : 'the host keeps the GPU supplied',
+      evidence:
+        `GPU busy ${pct(b.gpuBusyShare)} of the wall time ` +
+        `(${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step ` +
+        `at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} ` +
+        `of host time each; dispatch is ${pct(dispatchShare)} of the step`,
       actions: idle
         ? [
             ...(ctx.stepCapture === 'off' && !ctx.cpuBackend
-              ? [{ key: 'device.step_capture', value: 'auto', effect: 'each bucket\'s step is recorded once and replayed: a few host calls per program instead of the engine\'s bookkeeping per kernel' }]
+              ? [
+                  {
+                    key: 'device.step_capture',
+                    value: 'auto',
+                    effect:
+                      "each bucket's step is recorded once and replayed: a few host calls per program " +
+                      "instead of the engine's bookkeeping per kernel",
+                  },
+                ]
               : []),
-            { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'the same kernels carry twice the work: per-kernel host cost is amortised (check memory with the validator)', rule: 'batching/memory' },
-            ...(ctx.buckets > 4 ? [{ key: 'batching.buckets', value: 4, effect: 'fewer shapes, fewer pipeline compilations', rule: 'batching/static-shapes' }] : []),
+            {
+              key: 'batching.batch_size',
+              value: ctx.batchSize * 2,
+              effect:
+                'the same kernels carry twice the work: per-kernel host cost is amortised (check ' +
+                'memory with the validator)',
+              rule: 'batching/memory',
+            },
+            ...(ctx.buckets > 4
+              ? [
+                  {
+                    key: 'batching.buckets',
+                    value: 4,
+                    effect: 'fewer shapes, fewer pipeline compilations',
+                    rule: 'batching/static-shapes',
+                  },
+                ]
+              : []),
           ]
         : [],
     });
     const compute = b.gpuBusyShare >= th.computeBoundGpuBusy;
     // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
     const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
-    const mfuText = b.mfu !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} TFLOP/s, ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} TFLOP/s)` : b.achievedTflops !== null ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} TFLOP/s (the device's peak is not known to xtts)` : '';
+    const mfuText =
+      b.mfu !== null
+        ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} ` +
+          `TFLOP/s, ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` +
+          `TFLOP/s)`
+        : b.achievedTflops !== null
+          ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} ` +
+            `TFLOP/s (the device's peak is not known to xtts)`
+          : '';
     out.push({
       id: 'compute-bound',
       grade: slow ? 'moderate' : 'ok',
-      title: slow ? 'busy but slow: the GPU computes all the time, with slow kernels' : compute ? 'compute-bound: the GPU is the bottleneck (the healthy state)' : 'not compute-bound',
-      evidence: `GPU busy ${pct(b.gpuBusyShare)} (${busyText(b)})${mfuText}${slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make faster` : ''}`,
+      title: slow
+        ? 'busy but slow: the GPU computes all the time, with slow kernels'
+        : compute
+          ? 'compute-bound: the GPU is the bottleneck (the healthy state)'
+          : 'not compute-bound',
+      evidence:
+        `GPU busy ${pct(b.gpuBusyShare)} ` +
+        `(${busyText(b)})${mfuText}${slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : ''}`,
       actions: [],
     });
   } else {
@@ -303,8 +462,13 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     out.push({
       id: 'dispatch-bound',
       grade: 'ok',
-      title: ctx.cpuBackend ? 'no GPU: the CPU backend computes while it dispatches' : 'no device activity measured (no GPU telemetry or timestamps)',
-      evidence: `host dispatch is ${pct(dispatchShare)} of the step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
+      title: ctx.cpuBackend
+        ? 'no GPU: the CPU backend computes while it dispatches'
+        : 'no device activity measured (no GPU telemetry or timestamps)',
+      evidence:
+        `host dispatch is ${pct(dispatchShare)} of the ` +
+        `step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} ` +
+        `each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
       actions: [],
     });
   }
@@ -315,7 +479,16 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
       grade: tight ? 'high' : 'ok',
       title: tight ? 'little memory headroom' : 'memory headroom is fine',
       evidence: `peak device memory ${pct(b.peakMemoryShare)} of the device`,
-      actions: tight ? [{ key: 'batching.batch_size', value: Math.max(1, Math.floor(ctx.batchSize * 0.75)), effect: 'room for allocator fragmentation and longer buckets', rule: 'batching/memory' }] : [],
+      actions: tight
+        ? [
+            {
+              key: 'batching.batch_size',
+              value: Math.max(1, Math.floor(ctx.batchSize * 0.75)),
+              effect: 'room for allocator fragmentation and longer buckets',
+              rule: 'batching/memory',
+            },
+          ]
+        : [],
     });
   }
   // With asynchronous dispatch a step that reads back waits for the steps queued before it, so single
@@ -330,12 +503,34 @@ export function judge(steps: readonly StepRecord[], samples: readonly DeviceSamp
     grade: osc ? 'moderate' : 'ok',
     title: osc ? 'step time oscillates' : 'step time is steady',
     evidence: perInterval
-      ? `mean step time per readback interval (${intervals.length} intervals of ${ctx.logEvery} steps) has CV ${cv.toFixed(2)}; single steps: CV ${b.wallMs.cv.toFixed(2)}, p50 ${b.wallMs.p50.toFixed(1)} ms, p95 ${b.wallMs.p95.toFixed(1)} ms, max ${b.wallMs.max.toFixed(1)} ms`
-      : `step time CV ${b.wallMs.cv.toFixed(2)} (p50 ${b.wallMs.p50.toFixed(1)} ms, p95 ${b.wallMs.p95.toFixed(1)} ms, max ${b.wallMs.max.toFixed(1)} ms)`,
+      ? `mean step time per readback interval (${intervals.length} intervals ` +
+        `of ${ctx.logEvery} steps) has CV ${cv.toFixed(2)}; single steps: ` +
+        `CV ${b.wallMs.cv.toFixed(2)}, p50 ${b.wallMs.p50.toFixed(1)} ms, ` +
+        `p95 ${b.wallMs.p95.toFixed(1)} ms, max ${b.wallMs.max.toFixed(1)} ms`
+      : `step time CV ${b.wallMs.cv.toFixed(2)} (p50 ${b.wallMs.p50.toFixed(1)} ms, ` +
+        `p95 ${b.wallMs.p95.toFixed(1)} ms, max ${b.wallMs.max.toFixed(1)} ms)`,
     actions: osc
       ? [
-          ...(b.shares.checkpointMs > 0.05 ? [{ key: 'training.checkpoint_every', value: ctx.checkpointEvery * 4, effect: 'checkpoint writes stall fewer steps', rule: 'training/intervals' }] : []),
-          ...(ctx.buckets === 0 || ctx.buckets > 8 ? [{ key: 'batching.buckets', value: 4, effect: 'fewer distinct shapes: steady per-shape cost after compilation', rule: 'batching/static-shapes' }] : []),
+          ...(b.shares.checkpointMs > 0.05
+            ? [
+                {
+                  key: 'training.checkpoint_every',
+                  value: ctx.checkpointEvery * 4,
+                  effect: 'checkpoint writes stall fewer steps',
+                  rule: 'training/intervals',
+                },
+              ]
+            : []),
+          ...(ctx.buckets === 0 || ctx.buckets > 8
+            ? [
+                {
+                  key: 'batching.buckets',
+                  value: 4,
+                  effect: 'fewer distinct shapes: steady per-shape cost after compilation',
+                  rule: 'batching/static-shapes',
+                },
+              ]
+            : []),
         ]
       : [],
   });
@@ -361,14 +556,30 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
   out.push({
     id: 'all-reduce-bound',
     grade: g,
-    title: g === 'ok' ? `the all-reduce of ${ranks.length} replicas costs little` : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
-    evidence: `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is fine); forward/backward per replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} (slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
+    title:
+      g === 'ok'
+        ? `the all-reduce of ${ranks.length} replicas costs little`
+        : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
+    evidence:
+      `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and ` +
+      `waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is ` +
+      `fine); forward/backward per ` +
+      `replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} ` +
+      `(slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
     actions:
       g === 'ok'
         ? []
         : [
-            { key: 'batching.batch_size', value: ctx.batchSize * 2, effect: 'twice the work per replica between two sums' },
-            { key: 'training.grad_accumulation_steps', value: accumulation * 2, effect: 'gradients are summed once per optimizer step: half as often' },
+            {
+              key: 'batching.batch_size',
+              value: ctx.batchSize * 2,
+              effect: 'twice the work per replica between two sums',
+            },
+            {
+              key: 'training.grad_accumulation_steps',
+              value: accumulation * 2,
+              effect: 'gradients are summed once per optimizer step: half as often',
+            },
           ],
   });
   for (const r of ranks.filter((x) => x.rank > 0)) {
@@ -378,7 +589,12 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
         id: 'memory-leak',
         grade: 'high',
         title: `memory leak on replica ${r.rank} (${r.device}): it holds more tensors after every step`,
-        evidence: `live tensors ${growth.first.toLocaleString('en-US')} → ${growth.last.toLocaleString('en-US')} over steps ${growth.fromStep}–${growth.toStep} (+${growth.perStep.toFixed(2)} a step, from ${th.leakTensorsPerStep}); held bytes ${formatBytes(growth.firstBytes)} → ${formatBytes(growth.lastBytes)}`,
+        evidence:
+          `live tensors ${growth.first.toLocaleString('en-US')} ` +
+          `→ ${growth.last.toLocaleString('en-US')} over ` +
+          `steps ${growth.fromStep}–${growth.toStep} (+${growth.perStep.toFixed(2)} a ` +
+          `step, from ${th.leakTensorsPerStep}); held ` +
+          `bytes ${formatBytes(growth.firstBytes)} → ${formatBytes(growth.lastBytes)}`,
         actions: [],
       });
     }
@@ -391,11 +607,22 @@ function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Omit<Verdict
   const leak = tensorGrowth(steps);
   if (!leak) return [];
   const leaking = leak.perStep >= th.leakTensorsPerStep;
-  return [{
-    id: 'memory-leak',
-    grade: leaking ? 'high' : 'ok',
-    title: leaking ? 'memory leak: the engine holds more tensors after every step' : 'no tensor growth from step to step',
-    evidence: `live tensors ${leak.first.toLocaleString('en-US')} → ${leak.last.toLocaleString('en-US')} over steps ${leak.fromStep}–${leak.toStep} (${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held bytes ${formatBytes(leak.firstBytes)} → ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
-    actions: [],
-  }];
+  return [
+    {
+      id: 'memory-leak',
+      grade: leaking ? 'high' : 'ok',
+      title: leaking
+        ? 'memory leak: the engine holds more tensors after every step'
+        : 'no tensor growth from step to step',
+      evidence:
+        `live tensors ${leak.first.toLocaleString('en-US')} ` +
+        `→ ${leak.last.toLocaleString('en-US')} over ` +
+        `steps ${leak.fromStep}–${leak.toStep} ` +
+        `(${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a ` +
+        `step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held ` +
+        `bytes ${formatBytes(leak.firstBytes)} ` +
+        `→ ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors ' + 'made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
+      actions: [],
+    },
+  ];
 }

@@ -52,7 +52,7 @@ const GLYPHS: Record<string, string[]> = {
   ')': ['.#...', '..#..', '...#.', '...#.', '...#.', '..#..', '.#...'],
   '%': ['##...', '##..#', '...#.', '..#..', '.#...', '#..##', '...##'],
   '=': ['.....', '.....', '#####', '.....', '#####', '.....', '.....'],
-  '_': ['.....', '.....', '.....', '.....', '.....', '.....', '#####'],
+  _: ['.....', '.....', '.....', '.....', '.....', '.....', '#####'],
   '×': ['.....', '#...#', '.#.#.', '..#..', '.#.#.', '#...#', '.....'],
   '·': ['.....', '.....', '.....', '.##..', '.##..', '.....', '.....'],
   '?': ['.###.', '#...#', '....#', '...#.', '..#..', '.....', '..#..'],
@@ -126,14 +126,21 @@ export class Canvas {
   }
 
   /** Text with its top-left corner at (x, y); `align` 'right' ends it at x, 'center' centres it on x. */
-  text(text: string, x: number, y: number, options: { color?: Rgb; size?: number; align?: 'left' | 'right' | 'center' } = {}): void {
+  text(
+    text: string,
+    x: number,
+    y: number,
+    options: { color?: Rgb; size?: number; align?: 'left' | 'right' | 'center' } = {},
+  ): void {
     const size = options.size ?? 1;
     const c = options.color ?? BLACK;
     const w = textWidth(text, size);
     let left = options.align === 'right' ? x - w : options.align === 'center' ? x - Math.floor(w / 2) : x;
     for (const ch of text) {
       const glyph = GLYPHS[ch.toUpperCase()] ?? GLYPHS['?'];
-      for (let r = 0; r < GLYPH_H; r++) for (let col = 0; col < GLYPH_W; col++) if (glyph[r][col] === '#') this.rect(left + col * size, y + r * size, size, size, c);
+      for (let r = 0; r < GLYPH_H; r++)
+        for (let col = 0; col < GLYPH_W; col++)
+          if (glyph[r][col] === '#') this.rect(left + col * size, y + r * size, size, size, c);
       left += CHAR_W * size;
     }
   }
@@ -150,7 +157,8 @@ export function ticks(lo: number, hi: number, count = 5): number[] {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const out: number[] = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
+    out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
   return out;
 }
 

@@ -37,7 +37,10 @@ function heatFigure(o: {
   const plotW = columns * o.xScale;
   let lo = o.range?.[0] ?? Infinity;
   let hi = o.range?.[1] ?? -Infinity;
-  if (!o.range) for (const p of o.panels) for (let i = 0; i < p.columns * p.rows; i++) if (Number.isFinite(p.values[i])) [lo, hi] = [Math.min(lo, p.values[i]), Math.max(hi, p.values[i])];
+  if (!o.range)
+    for (const p of o.panels)
+      for (let i = 0; i < p.columns * p.rows; i++)
+        if (Number.isFinite(p.values[i])) [lo, hi] = [Math.min(lo, p.values[i]), Math.max(hi, p.values[i])];
   if (!(hi > lo)) [lo, hi] = [Number.isFinite(lo) ? lo : 0, (Number.isFinite(lo) ? lo : 0) + 1];
   const heights = o.panels.map((p) => Math.max(1, p.rows) * o.yScale);
   // The y axis title sits in the first panel's label row, left of the plot.
@@ -104,7 +107,11 @@ function fmt(v: number): string {
  * Log-mel spectrograms (e.g. predicted above target), low bins at the bottom, on one colour scale:
  * x in seconds, y in mel bins, the scale in log-mel units.
  */
-export function melFigure(o: { title: string; panels: { label: string; mel: Float32Array; frames: number; nMels: number }[]; secondsPerFrame: number }): Buffer {
+export function melFigure(o: {
+  title: string;
+  panels: { label: string; mel: Float32Array; frames: number; nMels: number }[];
+  secondsPerFrame: number;
+}): Buffer {
   return heatFigure({
     title: o.title,
     panels: o.panels.map((p) => ({ label: p.label, values: p.mel, columns: p.frames, rows: p.nMels })),
@@ -120,7 +127,11 @@ export function melFigure(o: { title: string; panels: { label: string; mel: Floa
  * Alignments [steps, symbols] (weights in 0..1): decoder steps left to right in seconds, text symbols
  * bottom to top. A reading of the whole text is one staircase from the bottom left to the top right.
  */
-export function alignmentFigure(o: { title: string; panels: { label: string; alignment: Float32Array; steps: number; tokens: number }[]; secondsPerStep: number }): Buffer {
+export function alignmentFigure(o: {
+  title: string;
+  panels: { label: string; alignment: Float32Array; steps: number; tokens: number }[];
+  secondsPerStep: number;
+}): Buffer {
   return heatFigure({
     title: o.title,
     panels: o.panels.map((p) => ({ label: p.label, values: p.alignment, columns: p.steps, rows: p.tokens })),
@@ -141,11 +152,22 @@ const SERIES_COLOURS: Rgb[] = [
 ];
 
 /** Curves against steps (e.g. training and validation loss), with a legend, axes and a light grid. */
-export function curveFigure(o: { title: string; yTitle: string; series: { label: string; points: [number, number][] }[]; width?: number; height?: number }): Buffer {
+export function curveFigure(o: {
+  title: string;
+  yTitle: string;
+  series: { label: string; points: [number, number][] }[];
+  width?: number;
+  height?: number;
+}): Buffer {
   const width = o.width ?? 640;
   const height = o.height ?? 360;
   const left = 52;
-  const plot = { x: left, y: TITLE_H + LABEL_H + 4, w: width - left - 16, h: height - TITLE_H - LABEL_H - 4 - BOTTOM - 4 };
+  const plot = {
+    x: left,
+    y: TITLE_H + LABEL_H + 4,
+    w: width - left - 16,
+    h: height - TITLE_H - LABEL_H - 4 - BOTTOM - 4,
+  };
   const all = o.series.flatMap((s) => s.points).filter(([, v]) => Number.isFinite(v));
   const c = new Canvas(width, height);
   c.text(o.title, left, 4);
@@ -188,7 +210,8 @@ export function curveFigure(o: { title: string; yTitle: string; series: { label:
   for (const [i, s] of o.series.entries()) {
     const col = SERIES_COLOURS[i % SERIES_COLOURS.length];
     const pts = s.points.filter(([, v]) => Number.isFinite(v));
-    for (let k = 1; k < pts.length; k++) c.line(xs(pts[k - 1][0]), ys(pts[k - 1][1]), xs(pts[k][0]), ys(pts[k][1]), col);
+    for (let k = 1; k < pts.length; k++)
+      c.line(xs(pts[k - 1][0]), ys(pts[k - 1][1]), xs(pts[k][0]), ys(pts[k][1]), col);
     if (pts.length <= 40) for (const [x, y] of pts) c.rect(Math.round(xs(x)) - 1, Math.round(ys(y)) - 1, 3, 3, col);
   }
   return c.png();

@@ -18,10 +18,18 @@ export function renderValidationReport(report: ValidationReport): string {
     out.push('');
     out.push(`${paint.severity(sev)} (${group.length})`);
     const rows = group.map((f) => [f.position ? formatPosition(f.position) : '', f.ruleId, f.message, f.fix ?? '']);
-    out.push(renderTable(['where', 'rule', 'finding', 'fix'], rows, { widths: columnWidths([0.22, 0.18, 0.36, 0.24]) }).trimEnd());
+    out.push(
+      renderTable(['where', 'rule', 'finding', 'fix'], rows, {
+        widths: columnWidths([0.22, 0.18, 0.36, 0.24]),
+      }).trimEnd(),
+    );
   }
   const m = report.memory;
-  if (m) out.push('', `training memory: ${m.description}${m.limitBytes !== null ? `; ${((m.estimateBytes / m.limitBytes) * 100).toFixed(0)}% of ${m.limit}` : ' (no limit known here: set device.model_memory_budget_mb to check it)'}`);
+  if (m)
+    out.push(
+      '',
+      `training memory: ${m.description}${m.limitBytes !== null ? `; ${((m.estimateBytes / m.limitBytes) * 100).toFixed(0)}% of ${m.limit}` : ' (no limit known here: set device.model_memory_budget_mb to check it)'}`,
+    );
   const { error, warn, info } = report.summary;
   const parts = `${error} error${error === 1 ? '' : 's'}, ${warn} warning${warn === 1 ? '' : 's'}, ${info} info`;
   out.push('');
@@ -70,8 +78,12 @@ export function toSarif(report: ValidationReport, toolVersion: string): object {
                 locations: [
                   {
                     physicalLocation: {
-                      artifactLocation: { uri: relative(process.cwd(), f.position.file).split('\\').join('/') || f.position.file },
-                      ...(f.position.line ? { region: { startLine: f.position.line, startColumn: f.position.col ?? 1 } } : {}),
+                      artifactLocation: {
+                        uri: relative(process.cwd(), f.position.file).split('\\').join('/') || f.position.file,
+                      },
+                      ...(f.position.line
+                        ? { region: { startLine: f.position.line, startColumn: f.position.col ?? 1 } }
+                        : {}),
                     },
                   },
                 ],

@@ -11,12 +11,19 @@ const BARS = '▁▂▃▄▅▆▇█';
  * as one of eight bar heights. A bucket between two samples (buckets narrower than the sampling
  * period) repeats the one before; buckets before the first sample and after the last are spaces.
  */
-export function sparkline(points: readonly { tMs: number; value: number | null | undefined }[], fromMs: number, toMs: number, width: number, max = 100): string {
+export function sparkline(
+  points: readonly { tMs: number; value: number | null | undefined }[],
+  fromMs: number,
+  toMs: number,
+  width: number,
+  max = 100,
+): string {
   const sums = new Float64Array(width);
   const counts = new Uint32Array(width);
   const span = Math.max(1e-9, toMs - fromMs);
   for (const p of points) {
-    if (p.value === null || p.value === undefined || !Number.isFinite(p.value) || p.tMs < fromMs || p.tMs > toMs) continue;
+    if (p.value === null || p.value === undefined || !Number.isFinite(p.value) || p.tMs < fromMs || p.tMs > toMs)
+      continue;
     const i = Math.min(width - 1, Math.floor(((p.tMs - fromMs) / span) * width));
     sums[i] += p.value;
     counts[i]++;
@@ -58,7 +65,11 @@ export function watchFrameLines(samples: readonly GpuSample[], elapsedMs: number
   const width = o.width ?? 40;
   const from = Math.max(0, elapsedMs - windowMs);
   const secs = Math.floor(elapsedMs / 1000);
-  const lines = [paint.bold(`GPUs — ${o.source} at ${o.rateHz} Hz, ${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, '0')} watched`) + paint.dim(` (sparklines: last ${Math.round(windowMs / 1000)} s; Ctrl-C stops)`)];
+  const lines = [
+    paint.bold(
+      `GPUs — ${o.source} at ${o.rateHz} Hz, ${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, '0')} watched`,
+    ) + paint.dim(` (sparklines: last ${Math.round(windowMs / 1000)} s; Ctrl-C stops)`),
+  ];
   for (const d of o.devices) {
     const mine = samples.filter((s) => s.index === d.index);
     const last = mine[mine.length - 1];
@@ -72,14 +83,61 @@ export function watchFrameLines(samples: readonly GpuSample[], elapsedMs: number
       const xs = recent.map(f).filter((v): v is number => typeof v === 'number');
       return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;
     };
-    const line = (label: string, now: string, f: (s: GpuSample) => number | null | undefined, max: number, avg: string) =>
-      `  ${label.padEnd(8)}${now.padStart(7)}  ${sparkline(recent.map((s) => ({ tMs: s.tMs, value: f(s) })), from, Math.max(from + 1, elapsedMs), width, max)}  ${paint.dim(avg)}`;
-    lines.push(line('util', `${num(last.utilizationPct)}%`, (s) => s.utilizationPct, 100, `mean ${num(mean((s) => s.utilizationPct), 1)}%`));
-    if (mine.some((s) => s.smActivityPct !== undefined && s.smActivityPct !== null)) lines.push(line('SM act', `${num(last.smActivityPct)}%`, (s) => s.smActivityPct, 100, `mean ${num(mean((s) => s.smActivityPct), 1)}%`));
+    const line = (
+      label: string,
+      now: string,
+      f: (s: GpuSample) => number | null | undefined,
+      max: number,
+      avg: string,
+    ) =>
+      `  ${label.padEnd(8)}${now.padStart(7)}  ${sparkline(
+        recent.map((s) => ({ tMs: s.tMs, value: f(s) })),
+        from,
+        Math.max(from + 1, elapsedMs),
+        width,
+        max,
+      )}  ${paint.dim(avg)}`;
+    lines.push(
+      line(
+        'util',
+        `${num(last.utilizationPct)}%`,
+        (s) => s.utilizationPct,
+        100,
+        `mean ${num(
+          mean((s) => s.utilizationPct),
+          1,
+        )}%`,
+      ),
+    );
+    if (mine.some((s) => s.smActivityPct !== undefined && s.smActivityPct !== null))
+      lines.push(
+        line(
+          'SM act',
+          `${num(last.smActivityPct)}%`,
+          (s) => s.smActivityPct,
+          100,
+          `mean ${num(
+            mean((s) => s.smActivityPct),
+            1,
+          )}%`,
+        ),
+      );
     const total = last.memoryTotalBytes ?? 0;
-    lines.push(line('memory', `${gib(last.memoryUsedBytes)} GiB`, (s) => s.memoryUsedBytes, total || 1, `of ${gib(total)} GiB${total && last.memoryUsedBytes !== null ? ` (${((last.memoryUsedBytes / total) * 100).toFixed(0)}%)` : ''}`));
+    lines.push(
+      line(
+        'memory',
+        `${gib(last.memoryUsedBytes)} GiB`,
+        (s) => s.memoryUsedBytes,
+        total || 1,
+        `of ${gib(total)} ` +
+          `GiB${total && last.memoryUsedBytes !== null ? ` (${((last.memoryUsedBytes / total) * 100).toFixed(0)}%)` : ''}`,
+      ),
+    );
     const reasons = last.throttleReasons.filter((r) => r !== 'gpu_idle');
-    lines.push(`  ${num(last.smClockMhz)} MHz  ${num(last.powerW)} W  ${num(last.temperatureC)} °C${reasons.length ? `  ${paint.warn(`clocks held by: ${reasons.map(throttleReasonLabel).join(', ')}`)}` : ''}`);
+    lines.push(
+      `  ${num(last.smClockMhz)} MHz  ${num(last.powerW)} W  ${num(last.temperatureC)} ` +
+        `°C${reasons.length ? `  ${paint.warn(`clocks held by: ${reasons.map(throttleReasonLabel).join(', ')}`)}` : ''}`,
+    );
   }
   return lines;
 }

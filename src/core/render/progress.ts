@@ -26,7 +26,10 @@ export class ProgressLine {
     const rate = elapsedMs > 0 ? done / (elapsedMs / 1000) : 0;
     const eta = rate > 0 ? (total - done) / rate : 0;
     const etaText = eta >= 60 ? `${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s` : `${eta.toFixed(0)} s`;
-    this.stream.write(`\r${this.label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`)}\x1b[K`);
+    this.stream.write(
+      `\r${this.label} ` +
+        `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`)}\x1b[K`,
+    );
   }
 
   /** Take the bar off its line (so that a log line can be written there); the next update draws it again. */

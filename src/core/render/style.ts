@@ -36,7 +36,8 @@ export function renderTable(header: string[], rows: (string | number)[][], optio
   const data = [header.map((h) => chalk.bold(h)), ...rows.map((r) => r.map((c) => String(c)))];
   const columns: Record<number, { alignment?: 'right' | 'left'; width?: number; wrapWord?: boolean }> = {};
   for (const i of options.right ?? []) columns[i] = { alignment: 'right' };
-  for (const [i, w] of Object.entries(options.widths ?? {})) columns[Number(i)] = { ...columns[Number(i)], width: w, wrapWord: true };
+  for (const [i, w] of Object.entries(options.widths ?? {}))
+    columns[Number(i)] = { ...columns[Number(i)], width: w, wrapWord: true };
   return table(data, {
     border: getBorderCharacters('norc'),
     columns,

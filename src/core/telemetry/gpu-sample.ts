@@ -37,7 +37,8 @@ export class GpuSampleRing {
   overwritten = 0;
 
   constructor(capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`ring capacity must be a positive integer, not ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`ring capacity must be a positive integer, not ${capacity}`);
     this.capacity = capacity;
     this.items = new Array(capacity);
   }

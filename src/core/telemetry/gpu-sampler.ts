@@ -48,7 +48,14 @@ export interface GpuDeviceDescription {
 }
 
 export type GpuTelemetryStatus =
-  | { available: true; source: GpuSourceKind; rateHz: number; devices: GpuDeviceDescription[]; driverVersion?: string; notes: string[] }
+  | {
+      available: true;
+      source: GpuSourceKind;
+      rateHz: number;
+      devices: GpuDeviceDescription[];
+      driverVersion?: string;
+      notes: string[];
+    }
   | { available: false; reason: string; notes: string[] };
 
 export interface GpuSamplerCounters {
@@ -107,9 +114,23 @@ export class GpuSampler {
           const gpm = options.gpm !== false && d.gpmSupported;
           const gpmReason = options.gpm === false ? 'GPM reading is off' : d.gpmReason;
           if (d.error) notes.push(`GPU ${i}: ${d.error}`);
-          return { index: i, name: d.name, uuid: d.uuid, memoryTotalBytes: d.memoryTotalBytes, gpm, ...(gpm ? {} : { gpmReason }) };
+          return {
+            index: i,
+            name: d.name,
+            uuid: d.uuid,
+            memoryTotalBytes: d.memoryTotalBytes,
+            gpm,
+            ...(gpm ? {} : { gpmReason }),
+          };
         });
-        const status: GpuTelemetryStatus = { available: true, source: 'nvml', rateHz, devices, driverVersion: nv.driverVersion || undefined, notes };
+        const status: GpuTelemetryStatus = {
+          available: true,
+          source: 'nvml',
+          rateHz,
+          devices,
+          driverVersion: nv.driverVersion || undefined,
+          notes,
+        };
         const sampler = new GpuSampler(status, originMs, ringCapacity);
         sampler.startNvml(nv.addon, devices, periodMs, options.gpmIntervalMs ?? 100);
         return sampler;
@@ -146,14 +167,29 @@ export class GpuSampler {
         for (const i of indices) {
           if (inv.length && !inv.some((g) => g.index === i)) {
             await r.stream.stop();
-            throw gpuNotFound(i, inv.map((g) => g.index), 'nvidia-smi');
+            throw gpuNotFound(
+              i,
+              inv.map((g) => g.index),
+              'nvidia-smi',
+            );
           }
         }
         const devices = indices.map((i): GpuDeviceDescription => {
           const g = inv.find((x) => x.index === i);
-          return { index: i, name: g?.name ?? null, uuid: g?.uuid ?? null, memoryTotalBytes: g?.memoryTotalBytes ?? null, gpm: false, gpmReason: 'nvidia-smi does not stream GPM metrics (the NVML addon does)' };
+          return {
+            index: i,
+            name: g?.name ?? null,
+            uuid: g?.uuid ?? null,
+            memoryTotalBytes: g?.memoryTotalBytes ?? null,
+            gpm: false,
+            gpmReason: 'nvidia-smi does not stream GPM metrics (the NVML addon does)',
+          };
         });
-        sampler = new GpuSampler({ available: true, source: 'nvidia-smi', rateHz, devices, notes }, originMs, ringCapacity);
+        sampler = new GpuSampler(
+          { available: true, source: 'nvidia-smi', rateHz, devices, notes },
+          originMs,
+          ringCapacity,
+        );
         sampler.smi = r.stream;
         const now = performance.now();
         for (const row of early) sampler.acceptSmiRow(row, now);
@@ -163,7 +199,11 @@ export class GpuSampler {
       failures.push(`nvidia-smi: ${r.reason}`);
     }
 
-    return new GpuSampler({ available: false, reason: `no NVIDIA GPU / no driver: ${failures.join('; ')}`, notes }, originMs, ringCapacity);
+    return new GpuSampler(
+      { available: false, reason: `no NVIDIA GPU / no driver: ${failures.join('; ')}`, notes },
+      originMs,
+      ringCapacity,
+    );
   }
 
   private startNvml(addon: NvmlAddon, devices: GpuDeviceDescription[], periodMs: number, gpmIntervalMs: number): void {
@@ -200,7 +240,16 @@ export class GpuSampler {
               }
               if (sample.errors) this.noteError(`GPU ${sample.index}: ${Object.values(sample.errors)[0]}`);
               const s = fromNvml(sample, perfMinusMono - this.originMs);
-              if (gpmOn.has(sample.index)) Object.assign(s, lastGpm.get(sample.index) ?? { smOccupancyPct: null, smActivityPct: null, tensorActivityPct: null, dramBandwidthPct: null });
+              if (gpmOn.has(sample.index))
+                Object.assign(
+                  s,
+                  lastGpm.get(sample.index) ?? {
+                    smOccupancyPct: null,
+                    smActivityPct: null,
+                    tensorActivityPct: null,
+                    dramBandwidthPct: null,
+                  },
+                );
               this.accept(s);
             }
           },
@@ -258,7 +307,10 @@ export class GpuSampler {
 
   /** Samples held in the rings, oldest first (all GPUs, or `index`), within [fromMs, toMs]. */
   samples(window: { index?: number; fromMs?: number; toMs?: number } = {}): GpuSample[] {
-    const rings = window.index === undefined ? [...this.rings.values()] : [this.rings.get(window.index)].filter((r) => r !== undefined);
+    const rings =
+      window.index === undefined
+        ? [...this.rings.values()]
+        : [this.rings.get(window.index)].filter((r) => r !== undefined);
     const out = rings.flatMap((r) => r.toArray(window.fromMs, window.toMs));
     return rings.length > 1 ? out.sort((a, b) => a.tMs - b.tMs || a.index - b.index) : out;
   }
@@ -298,14 +350,26 @@ function fromNvml(s: NvmlRawSample, monoToOrigin: number): GpuSample {
 }
 
 function gpmValues(g: NvmlGpmMetrics): GpmValues {
-  return { smOccupancyPct: g.smOccupancyPct, smActivityPct: g.smActivityPct, tensorActivityPct: g.tensorActivityPct, dramBandwidthPct: g.dramBandwidthPct };
+  return {
+    smOccupancyPct: g.smOccupancyPct,
+    smActivityPct: g.smActivityPct,
+    tensorActivityPct: g.tensorActivityPct,
+    dramBandwidthPct: g.dramBandwidthPct,
+  };
 }
 
 function gpuNotFound(index: number, available: number[], source: string): XttsError {
-  return new XttsError('GPU_NOT_FOUND', `GPU ${index} does not exist: ${source} lists ${available.length ? `GPUs ${available.join(', ')}` : 'no GPU'}`, {
-    exitCode: ExitCode.environment,
-    suggestions: ['run `nvidia-smi -L` to list the GPUs and their indices', 'CUDA_VISIBLE_DEVICES does not renumber NVML indices: use the index nvidia-smi shows'],
-  });
+  return new XttsError(
+    'GPU_NOT_FOUND',
+    `GPU ${index} does not exist: ${source} lists ${available.length ? `GPUs ${available.join(', ')}` : 'no GPU'}`,
+    {
+      exitCode: ExitCode.environment,
+      suggestions: [
+        'run `nvidia-smi -L` to list the GPUs and their indices',
+        'CUDA_VISIBLE_DEVICES does not renumber NVML indices: use the index nvidia-smi shows',
+      ],
+    },
+  );
 }
 
 function pickDevices(requested: readonly number[] | undefined, count: number, source: string): number[] {
@@ -317,12 +381,20 @@ function pickDevices(requested: readonly number[] | undefined, count: number, so
 
 /** Names, UUIDs and memory sizes from one asynchronous nvidia-smi call (empty if it fails); cancel()
  * ends the call when the stream could not start, so that no process outlives the answer. */
-function nvidiaSmiInventory(command: string): { result: Promise<ReturnType<typeof parseNvidiaSmiInventory>>; cancel: () => void } {
+function nvidiaSmiInventory(command: string): {
+  result: Promise<ReturnType<typeof parseNvidiaSmiInventory>>;
+  cancel: () => void;
+} {
   let child: ReturnType<typeof execFile> | undefined;
   const result = new Promise<ReturnType<typeof parseNvidiaSmiInventory>>((resolve) => {
-    child = execFile(command, ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'], { timeout: 15_000 }, (err, stdout) => {
-      resolve(err ? [] : parseNvidiaSmiInventory(stdout));
-    });
+    child = execFile(
+      command,
+      ['--query-gpu=index,name,memory.total,uuid', '--format=csv,noheader,nounits'],
+      { timeout: 15_000 },
+      (err, stdout) => {
+        resolve(err ? [] : parseNvidiaSmiInventory(stdout));
+      },
+    );
   });
   return { result, cancel: () => child?.kill('SIGKILL') };
 }

@@ -79,7 +79,16 @@ export function parseNvidiaSmiLine(line: string, query: NvidiaSmiQuery = DEFAULT
   const columns = query.columns;
   if (cells.length !== columns.length) return undefined;
   const row: NvidiaSmiRow = {
-    timestampMs: null, index: -1, utilizationPct: null, memoryUsedBytes: null, memoryTotalBytes: null, smClockMhz: null, powerW: null, temperatureC: null, throttleReasons: null, missing: {},
+    timestampMs: null,
+    index: -1,
+    utilizationPct: null,
+    memoryUsedBytes: null,
+    memoryTotalBytes: null,
+    smClockMhz: null,
+    powerW: null,
+    temperatureC: null,
+    throttleReasons: null,
+    missing: {},
   };
   for (let i = 0; i < cells.length; i++) {
     const key = columns[i].key;
@@ -190,10 +199,17 @@ export class NvidiaSmiStream {
     return { ok: false, reason: 'nvidia-smi rejected too many fields' };
   }
 
-  private static tryStart(options: NvidiaSmiStreamOptions, query: NvidiaSmiQuery): Promise<NvidiaSmiStart | { ok: false; retryWithout: string }> {
+  private static tryStart(
+    options: NvidiaSmiStreamOptions,
+    query: NvidiaSmiQuery,
+  ): Promise<NvidiaSmiStart | { ok: false; retryWithout: string }> {
     const command = options.command ?? 'nvidia-smi';
     const intervalMs = Math.max(1, Math.round(options.intervalMs));
-    const args = [`--query-gpu=${query.columns.map((c) => c.field).join(',')}`, '--format=csv,noheader,nounits', `--loop-ms=${intervalMs}`];
+    const args = [
+      `--query-gpu=${query.columns.map((c) => c.field).join(',')}`,
+      '--format=csv,noheader,nounits',
+      `--loop-ms=${intervalMs}`,
+    ];
     if (options.devices?.length) args.push(`--id=${options.devices.join(',')}`);
     return new Promise((resolve) => {
       let settled = false;
@@ -217,9 +233,18 @@ export class NvidiaSmiStream {
         else resolve(r);
       };
       const timeoutMs = options.startTimeoutMs ?? 15_000;
-      const timer = setTimeout(() => settle({ ok: false, reason: `nvidia-smi printed no reading within ${timeoutMs} ms` }), timeoutMs);
+      const timer = setTimeout(
+        () => settle({ ok: false, reason: `nvidia-smi printed no reading within ${timeoutMs} ms` }),
+        timeoutMs,
+      );
       child.on('error', (e: NodeJS.ErrnoException) => {
-        settle({ ok: false, reason: e.code === 'ENOENT' ? `no NVIDIA driver (${command} not found)` : `nvidia-smi could not be started: ${e.message}` });
+        settle({
+          ok: false,
+          reason:
+            e.code === 'ENOENT'
+              ? `no NVIDIA driver (${command} not found)`
+              : `nvidia-smi could not be started: ${e.message}`,
+        });
       });
       child.stderr!.setEncoding('utf8');
       child.stderr!.on('data', (d: string) => {
@@ -253,7 +278,11 @@ export class NvidiaSmiStream {
       child.on('close', (code, signal) => {
         // Let readline deliver what is buffered before judging the exit.
         setImmediate(() => {
-          const first = output.trim().split('\n').find((l) => l.trim()) ?? '';
+          const first =
+            output
+              .trim()
+              .split('\n')
+              .find((l) => l.trim()) ?? '';
           const why = code !== null ? `exit code ${code}` : `signal ${signal}`;
           if (!settled) {
             const rejected = rejectedNvidiaSmiField(output);

@@ -36,7 +36,10 @@ function peak(values: (number | null | undefined)[]): number | null {
 }
 
 /** One summary per GPU seen in `samples` within [fromMs, toMs], ordered by index. */
-export function summarizeGpuSamples(samples: readonly GpuSample[], window: { fromMs?: number; toMs?: number } = {}): GpuWindowSummary[] {
+export function summarizeGpuSamples(
+  samples: readonly GpuSample[],
+  window: { fromMs?: number; toMs?: number } = {},
+): GpuWindowSummary[] {
   const from = window.fromMs ?? -Infinity;
   const to = window.toMs ?? Infinity;
   const byIndex = new Map<number, GpuSample[]>();

@@ -63,7 +63,11 @@ export class HostGcRecorder {
 
   summary(): HostGcSummary {
     const spanMs = (this.stopped || performance.now()) - this.started;
-    return { full: { ...this.full }, minor: { ...this.minor }, spanMs, share: spanMs > 0 ? (this.full.ms + this.minor.ms) / spanMs : 0 };
+    return {
+      full: { ...this.full },
+      minor: { ...this.minor },
+      spanMs,
+      share: spanMs > 0 ? (this.full.ms + this.minor.ms) / spanMs : 0,
+    };
   }
 }
-

@@ -1,7 +1,14 @@
 // @xtts/core telemetry: GPU device samples (NVML addon, nvidia-smi fallback) and their statistics.
 // Step-span records and the run database are in spans.ts and run-db.ts.
 export { EventFileWriter, crc32c, tfrecord } from './tensorboard.js';
-export { GpuSampler, type GpuSamplerOptions, type GpuSamplerCounters, type GpuDeviceDescription, type GpuTelemetryStatus, type GpuSourceKind } from './gpu-sampler.js';
+export {
+  GpuSampler,
+  type GpuSamplerOptions,
+  type GpuSamplerCounters,
+  type GpuDeviceDescription,
+  type GpuTelemetryStatus,
+  type GpuSourceKind,
+} from './gpu-sampler.js';
 export { GpuSampleRing, toDeviceSampleRecord, fromDeviceSampleRecord, type GpuSample } from './gpu-sample.js';
 export { summarizeGpuSamples, type GpuWindowSummary } from './gpu-summary.js';
 export { THROTTLE_REASONS, decodeThrottleReasons, throttleReasonLabel, type ThrottleReason } from './gpu-throttle.js';

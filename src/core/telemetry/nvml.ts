@@ -80,7 +80,10 @@ export interface NvmlAddon {
   /** null when the GPU has no GPM counters (deviceInfo(index).gpmReason says why). */
   gpmSample(index: number): NvmlGpmMetrics | null;
   /** The same readings (and GPM when `gpm`) for several GPUs on a libuv worker thread. */
-  sampleAsync(indices: readonly number[], gpm: boolean): Promise<{ sample: NvmlRawSample; gpm: NvmlGpmMetrics | null }[]>;
+  sampleAsync(
+    indices: readonly number[],
+    gpm: boolean,
+  ): Promise<{ sample: NvmlRawSample; gpm: NvmlGpmMetrics | null }[]>;
   /** CLOCK_MONOTONIC in ms, the clock of NvmlRawSample.monotonicMs. */
   monotonicMs(): number;
 }
@@ -104,7 +107,9 @@ function repoNativeDir(): string | undefined {
  * copy beside the bundle as NVML_ADDON_FILE. The file may not exist: the build is optional. */
 export function nvmlAddonPath(): string {
   const native = repoNativeDir();
-  return native ? join(native, 'build', 'Release', NVML_ADDON_FILE) : join(process.cwd(), 'native', 'nvml', 'build', 'Release', NVML_ADDON_FILE);
+  return native
+    ? join(native, 'build', 'Release', NVML_ADDON_FILE)
+    : join(process.cwd(), 'native', 'nvml', 'build', 'Release', NVML_ADDON_FILE);
 }
 
 export type NvmlAddonLoad = { addon: NvmlAddon; path: string } | { addon: null; path: string; reason: string };
@@ -126,9 +131,12 @@ export function loadNvmlAddon(): NvmlAddonLoad {
 
 function loadFrom(path: string, dir: string | undefined): NvmlAddonLoad {
   if (!existsSync(path)) {
-    let reason = dir ? `the NVML addon was not shipped beside the bundle (${path} is missing)` : `the optional NVML addon is not built (${path} is missing)`;
+    let reason = dir
+      ? `the NVML addon was not shipped beside the bundle (${path} is missing)`
+      : `the optional NVML addon is not built (${path} is missing)`;
     const log = dir ? undefined : join(dirname(dirname(dirname(path))), 'build-error.log');
-    if (log && existsSync(log)) reason += `; its last build failed: ${readFileSync(log, 'utf8').split('\n')[0].replace(/^\S+ /, '')}`;
+    if (log && existsSync(log))
+      reason += `; its last build failed: ${readFileSync(log, 'utf8').split('\n')[0].replace(/^\S+ /, '')}`;
     else if (!dir) reason += '; build it with `npm run build:native`';
     return { addon: null, path, reason };
   }
@@ -138,7 +146,11 @@ function loadFrom(path: string, dir: string | undefined): NvmlAddonLoad {
     process.dlopen(mod as { exports: object }, path);
     return { addon: mod.exports as NvmlAddon, path };
   } catch (e) {
-    return { addon: null, path, reason: `the NVML addon at ${path} failed to load: ${(e as Error).message.split('\n')[0]}` };
+    return {
+      addon: null,
+      path,
+      reason: `the NVML addon at ${path} failed to load: ${(e as Error).message.split('\n')[0]}`,
+    };
   }
 }
 
@@ -159,7 +171,14 @@ export function openNvml(libraryPath = process.env.XTTS_NVML_LIBRARY || undefine
   const r = load.addon.init(libraryPath);
   if (!r.ok) return { ok: false, reason: r.error };
   sessions.set(load.addon, (sessions.get(load.addon) ?? 0) + 1);
-  return { ok: true, addon: load.addon, library: r.library, driverVersion: r.driverVersion, nvmlVersion: r.nvmlVersion, deviceCount: r.deviceCount };
+  return {
+    ok: true,
+    addon: load.addon,
+    library: r.library,
+    driverVersion: r.driverVersion,
+    nvmlVersion: r.nvmlVersion,
+    deviceCount: r.deviceCount,
+  };
 }
 
 /** Ends one openNvml() session of `addon`; NVML is shut down when none is left. */

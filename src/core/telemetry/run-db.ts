@@ -72,7 +72,10 @@ export class RunDatabase {
   private pendingMetrics: MetricRecord[] = [];
   private pendingSamples: DeviceSampleRecord[] = [];
 
-  private constructor(dir: string, private readonly readonly: boolean) {
+  private constructor(
+    dir: string,
+    private readonly readonly: boolean,
+  ) {
     this.dir = dir;
     const path = join(dir, RUN_DB_FILE);
     if (readonly && !existsSync(path)) {
@@ -86,10 +89,43 @@ export class RunDatabase {
     if (!readonly) {
       this.db.exec(SCHEMA);
       // A run folder written by an older xtts (resumed now) lacks the columns added since.
-      const have = new Set((this.db.prepare('PRAGMA table_info(steps)').all() as { name: string }[]).map((c) => c.name));
-      for (const [col, type] of [['tensors', 'INTEGER'], ['tensor_bytes', 'REAL'], ['all_reduce_ms', 'REAL'], ['flops', 'REAL'], ['programs', 'INTEGER'], ['replayed', 'INTEGER']]) if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
+      const have = new Set(
+        (this.db.prepare('PRAGMA table_info(steps)').all() as { name: string }[]).map((c) => c.name),
+      );
+      for (const [col, type] of [
+        ['tensors', 'INTEGER'],
+        ['tensor_bytes', 'REAL'],
+        ['all_reduce_ms', 'REAL'],
+        ['flops', 'REAL'],
+        ['programs', 'INTEGER'],
+        ['replayed', 'INTEGER'],
+      ])
+        if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
     }
-    const cols = ['step', 'start_ms', 'wall_ms', ...SPAN_NAMES.map(spanColumn), 'epoch', 'batch_index', 'bucket', 'batch_size', 'tokens', 'frames', 'kernels', 'flops', 'device_ms', 'ready_slots', 'learning_rate', 'loss', 'grad_norm', 'non_finite', 'tensors', 'tensor_bytes', 'programs', 'replayed'];
+    const cols = [
+      'step',
+      'start_ms',
+      'wall_ms',
+      ...SPAN_NAMES.map(spanColumn),
+      'epoch',
+      'batch_index',
+      'bucket',
+      'batch_size',
+      'tokens',
+      'frames',
+      'kernels',
+      'flops',
+      'device_ms',
+      'ready_slots',
+      'learning_rate',
+      'loss',
+      'grad_norm',
+      'non_finite',
+      'tensors',
+      'tensor_bytes',
+      'programs',
+      'replayed',
+    ];
     const w = (sql: string) => (readonly ? (undefined as unknown as Database.Statement) : this.db.prepare(sql));
     this.insertStep = w(`INSERT OR REPLACE INTO steps (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
     this.insertMetric = w('INSERT OR REPLACE INTO metrics (step, name, value) VALUES (?, ?, ?)');
@@ -132,7 +168,13 @@ export class RunDatabase {
 
   /** Write what is pending in one transaction, and append the metrics to metrics.jsonl. */
   flush(): void {
-    if (!this.pendingSteps.length && !this.pendingMetrics.length && !this.pendingSamples.length && !this.pendingReplicas.length) return;
+    if (
+      !this.pendingSteps.length &&
+      !this.pendingMetrics.length &&
+      !this.pendingSamples.length &&
+      !this.pendingReplicas.length
+    )
+      return;
     const replicas = this.pendingReplicas;
     this.pendingReplicas = [];
     const steps = this.pendingSteps;
@@ -141,24 +183,79 @@ export class RunDatabase {
     this.pendingSteps = [];
     this.pendingMetrics = [];
     this.pendingSamples = [];
-    this.db.transaction(() => {
-      for (const r of steps) {
-        this.insertStep.run(r.step, r.startMs, r.wallMs, ...SPAN_NAMES.map((s) => r.spans[s]), r.epoch, r.batchIndex, r.bucket, r.batchSize, r.tokens, r.frames, r.kernels, r.flops ?? null, r.deviceMs ?? null, r.readySlots, r.learningRate, r.loss ?? null, r.gradNorm ?? null, r.nonFinite ? 1 : 0, r.tensors ?? null, r.tensorBytes ?? null, r.programs ?? null, r.replayed === undefined ? null : r.replayed ? 1 : 0);
-      }
-      for (const r of replicas) this.insertReplica.run(r.step, r.rank, r.samples, r.uploadMs, r.syncMs, r.forwardBackwardMs, r.allReduceMs, r.optimizerMs, r.tensors, r.tensorBytes);
-      for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
-      for (const s of samples) this.insertSample.run(s.tMs, s.device, s.utilizationPct, s.memoryUsedBytes, s.memoryTotalBytes, s.smClockMhz, s.powerW, s.temperatureC, s.smActivityPct, s.throttleReasons);
-    }).immediate();
-    if (metrics.length) appendFileSync(join(this.dir, METRICS_JSONL), metrics.map((m) => JSON.stringify(m)).join('\n') + '\n');
+    this.db
+      .transaction(() => {
+        for (const r of steps) {
+          this.insertStep.run(
+            r.step,
+            r.startMs,
+            r.wallMs,
+            ...SPAN_NAMES.map((s) => r.spans[s]),
+            r.epoch,
+            r.batchIndex,
+            r.bucket,
+            r.batchSize,
+            r.tokens,
+            r.frames,
+            r.kernels,
+            r.flops ?? null,
+            r.deviceMs ?? null,
+            r.readySlots,
+            r.learningRate,
+            r.loss ?? null,
+            r.gradNorm ?? null,
+            r.nonFinite ? 1 : 0,
+            r.tensors ?? null,
+            r.tensorBytes ?? null,
+            r.programs ?? null,
+            r.replayed === undefined ? null : r.replayed ? 1 : 0,
+          );
+        }
+        for (const r of replicas)
+          this.insertReplica.run(
+            r.step,
+            r.rank,
+            r.samples,
+            r.uploadMs,
+            r.syncMs,
+            r.forwardBackwardMs,
+            r.allReduceMs,
+            r.optimizerMs,
+            r.tensors,
+            r.tensorBytes,
+          );
+        for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
+        for (const s of samples)
+          this.insertSample.run(
+            s.tMs,
+            s.device,
+            s.utilizationPct,
+            s.memoryUsedBytes,
+            s.memoryTotalBytes,
+            s.smClockMhz,
+            s.powerW,
+            s.temperatureC,
+            s.smActivityPct,
+            s.throttleReasons,
+          );
+      })
+      .immediate();
+    if (metrics.length)
+      appendFileSync(join(this.dir, METRICS_JSONL), metrics.map((m) => JSON.stringify(m)).join('\n') + '\n');
   }
 
   steps(fromStep = 0): StepRecord[] {
-    const rows = this.db.prepare('SELECT * FROM steps WHERE step >= ? ORDER BY step').all(fromStep) as Record<string, number | null>[];
+    const rows = this.db.prepare('SELECT * FROM steps WHERE step >= ? ORDER BY step').all(fromStep) as Record<
+      string,
+      number | null
+    >[];
     return rows.map((r) => ({
       step: r.step as number,
       startMs: r.start_ms as number,
       wallMs: r.wall_ms as number,
-      spans: Object.fromEntries(SPAN_NAMES.map((s) => [s, (r[spanColumn(s)] as number) ?? 0])) as unknown as StepRecord['spans'],
+      spans: Object.fromEntries(
+        SPAN_NAMES.map((s) => [s, (r[spanColumn(s)] as number) ?? 0]),
+      ) as unknown as StepRecord['spans'],
       epoch: r.epoch as number,
       batchIndex: r.batch_index as number,
       bucket: r.bucket as number,
@@ -173,36 +270,49 @@ export class RunDatabase {
       loss: r.loss ?? undefined,
       gradNorm: r.grad_norm ?? undefined,
       nonFinite: r.non_finite === 1,
-      ...(typeof r.tensors === 'number' ? { tensors: r.tensors, tensorBytes: (r.tensor_bytes as number | null) ?? undefined } : {}),
+      ...(typeof r.tensors === 'number'
+        ? { tensors: r.tensors, tensorBytes: (r.tensor_bytes as number | null) ?? undefined }
+        : {}),
       ...(typeof r.programs === 'number' ? { programs: r.programs } : {}),
       ...(typeof r.replayed === 'number' ? { replayed: r.replayed === 1 } : {}),
     }));
   }
 
-  /** Every replica's part of every step, by step then rank (empty for a run on one device, or one written before data-parallel training). */
+  /**
+   * Every replica's part of every step, by step then rank (empty for a run on one device, or one written before
+   * data-parallel training).
+   */
   replicaSteps(): ReplicaStepRecord[] {
     const has = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'replica_steps'").get();
     if (!has) return [];
-    return (this.db.prepare('SELECT * FROM replica_steps ORDER BY step, rank').all() as Record<string, number>[]).map((r) => ({
-      step: r.step,
-      rank: r.rank,
-      samples: r.samples,
-      uploadMs: r.upload_ms,
-      syncMs: r.sync_ms,
-      forwardBackwardMs: r.forward_backward_ms,
-      allReduceMs: r.all_reduce_ms,
-      optimizerMs: r.optimizer_ms,
-      tensors: r.tensors,
-      tensorBytes: r.tensor_bytes,
-    }));
+    return (this.db.prepare('SELECT * FROM replica_steps ORDER BY step, rank').all() as Record<string, number>[]).map(
+      (r) => ({
+        step: r.step,
+        rank: r.rank,
+        samples: r.samples,
+        uploadMs: r.upload_ms,
+        syncMs: r.sync_ms,
+        forwardBackwardMs: r.forward_backward_ms,
+        allReduceMs: r.all_reduce_ms,
+        optimizerMs: r.optimizer_ms,
+        tensors: r.tensors,
+        tensorBytes: r.tensor_bytes,
+      }),
+    );
   }
 
   metrics(name?: string): MetricRecord[] {
-    return (name ? this.db.prepare('SELECT step, name, value FROM metrics WHERE name = ? ORDER BY step').all(name) : this.db.prepare('SELECT step, name, value FROM metrics ORDER BY step, name').all()) as MetricRecord[];
+    return (
+      name
+        ? this.db.prepare('SELECT step, name, value FROM metrics WHERE name = ? ORDER BY step').all(name)
+        : this.db.prepare('SELECT step, name, value FROM metrics ORDER BY step, name').all()
+    ) as MetricRecord[];
   }
 
   deviceSamples(): DeviceSampleRecord[] {
-    return (this.db.prepare('SELECT * FROM device_samples ORDER BY t_ms').all() as Record<string, number | string | null>[]).map((r) => ({
+    return (
+      this.db.prepare('SELECT * FROM device_samples ORDER BY t_ms').all() as Record<string, number | string | null>[]
+    ).map((r) => ({
       tMs: r.t_ms as number,
       device: r.device as number,
       utilizationPct: r.utilization_pct as number | null,

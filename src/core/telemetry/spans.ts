@@ -20,7 +20,16 @@ export interface StepSpans {
   otherMs: number;
 }
 
-export const SPAN_NAMES = ['dataWaitMs', 'uploadMs', 'forwardBackwardMs', 'optimizerMs', 'syncMs', 'allReduceMs', 'checkpointMs', 'otherMs'] as const satisfies readonly (keyof StepSpans)[];
+export const SPAN_NAMES = [
+  'dataWaitMs',
+  'uploadMs',
+  'forwardBackwardMs',
+  'optimizerMs',
+  'syncMs',
+  'allReduceMs',
+  'checkpointMs',
+  'otherMs',
+] as const satisfies readonly (keyof StepSpans)[];
 
 export interface StepRecord {
   step: number;
@@ -53,7 +62,9 @@ export interface StepRecord {
   gradNorm?: number;
   /** A NaN/Inf loss: the update was skipped. */
   nonFinite?: boolean;
-  /** Tensors the engine holds after the step, and their bytes (host and device): they must not grow from step to step. */
+  /**
+   * Tensors the engine holds after the step, and their bytes (host and device): they must not grow from step to step.
+   */
   tensors?: number;
   tensorBytes?: number;
 }
@@ -61,7 +72,16 @@ export interface StepRecord {
 /** Measures consecutive spans of one step with one clock. */
 export class SpanTimer {
   private last: number;
-  readonly spans: StepSpans = { dataWaitMs: 0, uploadMs: 0, forwardBackwardMs: 0, optimizerMs: 0, syncMs: 0, allReduceMs: 0, checkpointMs: 0, otherMs: 0 };
+  readonly spans: StepSpans = {
+    dataWaitMs: 0,
+    uploadMs: 0,
+    forwardBackwardMs: 0,
+    optimizerMs: 0,
+    syncMs: 0,
+    allReduceMs: 0,
+    checkpointMs: 0,
+    otherMs: 0,
+  };
   readonly startedAt: number;
 
   constructor(now = performance.now()) {

@@ -121,7 +121,11 @@ function wavInfo(wav: Uint8Array): { rate: number; channels: number; frames: num
   const dv = new DataView(wav.buffer, wav.byteOffset, wav.byteLength);
   const channels = dv.getUint16(22, true);
   const bits = dv.getUint16(34, true);
-  return { rate: dv.getUint32(24, true), channels, frames: Math.floor(dv.getUint32(40, true) / ((bits / 8) * channels)) };
+  return {
+    rate: dv.getUint32(24, true),
+    channels,
+    frames: Math.floor(dv.getUint32(40, true) / ((bits / 8) * channels)),
+  };
 }
 
 /**
@@ -146,7 +150,12 @@ export class EventFileWriter {
   }
 
   private summary(step: number, value: Proto): void {
-    this.write(new Proto().double(1, Date.now() / 1000).int(2, step).message(5, new Proto().message(1, value)));
+    this.write(
+      new Proto()
+        .double(1, Date.now() / 1000)
+        .int(2, step)
+        .message(5, new Proto().message(1, value)),
+    );
   }
 
   scalar(tag: string, step: number, value: number): void {
@@ -156,13 +165,21 @@ export class EventFileWriter {
   /** A PNG image. */
   image(tag: string, step: number, png: Uint8Array): void {
     const { width, height, colorspace } = pngSize(png);
-    this.summary(step, new Proto().bytes(1, tag).message(4, new Proto().int(1, height).int(2, width).int(3, colorspace).bytes(4, png)));
+    this.summary(
+      step,
+      new Proto().bytes(1, tag).message(4, new Proto().int(1, height).int(2, width).int(3, colorspace).bytes(4, png)),
+    );
   }
 
   /** A 16-bit PCM WAV. */
   audio(tag: string, step: number, wav: Uint8Array): void {
     const { rate, channels, frames } = wavInfo(wav);
-    this.summary(step, new Proto().bytes(1, tag).message(6, new Proto().float(1, rate).int(2, channels).int(3, frames).bytes(4, wav).bytes(5, 'audio/wav')));
+    this.summary(
+      step,
+      new Proto()
+        .bytes(1, tag)
+        .message(6, new Proto().float(1, rate).int(2, channels).int(3, frames).bytes(4, wav).bytes(5, 'audio/wav')),
+    );
   }
 
   flush(): void {

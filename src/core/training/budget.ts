@@ -1,18 +1,41 @@
 // Memory a run may use: the estimate against what the backend holds, before the model is built; and
 // device.model_memory_budget_mb, checked after every step on every device that trains (rank 0 and
 // each data-parallel replica): what the engine still holds once the step has freed its tensors.
-import { batchSizeWithin, describeEstimate, estimateTrainingMemory, formatBytes, trainingMemoryLimit } from '../config/index.js';
+import {
+  batchSizeWithin,
+  describeEstimate,
+  estimateTrainingMemory,
+  formatBytes,
+  trainingMemoryLimit,
+} from '../config/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { findGpu, hostInventory } from '../env/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 
-/** MODEL_BUDGET_EXCEEDED (exit 3) when `heldBytes` is over the budget; `who` names the device's holder in the message. */
-export function checkModelBudget(budgetMb: number | null, step: number, heldBytes: number, batchSize: number, who?: string): void {
+/**
+ * MODEL_BUDGET_EXCEEDED (exit 3) when `heldBytes` is over the budget; `who` names the device's holder in the message.
+ */
+export function checkModelBudget(
+  budgetMb: number | null,
+  step: number,
+  heldBytes: number,
+  batchSize: number,
+  who?: string,
+): void {
   if (budgetMb === null || heldBytes <= budgetMb * 2 ** 20) return;
-  throw new XttsError('MODEL_BUDGET_EXCEEDED', `after step ${step} the model, its optimizer state and the step's buffers hold ${formatBytes(heldBytes)}${who ? ` on ${who}` : ''}: more than device.model_memory_budget_mb ${budgetMb} (${formatBytes(budgetMb * 2 ** 20)})`, {
-    exitCode: ExitCode.environment,
-    suggestions: [`raise device.model_memory_budget_mb to at least ${Math.ceil((heldBytes * 1.2) / 2 ** 20)}`, `or lower batching.batch_size (now ${batchSize}) or the model's size`],
-  });
+  throw new XttsError(
+    'MODEL_BUDGET_EXCEEDED',
+    `after step ${step} the model, its optimizer state and the step's buffers ` +
+      `hold ${formatBytes(heldBytes)}${who ? ` on ${who}` : ''}: more than ` +
+      `device.model_memory_budget_mb ${budgetMb} (${formatBytes(budgetMb * 2 ** 20)})`,
+    {
+      exitCode: ExitCode.environment,
+      suggestions: [
+        `raise device.model_memory_budget_mb to at least ${Math.ceil((heldBytes * 1.2) / 2 ** 20)}`,
+        `or lower batching.batch_size (now ${batchSize}) or the model's size`,
+      ],
+    },
+  );
 }
 
 /**
@@ -26,15 +49,30 @@ export function checkMemoryEstimate(config: XttsConfig, backend: string, say: (m
   const limit = trainingMemoryLimit(config, backend, { memoryBytes: host.memoryBytes, gpu });
   const est = estimateTrainingMemory(config);
   if (!limit) {
-    say(`memory: ${describeEstimate(config, est)}; the ${backend} device's memory is not known here (no nvidia-smi): not checked`);
+    say(
+      `memory: ${describeEstimate(config, est)}; the ${backend} device's memory is not ` +
+        `known here (no nvidia-smi): not checked`,
+    );
     return;
   }
   if (est.totalBytes <= limit.bytes) return;
   const modelTooLarge = est.parameterBytes >= limit.bytes * 0.85;
-  throw new XttsError('MEMORY_ESTIMATE_EXCEEDS', `training this config on ${backend} needs ${describeEstimate(config, est)}: more than ${limit.what}`, {
-    exitCode: ExitCode.usage,
-    suggestions: modelTooLarge
-      ? ['make the model smaller: model.d_model, model.ff_mult, model.text_layers, model.decoder_layers', 'or train on a device with more memory (--backend, device.model_device)']
-      : [`lower batching.batch_size (now ${config.batching.batch_size}), e.g. --set batching.batch_size=${batchSizeWithin(config, est, limit.bytes, 0.85)}`, `or limits.max_audio_s (now ${config.limits.max_audio_s}) or batching.frame_budget`, 'or train on a device with more memory (--backend, device.model_device)'],
-  });
+  throw new XttsError(
+    'MEMORY_ESTIMATE_EXCEEDS',
+    `training this config on ${backend} needs ${describeEstimate(config, est)}: more than ${limit.what}`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: modelTooLarge
+        ? [
+            'make the model smaller: model.d_model, model.ff_mult, model.text_layers, model.decoder_layers',
+            'or train on a device with more memory (--backend, device.model_device)',
+          ]
+        : [
+            `lower batching.batch_size (now ${config.batching.batch_size}), e.g. --set ` +
+              `batching.batch_size=${batchSizeWithin(config, est, limit.bytes, 0.85)}`,
+            `or limits.max_audio_s (now ${config.limits.max_audio_s}) or batching.frame_budget`,
+            'or train on a device with more memory (--backend, device.model_device)',
+          ],
+    },
+  );
 }

@@ -5,7 +5,17 @@
 // optimizer.safetensors (AdamW's moments and step) and state.json (the rest: step, data position,
 // tokenizer, feature statistics, config); checkpoints written before safetensors (weights.json +
 // weights.bin) still load.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs';
 import { basename, join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
@@ -44,7 +54,10 @@ function fsyncDir(dir: string): void {
 
 /** Write a set of arrays as `<base>.safetensors` (readable by Python's safetensors, PyTorch, JAX). */
 function writeArrays(dir: string, base: string, arrays: readonly NamedArray[]): void {
-  writeDurable(join(dir, `${base}.safetensors`), encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }));
+  writeDurable(
+    join(dir, `${base}.safetensors`),
+    encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }),
+  );
 }
 
 /** A checkpoint's arrays: `<base>.safetensors`, or the `<base>.json` + `<base>.bin` pair checkpoints had before it. */
@@ -52,20 +65,42 @@ function readArrays(dir: string, base: string): NamedArray[] {
   const st = join(dir, `${base}.safetensors`);
   if (existsSync(st)) return decodeSafetensors(readFileSync(st), st).arrays;
   const legacy = join(dir, `${base}.json`);
-  if (!existsSync(legacy)) throw new XttsError('CHECKPOINT_TRUNCATED', `${dir} has no ${base}.safetensors (nor an older ${base}.json)`, { exitCode: ExitCode.usage, suggestions: ['use another checkpoint of the run (checkpoints/step-*); --resume picks the latest whole one'] });
+  if (!existsSync(legacy))
+    throw new XttsError('CHECKPOINT_TRUNCATED', `${dir} has no ${base}.safetensors (nor an older ${base}.json)`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['use another checkpoint of the run (checkpoints/step-*); --resume picks the latest whole one'],
+    });
   let manifest: { format: string; arrays: ArrayManifestEntry[] };
   try {
     manifest = JSON.parse(readFileSync(legacy, 'utf8')) as typeof manifest;
   } catch (e) {
-    throw new XttsError('CHECKPOINT_TRUNCATED', `${legacy}: not JSON (${(e as Error).message})`, { exitCode: ExitCode.usage, position: { file: legacy }, suggestions: ['use another checkpoint of the run (checkpoints/step-*)'] });
+    throw new XttsError('CHECKPOINT_TRUNCATED', `${legacy}: not JSON (${(e as Error).message})`, {
+      exitCode: ExitCode.usage,
+      position: { file: legacy },
+      suggestions: ['use another checkpoint of the run (checkpoints/step-*)'],
+    });
   }
-  if (manifest.format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${dir}/${base}.json is ${manifest.format}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage });
+  if (manifest.format !== CHECKPOINT_FORMAT)
+    throw new XttsError(
+      'CHECKPOINT_FORMAT',
+      `${dir}/${base}.json is ${manifest.format}, expected ${CHECKPOINT_FORMAT}`,
+      { exitCode: ExitCode.usage },
+    );
   const bin = readFileSync(join(dir, `${base}.bin`));
   return manifest.arrays.map((e) => {
     const bytes = bin.subarray(e.offset, e.offset + e.length * 4);
-    if (bytes.length !== e.length * 4) throw new XttsError('CHECKPOINT_TRUNCATED', `${dir}/${base}.bin is shorter than its manifest says (${e.name})`, { exitCode: ExitCode.usage, suggestions: ['resume from another checkpoint: --resume picks the latest whole one'] });
+    if (bytes.length !== e.length * 4)
+      throw new XttsError('CHECKPOINT_TRUNCATED', `${dir}/${base}.bin is shorter than its manifest says (${e.name})`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['resume from another checkpoint: --resume picks the latest whole one'],
+      });
     const copy = new Uint8Array(bytes); // aligned copy
-    return { name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer) };
+    return {
+      name: e.name,
+      shape: e.shape,
+      dtype: e.dtype,
+      data: e.dtype === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer),
+    };
   });
 }
 
@@ -90,14 +125,20 @@ export interface CheckpointState {
   sizes: { vocabSize: number; nMels: number; numLanguages: number };
   /** Vocabulary symbols the training texts never contain (their embeddings are untrained). */
   unseenSymbols?: string[];
-  /** Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as log-normal means. */
+  /**
+   * Variance of the duration predictor's log errors (validation, else training): synthesis reads durations as
+   * log-normal means.
+   */
   logDurationVariance?: number;
   config: XttsConfig;
 }
 
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 const Finite = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE });
-/** What state.json must hold to be trained on or spoken from: JSON can say anything (a step of 1e300, a missing position). */
+/**
+ * What state.json must hold to be trained on or spoken from: JSON can say anything (a step of 1e300, a missing
+ * position).
+ */
 const StateSchema = Type.Object({
   format: Type.Literal(CHECKPOINT_FORMAT),
   runId: Type.Optional(Type.String({ pattern: '^[0-9a-f]{16}$' })),
@@ -108,10 +149,17 @@ const StateSchema = Type.Object({
   validationsWithoutImprovement: Count,
   tokenizer: Type.Object({}),
   tokenizerIdentity: Type.String(),
-  stats: Type.Object({ mean: Type.Array(Finite, { minItems: 1 }), std: Type.Array(Type.Number({ exclusiveMinimum: 0, maximum: Number.MAX_VALUE }), { minItems: 1 }) }),
+  stats: Type.Object({
+    mean: Type.Array(Finite, { minItems: 1 }),
+    std: Type.Array(Type.Number({ exclusiveMinimum: 0, maximum: Number.MAX_VALUE }), { minItems: 1 }),
+  }),
   speakers: Type.Array(Type.String()),
   languages: Type.Array(Type.String()),
-  sizes: Type.Object({ vocabSize: Type.Integer({ minimum: 1 }), nMels: Type.Integer({ minimum: 1 }), numLanguages: Type.Integer({ minimum: 0 }) }),
+  sizes: Type.Object({
+    vocabSize: Type.Integer({ minimum: 1 }),
+    nMels: Type.Integer({ minimum: 1 }),
+    numLanguages: Type.Integer({ minimum: 0 }),
+  }),
   unseenSymbols: Type.Optional(Type.Array(Type.String())),
   logDurationVariance: Type.Optional(Finite),
   config: Type.Object({ model: Type.Object({}), audio: Type.Object({}), training: Type.Object({}) }),
@@ -125,7 +173,10 @@ function readState(dir: string): CheckpointState {
     new XttsError('CHECKPOINT_STATE_INVALID', `${file}: ${why}`, {
       exitCode: ExitCode.usage,
       position: { file },
-      suggestions: ['use another checkpoint of the run (checkpoints/step-*): a state.json is written whole or not at all, so this one was changed or damaged after it was written'],
+      suggestions: [
+        'use another checkpoint of the run (checkpoints/step-*): a state.json is written ' +
+          'whole or not at all, so this one was changed or damaged after it was written',
+      ],
     });
   let state: unknown;
   try {
@@ -134,7 +185,12 @@ function readState(dir: string): CheckpointState {
     throw bad(`not JSON (${(e as Error).message})`);
   }
   const format = (state as { format?: unknown } | null)?.format;
-  if (format !== CHECKPOINT_FORMAT) throw new XttsError('CHECKPOINT_FORMAT', `${file} is ${typeof format === 'string' ? format : 'of no known format'}, expected ${CHECKPOINT_FORMAT}`, { exitCode: ExitCode.usage, position: { file } });
+  if (format !== CHECKPOINT_FORMAT)
+    throw new XttsError(
+      'CHECKPOINT_FORMAT',
+      `${file} is ${typeof format === 'string' ? format : 'of no known format'}, expected ${CHECKPOINT_FORMAT}`,
+      { exitCode: ExitCode.usage, position: { file } },
+    );
   validateState ??= new Ajv({ allErrors: false, strict: false }).compile(StateSchema);
   if (!validateState(state)) {
     const e = validateState.errors![0];
@@ -150,14 +206,26 @@ export function firstNonFinite(arrays: readonly NamedArray[]): NamedArray | unde
 
 /** CHECKPOINT_NOT_FINITE for a checkpoint whose `tensor` holds NaN or ±Inf (`what` says whose). */
 function notFinite(dir: string, tensor: string, what: 'weight' | 'optimizer state'): XttsError {
-  return new XttsError('CHECKPOINT_NOT_FINITE', `${dir}: ${what} ${tensor} holds NaN or infinite values: the run had diverged when this checkpoint was written`, {
-    exitCode: ExitCode.usage,
-    suggestions: ['resume or synthesize from an earlier checkpoint of the run (checkpoints/step-*)', 'retrain with a lower training.learning_rate or training.optimizer.weight_decay'],
-  });
+  return new XttsError(
+    'CHECKPOINT_NOT_FINITE',
+    `${dir}: ${what} ${tensor} holds NaN or infinite values: the run had diverged when this checkpoint was written`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        'resume or synthesize from an earlier checkpoint of the run (checkpoints/step-*)',
+        'retrain with a lower training.learning_rate or training.optimizer.weight_decay',
+      ],
+    },
+  );
 }
 
-/** Refuses (CHECKPOINT_NOT_FINITE, naming the tensor) a checkpoint whose weights or optimizer state hold NaN or ±Inf. */
-export function refuseNonFinite(dir: string, contents: { weights: readonly NamedArray[]; optimizer: readonly NamedArray[] }): void {
+/**
+ * Refuses (CHECKPOINT_NOT_FINITE, naming the tensor) a checkpoint whose weights or optimizer state hold NaN or ±Inf.
+ */
+export function refuseNonFinite(
+  dir: string,
+  contents: { weights: readonly NamedArray[]; optimizer: readonly NamedArray[] },
+): void {
   const weight = firstNonFinite(contents.weights);
   if (weight) throw notFinite(dir, weight.name, 'weight');
   const moment = firstNonFinite(contents.optimizer);
@@ -168,7 +236,11 @@ export function refuseNonFinite(dir: string, contents: { weights: readonly Named
  * Uploads a checkpoint file's arrays as tensors, hands them to `assign` (model.setWeights,
  * optimizer.setState, which copy them) and frees them; an error (arrays that do not fit) names the file.
  */
-export function assignArrays(arrays: readonly NamedArray[], file: string, assign: (tensors: Map<string, tf.Tensor>) => void): void {
+export function assignArrays(
+  arrays: readonly NamedArray[],
+  file: string,
+  assign: (tensors: Map<string, tf.Tensor>) => void,
+): void {
   const tensors = new Map(arrays.map((a) => [a.name, tf.tensor(a.data, a.shape, a.dtype)]));
   try {
     assign(tensors);
@@ -242,8 +314,15 @@ export class CheckpointStore {
     return true;
   }
 
-  /** Writes a checkpoint; weights or optimizer state holding NaN/Inf are refused (CHECKPOINT_NOT_FINITE), nothing is written. */
-  save<State extends { runId?: string }>(step: number, contents: CheckpointContents<State>, options: { keep: number; best?: boolean }): string {
+  /**
+   * Writes a checkpoint; weights or optimizer state holding NaN/Inf are refused (CHECKPOINT_NOT_FINITE), nothing is
+   * written.
+   */
+  save<State extends { runId?: string }>(
+    step: number,
+    contents: CheckpointContents<State>,
+    options: { keep: number; best?: boolean },
+  ): string {
     const name = `step-${String(step).padStart(8, '0')}`;
     refuseNonFinite(join(this.root, name), contents);
     mkdirSync(this.root, { recursive: true });
@@ -283,7 +362,11 @@ export class CheckpointStore {
       });
     }
     const state = readState(dir) as unknown as State;
-    return { weights: readArrays(dir, 'weights'), optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'), state };
+    return {
+      weights: readArrays(dir, 'weights'),
+      optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'),
+      state,
+    };
   }
 
   /** Which run wrote a checkpoint (undefined: before runs had ids, or unreadable). */
@@ -303,12 +386,15 @@ export class CheckpointStore {
   private rotate(keep: number, runId: string | undefined): void {
     const best = this.best();
     const mine = this.list().filter((c) => this.runOf(c.dir) === runId);
-    for (const c of mine.slice(0, Math.max(0, mine.length - Math.max(1, keep)))) if (c.dir !== best) rmSync(c.dir, { recursive: true, force: true });
+    for (const c of mine.slice(0, Math.max(0, mine.length - Math.max(1, keep))))
+      if (c.dir !== best) rmSync(c.dir, { recursive: true, force: true });
   }
 
   /** Temporary folders of writes that were killed (never visible as checkpoints). */
   private sweepTemporaries(): void {
-    for (const name of readdirSync(this.root)) if (name.startsWith('.tmp-') && !name.endsWith(`-${process.pid}`)) rmSync(join(this.root, name), { recursive: true, force: true });
+    for (const name of readdirSync(this.root))
+      if (name.startsWith('.tmp-') && !name.endsWith(`-${process.pid}`))
+        rmSync(join(this.root, name), { recursive: true, force: true });
   }
 }
 
@@ -319,5 +405,8 @@ export function resolveCheckpoint(path: string): string {
   if (asRun) return asRun;
   const asRoot = existsSync(join(path, 'latest')) ? new CheckpointStore(join(path, '..')).latest() : undefined;
   if (asRoot) return asRoot;
-  throw new XttsError('CHECKPOINT_NOT_FOUND', `no checkpoint in ${path}`, { exitCode: ExitCode.usage, suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'] });
+  throw new XttsError('CHECKPOINT_NOT_FOUND', `no checkpoint in ${path}`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'],
+  });
 }

@@ -21,11 +21,22 @@ import { alignmentFigure, melFigure } from '../render/index.js';
 import { writeFileAtomic } from '../util/index.js';
 
 /** The loader settings validation shares with training (TrainOptions' data, the run's config). */
-export type LoaderCommon = Omit<ConstructorParameters<typeof DataLoader>[0], 'items' | 'plan' | 'shuffle' | 'depth' | 'producers'>;
+export type LoaderCommon = Omit<
+  ConstructorParameters<typeof DataLoader>[0],
+  'items' | 'plan' | 'shuffle' | 'depth' | 'producers'
+>;
 export type LoaderItems = (items: PreparedItem[]) => ConstructorParameters<typeof DataLoader>[0]['items'];
 
 /** The loader's items for prepared items. */
-export const loaderItems: LoaderItems = (items) => items.map((i) => ({ featureKey: i.featureKey, frames: i.frames, tokens: i.tokens, language: i.language, speaker: i.speaker, audioPath: i.audioPath }));
+export const loaderItems: LoaderItems = (items) =>
+  items.map((i) => ({
+    featureKey: i.featureKey,
+    frames: i.frames,
+    tokens: i.tokens,
+    language: i.language,
+    speaker: i.speaker,
+    audioPath: i.audioPath,
+  }));
 
 export interface ValidationResult {
   loss: number;
@@ -49,9 +60,20 @@ export async function validate(
   common: LoaderCommon,
   loaderItems: LoaderItems,
 ): Promise<ValidationResult> {
-  const plan = planBuckets(data.validation.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
+  const plan = planBuckets(
+    data.validation.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
+    bucketOptions,
+  );
   const batches = plan.buckets.reduce((a, b) => a + Math.ceil(b.items.length / b.batchSize), 0);
-  const loader = new DataLoader({ ...common, items: loaderItems(data.validation), plan, shuffle: false, depth: 2, producers: 0, maxBatches: batches });
+  const loader = new DataLoader({
+    ...common,
+    items: loaderItems(data.validation),
+    plan,
+    shuffle: false,
+    depth: 2,
+    producers: 0,
+    maxBatches: batches,
+  });
   const r = config.model.reduction_factor;
   let sums = tf.zeros([5]) as tf.Tensor1D; // loss, Σ|log error|, Σ log error², Σ exp(predicted log(1 + steps)), found steps
   let symbols = 0;
@@ -62,7 +84,14 @@ export async function validate(
     for (;;) {
       const b = await loader.next();
       if (!b) break;
-      const tensors = uploadBatch(b, { batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor: r });
+      const tensors = uploadBatch(b, {
+        batchSize: b.shape.batchSize,
+        tokens: b.shape.tokens,
+        frames: b.shape.frames,
+        refFrames: b.shape.refFrames,
+        nMels: b.shape.nMels,
+        reductionFactor: r,
+      });
       const textLengths = b.textLengths.slice(0, b.shape.batchSize);
       const melLengths = b.melLengths.slice(0, b.shape.batchSize);
       loader.release(b);
@@ -71,7 +100,11 @@ export async function validate(
       const steps = b.shape.frames / r;
       for (let u = 0; u < textLengths.length; u++) {
         if (melLengths[u] === 0) continue;
-        diagonal += diagonalShare(path.subarray(u * steps, (u + 1) * steps), Math.ceil(melLengths[u] / r), textLengths[u]);
+        diagonal += diagonalShare(
+          path.subarray(u * steps, (u + 1) * steps),
+          Math.ceil(melLengths[u] / r),
+          textLengths[u],
+        );
         utterances++;
         symbols += Math.max(0, textLengths[u] - 3);
       }
@@ -83,7 +116,16 @@ export async function validate(
         const diff = tf.sub(out.logDurations, tf.log1p(alignment.durations));
         const error = tf.sum(tf.mul(tf.abs(diff), spoken));
         const squared = tf.sum(tf.mul(tf.square(diff), spoken));
-        return tf.add(sums, tf.stack([loss, error, squared, tf.sum(tf.mul(tf.exp(out.logDurations), spoken)), tf.sum(alignment.durations)])) as tf.Tensor1D;
+        return tf.add(
+          sums,
+          tf.stack([
+            loss,
+            error,
+            squared,
+            tf.sum(tf.mul(tf.exp(out.logDurations), spoken)),
+            tf.sum(alignment.durations),
+          ]),
+        ) as tf.Tensor1D;
       });
       sums.dispose();
       sums = next;
@@ -96,11 +138,24 @@ export async function validate(
   }
   const [loss, error, squared, expSum, found] = await sums.data();
   sums.dispose();
-  if (!n) return { loss: Number.NaN, durationError: Number.NaN, durationVariance: 0, lengthRatio: Number.NaN, diagonal: Number.NaN };
+  if (!n)
+    return {
+      loss: Number.NaN,
+      durationError: Number.NaN,
+      durationVariance: 0,
+      lengthRatio: Number.NaN,
+      diagonal: Number.NaN,
+    };
   const variance = squared / Math.max(1, symbols);
   // Steps as synthesis reads them, log-normal means: Σ (exp(p + σ²/2) − 1).
   const predicted = expSum * Math.exp(variance / 2) - symbols;
-  return { loss: loss / n, durationError: error / Math.max(1, symbols), durationVariance: variance, lengthRatio: predicted / Math.max(1, found), diagonal: diagonal / Math.max(1, utterances) };
+  return {
+    loss: loss / n,
+    durationError: error / Math.max(1, symbols),
+    durationVariance: variance,
+    lengthRatio: predicted / Math.max(1, found),
+    diagonal: diagonal / Math.max(1, utterances),
+  };
 }
 
 /**
@@ -110,7 +165,15 @@ export async function validate(
  * (for the validation utterance above the one the alignment search finds in its real frames).
  * Metric: the validation utterance's duration over its real one.
  */
-export async function synthesizeEval(model: XttsModel, data: PreparedDataset, config: XttsConfig, dir: string, logDurationVariance: number, say: (m: string) => void, record: (name: string, value: number) => void): Promise<string[]> {
+export async function synthesizeEval(
+  model: XttsModel,
+  data: PreparedDataset,
+  config: XttsConfig,
+  dir: string,
+  logDurationVariance: number,
+  say: (m: string) => void,
+  record: (name: string, value: number) => void,
+): Promise<string[]> {
   mkdirSync(dir, { recursive: true });
   const files: string[] = [];
   const refItem = data.validation[0] ?? data.train[0];
@@ -123,30 +186,53 @@ export async function synthesizeEval(model: XttsModel, data: PreparedDataset, co
     for (let i = 0; i < out.length; i++) out[i] = (f.mel[i] - data.stats.mean[i % nMels]) / data.stats.std[i % nMels];
     return { mel: out, frames: f.frames };
   };
-  const denormalised = (mel: Float32Array) => mel.map((v, i) => v * data.stats.std[i % nMels] + data.stats.mean[i % nMels]);
+  const denormalised = (mel: Float32Array) =>
+    mel.map((v, i) => v * data.stats.std[i % nMels] + data.stats.mean[i % nMels]);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   try {
     const ref = normalised(refItem.featureKey);
     const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
-    const jobs: { name: string; ids: ArrayLike<number>; language: number; target?: { mel: Float32Array; frames: number } }[] = [];
+    const jobs: {
+      name: string;
+      ids: ArrayLike<number>;
+      language: number;
+      target?: { mel: Float32Array; frames: number };
+    }[] = [];
     for (const [i, s] of config.training.eval_sentences.entries()) {
       const language = s.language ?? config.dataset.language;
       if (!config.text.languages.includes(language)) {
-        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is in ${language}, which text.languages does not list`);
+        say(
+          `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is ` +
+            `in ${language}, which text.languages does not list`,
+        );
         continue;
       }
       let text = cleanText(s.text, config.text);
       if (phonemizer) text = await phonemizer.phonemize(text, language);
       const enc = data.tokenizer.encode(text, language);
       if (enc.unmappable.length) {
-        say(`eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols the model has no token for: ${enc.unmappable.map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`).join(', ')}; rephrase it or spell them out`);
+        say(
+          `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols ` +
+            `the model has no token ` +
+            `for: ${enc.unmappable.map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`).join(', ')}; ` +
+            `rephrase it or spell them out`,
+        );
         continue;
       }
-      jobs.push({ name: `sentence-${i + 1}`, ids: enc.ids, language: Math.max(0, config.text.languages.indexOf(language)) });
+      jobs.push({
+        name: `sentence-${i + 1}`,
+        ids: enc.ids,
+        language: Math.max(0, config.text.languages.indexOf(language)),
+      });
     }
     if (data.validation[0]) {
       const v = data.validation[0];
-      jobs.push({ name: `validation-${v.id.replace(/[^\w.-]+/g, '_')}`, ids: v.tokens, language: v.language, target: normalised(v.featureKey) });
+      jobs.push({
+        name: `validation-${v.id.replace(/[^\w.-]+/g, '_')}`,
+        ids: v.tokens,
+        language: v.language,
+        target: normalised(v.featureKey),
+      });
     }
     if (jobs.length === 0) return files;
     const results = await model.generateBatch(jobs, refMel, { logDurationVariance });
@@ -156,23 +242,46 @@ export async function synthesizeEval(model: XttsModel, data: PreparedDataset, co
       const g = results[j];
       const logMel = denormalised(g.mel);
       const wav = join(dir, `${job.name}.wav`);
-      writeFileAtomic(wav, encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz));
+      writeFileAtomic(
+        wav,
+        encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz),
+      );
       const png = join(dir, `${job.name}.png`);
       const title = `${job.name} · ${basename(dir)}`;
-      const panels = [{ label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED', mel: logMel, frames: g.frames, nMels }];
-      if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
+      const panels = [
+        {
+          label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED',
+          mel: logMel,
+          frames: g.frames,
+          nMels,
+        },
+      ];
+      if (job.target)
+        panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
       writeFileAtomic(png, melFigure({ title, panels, secondsPerFrame }));
-      const alignments = [{ label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens }];
-      if (job.target) alignments.push({ label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)', ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)) });
+      const alignments = [
+        { label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens },
+      ];
+      if (job.target)
+        alignments.push({
+          label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)',
+          ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)),
+        });
       const alignPng = join(dir, `${job.name}-alignment.png`);
-      writeFileAtomic(alignPng, alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }));
+      writeFileAtomic(
+        alignPng,
+        alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }),
+      );
       files.push(wav, png, alignPng);
       const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
       const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';
       if (job.target) {
         const ratio = g.frames / job.target.frames;
         record('eval/duration_ratio', ratio);
-        notes.push(`${job.name} ${seconds} for ${(job.target.frames * secondsPerFrame).toFixed(2)} s (${ratio.toFixed(2)}${cut})`);
+        notes.push(
+          `${job.name} ${seconds} for ${(job.target.frames * secondsPerFrame).toFixed(2)} ` +
+            `s (${ratio.toFixed(2)}${cut})`,
+        );
       } else notes.push(`${job.name} ${seconds}${cut}`);
     }
     say(`eval: ${notes.join('; ')}`);
@@ -183,8 +292,17 @@ export async function synthesizeEval(model: XttsModel, data: PreparedDataset, co
   return files;
 }
 
-/** The alignment monotonic alignment search finds in an utterance's real frames, as a one-hot [steps, tokens] picture. */
-async function foundAlignment(model: XttsModel, ids: ArrayLike<number>, language: number, target: { mel: Float32Array; frames: number }, nMels: number, priorSigma: number) {
+/**
+ * The alignment monotonic alignment search finds in an utterance's real frames, as a one-hot [steps, tokens] picture.
+ */
+async function foundAlignment(
+  model: XttsModel,
+  ids: ArrayLike<number>,
+  language: number,
+  target: { mel: Float32Array; frames: number },
+  nMels: number,
+  priorSigma: number,
+) {
   const r = model.config.reduction_factor;
   const frames = Math.floor(target.frames / r) * r;
   const steps = frames / r;

@@ -1,6 +1,12 @@
 // The trainer's public API. Importing it loads TensorFlow.js.
 export { train, type TrainOptions, type TrainProgress, type TrainResult } from './trainer.js';
 export { CheckpointStore, resolveCheckpoint, type NamedArray } from './checkpoint.js';
-export { synthesize, type SynthesisText, type SynthesizedUtterance, type SynthesizeOptions, type SynthesizeResult } from './synthesize.js';
+export {
+  synthesize,
+  type SynthesisText,
+  type SynthesizedUtterance,
+  type SynthesizeOptions,
+  type SynthesizeResult,
+} from './synthesize.js';
 export { parseGpusFlag, planReplicas, type ReplicaPlan } from './parallel/group.js';
 export { type StepCaptureSummary } from './optim/step-replay.js';

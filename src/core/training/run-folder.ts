@@ -42,7 +42,10 @@ export type RunFolderState =
   | { kind: 'run'; runId: string }
   /** Written by xtts before runs had ids: resumable, and adopted (given an id) when resumed. */
   | { kind: 'legacy' }
-  /** A run that began (its marker) but wrote nothing else (refused or stopped while it prepared): a new run may start here, --resume starts it over. */
+  /**
+   * A run that began (its marker) but wrote nothing else (refused or stopped while it prepared): a new run may start
+   * here, --resume starts it over.
+   */
   | { kind: 'begun'; runId: string }
   | { kind: 'foreign'; entries: string[]; why: string };
 
@@ -53,7 +56,9 @@ function newRunId(): string {
 function readMarker(path: string): RunMarker | undefined {
   try {
     const m = JSON.parse(readFileSync(path, 'utf8')) as RunMarker;
-    return m.format === RUN_MARKER_FORMAT && typeof m.runId === 'string' && /^[0-9a-f]{16}$/.test(m.runId) ? m : undefined;
+    return m.format === RUN_MARKER_FORMAT && typeof m.runId === 'string' && /^[0-9a-f]{16}$/.test(m.runId)
+      ? m
+      : undefined;
   } catch {
     return undefined;
   }
@@ -69,7 +74,11 @@ function isXttsRunDatabase(path: string): boolean {
   let db: Database.Database | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
-    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name));
+    const tables = new Set(
+      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map(
+        (t) => t.name,
+      ),
+    );
     if (!tables.has('meta') || !tables.has('steps') || !tables.has('metrics')) return false;
     return db.prepare("SELECT 1 FROM meta WHERE k = 'config'").get() !== undefined;
   } catch {
@@ -80,9 +89,14 @@ function isXttsRunDatabase(path: string): boolean {
   }
 }
 
-/** Whether checkpoints/ holds only what CheckpointStore writes (step folders, pointers, temporaries); a damaged state.json is named when it is loaded. */
+/**
+ * Whether checkpoints/ holds only what CheckpointStore writes (step folders, pointers, temporaries); a damaged
+ * state.json is named when it is loaded.
+ */
 function isXttsCheckpoints(dir: string): boolean {
-  return readdirSync(dir).every((name) => name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}$/.test(name));
+  return readdirSync(dir).every(
+    (name) => name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}$/.test(name),
+  );
 }
 
 /** What `runDir` holds: nothing (or missing), an xtts run (with its id), an older xtts run, or something else. */
@@ -97,16 +111,32 @@ export function inspectRunFolder(runDir: string): RunFolderState {
   if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
   const names = readdirSync(runDir);
   const strangers = names.filter((n) => !RUN_ENTRIES.some((re) => re.test(n)));
-  if (strangers.length) return { kind: 'foreign', entries: strangers, why: `it holds ${strangers.length} entr${strangers.length === 1 ? 'y' : 'ies'} xtts did not write` };
+  if (strangers.length)
+    return {
+      kind: 'foreign',
+      entries: strangers,
+      why: `it holds ${strangers.length} entr${strangers.length === 1 ? 'y' : 'ies'} xtts did not write`,
+    };
   const marker = existsSync(join(runDir, RUN_MARKER)) ? readMarker(join(runDir, RUN_MARKER)) : undefined;
-  if (existsSync(join(runDir, RUN_MARKER)) && !marker) return { kind: 'foreign', entries: [RUN_MARKER], why: `its ${RUN_MARKER} is not one xtts wrote (unreadable, or another format)` };
+  if (existsSync(join(runDir, RUN_MARKER)) && !marker)
+    return {
+      kind: 'foreign',
+      entries: [RUN_MARKER],
+      why: `its ${RUN_MARKER} is not one xtts wrote (unreadable, or another format)`,
+    };
   const db = join(runDir, 'run.sqlite');
-  if (existsSync(db) && !isXttsRunDatabase(db)) return { kind: 'foreign', entries: ['run.sqlite'], why: 'its run.sqlite is not an xtts run database' };
+  if (existsSync(db) && !isXttsRunDatabase(db))
+    return { kind: 'foreign', entries: ['run.sqlite'], why: 'its run.sqlite is not an xtts run database' };
   const ckpts = join(runDir, 'checkpoints');
   if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || !isXttsCheckpoints(ckpts))) {
-    return { kind: 'foreign', entries: ['checkpoints'], why: 'its checkpoints/ holds files that are not xtts checkpoints' };
+    return {
+      kind: 'foreign',
+      entries: ['checkpoints'],
+      why: 'its checkpoints/ holds files that are not xtts checkpoints',
+    };
   }
-  // Only a lock and a marker (a run refused before its first record: memory, data) or nothing at all: a folder to start in.
+  // Only a lock and a marker (a run refused before its first record: memory, data) or nothing at all: a folder to start
+  // in.
   const records = names.filter((n) => n !== '.xtts-run.lock' && n !== RUN_MARKER && !n.endsWith('.tmp'));
   if (records.length === 0) return marker ? { kind: 'begun', runId: marker.runId } : { kind: 'new' };
   return marker ? { kind: 'run', runId: marker.runId } : { kind: 'legacy' };
@@ -136,30 +166,58 @@ export function checkRunFolder(runDir: string, resume: boolean, options: { used?
     state = inspectRunFolder(runDir);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'ENOTDIR' ? 'a file of that name (or above it) is not a folder' : code === 'EACCES' || code === 'EPERM' ? 'it cannot be read' : (e as Error).message;
+    const why =
+      code === 'ENOTDIR'
+        ? 'a file of that name (or above it) is not a folder'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'it cannot be read'
+          : (e as Error).message;
     throw new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${why}`, {
       exitCode: ExitCode.usage,
       suggestions: ['name a folder you can read and write with --output (or output.dir)'],
     });
   }
   if (state.kind === 'foreign') {
-    throw new XttsError('OUTPUT_NOT_RUN_FOLDER', `${runDir} is not a run folder: ${state.why}${state.entries.length ? ` (${listed(state.entries)})` : ''}; xtts writes only into an empty folder, a new one, or one of its own runs`, {
-      exitCode: ExitCode.usage,
-      suggestions: [`train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`, 'or empty that folder first if its contents are yours to remove'],
-    });
+    throw new XttsError(
+      'OUTPUT_NOT_RUN_FOLDER',
+      `${runDir} is not a run ` +
+        `folder: ${state.why}${state.entries.length ? ` (${listed(state.entries)})` : ''}; ` +
+        `xtts writes only into an empty folder, a new one, or one of its own runs`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          `train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`,
+          'or empty that folder first if its contents are yours to remove',
+        ],
+      },
+    );
   }
   if (options.used !== false && !resume && (state.kind === 'run' || state.kind === 'legacy')) {
-    throw new XttsError('RUN_FOLDER_USED', `${runDir} holds another run${state.kind === 'run' ? ` (run ${state.runId})` : ''}: training into it would mix two runs and rotate its checkpoints away`, {
-      exitCode: ExitCode.usage,
-      suggestions: [`continue that run: add --resume`, `or start a new run in another folder: --output ${freeSibling(runDir)}`],
-    });
+    throw new XttsError(
+      'RUN_FOLDER_USED',
+      `${runDir} holds another ` +
+        `run${state.kind === 'run' ? ` (run ${state.runId})` : ''}: training into it ` +
+        `would mix two runs and rotate its checkpoints away`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          `continue that run: add --resume`,
+          `or start a new run in another folder: --output ${freeSibling(runDir)}`,
+        ],
+      },
+    );
   }
   return state;
 }
 
 /** Writes the folder's marker (a new run, or an older run adopted on resume); returns its id. */
 function writeRunMarker(runDir: string, runId: string): void {
-  const marker: RunMarker = { format: RUN_MARKER_FORMAT, runId, createdAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
+  const marker: RunMarker = {
+    format: RUN_MARKER_FORMAT,
+    runId,
+    createdAt: new Date().toISOString(),
+    command: process.argv.slice(2).join(' '),
+  };
   writeFileAtomic(join(runDir, RUN_MARKER), `${JSON.stringify(marker, null, 1)}\n`);
 }
 
@@ -180,7 +238,10 @@ export function runFolderForDataset(configOutputDir: string, datasetDir: string)
  */
 export function openRunFolder(runDir: string, resume: boolean): { runId: string; release(): void } {
   const nothingToResume = () =>
-    new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, { exitCode: ExitCode.usage, suggestions: ['start without --resume, or pass --output with the run folder to resume'] });
+    new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['start without --resume, or pass --output with the run folder to resume'],
+    });
   if (checkRunFolder(runDir, resume, { used: false }).kind === 'new' && resume) throw nothingToResume();
   const lock = lockRunFolder(runDir);
   try {

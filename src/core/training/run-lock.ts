@@ -53,7 +53,14 @@ function holderAlive(h: Holder): boolean {
 
 function unwritable(runDir: string, e: unknown): XttsError {
   const code = (e as NodeJS.ErrnoException).code;
-  const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file of that name (or above it) is not a folder' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it cannot be written' : code === 'ENOSPC' ? 'the disk is full' : (e as Error).message;
+  const why =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? 'a file of that name (or above it) is not a folder'
+      : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+        ? 'it cannot be written'
+        : code === 'ENOSPC'
+          ? 'the disk is full'
+          : (e as Error).message;
   return new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${why}`, {
     exitCode: ExitCode.usage,
     suggestions: ['name a folder you can write with --output (or output.dir)'],
@@ -63,7 +70,10 @@ function unwritable(runDir: string, e: unknown): XttsError {
 /** Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. */
 export function lockRunFolder(runDir: string): { release(): void } {
   if (runDir.trim() === '') {
-    throw new XttsError('OUTPUT_UNWRITABLE', 'the run folder is empty', { exitCode: ExitCode.usage, suggestions: ['name a folder with --output (or output.dir)'] });
+    throw new XttsError('OUTPUT_UNWRITABLE', 'the run folder is empty', {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a folder with --output (or output.dir)'],
+    });
   }
   try {
     mkdirSync(runDir, { recursive: true });
@@ -72,7 +82,13 @@ export function lockRunFolder(runDir: string): { release(): void } {
     throw unwritable(runDir, e);
   }
   const path = join(runDir, RUN_LOCK_FILE);
-  const me: Holder = { pid: process.pid, processStart: processStartTime(process.pid), host: hostname(), startedAt: new Date().toISOString(), command: process.argv.slice(2).join(' ') };
+  const me: Holder = {
+    pid: process.pid,
+    processStart: processStartTime(process.pid),
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    command: process.argv.slice(2).join(' '),
+  };
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number;
     try {
@@ -89,7 +105,10 @@ export function lockRunFolder(runDir: string): { release(): void } {
       // A lock being written this instant has no holder yet: in use. An unreadable old one is stale.
       const inUse = holder ? holder.host !== me.host || holderAlive(holder) : ageMs < 10_000;
       if (inUse) {
-        const who = holder ? `xtts (process ${holder.pid} on ${holder.host}, started ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''})` : 'another xtts run that is starting';
+        const who = holder
+          ? `xtts (process ${holder.pid} on ${holder.host}, ` +
+            `started ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''})`
+          : 'another xtts run that is starting';
         throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is in use by ${who}`, {
           exitCode: ExitCode.usage,
           suggestions: [
@@ -120,5 +139,8 @@ export function lockRunFolder(runDir: string): { release(): void } {
       },
     };
   }
-  throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is being taken by another xtts run`, { exitCode: ExitCode.usage, suggestions: ['train into another folder with --output'] });
+  throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is being taken by another xtts run`, {
+    exitCode: ExitCode.usage,
+    suggestions: ['train into another folder with --output'],
+  });
 }

@@ -18,7 +18,8 @@ export function encodeSafetensors(arrays: readonly NamedArray[], metadata: Recor
   let offset = 0;
   for (const a of arrays) {
     if (a.name in header) throw new Error(`safetensors: two tensors are named ${a.name}`);
-    if (a.data.length !== a.shape.reduce((x, y) => x * y, 1)) throw new Error(`safetensors: ${a.name} has ${a.data.length} values for shape [${a.shape}]`);
+    if (a.data.length !== a.shape.reduce((x, y) => x * y, 1))
+      throw new Error(`safetensors: ${a.name} has ${a.data.length} values for shape [${a.shape}]`);
     header[a.name] = { dtype: DTYPES[a.dtype], shape: a.shape, data_offsets: [offset, offset + a.data.byteLength] };
     offset += a.data.byteLength;
   }
@@ -36,13 +37,26 @@ export function encodeSafetensors(arrays: readonly NamedArray[], metadata: Recor
   return out;
 }
 
-/** The arrays of a safetensors file (F32 and I32 tensors), in header order, and its metadata; `where` names the file in errors. */
-export function decodeSafetensors(bytes: Uint8Array, where: string): { arrays: NamedArray[]; metadata: Record<string, string> } {
-  const broken = (why: string) => new XttsError('CHECKPOINT_UNREADABLE', `${where} is not a readable safetensors file: ${why}`, { exitCode: ExitCode.usage, suggestions: ['use another checkpoint of the run (checkpoints/step-*)'] });
+/**
+ * The arrays of a safetensors file (F32 and I32 tensors), in header order, and its metadata; `where` names the file in
+ * errors.
+ */
+export function decodeSafetensors(
+  bytes: Uint8Array,
+  where: string,
+): { arrays: NamedArray[]; metadata: Record<string, string> } {
+  const broken = (why: string) =>
+    new XttsError('CHECKPOINT_UNREADABLE', `${where} is not a readable safetensors file: ${why}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['use another checkpoint of the run (checkpoints/step-*)'],
+    });
   if (bytes.length < 8) throw broken(`only ${bytes.length} bytes`);
   const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
   if (n > MAX_HEADER_BYTES || 8 + n > bytes.length) throw broken(`its header claims ${n} bytes`);
-  let header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] } | Record<string, string>>;
+  let header: Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] } | Record<string, string>
+  >;
   try {
     header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + n)).toString('utf8'));
   } catch (e) {
@@ -52,13 +66,23 @@ export function decodeSafetensors(bytes: Uint8Array, where: string): { arrays: N
   const arrays: NamedArray[] = [];
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') continue;
-    const { dtype, shape, data_offsets: [begin, end] } = entry as { dtype: string; shape: number[]; data_offsets: [number, number] };
+    const {
+      dtype,
+      shape,
+      data_offsets: [begin, end],
+    } = entry as { dtype: string; shape: number[]; data_offsets: [number, number] };
     const type = FROM_DTYPE[dtype];
     if (!type) throw broken(`${name} is ${dtype}; xtts stores F32 and I32`);
     const count = shape.reduce((x, y) => x * y, 1);
-    if (!(begin >= 0 && end <= body.length && end - begin === count * 4)) throw broken(`${name}'s bytes [${begin}, ${end}) do not hold ${count} values within the file`);
+    if (!(begin >= 0 && end <= body.length && end - begin === count * 4))
+      throw broken(`${name}'s bytes [${begin}, ${end}) do not hold ${count} values within the file`);
     const copy = new Uint8Array(body.subarray(begin, end)); // aligned
-    arrays.push({ name, shape, dtype: type, data: type === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer) });
+    arrays.push({
+      name,
+      shape,
+      dtype: type,
+      data: type === 'int32' ? new Int32Array(copy.buffer) : new Float32Array(copy.buffer),
+    });
   }
   return { arrays, metadata: (header.__metadata__ as Record<string, string> | undefined) ?? {} };
 }

@@ -51,7 +51,9 @@ export class SideDevice {
 
   /** device.data_device -> the side's backend and adapter: "cpu" a wasm engine, anything else a GPU on webgpu. */
   static placement(ref: number | string): { backend: 'webgpu' | 'wasm'; device: number | string | null } {
-    return typeof ref === 'string' && ref.toLowerCase() === 'cpu' ? { backend: 'wasm', device: null } : { backend: 'webgpu', device: ref };
+    return typeof ref === 'string' && ref.toLowerCase() === 'cpu'
+      ? { backend: 'wasm', device: null }
+      : { backend: 'webgpu', device: ref };
   }
 
   static async start(o: {
@@ -68,11 +70,19 @@ export class SideDevice {
       ...SideDevice.placement(o.ref),
       config: o.config,
       sizes: o.sizes,
-      data: { validation: o.data.validation, train: o.data.train.slice(0, 1), tokenizer: o.data.tokenizer.toJSON(), stats: o.data.stats, cachePath: o.data.cachePath },
+      data: {
+        validation: o.data.validation,
+        train: o.data.train.slice(0, 1),
+        tokenizer: o.data.tokenizer.toJSON(),
+        stats: o.data.stats,
+        cachePath: o.data.cachePath,
+      },
       bucketOptions: o.bucketOptions,
       common: o.common,
     };
-    const worker = new Worker(workerEntry(import.meta.url, 'training/side-worker.js', 'data-device worker'), { workerData });
+    const worker = new Worker(workerEntry(import.meta.url, 'training/side-worker.js', 'data-device worker'), {
+      workerData,
+    });
     const ready = await new Promise<FromSide>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
@@ -80,10 +90,16 @@ export class SideDevice {
     if (ready.type !== 'ready') {
       await worker.terminate();
       const e = ready.type === 'error' ? ready.error : { message: `expected ready, got ${ready.type}` };
-      throw new XttsError(e.code ?? 'DATA_DEVICE_UNAVAILABLE', `device.data_device ${JSON.stringify(o.ref)}: ${e.message}`, {
-        exitCode: ExitCode.environment,
-        suggestions: e.suggestions?.length ? e.suggestions : ['set device.data_device: null to validate and evaluate on the training device'],
-      });
+      throw new XttsError(
+        e.code ?? 'DATA_DEVICE_UNAVAILABLE',
+        `device.data_device ${JSON.stringify(o.ref)}: ${e.message}`,
+        {
+          exitCode: ExitCode.environment,
+          suggestions: e.suggestions?.length
+            ? e.suggestions
+            : ['set device.data_device: null to validate and evaluate on the training device'],
+        },
+      );
     }
     return new SideDevice(worker, ready.device, o.onResult);
   }

@@ -20,7 +20,13 @@ export interface SideWorkerData {
   config: XttsConfig;
   sizes: ModelSizes;
   /** What validation and eval read of the prepared dataset. */
-  data: { validation: PreparedItem[]; train: PreparedItem[]; tokenizer: TokenizerJSON; stats: { mean: Float32Array; std: Float32Array; frames: number }; cachePath: string };
+  data: {
+    validation: PreparedItem[];
+    train: PreparedItem[];
+    tokenizer: TokenizerJSON;
+    stats: { mean: Float32Array; std: Float32Array; frames: number };
+    cachePath: string;
+  };
   bucketOptions: Parameters<typeof planBuckets>[1];
   common: LoaderCommon;
 }
@@ -33,7 +39,14 @@ export type ToSide =
 export type FromSide =
   | { type: 'ready'; device: string }
   | { type: 'validated'; step: number; result: ValidationResult; ms: number }
-  | { type: 'evaluated'; step: number; files: string[]; messages: string[]; metrics: { name: string; value: number }[]; ms: number }
+  | {
+      type: 'evaluated';
+      step: number;
+      files: string[];
+      messages: string[];
+      metrics: { name: string; value: number }[];
+      ms: number;
+    }
   | { type: 'error'; error: SerializedError };
 
 export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
@@ -45,9 +58,15 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   let data: PreparedDataset;
   try {
     const { choice } = await initBackend(d.backend, { device: d.device, matmul: d.config.device.matmul });
-    model = new XttsModel(d.config.model, d.sizes, { seed: d.config.training.seed, convImpl: d.config.device.conv_kernels });
+    model = new XttsModel(d.config.model, d.sizes, {
+      seed: d.config.training.seed,
+      convImpl: d.config.device.conv_kernels,
+    });
     data = { ...d.data, tokenizer: Tokenizer.fromJSON(d.data.tokenizer) } as unknown as PreparedDataset;
-    port.postMessage({ type: 'ready', device: choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend } satisfies FromSide);
+    port.postMessage({
+      type: 'ready',
+      device: choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend,
+    } satisfies FromSide);
   } catch (e) {
     fail(e);
     return;
@@ -67,8 +86,23 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
       load(m.weights);
       const messages: string[] = [];
       const metrics: { name: string; value: number }[] = [];
-      const files = await synthesizeEval(model, data, d.config, m.dir, m.logDurationVariance, (x) => messages.push(x), (name, value) => metrics.push({ name, value }));
-      port.postMessage({ type: 'evaluated', step: m.step, files, messages, metrics, ms: performance.now() - t0 } satisfies FromSide);
+      const files = await synthesizeEval(
+        model,
+        data,
+        d.config,
+        m.dir,
+        m.logDurationVariance,
+        (x) => messages.push(x),
+        (name, value) => metrics.push({ name, value }),
+      );
+      port.postMessage({
+        type: 'evaluated',
+        step: m.step,
+        files,
+        messages,
+        metrics,
+        ms: performance.now() - t0,
+      } satisfies FromSide);
     } else if (m.type === 'close') {
       model.dispose();
       disposeBackend(tf as never);
@@ -81,4 +115,5 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   });
 }
 
-if (parentPort && (workerData as { xttsRole?: string } | undefined)?.xttsRole === 'side') void sideWorkerMain(workerData as SideWorkerData);
+if (parentPort && (workerData as { xttsRole?: string } | undefined)?.xttsRole === 'side')
+  void sideWorkerMain(workerData as SideWorkerData);

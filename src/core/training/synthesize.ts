@@ -15,7 +15,13 @@ import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/index.js';
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
-import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
+import {
+  assignArrays,
+  CheckpointStore,
+  refuseNonFinite,
+  resolveCheckpoint,
+  type CheckpointState,
+} from './checkpoint.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -66,7 +72,6 @@ export interface SynthesizeResult {
   synthesisMs: number;
 }
 
-
 /** Up to 24 characters either side of a position, for messages. */
 function around(text: string, at: number): string {
   const chars = [...text];
@@ -82,16 +87,30 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const { config, stats, sizes } = ckpt.state;
   if (config.training.loss.duration_weight === undefined) {
-    throw new XttsError('CHECKPOINT_TOO_OLD', `${dir} was trained by an xtts without text alignment or durations: its decoder does not follow the text, so it cannot speak`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
-    });
+    throw new XttsError(
+      'CHECKPOINT_TOO_OLD',
+      `${dir} was trained by an xtts without text alignment or durations: its decoder ` +
+        `does not follow the text, so it cannot speak`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
+      },
+    );
   }
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
   const language = o.language ?? config.dataset.language;
   const langIndex = config.text.languages.indexOf(language);
-  if (langIndex < 0) throw new XttsError('SYNTH_LANGUAGE', `--language ${language} is not one the model was trained on: ${config.text.languages.join(', ')}`, { exitCode: ExitCode.usage });
-  if (o.texts.length === 0) throw new XttsError('SYNTH_NO_TEXT', 'there is no text to speak', { exitCode: ExitCode.usage, suggestions: ['pass --text "…" or --texts FILE with one sentence per line'] });
+  if (langIndex < 0)
+    throw new XttsError(
+      'SYNTH_LANGUAGE',
+      `--language ${language} is not one the model was trained on: ${config.text.languages.join(', ')}`,
+      { exitCode: ExitCode.usage },
+    );
+  if (o.texts.length === 0)
+    throw new XttsError('SYNTH_NO_TEXT', 'there is no text to speak', {
+      exitCode: ExitCode.usage,
+      suggestions: ['pass --text "…" or --texts FILE with one sentence per line'],
+    });
 
   // Text -> tokens; what cannot be spoken is reported with where it is and skipped.
   const unseen = new Set(ckpt.state.unseenSymbols ?? []);
@@ -110,16 +129,39 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
       if (phonemizer) text = await phonemizer.phonemize(text, language);
       const enc = tokenizer.encode(text, language);
       if (enc.unmappable.length) {
-        const what = enc.unmappable.map((c, i) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ("${around(text, enc.unmappableAt?.[i] ?? 0)}")`).join(', ');
-        skipped.push({ where: input.where, text: input.text, reason: `${phonemizer ? 'the phonemes have' : 'the text has'} symbols the model has no token for: ${what}; rephrase without them or spell them out in words` });
+        const what = enc.unmappable
+          .map(
+            (c, i) =>
+              `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
+              `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
+          )
+          .join(', ');
+        skipped.push({
+          where: input.where,
+          text: input.text,
+          reason:
+            `${phonemizer ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
+            `token for: ${what}; rephrase without them or spell them out in words`,
+        });
         continue;
       }
       if (enc.ids.length > config.model.max_text_tokens) {
-        skipped.push({ where: input.where, text: input.text, reason: `${enc.ids.length} tokens; the model takes at most ${config.model.max_text_tokens}: split it into sentences` });
+        skipped.push({
+          where: input.where,
+          text: input.text,
+          reason:
+            `${enc.ids.length} tokens; the model takes at ` +
+            `most ${config.model.max_text_tokens}: split it into sentences`,
+        });
         continue;
       }
       const untrained = [...new Set([...text].filter((c) => unseen.has(c)))];
-      if (untrained.length) warnings.push(`${name}${untrained.map((c) => JSON.stringify(c)).join(' ')} never occurred in the training data: the model has not learnt how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`);
+      if (untrained.length)
+        warnings.push(
+          `${name}${untrained.map((c) => JSON.stringify(c)).join(' ')} never occurred in ` +
+            `the training data: the model has not learnt ` +
+            `how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`,
+        );
       jobs.push({ ids: enc.ids, language: langIndex, input, cleanedText: text });
     }
   } finally {
@@ -127,10 +169,14 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   }
   if (jobs.length === 0) {
     const first = skipped[0];
-    throw new XttsError('SYNTH_UNSPEAKABLE', `${first.where ? `${first.where}: ` : ''}${first.reason}${skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''}`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],
-    });
+    throw new XttsError(
+      'SYNTH_UNSPEAKABLE',
+      `${first.where ? `${first.where}: ` : ''}${first.reason}${skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''}`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],
+      },
+    );
   }
 
   const nMels = config.audio.n_mels;
@@ -140,7 +186,11 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     try {
       bytes = readFileSync(o.reference);
     } catch (e) {
-      throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${o.reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { exitCode: ExitCode.usage });
+      throw new XttsError(
+        'SYNTH_REFERENCE',
+        `cannot read --reference ${o.reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+        { exitCode: ExitCode.usage },
+      );
     }
     const clip = await processAudioFile(bytes, config.audio, o.reference);
     const frames = Math.min(clip.frames, config.batching.reference_frames);
@@ -152,17 +202,29 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   }
   // A diverged run's weights speak nothing: 8 s of silence would look like a result.
   refuseNonFinite(dir, ckpt);
-  const { choice } = await initBackend(o.backend ?? 'auto', { device: config.device.model_device, matmul: config.device.matmul });
-  const model = new XttsModel(config.model, sizes, { seed: config.training.seed, convImpl: config.device.conv_kernels });
+  const { choice } = await initBackend(o.backend ?? 'auto', {
+    device: config.device.model_device,
+    matmul: config.device.matmul,
+  });
+  const model = new XttsModel(config.model, sizes, {
+    seed: config.training.seed,
+    convImpl: config.device.conv_kernels,
+  });
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
   const t0 = performance.now();
-  const maxFrames = Math.min(config.model.max_mel_frames, Math.ceil(((o.maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz) / config.audio.hop_length));
+  const maxFrames = Math.min(
+    config.model.max_mel_frames,
+    Math.ceil(((o.maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz) / config.audio.hop_length),
+  );
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   try {
     for (let start = 0; start < jobs.length; start += batchSize) {
       const batch = jobs.slice(start, start + batchSize);
-      const results = await model.generateBatch(batch, refMel, { maxFrames, logDurationVariance: ckpt.state.logDurationVariance ?? 0 });
+      const results = await model.generateBatch(batch, refMel, {
+        maxFrames,
+        logDurationVariance: ckpt.state.logDurationVariance ?? 0,
+      });
       for (const [j, g] of results.entries()) {
         const job = batch[j];
         const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
@@ -183,7 +245,17 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     model.dispose();
     disposeBackend(tf as never);
   }
-  const result: SynthesizeResult = { checkpoint: dir, step: ckpt.state.step, backend: choice.backend, language, utterances, skipped, warnings, synthesisMs: performance.now() - t0 };
-  if (o.summaryFile) writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
+  const result: SynthesizeResult = {
+    checkpoint: dir,
+    step: ckpt.state.step,
+    backend: choice.backend,
+    language,
+    utterances,
+    skipped,
+    warnings,
+    synthesisMs: performance.now() - t0,
+  };
+  if (o.summaryFile)
+    writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
   return result;
 }

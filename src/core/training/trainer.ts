@@ -23,9 +23,13 @@ export type { TrainOptions, TrainProgress, TrainResult } from './loop/types.js';
 
 export async function train(o: TrainOptions): Promise<TrainResult> {
   // What would fail later or train something other than asked stops here, before any work.
-  const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter((f) => f.severity === 'error');
+  const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter(
+    (f) => f.severity === 'error',
+  );
   if (blockers.length) throw configInvalid(o.loaded.file, blockers);
-  const runDir = o.outputDir ?? (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
+  const runDir =
+    o.outputDir ??
+    (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
   const folder = openRunFolder(runDir, o.resume === true);
   try {
     return await trainInFolder(o, runDir, folder.runId);
@@ -143,7 +147,9 @@ async function readNow(log: RunLog, issued: IssuedStep, step: number, logNow: bo
   return { flag: read.flag, logged };
 }
 
-/** A pipelined step's readback, once it settles: its record, its stats; whether it reached training.max_nonfinite_steps. */
+/**
+ * A pipelined step's readback, once it settles: its record, its stats; whether it reached training.max_nonfinite_steps.
+ */
 function settled(log: RunLog, nonFiniteLimit: number): SettleStep {
   return (rec, read) => {
     if (read.stats) {
@@ -162,18 +168,36 @@ function settled(log: RunLog, nonFiniteLimit: number): SettleStep {
 function stopForNonFinite(p: RunParts, step: number): void {
   p.state.stoppedBy = 'non_finite';
   const limit = p.setup.config.training.max_nonfinite_steps;
-  p.say(`step ${step}: ${p.log.nonFiniteSteps} steps had a NaN/Inf loss or gradient and made no update (training.max_nonfinite_steps: ${limit}); stopping without a checkpoint or eval of this state`);
+  p.say(
+    `step ${step}: ${p.log.nonFiniteSteps} steps had a NaN/Inf loss or gradient and ` +
+      `made no update (training.max_nonfinite_steps: ${limit}); stopping without a ` +
+      `checkpoint or eval of this state`,
+  );
 }
 
-/** The step's record, once its spans are closed; device.model_memory_budget_mb checked against what the engine holds after it. */
-function stepRecord(p: RunParts, timer: SpanTimer, issued: IssuedStep, read: { flag: number; logged?: { loss: number; gradNorm: number } } | undefined): StepRecord {
+/**
+ * The step's record, once its spans are closed; device.model_memory_budget_mb checked against what the engine holds
+ * after it.
+ */
+function stepRecord(
+  p: RunParts,
+  timer: SpanTimer,
+  issued: IssuedStep,
+  read: { flag: number; logged?: { loss: number; gradNorm: number } } | undefined,
+): StepRecord {
   const { config, choice } = p.setup;
   const { wallMs, spans } = timer.finish();
   // What the engine holds once the step has freed its tensors: the leak verdict reads its growth,
   // and device.model_memory_budget_mb bounds it (checked from the first step on).
   const held = tf.memory();
   const rank0 = p.group ? `rank 0 (${choice.adapter?.name ?? choice.backend})` : undefined;
-  checkModelBudget(config.device.model_memory_budget_mb, p.state.step, held.numBytes + (p.replayer?.arenaBytes ?? 0), config.batching.batch_size, rank0);
+  checkModelBudget(
+    config.device.model_memory_budget_mb,
+    p.state.step,
+    held.numBytes + (p.replayer?.arenaBytes ?? 0),
+    config.batching.batch_size,
+    rank0,
+  );
   const b = issued.batch;
   return {
     step: p.state.step,
@@ -209,13 +233,17 @@ function throwOnGpuError(step: number): void {
     exitCode: ExitCode.findings,
     suggestions: [
       'the run stops here; its checkpoints before this step are intact (--resume continues from the last one)',
-      'report it with the log and `xtts diagnose-gpu-utilization --json`: it is a bug in xtts, tfjs-backend-webgpu or the driver',
-      'to keep training meanwhile: --backend wasm, or device.step_capture: off / device.matmul: tfjs if the log names their programs',
+      'report it with the log and `xtts diagnose-gpu-utilization --json`: it is a bug ' +
+        'in xtts, tfjs-backend-webgpu or the driver',
+      'to keep training meanwhile: --backend wasm, or device.step_capture: off / ' +
+        'device.matmul: tfjs if the log names their programs',
     ],
   });
 }
 
-/** The run's result: its figures over the measured steps (the first few, warming up, and device-timed probes left out). */
+/**
+ * The run's result: its figures over the measured steps (the first few, warming up, and device-timed probes left out).
+ */
 function runResult(p: RunParts, runDir: string, closed: ClosedRun): TrainResult {
   const { setup, log, state } = p;
   const untimed = log.records.filter((x) => x.deviceMs === undefined);

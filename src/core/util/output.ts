@@ -2,7 +2,19 @@
 // exist or cannot be written is a usage error that says which file, not a stack trace. Every write
 // goes to a temporary file beside the target and is renamed over it once whole and on disk: a run
 // killed mid-write leaves the old file or the new one, never half of either.
-import { accessSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 
@@ -50,16 +62,25 @@ function exists(file: string, what: string): XttsError {
 }
 
 /** Write `text` to `file` (atomically); `what` names it for the message, e.g. "the trace (--trace)". */
-export function writeOutputFile(file: string, text: string | Uint8Array, what: string, options: { overwrite?: boolean } = {}): void {
+export function writeOutputFile(
+  file: string,
+  text: string | Uint8Array,
+  what: string,
+  options: { overwrite?: boolean } = {},
+): void {
   try {
     writeFileAtomic(file, text, options);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') throw exists(file, what);
-    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['name a file in a folder that exists and that you can write'],
-    });
+    throw new XttsError(
+      'OUTPUT_UNWRITABLE',
+      `cannot write ${what} to ${file}: ${code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['name a file in a folder that exists and that you can write'],
+      },
+    );
   }
 }
 
@@ -74,8 +95,15 @@ export function checkOutputFolder(file: string, what: string, options: { overwri
     if (!statSync(folder).isDirectory()) problem = `${folder} is not a folder`;
     else accessSync(folder, constants.W_OK);
   } catch (e) {
-    problem = (e as NodeJS.ErrnoException).code === 'ENOENT' ? `its folder ${folder} does not exist` : `its folder ${folder} cannot be written`;
+    problem =
+      (e as NodeJS.ErrnoException).code === 'ENOENT'
+        ? `its folder ${folder} does not exist`
+        : `its folder ${folder} cannot be written`;
   }
-  if (problem) throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, { exitCode: ExitCode.usage, suggestions: ['name a file in a folder that exists and that you can write'] });
+  if (problem)
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a file in a folder that exists and that you can write'],
+    });
   if (options.overwrite === false && existsSync(file)) throw exists(file, what);
 }

@@ -26,5 +26,15 @@ export function summarize(values: readonly number[]): Summary {
   const total = values.reduce((a, b) => a + b, 0);
   const mean = total / n;
   const std = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / n);
-  return { n, mean, std, cv: mean === 0 ? 0 : std / mean, min: sorted[0], p50: rank(sorted, 50), p95: rank(sorted, 95), max: sorted[n - 1], total };
+  return {
+    n,
+    mean,
+    std,
+    cv: mean === 0 ? 0 : std / mean,
+    min: sorted[0],
+    p50: rank(sorted, 50),
+    p95: rank(sorted, 95),
+    max: sorted[n - 1],
+    total,
+  };
 }

@@ -1,4 +1,5 @@
-// Where a worker thread's module is, and how one is ended. Its module: the bundle itself when bundled (its entry dispatches on
+// Where a worker thread's module is, and how one is ended. Its module: the bundle itself when bundled (its entry
+// dispatches on
 // workerData.xttsRole), else the compiled file beside the caller, else — for callers running from
 // TypeScript sources (tests under tsx), whose worker threads cannot load .ts — its build under dist/.
 import { existsSync } from 'node:fs';
@@ -29,4 +30,3 @@ export async function endWorker(worker: Worker, message: unknown): Promise<void>
   await exited;
   clearTimeout(timer);
 }
-

@@ -8,30 +8,62 @@ import { describeSpans, largestShapes, profileRecordedRun, type ProfileResult } 
 import { paint, renderTable } from '@xtts/core/render';
 
 export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
-  static override summary = 'Run (or read) real training steps, split each step\'s time, and say what bounds it.';
+  static override summary = "Run (or read) real training steps, split each step's time, and say what bounds it.";
 
-  static override description = `Trains --steps real steps of the configured model, data and backend after --warmup steps (or reads a recorded run with --run), splits every step into data wait, upload, host dispatch of forward/backward and the optimizer, device sync/readback and other, and gives mean, std, min, max, p95 and CV per span, kernels per step and host time per kernel, the device time per step (WebGPU timestamp queries on --device-timed-steps extra steps) and the GPU busy share by timestamps, NVML/nvidia-smi utilisation and GPM SM activity. See docs/profile-bottleneck.md. Verdicts — input-bound, dispatch-bound, sync-bound, compute-bound, memory headroom, oscillating step time — use the thresholds every xtts tool shares (docs/rules.md#thresholds); override them with --threshold NAME=VALUE.
+  static override description =
+    `Trains --steps real steps of the configured model, data and backend after --warmup steps (or reads a recorded run with --run), splits every step into data wait, upload, host dispatch of forward/backward and the optimizer, device sync/readback and other, and gives mean, std, min, max, p95 and CV per span, kernels per step and host time per kernel, the device time per step (WebGPU timestamp queries on --device-timed-steps extra steps) and the GPU busy share by timestamps, NVML/nvidia-smi utilisation and GPM SM activity. See docs/profile-bottleneck.md. Verdicts — input-bound, dispatch-bound, sync-bound, compute-bound, memory headroom, oscillating step time — use the thresholds every xtts tool shares (docs/rules.md#thresholds); override them with --threshold NAME=VALUE.
 
 Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run.`;
 
   static override examples = [
-    '<%= config.bin %> <%= command.id %> --config configs/small.yaml --backend webgpu --steps 50 --trace trace.json --report report.html',
+    '<%= config.bin %> <%= command.id %> --config configs/small.yaml --backend ' +
+      'webgpu --steps 50 --trace trace.json --report report.html',
     '<%= config.bin %> <%= command.id %> --run runs/small --fix-config small-fixed.yaml',
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'Training config to profile.', helpValue: 'FILE', exactlyOne: ['config', 'run'] }),
-    run: Flags.string({ summary: 'Read a recorded run (an xtts train output folder) instead of training.', helpValue: 'DIR', exactlyOne: ['config', 'run'] }),
-    set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
-    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR', env: 'XTTS_DATASET' }),
+    config: Flags.string({
+      char: 'c',
+      summary: 'Training config to profile.',
+      helpValue: 'FILE',
+      exactlyOne: ['config', 'run'],
+    }),
+    run: Flags.string({
+      summary: 'Read a recorded run (an xtts train output folder) instead of training.',
+      helpValue: 'DIR',
+      exactlyOne: ['config', 'run'],
+    }),
+    set: Flags.string({
+      summary: 'Override a config key (repeatable).',
+      multiple: true,
+      default: [],
+      helpValue: 'KEY=VALUE',
+    }),
+    dataset: Flags.string({
+      summary: 'Dataset folder (instead of dataset.path).',
+      helpValue: 'DIR',
+      env: 'XTTS_DATASET',
+    }),
     backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], env: 'XTTS_BACKEND' }),
     steps: Flags.integer({ summary: 'Steps to measure.', default: 30, min: 2 }),
-    warmup: Flags.integer({ summary: 'Steps before them, left out (kernel compilation, cache warm-up).', default: 5, min: 0 }),
-    'device-timed-steps': Flags.integer({ summary: 'Steps after them run under the device timer (WebGPU timestamp queries) for the device time per step; 0 skips.', default: 3, min: 0 }),
+    warmup: Flags.integer({
+      summary: 'Steps before them, left out (kernel compilation, cache warm-up).',
+      default: 5,
+      min: 0,
+    }),
+    'device-timed-steps': Flags.integer({
+      summary:
+        'Steps after them run under the device timer (WebGPU timestamp queries) for the device time per step; 0 skips.',
+      default: 3,
+      min: 0,
+    }),
     output: Flags.string({ summary: 'Keep the profiled run here (default: a temporary folder).', helpValue: 'DIR' }),
     trace: Flags.string({ summary: 'Write a Perfetto/Chrome trace of the measured steps.', helpValue: 'FILE' }),
     report: Flags.string({ summary: 'Write a self-contained HTML report with charts.', helpValue: 'FILE' }),
-    'fix-config': Flags.string({ summary: 'Write the config with the recommended changes applied.', helpValue: 'FILE' }),
+    'fix-config': Flags.string({
+      summary: 'Write the config with the recommended changes applied.',
+      helpValue: 'FILE',
+    }),
     threshold: thresholdFlag,
   };
 
@@ -57,7 +89,13 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
       });
       if (human) process.stderr.write('\n');
     }
-    return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, trace: flags.trace, report: flags.report, fixConfig: flags['fix-config'] });
+    return profileRecordedRun(runDir, {
+      warmup: flags.warmup,
+      thresholds,
+      trace: flags.trace,
+      report: flags.report,
+      fixConfig: flags['fix-config'],
+    });
   }
 
   protected render(r: ProfileResult): void {
@@ -65,8 +103,17 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
     const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
-    this.log(`${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}`);
-    if (b.flopsPerStep !== null) this.log(`model FLOPs ${(b.flopsPerStep / 1e9).toFixed(1)} G a step (matmuls and convolutions, forward and backward), ${b.achievedTflops!.toFixed(3)} TFLOP/s${b.mfu !== null ? `: MFU ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} TFLOP/s)` : ''}`);
+    this.log(
+      `${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ` +
+        `ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} ` +
+        `kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}`,
+    );
+    if (b.flopsPerStep !== null)
+      this.log(
+        `model FLOPs ${(b.flopsPerStep / 1e9).toFixed(1)} G a step (matmuls and ` +
+          `convolutions, forward and backward), ${b.achievedTflops!.toFixed(3)} ` +
+          `TFLOP/s${b.mfu !== null ? `: MFU ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` + `TFLOP/s)` : ''}`,
+      );
     const gpu = [
       b.gpuBusyShare !== null ? `GPU busy ${pct(b.gpuBusyShare)} (${b.gpuBusySource})` : null,
       b.utilizationPct !== null ? `NVML utilisation ${b.utilizationPct.toFixed(1)}%` : null,
@@ -74,49 +121,154 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
       b.peakMemoryShare !== null ? `peak memory ${pct(b.peakMemoryShare)}` : null,
     ].filter(Boolean);
     if (gpu.length) this.log(gpu.join(', '));
-    if (r.gpuTelemetry.available) this.log(paint.dim(`GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`));
+    if (r.gpuTelemetry.available)
+      this.log(
+        paint.dim(
+          `GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`,
+        ),
+      );
     if (r.stepCapture?.summary) {
       const c = r.stepCapture.summary;
-      const shapes = c.shapes.map((x) => `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding each${x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''}` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
+      const shapes = c.shapes.map(
+        (x) =>
+          `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} ` + `programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding ` + `each${x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''}` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`,
+      );
       // The alignment forward's capture (runs recorded before it existed have none).
-      const alignment = (c.alignment?.shapes ?? []).map((x) => `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`);
-      this.log(c.off ? `step capture off: ${c.off}` : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} measured steps replayed; ${[...shapes, ...alignment].join('; ')}`);
+      const alignment = (c.alignment?.shapes ?? []).map(
+        (x) =>
+          `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`,
+      );
+      this.log(
+        c.off
+          ? `step capture off: ${c.off}`
+          : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} ` +
+              `measured steps replayed; ${[...shapes, ...alignment].join('; ')}`,
+      );
       const spans = describeSpans(c.deviceSpans, c.alignment?.deviceSpans, b.wallMs.p50);
       if (spans) this.log(spans);
-      else if (c.deviceSpans && !c.deviceSpans.available) this.log(paint.dim(`device time of the replays not measured: ${c.deviceSpans.reason}`));
+      else if (c.deviceSpans && !c.deviceSpans.available)
+        this.log(paint.dim(`device time of the replays not measured: ${c.deviceSpans.reason}`));
     }
     if (r.gpuNote) this.log(paint.dim(r.gpuNote));
-    if (!r.deviceTiming.available && r.deviceTiming.reason) this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
-    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [k.replace(/Ms$/, ''), f(b.spans[k].mean), f(b.spans[k].std), f(b.spans[k].min), f(b.spans[k].max), f(b.spans[k].p95), b.spans[k].cv.toFixed(2), pct(b.shares[k])]);
-    rows.push(['step (wall)', f(b.wallMs.mean), f(b.wallMs.std), f(b.wallMs.min), f(b.wallMs.max), f(b.wallMs.p95), b.wallMs.cv.toFixed(2), '100%']);
-    if (b.deviceMs) rows.push([`device compute*`, f(b.deviceMs.mean), f(b.deviceMs.std), f(b.deviceMs.min), f(b.deviceMs.max), f(b.deviceMs.p95), b.deviceMs.cv.toFixed(2), b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '']);
-    this.log(renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, { right: [1, 2, 3, 4, 5, 6, 7] }).trimEnd());
-    if (b.deviceMs) this.log(paint.dim(`* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed step${b.deviceTimedSteps === 1 ? '' : 's'}; it overlaps dispatch and sync, so it is not part of the sum`));
+    if (!r.deviceTiming.available && r.deviceTiming.reason)
+      this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
+    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [
+      k.replace(/Ms$/, ''),
+      f(b.spans[k].mean),
+      f(b.spans[k].std),
+      f(b.spans[k].min),
+      f(b.spans[k].max),
+      f(b.spans[k].p95),
+      b.spans[k].cv.toFixed(2),
+      pct(b.shares[k]),
+    ]);
+    rows.push([
+      'step (wall)',
+      f(b.wallMs.mean),
+      f(b.wallMs.std),
+      f(b.wallMs.min),
+      f(b.wallMs.max),
+      f(b.wallMs.p95),
+      b.wallMs.cv.toFixed(2),
+      '100%',
+    ]);
+    if (b.deviceMs)
+      rows.push([
+        `device compute*`,
+        f(b.deviceMs.mean),
+        f(b.deviceMs.std),
+        f(b.deviceMs.min),
+        f(b.deviceMs.max),
+        f(b.deviceMs.p95),
+        b.deviceMs.cv.toFixed(2),
+        b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '',
+      ]);
+    this.log(
+      renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, {
+        right: [1, 2, 3, 4, 5, 6, 7],
+      }).trimEnd(),
+    );
+    if (b.deviceMs)
+      this.log(
+        paint.dim(
+          `* device compute: ${r.deviceTiming.source} over ${b.deviceTimedSteps} timed ` +
+            `step${b.deviceTimedSteps === 1 ? '' : 's'}; it overlaps dispatch and sync, so ` +
+            `it is not part of the sum`,
+        ),
+      );
     const top = r.deviceTiming.programs ?? [];
     if (top.length) {
       const total = top.reduce((a, p) => a + p.ms, 0);
-      this.log(paint.bold(`top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`));
-      const rows = top.slice(0, 12).map((p) => [p.name, f(p.ms), pct(p.ms / total), p.count.toFixed(0), `${((p.ms / p.count) * 1000).toFixed(0)} µs`]);
-      this.log(renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd());
+      this.log(
+        paint.bold(
+          `top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`,
+        ),
+      );
+      const rows = top
+        .slice(0, 12)
+        .map((p) => [
+          p.name,
+          f(p.ms),
+          pct(p.ms / total),
+          p.count.toFixed(0),
+          `${((p.ms / p.count) * 1000).toFixed(0)} µs`,
+        ]);
+      this.log(
+        renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd(),
+      );
       const shapes = largestShapes(top, 10);
       if (shapes.length) {
         this.log(paint.bold('largest of them by shape (output ← inputs):'));
         const shapeRows = shapes.map((x) => [x.name, x.shape, f(x.ms), pct(x.ms / total), x.count.toFixed(0)]);
-        this.log(renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd());
+        this.log(
+          renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd(),
+        );
       }
     }
     if (r.replicas) {
-      this.log(paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`));
-      const replicaRows = r.replicas.map((x) => [String(x.rank), x.device, x.samplesPerStep.toFixed(1), f(x.uploadMs), f(x.syncMs), f(x.forwardBackwardMs), f(x.allReduceMs), f(x.optimizerMs), x.tensors.toLocaleString('en-US')]);
-      this.log(renderTable(['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'], replicaRows, { right: [2, 3, 4, 5, 6, 7, 8] }).trimEnd());
+      this.log(
+        paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`),
+      );
+      const replicaRows = r.replicas.map((x) => [
+        String(x.rank),
+        x.device,
+        x.samplesPerStep.toFixed(1),
+        f(x.uploadMs),
+        f(x.syncMs),
+        f(x.forwardBackwardMs),
+        f(x.allReduceMs),
+        f(x.optimizerMs),
+        x.tensors.toLocaleString('en-US'),
+      ]);
+      this.log(
+        renderTable(
+          ['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'],
+          replicaRows,
+          { right: [2, 3, 4, 5, 6, 7, 8] },
+        ).trimEnd(),
+      );
     }
-    this.log(paint.dim('timeline (D data wait, U upload, F forward/backward dispatch, O optimizer dispatch, S sync, A all-reduce, C checkpoint/eval, . other):'));
+    this.log(
+      paint.dim(
+        'timeline (D data wait, U upload, F forward/backward dispatch, O optimizer ' +
+          'dispatch, S sync, A all-reduce, C checkpoint/eval, . other):',
+      ),
+    );
     for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
     this.log('');
     for (const v of r.verdicts) {
-      const label = v.grade === 'high' ? paint.error(`${v.n}. ${v.title}`) : v.grade === 'moderate' ? paint.warn(`${v.n}. ${v.title}`) : paint.ok(`${v.n}. ${v.title}`);
+      const label =
+        v.grade === 'high'
+          ? paint.error(`${v.n}. ${v.title}`)
+          : v.grade === 'moderate'
+            ? paint.warn(`${v.n}. ${v.title}`)
+            : paint.ok(`${v.n}. ${v.title}`);
       this.log(`${label} ${paint.dim(`[${v.grade}]`)}\n   ${v.evidence}`);
-      for (const a of v.actions) this.log(`   ${paint.key(`${a.key}: ${a.value}`)} — ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule}, docs/rules.md#${a.rule.replace(/[^a-z0-9]+/gi, '-').toLowerCase()})`) : ''}`);
+      for (const a of v.actions)
+        this.log(
+          `   ${paint.key(`${a.key}: ${a.value}`)} ` +
+            `— ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule}, ` + `docs/rules.md#${a.rule.replace(/[^a-z0-9]+/gi, '-').toLowerCase()})`) : ''}`,
+        );
     }
     for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));
   }

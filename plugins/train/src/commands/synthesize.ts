@@ -9,35 +9,70 @@ import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
 export default class Synthesize extends XttsCommand<SynthesizeResult> {
   static override summary = 'Turn text (and a reference clip for the voice) into WAVs with a trained checkpoint.';
   static override description =
-    'One text with --text and --out, or many with --texts FILE (one per line; blank lines are skipped) and --out-dir DIR, which gets line-0001.wav, line-0002.wav, … and synthesis.json. Texts are decoded in batches; a text the model cannot speak is reported with its line and skipped, and the others are spoken.';
+    'One text with --text and --out, or many with --texts FILE (one per line; blank ' +
+    'lines are skipped) and --out-dir DIR, which gets line-0001.wav, line-0002.wav, ' +
+    '… and synthesis.json. Texts are decoded in batches; a text the model cannot ' +
+    'speak is reported with its line and skipped, and the others are spoken.';
   static override examples = [
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --text "The quick brown fox." --out fox.wav',
-    '<%= config.bin %> <%= command.id %> --checkpoint runs/small/checkpoints/step-00100000 --text "Guten Tag." --language de --reference speaker.wav --out out.wav',
+    '<%= config.bin %> <%= command.id %> --checkpoint ' +
+      'runs/small/checkpoints/step-00100000 --text "Guten Tag." --language de ' +
+      '--reference speaker.wav --out out.wav',
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --texts sentences.txt --out-dir spoken/',
   ];
   static override flags = {
-    checkpoint: Flags.string({ summary: 'A run folder (its latest checkpoint) or one checkpoint folder.', required: true, helpValue: 'DIR' }),
+    checkpoint: Flags.string({
+      summary: 'A run folder (its latest checkpoint) or one checkpoint folder.',
+      required: true,
+      helpValue: 'DIR',
+    }),
     text: Flags.string({ summary: 'What to say.', exactlyOne: ['text', 'texts'] }),
     out: Flags.string({ summary: 'Output WAV (with --text).', helpValue: 'WAV', dependsOn: ['text'] }),
-    texts: Flags.string({ summary: 'A UTF-8 file of texts, one per line.', helpValue: 'FILE', exactlyOne: ['text', 'texts'] }),
-    'out-dir': Flags.string({ summary: 'Folder for the WAVs (with --texts); must exist.', helpValue: 'DIR', dependsOn: ['texts'] }),
-    language: Flags.string({ summary: 'Language code (default: the config\'s dataset.language).' }),
-    reference: Flags.string({ summary: 'WAV of the voice to imitate (default: the model\'s average voice).', helpValue: 'WAV' }),
-    backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], default: 'auto', env: 'XTTS_BACKEND' }),
+    texts: Flags.string({
+      summary: 'A UTF-8 file of texts, one per line.',
+      helpValue: 'FILE',
+      exactlyOne: ['text', 'texts'],
+    }),
+    'out-dir': Flags.string({
+      summary: 'Folder for the WAVs (with --texts); must exist.',
+      helpValue: 'DIR',
+      dependsOn: ['texts'],
+    }),
+    language: Flags.string({ summary: "Language code (default: the config's dataset.language)." }),
+    reference: Flags.string({
+      summary: "WAV of the voice to imitate (default: the model's average voice).",
+      helpValue: 'WAV',
+    }),
+    backend: Flags.string({
+      summary: 'TensorFlow.js backend.',
+      options: [...BACKENDS],
+      default: 'auto',
+      env: 'XTTS_BACKEND',
+    }),
     'max-seconds': Flags.integer({ summary: 'Longest output per text.', min: 1 }),
-    overwrite: Flags.boolean({ summary: 'Replace output WAVs (and synthesis.json) that exist already; without it, an existing one is refused before any work.', default: false }),
+    overwrite: Flags.boolean({
+      summary:
+        'Replace output WAVs (and synthesis.json) that exist already; without it, an ' +
+        'existing one is refused before any work.',
+      default: false,
+    }),
     'batch-size': Flags.integer({ summary: 'Texts decoded together.', min: 1, max: 256, default: 16 }),
   };
 
   protected async execute(): Promise<SynthesizeResult> {
     const { flags } = await this.parse(Synthesize);
-    const usage = (message: string) => new XttsError('USAGE', message, { exitCode: ExitCode.usage, suggestions: ['see --help for the flags this command takes'] });
+    const usage = (message: string) =>
+      new XttsError('USAGE', message, {
+        exitCode: ExitCode.usage,
+        suggestions: ['see --help for the flags this command takes'],
+      });
     let texts: SynthesisText[];
     // synthesize() checks every WAV's folder before it loads the model; an --out that names a folder
     // would pass that check and fail only after synthesis.
     if (flags.text !== undefined) {
       if (!flags.out) throw usage('--text needs --out, the WAV to write');
-      if (existsSync(flags.out) && statSync(flags.out).isDirectory()) throw usage(`--out ${flags.out} is a folder: name the WAV file to write`);
+      if (existsSync(flags.out) && statSync(flags.out).isDirectory())
+        throw usage(`--out ${flags.out} is a folder: name the WAV file to write`);
       texts = [{ text: flags.text, out: flags.out }];
     } else {
       if (!flags['out-dir']) throw usage('--texts needs --out-dir, the folder for the WAVs');
@@ -66,8 +101,15 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
 
   protected render(r: SynthesizeResult): void {
     const ended: Record<string, string> = { end_of_text: '', max_frames: ', cut at --max-seconds: raise it' };
-    for (const u of r.utterances) this.log(paint.ok(`wrote ${u.out}: ${u.durationS.toFixed(2)} s (${u.frames} mel frames${ended[u.stopReason]})`));
-    this.log(paint.dim(`${r.utterances.length} text${r.utterances.length === 1 ? '' : 's'} in ${(r.synthesisMs / 1000).toFixed(1)} s on ${r.backend}; checkpoint ${r.checkpoint} (step ${r.step})`));
+    for (const u of r.utterances)
+      this.log(paint.ok(`wrote ${u.out}: ${u.durationS.toFixed(2)} s (${u.frames} mel frames${ended[u.stopReason]})`));
+    this.log(
+      paint.dim(
+        `${r.utterances.length} text${r.utterances.length === 1 ? '' : 's'} ` +
+          `in ${(r.synthesisMs / 1000).toFixed(1)} s on ${r.backend}; ` +
+          `checkpoint ${r.checkpoint} (step ${r.step})`,
+      ),
+    );
     if (r.utterances.length === 1) this.log(paint.dim(`text as spoken: "${r.utterances[0].cleanedText}"`));
   }
 }
@@ -78,12 +120,28 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
   try {
     body = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new XttsError('SYNTH_TEXTS_UNREADABLE', `cannot read --texts ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { exitCode: ExitCode.usage, suggestions: ['pass a UTF-8 text file with one sentence per line'] });
+    throw new XttsError(
+      'SYNTH_TEXTS_UNREADABLE',
+      `cannot read --texts ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      { exitCode: ExitCode.usage, suggestions: ['pass a UTF-8 text file with one sentence per line'] },
+    );
   }
   const texts: SynthesisText[] = [];
-  body.replace(/^\uFEFF/, '').split(/\r?\n/).forEach((line, i) => {
-    if (line.trim() !== '') texts.push({ text: line.trim(), out: join(outDir, `line-${String(i + 1).padStart(4, '0')}.wav`), where: `${file}:${i + 1}` });
-  });
-  if (texts.length === 0) throw new XttsError('SYNTH_NO_TEXT', `--texts ${file} has no text (every line is blank)`, { exitCode: ExitCode.usage, suggestions: ['write one sentence per line'] });
+  body
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .forEach((line, i) => {
+      if (line.trim() !== '')
+        texts.push({
+          text: line.trim(),
+          out: join(outDir, `line-${String(i + 1).padStart(4, '0')}.wav`),
+          where: `${file}:${i + 1}`,
+        });
+    });
+  if (texts.length === 0)
+    throw new XttsError('SYNTH_NO_TEXT', `--texts ${file} has no text (every line is blank)`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['write one sentence per line'],
+    });
   return texts;
 }

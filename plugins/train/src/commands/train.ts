@@ -8,12 +8,18 @@ import type { TrainResult } from '@xtts/core/training';
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type StopSignal = (typeof STOP_SIGNALS)[number];
 /** 128 + the signal's number, as a shell reports a process the signal ended. */
-const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: ExitCode.interrupted, SIGTERM: ExitCode.terminated, SIGHUP: ExitCode.hangup };
+const SIGNAL_EXIT: Record<StopSignal, number> = {
+  SIGINT: ExitCode.interrupted,
+  SIGTERM: ExitCode.terminated,
+  SIGHUP: ExitCode.hangup,
+};
 
 export default class Train extends XttsCommand<TrainResult> {
-  static override summary = 'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
+  static override summary =
+    'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
 
-  static override description = `Prepares the dataset (cached by content hash), picks the backend (--backend auto says which and why), and trains with AdamW, the configured schedule, clipping and accumulation. Every log_every steps the loss is read back and a progress line shows loss, samples/s and the share of time spent waiting for data; checkpoints are written atomically (keep-last-N plus best); every eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite and metrics.jsonl.
+  static override description =
+    `Prepares the dataset (cached by content hash), picks the backend (--backend auto says which and why), and trains with AdamW, the configured schedule, clipping and accumulation. Every log_every steps the loss is read back and a progress line shows loss, samples/s and the share of time spent waiting for data; checkpoints are written atomically (keep-last-N plus best); every eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite and metrics.jsonl.
 
 Ctrl-C (SIGINT), SIGTERM (docker stop, Kubernetes, Slurm preemption) and SIGHUP (a closed terminal) finish the current step, write a checkpoint and exit with 130, 143 or 129, within --stop-timeout seconds; a second signal exits at once. --resume continues the same loss curve.
 
@@ -28,25 +34,60 @@ One run per folder: a folder that holds another run is refused unless --resume c
   ];
 
   static override flags = {
-    config: Flags.string({ char: 'c', summary: 'Training config (default: configs/quickstart.yaml).', helpValue: 'FILE', env: 'XTTS_CONFIG' }),
-    set: Flags.string({ summary: 'Override a config key (repeatable).', multiple: true, default: [], helpValue: 'KEY=VALUE' }),
-    dataset: Flags.string({ summary: 'Dataset folder (instead of dataset.path).', helpValue: 'DIR', env: 'XTTS_DATASET' }),
-    backend: Flags.string({ summary: 'TensorFlow.js backend (instead of device.backend).', options: [...BACKENDS], env: 'XTTS_BACKEND' }),
-    'max-steps': Flags.integer({ summary: 'Stop after this many optimizer steps (instead of training.max_steps).', min: 1 }),
+    config: Flags.string({
+      char: 'c',
+      summary: 'Training config (default: configs/quickstart.yaml).',
+      helpValue: 'FILE',
+      env: 'XTTS_CONFIG',
+    }),
+    set: Flags.string({
+      summary: 'Override a config key (repeatable).',
+      multiple: true,
+      default: [],
+      helpValue: 'KEY=VALUE',
+    }),
+    dataset: Flags.string({
+      summary: 'Dataset folder (instead of dataset.path).',
+      helpValue: 'DIR',
+      env: 'XTTS_DATASET',
+    }),
+    backend: Flags.string({
+      summary: 'TensorFlow.js backend (instead of device.backend).',
+      options: [...BACKENDS],
+      env: 'XTTS_BACKEND',
+    }),
+    'max-steps': Flags.integer({
+      summary: 'Stop after this many optimizer steps (instead of training.max_steps).',
+      min: 1,
+    }),
     'max-minutes': Flags.custom<number>({
-      summary: 'Also stop after the step that passes this many minutes of training (data preparation not counted); the learning-rate schedule still follows max_steps.',
+      summary:
+        'Also stop after the step that passes this many minutes of training (data ' +
+        'preparation not counted); the learning-rate schedule still follows max_steps.',
       helpValue: 'MINUTES',
       parse: async (input) => {
         const minutes = Number(input);
-        if (!(Number.isFinite(minutes) && minutes > 0)) throw new Error(`--max-minutes must be a positive number of minutes, got "${input}"`);
+        if (!(Number.isFinite(minutes) && minutes > 0))
+          throw new Error(`--max-minutes must be a positive number of minutes, got "${input}"`);
         return minutes;
       },
     })(),
-    output: Flags.string({ char: 'o', summary: 'Run folder (instead of output.dir).', helpValue: 'DIR', env: 'XTTS_OUTPUT' }),
-    resume: Flags.boolean({ summary: 'Continue from the run folder\'s latest checkpoint.', default: false }),
-    strict: Flags.boolean({ summary: 'Refuse a dataset with any unusable row (the first is named) instead of training on the rest.', default: false }),
+    output: Flags.string({
+      char: 'o',
+      summary: 'Run folder (instead of output.dir).',
+      helpValue: 'DIR',
+      env: 'XTTS_OUTPUT',
+    }),
+    resume: Flags.boolean({ summary: "Continue from the run folder's latest checkpoint.", default: false }),
+    strict: Flags.boolean({
+      summary: 'Refuse a dataset with any unusable row (the first is named) instead of training on the rest.',
+      default: false,
+    }),
     'stop-timeout': Flags.integer({
-      summary: 'After SIGINT, SIGTERM or SIGHUP: seconds to finish the step and write the checkpoint before exiting without it (under the grace time of docker stop -t, Kubernetes or Slurm).',
+      summary:
+        'After SIGINT, SIGTERM or SIGHUP: seconds to finish the step and write the ' +
+        'checkpoint before exiting without it (under the grace time of docker stop -t, ' +
+        'Kubernetes or Slurm).',
       helpValue: 'SECONDS',
       min: 1,
       max: 3600,
@@ -54,7 +95,9 @@ One run per folder: a folder that holds another run is refused unless --resume c
       env: 'XTTS_STOP_TIMEOUT',
     }),
     gpus: Flags.string({
-      summary: 'Data-parallel training (instead of device.gpus): `all`, adapter indices or names (`0,1`), or `cpu:N` CPU replicas. The batch size stays the global batch.',
+      summary:
+        'Data-parallel training (instead of device.gpus): `all`, adapter indices or ' +
+        'names (`0,1`), or `cpu:N` CPU replicas. The batch size stays the global batch.',
       helpValue: 'DEVICES',
       env: 'XTTS_GPUS',
     }),
@@ -66,10 +109,15 @@ One run per folder: a folder that holds another run is refused unless --resume c
   protected async execute(): Promise<TrainResult> {
     const { flags } = await this.parse(Train);
     const { train, parseGpusFlag } = await import('@xtts/core/training');
-    const set = flags.gpus === undefined ? flags.set : [...flags.set, `device.gpus=${JSON.stringify(parseGpusFlag(flags.gpus))}`];
+    const set =
+      flags.gpus === undefined ? flags.set : [...flags.set, `device.gpus=${JSON.stringify(parseGpusFlag(flags.gpus))}`];
     const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set });
     const human = !this.jsonEnabled();
-    const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips'), train: new ProgressLine('train   ', 'steps') };
+    const bars = {
+      text: new ProgressLine('text    ', 'rows'),
+      features: new ProgressLine('features', 'clips'),
+      train: new ProgressLine('train   ', 'steps'),
+    };
     const control = { stop: false };
     let stepsDone = 0;
     const onSignal = (signal: StopSignal) => {
@@ -88,9 +136,15 @@ One run per folder: a folder that holds another run is refused unless --resume c
         process.exit(code);
       }
       control.stop = true;
-      tell(`finishing this step and writing a checkpoint (at most ${flags['stop-timeout']} s; a second signal quits at once)`);
+      tell(
+        `finishing this step and writing a checkpoint (at most ${flags['stop-timeout']} ` +
+          `s; a second signal quits at once)`,
+      );
       setTimeout(() => {
-        tell(`no checkpoint within --stop-timeout ${flags['stop-timeout']} s: exiting without one (--resume continues from the last checkpoint)`);
+        tell(
+          `no checkpoint within --stop-timeout ${flags['stop-timeout']} s: exiting without ` +
+            `one (--resume continues from the last checkpoint)`,
+        );
         process.exit(code);
       }, flags['stop-timeout'] * 1000).unref();
     };
@@ -125,7 +179,12 @@ One run per folder: a folder that holds another run is refused unless --resume c
           ? (p) => {
               bars.train.clear();
               process.stderr.write(
-                `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  loss ${p.loss.toFixed(4)}  lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} samples/s  ${p.stepMs.toFixed(0)} ms/step  data wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : ''}${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ETA ${Math.round(p.etaS)} s\n`,
+                `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  ` +
+                  `loss ${p.loss.toFixed(4)}  ` +
+                  `lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} ` +
+                  `samples/s  ${p.stepMs.toFixed(0)} ms/step  data ` +
+                  `wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : ''}${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ` +
+                  `ETA ${Math.round(p.etaS)} s\n`,
               );
             }
           : undefined,
@@ -137,21 +196,49 @@ One run per folder: a folder that holds another run is refused unless --resume c
   }
 
   protected render(r: TrainResult): void {
-    this.log(paint.bold(`trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`));
+    this.log(
+      paint.bold(
+        `trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
+          `on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`,
+      ),
+    );
     const first = r.lossCurve[0];
     const last = r.lossCurve.at(-1);
-    if (first && last) this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);
+    if (first && last)
+      this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);
     if (r.bestValidationLoss !== null) this.log(`best validation loss ${r.bestValidationLoss.toFixed(4)}`);
-    this.log(`${(r.parameters / 1e6).toFixed(2)} M parameters; median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} samples/s, ${r.timing.kernelsPerStep} ${r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step'}, data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`);
+    this.log(
+      `${(r.parameters / 1e6).toFixed(2)} M parameters; median ` +
+        `step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} ` +
+        `samples/s, ${r.timing.kernelsPerStep} ${r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step'}, ` +
+        `data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`,
+    );
     const g = r.hostGc;
-    this.log(`host garbage collection: ${g.full.count} full (${g.full.ms.toFixed(1)} ms, longest ${g.full.longestMs.toFixed(1)} ms), ${g.minor.count} young (${g.minor.ms.toFixed(1)} ms): ${(g.share * 100).toFixed(1)}% of the run's wall, when the trainer's thread issued nothing`);
+    this.log(
+      `host garbage collection: ${g.full.count} full (${g.full.ms.toFixed(1)} ms, ` +
+        `longest ${g.full.longestMs.toFixed(1)} ms), ${g.minor.count} young ` +
+        `(${g.minor.ms.toFixed(1)} ms): ${(g.share * 100).toFixed(1)}% of the run's ` +
+        `wall, when the trainer's thread issued nothing`,
+    );
     const u = r.batchUploads;
-    if (u && u.staged + u.missed > 0) this.log(`batch uploads: ${u.staged} through reused staging buffers, ${u.missed} through writeBuffer (no staging buffer was free)`);
-    const spans = r.stepCapture ? describeSpans(r.stepCapture.deviceSpans, r.stepCapture.alignment?.deviceSpans, r.timing.stepMsMedian) : null;
+    if (u && u.staged + u.missed > 0)
+      this.log(
+        `batch uploads: ${u.staged} through reused staging buffers, ${u.missed} through ` +
+          `writeBuffer (no staging buffer was free)`,
+      );
+    const spans = r.stepCapture
+      ? describeSpans(r.stepCapture.deviceSpans, r.stepCapture.alignment?.deviceSpans, r.timing.stepMsMedian)
+      : null;
     if (spans) this.log(spans);
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
-    if (r.evalFiles.length) this.log(`eval audio: ${r.evalFiles.filter((f) => f.endsWith('.wav')).slice(-3).join(', ')}`);
+    if (r.evalFiles.length)
+      this.log(
+        `eval audio: ${r.evalFiles
+          .filter((f) => f.endsWith('.wav'))
+          .slice(-3)
+          .join(', ')}`,
+      );
   }
 
   protected override exitCodeFor(r: TrainResult): number {

@@ -1,12 +1,19 @@
 import { Flags } from '@oclif/core';
 import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
-import { isInputFailure, SEVERITIES, validateConfigFile, type Severity, type ValidationReport } from '@xtts/core/config';
+import {
+  isInputFailure,
+  SEVERITIES,
+  validateConfigFile,
+  type Severity,
+  type ValidationReport,
+} from '@xtts/core/config';
 import { renderValidationReport, toSarif } from '@xtts/core/render';
 
 export default class ValidateGpuOptimization extends XttsCommand<ValidationReport> {
   static override summary = 'Lint a training config for what keeps a GPU fed: schema, positions, rules, fixes.';
 
-  static override description = `Checks the YAML against the config schema (unknown and duplicate keys, types, ranges — each with file:line:col) and then against rules that decide whether a GPU will be kept busy in this engine: workers vs CPU cores, prefetch depth vs memory, the feature cache, static shapes, batch size vs the memory budget, backend and precision support, dual-GPU sanity, and intervals vs run length. Every finding has a rule id, a severity, a position, a fix and a docs link (docs/rules.md).
+  static override description =
+    `Checks the YAML against the config schema (unknown and duplicate keys, types, ranges — each with file:line:col) and then against rules that decide whether a GPU will be kept busy in this engine: workers vs CPU cores, prefetch depth vs memory, the feature cache, static shapes, batch size vs the memory budget, backend and precision support, dual-GPU sanity, and intervals vs run length. Every finding has a rule id, a severity, a position, a fix and a docs link (docs/rules.md).
 
 Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it; 2 the config could not be read or parsed.`;
 
@@ -19,10 +26,28 @@ Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it;
 
   static override flags = {
     config: Flags.string({ char: 'c', summary: 'The YAML config to check.', required: true, env: 'XTTS_CONFIG' }),
-    set: Flags.string({ summary: 'Override a key, e.g. training.learning_rate=3e-4 (repeatable).', multiple: true, default: [] }),
-    format: Flags.string({ summary: 'Output format (--json prints the JSON envelope).', options: ['text', 'sarif'], default: 'text' }),
-    'fail-severity': Flags.string({ summary: 'Exit 1 when a finding is at or above this severity.', options: [...SEVERITIES], default: 'error' }),
-    environment: Flags.boolean({ summary: 'Check against this machine (dataset on disk, backends, GPUs, cores). --no-environment lints a config meant for another host.', default: true, allowNo: true }),
+    set: Flags.string({
+      summary: 'Override a key, e.g. training.learning_rate=3e-4 (repeatable).',
+      multiple: true,
+      default: [],
+    }),
+    format: Flags.string({
+      summary: 'Output format (--json prints the JSON envelope).',
+      options: ['text', 'sarif'],
+      default: 'text',
+    }),
+    'fail-severity': Flags.string({
+      summary: 'Exit 1 when a finding is at or above this severity.',
+      options: [...SEVERITIES],
+      default: 'error',
+    }),
+    environment: Flags.boolean({
+      summary:
+        'Check against this machine (dataset on disk, backends, GPUs, cores). ' +
+        '--no-environment lints a config meant for another host.',
+      default: true,
+      allowNo: true,
+    }),
   };
 
   private format = 'text';
@@ -44,7 +69,15 @@ Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it;
 
   protected override errorFor(report: ValidationReport, code: number): XttsError {
     const first = report.findings.find((f) => f.ruleId.startsWith('input/') || f.ruleId === 'yaml/syntax')!;
-    return new XttsError('CONFIG_UNREADABLE', first.message.includes(report.file) ? first.message : `${report.file}: ${first.message}`, { exitCode: code as ExitCode, position: first.position, suggestions: first.fix ? [first.fix] : ['name a YAML config that exists and parses'] });
+    return new XttsError(
+      'CONFIG_UNREADABLE',
+      first.message.includes(report.file) ? first.message : `${report.file}: ${first.message}`,
+      {
+        exitCode: code as ExitCode,
+        position: first.position,
+        suggestions: first.fix ? [first.fix] : ['name a YAML config that exists and parses'],
+      },
+    );
   }
 
   protected override exitCodeFor(report: ValidationReport): number {

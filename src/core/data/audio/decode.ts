@@ -23,7 +23,12 @@ export function sniffAudio(bytes: Uint8Array): AudioContainer | { unknown: strin
   return { unknown: 'not WAV, FLAC, MP3 or Ogg (Vorbis, Opus)' };
 }
 
-const MIME: Record<Exclude<AudioContainer, 'wav'>, string> = { flac: 'audio/flac', mp3: 'audio/mpeg', 'ogg-vorbis': 'application/ogg', 'ogg-opus': 'application/ogg' };
+const MIME: Record<Exclude<AudioContainer, 'wav'>, string> = {
+  flac: 'audio/flac',
+  mp3: 'audio/mpeg',
+  'ogg-vorbis': 'application/ogg',
+  'ogg-opus': 'application/ogg',
+};
 
 interface Decoded {
   channelData: Float32Array[];
@@ -42,7 +47,8 @@ interface Decoder {
 async function decoderFor(kind: Exclude<AudioContainer, 'wav'>): Promise<Decoder> {
   if (kind === 'flac') return new (await import('@wasm-audio-decoders/flac')).FLACDecoder() as unknown as Decoder;
   if (kind === 'mp3') return new (await import('mpg123-decoder')).MPEGDecoder() as unknown as Decoder;
-  if (kind === 'ogg-vorbis') return new (await import('@wasm-audio-decoders/ogg-vorbis')).OggVorbisDecoder() as unknown as Decoder;
+  if (kind === 'ogg-vorbis')
+    return new (await import('@wasm-audio-decoders/ogg-vorbis')).OggVorbisDecoder() as unknown as Decoder;
   return new (await import('ogg-opus-decoder')).OggOpusDecoder() as unknown as Decoder;
 }
 
@@ -54,19 +60,31 @@ async function decoderFor(kind: Exclude<AudioContainer, 'wav'>): Promise<Decoder
 export async function decodeAudio(bytes: Uint8Array, where: string, options: DecodeOptions = {}): Promise<DecodedWav> {
   const kind = sniffAudio(bytes);
   if (typeof kind === 'object') {
-    throw new XttsError('AUDIO_UNSUPPORTED_FORMAT', `${where}: ${kind.unknown}`, { exitCode: ExitCode.usage, suggestions: ['convert it to WAV, FLAC, MP3 or Ogg, e.g. `sox IN -e signed-integer -b 16 OUT.wav`'] });
+    throw new XttsError('AUDIO_UNSUPPORTED_FORMAT', `${where}: ${kind.unknown}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['convert it to WAV, FLAC, MP3 or Ogg, e.g. `sox IN -e signed-integer -b 16 OUT.wav`'],
+    });
   }
   if (kind === 'wav') return decodeWav(bytes, where, options);
-  const unreadable = (why: string) => new XttsError('AUDIO_UNREADABLE', `${where}: ${why}`, { exitCode: ExitCode.usage, suggestions: ['copy or export the file again'] });
+  const unreadable = (why: string) =>
+    new XttsError('AUDIO_UNREADABLE', `${where}: ${why}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['copy or export the file again'],
+    });
   // The frames' headers: rate, channels and length, before a sample is decoded.
   const { default: CodecParser } = await import('codec-parser');
   let samples = 0;
   let rate = 0;
   let channels = 0;
   try {
-    const parser = new CodecParser(MIME[kind] as ConstructorParameters<typeof CodecParser>[0], { enableLogging: false });
+    const parser = new CodecParser(MIME[kind] as ConstructorParameters<typeof CodecParser>[0], {
+      enableLogging: false,
+    });
     for (const frame of parser.parseAll(bytes) as { codecFrames?: unknown[] }[]) {
-      for (const f of (frame.codecFrames ?? [frame]) as { samples: number; header: { sampleRate: number; channels: number } }[]) {
+      for (const f of (frame.codecFrames ?? [frame]) as {
+        samples: number;
+        header: { sampleRate: number; channels: number };
+      }[]) {
         samples += f.samples;
         rate ||= f.header.sampleRate;
         channels = Math.max(channels, f.header.channels);
@@ -75,12 +93,30 @@ export async function decodeAudio(bytes: Uint8Array, where: string, options: Dec
   } catch (e) {
     throw unreadable(`its ${kind} frames cannot be parsed (${(e as Error).message})`);
   }
-  if (samples === 0 || rate === 0) throw unreadable(`no ${kind} audio frame was found in it; it may be cut short or not ${kind} at all`);
-  if (rate < MIN_RATE_HZ || rate > MAX_RATE_HZ) throw new XttsError('AUDIO_UNSUPPORTED_FORMAT', `${where}: a sample rate of ${rate.toLocaleString('en-US')} Hz (xtts reads ${MIN_RATE_HZ.toLocaleString('en-US')} to ${MAX_RATE_HZ.toLocaleString('en-US')} Hz)`, { exitCode: ExitCode.usage });
-  if (channels > MAX_CHANNELS) throw new XttsError('AUDIO_UNSUPPORTED_FORMAT', `${where}: ${channels} channels (xtts reads up to ${MAX_CHANNELS})`, { exitCode: ExitCode.usage });
+  if (samples === 0 || rate === 0)
+    throw unreadable(`no ${kind} audio frame was found in it; it may be cut short or not ${kind} at all`);
+  if (rate < MIN_RATE_HZ || rate > MAX_RATE_HZ)
+    throw new XttsError(
+      'AUDIO_UNSUPPORTED_FORMAT',
+      `${where}: a sample rate of ${rate.toLocaleString('en-US')} Hz (xtts ` +
+        `reads ${MIN_RATE_HZ.toLocaleString('en-US')} ` +
+        `to ${MAX_RATE_HZ.toLocaleString('en-US')} Hz)`,
+      { exitCode: ExitCode.usage },
+    );
+  if (channels > MAX_CHANNELS)
+    throw new XttsError(
+      'AUDIO_UNSUPPORTED_FORMAT',
+      `${where}: ${channels} channels (xtts reads up to ${MAX_CHANNELS})`,
+      { exitCode: ExitCode.usage },
+    );
   const maxSeconds = options.maxSeconds ?? Number.POSITIVE_INFINITY;
   if (samples / rate > maxSeconds) {
-    throw new XttsError('AUDIO_TOO_LONG', `${where}: ${(samples / rate).toFixed(1)} s of audio; a clip may be at most ${maxSeconds} s (it was not decoded): cut it into sentences`, { exitCode: ExitCode.usage });
+    throw new XttsError(
+      'AUDIO_TOO_LONG',
+      `${where}: ${(samples / rate).toFixed(1)} s of audio; a clip may be at ` +
+        `most ${maxSeconds} s (it was not decoded): cut it into sentences`,
+      { exitCode: ExitCode.usage },
+    );
   }
   const decoder = await decoderFor(kind);
   let out: Decoded;
@@ -93,10 +129,20 @@ export async function decodeAudio(bytes: Uint8Array, where: string, options: Dec
   } finally {
     decoder.free();
   }
-  if (out.samplesDecoded === 0 || out.channelData.length === 0) throw unreadable(`the ${kind} decoder found no audio in it${out.errors?.length ? ` (${out.errors[0].message})` : ''}`);
+  if (out.samplesDecoded === 0 || out.channelData.length === 0)
+    throw unreadable(
+      `the ${kind} decoder found no audio in it${out.errors?.length ? ` (${out.errors[0].message})` : ''}`,
+    );
   const n = out.samplesDecoded;
   const mono = new Float32Array(n);
   const inv = 1 / out.channelData.length;
   for (const ch of out.channelData) for (let i = 0; i < n; i++) mono[i] += ch[i] * inv;
-  return { sampleRateHz: out.sampleRate, channels: out.channelData.length, bitsPerSample: 32, format: 'float', samples: mono, durationS: n / out.sampleRate };
+  return {
+    sampleRateHz: out.sampleRate,
+    channels: out.channelData.length,
+    bitsPerSample: 32,
+    format: 'float',
+    samples: mono,
+    durationS: n / out.sampleRate,
+  };
 }

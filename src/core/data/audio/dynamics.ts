@@ -11,7 +11,12 @@ const TRIM_AMIN = 1e-5;
  * end = min(n, (last kept frame + 1) · hop). As in librosa, amplitudes are floored at 1e-5 first, so
  * digital silence is "all at the peak" and kept whole; callers that must reject silence check it.
  */
-export function trimSilence(samples: Float32Array, topDb: number, frameLength = 2048, hop = 512): { start: number; end: number } {
+export function trimSilence(
+  samples: Float32Array,
+  topDb: number,
+  frameLength = 2048,
+  hop = 512,
+): { start: number; end: number } {
   const n = samples.length;
   if (n === 0) return { start: 0, end: 0 };
   // Prefix sums of squares make each frame's energy O(1).
@@ -98,7 +103,12 @@ export function integratedLoudness(samples: Float32Array, rateHz: number): numbe
   const [s, h] = kWeighting(rateHz);
   // Both biquads in one pass (direct form I), keeping a running sum of the squared output.
   const cum = new Float64Array(n + 1);
-  let x1 = 0, x2 = 0, y1 = 0, y2 = 0, z1 = 0, z2 = 0;
+  let x1 = 0,
+    x2 = 0,
+    y1 = 0,
+    y2 = 0,
+    z1 = 0,
+    z2 = 0;
   for (let i = 0; i < n; i++) {
     const x = samples[i];
     const y = s.b0 * x + s.b1 * x1 + s.b2 * x2 - s.a1 * y1 - s.a2 * y2;

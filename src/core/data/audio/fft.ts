@@ -23,7 +23,8 @@ export class RealFft {
   private readonly zIm: Float64Array;
 
   constructor(size: number) {
-    if (!Number.isInteger(size) || size < 4 || (size & (size - 1)) !== 0) throw new RangeError(`RealFft size ${size} is not a power of two >= 4`);
+    if (!Number.isInteger(size) || size < 4 || (size & (size - 1)) !== 0)
+      throw new RangeError(`RealFft size ${size} is not a power of two >= 4`);
     this.size = size;
     this.bins = size / 2 + 1;
     const m = size / 2;
@@ -77,7 +78,14 @@ export class RealFft {
    * Forward transform of input[offset + i] · window[i], i < size: the STFT's windowing fused into
    * the even/odd packing, so a frame needs no copy.
    */
-  forwardWindowed(input: ArrayLike<number>, offset: number, window: Float64Array, outRe: Float64Array, outIm: Float64Array, binsWanted = this.bins): void {
+  forwardWindowed(
+    input: ArrayLike<number>,
+    offset: number,
+    window: Float64Array,
+    outRe: Float64Array,
+    outIm: Float64Array,
+    binsWanted = this.bins,
+  ): void {
     const m = this.half;
     const zr = this.zRe;
     const zi = this.zIm;
@@ -174,14 +182,22 @@ export class RealFft {
     // Stages with half-spans 1 and 2 fused: twiddles 1 and -i only, no multiplications.
     if (m >= 4) {
       for (let k = 0; k < m; k += 4) {
-        const ar = re[k], ai = im[k];
-        const br = re[k + 1], bi = im[k + 1];
-        const cr = re[k + 2], ci = im[k + 2];
-        const dr = re[k + 3], di = im[k + 3];
-        const s0r = ar + br, s0i = ai + bi;
-        const s1r = ar - br, s1i = ai - bi;
-        const s2r = cr + dr, s2i = ci + di;
-        const s3r = cr - dr, s3i = ci - di;
+        const ar = re[k],
+          ai = im[k];
+        const br = re[k + 1],
+          bi = im[k + 1];
+        const cr = re[k + 2],
+          ci = im[k + 2];
+        const dr = re[k + 3],
+          di = im[k + 3];
+        const s0r = ar + br,
+          s0i = ai + bi;
+        const s1r = ar - br,
+          s1i = ai - bi;
+        const s2r = cr + dr,
+          s2i = ci + di;
+        const s3r = cr - dr,
+          s3i = ci - di;
         re[k] = s0r + s2r;
         im[k] = s0i + s2i;
         re[k + 2] = s0r - s2r;
@@ -199,8 +215,10 @@ export class RealFft {
       const h2 = 2 * h;
       for (let base = 0; base < m; base += 4 * h) {
         for (let j = 0; j < h; j++) {
-          const w1r = twr[h + j], w1i = twi[h + j];
-          const w2r = twr[h2 + j], w2i = twi[h2 + j];
+          const w1r = twr[h + j],
+            w1i = twi[h + j];
+          const w2r = twr[h2 + j],
+            w2i = twi[h2 + j];
           const a = base + j;
           const b = a + h;
           const c = b + h;
@@ -208,12 +226,16 @@ export class RealFft {
           // Stage h: (a, b) and (c, d) with w1.
           let tr = re[b] * w1r - im[b] * w1i;
           let ti = re[b] * w1i + im[b] * w1r;
-          const a1r = re[a] + tr, a1i = im[a] + ti;
-          const b1r = re[a] - tr, b1i = im[a] - ti;
+          const a1r = re[a] + tr,
+            a1i = im[a] + ti;
+          const b1r = re[a] - tr,
+            b1i = im[a] - ti;
           tr = re[d] * w1r - im[d] * w1i;
           ti = re[d] * w1i + im[d] * w1r;
-          const c1r = re[c] + tr, c1i = im[c] + ti;
-          const d1r = re[c] - tr, d1i = im[c] - ti;
+          const c1r = re[c] + tr,
+            c1i = im[c] + ti;
+          const d1r = re[c] - tr,
+            d1i = im[c] - ti;
           // Stage 2h: (a, c) with w2, (b, d) with w2·(-i).
           tr = c1r * w2r - c1i * w2i;
           ti = c1r * w2i + c1i * w2r;
@@ -234,7 +256,8 @@ export class RealFft {
     // A last radix-2 stage when the stage count is odd.
     if (2 * h <= m) {
       for (let j = 0; j < h; j++) {
-        const wr = twr[h + j], wi = twi[h + j];
+        const wr = twr[h + j],
+          wi = twi[h + j];
         const a = j;
         const b = j + h;
         const tr = re[b] * wr - im[b] * wi;

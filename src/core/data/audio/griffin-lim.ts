@@ -29,7 +29,20 @@ export interface GriffinLimOptions {
   nnlsIterations?: number;
 }
 
-type GriffinLimSettings = Pick<MelSettings, 'sample_rate_hz' | 'n_fft' | 'hop_length' | 'win_length' | 'window' | 'n_mels' | 'fmin_hz' | 'fmax_hz' | 'mel_scale' | 'mel_norm' | 'log_base'>;
+type GriffinLimSettings = Pick<
+  MelSettings,
+  | 'sample_rate_hz'
+  | 'n_fft'
+  | 'hop_length'
+  | 'win_length'
+  | 'window'
+  | 'n_mels'
+  | 'fmin_hz'
+  | 'fmax_hz'
+  | 'mel_scale'
+  | 'mel_norm'
+  | 'log_base'
+>;
 
 interface Plan {
   nFft: number;
@@ -50,7 +63,18 @@ interface Plan {
 const plans = new Map<string, Plan>();
 
 function planFor(a: GriffinLimSettings): Plan {
-  const key = JSON.stringify([a.sample_rate_hz, a.n_fft, a.hop_length, a.win_length, a.window, a.n_mels, a.fmin_hz, a.fmax_hz, a.mel_scale, a.mel_norm]);
+  const key = JSON.stringify([
+    a.sample_rate_hz,
+    a.n_fft,
+    a.hop_length,
+    a.win_length,
+    a.window,
+    a.n_mels,
+    a.fmin_hz,
+    a.fmax_hz,
+    a.mel_scale,
+    a.mel_norm,
+  ]);
   let plan = plans.get(key);
   if (plan) return plan;
   const filters = melFilterbank(a);
@@ -96,10 +120,16 @@ function planFor(a: GriffinLimSettings): Plan {
  * Log-mel [frames, nMels] (natural log, or log10 per audio.log_base) -> non-negative linear magnitude
  * [frames, n_fft/2 + 1] that the filterbank maps back to the mel as closely as it can.
  */
-export function melToMagnitude(logMel: Float32Array, frames: number, audio: GriffinLimSettings, options: Pick<GriffinLimOptions, 'nnlsIterations'> = {}): Float64Array {
+export function melToMagnitude(
+  logMel: Float32Array,
+  frames: number,
+  audio: GriffinLimSettings,
+  options: Pick<GriffinLimOptions, 'nnlsIterations'> = {},
+): Float64Array {
   const p = planFor(audio);
   const { bins, nMels, filters } = p;
-  if (logMel.length < frames * nMels) throw new RangeError(`melToMagnitude: ${logMel.length} values cannot hold ${frames} frames of ${nMels} mels`);
+  if (logMel.length < frames * nMels)
+    throw new RangeError(`melToMagnitude: ${logMel.length} values cannot hold ${frames} frames of ${nMels} mels`);
   const base = audio.log_base === '10' ? 10 : Math.E;
   const iterations = options.nnlsIterations ?? 50;
   const mag = new Float64Array(frames * bins);
@@ -162,7 +192,12 @@ export function melToMagnitude(logMel: Float32Array, frames: number, audio: Grif
  * Samples ((frames - 1) · hop_length of them, what a centred STFT maps back to) whose log-mel under
  * `audio` approximates `logMel` [frames, nMels].
  */
-export function griffinLim(logMel: Float32Array, frames: number, audio: GriffinLimSettings, options: GriffinLimOptions = {}): Float32Array {
+export function griffinLim(
+  logMel: Float32Array,
+  frames: number,
+  audio: GriffinLimSettings,
+  options: GriffinLimOptions = {},
+): Float32Array {
   const p = planFor(audio);
   const { nFft, hop, bins, fft, window } = p;
   const power = options.power ?? 1;

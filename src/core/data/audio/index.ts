@@ -9,8 +9,24 @@ import { resample } from './resample.js';
 import { decodeAudio } from './decode.js';
 import { decodeWav, type DecodedWav } from './wav.js';
 
-export { decodeWav, encodeWav, WAV_ERROR_CODES, MIN_RATE_HZ, MAX_RATE_HZ, MAX_CHANNELS, type DecodedWav, type DecodeOptions, type EncodeOptions } from './wav.js';
-export { resample, Resampler, DEFAULT_RESAMPLER_DESIGN, type ResamplerDesign, type ResamplerEngine } from './resample.js';
+export {
+  decodeWav,
+  encodeWav,
+  WAV_ERROR_CODES,
+  MIN_RATE_HZ,
+  MAX_RATE_HZ,
+  MAX_CHANNELS,
+  type DecodedWav,
+  type DecodeOptions,
+  type EncodeOptions,
+} from './wav.js';
+export {
+  resample,
+  Resampler,
+  DEFAULT_RESAMPLER_DESIGN,
+  type ResamplerDesign,
+  type ResamplerEngine,
+} from './resample.js';
 export { trimSilence, integratedLoudness, normaliseLoudness, peakAmplitude } from './dynamics.js';
 export {
   MelExtractor,
@@ -71,7 +87,20 @@ const extractors = new Map<string, MelExtractor>();
 
 /** One MelExtractor per distinct settings and thread, reused across clips. */
 export function melExtractorFor(audio: AudioConfig): MelExtractor {
-  const key = JSON.stringify([audio.sample_rate_hz, audio.n_fft, audio.hop_length, audio.win_length, audio.window, audio.n_mels, audio.fmin_hz, audio.fmax_hz, audio.mel_scale, audio.mel_norm, audio.log_base, audio.log_floor]);
+  const key = JSON.stringify([
+    audio.sample_rate_hz,
+    audio.n_fft,
+    audio.hop_length,
+    audio.win_length,
+    audio.window,
+    audio.n_mels,
+    audio.fmin_hz,
+    audio.fmax_hz,
+    audio.mel_scale,
+    audio.mel_norm,
+    audio.log_base,
+    audio.log_floor,
+  ]);
   let m = extractors.get(key);
   if (!m) {
     if (extractors.size >= 8) extractors.delete(extractors.keys().next().value!);
@@ -99,14 +128,25 @@ export async function processAudioFile(bytes: Uint8Array, audio: AudioConfig, wh
 function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): ProcessedClip {
   const bad = wav.samples.findIndex((x) => !Number.isFinite(x));
   if (bad >= 0) {
-    throw new XttsError('AUDIO_NOT_FINITE', `${where}: sample ${bad.toLocaleString('en-US')} (at ${(bad / wav.sampleRateHz).toFixed(3)} s) is ${wav.samples[bad]}: a float WAV with NaN or infinite values; export it again`, {
-      suggestions: ['re-export the clip, or convert it to 16-bit PCM (`sox IN -e signed-integer -b 16 OUT.wav`)'],
-    });
+    throw new XttsError(
+      'AUDIO_NOT_FINITE',
+      `${where}: sample ${bad.toLocaleString('en-US')} ` +
+        `(at ${(bad / wav.sampleRateHz).toFixed(3)} s) is ${wav.samples[bad]}: a float ` +
+        `WAV with NaN or infinite values; export it again`,
+      {
+        suggestions: ['re-export the clip, or convert it to 16-bit PCM (`sox IN -e signed-integer -b 16 OUT.wav`)'],
+      },
+    );
   }
   if (peakAmplitude(wav.samples) < SILENCE_PEAK) {
-    throw new XttsError('AUDIO_SILENT', `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample above half a 16-bit step); remove the row or replace the file`, {
-      suggestions: ['remove the row from the metadata or replace the audio file'],
-    });
+    throw new XttsError(
+      'AUDIO_SILENT',
+      `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample ` +
+        `above half a 16-bit step); remove the row or replace the file`,
+      {
+        suggestions: ['remove the row from the metadata or replace the audio file'],
+      },
+    );
   }
   let samples = resample(wav.samples, wav.sampleRateHz, audio.sample_rate_hz);
   if (audio.trim.enabled) {

@@ -15,7 +15,18 @@ import { ensureMemory, instantiateKernels, wasmAvailable, type WasmMemory } from
 
 export type MelSettings = Pick<
   AudioConfig,
-  'sample_rate_hz' | 'n_fft' | 'hop_length' | 'win_length' | 'window' | 'n_mels' | 'fmin_hz' | 'fmax_hz' | 'mel_scale' | 'mel_norm' | 'log_base' | 'log_floor'
+  | 'sample_rate_hz'
+  | 'n_fft'
+  | 'hop_length'
+  | 'win_length'
+  | 'window'
+  | 'n_mels'
+  | 'fmin_hz'
+  | 'fmax_hz'
+  | 'mel_scale'
+  | 'mel_norm'
+  | 'log_base'
+  | 'log_floor'
 >;
 
 // Slaney's Auditory Toolbox mel scale (librosa.hz_to_mel htk=False): linear below 1 kHz, log above.
@@ -26,12 +37,16 @@ const SLANEY_LOG_STEP = Math.log(6.4) / 27;
 
 export function hzToMel(hz: number, htk: boolean): number {
   if (htk) return 2595 * Math.log10(1 + hz / 700);
-  return hz >= SLANEY_MIN_LOG_HZ ? SLANEY_MIN_LOG_MEL + Math.log(hz / SLANEY_MIN_LOG_HZ) / SLANEY_LOG_STEP : hz / SLANEY_F_SP;
+  return hz >= SLANEY_MIN_LOG_HZ
+    ? SLANEY_MIN_LOG_MEL + Math.log(hz / SLANEY_MIN_LOG_HZ) / SLANEY_LOG_STEP
+    : hz / SLANEY_F_SP;
 }
 
 export function melToHz(mel: number, htk: boolean): number {
   if (htk) return 700 * (10 ** (mel / 2595) - 1);
-  return mel >= SLANEY_MIN_LOG_MEL ? SLANEY_MIN_LOG_HZ * Math.exp(SLANEY_LOG_STEP * (mel - SLANEY_MIN_LOG_MEL)) : SLANEY_F_SP * mel;
+  return mel >= SLANEY_MIN_LOG_MEL
+    ? SLANEY_MIN_LOG_HZ * Math.exp(SLANEY_LOG_STEP * (mel - SLANEY_MIN_LOG_MEL))
+    : SLANEY_F_SP * mel;
 }
 
 /** One mel filter as a sparse row: weights for FFT bins start, start + 1, … */
@@ -53,7 +68,9 @@ export function melBandEdgesHz(s: Pick<MelSettings, 'n_mels' | 'fmin_hz' | 'fmax
  * the rfft bin frequencies i·sr/n_fft; norm='slaney' scales each by 2 / (upper - lower) Hz so that
  * every filter has the same area. A filter that covers no bin has no weights (librosa warns there).
  */
-export function melFilterbank(s: Pick<MelSettings, 'sample_rate_hz' | 'n_fft' | 'n_mels' | 'fmin_hz' | 'fmax_hz' | 'mel_scale' | 'mel_norm'>): MelFilter[] {
+export function melFilterbank(
+  s: Pick<MelSettings, 'sample_rate_hz' | 'n_fft' | 'n_mels' | 'fmin_hz' | 'fmax_hz' | 'mel_scale' | 'mel_norm'>,
+): MelFilter[] {
   const bins = Math.floor(s.n_fft / 2) + 1;
   const edges = melBandEdgesHz(s);
   const filters: MelFilter[] = [];
@@ -96,12 +113,21 @@ export interface MelResult {
 }
 
 export function checkMelSettings(s: MelSettings): void {
-  const bad = (what: string, fix: string) => new XttsError('AUDIO_BAD_SETTINGS', `audio settings: ${what}`, { suggestions: [fix] });
-  if (!Number.isInteger(s.n_fft) || s.n_fft < 4 || (s.n_fft & (s.n_fft - 1)) !== 0) throw bad(`n_fft ${s.n_fft} is not a power of two`, 'use n_fft: 1024 (or 512, 2048)');
-  if (!(s.win_length >= 1 && s.win_length <= s.n_fft)) throw bad(`win_length ${s.win_length} is not in [1, n_fft ${s.n_fft}]`, `set win_length: ${s.n_fft}`);
-  if (!Number.isInteger(s.hop_length) || s.hop_length < 1) throw bad(`hop_length ${s.hop_length} is not a positive integer`, 'use hop_length: 256');
-  if (s.fmax_hz > s.sample_rate_hz / 2) throw bad(`fmax_hz ${s.fmax_hz} is above Nyquist (${s.sample_rate_hz / 2} Hz)`, `set fmax_hz: ${s.sample_rate_hz / 2}`);
-  if (!(s.fmin_hz >= 0 && s.fmin_hz < s.fmax_hz)) throw bad(`fmin_hz ${s.fmin_hz} is not in [0, fmax_hz ${s.fmax_hz})`, 'set fmin_hz: 0');
+  const bad = (what: string, fix: string) =>
+    new XttsError('AUDIO_BAD_SETTINGS', `audio settings: ${what}`, { suggestions: [fix] });
+  if (!Number.isInteger(s.n_fft) || s.n_fft < 4 || (s.n_fft & (s.n_fft - 1)) !== 0)
+    throw bad(`n_fft ${s.n_fft} is not a power of two`, 'use n_fft: 1024 (or 512, 2048)');
+  if (!(s.win_length >= 1 && s.win_length <= s.n_fft))
+    throw bad(`win_length ${s.win_length} is not in [1, n_fft ${s.n_fft}]`, `set win_length: ${s.n_fft}`);
+  if (!Number.isInteger(s.hop_length) || s.hop_length < 1)
+    throw bad(`hop_length ${s.hop_length} is not a positive integer`, 'use hop_length: 256');
+  if (s.fmax_hz > s.sample_rate_hz / 2)
+    throw bad(
+      `fmax_hz ${s.fmax_hz} is above Nyquist (${s.sample_rate_hz / 2} Hz)`,
+      `set fmax_hz: ${s.sample_rate_hz / 2}`,
+    );
+  if (!(s.fmin_hz >= 0 && s.fmin_hz < s.fmax_hz))
+    throw bad(`fmin_hz ${s.fmin_hz} is not in [0, fmax_hz ${s.fmax_hz})`, 'set fmin_hz: 0');
   if (!(s.log_floor > 0)) throw bad(`log_floor ${s.log_floor} is not positive`, 'set log_floor: 1e-5');
 }
 
@@ -162,7 +188,12 @@ export class MelExtractor {
     const wasmPossible = wasmAvailable() && settings.n_fft >= 16;
     this.engine = options.engine ?? (wasmPossible ? 'wasm' : 'js');
     if (this.engine === 'wasm') {
-      if (!wasmPossible) throw new XttsError('AUDIO_BAD_SETTINGS', `the wasm log-mel engine needs WebAssembly and n_fft >= 16 (n_fft is ${settings.n_fft})`, { suggestions: ["use engine: 'js'"] });
+      if (!wasmPossible)
+        throw new XttsError(
+          'AUDIO_BAD_SETTINGS',
+          `the wasm log-mel engine needs WebAssembly and n_fft >= 16 (n_fft is ${settings.n_fft})`,
+          { suggestions: ["use engine: 'js'"] },
+        );
       this.kernel = new WasmLogMel(this.window, this.fft.bins, filters, binsUsed, settings);
     }
   }
@@ -179,13 +210,16 @@ export class MelExtractor {
     return { frames, nMels: this.nMels, mel };
   }
 
-  /** Writes [framesFor(samples.length), nMels] into `out` (which must be at least that long); returns the frame count. */
+  /**
+   * Writes [framesFor(samples.length), nMels] into `out` (which must be at least that long); returns the frame count.
+   */
   computeInto(samples: Float32Array, out: Float32Array): number {
     const nFft = this.nFft;
     const hop = this.hopLength;
     const nMels = this.nMels;
     const frames = this.framesFor(samples.length);
-    if (out.length < frames * nMels) throw new RangeError(`mel output holds ${out.length} values, needs ${frames * nMels}`);
+    if (out.length < frames * nMels)
+      throw new RangeError(`mel output holds ${out.length} values, needs ${frames * nMels}`);
     if (this.kernel) {
       this.kernel.run(samples, frames, out);
       return frames;
@@ -299,7 +333,30 @@ class WasmLogMel {
     const logScale = s.log_base === '10' ? 1 / Math.LN10 : 1;
     // logmel(n_fft, hop, frames, n_mels, used, floor, log_scale, window, bitrev, twr, twi, split_r,
     //        split_i, f_start, f_len, f_off, f_w, zr, zi, mag, padded, out): frames/padded/out per call.
-    this.args = [s.n_fft, s.hop_length, 0, s.n_mels, binsUsed, Math.fround(s.log_floor), logScale, at.window, at.bitrev, at.twr, at.twi, at.splitR, at.splitI, at.fStart, at.fLen, at.fOff, at.fW, at.zr, at.zi, at.mag, 0, 0];
+    this.args = [
+      s.n_fft,
+      s.hop_length,
+      0,
+      s.n_mels,
+      binsUsed,
+      Math.fround(s.log_floor),
+      logScale,
+      at.window,
+      at.bitrev,
+      at.twr,
+      at.twi,
+      at.splitR,
+      at.splitI,
+      at.fStart,
+      at.fLen,
+      at.fOff,
+      at.fW,
+      at.zr,
+      at.zi,
+      at.mag,
+      0,
+      0,
+    ];
   }
 
   run(samples: Float32Array, frames: number, out: Float32Array): void {

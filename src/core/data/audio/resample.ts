@@ -62,8 +62,14 @@ export class Resampler {
   private readonly kernel: WasmFir | undefined;
 
   /** engine: 'wasm' (the default where WebAssembly exists and the phases are exact) or 'js'. */
-  constructor(fromHz: number, toHz: number, design: ResamplerDesign = DEFAULT_RESAMPLER_DESIGN, engine?: ResamplerEngine) {
-    if (!(Number.isInteger(fromHz) && fromHz > 0 && Number.isInteger(toHz) && toHz > 0)) throw new RangeError(`sample rates must be positive integers (got ${fromHz} -> ${toHz} Hz)`);
+  constructor(
+    fromHz: number,
+    toHz: number,
+    design: ResamplerDesign = DEFAULT_RESAMPLER_DESIGN,
+    engine?: ResamplerEngine,
+  ) {
+    if (!(Number.isInteger(fromHz) && fromHz > 0 && Number.isInteger(toHz) && toHz > 0))
+      throw new RangeError(`sample rates must be positive integers (got ${fromHz} -> ${toHz} Hz)`);
     this.fromHz = fromHz;
     this.toHz = toHz;
     const g = gcd(fromHz, toHz);
@@ -94,7 +100,11 @@ export class Resampler {
     const wasmPossible = wasmAvailable() && this.exact;
     this.engine = engine ?? (wasmPossible ? 'wasm' : 'js');
     if (this.engine === 'wasm') {
-      if (!wasmPossible) throw new RangeError(`the wasm resampler needs WebAssembly and at most ${MAX_EXACT_PHASES} phases (${fromHz} -> ${toHz} Hz has ${this.up})`);
+      if (!wasmPossible)
+        throw new RangeError(
+          `the wasm resampler needs WebAssembly and at most ${MAX_EXACT_PHASES} phases ` +
+            `(${fromHz} -> ${toHz} Hz has ${this.up})`,
+        );
       this.kernel = new WasmFir(this.table, this.phases, this.taps, this.halfTaps);
     }
   }
@@ -133,7 +143,10 @@ export class Resampler {
       let acc: number;
       if (first >= 0 && first + taps <= n) {
         // Four partial sums break the add dependency chain (~2x faster in V8 here).
-        let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        let a0 = 0,
+          a1 = 0,
+          a2 = 0,
+          a3 = 0;
         let i = 0;
         if (mix === 0) {
           for (; i + 4 <= taps; i += 4) {
@@ -181,7 +194,8 @@ class WasmFir {
     this.signalAt = this.tableAt + 4 * phases * this.rowTaps;
     ensureMemory(this.kernels.memory, this.signalAt);
     const f32 = new Float32Array(this.kernels.memory.buffer);
-    for (let p = 0; p < phases; p++) f32.set(table.subarray(p * taps, (p + 1) * taps), this.tableAt / 4 + p * this.rowTaps);
+    for (let p = 0; p < phases; p++)
+      f32.set(table.subarray(p * taps, (p + 1) * taps), this.tableAt / 4 + p * this.rowTaps);
   }
 
   run(input: Float32Array, out: Float32Array, up: number, down: number): void {

@@ -31,7 +31,8 @@ export class MelStats {
   private readonly chunkM2: Float64Array;
 
   constructor(nMels: number) {
-    if (!Number.isInteger(nMels) || nMels < 1) throw new RangeError(`MelStats: nMels ${nMels} is not a positive integer`);
+    if (!Number.isInteger(nMels) || nMels < 1)
+      throw new RangeError(`MelStats: nMels ${nMels} is not a positive integer`);
     this.nMels = nMels;
     this.mean = new Float64Array(nMels);
     this.m2 = new Float64Array(nMels);
@@ -48,7 +49,12 @@ export class MelStats {
   }
 
   toState(): MelStatsState {
-    return { nMels: this.nMels, frames: this.frames, mean: Float64Array.from(this.mean), m2: Float64Array.from(this.m2) };
+    return {
+      nMels: this.nMels,
+      frames: this.frames,
+      mean: Float64Array.from(this.mean),
+      m2: Float64Array.from(this.m2),
+    };
   }
 
   /** Frames added so far. */
@@ -60,7 +66,8 @@ export class MelStats {
   add(mel: Float32Array, frames: number): void {
     const nMels = this.nMels;
     if (frames <= 0) return;
-    if (mel.length < frames * nMels) throw new RangeError(`MelStats.add: ${mel.length} values cannot hold ${frames} frames of ${nMels} mels`);
+    if (mel.length < frames * nMels)
+      throw new RangeError(`MelStats.add: ${mel.length} values cannot hold ${frames} frames of ${nMels} mels`);
     const mean = this.chunkMean;
     const m2 = this.chunkM2;
     mean.fill(0);
@@ -95,7 +102,8 @@ export class MelStats {
 
   finalize(): MelStatsResult {
     const std = new Float32Array(this.nMels);
-    for (let m = 0; m < this.nMels; m++) std[m] = Math.max(MEL_STD_FLOOR, Math.sqrt(this.frames ? this.m2[m] / this.frames : 0));
+    for (let m = 0; m < this.nMels; m++)
+      std[m] = Math.max(MEL_STD_FLOOR, Math.sqrt(this.frames ? this.m2[m] / this.frames : 0));
     return { mean: Float32Array.from(this.mean), std, frames: this.frames };
   }
 }

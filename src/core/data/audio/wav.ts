@@ -17,7 +17,12 @@ export interface DecodedWav {
 }
 
 /** Error codes of decodeWav. */
-export const WAV_ERROR_CODES = ['AUDIO_UNREADABLE', 'AUDIO_TRUNCATED', 'AUDIO_UNSUPPORTED_FORMAT', 'AUDIO_TOO_LONG'] as const;
+export const WAV_ERROR_CODES = [
+  'AUDIO_UNREADABLE',
+  'AUDIO_TRUNCATED',
+  'AUDIO_UNSUPPORTED_FORMAT',
+  'AUDIO_TOO_LONG',
+] as const;
 
 const WAVE_FORMAT_PCM = 1;
 const WAVE_FORMAT_IEEE_FLOAT = 3;
@@ -41,16 +46,24 @@ const CODEC_NAMES: Record<number, string> = {
 // sox to a pipe: 0x7FFFF000 and up): the data runs to the end of the file.
 const UNKNOWN_LENGTH_MIN = 0x7ffff000;
 
-const CONVERT_HINT = 'convert it to 16-bit PCM WAV, e.g. `sox IN -e signed-integer -b 16 OUT.wav` or `ffmpeg -i IN -c:a pcm_s16le OUT.wav`';
+const CONVERT_HINT =
+  'convert it to 16-bit PCM WAV, e.g. `sox IN -e signed-integer -b 16 OUT.wav` or ' +
+  '`ffmpeg -i IN -c:a pcm_s16le OUT.wav`';
 
 function unreadable(where: string, why: string): XttsError {
-  return new XttsError('AUDIO_UNREADABLE', `${where}: ${why}; re-export or ${CONVERT_HINT.replace('IN', where)}`, { suggestions: [CONVERT_HINT.replace('IN', where)] });
+  return new XttsError('AUDIO_UNREADABLE', `${where}: ${why}; re-export or ${CONVERT_HINT.replace('IN', where)}`, {
+    suggestions: [CONVERT_HINT.replace('IN', where)],
+  });
 }
 
 function unsupported(where: string, what: string): XttsError {
-  return new XttsError('AUDIO_UNSUPPORTED_FORMAT', `${where}: ${what} is not supported (PCM or IEEE float WAV only); ${CONVERT_HINT.replace('IN', where)}`, {
-    suggestions: [CONVERT_HINT.replace('IN', where)],
-  });
+  return new XttsError(
+    'AUDIO_UNSUPPORTED_FORMAT',
+    `${where}: ${what} is not supported (PCM or IEEE float WAV only); ${CONVERT_HINT.replace('IN', where)}`,
+    {
+      suggestions: [CONVERT_HINT.replace('IN', where)],
+    },
+  );
 }
 
 function fileKind(bytes: Uint8Array, tag: string): string {
@@ -94,24 +107,48 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
     const body = o + 8;
     if (id === 'fmt ') {
       if (size < 16) throw unreadable(where, `the fmt chunk is ${size} bytes, too short for a WAVE format`);
-      if (body + 16 > bytes.length) throw new XttsError('AUDIO_TRUNCATED', `${where}: the file ends inside its fmt chunk; it was cut short — copy or export it again`, { suggestions: ['copy or export the file again'] });
+      if (body + 16 > bytes.length)
+        throw new XttsError(
+          'AUDIO_TRUNCATED',
+          `${where}: the file ends inside its fmt chunk; it was cut short — copy or export it again`,
+          { suggestions: ['copy or export the file again'] },
+        );
       let code = dv.getUint16(body, true);
       if (code === WAVE_FORMAT_EXTENSIBLE) {
-        if (size < 40 || body + 40 > bytes.length) throw unreadable(where, 'its WAVE_FORMAT_EXTENSIBLE fmt chunk is shorter than 40 bytes');
+        if (size < 40 || body + 40 > bytes.length)
+          throw unreadable(where, 'its WAVE_FORMAT_EXTENSIBLE fmt chunk is shorter than 40 bytes');
         // The sub-format GUID starts with the ordinary format tag (mmreg.h DEFINE_WAVEFORMATEX_GUID).
         code = dv.getUint16(body + 24, true);
         const tail = bytes.subarray(body + 26, body + 40);
-        if (!KSDATAFORMAT_GUID_TAIL.every((b, i) => tail[i] === b)) throw unsupported(where, 'a WAVE_FORMAT_EXTENSIBLE sub-format that is not a plain format tag (e.g. ambisonic B-format)');
+        if (!KSDATAFORMAT_GUID_TAIL.every((b, i) => tail[i] === b))
+          throw unsupported(
+            where,
+            'a WAVE_FORMAT_EXTENSIBLE sub-format that is not a plain format tag (e.g. ambisonic B-format)',
+          );
       }
-      fmt = { code, channels: dv.getUint16(body + 2, true), rateHz: dv.getUint32(body + 4, true), blockAlign: dv.getUint16(body + 12, true), bits: dv.getUint16(body + 14, true) };
+      fmt = {
+        code,
+        channels: dv.getUint16(body + 2, true),
+        rateHz: dv.getUint32(body + 4, true),
+        blockAlign: dv.getUint16(body + 12, true),
+        bits: dv.getUint16(body + 14, true),
+      };
     } else if (id === 'data') {
       dataOffset = body;
       const available = bytes.length - body;
       if (size === 0 || size >= UNKNOWN_LENGTH_MIN) dataBytes = available;
       else if (size > available) {
-        throw new XttsError('AUDIO_TRUNCATED', `${where}: the data chunk declares ${size} bytes of audio but the file holds only ${available}; it was cut short — copy or export it again`, {
-          suggestions: ['copy or export the file again', 'if the file is complete and only its header is wrong, rewrite it: `sox IN OUT.wav`'.replace('IN', where)],
-        });
+        throw new XttsError(
+          'AUDIO_TRUNCATED',
+          `${where}: the data chunk declares ${size} bytes of audio but the file holds ` +
+            `only ${available}; it was cut short — copy or export it again`,
+          {
+            suggestions: [
+              'copy or export the file again',
+              'if the file is complete and only its header is wrong, rewrite it: `sox IN OUT.wav`'.replace('IN', where),
+            ],
+          },
+        );
       } else dataBytes = size;
       if (fmt) break;
     }
@@ -123,14 +160,32 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
   if (fmt.rateHz === 0) throw unreadable(where, 'its fmt chunk says 0 Hz');
   // Bounds before any sample is decoded: a header is what a broken or hostile file lies in, and the
   // resampler's output grows with target / declared rate.
-  if (fmt.rateHz < MIN_RATE_HZ || fmt.rateHz > MAX_RATE_HZ) throw unsupported(where, `a sample rate of ${fmt.rateHz.toLocaleString('en-US')} Hz (xtts reads ${MIN_RATE_HZ.toLocaleString('en-US')} to ${MAX_RATE_HZ.toLocaleString('en-US')} Hz; the header may be broken)`);
-  if (fmt.channels > MAX_CHANNELS) throw unsupported(where, `${fmt.channels.toLocaleString('en-US')} channels (xtts reads up to ${MAX_CHANNELS}; the header may be broken)`);
+  if (fmt.rateHz < MIN_RATE_HZ || fmt.rateHz > MAX_RATE_HZ)
+    throw unsupported(
+      where,
+      `a sample rate of ${fmt.rateHz.toLocaleString('en-US')} Hz (xtts ` +
+        `reads ${MIN_RATE_HZ.toLocaleString('en-US')} ` +
+        `to ${MAX_RATE_HZ.toLocaleString('en-US')} Hz; the header may be broken)`,
+    );
+  if (fmt.channels > MAX_CHANNELS)
+    throw unsupported(
+      where,
+      `${fmt.channels.toLocaleString('en-US')} channels (xtts reads up to ${MAX_CHANNELS}; the header may be broken)`,
+    );
   const float = fmt.code === WAVE_FORMAT_IEEE_FLOAT;
-  if (fmt.code !== WAVE_FORMAT_PCM && !float) throw unsupported(where, `${CODEC_NAMES[fmt.code] ?? `codec 0x${fmt.code.toString(16).padStart(4, '0')}`} audio in a WAV file`);
+  if (fmt.code !== WAVE_FORMAT_PCM && !float)
+    throw unsupported(
+      where,
+      `${CODEC_NAMES[fmt.code] ?? `codec 0x${fmt.code.toString(16).padStart(4, '0')}`} audio in a WAV file`,
+    );
   // Samples sit left-justified in containers of blockAlign / channels bytes (e.g. 20-bit in 24);
   // a block align of 0 (some writers) says nothing, one too small for the samples is a broken header.
   if (fmt.blockAlign !== 0 && fmt.blockAlign < Math.ceil(fmt.bits / 8) * fmt.channels) {
-    throw unreadable(where, `its fmt chunk says ${fmt.channels} channel(s) of ${fmt.bits} bits in blocks of ${fmt.blockAlign} byte(s), which cannot hold them`);
+    throw unreadable(
+      where,
+      `its fmt chunk says ${fmt.channels} channel(s) of ${fmt.bits} bits in blocks ` +
+        `of ${fmt.blockAlign} byte(s), which cannot hold them`,
+    );
   }
   const fromAlign = fmt.blockAlign / fmt.channels;
   const containerBytes = Number.isInteger(fromAlign) && fromAlign * 8 >= fmt.bits ? fromAlign : Math.ceil(fmt.bits / 8);
@@ -143,7 +198,12 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
   const frames = Math.floor(dataBytes / frameBytes);
   const maxSeconds = options.maxSeconds ?? Number.POSITIVE_INFINITY;
   if (frames / fmt.rateHz > maxSeconds) {
-    throw new XttsError('AUDIO_TOO_LONG', `${where}: ${(frames / fmt.rateHz).toFixed(1)} s of audio; a clip may be at most ${maxSeconds} s (it was not decoded): cut it into sentences`, { suggestions: ['split long recordings into sentence-length clips'] });
+    throw new XttsError(
+      'AUDIO_TOO_LONG',
+      `${where}: ${(frames / fmt.rateHz).toFixed(1)} s of audio; a clip may be at ` +
+        `most ${maxSeconds} s (it was not decoded): cut it into sentences`,
+      { suggestions: ['split long recordings into sentence-length clips'] },
+    );
   }
   const samples = new Float32Array(frames);
   const inv = 1 / ch;
@@ -190,7 +250,14 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
       samples[f] = acc * s;
     }
   }
-  return { sampleRateHz: fmt.rateHz, channels: ch, bitsPerSample: fmt.bits, format: float ? 'float' : 'pcm', samples, durationS: frames / fmt.rateHz };
+  return {
+    sampleRateHz: fmt.rateHz,
+    channels: ch,
+    bitsPerSample: fmt.bits,
+    format: float ? 'float' : 'pcm',
+    samples,
+    durationS: frames / fmt.rateHz,
+  };
 }
 
 export interface EncodeOptions {
@@ -200,7 +267,10 @@ export interface EncodeOptions {
   float?: boolean;
   /** Write these channels (equal lengths) instead of `samples`, interleaved. */
   channels?: Float32Array[];
-  /** A WAVE_FORMAT_EXTENSIBLE header (the default for more than 2 channels or more than 16 bits would be fine too; players accept both). */
+  /**
+   * A WAVE_FORMAT_EXTENSIBLE header (the default for more than 2 channels or more than 16 bits would be fine too;
+   * players accept both).
+   */
   extensible?: boolean;
 }
 
@@ -211,7 +281,8 @@ export interface EncodeOptions {
 export function encodeWav(samples: Float32Array, sampleRateHz: number, options: EncodeOptions = {}): Uint8Array {
   const float = options.float ?? false;
   const bits = options.bitsPerSample ?? (float ? 32 : 16);
-  if (float ? bits !== 32 && bits !== 64 : bits === 64) throw new RangeError(`encodeWav: ${bits}-bit ${float ? 'float' : 'PCM'} is not a WAV sample format`);
+  if (float ? bits !== 32 && bits !== 64 : bits === 64)
+    throw new RangeError(`encodeWav: ${bits}-bit ${float ? 'float' : 'PCM'} is not a WAV sample format`);
   const channels = options.channels ?? [samples];
   if (channels.length === 0) throw new RangeError('encodeWav: no channels');
   const frames = channels[0].length;

@@ -35,7 +35,10 @@ export function cldrAlphabet(language: string): string | undefined {
  * Symbols the vocabulary holds for these languages before any text is seen, written as the text
  * front end writes them (Unicode normalisation applied; upper case too when the cleaner keeps case).
  */
-export function baseSymbols(text: Pick<TextConfig, 'tokenizer' | 'cleaners' | 'unicode_normalization'>, languages: readonly string[]): string[] {
+export function baseSymbols(
+  text: Pick<TextConfig, 'tokenizer' | 'cleaners' | 'unicode_normalization'>,
+  languages: readonly string[],
+): string[] {
   let symbols = PUNCTUATION;
   if (text.tokenizer === 'phonemes') symbols += IPA;
   else {

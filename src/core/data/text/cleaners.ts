@@ -33,12 +33,28 @@ for (const ch of '\u2018\u2019\u201a\u201b\u2032\u2035\u00b4`\u2039\u203a') FOLD
 for (const ch of '\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u300c\u300d\u300e\u300f') FOLD[ch] = '"';
 for (const ch of '\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63') FOLD[ch] = '-';
 FOLD['\u2026'] = '...';
-Object.assign(FOLD, { '\u3002': '.', '\uff61': '.', '\u3001': ',', '\uff64': ',', '\u060c': ',', '\u061b': ';', '\u061f': '?', '\u0964': '.', '\u0965': '.' });
+Object.assign(FOLD, {
+  '\u3002': '.',
+  '\uff61': '.',
+  '\u3001': ',',
+  '\uff64': ',',
+  '\u060c': ',',
+  '\u061b': ';',
+  '\u061f': '?',
+  '\u0964': '.',
+  '\u0965': '.',
+});
 for (let c = 0xff01; c <= 0xff5e; c++) FOLD[String.fromCharCode(c)] = String.fromCharCode(c - 0xfee0);
 // Invisible characters that carry no sound: zero-width space, word joiner, BOM, soft hyphen and
 // bidirectional controls. ZWJ and ZWNJ (U+200C/D) stay: Persian and Indic spelling depends on them.
-for (const ch of '\u200b\u2060\ufeff\u00ad\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069') FOLD[ch] = '';
-const FOLD_RE = new RegExp(`[${Object.keys(FOLD).join('').replace(/[\]\\^-]/g, '\\$&')}]|[\\u0000-\\u0008\\u000e-\\u001f\\u007f-\\u009f]`, 'g');
+for (const ch of '\u200b\u2060\ufeff\u00ad\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069')
+  FOLD[ch] = '';
+const FOLD_RE = new RegExp(
+  `[${Object.keys(FOLD)
+    .join('')
+    .replace(/[\]\\^-]/g, '\\$&')}]|[\\u0000-\\u0008\\u000e-\\u001f\\u007f-\\u009f]`,
+  'g',
+);
 const PLAIN_ASCII = /^[\x20-\x7e]*$/;
 
 /** Fold punctuation variants and drop invisible characters; control characters become spaces. */
@@ -68,27 +84,101 @@ export function lowerCase(text: string, language?: string): string {
 // nothing here: the cleaner lower-cases afterwards, so "DR." and "dr." read alike. The abbreviation's
 // period is consumed, as in Ito's cleaner ("Main St." -> "main street").
 const ABBREVIATIONS: Record<string, string> = {
-  mr: 'mister', mrs: 'missus', ms: 'miss', messrs: 'messieurs', dr: 'doctor', drs: 'doctors', jr: 'junior', sr: 'senior',
-  rev: 'reverend', hon: 'honorable', gen: 'general', col: 'colonel', lt: 'lieutenant', sgt: 'sergeant', capt: 'captain',
-  cmdr: 'commander', adm: 'admiral', maj: 'major', gov: 'governor', sen: 'senator', rep: 'representative', pres: 'president',
-  supt: 'superintendent', prof: 'professor', co: 'company', corp: 'corporation', ltd: 'limited', inc: 'incorporated',
-  bros: 'brothers', esq: 'esquire', ft: 'fort', mt: 'mount', ave: 'avenue', blvd: 'boulevard', rd: 'road', hwy: 'highway',
-  dept: 'department', univ: 'university', approx: 'approximately', vs: 'versus', etc: 'et cetera', vol: 'volume', ch: 'chapter',
+  mr: 'mister',
+  mrs: 'missus',
+  ms: 'miss',
+  messrs: 'messieurs',
+  dr: 'doctor',
+  drs: 'doctors',
+  jr: 'junior',
+  sr: 'senior',
+  rev: 'reverend',
+  hon: 'honorable',
+  gen: 'general',
+  col: 'colonel',
+  lt: 'lieutenant',
+  sgt: 'sergeant',
+  capt: 'captain',
+  cmdr: 'commander',
+  adm: 'admiral',
+  maj: 'major',
+  gov: 'governor',
+  sen: 'senator',
+  rep: 'representative',
+  pres: 'president',
+  supt: 'superintendent',
+  prof: 'professor',
+  co: 'company',
+  corp: 'corporation',
+  ltd: 'limited',
+  inc: 'incorporated',
+  bros: 'brothers',
+  esq: 'esquire',
+  ft: 'fort',
+  mt: 'mount',
+  ave: 'avenue',
+  blvd: 'boulevard',
+  rd: 'road',
+  hwy: 'highway',
+  dept: 'department',
+  univ: 'university',
+  approx: 'approximately',
+  vs: 'versus',
+  etc: 'et cetera',
+  vol: 'volume',
+  ch: 'chapter',
 };
 // Titles that British style writes without a period ("Dr Smith", "St Paul"): expanded without one
 // only when written with a capital and followed by a capitalised word.
-const TITLES_WITHOUT_PERIOD = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'mt', 'ft', 'capt', 'sgt', 'lt', 'col', 'gen', 'rev', 'gov', 'supt']);
+const TITLES_WITHOUT_PERIOD = new Set([
+  'mr',
+  'mrs',
+  'ms',
+  'dr',
+  'prof',
+  'st',
+  'mt',
+  'ft',
+  'capt',
+  'sgt',
+  'lt',
+  'col',
+  'gen',
+  'rev',
+  'gov',
+  'supt',
+]);
 // Months and days abbreviated with a period, only when capitalised ("Jan." but not "jan.").
 const CAPITALISED: Record<string, string> = {
-  jan: 'january', feb: 'february', mar: 'march', apr: 'april', jun: 'june', jul: 'july', aug: 'august', sep: 'september',
-  sept: 'september', oct: 'october', nov: 'november', dec: 'december', mon: 'monday', tue: 'tuesday', tues: 'tuesday',
-  wed: 'wednesday', thu: 'thursday', thur: 'thursday', thurs: 'thursday', fri: 'friday', sat: 'saturday',
+  jan: 'january',
+  feb: 'february',
+  mar: 'march',
+  apr: 'april',
+  jun: 'june',
+  jul: 'july',
+  aug: 'august',
+  sep: 'september',
+  sept: 'september',
+  oct: 'october',
+  nov: 'november',
+  dec: 'december',
+  mon: 'monday',
+  tue: 'tuesday',
+  tues: 'tuesday',
+  wed: 'wednesday',
+  thu: 'thursday',
+  thur: 'thursday',
+  thurs: 'thursday',
+  fri: 'friday',
+  sat: 'saturday',
 };
 
 // Only the words in the tables are candidates; the regex does the filtering so ordinary words cost
 // nothing. Letters are matched case-insensitively by class ([dD][rR]) because /i would also make
 // \p{Lu} match lower-case letters.
-const ABBREVIATION_WORDS = [...new Set([...Object.keys(ABBREVIATIONS), ...TITLES_WITHOUT_PERIOD, ...Object.keys(CAPITALISED), 'no', 'nos', 'st'])]
+const ABBREVIATION_WORDS = [
+  ...new Set([...Object.keys(ABBREVIATIONS), ...TITLES_WITHOUT_PERIOD, ...Object.keys(CAPITALISED), 'no', 'nos', 'st']),
+]
   .sort((a, b) => b.length - a.length)
   .map((w) => [...w].map((c) => `[${c}${c.toUpperCase()}]`).join(''));
 // Shape: a candidate word (the leading \b lets the regex engine skip ahead cheaply; the lookbehind
@@ -123,24 +213,36 @@ function street(text: string, offset: number, followedByCapital: boolean): boole
 /** Expand English abbreviations that are whole words (documented above each table). */
 export function expandAbbreviations(text: string): string {
   if (/\.[gGeEkK]\./.test(text)) text = text.replace(LETTER_DOTS_RE, (m) => LETTER_DOTS[m.toLowerCase()]);
-  return text.replace(ABBREVIATION_RE, (m, word: string, dot: string | undefined, dotSpace: string | undefined, dotNext: string | undefined, titleSpace: string | undefined, titleNext: string | undefined, offset: number) => {
-    const space = dot ? dotSpace! : titleSpace!;
-    const next = dot ? dotNext : titleNext;
-    const key = word.toLowerCase();
-    // Lower-case right after a number these are units ("5 ft.", "20 ms"), which expandNumbers reads.
-    if ((word === 'ft' || word === 'ms') && /\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
-    const capital = next !== undefined && /\p{Lu}/u.test(next);
-    const digit = next !== undefined && !capital;
-    if (!dot) {
-      if (!TITLES_WITHOUT_PERIOD.has(key) || !isCapitalised(word) || !capital || space.length === 0) return m;
-      if (key === 'st') return street(text, offset, true) ? 'street' : 'saint';
-      return ABBREVIATIONS[key];
-    }
-    if (key === 'no' || key === 'nos') return digit ? (key === 'no' ? 'number' : 'numbers') : m;
-    if (key === 'st') return street(text, offset, capital && space.length > 0) ? 'street' : 'saint';
-    if (CAPITALISED[key] && isCapitalised(word)) return CAPITALISED[key];
-    return ABBREVIATIONS[key] ?? m;
-  });
+  return text.replace(
+    ABBREVIATION_RE,
+    (
+      m,
+      word: string,
+      dot: string | undefined,
+      dotSpace: string | undefined,
+      dotNext: string | undefined,
+      titleSpace: string | undefined,
+      titleNext: string | undefined,
+      offset: number,
+    ) => {
+      const space = dot ? dotSpace! : titleSpace!;
+      const next = dot ? dotNext : titleNext;
+      const key = word.toLowerCase();
+      // Lower-case right after a number these are units ("5 ft.", "20 ms"), which expandNumbers reads.
+      if ((word === 'ft' || word === 'ms') && /\p{N}\s*$/u.test(text.slice(Math.max(0, offset - 3), offset))) return m;
+      const capital = next !== undefined && /\p{Lu}/u.test(next);
+      const digit = next !== undefined && !capital;
+      if (!dot) {
+        if (!TITLES_WITHOUT_PERIOD.has(key) || !isCapitalised(word) || !capital || space.length === 0) return m;
+        if (key === 'st') return street(text, offset, true) ? 'street' : 'saint';
+        return ABBREVIATIONS[key];
+      }
+      if (key === 'no' || key === 'nos') return digit ? (key === 'no' ? 'number' : 'numbers') : m;
+      if (key === 'st') return street(text, offset, capital && space.length > 0) ? 'street' : 'saint';
+      if (CAPITALISED[key] && isCapitalised(word)) return CAPITALISED[key];
+      return ABBREVIATIONS[key] ?? m;
+    },
+  );
 }
 
 const AMPERSAND_RE = /\s*&\s*/g;
@@ -149,7 +251,11 @@ const AMPERSAND_RE = /\s*&\s*/g;
  * Clean one text with the configured cleaner, after Unicode normalisation.
  * `language` only matters for lower-casing (Turkish dotless i); the english cleaner ignores it.
  */
-export function cleanText(text: string, config: Pick<TextConfig, 'cleaners' | 'unicode_normalization'>, language?: string): string {
+export function cleanText(
+  text: string,
+  config: Pick<TextConfig, 'cleaners' | 'unicode_normalization'>,
+  language?: string,
+): string {
   const t = normalizeUnicode(text, config.unicode_normalization);
   switch (config.cleaners) {
     case 'basic':

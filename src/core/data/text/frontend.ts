@@ -28,19 +28,35 @@ export interface TextRowInput {
  * What decides a row's cleaned (and phonemized) text, besides the text and its language: the part
  * of a text cache key that comes from the front end.
  */
-export function textIdentity(config: TextFrontConfig, phonemizer: Pick<Phonemizer, 'identity'> | undefined): { cleaner: string; normalization: string; phonemizer: string | null } {
-  return { cleaner: CLEANER_VERSIONS[config.cleaners], normalization: config.unicode_normalization, phonemizer: phonemizer?.identity ?? null };
+export function textIdentity(
+  config: TextFrontConfig,
+  phonemizer: Pick<Phonemizer, 'identity'> | undefined,
+): { cleaner: string; normalization: string; phonemizer: string | null } {
+  return {
+    cleaner: CLEANER_VERSIONS[config.cleaners],
+    normalization: config.unicode_normalization,
+    phonemizer: phonemizer?.identity ?? null,
+  };
 }
 
 function needsPhonemizer(tokenizer: Tokenizer): XttsError {
-  return new XttsError('PHONEMIZER_REQUIRED', `the tokenizer reads phonemes (${tokenizer.phonemizer}) but no phonemizer was given`, {
-    exitCode: ExitCode.environment,
-    suggestions: ['create one Phonemizer per worker (new Phonemizer(config.text.phonemizer_command)) and pass it'],
-  });
+  return new XttsError(
+    'PHONEMIZER_REQUIRED',
+    `the tokenizer reads phonemes (${tokenizer.phonemizer}) but no phonemizer was given`,
+    {
+      exitCode: ExitCode.environment,
+      suggestions: ['create one Phonemizer per worker (new Phonemizer(config.text.phonemizer_command)) and pass it'],
+    },
+  );
 }
 
 /** Characters mode, synchronous: clean, then encode. */
-export function prepareText(raw: string, language: string, config: TextFrontConfig, tokenizer: Tokenizer): PreparedText {
+export function prepareText(
+  raw: string,
+  language: string,
+  config: TextFrontConfig,
+  tokenizer: Tokenizer,
+): PreparedText {
   if (tokenizer.mode !== 'characters') throw needsPhonemizer(tokenizer);
   const cleaned = cleanText(raw, config, language);
   const { ids, unmappable } = tokenizer.encode(cleaned, language);
@@ -48,7 +64,13 @@ export function prepareText(raw: string, language: string, config: TextFrontConf
 }
 
 /** Either mode: in phonemes mode the cleaned text goes through the phonemizer before encoding. */
-export async function preparePhonemes(raw: string, language: string, config: TextFrontConfig, tokenizer: Tokenizer, phonemizer: Phonemizer | undefined): Promise<PreparedText> {
+export async function preparePhonemes(
+  raw: string,
+  language: string,
+  config: TextFrontConfig,
+  tokenizer: Tokenizer,
+  phonemizer: Phonemizer | undefined,
+): Promise<PreparedText> {
   if (tokenizer.mode === 'characters') return prepareText(raw, language, config, tokenizer);
   if (!phonemizer) throw needsPhonemizer(tokenizer);
   const cleaned = cleanText(raw, config, language);
@@ -58,7 +80,12 @@ export async function preparePhonemes(raw: string, language: string, config: Tex
 }
 
 /** Many rows, in order; in phonemes mode they are pipelined through each voice's one process. */
-export async function prepareTextBatch(rows: readonly TextRowInput[], config: TextFrontConfig, tokenizer: Tokenizer, phonemizer?: Phonemizer): Promise<PreparedText[]> {
+export async function prepareTextBatch(
+  rows: readonly TextRowInput[],
+  config: TextFrontConfig,
+  tokenizer: Tokenizer,
+  phonemizer?: Phonemizer,
+): Promise<PreparedText[]> {
   if (tokenizer.mode === 'characters') return rows.map((r) => prepareText(r.text, r.language, config, tokenizer));
   return Promise.all(rows.map((r) => preparePhonemes(r.text, r.language, config, tokenizer, phonemizer)));
 }
@@ -67,7 +94,12 @@ export async function prepareTextBatch(rows: readonly TextRowInput[], config: Te
  * The string the tokenizer reads for a row — cleaned text, or its IPA when a phonemizer is given —
  * for building a tokenizer's vocabulary before any tokenizer exists (Tokenizer.fromTexts).
  */
-export async function tokenizerText(raw: string, language: string, config: TextFrontConfig, phonemizer?: Phonemizer): Promise<string> {
+export async function tokenizerText(
+  raw: string,
+  language: string,
+  config: TextFrontConfig,
+  phonemizer?: Phonemizer,
+): Promise<string> {
   const cleaned = cleanText(raw, config, language);
   return phonemizer ? phonemizer.phonemize(cleaned, language) : cleaned;
 }

@@ -13,7 +13,26 @@ export {
   type UnicodeNormalization,
 } from './cleaners.js';
 export { expandNumbers, cardinal, ordinal, year, digitsAsWords } from './numbers.js';
-export { Tokenizer, PAD, BOS, EOS, UNK, SPECIAL_TOKENS, type TokenizerJSON, type TokenizerMode, type Encoded } from './tokenizer.js';
+export {
+  Tokenizer,
+  PAD,
+  BOS,
+  EOS,
+  UNK,
+  SPECIAL_TOKENS,
+  type TokenizerJSON,
+  type TokenizerMode,
+  type Encoded,
+} from './tokenizer.js';
 export { Phonemizer, espeakVersion, espeakVoice, splitPunctuation, type PhonemePiece } from './phonemizer.js';
 export { detectLanguage, languageFromFilename, type DetectedLanguage } from './language.js';
-export { prepareText, preparePhonemes, prepareTextBatch, tokenizerText, textIdentity, type PreparedText, type TextRowInput, type TextFrontConfig } from './frontend.js';
+export {
+  prepareText,
+  preparePhonemes,
+  prepareTextBatch,
+  tokenizerText,
+  textIdentity,
+  type PreparedText,
+  type TextRowInput,
+  type TextFrontConfig,
+} from './frontend.js';

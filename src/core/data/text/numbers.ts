@@ -5,7 +5,28 @@
 // "$5.50" -> "five dollars, fifty cents". Where Ito reads digits glued to letters ("mp3") as one
 // word, we put a space between them so the reading is a word the model has heard.
 
-const ONES = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen'];
+const ONES = [
+  'zero',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+  'fourteen',
+  'fifteen',
+  'sixteen',
+  'seventeen',
+  'eighteen',
+  'nineteen',
+];
 const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
 // Short scale, as American and modern British English use it.
 const SCALES: [bigint, string][] = [
@@ -59,7 +80,15 @@ export function cardinal(digits: string): string {
   return parts.join(' ');
 }
 
-const ORDINAL_EXCEPTIONS: Record<string, string> = { one: 'first', two: 'second', three: 'third', five: 'fifth', eight: 'eighth', nine: 'ninth', twelve: 'twelfth' };
+const ORDINAL_EXCEPTIONS: Record<string, string> = {
+  one: 'first',
+  two: 'second',
+  three: 'third',
+  five: 'fifth',
+  eight: 'eighth',
+  nine: 'ninth',
+  twelve: 'twelfth',
+};
 
 /** The ordinal of the last word of a cardinal reading ("twenty-one" -> "twenty-first"). */
 function ordinalOfWords(words: string): string {
@@ -189,36 +218,84 @@ export function expandNumbers(text: string): string {
   // and a pass over a row costs about a microsecond whether it finds anything or not.
   let s = text;
   if (/[$£€¥₹]/.test(s)) {
-    s = s.replace(CURRENCY_RE, (_m, neg1?: string, sym1?: string, w1?: string, f1?: string, scale?: string, neg2?: string, w2?: string, f2?: string, sym2?: string) => {
-      const neg = neg1 ?? neg2 ? 'minus ' : '';
-      if (sym1 !== undefined) return neg + (scale ? `${decimal(strip(w1!), f1)} ${scale} ${CURRENCIES[sym1][1]}` : money(sym1, strip(w1!), f1));
-      return neg + money(sym2!, strip(w2!), f2);
-    });
+    s = s.replace(
+      CURRENCY_RE,
+      (
+        _m,
+        neg1?: string,
+        sym1?: string,
+        w1?: string,
+        f1?: string,
+        scale?: string,
+        neg2?: string,
+        w2?: string,
+        f2?: string,
+        sym2?: string,
+      ) => {
+        const neg = (neg1 ?? neg2) ? 'minus ' : '';
+        if (sym1 !== undefined)
+          return (
+            neg + (scale ? `${decimal(strip(w1!), f1)} ${scale} ${CURRENCIES[sym1][1]}` : money(sym1, strip(w1!), f1))
+          );
+        return neg + money(sym2!, strip(w2!), f2);
+      },
+    );
   }
-  if (s.includes(':')) s = s.replace(TIME_RE, (_m, h: string, mm: string) => (mm === '00' ? `${cardinal(h)} o'clock` : `${cardinal(h)} ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`));
+  if (s.includes(':'))
+    s = s.replace(TIME_RE, (_m, h: string, mm: string) =>
+      mm === '00'
+        ? `${cardinal(h)} o'clock`
+        : `${cardinal(h)} ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`,
+    );
   if (/\d(?:st|nd|rd|th)/i.test(s)) s = s.replace(ORDINAL_RE, (_m, d: string) => ordinal(strip(d)));
-  if (/\d'?s/.test(s)) s = s.replace(DECADE_RE, (_m, d: string) => pluralOfWords(d.length === 4 ? year(d) : cardinal(d)));
-  if (s.includes('%')) s = s.replace(PERCENT_RE, (_m, sign: string | undefined, w: string, f: string | undefined) => `${number(sign, w, f, false)} percent`);
+  if (/\d'?s/.test(s))
+    s = s.replace(DECADE_RE, (_m, d: string) => pluralOfWords(d.length === 4 ? year(d) : cardinal(d)));
+  if (s.includes('%'))
+    s = s.replace(
+      PERCENT_RE,
+      (_m, sign: string | undefined, w: string, f: string | undefined) => `${number(sign, w, f, false)} percent`,
+    );
   if (UNIT_HINT.test(s)) {
     s = s.replace(UNIT_RE, (_m, w: string, f: string | undefined, unit: string) => {
       const [one, many] = UNITS[unit];
       return `${decimal(strip(w), f)} ${w === '1' && f === undefined ? one : many}`;
     });
   }
-  if (s.includes('°')) s = s.replace(DEGREE_RE, (_m, scale?: string) => ` degrees${scale === 'C' ? ' celsius' : scale === 'F' ? ' fahrenheit' : ''}`);
+  if (s.includes('°'))
+    s = s.replace(
+      DEGREE_RE,
+      (_m, scale?: string) => ` degrees${scale === 'C' ? ' celsius' : scale === 'F' ? ' fahrenheit' : ''}`,
+    );
   if (s.includes('#')) s = s.replace(NUMBER_SIGN_RE, 'number ');
   if (!/\d/.test(s)) return s;
   if (GLUED_HINT.test(s)) s = s.replace(GLUED_RE, '$1$2 ');
-  if (/\d\.\d+\./.test(s)) s = s.replace(DOTTED_RE, (m) => m.split('.').map((d) => cardinal(d)).join(' dot '));
-  s = s.replace(NUMBER_RE, (m, sign: string, w: string | undefined, f: string | undefined, leadingFraction: string | undefined, offset: number, all: string) => {
-    const before = offset > 0 ? all[offset - 1] : ' ';
-    // ".5" is a fraction only when the dot does not end a word or number ("a.5" is left to the last pass).
-    if (leadingFraction !== undefined) return WORD_CHAR.test(before) ? m : `point ${digitsAsWords(leadingFraction)}`;
-    // A sign right after a word or number is a hyphen or an operator: "1990-95", "3+4", "COVID-19".
-    if (sign && WORD_CHAR.test(before)) return sign + number(undefined, w!, f, false);
-    // Digits after a separator ("1,2345") are a group, not a year.
-    return number(sign || undefined, w!, f, before !== '.' && before !== ',' && !WORD_CHAR.test(before));
-  });
+  if (/\d\.\d+\./.test(s))
+    s = s.replace(DOTTED_RE, (m) =>
+      m
+        .split('.')
+        .map((d) => cardinal(d))
+        .join(' dot '),
+    );
+  s = s.replace(
+    NUMBER_RE,
+    (
+      m,
+      sign: string,
+      w: string | undefined,
+      f: string | undefined,
+      leadingFraction: string | undefined,
+      offset: number,
+      all: string,
+    ) => {
+      const before = offset > 0 ? all[offset - 1] : ' ';
+      // ".5" is a fraction only when the dot does not end a word or number ("a.5" is left to the last pass).
+      if (leadingFraction !== undefined) return WORD_CHAR.test(before) ? m : `point ${digitsAsWords(leadingFraction)}`;
+      // A sign right after a word or number is a hyphen or an operator: "1990-95", "3+4", "COVID-19".
+      if (sign && WORD_CHAR.test(before)) return sign + number(undefined, w!, f, false);
+      // Digits after a separator ("1,2345") are a group, not a year.
+      return number(sign || undefined, w!, f, before !== '.' && before !== ',' && !WORD_CHAR.test(before));
+    },
+  );
   // Whatever digits the patterns above left (odd groupings such as "1,2345") are read one group at a time.
   return /\d/.test(s) ? s.replace(/\d+/g, (d) => cardinal(d)) : s;
 }

@@ -33,14 +33,33 @@ const PHONEMIZER_VERSION = 'xtts-phonemes@2';
  * has no voice for to the language ("de-at" is read with "de").
  */
 const VOICES: Record<string, string> = {
-  en: 'en-us', 'en-us': 'en-us', 'en-gb': 'en-gb', 'en-uk': 'en-gb',
-  fr: 'fr-fr', 'fr-fr': 'fr-fr', 'fr-be': 'fr-be', 'fr-ch': 'fr-ch',
+  en: 'en-us',
+  'en-us': 'en-us',
+  'en-gb': 'en-gb',
+  'en-uk': 'en-gb',
+  fr: 'fr-fr',
+  'fr-fr': 'fr-fr',
+  'fr-be': 'fr-be',
+  'fr-ch': 'fr-ch',
   // XTTS's "pt" data (Common Voice and most public corpora) is mostly Brazilian Portuguese.
-  pt: 'pt-br', 'pt-br': 'pt-br', 'pt-pt': 'pt',
-  es: 'es', 'es-es': 'es', 'es-419': 'es-419', 'es-mx': 'es-419',
-  zh: 'cmn', 'zh-cn': 'cmn', 'zh-tw': 'cmn', cmn: 'cmn', yue: 'yue', 'zh-hk': 'yue',
-  no: 'nb', nb: 'nb', nn: 'nb',
-  fil: 'tl', tl: 'tl',
+  pt: 'pt-br',
+  'pt-br': 'pt-br',
+  'pt-pt': 'pt',
+  es: 'es',
+  'es-es': 'es',
+  'es-419': 'es-419',
+  'es-mx': 'es-419',
+  zh: 'cmn',
+  'zh-cn': 'cmn',
+  'zh-tw': 'cmn',
+  cmn: 'cmn',
+  yue: 'yue',
+  'zh-hk': 'yue',
+  no: 'nb',
+  nb: 'nb',
+  nn: 'nb',
+  fil: 'tl',
+  tl: 'tl',
 };
 
 /**
@@ -70,7 +89,11 @@ export function espeakVoice(language: string): string {
 function missing(command: string, why: string): XttsError {
   return new XttsError('PHONEMIZER_MISSING', `text.tokenizer is phonemes but ${command} cannot be run (${why})`, {
     exitCode: ExitCode.environment,
-    suggestions: ['install it: apt-get install espeak-ng', 'or set text.phonemizer_command to the espeak-ng executable', 'or use text.tokenizer: characters'],
+    suggestions: [
+      'install it: apt-get install espeak-ng',
+      'or set text.phonemizer_command to the espeak-ng executable',
+      'or use text.tokenizer: characters',
+    ],
   });
 }
 
@@ -78,7 +101,12 @@ function missing(command: string, why: string): XttsError {
 export function espeakVersion(command = 'espeak-ng'): string {
   const r = spawnSync(command, ['--version'], { encoding: 'utf8' });
   if (r.error || r.status !== 0) {
-    throw missing(command, r.error ? ((r.error as NodeJS.ErrnoException).code ?? r.error.message) : `exit ${r.status}: ${(r.stderr ?? '').trim()}`);
+    throw missing(
+      command,
+      r.error
+        ? ((r.error as NodeJS.ErrnoException).code ?? r.error.message)
+        : `exit ${r.status}: ${(r.stderr ?? '').trim()}`,
+    );
   }
   return (/\d+\.\d+(?:\.\d+)?(?:-[\w.]+)?/.exec(r.stdout)?.[0] ?? r.stdout.trim()).trim();
 }
@@ -151,7 +179,11 @@ class VoiceProcess {
   private failure: Error | undefined;
   readonly ready: Promise<void>;
 
-  constructor(command: string, stdbuf: string, readonly voice: string) {
+  constructor(
+    command: string,
+    stdbuf: string,
+    readonly voice: string,
+  ) {
     this.proc = spawn(stdbuf, ['-oL', command, ...ESPEAK_ARGS, '-v', voice], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.proc.stdin.setDefaultEncoding('utf8');
     createInterface({ input: this.proc.stdout, crlfDelay: Infinity }).on('line', (line) => this.onLine(line));
@@ -198,11 +230,18 @@ class VoiceProcess {
     if (this.failure) return;
     const voice = this.voice;
     const detail = this.stderr.trim();
-    this.failure = new XttsError('PHONEMIZER_FAILED', `espeak-ng (voice ${voice}) ${e.message}${detail ? `: ${detail}` : ''}`, {
-      exitCode: ExitCode.environment,
-      suggestions: [`check that the voice exists: espeak-ng --voices | grep -i ${voice.split('-')[0]}`, 'or remove the language from text.languages'],
-      cause: e,
-    });
+    this.failure = new XttsError(
+      'PHONEMIZER_FAILED',
+      `espeak-ng (voice ${voice}) ${e.message}${detail ? `: ${detail}` : ''}`,
+      {
+        exitCode: ExitCode.environment,
+        suggestions: [
+          `check that the voice exists: espeak-ng --voices | grep -i ${voice.split('-')[0]}`,
+          'or remove the language from text.languages',
+        ],
+        cause: e,
+      },
+    );
     for (const p of this.pending.splice(0)) p.reject(this.failure);
   }
 
@@ -212,8 +251,11 @@ class VoiceProcess {
 
   /** Keep Node alive only while answers are owed, so a phonemizer nobody closed cannot hang exit. */
   private setRef(on: boolean): void {
-    const handles = [this.proc, this.proc.stdin, this.proc.stdout, this.proc.stderr] as unknown as { ref(): void; unref(): void }[];
-    for (const h of handles) (on ? h.ref() : h.unref());
+    const handles = [this.proc, this.proc.stdin, this.proc.stdout, this.proc.stderr] as unknown as {
+      ref(): void;
+      unref(): void;
+    }[];
+    for (const h of handles) on ? h.ref() : h.unref();
   }
 
   private write(text: string): void {
@@ -246,10 +288,17 @@ function findStdbuf(): string {
     const r = spawnSync(candidate, ['--version'], { encoding: 'utf8' });
     if (!r.error && r.status === 0) return candidate;
   }
-  throw new XttsError('PHONEMIZER_MISSING', 'text.tokenizer is phonemes but stdbuf (GNU coreutils) is not on PATH; it keeps espeak-ng answering line by line', {
-    exitCode: ExitCode.environment,
-    suggestions: ['install coreutils (apt-get install coreutils; on macOS brew install coreutils)', 'or use text.tokenizer: characters'],
-  });
+  throw new XttsError(
+    'PHONEMIZER_MISSING',
+    'text.tokenizer is phonemes but stdbuf (GNU coreutils) is not on PATH; it keeps espeak-ng answering line by line',
+    {
+      exitCode: ExitCode.environment,
+      suggestions: [
+        'install coreutils (apt-get install coreutils; on macOS brew install coreutils)',
+        'or use text.tokenizer: characters',
+      ],
+    },
+  );
 }
 
 export class Phonemizer {
@@ -270,7 +319,8 @@ export class Phonemizer {
   }
 
   private voiceFor(language: string): VoiceProcess {
-    if (this.closed) throw new XttsError('PHONEMIZER_CLOSED', 'the phonemizer was closed', { exitCode: ExitCode.environment });
+    if (this.closed)
+      throw new XttsError('PHONEMIZER_CLOSED', 'the phonemizer was closed', { exitCode: ExitCode.environment });
     const voice = espeakVoice(language);
     let v = this.voices.get(voice);
     if (!v || v.failed) {
@@ -303,7 +353,8 @@ export class Phonemizer {
       const answer = answers[i];
       const piece = pieces[i].text;
       if (!answer) out += piece;
-      else out += `${/^\s*/.exec(piece)![0]}${(await answer).join(' ').replace(LANGUAGE_SWITCH, '').trim()}${/\s*$/.exec(piece)![0]}`;
+      else
+        out += `${/^\s*/.exec(piece)![0]}${(await answer).join(' ').replace(LANGUAGE_SWITCH, '').trim()}${/\s*$/.exec(piece)![0]}`;
     }
     return out.replace(/\s+/g, ' ').trim();
   }

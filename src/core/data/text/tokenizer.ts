@@ -37,11 +37,18 @@ export type TokenizerMode = TokenizerJSON['mode'];
 function invalid(json: TokenizerJSON): string | undefined {
   if (json?.format !== 'xtts-tokenizer@1') return `format is ${JSON.stringify(json?.format)}`;
   if (json.mode !== 'characters' && json.mode !== 'phonemes') return `mode is ${JSON.stringify(json.mode)}`;
-  if (json.mode === 'phonemes' && typeof json.phonemizer !== 'string') return 'phonemes mode without a phonemizer identity';
+  if (json.mode === 'phonemes' && typeof json.phonemizer !== 'string')
+    return 'phonemes mode without a phonemizer identity';
   if (json.mode === 'characters' && json.phonemizer !== null) return 'characters mode with a phonemizer';
-  if (!Array.isArray(json.languages) || json.languages.length === 0 || json.languages.some((l) => typeof l !== 'string' || l === '')) return 'languages is not a list of codes';
+  if (
+    !Array.isArray(json.languages) ||
+    json.languages.length === 0 ||
+    json.languages.some((l) => typeof l !== 'string' || l === '')
+  )
+    return 'languages is not a list of codes';
   if (new Set(json.languages).size !== json.languages.length) return 'a language is listed twice';
-  if (!Array.isArray(json.symbols) || json.symbols.some((s) => typeof s !== 'string' || [...s].length !== 1)) return 'symbols is not a list of single characters';
+  if (!Array.isArray(json.symbols) || json.symbols.some((s) => typeof s !== 'string' || [...s].length !== 1))
+    return 'symbols is not a list of single characters';
   if (new Set(json.symbols).size !== json.symbols.length) return 'a symbol is listed twice';
   return undefined;
 }
@@ -80,7 +87,13 @@ export class Tokenizer {
    * row that has them is reported as unmappable instead of teaching the model a silent token.
    * In phonemes mode the texts are espeak-ng's IPA and `phonemizer` is its identity.
    */
-  static fromTexts(texts: Iterable<string>, languages: readonly string[], mode: TokenizerMode = 'characters', phonemizer: string | null = null, base: Iterable<string> = []): Tokenizer {
+  static fromTexts(
+    texts: Iterable<string>,
+    languages: readonly string[],
+    mode: TokenizerMode = 'characters',
+    phonemizer: string | null = null,
+    base: Iterable<string> = [],
+  ): Tokenizer {
     // One verdict per distinct character: a table for the Basic Multilingual Plane (0 unseen,
     // 1 speakable, 2 not), a map for the rest. Most of 1.3 M characters are then one array read.
     const bmp = new Uint8Array(0x10000);
@@ -113,15 +126,28 @@ export class Tokenizer {
   static fromJSON(json: TokenizerJSON): Tokenizer {
     const problem = invalid(json);
     if (problem) {
-      throw new XttsError('TOKENIZER_INVALID', `the stored tokenizer is not a valid xtts tokenizer (format xtts-tokenizer@1): ${problem}`, {
-        suggestions: ['the checkpoint or cache was written by another tool or version; retrain or clear the cache (xtts cache clear)'],
-      });
+      throw new XttsError(
+        'TOKENIZER_INVALID',
+        `the stored tokenizer is not a valid xtts tokenizer (format xtts-tokenizer@1): ${problem}`,
+        {
+          suggestions: [
+            'the checkpoint or cache was written by another tool or version; retrain or ' +
+              'clear the cache (xtts cache clear)',
+          ],
+        },
+      );
     }
     return new Tokenizer(json);
   }
 
   toJSON(): TokenizerJSON {
-    return { format: 'xtts-tokenizer@1', mode: this.mode, phonemizer: this.phonemizer, languages: [...this.languages], symbols: [...this.symbols] };
+    return {
+      format: 'xtts-tokenizer@1',
+      mode: this.mode,
+      phonemizer: this.phonemizer,
+      languages: [...this.languages],
+      symbols: [...this.symbols],
+    };
   }
 
   /** Changes whenever any id could change. */
@@ -162,9 +188,13 @@ export class Tokenizer {
   encode(text: string, language: string): Encoded {
     const lang = this.languageIds.get(language);
     if (lang === undefined) {
-      throw new XttsError('TOKENIZER_UNKNOWN_LANGUAGE', `language "${language}" is not one of the tokenizer's: ${this.languages.join(', ')}`, {
-        suggestions: ['add it to text.languages and retrain, or pick one of those'],
-      });
+      throw new XttsError(
+        'TOKENIZER_UNKNOWN_LANGUAGE',
+        `language "${language}" is not one of the tokenizer's: ${this.languages.join(', ')}`,
+        {
+          suggestions: ['add it to text.languages and retrain, or pick one of those'],
+        },
+      );
     }
     const ids = new Int32Array(text.length + 3);
     ids[0] = BOS;
@@ -195,10 +225,15 @@ export class Tokenizer {
     ids[n++] = EOS;
     // text.length counts UTF-16 units; astral characters are one symbol, so trim the spare slots.
     const out = n === ids.length ? ids : ids.slice(0, n);
-    return unmappable ? { ids: out, unmappable: [...unmappable.keys()], unmappableAt: [...unmappable.values()] } : { ids: out, unmappable: [] };
+    return unmappable
+      ? { ids: out, unmappable: [...unmappable.keys()], unmappableAt: [...unmappable.values()] }
+      : { ids: out, unmappable: [] };
   }
 
-  /** Symbols of the vocabulary that never occur in these token sequences (untrained embeddings, when they are the training data). */
+  /**
+   * Symbols of the vocabulary that never occur in these token sequences (untrained embeddings, when they are the
+   * training data).
+   */
   unseenIn(sequences: Iterable<ArrayLike<number>>): string[] {
     const first = SPECIALS.length + this.languages.length;
     const seen = new Uint8Array(this.symbols.length);

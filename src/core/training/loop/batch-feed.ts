@@ -23,21 +23,42 @@ export function ringDepthWithin(config: XttsConfig, perSlot: number, say: (m: st
   const setting = config.device.data_memory_budget_mb;
   // null: an eighth of this host's memory, as the key's description says.
   const budgetBytes = setting !== null ? setting * 2 ** 20 : totalmem() / 8;
-  const budget = setting !== null ? `${setting}` : `null (an eighth of this host's memory, ${formatBytes(budgetBytes)})`;
+  const budget =
+    setting !== null ? `${setting}` : `null (an eighth of this host's memory, ${formatBytes(budgetBytes)})`;
   const fits = Math.floor(budgetBytes / perSlot);
   if (fits < 2) {
-    throw new XttsError('DATA_BUDGET_TOO_SMALL', `device.data_memory_budget_mb ${budget} holds ${fits} prefetch slot${fits === 1 ? '' : 's'} of ${formatBytes(perSlot)} (the largest bucket's batch); the ring needs two to overlap loading with training`, {
-      exitCode: ExitCode.usage,
-      suggestions: [`raise device.data_memory_budget_mb to at least ${Math.ceil((2 * perSlot) / 2 ** 20)}`, 'or lower batching.batch_size, limits.max_audio_s or batching.reference_frames'],
-    });
+    throw new XttsError(
+      'DATA_BUDGET_TOO_SMALL',
+      `device.data_memory_budget_mb ${budget} holds ${fits} prefetch ` +
+        `slot${fits === 1 ? '' : 's'} of ${formatBytes(perSlot)} (the largest bucket's ` +
+        `batch); the ring needs two to overlap loading with training`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          `raise device.data_memory_budget_mb to at least ${Math.ceil((2 * perSlot) / 2 ** 20)}`,
+          'or lower batching.batch_size, limits.max_audio_s or batching.reference_frames',
+        ],
+      },
+    );
   }
-  if (fits < depth) say(`pipeline.prefetch_depth ${depth} × ${formatBytes(perSlot)} would exceed device.data_memory_budget_mb ${budget}: the prefetch ring holds ${fits} batches`);
+  if (fits < depth)
+    say(
+      `pipeline.prefetch_depth ${depth} × ${formatBytes(perSlot)} would exceed ` +
+        `device.data_memory_budget_mb ${budget}: the prefetch ring holds ${fits} batches`,
+    );
   return Math.min(depth, fits);
 }
 
 /** A batch's shape for the model. */
 export function batchDims(b: LoadedBatch, reductionFactor: number): BatchDims {
-  return { batchSize: b.shape.batchSize, tokens: b.shape.tokens, frames: b.shape.frames, refFrames: b.shape.refFrames, nMels: b.shape.nMels, reductionFactor };
+  return {
+    batchSize: b.shape.batchSize,
+    tokens: b.shape.tokens,
+    frames: b.shape.frames,
+    refFrames: b.shape.refFrames,
+    nMels: b.shape.nMels,
+    reductionFactor,
+  };
 }
 
 /** Where batches come from: the DataLoader's ring (or a test's list). */
@@ -71,7 +92,9 @@ export interface BatchFeedOptions {
   replayer?: Pick<CallReplayer, 'run'>;
   /** Batches prepared ahead of their step (the lookahead): 0 for none. */
   ahead: number;
-  /** Searches alignments on worker threads (with the lookahead: the search then leaves this thread free to issue steps). */
+  /**
+   * Searches alignments on worker threads (with the lookahead: the search then leaves this thread free to issue steps).
+   */
   searcher?: Pick<AlignmentSearcher, 'search' | 'close'>;
 }
 
@@ -81,7 +104,10 @@ export class BatchFeed {
 
   constructor(private readonly o: BatchFeedOptions) {}
 
-  /** The next batch for a step (prepared ahead, or taken from the source now), its time charged to `timer`; undefined when the data ran out. */
+  /**
+   * The next batch for a step (prepared ahead, or taken from the source now), its time charged to `timer`; undefined
+   * when the data ran out.
+   */
   async take(timer: SpanTimer): Promise<FedBatch | undefined> {
     const prepared = this.ahead.shift();
     const batch = prepared?.batch ?? (await this.o.source.next());
@@ -143,7 +169,10 @@ export class BatchFeed {
     const lengths = { text: b.textLengths.slice(0, b.shape.batchSize), mel: b.melLengths.slice(0, b.shape.batchSize) };
     this.o.source.release(b);
     const searcher = this.o.searcher;
-    const alignment = this.o.model.align(tensors, lengths.text, lengths.mel, this.o.prior, { replayer: this.o.replayer, search: searcher && ((task) => searcher.search(task)) });
+    const alignment = this.o.model.align(tensors, lengths.text, lengths.mel, this.o.prior, {
+      replayer: this.o.replayer,
+      search: searcher && ((task) => searcher.search(task)),
+    });
     // Awaited by its step; a run that ends first frees it (close) instead.
     alignment.catch(() => undefined);
     return { batch: b, tensors, alignment };

@@ -30,16 +30,26 @@ export class DeviceProbes {
    * The last `requested` of `maxSteps` steps run timed. A backend with no device time (`untimeable`
    * says why) runs none of them: the run is that many steps shorter, as the probes come last.
    */
-  static plan(requested: number, maxSteps: number, untimeable: string | undefined): { probes: DeviceProbes; maxSteps: number } {
+  static plan(
+    requested: number,
+    maxSteps: number,
+    untimeable: string | undefined,
+  ): { probes: DeviceProbes; maxSteps: number } {
     const timed = Math.max(0, Math.floor(requested));
-    if (timed > 0 && untimeable) return { probes: new DeviceProbes(maxSteps - timed, { available: false, reason: untimeable }), maxSteps: maxSteps - timed };
+    if (timed > 0 && untimeable)
+      return {
+        probes: new DeviceProbes(maxSteps - timed, { available: false, reason: untimeable }),
+        maxSteps: maxSteps - timed,
+      };
     return { probes: new DeviceProbes(maxSteps - timed, undefined), maxSteps };
   }
 
   /** Runs `issue` under the device timer; the device time of its kernels, where the backend has it. */
   async run(issue: () => void): Promise<number | undefined> {
     const timing = await timeOnDevice(tf as never, issue);
-    this.timing = timing.available ? { available: true, source: timing.source } : { available: false, reason: timing.reason };
+    this.timing = timing.available
+      ? { available: true, source: timing.source }
+      : { available: false, reason: timing.reason };
     if (!timing.available) return undefined;
     mergeProgramTimes(this.programs, timing.programs);
     return timing.kernelMs;
@@ -52,7 +62,8 @@ export class DeviceProbes {
 
   /** What to record of the probes: per timed step, largest first. */
   summary(): DeviceTiming | undefined {
-    if (this.timing?.available && this.programs.size > 0) this.timing.programs = programTimesPerStep(this.programs, this.timedSteps);
+    if (this.timing?.available && this.programs.size > 0)
+      this.timing.programs = programTimesPerStep(this.programs, this.timedSteps);
     return this.timing;
   }
 }

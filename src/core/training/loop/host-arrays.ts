@@ -5,7 +5,12 @@ import type { NamedArray } from '../checkpoint.js';
 /** Host copies of tensors. Asynchronous reads: WebGPU's synchronous readback needs a canvas, which Node has not. */
 export async function toArrays(tensors: Map<string, tf.Tensor>): Promise<NamedArray[]> {
   return Promise.all(
-    [...tensors.entries()].map(async ([name, t]) => ({ name, shape: t.shape, dtype: t.dtype === 'int32' ? ('int32' as const) : ('float32' as const), data: (await t.data()) as Float32Array | Int32Array })),
+    [...tensors.entries()].map(async ([name, t]) => ({
+      name,
+      shape: t.shape,
+      dtype: t.dtype === 'int32' ? ('int32' as const) : ('float32' as const),
+      data: (await t.data()) as Float32Array | Int32Array,
+    })),
   );
 }
 

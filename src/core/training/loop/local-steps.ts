@@ -19,14 +19,22 @@ const REPLAY_PARTS = 4;
 
 /** Issues optimizer steps: one model kind's step, on one device or over replicas. */
 export interface StepIssuer {
-  /** Issues step `step + 1`, its host time charged to `timer`; null when the data ran out inside it (its gradients make no update). */
+  /**
+   * Issues step `step + 1`, its host time charged to `timer`; null when the data ran out inside it (its gradients make
+   * no update).
+   */
   issue(step: number, timer: SpanTimer): Promise<IssuedStep | null>;
 }
 
-/** A step's stats from its micro-batches' (the update's last): losses averaged, the gradient norm and finite flag the update's. */
+/**
+ * A step's stats from its micro-batches' (the update's last): losses averaged, the gradient norm and finite flag the
+ * update's.
+ */
 export function meanStats(all: readonly ArrayLike<number>[]): number[] {
   const update = all[all.length - 1];
-  return STEP_STATS.map((name, i) => (name === 'gradNorm' || name === 'finite' ? update[i] : all.reduce((a, x) => a + x[i], 0) / all.length));
+  return STEP_STATS.map((name, i) =>
+    name === 'gradNorm' || name === 'finite' ? update[i] : all.reduce((a, x) => a + x[i], 0) / all.length,
+  );
 }
 
 export interface LocalStepsOptions {
@@ -40,7 +48,10 @@ export interface LocalStepsOptions {
   probes: DeviceProbes;
   /** Steps the run makes (no batch is prepared ahead past the last). */
   maxSteps: number;
-  /** The alignment lookahead is on: a replayed step is submitted in parts so that the search's scores reach it meanwhile. */
+  /**
+   * The alignment lookahead is on: a replayed step is submitted in parts so that the search's scores reach it
+   * meanwhile.
+   */
   lookahead: boolean;
 }
 
@@ -56,7 +67,9 @@ interface Counts {
 
 export class LocalSteps implements StepIssuer {
   private readonly accumulate: number;
-  /** Model FLOPs of each captured shape's step, counted on its eager runs (a replay runs no kernel through the engine). */
+  /**
+   * Model FLOPs of each captured shape's step, counted on its eager runs (a replay runs no kernel through the engine).
+   */
   private readonly flopsByShape = new Map<string, number>();
 
   constructor(private readonly o: LocalStepsOptions) {
@@ -72,7 +85,10 @@ export class LocalSteps implements StepIssuer {
       fed = await this.o.feed.take(timer);
       if (!fed) break;
       // The micro-batches this run still trains after this one.
-      await this.o.feed.fillAhead((this.o.maxSteps - step - 1) * this.accumulate + (this.accumulate - 1 - micro), timer);
+      await this.o.feed.fillAhead(
+        (this.o.maxSteps - step - 1) * this.accumulate + (this.accumulate - 1 - micro),
+        timer,
+      );
       this.o.kernels.take();
       result = await this.run(step, fed, timer, counts);
       this.count(counts);
@@ -96,7 +112,10 @@ export class LocalSteps implements StepIssuer {
     const { model, optimizer, replayer, config } = this.o;
     const inputs = { ...fed.tensors, alignment: fed.alignment };
     const onGradients = () => timer.mark('forwardBackwardMs');
-    const eager = (timed: boolean) => (replayer ? replayer.step(inputs, { onGradients, timed }) : trainStep(model, optimizer, inputs, config.training.loss, { accumulate: this.accumulate, onGradients }));
+    const eager = (timed: boolean) =>
+      replayer
+        ? replayer.step(inputs, { onGradients, timed })
+        : trainStep(model, optimizer, inputs, config.training.loss, { accumulate: this.accumulate, onGradients });
     try {
       if (step >= this.o.probes.from) {
         let result: StepResult | undefined;

@@ -59,7 +59,15 @@ export class Milestones {
   /** device.data_device: starts the side worker that validates and evaluates while training goes on; its device. */
   async startSide(ref: number | string): Promise<string> {
     const { config, sizes, data, bucketOptions, common } = this.o;
-    this.side = await SideDevice.start({ ref, config, sizes, data, bucketOptions, common, onResult: (r) => this.onSideResult(r) });
+    this.side = await SideDevice.start({
+      ref,
+      config,
+      sizes,
+      data,
+      bucketOptions,
+      common,
+      onResult: (r) => this.onSideResult(r),
+    });
     return this.side.device;
   }
 
@@ -74,7 +82,13 @@ export class Milestones {
         // Marked best when its validation, running on the data device, says so.
         await this.saveCheckpoint(false);
         await this.side.submit({ type: 'validate', step, weights: await toArrays(model.getWeights()) });
-      } else await this.saveCheckpoint(this.recordValidation(step, await validate(model, data, config, this.o.bucketOptions, this.o.common, loaderItems)));
+      } else
+        await this.saveCheckpoint(
+          this.recordValidation(
+            step,
+            await validate(model, data, config, this.o.bucketOptions, this.o.common, loaderItems),
+          ),
+        );
     } else if (step % t.checkpoint_every === 0) await this.saveCheckpoint(false);
     if (step % t.eval_every === 0 && state.stoppedBy !== 'non_finite') await this.evaluate();
   }
@@ -113,8 +127,20 @@ export class Milestones {
     const { runDir, model, data, config, say, log, state } = this.o;
     const step = state.step;
     const dir = join(runDir, 'eval', stepName(step));
-    if (this.side) return this.side.submit({ type: 'eval', step, weights: await toArrays(model.getWeights()), dir, logDurationVariance: this.durationVariance });
-    log.publishEval(step, await synthesizeEval(model, data, config, dir, this.durationVariance, say, (name, value) => log.metric(step, name, value)));
+    if (this.side)
+      return this.side.submit({
+        type: 'eval',
+        step,
+        weights: await toArrays(model.getWeights()),
+        dir,
+        logDurationVariance: this.durationVariance,
+      });
+    log.publishEval(
+      step,
+      await synthesizeEval(model, data, config, dir, this.durationVariance, say, (name, value) =>
+        log.metric(step, name, value),
+      ),
+    );
   }
 
   /** A validation pass's figures, at the step whose weights it measured; whether it is the best so far. */
@@ -133,8 +159,13 @@ export class Milestones {
     } else this.validationsWithoutImprovement++;
     log.writeLossCurve();
     const where = this.side ? ` (on ${this.side.device}, ${state.step - at} steps later)` : '';
-    const durations = `durations: log error ${v.durationError.toFixed(3)}, predicted/found length ${v.lengthRatio.toFixed(2)}`;
-    say(`step ${at}: validation loss ${v.loss.toFixed(4)}${improved ? ' (best)' : ''}; ${durations}; alignment on the diagonal ${(v.diagonal * 100).toFixed(0)}%${where}`);
+    const durations =
+      `durations: log error ${v.durationError.toFixed(3)}, predicted/found ` + `length ${v.lengthRatio.toFixed(2)}`;
+    say(
+      `step ${at}: validation ` +
+        `loss ${v.loss.toFixed(4)}${improved ? ' (best)' : ''}; ${durations}; alignment ` +
+        `on the diagonal ${(v.diagonal * 100).toFixed(0)}%${where}`,
+    );
     const patience = this.o.config.training.early_stopping_patience;
     if (patience > 0 && this.validationsWithoutImprovement >= patience) state.stoppedBy = 'early_stopping';
     return improved;
@@ -151,7 +182,11 @@ export class Milestones {
     // Its checkpoint was written when the snapshot was taken; it becomes the best now, if it is.
     if (this.recordValidation(r.step, r.result)) {
       const dir = this.checkpoints.find((c) => basename(c) === stepName(r.step));
-      if (!dir || !store.markBest(dir)) say(`step ${r.step}'s checkpoint, the best so far, was rotated away before its validation finished (raise training.keep_checkpoints)`);
+      if (!dir || !store.markBest(dir))
+        say(
+          `step ${r.step}'s checkpoint, the best so far, was rotated away before its ` +
+            `validation finished (raise training.keep_checkpoints)`,
+        );
     }
   }
 
@@ -178,13 +213,21 @@ export class Milestones {
     };
     let dir: string;
     try {
-      const arrays = { weights: await toArrays(model.getWeights()), optimizer: await toArraysDisposing(optimizer.getState()), state: ckpt };
+      const arrays = {
+        weights: await toArrays(model.getWeights()),
+        optimizer: await toArraysDisposing(optimizer.getState()),
+        state: ckpt,
+      };
       dir = store.save(state.step, arrays, { keep: config.training.keep_checkpoints, best });
     } catch (e) {
       if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;
       // Skipped updates keep weights finite; this is a diverged state all the same: it is not written.
       state.stoppedBy = 'non_finite';
-      say(`step ${state.step}: ${e.message.replace(/^.*?: /, '')}; no checkpoint is written, the run stops (the last checkpoint, ${store.latest() ?? 'none'}, stands)`);
+      say(
+        `step ${state.step}: ${e.message.replace(/^.*?: /, '')}; no checkpoint is ` +
+          `written, the run stops (the last checkpoint, ${store.latest() ?? 'none'}, ` +
+          `stands)`,
+      );
       return;
     }
     this.checkpoints.push(dir);

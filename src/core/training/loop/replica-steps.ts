@@ -20,7 +20,13 @@ export class ReplicaSteps implements StepIssuer {
   private readonly accumulate: number;
 
   constructor(
-    private readonly o: { feed: BatchFeed; group: ReplicaGroup; model: XttsModel; config: XttsConfig; kernels: KernelCounter },
+    private readonly o: {
+      feed: BatchFeed;
+      group: ReplicaGroup;
+      model: XttsModel;
+      config: XttsConfig;
+      kernels: KernelCounter;
+    },
   ) {
     this.accumulate = Math.max(1, o.config.training.grad_accumulation_steps);
   }
@@ -36,7 +42,13 @@ export class ReplicaSteps implements StepIssuer {
       if (!batch) break;
       kernels.take();
       // The group copies each replica's rows before its first wait: the slot can go back at once.
-      const pending = group.micro(step + 1, batch, batchDims(batch, config.model.reduction_factor), micro === this.accumulate - 1, model.dropout.rngState);
+      const pending = group.micro(
+        step + 1,
+        batch,
+        batchDims(batch, config.model.reduction_factor),
+        micro === this.accumulate - 1,
+        model.dropout.rngState,
+      );
       feed.release(batch);
       let out: Awaited<typeof pending>;
       try {
@@ -49,9 +61,19 @@ export class ReplicaSteps implements StepIssuer {
       timer.markParts(out.rank0.spans, 'otherMs');
       const held = tf.memory();
       [{ ...out.rank0, tensors: held.numTensors, tensorBytes: held.numBytes }, ...out.workers].forEach((r, rank) => {
-        const acc = (parts[rank] ??= { samples: 0, uploadMs: 0, syncMs: 0, forwardBackwardMs: 0, allReduceMs: 0, optimizerMs: 0, tensors: 0, tensorBytes: 0 });
+        const acc = (parts[rank] ??= {
+          samples: 0,
+          uploadMs: 0,
+          syncMs: 0,
+          forwardBackwardMs: 0,
+          allReduceMs: 0,
+          optimizerMs: 0,
+          tensors: 0,
+          tensorBytes: 0,
+        });
         acc.samples += r.samples;
-        for (const k of ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const) acc[k] += r.spans[k];
+        for (const k of ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const)
+          acc[k] += r.spans[k];
         acc.tensors = r.tensors;
         acc.tensorBytes = r.tensorBytes;
         counts.samples += r.samples;

@@ -12,7 +12,9 @@ import { writeFileAtomic } from '../../util/index.js';
 import { STEP_STATS } from '../optim/train-step.js';
 import type { TrainProgress, TrainResult } from './types.js';
 
-/** A logged step's figures: its loss, gradient norm and finite flag (1 made, 0 non-finite, −1 a loss-scale overflow). */
+/**
+ * A logged step's figures: its loss, gradient norm and finite flag (1 made, 0 non-finite, −1 a loss-scale overflow).
+ */
 export interface LoggedStats {
   loss: number;
   gradNorm: number;
@@ -28,7 +30,10 @@ export class RunLog {
   readonly evalFiles: string[] = [];
   /** Updates skipped for a NaN/Inf loss or gradient, in this run (a resumed run counts afresh). */
   nonFiniteSteps = 0;
-  /** The duration predictor's squared log error of the last logged step (stands in for validation's without validation rows). */
+  /**
+   * The duration predictor's squared log error of the last logged step (stands in for validation's without validation
+   * rows).
+   */
   trainingDurationError = 0;
   /** Device samples for the progress line's utilisation, on GPUs. */
   sampler?: GpuSampler;
@@ -42,7 +47,10 @@ export class RunLog {
   ) {}
 
   /** Opens the run database (and, unless `tensorboard` is false, the event file) in `runDir`, which exists. */
-  static open(runDir: string, o: { tensorboard: boolean; maxSteps: number; logEvery: number; onProgress?: (p: TrainProgress) => void }): RunLog {
+  static open(
+    runDir: string,
+    o: { tensorboard: boolean; maxSteps: number; logEvery: number; onProgress?: (p: TrainProgress) => void },
+  ): RunLog {
     const db = RunDatabase.create(runDir);
     // TensorBoard event files beside run.sqlite (`tensorboard --logdir runs`).
     return new RunLog(runDir, db, o.tensorboard ? new EventFileWriter(runDir) : undefined, o);

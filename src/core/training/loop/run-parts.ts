@@ -74,16 +74,40 @@ export interface ClosedRun {
 }
 
 /** Starts the parts; what was started is closed again where a later part fails to start. */
-export async function startRun(o: TrainOptions, setup: RunSetup, runDir: string, runId: string, onSettled: (log: RunLog) => SettleStep): Promise<RunParts> {
+export async function startRun(
+  o: TrainOptions,
+  setup: RunSetup,
+  runDir: string,
+  runId: string,
+  onSettled: (log: RunLog) => SettleStep,
+): Promise<RunParts> {
   const say = o.onMessage ?? (() => undefined);
   const { config, choice, replicas } = setup;
   const t = config.training;
-  const untimeable = noDeviceTime(choice.backend) ?? (replicas && replicas.devices.length > 1 ? 'device time is measured on one device: run without device.gpus' : undefined);
+  const untimeable =
+    noDeviceTime(choice.backend) ??
+    (replicas && replicas.devices.length > 1
+      ? 'device time is measured on one device: run without device.gpus'
+      : undefined);
   const { probes, maxSteps } = DeviceProbes.plan(o.deviceTimedSteps ?? 0, o.maxSteps ?? t.max_steps, untimeable);
-  const log = RunLog.open(runDir, { tensorboard: !o.stepsOnly, maxSteps, logEvery: t.log_every, onProgress: o.onProgress });
+  const log = RunLog.open(runDir, {
+    tensorboard: !o.stepsOnly,
+    maxSteps,
+    logEvery: t.log_every,
+    onProgress: o.onProgress,
+  });
   describeRun(log, o, setup, runId);
   const state: RunState = { step: setup.resumed.step, position: setup.resumed.position, stoppedBy: 'max_steps' };
-  const parts: Partial<RunParts> = { setup, state, startStep: state.step, maxSteps, log, probes, stepsOnly: o.stepsOnly === true, say };
+  const parts: Partial<RunParts> = {
+    setup,
+    state,
+    startStep: state.step,
+    maxSteps,
+    log,
+    probes,
+    stepsOnly: o.stepsOnly === true,
+    say,
+  };
   try {
     const { source, bucketOptions, common } = openLoader(setup, state.position, say);
     // Kernels per step, and the model FLOPs of their matmuls and convolutions (the profiler's MFU).
@@ -93,22 +117,46 @@ export async function startRun(o: TrainOptions, setup: RunSetup, runDir: string,
     // Capture and replay of each bucket shape's step (webgpu); one device only.
     const replayer = replicas && replicas.devices.length > 1 ? undefined : startReplayer(setup, say);
     parts.replayer = replayer;
-    const milestones = new Milestones({ runId, runDir, state, ...setup, log, say, bucketOptions, common, stepsOnly: o.stepsOnly === true });
+    const milestones = new Milestones({
+      runId,
+      runDir,
+      state,
+      ...setup,
+      log,
+      say,
+      bucketOptions,
+      common,
+      stepsOnly: o.stepsOnly === true,
+    });
     parts.milestones = milestones;
     parts.group = replicas && replicas.devices.length > 1 ? await startReplicas(setup, log, say) : undefined;
     milestones.group = parts.group;
     if (config.device.data_device !== null && !o.stepsOnly) {
       const device = await milestones.startSide(config.device.data_device);
-      say(`data device: ${device} runs the validation passes and eval synthesis from weight snapshots while training goes on`);
+      say(
+        `data device: ${device} runs the validation passes and eval synthesis from ` +
+          `weight snapshots while training goes on`,
+      );
       log.db.setMeta('dataDevice', device);
     }
     const webgpu = choice.backend === 'webgpu';
-    const pipelined = !parts.group && (config.device.pipeline_steps === 'on' || (config.device.pipeline_steps === 'auto' && webgpu));
+    const pipelined =
+      !parts.group && (config.device.pipeline_steps === 'on' || (config.device.pipeline_steps === 'auto' && webgpu));
     // training.alignment_lookahead: a batch uploaded and its alignment search under way, waiting for
     // its step. Not with replicas (each aligns its own rows).
     const lookahead = !parts.group && (t.alignment_lookahead === 'on' || (t.alignment_lookahead === 'auto' && webgpu));
-    parts.feed = startFeed(setup, source, replayer, lookahead ? (pipelined ? LOOKAHEAD_BATCHES.pipelined : LOOKAHEAD_BATCHES.plain) : 0, say);
-    if (pipelined) say('pipelined steps: each step is issued before the one before it is waited for, except where the weights are read in between (device.pipeline_steps)');
+    parts.feed = startFeed(
+      setup,
+      source,
+      replayer,
+      lookahead ? (pipelined ? LOOKAHEAD_BATCHES.pipelined : LOOKAHEAD_BATCHES.plain) : 0,
+      say,
+    );
+    if (pipelined)
+      say(
+        'pipelined steps: each step is issued before the one before it is waited for, ' +
+          'except where the weights are read in between (device.pipeline_steps)',
+      );
     const { model, optimizer } = setup;
     const kernels = parts.kernels;
     parts.issuer = parts.group
@@ -141,7 +189,11 @@ function describeRun(log: RunLog, o: TrainOptions, setup: RunSetup, runId: strin
 export function batchSizeFor(setup: Pick<RunSetup, 'config' | 'data'>, say: (m: string) => void): number {
   const asked = setup.config.batching.batch_size;
   const rows = setup.data.train.length;
-  if (asked > rows) say(`batching.batch_size ${asked} is more than the ${rows} training utterances: each batch holds all ${rows} of them once`);
+  if (asked > rows)
+    say(
+      `batching.batch_size ${asked} is more than the ${rows} training utterances: each ` +
+        `batch holds all ${rows} of them once`,
+    );
   return Math.min(asked, rows);
 }
 
@@ -150,31 +202,66 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
   const { config, data } = setup;
   const r = config.model.reduction_factor;
   const batchSize = batchSizeFor(setup, say);
-  const bucketOptions = { buckets: config.batching.buckets, batchSize, frameBudget: config.batching.frame_budget, frameMultiple: r };
-  const plan = planBuckets(data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })), bucketOptions);
+  const bucketOptions = {
+    buckets: config.batching.buckets,
+    batchSize,
+    frameBudget: config.batching.frame_budget,
+    frameMultiple: r,
+  };
+  const plan = planBuckets(
+    data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
+    bucketOptions,
+  );
   // Without the cache, producers recompute every clip's features from its audio for every batch.
   const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
   const refFrames = config.batching.reference_frames;
-  const common = { cachePath: data.cachePath, mean: data.stats.mean, std: data.stats.std, seed: config.training.seed, refFrames, nMels: config.audio.n_mels, recomputeAudio };
+  const common = {
+    cachePath: data.cachePath,
+    mean: data.stats.mean,
+    std: data.stats.std,
+    seed: config.training.seed,
+    refFrames,
+    nMels: config.audio.n_mels,
+    recomputeAudio,
+  };
   const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, refFrames, config.audio.n_mels)), say);
   const producers = producerThreads(config, availableParallelism());
-  const source = new DataLoader({ ...common, items: loaderItems(data.train), plan, shuffle: config.batching.shuffle, depth, producers, start: position });
+  const source = new DataLoader({
+    ...common,
+    items: loaderItems(data.train),
+    plan,
+    shuffle: config.batching.shuffle,
+    depth,
+    producers,
+    start: position,
+  });
   return { source, bucketOptions, common };
 }
 
-/** Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs; garbage collection on this thread. */
+/**
+ * Device samples (utilisation, memory, clocks) for the progress line and the profiler, on GPUs; garbage collection on
+ * this thread.
+ */
 async function startTelemetry(log: RunLog, backend: string, runStart: number): Promise<HostGcRecorder> {
   const { db } = log;
   // Step and sample times count from runStart; this ties them to the wall clock (other tools' logs).
   db.setMeta('startedAtEpochMs', Date.now());
   // Advice on producer threads must follow the cores of the host that ran, not of one that reads the run later.
   db.setMeta('cpuCores', availableParallelism());
-  const sampler = backend === 'webgpu' || backend === 'tensorflow' ? await GpuSampler.start({ rateHz: 10, originMs: runStart }) : undefined;
+  const sampler =
+    backend === 'webgpu' || backend === 'tensorflow'
+      ? await GpuSampler.start({ rateHz: 10, originMs: runStart })
+      : undefined;
   sampler?.onSample((sample) => db.addDeviceSample(toDeviceSampleRecord(sample)));
   log.sampler = sampler;
   // While this thread collects garbage, nothing reaches the device: the run says how long that was.
   const gc = new HostGcRecorder().start();
-  db.setMeta('gpuTelemetry', sampler ? sampler.status : { available: false, reason: `the ${backend} backend computes on the CPU: no GPU to sample`, notes: [] });
+  db.setMeta(
+    'gpuTelemetry',
+    sampler
+      ? sampler.status
+      : { available: false, reason: `the ${backend} backend computes on the CPU: no GPU to sample`, notes: [] },
+  );
   return gc;
 }
 
@@ -182,13 +269,25 @@ async function startTelemetry(log: RunLog, backend: string, runStart: number): P
 function startReplayer(setup: RunSetup, say: (m: string) => void): StepReplayer {
   const { config, model, optimizer, choice } = setup;
   const t = config.training;
-  const replayer = new StepReplayer(model, optimizer, t.loss, config.device.step_capture, Math.max(1, t.grad_accumulation_steps));
-  if (replayer.off === null) say('step capture: each bucket shape\'s step is recorded twice, then replayed (device.step_capture)');
-  else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${replayer.off}`);
+  const replayer = new StepReplayer(
+    model,
+    optimizer,
+    t.loss,
+    config.device.step_capture,
+    Math.max(1, t.grad_accumulation_steps),
+  );
+  if (replayer.off === null)
+    say("step capture: each bucket shape's step is recorded twice, then replayed (device.step_capture)");
+  else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto')
+    say(`step capture: off — ${replayer.off}`);
   const tell = (what: string, eagerly: string) => (shape: string, s: CaptureState) => {
     if (s.phase === 'replay') {
       const released = formatBytes(s.pooledBytesReleased ?? 0);
-      say(`step capture: ${what} ${shape} replayed from here on (${s.capture!.programs} programs, ${formatBytes(s.capture!.bytes)} of buffers; ${released} of the eager runs' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`);
+      say(
+        `step capture: ${what} ${shape} replayed from here on (${s.capture!.programs} ` +
+          `programs, ${formatBytes(s.capture!.bytes)} of buffers; ${released} of the eager ` +
+          `runs' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`,
+      );
     } else if (s.phase === 'refused') say(`step capture: ${what} ${shape} ${eagerly} — ${s.reason}`);
   };
   replayer.onChange = tell('bucket', 'steps eagerly');
@@ -203,15 +302,29 @@ async function startReplicas(setup: RunSetup, log: RunLog, say: (m: string) => v
   const world = plan.devices.length;
   const batchSize = Math.min(config.batching.batch_size, setup.data.train.length);
   if (batchSize < world) {
-    throw new XttsError('GPUS_EXCEED_BATCH', `${world} replicas (device.gpus) but batches of ${batchSize}: every replica needs at least one utterance of each batch`, {
-      exitCode: ExitCode.usage,
-      suggestions: [`raise batching.batch_size to at least ${world} (it is the global batch: each replica takes its share)`, 'or train on fewer devices'],
-    });
+    throw new XttsError(
+      'GPUS_EXCEED_BATCH',
+      `${world} replicas (device.gpus) but batches of ${batchSize}: every replica ` +
+        `needs at least one utterance of each batch`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          `raise batching.batch_size to at least ${world} (it is the global batch: each replica takes its share)`,
+          'or train on fewer devices',
+        ],
+      },
+    );
   }
   const share = `${Math.floor(batchSize / world)}${batchSize % world ? `–${Math.ceil(batchSize / world)}` : ''}`;
-  say(`data-parallel: ${world} replicas, ${plan.reason}; each trains on ${share} of every batch of ${batchSize}, gradients summed every optimizer step`);
+  say(
+    `data-parallel: ${world} replicas, ${plan.reason}; each trains on ${share} of ` +
+      `every batch of ${batchSize}, gradients summed every optimizer step`,
+  );
   const rank0Device = choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend;
-  const state = async () => ({ weights: await toArrays(model.getWeights()), optimizer: await toArraysDisposing(optimizer.getState()) });
+  const state = async () => ({
+    weights: await toArrays(model.getWeights()),
+    optimizer: await toArraysDisposing(optimizer.getState()),
+  });
   const group = await ReplicaGroup.start({ plan, config, sizes, model, optimizer, rank0Device, state });
   say(`replicas: ${group.devices.map((d, r) => `${r} ${d}`).join(', ')}`);
   log.db.setMeta('replicas', group.devices);
@@ -219,19 +332,43 @@ async function startReplicas(setup: RunSetup, log: RunLog, say: (m: string) => v
 }
 
 /** The batch feed, with the alignment lookahead's search threads where batches are prepared ahead. */
-function startFeed(setup: RunSetup, source: DataLoader, replayer: StepReplayer | undefined, ahead: number, say: (m: string) => void): BatchFeed {
+function startFeed(
+  setup: RunSetup,
+  source: DataLoader,
+  replayer: StepReplayer | undefined,
+  ahead: number,
+  say: (m: string) => void,
+): BatchFeed {
   const { config, model } = setup;
   let searcher: AlignmentSearcher | undefined;
   if (ahead > 0) {
     const threads = AlignmentSearcher.threadsFor(availableParallelism());
     searcher = new AlignmentSearcher(threads);
-    const before = ahead === 1 ? 'the step before it computes' : `the ${ahead} steps before it compute (its weights are ${ahead} updates old)`;
-    say(`alignment lookahead: each batch's alignment is searched on ${threads === 1 ? 'a worker thread' : `${threads} worker threads`} while ${before} (training.alignment_lookahead)`);
+    const before =
+      ahead === 1
+        ? 'the step before it computes'
+        : `the ${ahead} steps before it compute (its weights are ${ahead} updates old)`;
+    say(
+      `alignment lookahead: each batch's alignment is searched ` +
+        `on ${threads === 1 ? 'a worker thread' : `${threads} worker threads`} ` +
+        `while ${before} (training.alignment_lookahead)`,
+    );
   }
-  return new BatchFeed({ source, model, reductionFactor: config.model.reduction_factor, prior: config.training.alignment_prior, replayer: replayer?.alignment ?? undefined, ahead, searcher });
+  return new BatchFeed({
+    source,
+    model,
+    reductionFactor: config.model.reduction_factor,
+    prior: config.training.alignment_prior,
+    replayer: replayer?.alignment ?? undefined,
+    ahead,
+    searcher,
+  });
 }
 
-/** Closes what was started (in any state: a run that failed to start closes the parts it has); what the result reports of them. */
+/**
+ * Closes what was started (in any state: a run that failed to start closes the parts it has); what the result reports
+ * of them.
+ */
 export async function closeRun(p: Partial<RunParts>): Promise<ClosedRun> {
   const db = p.log?.db;
   await p.feed?.close();
@@ -254,7 +391,8 @@ export async function closeRun(p: Partial<RunParts>): Promise<ClosedRun> {
     batchUploads = { staged, missed };
     db?.setMeta('batchUploads', batchUploads);
   }
-  if (p.state && p.log) db?.setMeta('result', { steps: p.state.step, stoppedBy: p.state.stoppedBy, nonFiniteSteps: p.log.nonFiniteSteps });
+  if (p.state && p.log)
+    db?.setMeta('result', { steps: p.state.step, stoppedBy: p.state.stoppedBy, nonFiniteSteps: p.log.nonFiniteSteps });
   const deviceTiming = p.probes?.summary();
   if (deviceTiming) db?.setMeta('deviceTiming', deviceTiming);
   p.log?.close();

@@ -40,11 +40,24 @@ export interface RunSetup {
   resumed: ResumePoint;
 }
 
-export async function setUpRun(o: TrainOptions, runDir: string, runId: string, say: (m: string) => void): Promise<RunSetup> {
+export async function setUpRun(
+  o: TrainOptions,
+  runDir: string,
+  runId: string,
+  say: (m: string) => void,
+): Promise<RunSetup> {
   const config = o.loaded.config;
   const t = config.training;
-  const data = await prepareDataset(o.loaded, { datasetDir: o.datasetDir, onProgress: o.onPrepareProgress, strict: o.strict });
-  say(`data: ${data.train.length} training and ${data.validation.length} validation utterances, ${data.skipped.length} rows skipped (see \`xtts analyze-data-pipeline\`)`);
+  const data = await prepareDataset(o.loaded, {
+    datasetDir: o.datasetDir,
+    onProgress: o.onPrepareProgress,
+    strict: o.strict,
+  });
+  say(
+    `data: ${data.train.length} training and ${data.validation.length} validation ` +
+      `utterances, ${data.skipped.length} rows skipped (see \`xtts ` +
+      `analyze-data-pipeline\`)`,
+  );
   const replicas = await planReplicas(config.device.gpus, o.backend ?? config.device.backend);
   const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), {
     device: replicas ? replicas.devices[0] : config.device.model_device,
@@ -53,21 +66,57 @@ export async function setUpRun(o: TrainOptions, runDir: string, runId: string, s
     precision: t.precision,
   });
   await import('../../model/gradients.js');
-  const adapter = choice.adapter ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})` : '';
+  const adapter = choice.adapter
+    ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})`
+    : '';
   say(`backend: ${choice.backend} — ${choice.reason}${adapter}`);
   // At the batch the run will train: a batch_size above the training set is the training set (see batchSizeFor).
-  checkMemoryEstimate({ ...config, batching: { ...config.batching, batch_size: Math.min(config.batching.batch_size, data.train.length) } }, choice.backend, say);
-  const sizes = { vocabSize: data.tokenizer.vocabSize, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
+  checkMemoryEstimate(
+    {
+      ...config,
+      batching: { ...config.batching, batch_size: Math.min(config.batching.batch_size, data.train.length) },
+    },
+    choice.backend,
+    say,
+  );
+  const sizes = {
+    vocabSize: data.tokenizer.vocabSize,
+    nMels: config.audio.n_mels,
+    numLanguages: config.text.languages.length,
+  };
   const model = new XttsModel(config.model, sizes, { seed: t.seed, convImpl: config.device.conv_kernels });
   // mixed_fp16: the matmuls round their operands to f16, so small gradients need the loss scale.
-  const lossScale = t.precision === 'mixed_fp16' ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } } : {};
+  const lossScale =
+    t.precision === 'mixed_fp16'
+      ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } }
+      : {};
   const optimizer = new OPTIMIZERS[t.optimizer.name](model.trainableVariables(), t, lossScale);
   if (t.precision === 'mixed_fp16') {
-    say(`mixed_fp16: matmuls on tensor cores (f16 operands, f32 sums); dynamic loss scale from ${MIXED_FP16_LOSS_SCALE}, doubled after ${MIXED_FP16_GROWTH_INTERVAL} updates in a row, halved on an overflow (that step makes no update)`);
+    say(
+      `mixed_fp16: matmuls on tensor cores (f16 operands, f32 sums); dynamic loss ` +
+        `scale from ${MIXED_FP16_LOSS_SCALE}, doubled ` +
+        `after ${MIXED_FP16_GROWTH_INTERVAL} updates in a row, halved on an overflow ` +
+        `(that step makes no update)`,
+    );
   }
   const store = new CheckpointStore(runDir);
   const resumed = o.resume ? resume(store, runDir, runId, data, model, optimizer, say) : undefined;
-  return { config, data, replicas, choice, model, optimizer, sizes, store, resumed: resumed ?? { step: 0, position: { epoch: 0, batch: 0 }, bestValidationLoss: null, validationsWithoutImprovement: 0 } };
+  return {
+    config,
+    data,
+    replicas,
+    choice,
+    model,
+    optimizer,
+    sizes,
+    store,
+    resumed: resumed ?? {
+      step: 0,
+      position: { epoch: 0, batch: 0 },
+      bestValidationLoss: null,
+      validationsWithoutImprovement: 0,
+    },
+  };
 }
 
 /**
@@ -75,7 +124,15 @@ export async function setUpRun(o: TrainOptions, runDir: string, runId: string, s
  * holds NaN or Inf, or where the dataset's characters changed since; undefined where the run has none
  * (stopped before its first checkpoint, it starts over as the same run).
  */
-export function resume(store: CheckpointStore, runDir: string, runId: string, data: Pick<PreparedDataset, 'tokenizer'>, model: Pick<XttsModel, 'setWeights' | 'dropout'>, optimizer: Pick<AdamW, 'setState'>, say: (m: string) => void): ResumePoint | undefined {
+export function resume(
+  store: CheckpointStore,
+  runDir: string,
+  runId: string,
+  data: Pick<PreparedDataset, 'tokenizer'>,
+  model: Pick<XttsModel, 'setWeights' | 'dropout'>,
+  optimizer: Pick<AdamW, 'setState'>,
+  say: (m: string) => void,
+): ResumePoint | undefined {
   const dir = store.latest();
   if (!dir) {
     say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
@@ -92,9 +149,13 @@ export function resume(store: CheckpointStore, runDir: string, runId: string, da
   // A diverged checkpoint would train on NaN and write more of them: refused, naming what is broken.
   refuseNonFinite(dir, ckpt);
   if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
-    throw new XttsError('RESUME_TOKENIZER_CHANGED', `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`, {
-      suggestions: ['resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)'],
-    });
+    throw new XttsError(
+      'RESUME_TOKENIZER_CHANGED',
+      `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`,
+      {
+        suggestions: ['resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)'],
+      },
+    );
   }
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
   assignArrays(ckpt.optimizer, join(dir, 'optimizer.safetensors'), (s) => optimizer.setState(s));

@@ -18,7 +18,10 @@ import type { StepRecord } from '../../telemetry/index.js';
  */
 export const PIPELINE_DEPTH = 4;
 
-/** What a step's readback gives: its stats where it logs (STEP_STATS order, losses averaged over its micro-batches), and its finite flag. */
+/**
+ * What a step's readback gives: its stats where it logs (STEP_STATS order, losses averaged over its micro-batches), and
+ * its finite flag.
+ */
 export interface StepRead {
   stats: number[] | null;
   /** 1 the update was made, 0 a NaN/Inf loss or gradient (skipped), −1 a loss-scale overflow (skipped, not counted). */

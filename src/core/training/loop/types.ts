@@ -30,7 +30,9 @@ export interface TrainOptions {
   maxMinutes?: number;
   /** After every step (cheap: for a progress bar). */
   onStep?: (s: { step: number; startStep: number; maxSteps: number; elapsedMs: number }) => void;
-  /** Refuse a dataset with any unusable row (DATASET_ROWS_SKIPPED, naming the first) instead of training on the rest. */
+  /**
+   * Refuse a dataset with any unusable row (DATASET_ROWS_SKIPPED, naming the first) instead of training on the rest.
+   */
   strict?: boolean;
   outputDir?: string;
   resume?: boolean;
@@ -72,7 +74,15 @@ export interface TrainResult {
    * the measured steps were); programsPerStep: GPU programs (webgpu, else null); hostDispatchMsMedian:
    * the host's time issuing a step's work (forward/backward and optimizer spans).
    */
-  timing: { stepMsMedian: number; samplesPerS: number; kernelsPerStep: number; programsPerStep: number | null; replayedShare: number; hostDispatchMsMedian: number; dataWaitShare: number };
+  timing: {
+    stepMsMedian: number;
+    samplesPerS: number;
+    kernelsPerStep: number;
+    programsPerStep: number | null;
+    replayedShare: number;
+    hostDispatchMsMedian: number;
+    dataWaitShare: number;
+  };
   /** What step capture did (device.step_capture), per bucket shape; null on data-parallel runs. */
   stepCapture: StepCaptureSummary | null;
   /** Garbage collection on the trainer's thread, which issues the device's work, over the run. */

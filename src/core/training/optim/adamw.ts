@@ -26,7 +26,10 @@ import { clipFactor, sumOfSquares } from './clip.js';
 import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';
 
-export type OptimizerConfig = Pick<TrainingConfig, 'learning_rate' | 'max_steps' | 'schedule' | 'optimizer' | 'grad_clip_norm'>;
+export type OptimizerConfig = Pick<
+  TrainingConfig,
+  'learning_rate' | 'max_steps' | 'schedule' | 'optimizer' | 'grad_clip_norm'
+>;
 
 export interface AdamWOptions {
   /** Which parameters get weight decay. Default: tensors of rank ≥ 2 (matmul and conv weights,
@@ -125,10 +128,27 @@ export class AdamW {
     this.v = stateVariable(tf.zeros([this.total]));
     this.skipped = stateVariable(tf.zeros([]));
     const ls = options.lossScale;
-    if (ls && !(ls.initial >= 1 && ls.initial <= MAX_LOSS_SCALE && Number.isInteger(ls.growthInterval) && ls.growthInterval >= 1)) {
-      throw new Error(`loss scale ${ls.initial} (1 to 2^24) and growth interval ${ls.growthInterval} (a whole number of updates, at least 1)`);
+    if (
+      ls &&
+      !(
+        ls.initial >= 1 &&
+        ls.initial <= MAX_LOSS_SCALE &&
+        Number.isInteger(ls.growthInterval) &&
+        ls.growthInterval >= 1
+      )
+    ) {
+      throw new Error(
+        `loss scale ${ls.initial} (1 to 2^24) and growth interval ${ls.growthInterval} ` +
+          `(a whole number of updates, at least 1)`,
+      );
     }
-    this.scaling = ls ? { scale: stateVariable(tf.scalar(ls.initial)), good: stateVariable(tf.zeros([])), growthInterval: ls.growthInterval } : null;
+    this.scaling = ls
+      ? {
+          scale: stateVariable(tf.scalar(ls.initial)),
+          good: stateVariable(tf.zeros([])),
+          growthInterval: ls.growthInterval,
+        }
+      : null;
   }
 
   /** The loss scale S as a device scalar (the optimizer's own: do not dispose it), or null without loss scaling. */
@@ -157,12 +177,15 @@ export class AdamW {
   /** Gradients as tf.variableGrads returns them (keyed by tfjs variable name) -> one flat vector in
    * this optimizer's order, zeros for variables the loss did not reach. */
   flatten(grads: tf.NamedTensorMap): tf.Tensor1D {
-    return tf.tidy(() => tf.concat(this.variables.map((v) => tf.reshape(grads[v.name] ?? tf.zeros(v.shape), [-1]))) as tf.Tensor1D);
+    return tf.tidy(
+      () => tf.concat(this.variables.map((v) => tf.reshape(grads[v.name] ?? tf.zeros(v.shape), [-1]))) as tf.Tensor1D,
+    );
   }
 
   /** Add one micro-batch's flat gradient and loss to the accumulator (takes ownership of both). */
   accumulate(flatGrad: tf.Tensor1D, loss: tf.Scalar): void {
-    if (flatGrad.size !== this.total) throw new Error(`gradient has ${flatGrad.size} values, the optimizer ${this.total}`);
+    if (flatGrad.size !== this.total)
+      throw new Error(`gradient has ${flatGrad.size} values, the optimizer ${this.total}`);
     if (this.carried) {
       const [a, l] = [tf.add(this.carriedGrad!, flatGrad) as tf.Tensor1D, tf.add(this.carriedLoss!, loss) as tf.Scalar];
       tf.dispose([flatGrad, loss]);
@@ -211,7 +234,8 @@ export class AdamW {
    * training puts the sums over every replica here before apply().
    */
   replaceAccumulated(grad: tf.Tensor1D, loss: tf.Scalar): void {
-    if ((this.accum === null || this.accumLoss === null) && !this.carried) throw new Error('replaceAccumulated() without accumulated gradients');
+    if ((this.accum === null || this.accumLoss === null) && !this.carried)
+      throw new Error('replaceAccumulated() without accumulated gradients');
     if (grad.size !== this.total) throw new Error(`gradient has ${grad.size} values, the optimizer ${this.total}`);
     tf.dispose([this.accum ?? [], this.accumLoss ?? []]);
     this.carried = false;
@@ -246,7 +270,8 @@ export class AdamW {
    * them as an input); without it they are uploaded here.
    */
   apply(scalars?: tf.Tensor1D): ApplyResult {
-    if ((this.accum === null || this.accumLoss === null) && !this.carried) throw new Error('apply() without accumulated gradients');
+    if ((this.accum === null || this.accumLoss === null) && !this.carried)
+      throw new Error('apply() without accumulated gradients');
     // Carried sums are the optimizer's variables: read, not disposed.
     const owned = !this.carried;
     const sum = (owned ? this.accum : this.carriedGrad) as tf.Tensor1D;
@@ -266,19 +291,39 @@ export class AdamW {
       const squares = fused ? null : tf.square(sum);
       // On webgpu the scalars below (norm, finiteness, clipping, the skipped count and the loss scale)
       // are one program (stepScalars), with the same arithmetic.
-      const one = fused && stepScalarsAvailable(scaling !== null) ? this.stepScalarsAtOnce(sumOfSquares(sum), lossSum, count) : null;
+      const one =
+        fused && stepScalarsAvailable(scaling !== null)
+          ? this.stepScalarsAtOnce(sumOfSquares(sum), lossSum, count)
+          : null;
       // With loss scaling the sums are S times the gradients: 1/S joins 1/count.
-      const unscale = one ? null : scaling ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar) : scalar(1 / count);
-      const gradNorm = one?.gradNorm ?? (tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale!) as tf.Scalar);
+      const unscale = one
+        ? null
+        : scaling
+          ? (tf.div(scalar(1 / count), scaling.scale) as tf.Scalar)
+          : scalar(1 / count);
+      const gradNorm =
+        one?.gradNorm ?? (tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale!) as tf.Scalar);
       const finiteFlag = one?.flag ?? (tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar); // bool (float 1/0 from stepScalars)
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
       const scale = one?.gradScale ?? (tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale!) as tf.Scalar);
       const kept = this.flatOf;
-      const params = kept && this.variables.every((x, i) => x.dataId === kept[i]) ? (this.flat as tf.Tensor1D) : (tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
+      const params =
+        kept && this.variables.every((x, i) => x.dataId === kept[i])
+          ? (this.flat as tf.Tensor1D)
+          : (tf.concat(this.variables.map((x) => tf.reshape(x, [-1]))) as tf.Tensor1D);
       let next: tf.Tensor;
       if (fused) {
         const [p, m, v] = fusedUpdate(
-          { params, m: this.m as tf.Tensor1D, v: this.v as tf.Tensor1D, grad: sum, decayMask: this.decayMask, gradScale: scale, finite: finiteFlag, scalars: perStep },
+          {
+            params,
+            m: this.m as tf.Tensor1D,
+            v: this.v as tf.Tensor1D,
+            grad: sum,
+            decayMask: this.decayMask,
+            gradScale: scale,
+            finite: finiteFlag,
+            scalars: perStep,
+          },
           { beta1, beta2, stepSize: exact[0], epsHat: exact[1], lrWd: exact[2] },
         );
         this.m.assign(m);
@@ -313,10 +358,20 @@ export class AdamW {
       if (scaling) {
         const { scale: s, good, growthInterval } = scaling;
         // Skipped with S > 1: an overflow of the scaled gradient (−1); at S = 1 a real non-finite step (0).
-        finite = tf.where(finiteFlag, scalar(1), tf.where(tf.greater(s, scalar(1)), scalar(-1), scalar(0))) as tf.Scalar;
+        finite = tf.where(
+          finiteFlag,
+          scalar(1),
+          tf.where(tf.greater(s, scalar(1)), scalar(-1), scalar(0)),
+        ) as tf.Scalar;
         const inARow = tf.mul(tf.add(good, scalar(1)), applied);
         const grow = tf.greaterEqual(inARow, scalar(growthInterval));
-        s.assign(tf.where(finiteFlag, tf.where(grow, tf.minimum(tf.mul(s, scalar(2)), scalar(MAX_LOSS_SCALE)), s), tf.maximum(tf.mul(s, scalar(0.5)), scalar(1))) as tf.Scalar);
+        s.assign(
+          tf.where(
+            finiteFlag,
+            tf.where(grow, tf.minimum(tf.mul(s, scalar(2)), scalar(MAX_LOSS_SCALE)), s),
+            tf.maximum(tf.mul(s, scalar(0.5)), scalar(1)),
+          ) as tf.Scalar,
+        );
         good.assign(tf.where(grow, scalar(0), inARow) as tf.Scalar);
       }
       this.skipped.assign(tf.add(this.skipped, tf.cast(tf.equal(finite, scalar(0)), 'float32')));
@@ -336,8 +391,16 @@ export class AdamW {
     return stepScalars(
       sumSq,
       lossSum,
-      { skipped: this.skipped as tf.Scalar, scale: scaling?.scale as tf.Scalar | undefined, good: scaling?.good as tf.Scalar | undefined },
-      { invCount: 1 / count, maxNorm: this.config.grad_clip_norm, scaling: scaling ? { growthInterval: scaling.growthInterval, maxScale: MAX_LOSS_SCALE } : null },
+      {
+        skipped: this.skipped as tf.Scalar,
+        scale: scaling?.scale as tf.Scalar | undefined,
+        good: scaling?.good as tf.Scalar | undefined,
+      },
+      {
+        invCount: 1 / count,
+        maxNorm: this.config.grad_clip_norm,
+        scaling: scaling ? { growthInterval: scaling.growthInterval, maxScale: MAX_LOSS_SCALE } : null,
+      },
     );
   }
 
@@ -365,7 +428,8 @@ export class AdamW {
    */
   getState(): Map<string, tf.Tensor> {
     const [ms, vs] = tf.tidy(() => {
-      const shaped = (flat: tf.Tensor) => tf.split(flat, this.sizes).map((t, i) => tf.reshape(t, this.variables[i].shape));
+      const shaped = (flat: tf.Tensor) =>
+        tf.split(flat, this.sizes).map((t, i) => tf.reshape(t, this.variables[i].shape));
       return [shaped(this.m), shaped(this.v)];
     });
     const out = new Map<string, tf.Tensor>();
@@ -386,18 +450,26 @@ export class AdamW {
       this.names.forEach((name, i) => {
         const t = state.get(`${STATE_PREFIX}${kind}/${name}`);
         if (!t) problems.push(`missing ${STATE_PREFIX}${kind}/${name}`);
-        else if (t.size !== this.sizes[i]) problems.push(`${STATE_PREFIX}${kind}/${name} has ${t.size} values, the parameter ${this.sizes[i]}`);
+        else if (t.size !== this.sizes[i])
+          problems.push(`${STATE_PREFIX}${kind}/${name} has ${t.size} values, the parameter ${this.sizes[i]}`);
       });
     }
     const step = state.get(`${STATE_PREFIX}step`);
     if (!step) problems.push(`missing ${STATE_PREFIX}step`);
     if (problems.length > 0) {
-      throw new XttsError('OPTIMIZER_STATE_MISMATCH', `optimizer state does not fit this model: ${problems.slice(0, 5).join('; ')}`, {
-        suggestions: ['Resume with the model config the checkpoint was trained with.'],
-      });
+      throw new XttsError(
+        'OPTIMIZER_STATE_MISMATCH',
+        `optimizer state does not fit this model: ${problems.slice(0, 5).join('; ')}`,
+        {
+          suggestions: ['Resume with the model config the checkpoint was trained with.'],
+        },
+      );
     }
     tf.tidy(() => {
-      const gather = (kind: string) => tf.concat(this.names.map((name) => tf.reshape(tf.cast(state.get(`${STATE_PREFIX}${kind}/${name}`)!, 'float32'), [-1]))) as tf.Tensor1D;
+      const gather = (kind: string) =>
+        tf.concat(
+          this.names.map((name) => tf.reshape(tf.cast(state.get(`${STATE_PREFIX}${kind}/${name}`)!, 'float32'), [-1])),
+        ) as tf.Tensor1D;
       this.m.assign(gather('m'));
       this.v.assign(gather('v'));
       const nonfinite = state.get(`${STATE_PREFIX}nonfinite`);
@@ -418,6 +490,14 @@ export class AdamW {
 
   dispose(): void {
     this.discardAccumulated();
-    tf.dispose([this.flat, this.m, this.v, this.skipped, this.decayMask, ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : []), ...(this.scaling ? [this.scaling.scale, this.scaling.good] : [])]);
+    tf.dispose([
+      this.flat,
+      this.m,
+      this.v,
+      this.skipped,
+      this.decayMask,
+      ...(this.carriedGrad ? [this.carriedGrad, this.carriedLoss!] : []),
+      ...(this.scaling ? [this.scaling.scale, this.scaling.good] : []),
+    ]);
   }
 }

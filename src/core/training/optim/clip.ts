@@ -11,7 +11,8 @@ export function globalNorm(flat: tf.Tensor1D): tf.Scalar {
 
 /** Σ x² of a float32 tensor as a device scalar: on webgpu one spread sum (no squared copy first). */
 export function sumOfSquares(x: tf.Tensor): tf.Scalar {
-  if (x.dtype === 'float32' && tf.getKernel(SUM_OF_SQUARES_KERNEL, tf.getBackend())) return tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, { x }) as tf.Scalar;
+  if (x.dtype === 'float32' && tf.getKernel(SUM_OF_SQUARES_KERNEL, tf.getBackend()))
+    return tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, { x }) as tf.Scalar;
   return tf.sum(tf.square(x)) as tf.Scalar;
 }
 

@@ -9,7 +9,13 @@
 // uses the composition. Results differ from the composition by float32 rounding only (tests hold them
 // together).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, workgroupGrid } from '../../backend/index.js';
+import {
+  namedProgram,
+  outputsProgram,
+  runWithOutputs,
+  type WebgpuProgramRunner,
+  workgroupGrid,
+} from '../../backend/index.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 
@@ -29,7 +35,15 @@ interface CpuBackendLike {
   makeTensorInfo(shape: number[], dtype: tf.DataType, values: Float32Array): tf.TensorInfo;
 }
 
-function cpuAdamW({ inputs: named, backend, attrs }: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
+function cpuAdamW({
+  inputs: named,
+  backend,
+  attrs,
+}: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo[] {
   const b = backend as CpuBackendLike;
   const inputs = named as Record<'params' | 'm' | 'v' | 'grad' | 'decayMask' | 'gradScale' | 'finite', tf.TensorInfo>;
   const read = (t: tf.TensorInfo) => b.data.get(t.dataId).values as Float32Array;
@@ -62,14 +76,22 @@ function cpuAdamW({ inputs: named, backend, attrs }: { inputs: tf.NamedTensorInf
       pOut[i] = p[i] * (mask[i] === 0 ? 1 : decayed) - (stepSize * mi) / (Math.sqrt(vi) + epsHat);
     }
   }
-  return [b.makeTensorInfo([n], 'float32', pOut), b.makeTensorInfo([n], 'float32', mOut), b.makeTensorInfo([n], 'float32', vOut)];
+  return [
+    b.makeTensorInfo([n], 'float32', pOut),
+    b.makeTensorInfo([n], 'float32', mOut),
+    b.makeTensorInfo([n], 'float32', vOut),
+  ];
 }
 
-if (!tf.getKernel(ADAMW_KERNEL, 'cpu')) tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'cpu', kernelFunc: cpuAdamW as unknown as tf.KernelFunc });
+if (!tf.getKernel(ADAMW_KERNEL, 'cpu'))
+  tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'cpu', kernelFunc: cpuAdamW as unknown as tf.KernelFunc });
 
 const WORKGROUP = 256;
 
-/** One elementwise program over the flat vector: `value` of index i from the named inputs, kept where the step is not finite. */
+/**
+ * One elementwise program over the flat vector: `value` of index i from the named inputs, kept where the step is not
+ * finite.
+ */
 function updateProgram(name: string, inputs: string[], size: number, value: string, kept: string) {
   return namedProgram(name, {
     variableNames: inputs,
@@ -95,10 +117,20 @@ function updateProgram(name: string, inputs: string[], size: number, value: stri
  * The webgpu update: m' and v' (each from its moment and the gradient), then p' from them. `beta` are
  * run constants (uniforms); the scale, the finite flag and the per-step scalars are device tensors.
  */
-function webgpuUpdate(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
+function webgpuUpdate(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo[] {
   const b = args.backend as WebgpuProgramRunner;
-  const i = args.inputs as Record<'params' | 'm' | 'v' | 'grad' | 'decayMask' | 'gradScale' | 'finite' | 'scalars', tf.TensorInfo>;
-  if (!i.scalars) throw new Error(`${ADAMW_KERNEL} on webgpu takes its per-step scalars as a tensor (scalars: [stepSize, epsHat, lrWd])`);
+  const i = args.inputs as Record<
+    'params' | 'm' | 'v' | 'grad' | 'decayMask' | 'gradScale' | 'finite' | 'scalars',
+    tf.TensorInfo
+  >;
+  if (!i.scalars)
+    throw new Error(
+      `${ADAMW_KERNEL} on webgpu takes its per-step scalars as a tensor (scalars: [stepSize, epsHat, lrWd])`,
+    );
   const { beta1, beta2 } = args.attrs as unknown as FusedUpdateAttrs;
   const n = i.params.shape[0];
   const uniforms = [
@@ -106,13 +138,25 @@ function webgpuUpdate(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; a
     { type: 'float32', data: [beta2] },
   ];
   const m = b.runWebGPUProgram(
-    updateProgram('XttsAdamWMomentProgram', ['M', 'grad', 'gradScale', 'finite'], n, 'uniforms.beta1 * M[index] + (1.0 - uniforms.beta1) * scale * grad[index]', 'M[index]'),
+    updateProgram(
+      'XttsAdamWMomentProgram',
+      ['M', 'grad', 'gradScale', 'finite'],
+      n,
+      'uniforms.beta1 * M[index] + (1.0 - uniforms.beta1) * scale * grad[index]',
+      'M[index]',
+    ),
     [i.m, i.grad, i.gradScale, i.finite],
     'float32',
     uniforms,
   );
   const v = b.runWebGPUProgram(
-    updateProgram('XttsAdamWSecondMomentProgram', ['V', 'grad', 'gradScale', 'finite'], n, 'uniforms.beta2 * V[index] + (1.0 - uniforms.beta2) * (scale * grad[index]) * (scale * grad[index])', 'V[index]'),
+    updateProgram(
+      'XttsAdamWSecondMomentProgram',
+      ['V', 'grad', 'gradScale', 'finite'],
+      n,
+      'uniforms.beta2 * V[index] + (1.0 - uniforms.beta2) * (scale * grad[index]) * (scale * grad[index])',
+      'V[index]',
+    ),
     [i.v, i.grad, i.gradScale, i.finite],
     'float32',
     uniforms,
@@ -133,7 +177,12 @@ function webgpuUpdate(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; a
   return [p, m, v];
 }
 
-if (!tf.getKernel(ADAMW_KERNEL, 'webgpu')) tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'webgpu', kernelFunc: webgpuUpdate as unknown as tf.KernelFunc });
+if (!tf.getKernel(ADAMW_KERNEL, 'webgpu'))
+  tf.registerKernel({
+    kernelName: ADAMW_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: webgpuUpdate as unknown as tf.KernelFunc,
+  });
 
 export function fusedUpdateAvailable(): boolean {
   return tf.getKernel(ADAMW_KERNEL, tf.getBackend()) !== undefined;
@@ -144,10 +193,25 @@ export function fusedUpdateAvailable(): boolean {
  * `grad`; `scalars` [stepSize, epsHat, lrWd] as a device tensor (webgpu reads these, cpu the attrs).
  */
 export function fusedUpdate(
-  inputs: { params: tf.Tensor1D; m: tf.Tensor1D; v: tf.Tensor1D; grad: tf.Tensor1D; decayMask: tf.Tensor1D; gradScale: tf.Scalar; finite: tf.Scalar; scalars: tf.Tensor1D },
+  inputs: {
+    params: tf.Tensor1D;
+    m: tf.Tensor1D;
+    v: tf.Tensor1D;
+    grad: tf.Tensor1D;
+    decayMask: tf.Tensor1D;
+    gradScale: tf.Scalar;
+    finite: tf.Scalar;
+    scalars: tf.Tensor1D;
+  },
   attrs: FusedUpdateAttrs,
 ): tf.Tensor1D[] {
-  return tf.engine().runKernel(ADAMW_KERNEL, inputs as unknown as tf.NamedTensorMap, attrs as unknown as tf.NamedAttrMap) as tf.Tensor1D[];
+  return tf
+    .engine()
+    .runKernel(
+      ADAMW_KERNEL,
+      inputs as unknown as tf.NamedTensorMap,
+      attrs as unknown as tf.NamedAttrMap,
+    ) as tf.Tensor1D[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,17 +286,35 @@ function stepScalarsProgram(scaling: boolean) {
   });
 }
 
-function webgpuStepScalars(args: { inputs: tf.NamedTensorInfoMap; backend: unknown; attrs?: tf.NamedAttrMap }): tf.TensorInfo[] {
+function webgpuStepScalars(args: {
+  inputs: tf.NamedTensorInfoMap;
+  backend: unknown;
+  attrs?: tf.NamedAttrMap;
+}): tf.TensorInfo[] {
   const i = args.inputs as Record<'sumSq' | 'lossSum' | 'skipped' | 'scale' | 'good', tf.TensorInfo | undefined>;
   const { invCount, maxNorm, scaling } = args.attrs as unknown as StepScalarsAttrs;
   const inputs = [i.sumSq!, i.lossSum!, i.skipped!, ...(scaling ? [i.scale!, i.good!] : [])];
-  const uniforms = [invCount, maxNorm, 1e-6, scaling?.growthInterval ?? 0, scaling?.maxScale ?? 0].map((v) => ({ type: 'float32', data: [v] }));
+  const uniforms = [invCount, maxNorm, 1e-6, scaling?.growthInterval ?? 0, scaling?.maxScale ?? 0].map((v) => ({
+    type: 'float32',
+    data: [v],
+  }));
   const outputs = STEP_SCALARS_OUTPUTS.length + (scaling ? SCALING_OUTPUTS.length : 0);
-  const [gradNorm, ...rest] = runWithOutputs(args.backend as WebgpuProgramRunner, stepScalarsProgram(scaling !== null), inputs, Array.from({ length: outputs }, () => []), uniforms);
+  const [gradNorm, ...rest] = runWithOutputs(
+    args.backend as WebgpuProgramRunner,
+    stepScalarsProgram(scaling !== null),
+    inputs,
+    Array.from({ length: outputs }, () => []),
+    uniforms,
+  );
   return [{ ...gradNorm, shape: [] }, ...rest];
 }
 
-if (!tf.getKernel(ADAMW_SCALARS_KERNEL, 'webgpu')) tf.registerKernel({ kernelName: ADAMW_SCALARS_KERNEL, backendName: 'webgpu', kernelFunc: webgpuStepScalars as unknown as tf.KernelFunc });
+if (!tf.getKernel(ADAMW_SCALARS_KERNEL, 'webgpu'))
+  tf.registerKernel({
+    kernelName: ADAMW_SCALARS_KERNEL,
+    backendName: 'webgpu',
+    kernelFunc: webgpuStepScalars as unknown as tf.KernelFunc,
+  });
 
 /** The update's scalars (stepScalars), each a scalar tensor. */
 export interface StepScalars {
@@ -254,7 +336,8 @@ export interface StepScalars {
  */
 export function stepScalarsAvailable(scaling: boolean): boolean {
   if (!tf.getKernel(ADAMW_SCALARS_KERNEL, tf.getBackend())) return false;
-  const device = (tf.backend() as unknown as { device?: { limits: { maxStorageBuffersPerShaderStage: number } } }).device;
+  const device = (tf.backend() as unknown as { device?: { limits: { maxStorageBuffersPerShaderStage: number } } })
+    .device;
   const needed = 1 + 3 + STEP_SCALARS_OUTPUTS.length + (scaling ? 2 + SCALING_OUTPUTS.length : 0);
   return (device?.limits.maxStorageBuffersPerShaderStage ?? 0) >= needed;
 }
@@ -263,9 +346,25 @@ export function stepScalarsAvailable(scaling: boolean): boolean {
  * One program's worth of an update's scalars from Σg² of the summed gradients (`sumSq`) and the summed
  * loss: see StepScalars; with `state.scale` and `state.good`, the loss scale's next values too.
  */
-export function stepScalars(sumSq: tf.Scalar, lossSum: tf.Scalar, state: { skipped: tf.Scalar; scale?: tf.Scalar; good?: tf.Scalar }, attrs: StepScalarsAttrs): StepScalars {
-  const inputs = { sumSq, lossSum, skipped: state.skipped, ...(attrs.scaling ? { scale: state.scale!, good: state.good! } : {}) };
-  const out = tf.engine().runKernel(ADAMW_SCALARS_KERNEL, inputs as unknown as tf.NamedTensorMap, attrs as unknown as tf.NamedAttrMap) as tf.Scalar[];
+export function stepScalars(
+  sumSq: tf.Scalar,
+  lossSum: tf.Scalar,
+  state: { skipped: tf.Scalar; scale?: tf.Scalar; good?: tf.Scalar },
+  attrs: StepScalarsAttrs,
+): StepScalars {
+  const inputs = {
+    sumSq,
+    lossSum,
+    skipped: state.skipped,
+    ...(attrs.scaling ? { scale: state.scale!, good: state.good! } : {}),
+  };
+  const out = tf
+    .engine()
+    .runKernel(
+      ADAMW_SCALARS_KERNEL,
+      inputs as unknown as tf.NamedTensorMap,
+      attrs as unknown as tf.NamedAttrMap,
+    ) as tf.Scalar[];
   const [gradNorm, finite, gradScale, flag, skipped, scale, good] = out;
   return { gradNorm, finite, gradScale, flag, skipped, ...(attrs.scaling ? { scale, good } : {}) };
 }

@@ -10,7 +10,17 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { GpuDevice } from '../../backend/index.js';
 import { type DeviceSpans, SpanTimer } from '../../backend/index.js';
-import { advanceCapture, arenaBytesOf, type CallCaptureSummary, CallReplayer, type CaptureState, dropStaleCapture, recordStep, type ShapeCaptureSummary, summarizeShapes } from '../../backend/index.js';
+import {
+  advanceCapture,
+  arenaBytesOf,
+  type CallCaptureSummary,
+  CallReplayer,
+  type CaptureState,
+  dropStaleCapture,
+  recordStep,
+  type ShapeCaptureSummary,
+  summarizeShapes,
+} from '../../backend/index.js';
 import type { ModelInputs } from '../../model/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
@@ -20,7 +30,6 @@ import type { AdamW } from './adamw.js';
 import { type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
 
 export type StepCaptureMode = 'auto' | 'off';
-
 
 interface ShapeState extends CaptureState {
   calls?: DropoutCall[];
@@ -41,8 +50,15 @@ export interface StepCaptureSummary {
    * records the driver's commands there) per program; rebinds: replays that bound weights assigned
    * since the one before.
    */
-  shapes: (ShapeCaptureSummary & { encodeUsPerProgram: number | null; submitUsPerProgram: number | null; rebinds: number })[];
-  /** The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with capture off. */
+  shapes: (ShapeCaptureSummary & {
+    encodeUsPerProgram: number | null;
+    submitUsPerProgram: number | null;
+    rebinds: number;
+  })[];
+  /**
+   * The alignment forward each batch runs before its step (its scores for the search), per batch shape; null with
+   * capture off.
+   */
   alignment: CallCaptureSummary | null;
   /**
    * The replayed steps' device time from timestamps at their passes' edges (backend/replay-spans.ts):
@@ -55,7 +71,8 @@ export interface StepCaptureSummary {
 /** Why this run's steps cannot be captured, or null when they can. */
 export function captureUnavailable(mode: StepCaptureMode, backend: string): string | null {
   if (mode === 'off') return 'device.step_capture is off';
-  if (backend !== 'webgpu') return `the ${backend} backend has no per-program host cost to save (capture is for webgpu)`;
+  if (backend !== 'webgpu')
+    return `the ${backend} backend has no per-program host cost to save (capture is for webgpu)`;
   return null;
 }
 
@@ -101,7 +118,11 @@ export class StepReplayer {
    * (StepCapture.replayInParts): what resolves meanwhile, such as the next batch's alignment scores
    * going to the search's worker threads, then overlaps the step's encoding. Other steps as in step.
    */
-  async stepInParts(batch: ModelInputs, parts: number, opts: Pick<TrainStepOptions, 'onGradients'> = {}): Promise<StepResult> {
+  async stepInParts(
+    batch: ModelInputs,
+    parts: number,
+    opts: Pick<TrainStepOptions, 'onGradients'> = {},
+  ): Promise<StepResult> {
     const r = this.route(batch, opts);
     if ('result' in r) return r.result;
     this.timeSpans(r.replay);
@@ -116,7 +137,10 @@ export class StepReplayer {
   }
 
   /** An eager, planned or recorded step run now (its result), or the shape whose replay is to run. */
-  private route(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean }): { result: StepResult } | { replay: ShapeState } {
+  private route(
+    batch: ModelInputs,
+    opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean },
+  ): { result: StepResult } | { replay: ShapeState } {
     const key = shapeKey(batch) + this.phaseOf();
     this.last = { shape: key, replayed: false, programs: 0 };
     if (this.off !== null || opts.timed) return { result: this.eagerStep(batch, opts) };
@@ -153,7 +177,10 @@ export class StepReplayer {
 
   private eagerStep(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
     this.eager++;
-    return trainStep(this.model, this.optimizer, batch, this.loss, { accumulate: this.accumulate, onGradients: opts.onGradients });
+    return trainStep(this.model, this.optimizer, batch, this.loss, {
+      accumulate: this.accumulate,
+      onGradients: opts.onGradients,
+    });
   }
 
   /** The step's per-step inputs, in the order a recording binds them. */
@@ -161,19 +188,53 @@ export class StepReplayer {
     const offsets = tf.tensor1d(this.model.dropout.drawOffsets(s.calls!), 'int32');
     const scalars = tf.tensor1d(this.optimizer.updateScalars().values);
     const b = batch;
-    return { offsets, scalars, all: [b.tokens, b.textLengths, b.languages, b.mel, b.melLengths, b.refMel, b.refLengths, b.alignment.steps, b.alignment.durations, offsets, scalars] };
+    return {
+      offsets,
+      scalars,
+      all: [
+        b.tokens,
+        b.textLengths,
+        b.languages,
+        b.mel,
+        b.melLengths,
+        b.refMel,
+        b.refLengths,
+        b.alignment.steps,
+        b.alignment.durations,
+        offsets,
+        scalars,
+      ],
+    };
   }
 
-  private recordedStep(key: string, s: ShapeState, batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+  private recordedStep(
+    key: string,
+    s: ShapeState,
+    batch: ModelInputs,
+    opts: Pick<TrainStepOptions, 'onGradients'>,
+  ): StepResult {
     this.eager++;
     const { offsets, scalars, all } = this.inputs(s, batch);
     let result: StepResult | undefined;
     try {
       const { recording } = recordStep(tf, all, () => {
         result = this.model.dropout.useOffsets(s.calls!, offsets, () =>
-          trainStep(this.model, this.optimizer, batch, this.loss, { accumulate: this.accumulate, onGradients: opts.onGradients, updateScalars: scalars }),
+          trainStep(this.model, this.optimizer, batch, this.loss, {
+            accumulate: this.accumulate,
+            onGradients: opts.onGradients,
+            updateScalars: scalars,
+          }),
         );
-        return [result.total, result.melPre, result.melPost, result.alignedText, result.duration, result.finite, result.stats, ...(result.gradNorm ? [result.gradNorm] : [])];
+        return [
+          result.total,
+          result.melPre,
+          result.melPost,
+          result.alignedText,
+          result.duration,
+          result.finite,
+          result.stats,
+          ...(result.gradNorm ? [result.gradNorm] : []),
+        ];
       });
       if (advanceCapture(tf, s, recording)) this.onChange?.(key, s);
     } finally {
@@ -225,7 +286,12 @@ export class StepReplayer {
       shapes: summarizeShapes(this.shapes).map((summary) => {
         const c = this.shapes.get(summary.shape)!.capture;
         const perProgram = (ms: number[]) => (c && ms.length ? (1000 * summarize(ms).p50) / c.programs : null);
-        return { ...summary, encodeUsPerProgram: perProgram(c?.encodeMs ?? []), submitUsPerProgram: perProgram(c?.submitMs ?? []), rebinds: c?.rebinds ?? 0 };
+        return {
+          ...summary,
+          encodeUsPerProgram: perProgram(c?.encodeMs ?? []),
+          submitUsPerProgram: perProgram(c?.submitMs ?? []),
+          rebinds: c?.rebinds ?? 0,
+        };
       }),
       alignment: (await this.alignment?.summary()) ?? null,
       ...(this.off === null ? { deviceSpans: await this.spans.summary() } : {}),

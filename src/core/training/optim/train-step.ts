@@ -42,11 +42,23 @@ export interface StepResult extends LossParts {
 }
 
 /** A training step's batch: it must be aligned first (XttsModel.align). */
-export function trainStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions = {}): StepResult {
+export function trainStep(
+  model: XttsModel,
+  optimizer: AdamW,
+  batch: ModelInputs,
+  loss: LossConfig,
+  opts: TrainStepOptions = {},
+): StepResult {
   return onDeviceOnly(tf, () => issueStep(model, optimizer, batch, loss, opts));
 }
 
-function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss: LossConfig, opts: TrainStepOptions): StepResult {
+function issueStep(
+  model: XttsModel,
+  optimizer: AdamW,
+  batch: ModelInputs,
+  loss: LossConfig,
+  opts: TrainStepOptions,
+): StepResult {
   const accumulate = Math.max(1, Math.floor(opts.accumulate ?? 1));
   let parts: LossParts | undefined;
   // Loss scaling (mixed_fp16): the gradients of S·loss, which the optimizer divides by S again.
@@ -54,7 +66,13 @@ function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss:
   const { value, grads } = tf.variableGrads(() => {
     const out = model.forward(batch, { training: true });
     const p = computeLosses(out, batch, loss, opts.whole);
-    parts = { total: p.total, melPre: tf.keep(p.melPre), melPost: tf.keep(p.melPost), alignedText: tf.keep(p.alignedText), duration: tf.keep(p.duration) };
+    parts = {
+      total: p.total,
+      melPre: tf.keep(p.melPre),
+      melPost: tf.keep(p.melPost),
+      alignedText: tf.keep(p.alignedText),
+      duration: tf.keep(p.duration),
+    };
     return lossScale ? (tf.mul(p.total, lossScale) as tf.Scalar) : p.total;
   }, optimizer.variables);
   const lossParts: LossParts = { ...parts!, total: lossScale ? (tf.div(value, lossScale) as tf.Scalar) : value };
@@ -81,12 +99,29 @@ function issueStep(model: XttsModel, optimizer: AdamW, batch: ModelInputs, loss:
     if (!opts.deferUpdate) optimizer.carry();
   }
   const stats = tf.tidy(() =>
-    tf.stack([lossParts.total, lossParts.melPre, lossParts.melPost, lossParts.alignedText, lossParts.duration, gradNorm ?? tf.zeros([]), finite]),
+    tf.stack([
+      lossParts.total,
+      lossParts.melPre,
+      lossParts.melPost,
+      lossParts.alignedText,
+      lossParts.duration,
+      gradNorm ?? tf.zeros([]),
+      finite,
+    ]),
   ) as tf.Tensor1D;
   return { ...lossParts, applied, gradNorm, finite, learningRate, stats };
 }
 
 /** Free every tensor of a StepResult. */
 export function disposeStepResult(r: StepResult): void {
-  tf.dispose([r.total, r.melPre, r.melPost, r.alignedText, r.duration, r.finite, r.stats, ...(r.gradNorm ? [r.gradNorm] : [])]);
+  tf.dispose([
+    r.total,
+    r.melPre,
+    r.melPost,
+    r.alignedText,
+    r.duration,
+    r.finite,
+    r.stats,
+    ...(r.gradNorm ? [r.gradNorm] : []),
+  ]);
 }

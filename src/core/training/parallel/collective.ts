@@ -76,9 +76,13 @@ export class Collective {
     readonly shared: CollectiveShared,
     readonly rank: number,
   ) {
-    if (!Number.isInteger(rank) || rank < 0 || rank >= shared.world) throw new Error(`rank ${rank} is not in a group of ${shared.world}`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= shared.world)
+      throw new Error(`rank ${rank} is not in a group of ${shared.world}`);
     this.control = new Int32Array(shared.control);
-    this.slots = Array.from({ length: shared.world }, (_, r) => new Float32Array(shared.data, r * shared.bucket * 4, shared.bucket));
+    this.slots = Array.from(
+      { length: shared.world },
+      (_, r) => new Float32Array(shared.data, r * shared.bucket * 4, shared.bucket),
+    );
     this.result = new Float32Array(shared.data, shared.world * shared.bucket * 4, shared.bucket);
   }
 

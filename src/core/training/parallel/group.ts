@@ -26,7 +26,8 @@ export interface ReplicaPlan {
   reason: string;
 }
 
-const usage = (message: string, suggestions: string[]) => new XttsError('GPUS_INVALID', message, { exitCode: ExitCode.usage, suggestions });
+const usage = (message: string, suggestions: string[]) =>
+  new XttsError('GPUS_INVALID', message, { exitCode: ExitCode.usage, suggestions });
 
 /**
  * device.gpus (or --gpus) -> the replicas, or null for one device (device.model_device). `cpu:N`
@@ -37,24 +38,45 @@ export async function planReplicas(gpus: XttsConfig['device']['gpus'], backend: 
   if (gpus === null) return null;
   if (typeof gpus === 'string' && gpus.startsWith('cpu:')) {
     const n = Number(gpus.slice(4));
-    if (backend === 'webgpu' || backend === 'tensorflow') throw usage(`device.gpus ${gpus} asks for CPU replicas, but the backend is ${backend}`, ['use --backend cpu (or wasm), or name GPUs: --gpus all']);
+    if (backend === 'webgpu' || backend === 'tensorflow')
+      throw usage(`device.gpus ${gpus} asks for CPU replicas, but the backend is ${backend}`, [
+        'use --backend cpu (or wasm), or name GPUs: --gpus all',
+      ]);
     // auto takes wasm, as it does for one device on a host without a GPU (about 5× the cpu backend).
     const b = backend === 'cpu' ? 'cpu' : 'wasm';
-    return { backend: b, devices: Array.from({ length: n }, () => null), reason: `${n} CPU replica${n === 1 ? '' : 's'} on the ${b} backend (device.gpus ${gpus})` };
+    return {
+      backend: b,
+      devices: Array.from({ length: n }, () => null),
+      reason: `${n} CPU replica${n === 1 ? '' : 's'} on the ${b} backend (device.gpus ${gpus})`,
+    };
   }
   if (backend !== 'auto' && backend !== 'webgpu') {
-    throw usage(`device.gpus names GPUs (${JSON.stringify(gpus)}), but the backend is ${backend}: GPU replicas train on webgpu`, [`use --backend webgpu (or auto), or CPU replicas: --gpus cpu:${Array.isArray(gpus) ? gpus.length : 2}`]);
+    throw usage(
+      `device.gpus names GPUs (${JSON.stringify(gpus)}), but the backend is ${backend}: GPU replicas train on webgpu`,
+      [`use --backend webgpu (or auto), or CPU replicas: --gpus cpu:${Array.isArray(gpus) ? gpus.length : 2}`],
+    );
   }
   if (gpus === 'all') {
     const list = await listAdapters();
     const hardware = list.adapters.filter((a) => !a.software);
     if (hardware.length === 0) {
-      throw new XttsError('NO_GPUS', `device.gpus all: Dawn lists no GPU adapter here${list.note ? ` (${list.note})` : ''}`, {
-        exitCode: ExitCode.environment,
-        suggestions: ['run `xtts diagnose-gpu-utilization` to see what Dawn finds', 'or train with CPU replicas: --gpus cpu:2'],
-      });
+      throw new XttsError(
+        'NO_GPUS',
+        `device.gpus all: Dawn lists no GPU adapter here${list.note ? ` (${list.note})` : ''}`,
+        {
+          exitCode: ExitCode.environment,
+          suggestions: [
+            'run `xtts diagnose-gpu-utilization` to see what Dawn finds',
+            'or train with CPU replicas: --gpus cpu:2',
+          ],
+        },
+      );
     }
-    return { backend: 'webgpu', devices: hardware.map((a) => a.index), reason: `every GPU adapter Dawn lists: ${hardware.map((a) => `${a.index} ${a.name}`).join(', ')}` };
+    return {
+      backend: 'webgpu',
+      devices: hardware.map((a) => a.index),
+      reason: `every GPU adapter Dawn lists: ${hardware.map((a) => `${a.index} ${a.name}`).join(', ')}`,
+    };
   }
   const refs = gpus as (number | string)[];
   const seen = new Set(refs.map((r) => String(r).toLowerCase()));
@@ -68,7 +90,10 @@ export function parseGpusFlag(value: string): XttsConfig['device']['gpus'] {
   const v = value.trim();
   if (v === 'all' || /^cpu:\d+$/.test(v)) return v as XttsConfig['device']['gpus'];
   const refs = v.split(',').map((s) => s.trim());
-  if (refs.some((s) => s === '')) throw usage(`--gpus ${JSON.stringify(value)}: an empty device in the list`, ['e.g. --gpus 0,1, --gpus all or --gpus cpu:2']);
+  if (refs.some((s) => s === ''))
+    throw usage(`--gpus ${JSON.stringify(value)}: an empty device in the list`, [
+      'e.g. --gpus 0,1, --gpus all or --gpus cpu:2',
+    ]);
   return refs.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
@@ -229,18 +254,29 @@ export class ReplicaGroup {
    * One micro-batch over the group: rank r trains on its rows of the batch. Resolves when every
    * replica is done with it (at the last micro-batch of a step, after the update everywhere).
    */
-  async micro(step: number, host: HostBatch, dims: BatchDims, last: boolean, dropoutRng: number): Promise<{ rank0: MicroResult; workers: WorkerMicro[] }> {
+  async micro(
+    step: number,
+    host: HostBatch,
+    dims: BatchDims,
+    last: boolean,
+    dropoutRng: number,
+  ): Promise<{ rank0: MicroResult; workers: WorkerMicro[] }> {
     const rows = shardRows(dims.batchSize, this.world);
     const answers = this.workers.map((w) => {
       const s = shardOf(host, dims, rows[w.rank]);
       const job = { host: s.host, dims: s.dims, rows: rows[w.rank], last, dropoutRng };
-      return w.ask({ type: 'micro', step, job }, Object.values(s.host).map((a) => (a as Int32Array | Float32Array).buffer as ArrayBuffer));
+      return w.ask(
+        { type: 'micro', step, job },
+        Object.values(s.host).map((a) => (a as Int32Array | Float32Array).buffer as ArrayBuffer),
+      );
     });
     const s0 = shardOf(host, dims, rows[0]);
-    const own = this.replica.micro({ host: s0.host, dims: s0.dims, rows: rows[0], last, dropoutRng }).catch((e: Error) => {
-      abortCollective(this.shared, `rank 0 failed: ${e.message}`);
-      throw e;
-    });
+    const own = this.replica
+      .micro({ host: s0.host, dims: s0.dims, rows: rows[0], last, dropoutRng })
+      .catch((e: Error) => {
+        abortCollective(this.shared, `rank 0 failed: ${e.message}`);
+        throw e;
+      });
     const settled = await Promise.allSettled([own, ...answers]);
     this.throwFailure(settled);
     const rank0 = (settled[0] as PromiseFulfilledResult<MicroResult>).value;
@@ -272,15 +308,32 @@ export class ReplicaGroup {
    * sums and must stay identical); reads every replica's weights back.
    */
   async checkInSync(step: number): Promise<void> {
-    const settled = await Promise.allSettled([weightsDigest(this.replica.model), ...this.workers.map((w) => w.ask({ type: 'digest' }))]);
+    const settled = await Promise.allSettled([
+      weightsDigest(this.replica.model),
+      ...this.workers.map((w) => w.ask({ type: 'digest' })),
+    ]);
     this.throwFailure(settled);
-    const digests = settled.map((x, i) => (i === 0 ? (x as PromiseFulfilledResult<string>).value : ((x as PromiseFulfilledResult<FromReplica>).value as { digest: string }).digest));
+    const digests = settled.map((x, i) =>
+      i === 0
+        ? (x as PromiseFulfilledResult<string>).value
+        : ((x as PromiseFulfilledResult<FromReplica>).value as { digest: string }).digest,
+    );
     const off = digests.map((d, r) => (d === digests[0] ? -1 : r)).filter((r) => r >= 0);
     if (off.length) {
-      throw new XttsError('REPLICAS_DIVERGED', `at step ${step} the weights of ${off.map((r) => `replica ${r} (${this.devices[r]})`).join(', ')} differ from rank 0's (${this.devices[0]}): the devices do not compute the same update from the same gradients`, {
-        exitCode: ExitCode.environment,
-        suggestions: ['train on devices of one model and driver (device.gpus), or on one device', 'resume from the last checkpoint: every replica starts from its weights'],
-      });
+      throw new XttsError(
+        'REPLICAS_DIVERGED',
+        `at step ${step} the weights ` +
+          `of ${off.map((r) => `replica ${r} (${this.devices[r]})`).join(', ')} differ ` +
+          `from rank 0's (${this.devices[0]}): the devices do not compute the same update ` +
+          `from the same gradients`,
+        {
+          exitCode: ExitCode.environment,
+          suggestions: [
+            'train on devices of one model and driver (device.gpus), or on one device',
+            'resume from the last checkpoint: every replica starts from its weights',
+          ],
+        },
+      );
     }
   }
 

@@ -90,7 +90,13 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
       if (r.update) tf.dispose([r.update.gradNorm, r.update.finite]);
       const held = tf.memory();
       checkModelBudget(d.modelBudgetMb, m.step, held.numBytes, d.batchSize, `replica ${d.rank}`);
-      port.postMessage({ type: 'micro', spans: r.spans, samples: r.samples, tensors: held.numTensors, tensorBytes: held.numBytes } satisfies FromReplica);
+      port.postMessage({
+        type: 'micro',
+        spans: r.spans,
+        samples: r.samples,
+        tensors: held.numTensors,
+        tensorBytes: held.numBytes,
+      } satisfies FromReplica);
     } else if (m.type === 'discard') {
       replica.discard();
       port.postMessage({ type: 'discarded' } satisfies FromReplica);
@@ -105,11 +111,14 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   let queue = Promise.resolve();
   let failed = false;
   port.on('message', (m: ToReplica) => {
-    queue = queue.then(() => (failed ? undefined : handle(m))).catch((e) => {
-      failed = true;
-      fail(e);
-    });
+    queue = queue
+      .then(() => (failed ? undefined : handle(m)))
+      .catch((e) => {
+        failed = true;
+        fail(e);
+      });
   });
 }
 
-if (parentPort && (workerData as { xttsRole?: string } | undefined)?.xttsRole === 'replica') void replicaWorkerMain(workerData as ReplicaWorkerData);
+if (parentPort && (workerData as { xttsRole?: string } | undefined)?.xttsRole === 'replica')
+  void replicaWorkerMain(workerData as ReplicaWorkerData);

@@ -77,7 +77,8 @@ export function shardRows(total: number, world: number): ShardRows[] {
 
 /** Copies of one shard's rows of a batch (HostBatch layout, BatchDims for `rows.size`). */
 export function shardOf(host: HostBatch, dims: BatchDims, rows: ShardRows): { host: HostBatch; dims: BatchDims } {
-  const rowsOf = <A extends Int32Array | Float32Array>(a: A, perRow: number): A => a.slice(rows.start * perRow, (rows.start + rows.size) * perRow) as A;
+  const rowsOf = <A extends Int32Array | Float32Array>(a: A, perRow: number): A =>
+    a.slice(rows.start * perRow, (rows.start + rows.size) * perRow) as A;
   return {
     host: {
       tokens: rowsOf(host.tokens, dims.tokens),
@@ -129,7 +130,11 @@ export class Replica {
       model.dropout.rngState = job.dropoutRng;
       model.dropout.shard = job.rows;
       try {
-        result = trainStep(model, optimizer, { ...tensors, alignment }, this.o.loss, { accumulate: this.o.accumulate, whole: { melValues: whole[0], spokenTokens: whole[1] }, deferUpdate: true });
+        result = trainStep(model, optimizer, { ...tensors, alignment }, this.o.loss, {
+          accumulate: this.o.accumulate,
+          whole: { melValues: whole[0], spokenTokens: whole[1] },
+          deferUpdate: true,
+        });
       } finally {
         model.dropout.shard = null;
       }
@@ -165,7 +170,11 @@ export class Replica {
     const applied = optimizer.apply();
     mark('optimizerMs');
     const losses = summed.slice(n, n + LOSS_PARTS).map((x) => x / this.o.accumulate);
-    return { spans, samples, update: { losses, gradNorm: applied.gradNorm, finite: applied.finite, learningRate: applied.learningRate } };
+    return {
+      spans,
+      samples,
+      update: { losses, gradNorm: applied.gradNorm, finite: applied.finite, learningRate: applied.learningRate },
+    };
   }
 
   /** Drop a step's partial work (the data ran out inside an accumulation). */

@@ -14,6 +14,10 @@ export default class CacheClearCommand extends XttsCommand<{ path: string; remov
   }
 
   protected render(r: { path: string; removedBytes: number; existed: boolean }): void {
-    this.log(r.existed ? paint.ok(`removed ${r.path} (${formatBytes(r.removedBytes)})`) : `no cache at ${r.path}; nothing to remove`);
+    this.log(
+      r.existed
+        ? paint.ok(`removed ${r.path} (${formatBytes(r.removedBytes)})`)
+        : `no cache at ${r.path}; nothing to remove`,
+    );
   }
 }

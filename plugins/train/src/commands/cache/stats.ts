@@ -5,7 +5,10 @@ import { paint, renderTable } from '@xtts/core/render';
 
 export default class CacheStatsCommand extends XttsCommand<CacheStats> {
   static override summary = 'Show the feature cache: entries, size and hit rates.';
-  static override examples = ['<%= config.bin %> cache stats --config configs/quickstart.yaml', '<%= config.bin %> cache stats --cache .xtts-cache/cache.sqlite --json'];
+  static override examples = [
+    '<%= config.bin %> cache stats --config configs/quickstart.yaml',
+    '<%= config.bin %> cache stats --cache .xtts-cache/cache.sqlite --json',
+  ];
   static override flags = { config: configFlag, set: setFlag, cache: cacheFlag };
 
   protected async execute(): Promise<CacheStats> {
@@ -21,8 +24,20 @@ export default class CacheStatsCommand extends XttsCommand<CacheStats> {
         ['entries', 'count', 'lookups', 'hits', 'hit rate'],
         [
           ['cleaned texts', s.texts, s.lookups.text.lookups, s.lookups.text.hits, rate(s.lookups.text.hitRate)],
-          ['token sequences', s.tokens, s.lookups.tokens.lookups, s.lookups.tokens.hits, rate(s.lookups.tokens.hitRate)],
-          ['log-mel features', s.features, s.lookups.feature.lookups, s.lookups.feature.hits, rate(s.lookups.feature.hitRate)],
+          [
+            'token sequences',
+            s.tokens,
+            s.lookups.tokens.lookups,
+            s.lookups.tokens.hits,
+            rate(s.lookups.tokens.hitRate),
+          ],
+          [
+            'log-mel features',
+            s.features,
+            s.lookups.feature.lookups,
+            s.lookups.feature.hits,
+            rate(s.lookups.feature.hitRate),
+          ],
           ['unusable clips', s.failures, '', '', ''],
           ['audio hashes', s.audioHashes, '', '', ''],
         ],

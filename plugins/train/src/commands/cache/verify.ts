@@ -4,14 +4,24 @@ import { cacheVerify, resolveCachePath, type CacheVerifyResult } from '@xtts/cor
 import { paint } from '@xtts/core/render';
 
 export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
-  static override summary = 'Check the feature cache: SQLite integrity, every entry\'s size against its shape, every audio hash against its file.';
-  static override description = 'Exit 0 when everything checks out, 1 when something does not (with --repair the bad entries are removed so the next run recomputes them).';
-  static override examples = ['<%= config.bin %> cache verify --config configs/quickstart.yaml', '<%= config.bin %> cache verify --repair'];
+  static override summary =
+    "Check the feature cache: SQLite integrity, every entry's size against its " +
+    'shape, every audio hash against its file.';
+  static override description =
+    'Exit 0 when everything checks out, 1 when something does not (with --repair the ' +
+    'bad entries are removed so the next run recomputes them).';
+  static override examples = [
+    '<%= config.bin %> cache verify --config configs/quickstart.yaml',
+    '<%= config.bin %> cache verify --repair',
+  ];
   static override flags = {
     config: configFlag,
     set: setFlag,
     cache: cacheFlag,
-    repair: Flags.boolean({ summary: 'Remove bad entries and stale audio hashes so they are recomputed.', default: false }),
+    repair: Flags.boolean({
+      summary: 'Remove bad entries and stale audio hashes so they are recomputed.',
+      default: false,
+    }),
   };
 
   protected async execute(): Promise<CacheVerifyResult> {
@@ -22,9 +32,18 @@ export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
   protected render(r: CacheVerifyResult): void {
     this.log(`${paint.bold('cache')} ${r.path}`);
     this.log(`  SQLite integrity: ${r.integrity === 'ok' ? paint.ok('ok') : paint.error(r.integrity)}`);
-    this.log(`  features: ${r.checkedFeatures} checked, ${r.badFeatures.length ? paint.error(`${r.badFeatures.length} bad`) : paint.ok('all whole')}`);
-    this.log(`  tokens:   ${r.checkedTokens} checked, ${r.badTokens.length ? paint.error(`${r.badTokens.length} bad`) : paint.ok('all whole')}`);
-    this.log(`  audio:    ${r.checkedAudio} re-hashed, ${r.staleAudio.length ? paint.warn(`${r.staleAudio.length} changed or missing since hashed`) : paint.ok('all unchanged')}`);
+    this.log(
+      `  features: ${r.checkedFeatures} ` +
+        `checked, ${r.badFeatures.length ? paint.error(`${r.badFeatures.length} bad`) : paint.ok('all whole')}`,
+    );
+    this.log(
+      `  tokens:   ${r.checkedTokens} ` +
+        `checked, ${r.badTokens.length ? paint.error(`${r.badTokens.length} bad`) : paint.ok('all whole')}`,
+    );
+    this.log(
+      `  audio:    ${r.checkedAudio} ` +
+        `re-hashed, ${r.staleAudio.length ? paint.warn(`${r.staleAudio.length} changed or missing since hashed`) : paint.ok('all unchanged')}`,
+    );
     for (const p of r.staleAudio.slice(0, 10)) this.log(`    ${p}`);
     if (r.repaired) this.log(paint.ok('  repaired: bad entries removed; the next run recomputes them'));
     else if (!r.ok) this.log(paint.dim('  run with --repair to remove them'));

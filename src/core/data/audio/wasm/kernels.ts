@@ -17,7 +17,15 @@ export interface KernelInstance {
   /** First free byte above the module's own data and stack. */
   heapBase: number;
   logmel: (...args: number[]) => void;
-  fir_polyphase: (padded: number, outLength: number, up: number, down: number, rowTaps: number, table: number, out: number) => void;
+  fir_polyphase: (
+    padded: number,
+    outLength: number,
+    up: number,
+    down: number,
+    rowTaps: number,
+    table: number,
+    out: number,
+  ) => void;
 }
 
 const api = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
@@ -30,7 +38,9 @@ export function wasmAvailable(): boolean {
 export function instantiateKernels(): KernelInstance {
   if (!api) throw new Error('WebAssembly is not available in this runtime');
   compiled ??= new api.Module(Buffer.from(KERNELS_WASM_BASE64, 'base64'));
-  const e = new api.Instance(compiled, {}).exports as Omit<KernelInstance, 'heapBase'> & { __heap_base: { value: number } };
+  const e = new api.Instance(compiled, {}).exports as Omit<KernelInstance, 'heapBase'> & {
+    __heap_base: { value: number };
+  };
   return { memory: e.memory, heapBase: Number(e.__heap_base.value), logmel: e.logmel, fir_polyphase: e.fir_polyphase };
 }
 
