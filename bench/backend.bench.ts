@@ -250,7 +250,13 @@ async function main(): Promise<void> {
         `(dispatch ${r.dispatchMs.toFixed(1)} ms), ${r.kernels} kernels/step` +
         `${backend === 'webgpu' ? ` (${r.dispatches} GPU programs)` : ''}, ${(r.hostMsPerKernel * 1000).toFixed(1)} ` +
         `µs host/kernel` +
-        `${backend === 'webgpu' ? `, device ${r.deviceMs === null ? `n/a (${r.deviceNote})` : `${r.deviceMs.toFixed(1)} ms/step ` + `(busy ${((100 * r.deviceMs) / r.stepMs).toFixed(0)}%)`}` : ''}` +
+        ('' +
+          (backend === 'webgpu'
+            ? `, device ` +
+              (r.deviceMs === null
+                ? `n/a (${r.deviceNote})`
+                : `${r.deviceMs.toFixed(1)} ms/step ` + `(busy ${((100 * r.deviceMs) / r.stepMs).toFixed(0)}%)`)
+            : '')) +
         `${r.tensorsLeakedPerStep ? `, LEAK ${r.tensorsLeakedPerStep} tensors/step` : ''}`,
     );
   }
@@ -276,7 +282,10 @@ async function main(): Promise<void> {
 main().catch((e) => {
   console.error(
     e instanceof Error
-      ? `${e.message}${(e as { suggestions?: string[] }).suggestions ? `\n  ${(e as { suggestions: string[] }).suggestions.join('\n  ')}` : ''}`
+      ? `${e.message}` +
+          ((e as { suggestions?: string[] }).suggestions
+            ? `\n  ${(e as { suggestions: string[] }).suggestions.join('\n  ')}`
+            : '')
       : e,
   );
   process.exitCode = 1;

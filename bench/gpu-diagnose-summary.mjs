@@ -74,7 +74,10 @@ for (const name of ['tiny', 'small', 'starved']) {
   );
   console.log(
     `  device time per ` +
-      `step ${b.deviceMs ? `${ms(b.deviceMs.p50)} over ${b.deviceTimedSteps} timed steps ` + `(${r.deviceTiming.source})` : `not measured (${r.deviceTiming.reason})`}`,
+      (`step ` +
+        (b.deviceMs
+          ? `${ms(b.deviceMs.p50)} over ${b.deviceTimedSteps} timed steps ` + `(${r.deviceTiming.source})`
+          : `not measured (${r.deviceTiming.reason})`)),
   );
   console.log(
     `  GPU busy ${pct(b.gpuBusyShare)} (${b.gpuBusySource}); NVML ` +
@@ -116,11 +119,24 @@ else {
   const r = d.result;
   const t = r.gpus.telemetry;
   console.log(
-    `diagnose: ${t.available ? `${t.source}, ` + `driver ${t.driverVersion ?? '?'}: ${t.devices.map((g) => `${g.index} ${g.name} (GPM ${g.gpm ? 'yes' : `no: ${g.gpmReason}`})`).join('; ')}` : t.reason}`,
+    `diagnose: ` +
+      (t.available
+        ? `${t.source}, ` +
+          (`driver ${t.driverVersion ?? '?'}: ` +
+            t.devices.map((g) => `${g.index} ${g.name} (GPM ${g.gpm ? 'yes' : `no: ${g.gpmReason}`})`).join('; '))
+        : t.reason),
   );
   console.log(
     `  backends: ${r.backends.map((b) => `${b.backend} ${b.available ? 'yes' : 'no'}`).join(', ')}; ` +
-      `adapters: ${(r.backends.find((b) => b.backend === 'webgpu')?.adapters ?? []).map((a) => `${a.name} (${a.dawnBackend}${a.timestampQuery ? ', timestamps' : ''}${a.subgroupMatrix ? ', subgroup matrix' : ''})`).join('; ')}`,
+      (`adapters: ` +
+        (r.backends.find((b) => b.backend === 'webgpu')?.adapters ?? [])
+          .map(
+            (a) =>
+              `${a.name} (${[a.dawnBackend, a.timestampQuery && 'timestamps', a.subgroupMatrix && 'subgroup matrix']
+                .filter(Boolean)
+                .join(', ')})`,
+          )
+          .join('; ')),
   );
   if (r.speedTest.profile) {
     const b = r.speedTest.profile.breakdown;

@@ -246,7 +246,10 @@ async function main(): Promise<void> {
     `device: ${a?.name} (${a?.description}); ` +
       `shader-f16 ${a?.shaderF16 ? 'yes' : 'no'}; subgroup ` +
       `widths ${a?.subgroupSizes ? `${a.subgroupSizes.min}–${a.subgroupSizes.max}` : 'not stated'}; ` +
-      `subgroup matrices: ${a?.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') || 'none'}`,
+      (`subgroup matrices: ` +
+        (a?.subgroupMatrixConfigs
+          .map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`)
+          .join(', ') || 'none')),
   );
   const denseShapes = arg('dense');
   if (denseShapes) {
@@ -280,7 +283,9 @@ async function main(): Promise<void> {
     const b = tf.tensor(bv, bShape);
     const flop = 2 * s.batch * s.m * s.n * s.k;
     const row: Record<string, unknown> = {
-      shape: `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}${s.batch > 1 ? ` ×${s.batch}` : ''}`,
+      shape:
+        `${s.m}×${s.n}×${s.k}${s.transposeA ? ' Aᵀ' : ''}${s.transposeB ? ' Bᵀ' : ''}` +
+        (s.batch > 1 ? ` ×${s.batch}` : ''),
       label: s.label,
       gflop: flop / 1e9,
     };

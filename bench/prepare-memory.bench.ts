@@ -53,7 +53,9 @@ writeFileSync(
    import { prepareDataset } from '${new URL('../src/core/data/prepare.ts', import.meta.url).href}';
    const t = performance.now();
    const p = await prepareDataset(loadConfigOrThrow(process.argv[2]));
-   console.log(JSON.stringify({ ms: performance.now() - t, train: p.train.length, validation: p.validation.length, skipped: p.skipped.length, maxRssBytes: process.resourceUsage().maxRSS * 1024 }));`,
+   const maxRssBytes = process.resourceUsage().maxRSS * 1024;
+   const counts = { train: p.train.length, validation: p.validation.length, skipped: p.skipped.length };
+   console.log(JSON.stringify({ ms: performance.now() - t, ...counts, maxRssBytes }));`,
 );
 const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
 const r = spawnSync(process.execPath, ['--import', 'tsx', script, join(dir, 'config.yaml')], {

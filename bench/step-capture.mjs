@@ -117,12 +117,37 @@ const shapes = (replay.capture?.shapes ?? [])
   .map(
     (x) =>
       `bucket ${x.shape}: ${x.state}${x.reason ? ` (${x.reason})` : ''}, ${x.replays} ` +
-      `replays${x.encodeUsPerProgram !== null ? `, encoding ${x.encodeUsPerProgram.toFixed(2)} µs per program (median replay; ` + `submit excluded)` : ''}${x.submitUsPerProgram != null ? `, submitting ${x.submitUsPerProgram.toFixed(2)} µs per program` : ''}`,
+      (`replays` +
+        (x.encodeUsPerProgram !== null
+          ? `, encoding ${x.encodeUsPerProgram.toFixed(2)} µs per program (median replay; ` + `submit excluded)`
+          : '') +
+        (x.submitUsPerProgram != null ? `, submitting ${x.submitUsPerProgram.toFixed(2)} µs per program` : '')),
   )
   .join('; ');
 const encodeUs = replay.capture?.shapes?.[0]?.encodeUsPerProgram ?? null;
 const submitUs = replay.capture?.shapes?.[0]?.submitUsPerProgram ?? null;
 console.log(`logged losses ${same ? 'identical' : 'DIFFER'} (${eager.losses.length} read back); ${shapes}`);
 console.log(
-  `BENCH_JSON ${JSON.stringify({ bench: 'step-capture', device: eager.device, config, steps, eagerStepMs: eager.stepMs, replayStepMs: replay.stepMs, eagerHostMs: eager.hostMs, replayHostMs: replay.hostMs, eagerPrograms: eager.programs, replayPrograms: replay.programs, eagerKernels: eager.kernels, replayEncodeUsPerProgram: encodeUs, replaySubmitUsPerProgram: submitUs, replayHostGc: replay.hostGc, replayBatchUploads: replay.uploads, replayedShare: replay.replayedShare, shape: replay.capture?.shapes?.[0]?.shape ?? null, parameters: replay.parameters, sameLosses: same })}`,
+  `BENCH_JSON ` +
+    JSON.stringify({
+      bench: 'step-capture',
+      device: eager.device,
+      config,
+      steps,
+      eagerStepMs: eager.stepMs,
+      replayStepMs: replay.stepMs,
+      eagerHostMs: eager.hostMs,
+      replayHostMs: replay.hostMs,
+      eagerPrograms: eager.programs,
+      replayPrograms: replay.programs,
+      eagerKernels: eager.kernels,
+      replayEncodeUsPerProgram: encodeUs,
+      replaySubmitUsPerProgram: submitUs,
+      replayHostGc: replay.hostGc,
+      replayBatchUploads: replay.uploads,
+      replayedShare: replay.replayedShare,
+      shape: replay.capture?.shapes?.[0]?.shape ?? null,
+      parameters: replay.parameters,
+      sameLosses: same,
+    }),
 );

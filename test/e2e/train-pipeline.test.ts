@@ -216,7 +216,8 @@ describe('device.pipeline_steps', () => {
       assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
       assert.equal(stopped.json.result.stoppedBy, 'non_finite');
       assert.equal(stopped.json.result.nonFiniteSteps, 3);
-      assert.equal(stopped.json.result.steps, 4); // 1 + exactly 3 skipped updates; the 5th to 8th, issued already, are dropped
+      // 1 + exactly 3 skipped updates; the 5th to 8th, issued already, are dropped
+      assert.equal(stopped.json.result.steps, 4);
       assert.deepEqual(
         readdirSync(join(out, 'checkpoints'))
           .filter((n) => n.startsWith('step-'))

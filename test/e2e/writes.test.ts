@@ -13,8 +13,27 @@ import { xttsBin } from '../helpers/cli.js';
 import { microRun } from '../helpers/short-clips.js';
 import { TempDir } from '../helpers/tmp.js';
 
-const WRITE_CALLS =
-  /^(\d+\s+)?(openat|open|creat|rename|renameat2?|mkdir|mkdirat|rmdir|unlink|unlinkat|link|linkat|symlink|symlinkat|truncate|chmod|fchmodat|utimensat)\(/;
+const WRITE_CALL_NAMES = [
+  'openat',
+  'open',
+  'creat',
+  'rename',
+  'renameat2?',
+  'mkdir',
+  'mkdirat',
+  'rmdir',
+  'unlink',
+  'unlinkat',
+  'link',
+  'linkat',
+  'symlink',
+  'symlinkat',
+  'truncate',
+  'chmod',
+  'fchmodat',
+  'utimensat',
+];
+const WRITE_CALLS = new RegExp(`^(\\d+\\s+)?(${WRITE_CALL_NAMES.join('|')})\\(`);
 const WRITE_FLAGS = /O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND/;
 
 /** The paths a traced process wrote, created, renamed or removed (relative ones resolved against `cwd`). */

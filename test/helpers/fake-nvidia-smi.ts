@@ -33,11 +33,18 @@ export function fakeNvidiaSmi(dir: string, gpus: FakeGpu[], processes: FakeProce
   const inventory = gpus.map((g, i) => `echo "${i}, ${g.name}, ${g.memoryTotalMiB}, ${uuid(i)}"`).join('\n  ');
   const apps = processes.map((p) => `echo "${p.pid}, ${p.name}, ${p.usedMemoryMiB}, ${uuid(p.gpu)}"`).join('\n  ');
   const readings = gpus
-    .map(
-      (g, i) =>
-        `echo "$ts, ${i}, ${g.utilizationPct}, ${g.memoryUsedMiB}, ${g.memoryTotalMiB}, ${g.smClockMhz}, ${g.powerW.toFixed(2)}, ${g.temperatureC}, ` +
-        `0x${(g.throttleMask ?? 0).toString(16).padStart(16, '0')}"`,
-    )
+    .map((g, i) => {
+      const fields = [
+        i,
+        g.utilizationPct,
+        g.memoryUsedMiB,
+        g.memoryTotalMiB,
+        g.smClockMhz,
+        g.powerW.toFixed(2),
+        g.temperatureC,
+      ];
+      return `echo "$ts, ${fields.join(', ')}, 0x${(g.throttleMask ?? 0).toString(16).padStart(16, '0')}"`;
+    })
     .join('\n  ');
   writeFileSync(
     join(dir, 'nvidia-smi'),
@@ -45,7 +52,11 @@ export function fakeNvidiaSmi(dir: string, gpus: FakeGpu[], processes: FakeProce
 q=""; apps=""; ms=1000
 prev=""
 for a in "$@"; do
-  case "$a" in --query-gpu=*) q="\${a#--query-gpu=}";; --query-compute-apps=*) apps=1;; --loop-ms=*) ms="\${a#--loop-ms=}";; esac
+  case "$a" in
+    --query-gpu=*) q="\${a#--query-gpu=}";;
+    --query-compute-apps=*) apps=1;;
+    --loop-ms=*) ms="\${a#--loop-ms=}";;
+  esac
   if [ "$prev" = "-lms" ]; then ms="$a"; fi
   prev="$a"
 done

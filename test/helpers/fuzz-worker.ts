@@ -21,6 +21,11 @@ for await (const line of createInterface({ input: process.stdin })) {
     outcome = { ok: false, code: xe.code, message: xe.message.split('\n')[0].slice(0, 300) };
   }
   process.stdout.write(
-    `${JSON.stringify({ file, ...outcome, ms: Math.round(performance.now() - started), maxRssBytes: resourceUsage().maxRSS * 1024 })}\n`,
+    JSON.stringify({
+      file,
+      ...outcome,
+      ms: Math.round(performance.now() - started),
+      maxRssBytes: resourceUsage().maxRSS * 1024,
+    }) + `\n`,
   );
 }

@@ -15,14 +15,14 @@ export interface FunctionSize {
 }
 
 /** TypeScript sources under `dirs` (relative to the repository), build outputs and dependencies left out. */
-export function sourceFiles(dirs: readonly string[]): string[] {
+export function sourceFiles(dirs: readonly string[], pattern = /\.(ts|mts)$/): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {
       if (name === 'node_modules' || name === 'dist' || name === 'fixtures' || name.startsWith('.')) continue;
       const p = join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (/\.(ts|mts)$/.test(name) && !name.endsWith('.d.ts')) out.push(relative(ROOT, p));
+      else if (pattern.test(name) && !name.endsWith('.d.ts')) out.push(relative(ROOT, p));
     }
   };
   for (const d of dirs) walk(join(ROOT, d));

@@ -69,7 +69,8 @@ describe('WAV decoding', () => {
 
   test('odd-sized and unknown chunks before data are skipped', () => {
     const base = Buffer.from(encodeWav(sine(440, 0.01, 8000), 8000));
-    const list = Buffer.concat([Buffer.from('LIST'), Buffer.from([3, 0, 0, 0]), Buffer.from('abc'), Buffer.from([0])]); // odd size + pad byte
+    // odd size + pad byte
+    const list = Buffer.concat([Buffer.from('LIST'), Buffer.from([3, 0, 0, 0]), Buffer.from('abc'), Buffer.from([0])]);
     const bytes = Buffer.concat([base.subarray(0, 36), list, base.subarray(36)]);
     bytes.writeUInt32LE(bytes.length - 8, 4);
     const w = decodeWav(bytes);

@@ -92,7 +92,8 @@ test('Common Voice: validated.tsv with client_id, path, sentence and locale; MP3
   tone(join(dir, 'clips', 'common_voice_de_1.mp3'));
   tone(join(dir, 'clips', 'common_voice_de_2.mp3'));
   const rows = [
-    'client_id\tpath\tsentence_id\tsentence\tsentence_domain\tup_votes\tdown_votes\tage\tgender\taccents\tvariant\tlocale\tsegment',
+    'client_id\tpath\tsentence_id\tsentence\tsentence_domain\tup_votes\tdown_votes\t' +
+      'age\tgender\taccents\tvariant\tlocale\tsegment',
     'abc123\tcommon_voice_de_1.mp3\ts1\tGuten Morgen, "Welt".\t\t2\t0\t\t\t\t\tde\t',
     'def456\tcommon_voice_de_2.mp3\ts2\tWie geht es dir?\t\t2\t0\t\t\t\t\tde\t',
     'def456\tcommon_voice_de_3.mp3\ts3\t\t\t2\t0\t\t\t\t\tde\t',

@@ -78,8 +78,11 @@ test(
     // The steps table as xtts wrote it before: no tensors or tensor_bytes columns.
     const Database = (await import('better-sqlite3')).default;
     const old = new Database(join(dir, 'run.sqlite'));
-    old.exec(`CREATE TABLE steps (step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, data_wait_ms REAL, upload_ms REAL, forward_backward_ms REAL, optimizer_ms REAL, sync_ms REAL, checkpoint_ms REAL, other_ms REAL,
-    epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER, kernels INTEGER, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER)`);
+    old.exec(`CREATE TABLE steps (step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, data_wait_ms REAL,
+      upload_ms REAL, forward_backward_ms REAL, optimizer_ms REAL, sync_ms REAL, checkpoint_ms REAL, other_ms REAL,
+    epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER,
+      kernels INTEGER, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL,
+      non_finite INTEGER)`);
     old.exec('INSERT INTO steps (step, start_ms, wall_ms, kernels) VALUES (1, 0, 10, 5)');
     old.close();
     const db = RunDatabase.create(dir);

@@ -16,15 +16,38 @@ const DEEP_IMPORT_ALLOWED: Record<string, string> = {
   'src/core/model/gradients.ts': 'registers custom gradients on import',
 };
 
-/** Functions over 120 lines not yet split, with their length when this list was made. */
+/**
+ * Functions over 120 lines not yet split, with their length when this list was made. Most were under 120
+ * until the formatter laid their lines out at 120 columns.
+ */
 const LONG_FUNCTIONS: Record<string, number> = {
-  'src/core/data/analyze.ts analyzePipeline': 165,
+  'src/core/profile/verdicts.ts judge': 259,
+  'src/core/data/analyze.ts analyzePipeline': 239,
+  'plugins/profile-bottleneck/src/commands/profile-bottleneck.ts render': 195,
+  'src/core/model/model.ts generateBatch': 195,
+  'plugins/diagnose-gpu-utilization/src/commands/diagnose-gpu-utilization.ts render': 189,
+  'src/core/training/synthesize.ts synthesize': 182,
+  'src/core/profile/index.ts profileRecordedRun': 181,
+  'src/core/data/audio/wav.ts decodeWav': 172,
+  'src/core/backend/webgpu-dense.ts program': 158,
+  'src/core/diagnose/actions.ts diagnosisActions': 153,
+  'src/core/backend/step-capture.ts recordStep': 152,
+  'src/core/backend/webgpu-matmul.ts f16TileCode': 137,
+  'src/core/training/evaluation.ts synthesizeEval': 130,
+  'src/core/backend/webgpu-matmul.ts wideProgram': 126,
+  'src/core/data/prepare.ts prepareDataset': 123,
 };
 
-/** Files over 600 lines not yet split, with their length when this list was made. */
+/** Files over 600 lines not yet split, with their length when this list was made (at 120 columns). */
 const LONG_FILES: Record<string, number> = {
-  'src/core/backend/webgpu-matmul.ts': 960,
-  'src/core/backend/step-capture.ts': 773,
+  'src/core/backend/webgpu-matmul.ts': 1266,
+  'src/core/config/rules.ts': 882,
+  'src/core/backend/step-capture.ts': 876,
+  'src/core/config/load.ts': 784,
+  'src/core/config/schema.ts': 734,
+  'src/core/model/model.ts': 704,
+  'src/core/model/nn.ts': 664,
+  'src/core/profile/verdicts.ts': 634,
 };
 
 test('each core subsystem is used through its index.ts (or a documented allow-list)', () => {

@@ -15,7 +15,8 @@ const hook = async function (opts) {
     .map((c) => `${bin} ${c.id.replaceAll(':', ' ')}`);
   const suggestions = [`one of: ${commands.join(', ')}`, `${bin} ${id ? `${id} ` : ''}--help explains them`];
   process.stdout.write(
-    `${JSON.stringify({ status: 'error', error: { code: 'NO_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`,
+    JSON.stringify({ status: 'error', error: { code: 'NO_COMMAND', message, suggestions }, warnings: [] }, null, 2) +
+      `\n`,
   );
   process.exit(2);
 };

@@ -42,7 +42,11 @@ const hook = async function (opts) {
   const suggestions = [`${bin} --help lists the commands`];
   if ((opts.argv ?? []).includes('--json')) {
     process.stdout.write(
-      `${JSON.stringify({ status: 'error', error: { code: 'UNKNOWN_COMMAND', message, suggestions }, warnings: [] }, null, 2)}\n`,
+      JSON.stringify(
+        { status: 'error', error: { code: 'UNKNOWN_COMMAND', message, suggestions }, warnings: [] },
+        null,
+        2,
+      ) + `\n`,
     );
   } else {
     process.stderr.write(`Error [UNKNOWN_COMMAND] ${message}\n  → ${suggestions[0]}\n`);

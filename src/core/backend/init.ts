@@ -93,7 +93,10 @@ export async function initBackend(
           backend,
           reason:
             `the WebGPU adapter Dawn ` +
-            `offers, ${sel.description.name}, ${sel.description.dawnBackend === 'null' ? "computes nothing (Dawn's null backend)" : 'is a CPU implementation, slower than the wasm backend'}`,
+            (`offers, ${sel.description.name}, ` +
+              (sel.description.dawnBackend === 'null'
+                ? "computes nothing (Dawn's null backend)"
+                : 'is a CPU implementation, slower than the wasm backend')),
         });
         continue;
       }

@@ -42,7 +42,12 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>, @builtin(num_workgroups) 
   let piece = pieces[id.y];
   let stride = groups.x * ${WORKGROUP}u;
   switch (id.y) {
-${ks.map((k) => `    case ${k}u: { for (var i = id.x; i < piece.y; i += stride) { d${k}[i] = ` + `src[piece.x + i]; } }`).join('\n')}
+${ks
+  .map(
+    (k) =>
+      `    case ${k}u: {\n      for (var i = id.x; i < piece.y; i += stride) { d${k}[i] = src[piece.x + i]; }\n    }`,
+  )
+  .join('\n')}
     default: {}
   }
 }`;

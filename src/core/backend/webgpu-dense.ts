@@ -226,7 +226,11 @@ function program(d: DenseDims) {
             workgroupBarrier();
           }
           // Every group's sums side by side, then each invocation adds one output's in the groups' order.
-          ${dwPairs.map(([i, j]) => `S[grp * ${DW_TILE * DW_TILE} + (ty + ${4 * i}) * ${DW_TILE} + tx + ${8 * j}] = ` + `c${i}_${j};`).join('\n          ')}
+          ${dwPairs
+            .map(
+              ([i, j]) => `S[grp * ${DW_TILE * DW_TILE} + (ty + ${4 * i}) * ${DW_TILE} + tx + ${8 * j}] = c${i}_${j};`,
+            )
+            .join('\n          ')}
           workgroupBarrier();
           var sum = 0.0;
           for (var g = 0; g < ${GROUPS}; g = g + 1) {

@@ -612,8 +612,20 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
           if (k0 < kEnd) {${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
-            ${blocks.map((h) => `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty]; let b${h} = Bs[cur + s ` + `* ${ROW} + ${16 * h} + tx];`).join('\n            ')}
-            ${rows.map((i) => blocks.map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`).join(' ')).join('\n            ')}
+            ${blocks
+              .map(
+                (h) =>
+                  `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty];\n` +
+                  `            let b${h} = Bs[cur + s * ${ROW} + ${16 * h} + tx];`,
+              )
+              .join('\n            ')}
+            ${rows
+              .map((i) =>
+                blocks
+                  .map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`)
+                  .join('\n            '),
+              )
+              .join('\n            ')}
           }
           let next = ${K * ROW} - cur;
           ${put('A', 'next')}
@@ -742,7 +754,10 @@ export function stridedMatMuls(
       inputs: names,
       uniforms:
         `m : i32, n : i32, k : i32, heads : i32, batches : i32, chunk : ` +
-        `i32, ${products.map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' ')).join(' ')}`,
+        (`i32, ` +
+          products
+            .map((_, p) => ['a', 'b', 'o'].map((o) => STRIDES.map((f) => `${o}${f}${p} : i32,`).join(' ')).join(' '))
+            .join(' ')),
       outputShape: outShape,
       // Not flat (x over every axis would make tfjs pass main an index).
       layout:
@@ -750,7 +765,9 @@ export function stridedMatMuls(
           ? { x: [outShape.length - 1], y: [outShape.length - 2], z: outShape.slice(0, -2).map((_, i) => i) }
           : { x: [1], y: [0] },
       z: batches * products.length,
-      prologue: `let product = b / uniforms.batches; let bb = (b % uniforms.batches) / uniforms.heads; let hh = b % uniforms.heads;
+      prologue: `let product = b / uniforms.batches;
+        let bb = (b % uniforms.batches) / uniforms.heads;
+        let hh = b % uniforms.heads;
         let kBegin = 0; let kEnd = uniforms.k;
         ${bases('a')}
         ${bases('b')}
@@ -958,6 +975,26 @@ function f16TileCode(
     epilogue.bias ? `f32(${names.bias}[col])` : null,
     epilogue.relu,
   );
+  const loadA = load(
+    'As',
+    names.A,
+    !transposeA,
+    'r',
+    'row0',
+    u('m'),
+    aAt,
+    transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`,
+  );
+  const loadB = load(
+    'Bs',
+    names.B,
+    transposeB,
+    'c',
+    'col0',
+    u('n'),
+    bAt,
+    transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`,
+  );
   return `
         let sg = t / 32;
         let lane32 = t % 32;
@@ -972,7 +1009,7 @@ function f16TileCode(
         // A trip count the whole workgroup shares (workgroupBarrier wants uniform control flow):
         // the slabs of one part; a shorter last part reads zeros past kEnd.
         for (var slab = 0; slab < (min(${u('chunk')}, ${u('k')}) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
-          let k0 = kStart + slab * ${F16_SLAB};${load('As', names.A, !transposeA, 'r', 'row0', u('m'), aAt, transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`)}${load('Bs', names.B, transposeB, 'c', 'col0', u('n'), bAt, transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`)}
+          let k0 = kStart + slab * ${F16_SLAB};${loadA}${loadB}
           workgroupBarrier();
           ${range(F16_SLAB / K)
             .map(
@@ -980,18 +1017,20 @@ function f16TileCode(
             ${range(RI)
               .map(
                 (i) =>
-                  `let l${i} = ` +
-                  `subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(&As, ${leftAt(i, step)}, ${AST}u);`,
+                  `let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(\n` +
+                  `              &As, ${leftAt(i, step)}, ${AST}u);`,
               )
               .join('\n            ')}
             ${range(RJ)
               .map(
                 (j) =>
-                  `let r${j} = ` +
-                  `subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(&Bs, ${rightAt(j, step)}, ${BST}u);`,
+                  `let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(\n` +
+                  `              &Bs, ${rightAt(j, step)}, ${BST}u);`,
               )
               .join('\n            ')}
-            ${grid.map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`).join('\n            ')}
+            ${grid
+              .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
+              .join('\n            ')}
           }`,
             )
             .join('\n          ')}
@@ -1091,12 +1130,14 @@ function subgroupPairProgram(
             `setOutputAtIndex((${b} * uniforms.m0 + ${row}) * uniforms.n0 + ${col}, ${v});`
         : (b: string, row: string, col: string, v: string) =>
             `second[(${b} * uniforms.m1 + ${row}) * uniforms.n1 + ${col}] = ${v};`;
+    const operands = { A: names[inputs[i].a], B: names[inputs[i].b], bias: '' };
+    const tileCode = f16TileCode(p, operands, (n) => `uniforms.${n}${i}`, store);
     return `
       fn product${i}(wg : i32, t : i32) {
         let b = wg / uniforms.perPart${i};
         let tile = wg % uniforms.perPart${i};
         let row0 = (tile / uniforms.cols${i}) * ${TILE};
-        let col0 = (tile % uniforms.cols${i}) * ${TILE};${f16TileCode(p, { A: names[inputs[i].a], B: names[inputs[i].b], bias: '' }, (n) => `uniforms.${n}${i}`, store)}
+        let col0 = (tile % uniforms.cols${i}) * ${TILE};${tileCode}
       }`;
   };
   const key = products.map((p) => `${f16Tile(p.d)}_${p.transposeA}_${p.transposeB}`).join('_');

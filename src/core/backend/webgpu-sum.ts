@@ -183,7 +183,8 @@ function stridedSums(outer: number, inner: number, columns: number, summand: Sum
           var r = g;
           for (; r + ${3 * groups} < uniforms.rows; r += ${4 * groups}) {
             let at = base + r * uniforms.inner;
-            s += vec4<f32>(value(at, r), value(at + step, r + ${groups}), value(at + 2 * step, r + ${2 * groups}), value(at + 3 * step, r + ${3 * groups}));
+            s += vec4<f32>(value(at, r), value(at + step, r + ${groups}),
+                           value(at + 2 * step, r + ${2 * groups}), value(at + 3 * step, r + ${3 * groups}));
           }
           for (; r < uniforms.rows; r += ${groups}) {
             s.x += value(base + r * uniforms.inner, r);

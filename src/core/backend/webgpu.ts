@@ -255,7 +255,8 @@ function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
   // off on NVIDIA's Vulkan driver unless asked; the tensor-core matmul (mixed_fp16) needs both.
   if (options.unsafeApis)
     flags.push(
-      `enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia${options.robustness === false ? ',disable_robustness' : ''}`,
+      `enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia` +
+        (options.robustness === false ? ',disable_robustness' : ''),
     );
   if (options.dawnBackend) flags.push(`backend=${options.dawnBackend}`);
   if (adapterName !== undefined) flags.push(`adapter=${adapterName}`);
@@ -463,7 +464,11 @@ export function tensorCoreSupport(
     reason:
       `training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU ` +
       `subgroup matrices with f16 operands and f32 sums; ${a.name} ` +
-      `(Dawn ${a.dawnBackend}) ${missing.length ? `lacks ${missing.join(', ')}` : 'offers no f16→f32 subgroup-matrix shape this program can tile'} ` +
+      (`(Dawn ${a.dawnBackend}) ` +
+        (missing.length
+          ? `lacks ${missing.join(', ')}`
+          : 'offers no f16→f32 subgroup-matrix shape this program can tile') +
+        ` `) +
       `(subgroup-matrix shapes offered: ${offered})`,
   };
 }

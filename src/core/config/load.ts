@@ -767,7 +767,9 @@ export function configInvalid(file: string, errors: readonly Finding[]): XttsErr
     .slice(0, 10)
     .map(
       (f) =>
-        `${f.position ? `${formatPosition(f.position)}: ` : ''}${f.message}${f.fix ? ` (fix: ${f.fix.split('\n')[0]})` : ''}`,
+        (f.position ? `${formatPosition(f.position)}: ` : '') +
+        `${f.message}` +
+        (f.fix ? ` (fix: ${f.fix.split('\n')[0]})` : ''),
     );
   return new XttsError(
     'CONFIG_INVALID',

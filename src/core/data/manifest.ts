@@ -342,7 +342,15 @@ function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[], followSy
         if (!st.isFile())
           notFile =
             `${row.audioPath} ` +
-            `is ${st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isSocket() ? 'a socket' : 'a device'}, ` +
+            (`is ` +
+              (st.isDirectory()
+                ? 'a folder'
+                : st.isFIFO()
+                  ? 'a named pipe (FIFO)'
+                  : st.isSocket()
+                    ? 'a socket'
+                    : 'a device') +
+              `, `) +
             `not an audio file`;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;

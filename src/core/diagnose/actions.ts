@@ -115,7 +115,14 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
         evidence:
           `before xtts started: ${util.toFixed(0)}% ` +
           `busy, ${g.memoryPeakBytes !== null ? gib(g.memoryPeakBytes) : '?'} of memory ` +
-          `held${procs.length ? ` (${procs.map((p) => `${p.name} pid ${p.pid}${p.usedMemoryBytes !== null ? ` ${gib(p.usedMemoryBytes)}` : ''}`).join(', ')})` : ''}`,
+          (`held` +
+            (procs.length
+              ? ` (` +
+                procs
+                  .map((p) => `${p.name} pid ${p.pid}${p.usedMemoryBytes !== null ? ` ${gib(p.usedMemoryBytes)}` : ''}`)
+                  .join(', ') +
+                `)`
+              : '')),
         fix: 'train on a free GPU (device.model_device), or stop the other process',
       });
     }
@@ -129,7 +136,9 @@ export function diagnosisActions(x: ActionInputs): DiagnosisAction[] {
           title: `GPU ${g.index} clocks are held down: ${throttleReasonLabel(r.name)}`,
           evidence:
             `active in ${pct(share)} of the samples during the speed ` +
-            `test${g.temperaturePeakC !== null ? `; peak ${g.temperaturePeakC} °C` : ''}${g.smClockMhz ? `; SM clock median ${g.smClockMhz.p50.toFixed(0)} MHz` : ''}`,
+            (`test` +
+              (g.temperaturePeakC !== null ? `; peak ${g.temperaturePeakC} °C` : '') +
+              (g.smClockMhz ? `; SM clock median ${g.smClockMhz.p50.toFixed(0)} MHz` : '')),
           fix: r.name.includes('thermal')
             ? 'check the cooling (fans, airflow, data-centre inlet temperature)'
             : r.name === 'sw_power_cap'

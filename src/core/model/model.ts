@@ -264,7 +264,8 @@ export class XttsModel {
     if (fusedMasksAvailable() && alignment.dtype === 'int32')
       return crossAttentionBias(alignment, textBias, heads, alignHeads, latents, MASK_BIAS);
     const memorySteps = latents + textSteps;
-    const aligned = tf.oneHot(tf.add(alignment, tf.scalar(latents, 'int32')) as tf.Tensor2D, memorySteps); // [B, S, M] int32
+    // [B, S, M] int32
+    const aligned = tf.oneHot(tf.add(alignment, tf.scalar(latents, 'int32')) as tf.Tensor2D, memorySteps);
     const alignBias = tf.reshape(tf.mul(tf.sub(tf.cast(aligned, 'float32'), scalar(1)), scalar(-MASK_BIAS)), [
       batch,
       1,
@@ -551,7 +552,8 @@ export class XttsModel {
       const plan = new Int32Array(batch * steps);
       plans.forEach((p, b) => {
         plan.set(p, b * steps);
-        plan.fill(p[p.length - 1], b * steps + p.length, (b + 1) * steps); // finished utterances idle on their last symbol
+        // finished utterances idle on their last symbol
+        plan.fill(p[p.length - 1], b * steps + p.length, (b + 1) * steps);
       });
       const schedule = tf.tensor2d(plan, [batch, steps], 'int32');
       tensors.push(schedule);

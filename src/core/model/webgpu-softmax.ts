@@ -73,7 +73,8 @@ const softmaxProgram = (shape: number[]) =>
         }
         let total = rowSum(tid, s);
         for (var k = tid; k < n; k += blockSize) {
-          setOutputAtIndex(base + k, exp(f32(S[base + k]) * uniforms.scale + f32(Bias[biasBase + k * uniforms.s3]) - rowMaximum) / total);
+          let logit = f32(S[base + k]) * uniforms.scale + f32(Bias[biasBase + k * uniforms.s3]);
+          setOutputAtIndex(base + k, exp(logit - rowMaximum) / total);
         }`,
   );
 

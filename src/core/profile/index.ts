@@ -205,7 +205,11 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
         `(${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
     gpuNote =
       `${why}; the breakdown is host time per ` +
-      `span${cpuBackend ? ', where forward/backward includes the arithmetic itself' : ''}${v.breakdown.deviceMs ? `, and "device" is the kernels' own time ` + `(${deviceTiming.source ?? 'kernel timing'})` : ''}`;
+      (`span` +
+        (cpuBackend ? ', where forward/backward includes the arithmetic itself' : '') +
+        (v.breakdown.deviceMs
+          ? `, and "device" is the kernels' own time ` + `(${deviceTiming.source ?? 'kernel timing'})`
+          : ''));
   }
   const files: ProfileResult['files'] = {};
   if (options.trace) {
@@ -289,7 +293,10 @@ function reportFacts(
       b.flopsPerStep === null
         ? 'not counted'
         : `${(b.flopsPerStep / 1e9).toFixed(1)} G, ${b.achievedTflops!.toFixed(3)} ` +
-          `TFLOP/s${b.mfu !== null ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} ` + `TFLOP/s ${b.peakPrecision})` : ''}`,
+          (`TFLOP/s` +
+            (b.mfu !== null
+              ? ` (MFU ${(b.mfu * 100).toFixed(1)}% of ${b.peakTflops} ` + `TFLOP/s ${b.peakPrecision})`
+              : '')),
     'device time per step': b.deviceMs
       ? `${b.deviceMs.p50.toFixed(1)} ms (${o.deviceTiming.source}, ${b.deviceTimedSteps} timed steps)`
       : `not measured${o.deviceTiming.reason ? `: ${o.deviceTiming.reason}` : ''}`,

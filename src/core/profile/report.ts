@@ -93,7 +93,9 @@ export function gpuChartSvg(samples: readonly DeviceSampleRecord[], width = 900,
       .filter((s) => s.device === d && s.utilizationPct !== null)
       .map(
         (s) =>
-          `${(40 + ((s.tMs - t0) / (t1 - t0)) * (width - 50)).toFixed(1)},${(height - 20 - ((s.utilizationPct as number) / 100) * (height - 40)).toFixed(1)}`,
+          (40 + ((s.tMs - t0) / (t1 - t0)) * (width - 50)).toFixed(1) +
+          `,` +
+          (height - 20 - ((s.utilizationPct as number) / 100) * (height - 40)).toFixed(1),
       );
     return (
       `<polyline fill="none" stroke="${palette[k % palette.length]}" ` +
@@ -119,31 +121,47 @@ export function htmlReport(
   facts: Record<string, string>,
 ): string {
   const b = v.breakdown;
-  const rows = SPAN_NAMES.map(
-    (n) =>
-      `<tr><td><span ` +
-      `style="color:${COLORS[n]}">■</span> ${n.replace(/Ms$/, '')}</td><td>${b.spans[n].mean.toFixed(2)}</td><td>${b.spans[n].p95.toFixed(2)}</td><td>${(b.shares[n] * 100).toFixed(1)}%</td></tr>`,
+  const cells = (...values: string[]) => `<tr>${values.map((x) => `<td>${x}</td>`).join('')}</tr>`;
+  const rows = SPAN_NAMES.map((n) =>
+    cells(
+      `<span style="color:${COLORS[n]}">■</span> ${n.replace(/Ms$/, '')}`,
+      b.spans[n].mean.toFixed(2),
+      b.spans[n].p95.toFixed(2),
+      `${(b.shares[n] * 100).toFixed(1)}%`,
+    ),
   ).join('');
   const verdicts = v.verdicts
     .map(
       (x) =>
         `<li class="${x.grade}"><b>${x.n}. ${esc(x.title)}</b> ` +
-        `<small>[${x.grade}]</small><br>${esc(x.evidence)}${x.actions.length ? `<ul>${x.actions.map((a) => `<li><code>${esc(a.key)}: ${esc(String(a.value))}</code> ` + `— ${esc(a.effect)}${a.rule ? ` <small>(rule ${esc(a.rule)})</small>` : ''}</li>`).join('')}</ul>` : ''}</li>`,
+        (`<small>[${x.grade}]</small><br>${esc(x.evidence)}` +
+          (x.actions.length
+            ? `<ul>` +
+              x.actions
+                .map(
+                  (a) =>
+                    `<li><code>${esc(a.key)}: ${esc(String(a.value))}</code> ` +
+                    `— ${esc(a.effect)}${a.rule ? ` <small>(rule ${esc(a.rule)})</small>` : ''}</li>`,
+                )
+                .join('') +
+              `</ul>`
+            : '') +
+          `</li>`),
     )
     .join('');
   const factRows = Object.entries(facts)
-    .map(([k, val]) => `<tr><td>${esc(k)}</td><td>${esc(val)}</td></tr>`)
+    .map(([k, val]) => cells(esc(k), esc(val)))
     .join('');
+  const style =
+    'body{font-family:sans-serif;max-width:960px;margin:2em auto;color:#222}table{border-collapse:collapse}' +
+    'td{padding:2px 10px;border-bottom:1px solid #eee}li.high{color:#b00}li.moderate{color:#a60}';
   return (
-    `<!doctype html><html><head><meta ` +
-    `charset="utf-8"><title>${esc(title)}</title><style>body{font-family:sans-serif;max-width:960px;margin:2em ` +
-    `auto;color:#222}table{border-collapse:collapse}td{padding:2px ` +
-    `10px;border-bottom:1px solid ` +
-    `#eee}li.high{color:#b00}li.moderate{color:#a60}</style></head><body><h1>${esc(title)}</h1><table>${factRows}</table><h2>Verdicts</h2><ol ` +
-    `style="list-style:none;padding:0">${verdicts}</ol><h2>Where each step's time ` +
-    `goes</h2>${stepChartSvg(steps)}<table><tr><th>span</th><th>mean ms</th><th>p95 ` +
-    `ms</th><th>share</th></tr>${rows}</table><h2>GPU ` +
-    `utilisation</h2>${gpuChartSvg(samples)}</body></html>\n`
+    `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title><style>${style}</style></head>` +
+    `<body><h1>${esc(title)}</h1><table>${factRows}</table>` +
+    `<h2>Verdicts</h2><ol style="list-style:none;padding:0">${verdicts}</ol>` +
+    `<h2>Where each step's time goes</h2>${stepChartSvg(steps)}` +
+    `<table><tr><th>span</th><th>mean ms</th><th>p95 ms</th><th>share</th></tr>${rows}</table>` +
+    `<h2>GPU utilisation</h2>${gpuChartSvg(samples)}</body></html>\n`
   );
 }
 

@@ -454,7 +454,8 @@ export function judge(
           : 'not compute-bound',
       evidence:
         `GPU busy ${pct(b.gpuBusyShare)} ` +
-        `(${busyText(b)})${mfuText}${slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : ''}`,
+        (`(${busyText(b)})${mfuText}` +
+          (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : '')),
       actions: [],
     });
   } else {
@@ -621,7 +622,11 @@ function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Omit<Verdict
         `(${leak.perStep >= 0 ? '+' : ''}${leak.perStep.toFixed(2)} a ` +
         `step, ${leaking ? 'from' : 'under'} ${th.leakTensorsPerStep}); held ` +
         `bytes ${formatBytes(leak.firstBytes)} ` +
-        `→ ${formatBytes(leak.lastBytes)}${leaking ? ': at this rate the device runs out of memory in a long run; look for tensors ' + 'made outside tf.tidy and never disposed (custom code, callbacks, plugins)' : ''}`,
+        (`→ ${formatBytes(leak.lastBytes)}` +
+          (leaking
+            ? ': at this rate the device runs out of memory in a long run; look for tensors ' +
+              'made outside tf.tidy and never disposed (custom code, callbacks, plugins)'
+            : '')),
       actions: [],
     },
   ];

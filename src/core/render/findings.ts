@@ -28,7 +28,10 @@ export function renderValidationReport(report: ValidationReport): string {
   if (m)
     out.push(
       '',
-      `training memory: ${m.description}${m.limitBytes !== null ? `; ${((m.estimateBytes / m.limitBytes) * 100).toFixed(0)}% of ${m.limit}` : ' (no limit known here: set device.model_memory_budget_mb to check it)'}`,
+      `training memory: ${m.description}` +
+        (m.limitBytes !== null
+          ? `; ${((m.estimateBytes / m.limitBytes) * 100).toFixed(0)}% of ${m.limit}`
+          : ' (no limit known here: set device.model_memory_budget_mb to check it)'),
     );
   const { error, warn, info } = report.summary;
   const parts = `${error} error${error === 1 ? '' : 's'}, ${warn} warning${warn === 1 ? '' : 's'}, ${info} info`;

@@ -130,13 +130,15 @@ export function watchFrameLines(samples: readonly GpuSample[], elapsedMs: number
         (s) => s.memoryUsedBytes,
         total || 1,
         `of ${gib(total)} ` +
-          `GiB${total && last.memoryUsedBytes !== null ? ` (${((last.memoryUsedBytes / total) * 100).toFixed(0)}%)` : ''}`,
+          (`GiB` +
+            (total && last.memoryUsedBytes !== null ? ` (${((last.memoryUsedBytes / total) * 100).toFixed(0)}%)` : '')),
       ),
     );
     const reasons = last.throttleReasons.filter((r) => r !== 'gpu_idle');
     lines.push(
       `  ${num(last.smClockMhz)} MHz  ${num(last.powerW)} W  ${num(last.temperatureC)} ` +
-        `°C${reasons.length ? `  ${paint.warn(`clocks held by: ${reasons.map(throttleReasonLabel).join(', ')}`)}` : ''}`,
+        (`°C` +
+          (reasons.length ? `  ${paint.warn(`clocks held by: ${reasons.map(throttleReasonLabel).join(', ')}`)}` : '')),
     );
   }
   return lines;

@@ -28,7 +28,9 @@ export class ProgressLine {
     const etaText = eta >= 60 ? `${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s` : `${eta.toFixed(0)} s`;
     this.stream.write(
       `\r${this.label} ` +
-        `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`)}\x1b[K`,
+        (`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ` +
+          paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`) +
+          `\x1b[K`),
     );
   }
 

@@ -30,16 +30,23 @@ export interface DeviceSampleRecord {
   throttleReasons: string | null;
 }
 
+/** A span's column in the steps table: dataWaitMs -> data_wait_ms. */
+const spanColumn = (s: string) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms`;
+const SPAN_COLUMNS = SPAN_NAMES.map((s) => `${spanColumn(s)} REAL`).join(', ');
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steps (
-  step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, ${SPAN_NAMES.map((s) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms REAL`).join(', ')},
+  step INTEGER PRIMARY KEY, start_ms REAL, wall_ms REAL, ${SPAN_COLUMNS},
   epoch INTEGER, batch_index INTEGER, bucket INTEGER, batch_size INTEGER, tokens INTEGER, frames INTEGER,
-  kernels INTEGER, flops REAL, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL, grad_norm REAL, non_finite INTEGER, tensors INTEGER, tensor_bytes REAL, programs INTEGER, replayed INTEGER);
+  kernels INTEGER, flops REAL, device_ms REAL, ready_slots INTEGER, learning_rate REAL, loss REAL,
+  grad_norm REAL, non_finite INTEGER, tensors INTEGER, tensor_bytes REAL, programs INTEGER, replayed INTEGER);
 CREATE TABLE IF NOT EXISTS metrics (step INTEGER, name TEXT, value REAL, PRIMARY KEY (step, name));
-CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilization_pct REAL, memory_used_bytes REAL, memory_total_bytes REAL,
+CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilization_pct REAL,
+  memory_used_bytes REAL, memory_total_bytes REAL,
   sm_clock_mhz REAL, power_w REAL, temperature_c REAL, sm_activity_pct REAL, throttle_reasons TEXT);
-CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL, sync_ms REAL, forward_backward_ms REAL,
+CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
+  sync_ms REAL, forward_backward_ms REAL,
   all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, PRIMARY KEY (step, rank));
 `;
 
@@ -57,8 +64,6 @@ export interface ReplicaStepRecord {
   tensors: number;
   tensorBytes: number;
 }
-
-const spanColumn = (s: string) => `${s.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_ms`;
 
 export class RunDatabase {
   readonly dir: string;

@@ -75,7 +75,8 @@ export async function validate(
     maxBatches: batches,
   });
   const r = config.model.reduction_factor;
-  let sums = tf.zeros([5]) as tf.Tensor1D; // loss, Σ|log error|, Σ log error², Σ exp(predicted log(1 + steps)), found steps
+  // loss, Σ|log error|, Σ log error², Σ exp(predicted log(1 + steps)), found steps
+  let sums = tf.zeros([5]) as tf.Tensor1D;
   let symbols = 0;
   let n = 0;
   let diagonal = 0;
@@ -214,7 +215,11 @@ export async function synthesizeEval(
         say(
           `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols ` +
             `the model has no token ` +
-            `for: ${enc.unmappable.map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`).join(', ')}; ` +
+            (`for: ` +
+              enc.unmappable
+                .map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`)
+                .join(', ') +
+              `; `) +
             `rephrase it or spell them out`,
         );
         continue;

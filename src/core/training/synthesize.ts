@@ -171,7 +171,9 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     const first = skipped[0];
     throw new XttsError(
       'SYNTH_UNSPEAKABLE',
-      `${first.where ? `${first.where}: ` : ''}${first.reason}${skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''}`,
+      (first.where ? `${first.where}: ` : '') +
+        `${first.reason}` +
+        (skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''),
       {
         exitCode: ExitCode.usage,
         suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],

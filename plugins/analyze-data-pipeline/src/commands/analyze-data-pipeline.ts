@@ -16,9 +16,16 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
     'Measure the input pipeline stage by stage on the real dataset, and say whether it can keep the trainer fed.';
 
   static override description =
-    `Times the manifest, the text front end cold (a scratch cache) and warm, every audio stage per file (read, decode, resample, trim, log-mel: mean, std, coefficient of variation, p50/p95/max), batch assembly, and the prefetch ring against a consumer that takes a batch every --step-ms (or the median step time of a recorded run, --run). The consumer's wait share is graded like TensorFlow's input-pipeline analyzer: under 5% not input-bound, 5–20% moderately, 20% or more highly. Recommendations name the config keys to change.
-
-Exit codes: 0 measured; 1 highly input-bound, or rows were skipped with --strict; 2 bad config or dataset.`;
+    'Times the manifest, the text front end cold (a scratch cache) and warm, every ' +
+    'audio stage per file (read, decode, resample, trim, log-mel: mean, std, ' +
+    'coefficient of variation, p50/p95/max), batch assembly, and the prefetch ring ' +
+    'against a consumer that takes a batch every --step-ms (or the median step time ' +
+    "of a recorded run, --run). The consumer's wait share is graded like " +
+    "TensorFlow's input-pipeline analyzer: under 5% not input-bound, 5–20% " +
+    'moderately, 20% or more highly. Recommendations name the config keys to ' +
+    'change.\n' +
+    '\n' +
+    'Exit codes: 0 measured; 1 highly input-bound, or rows were skipped with --strict; 2 bad config or dataset.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> --config configs/quickstart.yaml',
@@ -143,14 +150,21 @@ Exit codes: 0 measured; 1 highly input-bound, or rows were skipped with --strict
       `${paint.bold('prefetch ring')}: ${r.batches} batches, ` +
         `depth ${r.depth}, ${r.producers} producer ` +
         `thread${r.producers === 1 ? '' : 's'}, a batch every ${r.stepMs} ms ` +
-        `(${r.stepMsSource === 'default' ? 'default; pass --step-ms or --run' : r.stepMsSource === 'run' ? 'median step of the run' : '--step-ms'})`,
+        (`(` +
+          (r.stepMsSource === 'default'
+            ? 'default; pass --step-ms or --run'
+            : r.stepMsSource === 'run'
+              ? 'median step of the run'
+              : '--step-ms') +
+          `)`),
     );
     this.log(
       `  wait per batch: p50 ${f(r.waitMs.p50)} ms, p95 ${f(r.waitMs.p95)} ms; slots ` +
         `ready when asked: p50 ${r.readySlots.p50}`,
     );
     this.log(
-      `  ${r.grade === 'not' ? paint.ok(verdict) : r.grade === 'moderately' ? paint.warn(verdict) : paint.error(verdict)}`,
+      `  ` +
+        (r.grade === 'not' ? paint.ok(verdict) : r.grade === 'moderately' ? paint.warn(verdict) : paint.error(verdict)),
     );
     if (a.recommendations.length) {
       this.log('');

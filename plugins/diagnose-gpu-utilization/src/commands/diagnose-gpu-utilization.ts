@@ -18,13 +18,23 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
     'a speed test, and what to do first.';
 
   static override description =
-    `Reports the environment (OS, CPU, memory, Node.js, package versions, GPU-related variables), every NVIDIA GPU (NVML addon or nvidia-smi: memory, clocks, power, GPM where the GPU has it) and what it does before xtts starts, the WebGPU adapters Dawn sees and which TensorFlow.js backends load here (with the exact reason for each that does not), the config audit (the validator's rules; with --config), and a speed test: a few real, profiled training steps of the config (or of the quickstart preset) and the input pipeline against that step time. Ends with one list of actions graded critical, high and medium, with the thresholds every xtts tool shares (docs/rules.md#thresholds).
-
---watch instead shows every GPU live (utilisation, SM activity, memory, clocks, power, temperature, clock reasons, with sparklines) until Ctrl-C or --duration; with --json it prints the samples and their summary at the end.
-
---json is the snapshot to attach to a bug report. On a machine with no GPU it still runs and says so.
-
-Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 --watch with no GPU to watch.`;
+    'Reports the environment (OS, CPU, memory, Node.js, package versions, ' +
+    'GPU-related variables), every NVIDIA GPU (NVML addon or nvidia-smi: memory, ' +
+    'clocks, power, GPM where the GPU has it) and what it does before xtts starts, ' +
+    'the WebGPU adapters Dawn sees and which TensorFlow.js backends load here (with ' +
+    "the exact reason for each that does not), the config audit (the validator's " +
+    'rules; with --config), and a speed test: a few real, profiled training steps of ' +
+    'the config (or of the quickstart preset) and the input pipeline against that ' +
+    'step time. Ends with one list of actions graded critical, high and medium, with ' +
+    'the thresholds every xtts tool shares (docs/rules.md#thresholds).\n' +
+    '\n' +
+    '--watch instead shows every GPU live (utilisation, SM activity, memory, clocks, ' +
+    'power, temperature, clock reasons, with sparklines) until Ctrl-C or --duration; ' +
+    'with --json it prints the samples and their summary at the end.\n' +
+    '\n' +
+    '--json is the snapshot to attach to a bug report. On a machine with no GPU it still runs and says so.\n' +
+    '\n' +
+    'Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 --watch with no GPU to watch.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -203,7 +213,9 @@ Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 
       );
       this.log(
         `  telemetry: ${t.source} at ${t.rateHz} ` +
-          `Hz${t.driverVersion ? `, driver ${t.driverVersion}` : ''}${t.notes.length ? paint.dim(` (${t.notes.join('; ')})`) : ''}`,
+          (`Hz` +
+            (t.driverVersion ? `, driver ${t.driverVersion}` : '') +
+            (t.notes.length ? paint.dim(` (${t.notes.join('; ')})`) : '')),
       );
     }
     if (r.gpus.processes?.length)
@@ -278,12 +290,20 @@ Exit codes: 0 no critical action; 1 a critical action; 2 bad config or flags; 3 
         `  ${b.steps} steps after ${st.warmup} warm-up: ` +
           `median ${b.wallMs.p50.toFixed(1)} ms, ${b.samplesPerS.toFixed(1)} ` +
           `samples/s, ${b.kernels.mean.toFixed(0)} ` +
-          `kernels/step${b.hostMsPerKernel !== null ? ` at ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time each` : ''}`,
+          (`kernels/step` +
+            (b.hostMsPerKernel !== null ? ` at ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time each` : '')),
       );
       this.log(
         `  device time per ` +
-          `step ${b.deviceMs ? `${b.deviceMs.p50.toFixed(1)} ms (${p.deviceTiming.source})` : `not measured${p.deviceTiming.reason ? ` (${p.deviceTiming.reason})` : ''}`}; ` +
-          `GPU busy ${pct(b.gpuBusyShare)}${b.gpuBusySource ? ` (${b.gpuBusySource})` : ''}${b.utilizationPct !== null ? `, NVML utilisation ${b.utilizationPct.toFixed(1)}%` : ''}${b.smActivityPct !== null ? `, SM activity ${b.smActivityPct.toFixed(1)}%` : ''}`,
+          (`step ` +
+            (b.deviceMs
+              ? `${b.deviceMs.p50.toFixed(1)} ms (${p.deviceTiming.source})`
+              : `not measured${p.deviceTiming.reason ? ` (${p.deviceTiming.reason})` : ''}`) +
+            `; `) +
+          (`GPU busy ${pct(b.gpuBusyShare)}` +
+            (b.gpuBusySource ? ` (${b.gpuBusySource})` : '') +
+            (b.utilizationPct !== null ? `, NVML utilisation ${b.utilizationPct.toFixed(1)}%` : '') +
+            (b.smActivityPct !== null ? `, SM activity ${b.smActivityPct.toFixed(1)}%` : '')),
       );
       this.log(
         `  step time: data wait ${pct(b.shares.dataWaitMs)}, ` +

@@ -11,9 +11,19 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   static override summary = "Run (or read) real training steps, split each step's time, and say what bounds it.";
 
   static override description =
-    `Trains --steps real steps of the configured model, data and backend after --warmup steps (or reads a recorded run with --run), splits every step into data wait, upload, host dispatch of forward/backward and the optimizer, device sync/readback and other, and gives mean, std, min, max, p95 and CV per span, kernels per step and host time per kernel, the device time per step (WebGPU timestamp queries on --device-timed-steps extra steps) and the GPU busy share by timestamps, NVML/nvidia-smi utilisation and GPM SM activity. See docs/profile-bottleneck.md. Verdicts — input-bound, dispatch-bound, sync-bound, compute-bound, memory headroom, oscillating step time — use the thresholds every xtts tool shares (docs/rules.md#thresholds); override them with --threshold NAME=VALUE.
-
-Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run.`;
+    'Trains --steps real steps of the configured model, data and backend after ' +
+    '--warmup steps (or reads a recorded run with --run), splits every step into ' +
+    'data wait, upload, host dispatch of forward/backward and the optimizer, device ' +
+    'sync/readback and other, and gives mean, std, min, max, p95 and CV per span, ' +
+    'kernels per step and host time per kernel, the device time per step (WebGPU ' +
+    'timestamp queries on --device-timed-steps extra steps) and the GPU busy share ' +
+    'by timestamps, NVML/nvidia-smi utilisation and GPM SM activity. See ' +
+    'docs/profile-bottleneck.md. Verdicts — input-bound, dispatch-bound, sync-bound, ' +
+    'compute-bound, memory headroom, oscillating step time — use the thresholds ' +
+    'every xtts tool shares (docs/rules.md#thresholds); override them with ' +
+    '--threshold NAME=VALUE.\n' +
+    '\n' +
+    'Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> --config configs/small.yaml --backend ' +
@@ -106,13 +116,17 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     this.log(
       `${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ` +
         `ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} ` +
-        `kernels/step${b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : ''}`,
+        (`kernels/step` +
+          (b.hostMsPerKernel !== null ? `, ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time per kernel` : '')),
     );
     if (b.flopsPerStep !== null)
       this.log(
         `model FLOPs ${(b.flopsPerStep / 1e9).toFixed(1)} G a step (matmuls and ` +
           `convolutions, forward and backward), ${b.achievedTflops!.toFixed(3)} ` +
-          `TFLOP/s${b.mfu !== null ? `: MFU ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` + `TFLOP/s)` : ''}`,
+          (`TFLOP/s` +
+            (b.mfu !== null
+              ? `: MFU ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` + `TFLOP/s)`
+              : '')),
       );
     const gpu = [
       b.gpuBusyShare !== null ? `GPU busy ${pct(b.gpuBusyShare)} (${b.gpuBusySource})` : null,
@@ -124,19 +138,31 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
     if (r.gpuTelemetry.available)
       this.log(
         paint.dim(
-          `GPU telemetry: ${r.gpuTelemetry.source}, ${r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', ')}`,
+          `GPU telemetry: ${r.gpuTelemetry.source}, ` +
+            r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', '),
         ),
       );
     if (r.stepCapture?.summary) {
       const c = r.stepCapture.summary;
       const shapes = c.shapes.map(
         (x) =>
-          `bucket ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} ` + `programs${x.encodeUsPerProgram !== null ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding ` + `each${x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''}` : ''})` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`,
+          `bucket ${x.shape} ` +
+          (x.state === 'replay'
+            ? `replayed (${x.programs} ` +
+              (`programs` +
+                (x.encodeUsPerProgram !== null
+                  ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding ` +
+                    (`each` +
+                      (x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''))
+                  : '') +
+                `)`)
+            : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
       );
       // The alignment forward's capture (runs recorded before it existed have none).
       const alignment = (c.alignment?.shapes ?? []).map(
         (x) =>
-          `alignment forward ${x.shape} ${x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`}`,
+          `alignment forward ${x.shape} ` +
+          (x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
       );
       this.log(
         c.off
@@ -267,7 +293,12 @@ Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or r
       for (const a of v.actions)
         this.log(
           `   ${paint.key(`${a.key}: ${a.value}`)} ` +
-            `— ${a.effect}${a.rule ? paint.dim(` (rule ${a.rule}, ` + `docs/rules.md#${a.rule.replace(/[^a-z0-9]+/gi, '-').toLowerCase()})`) : ''}`,
+            (`— ${a.effect}` +
+              (a.rule
+                ? paint.dim(
+                    ` (rule ${a.rule}, ` + `docs/rules.md#${a.rule.replace(/[^a-z0-9]+/gi, '-').toLowerCase()})`,
+                  )
+                : '')),
         );
     }
     for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));

@@ -19,11 +19,24 @@ export default class Train extends XttsCommand<TrainResult> {
     'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
 
   static override description =
-    `Prepares the dataset (cached by content hash), picks the backend (--backend auto says which and why), and trains with AdamW, the configured schedule, clipping and accumulation. Every log_every steps the loss is read back and a progress line shows loss, samples/s and the share of time spent waiting for data; checkpoints are written atomically (keep-last-N plus best); every eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite and metrics.jsonl.
-
-Ctrl-C (SIGINT), SIGTERM (docker stop, Kubernetes, Slurm preemption) and SIGHUP (a closed terminal) finish the current step, write a checkpoint and exit with 130, 143 or 129, within --stop-timeout seconds; a second signal exits at once. --resume continues the same loss curve.
-
-One run per folder: a folder that holds another run is refused unless --resume continues it; one that holds anything xtts did not write is refused. With --dataset and no --output the run goes to the config's output folder with the dataset folder's name appended (runs/quickstart-LJSpeech-1.1).`;
+    'Prepares the dataset (cached by content hash), picks the backend (--backend ' +
+    'auto says which and why), and trains with AdamW, the configured schedule, ' +
+    'clipping and accumulation. Every log_every steps the loss is read back and a ' +
+    'progress line shows loss, samples/s and the share of time spent waiting for ' +
+    'data; checkpoints are written atomically (keep-last-N plus best); every ' +
+    'eval_every steps the eval sentences are synthesised to WAV (Griffin-Lim) beside ' +
+    "a PNG of the mel. Metrics and per-step spans go to the run folder's run.sqlite " +
+    'and metrics.jsonl.\n' +
+    '\n' +
+    'Ctrl-C (SIGINT), SIGTERM (docker stop, Kubernetes, Slurm preemption) and SIGHUP ' +
+    '(a closed terminal) finish the current step, write a checkpoint and exit with ' +
+    '130, 143 or 129, within --stop-timeout seconds; a second signal exits at once. ' +
+    '--resume continues the same loss curve.\n' +
+    '\n' +
+    'One run per folder: a folder that holds another run is refused unless --resume ' +
+    'continues it; one that holds anything xtts did not write is refused. With ' +
+    "--dataset and no --output the run goes to the config's output folder with the " +
+    "dataset folder's name appended (runs/quickstart-LJSpeech-1.1).";
 
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
@@ -183,7 +196,10 @@ One run per folder: a folder that holds another run is refused unless --resume c
                   `loss ${p.loss.toFixed(4)}  ` +
                   `lr ${p.learningRate.toExponential(2)}  ${p.samplesPerS.toFixed(1)} ` +
                   `samples/s  ${p.stepMs.toFixed(0)} ms/step  data ` +
-                  `wait ${(p.dataWaitShare * 100).toFixed(1)}%${p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : ''}${p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : ''}  ` +
+                  (`wait ${(p.dataWaitShare * 100).toFixed(1)}%` +
+                    (p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : '') +
+                    (p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : '') +
+                    `  `) +
                   `ETA ${Math.round(p.etaS)} s\n`,
               );
             }
@@ -210,7 +226,9 @@ One run per folder: a folder that holds another run is refused unless --resume c
     this.log(
       `${(r.parameters / 1e6).toFixed(2)} M parameters; median ` +
         `step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.samplesPerS.toFixed(1)} ` +
-        `samples/s, ${r.timing.kernelsPerStep} ${r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step'}, ` +
+        (`samples/s, ${r.timing.kernelsPerStep} ` +
+          (r.timing.replayedShare > 0.5 ? 'programs/step replayed' : 'kernels/step') +
+          `, `) +
         `data wait ${(r.timing.dataWaitShare * 100).toFixed(1)}%`,
     );
     const g = r.hostGc;

@@ -13,9 +13,16 @@ export default class ValidateGpuOptimization extends XttsCommand<ValidationRepor
   static override summary = 'Lint a training config for what keeps a GPU fed: schema, positions, rules, fixes.';
 
   static override description =
-    `Checks the YAML against the config schema (unknown and duplicate keys, types, ranges — each with file:line:col) and then against rules that decide whether a GPU will be kept busy in this engine: workers vs CPU cores, prefetch depth vs memory, the feature cache, static shapes, batch size vs the memory budget, backend and precision support, dual-GPU sanity, and intervals vs run length. Every finding has a rule id, a severity, a position, a fix and a docs link (docs/rules.md).
-
-Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above it; 2 the config could not be read or parsed.`;
+    'Checks the YAML against the config schema (unknown and duplicate keys, types, ' +
+    'ranges — each with file:line:col) and then against rules that decide whether a ' +
+    'GPU will be kept busy in this engine: workers vs CPU cores, prefetch depth vs ' +
+    'memory, the feature cache, static shapes, batch size vs the memory budget, ' +
+    'backend and precision support, dual-GPU sanity, and intervals vs run length. ' +
+    'Every finding has a rule id, a severity, a position, a fix and a docs link ' +
+    '(docs/rules.md).\n' +
+    '\n' +
+    'Exit codes: 0 no finding at or above --fail-severity; 1 findings at or above ' +
+    'it; 2 the config could not be read or parsed.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> --config configs/quickstart.yaml',

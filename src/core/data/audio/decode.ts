@@ -11,7 +11,8 @@ export type AudioContainer = 'wav' | 'flac' | 'mp3' | 'ogg-vorbis' | 'ogg-opus';
 /** What the bytes are, or why they are none of the formats xtts reads. */
 export function sniffAudio(bytes: Uint8Array): AudioContainer | { unknown: string } {
   const tag = (o: number, n: number) => String.fromCharCode(...bytes.subarray(o, o + n));
-  if (tag(0, 4) === 'RIFF' || tag(0, 4) === 'RF64' || tag(0, 4) === 'FORM') return 'wav'; // decodeWav names RF64/AIFF itself
+  // decodeWav names RF64/AIFF itself
+  if (tag(0, 4) === 'RIFF' || tag(0, 4) === 'RF64' || tag(0, 4) === 'FORM') return 'wav';
   if (tag(0, 4) === 'fLaC') return 'flac';
   if (tag(0, 4) === 'OggS') {
     const head = tag(0, Math.min(bytes.length, 512));

@@ -185,7 +185,8 @@ const ABBREVIATION_WORDS = [
 // then checks the character before the word with Unicode classes), not followed by a letter, then
 // either its period (with what follows it) or, for titles without one, space and a capital.
 const ABBREVIATION_RE = new RegExp(
-  `\\b(${ABBREVIATION_WORDS.join('|')})(?![\\p{L}\\p{M}\\p{N}_])(?<![\\p{L}\\p{M}\\p{N}_'.]\\1)(?:(\\.)(?=(\\s*)(\\p{Lu}|\\p{N})?)|(?=(\\s+)(\\p{Lu})))`,
+  `\\b(${ABBREVIATION_WORDS.join('|')})(?![\\p{L}\\p{M}\\p{N}_])(?<![\\p{L}\\p{M}\\p{N}_'.]\\1)` +
+    `(?:(\\.)(?=(\\s*)(\\p{Lu}|\\p{N})?)|(?=(\\s+)(\\p{Lu})))`,
   'gu',
 );
 const LETTER_DOTS_RE = /(?<![\p{L}\p{M}\p{N}])(?:e\.g\.|i\.e\.|a\.k\.a\.)/giu;

@@ -175,7 +175,8 @@ const END = String.raw`(?![\p{L}\p{N}_]|[.,]\d)`;
 const strip = (digits: string) => (digits.includes(',') ? digits.replace(/,/g, '') : digits);
 
 const CURRENCY_RE = new RegExp(
-  String.raw`${START}(-)?([$£€¥₹])\s?${NUM}(?:\s?(thousand|million|billion|trillion)\b)?${END}|${START}(-)?${NUM}\s?([$£€¥₹])(?![\p{L}\p{N}])`,
+  String.raw`${START}(-)?([$£€¥₹])\s?${NUM}(?:\s?(thousand|million|billion|trillion)\b)?${END}|` +
+    String.raw`${START}(-)?${NUM}\s?([$£€¥₹])(?![\p{L}\p{N}])`,
   'gu',
 );
 const TIME_RE = /(?<![\p{L}\p{N}:.])([01]?\d|2[0-4]):([0-5]\d)(?![\p{L}\p{N}:]|[.,]\d)/gu;

@@ -354,7 +354,10 @@ export class Phonemizer {
       const piece = pieces[i].text;
       if (!answer) out += piece;
       else
-        out += `${/^\s*/.exec(piece)![0]}${(await answer).join(' ').replace(LANGUAGE_SWITCH, '').trim()}${/\s*$/.exec(piece)![0]}`;
+        out +=
+          `${/^\s*/.exec(piece)![0]}` +
+          (await answer).join(' ').replace(LANGUAGE_SWITCH, '').trim() +
+          `${/\s*$/.exec(piece)![0]}`;
     }
     return out.replace(/\s+/g, ' ').trim();
   }

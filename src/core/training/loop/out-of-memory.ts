@@ -6,8 +6,14 @@ import { ExitCode, XttsError } from '../../errors.js';
 // Out-of-memory as each backend words it; the wasm backend aborts its module when its heap (at most
 // 4 GiB) runs out, or, when an allocation's null pointer is written to first, traps with "memory
 // access out of bounds" (seen with the small preset's batch of 32: a RuntimeError from a transpose).
-const OOM =
-  /out of memory|OOM|failed to allocate|allocation failed|exceeds the (maximum|max) buffer size|createBuffer|^Aborted\(|memory access out of bounds/i;
+const OOM = new RegExp(
+  [
+    'out of memory|OOM|failed to allocate|allocation failed',
+    'exceeds the (maximum|max) buffer size|createBuffer',
+    '^Aborted\\(|memory access out of bounds',
+  ].join('|'),
+  'i',
+);
 
 /** `e` as DEVICE_OUT_OF_MEMORY where a backend ran out of memory on `batch`; otherwise `e` itself. */
 export function outOfMemory(e: unknown, config: XttsConfig, batch: LoadedBatch): unknown {

@@ -303,7 +303,8 @@ export class AdamW {
           : scalar(1 / count);
       const gradNorm =
         one?.gradNorm ?? (tf.mul(tf.sqrt(squares ? tf.sum(squares) : sumOfSquares(sum)), unscale!) as tf.Scalar);
-      const finiteFlag = one?.flag ?? (tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar); // bool (float 1/0 from stepScalars)
+      // bool (float 1/0 from stepScalars)
+      const finiteFlag = one?.flag ?? (tf.isFinite(tf.add(gradNorm, lossSum)) as tf.Scalar);
       // g = sum · scale is never materialised: scale folds into the moments' scalar factors.
       const scale = one?.gradScale ?? (tf.mul(clipFactor(gradNorm, this.config.grad_clip_norm), unscale!) as tf.Scalar);
       const kept = this.flatOf;

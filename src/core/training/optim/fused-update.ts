@@ -93,6 +93,7 @@ const WORKGROUP = 256;
  * finite.
  */
 function updateProgram(name: string, inputs: string[], size: number, value: string, kept: string) {
+  const scaleLine = inputs.includes('gradScale') ? '\n          let scale = f32(gradScale[0]);' : '';
   return namedProgram(name, {
     variableNames: inputs,
     outputShape: [size],
@@ -105,7 +106,7 @@ function updateProgram(name: string, inputs: string[], size: number, value: stri
     getUserCode: () => `
       fn main(index : i32) {
         if (index < uniforms.size) {
-          let finite = f32(finite[0]) != 0.0;${inputs.includes('gradScale') ? '\n          let scale = f32(gradScale[0]);' : ''}
+          let finite = f32(finite[0]) != 0.0;${scaleLine}
           setOutputAtIndex(index, select(${kept}, ${value}, finite));
         }
       }`,
@@ -239,6 +240,9 @@ const SCALING_OUTPUTS = ['scaleOut', 'goodOut'];
 
 function stepScalarsProgram(scaling: boolean) {
   const outputs = [...STEP_SCALARS_OUTPUTS, ...(scaling ? SCALING_OUTPUTS : [])];
+  const unscale = scaling
+    ? 'let S = f32(scale[0]);\n        let unscale = uniforms.invCount / S;'
+    : 'let unscale = uniforms.invCount;';
   return outputsProgram(STEP_SCALARS_PROGRAM + (scaling ? 'Scaled' : ''), outputs, {
     variableNames: ['sumSq', 'lossSum', 'skipped', ...(scaling ? ['scale', 'good'] : []), ...outputs],
     outputShape: [1],
@@ -259,7 +263,7 @@ function stepScalarsProgram(scaling: boolean) {
         return select(max(a, b), a + b, isnan(a) || isnan(b));
       }
       fn main(index : i32) {
-        ${scaling ? 'let S = f32(scale[0]);\n        let unscale = uniforms.invCount / S;' : 'let unscale = uniforms.invCount;'}
+        ${unscale}
         let gradNorm = sqrt(f32(sumSq[0])) * unscale;
         let finite = !notFinite(gradNorm + f32(lossSum[0]));
         let applied = select(0.0, 1.0, finite);

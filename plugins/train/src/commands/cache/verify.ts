@@ -42,7 +42,10 @@ export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
     );
     this.log(
       `  audio:    ${r.checkedAudio} ` +
-        `re-hashed, ${r.staleAudio.length ? paint.warn(`${r.staleAudio.length} changed or missing since hashed`) : paint.ok('all unchanged')}`,
+        (`re-hashed, ` +
+          (r.staleAudio.length
+            ? paint.warn(`${r.staleAudio.length} changed or missing since hashed`)
+            : paint.ok('all unchanged'))),
     );
     for (const p of r.staleAudio.slice(0, 10)) this.log(`    ${p}`);
     if (r.repaired) this.log(paint.ok('  repaired: bad entries removed; the next run recomputes them'));
