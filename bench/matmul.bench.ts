@@ -15,7 +15,7 @@
 // [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
-//                                           float32 program (backend/webgpu-dense.ts) against the two
+//                                           float32 program (backend/programs/dense.ts) against the two
 //                                           matmuls and the column sum apart, per variant (a layer above
 //                                           denseGradsMaxFlops runs apart either way: see its programs),
 //                                           and with f16 its two matmuls in one tensor-core dispatch
@@ -25,10 +25,11 @@
 import type * as TfTypes from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, timeOnDevice } from '../src/core/backend/index.js';
 import { takeGpuError } from '../src/core/backend/webgpu.js';
-import { type MatMulProgram, setMatMulProgram } from '../src/core/backend/webgpu-matmul.js';
-import { denseBackward, setDenseGrads } from '../src/core/model/webgpu-dense.js';
+
+import { denseBackward } from '../src/core/backend/programs/dense-layer.js';
 import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
+import { selectGpuPrograms, switchGpuPrograms, type MatMulProgram } from '../src/core/backend/index.js';
 
 type Tf = typeof TfTypes;
 
@@ -170,7 +171,7 @@ async function timed(
 }
 
 /**
- * --dense: a dense layer's backward (dz = dy, dx, dW, db) as one float32 program (backend/webgpu-dense.ts)
+ * --dense: a dense layer's backward (dz = dy, dx, dW, db) as one float32 program (backend/programs/dense.ts)
  * against the programs apart, float32 (tfjs) and with mixed_fp16's tensor-core matmuls (f16).
  */
 async function dense(
@@ -189,8 +190,8 @@ async function dense(
     const keys = ['one', ...variants.map((v) => `${v}_apart`), ...(variants.includes('f16') ? ['f16_pair'] : [])];
     const outputs: Record<string, Float32Array[]> = {};
     for (const key of keys) {
-      setMatMulProgram(key === 'one' ? 'tfjs' : (key.split('_')[0] as MatMulProgram));
-      setDenseGrads(key === 'one', key === 'f16_pair');
+      selectGpuPrograms(tf, { matmul: key === 'one' ? 'tfjs' : (key.split('_')[0] as MatMulProgram) });
+      switchGpuPrograms(tf, 'dense-grads', key === 'one'), switchGpuPrograms(tf, 'paired-dense', key === 'f16_pair');
       const t = await timed(tf, key, row, reps, () => denseBackward(dz, x, w, { kind: 'plain' }));
       if (!t) continue;
       outputs[key] = t.got;
@@ -198,7 +199,7 @@ async function dense(
       row[`${key}_programs`] = t.programs;
       row[`${key}_error`] = denseErrors(n, inD, outD, dzv, xv, wv, t.got).map((e) => Number(e.toExponential(2)));
     }
-    setDenseGrads(true);
+    switchGpuPrograms(tf, 'dense-grads', true), switchGpuPrograms(tf, 'paired-dense', true);
     tf.dispose([dz, x, w]);
     // The paired dispatch computes each tile as the f16 program does alone: the same bits.
     if (outputs.f16_pair && outputs.f16_apart)
@@ -262,7 +263,7 @@ async function main(): Promise<void> {
       reps,
       shapesOf,
     );
-    setMatMulProgram('tfjs');
+    selectGpuPrograms(tf, { matmul: 'tfjs' });
     report('dense-backward', { device: choice.adapter?.name, variants, reps, rows });
     disposeBackend(tf);
     return;
@@ -290,7 +291,7 @@ async function main(): Promise<void> {
       gflop: flop / 1e9,
     };
     for (const v of variants) {
-      setMatMulProgram(v);
+      selectGpuPrograms(tf, { matmul: v });
       const t = await timed(tf, v, row, reps, () => [tf.matMul(a, b, s.transposeA, s.transposeB)]);
       if (!t) continue;
       row[`${v}_ms`] = Number(t.ms.toFixed(4));
@@ -308,7 +309,7 @@ async function main(): Promise<void> {
       ].join(' | '),
     );
   }
-  setMatMulProgram('tfjs');
+  selectGpuPrograms(tf, { matmul: 'tfjs' });
   report('matmul', { device: choice.adapter?.name, variants, reps, rows });
   disposeBackend(tf);
 }

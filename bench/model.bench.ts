@@ -28,11 +28,12 @@ import { XttsModel } from '../src/core/model/model.js';
 import type { ConvImpl } from '../src/core/model/nn.js';
 import { LayerNorm } from '../src/core/model/nn.js';
 import { ParamStore } from '../src/core/model/params.js';
-import { fusedLayerNormAvailable, setFusedLayerNorm } from '../src/core/model/webgpu-layernorm.js';
+import { fusedLayerNormAvailable } from '../src/core/backend/programs/layernorm.js';
 import { AdamW } from '../src/core/training/optim/adamw.js';
 import { disposeStepResult, trainStep } from '../src/core/training/optim/train-step.js';
 import { PRESETS, shapeFor, SIZES, syntheticBatch, trainingConfig } from '../test/unit/model-fixtures.js';
 import { median, report } from './lib.js';
+import { switchGpuPrograms } from '../src/core/backend/index.js';
 
 const backends = (process.env.BENCH_BACKENDS ?? 'cpu,wasm').split(',');
 const timedSteps = Number(process.env.BENCH_STEPS ?? 3);
@@ -206,14 +207,14 @@ async function checkLayerNorm(): Promise<string> {
   const x = tf.variable(tf.randomNormal([100, 256], 0.3, 2, 'float32', 3));
   const dy = tf.randomNormal([100, 256], 0, 1, 'float32', 4);
   const run = (fused: boolean) => {
-    setFusedLayerNorm(fused);
+    switchGpuPrograms(tf, 'layer-norm', fused);
     // x enters through an op, as activations do, so its gradient flows through the norm's backward.
     const { grads } = tf.variableGrads(
       () => tf.sum(tf.mul(ln.apply(tf.mul(x, 1) as tf.Tensor2D), dy)) as tf.Scalar,
       [x, ln.g],
     );
     const y = ln.apply(x as tf.Tensor2D);
-    setFusedLayerNorm(true);
+    switchGpuPrograms(tf, 'layer-norm', true);
     return { y, dx: grads[x.name], dg: grads[ln.g.name] };
   };
   const a = run(true);
@@ -230,7 +231,7 @@ async function checkLayerNorm(): Promise<string> {
 async function checkStep(batch: ModelInputs): Promise<string> {
   const t = trainingConfig();
   const run = async (fused: boolean) => {
-    setFusedLayerNorm(fused);
+    switchGpuPrograms(tf, 'layer-norm', fused);
     const model = new XttsModel(PRESETS.tiny, SIZES, { seed: 1, prenetDropout: 0 });
     const opt = new AdamW(model.trainableVariables(), t);
     const r = trainStep(model, opt, batch, t.loss);
@@ -238,7 +239,7 @@ async function checkStep(batch: ModelInputs): Promise<string> {
     disposeStepResult(r);
     model.dispose();
     opt.dispose();
-    setFusedLayerNorm(true);
+    switchGpuPrograms(tf, 'layer-norm', true);
     return stats;
   };
   const a = await run(true);

@@ -1,4 +1,4 @@
-// Sums on the webgpu backend, tfjs's kernels against the ones xtts installs (backend/webgpu-sum.ts),
+// Sums on the webgpu backend, tfjs's kernels against the ones xtts installs (backend/programs/sum.ts),
 // side by side in one process on one device.
 // 1. Full float32 sums: tfjs's reduce (one workgroup for the whole tensor) against the spread sum (up
 //    to 1,024 workgroups of partials, then one), at the sizes a training step sums: a batch's masked
@@ -15,8 +15,9 @@
 //   GPU host: source .gpu-runtime/setup.sh && node bundle/reduce-bench.cjs
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
 import { KernelCounter } from '../src/core/backend/kernels.js';
-import { setDeviceSums } from '../src/core/backend/webgpu-sum.js';
+
 import { median, report } from './lib.js';
+import { switchGpuPrograms } from '../src/core/backend/index.js';
 
 async function main(): Promise<void> {
   const arg = (name: string) => {
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
       const x = tf.randomUniform([n], -1, 1, 'float32', 7);
       const row: Record<string, number> = {};
       for (const path of ['tfjs', 'spread'] as const) {
-        setDeviceSums(tf, path === 'spread');
+        switchGpuPrograms(tf, 'device-sums', path === 'spread');
         const times: number[] = [];
         for (let k = 0; k <= repeat; k++) {
           const t0 = performance.now();
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
       }
       const timed = (tf.backend() as unknown as { supportTimestampQuery?: boolean }).supportTimestampQuery === true;
       for (const path of ['tfjs', 'strided'] as const) {
-        setDeviceSums(tf, path === 'strided');
+        switchGpuPrograms(tf, 'device-sums', path === 'strided');
         const counter = new KernelCounter().install(tf);
         const first = tf.sum(x, 0);
         const programs = counter.takeAll().dispatches;
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
           `strided ${row.strided.error.toExponential(1)}`,
       );
     }
-    setDeviceSums(tf, true);
+    switchGpuPrograms(tf, 'device-sums', true);
     report('reduce', { device, repeat, ...figures });
   } finally {
     disposeBackend(tf);

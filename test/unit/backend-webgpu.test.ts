@@ -13,6 +13,7 @@ import {
 } from '../../src/core/backend/index.js';
 import { type AdapterDescription, subgroupMatrixConfigs, tensorCoreSupport } from '../../src/core/backend/webgpu.js';
 import '../../src/core/model/gradients.js';
+import { selectGpuPrograms, switchGpuPrograms } from '../../src/core/backend/index.js';
 
 // Mesa picks its EGL platform from the environment when Dawn opens the display; without a window
 // system there is only the surfaceless one.
@@ -194,7 +195,7 @@ test(
   'the f16 matmul tiles 128×128 where there are enough tiles, and splits K only ' +
     'for a small output over a long K (a weight gradient)',
   async () => {
-    const { f16Parts, f16Tile, matMulDims } = await import('../../src/core/backend/webgpu-matmul.js');
+    const { f16Parts, f16Tile, matMulDims } = await import('../../src/core/backend/programs/matmul.js');
     // A normal step's decoder projection, 12,032 × 2,048 over K 512: 94 × 16 tiles of 128, no split.
     const projection = matMulDims([12032, 512], [512, 2048], false, false);
     assert.equal(f16Tile(projection), 128);
@@ -216,9 +217,8 @@ test(
     "the split one's parts added; taken only for float32 matrices the f16 program " +
     'would take',
   async () => {
-    const { f16PairTakes, setMatMulProgram, subgroupMatMulPair } = await import(
-      '../../src/core/backend/webgpu-matmul.js'
-    );
+    const { f16PairTakes, subgroupMatMulPair } = await import('../../src/core/backend/programs/matmul.js');
+    const tf = await import('@tensorflow/tfjs-core');
     type Run = {
       program: {
         dispatch: number[];
@@ -249,9 +249,9 @@ test(
     ] as const;
     const operands = [dz, w, x];
     const products = pair.map((q) => ({ ...q, a: operands[q.a], b: operands[q.b] }));
-    setMatMulProgram('tfjs');
+    selectGpuPrograms(tf, { matmul: 'tfjs' });
     assert.equal(f16PairTakes(backend, products), false, 'only with mixed_fp16');
-    setMatMulProgram('f16', { M: 16, N: 16, K: 16 });
+    selectGpuPrograms(tf, { matmul: 'f16', subgroupShape: { M: 16, N: 16, K: 16 } });
     try {
       assert.equal(f16PairTakes(backend, products), true);
       assert.equal(
@@ -305,7 +305,7 @@ test(
       // stores' staging area off its 16-byte alignment on an H100 (every value one place off).
       assert.match(paired.program.getUserCode(), /var<workgroup> wgIndex : vec4<i32>;/);
     } finally {
-      setMatMulProgram('tfjs');
+      selectGpuPrograms(tf, { matmul: 'tfjs' });
     }
   },
 );
@@ -319,7 +319,7 @@ test("the fused layer norm and its gradients on a real device match the host's "
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { fusedNormalize, fusedNormalizeGrads, LN_EPSILON } = await import(
-      '../../src/core/model/webgpu-layernorm.js'
+      '../../src/core/backend/programs/layernorm.js'
     );
     const [rows, cols] = [64, 80];
     const x = tf.randomNormal([rows, cols], 0, 1, 'float32', 1) as import('@tensorflow/tfjs-core').Tensor2D;
@@ -387,7 +387,7 @@ test("the attention's fused softmax (one program forward, one backward) on a rea
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { attend } = await import('../../src/core/model/attention.js');
-    const { setFusedSoftmax, broadcastStrides } = await import('../../src/core/model/webgpu-softmax.js');
+    const { broadcastStrides } = await import('../../src/core/backend/programs/softmax.js');
     type T = import('@tensorflow/tfjs-core').Tensor;
     const [B, H, Tq, Tk, dh] = [3, 2, 70, 90, 16];
     const q = tf.randomNormal([B, H, Tq, dh], 0, 1, 'float32', 1) as import('@tensorflow/tfjs-core').Tensor4D;
@@ -411,7 +411,7 @@ test("the attention's fused softmax (one program forward, one backward) on a rea
       ['full', full],
     ] as const) {
       const run = (fused: boolean) => {
-        setFusedSoftmax(fused);
+        switchGpuPrograms(tf, 'softmax', fused);
         const counter = new KernelCounter().install(tf);
         const { value, grads } = tf.valueAndGrads((qq: T, kk: T, vv: T) =>
           tf.sum(tf.mul(attend(qq as never, kk as never, vv as never, bias, false).context, dy)),
@@ -437,7 +437,9 @@ test("the attention's fused softmax (one program forward, one backward) on a rea
       );
     }
     // More rows than WebGPU's 65,535 workgroups along one dimension: a second dimension of workgroups.
-    const { fusedScaledSoftmax } = await import('../../src/core/model/webgpu-softmax.js');
+    // (The loop above ended on the composition: the program's kernel is registered only while selected.)
+    switchGpuPrograms(tf, 'softmax', true);
+    const { fusedScaledSoftmax } = await import('../../src/core/backend/programs/softmax.js');
     // (Against the host: tfjs's own softmax got the last value of such a tensor wrong.)
     const many = tf.randomNormal([2, 1, 40_000, 5], 0, 1, 'float32', 6) as import('@tensorflow/tfjs-core').Tensor4D;
     const [got, x] = [await fusedScaledSoftmax(many, tf.zeros([5]), 0.5).data(), await many.data()];
@@ -452,7 +454,7 @@ test("the attention's fused softmax (one program forward, one backward) on a rea
     assert.deepEqual(broadcastStrides([Tq, Tk], [B, H, Tq, Tk]), [0, 0, Tk, 1]);
     assert.throws(() => broadcastStrides([2, Tk], [B, H, Tq, Tk]), /does not broadcast/);
   } finally {
-    (await import('../../src/core/model/webgpu-softmax.js')).setFusedSoftmax(true);
+    switchGpuPrograms(tf, 'softmax', true);
     disposeBackend(tf);
   }
 });
@@ -464,10 +466,10 @@ test('attention reading its heads in place (strided batched matmuls) gives the '
   skip: llvmpipe ? false : 'no OpenGL ES adapter here',
 }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setPackedAttention } = await import('../../src/core/model/webgpu-attention.js');
+
   try {
     const { attend, mergeHeads, splitHeads } = await import('../../src/core/model/attention.js');
-    const { attendPacked } = await import('../../src/core/model/webgpu-attention.js');
+    const { attendPacked } = await import('../../src/core/backend/programs/attention.js');
     type T = import('@tensorflow/tfjs-core').Tensor;
     type T2 = import('@tensorflow/tfjs-core').Tensor2D;
     // Edges that are no multiple of a 64-wide tile, a head size that is no multiple of a slab.
@@ -603,11 +605,11 @@ test('attention reading its heads in place (strided batched matmuls) gives the '
         ),
       /do not cover its columns/,
     );
-    setPackedAttention(false);
-    const { packedAttentionAvailable } = await import('../../src/core/model/webgpu-attention.js');
+    switchGpuPrograms(tf, 'packed-attention', false);
+    const { packedAttentionAvailable } = await import('../../src/core/backend/programs/attention.js');
     assert.equal(packedAttentionAvailable(), false);
   } finally {
-    setPackedAttention(true);
+    switchGpuPrograms(tf, 'packed-attention', true);
     disposeBackend(tf);
   }
 });
@@ -619,8 +621,8 @@ test("the attention's strided products run in the wide program: 64×64 tiles whe
 }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
-    const { STRIDED_MATMUL_KERNEL } = await import('../../src/core/model/webgpu-attention.js');
-    const { stridedSide } = await import('../../src/core/backend/webgpu-matmul.js');
+    const { STRIDED_MATMUL_KERNEL } = await import('../../src/core/backend/programs/attention.js');
+    const { stridedSide } = await import('../../src/core/backend/programs/matmul.js');
     assert.equal(stridedSide({ batch: 32, heads: 8, m: 188, n: 64, k: 188 }, 1), 64);
     assert.equal(stridedSide({ batch: 32, heads: 8, m: 188, n: 188, k: 64 }, 1), 64);
     assert.equal(stridedSide({ batch: 32, heads: 8, m: 80, n: 80, k: 64 }, 1), 128);
@@ -668,7 +670,7 @@ test('the masked mel losses (l1, l2, l1_l2) in 2 programs forward and 1 backward
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { maskedMelLoss } = await import('../../src/core/model/losses.js');
-    const { setFusedLosses } = await import('../../src/core/model/webgpu-losses.js');
+
     type T3 = import('@tensorflow/tfjs-core').Tensor3D;
     const [B, T, M] = [3, 50, 20];
     const pred = tf.randomNormal([B, T, M], 0, 1, 'float32', 1) as T3;
@@ -681,7 +683,7 @@ test('the masked mel losses (l1, l2, l1_l2) in 2 programs forward and 1 backward
     const denominator = tf.scalar((50 + 31) * M);
     for (const kind of ['l1', 'l2', 'l1_l2'] as const) {
       const run = (fused: boolean) => {
-        setFusedLosses(fused);
+        switchGpuPrograms(tf, 'losses', fused);
         const counter = new KernelCounter().install(tf);
         const loss = maskedMelLoss(pred, target, mask, kind, denominator);
         const forward = counter.takeAll().dispatches;
@@ -693,7 +695,7 @@ test('the masked mel losses (l1, l2, l1_l2) in 2 programs forward and 1 backward
         return { loss, grad, forward, all };
       };
       const [plain, fused] = [run(false), run(true)];
-      setFusedLosses(true);
+      switchGpuPrograms(tf, 'losses', true);
       assert.equal(fused.forward, 2, kind);
       assert.equal(fused.all, 3, kind);
       assert.ok(plain.all >= 8, `${kind}: the composition ran ${plain.all} programs`);
@@ -722,7 +724,7 @@ test("the duration loss in 1 program forward and 1 backward gives the compositio
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { durationLoss } = await import('../../src/core/model/losses.js');
-    const { setFusedLosses } = await import('../../src/core/model/webgpu-losses.js');
+
     type T2 = import('@tensorflow/tfjs-core').Tensor2D;
     const [B, T] = [5, 300];
     const logDurations = tf.randomNormal([B, T], 1, 1, 'float32', 1) as T2;
@@ -733,7 +735,7 @@ test("the duration loss in 1 program forward and 1 backward gives the compositio
     ) as T2;
     for (const given of [undefined, tf.scalar(2000)]) {
       const run = (fused: boolean) => {
-        setFusedLosses(fused);
+        switchGpuPrograms(tf, 'losses', fused);
         const counter = new KernelCounter().install(tf);
         const loss = durationLoss(logDurations, durations, given);
         const forward = counter.takeAll().dispatches;
@@ -745,7 +747,7 @@ test("the duration loss in 1 program forward and 1 backward gives the compositio
         return { loss, grad, forward, all };
       };
       const [plain, fused] = [run(false), run(true)];
-      setFusedLosses(true);
+      switchGpuPrograms(tf, 'losses', true);
       assert.equal(fused.forward, 1);
       assert.equal(fused.all, 2);
       assert.ok(plain.all >= 8, `the composition ran ${plain.all} programs`);
@@ -771,10 +773,10 @@ test('the key-padding and cross-attention biases in one program each: the ' +
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const { keyPaddingBias, MASK_BIAS } = await import('../../src/core/model/nn.js');
-    const { crossAttentionBias, setFusedMasks } = await import('../../src/core/model/webgpu-masks.js');
+    const { crossAttentionBias } = await import('../../src/core/backend/programs/masks.js');
     const lengths = tf.tensor1d([7, 0, 12, 3], 'int32');
     const run = (fused: boolean) => {
-      setFusedMasks(fused);
+      switchGpuPrograms(tf, 'masks', fused);
       const counter = new KernelCounter().install(tf);
       const bias = keyPaddingBias(lengths, 12);
       const programs = counter.takeAll().dispatches;
@@ -829,7 +831,7 @@ test('the key-padding and cross-attention biases in one program each: the ' +
         `alignHeads ${alignHeads}: bit for bit`,
       );
     }
-    setFusedMasks(true);
+    switchGpuPrograms(tf, 'masks', true);
   } finally {
     disposeBackend(tf);
   }
@@ -974,7 +976,7 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
 }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   const { conv1dComposed } = await import('../../src/core/model/nn.js');
-  const { setTapSum, tapSumAvailable } = await import('../../src/core/model/webgpu-conv.js');
+  const { tapSumAvailable } = await import('../../src/core/backend/programs/conv.js');
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
     assert.equal(tapSumAvailable(), true);
@@ -1008,9 +1010,9 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
         return { value, grads, programs };
       };
       const fused = run();
-      setTapSum(false);
+      switchGpuPrograms(tf, 'tap-sum', false);
       const composed = run();
-      setTapSum(true);
+      switchGpuPrograms(tf, 'tap-sum', true);
       const close = async (a: T, c: T, what: string) => {
         const [av, cv] = [await a.data(), await c.data()];
         assert.equal(av.length, cv.length);
@@ -1023,8 +1025,8 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
       await close(fused.value, composed.value, 'loss');
       for (const [i, name] of ['dx', 'dw', 'db'].entries()) await close(fused.grads[i], composed.grads[i], name);
       // The forward's convolution itself, beside the composition's.
-      await close(conv1dComposed(x, w, b), (setTapSum(false), conv1dComposed(x, w, b)), 'y');
-      setTapSum(true);
+      await close(conv1dComposed(x, w, b), (switchGpuPrograms(tf, 'tap-sum', false), conv1dComposed(x, w, b)), 'y');
+      switchGpuPrograms(tf, 'tap-sum', true);
       if (kernel > 1)
         assert.ok(
           fused.programs + 2 * kernel <= composed.programs,
@@ -1032,7 +1034,7 @@ test('a composed 1-D convolution on webgpu sums its taps and adds the bias in on
         );
     }
   } finally {
-    setTapSum(true);
+    switchGpuPrograms(tf, 'tap-sum', true);
     disposeBackend(tf);
   }
 });
@@ -1226,7 +1228,7 @@ test('a full float32 sum of many values runs over many workgroups (two programs)
   "matches the host's float64 sum; other sums are tfjs's", {
   skip: llvmpipe ? false : 'no OpenGL ES adapter here',
 }, async () => {
-  const { SPREAD_FROM } = await import('../../src/core/backend/webgpu-sum.js');
+  const { SPREAD_FROM } = await import('../../src/core/backend/programs/sum.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const n = 3_000_017; // not a multiple of any chunk
@@ -1283,7 +1285,7 @@ test('a float32 sum over leading or middle axes is one program (no transpose bef
   "are tfjs's", {
   skip: llvmpipe ? false : 'no OpenGL ES adapter here',
 }, async () => {
-  const { stridedSumDims } = await import('../../src/core/backend/webgpu-sum.js');
+  const { stridedSumDims } = await import('../../src/core/backend/programs/sum.js');
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
     const shape = [3, 7, 5, 131];
@@ -1361,7 +1363,7 @@ test('matmuls tfjs would split over K with atomics run in a fixed order instead:
 }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
   try {
-    const { matMulDims, tfjsSplitsK } = await import('../../src/core/backend/webgpu-matmul.js');
+    const { matMulDims, tfjsSplitsK } = await import('../../src/core/backend/programs/matmul.js');
     // A weight gradient's shape: xᵀ·dy over batch × frames = 3,000 rows, a [40, 72] output (6 tiles of 32×32).
     const [k, m, n] = [3000, 40, 72];
     const x = tf.randomNormal([k, m], 0, 1, 'float32', 4);
@@ -1441,12 +1443,12 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
   skip: llvmpipe ? false : 'no OpenGL ES adapter here',
 }, async () => {
   const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-  const { setMatMulProgram, matMulDims, tfjsPacks, wideDenseShape, wideShape } = await import(
-    '../../src/core/backend/webgpu-matmul.js'
+  const { matMulDims, tfjsPacks, wideDenseShape, wideShape } = await import(
+    '../../src/core/backend/programs/matmul.js'
   );
   type T = import('@tensorflow/tfjs-core').Tensor;
   try {
-    setMatMulProgram('tiled');
+    selectGpuPrograms(tf, { matmul: 'tiled' });
     // Host float64 product of logical A [batch?, m, k] and B [batch?, k, n].
     const host = async (a: T, b: T, ta: boolean, tb: boolean) => {
       const A = (await (ta
@@ -1521,9 +1523,9 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
       const tolerance = 1e-5 * Math.max(1, dims.k / 32);
       assert.ok(worst < tolerance, `${sa}${ta ? 'ᵀ' : ''}·${sb}${tb ? 'ᵀ' : ''}: largest difference ${worst}`);
       // tfjs's packed program would have given the same within float32 rounding.
-      setMatMulProgram('tfjs');
+      selectGpuPrograms(tf, { matmul: 'tfjs' });
       const tfjs = await tf.matMul(a, b, ta, tb).data();
-      setMatMulProgram('tiled');
+      selectGpuPrograms(tf, { matmul: 'tiled' });
       for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - tfjs[i]) <= tolerance * (1 + Math.abs(tfjs[i])));
     }
     // A dense layer's fused matmul (x·W + b, then ReLU) as the model's dense layers run it (nn.ts
@@ -1546,9 +1548,9 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
         ),
         `${key} ran`,
       );
-      setMatMulProgram('tfjs');
+      selectGpuPrograms(tf, { matmul: 'tfjs' });
       const tfjs = await dense();
-      setMatMulProgram('tiled');
+      selectGpuPrograms(tf, { matmul: 'tiled' });
       let clipped = 0;
       for (let i = 0; i < ours.length; i++) {
         assert.ok(
@@ -1638,7 +1640,7 @@ test('device.matmul tiled: the wide program where 128×128 tiles fill the device
     assert.ok(Math.abs(gw[0] - colSum(0)) <= 1e-4 * (1 + Math.abs(colSum(0))));
     assert.ok(Math.abs(gw[5 * 130 + 7] - colSum(5)) <= 1e-4 * (1 + Math.abs(colSum(5))));
   } finally {
-    setMatMulProgram('tfjs');
+    selectGpuPrograms(tf, { matmul: 'tfjs' });
     disposeBackend(tf);
   }
 });

@@ -279,7 +279,7 @@ describe('step capture on a real WebGPU device', { skip: withoutLlvmpipe }, () =
         assert.equal(tfjsPrograms - ourPrograms, 1, `${ourPrograms} programs against tfjs's ${tfjsPrograms}`);
         // A dense layer's: the gradient and its column sums (the bias gradient) in one program, the
         // same bits as the gradient program and the strided sum apart.
-        const { reluGradAndColumnSums, reluGrad } = await import('../../src/core/model/webgpu-relu.js');
+        const { reluGradAndColumnSums, reluGrad } = await import('../../src/core/backend/programs/relu.js');
         const x2 = tf.reshape(tf.slice(x, 0, 1200), [40, 30]) as tfCore.Tensor2D;
         const dy2 = tf.randomNormal([40, 30], 0, 1, 'float32', 5) as tfCore.Tensor2D;
         const counter2 = new KernelCounter().install(tf);

@@ -14,6 +14,9 @@ const DEEP_IMPORT_ALLOWED: Record<string, string> = {
   // Importing it registers the model's custom gradients with TensorFlow.js: a side effect, loaded once
   // an engine is (the model's index must not load it for commands that never compute).
   'src/core/model/gradients.ts': 'registers custom gradients on import',
+  // The GPU programs' ops import tfjs-core; backend/index.ts must load without it (commands that compute
+  // nothing start fast), so the model and the trainer take them from here.
+  'src/core/backend/programs/index.ts': 'loads tfjs-core, which backend/index.ts must not',
 };
 
 /**
@@ -29,24 +32,23 @@ const LONG_FUNCTIONS: Record<string, number> = {
   'src/core/training/synthesize.ts synthesize': 182,
   'src/core/profile/index.ts profileRecordedRun': 181,
   'src/core/data/audio/wav.ts decodeWav': 172,
-  'src/core/backend/webgpu-dense.ts program': 158,
+  'src/core/backend/programs/dense.ts program': 158,
   'src/core/diagnose/actions.ts diagnosisActions': 153,
   'src/core/backend/step-capture.ts recordStep': 152,
-  'src/core/backend/webgpu-matmul.ts f16TileCode': 137,
+  'src/core/backend/programs/matmul-f16.ts f16TileCode': 137,
   'src/core/training/evaluation.ts synthesizeEval': 130,
-  'src/core/backend/webgpu-matmul.ts wideProgram': 126,
+  'src/core/backend/programs/matmul-wide.ts wideProgram': 126,
   'src/core/data/prepare.ts prepareDataset': 123,
 };
 
 /** Files over 600 lines not yet split, with their length when this list was made (at 120 columns). */
 const LONG_FILES: Record<string, number> = {
-  'src/core/backend/webgpu-matmul.ts': 1266,
   'src/core/config/rules.ts': 882,
   'src/core/backend/step-capture.ts': 876,
   'src/core/config/load.ts': 784,
   'src/core/config/schema.ts': 734,
   'src/core/model/model.ts': 704,
-  'src/core/model/nn.ts': 664,
+  'src/core/model/nn.ts': 656,
   'src/core/profile/verdicts.ts': 634,
 };
 

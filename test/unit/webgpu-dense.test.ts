@@ -1,4 +1,4 @@
-// A dense layer's backward as one WebGPU program (backend/webgpu-dense.ts), on the software device:
+// A dense layer's backward as one WebGPU program (backend/programs/dense.ts), on the software device:
 // against the programs apart (the same backend), for the three kinds of dz, for shapes of one tile and
 // of several (dx's 64 × 64 tiles, dW's 16 × 16 with the bias row in a tile of its own, K in several
 // rounds of the 8 groups and a last one cut short); and through the layers (Linear.apply with and
@@ -9,6 +9,7 @@ import type * as tfCore from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, KernelCounter } from '../../src/core/backend/index.js';
 import { withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import '../../src/core/model/gradients.js';
+import { switchGpuPrograms } from '../../src/core/backend/index.js';
 
 /** The largest |a − b| over the largest |b|. */
 async function relative(a: tfCore.Tensor, b: tfCore.Tensor): Promise<number> {
@@ -29,7 +30,7 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
       'three',
     async () => {
       const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-      const { denseBackward, setDenseGrads } = await import('../../src/core/model/webgpu-dense.js');
+      const { denseBackward } = await import('../../src/core/backend/programs/dense-layer.js');
       try {
         // One tile each way; several dx tiles and dW tiles with the bias row alone in the last; K over
         // several rounds of the groups, the last cut short; dx's columns across 8 tiles.
@@ -53,14 +54,14 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
           ]) {
             const where = `${rows}×${inDim}×${outDim} ${of.kind}`;
             const counter = new KernelCounter().install(tf);
-            setDenseGrads(true);
+            switchGpuPrograms(tf, 'dense-grads', true), switchGpuPrograms(tf, 'paired-dense', true);
             const one = denseBackward(dy, x, w, of);
             const onePrograms = counter.takeAll().dispatches;
-            setDenseGrads(false);
+            switchGpuPrograms(tf, 'dense-grads', false), switchGpuPrograms(tf, 'paired-dense', false);
             const apart = denseBackward(dy, x, w, of);
             const apartPrograms = counter.takeAll().dispatches;
             counter.uninstall();
-            setDenseGrads(true);
+            switchGpuPrograms(tf, 'dense-grads', true), switchGpuPrograms(tf, 'paired-dense', true);
             assert.equal(onePrograms, 1, where);
             assert.equal(apartPrograms, 3, where);
             assert.deepEqual(
@@ -106,7 +107,7 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
       'program',
     async () => {
       const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-      const { setDenseGrads } = await import('../../src/core/model/webgpu-dense.js');
+
       const { DropoutPool, Linear } = await import('../../src/core/model/nn.js');
       const { ParamStore } = await import('../../src/core/model/params.js');
       try {
@@ -122,7 +123,7 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
         };
         for (const [name, layer] of Object.entries(cases)) {
           const run = (one: boolean) => {
-            setDenseGrads(one);
+            switchGpuPrograms(tf, 'dense-grads', one), switchGpuPrograms(tf, 'paired-dense', one);
             const counter = new KernelCounter().install(tf);
             // Every gradient the layer's backward returns is made, the input's only asked for.
             const grads = [tf.grad((x: tfCore.Tensor) => tf.sum(tf.mul(layer(x as tfCore.Tensor2D), up)))(h)];
@@ -131,7 +132,7 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
             return { grads, programs };
           };
           const [one, apart] = [run(true), run(false)];
-          setDenseGrads(true);
+          switchGpuPrograms(tf, 'dense-grads', true), switchGpuPrograms(tf, 'paired-dense', true);
           // Forward and the loss are the same programs; the backward has two fewer.
           assert.equal(one.programs, apart.programs - 2, name);
           assert.deepEqual(await one.grads[0].data(), await apart.grads[0].data(), `${name}: dx`);
@@ -139,11 +140,11 @@ describe("a dense layer's backward as one WebGPU program", { skip: withoutLlvmpi
         // The weights' gradients through variableGrads (the trainer's path), within 3e-6.
         for (const [name, layer] of Object.entries(cases)) {
           const grads = (one: boolean) => {
-            setDenseGrads(one);
+            switchGpuPrograms(tf, 'dense-grads', one), switchGpuPrograms(tf, 'paired-dense', one);
             return tf.variableGrads(() => tf.sum(tf.mul(layer(h), up)) as tfCore.Scalar, [linear.w, linear.b]).grads;
           };
           const [one, apart] = [grads(true), grads(false)];
-          setDenseGrads(true);
+          switchGpuPrograms(tf, 'dense-grads', true), switchGpuPrograms(tf, 'paired-dense', true);
           for (const v of [linear.w, linear.b])
             assert.ok((await relative(one[v.name], apart[v.name])) < 3e-6, `${name}: ${v.name}`);
         }

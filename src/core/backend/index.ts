@@ -52,6 +52,20 @@ export {
 } from './webgpu.js';
 export { type GpuDevice } from './gpu-types.js';
 export {
+  DEFAULT_GPU_PROGRAMS,
+  defineGpuKernel,
+  defineGpuOverride,
+  GPU_PROGRAM_GROUPS,
+  type GpuProgramGroup,
+  type GpuProgramSelection,
+  gpuKernelActive,
+  gpuProgramSelection,
+  type MatMulProgram,
+  selectGpuPrograms,
+  type SubgroupMatrixShape,
+  switchGpuPrograms,
+} from './gpu-programs.js';
+export {
   flatProgram,
   namedProgram,
   outputsProgram,
@@ -73,7 +87,7 @@ export {
   type ShapeCaptureSummary,
   summarizeShapes,
 } from './step-capture.js';
-export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './webgpu-dense.js';
+export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './programs/dense.js';
 export {
   f16PairTakes,
   type PairedMatMul,
@@ -82,6 +96,6 @@ export {
   type StridedMatrix,
   type StridedProduct,
   subgroupMatMulPair,
-} from './webgpu-matmul.js';
-export { spreadSum, stridedSum, stridedSumStoring, SUM_OF_SQUARES_KERNEL, type Summand } from './webgpu-sum.js';
+} from './programs/matmul.js';
+export { spreadSum, stridedSum, stridedSumStoring, SUM_OF_SQUARES_KERNEL, type Summand } from './programs/sum.js';
 export { stagedUploadStats, uploadTensors } from './webgpu-uploads.js';

@@ -26,7 +26,7 @@ export const AUTO_ORDER: readonly ConcreteBackend[] = ['webgpu', 'tensorflow', '
 export interface BackendOptions extends DawnOptions {
   /** GPU by index in Dawn's adapter order, or by a case-insensitive substring of its name; null: Dawn's first. */
   device?: number | string | null;
-  /** device.matmul on webgpu: tfjs's matmul programs, or xtts's tiled one (webgpu-matmul.ts). */
+  /** device.matmul on webgpu: tfjs's matmul programs, or xtts's tiled one (backend/programs/matmul.ts). */
   matmul?: 'tfjs' | 'tiled';
   /**
    * training.precision: mixed_fp16 takes webgpu only, with the tensor-core matmul (f16 operands, f32

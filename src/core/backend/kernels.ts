@@ -41,7 +41,8 @@ export function kernelFlops(
     return 2 * batch * m * n * k;
   }
   if (name === 'XttsDenseGrads') {
-    // A dense layer's backward (model/webgpu-dense.ts): dz [rows, out], x [rows, in]; dx and dW, 2·rows·in·out each.
+    // A dense layer's backward (backend/programs/dense-layer.ts): dz [rows, out], x [rows, in]; dx and dW,
+    // 2·rows·in·out each.
     const dz = inputs.dz?.shape;
     const x = inputs.x?.shape;
     return dz && x && dz.length === 2 && x.length === 2 ? 4 * dz[0] * dz[1] * x[1] : 0;
@@ -410,39 +411,6 @@ export interface KernelArgs {
   backend: unknown;
   attrs?: import('@tensorflow/tfjs-core').NamedAttrMap;
 }
-const WRAPPED = Symbol.for('xtts.webgpu.wrappedKernel');
-/** tfjs's own webgpu kernel of each name xtts put itself in front of. */
-const tfjsKernels = new Map<string, KernelConfig>();
-
-/**
- * Puts xtts's `make(tfjs's kernel)` in front of tfjs's webgpu kernel `kernelName` (on), or gives
- * tfjs's back (off: benches, tests). Once per engine: a second `on` keeps the one in place.
- */
-export function wrapWebgpuKernel(
-  tf: Tf,
-  kernelName: string,
-  on: boolean,
-  make: (original: KernelConfig) => (args: KernelArgs) => TensorInfo,
-): void {
-  const current = tf.getKernel(kernelName, 'webgpu');
-  if (!current) return;
-  const ours = (current.kernelFunc as { [WRAPPED]?: boolean })[WRAPPED] === true;
-  if (!on) {
-    const original = tfjsKernels.get(kernelName);
-    if (ours && original) {
-      tf.unregisterKernel(kernelName, 'webgpu');
-      tf.registerKernel(original);
-    }
-    return;
-  }
-  if (ours) return;
-  tfjsKernels.set(kernelName, current);
-  const kernelFunc = make(current);
-  (kernelFunc as { [WRAPPED]?: boolean })[WRAPPED] = true;
-  tf.unregisterKernel(kernelName, 'webgpu');
-  tf.registerKernel({ ...current, kernelFunc: kernelFunc as unknown as import('@tensorflow/tfjs-core').KernelFunc });
-}
-
 /**
  * Why a backend has no device time at all, or undefined. The CPU backends' backend.time() is the
  * wall time of the whole call (tfjs-backend-cpu/-wasm 4.22): their arithmetic happens inside each

@@ -4,7 +4,7 @@
 // TensorFlow.js 4.22 has no float16 tensor (tfjs-core's DataType is float32 | int32 | bool | complex64
 // | string), and tfjs-backend-webgpu 4.22's own WGSL uses f32 only. On webgpu, mixed_fp16 is xtts's:
 // every tensor stays float32 and the large matmuls run xtts's tensor-core program (f16 operands through
-// Dawn's subgroup matrices, f32 sums; webgpu-matmul.ts) under a dynamic loss scale (optim/adamw.ts).
+// Dawn's subgroup matrices, f32 sums; backend/programs/matmul.ts) under a dynamic loss scale (optim/adamw.ts).
 // Whether the adapter has what that program needs is known only once it is opened (initBackend).
 // Elsewhere everything is float32:
 //  - tfjs-node 4.22 maps only those five dtypes to TF_DataType; libtensorflow's half is not exposed.

@@ -80,7 +80,7 @@ interface Engine {
 
 /**
  * The shader key of a program that only copies a contiguous piece of its one input (its last uniform
- * is the piece's start, in elements): model/webgpu-slices.ts's segments. A replay turns such a piece
+ * is the piece's start, in elements): backend/programs/slices.ts's segments. A replay turns such a piece
  * that goes to a variable into a buffer copy straight into the variable's buffer.
  */
 export const COPY_SHADER_KEY = 'xtts_segment';

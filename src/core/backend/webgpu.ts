@@ -14,15 +14,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { shaderSource } from './kernels.js';
 import { ensureDawnBinary } from './native.js';
-import { setDeviceSums } from './webgpu-sum.js';
-import {
-  F16_MATMUL_ENABLES,
-  F16_PROGRAMS,
-  f16UnitFits,
-  setMatMulProgram,
-  setOrderedSplitK,
-  type SubgroupMatrixShape,
-} from './webgpu-matmul.js';
+import { DEFAULT_GPU_PROGRAMS, selectGpuPrograms, type SubgroupMatrixShape } from './gpu-programs.js';
+import { defineDeviceSums } from './programs/sum.js';
+import { F16_MATMUL_ENABLES, F16_PROGRAMS, defineMatMulPrograms, f16UnitFits } from './programs/matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
@@ -547,9 +541,14 @@ export async function registerWebgpuBackend(
   active = { device, gpu };
   if (!(await tf.setBackend('webgpu'))) return 'TensorFlow.js could not initialise its webgpu backend on the device';
   setQueueUploads(tf.backend(), true);
-  setDeviceSums(tf, true);
-  setOrderedSplitK(tf, true);
-  setMatMulProgram(f16Shape ? 'f16' : matmul, f16Shape);
+  // xtts's programs in front of tfjs's kernels (once tfjs's are registered), for this run's selection.
+  defineDeviceSums(tf);
+  defineMatMulPrograms(tf);
+  selectGpuPrograms(tf, {
+    ...DEFAULT_GPU_PROGRAMS,
+    matmul: f16Shape ? 'f16' : matmul,
+    ...(f16Shape ? { subgroupShape: f16Shape } : {}),
+  });
   return undefined;
 }
 

@@ -1,11 +1,17 @@
 // Attention, feed-forward and the pre-LN transformer blocks. Heads are batched by reshape/transpose
 // (never a loop over heads); Q, K and V come out of one matmul and are separated by one split. On
-// webgpu the heads are read in place from the projections instead (webgpu-attention.ts).
+// webgpu the heads are read in place from the projections instead (backend/programs/attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { type DropoutPool, LayerNorm, Linear, scalar } from './nn.js';
 import type { ParamStore } from './params.js';
-import { attendPacked, packedAttentionAvailable, type PackedHeads } from './webgpu-attention.js';
-import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
+import {
+  attendPacked,
+  fusedScaledSoftmax,
+  fusedScaledSoftmaxGrad,
+  fusedSoftmaxAvailable,
+  packedAttentionAvailable,
+  type PackedHeads,
+} from '../backend/programs/index.js';
 
 export interface AttentionShape {
   dModel: number;
@@ -37,7 +43,7 @@ export function mergeHeads(y: tf.Tensor4D): tf.Tensor2D {
  *
  * When the weights are not needed downstream (`keepWeights` false) the gradient is written out:
  * the same 9 compute kernels autodiff would run, with 4 saved tensors instead of 7 and no casts or
- * reshapes; on webgpu, 3 forward and 5 backward (webgpu-softmax.ts).
+ * reshapes; on webgpu, 3 forward and 5 backward (backend/programs/softmax.ts).
  * The weights then carry no gradient, so a loss on them needs `keepWeights`.
  */
 export function attend(

@@ -15,7 +15,7 @@ import {
 } from './attention.js';
 import { Conv1d, type ConvImpl, type DropoutPool, LayerNorm, Linear } from './nn.js';
 import type { ParamStore } from './params.js';
-import { packedAttentionAvailable, type PackedHeads } from './webgpu-attention.js';
+import { packedAttentionAvailable, type PackedHeads } from '../backend/programs/index.js';
 
 /** Two ReLU layers with dropout that stays on at inference: Tacotron 2 (Shen et al. 2018, §2.3)
  * found that it is what lets the decoder vary its output rather than repeat itself. */

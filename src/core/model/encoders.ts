@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { attend, type BlockContext, EncoderBlock, mergeHeads, Mlp, splitHeads } from './attention.js';
 import { cachedConstant, Conv1d, type ConvImpl, Embedding, LayerNorm, lengthMask, Linear, relu } from './nn.js';
 import type { ParamStore } from './params.js';
-import { attendPacked, packedAttentionAvailable } from './webgpu-attention.js';
+import { attendPacked, packedAttentionAvailable } from '../backend/programs/index.js';
 
 export interface EncoderDims {
   dModel: number;

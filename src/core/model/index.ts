@@ -33,4 +33,4 @@ export {
 export { AlignmentSearcher } from './align-worker.js';
 export { type LossDenominators } from './losses.js';
 export { type DropoutCall, scalar } from './nn.js';
-export { segments } from './webgpu-slices.js';
+export { segments } from '../backend/programs/index.js';

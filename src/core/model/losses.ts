@@ -6,7 +6,7 @@ import type { TrainingConfig } from '../config/index.js';
 import type { ModelInputs } from './batch.js';
 import type { ModelOutputs } from './model.js';
 import { scalar } from './nn.js';
-import { fusedDurationLoss, fusedLossesAvailable, fusedMaskedError } from './webgpu-losses.js';
+import { fusedDurationLoss, fusedLossesAvailable, fusedMaskedError } from '../backend/programs/index.js';
 
 export type LossConfig = TrainingConfig['loss'];
 
@@ -32,7 +32,7 @@ export function maskedMelLoss(
   kind: LossConfig['mel'],
   denominator: tf.Scalar,
 ): tf.Scalar {
-  // webgpu: 2 programs forward and 1 backward (webgpu-losses.ts).
+  // webgpu: 2 programs forward and 1 backward (backend/programs/losses.ts).
   if (
     fusedLossesAvailable() &&
     pred.dtype === 'float32' &&
@@ -58,7 +58,7 @@ export function maskedMelLoss(
  * logDurations, durations [B, T_text].
  */
 export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, denominator?: tf.Scalar): tf.Scalar {
-  // webgpu: 1 program forward and 1 backward (webgpu-losses.ts).
+  // webgpu: 1 program forward and 1 backward (backend/programs/losses.ts).
   if (fusedLossesAvailable() && logDurations.dtype === 'float32' && durations.dtype === 'float32')
     return fusedDurationLoss(logDurations, durations, denominator);
   const spoken = tf.cast(tf.greater(durations, scalar(0)), 'float32');

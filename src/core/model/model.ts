@@ -46,8 +46,8 @@ import {
   scalar,
   stopGradient,
 } from './nn.js';
-import { crossAttentionBias, fusedMasksAvailable } from './webgpu-masks.js';
 import { ParamStore } from './params.js';
+import { crossAttentionBias, fusedMasksAvailable } from '../backend/programs/index.js';
 
 /** Sizes that come from the data rather than the model config. */
 export interface ModelSizes {
@@ -260,7 +260,7 @@ export class XttsModel {
     const [batch, steps] = alignment.shape;
     const textSteps = textBias.shape[3];
     const { heads, alignment_heads: alignHeads } = this.config;
-    // webgpu: one program (webgpu-masks.ts), the same values.
+    // webgpu: one program (backend/programs/masks.ts), the same values.
     if (fusedMasksAvailable() && alignment.dtype === 'int32')
       return crossAttentionBias(alignment, textBias, heads, alignHeads, latents, MASK_BIAS);
     const memorySteps = latents + textSteps;

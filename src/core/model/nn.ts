@@ -8,14 +8,26 @@
 // uses the native conv kernels where the backend can differentiate them, else an equivalent
 // matmul composition (`conv1dComposed`).
 import * as tf from '@tensorflow/tfjs-core';
+import { gpuKernelActive } from '../backend/index.js';
 import { hashString, mixSeed, Rng } from './init.js';
 import type { ParamStore } from './params.js';
-import { maskAdd, maskAt, maskAtAvailable, WINDOW_KERNEL } from './webgpu-slices.js';
-import { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './webgpu-layernorm.js';
-import { tapSum, tapSumAvailable } from './webgpu-conv.js';
-import { reluGrad } from './webgpu-relu.js';
-import { denseBackward } from './webgpu-dense.js';
-import { fusedMasksAvailable, lengthBias } from './webgpu-masks.js';
+import {
+  denseBackward,
+  fusedLayerNormAvailable,
+  fusedMasksAvailable,
+  fusedNormalize,
+  fusedNormalizeGrads,
+  gradOp,
+  lengthBias,
+  LN_EPSILON,
+  maskAdd,
+  maskAt,
+  maskAtAvailable,
+  reluGrad,
+  tapSum,
+  tapSumAvailable,
+  WINDOW_KERNEL,
+} from '../backend/programs/index.js';
 
 /** Added to the score of a key that must not be attended to. Finite, so a row whose keys are all
  * masked (a filler utterance) gives a uniform row instead of NaN; exp(-1e9 - max) is exactly 0 in
@@ -69,7 +81,7 @@ export function lengthMask(lengths: tf.Tensor1D, length: number): tf.Tensor2D {
  * `mask`: lengthMask(lengths, keys), where the caller has it already (the composition starts from it).
  */
 export function keyPaddingBias(lengths: tf.Tensor1D, keys: number, mask?: tf.Tensor2D): tf.Tensor4D {
-  // webgpu: one program (webgpu-masks.ts), the same values.
+  // webgpu: one program (backend/programs/masks.ts), the same values.
   if (fusedMasksAvailable() && lengths.dtype === 'int32') return lengthBias(lengths, keys, MASK_BIAS);
   mask ??= lengthMask(lengths, keys);
   return tf.reshape(tf.mul(tf.sub(mask, scalar(1)), scalar(-MASK_BIAS)), [-1, 1, 1, keys]);
@@ -82,27 +94,6 @@ export function causalBias(steps: number): tf.Tensor2D {
     for (let q = 0; q < steps; q++) for (let k = q + 1; k < steps; k++) v[q * steps + k] = MASK_BIAS;
     return tf.tensor2d(v, [steps, steps]);
   }) as tf.Tensor2D;
-}
-
-/**
- * An op with its gradient written out, of one or several outputs (tf.customGrad takes one output, and
- * makes every input's gradient whether the tape needs it or not): through the engine's runKernelFunc,
- * as customGrad itself does. `backward` gets the outputs' gradients (an array for several outputs) and
- * what `forward` saved, and returns a function per input, called only for the inputs the tape needs.
- */
-export function gradOp<O extends tf.Tensor | tf.Tensor[]>(
-  inputs: Record<string, tf.Tensor>,
-  forward: (save: tf.GradSaveFunc) => O,
-  backward: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>,
-): O {
-  const engine = tf.engine() as unknown as {
-    runKernelFunc(k: {
-      forwardFunc: (backend: unknown, save: tf.GradSaveFunc) => O;
-      backwardsFunc: (dy: O, saved: tf.Tensor[]) => Record<string, () => tf.Tensor>;
-      inputs: Record<string, tf.Tensor>;
-    }): O;
-  };
-  return engine.runKernelFunc({ forwardFunc: (_backend, save) => forward(save), backwardsFunc: backward, inputs });
 }
 
 /** x, with no gradient flowing back through it (PyTorch's detach). */
@@ -195,7 +186,7 @@ export class Linear {
   /**
    * base + (x·W + b)·pool[offsets[k] ..]: the layer under a residual connection's dropout, on webgpu
    * (DropoutPool.residualLinear). Forward as apply and maskAdd; backward the dropout's gradient, the
-   * bias gradient and the two matmuls in one program for a small layer (model/webgpu-dense.ts), else
+   * bias gradient and the two matmuls in one program for a small layer (backend/programs/dense-layer.ts), else
    * the dropout's gradient with its column sums in one program, then the two matmuls.
    */
   applyDroppedResidual(
@@ -236,14 +227,15 @@ export class Linear {
 // ---------------------------------------------------------------------------------------------
 // Layer norm (Ba et al. 2016) with a gain and no bias, its gradient written out: autodiff of the
 // forward formula costs about 25 kernels, this one 10 (dx = inv·(dŷ − mean(dŷ) − x̂·mean(dŷ·x̂)),
-// dŷ = dy·g), and 8 forward; on webgpu, 1 and 2 (webgpu-layernorm.ts). No bias because every norm here feeds a linear
+// dŷ = dy·g), and 8 forward; on webgpu, 1 and 2 (backend/programs/layernorm.ts). No bias because every norm here feeds
+// a linear
 // layer that has one:
 // (x̂g + b)W + c = x̂gW + (bW + c), so a norm bias adds parameters and kernels but no function
 // (PaLM drops it too, Chowdhery et al. 2022).
 
 /** The norm's forward: its value, and what its backward (normGrad) reads. */
 function normForward(x: tf.Tensor2D, g: tf.Tensor1D): { value: tf.Tensor2D; saved: tf.Tensor[] } {
-  // One program forward; backward recomputes the row statistics from x (webgpu-layernorm.ts).
+  // One program forward; backward recomputes the row statistics from x (backend/programs/layernorm.ts).
   if (fusedLayerNormAvailable()) return { value: fusedNormalize(x, g), saved: [x] };
   // x: [rows, features]
   const centred = tf.sub(x, tf.mean(x, -1, true));
@@ -368,7 +360,7 @@ export interface DropoutCall {
 
 /** pool[offsets[k] .. offsets[k] + size): a slice whose start is read on the device. */
 export function windowAt(pool: tf.Tensor1D, offsets: tf.Tensor1D, k: number, size: number): tf.Tensor1D {
-  if (tf.getKernel(WINDOW_KERNEL, tf.getBackend()))
+  if (gpuKernelActive(tf, WINDOW_KERNEL))
     return tf.engine().runKernel(WINDOW_KERNEL, { pool, offsets }, { k, size }) as tf.Tensor1D;
   // Other backends: the start on the host (they read it back at no cost).
   const start = (offsets.dataSync() as Int32Array)[k];
@@ -631,14 +623,14 @@ export class Conv1d {
  * The same convolution as one matmul: every input frame is multiplied by all K filter taps at once
  * ([B·(T+K−1), in] × [in, K·out]), then output frame t sums tap k of padded frame t+k (K slices, one
  * AddN). Forward K+3 kernels, backward about 2K+2, all present on every backend; on webgpu the slices,
- * the sum and the bias are one program each way (webgpu-conv.ts).
+ * the sum and the bias are one program each way (backend/programs/conv.ts).
  */
 export function conv1dComposed(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D): tf.Tensor3D {
   const [batch, frames, inCh] = x.shape;
   const [kernel, , outCh] = w.shape;
   const half = (kernel - 1) / 2;
   if (tapSumAvailable()) {
-    // webgpu: the frames unpadded, the taps' shifted sum and the bias one program (webgpu-conv.ts):
+    // webgpu: the frames unpadded, the taps' shifted sum and the bias one program (backend/programs/conv.ts):
     // forward 3 programs, backward 5.
     const taps = tf.matMul(
       tf.reshape(x, [batch * frames, inCh]),

@@ -23,8 +23,8 @@ import { XttsError } from '../../errors.js';
 import { scalar } from '../../model/index.js';
 import { segments } from '../../model/index.js';
 import { clipFactor, sumOfSquares } from './clip.js';
-import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from './fused-update.js';
 import { learningRateAt } from './schedule.js';
+import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from '../../backend/programs/index.js';
 
 export type OptimizerConfig = Pick<
   TrainingConfig,

@@ -10,12 +10,14 @@
 // together).
 import * as tf from '@tensorflow/tfjs-core';
 import {
+  defineGpuKernel,
+  gpuKernelActive,
   namedProgram,
   outputsProgram,
   runWithOutputs,
   type WebgpuProgramRunner,
   workgroupGrid,
-} from '../../backend/index.js';
+} from '../index.js';
 
 export const ADAMW_KERNEL = 'XttsAdamWUpdate';
 
@@ -83,8 +85,7 @@ function cpuAdamW({
   ];
 }
 
-if (!tf.getKernel(ADAMW_KERNEL, 'cpu'))
-  tf.registerKernel({ kernelName: ADAMW_KERNEL, backendName: 'cpu', kernelFunc: cpuAdamW as unknown as tf.KernelFunc });
+defineGpuKernel(tf, 'adamw', ADAMW_KERNEL, () => cpuAdamW as unknown as tf.KernelFunc, 'cpu');
 
 const WORKGROUP = 256;
 
@@ -178,15 +179,10 @@ function webgpuUpdate(args: {
   return [p, m, v];
 }
 
-if (!tf.getKernel(ADAMW_KERNEL, 'webgpu'))
-  tf.registerKernel({
-    kernelName: ADAMW_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: webgpuUpdate as unknown as tf.KernelFunc,
-  });
+defineGpuKernel(tf, 'adamw', ADAMW_KERNEL, () => webgpuUpdate as unknown as tf.KernelFunc);
 
 export function fusedUpdateAvailable(): boolean {
-  return tf.getKernel(ADAMW_KERNEL, tf.getBackend()) !== undefined;
+  return gpuKernelActive(tf, ADAMW_KERNEL);
 }
 
 /**
@@ -313,12 +309,7 @@ function webgpuStepScalars(args: {
   return [{ ...gradNorm, shape: [] }, ...rest];
 }
 
-if (!tf.getKernel(ADAMW_SCALARS_KERNEL, 'webgpu'))
-  tf.registerKernel({
-    kernelName: ADAMW_SCALARS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: webgpuStepScalars as unknown as tf.KernelFunc,
-  });
+defineGpuKernel(tf, 'adamw', ADAMW_SCALARS_KERNEL, () => webgpuStepScalars as unknown as tf.KernelFunc);
 
 /** The update's scalars (stepScalars), each a scalar tensor. */
 export interface StepScalars {
@@ -339,7 +330,7 @@ export interface StepScalars {
  * outputs (8, or 12 with loss scaling; WebGPU guarantees 8 a stage, xtts asks for the adapter's).
  */
 export function stepScalarsAvailable(scaling: boolean): boolean {
-  if (!tf.getKernel(ADAMW_SCALARS_KERNEL, tf.getBackend())) return false;
+  if (!gpuKernelActive(tf, ADAMW_SCALARS_KERNEL)) return false;
   const device = (tf.backend() as unknown as { device?: { limits: { maxStorageBuffersPerShaderStage: number } } })
     .device;
   const needed = 1 + 3 + STEP_SCALARS_OUTPUTS.length + (scaling ? 2 + SCALING_OUTPUTS.length : 0);

@@ -7,8 +7,15 @@
 // nn.ts LayerNorm.applyWithResidual), which spares the tape's add of the two. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../backend/index.js';
-import { stridedSum, type Summand } from '../backend/index.js';
+import {
+  defineGpuKernel,
+  gpuKernelActive,
+  namedProgram,
+  outputsProgram,
+  runWithOutputs,
+  type WebgpuProgramRunner,
+} from '../index.js';
+import { stridedSum, type Summand } from '../index.js';
 
 export const LN_EPSILON = 1e-5;
 export const LN_KERNEL = 'XttsLayerNorm';
@@ -21,7 +28,7 @@ const BLOCK = 64;
 // passes its partial sum (or maximum), all get the row's. Invocation 0 hands the total over through
 // a variable of its own between two barriers: read by every invocation straight from buf[0] after the
 // loop, Mesa's llvmpipe (Dawn on OpenGL ES) gave some of them a stale value — the gradient program's
-// output was NaN there (the tests' software device). Shared with the softmax programs (webgpu-softmax.ts).
+// output was NaN there (the tests' software device). Shared with the softmax programs (backend/programs/softmax.ts).
 export const ROW_REDUCE = `
   var<workgroup> buf : array<f32, ${BLOCK}>;
   var<workgroup> rowTotal : f32;
@@ -151,48 +158,46 @@ const GAIN_GRAD: Summand = {
   key: '_layernorm_gain',
   body: 'return (f32(x[at]) - moments[2 * r]) * moments[2 * r + 1] * f32(dy[at]);',
 };
-
-if (!tf.getKernel(LN_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: LN_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
+defineGpuKernel(
+  tf,
+  'layer-norm',
+  LN_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
       backend.runWebGPUProgram(
         normalizeProgram(inputs.x.shape),
         [inputs.x, inputs.w],
         'float32',
       )) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: LN_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+);
+defineGpuKernel(
+  tf,
+  'layer-norm',
+  LN_GRAD_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const { x, g, dy, plus } = inputs;
       return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [
         [x.shape[0], 2],
       ]);
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: LN_GAIN_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+);
+defineGpuKernel(
+  tf,
+  'layer-norm',
+  LN_GAIN_GRAD_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const { x, moments, dy } = inputs;
       const out = stridedSum([x, moments, dy], backend, { outer: 1, rows: x.shape[0], inner: x.shape[1] }, GAIN_GRAD);
       if (!out) throw new Error(`a layer norm of ${x.shape[1]} features: too wide for one strided sum`);
       return { ...out, shape: [x.shape[1]] };
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
-let enabled = true;
 /** Whether layer norms run as these programs on this backend (tests and the bench compare both paths). */
 export function fusedLayerNormAvailable(): boolean {
-  return enabled && tf.getKernel(LN_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the programs again (true). */
-export function setFusedLayerNorm(on: boolean): void {
-  enabled = on;
+  return gpuKernelActive(tf, LN_KERNEL);
 }
 
 // x [rows, cols], g [cols] -> x̂·g

@@ -3,13 +3,13 @@
 // programs and a scaling of dq: 9 programs per attention and step, 8 attentions in the tiny preset.
 // Here forward is one program (scale, bias, maximum, exponentials and their sum over a row) and
 // backward one (the row's dot product, then ds with the scale in it, so dq and dk need no scaling).
-// One workgroup per row of [B, H, Tq, Tk] (webgpu-layernorm.ts's row reduction); the bias is any
+// One workgroup per row of [B, H, Tq, Tk] (backend/programs/layernorm.ts's row reduction); the bias is any
 // tensor that broadcasts to [B, H, Tq, Tk] (a key-padding mask [B, 1, 1, Tk], a causal one [Tq, Tk]),
 // read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../backend/index.js';
-import { ROW_BLOCK, ROW_REDUCE } from './webgpu-layernorm.js';
+import { defineGpuKernel, gpuKernelActive, namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../index.js';
+import { ROW_BLOCK, ROW_REDUCE } from './layernorm.js';
 
 export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';
 export const SOFTMAX_GRAD_KERNEL = 'XttsScaledSoftmaxGrad';
@@ -113,12 +113,12 @@ export function broadcastStrides(bias: readonly number[], scores: readonly numbe
 }
 
 const uniform = (type: 'int32' | 'float32', v: number) => ({ type, data: [v] });
-
-if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: SOFTMAX_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+defineGpuKernel(
+  tf,
+  'softmax',
+  SOFTMAX_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -134,11 +134,13 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
         ...strides.map((s) => uniform('int32', s)),
       ]);
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: SOFTMAX_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'softmax',
+  SOFTMAX_GRAD_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -150,17 +152,11 @@ if (!tf.getKernel(SOFTMAX_KERNEL, 'webgpu')) {
       backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [
         uniform('float32', attrs.scale),
       ])) as unknown as tf.KernelFunc,
-  });
-}
+);
 
-let enabled = true;
 /** Whether the attention's softmax runs as these programs on this backend (tests compare both paths). */
 export function fusedSoftmaxAvailable(): boolean {
-  return enabled && tf.getKernel(SOFTMAX_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the programs again (true). */
-export function setFusedSoftmax(on: boolean): void {
-  enabled = on;
+  return gpuKernelActive(tf, SOFTMAX_KERNEL);
 }
 
 // scores [B, H, Tq, Tk], bias broadcastable to it -> softmax(scores·scale + bias) over Tk

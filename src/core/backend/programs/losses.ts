@@ -6,9 +6,9 @@
 // gradient one program with the composition's arithmetic, in its order: ((dy / denominator)·mask)·err′.
 // Registered for the webgpu backend only; other backends keep the composition (losses.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, namedProgram, type WebgpuProgramRunner } from '../backend/index.js';
-import { spreadSum, type Summand } from '../backend/index.js';
-import { gradOp } from './nn.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, namedProgram, type WebgpuProgramRunner } from '../index.js';
+import { spreadSum, type Summand } from '../index.js';
+import { gradOp } from './grad-op.js';
 
 export const MASKED_ERROR_KERNEL = 'XttsMaskedError';
 export const MASKED_ERROR_GRAD_KERNEL = 'XttsMaskedErrorGrad';
@@ -59,23 +59,25 @@ interface Attrs {
   kind: ErrorKind;
 }
 type Inputs = Record<'pred' | 'target' | 'mask' | 'denominator', tf.TensorInfo>;
-
-if (!tf.getKernel(MASKED_ERROR_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: MASKED_ERROR_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend, attrs }: { inputs: Inputs; backend: WebgpuProgramRunner; attrs: Attrs }) => {
+defineGpuKernel(
+  tf,
+  'losses',
+  MASKED_ERROR_KERNEL,
+  () =>
+    (({ inputs, backend, attrs }: { inputs: Inputs; backend: WebgpuProgramRunner; attrs: Attrs }) => {
       const { pred, target, mask, denominator } = inputs;
       const size = pred.shape.reduce((a, b) => a * b, 1);
       const bins = pred.shape[pred.shape.length - 1];
       const out = spreadSum([pred, target, mask], backend, size, maskedError(attrs.kind, bins), denominator);
       return { ...out, shape: [] };
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: MASKED_ERROR_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'losses',
+  MASKED_ERROR_GRAD_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -93,8 +95,7 @@ if (!tf.getKernel(MASKED_ERROR_KERNEL, 'webgpu')) {
       );
       return { ...out, shape: pred.shape };
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
 // The duration loss: Σ (log d̂ − log(1 + d))²·[d > 0] over [B, T_text] / the spoken tokens (or the
 // whole batch's, given), 8 programs composed forward and about 5 backward, here one each. A batch's
@@ -172,13 +173,13 @@ type DurationInputs = Record<'logDurations' | 'durations', tf.TensorInfo> & {
   denominator?: tf.TensorInfo;
   dy?: tf.TensorInfo;
 };
-
-if (!tf.getKernel(DURATION_LOSS_KERNEL, 'webgpu')) {
-  for (const grad of [false, true]) {
-    tf.registerKernel({
-      kernelName: grad ? DURATION_LOSS_GRAD_KERNEL : DURATION_LOSS_KERNEL,
-      backendName: 'webgpu',
-      kernelFunc: (({ inputs, backend }: { inputs: DurationInputs; backend: WebgpuProgramRunner }) => {
+for (const grad of [false, true]) {
+  defineGpuKernel(
+    tf,
+    'losses',
+    grad ? DURATION_LOSS_GRAD_KERNEL : DURATION_LOSS_KERNEL,
+    () =>
+      (({ inputs, backend }: { inputs: DurationInputs; backend: WebgpuProgramRunner }) => {
         const { dy, logDurations, durations, denominator } = inputs;
         const size = logDurations.shape.reduce((a, b) => a * b, 1);
         const ins = [...(grad ? [dy!] : []), logDurations, durations, ...(denominator ? [denominator] : [])];
@@ -187,18 +188,12 @@ if (!tf.getKernel(DURATION_LOSS_KERNEL, 'webgpu')) {
         ]);
         return { ...out, shape: grad ? logDurations.shape : [] };
       }) as unknown as tf.KernelFunc,
-    });
-  }
+  );
 }
 
-let enabled = true;
 /** Whether the masked losses run as these programs on this backend (tests compare both paths). */
 export function fusedLossesAvailable(): boolean {
-  return enabled && tf.getKernel(MASKED_ERROR_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the programs again (true). */
-export function setFusedLosses(on: boolean): void {
-  enabled = on;
+  return gpuKernelActive(tf, MASKED_ERROR_KERNEL);
 }
 
 /**

@@ -5,7 +5,7 @@
 // forward and its gradient one program backward; no padding is needed, frames outside the clip count
 // as zero. Registered for the webgpu backend only (the others pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, type WebgpuProgramRunner } from '../index.js';
 
 export const TAP_SUM_KERNEL = 'XttsTapSum';
 export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';
@@ -61,18 +61,12 @@ const tapSumGradProgram = (outputShape: number[]) =>
 
 const uniforms = (frames: number, kernel: number, outCh: number) =>
   [frames, kernel, (kernel - 1) / 2, outCh].map((v) => ({ type: 'int32', data: [v] }));
-
-if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: TAP_SUM_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
-      inputs,
-      backend,
-    }: {
-      inputs: Record<'taps' | 'bias', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-    }) => {
+defineGpuKernel(
+  tf,
+  'tap-sum',
+  TAP_SUM_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<'taps' | 'bias', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const [batch, frames, kernel, outCh] = inputs.taps.shape;
       return backend.runWebGPUProgram(
         tapSumProgram([batch, frames, outCh]),
@@ -81,11 +75,13 @@ if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
         uniforms(frames, kernel, outCh),
       );
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: TAP_SUM_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'tap-sum',
+  TAP_SUM_GRAD_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -102,17 +98,11 @@ if (!tf.getKernel(TAP_SUM_KERNEL, 'webgpu')) {
         uniforms(frames, attrs.kernel, outCh),
       );
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
-let enabled = true;
 /** Whether the tap sums run as these programs on this backend (tests compare both paths). */
 export function tapSumAvailable(): boolean {
-  return enabled && tf.getKernel(TAP_SUM_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the programs again (true). */
-export function setTapSum(on: boolean): void {
-  enabled = on;
+  return gpuKernelActive(tf, TAP_SUM_KERNEL);
 }
 
 /** taps [batch, frames, K, out] (unpadded frames), bias [out] -> [batch, frames, out], with its gradient. */

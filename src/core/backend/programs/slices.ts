@@ -11,9 +11,9 @@
 //    these programs are plain copies (COPY_SHADER_KEY) and replays the pieces that go to variables as
 //    buffer copies straight into the variables' buffers instead of ~one program per parameter.
 import * as tf from '@tensorflow/tfjs-core';
-import { COPY_SHADER_KEY } from '../backend/index.js';
-import { namedProgram, type WebgpuProgramRunner } from '../backend/index.js';
-import { stridedSumStoring, type Summand } from '../backend/index.js';
+import { COPY_SHADER_KEY, defineGpuKernel, gpuKernelActive } from '../index.js';
+import { namedProgram, type WebgpuProgramRunner } from '../index.js';
+import { stridedSumStoring, type Summand } from '../index.js';
 
 export const WINDOW_KERNEL = 'XttsWindowAt';
 export const SEGMENT_KERNEL = 'XttsSegment';
@@ -60,12 +60,12 @@ function copyProgram(
       }`,
   });
 }
-
-if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: WINDOW_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+defineGpuKernel(
+  tf,
+  'slices',
+  WINDOW_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -80,11 +80,13 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
         'float32',
         [{ type: 'int32', data: [attrs.k] }],
       )) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: MASK_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'slices',
+  MASK_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -109,11 +111,13 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
       );
       return { ...out, shape: inputs.x.shape };
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: MASK_ADD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'slices',
+  MASK_ADD_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -136,11 +140,13 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
       ]);
       return { ...out, shape: inputs.x.shape };
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: MASK_SUMS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'slices',
+  MASK_SUMS_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -171,11 +177,13 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
         { ...sums, shape: [columns] },
       ];
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: SEGMENT_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'slices',
+  SEGMENT_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -196,19 +204,18 @@ if (!tf.getKernel(WINDOW_KERNEL, 'webgpu')) {
         return out;
       });
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
 /** x [Σ sizes] -> its consecutive pieces; on webgpu as segment programs, elsewhere tf.split. */
 export function segments(x: tf.Tensor1D, sizes: number[]): tf.Tensor1D[] {
-  if (tf.getKernel(SEGMENT_KERNEL, tf.getBackend()))
+  if (gpuKernelActive(tf, SEGMENT_KERNEL))
     return tf.engine().runKernel(SEGMENT_KERNEL, { x }, { sizes }) as unknown as tf.Tensor1D[];
   return tf.split(x, sizes) as tf.Tensor1D[];
 }
 
 /** Whether this backend has maskAt's program (webgpu). */
 export function maskAtAvailable(): boolean {
-  return tf.getKernel(MASK_KERNEL, tf.getBackend()) !== undefined;
+  return gpuKernelActive(tf, MASK_KERNEL);
 }
 
 /** x · pool[offsets[k] .. offsets[k] + x.size), in x's shape, as one program (where maskAtAvailable). */

@@ -4,8 +4,8 @@
 // so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
-import { stridedSumStoring, type Summand } from '../backend/index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, type WebgpuProgramRunner } from '../index.js';
+import { stridedSumStoring, type Summand } from '../index.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
 /** ReLU's gradient of a [rows, columns] layer and its column sums (the bias gradient under it), one program. */
@@ -23,12 +23,12 @@ const RELU_GRAD: Summand = {
         return dy[at] * step;`,
   stores: true,
 };
-
-if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: RELU_GRAD_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+defineGpuKernel(
+  tf,
+  'relu-grads',
+  RELU_GRAD_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
       const program = flatProgram(
         'XttsReluGradProgram',
@@ -37,23 +37,22 @@ if (!tf.getKernel(RELU_GRAD_KERNEL, 'webgpu')) {
         [size],
         '',
         `
-          let v = x[index];
-          var step = select(0.0, 1.0, v > 0.0);
-          if (isnan(v)) {
-            step = v;
-          }
-          setOutputAtIndex(index, dy[index] * step);`,
+        let v = x[index];
+        var step = select(0.0, 1.0, v > 0.0);
+        if (isnan(v)) {
+          step = v;
+        }
+        setOutputAtIndex(index, dy[index] * step);`,
       );
       return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
     }) as unknown as tf.KernelFunc,
-  });
-}
-
-if (!tf.getKernel(RELU_GRAD_SUMS_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: RELU_GRAD_SUMS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
+);
+defineGpuKernel(
+  tf,
+  'relu-grads',
+  RELU_GRAD_SUMS_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
       const [rows, columns] = inputs.dy.shape;
       const out = stridedSumStoring([inputs.dy, inputs.x], backend, { outer: 1, rows, inner: columns }, RELU_GRAD);
       if (!out) throw new Error(`ReLU's gradient of ${columns} columns: too wide for one strided sum`);
@@ -63,15 +62,14 @@ if (!tf.getKernel(RELU_GRAD_SUMS_KERNEL, 'webgpu')) {
         { ...sums, shape: [columns] },
       ];
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
 /**
  * [dy · step(x), its sum over the rows] for a [rows, columns] layer: ReLU's gradient and the bias
  * gradient under it, one program on webgpu (a strided sum that keeps what it adds), two elsewhere.
  */
 export function reluGradAndColumnSums(dy: tf.Tensor2D, x: tf.Tensor2D): [tf.Tensor2D, tf.Tensor1D] {
-  if (tf.getKernel(RELU_GRAD_SUMS_KERNEL, tf.getBackend()))
+  if (gpuKernelActive(tf, RELU_GRAD_SUMS_KERNEL))
     return tf.engine().runKernel(RELU_GRAD_SUMS_KERNEL, { dy, x }) as [tf.Tensor2D, tf.Tensor1D];
   const dz = reluGrad(dy, x) as tf.Tensor2D;
   return [dz, tf.sum(dz, 0)];
@@ -79,7 +77,6 @@ export function reluGradAndColumnSums(dy: tf.Tensor2D, x: tf.Tensor2D): [tf.Tens
 
 /** dy · step(x), x a ReLU's input or output: its gradient; one program on webgpu, tfjs's two elsewhere. */
 export function reluGrad(dy: tf.Tensor, x: tf.Tensor): tf.Tensor {
-  if (tf.getKernel(RELU_GRAD_KERNEL, tf.getBackend()))
-    return tf.engine().runKernel(RELU_GRAD_KERNEL, { dy, x }) as tf.Tensor;
+  if (gpuKernelActive(tf, RELU_GRAD_KERNEL)) return tf.engine().runKernel(RELU_GRAD_KERNEL, { dy, x }) as tf.Tensor;
   return tf.mul(dy, tf.step(x));
 }

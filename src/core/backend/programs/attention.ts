@@ -4,26 +4,33 @@
 // transpose); backward, the same moves in reverse and a concatenation: about 8 programs per attention
 // and step besides its products and softmax. Here the batched products read q, k, v and the context's
 // gradient through strides where they lie, and write the context, and the gradients of q, k and v
-// where those lie in their projections' layout (backend/webgpu-matmul.ts's stridedMatMuls): 3
+// where those lie in their projections' layout (backend/programs/matmul.ts's stridedMatMuls): 3
 // programs forward (scores, softmax, context) and, backward, the weights' gradient, the softmax's and
 // one program per projection for the gradients of its parts (dq, dk and dv of a self-attention's
 // packed projection in one): 3 for a self-attention, 4 for a cross-attention. Registered for the
 // webgpu backend only; other backends keep the composition (attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { type StridedDims, type StridedMatrix, type StridedProduct, stridedMatMuls } from '../backend/index.js';
-import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './webgpu-softmax.js';
+import {
+  defineGpuKernel,
+  gpuKernelActive,
+  type StridedDims,
+  stridedMatMuls,
+  type StridedMatrix,
+  type StridedProduct,
+} from '../index.js';
+import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './softmax.js';
 
 export const STRIDED_MATMUL_KERNEL = 'XttsStridedMatMul';
 
 type Strides = [number, number, number, number, number];
 /** A product for the kernel: A's input and strides, B's, the output's. */
 type Product = [number, Strides, number, Strides, Strides];
-
-if (!tf.getKernel(STRIDED_MATMUL_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: STRIDED_MATMUL_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+defineGpuKernel(
+  tf,
+  'packed-attention',
+  STRIDED_MATMUL_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -48,17 +55,11 @@ if (!tf.getKernel(STRIDED_MATMUL_KERNEL, 'webgpu')) {
       const out = stridedMatMuls(backend, xs, products, attrs.outShape, d);
       return { ...out, shape: attrs.outShape };
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
-let enabled = true;
 /** Whether attention reads its heads in place here (webgpu, with the fused softmax). */
 export function packedAttentionAvailable(): boolean {
-  return enabled && fusedSoftmaxAvailable() && tf.getKernel(STRIDED_MATMUL_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the in-place heads again (true): tests compare both. */
-export function setPackedAttention(on: boolean): void {
-  enabled = on;
+  return fusedSoftmaxAvailable() && gpuKernelActive(tf, STRIDED_MATMUL_KERNEL);
 }
 
 /**

@@ -1,13 +1,20 @@
 // A dense layer's backward — dz (dy, or a ReLU's or dropout's gradient of it), dx = dz·Wᵀ,
 // dW = xᵀ·dz and db = Σ_rows dz — as one kernel: on webgpu one program for the layers that are small
-// enough (backend/webgpu-dense.ts), elsewhere and for larger layers the programs apart; with
+// enough (backend/programs/dense.ts), elsewhere and for larger layers the programs apart; with
 // mixed_fp16 a larger layer's two matmuls share one dispatch on the tensor cores.
 import * as tf from '@tensorflow/tfjs-core';
-import type { WebgpuProgramRunner } from '../backend/index.js';
-import { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from '../backend/index.js';
-import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../backend/index.js';
-import { reluGradAndColumnSums } from './webgpu-relu.js';
-import { maskAtAndColumnSums } from './webgpu-slices.js';
+import type { WebgpuProgramRunner } from '../index.js';
+import {
+  defineGpuKernel,
+  type DenseGradKind,
+  denseGrads,
+  denseGradsMaxFlops,
+  dzInputs,
+  gpuKernelActive,
+} from '../index.js';
+import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../index.js';
+import { reluGradAndColumnSums } from './relu.js';
+import { maskAtAndColumnSums } from './slices.js';
 
 export const DENSE_GRADS_KERNEL = 'XttsDenseGrads';
 /**
@@ -19,12 +26,12 @@ const DENSE_PRODUCTS: [PairedMatMul, PairedMatMul] = [
   { a: 0, b: 1, transposeA: false, transposeB: true },
   { a: 2, b: 0, transposeA: true, transposeB: false },
 ];
-
-if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: DENSE_GRADS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+defineGpuKernel(
+  tf,
+  'dense-grads',
+  DENSE_GRADS_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -51,33 +58,15 @@ if (!tf.getKernel(DENSE_GRADS_KERNEL, 'webgpu')) {
         { ...db, shape: [outDim] },
       ];
     }) as unknown as tf.KernelFunc,
-  });
-}
-
-if (!tf.getKernel(DENSE_MATMULS_F16_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: DENSE_MATMULS_F16_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
-      inputs,
-      backend,
-    }: {
-      inputs: Record<'dz' | 'w' | 'x', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-    }) => subgroupMatMulPair(backend, [inputs.dz, inputs.w, inputs.x], DENSE_PRODUCTS)) as unknown as tf.KernelFunc,
-  });
-}
-
-let enabled = true;
-let paired = true;
-/**
- * Force the programs apart (false: benches, tests) or allow the one kernel again (true); `pair`, the
- * same for mixed_fp16's two matmuls in one dispatch (by default as `on`).
- */
-export function setDenseGrads(on: boolean, pair = on): void {
-  enabled = on;
-  paired = pair;
-}
+);
+defineGpuKernel(
+  tf,
+  'paired-dense',
+  DENSE_MATMULS_F16_KERNEL,
+  () =>
+    (({ inputs, backend }: { inputs: Record<'dz' | 'w' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
+      subgroupMatMulPair(backend, [inputs.dz, inputs.w, inputs.x], DENSE_PRODUCTS)) as unknown as tf.KernelFunc,
+);
 
 /** What dz is made of: dy, dy·step(y) (y a ReLU's output), or dy times the dropout window pool[offsets[k] ..]. */
 export type DenseGradOf =
@@ -98,12 +87,7 @@ export function denseBackward(
 ): [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D] {
   const [rows, outDim] = dy.shape;
   const small = 4 * rows * x.shape[1] * outDim <= denseGradsMaxFlops();
-  if (
-    enabled &&
-    small &&
-    tf.getKernel(DENSE_GRADS_KERNEL, tf.getBackend()) &&
-    [dy, x, w].every((t) => t.dtype === 'float32')
-  ) {
+  if (small && gpuKernelActive(tf, DENSE_GRADS_KERNEL) && [dy, x, w].every((t) => t.dtype === 'float32')) {
     const inputs = {
       dy,
       x,
@@ -123,8 +107,7 @@ export function denseBackward(
         : [dy, null];
   const operands = [dz, w, x];
   if (
-    paired &&
-    tf.getKernel(DENSE_MATMULS_F16_KERNEL, tf.getBackend()) &&
+    gpuKernelActive(tf, DENSE_MATMULS_F16_KERNEL) &&
     f16PairTakes(
       tf.backend(),
       DENSE_PRODUCTS.map((q) => ({ ...q, a: operands[q.a], b: operands[q.b] })),

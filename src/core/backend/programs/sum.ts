@@ -16,7 +16,8 @@
 // as one program whose invocations read neighbouring i (coalesced) and split r among themselves,
 // summed in a fixed order. Everything else goes to tfjs's own kernel.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner, wrapWebgpuKernel } from './kernels.js';
+import { defineGpuKernel, defineGpuOverride } from '../gpu-programs.js';
+import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../kernels.js';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 
@@ -292,15 +293,16 @@ export function stridedSumStoring(
 export const SUM_OF_SQUARES_KERNEL = 'XttsSumOfSquares';
 
 /**
- * Puts the spread full sum and the strided sum in front of tfjs's Sum kernel on webgpu (on), or takes
- * them away (off: benches, tests); registers the sum of squares.
+ * The spread full sum and the strided sum in front of tfjs's Sum kernel on webgpu, and the sum of
+ * squares (gpu-programs.ts: group 'device-sums').
  */
-export function setDeviceSums(tf: Tf, on: boolean): void {
-  if (!tf.getKernel(SUM_OF_SQUARES_KERNEL, 'webgpu')) {
-    tf.registerKernel({
-      kernelName: SUM_OF_SQUARES_KERNEL,
-      backendName: 'webgpu',
-      kernelFunc: ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuProgramRunner }) => {
+export function defineDeviceSums(tf: Tf): void {
+  defineGpuKernel(
+    tf,
+    'device-sums',
+    SUM_OF_SQUARES_KERNEL,
+    () =>
+      ((args: { inputs: { x: tfTypes.TensorInfo }; backend: WebgpuProgramRunner }) => {
         const x = args.inputs.x;
         if (x.dtype !== 'float32') throw new Error(`a sum of squares of ${x.dtype} values: float32 only`);
         const out = spreadSum(
@@ -314,9 +316,8 @@ export function setDeviceSums(tf: Tf, on: boolean): void {
         );
         return { dataId: out.dataId, shape: [], dtype: 'float32' as const };
       }) as unknown as tfTypes.KernelFunc,
-    });
-  }
-  wrapWebgpuKernel(tf, 'Sum', on, (original) => (args) => {
+  );
+  defineGpuOverride(tf, 'device-sums', 'Sum', (original) => (args) => {
     const x = args.inputs.x as tfTypes.TensorInfo;
     const size = x.shape.reduce((a, b) => a * b, 1);
     const axis = args.attrs?.axis as number | number[] | null | undefined;

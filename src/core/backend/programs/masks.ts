@@ -5,16 +5,16 @@
 // the composition's values bit for bit: 0 where a key may be read (+0, as 0·1e9 is), MASK_BIAS where
 // not. Registered for the webgpu backend only; other backends keep the composition (nn.ts, model.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { flatProgram, type WebgpuProgramRunner } from '../backend/index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, type WebgpuProgramRunner } from '../index.js';
 
 export const LENGTH_BIAS_KERNEL = 'XttsLengthBias';
 export const CROSS_BIAS_KERNEL = 'XttsCrossBias';
-
-if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
-  tf.registerKernel({
-    kernelName: LENGTH_BIAS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+defineGpuKernel(
+  tf,
+  'masks',
+  LENGTH_BIAS_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -31,8 +31,8 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
         [batch * attrs.keys],
         'keys : i32, bias : f32,',
         `
-          let b = index / uniforms.keys;
-          setOutputAtIndex(index, select(uniforms.bias, 0.0, index % uniforms.keys < lengths[b]));`,
+        let b = index / uniforms.keys;
+        setOutputAtIndex(index, select(uniforms.bias, 0.0, index % uniforms.keys < lengths[b]));`,
       );
       const out = backend.runWebGPUProgram(program, [inputs.lengths], 'float32', [
         { type: 'int32', data: [attrs.keys] },
@@ -40,11 +40,13 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
       ]);
       return { ...out, shape: [batch, 1, 1, attrs.keys] };
     }) as unknown as tf.KernelFunc,
-  });
-  tf.registerKernel({
-    kernelName: CROSS_BIAS_KERNEL,
-    backendName: 'webgpu',
-    kernelFunc: (({
+);
+defineGpuKernel(
+  tf,
+  'masks',
+  CROSS_BIAS_KERNEL,
+  () =>
+    (({
       inputs,
       backend,
       attrs,
@@ -65,17 +67,17 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
         [batch * attrs.heads * steps * memory],
         'heads : i32, steps : i32, memory : i32, latents : i32, alignHeads : i32, bias : f32,',
         `
-          let m = index % uniforms.memory;
-          let s = (index / uniforms.memory) % uniforms.steps;
-          let h = (index / (uniforms.memory * uniforms.steps)) % uniforms.heads;
-          let b = index / (uniforms.memory * uniforms.steps * uniforms.heads);
-          var v = 0.0;
-          if (h < uniforms.alignHeads) {
-            v = select(uniforms.bias, 0.0, m == uniforms.latents + alignment[b * uniforms.steps + s]);
-          } else if (m >= uniforms.latents) {
-            v = textBias[b * (uniforms.memory - uniforms.latents) + m - uniforms.latents];
-          }
-          setOutputAtIndex(index, v);`,
+        let m = index % uniforms.memory;
+        let s = (index / uniforms.memory) % uniforms.steps;
+        let h = (index / (uniforms.memory * uniforms.steps)) % uniforms.heads;
+        let b = index / (uniforms.memory * uniforms.steps * uniforms.heads);
+        var v = 0.0;
+        if (h < uniforms.alignHeads) {
+          v = select(uniforms.bias, 0.0, m == uniforms.latents + alignment[b * uniforms.steps + s]);
+        } else if (m >= uniforms.latents) {
+          v = textBias[b * (uniforms.memory - uniforms.latents) + m - uniforms.latents];
+        }
+        setOutputAtIndex(index, v);`,
       );
       const out = backend.runWebGPUProgram(program, [inputs.alignment, inputs.textBias], 'float32', [
         ...[attrs.heads, steps, memory, attrs.latents, attrs.alignHeads].map((v) => ({ type: 'int32', data: [v] })),
@@ -83,17 +85,11 @@ if (!tf.getKernel(LENGTH_BIAS_KERNEL, 'webgpu')) {
       ]);
       return { ...out, shape: [batch, attrs.heads, steps, memory] };
     }) as unknown as tf.KernelFunc,
-  });
-}
+);
 
-let enabled = true;
 /** Whether the biases are made by these programs on this backend (tests compare both paths). */
 export function fusedMasksAvailable(): boolean {
-  return enabled && tf.getKernel(LENGTH_BIAS_KERNEL, tf.getBackend()) !== undefined;
-}
-/** Force the composition (false) or allow the programs again (true). */
-export function setFusedMasks(on: boolean): void {
-  enabled = on;
+  return gpuKernelActive(tf, LENGTH_BIAS_KERNEL);
 }
 
 /** [batch, 1, 1, keys]: 0 for keys < lengths[b], `bias` for the rest; lengths int32. One program. */

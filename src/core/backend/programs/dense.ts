@@ -9,7 +9,7 @@
 // it computes. dz is made where it is read; db is the last row of [x | 1]ᵀ·dz.
 //
 // dx's tiles are 64 × 64 over K = out (short): 16 × 16 invocations of 4 × 4 outputs, K in slabs of
-// 16 through workgroup memory, as the tiled matmul (webgpu-matmul.ts). dW's K is the batch's rows
+// 16 through workgroup memory, as the tiled matmul (backend/programs/matmul.ts). dW's K is the batch's rows
 // (thousands) over a small output, so its tiles are few with a long loop each; tfjs, and xtts's
 // mixed_fp16 program, split such a K over workgroups and add the parts in a program of their own. Here
 // the split is within the workgroup: dW's tiles are 16 × 16, and the workgroup's 256 invocations are 8
@@ -24,8 +24,9 @@
 // loop over K, whose length depends on the product, is uniform across the workgroup as its barriers
 // want.
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { outputsProgram, runWithOutputs, type WebgpuProgramRunner } from './kernels.js';
-import { matMulProgram, SLAB, slabLoad } from './webgpu-matmul.js';
+import { outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../kernels.js';
+import { gpuProgramSelection } from '../gpu-programs.js';
+import { SLAB, slabLoad } from './matmul.js';
 
 /**
  * What dz is made of: dy itself, dy·step(y) (a ReLU's output y), or dy times a dropout's mask (pool[offsets[k] + i]).
@@ -48,7 +49,7 @@ export interface DenseDims {
  * Larger layers are bound by the device's arithmetic, and do better apart.
  */
 export function denseGradsMaxFlops(): number {
-  return matMulProgram() === 'f16' ? 3 * 2 ** 27 : 2 ** 30;
+  return gpuProgramSelection().matmul === 'f16' ? 3 * 2 ** 27 : 2 ** 30;
 }
 
 /**

@@ -1,0 +1,158 @@
+// Every xtts GPU program behind one registry keyed by kernel name, as tfjs-core's kernel registry is
+// (and on top of it). The file that holds a program's WGSL defines its kernels once, each in a group
+// that switches it; which groups run, and which program takes the large matmuls, is a selection
+// passed to selectGpuPrograms: the webgpu backend's registration passes the run's (device.matmul,
+// training.precision), tests and benches pass theirs to compare a program with tfjs's composition.
+// A kernel is registered with tfjs exactly while its group is selected, built for the selection in
+// force, so "does the fused softmax run here" is "is its kernel registered for the current backend".
+// tfjs-core is passed in, never imported: commands that compute nothing load this file without it.
+import type * as tfTypes from '@tensorflow/tfjs-core';
+
+/** What the registry uses of tfjs-core (the module, however it was imported). */
+type Tf = Pick<typeof tfTypes, 'getKernel' | 'registerKernel' | 'unregisterKernel' | 'getBackend'>;
+
+/** The switches: a group's kernels run together or not at all. */
+export const GPU_PROGRAM_GROUPS = [
+  /** The attention's scaled softmax forward and backward (programs/softmax.ts). */
+  'softmax',
+  /** Attention products over all heads in one strided program (programs/attention.ts). */
+  'packed-attention',
+  /** A convolution's taps summed in one program (programs/conv.ts). */
+  'tap-sum',
+  /** A dense layer's dx, dW and db in one program (programs/dense.ts, programs/dense-layer.ts). */
+  'dense-grads',
+  /** The f16 tensor-core dx and dW of a dense layer as one paired program (programs/dense-layer.ts). */
+  'paired-dense',
+  /** Layer normalisation forward and backward (programs/layernorm.ts). */
+  'layer-norm',
+  /** The masked mel error and the duration loss with their gradients (programs/losses.ts). */
+  'losses',
+  /** Key-padding and cross-attention biases built on the device (programs/masks.ts). */
+  'masks',
+  /** ReLU's gradient, with its column sums (programs/relu.ts). */
+  'relu-grads',
+  /** Windows, dropout masks and segment sums (programs/slices.ts). */
+  'slices',
+  /** AdamW's update and its step scalars (programs/adamw.ts). */
+  'adamw',
+  /** Full and strided sums, the gradient norm's sum of squares (programs/sum.ts). */
+  'device-sums',
+  /** The ordered split-K, wide float32 and f16 tensor-core matmuls in front of tfjs's (programs/matmul.ts). */
+  'matmul',
+] as const;
+export type GpuProgramGroup = (typeof GPU_PROGRAM_GROUPS)[number];
+
+/** Which program runs the matmuls tfjs would run as its 32×32-tile MatMulPackedProgram. */
+export type MatMulProgram = 'tfjs' | 'tiled' | 'f16';
+
+export interface SubgroupMatrixShape {
+  M: number;
+  N: number;
+  K: number;
+}
+
+export interface GpuProgramSelection {
+  /** Groups left to tfjs's composition (or, for matmul and device-sums, to tfjs's own kernels). */
+  readonly off: readonly GpuProgramGroup[];
+  /**
+   * 'tiled' (device.matmul: tiled): xtts's wide float32 program; 'f16' (training.precision: mixed_fp16): tensor cores.
+   */
+  readonly matmul: MatMulProgram;
+  /** The subgroup-matrix shape the f16 program is built for (the adapter's f16→f32 configuration). */
+  readonly subgroupShape: SubgroupMatrixShape;
+}
+
+export const DEFAULT_GPU_PROGRAMS: GpuProgramSelection = {
+  off: [],
+  matmul: 'tfjs',
+  subgroupShape: { M: 16, N: 16, K: 16 },
+};
+
+type KernelFunc = tfTypes.KernelFunc;
+
+interface Definition {
+  group: GpuProgramGroup;
+  kernelName: string;
+  backendName: string;
+  /** An xtts kernel: its function for a selection. */
+  make?: (selection: GpuProgramSelection) => KernelFunc;
+  /** In front of tfjs's own kernel of this name: ours for a selection, given tfjs's. */
+  wrap?: (original: tfTypes.KernelConfig, selection: GpuProgramSelection) => KernelFunc;
+  /** tfjs's own kernel, while ours is in front of it. */
+  original?: tfTypes.KernelConfig;
+}
+
+const definitions = new Map<string, Definition>();
+let selection: GpuProgramSelection = DEFAULT_GPU_PROGRAMS;
+const key = (backendName: string, kernelName: string) => `${backendName}/${kernelName}`;
+
+function apply(tf: Tf, d: Definition): void {
+  const on = !selection.off.includes(d.group);
+  const current = tf.getKernel(d.kernelName, d.backendName);
+  if (d.wrap) {
+    if (!d.original) {
+      if (!current) return;
+      d.original = current;
+    }
+    if (current) tf.unregisterKernel(d.kernelName, d.backendName);
+    const kernelFunc = on ? d.wrap(d.original, selection) : d.original.kernelFunc;
+    tf.registerKernel({ ...d.original, kernelFunc });
+    return;
+  }
+  if (current) tf.unregisterKernel(d.kernelName, d.backendName);
+  if (on && d.make)
+    tf.registerKernel({ kernelName: d.kernelName, backendName: d.backendName, kernelFunc: d.make(selection) });
+}
+
+/** An xtts kernel of `group`, registered for `backendName` while the group is selected. */
+export function defineGpuKernel(
+  tf: Tf,
+  group: GpuProgramGroup,
+  kernelName: string,
+  make: (selection: GpuProgramSelection) => KernelFunc,
+  backendName = 'webgpu',
+): void {
+  const d: Definition = { group, kernelName, backendName, make };
+  definitions.set(key(backendName, kernelName), d);
+  apply(tf, d);
+}
+
+/**
+ * xtts's kernel in front of tfjs's own webgpu kernel `kernelName` while `group` is selected (tfjs's
+ * is given back otherwise). Nothing happens before tfjs's webgpu backend has registered its kernels.
+ */
+export function defineGpuOverride(
+  tf: Tf,
+  group: GpuProgramGroup,
+  kernelName: string,
+  wrap: (original: tfTypes.KernelConfig, selection: GpuProgramSelection) => KernelFunc,
+): void {
+  const k = key('webgpu', kernelName);
+  const d: Definition = { group, kernelName, backendName: 'webgpu', wrap, original: definitions.get(k)?.original };
+  definitions.set(k, d);
+  apply(tf, d);
+}
+
+/** Changes the selection (what `wanted` names; the rest stays); returns the one it replaced, to put back. */
+export function selectGpuPrograms(tf: Tf, wanted: Partial<GpuProgramSelection>): GpuProgramSelection {
+  const previous = selection;
+  selection = { ...selection, ...wanted };
+  for (const d of definitions.values()) apply(tf, d);
+  return previous;
+}
+
+/** The selection in force. */
+export function gpuProgramSelection(): GpuProgramSelection {
+  return selection;
+}
+
+/** Whether xtts's kernel `kernelName` runs on the current backend (defined, and its group selected). */
+export function gpuKernelActive(tf: Tf, kernelName: string): boolean {
+  return tf.getKernel(kernelName, tf.getBackend()) !== undefined;
+}
+
+/** Turns one group on or off, the rest of the selection as it is (tests and benches compare the two paths). */
+export function switchGpuPrograms(tf: Tf, group: GpuProgramGroup, on: boolean): void {
+  const off = selection.off.filter((g) => g !== group);
+  selectGpuPrograms(tf, { off: on ? off : [...off, group] });
+}
