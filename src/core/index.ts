@@ -3,4 +3,4 @@
 // commands which do not train never load TensorFlow.js.
 export * from './errors.js';
 export { XttsCommand, toXttsError, type SuccessEnvelope, type ErrorEnvelope } from './cli/command.js';
-export { configFlag, setFlag, cacheFlag, thresholdFlag, parseThresholds } from './cli/flags.js';
+export { configFlag, setFlag, cacheFlag, datasetFlag, thresholdFlag, parseThresholds } from './cli/flags.js';

@@ -71,6 +71,7 @@ export {
   outputsProgram,
   runWithOutputs,
   type WebgpuProgramRunner,
+  webgpuKernel,
   workgroupGrid,
 } from './kernels.js';
 export { describeSpans, type DeviceSpans, SpanTimer } from './replay-spans.js';

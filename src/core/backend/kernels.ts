@@ -341,6 +341,17 @@ export interface WebgpuProgramRunner {
   disposeData(dataId: object): void;
 }
 
+type KernelOutput = import('@tensorflow/tfjs-core').TensorInfo | import('@tensorflow/tfjs-core').TensorInfo[];
+
+/** A webgpu kernel function written as (inputs, backend, attrs): tfjs passes them as one object. */
+export function webgpuKernel<I, A = undefined>(
+  run: (inputs: I, backend: WebgpuProgramRunner, attrs: A) => KernelOutput,
+): import('@tensorflow/tfjs-core').KernelFunc {
+  const kernel = (args: { inputs: I; backend: WebgpuProgramRunner; attrs: A }) =>
+    run(args.inputs, args.backend, args.attrs);
+  return kernel as unknown as import('@tensorflow/tfjs-core').KernelFunc;
+}
+
 // Programs with more than one output. tfjs-backend-webgpu writes a program's declarations itself:
 // its one output read_write, every input read-only. A program made by outputsProgram takes its
 // further outputs as its last inputs — tensors made for it just before (runWithOutputs), which no

@@ -15,6 +15,11 @@ export const setFlag = Flags.string({
   default: [],
   helpValue: 'KEY=VALUE',
 });
+export const datasetFlag = Flags.string({
+  summary: 'Dataset folder (instead of dataset.path).',
+  helpValue: 'DIR',
+  env: 'XTTS_DATASET',
+});
 export const cacheFlag = Flags.string({
   summary: "The cache database (default: the config's pipeline.cache.path, or .xtts-cache/cache.sqlite).",
   helpValue: 'FILE',

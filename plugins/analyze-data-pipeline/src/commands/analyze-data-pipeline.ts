@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow } from '@xtts/core/config';
 import { analyzePipeline, stepMsFromRun, type PipelineAnalysis } from '@xtts/core/data';
 import { paint, ProgressLine, renderTable } from '@xtts/core/render';
@@ -41,17 +41,8 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
       helpValue: 'FILE',
       env: 'XTTS_CONFIG',
     }),
-    set: Flags.string({
-      summary: 'Override a config key (repeatable).',
-      multiple: true,
-      default: [],
-      helpValue: 'KEY=VALUE',
-    }),
-    dataset: Flags.string({
-      summary: 'Dataset folder (instead of dataset.path).',
-      helpValue: 'DIR',
-      env: 'XTTS_DATASET',
-    }),
+    set: setFlag,
+    dataset: datasetFlag,
     'step-ms': Flags.integer({ summary: 'The trainer takes a batch every this many ms.', min: 1, exclusive: ['run'] }),
     run: Flags.string({ summary: 'Take the step time from a recorded run (its median step).', helpValue: 'DIR' }),
     files: Flags.integer({ summary: 'Audio files to time stage by stage.', default: 200, min: 1 }),

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
 import { tensorCoreSupport } from '@xtts/core/backend';
 import { BACKENDS } from '@xtts/core/config';
 import { diagnose, DIAGNOSIS_SCHEMA_VERSION, watchGpus, type Diagnosis, type WatchResult } from '@xtts/core/diagnose';
@@ -51,17 +51,8 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
       helpValue: 'FILE',
       env: 'XTTS_CONFIG',
     }),
-    set: Flags.string({
-      summary: 'Override a config key (repeatable).',
-      multiple: true,
-      default: [],
-      helpValue: 'KEY=VALUE',
-    }),
-    dataset: Flags.string({
-      summary: 'Dataset folder (instead of dataset.path).',
-      helpValue: 'DIR',
-      env: 'XTTS_DATASET',
-    }),
+    set: setFlag,
+    dataset: datasetFlag,
     backend: Flags.string({
       summary: 'TensorFlow.js backend for the speed test.',
       options: [...BACKENDS],

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ExitCode, parseThresholds, thresholdFlag, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
 import { describeSpans, largestShapes, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
@@ -43,17 +43,8 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       helpValue: 'DIR',
       exactlyOne: ['config', 'run'],
     }),
-    set: Flags.string({
-      summary: 'Override a config key (repeatable).',
-      multiple: true,
-      default: [],
-      helpValue: 'KEY=VALUE',
-    }),
-    dataset: Flags.string({
-      summary: 'Dataset folder (instead of dataset.path).',
-      helpValue: 'DIR',
-      env: 'XTTS_DATASET',
-    }),
+    set: setFlag,
+    dataset: datasetFlag,
     backend: Flags.string({ summary: 'TensorFlow.js backend.', options: [...BACKENDS], env: 'XTTS_BACKEND' }),
     steps: Flags.integer({ summary: 'Steps to measure.', default: 30, min: 2 }),
     warmup: Flags.integer({

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { paint, ProgressLine } from '@xtts/core/render';
@@ -53,17 +53,8 @@ export default class Train extends XttsCommand<TrainResult> {
       helpValue: 'FILE',
       env: 'XTTS_CONFIG',
     }),
-    set: Flags.string({
-      summary: 'Override a config key (repeatable).',
-      multiple: true,
-      default: [],
-      helpValue: 'KEY=VALUE',
-    }),
-    dataset: Flags.string({
-      summary: 'Dataset folder (instead of dataset.path).',
-      helpValue: 'DIR',
-      env: 'XTTS_DATASET',
-    }),
+    set: setFlag,
+    dataset: datasetFlag,
     backend: Flags.string({
       summary: 'TensorFlow.js backend (instead of device.backend).',
       options: [...BACKENDS],

@@ -5,7 +5,7 @@
 // forward and its gradient one program backward; no padding is needed, frames outside the clip count
 // as zero. Registered for the webgpu backend only (the others pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { defineGpuKernel, flatProgram, gpuKernelActive, type WebgpuProgramRunner } from '../index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, webgpuKernel } from '../index.js';
 
 export const TAP_SUM_KERNEL = 'XttsTapSum';
 export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';
@@ -61,43 +61,27 @@ const tapSumGradProgram = (outputShape: number[]) =>
 
 const uniforms = (frames: number, kernel: number, outCh: number) =>
   [frames, kernel, (kernel - 1) / 2, outCh].map((v) => ({ type: 'int32', data: [v] }));
-defineGpuKernel(
-  tf,
-  'tap-sum',
-  TAP_SUM_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<'taps' | 'bias', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
-      const [batch, frames, kernel, outCh] = inputs.taps.shape;
-      return backend.runWebGPUProgram(
-        tapSumProgram([batch, frames, outCh]),
-        [inputs.taps, inputs.bias],
-        'float32',
-        uniforms(frames, kernel, outCh),
-      );
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'tap-sum', TAP_SUM_KERNEL, () =>
+  webgpuKernel((inputs: Record<'taps' | 'bias', tf.TensorInfo>, backend) => {
+    const [batch, frames, kernel, outCh] = inputs.taps.shape;
+    return backend.runWebGPUProgram(
+      tapSumProgram([batch, frames, outCh]),
+      [inputs.taps, inputs.bias],
+      'float32',
+      uniforms(frames, kernel, outCh),
+    );
+  }),
 );
-defineGpuKernel(
-  tf,
-  'tap-sum',
-  TAP_SUM_GRAD_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<'dy', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { kernel: number };
-    }) => {
-      const [batch, frames, outCh] = inputs.dy.shape;
-      return backend.runWebGPUProgram(
-        tapSumGradProgram([batch, frames, attrs.kernel, outCh]),
-        [inputs.dy],
-        'float32',
-        uniforms(frames, attrs.kernel, outCh),
-      );
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'tap-sum', TAP_SUM_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Record<'dy', tf.TensorInfo>, backend, attrs: { kernel: number }) => {
+    const [batch, frames, outCh] = inputs.dy.shape;
+    return backend.runWebGPUProgram(
+      tapSumGradProgram([batch, frames, attrs.kernel, outCh]),
+      [inputs.dy],
+      'float32',
+      uniforms(frames, attrs.kernel, outCh),
+    );
+  }),
 );
 
 /** Whether the tap sums run as these programs on this backend (tests compare both paths). */

@@ -11,6 +11,7 @@ import {
   denseGradsMaxFlops,
   dzInputs,
   gpuKernelActive,
+  webgpuKernel,
 } from '../index.js';
 import { f16PairTakes, type PairedMatMul, subgroupMatMulPair } from '../index.js';
 import { reluGradAndColumnSums } from './relu.js';
@@ -59,13 +60,10 @@ defineGpuKernel(
       ];
     }) as unknown as tf.KernelFunc,
 );
-defineGpuKernel(
-  tf,
-  'paired-dense',
-  DENSE_MATMULS_F16_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<'dz' | 'w' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
-      subgroupMatMulPair(backend, [inputs.dz, inputs.w, inputs.x], DENSE_PRODUCTS)) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'paired-dense', DENSE_MATMULS_F16_KERNEL, () =>
+  webgpuKernel((inputs: Record<'dz' | 'w' | 'x', tf.TensorInfo>, backend) =>
+    subgroupMatMulPair(backend, [inputs.dz, inputs.w, inputs.x], DENSE_PRODUCTS),
+  ),
 );
 
 /** What dz is made of: dy, dy·step(y) (y a ReLU's output), or dy times the dropout window pool[offsets[k] ..]. */

@@ -13,7 +13,7 @@ import {
   namedProgram,
   outputsProgram,
   runWithOutputs,
-  type WebgpuProgramRunner,
+  webgpuKernel,
 } from '../index.js';
 import { stridedSum, type Summand } from '../index.js';
 
@@ -158,41 +158,26 @@ const GAIN_GRAD: Summand = {
   key: '_layernorm_gain',
   body: 'return (f32(x[at]) - moments[2 * r]) * moments[2 * r + 1] * f32(dy[at]);',
 };
-defineGpuKernel(
-  tf,
-  'layer-norm',
-  LN_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) =>
-      backend.runWebGPUProgram(
-        normalizeProgram(inputs.x.shape),
-        [inputs.x, inputs.w],
-        'float32',
-      )) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'layer-norm', LN_KERNEL, () =>
+  webgpuKernel((inputs: Record<string, tf.TensorInfo>, backend) =>
+    backend.runWebGPUProgram(normalizeProgram(inputs.x.shape), [inputs.x, inputs.w], 'float32'),
+  ),
 );
-defineGpuKernel(
-  tf,
-  'layer-norm',
-  LN_GRAD_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
-      const { x, g, dy, plus } = inputs;
-      return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [
-        [x.shape[0], 2],
-      ]);
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'layer-norm', LN_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Record<string, tf.TensorInfo>, backend) => {
+    const { x, g, dy, plus } = inputs;
+    return runWithOutputs(backend, gradProgram(x.shape, plus !== undefined), plus ? [x, g, dy, plus] : [x, g, dy], [
+      [x.shape[0], 2],
+    ]);
+  }),
 );
-defineGpuKernel(
-  tf,
-  'layer-norm',
-  LN_GAIN_GRAD_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<string, tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
-      const { x, moments, dy } = inputs;
-      const out = stridedSum([x, moments, dy], backend, { outer: 1, rows: x.shape[0], inner: x.shape[1] }, GAIN_GRAD);
-      if (!out) throw new Error(`a layer norm of ${x.shape[1]} features: too wide for one strided sum`);
-      return { ...out, shape: [x.shape[1]] };
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'layer-norm', LN_GAIN_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Record<string, tf.TensorInfo>, backend) => {
+    const { x, moments, dy } = inputs;
+    const out = stridedSum([x, moments, dy], backend, { outer: 1, rows: x.shape[0], inner: x.shape[1] }, GAIN_GRAD);
+    if (!out) throw new Error(`a layer norm of ${x.shape[1]} features: too wide for one strided sum`);
+    return { ...out, shape: [x.shape[1]] };
+  }),
 );
 
 /** Whether layer norms run as these programs on this backend (tests and the bench compare both paths). */

@@ -6,7 +6,7 @@
 // gradient one program with the composition's arithmetic, in its order: ((dy / denominator)·mask)·err′.
 // Registered for the webgpu backend only; other backends keep the composition (losses.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { defineGpuKernel, flatProgram, gpuKernelActive, namedProgram, type WebgpuProgramRunner } from '../index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, namedProgram, webgpuKernel } from '../index.js';
 import { spreadSum, type Summand } from '../index.js';
 import { gradOp } from './grad-op.js';
 
@@ -59,42 +59,26 @@ interface Attrs {
   kind: ErrorKind;
 }
 type Inputs = Record<'pred' | 'target' | 'mask' | 'denominator', tf.TensorInfo>;
-defineGpuKernel(
-  tf,
-  'losses',
-  MASKED_ERROR_KERNEL,
-  () =>
-    (({ inputs, backend, attrs }: { inputs: Inputs; backend: WebgpuProgramRunner; attrs: Attrs }) => {
-      const { pred, target, mask, denominator } = inputs;
-      const size = pred.shape.reduce((a, b) => a * b, 1);
-      const bins = pred.shape[pred.shape.length - 1];
-      const out = spreadSum([pred, target, mask], backend, size, maskedError(attrs.kind, bins), denominator);
-      return { ...out, shape: [] };
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'losses', MASKED_ERROR_KERNEL, () =>
+  webgpuKernel((inputs: Inputs, backend, attrs: Attrs) => {
+    const { pred, target, mask, denominator } = inputs;
+    const size = pred.shape.reduce((a, b) => a * b, 1);
+    const bins = pred.shape[pred.shape.length - 1];
+    const out = spreadSum([pred, target, mask], backend, size, maskedError(attrs.kind, bins), denominator);
+    return { ...out, shape: [] };
+  }),
 );
-defineGpuKernel(
-  tf,
-  'losses',
-  MASKED_ERROR_GRAD_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Inputs & { dy: tf.TensorInfo };
-      backend: WebgpuProgramRunner;
-      attrs: Attrs;
-    }) => {
-      const { dy, pred, target, mask, denominator } = inputs;
-      const size = pred.shape.reduce((a, b) => a * b, 1);
-      const out = backend.runWebGPUProgram(
-        gradProgram(attrs.kind, pred.shape[pred.shape.length - 1], size),
-        [dy, pred, target, mask, denominator],
-        'float32',
-      );
-      return { ...out, shape: pred.shape };
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'losses', MASKED_ERROR_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Inputs & { dy: tf.TensorInfo }, backend, attrs: Attrs) => {
+    const { dy, pred, target, mask, denominator } = inputs;
+    const size = pred.shape.reduce((a, b) => a * b, 1);
+    const out = backend.runWebGPUProgram(
+      gradProgram(attrs.kind, pred.shape[pred.shape.length - 1], size),
+      [dy, pred, target, mask, denominator],
+      'float32',
+    );
+    return { ...out, shape: pred.shape };
+  }),
 );
 
 // The duration loss: Σ (log d̂ − log(1 + d))²·[d > 0] over [B, T_text] / the spoken tokens (or the
@@ -174,20 +158,16 @@ type DurationInputs = Record<'logDurations' | 'durations', tf.TensorInfo> & {
   dy?: tf.TensorInfo;
 };
 for (const grad of [false, true]) {
-  defineGpuKernel(
-    tf,
-    'losses',
-    grad ? DURATION_LOSS_GRAD_KERNEL : DURATION_LOSS_KERNEL,
-    () =>
-      (({ inputs, backend }: { inputs: DurationInputs; backend: WebgpuProgramRunner }) => {
-        const { dy, logDurations, durations, denominator } = inputs;
-        const size = logDurations.shape.reduce((a, b) => a * b, 1);
-        const ins = [...(grad ? [dy!] : []), logDurations, durations, ...(denominator ? [denominator] : [])];
-        const out = backend.runWebGPUProgram(durationProgram(size, denominator !== undefined, grad), ins, 'float32', [
-          { type: 'int32', data: [size] },
-        ]);
-        return { ...out, shape: grad ? logDurations.shape : [] };
-      }) as unknown as tf.KernelFunc,
+  defineGpuKernel(tf, 'losses', grad ? DURATION_LOSS_GRAD_KERNEL : DURATION_LOSS_KERNEL, () =>
+    webgpuKernel((inputs: DurationInputs, backend) => {
+      const { dy, logDurations, durations, denominator } = inputs;
+      const size = logDurations.shape.reduce((a, b) => a * b, 1);
+      const ins = [...(grad ? [dy!] : []), logDurations, durations, ...(denominator ? [denominator] : [])];
+      const out = backend.runWebGPUProgram(durationProgram(size, denominator !== undefined, grad), ins, 'float32', [
+        { type: 'int32', data: [size] },
+      ]);
+      return { ...out, shape: grad ? logDurations.shape : [] };
+    }),
   );
 }
 

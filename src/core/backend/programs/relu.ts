@@ -4,7 +4,7 @@
 // so the gradients are bit for bit tfjs's. x is the ReLU's input, or its output (the same signs, but
 // tfjs's ReLU turns NaN into 0).
 import * as tf from '@tensorflow/tfjs-core';
-import { defineGpuKernel, flatProgram, gpuKernelActive, type WebgpuProgramRunner } from '../index.js';
+import { defineGpuKernel, flatProgram, gpuKernelActive, webgpuKernel } from '../index.js';
 import { stridedSumStoring, type Summand } from '../index.js';
 
 export const RELU_GRAD_KERNEL = 'XttsReluGrad';
@@ -23,45 +23,37 @@ const RELU_GRAD: Summand = {
         return dy[at] * step;`,
   stores: true,
 };
-defineGpuKernel(
-  tf,
-  'relu-grads',
-  RELU_GRAD_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
-      const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
-      const program = flatProgram(
-        'XttsReluGradProgram',
-        'xtts_relu_grad',
-        ['dy', 'x'],
-        [size],
-        '',
-        `
+defineGpuKernel(tf, 'relu-grads', RELU_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Record<'dy' | 'x', tf.TensorInfo>, backend) => {
+    const size = inputs.dy.shape.reduce((a, b) => a * b, 1);
+    const program = flatProgram(
+      'XttsReluGradProgram',
+      'xtts_relu_grad',
+      ['dy', 'x'],
+      [size],
+      '',
+      `
         let v = x[index];
         var step = select(0.0, 1.0, v > 0.0);
         if (isnan(v)) {
           step = v;
         }
         setOutputAtIndex(index, dy[index] * step);`,
-      );
-      return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
-    }) as unknown as tf.KernelFunc,
+    );
+    return { ...backend.runWebGPUProgram(program, [inputs.dy, inputs.x], 'float32'), shape: inputs.dy.shape };
+  }),
 );
-defineGpuKernel(
-  tf,
-  'relu-grads',
-  RELU_GRAD_SUMS_KERNEL,
-  () =>
-    (({ inputs, backend }: { inputs: Record<'dy' | 'x', tf.TensorInfo>; backend: WebgpuProgramRunner }) => {
-      const [rows, columns] = inputs.dy.shape;
-      const out = stridedSumStoring([inputs.dy, inputs.x], backend, { outer: 1, rows, inner: columns }, RELU_GRAD);
-      if (!out) throw new Error(`ReLU's gradient of ${columns} columns: too wide for one strided sum`);
-      const [sums, dz] = out;
-      return [
-        { ...dz, shape: inputs.dy.shape },
-        { ...sums, shape: [columns] },
-      ];
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'relu-grads', RELU_GRAD_SUMS_KERNEL, () =>
+  webgpuKernel((inputs: Record<'dy' | 'x', tf.TensorInfo>, backend) => {
+    const [rows, columns] = inputs.dy.shape;
+    const out = stridedSumStoring([inputs.dy, inputs.x], backend, { outer: 1, rows, inner: columns }, RELU_GRAD);
+    if (!out) throw new Error(`ReLU's gradient of ${columns} columns: too wide for one strided sum`);
+    const [sums, dz] = out;
+    return [
+      { ...dz, shape: inputs.dy.shape },
+      { ...sums, shape: [columns] },
+    ];
+  }),
 );
 
 /**

@@ -11,7 +11,7 @@
 //    these programs are plain copies (COPY_SHADER_KEY) and replays the pieces that go to variables as
 //    buffer copies straight into the variables' buffers instead of ~one program per parameter.
 import * as tf from '@tensorflow/tfjs-core';
-import { COPY_SHADER_KEY, defineGpuKernel, gpuKernelActive } from '../index.js';
+import { COPY_SHADER_KEY, defineGpuKernel, gpuKernelActive, webgpuKernel } from '../index.js';
 import { namedProgram, type WebgpuProgramRunner } from '../index.js';
 import { stridedSumStoring, type Summand } from '../index.js';
 
@@ -81,129 +81,81 @@ defineGpuKernel(
         [{ type: 'int32', data: [attrs.k] }],
       )) as unknown as tf.KernelFunc,
 );
-defineGpuKernel(
-  tf,
-  'slices',
-  MASK_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { k: number };
-    }) => {
-      const size = inputs.x.shape.reduce((a, b) => a * b, 1);
-      const out = backend.runWebGPUProgram(
-        copyProgram(
-          'xtts_mask_at',
-          ['pool', 'offsets', 'x'],
-          size,
-          'k : i32,',
-          'offsets[uniforms.k]',
-          (w) => `${w} * x[index]`,
-        ),
-        [inputs.pool, inputs.offsets, inputs.x],
-        'float32',
-        [{ type: 'int32', data: [attrs.k] }],
-      );
-      return { ...out, shape: inputs.x.shape };
-    }) as unknown as tf.KernelFunc,
-);
-defineGpuKernel(
-  tf,
-  'slices',
-  MASK_ADD_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { k: number };
-    }) => {
-      const size = inputs.x.shape.reduce((a, b) => a * b, 1);
-      const program = copyProgram(
-        'xtts_mask_add',
-        ['pool', 'offsets', 'x', 'base'],
+defineGpuKernel(tf, 'slices', MASK_KERNEL, () =>
+  webgpuKernel((inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>, backend, attrs: { k: number }) => {
+    const size = inputs.x.shape.reduce((a, b) => a * b, 1);
+    const out = backend.runWebGPUProgram(
+      copyProgram(
+        'xtts_mask_at',
+        ['pool', 'offsets', 'x'],
         size,
         'k : i32,',
         'offsets[uniforms.k]',
-        (w) => `base[index] + ${w} * x[index]`,
-      );
-      const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [
-        { type: 'int32', data: [attrs.k] },
-      ]);
-      return { ...out, shape: inputs.x.shape };
-    }) as unknown as tf.KernelFunc,
+        (w) => `${w} * x[index]`,
+      ),
+      [inputs.pool, inputs.offsets, inputs.x],
+      'float32',
+      [{ type: 'int32', data: [attrs.k] }],
+    );
+    return { ...out, shape: inputs.x.shape };
+  }),
 );
-defineGpuKernel(
-  tf,
-  'slices',
-  MASK_SUMS_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { k: number };
-    }) => {
-      const [rows, columns] = inputs.x.shape;
-      // maskAt's product (the window's value times x's), kept, and summed over the rows.
-      const summand: Summand = {
-        variableNames: ['pool', 'offsets', 'x'],
-        key: '_mask_at',
-        body: 'return pool[offsets[uniforms.k] + at] * x[at];',
-        stores: true,
-        uniforms: { declarations: 'k : i32,', values: [attrs.k] },
-      };
-      const out = stridedSumStoring(
-        [inputs.pool, inputs.offsets, inputs.x],
-        backend,
-        { outer: 1, rows, inner: columns },
-        summand,
-      );
-      if (!out) throw new Error(`a dropout's gradient of ${columns} columns: too wide for one strided sum`);
-      const [sums, masked] = out;
-      return [
-        { ...masked, shape: inputs.x.shape },
-        { ...sums, shape: [columns] },
-      ];
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'slices', MASK_ADD_KERNEL, () =>
+  webgpuKernel((inputs: Record<'base' | 'x' | 'pool' | 'offsets', tf.TensorInfo>, backend, attrs: { k: number }) => {
+    const size = inputs.x.shape.reduce((a, b) => a * b, 1);
+    const program = copyProgram(
+      'xtts_mask_add',
+      ['pool', 'offsets', 'x', 'base'],
+      size,
+      'k : i32,',
+      'offsets[uniforms.k]',
+      (w) => `base[index] + ${w} * x[index]`,
+    );
+    const out = backend.runWebGPUProgram(program, [inputs.pool, inputs.offsets, inputs.x, inputs.base], 'float32', [
+      { type: 'int32', data: [attrs.k] },
+    ]);
+    return { ...out, shape: inputs.x.shape };
+  }),
 );
-defineGpuKernel(
-  tf,
-  'slices',
-  SEGMENT_KERNEL,
-  () =>
-    (({
-      inputs,
+defineGpuKernel(tf, 'slices', MASK_SUMS_KERNEL, () =>
+  webgpuKernel((inputs: Record<'x' | 'pool' | 'offsets', tf.TensorInfo>, backend, attrs: { k: number }) => {
+    const [rows, columns] = inputs.x.shape;
+    // maskAt's product (the window's value times x's), kept, and summed over the rows.
+    const summand: Summand = {
+      variableNames: ['pool', 'offsets', 'x'],
+      key: '_mask_at',
+      body: 'return pool[offsets[uniforms.k] + at] * x[at];',
+      stores: true,
+      uniforms: { declarations: 'k : i32,', values: [attrs.k] },
+    };
+    const out = stridedSumStoring(
+      [inputs.pool, inputs.offsets, inputs.x],
       backend,
-      attrs,
-    }: {
-      inputs: Record<'x', tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { sizes: number[] };
-    }) => {
-      let start = 0;
-      return attrs.sizes.map((size) => {
-        const out = backend.runWebGPUProgram(
-          copyProgram(COPY_SHADER_KEY, ['x'], size, 'start : i32,', 'uniforms.start'),
-          [inputs.x],
-          inputs.x.dtype,
-          [{ type: 'int32', data: [start] }],
-        );
-        start += size;
-        return out;
-      });
-    }) as unknown as tf.KernelFunc,
+      { outer: 1, rows, inner: columns },
+      summand,
+    );
+    if (!out) throw new Error(`a dropout's gradient of ${columns} columns: too wide for one strided sum`);
+    const [sums, masked] = out;
+    return [
+      { ...masked, shape: inputs.x.shape },
+      { ...sums, shape: [columns] },
+    ];
+  }),
+);
+defineGpuKernel(tf, 'slices', SEGMENT_KERNEL, () =>
+  webgpuKernel((inputs: Record<'x', tf.TensorInfo>, backend, attrs: { sizes: number[] }) => {
+    let start = 0;
+    return attrs.sizes.map((size) => {
+      const out = backend.runWebGPUProgram(
+        copyProgram(COPY_SHADER_KEY, ['x'], size, 'start : i32,', 'uniforms.start'),
+        [inputs.x],
+        inputs.x.dtype,
+        [{ type: 'int32', data: [start] }],
+      );
+      start += size;
+      return out;
+    });
+  }),
 );
 
 /** x [Σ sizes] -> its consecutive pieces; on webgpu as segment programs, elsewhere tf.split. */

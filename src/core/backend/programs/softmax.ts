@@ -8,7 +8,7 @@
 // read in place through strides that are 0 along its broadcast axes. Registered for the webgpu
 // backend only; other backends keep the composition (wasm and cpu pay no per-kernel launch cost).
 import * as tf from '@tensorflow/tfjs-core';
-import { defineGpuKernel, gpuKernelActive, namedProgram, type WebgpuProgramRunner, workgroupGrid } from '../index.js';
+import { defineGpuKernel, gpuKernelActive, namedProgram, webgpuKernel, workgroupGrid } from '../index.js';
 import { ROW_BLOCK, ROW_REDUCE } from './layernorm.js';
 
 export const SOFTMAX_KERNEL = 'XttsScaledSoftmax';
@@ -113,45 +113,22 @@ export function broadcastStrides(bias: readonly number[], scores: readonly numbe
 }
 
 const uniform = (type: 'int32' | 'float32', v: number) => ({ type, data: [v] });
-defineGpuKernel(
-  tf,
-  'softmax',
-  SOFTMAX_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<string, tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { scale: number };
-    }) => {
-      const { scores, bias } = inputs;
-      const strides = broadcastStrides(bias.shape, scores.shape);
-      return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [
-        uniform('float32', attrs.scale),
-        ...strides.map((s) => uniform('int32', s)),
-      ]);
-    }) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'softmax', SOFTMAX_KERNEL, () =>
+  webgpuKernel((inputs: Record<string, tf.TensorInfo>, backend, attrs: { scale: number }) => {
+    const { scores, bias } = inputs;
+    const strides = broadcastStrides(bias.shape, scores.shape);
+    return backend.runWebGPUProgram(softmaxProgram(scores.shape), [scores, bias], 'float32', [
+      uniform('float32', attrs.scale),
+      ...strides.map((s) => uniform('int32', s)),
+    ]);
+  }),
 );
-defineGpuKernel(
-  tf,
-  'softmax',
-  SOFTMAX_GRAD_KERNEL,
-  () =>
-    (({
-      inputs,
-      backend,
-      attrs,
-    }: {
-      inputs: Record<string, tf.TensorInfo>;
-      backend: WebgpuProgramRunner;
-      attrs: { scale: number };
-    }) =>
-      backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [
-        uniform('float32', attrs.scale),
-      ])) as unknown as tf.KernelFunc,
+defineGpuKernel(tf, 'softmax', SOFTMAX_GRAD_KERNEL, () =>
+  webgpuKernel((inputs: Record<string, tf.TensorInfo>, backend, attrs: { scale: number }) =>
+    backend.runWebGPUProgram(softmaxGradProgram(inputs.weights.shape), [inputs.weights, inputs.dWeights], 'float32', [
+      uniform('float32', attrs.scale),
+    ]),
+  ),
 );
 
 /** Whether the attention's softmax runs as these programs on this backend (tests compare both paths). */
