@@ -1,21 +1,32 @@
 // A worker of the config fuzz test (test/e2e/config-fuzz.test.ts): trains each config named on stdin
 // (one path a line) for 2 steps on the cpu backend, in this one process, and prints one JSON line per
 // config: whether it trained, or the error's code; and the process's peak resident memory so far
-// (a lifetime maximum: if it stays under a bound, every run did).
+// (a lifetime maximum: if it stays under a bound, every run did); and how many eval WAVs ran longer
+// than the config's limits.max_audio_s (eval synthesis of a barely trained model must stop there).
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { resourceUsage } from 'node:process';
 import { toXttsError } from '../../src/core/cli/command.js';
 import { loadConfigOrThrow } from '../../src/core/config/index.js';
+import { decodeWav } from '../../src/core/data/index.js';
 import { train } from '../../src/core/training/index.js';
 
 for await (const line of createInterface({ input: process.stdin })) {
   const [file, output] = line.split('\t');
   if (!file) continue;
   const started = performance.now();
-  let outcome: { ok: true; steps: number } | { ok: false; code: string; message: string };
+  let outcome:
+    | { ok: true; steps: number; evalWavs: number; longEvalWavs: string[] }
+    | { ok: false; code: string; message: string };
   try {
-    const r = await train({ loaded: loadConfigOrThrow(file), backend: 'cpu', maxSteps: 2, outputDir: output });
-    outcome = { ok: true, steps: r.steps };
+    const loaded = loadConfigOrThrow(file);
+    const r = await train({ loaded, backend: 'cpu', maxSteps: 2, outputDir: output });
+    const { audio, limits } = loaded.config;
+    const wavs = r.evalFiles.filter((f) => f.endsWith('.wav'));
+    const longEvalWavs = wavs.filter(
+      (w) => decodeWav(readFileSync(w), w).durationS > limits.max_audio_s + audio.hop_length / audio.sample_rate_hz,
+    );
+    outcome = { ok: true, steps: r.steps, evalWavs: wavs.length, longEvalWavs };
   } catch (e) {
     const xe = toXttsError(e);
     outcome = { ok: false, code: xe.code, message: xe.message.split('\n')[0].slice(0, 300) };

@@ -66,17 +66,20 @@ for (const plugin of readdirSync(join(root, 'plugins')).sort()) {
     });
   }
 }
-// The bundle takes compiled code (src/core/dist, plugins/*/dist): say so when a source is newer.
+// The bundle takes compiled code (src/core/dist, plugins/*/dist): say so when a source changed since.
 const stale = [];
 for (const [srcDir, distDir] of [
   [join(root, 'src', 'core'), join(root, 'src', 'core', 'dist')],
   ...readdirSync(join(root, 'plugins')).map((p) => [join(root, 'plugins', p, 'src'), join(root, 'plugins', p, 'dist')]),
 ]) {
+  // tsc rewrites only the outputs whose text changed (a comment in a type does not), and records
+  // every build in .tsbuildinfo: a source newer than that was not compiled since it changed.
+  const info = join(distDir, '.tsbuildinfo');
+  const builtAt = existsSync(info) ? statSync(info).mtimeMs : 0;
   for (const f of filesUnder(srcDir, '.ts')) {
     if (f.startsWith('dist') || f.includes('node_modules')) continue;
     const js = join(distDir, f.replace(/\.ts$/, '.js'));
-    if (!existsSync(js) || statSync(js).mtimeMs < statSync(join(srcDir, f)).mtimeMs)
-      stale.push(relative(root, join(srcDir, f)));
+    if (!existsSync(js) || builtAt < statSync(join(srcDir, f)).mtimeMs) stale.push(relative(root, join(srcDir, f)));
   }
 }
 if (stale.length)

@@ -21,7 +21,7 @@ export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOp
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';
 export { processAudioFile } from './audio/index.js';
-export { encodeWav } from './audio/wav.js';
+export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';
 export { cleanText } from './text/cleaners.js';
 export { Phonemizer } from './text/phonemizer.js';

@@ -20,6 +20,29 @@ import type { XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
 import { writeFileAtomic } from '../util/index.js';
 
+/**
+ * The most frames a generated utterance may have: as long as the longest clip trained on
+ * (limits.max_audio_s, or `maxSeconds`), within model.max_mel_frames. A model early in training
+ * predicts durations far too long; without this bound its eval sentences ran to max_mel_frames
+ * (24 s at the presets' 2048), each decoder step attending over all of them.
+ */
+export function generatedFrameBound(config: XttsConfig, maxSeconds = config.limits.max_audio_s): number {
+  const frames = Math.ceil((maxSeconds * config.audio.sample_rate_hz) / config.audio.hop_length);
+  return Math.max(1, Math.min(config.model.max_mel_frames, frames));
+}
+
+/**
+ * Eval synthesis's bound for texts of up to `tokens` tokens: generatedFrameBound, and twice the most
+ * frames per token of any training clip (a short sentence is not read for 20 seconds because the
+ * model is 2 steps old), so that the eval's cost follows its texts.
+ */
+export function evalFrameBound(config: XttsConfig, train: readonly PreparedItem[], tokens: number): number {
+  let perToken = 0;
+  for (const item of train) perToken = Math.max(perToken, item.frames / Math.max(1, item.tokens.length));
+  const bound = generatedFrameBound(config);
+  return perToken > 0 ? Math.max(1, Math.min(bound, Math.ceil(2 * perToken * tokens))) : bound;
+}
+
 /** The loader settings validation shares with training (TrainOptions' data, the run's config). */
 export type LoaderCommon = Omit<
   ConstructorParameters<typeof DataLoader>[0],
@@ -240,7 +263,8 @@ export async function synthesizeEval(
       });
     }
     if (jobs.length === 0) return files;
-    const results = await model.generateBatch(jobs, refMel, { logDurationVariance });
+    const maxFrames = evalFrameBound(config, data.train, Math.max(...jobs.map((j) => j.ids.length)));
+    const results = await model.generateBatch(jobs, refMel, { logDurationVariance, maxFrames });
     const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
     const notes: string[] = [];
     for (const [j, job] of jobs.entries()) {

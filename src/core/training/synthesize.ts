@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/index.js';
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
+import { generatedFrameBound } from './evaluation.js';
 import {
   assignArrays,
   CheckpointStore,
@@ -214,10 +215,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   });
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
   const t0 = performance.now();
-  const maxFrames = Math.min(
-    config.model.max_mel_frames,
-    Math.ceil(((o.maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz) / config.audio.hop_length),
-  );
+  const maxFrames = generatedFrameBound(config, o.maxSeconds);
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   try {
