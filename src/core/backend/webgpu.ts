@@ -453,17 +453,14 @@ export function tensorCoreSupport(
   const offered =
     a.subgroupMatrixConfigs.map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`).join(', ') ||
     'none';
+  const lack = missing.length
+    ? `lacks ${missing.join(', ')}`
+    : 'offers no f16→f32 subgroup-matrix shape this program can tile';
   return {
     ok: false,
     reason:
-      `training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU ` +
-      `subgroup matrices with f16 operands and f32 sums; ${a.name} ` +
-      (`(Dawn ${a.dawnBackend}) ` +
-        (missing.length
-          ? `lacks ${missing.join(', ')}`
-          : 'offers no f16→f32 subgroup-matrix shape this program can tile') +
-        ` `) +
-      `(subgroup-matrix shapes offered: ${offered})`,
+      'training.precision mixed_fp16 runs its matmuls on tensor cores through WebGPU subgroup matrices with f16 ' +
+      `operands and f32 sums; ${a.name} (Dawn ${a.dawnBackend}) ${lack} (subgroup-matrix shapes offered: ${offered})`,
   };
 }
 

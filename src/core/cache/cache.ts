@@ -198,11 +198,8 @@ function createTables(db: Database.Database): void {
   db.exec('CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
   const row = db.prepare("SELECT v FROM meta WHERE k = 'schema_version'").get() as { v: string } | undefined;
   if (row && Number(row.v) !== CACHE_SCHEMA_VERSION) {
-    db.exec(
-      'DROP TABLE IF EXISTS audio_hashes; DROP TABLE IF EXISTS texts; DROP TABLE IF ' +
-        'EXISTS tokens; DROP TABLE IF EXISTS features; DROP TABLE IF EXISTS failures; ' +
-        'DROP TABLE IF EXISTS blobs; DELETE FROM meta;',
-    );
+    for (const table of CACHE_TABLES.filter((t) => t !== 'meta')) db.exec(`DROP TABLE IF EXISTS ${table}`);
+    db.exec('DELETE FROM meta');
   }
   db.exec(SCHEMA);
   db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
