@@ -4,20 +4,7 @@
 // now: the test fails when one of them grows or a new one appears, and says so when one is mended.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deepImports, fileLengths, functionSizes, sourceFiles } from '../helpers/structure.js';
-
-/**
- * Files other subsystems may import directly, and why (docs/architecture.md, "Subsystems and their
- * public API"). Everything else goes through the subsystem's index.ts.
- */
-const DEEP_IMPORT_ALLOWED: Record<string, string> = {
-  // Importing it registers the model's custom gradients with TensorFlow.js: a side effect, loaded once
-  // an engine is (the model's index must not load it for commands that never compute).
-  'src/core/model/gradients.ts': 'registers custom gradients on import',
-  // The GPU programs' ops import tfjs-core; backend/index.ts must load without it (commands that compute
-  // nothing start fast), so the model and the trainer take them from here.
-  'src/core/backend/programs/index.ts': 'loads tfjs-core, which backend/index.ts must not',
-};
+import { DEEP_IMPORT_ALLOWED, deepImports, fileLengths, functionSizes, sourceFiles } from '../helpers/structure.js';
 
 /**
  * Functions over 120 lines not yet split, with their length when this list was made. Most were under 120
