@@ -23,7 +23,7 @@ const LONG_FUNCTIONS: Record<string, number> = {
   'src/core/diagnose/actions.ts diagnosisActions': 153,
   'src/core/backend/step-capture.ts recordStep': 152,
   'src/core/backend/programs/matmul-f16.ts f16TileCode': 137,
-  'src/core/training/evaluation.ts synthesizeEval': 130,
+  'src/core/training/evaluation.ts synthesizeEval': 124,
   'src/core/backend/programs/matmul-wide.ts wideProgram': 126,
   'src/core/data/prepare.ts prepareDataset': 123,
 };

@@ -31,6 +31,19 @@ export function generatedFrameBound(config: XttsConfig, maxSeconds = config.limi
   return Math.max(1, Math.min(config.model.max_mel_frames, frames));
 }
 
+/** A cached clip's log-mel in the model's scale (the training set's mean and deviation per bin), and back. */
+function melScaling(cache: FeatureCache, stats: PreparedDataset['stats'], nMels: number) {
+  return {
+    normalised: (key: string) => {
+      const f = cache.getFeature(key)!;
+      const out = new Float32Array(f.frames * nMels);
+      for (let i = 0; i < out.length; i++) out[i] = (f.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
+      return { mel: out, frames: f.frames };
+    },
+    denormalised: (mel: Float32Array) => mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]),
+  };
+}
+
 /**
  * Eval synthesis's bound for texts of up to `tokens` tokens: generatedFrameBound, and twice the most
  * frames per token of any training clip (a short sentence is not read for 20 seconds because the
@@ -204,14 +217,7 @@ export async function synthesizeEval(
   const cache = FeatureCache.openReadonly(data.cachePath);
   const nMels = config.audio.n_mels;
   const r = config.model.reduction_factor;
-  const normalised = (key: string) => {
-    const f = cache.getFeature(key)!;
-    const out = new Float32Array(f.frames * nMels);
-    for (let i = 0; i < out.length; i++) out[i] = (f.mel[i] - data.stats.mean[i % nMels]) / data.stats.std[i % nMels];
-    return { mel: out, frames: f.frames };
-  };
-  const denormalised = (mel: Float32Array) =>
-    mel.map((v, i) => v * data.stats.std[i % nMels] + data.stats.mean[i % nMels]);
+  const { normalised, denormalised } = melScaling(cache, data.stats, nMels);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   try {
     const ref = normalised(refItem.featureKey);
