@@ -17,7 +17,7 @@ import { decodeWav } from './audio/wav.js';
 import { planBuckets } from './buckets.js';
 import { DataLoader, producerThreads } from './loader.js';
 import { buildManifest, type SkippedRow } from './manifest.js';
-import { assignLanguages, prepareDataset, prepareTexts, type PrepareProgress } from './prepare.js';
+import { assignLanguages, loaderItems, prepareDataset, prepareTexts, type PrepareProgress } from './prepare.js';
 import { Phonemizer } from './text/phonemizer.js';
 
 export interface StageRow {
@@ -197,14 +197,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   const producers = producerThreads(config, availableParallelism());
   const loaderOptions = {
     cachePath: prepared.cachePath,
-    items: prepared.train.map((i) => ({
-      featureKey: i.featureKey,
-      frames: i.frames,
-      tokens: i.tokens,
-      language: i.language,
-      speaker: i.speaker,
-      audioPath: i.audioPath,
-    })),
+    items: loaderItems(prepared.train),
     plan,
     mean: prepared.stats.mean,
     std: prepared.stats.std,

@@ -9,6 +9,7 @@ export {
   type SkipReason,
 } from './manifest.js';
 export {
+  loaderItems,
   prepareDataset,
   type PreparedDataset,
   type PreparedItem,

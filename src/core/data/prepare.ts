@@ -352,3 +352,15 @@ function trainingStats(cache: FeatureCache, train: readonly PreparedItem[], nMel
 }
 
 export type { TokenizerJSON };
+
+/** The loader's view of prepared items: what a batch is made from. */
+export function loaderItems(items: readonly PreparedItem[]) {
+  return items.map((i) => ({
+    featureKey: i.featureKey,
+    frames: i.frames,
+    tokens: i.tokens,
+    language: i.language,
+    speaker: i.speaker,
+    audioPath: i.audioPath,
+  }));
+}

@@ -63,17 +63,6 @@ export type LoaderCommon = Omit<
 >;
 export type LoaderItems = (items: PreparedItem[]) => ConstructorParameters<typeof DataLoader>[0]['items'];
 
-/** The loader's items for prepared items. */
-export const loaderItems: LoaderItems = (items) =>
-  items.map((i) => ({
-    featureKey: i.featureKey,
-    frames: i.frames,
-    tokens: i.tokens,
-    language: i.language,
-    speaker: i.speaker,
-    audioPath: i.audioPath,
-  }));
-
 export interface ValidationResult {
   loss: number;
   durationError: number;

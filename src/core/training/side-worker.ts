@@ -10,8 +10,9 @@ import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { type SerializedError, serializeError } from '../errors.js';
 import { XttsModel, type ModelSizes } from '../model/index.js';
 import type { NamedArray } from './checkpoint.js';
-import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
+import { type LoaderCommon, synthesizeEval, validate, type ValidationResult } from './evaluation.js';
 import type { planBuckets } from '../data/index.js';
+import { loaderItems } from '../data/index.js';
 
 export interface SideWorkerData {
   xttsRole: 'side';

@@ -7,13 +7,14 @@ import type { PreparedDataset } from '../../data/index.js';
 import { XttsError } from '../../errors.js';
 import type { XttsModel } from '../../model/index.js';
 import type { CheckpointState, CheckpointStore } from '../checkpoint.js';
-import { type LoaderCommon, loaderItems, synthesizeEval, validate, type ValidationResult } from '../evaluation.js';
+import { type LoaderCommon, synthesizeEval, validate, type ValidationResult } from '../evaluation.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { ReplicaGroup } from '../parallel/group.js';
 import { SideDevice, type SideResult } from '../side-device.js';
 import { toArrays, toArraysDisposing } from './host-arrays.js';
 import type { RunLog } from './run-log.js';
 import type { RunState } from './types.js';
+import { loaderItems } from '../../data/index.js';
 
 /** A checkpoint's folder name. */
 export const stepName = (at: number) => `step-${String(at).padStart(8, '0')}`;

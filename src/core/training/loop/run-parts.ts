@@ -15,7 +15,6 @@ import { AlignmentSearcher } from '../../model/index.js';
 import { GpuSampler } from '../../telemetry/index.js';
 import { toDeviceSampleRecord } from '../../telemetry/index.js';
 import { HostGcRecorder, type HostGcSummary } from '../../telemetry/index.js';
-import { loaderItems } from '../evaluation.js';
 import { type StepCaptureSummary, StepReplayer } from '../optim/step-replay.js';
 import { ReplicaGroup } from '../parallel/group.js';
 import { BatchFeed, ringDepthWithin } from './batch-feed.js';
@@ -28,6 +27,7 @@ import { RunLog } from './run-log.js';
 import type { RunSetup } from './run-setup.js';
 import { PIPELINE_DEPTH, type SettleStep, StepQueue } from './step-queue.js';
 import type { RunState, TrainOptions, TrainResult } from './types.js';
+import { loaderItems } from '../../data/index.js';
 
 /**
  * Batches the alignment lookahead keeps prepared: one, or PIPELINE_DEPTH with pipelined steps. There
