@@ -70,12 +70,14 @@ peak = max(r['maxRssMiB'] for r in results)
 over = [r for r in results if r['maxRssMiB'] * 2**20 > 4e9]
 seconds = sorted(r['seconds'] for r in results)
 trained = sum(1 for r in results if r['exit'] == 0)
+median = seconds[len(seconds) // 2]
 print(f"config-fuzz: {len(results)} configs, {trained} trained 2 steps, refused {json.dumps(refused)}; "
       f"INTERNAL {len(internal)}, no JSON envelope {len(no_envelope)}; peak process RSS {peak:.0f} MiB, "
-      f"{len(over)} over 4 GB; {len(not_run)} not run (deadline); median {seconds[len(seconds) // 2]:.1f} s a config; {wall:.0f} s wall at {parallel} at a time")
+      f"{len(over)} over 4 GB; {len(not_run)} not run (deadline); median {median:.1f} s a config; "
+      f"{wall:.0f} s wall at {parallel} at a time")
 for r in internal + no_envelope:
     print('  ', json.dumps(r))
-print('BENCH_JSON ' + json.dumps({'bench': 'config-fuzz', 'configs': len(results), 'trained': trained, 'refused': refused,
-                                  'internal': len(internal), 'noEnvelope': len(no_envelope), 'peakRssMiB': peak,
-                                  'over4GB': len(over), 'medianSeconds': seconds[len(seconds) // 2],
-                                  'wallSeconds': round(wall), 'parallel': parallel, 'notRun': len(not_run)}))
+print('BENCH_JSON ' + json.dumps({
+    'bench': 'config-fuzz', 'configs': len(results), 'trained': trained, 'refused': refused,
+    'internal': len(internal), 'noEnvelope': len(no_envelope), 'peakRssMiB': peak, 'over4GB': len(over),
+    'medianSeconds': median, 'wallSeconds': round(wall), 'parallel': parallel, 'notRun': len(not_run)}))
