@@ -53,16 +53,7 @@ describe('xtts train --gpus (CPU replicas)', () => {
       "each replica's part of every step recorded; a resume continues the same curve",
     async () => {
       const one = join(dir, 'one');
-      const r1 = await runCli([
-        'train',
-        '--config',
-        config,
-        '--backend',
-        'wasm',
-        '--output',
-        one,
-        '--json',
-      ]);
+      const r1 = await runCli(['train', '--config', config, '--backend', 'wasm', '--output', one, '--json']);
       assert.equal(r1.code, 0, r1.stderr.slice(-2000));
       const two = join(dir, 'two');
       const r2 = await runCli(['train', '--config', config, '--gpus', 'cpu:2', '--output', two]);
