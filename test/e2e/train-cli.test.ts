@@ -22,12 +22,12 @@ const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
 const { dir, config } = shortQuickstartRun(
   12,
   'xtts-train-',
-  `  max_steps: 120
+  `  max_steps: 60
   learning_rate: 3e-3
   log_every: 1
-  validate_every: 60
+  validate_every: 30
   checkpoint_every: 15
-  eval_every: 120
+  eval_every: 60
   eval_sentences:
     - text: The boy was there.
 `,
@@ -35,17 +35,17 @@ const { dir, config } = shortQuickstartRun(
 
 describe('xtts train', () => {
   test(
-    'the tiny model learns: the loss falls clearly over 120 steps; checkpoints, eval ' +
-      'audio and metrics are written',
+    'the tiny model learns: the loss falls clearly over 60 steps; checkpoints, eval ' + 'audio and metrics are written',
     async () => {
       const out = join(dir, 'run-learn');
       const r = await runCli(['train', '--config', config, '--output', out, '--json']);
       assert.equal(r.code, 0, r.stderr.slice(-2000));
       const res = r.json.result;
-      assert.equal(res.steps, 120);
+      assert.equal(res.steps, 60);
       assert.equal(res.stoppedBy, 'max_steps');
       const first = res.lossCurve.slice(0, 5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
       const last = res.lossCurve.slice(-5).reduce((a: number, x: { loss: number }) => a + x.loss, 0) / 5;
+      // Measured on a 2-core CPU: the last 5 steps' mean is 0.38 of the first 5's at step 60 (0.29 at 120).
       assert.ok(last < 0.6 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
       assert.ok(res.validation.length >= 1 && Number.isFinite(res.validation[0].loss));
       assert.ok(existsSync(join(out, 'checkpoints', 'latest')));
@@ -60,10 +60,10 @@ describe('xtts train', () => {
         assert.ok(decoded.durationS > 0.1);
       }
       assert.ok(res.evalFiles.some((f: string) => f.endsWith('.png')));
-      assert.equal(trainingLosses(out).size, 120);
+      assert.equal(trainingLosses(out).size, 60);
       assert.ok(readFileSync(join(out, 'metrics.jsonl'), 'utf8').includes('"loss/val"'));
       assert.ok(res.timing.kernelsPerStep > 100);
-      // The trainer's thread's garbage collection over the run: 120 steps make young-generation ones.
+      // The trainer's thread's garbage collection over the run: 60 steps make young-generation ones.
       assert.ok(
         res.hostGc.spanMs > 0 && res.hostGc.minor.count > 0 && res.hostGc.minor.ms > 0,
         JSON.stringify(res.hostGc),
@@ -88,7 +88,7 @@ describe('xtts train', () => {
         'align/diagonal',
       ])
         assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
-      assert.equal(tb.scalars['loss/train'].length, 120);
+      assert.equal(tb.scalars['loss/train'].length, 60);
       assert.ok(
         tb.images['eval/sentence-1']?.length && tb.images['eval/sentence-1-alignment']?.length,
         Object.keys(tb.images).join(' '),
