@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli } from '../helpers/cli.js';
-import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { joinedRegExp } from '../helpers/regexp.js';
 
@@ -28,6 +28,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
   eval_every: 1000
   eval_sentences: []
 `,
+        MICRO_MODEL,
       );
       const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
       const eager = join(dir, 'eager');
@@ -169,6 +170,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
   eval_every: 1000
   eval_sentences: []
 `,
+        MICRO_MODEL,
       );
       const args = [
         'train',
@@ -229,6 +231,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
   eval_every: 1000
   eval_sentences: []
 `,
+      MICRO_MODEL,
     );
     const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
     const runs: Record<string, string> = {};
@@ -259,6 +262,7 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
         'xtts-capture-fp16-',
         `  max_steps: 2
 `,
+        MICRO_MODEL,
       );
       const out = join(dir, 'run');
       const r = await runCli(

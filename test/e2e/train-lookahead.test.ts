@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli } from '../helpers/cli.js';
-import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { joinedRegExp } from '../helpers/regexp.js';
 
 /** Each step's batch (epoch, index in it, shape) from run.sqlite. */
@@ -42,6 +42,7 @@ describe('training.alignment_lookahead', () => {
         'xtts-lookahead-still-',
         `  max_steps: 6\n  learning_rate: 1e-12\n  schedule:\n    name: constant\n    ` +
           `min_learning_rate: 0\n${training}`,
+        MICRO_MODEL,
       );
       const runs: Record<string, string> = {};
       // 'pipelined': pipelined steps (device.pipeline_steps), where the lookahead keeps four batches prepared.
@@ -89,7 +90,12 @@ describe('training.alignment_lookahead', () => {
     'a lookahead run stopped at a checkpoint and resumed trains the batches of the ' +
       "unbroken run; its first step is the plain run's",
     async () => {
-      const { dir, config } = shortQuickstartRun(10, 'xtts-lookahead-resume-', `  max_steps: 8\n${training}`);
+      const { dir, config } = shortQuickstartRun(
+        10,
+        'xtts-lookahead-resume-',
+        `  max_steps: 8\n${training}`,
+        MICRO_MODEL,
+      );
       const on = ['--set', 'training.alignment_lookahead=on'];
       const whole = join(dir, 'whole');
       const r1 = await runCli(['train', '--config', config, '--output', whole, ...on], { timeoutMs: 300_000 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli as run } from '../helpers/cli.js';
-import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { joinedRegExp } from '../helpers/regexp.js';
 
@@ -34,6 +34,7 @@ const { dir, config } = shortQuickstartRun(
   eval_every: 1000
   eval_sentences: []
 `,
+  MICRO_MODEL,
 );
 
 function sameLosses(a: Map<number, number>, b: Map<number, number>, steps: number[]): void {

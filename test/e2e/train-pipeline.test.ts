@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { CheckpointStore } from '../../src/core/training/checkpoint.js';
 import { runCli } from '../helpers/cli.js';
-import { shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
+import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 
 /** Each step's row without its timings. */
 function stepRows(run: string): unknown[] {
@@ -45,6 +45,7 @@ describe('device.pipeline_steps', () => {
   eval_every: 1000
   eval_sentences: []
 `,
+        MICRO_MODEL,
       );
       const runs: Record<string, string> = {};
       for (const mode of ['off', 'on']) {
@@ -106,6 +107,7 @@ describe('device.pipeline_steps', () => {
   eval_every: 1000
   eval_sentences: []
 `,
+        MICRO_MODEL,
       );
       // Flags (scalars) and stats (a vector of STEP_STATS) read back between two steps' ends, and a
       // tensor id made at each step's end: the readback of a step's own flag or stats reads a tensor
@@ -181,6 +183,7 @@ describe('device.pipeline_steps', () => {
   eval_every: 1000
   eval_sentences: []
 `,
+        MICRO_MODEL,
       );
       const out = join(dir, 'run');
       const on = ['--set', 'device.pipeline_steps=on'];

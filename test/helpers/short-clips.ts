@@ -26,9 +26,14 @@ export function shortQuickstartClips(count: number, prefix: string): string {
 /**
  * shortQuickstartClips(count) and config.yaml beside it: the quickstart config on those clips (10%
  * validation, batches of 4, one bucket, 48 reference frames, a cache in the folder) with `training`
- * (YAML lines under `training:`, indented two spaces).
+ * (YAML lines under `training:`, indented two spaces) and `more` (top-level YAML, such as MICRO_MODEL).
  */
-export function shortQuickstartRun(count: number, prefix: string, training: string): { dir: string; config: string } {
+export function shortQuickstartRun(
+  count: number,
+  prefix: string,
+  training: string,
+  more = '',
+): { dir: string; config: string } {
   const dir = shortQuickstartClips(count, prefix);
   const config = join(dir, 'config.yaml');
   writeFileSync(
@@ -45,15 +50,28 @@ pipeline:
   cache:
     path: ${join(dir, 'cache.sqlite')}
 training:
-${training}`,
+${training}${more}`,
   );
   return { dir, config };
 }
 
 /**
- * A micro model (d_model 32, one layer each) on the 4 shortest quickstart clips: a step takes tens of
- * ms on wasm, so a test can start many runs. Logs every step, checkpoints every 4 (keeps 2), no
- * validation or eval until the end; output.dir is `<dir>/runs/micro`.
+ * The micro model (d_model 32, one layer each): a step on a few short clips takes tens of ms on wasm, where the
+ * quickstart's tiny model takes seconds. For tests of the trainer's mechanics (replicas, lookahead, pipelined steps,
+ * step capture, signals), which compare runs with each other and do not need a model that learns.
+ */
+export const MICRO_MODEL = `model:
+  d_model: 32
+  text_layers: 1
+  decoder_layers: 1
+  prenet_dim: 32
+  postnet_layers: 1
+  postnet_channels: 32
+`;
+
+/**
+ * The micro model on the 4 shortest quickstart clips: a test can start many runs. Logs every step,
+ * checkpoints every 4 (keeps 2), no validation or eval until the end; output.dir is `<dir>/runs/micro`.
  */
 export function microRun(prefix: string): { dir: string; config: string } {
   const run = shortQuickstartRun(
@@ -65,14 +83,8 @@ export function microRun(prefix: string): { dir: string; config: string } {
   checkpoint_every: 4
   eval_every: 1000
   keep_checkpoints: 2
-model:
-  d_model: 32
-  text_layers: 1
-  decoder_layers: 1
-  prenet_dim: 32
-  postnet_layers: 1
-  postnet_channels: 32
 `,
+    MICRO_MODEL,
   );
   appendFileSync(run.config, `output:\n  dir: ${join(run.dir, 'runs', 'micro')}\n`);
   return run;
