@@ -101,8 +101,31 @@ test(
     const far = xtts(['zzzz']);
     assert.equal(far.code, 2);
     assert.doesNotMatch(far.stderr, /did you mean/);
+    // Asking a mistyped command for its help is the same mistake, answered the same way.
+    const help = xtts(['trian', '--help']);
+    assert.equal(help.code, 2, help.stderr);
+    assert.match(help.stderr, /Error \[UNKNOWN_COMMAND\] `trian` is not an xtts command; did you mean `xtts train`\?/);
+    assert.doesNotMatch(help.stderr, /Command trian not found/);
+    const helpJson = xtts(['cache', 'stat', '--help', '--json']);
+    assert.equal(helpJson.code, 2);
+    assert.match(JSON.parse(helpJson.stdout).error.message, /did you mean `xtts cache stats`/);
   },
 );
+
+test('a mistyped flag names the flag it is likely a typo of; an unrelated one gets none', () => {
+  const r = xtts(['train', '--max-step', '3', '--output', join(tmpdir(), 'never-made'), '--json']);
+  assert.equal(r.code, 2, r.stderr);
+  const error = JSON.parse(r.stdout).error;
+  assert.equal(error.code, 'USAGE');
+  assert.match(error.message, /Nonexistent flag: --max-step \(--max-step: did you mean --max-steps\?\)/);
+  const two = xtts(['validate-gpu-optimization', '--confg', 'x.yaml', '--formatt', 'sarif']);
+  assert.equal(two.code, 2);
+  assert.match(two.stderr, /--confg: did you mean --config\?; --formatt: did you mean --format\?/);
+  const far = xtts(['validate-gpu-optimization', '--config', 'x.yaml', '--zzzzzz']);
+  assert.equal(far.code, 2);
+  assert.match(far.stderr, /Nonexistent flag: --zzzzzz/);
+  assert.doesNotMatch(far.stderr, /did you mean/);
+});
 
 test('shell completion: `xtts autocomplete bash` explains the setup and builds the completion script', () => {
   const home = mkdtempSync(join(tmpdir(), 'xtts-home-'));

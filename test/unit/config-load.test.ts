@@ -20,7 +20,7 @@ import {
   splitKeyPath,
 } from '../../src/core/config/load.js';
 import { lintConfig } from '../../src/core/config/rules.js';
-import { didYouMean } from '../../src/core/util/strings.js';
+import { didYouMean, editDistance } from '../../src/core/util/strings.js';
 import { repoRoot } from '../helpers/cli.js';
 import { textAt } from '../helpers/positions.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -520,6 +520,12 @@ describe('small helpers', () => {
     assert.equal(didYouMean('trainig', ['dataset', 'training', 'device']), 'training');
     assert.equal(didYouMean('batchSize', ['batch_size', 'buckets']), 'batch_size');
     assert.equal(didYouMean('colour', ['dataset', 'training']), undefined);
+    // Two neighbouring letters swapped is one edit (a plain Levenshtein distance counts two).
+    assert.equal(didYouMean('trian', ['validate', 'train', 'synthesize']), 'train');
+    assert.equal(editDistance('trian', 'train'), 1);
+    assert.equal(editDistance('abcd', 'badc'), 2);
+    assert.equal(editDistance('', 'abc'), 3);
+    assert.equal(editDistance('kitten', 'sitting'), 3);
   });
 
   test("presets live in the repository's configs/ folder", () => {

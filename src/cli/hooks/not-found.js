@@ -3,30 +3,14 @@
 // with --json, the error envelope every command prints. (@oclif/plugin-not-found suggests only when
 // stdin is a terminal, by prompting, and exits 127.)
 
-/** Edit distance between two strings (insertions, deletions, substitutions, adjacent swaps). */
-export function distance(a, b) {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
-}
-
 /** The visible command closest to `id` (oclif ids use ':'), or undefined when none is close. */
-export function closestCommand(id, ids) {
-  const typed = id.replaceAll(':', ' ');
-  let best;
-  for (const c of ids) {
-    const name = c.replaceAll(':', ' ');
-    const dist = distance(typed, name);
-    if (!best || dist < best.dist) best = { name, dist };
-  }
-  return best && best.dist <= Math.max(2, Math.floor(best.name.length / 3)) ? best.name : undefined;
+async function closestCommand(id, ids) {
+  // Loaded here, not at the top: oclif loads this hook only when a command is not found.
+  const { didYouMean } = await import('@xtts/core');
+  return didYouMean(
+    id.replaceAll(':', ' '),
+    ids.map((c) => c.replaceAll(':', ' ')),
+  );
 }
 
 const hook = async function (opts) {
@@ -35,7 +19,7 @@ const hook = async function (opts) {
     (c) => !hidden.has(c),
   );
   const typed = opts.id.replaceAll(':', ' ');
-  const suggestion = closestCommand(opts.id, ids);
+  const suggestion = await closestCommand(opts.id, ids);
   const bin = opts.config.bin;
   const message =
     `\`${typed}\` is not an ${bin} ` + `command${suggestion ? `; did you mean \`${bin} ${suggestion}\`?` : ''}`;

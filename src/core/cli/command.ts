@@ -8,6 +8,7 @@
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { paint } from '../render/index.js';
+import { didYouMean } from '../util/index.js';
 
 export type ResultStatus = 'success' | 'findings' | 'interrupted';
 
@@ -112,8 +113,9 @@ export function toXttsError(err: unknown): XttsError {
   if (isXttsError(err)) return err;
   const e = err as Error & { oclif?: { exit?: number }; code?: string };
   if (e && typeof e === 'object' && 'oclif' in e && e.oclif) {
-    // Flag and argument parse errors from oclif: a usage error with oclif's message.
-    return new XttsError('USAGE', stripAnsi(e.message), {
+    // Flag and argument parse errors from oclif: a usage error with oclif's message, and the flag
+    // meant where an unknown one is a typo of a flag the command takes.
+    return new XttsError('USAGE', stripAnsi(withFlagGuesses(e)), {
       exitCode: ExitCode.usage,
       suggestions: ['see --help for the flags this command takes'],
     });
@@ -155,6 +157,23 @@ export function toXttsError(err: unknown): XttsError {
     ],
     cause: err,
   });
+}
+
+/**
+ * oclif's "Nonexistent flag: --max-step" names the flags it did not know (`flags`) and holds the
+ * command's flag definitions (`parse.input.flags`): say which defined flag each one is likely a typo of.
+ */
+function withFlagGuesses(e: Error & { flags?: unknown; parse?: { input?: { flags?: object } } }): string {
+  const unknown = Array.isArray(e.flags) ? e.flags.map(String) : [];
+  const defined = Object.keys(e.parse?.input?.flags ?? {});
+  const guesses = unknown.flatMap((typed) => {
+    const name = typed.replace(/^-+/, '').split('=')[0];
+    const near = name.length > 1 ? didYouMean(name, defined) : undefined;
+    return near ? [`${typed.split('=')[0]}: did you mean --${near}?`] : [];
+  });
+  if (guesses.length === 0) return e.message;
+  const [first, ...rest] = e.message.split('\n');
+  return [`${first} (${guesses.join('; ')})`, ...rest].join('\n');
 }
 
 function stripAnsi(s: string): string {

@@ -1,15 +1,20 @@
-/** Levenshtein distance (insert, delete, substitute all cost 1). */
+/**
+ * Edit distance with adjacent transpositions (optimal string alignment): insert, delete, substitute and
+ * swap two neighbouring characters all cost 1, so the common typo `trian` is one edit from `train`.
+ */
 export function editDistance(a: string, b: string): number {
-  const prev = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  // Three rows: the one before the previous is where a swap of a[i-2..i-1] with b[j-2..j-1] comes from.
+  let before = new Array<number>(b.length + 1).fill(0);
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0];
-    prev[0] = i;
+    const row = new Array<number>(b.length + 1);
+    row[0] = i;
     for (let j = 1; j <= b.length; j++) {
-      const up = prev[j];
-      prev[j] = Math.min(prev[j] + 1, prev[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = up;
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        row[j] = Math.min(row[j], before[j - 2] + 1);
     }
+    [before, prev] = [prev, row];
   }
   return prev[b.length];
 }
