@@ -37,7 +37,7 @@ const files = [
   ...readdirSync(join(repoRoot, 'plugins')).flatMap((p) => sources(join(repoRoot, 'plugins', p, 'src'))),
 ];
 const code = files
-  .filter((f) => !/config[\\/](schema|rules|docs)\.ts$/.test(f))
+  .filter((f) => !/config[\\/](schema|rules|docs)(-(parts|data|pipeline|batching|model|training|device))?\.ts$/.test(f))
   .map((f) => readFileSync(f, 'utf8'))
   .join('\n');
 

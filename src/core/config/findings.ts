@@ -29,6 +29,20 @@ export function ruleDocsLink(ruleId: string): string {
   return `${DOCS_BASE}#${ruleId.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`;
 }
 
+/**
+ * An error the loader finds (ids under input/, yaml/, schema/ and config/): it has an id and a docs paragraph,
+ * but no rule object.
+ */
+export function errorFinding(
+  ruleId: string,
+  message: string,
+  position: SourcePosition | undefined,
+  keyPath = '',
+  fix?: string,
+): Finding {
+  return { ruleId, severity: 'error', message, keyPath, position, fix, docs: ruleDocsLink(ruleId) };
+}
+
 export function countBySeverity(findings: readonly Finding[]): Record<Severity, number> {
   const counts: Record<Severity, number> = { error: 0, warn: 0, info: 0 };
   for (const f of findings) counts[f.severity]++;

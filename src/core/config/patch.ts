@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
 import { ExitCode, XttsError } from '../errors.js';
 import { writeOutputFile } from '../util/index.js';
-import { splitKeyPath } from './load.js';
+import { splitKeyPath } from './config-source.js';
 
 export interface ConfigChange {
   key: string;

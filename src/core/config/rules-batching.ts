@@ -1,0 +1,169 @@
+// Rules on batches: a few static shapes, a size that fits the memory and keeps a GPU busy, and a
+// reference window the clips can fill.
+import { findGpu, type HostInventory } from '../env/index.js';
+import {
+  batchSizeWithin,
+  describeEstimate,
+  estimateTrainingMemory,
+  type MemoryLimit,
+  trainingMemoryLimit,
+} from './estimate.js';
+import { at, firstFired, type Rule } from './rule-context.js';
+import type { XttsConfig } from './schema.js';
+import { THRESHOLDS } from './thresholds.js';
+
+export const batchingStaticShapesRule: Rule = {
+  id: 'batching/static-shapes',
+  title: 'Batches come in a few static shapes',
+  severity: 'warn',
+  rationale:
+    'Every new tensor shape compiles new kernels (WebGPU shaders, XLA-free TF graphs ' +
+    "re-plan); dynamic shapes mean a compile stall on most of the first epoch's " +
+    'steps. A handful of buckets keeps compiles few and padding low.',
+  check(ctx) {
+    const b = ctx.config.batching.buckets;
+    return firstFired([
+      b === 0 &&
+        at(
+          ctx,
+          'batching.buckets',
+          'warn',
+          'buckets: 0 pads each batch to its own length: nearly every step has a new shape and recompiles kernels',
+          'buckets: 4',
+        ),
+      b > THRESHOLDS.maxBuckets &&
+        at(
+          ctx,
+          'batching.buckets',
+          'warn',
+          `${b} buckets: each shape compiles its own kernels; more ` +
+            `than ${THRESHOLDS.maxBuckets} costs more compiles than it saves padding`,
+          'buckets: 8',
+        ),
+      b === 1 &&
+        at(
+          ctx,
+          'batching.buckets',
+          'info',
+          'one bucket pads every utterance to the longest: most frames are padding on mixed-length data',
+          'buckets: 4',
+        ),
+    ]);
+  },
+};
+
+export const batchingMemoryRule: Rule = {
+  id: 'batching/memory',
+  title: 'The batch fits the memory budget',
+  severity: 'error',
+  rationale:
+    'Parameters, gradients and AdamW moments take 16 bytes a parameter; activations ' +
+    'grow with batch × layers × sequence length and with the square of it in ' +
+    'attention. Out of memory mid-run loses the run; the estimate catches it before.',
+  check(ctx) {
+    const est = estimateTrainingMemory(ctx.config);
+    const limit = memoryLimitFor(ctx);
+    if (!limit) return [];
+    const share = est.totalBytes / limit.bytes;
+    const detail = describeEstimate(ctx.config, est);
+    const fits = batchSizeWithin(ctx.config, est, limit.bytes, THRESHOLDS.memoryWarnShare);
+    // Parameters alone over the limit: no batch size helps, the model is too large.
+    const fix =
+      est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare
+        ? 'a smaller model: lower model.d_model, model.ff_mult or the layer counts ' +
+          '(model.text_layers, model.decoder_layers)'
+        : `batch_size: ${fits}   # or lower limits.max_audio_s, or raise the budget`;
+    // backend auto where nvidia-smi sees no GPU: wasm, most likely, but a GPU it cannot see (WebGPU on another
+    // vendor's card) may hold more.
+    const severity = limit.assumed ? 'warn' : 'error';
+    return firstFired([
+      share > 1 &&
+        at(
+          ctx,
+          est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare ? 'model.d_model' : 'batching.batch_size',
+          severity,
+          `${detail} exceeds ${limit.what}${limit.assumed ? ` (${limit.assumed})` : ''}`,
+          fix,
+        ),
+      share > THRESHOLDS.memoryWarnShare &&
+        at(
+          ctx,
+          'batching.batch_size',
+          'warn',
+          `${detail} is ${(share * 100).toFixed(0)}% of ${limit.what}; allocator fragmentation may push it over`,
+          fix,
+        ),
+    ]);
+  },
+};
+
+export const batchingSmallBatchRule: Rule = {
+  id: 'batching/small-batch',
+  title: 'Batch size keeps a GPU busy',
+  severity: 'info',
+  rationale:
+    'In this engine the host spends roughly the same time per kernel whatever its ' +
+    'size; tiny batches leave the GPU idle between kernels. Raise the batch (or ' +
+    'accumulate) to amortise dispatch.',
+  check(ctx) {
+    const b = ctx.config.device.backend;
+    if (b !== 'webgpu' && b !== 'tensorflow') return [];
+    const bs = ctx.config.batching.batch_size;
+    return bs < THRESHOLDS.minGpuBatchSize
+      ? [
+          at(
+            ctx,
+            'batching.batch_size',
+            'info',
+            `batch_size ${bs} on a GPU backend: per-kernel host cost dominates at this size`,
+            `batch_size: ${THRESHOLDS.minGpuBatchSize * 2}`,
+          ),
+        ]
+      : [];
+  },
+};
+
+export const batchingReferenceFramesRule: Rule = {
+  id: 'batching/reference-frames',
+  title: 'The reference window fits in the clips',
+  severity: 'error',
+  rationale:
+    'The reference window is cut from another clip of the same speaker; a window ' +
+    'longer than any clip the limits admit is padding the conditioning encoder pays ' +
+    'for in every step and memory.',
+  check(ctx) {
+    const c = ctx.config;
+    const longest = Math.ceil((c.limits.max_audio_s * c.audio.sample_rate_hz) / c.audio.hop_length) + 1;
+    return c.batching.reference_frames > longest
+      ? [
+          at(
+            ctx,
+            'batching.reference_frames',
+            'error',
+            `reference_frames ${c.batching.reference_frames} is longer than the longest clip ` +
+              `limits.max_audio_s ${c.limits.max_audio_s} s admits (${longest} frames)`,
+            `reference_frames: ${Math.min(192, longest)}`,
+          ),
+        ]
+      : [];
+  },
+};
+
+/**
+ * What the config's training would have to fit in: the budget; else, with the environment, the GPU
+ * it names or (backend webgpu/tensorflow/auto with a GPU) the first one, wasm's heap, or the host.
+ */
+export function memoryLimitFor(ctx: { config: XttsConfig; host?: HostInventory }): MemoryLimit | undefined {
+  const dev = ctx.config.device;
+  if (dev.model_memory_budget_mb !== null || !ctx.host)
+    return trainingMemoryLimit(ctx.config, dev.backend, { memoryBytes: Number.POSITIVE_INFINITY });
+  const gpu = dev.model_device !== null ? findGpu(ctx.host.gpus, dev.model_device) : ctx.host.gpus[0];
+  // A model_device this host does not have: another rule names that; there is nothing to compare with.
+  if (dev.model_device !== null && !gpu) return undefined;
+  // auto trains on a GPU where there is one, else on wasm.
+  const backend = dev.backend === 'auto' ? (gpu ? 'webgpu' : 'wasm') : dev.backend;
+  const limit = trainingMemoryLimit(ctx.config, backend, { memoryBytes: ctx.host.memoryBytes, gpu });
+  return limit && dev.backend === 'auto' && !gpu
+    ? { ...limit, assumed: 'device.backend auto trains on wasm where no GPU is seen; train refuses it there' }
+    : limit;
+}

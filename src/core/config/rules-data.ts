@@ -1,0 +1,189 @@
+// Rules on what the run reads: the dataset on disk, the features computed from it, and the model
+// shapes those features and the length limits must fit.
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { at, fired, type Rule } from './rule-context.js';
+
+export const datasetPathRule: Rule = {
+  id: 'dataset/path',
+  title: 'The dataset folder exists and is readable',
+  severity: 'error',
+  environment: true,
+  rationale:
+    'A run that fails to find its data after loading a model and a GPU wastes the ' +
+    'allocation; check it before starting.',
+  check(ctx) {
+    const dir = ctx.loaded.datasetDir;
+    const c = ctx.config.dataset;
+    if (!existsSync(dir))
+      return [
+        at(
+          ctx,
+          'dataset.path',
+          'error',
+          `dataset folder not found: ${dir}`,
+          'dataset:\n  path: /path/to/dataset   # the folder with metadata.csv and wavs/',
+        ),
+      ];
+    if (!statSync(dir).isDirectory())
+      return [
+        at(
+          ctx,
+          'dataset.path',
+          'error',
+          `dataset.path is a file, not a folder: ${dir}`,
+          'dataset:\n  path: <the folder that holds metadata.csv>',
+        ),
+      ];
+    const metadataFiles = [
+      ['dataset.metadata', c.metadata],
+      ['dataset.validation_metadata', c.validation_metadata],
+    ] as const;
+    return metadataFiles.flatMap(([key, name]) => {
+      if (name === null) return [];
+      const file = join(dir, name);
+      if (!existsSync(file))
+        return [
+          at(
+            ctx,
+            key,
+            'error',
+            `metadata file not found: ${file}`,
+            `${key.split('.')[1]}: <file name inside ${c.path}>`,
+          ),
+        ];
+      return readable(file)
+        ? []
+        : [at(ctx, key, 'error', `metadata file is not readable: ${file}`, `chmod a+r ${file}`)];
+    });
+  },
+};
+
+/** Whether this process may read the file. */
+function readable(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const audioConsistencyRule: Rule = {
+  id: 'audio/consistency',
+  title: 'STFT and mel settings are consistent',
+  severity: 'error',
+  rationale:
+    'A window longer than the FFT, a mel range above Nyquist or a hop longer than ' +
+    'the window produce features that silently lose information.',
+  check(ctx) {
+    const a = ctx.config.audio;
+    return fired([
+      (a.n_fft & (a.n_fft - 1)) !== 0 &&
+        at(
+          ctx,
+          'audio.n_fft',
+          'error',
+          `n_fft ${a.n_fft} is not a power of two (the FFT needs one)`,
+          `n_fft: ${2 ** Math.round(Math.log2(a.n_fft))}`,
+        ),
+      a.win_length > a.n_fft &&
+        at(
+          ctx,
+          'audio.win_length',
+          'error',
+          `win_length ${a.win_length} is longer than n_fft ${a.n_fft}`,
+          `win_length: ${a.n_fft}`,
+        ),
+      a.hop_length > a.win_length &&
+        at(
+          ctx,
+          'audio.hop_length',
+          'warn',
+          `hop_length ${a.hop_length} is longer than win_length ${a.win_length}: samples ` +
+            `between windows are never seen`,
+          `hop_length: ${Math.floor(a.win_length / 4)}`,
+        ),
+      a.fmax_hz > a.sample_rate_hz / 2 &&
+        at(
+          ctx,
+          'audio.fmax_hz',
+          'error',
+          `fmax_hz ${a.fmax_hz} is above Nyquist (${a.sample_rate_hz / 2} Hz for ${a.sample_rate_hz} Hz audio)`,
+          `fmax_hz: ${a.sample_rate_hz / 2}`,
+        ),
+      a.fmin_hz >= a.fmax_hz &&
+        at(ctx, 'audio.fmin_hz', 'error', `fmin_hz ${a.fmin_hz} is not below fmax_hz ${a.fmax_hz}`, 'fmin_hz: 0'),
+    ]);
+  },
+};
+
+export const modelShapeRule: Rule = {
+  id: 'model/shape',
+  title: 'Model dimensions fit together',
+  severity: 'error',
+  rationale:
+    'Heads must divide the model width; the positional tables must cover the longest ' +
+    'sequences the limits admit, or long utterances fail mid-run.',
+  check(ctx) {
+    const { model: m, limits, audio: a } = ctx.config;
+    const frames = Math.ceil((limits.max_audio_s * a.sample_rate_hz) / a.hop_length) + 1;
+    return fired([
+      m.d_model % m.heads !== 0 &&
+        at(
+          ctx,
+          'model.heads',
+          'error',
+          `heads ${m.heads} does not divide d_model ${m.d_model}`,
+          `heads: ${dividingHeads(m.d_model, m.heads)}`,
+        ),
+      m.alignment_heads > m.heads &&
+        at(
+          ctx,
+          'model.alignment_heads',
+          'error',
+          `alignment_heads ${m.alignment_heads} is more than heads ${m.heads}`,
+          `alignment_heads: ${Math.max(1, Math.floor(m.heads / 2))}`,
+        ),
+      m.postnet_kernel % 2 === 0 &&
+        at(
+          ctx,
+          'model.postnet_kernel',
+          'error',
+          `postnet_kernel ${m.postnet_kernel} must be odd to keep frames aligned`,
+          `postnet_kernel: ${m.postnet_kernel + 1}`,
+        ),
+      frames > m.max_mel_frames &&
+        at(
+          ctx,
+          'model.max_mel_frames',
+          'error',
+          `limits.max_audio_s ${limits.max_audio_s} s is ${frames} frames, more ` +
+            `than model.max_mel_frames ${m.max_mel_frames}`,
+          `max_mel_frames: ${2 ** Math.ceil(Math.log2(frames))}`,
+        ),
+      limits.max_text_chars + 3 > m.max_text_tokens &&
+        at(
+          ctx,
+          'model.max_text_tokens',
+          'error',
+          `limits.max_text_chars ${limits.max_text_chars} (+3 special tokens) ` +
+            `exceeds model.max_text_tokens ${m.max_text_tokens}`,
+          `max_text_tokens: ${2 ** Math.ceil(Math.log2(limits.max_text_chars + 3))}`,
+        ),
+      limits.min_audio_s >= limits.max_audio_s &&
+        at(
+          ctx,
+          'limits.min_audio_s',
+          'error',
+          'limits.min_audio_s is not below limits.max_audio_s: every row would be skipped',
+          'min_audio_s: 0.3',
+        ),
+    ]);
+  },
+};
+
+/** The most heads (a power of two, no more than asked) that divide the model width. */
+function dividingHeads(dModel: number, heads: number): number {
+  return [16, 8, 4, 2, 1].find((h) => dModel % h === 0 && h <= heads) ?? 1;
+}

@@ -1,0 +1,96 @@
+// The schema of the model's dimensions (the presets tiny/small/normal/big set these).
+import { Type } from '@sinclair/typebox';
+import { Section } from './schema-parts.js';
+
+export const ModelSchema = Section(
+  {
+    d_model: Type.Integer({
+      minimum: 16,
+      maximum: 4096,
+      default: 256,
+      description: 'Width of every transformer layer.',
+    }),
+    heads: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'Attention heads (must divide d_model).' }),
+    alignment_heads: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 1,
+      description:
+        'Decoder cross-attention heads (per layer, at most `heads`) that read only the ' +
+        'text symbol each decoder step says: in training the one monotonic alignment ' +
+        'search gives it, in synthesis the one the predicted durations give it. The ' +
+        'other heads read the voice latents and the whole text.',
+    }),
+    ff_mult: Type.Integer({
+      minimum: 1,
+      maximum: 8,
+      default: 4,
+      description: 'Feed-forward width as a multiple of d_model.',
+    }),
+    text_layers: Type.Integer({ minimum: 1, maximum: 48, default: 4, description: 'Text encoder layers.' }),
+    cond_layers: Type.Integer({
+      minimum: 1,
+      maximum: 24,
+      default: 2,
+      description: 'Conditioning (reference speaker) encoder layers.',
+    }),
+    cond_latents: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 8,
+      description: 'Conditioning latents the reference clip is pooled into.',
+    }),
+    decoder_layers: Type.Integer({
+      minimum: 1,
+      maximum: 48,
+      default: 4,
+      description: 'Autoregressive mel decoder layers.',
+    }),
+    prenet_dim: Type.Integer({ minimum: 8, maximum: 2048, default: 256, description: 'Decoder prenet width.' }),
+    postnet_layers: Type.Integer({
+      minimum: 0,
+      maximum: 12,
+      default: 3,
+      description: 'Convolutional postnet layers (0 disables it).',
+    }),
+    postnet_channels: Type.Integer({ minimum: 8, maximum: 2048, default: 256, description: 'Postnet channels.' }),
+    postnet_kernel: Type.Integer({ minimum: 1, maximum: 31, default: 5, description: 'Postnet kernel width (odd).' }),
+    reduction_factor: Type.Integer({
+      minimum: 1,
+      maximum: 8,
+      default: 2,
+      description: 'Mel frames predicted per decoder step.',
+    }),
+    dropout: Type.Number({
+      minimum: 0,
+      maximum: 0.9,
+      default: 0.1,
+      description: 'Dropout in attention and feed-forward blocks.',
+    }),
+    prenet_dropout: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description:
+        "Dropout on the decoder's view of its previous frames (the prenet), in training " +
+        'and synthesis alike. 1 (the default) shows it none: each step is decoded from ' +
+        'the text and the steps before it — measured on 1,200 espeak-ng clips, a decoder ' +
+        "that sees its previous frames (Tacotron 2's 0.5, or 0.9) learns to copy them " +
+        "and to cancel the text's part, and free-running synthesis then loses the text. " +
+        'Below 1 the decoder is autoregressive over its frames.',
+    }),
+    max_text_tokens: Type.Integer({
+      minimum: 8,
+      maximum: 4096,
+      default: 256,
+      description: 'Longest token sequence the positional table covers.',
+    }),
+    max_mel_frames: Type.Integer({
+      minimum: 16,
+      maximum: 16384,
+      default: 1024,
+      description: 'Longest mel sequence the positional table covers.',
+    }),
+  },
+  'Model dimensions. Presets tiny/small/normal/big set these.',
+);

@@ -1,0 +1,74 @@
+// The schemas of the input sections: how utterances become batches, and the pipeline that produces them.
+import { Type } from '@sinclair/typebox';
+import { Section } from './schema-parts.js';
+
+export const BatchingSchema = Section(
+  {
+    batch_size: Type.Integer({
+      minimum: 1,
+      maximum: 4096,
+      default: 16,
+      description: 'Utterances per batch (per step before accumulation).',
+    }),
+    frame_budget: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      default: null,
+      description:
+        'When set, a batch holds as many utterances as fit this many padded mel frames, ' +
+        'per bucket; `batch_size` is then the upper bound.',
+    }),
+    buckets: Type.Integer({
+      minimum: 0,
+      maximum: 64,
+      default: 4,
+      description:
+        'Number of static (text length, frame count) shapes chosen from the length ' +
+        'distribution; 0 pads each batch to its own longest item (dynamic shapes: every ' +
+        'new shape recompiles kernels).',
+    }),
+    shuffle: Type.Boolean({ default: true, description: 'Shuffle batches each epoch (seeded by `training.seed`).' }),
+    reference_frames: Type.Integer({
+      minimum: 16,
+      maximum: 4096,
+      default: 192,
+      description:
+        'Mel frames of the reference clip (another utterance of the same speaker) the ' +
+        'conditioning encoder sees; a random window of this length, fixed so the shape ' +
+        'stays static.',
+    }),
+  },
+  'How utterances become batches of a few static shapes.',
+);
+
+export const PipelineSchema = Section(
+  {
+    workers: Type.Union([Type.Integer({ minimum: 0, maximum: 256 }), Type.Literal('auto')], {
+      default: 'auto',
+      description:
+        'Preprocessing worker threads; `auto` uses the CPU cores less one; 0 preprocesses on the training thread.',
+    }),
+    prefetch_depth: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 3,
+      description: 'Slots in the prefetch ring filled ahead of the trainer (3 = triple buffering).',
+    }),
+    cache: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: true,
+          description:
+            'Read log-mel features from the SQLite cache (keys are content hashes). false: ' +
+            'producers decode and featurise every clip again each time a batch needs it (the ' +
+            'preparation pass still measures lengths and statistics).',
+        }),
+        path: Type.String({
+          minLength: 1,
+          default: '.xtts-cache/cache.sqlite',
+          description: 'Cache database; a relative path is resolved against the working directory.',
+        }),
+      },
+      { additionalProperties: false, default: {}, description: 'The feature cache.' },
+    ),
+  },
+  'The input pipeline that keeps the device fed.',
+);
