@@ -11,7 +11,14 @@ import type { StepCaptureSummary } from '../training/index.js';
 import { writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
-import { judge, type ProfileVerdicts, type ReplicaSummary, summarizeReplicas, type Thresholds } from './verdicts.js';
+import {
+  judge,
+  type ProfileVerdicts,
+  type ReplicaSummary,
+  summarizeReplicas,
+  type Thresholds,
+  type VerdictContext,
+} from './verdicts.js';
 
 export {
   judge,
@@ -87,60 +94,110 @@ export function largestShapes(
     .slice(0, n);
 }
 
-export function profileRecordedRun(runDir: string, options: ProfileOptions): ProfileResult {
+/** What a run's database holds for the profile: its steps, device samples and the meta the trainer recorded. */
+interface RecordedRun {
+  steps: StepRecord[];
+  samples: DeviceSampleRecord[];
+  config: XttsConfig | undefined;
+  backend: string;
+  device: string | null;
+  configFile: string | null;
+  telemetry: GpuTelemetryMeta | undefined;
+  timingMeta: Omit<ProfileResult['deviceTiming'], 'steps'> | undefined;
+  startedAtEpochMs: number | null;
+  cpuCores: number;
+  replicaSteps: ReplicaStepRecord[];
+  replicaDevices: string[];
+  captureSummary: StepCaptureSummary | null;
+}
+
+function readRecordedRun(runDir: string): RecordedRun {
   const db = RunDatabase.open(runDir);
-  let steps: StepRecord[];
-  let samples: DeviceSampleRecord[];
-  let config: XttsConfig | undefined;
-  let backend: string;
-  let device: string | null;
-  let configFile: string | null;
-  let telemetry: GpuTelemetryMeta | undefined;
-  let timingMeta: Omit<ProfileResult['deviceTiming'], 'steps'> | undefined;
-  let startedAtEpochMs: number | null;
-  let cpuCores: number;
-  let replicaSteps: ReplicaStepRecord[];
-  let replicaDevices: string[];
-  let captureSummary: StepCaptureSummary | null;
   try {
-    captureSummary = db.getMeta<StepCaptureSummary>('stepCapture') ?? null;
-    replicaSteps = db.replicaSteps();
-    replicaDevices = db.getMeta<string[]>('replicas') ?? [];
-    steps = db.steps();
-    samples = db.deviceSamples();
-    config = db.getMeta<XttsConfig>('config');
-    backend = db.getMeta<string>('backend') ?? 'unknown';
-    device = db.getMeta<string>('device') ?? null;
-    configFile = db.getMeta<string>('configFile') ?? null;
-    telemetry = db.getMeta<GpuTelemetryMeta>('gpuTelemetry');
-    timingMeta = db.getMeta('deviceTiming');
-    startedAtEpochMs = db.getMeta<number>('startedAtEpochMs') ?? null;
-    cpuCores = db.getMeta<number>('cpuCores') ?? hostInventory().cpuCores;
+    const captureSummary = db.getMeta<StepCaptureSummary>('stepCapture') ?? null;
+    const replicaSteps = db.replicaSteps();
+    const replicaDevices = db.getMeta<string[]>('replicas') ?? [];
+    const steps = db.steps();
+    const samples = db.deviceSamples();
+    return {
+      captureSummary,
+      replicaSteps,
+      replicaDevices,
+      steps,
+      samples,
+      config: db.getMeta<XttsConfig>('config'),
+      backend: db.getMeta<string>('backend') ?? 'unknown',
+      device: db.getMeta<string>('device') ?? null,
+      configFile: db.getMeta<string>('configFile') ?? null,
+      telemetry: db.getMeta<GpuTelemetryMeta>('gpuTelemetry'),
+      timingMeta: db.getMeta('deviceTiming'),
+      startedAtEpochMs: db.getMeta<number>('startedAtEpochMs') ?? null,
+      cpuCores: db.getMeta<number>('cpuCores') ?? hostInventory().cpuCores,
+    };
   } finally {
     db.close();
   }
-  if (!config)
-    throw new XttsError(
-      'RUN_INCOMPLETE',
-      `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`,
-      { exitCode: ExitCode.usage },
-    );
-  // Device-timed probe steps run after the measured ones (TrainOptions.deviceTimedSteps); in a run
-  // where every step carries a device time (recorded elsewhere), all are measured steps.
+}
+
+/**
+ * The steps to judge, after the warm-up, and the device-timed probes. Probe steps run after the measured ones
+ * (TrainOptions.deviceTimedSteps); in a run where every step carries a device time (recorded elsewhere), all are
+ * measured steps.
+ */
+function measuredSteps(
+  runDir: string,
+  steps: StepRecord[],
+  warmup: number,
+): { measured: StepRecord[]; probes: StepRecord[]; allTimed: boolean } {
   const allTimed = steps.length > 0 && steps.every((s) => s.deviceMs !== undefined);
   const probes = allTimed ? [] : steps.filter((s) => s.deviceMs !== undefined);
-  const measured = (allTimed ? steps : steps.filter((s) => s.deviceMs === undefined)).slice(options.warmup);
+  const measured = (allTimed ? steps : steps.filter((s) => s.deviceMs === undefined)).slice(warmup);
   if (measured.length < 2) {
     throw new XttsError(
       'RUN_TOO_SHORT',
-      `${runDir} has ${steps.length} steps; after ${options.warmup} warm-up steps there are fewer than 2 to judge`,
+      `${runDir} has ${steps.length} steps; after ${warmup} warm-up steps there are fewer than 2 to judge`,
       {
         exitCode: ExitCode.usage,
         suggestions: ['lower --warmup, or profile more steps (--steps)'],
       },
     );
   }
-  const cpuBackend = backend === 'cpu' || backend === 'wasm';
+  return { measured, probes, allTimed };
+}
+
+/** The run's settings that the verdicts weigh, from its recorded config. */
+function verdictContext(run: RecordedRun, config: XttsConfig, measuredReplicas: ReplicaStepRecord[]): VerdictContext {
+  return {
+    batchSize: config.batching.batch_size,
+    logEvery: config.training.log_every,
+    workers: config.pipeline.workers,
+    prefetchDepth: config.pipeline.prefetch_depth,
+    cacheEnabled: config.pipeline.cache.enabled,
+    buckets: config.batching.buckets,
+    cpuCores: run.cpuCores,
+    checkpointEvery: config.training.checkpoint_every,
+    cpuBackend: isCpuBackend(run.backend),
+    device: run.device,
+    gradAccumulation: config.training.grad_accumulation_steps,
+    stepCapture: config.device.step_capture,
+    pipelineSteps: config.device.pipeline_steps,
+    precision: config.training.precision,
+    replicas: measuredReplicas.length ? { devices: run.replicaDevices, steps: measuredReplicas } : undefined,
+  };
+}
+
+const isCpuBackend = (backend: string) => backend === 'cpu' || backend === 'wasm';
+
+export function profileRecordedRun(runDir: string, options: ProfileOptions): ProfileResult {
+  const run = readRecordedRun(runDir);
+  const { steps, samples, config, backend, device, configFile, captureSummary } = run;
+  if (!config)
+    throw new XttsError(
+      'RUN_INCOMPLETE',
+      `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`,
+      { exitCode: ExitCode.usage },
+    );
+  const { measured, probes, allTimed } = measuredSteps(runDir, steps, options.warmup);
   const stepCapture =
     captureSummary || measured.some((m) => m.replayed !== undefined)
       ? {
@@ -149,36 +206,54 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
           summary: captureSummary,
         }
       : null;
-  const measuredSteps = new Set(measured.map((m) => m.step));
-  const measuredReplicas = replicaSteps.filter((r) => measuredSteps.has(r.step));
+  const measuredStepNumbers = new Set(measured.map((m) => m.step));
+  const measuredReplicas = run.replicaSteps.filter((r) => measuredStepNumbers.has(r.step));
   const t0 = measured[0].startMs;
   const last = measured[measured.length - 1];
   const t1 = last.startMs + last.wallMs;
   const window = samples.filter((s) => s.tMs >= t0 && s.tMs <= t1);
-  const v = judge(
+  const v = judge(measured, window, verdictContext(run, config, measuredReplicas), options.thresholds, probes);
+  const gpuTelemetry = gpuTelemetryOf(run.telemetry);
+  const deviceTiming: ProfileResult['deviceTiming'] = run.timingMeta
+    ? { ...run.timingMeta, steps: v.breakdown.deviceTimedSteps }
+    : allTimed
+      ? { available: true, steps: steps.length, source: 'recorded with every step' }
+      : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
+  const gpuNote = window.length === 0 ? noGpuNote(backend, gpuTelemetry, v.breakdown, deviceTiming) : null;
+  const files = writeRequestedFiles(runDir, options, {
     measured,
     window,
-    {
-      batchSize: config.batching.batch_size,
-      logEvery: config.training.log_every,
-      workers: config.pipeline.workers,
-      prefetchDepth: config.pipeline.prefetch_depth,
-      cacheEnabled: config.pipeline.cache.enabled,
-      buckets: config.batching.buckets,
-      cpuCores,
-      checkpointEvery: config.training.checkpoint_every,
-      cpuBackend,
-      device,
-      gradAccumulation: config.training.grad_accumulation_steps,
-      stepCapture: config.device.step_capture,
-      pipelineSteps: config.device.pipeline_steps,
-      precision: config.training.precision,
-      replicas: measuredReplicas.length ? { devices: replicaDevices, steps: measuredReplicas } : undefined,
-    },
-    options.thresholds,
     probes,
-  );
-  const gpuTelemetry = telemetry
+    v,
+    backend,
+    device,
+    configFile,
+    deviceTiming,
+    gpuNote,
+  });
+  return {
+    schemaVersion: PROFILE_SCHEMA_VERSION,
+    ...v,
+    runDir,
+    backend,
+    device,
+    configFile,
+    warmupSteps: options.warmup,
+    timeline: terminalTimeline(measured),
+    gpuNote,
+    gpuTelemetry,
+    startedAtEpochMs: run.startedAtEpochMs,
+    measuredWindowMs: { fromMs: t0, toMs: t1 },
+    deviceTiming,
+    files,
+    replicas: measuredReplicas.length ? summarizeReplicas(run.replicaDevices, measuredReplicas) : null,
+    stepCapture,
+  };
+}
+
+/** The run's GPU sampler as the result reports it: its source and devices, or why there was none. */
+function gpuTelemetryOf(telemetry: GpuTelemetryMeta | undefined): ProfileResult['gpuTelemetry'] {
+  return telemetry
     ? telemetry.available
       ? {
           available: true,
@@ -192,25 +267,44 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
         }
       : { available: false, reason: telemetry.reason }
     : { available: false, reason: 'the run did not record its GPU telemetry' };
-  const deviceTiming: ProfileResult['deviceTiming'] = timingMeta
-    ? { ...timingMeta, steps: v.breakdown.deviceTimedSteps }
-    : allTimed
-      ? { available: true, steps: steps.length, source: 'recorded with every step' }
-      : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
-  let gpuNote: string | null = null;
-  if (window.length === 0) {
-    const why = cpuBackend
-      ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement`
-      : `no GPU samples ` +
-        `(${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
-    gpuNote =
-      `${why}; the breakdown is host time per ` +
-      (`span` +
-        (cpuBackend ? ', where forward/backward includes the arithmetic itself' : '') +
-        (v.breakdown.deviceMs
-          ? `, and "device" is the kernels' own time ` + `(${deviceTiming.source ?? 'kernel timing'})`
-          : ''));
-  }
+}
+
+/** Said plainly when no GPU sample falls in the measured steps: why, and what the breakdown measured instead. */
+function noGpuNote(
+  backend: string,
+  gpuTelemetry: ProfileResult['gpuTelemetry'],
+  b: ProfileResult['breakdown'],
+  deviceTiming: ProfileResult['deviceTiming'],
+): string {
+  const cpuBackend = isCpuBackend(backend);
+  const why = cpuBackend
+    ? `the run used the ${backend} backend, which computes on the CPU — there is no GPU in this measurement`
+    : `no GPU samples ` +
+      `(${gpuTelemetry.available ? 'the sampler took none during the measured steps' : gpuTelemetry.reason})`;
+  return (
+    `${why}; the breakdown is host time per ` +
+    (`span` +
+      (cpuBackend ? ', where forward/backward includes the arithmetic itself' : '') +
+      (b.deviceMs ? `, and "device" is the kernels' own time ` + `(${deviceTiming.source ?? 'kernel timing'})` : ''))
+  );
+}
+
+/** The judged run, with what the files asked for (--trace, --report, --fix-config) are written from. */
+interface JudgedRun {
+  measured: StepRecord[];
+  window: DeviceSampleRecord[];
+  probes: StepRecord[];
+  v: ProfileVerdicts;
+  backend: string;
+  device: string | null;
+  configFile: string | null;
+  deviceTiming: ProfileResult['deviceTiming'];
+  gpuNote: string | null;
+}
+
+/** Writes the trace, the HTML report and the patched config, each where its option asks; returns their paths. */
+function writeRequestedFiles(runDir: string, options: ProfileOptions, run: JudgedRun): ProfileResult['files'] {
+  const { measured, window, probes, v, backend, device, configFile } = run;
   const files: ProfileResult['files'] = {};
   if (options.trace) {
     writeOutputFile(
@@ -226,9 +320,9 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       device,
       steps: measured.length,
       warmup: options.warmup,
-      deviceTiming,
+      deviceTiming: run.deviceTiming,
     });
-    if (gpuNote) facts.note = gpuNote;
+    if (run.gpuNote) facts.note = run.gpuNote;
     writeOutputFile(
       options.report,
       htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts),
@@ -249,24 +343,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     patchConfigFile(configFile, changes, options.fixConfig);
     files.fixConfig = options.fixConfig;
   }
-  return {
-    schemaVersion: PROFILE_SCHEMA_VERSION,
-    ...v,
-    runDir,
-    backend,
-    device,
-    configFile,
-    warmupSteps: options.warmup,
-    timeline: terminalTimeline(measured),
-    gpuNote,
-    gpuTelemetry,
-    startedAtEpochMs,
-    measuredWindowMs: { fromMs: t0, toMs: t1 },
-    deviceTiming,
-    files,
-    replicas: measuredReplicas.length ? summarizeReplicas(replicaDevices, measuredReplicas) : null,
-    stepCapture,
-  };
+  return files;
 }
 
 /** The report's table of figures (--report). */

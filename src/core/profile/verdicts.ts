@@ -1,13 +1,15 @@
 // What bounds a training step, from its recorded spans and device samples: a per-span breakdown
-// (mean, std, min, max, p95, CV) and numbered, graded verdicts with the config changes that follow.
-// Thresholds are the shared ones (config/thresholds.ts) and can be overridden per call.
+// (mean, std, min, max, p95, CV; breakdown.ts) and numbered, graded verdicts with the config changes
+// that follow. Thresholds are the shared ones (config/thresholds.ts) and can be overridden per call.
 import { formatBytes } from '../config/index.js';
 import { THRESHOLDS } from '../config/index.js';
 import type { DeviceSampleRecord } from '../telemetry/index.js';
 import type { ReplicaStepRecord } from '../telemetry/index.js';
-import { peakFor } from './peaks.js';
-import { SPAN_NAMES, type StepRecord, type StepSpans } from '../telemetry/index.js';
-import { summarize, type Summary } from '../util/index.js';
+import type { StepRecord } from '../telemetry/index.js';
+import { summarize } from '../util/index.js';
+import { breakdown, type StepBreakdown } from './breakdown.js';
+
+export { breakdown, type StepBreakdown } from './breakdown.js';
 
 export type Thresholds = { -readonly [K in keyof typeof THRESHOLDS]: number };
 
@@ -30,50 +32,6 @@ export interface Verdict {
   evidence: string;
   /** Config changes that address it, with the validator rule that checks the same thing. */
   actions: { key: string; value: string | number | boolean; effect: string; rule?: string }[];
-}
-
-export interface StepBreakdown {
-  steps: number;
-  wallMs: Summary;
-  spans: Record<keyof StepSpans, Summary>;
-  /** Share of the summed wall time per span. */
-  shares: Record<keyof StepSpans, number>;
-  kernels: Summary;
-  /** Host milliseconds per kernel: dispatch time (forward/backward + optimizer) over kernels. */
-  hostMsPerKernel: number | null;
-  /**
-   * Device time per step when the backend measured it: WebGPU timestamp queries around every program
-   * of the device-timed probe steps (libtensorflow's kernel times on the tensorflow backend; the CPU
-   * backends have none). It overlaps the host's dispatch and sync spans rather than adding to them.
-   */
-  deviceMs: Summary | null;
-  /** Steps the device time comes from (probes run after the measured steps). */
-  deviceTimedSteps: number;
-  /**
-   * Share of wall time the GPU was busy: median device time over mean step time if measured, else mean utilisation
-   * samples.
-   */
-  gpuBusyShare: number | null;
-  gpuBusySource: 'timestamp-queries' | 'nvml-utilization' | null;
-  /** Mean "any kernel running" utilisation of the samples taken during the measured steps. */
-  utilizationPct: number | null;
-  /** Mean GPM SM activity (Hopper and newer, NVML): the share of SMs busy, a stricter "busy". */
-  smActivityPct: number | null;
-  peakMemoryShare: number | null;
-  samplesPerS: number;
-  /**
-   * Model FLOPs per step (the matmuls and convolutions, forward and backward), median; null for runs that did not count
-   * them.
-   */
-  flopsPerStep: number | null;
-  /** Model FLOPs over the steps' wall time, in TFLOP/s. */
-  achievedTflops: number | null;
-  /** The device's dense peak for the run's precision (profile/peaks.ts), when known. */
-  peakTflops: number | null;
-  /** Which peak: FP32 (fp32 runs) or FP16 tensor with FP32 accumulation (mixed_fp16). */
-  peakPrecision: 'FP32' | 'FP16 tensor';
-  /** Model FLOPs utilisation: achievedTflops / peakTflops. */
-  mfu: number | null;
 }
 
 export interface ProfileVerdicts {
@@ -132,86 +90,6 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
       tensorBytes: last?.tensorBytes ?? 0,
     };
   });
-}
-
-const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
-
-/**
- * Statistics of the measured steps. `probes` are device-timed steps (StepRecord.deviceMs): their
- * own wall time is perturbed by the timing, so only their device time is used. Without probes, a
- * recorded run whose every step carries deviceMs is judged on those.
- */
-export function breakdown(
-  steps: readonly StepRecord[],
-  samples: readonly DeviceSampleRecord[],
-  probes: readonly StepRecord[] = [],
-  options: { cpuBackend?: boolean; device?: string | null; precision?: 'fp32' | 'mixed_fp16' } = {},
-): StepBreakdown {
-  const wall = steps.map((s) => s.wallMs);
-  const total = wall.reduce((a, b) => a + b, 0) || 1;
-  const spans = {} as Record<keyof StepSpans, Summary>;
-  const shares = {} as Record<keyof StepSpans, number>;
-  for (const name of SPAN_NAMES) {
-    const values = steps.map((s) => s.spans[name]);
-    spans[name] = summarize(values);
-    shares[name] = values.reduce((a, b) => a + b, 0) / total;
-  }
-  const kernels = summarize(steps.map((s) => s.kernels));
-  const dispatch = steps.reduce((a, s) => a + s.spans.forwardBackwardMs + s.spans.optimizerMs, 0);
-  const kernelTotal = steps.reduce((a, s) => a + s.kernels, 0);
-  const wallMs = summarize(wall);
-  const timed = probes.filter((s) => s.deviceMs !== undefined);
-  const everyStepTimed = timed.length === 0 && steps.length > 0 && steps.every((s) => s.deviceMs !== undefined);
-  const deviceSource = timed.length ? timed : everyStepTimed ? steps : [];
-  const deviceMs = deviceSource.length ? summarize(deviceSource.map((s) => s.deviceMs!)) : null;
-  const util = samples.map((s) => s.utilizationPct).filter((u): u is number => u !== null);
-  const sm = samples.map((s) => s.smActivityPct).filter((u): u is number => u !== null);
-  const utilizationPct = mean(util);
-  let gpuBusyShare: number | null = null;
-  let gpuBusySource: StepBreakdown['gpuBusySource'] = null;
-  if (options.cpuBackend) {
-    // A CPU backend has no GPU to be busy or idle, whatever a recorded run carries.
-  } else if (deviceMs) {
-    // Probes: their median device time against the measured steps' mean wall time (the mean, since
-    // readback steps also wait for the work queued by the steps before them). Every step timed (a
-    // recorded run): the sums.
-    gpuBusyShare = Math.min(1, everyStepTimed ? deviceMs.total / total : deviceMs.p50 / (wallMs.mean || 1));
-    gpuBusySource = 'timestamp-queries';
-  } else if (utilizationPct !== null) {
-    gpuBusyShare = utilizationPct / 100;
-    gpuBusySource = 'nvml-utilization';
-  }
-  const mem = samples.filter((s) => s.memoryUsedBytes !== null && s.memoryTotalBytes);
-  const peakMemoryShare = mem.length ? Math.max(...mem.map((s) => s.memoryUsedBytes! / s.memoryTotalBytes!)) : null;
-  const utterances = steps.reduce((a, s) => a + s.batchSize, 0);
-  const counted = steps.filter((s) => s.flops !== undefined && s.flops > 0);
-  const flopsPerStep = counted.length ? summarize(counted.map((s) => s.flops!)).p50 : null;
-  const achievedTflops = counted.length
-    ? counted.reduce((a, s) => a + s.flops!, 0) / counted.reduce((a, s) => a + s.wallMs, 0) / 1e9
-    : null;
-  const peak = peakFor(options.device ?? null, options.precision ?? 'fp32');
-  const peakTflops = options.cpuBackend ? null : peak.tflops;
-  return {
-    flopsPerStep,
-    achievedTflops,
-    peakTflops,
-    peakPrecision: peak.label,
-    mfu: achievedTflops !== null && peakTflops ? achievedTflops / peakTflops : null,
-    steps: steps.length,
-    wallMs,
-    spans,
-    shares,
-    kernels,
-    hostMsPerKernel: kernelTotal ? dispatch / kernelTotal : null,
-    deviceMs,
-    deviceTimedSteps: deviceSource.length,
-    gpuBusyShare,
-    gpuBusySource,
-    utilizationPct,
-    smActivityPct: mean(sm),
-    peakMemoryShare,
-    samplesPerS: utterances / (total / 1000),
-  };
 }
 
 /** Mean step time of each whole readback interval (steps (k-1)·n+1 … k·n, ending in the readback). */
@@ -282,6 +160,13 @@ function busyText(b: StepBreakdown): string {
   return parts.join('; ') || String(b.gpuBusySource);
 }
 
+/** A verdict before judge numbers it by importance. */
+type Finding = Omit<Verdict, 'n'>;
+
+/**
+ * The verdicts on the measured steps, most important first: each one graded, with its evidence and the
+ * config changes that address it. `probes` are the device-timed steps (see breakdown).
+ */
 export function judge(
   steps: readonly StepRecord[],
   samples: readonly DeviceSampleRecord[],
@@ -295,11 +180,29 @@ export function judge(
     device: ctx.device,
     precision: ctx.precision,
   });
-  const out: Omit<Verdict, 'n'>[] = [];
+  const input = inputVerdict(b, ctx, th);
+  const out: Finding[] = [
+    input,
+    syncVerdict(b, ctx, th),
+    ...(b.gpuBusyShare !== null
+      ? [dispatchVerdict(b, b.gpuBusyShare, input.grade, ctx, th), computeVerdict(b, b.gpuBusyShare, th)]
+      : [unmeasuredDispatchVerdict(b, ctx)]),
+    ...memoryHeadroomVerdict(b, ctx, th),
+    oscillationVerdict(steps, b, ctx, th),
+    ...leakVerdict(steps, th),
+    ...replicaVerdicts(b, ctx, th),
+  ];
+  const order: Grade[] = ['high', 'moderate', 'ok'];
+  const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
+  return { breakdown: b, verdicts: sorted.map((v, i) => ({ ...v, n: i + 1 })), thresholds: th };
+}
+
+/** How long the trainer waited for batches; the pipeline settings that feed it faster. */
+function inputVerdict(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Finding {
   const input = b.shares.dataWaitMs;
   const inputGrade = grade(input, th.inputBoundModerate, th.inputBoundHigh);
   const workers = ctx.workers === 'auto' ? Math.max(1, ctx.cpuCores - 1) : ctx.workers;
-  out.push({
+  return {
     id: 'input-bound',
     grade: inputGrade,
     title: inputGrade === 'ok' ? 'not input-bound' : `${inputGrade === 'high' ? 'highly' : 'moderately'} input-bound`,
@@ -342,12 +245,16 @@ export function judge(
                 ]
               : []),
           ],
-  });
+  };
+}
+
+/** How long the host waited in readbacks for the device (fine when the GPU is busy anyway). */
+function syncVerdict(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Finding {
   const sync = b.shares.syncMs;
   // Waiting in a readback for a GPU that is busy anyway is the compute-bound state, not a problem.
   const busyGpu = b.gpuBusyShare !== null && b.gpuBusyShare >= th.computeBoundGpuBusy;
   const syncGrade = busyGpu ? 'ok' : grade(sync, th.syncBoundShare, th.syncBoundShare * 2);
-  out.push({
+  return {
     id: 'sync-bound',
     grade: syncGrade,
     title:
@@ -380,102 +287,126 @@ export function judge(
               rule: 'training/log-sync',
             },
           ],
-  });
+  };
+}
+
+/**
+ * Whether the GPU idles while the host issues kernels. An input-bound run idles too; that comes first,
+ * so dispatch is only graded once the input is not the problem.
+ */
+function dispatchVerdict(
+  b: StepBreakdown,
+  gpuBusyShare: number,
+  inputGrade: Grade,
+  ctx: VerdictContext,
+  th: Thresholds,
+): Finding {
   const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
-  if (b.gpuBusyShare !== null) {
-    const underused = b.gpuBusyShare < th.dispatchBoundGpuBusy;
-    const idle = underused && inputGrade === 'ok';
-    out.push({
-      id: 'dispatch-bound',
-      grade: idle ? (b.gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
-      title: idle
-        ? 'host/dispatch-bound: the GPU idles while the host issues kernels'
-        : underused
-          ? 'the GPU idles, but waiting for input comes first (judge dispatch again once input-bound is fixed)'
-          : 'the host keeps the GPU supplied',
-      evidence:
-        `GPU busy ${pct(b.gpuBusyShare)} of the wall time ` +
-        `(${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step ` +
-        `at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} ` +
-        `of host time each; dispatch is ${pct(dispatchShare)} of the step`,
-      actions: idle
-        ? [
-            ...(ctx.stepCapture === 'off' && !ctx.cpuBackend
-              ? [
-                  {
-                    key: 'device.step_capture',
-                    value: 'auto',
-                    effect:
-                      "each bucket's step is recorded once and replayed: a few host calls per program " +
-                      "instead of the engine's bookkeeping per kernel",
-                  },
-                ]
-              : []),
-            {
-              key: 'batching.batch_size',
-              value: ctx.batchSize * 2,
-              effect:
-                'the same kernels carry twice the work: per-kernel host cost is amortised (check ' +
-                'memory with the validator)',
-              rule: 'batching/memory',
-            },
-            ...(ctx.buckets > 4
-              ? [
-                  {
-                    key: 'batching.buckets',
-                    value: 4,
-                    effect: 'fewer shapes, fewer pipeline compilations',
-                    rule: 'batching/static-shapes',
-                  },
-                ]
-              : []),
-          ]
-        : [],
-    });
-    const compute = b.gpuBusyShare >= th.computeBoundGpuBusy;
-    // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
-    const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
-    const mfuText =
-      b.mfu !== null
-        ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} ` +
-          `TFLOP/s, ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` +
-          `TFLOP/s)`
-        : b.achievedTflops !== null
-          ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} ` +
-            `TFLOP/s (the device's peak is not known to xtts)`
-          : '';
-    out.push({
-      id: 'compute-bound',
-      grade: slow ? 'moderate' : 'ok',
-      title: slow
-        ? 'busy but slow: the GPU computes all the time, with slow kernels'
-        : compute
-          ? 'compute-bound: the GPU is the bottleneck (the healthy state)'
-          : 'not compute-bound',
-      evidence:
-        `GPU busy ${pct(b.gpuBusyShare)} ` +
-        (`(${busyText(b)})${mfuText}` +
-          (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : '')),
-      actions: [],
-    });
-  } else {
-    const perKernel = b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`;
-    out.push({
-      id: 'dispatch-bound',
-      grade: 'ok',
-      title: ctx.cpuBackend
-        ? 'no GPU: the CPU backend computes while it dispatches'
-        : 'no device activity measured (no GPU telemetry or timestamps)',
-      evidence:
-        `host dispatch is ${pct(dispatchShare)} of the ` +
-        `step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} ` +
-        `each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
-      actions: [],
-    });
-  }
-  if (b.peakMemoryShare !== null) {
-    const tight = b.peakMemoryShare > th.memoryHeadroomShare;
-    out.push({
+  const underused = gpuBusyShare < th.dispatchBoundGpuBusy;
+  const idle = underused && inputGrade === 'ok';
+  return {
+    id: 'dispatch-bound',
+    grade: idle ? (gpuBusyShare < th.dispatchBoundGpuBusy / 2 ? 'high' : 'moderate') : 'ok',
+    title: idle
+      ? 'host/dispatch-bound: the GPU idles while the host issues kernels'
+      : underused
+        ? 'the GPU idles, but waiting for input comes first (judge dispatch again once input-bound is fixed)'
+        : 'the host keeps the GPU supplied',
+    evidence:
+      `GPU busy ${pct(gpuBusyShare)} of the wall time ` +
+      `(${busyText(b)}); ${b.kernels.mean.toFixed(0)} kernels a step ` +
+      `at ${b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`} ` +
+      `of host time each; dispatch is ${pct(dispatchShare)} of the step`,
+    actions: idle
+      ? [
+          ...(ctx.stepCapture === 'off' && !ctx.cpuBackend
+            ? [
+                {
+                  key: 'device.step_capture',
+                  value: 'auto',
+                  effect:
+                    "each bucket's step is recorded once and replayed: a few host calls per program " +
+                    "instead of the engine's bookkeeping per kernel",
+                },
+              ]
+            : []),
+          {
+            key: 'batching.batch_size',
+            value: ctx.batchSize * 2,
+            effect:
+              'the same kernels carry twice the work: per-kernel host cost is amortised (check ' +
+              'memory with the validator)',
+            rule: 'batching/memory',
+          },
+          ...(ctx.buckets > 4
+            ? [
+                {
+                  key: 'batching.buckets',
+                  value: 4,
+                  effect: 'fewer shapes, fewer pipeline compilations',
+                  rule: 'batching/static-shapes',
+                },
+              ]
+            : []),
+        ]
+      : [],
+  };
+}
+
+/** Whether the GPU is the bottleneck, and whether its kernels reach a fair share of the device's peak. */
+function computeVerdict(b: StepBreakdown, gpuBusyShare: number, th: Thresholds): Finding {
+  const compute = gpuBusyShare >= th.computeBoundGpuBusy;
+  // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
+  const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
+  const mfuText =
+    b.mfu !== null
+      ? `; the model's matmuls and convolutions ran at ${b.achievedTflops!.toFixed(2)} ` +
+        `TFLOP/s, ${pct(b.mfu)} of the device's ${b.peakPrecision} peak (${b.peakTflops} ` +
+        `TFLOP/s)`
+      : b.achievedTflops !== null
+        ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} ` +
+          `TFLOP/s (the device's peak is not known to xtts)`
+        : '';
+  return {
+    id: 'compute-bound',
+    grade: slow ? 'moderate' : 'ok',
+    title: slow
+      ? 'busy but slow: the GPU computes all the time, with slow kernels'
+      : compute
+        ? 'compute-bound: the GPU is the bottleneck (the healthy state)'
+        : 'not compute-bound',
+    evidence:
+      `GPU busy ${pct(gpuBusyShare)} ` +
+      (`(${busyText(b)})${mfuText}` +
+        (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : '')),
+    actions: [],
+  };
+}
+
+/** No GPU busy share (a CPU backend, or no telemetry): the host's dispatch time, for the record. */
+function unmeasuredDispatchVerdict(b: StepBreakdown, ctx: VerdictContext): Finding {
+  const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
+  const perKernel = b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`;
+  return {
+    id: 'dispatch-bound',
+    grade: 'ok',
+    title: ctx.cpuBackend
+      ? 'no GPU: the CPU backend computes while it dispatches'
+      : 'no device activity measured (no GPU telemetry or timestamps)',
+    evidence:
+      `host dispatch is ${pct(dispatchShare)} of the ` +
+      `step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} ` +
+      `each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
+    actions: [],
+  };
+}
+
+/** Peak device memory against the headroom threshold (none where the run sampled no memory). */
+function memoryHeadroomVerdict(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Finding[] {
+  if (b.peakMemoryShare === null) return [];
+  const tight = b.peakMemoryShare > th.memoryHeadroomShare;
+  return [
+    {
       id: 'memory-headroom',
       grade: tight ? 'high' : 'ok',
       title: tight ? 'little memory headroom' : 'memory headroom is fine',
@@ -490,8 +421,17 @@ export function judge(
             },
           ]
         : [],
-    });
-  }
+    },
+  ];
+}
+
+/** Whether the step time oscillates: checkpoint stalls, or too many distinct shapes. */
+function oscillationVerdict(
+  steps: readonly StepRecord[],
+  b: StepBreakdown,
+  ctx: VerdictContext,
+  th: Thresholds,
+): Finding {
   // With asynchronous dispatch a step that reads back waits for the steps queued before it, so single
   // steps alternate short and long by design; judge the time per readback interval when there are
   // enough whole intervals, else single steps.
@@ -499,7 +439,7 @@ export function judge(
   const perInterval = ctx.logEvery > 1 && intervals.length >= 4;
   const cv = perInterval ? summarize(intervals).cv : b.wallMs.cv;
   const osc = cv > th.oscillatingStepCv;
-  out.push({
+  return {
     id: 'oscillating',
     grade: osc ? 'moderate' : 'ok',
     title: osc ? 'step time oscillates' : 'step time is steady',
@@ -534,19 +474,14 @@ export function judge(
             : []),
         ]
       : [],
-  });
-  out.push(...leakVerdict(steps, th));
-  out.push(...replicaVerdicts(b, ctx, th));
-  const order: Grade[] = ['high', 'moderate', 'ok'];
-  const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
-  return { breakdown: b, verdicts: sorted.map((v, i) => ({ ...v, n: i + 1 })), thresholds: th };
+  };
 }
 
 /** Data-parallel runs: how much the all-reduce costs rank 0, and whether a replica leaks tensors. */
-function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Omit<Verdict, 'n'>[] {
+function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Finding[] {
   const replicas = ctx.replicas;
   if (!replicas || !replicas.steps.length) return [];
-  const out: Omit<Verdict, 'n'>[] = [];
+  const out: Finding[] = [];
   const ranks = summarizeReplicas(replicas.devices, replicas.steps);
   const share = b.shares.allReduceMs;
   const g = grade(share, th.allReduceModerate, th.allReduceHigh);
@@ -604,7 +539,7 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
 }
 
 /** Whether the engine holds more tensors after every step (none where the run recorded no tensor counts). */
-function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Omit<Verdict, 'n'>[] {
+function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Finding[] {
   const leak = tensorGrowth(steps);
   if (!leak) return [];
   const leaking = leak.perStep >= th.leakTensorsPerStep;

@@ -9,6 +9,9 @@ export type DiagnoseResult =
   | ({ mode: 'report' } & Diagnosis)
   | ({ mode: 'watch'; schemaVersion: number } & WatchResult);
 
+/** The report (not --watch) that render shows. */
+type Report = Extract<DiagnoseResult, { mode: 'report' }>;
+
 const gib = (b: number | null | undefined) => (b === null || b === undefined ? '?' : `${(b / 2 ** 30).toFixed(1)} GiB`);
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? 'n/a' : `${(x * 100).toFixed(1)}%`);
 
@@ -140,8 +143,17 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
 
   protected render(r: DiagnoseResult): void {
     if (r.mode === 'watch') return this.renderWatch(r);
-    const e = r.environment;
     this.log(paint.bold(`xtts diagnose-gpu-utilization — ${r.createdAt}`));
+    this.renderEnvironment(r.environment);
+    this.renderGpus(r.gpus);
+    this.renderBackends(r.backends);
+    if (r.config) this.renderConfigAudit(r.config);
+    this.renderSpeedTest(r.speedTest);
+    this.renderActions(r);
+  }
+
+  /** OS, CPU, memory, Node.js, package versions and the GPU-related variables. */
+  private renderEnvironment(e: Report['environment']): void {
     this.log('');
     this.log(paint.bold('Environment'));
     this.log(
@@ -162,14 +174,17 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
           .map(([k, v]) => `${k}=${v}`)
           .join('  ')}`,
       );
+  }
 
+  /** Every NVIDIA GPU and what it does before xtts starts, its processes, and the Vulkan loader. */
+  private renderGpus(gpus: Report['gpus']): void {
     this.log('');
     this.log(paint.bold('GPUs'));
-    const t = r.gpus.telemetry;
+    const t = gpus.telemetry;
     if (!t.available) {
       this.log(
         `  ${paint.warn('No GPU')} ` +
-          `— ${t.reason}${r.gpus.nvidiaDevicePresent ? ' (yet /dev/nvidiactl exists: a driver is loaded)' : ''}`,
+          `— ${t.reason}${gpus.nvidiaDevicePresent ? ' (yet /dev/nvidiactl exists: a driver is loaded)' : ''}`,
       );
     } else {
       this.log(
@@ -178,7 +193,7 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
             'GPU',
             'name',
             'memory',
-            `busy (idle ${(r.gpus.windowMs / 1000).toFixed(0)} s)`,
+            `busy (idle ${(gpus.windowMs / 1000).toFixed(0)} s)`,
             'memory used',
             'SM clock',
             'power',
@@ -186,7 +201,7 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
             'GPM',
           ],
           t.devices.map((d) => {
-            const s = r.gpus.idle.find((x) => x.index === d.index);
+            const s = gpus.idle.find((x) => x.index === d.index);
             return [
               d.index,
               d.name ?? '?',
@@ -209,25 +224,28 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
             (t.notes.length ? paint.dim(` (${t.notes.join('; ')})`) : '')),
       );
     }
-    if (r.gpus.processes?.length)
+    if (gpus.processes?.length)
       this.log(
-        `  processes: ${r.gpus.processes.map((p) => `${p.name} (pid ${p.pid}, ${gib(p.usedMemoryBytes)})`).join(', ')}`,
+        `  processes: ${gpus.processes.map((p) => `${p.name} (pid ${p.pid}, ${gib(p.usedMemoryBytes)})`).join(', ')}`,
       );
     this.log(
-      `  Vulkan loader: ${r.gpus.vulkan.loader ?? paint.dim('not installed')}; driver ` +
-        `manifests: ${r.gpus.vulkan.driverManifests.join(', ') || paint.dim('none')}`,
+      `  Vulkan loader: ${gpus.vulkan.loader ?? paint.dim('not installed')}; driver ` +
+        `manifests: ${gpus.vulkan.driverManifests.join(', ') || paint.dim('none')}`,
     );
+  }
 
+  /** Which TensorFlow.js backends load here, and the WebGPU adapters Dawn sees. */
+  private renderBackends(backends: Report['backends']): void {
     this.log('');
     this.log(paint.bold('Backends'));
     this.log(
       renderTable(
         ['backend', 'loads', 'what it runs on, or why not'],
-        r.backends.map((b) => [b.backend, b.available ? paint.ok('yes') : paint.error('no'), b.reason]),
+        backends.map((b) => [b.backend, b.available ? paint.ok('yes') : paint.error('no'), b.reason]),
         { widths: { 2: 90 } },
       ).trimEnd(),
     );
-    const adapters = r.backends.find((b) => b.backend === 'webgpu')?.adapters ?? [];
+    const adapters = backends.find((b) => b.backend === 'webgpu')?.adapters ?? [];
     if (adapters.length) {
       this.log(
         renderTable(
@@ -252,65 +270,72 @@ export default class DiagnoseGpuUtilization extends XttsCommand<DiagnoseResult> 
         ).trimEnd(),
       );
     }
+  }
 
-    if (r.config) {
-      const s = r.config.report.summary;
-      this.log('');
-      this.log(paint.bold(`Config audit — ${r.config.file}`));
-      this.log(
-        `  ${s.error} error${s.error === 1 ? '' : 's'}, ${s.warn} ` +
-          `warning${s.warn === 1 ? '' : 's'}, ${s.info} note${s.info === 1 ? '' : 's'} ` +
-          `(the validator's rules: xtts validate-gpu-optimization)`,
-      );
-    }
-
+  /** The validator's findings on --config, counted. */
+  private renderConfigAudit(config: NonNullable<Report['config']>): void {
+    const s = config.report.summary;
     this.log('');
-    if ('skipped' in r.speedTest) this.log(`${paint.bold('Speed test')} ${paint.dim(r.speedTest.skipped)}`);
-    else {
-      const st = r.speedTest;
-      const p = st.profile;
-      const b = p.breakdown;
-      this.log(
-        paint.bold(
-          `Speed test — ${st.preset ? `the ${st.preset} preset` : st.configFile} ` +
-            `on ${p.backend}${p.device ? ` (${p.device})` : ''}`,
-        ),
-      );
-      if (p.gpuNote) this.log(`  ${paint.warn(p.gpuNote)}`);
-      this.log(
-        `  ${b.steps} steps after ${st.warmup} warm-up: ` +
-          `median ${b.wallMs.p50.toFixed(1)} ms, ${b.samplesPerS.toFixed(1)} ` +
-          `samples/s, ${b.kernels.mean.toFixed(0)} ` +
-          (`kernels/step` +
-            (b.hostMsPerKernel !== null ? ` at ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time each` : '')),
-      );
-      this.log(
-        `  device time per ` +
-          (`step ` +
-            (b.deviceMs
-              ? `${b.deviceMs.p50.toFixed(1)} ms (${p.deviceTiming.source})`
-              : `not measured${p.deviceTiming.reason ? ` (${p.deviceTiming.reason})` : ''}`) +
-            `; `) +
-          (`GPU busy ${pct(b.gpuBusyShare)}` +
-            (b.gpuBusySource ? ` (${b.gpuBusySource})` : '') +
-            (b.utilizationPct !== null ? `, NVML utilisation ${b.utilizationPct.toFixed(1)}%` : '') +
-            (b.smActivityPct !== null ? `, SM activity ${b.smActivityPct.toFixed(1)}%` : '')),
-      );
-      this.log(
-        `  step time: data wait ${pct(b.shares.dataWaitMs)}, ` +
-          `upload ${pct(b.shares.uploadMs)}, ` +
-          `dispatch ${pct(b.shares.forwardBackwardMs + b.shares.optimizerMs)}, ` +
-          `sync ${pct(b.shares.syncMs)}, ` +
-          `other ${pct(b.shares.otherMs + b.shares.checkpointMs)}`,
-      );
-      const ring = st.pipeline.ring;
-      this.log(
-        `  input pipeline: ${st.pipeline.audio.realtimeFactor.toFixed(0)}× real time per ` +
-          `thread; against a ${ring.stepMs} ms step the ring kept the trainer ` +
-          `waiting ${pct(ring.waitShare)} (${ring.grade} input-bound)`,
-      );
-    }
+    this.log(paint.bold(`Config audit — ${config.file}`));
+    this.log(
+      `  ${s.error} error${s.error === 1 ? '' : 's'}, ${s.warn} ` +
+        `warning${s.warn === 1 ? '' : 's'}, ${s.info} note${s.info === 1 ? '' : 's'} ` +
+        `(the validator's rules: xtts validate-gpu-optimization)`,
+    );
+  }
 
+  /** A few profiled training steps of the config and the input pipeline against that step time. */
+  private renderSpeedTest(st: Report['speedTest']): void {
+    this.log('');
+    if ('skipped' in st) {
+      this.log(`${paint.bold('Speed test')} ${paint.dim(st.skipped)}`);
+      return;
+    }
+    const p = st.profile;
+    const b = p.breakdown;
+    this.log(
+      paint.bold(
+        `Speed test — ${st.preset ? `the ${st.preset} preset` : st.configFile} ` +
+          `on ${p.backend}${p.device ? ` (${p.device})` : ''}`,
+      ),
+    );
+    if (p.gpuNote) this.log(`  ${paint.warn(p.gpuNote)}`);
+    this.log(
+      `  ${b.steps} steps after ${st.warmup} warm-up: ` +
+        `median ${b.wallMs.p50.toFixed(1)} ms, ${b.samplesPerS.toFixed(1)} ` +
+        `samples/s, ${b.kernels.mean.toFixed(0)} ` +
+        (`kernels/step` +
+          (b.hostMsPerKernel !== null ? ` at ${(b.hostMsPerKernel * 1000).toFixed(0)} µs host time each` : '')),
+    );
+    this.log(
+      `  device time per ` +
+        (`step ` +
+          (b.deviceMs
+            ? `${b.deviceMs.p50.toFixed(1)} ms (${p.deviceTiming.source})`
+            : `not measured${p.deviceTiming.reason ? ` (${p.deviceTiming.reason})` : ''}`) +
+          `; `) +
+        (`GPU busy ${pct(b.gpuBusyShare)}` +
+          (b.gpuBusySource ? ` (${b.gpuBusySource})` : '') +
+          (b.utilizationPct !== null ? `, NVML utilisation ${b.utilizationPct.toFixed(1)}%` : '') +
+          (b.smActivityPct !== null ? `, SM activity ${b.smActivityPct.toFixed(1)}%` : '')),
+    );
+    this.log(
+      `  step time: data wait ${pct(b.shares.dataWaitMs)}, ` +
+        `upload ${pct(b.shares.uploadMs)}, ` +
+        `dispatch ${pct(b.shares.forwardBackwardMs + b.shares.optimizerMs)}, ` +
+        `sync ${pct(b.shares.syncMs)}, ` +
+        `other ${pct(b.shares.otherMs + b.shares.checkpointMs)}`,
+    );
+    const ring = st.pipeline.ring;
+    this.log(
+      `  input pipeline: ${st.pipeline.audio.realtimeFactor.toFixed(0)}× real time per ` +
+        `thread; against a ${ring.stepMs} ms step the ring kept the trainer ` +
+        `waiting ${pct(ring.waitShare)} (${ring.grade} input-bound)`,
+    );
+  }
+
+  /** One list of actions, graded critical, high and medium. */
+  private renderActions(r: Report): void {
     this.log('');
     const n = r.summary;
     this.log(paint.bold(`Actions — ${n.critical} critical, ${n.high} high, ${n.medium} medium`));

@@ -3,9 +3,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
+import type { ProgramTime } from '@xtts/core/backend';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
 import { describeSpans, largestShapes, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
+
+/** A figure (ms, TFLOP/s): two decimals under 10, one under 100, none from 100. */
+const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+type Summary = ProfileResult['breakdown']['wallMs'];
+type StepCapture = NonNullable<ProfileResult['stepCapture']>;
+
+/** A row of the span table: mean, std, min, max and p95 in ms, CV, and the share given. */
+const summaryRow = (label: string, s: Summary, share: string): string[] => [
+  label,
+  f(s.mean),
+  f(s.std),
+  f(s.min),
+  f(s.max),
+  f(s.p95),
+  s.cv.toFixed(2),
+  share,
+];
 
 export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   static override summary = "Run (or read) real training steps, split each step's time, and say what bounds it.";
@@ -100,9 +120,29 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   }
 
   protected render(r: ProfileResult): void {
+    this.renderHeadline(r);
+    if (r.stepCapture?.summary) this.renderStepCapture(r.stepCapture, r.stepCapture.summary, r.breakdown.wallMs.p50);
+    if (r.gpuNote) this.log(paint.dim(r.gpuNote));
+    if (!r.deviceTiming.available && r.deviceTiming.reason)
+      this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
+    this.renderSpans(r);
+    this.renderGpuPrograms(r.deviceTiming.programs ?? []);
+    if (r.replicas) this.renderReplicas(r.replicas);
+    this.log(
+      paint.dim(
+        'timeline (D data wait, U upload, F forward/backward dispatch, O optimizer ' +
+          'dispatch, S sync, A all-reduce, C checkpoint/eval, . other):',
+      ),
+    );
+    for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
+    this.log('');
+    this.renderVerdicts(r.verdicts);
+    for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));
+  }
+
+  /** The run, its step rate and kernels, model FLOPs against the peak, and how busy the GPU was. */
+  private renderHeadline(r: ProfileResult): void {
     const b = r.breakdown;
-    const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
-    const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
     this.log(
       `${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ` +
@@ -133,73 +173,57 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
             r.gpuTelemetry.devices?.map((d) => `${d.index}: ${d.name ?? '?'}${d.gpm ? ' (GPM)' : ''}`).join(', '),
         ),
       );
-    if (r.stepCapture?.summary) {
-      const c = r.stepCapture.summary;
-      const shapes = c.shapes.map(
-        (x) =>
-          `bucket ${x.shape} ` +
-          (x.state === 'replay'
-            ? `replayed (${x.programs} ` +
-              (`programs` +
-                (x.encodeUsPerProgram !== null
-                  ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding ` +
-                    (`each` +
-                      (x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''))
-                  : '') +
-                `)`)
-            : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
-      );
-      // The alignment forward's capture (runs recorded before it existed have none).
-      const alignment = (c.alignment?.shapes ?? []).map(
-        (x) =>
-          `alignment forward ${x.shape} ` +
-          (x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
-      );
-      this.log(
-        c.off
-          ? `step capture off: ${c.off}`
-          : `step capture: ${r.stepCapture.replayedSteps} of ${r.stepCapture.measuredSteps} ` +
-              `measured steps replayed; ${[...shapes, ...alignment].join('; ')}`,
-      );
-      const spans = describeSpans(c.deviceSpans, c.alignment?.deviceSpans, b.wallMs.p50);
-      if (spans) this.log(spans);
-      else if (c.deviceSpans && !c.deviceSpans.available)
-        this.log(paint.dim(`device time of the replays not measured: ${c.deviceSpans.reason}`));
-    }
-    if (r.gpuNote) this.log(paint.dim(r.gpuNote));
-    if (!r.deviceTiming.available && r.deviceTiming.reason)
-      this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
-    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) => [
-      k.replace(/Ms$/, ''),
-      f(b.spans[k].mean),
-      f(b.spans[k].std),
-      f(b.spans[k].min),
-      f(b.spans[k].max),
-      f(b.spans[k].p95),
-      b.spans[k].cv.toFixed(2),
-      pct(b.shares[k]),
-    ]);
-    rows.push([
-      'step (wall)',
-      f(b.wallMs.mean),
-      f(b.wallMs.std),
-      f(b.wallMs.min),
-      f(b.wallMs.max),
-      f(b.wallMs.p95),
-      b.wallMs.cv.toFixed(2),
-      '100%',
-    ]);
+  }
+
+  /** Step capture: which bucket shapes were replayed (or why not), and the replays' device time. */
+  private renderStepCapture(capture: StepCapture, c: NonNullable<StepCapture['summary']>, medianStepMs: number): void {
+    const shapes = c.shapes.map(
+      (x) =>
+        `bucket ${x.shape} ` +
+        (x.state === 'replay'
+          ? `replayed (${x.programs} ` +
+            (`programs` +
+              (x.encodeUsPerProgram !== null
+                ? `, ${x.encodeUsPerProgram.toFixed(1)} µs of host time encoding ` +
+                  (`each` +
+                    (x.submitUsPerProgram != null ? ` and ${x.submitUsPerProgram.toFixed(1)} µs submitting it` : ''))
+                : '') +
+              `)`)
+          : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
+    );
+    // The alignment forward's capture (runs recorded before it existed have none).
+    const alignment = (c.alignment?.shapes ?? []).map(
+      (x) =>
+        `alignment forward ${x.shape} ` +
+        (x.state === 'replay' ? `replayed (${x.programs} programs)` : `${x.state}${x.reason ? `: ${x.reason}` : ''}`),
+    );
+    this.log(
+      c.off
+        ? `step capture off: ${c.off}`
+        : `step capture: ${capture.replayedSteps} of ${capture.measuredSteps} ` +
+            `measured steps replayed; ${[...shapes, ...alignment].join('; ')}`,
+    );
+    const spans = describeSpans(c.deviceSpans, c.alignment?.deviceSpans, medianStepMs);
+    if (spans) this.log(spans);
+    else if (c.deviceSpans && !c.deviceSpans.available)
+      this.log(paint.dim(`device time of the replays not measured: ${c.deviceSpans.reason}`));
+  }
+
+  /** The table of spans (mean, std, min, max, p95, CV, share of the wall time), the step, and the device time. */
+  private renderSpans(r: ProfileResult): void {
+    const b = r.breakdown;
+    const rows = (Object.keys(b.spans) as (keyof typeof b.spans)[]).map((k) =>
+      summaryRow(k.replace(/Ms$/, ''), b.spans[k], pct(b.shares[k])),
+    );
+    rows.push(summaryRow('step (wall)', b.wallMs, '100%'));
     if (b.deviceMs)
-      rows.push([
-        `device compute*`,
-        f(b.deviceMs.mean),
-        f(b.deviceMs.std),
-        f(b.deviceMs.min),
-        f(b.deviceMs.max),
-        f(b.deviceMs.p95),
-        b.deviceMs.cv.toFixed(2),
-        b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '',
-      ]);
+      rows.push(
+        summaryRow(
+          `device compute*`,
+          b.deviceMs,
+          b.gpuBusySource === 'timestamp-queries' && b.gpuBusyShare !== null ? pct(b.gpuBusyShare) : '',
+        ),
+      );
     this.log(
       renderTable(['span', 'mean ms', 'std', 'min', 'max', 'p95', 'cv', 'share'], rows, {
         right: [1, 2, 3, 4, 5, 6, 7],
@@ -213,67 +237,67 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
             `it is not part of the sum`,
         ),
       );
-    const top = r.deviceTiming.programs ?? [];
-    if (top.length) {
-      const total = top.reduce((a, p) => a + p.ms, 0);
-      this.log(
-        paint.bold(
-          `top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`,
-        ),
-      );
-      const rows = top
-        .slice(0, 12)
-        .map((p) => [
-          p.name,
-          f(p.ms),
-          pct(p.ms / total),
-          p.count.toFixed(0),
-          `${((p.ms / p.count) * 1000).toFixed(0)} µs`,
-        ]);
-      this.log(
-        renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd(),
-      );
-      const shapes = largestShapes(top, 10);
-      if (shapes.length) {
-        this.log(paint.bold('largest of them by shape (output ← inputs):'));
-        const shapeRows = shapes.map((x) => [x.name, x.shape, f(x.ms), pct(x.ms / total), x.count.toFixed(0)]);
-        this.log(
-          renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd(),
-        );
-      }
-    }
-    if (r.replicas) {
-      this.log(
-        paint.bold(`${r.replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`),
-      );
-      const replicaRows = r.replicas.map((x) => [
-        String(x.rank),
-        x.device,
-        x.samplesPerStep.toFixed(1),
-        f(x.uploadMs),
-        f(x.syncMs),
-        f(x.forwardBackwardMs),
-        f(x.allReduceMs),
-        f(x.optimizerMs),
-        x.tensors.toLocaleString('en-US'),
-      ]);
-      this.log(
-        renderTable(
-          ['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'],
-          replicaRows,
-          { right: [2, 3, 4, 5, 6, 7, 8] },
-        ).trimEnd(),
-      );
-    }
+  }
+
+  /** The GPU programs with the most device time per timed step, and the largest of them by shape. */
+  private renderGpuPrograms(top: readonly ProgramTime[]): void {
+    if (!top.length) return;
+    const total = top.reduce((a, p) => a + p.ms, 0);
     this.log(
-      paint.dim(
-        'timeline (D data wait, U upload, F forward/backward dispatch, O optimizer ' +
-          'dispatch, S sync, A all-reduce, C checkpoint/eval, . other):',
+      paint.bold(
+        `top GPU programs by device time (per timed step; ${top.length} kinds, ${total.toFixed(1)} ms in all):`,
       ),
     );
-    for (const line of r.timeline.slice(0, 20)) this.log(`  ${line}`);
-    this.log('');
-    for (const v of r.verdicts) {
+    const rows = top
+      .slice(0, 12)
+      .map((p) => [
+        p.name,
+        f(p.ms),
+        pct(p.ms / total),
+        p.count.toFixed(0),
+        `${((p.ms / p.count) * 1000).toFixed(0)} µs`,
+      ]);
+    this.log(
+      renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd(),
+    );
+    const shapes = largestShapes(top, 10);
+    if (shapes.length) {
+      this.log(paint.bold('largest of them by shape (output ← inputs):'));
+      const shapeRows = shapes.map((x) => [x.name, x.shape, f(x.ms), pct(x.ms / total), x.count.toFixed(0)]);
+      this.log(
+        renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd(),
+      );
+    }
+  }
+
+  /** Data-parallel runs: each replica's device, utterances and mean spans per step, and its live tensors. */
+  private renderReplicas(replicas: NonNullable<ProfileResult['replicas']>): void {
+    this.log(
+      paint.bold(`${replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`),
+    );
+    const replicaRows = replicas.map((x) => [
+      String(x.rank),
+      x.device,
+      x.samplesPerStep.toFixed(1),
+      f(x.uploadMs),
+      f(x.syncMs),
+      f(x.forwardBackwardMs),
+      f(x.allReduceMs),
+      f(x.optimizerMs),
+      x.tensors.toLocaleString('en-US'),
+    ]);
+    this.log(
+      renderTable(
+        ['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'],
+        replicaRows,
+        { right: [2, 3, 4, 5, 6, 7, 8] },
+      ).trimEnd(),
+    );
+  }
+
+  /** The numbered verdicts, coloured by grade, with their evidence and the config changes that address them. */
+  private renderVerdicts(verdicts: ProfileResult['verdicts']): void {
+    for (const v of verdicts) {
       const label =
         v.grade === 'high'
           ? paint.error(`${v.n}. ${v.title}`)
@@ -292,7 +316,6 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
                 : '')),
         );
     }
-    for (const [k, file] of Object.entries(r.files)) this.log(paint.dim(`${k}: ${file}`));
   }
 
   protected override exitCodeFor(r: ProfileResult): number {
