@@ -2,7 +2,8 @@
 // (never a loop over heads); Q, K and V come out of one matmul and are separated by one split. On
 // webgpu the heads are read in place from the projections instead (backend/programs/attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import { type DropoutPool, LayerNorm, Linear, scalar } from './nn.js';
+import type { DropoutPool } from './dropout.js';
+import { LayerNorm, Linear, scalar } from './nn.js';
 import type { ParamStore } from './params.js';
 import {
   attendPacked,
@@ -96,14 +97,11 @@ export function attend(
 export class SelfAttention {
   readonly qkv: Linear;
   readonly out: Linear;
-  constructor(
-    store: ParamStore,
-    name: string,
-    readonly shape: AttentionShape,
-    residualStd: number,
-  ) {
+  readonly shape: AttentionShape;
+  constructor(store: ParamStore, name: string, shape: AttentionShape, residualStd: number) {
     this.qkv = new Linear(store, `${name}.qkv`, shape.dModel, 3 * shape.dModel);
     this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
+    this.shape = shape;
   }
 
   // x [B·T, D] (already normalised), bias broadcastable to [B, H, T, T] -> [B·T, D]
@@ -124,41 +122,33 @@ export class SelfAttention {
   }
 }
 
+/**
+ * Keys and values of the memory for one decoder layer: [B, H, M, dh] each, or (packedAttentionAvailable)
+ * in place in the layer's [B·M, 2D] projection.
+ */
+export interface MemoryKv {
+  k: tf.Tensor4D | PackedHeads;
+  v: tf.Tensor4D | PackedHeads;
+}
+
 /** Cross-attention whose keys and values were projected outside (all layers in one matmul). */
 export class CrossAttention {
   readonly q: Linear;
   readonly out: Linear;
-  constructor(
-    store: ParamStore,
-    name: string,
-    readonly shape: AttentionShape,
-    residualStd: number,
-  ) {
+  readonly shape: AttentionShape;
+  constructor(store: ParamStore, name: string, shape: AttentionShape, residualStd: number) {
     this.q = new Linear(store, `${name}.q`, shape.dModel, shape.dModel);
     this.out = new Linear(store, `${name}.out`, shape.dModel, shape.dModel, { std: residualStd });
+    this.shape = shape;
   }
 
-  // x [B·Tq, D] normalised; k, v [B, H, Tk, dh] or in place in a projection; bias broadcastable to [B, H, Tq, Tk]
-  apply(
-    x: tf.Tensor2D,
-    batch: number,
-    steps: number,
-    k: tf.Tensor4D | PackedHeads,
-    v: tf.Tensor4D | PackedHeads,
-    bias: tf.Tensor,
-  ): tf.Tensor2D {
-    return this.out.apply(this.context(x, batch, steps, k, v, bias));
+  // x [B·Tq, D] normalised; kv: the memory's keys and values; bias broadcastable to [B, H, Tq, Tk]
+  apply(x: tf.Tensor2D, batch: number, steps: number, kv: MemoryKv, bias: tf.Tensor): tf.Tensor2D {
+    return this.out.apply(this.context(x, batch, steps, kv, bias));
   }
 
   /** apply before its output projection (`out`): the heads' context, [B·Tq, D]. */
-  context(
-    x: tf.Tensor2D,
-    batch: number,
-    steps: number,
-    k: tf.Tensor4D | PackedHeads,
-    v: tf.Tensor4D | PackedHeads,
-    bias: tf.Tensor,
-  ): tf.Tensor2D {
+  context(x: tf.Tensor2D, batch: number, steps: number, { k, v }: MemoryKv, bias: tf.Tensor): tf.Tensor2D {
     const { dModel, heads } = this.shape;
     if (!(k instanceof tf.Tensor) && !(v instanceof tf.Tensor)) {
       return attendPacked({ x: this.q.apply(x), column: 0, steps }, k, v, batch, heads, dModel / heads, bias);
@@ -193,6 +183,22 @@ export interface BlockContext {
   dropoutRate: number;
 }
 
+/**
+ * x + dropout(out(branch(ln(x)))): a pre-LN residual sublayer whose branch (`beforeOut`, then `out`) ends
+ * in a linear layer (an attention's output projection, an MLP's last layer). The norm's backward adds
+ * the residual's gradient (LayerNorm.applyWithResidual); the dropout sits in out's (DropoutPool.residualLinear).
+ */
+export function preNormResidual(
+  x: tf.Tensor2D,
+  ln: LayerNorm,
+  out: Linear,
+  beforeOut: (normed: tf.Tensor2D) => tf.Tensor2D,
+  c: BlockContext,
+): tf.Tensor2D {
+  const { normed, residual } = ln.applyWithResidual(x);
+  return c.dropout.residualLinear(residual, out, beforeOut(normed), c.dropoutRate);
+}
+
 /** Pre-LN encoder block: x + attn(ln(x)), then x + mlp(ln(x)). */
 export class EncoderBlock {
   readonly ln1: LayerNorm;
@@ -211,14 +217,7 @@ export class EncoderBlock {
 
   // x [B·T, D], bias [B, 1, 1, T] -> [B·T, D]
   apply(x: tf.Tensor2D, bias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    const a = this.ln1.applyWithResidual(x);
-    const h = c.dropout.residualLinear(
-      a.residual,
-      this.attn.out,
-      this.attn.context(a.normed, c.batch, c.steps, bias),
-      c.dropoutRate,
-    );
-    const m = this.ln2.applyWithResidual(h);
-    return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
+    const h = preNormResidual(x, this.ln1, this.attn.out, (n) => this.attn.context(n, c.batch, c.steps, bias), c);
+    return preNormResidual(h, this.ln2, this.mlp.proj, (n) => this.mlp.hidden(n), c);
   }
 }

@@ -8,14 +8,17 @@ import {
   attend,
   type BlockContext,
   CrossAttention,
+  type MemoryKv,
   mergeHeads,
   Mlp,
+  preNormResidual,
   SelfAttention,
   splitHeads,
 } from './attention.js';
-import { Conv1d, type ConvImpl, type DropoutPool, LayerNorm, Linear } from './nn.js';
+import type { DropoutPool } from './dropout.js';
+import { Conv1d, type ConvImpl, LayerNorm, Linear } from './nn.js';
 import type { ParamStore } from './params.js';
-import { packedAttentionAvailable, type PackedHeads } from '../backend/programs/index.js';
+import { packedAttentionAvailable } from '../backend/programs/index.js';
 
 /** Two ReLU layers with dropout that stays on at inference: Tacotron 2 (Shen et al. 2018, §2.3)
  * found that it is what lets the decoder vary its output rather than repeat itself. */
@@ -34,15 +37,6 @@ export class Prenet {
     const h = dropout.apply(this.fc1.apply(x, 'relu'), rate);
     return dropout.apply(this.fc2.apply(h, 'relu'), rate);
   }
-}
-
-/**
- * Keys and values of the memory for one decoder layer: [B, H, M, dh] each, or (packedAttentionAvailable)
- * in place in the layer's [B·M, 2D] projection.
- */
-export interface MemoryKv {
-  k: tf.Tensor4D | PackedHeads;
-  v: tf.Tensor4D | PackedHeads;
 }
 
 /** One decoding step's self-attention cache: keys then values of every step so far. */
@@ -76,22 +70,10 @@ export class DecoderBlock {
 
   // x [B·S, D]; selfBias [S, S] causal; crossBias [B, H, S, M] -> x [B·S, D]
   apply(x: tf.Tensor2D, selfBias: tf.Tensor, kv: MemoryKv, crossBias: tf.Tensor, c: BlockContext): tf.Tensor2D {
-    const s = this.ln1.applyWithResidual(x);
-    let h = c.dropout.residualLinear(
-      s.residual,
-      this.self.out,
-      this.self.context(s.normed, c.batch, c.steps, selfBias),
-      c.dropoutRate,
-    );
-    const q = this.ln2.applyWithResidual(h);
-    h = c.dropout.residualLinear(
-      q.residual,
-      this.cross.out,
-      this.cross.context(q.normed, c.batch, c.steps, kv.k, kv.v, crossBias),
-      c.dropoutRate,
-    );
-    const m = this.ln3.applyWithResidual(h);
-    return c.dropout.residualLinear(m.residual, this.mlp.proj, this.mlp.hidden(m.normed), c.dropoutRate);
+    const { batch, steps } = c;
+    let h = preNormResidual(x, this.ln1, this.self.out, (n) => this.self.context(n, batch, steps, selfBias), c);
+    h = preNormResidual(h, this.ln2, this.cross.out, (n) => this.cross.context(n, batch, steps, kv, crossBias), c);
+    return preNormResidual(h, this.ln3, this.mlp.proj, (n) => this.mlp.hidden(n), c);
   }
 
   /**
@@ -114,7 +96,7 @@ export class DecoderBlock {
     const cache = tf.add(state.cache, tf.mul(newKv, writeMask)) as tf.Tensor4D;
     const [k, v] = tf.split(cache, 2, 1) as tf.Tensor4D[];
     let h = tf.add(x, this.self.out.apply(mergeHeads(attend(q, k, v, stepBias, false).context))) as tf.Tensor2D;
-    h = tf.add(h, this.cross.apply(this.ln2.apply(h), batch, 1, kv.k, kv.v, crossBias));
+    h = tf.add(h, this.cross.apply(this.ln2.apply(h), batch, 1, kv, crossBias));
     return { x: tf.add(h, this.mlp.apply(this.ln3.apply(h))), state: { cache } };
   }
 }

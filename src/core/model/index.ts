@@ -14,14 +14,12 @@ export { computeLosses, durationLoss, type LossConfig, type LossParts, maskedMel
 export {
   countParameters,
   type ForwardOptions,
-  type GenerateItem,
-  type GenerateOptions,
-  type GenerateResult,
   type ModelOptions,
   type ModelOutputs,
   type ModelSizes,
   XttsModel,
 } from './model.js';
+export { type GenerateItem, type GenerateOptions, type GenerateResult } from './generate.js';
 export { type ConvImpl, MASK_BIAS } from './nn.js';
 export {
   loadWeights,
@@ -32,5 +30,6 @@ export {
 } from './weights-file.js';
 export { AlignmentSearcher } from './align-worker.js';
 export { type LossDenominators } from './losses.js';
-export { type DropoutCall, scalar } from './nn.js';
+export { type DropoutCall } from './dropout.js';
+export { scalar } from './nn.js';
 export { segments } from '../backend/programs/index.js';

@@ -27,18 +27,28 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { CallReplayer } from '../backend/index.js';
 import type { ModelConfig } from '../config/index.js';
-import { type ErrorCode, XttsError } from '../errors.js';
-import { type AlignmentSearch, FIRST_SYMBOL, scheduleFromDurations, searchBatch } from './align.js';
-import type { BlockContext } from './attention.js';
+import { XttsError } from '../errors.js';
+import { type AlignmentSearch, FIRST_SYMBOL, searchBatch } from './align.js';
+import type { BlockContext, MemoryKv } from './attention.js';
 import type { BatchAlignment, ModelInputs } from './batch.js';
-import { Decoder, type MemoryKv, Postnet, type StepState } from './decoder.js';
+import { Decoder, Postnet } from './decoder.js';
+import { DropoutPool } from './dropout.js';
 import { ConditioningEncoder, DurationPredictor, TextEncoder } from './encoders.js';
+import {
+  checkGenerateInputs,
+  decodeSteps,
+  type GenerateItem,
+  type GenerateOptions,
+  type GenerateResult,
+  planSteps,
+  readUtterances,
+  type StepInputs,
+} from './generate.js';
 import { hashString, mixSeed } from './init.js';
 import {
   cachedConstant,
   causalBias,
   type ConvImpl,
-  DropoutPool,
   keyPaddingBias,
   lengthMask,
   Linear,
@@ -65,6 +75,8 @@ export interface ModelOptions {
   convImpl?: ConvImpl;
 }
 
+export type { GenerateItem, GenerateOptions, GenerateResult } from './generate.js';
+
 export interface ForwardOptions {
   /** Dropout in the transformer blocks on (the prenet's is always on). */
   training: boolean;
@@ -81,36 +93,6 @@ export interface ModelOutputs {
   logDurations: tf.Tensor2D;
   /** [B, T_mel, 1] 1 on real frames */
   frameMask: tf.Tensor3D;
-}
-
-export interface GenerateItem {
-  /** Token ids, as Tokenizer.encode gives them ([<bos>, [lang], …, <eos>]). */
-  ids: ArrayLike<number>;
-  /** Index into text.languages. */
-  language: number;
-}
-
-export interface GenerateOptions {
-  /** Most mel frames per utterance (default: max_mel_frames); a longer predicted reading is cut. */
-  maxFrames?: number;
-  /** Seed of the prenet dropout masks (default: derived from the model seed), so synthesis repeats. */
-  seed?: number;
-  /** Variance of the duration predictor's log errors (checkpoint state): durations are read as log-normal means. */
-  logDurationVariance?: number;
-}
-
-export interface GenerateResult {
-  /** [frames, nMels] row-major, after the postnet (normalised log-mel). */
-  mel: Float32Array;
-  /** [frames, nMels] before the postnet. */
-  melPre: Float32Array;
-  frames: number;
-  nMels: number;
-  /** 'end_of_text' when the whole predicted reading was decoded; 'max_frames' when maxFrames cut it. */
-  stopReason: 'end_of_text' | 'max_frames';
-  /** [frames / r, textTokens] row-major: 1 where a decoder step reads a token (the predicted alignment). */
-  alignment: Float32Array;
-  textTokens: number;
 }
 
 function checkDims(config: ModelConfig, sizes: ModelSizes): void {
@@ -444,6 +426,7 @@ export class XttsModel {
   // a fixed-size self-attention cache, so every step runs the same kernels. The predicted durations
   // (one readback) lay out which symbol each step says; the decoder then runs that many steps, its
   // alignment heads on the scheduled symbol, each frame the symbol's mean plus the decoder's part.
+  // The model encodes; generate.ts checks the inputs, plans the steps, decodes and reads back.
 
   async generate(
     textIds: ArrayLike<number>,
@@ -459,63 +442,59 @@ export class XttsModel {
     refMel: Float32Array,
     opts: GenerateOptions = {},
   ): Promise<GenerateResult[]> {
-    const { nMels, vocabSize, numLanguages } = this.sizes;
-    const r = this.config.reduction_factor;
     const maxFrames = opts.maxFrames ?? this.config.max_mel_frames;
-    const refFrames = refMel.length / nMels;
-    const fail = (code: ErrorCode, message: string, suggestion: string) => {
-      throw new XttsError(code, message, { suggestions: [suggestion] });
-    };
-    if (items.length < 1) fail('GENERATE_NO_ITEMS', 'nothing to generate', 'Pass at least one text.');
-    for (const [n, item] of items.entries()) {
-      const ids = item.ids;
-      const which = items.length > 1 ? `text ${n + 1}: ` : '';
-      if (ids.length < 1 || ids.length > this.config.max_text_tokens)
-        fail(
-          'GENERATE_TEXT_LENGTH',
-          `${which}text has ${ids.length} tokens; the model takes 1..${this.config.max_text_tokens}`,
-          'Split long text into sentences.',
-        );
-      for (let i = 0; i < ids.length; i++)
-        if (!(ids[i] >= 0 && ids[i] < vocabSize && Number.isInteger(ids[i])))
-          fail(
-            'GENERATE_TOKEN_INVALID',
-            `${which}token ${ids[i]} at ${i} is outside the vocabulary 0..${vocabSize - 1}`,
-            "Tokenize with the checkpoint's tokenizer.",
-          );
-      if (!(Number.isInteger(item.language) && item.language >= 0 && item.language < numLanguages))
-        fail(
-          'GENERATE_LANGUAGE_INVALID',
-          `${which}language index ${item.language} is outside 0..${numLanguages - 1}`,
-          'Pass an index into text.languages.',
-        );
-    }
-    if (!Number.isInteger(refFrames) || refFrames < 1)
-      fail(
-        'GENERATE_REFERENCE_INVALID',
-        `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`,
-        'Pass a [frames, nMels] log-mel of the reference clip.',
-      );
-    const stepBudget = Math.ceil(maxFrames / r);
-    if (maxFrames < 1 || stepBudget > this.decoder.d.maxSteps)
-      fail(
-        'GENERATE_MAX_FRAMES',
-        `maxFrames ${maxFrames} is outside 1..${this.config.max_mel_frames}`,
-        'Lower maxFrames.',
-      );
-
+    checkGenerateInputs(this, items, refMel, maxFrames);
+    const { nMels } = this.sizes;
+    const r = this.config.reduction_factor;
     const batch = items.length;
-    const textSteps = Math.max(...items.map((i) => i.ids.length));
     const textLengths = items.map((i) => i.ids.length);
     const dropout = new DropoutPool(opts.seed ?? mixSeed(this.seed, hashString('generate')));
-    const { heads, cond_latents: latents } = this.config;
-    const headDim = this.config.d_model / heads;
+    const encoded = this.encodeForGeneration(items, refMel, dropout);
+    const tensors: tf.Tensor[] = encoded.tensors; // and what the steps below add: all disposed at the end
+    try {
+      // The plan: which token each step says, per utterance, from the predicted durations.
+      const logDurations = (await encoded.logDurations.data()) as Float32Array;
+      const plan = planSteps(logDurations, textLengths, Math.ceil(maxFrames / r), opts.logDurationVariance ?? 0);
+      const schedule = tf.tensor2d(plan.tokens, [batch, plan.steps], 'int32');
+      tensors.push(schedule);
+      const perStep: StepInputs = tf.tidy(() => ({
+        bias: tf
+          .unstack(this.crossBias(schedule, encoded.textBias, this.config.cond_latents), 2)
+          .map((b) => tf.expandDims(b, 2) as tf.Tensor4D), // steps × [B, H, 1, M]
+        means: tf.unstack(
+          tf.reshape(this.alignedMeans(schedule, encoded.means), [batch, plan.steps, r * nMels]),
+          1,
+        ) as tf.Tensor2D[], // steps × [B, r·nMels]
+      }));
+      tensors.push(...perStep.bias, ...perStep.means);
+      const melPre = decodeSteps(this, encoded.kv, perStep, plan, dropout);
+      tensors.push(melPre);
+      return await readUtterances(this, melPre, plan, textLengths);
+    } finally {
+      tf.dispose(tensors);
+      dropout.dispose();
+    }
+  }
+
+  /**
+   * Generation's encoding of texts that all take the voice of one reference clip: each decoder
+   * layer's memory keys and values, the text's key bias, every token's mean frame and its predicted
+   * log duration, and `tensors`, all of them (the caller disposes them).
+   */
+  private encodeForGeneration(items: readonly GenerateItem[], refMel: Float32Array, dropout: DropoutPool) {
+    const { nMels } = this.sizes;
+    const refFrames = refMel.length / nMels;
+    const batch = items.length;
+    const textSteps = Math.max(...items.map((i) => i.ids.length));
     const tokens = new Int32Array(batch * textSteps);
     items.forEach((item, b) => tokens.set(Array.from(item.ids), b * textSteps));
     const encoded = tf.tidy(() => {
       const inputs = {
         tokens: tf.tensor2d(tokens, [batch, textSteps], 'int32'),
-        textLengths: tf.tensor1d(textLengths, 'int32'),
+        textLengths: tf.tensor1d(
+          items.map((i) => i.ids.length),
+          'int32',
+        ),
         languages: tf.tensor1d(
           items.map((i) => i.language),
           'int32',
@@ -535,119 +514,7 @@ export class XttsModel {
       k: encoded.kv[2 * l] as tf.Tensor4D,
       v: encoded.kv[2 * l + 1] as tf.Tensor4D,
     }));
-    const tensors: tf.Tensor[] = [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations];
-    try {
-      // The plan: which token each step says, per utterance, from the predicted durations.
-      const logDurations = (await encoded.logDurations.data()) as Float32Array;
-      const schedules = items.map((_, b) =>
-        scheduleFromDurations(
-          logDurations.subarray(b * textSteps, (b + 1) * textSteps),
-          textLengths[b],
-          stepBudget,
-          opts.logDurationVariance ?? 0,
-        ),
-      );
-      const plans = schedules.map((x) => x.plan);
-      const steps = Math.max(...plans.map((p) => p.length));
-      const plan = new Int32Array(batch * steps);
-      plans.forEach((p, b) => {
-        plan.set(p, b * steps);
-        // finished utterances idle on their last symbol
-        plan.fill(p[p.length - 1], b * steps + p.length, (b + 1) * steps);
-      });
-      const schedule = tf.tensor2d(plan, [batch, steps], 'int32');
-      tensors.push(schedule);
-      const perStep = tf.tidy(() => ({
-        bias: tf
-          .unstack(this.crossBias(schedule, encoded.textBias, latents), 2)
-          .map((b) => tf.expandDims(b, 2) as tf.Tensor4D), // steps × [B, H, 1, M]
-        means: tf.unstack(
-          tf.reshape(this.alignedMeans(schedule, encoded.means), [batch, steps, r * nMels]),
-          1,
-        ) as tf.Tensor2D[], // steps × [B, r·nMels]
-      }));
-      tensors.push(...perStep.bias, ...perStep.means);
-      const positions = tf.range(0, steps, 1, 'int32');
-      tensors.push(positions);
-      let states: StepState[] = this.decoder.blocks.map(() => ({
-        cache: tf.zeros([batch, 2 * heads, steps, headDim]) as tf.Tensor4D,
-      }));
-      const frameGroups: tf.Tensor2D[] = [];
-      let prev = tf.zeros([batch, r * nMels]) as tf.Tensor2D;
-      tensors.push(prev);
-      try {
-        for (let s = 0; s < steps; s++) {
-          const out = tf.tidy(() => {
-            const at = tf.scalar(s, 'int32');
-            const writeMask = tf.reshape(tf.cast(tf.equal(positions, at), 'float32'), [1, 1, steps, 1]) as tf.Tensor4D;
-            const visible = tf.cast(tf.lessEqual(positions, at), 'float32');
-            const stepBias = tf.reshape(tf.mul(tf.sub(visible, scalar(1)), scalar(-MASK_BIAS)), [
-              1,
-              1,
-              1,
-              steps,
-            ]) as tf.Tensor4D;
-            const o = this.decoder.step(
-              prev,
-              s,
-              states,
-              writeMask,
-              stepBias,
-              kv,
-              perStep.bias[s],
-              dropout,
-              this.prenetDropout,
-            );
-            return {
-              frames: tf.add(o.frames, perStep.means[s]) as tf.Tensor2D,
-              caches: o.states.map((st) => st.cache),
-            };
-          });
-          for (const st of states) st.cache.dispose();
-          states = out.caches.map((cache) => ({ cache }));
-          frameGroups.push(out.frames);
-          prev = out.frames;
-        }
-        const used = plans.map((p) => p.length);
-        const [pre, post] = tf.tidy(() => {
-          const melPre = tf.reshape(tf.stack(frameGroups, 1), [batch, steps * r, nMels]) as tf.Tensor3D;
-          // Each utterance ends at its own frame; the postnet sees zeros after it, as in training.
-          const frameMask = tf.reshape(
-            lengthMask(
-              tf.tensor1d(
-                used.map((u) => u * r),
-                'int32',
-              ),
-              steps * r,
-            ),
-            [batch, steps * r, 1],
-          ) as tf.Tensor3D;
-          return [melPre, this.refine(melPre, frameMask) ?? melPre];
-        });
-        const [preValues, postValues] = (await Promise.all([pre.data(), post.data()])) as Float32Array[];
-        tf.dispose([pre, post]);
-        return items.map((_, b) => {
-          const frames = used[b] * r;
-          const rows = (values: Float32Array) => values.slice(b * steps * r * nMels, (b * steps * r + frames) * nMels);
-          const alignment = new Float32Array(used[b] * textLengths[b]);
-          plans[b].forEach((token, st) => (alignment[st * textLengths[b] + token] = 1));
-          return {
-            mel: rows(postValues),
-            melPre: rows(preValues),
-            frames,
-            nMels,
-            stopReason: schedules[b].cut ? 'max_frames' : 'end_of_text',
-            alignment,
-            textTokens: textLengths[b],
-          };
-        });
-      } finally {
-        tf.dispose([...frameGroups, ...states.map((st) => st.cache)]);
-      }
-    } finally {
-      tf.dispose(tensors);
-      dropout.dispose();
-    }
+    return { ...encoded, kv, tensors: [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations] };
   }
 
   // -------------------------------------------------------------------------------------------
