@@ -75,19 +75,9 @@ export {
   workgroupGrid,
 } from './kernels.js';
 export { describeSpans, type DeviceSpans, SpanTimer } from './replay-spans.js';
-export {
-  advanceCapture,
-  arenaBytesOf,
-  type CallCaptureSummary,
-  CallReplayer,
-  type CaptureState,
-  COPY_SHADER_KEY,
-  dropStaleCapture,
-  onDeviceOnly,
-  recordStep,
-  type ShapeCaptureSummary,
-  summarizeShapes,
-} from './step-capture.js';
+export { advanceCapture, arenaBytesOf, CallReplayer, dropStaleCapture, summarizeShapes } from './shape-captures.js';
+export type { CallCaptureSummary, CaptureState, ShapeCaptureSummary } from './shape-captures.js';
+export { COPY_SHADER_KEY, onDeviceOnly, recordStep } from './step-recording.js';
 export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './programs/dense.js';
 export {
   f16PairTakes,

@@ -139,42 +139,32 @@ function webgpuUpdate(args: {
     { type: 'float32', data: [beta1] },
     { type: 'float32', data: [beta2] },
   ];
-  const m = b.runWebGPUProgram(
-    updateProgram(
-      'XttsAdamWMomentProgram',
-      ['M', 'grad', 'gradScale', 'finite'],
-      n,
-      'uniforms.beta1 * M[index] + (1.0 - uniforms.beta1) * scale * grad[index]',
-      'M[index]',
-    ),
-    [i.m, i.grad, i.gradScale, i.finite],
-    'float32',
-    uniforms,
+  // One pass of updateProgram over the inputs, by their names in its WGSL.
+  const update = (name: string, inputs: Record<string, tf.TensorInfo>, value: string, kept: string) =>
+    b.runWebGPUProgram(
+      updateProgram(name, Object.keys(inputs), n, value, kept),
+      Object.values(inputs),
+      'float32',
+      uniforms,
+    );
+  const m = update(
+    'XttsAdamWMomentProgram',
+    { M: i.m, grad: i.grad, gradScale: i.gradScale, finite: i.finite },
+    'uniforms.beta1 * M[index] + (1.0 - uniforms.beta1) * scale * grad[index]',
+    'M[index]',
   );
-  const v = b.runWebGPUProgram(
-    updateProgram(
-      'XttsAdamWSecondMomentProgram',
-      ['V', 'grad', 'gradScale', 'finite'],
-      n,
-      'uniforms.beta2 * V[index] + (1.0 - uniforms.beta2) * (scale * grad[index]) * (scale * grad[index])',
-      'V[index]',
-    ),
-    [i.v, i.grad, i.gradScale, i.finite],
-    'float32',
-    uniforms,
+  const v = update(
+    'XttsAdamWSecondMomentProgram',
+    { V: i.v, grad: i.grad, gradScale: i.gradScale, finite: i.finite },
+    'uniforms.beta2 * V[index] + (1.0 - uniforms.beta2) * (scale * grad[index]) * (scale * grad[index])',
+    'V[index]',
   );
   // scalars: [lr·√(1−β2ᵗ)/(1−β1ᵗ), ε·√(1−β2ᵗ), lr·wd].
-  const p = b.runWebGPUProgram(
-    updateProgram(
-      'XttsAdamWParamsProgram',
-      ['P', 'M1', 'V1', 'decayMask', 'scalars', 'finite'],
-      n,
-      'P[index] * (1.0 - decayMask[index] * scalars[2]) - scalars[0] * M1[index] / (sqrt(V1[index]) + scalars[1])',
-      'P[index]',
-    ),
-    [i.params, m, v, i.decayMask, i.scalars, i.finite],
-    'float32',
-    uniforms,
+  const p = update(
+    'XttsAdamWParamsProgram',
+    { P: i.params, M1: m, V1: v, decayMask: i.decayMask, scalars: i.scalars, finite: i.finite },
+    'P[index] * (1.0 - decayMask[index] * scalars[2]) - scalars[0] * M1[index] / (sqrt(V1[index]) + scalars[1])',
+    'P[index]',
   );
   return [p, m, v];
 }
@@ -202,13 +192,12 @@ export function fusedUpdate(
   },
   attrs: FusedUpdateAttrs,
 ): tf.Tensor1D[] {
-  return tf
-    .engine()
-    .runKernel(
-      ADAMW_KERNEL,
-      inputs as unknown as tf.NamedTensorMap,
-      attrs as unknown as tf.NamedAttrMap,
-    ) as tf.Tensor1D[];
+  return runKernel<tf.Tensor1D[]>(ADAMW_KERNEL, inputs, attrs);
+}
+
+/** One of the kernels here, run by tfjs's engine on tensors. */
+function runKernel<T>(name: string, inputs: object, attrs: object): T {
+  return tf.engine().runKernel(name, inputs as unknown as tf.NamedTensorMap, attrs as unknown as tf.NamedAttrMap) as T;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,13 +342,7 @@ export function stepScalars(
     skipped: state.skipped,
     ...(attrs.scaling ? { scale: state.scale!, good: state.good! } : {}),
   };
-  const out = tf
-    .engine()
-    .runKernel(
-      ADAMW_SCALARS_KERNEL,
-      inputs as unknown as tf.NamedTensorMap,
-      attrs as unknown as tf.NamedAttrMap,
-    ) as tf.Scalar[];
+  const out = runKernel<tf.Scalar[]>(ADAMW_SCALARS_KERNEL, inputs, attrs);
   const [gradNorm, finite, gradScale, flag, skipped, scale, good] = out;
   return { gradNorm, finite, gradScale, flag, skipped, ...(attrs.scaling ? { scale, good } : {}) };
 }

@@ -13,16 +13,29 @@ export const TAP_SUM_GRAD_KERNEL = 'XttsTapSumGrad';
 /** The convolution's uniforms, for every program here. */
 const UNIFORMS = 'frames : i32, kernel : i32, half : i32, outCh : i32,';
 
+/**
+ * A program of one invocation per output value (flatProgram) with the convolution's uniforms; `body`
+ * starts from `o`, the value's output channel.
+ */
+const channelsProgram = (name: string, shaderKey: string, inputs: string[], outputShape: number[], body: string) =>
+  flatProgram(
+    name,
+    shaderKey,
+    inputs,
+    outputShape,
+    UNIFORMS,
+    `
+          let o = index % uniforms.outCh;${body}`,
+  );
+
 /** y[b, t, o] = Σ_k taps[b, t + k − half, k, o] (in order of k, frames outside the clip left out) + bias[o]. */
 const tapSumProgram = (outputShape: number[]) =>
-  flatProgram(
+  channelsProgram(
     'XttsTapSumProgram',
     'xtts_tap_sum',
     ['T', 'Bias'],
     outputShape,
-    UNIFORMS,
     `
-          let o = index % uniforms.outCh;
           let bt = index / uniforms.outCh;
           let t = bt % uniforms.frames;
           let b = bt / uniforms.frames;
@@ -38,14 +51,12 @@ const tapSumProgram = (outputShape: number[]) =>
 
 /** dTaps[b, s, k, o] = dy[b, s − k + half, o] where that frame is in the clip, else 0. */
 const tapSumGradProgram = (outputShape: number[]) =>
-  flatProgram(
+  channelsProgram(
     'XttsTapSumGradProgram',
     'xtts_tap_sum_grad',
     ['Dy'],
     outputShape,
-    UNIFORMS,
     `
-          let o = index % uniforms.outCh;
           let rest = index / uniforms.outCh;
           let k = rest % uniforms.kernel;
           let bs = rest / uniforms.kernel;

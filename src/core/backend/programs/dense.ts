@@ -92,14 +92,16 @@ function dzFunction(kind: DenseGradKind): string {
       }`;
 }
 
-function program(d: DenseDims) {
-  const range = (n: number) => [...Array(n).keys()];
-  // dx: 16 × 16 invocations of 4 × 4 (rows ty + 16i, columns tx + 16j).
-  const dxPairs = range(4).flatMap((i) => range(4).map((j) => [i, j] as const));
-  // dW: per group 8 × 4 invocations of 4 × 2 (rows ty + 4i, columns tx + 8j).
-  const dwPairs = range(4).flatMap((i) => range(2).map((j) => [i, j] as const));
+const range = (n: number) => [...Array(n).keys()];
+
+/**
+ * dx = dz·Wᵀ for the workgroup's 64 × 64 tile (WGSL, in the branch of the workgroups before
+ * uniforms.dxTiles): 16 × 16 invocations of 4 × 4 outputs (rows ty + 16i, columns tx + 16j).
+ */
+function dxTileCode(): string {
+  const pairs = range(4).flatMap((i) => range(4).map((j) => [i, j] as const));
   // Each operand's slab into S (A's first, B's after it), read in the order it lies in memory.
-  const loadDx = (operand: 'A' | 'B', index: string, origin: string, limit: string, read: string) =>
+  const load = (operand: 'A' | 'B', index: string, origin: string, limit: string, read: string) =>
     slabLoad({
       lanes: 256,
       slab: SLAB,
@@ -115,60 +117,16 @@ function program(d: DenseDims) {
       convert: (x) => x,
       read,
     });
-  const loadDw = (operand: 'A' | 'B', index: string, limit: string, read: string) =>
-    slabLoad({
-      lanes: DW_LANES,
-      slab: SLAB,
-      tile: DW_TILE,
-      tid: 'lt',
-      alongK: false,
-      array: 'S',
-      index,
-      origin: operand === 'A' ? 'row0' : 'col0',
-      limit,
-      kLimit: 'uniforms.rows',
-      store: `mine + ${operand === 'A' ? 0 : SLAB * DW_STRIDE} + s * ${DW_STRIDE} + lane`,
-      convert: (x) => x,
-      read,
-    });
-  const [dxA, dxB] = [
-    loadDx('A', 'r', 'row0', 'uniforms.rows', 'dzAt(r * uniforms.outDim + kk)'),
-    loadDx('B', 'c', 'col0', 'uniforms.inDim', 'w[c * uniforms.outDim + kk]'),
-  ];
-  const [dwA, dwB] = [
-    loadDw(
-      'A',
-      'r',
-      'uniforms.inDim + 1',
-      'select(x[kk * uniforms.inDim + min(r, uniforms.inDim - 1)], 1.0, r == uniforms.inDim)',
-    ),
-    loadDw('B', 'c', 'uniforms.outDim', 'dzAt(kk * uniforms.outDim + c)'),
-  ];
-  return outputsProgram(DENSE_GRADS_PROGRAM, ['dW', 'db'], {
-    variableNames: ['dy', 'x', 'w', ...dzInputs(d.kind), 'dW', 'db'],
-    outputShape: [d.rows, d.in],
-    shaderKey: `xtts_dense_grads_${d.kind}`,
-    dispatchLayout: { x: [1], y: [0] },
-    dispatch: [0, 1, 1] as [number, number, number],
-    workgroupSize: [256, 1, 1] as [number, number, number],
-    uniforms: 'rows : i32, inDim : i32, outDim : i32, dxTiles : i32, dxCols : i32, dwCols : i32, k : i32,',
-    getUserCode: () => `
-      var<workgroup> S : array<f32, ${SHARED}>;
-      var<workgroup> wgIndex : i32;${dzFunction(d.kind)}
-      fn main() {
-        let t = i32(localIndex);
-        if (t == 0) {
-          wgIndex = i32(workgroupId.x);
-        }
-        let wg = workgroupUniformLoad(&wgIndex);
-        if (wg < uniforms.dxTiles) {
+  const loadA = load('A', 'r', 'row0', 'uniforms.rows', 'dzAt(r * uniforms.outDim + kk)');
+  const loadB = load('B', 'c', 'col0', 'uniforms.inDim', 'w[c * uniforms.outDim + kk]');
+  return `
           // dx = dz·Wᵀ: A = dz [rows, out], B[kk, c] = W[c, kk]; both lie along K.
           let tx = t % 16;
           let ty = t / 16;
           let row0 = (wg / uniforms.dxCols) * ${DX_TILE};
           let col0 = (wg % uniforms.dxCols) * ${DX_TILE};
-          ${dxPairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
-          for (var k0 = 0; k0 < uniforms.outDim; k0 = k0 + ${SLAB}) {${dxA}${dxB}
+          ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
+          for (var k0 = 0; k0 < uniforms.outDim; k0 = k0 + ${SLAB}) {${loadA}${loadB}
             workgroupBarrier();
             for (var s = 0; s < ${SLAB}; s = s + 1) {
               let base = s * ${DX_STRIDE};
@@ -178,7 +136,7 @@ function program(d: DenseDims) {
               ${range(4)
                 .map((j) => `let b${j} = S[${SLAB * DX_STRIDE} + base + tx + ${16 * j}];`)
                 .join(' ')}
-              ${dxPairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
+              ${pairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
             }
             workgroupBarrier();
           }
@@ -197,8 +155,41 @@ function program(d: DenseDims) {
             }
           }`,
             )
-            .join('\n          ')}
-        } else {
+            .join('\n          ')}`;
+}
+
+/**
+ * [dW; db] = [x | 1]ᵀ·dz for the workgroup's 16 × 16 tile (WGSL, in the branch of the workgroups
+ * from uniforms.dxTiles): GROUPS groups of 8 × 4 invocations of 4 × 2 outputs (rows ty + 4i, columns
+ * tx + 8j), each group summing every GROUPS-th slab of K; then the groups' sums added in order.
+ */
+function dwTileCode(): string {
+  const pairs = range(4).flatMap((i) => range(2).map((j) => [i, j] as const));
+  // Each operand's slab into the group's part of S (A's first, B's after it), read in the order it lies in memory.
+  const load = (operand: 'A' | 'B', index: string, limit: string, read: string) =>
+    slabLoad({
+      lanes: DW_LANES,
+      slab: SLAB,
+      tile: DW_TILE,
+      tid: 'lt',
+      alongK: false,
+      array: 'S',
+      index,
+      origin: operand === 'A' ? 'row0' : 'col0',
+      limit,
+      kLimit: 'uniforms.rows',
+      store: `mine + ${operand === 'A' ? 0 : SLAB * DW_STRIDE} + s * ${DW_STRIDE} + lane`,
+      convert: (x) => x,
+      read,
+    });
+  const loadA = load(
+    'A',
+    'r',
+    'uniforms.inDim + 1',
+    'select(x[kk * uniforms.inDim + min(r, uniforms.inDim - 1)], 1.0, r == uniforms.inDim)',
+  );
+  const loadB = load('B', 'c', 'uniforms.outDim', 'dzAt(kk * uniforms.outDim + c)');
+  return `
           // [dW; db] = [x | 1]ᵀ·dz: A[r, kk] = x[kk, r] (1 in row r = in), B = dz; both lie along the lanes.
           let tile = wg - uniforms.dxTiles;
           let row0 = (tile / uniforms.dwCols) * ${DW_TILE};
@@ -208,10 +199,10 @@ function program(d: DenseDims) {
           let tx = lt % 8;
           let ty = lt / 8;
           let mine = grp * ${2 * SLAB * DW_STRIDE};
-          ${dwPairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
+          ${pairs.map(([i, j]) => `var c${i}_${j} = 0.0;`).join(' ')}
           for (var kb = 0; kb < uniforms.rows; kb = kb + ${GROUPS * SLAB}) {
             {
-              let k0 = kb + grp * ${SLAB};${dwA}${dwB}
+              let k0 = kb + grp * ${SLAB};${loadA}${loadB}
             }
             workgroupBarrier();
             for (var s = 0; s < ${SLAB}; s = s + 1) {
@@ -222,12 +213,12 @@ function program(d: DenseDims) {
               ${range(2)
                 .map((j) => `let b${j} = S[base + ${SLAB * DW_STRIDE} + tx + ${8 * j}];`)
                 .join(' ')}
-              ${dwPairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
+              ${pairs.map(([i, j]) => `c${i}_${j} = fma(a${i}, b${j}, c${i}_${j});`).join('\n              ')}
             }
             workgroupBarrier();
           }
           // Every group's sums side by side, then each invocation adds one output's in the groups' order.
-          ${dwPairs
+          ${pairs
             .map(
               ([i, j]) => `S[grp * ${DW_TILE * DW_TILE} + (ty + ${4 * i}) * ${DW_TILE} + tx + ${8 * j}] = c${i}_${j};`,
             )
@@ -245,7 +236,30 @@ function program(d: DenseDims) {
             } else if (r == uniforms.inDim) {
               db[c] = sum;
             }
-          }
+          }`;
+}
+
+/** The one program of a dense layer's backward: a workgroup's flat index says which product and tile it computes. */
+function program(d: DenseDims) {
+  return outputsProgram(DENSE_GRADS_PROGRAM, ['dW', 'db'], {
+    variableNames: ['dy', 'x', 'w', ...dzInputs(d.kind), 'dW', 'db'],
+    outputShape: [d.rows, d.in],
+    shaderKey: `xtts_dense_grads_${d.kind}`,
+    dispatchLayout: { x: [1], y: [0] },
+    dispatch: [0, 1, 1] as [number, number, number],
+    workgroupSize: [256, 1, 1] as [number, number, number],
+    uniforms: 'rows : i32, inDim : i32, outDim : i32, dxTiles : i32, dxCols : i32, dwCols : i32, k : i32,',
+    getUserCode: () => `
+      var<workgroup> S : array<f32, ${SHARED}>;
+      var<workgroup> wgIndex : i32;${dzFunction(d.kind)}
+      fn main() {
+        let t = i32(localIndex);
+        if (t == 0) {
+          wgIndex = i32(workgroupId.x);
+        }
+        let wg = workgroupUniformLoad(&wgIndex);
+        if (wg < uniforms.dxTiles) {${dxTileCode()}
+        } else {${dwTileCode()}
         }
       }`,
   });

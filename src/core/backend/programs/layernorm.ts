@@ -76,6 +76,15 @@ const ROW_SUM = `${ROW_REDUCE}
   }
 `;
 
+/** The row programs' start: the row reductions, then main's row, invocation, columns and the row's (mean, 1/σ). */
+const ROW_STATS_MAIN = `
+      ${ROW_SUM}
+      fn main(index : i32) {
+        let row = index / blockSize;
+        let tid = i32(localId.x);
+        let cols = uniforms.outShape[1];
+        let stats = rowStats(row, tid, cols);`;
+
 /** The fields tfjs-backend-webgpu reads from a program (its WebGPUProgram interface). */
 interface Program {
   variableNames: string[];
@@ -96,13 +105,7 @@ function normalizeProgram(shape: number[]): Program {
     dispatchLayout: { x: [0, 1] },
     dispatch: [shape[0], 1, 1],
     workgroupSize: [BLOCK, 1, 1],
-    getUserCode: () => `
-      ${ROW_SUM}
-      fn main(index : i32) {
-        let row = index / blockSize;
-        let tid = i32(localId.x);
-        let cols = uniforms.outShape[1];
-        let stats = rowStats(row, tid, cols);
+    getUserCode: () => `${ROW_STATS_MAIN}
         for (var col = tid; col < cols; col += blockSize) {
           setOutputAtCoords(row, col, (getX(row, col) - stats.x) * stats.y * getW(col));
         }
@@ -122,13 +125,7 @@ function gradProgram(shape: number[], plus: boolean) {
     dispatchLayout: { x: [0, 1] },
     dispatch: [shape[0], 1, 1] as [number, number, number],
     workgroupSize: [BLOCK, 1, 1] as [number, number, number],
-    getUserCode: () => `
-      ${ROW_SUM}
-      fn main(index : i32) {
-        let row = index / blockSize;
-        let tid = i32(localId.x);
-        let cols = uniforms.outShape[1];
-        let stats = rowStats(row, tid, cols);
+    getUserCode: () => `${ROW_STATS_MAIN}
         if (tid == 0) {
           moments[2 * row] = stats.x;
           moments[2 * row + 1] = stats.y;

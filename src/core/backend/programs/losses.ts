@@ -7,7 +7,7 @@
 // Registered for the webgpu backend only; other backends keep the composition (losses.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { defineGpuKernel, flatProgram, gpuKernelActive, namedProgram, webgpuKernel } from '../index.js';
-import { spreadSum, type Summand } from '../index.js';
+import { spreadSum, type Summand, workgroupSum } from './sum.js';
 import { gradOp } from './grad-op.js';
 
 export const MASKED_ERROR_KERNEL = 'XttsMaskedError';
@@ -109,14 +109,7 @@ function durationSums(given: boolean, errors: boolean): string {
           ${errors ? 'let e = f32(logDurations[i]) - logTarget(i);\n          s.x += (e * e) * spoken(i);' : ''}
           s.y += spoken(i);
         }
-        sums[tid] = s;
-        workgroupBarrier();
-        for (var size = ${ONE_GROUP / 2}; size > 0; size = size >> 1) {
-          if (tid < size) {
-            sums[tid] = sums[tid] + sums[tid + size];
-          }
-          workgroupBarrier();
-        }
+        ${workgroupSum('sums', 's', ONE_GROUP)}
         let total = sums[0];
         workgroupBarrier();
         return vec2<f32>(total.x, ${given ? 'f32(denominator[0])' : 'max(total.y, 1.0)'});

@@ -45,6 +45,15 @@ export function matMulDims(
   };
 }
 
+/** One matmul as the programs take it: A and B, its dimensions (matMulDims), and whether each is read transposed. */
+export interface MatMulCall {
+  a: tfTypes.TensorInfo;
+  b: tfTypes.TensorInfo;
+  d: MatMulDims;
+  transposeA: boolean;
+  transposeB: boolean;
+}
+
 /**
  * tfjs-backend-webgpu 4.22's test for a matmul with too few 32×32 output tiles to fill the GPU (at
  * most `threshold`, or twice that with at most 8 rows): those get more workgroups another way.
@@ -127,12 +136,25 @@ export function sumPartsProgram(parts: number, size: number, epilogue?: { n: num
   });
 }
 
+/**
+ * A split matmul's parts (`partial`, `parts` of `size` values) added in order into its output (sumPartsProgram);
+ * `partial` is freed.
+ */
+export function sumPartsInOrder(
+  backend: WebgpuProgramRunner,
+  partial: tfTypes.TensorInfo,
+  parts: number,
+  size: number,
+): tfTypes.TensorInfo {
+  const out = backend.runWebGPUProgram(sumPartsProgram(parts, size), [partial], 'float32', [
+    { type: 'int32', data: [parts] },
+  ]);
+  backend.disposeData(partial.dataId);
+  return out;
+}
+
 export function orderedSplitK(
-  a: tfTypes.TensorInfo,
-  b: tfTypes.TensorInfo,
-  d: MatMulDims,
-  transposeA: boolean,
-  transposeB: boolean,
+  { a, b, d, transposeA, transposeB }: MatMulCall,
   backend: WebgpuBackendLike,
 ): tfTypes.TensorInfo {
   const parts = Math.ceil(d.k / CHUNK);
@@ -143,11 +165,7 @@ export function orderedSplitK(
     'float32',
     [d.m, d.n, d.k, CHUNK].map((v) => ({ type: 'int32', data: [v] })),
   );
-  const out = backend.runWebGPUProgram(sumPartsProgram(parts, d.m * d.n), [partial], 'float32', [
-    { type: 'int32', data: [parts] },
-  ]);
-  backend.disposeData(partial.dataId);
-  return out;
+  return sumPartsInOrder(backend, partial, parts, d.m * d.n);
 }
 
 /** Whether tfjs would run this matmul as its 32×32-tile MatMulPackedProgram (enough output tiles). */

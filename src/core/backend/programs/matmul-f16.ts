@@ -3,11 +3,12 @@ import { gpuProgramSelection, type SubgroupMatrixShape } from '../gpu-programs.j
 import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../kernels.js';
 import {
   epilogueCode,
+  type MatMulCall,
   matMulDims,
   type MatMulDims,
   operandIndex,
   slabLoad,
-  sumPartsProgram,
+  sumPartsInOrder,
   tfjsPacks,
   type WebgpuBackendLike,
 } from './matmul-core.js';
@@ -103,11 +104,51 @@ function f16Product(
   return { d, transposeA, transposeB, epilogue, parts: Math.ceil(d.k / chunk), chunk };
 }
 
+/**
+ * How a tile of a product lies in the f16 program: the subgroup matrices' shape (M × N, K deep); the
+ * tile's side; its split among the subgroups, SR × SC parts of subRows × subCols, each RI × RJ unit
+ * matrices; the rows' strides of A's and B's slabs in workgroup memory (AST, BST). Workgroup layouts:
+ * A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major [SLAB][TILE] or, for
+ * Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
+ */
+interface F16Layout {
+  M: number;
+  N: number;
+  K: number;
+  TILE: number;
+  SC: number;
+  subRows: number;
+  subCols: number;
+  RI: number;
+  RJ: number;
+  AST: number;
+  BST: number;
+}
+
+function f16Layout(p: F16Product): F16Layout {
+  const { M, N, K } = gpuProgramSelection().subgroupShape;
+  const TILE = f16Tile(p.d);
+  const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
+  const subRows = TILE / SR;
+  const subCols = TILE / SC;
+  return {
+    M,
+    N,
+    K,
+    TILE,
+    SC,
+    subRows,
+    subCols,
+    RI: subRows / M,
+    RJ: subCols / N,
+    AST: p.transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD,
+    BST: p.transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD,
+  };
+}
+
 /** Elements of the f16 program's workgroup arrays for a product: A's slab, B's slab and the subgroups' staging area. */
 function f16Shared(p: F16Product): [number, number, number] {
-  const TILE = f16Tile(p.d);
-  const AST = p.transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
-  const BST = p.transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
+  const { TILE, AST, BST } = f16Layout(p);
   return [
     (p.transposeA ? F16_SLAB : TILE) * AST,
     (p.transposeB ? TILE : F16_SLAB) * BST,
@@ -124,33 +165,18 @@ function f16SharedDeclarations(products: F16Product[]): string {
       var<workgroup> Cs : array<f32, ${c}>;`;
 }
 
-/**
- * The WGSL of one output tile of product `p` (after `let t = i32(localId.x);` and the tile's
- * `row0`, `col0` and batch or part `b`): its part of K through subgroup matrices into f32 sums,
- * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
- * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
- */
-function f16TileCode(
+const range = (n: number) => [...Array(n).keys()];
+/** The (i, j) of a subgroup's RI × RJ unit result matrices. */
+const unitGrid = (l: F16Layout) => range(l.RI).flatMap((i) => range(l.RJ).map((j) => [i, j] as const));
+
+/** WGSL: A's and B's slab of K from global memory into As and Bs, rounded to f16, by all the invocations. */
+function f16SlabLoads(
   p: F16Product,
-  names: { A: string; B: string; bias: string },
+  l: F16Layout,
+  names: { A: string; B: string },
   u: (name: string) => string,
-  store: (b: string, row: string, col: string, v: string) => string,
 ): string {
-  const { M, N, K } = gpuProgramSelection().subgroupShape;
-  const { transposeA, transposeB, epilogue } = p;
-  const TILE = f16Tile(p.d);
-  const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
-  const subRows = TILE / SR;
-  const subCols = TILE / SC;
-  if (!f16UnitFits(gpuProgramSelection().subgroupShape))
-    throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
-  const RI = subRows / M;
-  const RJ = subCols / N;
-  // Workgroup layouts: A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major
-  // [SLAB][TILE] or, for Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
-  const AST = transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD;
-  const BST = transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD;
-  const { aAt, bAt } = operandIndex(transposeA, transposeB, u);
+  const { aAt, bAt } = operandIndex(p.transposeA, p.transposeB, u);
   const load = (
     array: string,
     operand: string,
@@ -164,7 +190,7 @@ function f16TileCode(
     slabLoad({
       lanes: F16_LANES,
       slab: F16_SLAB,
-      tile: TILE,
+      tile: l.TILE,
       tid: 't',
       alongK,
       array,
@@ -176,39 +202,112 @@ function f16TileCode(
       store: where,
       convert: (v) => `f16(${v})`,
     });
-  // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
-  const leftAt = (i: number, step: number) =>
-    transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`;
-  const rightAt = (j: number, step: number) =>
-    transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`;
-  const aMajor = transposeA ? 'col_major' : 'row_major';
-  const bMajor = transposeB ? 'col_major' : 'row_major';
-  const range = (n: number) => [...Array(n).keys()];
-  const grid = range(RI).flatMap((i) => range(RJ).map((j) => [i, j] as const));
-  const value = epilogueCode(
-    `Cs[sg * ${M * N} + idx]`,
-    epilogue.bias ? `f32(${names.bias}[col])` : null,
-    epilogue.relu,
-  );
   const loadA = load(
     'As',
     names.A,
-    !transposeA,
+    !p.transposeA,
     'r',
     'row0',
     u('m'),
     aAt,
-    transposeA ? `s * ${AST} + lane` : `lane * ${AST} + s`,
+    p.transposeA ? `s * ${l.AST} + lane` : `lane * ${l.AST} + s`,
   );
   const loadB = load(
     'Bs',
     names.B,
-    transposeB,
+    p.transposeB,
     'c',
     'col0',
     u('n'),
     bAt,
-    transposeB ? `lane * ${BST} + s` : `s * ${BST} + lane`,
+    p.transposeB ? `lane * ${l.BST} + s` : `s * ${l.BST} + lane`,
+  );
+  return `${loadA}${loadB}`;
+}
+
+/**
+ * WGSL: a subgroup's products over the slab in workgroup memory, one block per K step of the unit
+ * matrices: its left and right matrices loaded (in the slab's majorness), then multiplied into its sums.
+ */
+function f16SlabProducts(p: F16Product, l: F16Layout): string {
+  const { M, N, K, AST, BST } = l;
+  // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
+  const leftAt = (i: number, step: number) =>
+    p.transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`;
+  const rightAt = (j: number, step: number) =>
+    p.transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`;
+  const aMajor = p.transposeA ? 'col_major' : 'row_major';
+  const bMajor = p.transposeB ? 'col_major' : 'row_major';
+  // Matrices `name`0, 1, … of `type`, from `array` at `offsets`.
+  const matrixLoads = (name: string, type: string, array: string, offsets: string[], stride: number) =>
+    offsets
+      .map((at, i) => `let ${name}${i} = subgroupMatrixLoad<${type}>(\n              &${array}, ${at}, ${stride}u);`)
+      .join('\n            ');
+  const products = unitGrid(l)
+    .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
+    .join('\n            ');
+  return range(F16_SLAB / K)
+    .map((step) => {
+      const lefts = range(l.RI).map((i) => leftAt(i, step));
+      const rights = range(l.RJ).map((j) => rightAt(j, step));
+      return `{
+            ${matrixLoads('l', `subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}`, 'As', lefts, AST)}
+            ${matrixLoads('r', `subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}`, 'Bs', rights, BST)}
+            ${products}
+          }`;
+    })
+    .join('\n          ');
+}
+
+/**
+ * WGSL: a subgroup's sums out, one unit matrix at a time through its staging area in Cs, each value
+ * inside the output `value` (the epilogue of Cs's) stored by `store(b, row, col, value)`.
+ */
+function f16TileStores(
+  l: F16Layout,
+  value: string,
+  u: (name: string) => string,
+  store: (b: string, row: string, col: string, v: string) => string,
+): string {
+  const { M, N, SC, subRows, subCols } = l;
+  return unitGrid(l)
+    .map(
+      ([i, j]) => `subgroupMatrixStore<row_major>(&Cs, u32(sg * ${M * N}), acc${i}_${j}, ${N}u);
+        workgroupBarrier();
+        for (var e = 0; e < ${(M * N) / 32}; e = e + 1) {
+          let idx = lane32 + e * 32;
+          let row = row0 + (sg / ${SC}) * ${subRows} + ${i * M} + idx / ${N};
+          let col = col0 + (sg % ${SC}) * ${subCols} + ${j * N} + idx % ${N};
+          if (row < ${u('m')} && col < ${u('n')}) {
+            ${store('b', 'row', 'col', value)}
+          }
+        }
+        workgroupBarrier();`,
+    )
+    .join('\n        ');
+}
+
+/**
+ * The WGSL of one output tile of product `p` (after `let t = i32(localId.x);` and the tile's
+ * `row0`, `col0` and batch or part `b`): its part of K through subgroup matrices into f32 sums,
+ * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
+ * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
+ */
+function f16TileCode(
+  p: F16Product,
+  names: { A: string; B: string; bias: string },
+  u: (name: string) => string,
+  store: (b: string, row: string, col: string, v: string) => string,
+): string {
+  const l = f16Layout(p);
+  const { M, N, K, TILE, SC, subRows, subCols, AST, BST } = l;
+  const { transposeA, transposeB, epilogue } = p;
+  if (!f16UnitFits(gpuProgramSelection().subgroupShape))
+    throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
+  const value = epilogueCode(
+    `Cs[sg * ${M * N} + idx]`,
+    epilogue.bias ? `f32(${names.bias}[col])` : null,
+    epilogue.relu,
   );
   return `
         let sg = t / 32;
@@ -220,52 +319,18 @@ function f16TileCode(
         let bB = select(b, 0, ${u('batchB')} == 1 || ${u('chunk')} < ${u('k')});
         let kStart = select(0, b * ${u('chunk')}, ${u('chunk')} < ${u('k')});
         let kEnd = min(kStart + ${u('chunk')}, ${u('k')});
-        ${grid.map(([i, j]) => `var acc${i}_${j} = subgroup_matrix_result<f32, ${N}, ${M}>();`).join('\n        ')}
+        ${unitGrid(l)
+          .map(([i, j]) => `var acc${i}_${j} = subgroup_matrix_result<f32, ${N}, ${M}>();`)
+          .join('\n        ')}
         // A trip count the whole workgroup shares (workgroupBarrier wants uniform control flow):
         // the slabs of one part; a shorter last part reads zeros past kEnd.
         for (var slab = 0; slab < (min(${u('chunk')}, ${u('k')}) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
-          let k0 = kStart + slab * ${F16_SLAB};${loadA}${loadB}
+          let k0 = kStart + slab * ${F16_SLAB};${f16SlabLoads(p, l, names, u)}
           workgroupBarrier();
-          ${range(F16_SLAB / K)
-            .map(
-              (step) => `{
-            ${range(RI)
-              .map(
-                (i) =>
-                  `let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, ${aMajor}>(\n` +
-                  `              &As, ${leftAt(i, step)}, ${AST}u);`,
-              )
-              .join('\n            ')}
-            ${range(RJ)
-              .map(
-                (j) =>
-                  `let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, ${bMajor}>(\n` +
-                  `              &Bs, ${rightAt(j, step)}, ${BST}u);`,
-              )
-              .join('\n            ')}
-            ${grid
-              .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
-              .join('\n            ')}
-          }`,
-            )
-            .join('\n          ')}
+          ${f16SlabProducts(p, l)}
           workgroupBarrier();
         }
-        ${grid
-          .map(
-            ([i, j]) => `subgroupMatrixStore<row_major>(&Cs, u32(sg * ${M * N}), acc${i}_${j}, ${N}u);
-        workgroupBarrier();
-        for (var e = 0; e < ${(M * N) / 32}; e = e + 1) {
-          let idx = lane32 + e * 32;
-          let row = row0 + (sg / ${SC}) * ${subRows} + ${i * M} + idx / ${N};
-          let col = col0 + (sg % ${SC}) * ${subCols} + ${j * N} + idx % ${N};
-          if (row < ${u('m')} && col < ${u('n')}) {
-            ${store('b', 'row', 'col', value)}
-          }
-        }
-        workgroupBarrier();`,
-          )
-          .join('\n        ')}`;
+        ${f16TileStores(l, value, u, store)}`;
 }
 
 /** A product's output tiles per row of tiles and per part of K. */
@@ -396,11 +461,7 @@ function subgroupPairProgram(
  * A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks the dtypes, inner dimensions and batches.
  */
 export function subgroupMatMul(
-  a: tfTypes.TensorInfo,
-  b: tfTypes.TensorInfo,
-  d: MatMulDims,
-  transposeA: boolean,
-  transposeB: boolean,
+  { a, b, d, transposeA, transposeB }: MatMulCall,
   backend: WebgpuBackendLike,
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
@@ -415,14 +476,9 @@ export function subgroupMatMul(
   return sumParts(backend, out, p);
 }
 
-/** A split product's parts added in order (sumPartsProgram), or the output itself where K was not split. */
+/** A split product's parts added in order (sumPartsInOrder), or the output itself where K was not split. */
 function sumParts(backend: WebgpuBackendLike, out: tfTypes.TensorInfo, p: F16Product): tfTypes.TensorInfo {
-  if (p.parts === 1) return out;
-  const sum = backend.runWebGPUProgram(sumPartsProgram(p.parts, p.d.m * p.d.n), [out], 'float32', [
-    { type: 'int32', data: [p.parts] },
-  ]);
-  backend.disposeData(out.dataId);
-  return sum;
+  return p.parts === 1 ? out : sumPartsInOrder(backend, out, p.parts, p.d.m * p.d.n);
 }
 
 /**

@@ -1,7 +1,14 @@
 // The wide float32 matmul program (device.matmul: tiled) and the attention's strided products in it.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { namedProgram } from '../kernels.js';
-import { epilogueCode, type MatMulDims, operandIndex, sumPartsProgram, type WebgpuBackendLike } from './matmul-core.js';
+import {
+  epilogueCode,
+  type MatMulCall,
+  type MatMulDims,
+  operandIndex,
+  sumPartsProgram,
+  type WebgpuBackendLike,
+} from './matmul-core.js';
 
 /** K in slabs of this many through workgroup memory (the dense layers' one-program backward, dense.ts). */
 export const SLAB = 16;
@@ -82,11 +89,7 @@ function wideChunk(k: number, parts: number): number {
  * there are several.
  */
 export function wideMatMul(
-  a: tfTypes.TensorInfo,
-  b: tfTypes.TensorInfo,
-  d: MatMulDims,
-  transposeA: boolean,
-  transposeB: boolean,
+  { a, b, d, transposeA, transposeB }: MatMulCall,
   shape: WideShape,
   backend: WebgpuBackendLike,
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
@@ -191,52 +194,123 @@ function matMulAddressing(
   };
 }
 
-/** The wide program of `shape` (its tile side; its parts of K, the addressing's), reading and writing through `at`. */
-function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddressing) {
+/**
+ * The wide program's tile of `side`: its slab depth K (WIDE_SLAB), H 4×4 blocks per invocation along
+ * each side (64 rows or columns apart), ROW vec4 per k of a slab in workgroup memory (the tile's and
+ * one of padding), and L values of each operand an invocation loads per slab.
+ */
+interface WideTile {
+  K: number;
+  H: number;
+  TILE: number;
+  ROW: number;
+  L: number;
+}
+
+function wideTile(side: 128 | 64): WideTile {
   const K = WIDE_SLAB;
-  const H = shape.side / 64; // 4×4 blocks per invocation along each side, 64 rows or columns apart
-  const TILE = shape.side;
-  const ROW = TILE / 4 + 1; // vec4 per k: the tile's and one of padding
-  const L = (TILE * K) / 256; // values of each operand an invocation loads per slab
-  const range = (n: number) => [...Array(n).keys()];
-  // Invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory.
-  const slot = (alongK: boolean, e: number) =>
-    alongK
-      ? `let s = (tid + ${256 * e}) % ${K}; let lane = (tid + ${256 * e}) / ${K};`
-      : `let s = (tid + ${256 * e}) / ${TILE}; let lane = (tid + ${256 * e}) % ${TILE};`;
-  // Each way of reading an operand under its condition (one way: unconditionally).
-  const ways = (operand: WideOperand[], code: (way: WideOperand) => string) =>
-    operand.length === 1
-      ? code(operand[0])
-      : operand.map((way, i) => `${i ? ' else ' : '\n          '}if (${way.when}) {${code(way)}\n          }`).join('');
-  const fetchWay = (operand: 'A' | 'B', way: WideOperand, index: string, origin: string, limit: string) =>
-    range(L)
+  return { K, H: side / 64, TILE: side, ROW: side / 4 + 1, L: (side * K) / 256 };
+}
+
+const range = (n: number) => [...Array(n).keys()];
+
+/** WGSL: invocation tid's e-th load of a slab: k (s) and tile lane, along K where K is contiguous in memory. */
+function wideSlot(t: WideTile, alongK: boolean, e: number): string {
+  return alongK
+    ? `let s = (tid + ${256 * e}) % ${t.K}; let lane = (tid + ${256 * e}) / ${t.K};`
+    : `let s = (tid + ${256 * e}) / ${t.TILE}; let lane = (tid + ${256 * e}) % ${t.TILE};`;
+}
+
+/** WGSL: each way of reading an operand under its condition (one way: unconditionally). */
+function eachWay(operand: WideOperand[], code: (way: WideOperand) => string): string {
+  return operand.length === 1
+    ? code(operand[0])
+    : operand.map((way, i) => `${i ? ' else ' : '\n          '}if (${way.when}) {${code(way)}\n          }`).join('');
+}
+
+/** WGSL: the operand's next slab from global memory into its registers p{operand}{e} (zero outside the matrix). */
+function wideFetch(
+  t: WideTile,
+  at: WideAddressing,
+  operand: 'A' | 'B',
+  index: string,
+  origin: string,
+  limit: string,
+): string {
+  return eachWay(at[operand], (way) =>
+    range(t.L)
       .map(
         (e) => `{
-          ${slot(way.alongK, e)}
+          ${wideSlot(t, way.alongK, e)}
           let ${index} = ${origin} + lane;
           let kk = k0 + s;
           p${operand}${e} = 0.0;
           if (${index} < ${limit} && kk < kEnd) { p${operand}${e} = ${way.read}; }
         }`,
       )
-      .join('');
-  const fetch = (operand: 'A' | 'B', index: string, origin: string, limit: string) =>
-    ways(at[operand], (way) => fetchWay(operand, way, index, origin, limit));
-  // The stores follow the loads' order: one way where the ways agree on it.
-  const put = (operand: 'A' | 'B', base = '0') => {
-    const putWay = (way: WideOperand) =>
-      range(L)
-        .map(
-          (e) => `{ ${slot(way.alongK, e)} ${operand}s[${base} + s * ${ROW} + lane / 4][lane % 4] = p${operand}${e}; }`,
-        )
-        .join('\n          ');
-    const one = at[operand].every((way) => way.alongK === at[operand][0].alongK);
-    return one ? putWay(at[operand][0]) : ways(at[operand], putWay);
-  };
-  const rows = range(4 * H);
-  const blocks = range(H);
+      .join(''),
+  );
+}
+
+/** WGSL: the operand's registers into its slab in workgroup memory (from vec4 `base`), in the loads' order. */
+function widePut(t: WideTile, at: WideAddressing, operand: 'A' | 'B', base = '0'): string {
+  const store = (e: number) => `${operand}s[${base} + s * ${t.ROW} + lane / 4][lane % 4] = p${operand}${e};`;
+  const putWay = (way: WideOperand) =>
+    range(t.L)
+      .map((e) => `{ ${wideSlot(t, way.alongK, e)} ${store(e)} }`)
+      .join('\n          ');
+  // One way where the ways agree on the order.
+  const one = at[operand].every((way) => way.alongK === at[operand][0].alongK);
+  return one ? putWay(at[operand][0]) : eachWay(at[operand], putWay);
+}
+
+/** WGSL: one k of the slab in half `cur`: the invocation's vec4 of A and of B, then its 64 (or 16) multiply-adds. */
+function wideProducts(t: WideTile): string {
+  const blocks = range(t.H);
   const component = (i: number) => `a${Math.floor(i / 4)}.${'xyzw'[i % 4]}`;
+  return `${blocks
+    .map(
+      (h) =>
+        `let a${h} = As[cur + s * ${t.ROW} + ${16 * h} + ty];\n` +
+        `            let b${h} = Bs[cur + s * ${t.ROW} + ${16 * h} + tx];`,
+    )
+    .join('\n            ')}
+            ${range(4 * t.H)
+              .map((i) =>
+                blocks
+                  .map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`)
+                  .join('\n            '),
+              )
+              .join('\n            ')}`;
+}
+
+/** WGSL: the invocation's sums out through the addressing's store, each inside the output. */
+function wideStores(t: WideTile, at: WideAddressing): string {
+  return range(4 * t.H)
+    .map(
+      (i) => `{
+          let r = row0 + ${64 * Math.floor(i / 4)} + ty * 4 + ${i % 4};
+          if (r < uniforms.m) {
+            ${range(t.H)
+              .flatMap((h) =>
+                range(4).map(
+                  (j) =>
+                    `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) ` +
+                    `{ ${at.store('r', 'c', `c${i}_${h}.${'xyzw'[j]}`)} } }`,
+                ),
+              )
+              .join('\n            ')}
+          }
+        }`,
+    )
+    .join('\n        ');
+}
+
+/** The wide program of `shape` (its tile side; its parts of K, the addressing's), reading and writing through `at`. */
+function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddressing) {
+  const t = wideTile(shape.side);
+  const { K, ROW, TILE } = t;
+  const fetch = wideFetch(t, at, 'A', 'r', 'row0', 'uniforms.m') + wideFetch(t, at, 'B', 'c', 'col0', 'uniforms.n');
   return namedProgram(at.name, {
     variableNames: at.inputs,
     outputShape: at.outputShape,
@@ -256,14 +330,20 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
         ${at.prologue}
         let row0 = i32(workgroupId.y) * ${TILE};
         let col0 = i32(workgroupId.x) * ${TILE};
-        ${rows.map((i) => blocks.map((h) => `var c${i}_${h} = vec4<f32>(0.0);`).join(' ')).join(' ')}
-        ${range(L)
+        ${range(4 * t.H)
+          .map((i) =>
+            range(t.H)
+              .map((h) => `var c${i}_${h} = vec4<f32>(0.0);`)
+              .join(' '),
+          )
+          .join(' ')}
+        ${range(t.L)
           .map((e) => `var pA${e} = 0.0; var pB${e} = 0.0;`)
           .join(' ')}
         var k0 = kBegin;
-        ${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
-        ${put('A')}
-        ${put('B')}
+        ${fetch}
+        ${widePut(t, at, 'A')}
+        ${widePut(t, at, 'B')}
         workgroupBarrier();
         // Two slabs in workgroup memory, one barrier a slab: slab i is multiplied from half cur while
         // slab i + 1 goes into the other half, which every invocation was done reading at the barrier
@@ -273,48 +353,18 @@ function wideProgram(d: { m: number; n: number }, shape: WideShape, at: WideAddr
           k0 = k0 + ${K};
           // The next slab while this one is multiplied. A part must be exactly its chunk deep
           // (wideShape splits only so): past a part's end the registers would keep this slab.
-          if (k0 < kEnd) {${fetch('A', 'r', 'row0', 'uniforms.m')}${fetch('B', 'c', 'col0', 'uniforms.n')}
+          if (k0 < kEnd) {${fetch}
           }
           for (var s = 0; s < ${K}; s = s + 1) {
-            ${blocks
-              .map(
-                (h) =>
-                  `let a${h} = As[cur + s * ${ROW} + ${16 * h} + ty];\n` +
-                  `            let b${h} = Bs[cur + s * ${ROW} + ${16 * h} + tx];`,
-              )
-              .join('\n            ')}
-            ${rows
-              .map((i) =>
-                blocks
-                  .map((h) => `c${i}_${h} = fma(vec4<f32>(${component(i)}), b${h}, c${i}_${h});`)
-                  .join('\n            '),
-              )
-              .join('\n            ')}
+            ${wideProducts(t)}
           }
           let next = ${K * ROW} - cur;
-          ${put('A', 'next')}
-          ${put('B', 'next')}
+          ${widePut(t, at, 'A', 'next')}
+          ${widePut(t, at, 'B', 'next')}
           workgroupBarrier();
           cur = next;
         }
-        ${rows
-          .map(
-            (i) => `{
-          let r = row0 + ${64 * Math.floor(i / 4)} + ty * 4 + ${i % 4};
-          if (r < uniforms.m) {
-            ${blocks
-              .flatMap((h) =>
-                range(4).map(
-                  (j) =>
-                    `{ let c = col0 + ${h * 64} + tx * 4 + ${j}; if (c < uniforms.n) ` +
-                    `{ ${at.store('r', 'c', `c${i}_${h}.${'xyzw'[j]}`)} } }`,
-                ),
-              )
-              .join('\n            ')}
-          }
-        }`,
-          )
-          .join('\n        ')}
+        ${wideStores(t, at)}
       }`,
   });
 }

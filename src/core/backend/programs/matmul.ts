@@ -54,11 +54,12 @@ export function defineMatMulPrograms(tf: Tf): void {
     // or 64×64: wideShape); tfjs's 32×32 tiles elsewhere.
     const wide = program === 'tiled' && large ? wideShape(d) : null;
     if (!ordered && !f16 && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const call = { a, b, d, transposeA, transposeB };
     const out = ordered
-      ? orderedSplitK(a, b, d, transposeA, transposeB, backend)
+      ? orderedSplitK(call, backend)
       : f16
-        ? subgroupMatMul(a, b, d, transposeA, transposeB, backend)
-        : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend);
+        ? subgroupMatMul(call, backend)
+        : wideMatMul(call, wide!, backend);
     // The output's shape (tfjs broadcasts the batch dimensions): the same buffer, as tfjs's Reshape does.
     const outer = tf.broadcast_util.assertAndGetBroadcastShape(a.shape.slice(0, -2), b.shape.slice(0, -2));
     return { dataId: out.dataId, shape: [...outer, d.m, d.n], dtype: 'float32' as const };
@@ -93,10 +94,9 @@ export function defineMatMulPrograms(tf: Tf): void {
     // adds the bias and applies the ReLU), tfjs's fused program elsewhere.
     const wide = program === 'tiled' ? wideDenseShape(d) : null;
     if (program === 'tiled' && !wide) return original.kernelFunc(args as never) as tfTypes.TensorInfo;
+    const call = { a, b, d, transposeA, transposeB };
     const out =
-      program === 'f16'
-        ? subgroupMatMul(a, b, d, transposeA, transposeB, backend, epilogue)
-        : wideMatMul(a, b, d, transposeA, transposeB, wide!, backend, epilogue);
+      program === 'f16' ? subgroupMatMul(call, backend, epilogue) : wideMatMul(call, wide!, backend, epilogue);
     return { dataId: out.dataId, shape: [d.m, d.n], dtype: 'float32' as const };
   });
 }

@@ -53,6 +53,21 @@ export interface Summand {
   /** Uniforms of its own (WGSL declarations, `name : i32,` each, read as uniforms.name) and their values. */
   uniforms?: { declarations: string; values: number[] };
 }
+/**
+ * WGSL: `value` of every invocation (`tid`, one of `lanes`) summed into array[0], in a tree of halves:
+ * a fixed order, the same sum every run. Its barriers want uniform control flow.
+ */
+export function workgroupSum(array: string, value: string, lanes: number): string {
+  return `${array}[tid] = ${value};
+        workgroupBarrier();
+        for (var size = ${lanes / 2}; size > 0; size = size >> 1) {
+          if (tid < size) {
+            ${array}[tid] = ${array}[tid] + ${array}[tid + size];
+          }
+          workgroupBarrier();
+        }`;
+}
+
 const VALUES: Summand = { variableNames: ['x'], key: '', body: 'return f32(x[at]);' };
 const SQUARES: Summand = { variableNames: ['x'], key: '_squares', body: 'let v = f32(x[at]);\n        return v * v;' };
 
@@ -83,14 +98,7 @@ function partialSums(outputs: number, summand: Summand, over = false) {
         for (var i = start + tid; i < end; i += ${WORKGROUP}) {
           s += value(i, 0);
         }
-        partial[tid] = s;
-        workgroupBarrier();
-        for (var size = ${WORKGROUP / 2}; size > 0; size = size >> 1) {
-          if (tid < size) {
-            partial[tid] = partial[tid] + partial[tid + size];
-          }
-          workgroupBarrier();
-        }
+        ${workgroupSum('partial', 's', WORKGROUP)}
         if (tid == 0) {
           setOutputAtIndex(w, partial[0]${over ? ' / f32(over[0])' : ''});
         }
