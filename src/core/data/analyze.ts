@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../cache/index.js';
-import type { LoadedConfig } from '../config/index.js';
+import type { LoadedConfig, XttsConfig } from '../config/index.js';
 import { effectiveWorkers } from '../config/index.js';
 import { gradeInputWait, THRESHOLDS } from '../config/index.js';
 import { summarize, type Summary } from '../util/index.js';
@@ -14,10 +14,17 @@ import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
 import { melExtractorFor } from './audio/index.js';
 import { resample } from './audio/resample.js';
 import { decodeWav } from './audio/wav.js';
-import { planBuckets } from './buckets.js';
-import { DataLoader, producerThreads } from './loader.js';
-import { buildManifest, type SkippedRow } from './manifest.js';
-import { assignLanguages, loaderItems, prepareDataset, prepareTexts, type PrepareProgress } from './prepare.js';
+import { type BucketPlan, planBuckets } from './buckets.js';
+import { DataLoader, type LoaderOptions, producerThreads } from './loader.js';
+import { buildManifest, type Manifest, type ManifestRow, type SkippedRow } from './manifest.js';
+import {
+  assignLanguages,
+  loaderItems,
+  type PreparedDataset,
+  prepareDataset,
+  prepareTexts,
+  type PrepareProgress,
+} from './prepare.js';
 import { Phonemizer } from './text/phonemizer.js';
 
 export interface StageRow {
@@ -77,12 +84,122 @@ export interface AnalyzeOptions {
 
 export const DEFAULT_STEP_MS = 100;
 
+/** The loader's settings shared by the assembly and ring measurements. */
+type RingLoaderOptions = Omit<LoaderOptions, 'depth' | 'producers' | 'maxBatches'>;
+
 export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOptions = {}): Promise<PipelineAnalysis> {
   const config = loaded.config;
   const datasetDir = options.datasetDir ?? loaded.datasetDir;
-  const stages: StageRow[] = [];
+  const { manifest, stage: manifestStage } = timeManifest(datasetDir, config);
+  const stages: StageRow[] = [manifestStage];
 
-  // Manifest.
+  options.onProgress?.('text front end');
+  const text = await timeTextFrontEnd(manifest, config);
+  stages.push({ stage: `text front end, cold (${config.text.tokenizer})`, unit: 'run', ms: summarize([text.coldMs]) });
+  stages.push({ stage: 'text front end, warm (cache)', unit: 'run', ms: summarize([text.warmMs]) });
+
+  options.onProgress?.('audio front end');
+  const files = [...manifest.train, ...manifest.validation].slice(0, options.audioFiles ?? 200);
+  const audio = timeAudioStages(files, config);
+  stages.push(...audio.stages);
+
+  // The real preparation (warm when the cache already holds this dataset).
+  options.onProgress?.('preparing the dataset (feature cache)');
+  const tp = performance.now();
+  const prepared = await prepareDataset(loaded, { datasetDir, onProgress: options.onPrepareProgress });
+  const prepareMs = performance.now() - tp;
+
+  // Buckets and batch assembly through the ring.
+  const plan = planBuckets(
+    prepared.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
+    {
+      buckets: config.batching.buckets,
+      batchSize: config.batching.batch_size,
+      frameBudget: config.batching.frame_budget,
+      frameMultiple: config.model.reduction_factor,
+    },
+  );
+  const stepMs = options.stepMs ?? DEFAULT_STEP_MS;
+  const batches = options.batches ?? 50;
+  const producers = producerThreads(config, availableParallelism());
+  const loaderOptions = trainerLoaderOptions(prepared, plan, config);
+  options.onProgress?.('batch assembly');
+  const assembly = await timeBatchAssembly(loaderOptions, Math.min(batches, 20));
+  stages.push({
+    stage: config.pipeline.cache.enabled
+      ? 'batch assembly (cache -> padded slot)'
+      : 'batch assembly (audio -> features -> padded slot; cache off)',
+    unit: 'batch',
+    ms: summarize(assembly),
+  });
+
+  options.onProgress?.(`prefetch ring vs a ${stepMs} ms step`);
+  const ring = await runRing(
+    { ...loaderOptions, depth: config.pipeline.prefetch_depth, producers, maxBatches: batches },
+    stepMs,
+  );
+  const grade = gradeInputWait(ring.waitShare);
+
+  const recommendations = recommend(loaded, {
+    grade,
+    readySlots: summarize(ring.ready.slice(1)),
+    assembly: summarize(assembly),
+    stepMs,
+    producers,
+    paddingShare: plan.paddingShare,
+    cores: availableParallelism(),
+  });
+  const rows = text.rows;
+  return {
+    datasetDir,
+    rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
+    skipped: prepared.skipped,
+    stages,
+    text: {
+      rows,
+      coldMs: text.coldMs,
+      warmMs: text.warmMs,
+      coldRowsPerS: rows / (text.coldMs / 1000),
+      warmRowsPerS: rows / (text.warmMs / 1000),
+      mode: config.text.tokenizer,
+    },
+    audio: {
+      files: audio.files,
+      audioSeconds: audio.audioSeconds,
+      realtimeFactor: audio.totalS ? audio.audioSeconds / audio.totalS : 0,
+    },
+    prepare: {
+      ms: prepareMs,
+      computedFeatures: prepared.cacheUse.features.computed,
+      cachedFeatures: prepared.cacheUse.features.cached,
+    },
+    buckets: {
+      count: plan.buckets.length,
+      shapes: plan.buckets.map((b) => ({
+        batchSize: b.batchSize,
+        tokens: b.maxTokens,
+        frames: b.maxFrames,
+        batches: Math.ceil(b.items.length / b.batchSize),
+      })),
+      paddingShare: plan.paddingShare,
+    },
+    ring: {
+      stepMs,
+      stepMsSource: options.stepMsSource ?? (options.stepMs === undefined ? 'default' : 'flag'),
+      batches: ring.waits.length,
+      depth: config.pipeline.prefetch_depth,
+      producers,
+      waitShare: ring.waitShare,
+      waitMs: summarize(ring.waits.slice(1)),
+      readySlots: summarize(ring.ready.slice(1)),
+      grade,
+    },
+    recommendations,
+  };
+}
+
+/** The manifest (read + validate + split), built once to warm up and then timed over three runs. */
+function timeManifest(datasetDir: string, config: XttsConfig): { manifest: Manifest; stage: StageRow } {
   const manifestTimes: number[] = [];
   let manifest = buildManifest(datasetDir, config.dataset);
   for (let i = 0; i < 3; i++) {
@@ -90,10 +207,17 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     manifest = buildManifest(datasetDir, config.dataset);
     manifestTimes.push(performance.now() - t);
   }
-  stages.push({ stage: 'manifest (read + validate + split)', unit: 'run', ms: summarize(manifestTimes) });
+  return {
+    manifest,
+    stage: { stage: 'manifest (read + validate + split)', unit: 'run', ms: summarize(manifestTimes) },
+  };
+}
 
-  // Text front end, cold in a scratch cache and then warm from it.
-  options.onProgress?.('text front end');
+/** The text front end over every usable row, cold in a scratch cache and then warm from it. */
+async function timeTextFrontEnd(
+  manifest: Manifest,
+  config: XttsConfig,
+): Promise<{ rows: number; coldMs: number; warmMs: number }> {
   const scratch = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
   const skipSink: SkippedRow[] = [];
   const rows = assignLanguages(manifest, config, (row, reason, detail) =>
@@ -118,12 +242,17 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     phonemizer?.close();
     rmSync(scratch, { recursive: true, force: true });
   }
-  stages.push({ stage: `text front end, cold (${config.text.tokenizer})`, unit: 'run', ms: summarize([coldMs]) });
-  stages.push({ stage: 'text front end, warm (cache)', unit: 'run', ms: summarize([warmMs]) });
+  return { rows: rows.length, coldMs, warmMs };
+}
 
-  // Audio, stage by stage, per file.
-  options.onProgress?.('audio front end');
-  const files = [...manifest.train, ...manifest.validation].slice(0, options.audioFiles ?? 200);
+/**
+ * The audio front end stage by stage on each file (read, decode, resample, trim and loudness,
+ * log-mel): a stage row per stage, the audio's length and the time it all took.
+ */
+function timeAudioStages(
+  files: readonly ManifestRow[],
+  config: XttsConfig,
+): { stages: StageRow[]; files: number; audioSeconds: number; totalS: number } {
   const per = {
     read: [] as number[],
     decode: [] as number[],
@@ -164,6 +293,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     }
   }
   const trimLabel = config.audio.loudness.enabled ? 'trim + loudness' : 'trim';
+  const stages: StageRow[] = [];
   for (const [name, values] of [
     ['audio read', per.read],
     ['audio decode', per.decode],
@@ -174,28 +304,13 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   ] as const) {
     stages.push({ stage: name, unit: 'file', ms: summarize(values) });
   }
-  const audioTotalS = per.total.reduce((a, b) => a + b, 0) / 1000;
+  const totalS = per.total.reduce((a, b) => a + b, 0) / 1000;
+  return { stages, files: per.total.length, audioSeconds, totalS };
+}
 
-  // The real preparation (warm when the cache already holds this dataset).
-  options.onProgress?.('preparing the dataset (feature cache)');
-  const tp = performance.now();
-  const prepared = await prepareDataset(loaded, { datasetDir, onProgress: options.onPrepareProgress });
-  const prepareMs = performance.now() - tp;
-
-  // Buckets and batch assembly through the ring.
-  const plan = planBuckets(
-    prepared.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
-    {
-      buckets: config.batching.buckets,
-      batchSize: config.batching.batch_size,
-      frameBudget: config.batching.frame_budget,
-      frameMultiple: config.model.reduction_factor,
-    },
-  );
-  const stepMs = options.stepMs ?? DEFAULT_STEP_MS;
-  const batches = options.batches ?? 50;
-  const producers = producerThreads(config, availableParallelism());
-  const loaderOptions = {
+/** The loader settings the trainer uses for this prepared dataset and bucket plan. */
+function trainerLoaderOptions(prepared: PreparedDataset, plan: BucketPlan, config: XttsConfig): RingLoaderOptions {
+  return {
     cachePath: prepared.cachePath,
     items: loaderItems(prepared.train),
     plan,
@@ -208,36 +323,33 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
     // As the trainer does: without the cache, producers recompute features from the audio.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
   };
-  // Assembly alone: one producer on this thread, no consumer work in between.
-  options.onProgress?.('batch assembly');
-  const assembly: number[] = [];
-  {
-    const loader = new DataLoader({ ...loaderOptions, depth: 1, producers: 0, maxBatches: Math.min(batches, 20) });
-    for (;;) {
-      const b = await loader.next();
-      if (!b) break;
-      assembly.push(b.waitMs);
-      loader.release(b);
-    }
-    await loader.close();
-  }
-  stages.push({
-    stage: config.pipeline.cache.enabled
-      ? 'batch assembly (cache -> padded slot)'
-      : 'batch assembly (audio -> features -> padded slot; cache off)',
-    unit: 'batch',
-    ms: summarize(assembly),
-  });
+}
 
-  options.onProgress?.(`prefetch ring vs a ${stepMs} ms step`);
+/** Batch assembly alone: one producer on this thread, no consumer work in between; ms per batch. */
+async function timeBatchAssembly(loaderOptions: RingLoaderOptions, batches: number): Promise<number[]> {
+  const assembly: number[] = [];
+  const loader = new DataLoader({ ...loaderOptions, depth: 1, producers: 0, maxBatches: batches });
+  for (;;) {
+    const b = await loader.next();
+    if (!b) break;
+    assembly.push(b.waitMs);
+    loader.release(b);
+  }
+  await loader.close();
+  return assembly;
+}
+
+/**
+ * The prefetch ring against a consumer that takes a batch every stepMs: each batch's wait and the
+ * slots ready when it was taken, and the share of the steady-state time spent waiting.
+ */
+async function runRing(
+  loaderOptions: LoaderOptions,
+  stepMs: number,
+): Promise<{ waits: number[]; ready: number[]; waitShare: number }> {
   const waits: number[] = [];
   const ready: number[] = [];
-  const loader = new DataLoader({
-    ...loaderOptions,
-    depth: config.pipeline.prefetch_depth,
-    producers,
-    maxBatches: batches,
-  });
+  const loader = new DataLoader(loaderOptions);
   const tr = performance.now();
   try {
     for (;;) {
@@ -254,60 +366,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   const totalMs = performance.now() - tr;
   // The first batch is the pipeline filling, which a training run pays once; leave it out.
   const steadyWait = waits.slice(1).reduce((a, b) => a + b, 0);
-  const waitShare = steadyWait / Math.max(1, totalMs - waits[0]);
-  const grade = gradeInputWait(waitShare);
-
-  const recommendations = recommend(loaded, {
-    grade,
-    readySlots: summarize(ready.slice(1)),
-    assembly: summarize(assembly),
-    stepMs,
-    producers,
-    paddingShare: plan.paddingShare,
-    cores: availableParallelism(),
-  });
-  return {
-    datasetDir,
-    rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
-    skipped: prepared.skipped,
-    stages,
-    text: {
-      rows: rows.length,
-      coldMs,
-      warmMs,
-      coldRowsPerS: rows.length / (coldMs / 1000),
-      warmRowsPerS: rows.length / (warmMs / 1000),
-      mode: config.text.tokenizer,
-    },
-    audio: { files: per.total.length, audioSeconds, realtimeFactor: audioTotalS ? audioSeconds / audioTotalS : 0 },
-    prepare: {
-      ms: prepareMs,
-      computedFeatures: prepared.cacheUse.features.computed,
-      cachedFeatures: prepared.cacheUse.features.cached,
-    },
-    buckets: {
-      count: plan.buckets.length,
-      shapes: plan.buckets.map((b) => ({
-        batchSize: b.batchSize,
-        tokens: b.maxTokens,
-        frames: b.maxFrames,
-        batches: Math.ceil(b.items.length / b.batchSize),
-      })),
-      paddingShare: plan.paddingShare,
-    },
-    ring: {
-      stepMs,
-      stepMsSource: options.stepMsSource ?? (options.stepMs === undefined ? 'default' : 'flag'),
-      batches: waits.length,
-      depth: config.pipeline.prefetch_depth,
-      producers,
-      waitShare,
-      waitMs: summarize(waits.slice(1)),
-      readySlots: summarize(ready.slice(1)),
-      grade,
-    },
-    recommendations,
-  };
+  return { waits, ready, waitShare: steadyWait / Math.max(1, totalMs - waits[0]) };
 }
 
 function recommend(

@@ -8,7 +8,7 @@ import { effectiveWorkers } from '../config/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { MelStats } from './audio/stats.js';
-import { type FeatureProgress, prepareFeatures } from './features.js';
+import { type FeatureInfo, type FeatureProgress, prepareFeatures } from './features.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
 import { cleanText } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
@@ -205,41 +205,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
 
     // Audio length limits, speakers and languages as indices.
     const speakers = [...new Set(withTokens.map((r) => r.row.speaker))].sort();
-    const train: PreparedItem[] = [];
-    const validation: PreparedItem[] = [];
-    for (const r of withTokens) {
-      const f = feats.features.get(r.row.id);
-      if (!f) continue;
-      if (f.durationS < lim.min_audio_s) {
-        skip(
-          r.row,
-          'audio_too_short',
-          `${f.durationS.toFixed(2)} s after trimming; limits.min_audio_s is ${lim.min_audio_s}`,
-        );
-        continue;
-      }
-      if (f.durationS > lim.max_audio_s) {
-        skip(
-          r.row,
-          'audio_too_long',
-          `${f.durationS.toFixed(2)} s after trimming; limits.max_audio_s is ${lim.max_audio_s}`,
-        );
-        continue;
-      }
-      const item: PreparedItem = {
-        id: r.row.id,
-        file: r.row.file,
-        line: r.row.line,
-        speaker: speakers.indexOf(r.row.speaker),
-        language: config.text.languages.indexOf(r.language),
-        tokens: tokens.get(r.row.id)!,
-        featureKey: f.featureKey,
-        frames: f.frames,
-        durationS: f.durationS,
-        audioPath: r.row.audioPath,
-      };
-      (r.split === 'train' ? train : validation).push(item);
-    }
+    const { train, validation } = preparedItems(withTokens, tokens, feats.features, speakers, config, skip);
     refuseUnusable(skipped, train.length, manifest.datasetDir, options.strict === true);
 
     const t4 = performance.now();
@@ -266,6 +232,57 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     phonemizer?.close();
     cache.close();
   }
+}
+
+/**
+ * The rows with tokens and features as items of the training and validation sets: audio length
+ * limits applied, speakers and languages as indices.
+ */
+function preparedItems(
+  withTokens: readonly (TextRow & { split: 'train' | 'validation' })[],
+  tokens: Map<string, Int32Array>,
+  features: Map<string, FeatureInfo>,
+  speakers: readonly string[],
+  config: XttsConfig,
+  skip: (row: ManifestRow, reason: SkipReason, detail: string) => void,
+): { train: PreparedItem[]; validation: PreparedItem[] } {
+  const lim = config.limits;
+  const train: PreparedItem[] = [];
+  const validation: PreparedItem[] = [];
+  for (const r of withTokens) {
+    const f = features.get(r.row.id);
+    if (!f) continue;
+    if (f.durationS < lim.min_audio_s) {
+      skip(
+        r.row,
+        'audio_too_short',
+        `${f.durationS.toFixed(2)} s after trimming; limits.min_audio_s is ${lim.min_audio_s}`,
+      );
+      continue;
+    }
+    if (f.durationS > lim.max_audio_s) {
+      skip(
+        r.row,
+        'audio_too_long',
+        `${f.durationS.toFixed(2)} s after trimming; limits.max_audio_s is ${lim.max_audio_s}`,
+      );
+      continue;
+    }
+    const item: PreparedItem = {
+      id: r.row.id,
+      file: r.row.file,
+      line: r.row.line,
+      speaker: speakers.indexOf(r.row.speaker),
+      language: config.text.languages.indexOf(r.language),
+      tokens: tokens.get(r.row.id)!,
+      featureKey: f.featureKey,
+      frames: f.frames,
+      durationS: f.durationS,
+      audioPath: r.row.audioPath,
+    };
+    (r.split === 'train' ? train : validation).push(item);
+  }
+  return { train, validation };
 }
 
 /** --strict refuses any skipped row (naming the first); no usable training row is refused either way. */

@@ -16,7 +16,7 @@ import { Phonemizer } from '../data/index.js';
 import { disposeBatch, uploadBatch } from '../model/index.js';
 import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
-import type { XttsModel } from '../model/index.js';
+import type { GenerateResult, XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
 import { writeFileAtomic } from '../util/index.js';
 
@@ -184,6 +184,14 @@ export async function validate(
   };
 }
 
+/** One utterance of the eval: the tokens to read, and for the validation utterance its real mel (normalised). */
+interface EvalJob {
+  name: string;
+  ids: ArrayLike<number>;
+  language: number;
+  target?: { mel: Float32Array; frames: number };
+}
+
 /**
  * Free-running synthesis of the eval sentences and of one validation utterance (drawn against its
  * real mel), all in one batch, with a validation clip as the voice reference. Per utterance: a WAV
@@ -205,49 +213,12 @@ export async function synthesizeEval(
   const refItem = data.validation[0] ?? data.train[0];
   const cache = FeatureCache.openReadonly(data.cachePath);
   const nMels = config.audio.n_mels;
-  const r = config.model.reduction_factor;
   const { normalised, denormalised } = melScaling(cache, data.stats, nMels);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   try {
     const ref = normalised(refItem.featureKey);
     const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
-    const jobs: {
-      name: string;
-      ids: ArrayLike<number>;
-      language: number;
-      target?: { mel: Float32Array; frames: number };
-    }[] = [];
-    for (const [i, s] of config.training.eval_sentences.entries()) {
-      const language = s.language ?? config.dataset.language;
-      if (!config.text.languages.includes(language)) {
-        say(
-          `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is ` +
-            `in ${language}, which text.languages does not list`,
-        );
-        continue;
-      }
-      let text = cleanText(s.text, config.text);
-      if (phonemizer) text = await phonemizer.phonemize(text, language);
-      const enc = data.tokenizer.encode(text, language);
-      if (enc.unmappable.length) {
-        say(
-          `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols ` +
-            `the model has no token ` +
-            (`for: ` +
-              enc.unmappable
-                .map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`)
-                .join(', ') +
-              `; `) +
-            `rephrase it or spell them out`,
-        );
-        continue;
-      }
-      jobs.push({
-        name: `sentence-${i + 1}`,
-        ids: enc.ids,
-        language: Math.max(0, config.text.languages.indexOf(language)),
-      });
-    }
+    const jobs = await evalSentenceJobs(data, config, phonemizer, say);
     if (data.validation[0]) {
       const v = data.validation[0];
       jobs.push({
@@ -264,39 +235,7 @@ export async function synthesizeEval(
     const notes: string[] = [];
     for (const [j, job] of jobs.entries()) {
       const g = results[j];
-      const logMel = denormalised(g.mel);
-      const wav = join(dir, `${job.name}.wav`);
-      writeFileAtomic(
-        wav,
-        encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz),
-      );
-      const png = join(dir, `${job.name}.png`);
-      const title = `${job.name} · ${basename(dir)}`;
-      const panels = [
-        {
-          label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED',
-          mel: logMel,
-          frames: g.frames,
-          nMels,
-        },
-      ];
-      if (job.target)
-        panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
-      writeFileAtomic(png, melFigure({ title, panels, secondsPerFrame }));
-      const alignments = [
-        { label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens },
-      ];
-      if (job.target)
-        alignments.push({
-          label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)',
-          ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)),
-        });
-      const alignPng = join(dir, `${job.name}-alignment.png`);
-      writeFileAtomic(
-        alignPng,
-        alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }),
-      );
-      files.push(wav, png, alignPng);
+      files.push(...(await writeEvalUtterance(model, job, g, { dir, config, denormalised })));
       const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
       const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';
       if (job.target) {
@@ -314,6 +253,99 @@ export async function synthesizeEval(
     cache.close();
   }
   return files;
+}
+
+/**
+ * The eval sentences as tokens; one in a language the model lacks, or with symbols it has no token
+ * for, is skipped with a message that says why.
+ */
+async function evalSentenceJobs(
+  data: PreparedDataset,
+  config: XttsConfig,
+  phonemizer: Phonemizer | undefined,
+  say: (m: string) => void,
+): Promise<EvalJob[]> {
+  const jobs: EvalJob[] = [];
+  for (const [i, s] of config.training.eval_sentences.entries()) {
+    const language = s.language ?? config.dataset.language;
+    if (!config.text.languages.includes(language)) {
+      say(
+        `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it is ` +
+          `in ${language}, which text.languages does not list`,
+      );
+      continue;
+    }
+    let text = cleanText(s.text, config.text);
+    if (phonemizer) text = await phonemizer.phonemize(text, language);
+    const enc = data.tokenizer.encode(text, language);
+    if (enc.unmappable.length) {
+      say(
+        `eval sentence ${i + 1} (training.eval_sentences[${i}]) skipped: it has symbols ` +
+          `the model has no token ` +
+          (`for: ` +
+            enc.unmappable
+              .map((c, k) => `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[k] ?? 0) + 1}`)
+              .join(', ') +
+            `; `) +
+          `rephrase it or spell them out`,
+      );
+      continue;
+    }
+    jobs.push({
+      name: `sentence-${i + 1}`,
+      ids: enc.ids,
+      language: Math.max(0, config.text.languages.indexOf(language)),
+    });
+  }
+  return jobs;
+}
+
+/**
+ * One generated utterance's files in `dir`: its WAV (Griffin-Lim), a PNG of its mel (beside the
+ * target's) and a PNG of the alignment it was read with (beside the one found on the target).
+ */
+async function writeEvalUtterance(
+  model: XttsModel,
+  job: EvalJob,
+  g: GenerateResult,
+  o: { dir: string; config: XttsConfig; denormalised: (mel: Float32Array) => Float32Array },
+): Promise<string[]> {
+  const { dir, config, denormalised } = o;
+  const nMels = config.audio.n_mels;
+  const r = config.model.reduction_factor;
+  const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
+  const logMel = denormalised(g.mel);
+  const wav = join(dir, `${job.name}.wav`);
+  writeFileAtomic(
+    wav,
+    encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz),
+  );
+  const png = join(dir, `${job.name}.png`);
+  const title = `${job.name} · ${basename(dir)}`;
+  const panels = [
+    {
+      label: job.target ? 'PREDICTED (FREE-RUNNING, PREDICTED DURATIONS)' : 'PREDICTED',
+      mel: logMel,
+      frames: g.frames,
+      nMels,
+    },
+  ];
+  if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
+  writeFileAtomic(png, melFigure({ title, panels, secondsPerFrame }));
+  const alignments = [
+    { label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens },
+  ];
+  if (job.target)
+    alignments.push({
+      label: 'FOUND ON THE TARGET (ALIGNMENT SEARCH)',
+      ...(await foundAlignment(model, job.ids, job.language, job.target, nMels, config.training.alignment_prior)),
+    });
+  const alignPng = join(dir, `${job.name}-alignment.png`);
+  writeFileAtomic(
+    alignPng,
+    alignmentFigure({ title: `${title} · alignment`, panels: alignments, secondsPerStep: secondsPerFrame * r }),
+  );
+  return [wav, png, alignPng];
 }
 
 /**

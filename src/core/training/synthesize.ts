@@ -80,24 +80,17 @@ function around(text: string, at: number): string {
   return `${from > 0 ? '…' : ''}${chars.slice(from, at + 25).join('')}${at + 25 < chars.length ? '…' : ''}`;
 }
 
+/** A text ready to speak: its tokens and language index, where it came from and what the model reads. */
+type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string };
+
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
   for (const t of o.texts) checkOutputFolder(t.out, 'the WAV', overwrite);
   if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary', overwrite);
   const dir = resolveCheckpoint(o.checkpoint);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
-  const { config, stats, sizes } = ckpt.state;
-  if (config.training.loss.duration_weight === undefined) {
-    throw new XttsError(
-      'CHECKPOINT_TOO_OLD',
-      `${dir} was trained by an xtts without text alignment or durations: its decoder ` +
-        `does not follow the text, so it cannot speak`,
-      {
-        exitCode: ExitCode.usage,
-        suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
-      },
-    );
-  }
+  const { config, sizes } = ckpt.state;
+  refuseSpeechless(dir, config);
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
   const language = o.language ?? config.dataset.language;
   const langIndex = config.text.languages.indexOf(language);
@@ -112,97 +105,11 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
       exitCode: ExitCode.usage,
       suggestions: ['pass --text "…" or --texts FILE with one sentence per line'],
     });
-
-  // Text -> tokens; what cannot be spoken is reported with where it is and skipped.
-  const unseen = new Set(ckpt.state.unseenSymbols ?? []);
-  const skipped: SynthesizeResult['skipped'] = [];
-  const warnings: string[] = [];
-  const jobs: (GenerateItem & { input: SynthesisText; cleanedText: string })[] = [];
-  const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
-  try {
-    for (const input of o.texts) {
-      const name = input.where ? `${input.where}: ` : '';
-      let text = cleanText(input.text, config.text);
-      if (text.trim() === '') {
-        skipped.push({ where: input.where, text: input.text, reason: 'nothing to speak after cleaning' });
-        continue;
-      }
-      if (phonemizer) text = await phonemizer.phonemize(text, language);
-      const enc = tokenizer.encode(text, language);
-      if (enc.unmappable.length) {
-        const what = enc.unmappable
-          .map(
-            (c, i) =>
-              `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
-              `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
-          )
-          .join(', ');
-        skipped.push({
-          where: input.where,
-          text: input.text,
-          reason:
-            `${phonemizer ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
-            `token for: ${what}; rephrase without them or spell them out in words`,
-        });
-        continue;
-      }
-      if (enc.ids.length > config.model.max_text_tokens) {
-        skipped.push({
-          where: input.where,
-          text: input.text,
-          reason:
-            `${enc.ids.length} tokens; the model takes at ` +
-            `most ${config.model.max_text_tokens}: split it into sentences`,
-        });
-        continue;
-      }
-      const untrained = [...new Set([...text].filter((c) => unseen.has(c)))];
-      if (untrained.length)
-        warnings.push(
-          `${name}${untrained.map((c) => JSON.stringify(c)).join(' ')} never occurred in ` +
-            `the training data: the model has not learnt ` +
-            `how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`,
-        );
-      jobs.push({ ids: enc.ids, language: langIndex, input, cleanedText: text });
-    }
-  } finally {
-    phonemizer?.close();
-  }
-  if (jobs.length === 0) {
-    const first = skipped[0];
-    throw new XttsError(
-      'SYNTH_UNSPEAKABLE',
-      (first.where ? `${first.where}: ` : '') +
-        `${first.reason}` +
-        (skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''),
-      {
-        exitCode: ExitCode.usage,
-        suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],
-      },
-    );
-  }
-
-  const nMels = config.audio.n_mels;
-  let refMel: Float32Array;
-  if (o.reference) {
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(o.reference);
-    } catch (e) {
-      throw new XttsError(
-        'SYNTH_REFERENCE',
-        `cannot read --reference ${o.reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
-        { exitCode: ExitCode.usage },
-      );
-    }
-    const clip = await processAudioFile(bytes, config.audio, o.reference);
-    const frames = Math.min(clip.frames, config.batching.reference_frames);
-    refMel = new Float32Array(frames * nMels);
-    for (let i = 0; i < refMel.length; i++) refMel[i] = (clip.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
-  } else {
-    // The mean voice: a reference of zeros in normalised units is the dataset's average spectrum.
-    refMel = new Float32Array(config.batching.reference_frames * nMels);
-  }
+  const { jobs, skipped, warnings } = await synthesisJobs(o.texts, config, tokenizer, language, {
+    langIndex,
+    unseen: new Set(ckpt.state.unseenSymbols ?? []),
+  });
+  const refMel = await referenceMel(o.reference, config, ckpt.state.stats);
   // A diverged run's weights speak nothing: 8 s of silence would look like a result.
   refuseNonFinite(dir, ckpt);
   const { choice } = await initBackend(o.backend ?? 'auto', {
@@ -215,32 +122,9 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   });
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
   const t0 = performance.now();
-  const maxFrames = generatedFrameBound(config, o.maxSeconds);
-  const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
-  const utterances: SynthesizedUtterance[] = [];
+  let utterances: SynthesizedUtterance[];
   try {
-    for (let start = 0; start < jobs.length; start += batchSize) {
-      const batch = jobs.slice(start, start + batchSize);
-      const results = await model.generateBatch(batch, refMel, {
-        maxFrames,
-        logDurationVariance: ckpt.state.logDurationVariance ?? 0,
-      });
-      for (const [j, g] of results.entries()) {
-        const job = batch[j];
-        const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
-        const samples = griffinLim(logMel, g.frames, config.audio, { iterations: o.griffinLimIterations ?? 32 });
-        writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
-        utterances.push({
-          ...(job.input.where ? { where: job.input.where } : {}),
-          text: job.input.text,
-          cleanedText: job.cleanedText,
-          out: job.input.out,
-          frames: g.frames,
-          durationS: samples.length / config.audio.sample_rate_hz,
-          stopReason: g.stopReason,
-        });
-      }
-    }
+    utterances = await speak(model, jobs, refMel, ckpt.state, o, overwrite);
   } finally {
     model.dispose();
     disposeBackend(tf as never);
@@ -258,4 +142,174 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   if (o.summaryFile)
     writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
   return result;
+}
+
+/** A checkpoint trained without text alignment or durations has a decoder that does not follow the text. */
+function refuseSpeechless(dir: string, config: XttsConfig): void {
+  if (config.training.loss.duration_weight === undefined) {
+    throw new XttsError(
+      'CHECKPOINT_TOO_OLD',
+      `${dir} was trained by an xtts without text alignment or durations: its decoder ` +
+        `does not follow the text, so it cannot speak`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
+      },
+    );
+  }
+}
+
+/**
+ * Text -> tokens; what cannot be spoken is reported with where it is and skipped, symbols the model
+ * never heard are warned about. Refuses when no text is left to speak.
+ */
+async function synthesisJobs(
+  texts: readonly SynthesisText[],
+  config: XttsConfig,
+  tokenizer: Tokenizer,
+  language: string,
+  trained: { langIndex: number; unseen: ReadonlySet<string> },
+): Promise<{ jobs: SynthesisJob[]; skipped: SynthesizeResult['skipped']; warnings: string[] }> {
+  const skipped: SynthesizeResult['skipped'] = [];
+  const warnings: string[] = [];
+  const jobs: SynthesisJob[] = [];
+  const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
+  try {
+    for (const input of texts) {
+      const name = input.where ? `${input.where}: ` : '';
+      let text = cleanText(input.text, config.text);
+      if (text.trim() === '') {
+        skipped.push({ where: input.where, text: input.text, reason: 'nothing to speak after cleaning' });
+        continue;
+      }
+      if (phonemizer) text = await phonemizer.phonemize(text, language);
+      const enc = tokenizer.encode(text, language);
+      const reason = unspeakable(text, enc, config, phonemizer !== undefined);
+      if (reason) {
+        skipped.push({ where: input.where, text: input.text, reason });
+        continue;
+      }
+      const untrained = [...new Set([...text].filter((c) => trained.unseen.has(c)))];
+      if (untrained.length)
+        warnings.push(
+          `${name}${untrained.map((c) => JSON.stringify(c)).join(' ')} never occurred in ` +
+            `the training data: the model has not learnt ` +
+            `how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`,
+        );
+      jobs.push({ ids: enc.ids, language: trained.langIndex, input, cleanedText: text });
+    }
+  } finally {
+    phonemizer?.close();
+  }
+  if (jobs.length === 0) {
+    const first = skipped[0];
+    throw new XttsError(
+      'SYNTH_UNSPEAKABLE',
+      (first.where ? `${first.where}: ` : '') +
+        `${first.reason}` +
+        (skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''),
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],
+      },
+    );
+  }
+  return { jobs, skipped, warnings };
+}
+
+/** Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined. */
+function unspeakable(
+  text: string,
+  enc: ReturnType<Tokenizer['encode']>,
+  config: XttsConfig,
+  phonemes: boolean,
+): string | undefined {
+  if (enc.unmappable.length) {
+    const what = enc.unmappable
+      .map(
+        (c, i) =>
+          `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
+          `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
+      )
+      .join(', ');
+    return (
+      `${phonemes ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
+      `token for: ${what}; rephrase without them or spell them out in words`
+    );
+  }
+  if (enc.ids.length > config.model.max_text_tokens)
+    return (
+      `${enc.ids.length} tokens; the model takes at ` + `most ${config.model.max_text_tokens}: split it into sentences`
+    );
+  return undefined;
+}
+
+/**
+ * The voice reference in the model's units: the --reference WAV's log-mel (up to
+ * batching.reference_frames), or without one the mean voice.
+ */
+async function referenceMel(
+  reference: string | undefined,
+  config: XttsConfig,
+  stats: CheckpointState['stats'],
+): Promise<Float32Array> {
+  const nMels = config.audio.n_mels;
+  if (!reference) {
+    // The mean voice: a reference of zeros in normalised units is the dataset's average spectrum.
+    return new Float32Array(config.batching.reference_frames * nMels);
+  }
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(reference);
+  } catch (e) {
+    throw new XttsError(
+      'SYNTH_REFERENCE',
+      `cannot read --reference ${reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+      { exitCode: ExitCode.usage },
+    );
+  }
+  const clip = await processAudioFile(bytes, config.audio, reference);
+  const frames = Math.min(clip.frames, config.batching.reference_frames);
+  const refMel = new Float32Array(frames * nMels);
+  for (let i = 0; i < refMel.length; i++) refMel[i] = (clip.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
+  return refMel;
+}
+
+/** Free-running decoding of the jobs in batches, each utterance vocoded by Griffin-Lim and written as a WAV. */
+async function speak(
+  model: XttsModel,
+  jobs: readonly SynthesisJob[],
+  refMel: Float32Array,
+  state: CheckpointState,
+  o: SynthesizeOptions,
+  overwrite: { overwrite: boolean },
+): Promise<SynthesizedUtterance[]> {
+  const { config, stats } = state;
+  const nMels = config.audio.n_mels;
+  const maxFrames = generatedFrameBound(config, o.maxSeconds);
+  const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
+  const utterances: SynthesizedUtterance[] = [];
+  for (let start = 0; start < jobs.length; start += batchSize) {
+    const batch = jobs.slice(start, start + batchSize);
+    const results = await model.generateBatch(batch, refMel, {
+      maxFrames,
+      logDurationVariance: state.logDurationVariance ?? 0,
+    });
+    for (const [j, g] of results.entries()) {
+      const job = batch[j];
+      const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
+      const samples = griffinLim(logMel, g.frames, config.audio, { iterations: o.griffinLimIterations ?? 32 });
+      writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
+      utterances.push({
+        ...(job.input.where ? { where: job.input.where } : {}),
+        text: job.input.text,
+        cleanedText: job.cleanedText,
+        out: job.input.out,
+        frames: g.frames,
+        durationS: samples.length / config.audio.sample_rate_hz,
+        stopReason: g.stopReason,
+      });
+    }
+  }
+  return utterances;
 }

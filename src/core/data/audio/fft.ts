@@ -61,10 +61,7 @@ export class RealFft {
    * (X[k] = Σ x[n] e^{-2πikn/size}); binsWanted defaults to all size/2 + 1.
    */
   forward(input: ArrayLike<number>, outRe: Float64Array, outIm: Float64Array, binsWanted = this.bins): void {
-    const m = this.half;
-    const zr = this.zRe;
-    const zi = this.zIm;
-    const rev = this.bitReverse;
+    const { half: m, zRe: zr, zIm: zi, bitReverse: rev } = this;
     for (let j = 0; j < m; j++) {
       const r = rev[j];
       zr[r] = input[2 * j];
@@ -86,10 +83,7 @@ export class RealFft {
     outIm: Float64Array,
     binsWanted = this.bins,
   ): void {
-    const m = this.half;
-    const zr = this.zRe;
-    const zi = this.zIm;
-    const rev = this.bitReverse;
+    const { half: m, zRe: zr, zIm: zi, bitReverse: rev } = this;
     for (let j = 0; j < m; j++) {
       const r = rev[j];
       const p = offset + 2 * j;
@@ -105,12 +99,7 @@ export class RealFft {
    * scaled by 1/size so that inverse(forward(x)) = x. The imaginary parts of bins 0 and size/2 are ignored.
    */
   inverse(inRe: Float64Array, inIm: Float64Array, out: Float64Array): void {
-    const m = this.half;
-    const zr = this.zRe;
-    const zi = this.zIm;
-    const rev = this.bitReverse;
-    const wr = this.splitRe;
-    const wi = this.splitIm;
+    const { half: m, zRe: zr, zIm: zi, bitReverse: rev, splitRe: wr, splitIm: wi } = this;
     // Undo the split: Z[k] = (X[k] + conj X[m-k]) + i·e^{+2πik/size}(X[k] - conj X[m-k]), then an
     // inverse complex FFT done as conj(FFT(conj(·))), the conjugations folded into the loads/stores.
     for (let k = 0; k < m; k++) {
@@ -139,11 +128,7 @@ export class RealFft {
 
   /** X[k] from Z (the packed complex FFT): X[k] = (Z[k] + conj Z[m-k])/2 - i/2·w^k (Z[k] - conj Z[m-k]). */
   private splitForward(outRe: Float64Array, outIm: Float64Array, binsWanted: number): void {
-    const m = this.half;
-    const zr = this.zRe;
-    const zi = this.zIm;
-    const wr = this.splitRe;
-    const wi = this.splitIm;
+    const { half: m, zRe: zr, zIm: zi, splitRe: wr, splitIm: wi } = this;
     const last = Math.min(binsWanted, m + 1);
     if (last > 0) {
       outRe[0] = zr[0] + zi[0];
@@ -173,11 +158,7 @@ export class RealFft {
 
   /** In-place complex FFT of (zRe, zIm), whose input is already in bit-reversed order. */
   private complexInPlace(): void {
-    const m = this.half;
-    const re = this.zRe;
-    const im = this.zIm;
-    const twr = this.twRe;
-    const twi = this.twIm;
+    const { half: m, zRe: re, zIm: im, twRe: twr, twIm: twi } = this;
     let h = 1;
     // Stages with half-spans 1 and 2 fused: twiddles 1 and -i only, no multiplications.
     if (m >= 4) {

@@ -29,20 +29,8 @@ export interface GriffinLimOptions {
   nnlsIterations?: number;
 }
 
-type GriffinLimSettings = Pick<
-  MelSettings,
-  | 'sample_rate_hz'
-  | 'n_fft'
-  | 'hop_length'
-  | 'win_length'
-  | 'window'
-  | 'n_mels'
-  | 'fmin_hz'
-  | 'fmax_hz'
-  | 'mel_scale'
-  | 'mel_norm'
-  | 'log_base'
->;
+/** All the mel settings but the log floor, which the features need and the inversion does not. */
+type GriffinLimSettings = Omit<MelSettings, 'log_floor'>;
 
 interface Plan {
   nFft: number;

@@ -228,15 +228,8 @@ export class MelExtractor {
     const n = samples.length;
     const floor = this.settings.log_floor;
     const logScale = this.settings.log_base === '10' ? 1 / Math.LN10 : 1;
-    const re = this.re;
-    const im = this.im;
-    const mag = this.magnitude;
-    const used = this.binsUsed;
-    const fStart = this.filterStart;
-    const fLen = this.filterLength;
-    const fOff = this.filterOffset;
-    const w = this.filterWeights;
-    const edge = this.edgeFrame;
+    const { re, im, magnitude: mag, edgeFrame: edge, binsUsed: used } = this;
+    const { filterStart: fStart, filterLength: fLen, filterOffset: fOff, filterWeights: w } = this;
     for (let f = 0; f < frames; f++) {
       const start = f * hop - pad;
       if (start >= 0 && start + nFft <= n) {

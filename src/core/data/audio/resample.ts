@@ -120,12 +120,7 @@ export class Resampler {
       this.kernel.run(input, out, this.up, this.down);
       return out;
     }
-    const taps = this.taps;
-    const half = this.halfTaps;
-    const table = this.table;
-    const up = this.up;
-    const down = this.down;
-    const phases = this.phases;
+    const { taps, halfTaps: half, table, up, down, phases } = this;
     for (let o = 0; o < out.length; o++) {
       // Integer arithmetic for the position keeps long clips exact: t = o·M/L = base + phase/L.
       const num = o * down;

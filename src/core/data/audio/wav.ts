@@ -87,79 +87,139 @@ export const MIN_RATE_HZ = 1000;
 export const MAX_RATE_HZ = 768_000;
 export const MAX_CHANNELS = 64;
 
+/** The four-character code at byte o (a RIFF chunk id). */
+function fourCC(bytes: Uint8Array, o: number): string {
+  return String.fromCharCode(bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]);
+}
+
+/** What a WAVE fmt chunk declares. */
+interface WavFormat {
+  code: number;
+  channels: number;
+  rateHz: number;
+  blockAlign: number;
+  bits: number;
+}
+
 export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOptions = {}): DecodedWav {
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tag = (o: number) => String.fromCharCode(bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]);
   if (bytes.length < 12) {
     throw unreadable(where, `only ${bytes.length} bytes, less than a RIFF header`);
   }
-  if (tag(0) !== 'RIFF' || tag(8) !== 'WAVE') {
-    const kind = fileKind(bytes, tag(0));
+  if (fourCC(bytes, 0) !== 'RIFF' || fourCC(bytes, 8) !== 'WAVE') {
+    const kind = fileKind(bytes, fourCC(bytes, 0));
     if (kind === 'not a RIFF/WAVE file') throw unsupported(where, `this file (${kind})`);
     throw unsupported(where, kind);
   }
-  let fmt: { code: number; channels: number; rateHz: number; blockAlign: number; bits: number } | undefined;
+  const { fmt, dataOffset, dataBytes } = readChunks(bytes, where);
+  const { float, containerBytes, containerBits } = sampleLayout(fmt, where);
+  const ch = fmt.channels;
+  const frameBytes = containerBytes * ch;
+  const frames = Math.floor(dataBytes / frameBytes);
+  const maxSeconds = options.maxSeconds ?? Number.POSITIVE_INFINITY;
+  if (frames / fmt.rateHz > maxSeconds) {
+    throw new XttsError(
+      'AUDIO_TOO_LONG',
+      `${where}: ${(frames / fmt.rateHz).toFixed(1)} s of audio; a clip may be at ` +
+        `most ${maxSeconds} s (it was not decoded): cut it into sentences`,
+      { suggestions: ['split long recordings into sentence-length clips'] },
+    );
+  }
+  return {
+    sampleRateHz: fmt.rateHz,
+    channels: ch,
+    bitsPerSample: fmt.bits,
+    format: float ? 'float' : 'pcm',
+    samples: downmix(bytes, dataOffset, frames, ch, float, containerBits),
+    durationS: frames / fmt.rateHz,
+  };
+}
+
+/**
+ * The fmt chunk and where the data chunk's samples are, walking the chunks after the RIFF header
+ * (odd sizes padded to even, unknown chunks skipped) until both are found.
+ */
+function readChunks(bytes: Uint8Array, where: string): { fmt: WavFormat; dataOffset: number; dataBytes: number } {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let fmt: WavFormat | undefined;
   let dataOffset = -1;
   let dataBytes = 0;
   for (let o = 12; o + 8 <= bytes.length; ) {
-    const id = tag(o);
+    const id = fourCC(bytes, o);
     const size = dv.getUint32(o + 4, true);
     const body = o + 8;
-    if (id === 'fmt ') {
-      if (size < 16) throw unreadable(where, `the fmt chunk is ${size} bytes, too short for a WAVE format`);
-      if (body + 16 > bytes.length)
-        throw new XttsError(
-          'AUDIO_TRUNCATED',
-          `${where}: the file ends inside its fmt chunk; it was cut short — copy or export it again`,
-          { suggestions: ['copy or export the file again'] },
-        );
-      let code = dv.getUint16(body, true);
-      if (code === WAVE_FORMAT_EXTENSIBLE) {
-        if (size < 40 || body + 40 > bytes.length)
-          throw unreadable(where, 'its WAVE_FORMAT_EXTENSIBLE fmt chunk is shorter than 40 bytes');
-        // The sub-format GUID starts with the ordinary format tag (mmreg.h DEFINE_WAVEFORMATEX_GUID).
-        code = dv.getUint16(body + 24, true);
-        const tail = bytes.subarray(body + 26, body + 40);
-        if (!KSDATAFORMAT_GUID_TAIL.every((b, i) => tail[i] === b))
-          throw unsupported(
-            where,
-            'a WAVE_FORMAT_EXTENSIBLE sub-format that is not a plain format tag (e.g. ambisonic B-format)',
-          );
-      }
-      fmt = {
-        code,
-        channels: dv.getUint16(body + 2, true),
-        rateHz: dv.getUint32(body + 4, true),
-        blockAlign: dv.getUint16(body + 12, true),
-        bits: dv.getUint16(body + 14, true),
-      };
-    } else if (id === 'data') {
+    if (id === 'fmt ') fmt = readFmtChunk(bytes, dv, body, size, where);
+    else if (id === 'data') {
       dataOffset = body;
-      const available = bytes.length - body;
-      if (size === 0 || size >= UNKNOWN_LENGTH_MIN) dataBytes = available;
-      else if (size > available) {
-        throw new XttsError(
-          'AUDIO_TRUNCATED',
-          `${where}: the data chunk declares ${size} bytes of audio but the file holds ` +
-            `only ${available}; it was cut short — copy or export it again`,
-          {
-            suggestions: [
-              'copy or export the file again',
-              'if the file is complete and only its header is wrong, rewrite it: `sox IN OUT.wav`'.replace('IN', where),
-            ],
-          },
-        );
-      } else dataBytes = size;
+      dataBytes = dataChunkBytes(bytes.length - body, size, where);
       if (fmt) break;
     }
     o = body + size + (size & 1);
   }
   if (!fmt) throw unreadable(where, 'it has no fmt chunk');
   if (dataOffset < 0) throw unreadable(where, 'it has no data chunk');
+  return { fmt, dataOffset, dataBytes };
+}
+
+/** The format a fmt chunk of `size` bytes at `body` declares; WAVE_FORMAT_EXTENSIBLE gives its sub-format's tag. */
+function readFmtChunk(bytes: Uint8Array, dv: DataView, body: number, size: number, where: string): WavFormat {
+  if (size < 16) throw unreadable(where, `the fmt chunk is ${size} bytes, too short for a WAVE format`);
+  if (body + 16 > bytes.length)
+    throw new XttsError(
+      'AUDIO_TRUNCATED',
+      `${where}: the file ends inside its fmt chunk; it was cut short — copy or export it again`,
+      { suggestions: ['copy or export the file again'] },
+    );
+  let code = dv.getUint16(body, true);
+  if (code === WAVE_FORMAT_EXTENSIBLE) {
+    if (size < 40 || body + 40 > bytes.length)
+      throw unreadable(where, 'its WAVE_FORMAT_EXTENSIBLE fmt chunk is shorter than 40 bytes');
+    // The sub-format GUID starts with the ordinary format tag (mmreg.h DEFINE_WAVEFORMATEX_GUID).
+    code = dv.getUint16(body + 24, true);
+    const tail = bytes.subarray(body + 26, body + 40);
+    if (!KSDATAFORMAT_GUID_TAIL.every((b, i) => tail[i] === b))
+      throw unsupported(
+        where,
+        'a WAVE_FORMAT_EXTENSIBLE sub-format that is not a plain format tag (e.g. ambisonic B-format)',
+      );
+  }
+  return {
+    code,
+    channels: dv.getUint16(body + 2, true),
+    rateHz: dv.getUint32(body + 4, true),
+    blockAlign: dv.getUint16(body + 12, true),
+    bits: dv.getUint16(body + 14, true),
+  };
+}
+
+/** Bytes of audio in a data chunk that declares `size` and has `available` bytes left in the file. */
+function dataChunkBytes(available: number, size: number, where: string): number {
+  if (size === 0 || size >= UNKNOWN_LENGTH_MIN) return available;
+  if (size > available) {
+    throw new XttsError(
+      'AUDIO_TRUNCATED',
+      `${where}: the data chunk declares ${size} bytes of audio but the file holds ` +
+        `only ${available}; it was cut short — copy or export it again`,
+      {
+        suggestions: [
+          'copy or export the file again',
+          'if the file is complete and only its header is wrong, rewrite it: `sox IN OUT.wav`'.replace('IN', where),
+        ],
+      },
+    );
+  }
+  return size;
+}
+
+/**
+ * The header's format checked before any sample is decoded (a header is what a broken or hostile file
+ * lies in, and the resampler's output grows with target / declared rate), and the sample containers it implies.
+ */
+function sampleLayout(
+  fmt: WavFormat,
+  where: string,
+): { float: boolean; containerBytes: number; containerBits: number } {
   if (fmt.channels === 0) throw unreadable(where, 'its fmt chunk says 0 channels');
   if (fmt.rateHz === 0) throw unreadable(where, 'its fmt chunk says 0 Hz');
-  // Bounds before any sample is decoded: a header is what a broken or hostile file lies in, and the
-  // resampler's output grows with target / declared rate.
   if (fmt.rateHz < MIN_RATE_HZ || fmt.rateHz > MAX_RATE_HZ)
     throw unsupported(
       where,
@@ -193,22 +253,26 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
   if (!(float ? [32, 64] : [8, 16, 24, 32]).includes(containerBits) || fmt.bits === 0 || fmt.bits > containerBits) {
     throw unsupported(where, `${fmt.bits}-bit ${float ? 'float' : 'PCM'} audio (in ${containerBits}-bit containers)`);
   }
-  const ch = fmt.channels;
-  const frameBytes = containerBytes * ch;
-  const frames = Math.floor(dataBytes / frameBytes);
-  const maxSeconds = options.maxSeconds ?? Number.POSITIVE_INFINITY;
-  if (frames / fmt.rateHz > maxSeconds) {
-    throw new XttsError(
-      'AUDIO_TOO_LONG',
-      `${where}: ${(frames / fmt.rateHz).toFixed(1)} s of audio; a clip may be at ` +
-        `most ${maxSeconds} s (it was not decoded): cut it into sentences`,
-      { suggestions: ['split long recordings into sentence-length clips'] },
-    );
-  }
+  return { float, containerBytes, containerBits };
+}
+
+/**
+ * `frames` frames of `ch` interleaved samples from byte `dataOffset` on, averaged to mono in [-1, 1].
+ * One loop per container type, written out: the branch stays out of the per-sample path (one shared
+ * loop that calls a reader per sample measured 3-4x slower).
+ */
+function downmix(
+  bytes: Uint8Array,
+  dataOffset: number,
+  frames: number,
+  ch: number,
+  float: boolean,
+  containerBits: number,
+): Float32Array {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const samples = new Float32Array(frames);
   const inv = 1 / ch;
   let p = dataOffset;
-  // One loop per container type: the branch stays out of the per-sample path.
   if (float && containerBits === 32) {
     for (let f = 0; f < frames; f++) {
       let acc = 0;
@@ -250,14 +314,7 @@ export function decodeWav(bytes: Uint8Array, where = 'audio', options: DecodeOpt
       samples[f] = acc * s;
     }
   }
-  return {
-    sampleRateHz: fmt.rateHz,
-    channels: ch,
-    bitsPerSample: fmt.bits,
-    format: float ? 'float' : 'pcm',
-    samples,
-    durationS: frames / fmt.rateHz,
-  };
+  return samples;
 }
 
 export interface EncodeOptions {

@@ -151,20 +151,23 @@ function decimal(whole: string, fraction: string | undefined): string {
   return fraction ? `${cardinal(whole)} point ${digitsAsWords(fraction)}` : cardinal(whole);
 }
 
+/** A unit's names whose plural adds an "s". */
+const regular = (one: string): [one: string, many: string] => [one, `${one}s`];
+
 // Units read only right after a number ("5 ft." -> "five feet"; "ft." alone is Ito's "fort").
 const UNITS: Record<string, [one: string, many: string]> = {
   ft: ['foot', 'feet'],
-  lb: ['pound', 'pounds'],
-  lbs: ['pound', 'pounds'],
-  oz: ['ounce', 'ounces'],
+  lb: regular('pound'),
+  lbs: regular('pound'),
+  oz: regular('ounce'),
   mph: ['mile per hour', 'miles per hour'],
-  km: ['kilometer', 'kilometers'],
-  kg: ['kilogram', 'kilograms'],
-  cm: ['centimeter', 'centimeters'],
-  mm: ['millimeter', 'millimeters'],
-  mg: ['milligram', 'milligrams'],
-  ms: ['millisecond', 'milliseconds'],
-  ml: ['milliliter', 'milliliters'],
+  km: regular('kilometer'),
+  kg: regular('kilogram'),
+  cm: regular('centimeter'),
+  mm: regular('millimeter'),
+  mg: regular('milligram'),
+  ms: regular('millisecond'),
+  ml: regular('milliliter'),
 };
 
 // A number as written: digits with optional thousands separators ("1,234"), optional decimals.
