@@ -44,7 +44,6 @@ export function parseNvidiaSmiInventory(csv: string): GpuInventoryEntry[] {
   });
 }
 
-/** The machine's inventory; nvidia-smi is asked once per process (it takes ~50-200 ms). */
 /** The memory limit of this process's cgroup (v2 memory.max, else v1), or undefined where there is none. */
 function cgroupMemoryLimit(): number | undefined {
   for (const file of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
@@ -58,6 +57,7 @@ function cgroupMemoryLimit(): number | undefined {
   return undefined;
 }
 
+/** The machine's inventory; nvidia-smi is asked once per process (it takes ~50-200 ms). */
 export function hostInventory(): HostInventory {
   if (cached) return cached;
   // A container's limit, where lower than the machine's memory, is what a run may use.

@@ -97,31 +97,12 @@ export function watchFrameLines(samples: readonly GpuSample[], elapsedMs: number
         width,
         max,
       )}  ${paint.dim(avg)}`;
-    lines.push(
-      line(
-        'util',
-        `${num(last.utilizationPct)}%`,
-        (s) => s.utilizationPct,
-        100,
-        `mean ${num(
-          mean((s) => s.utilizationPct),
-          1,
-        )}%`,
-      ),
-    );
+    // A percentage: its latest value, its sparkline on 0..100 and its mean over the window.
+    const percentLine = (label: string, f: (s: GpuSample) => number | null | undefined) =>
+      line(label, `${num(f(last))}%`, f, 100, `mean ${num(mean(f), 1)}%`);
+    lines.push(percentLine('util', (s) => s.utilizationPct));
     if (mine.some((s) => s.smActivityPct !== undefined && s.smActivityPct !== null))
-      lines.push(
-        line(
-          'SM act',
-          `${num(last.smActivityPct)}%`,
-          (s) => s.smActivityPct,
-          100,
-          `mean ${num(
-            mean((s) => s.smActivityPct),
-            1,
-          )}%`,
-        ),
-      );
+      lines.push(percentLine('SM act', (s) => s.smActivityPct));
     const total = last.memoryTotalBytes ?? 0;
     lines.push(
       line(

@@ -2,11 +2,9 @@
 // a fixed-size ring that keeps the latest of them, and the run database's row shape.
 import type { DeviceSampleRecord } from './run-db.js';
 
-export interface GpuSample {
-  /** ms since the sampler's origin (by default the moment it started; the trainer passes its run start). */
-  tMs: number;
-  /** NVML / nvidia-smi index. */
-  index: number;
+/** The readings every GPU source gives (NVML addon, nvidia-smi, a run database row), in this order;
+ * each null when the GPU does not report it. */
+export interface GpuReadings {
   /** Share of the driver's sample period in which any kernel ran: "busy", not "how much of the GPU". */
   utilizationPct: number | null;
   memoryUsedBytes: number | null;
@@ -14,6 +12,25 @@ export interface GpuSample {
   smClockMhz: number | null;
   powerW: number | null;
   temperatureC: number | null;
+}
+
+/** The readings of `r` alone, in GpuReadings' order (the order of a sample's and a row's keys). */
+export function gpuReadings(r: GpuReadings): GpuReadings {
+  return {
+    utilizationPct: r.utilizationPct,
+    memoryUsedBytes: r.memoryUsedBytes,
+    memoryTotalBytes: r.memoryTotalBytes,
+    smClockMhz: r.smClockMhz,
+    powerW: r.powerW,
+    temperatureC: r.temperatureC,
+  };
+}
+
+export interface GpuSample extends GpuReadings {
+  /** ms since the sampler's origin (by default the moment it started; the trainer passes its run start). */
+  tMs: number;
+  /** NVML / nvidia-smi index. */
+  index: number;
   /** Active clocks-event reasons (names from THROTTLE_REASONS); empty when none or not reported. */
   throttleReasons: string[];
   /** GPM (Hopper and newer, NVML source only): resident warps / theoretical maximum, over the last
@@ -81,12 +98,7 @@ export function toDeviceSampleRecord(s: GpuSample): DeviceSampleRecord {
   return {
     tMs: s.tMs,
     device: s.index,
-    utilizationPct: s.utilizationPct,
-    memoryUsedBytes: s.memoryUsedBytes,
-    memoryTotalBytes: s.memoryTotalBytes,
-    smClockMhz: s.smClockMhz,
-    powerW: s.powerW,
-    temperatureC: s.temperatureC,
+    ...gpuReadings(s),
     smActivityPct: s.smActivityPct ?? null,
     throttleReasons: s.throttleReasons.join(','),
   };
@@ -97,12 +109,7 @@ export function fromDeviceSampleRecord(r: DeviceSampleRecord): GpuSample {
   return {
     tMs: r.tMs,
     index: r.device,
-    utilizationPct: r.utilizationPct,
-    memoryUsedBytes: r.memoryUsedBytes,
-    memoryTotalBytes: r.memoryTotalBytes,
-    smClockMhz: r.smClockMhz,
-    powerW: r.powerW,
-    temperatureC: r.temperatureC,
+    ...gpuReadings(r),
     throttleReasons: r.throttleReasons ? r.throttleReasons.split(',').filter(Boolean) : [],
     ...(r.smActivityPct !== null ? { smActivityPct: r.smActivityPct } : {}),
   };

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { ExitCode, XttsError } from '../errors.js';
 import { parseNvidiaSmiInventory } from '../env/index.js';
-import { GpuSampleRing, type GpuSample } from './gpu-sample.js';
+import { GpuSampleRing, gpuReadings, type GpuSample } from './gpu-sample.js';
 import { NVIDIA_SMI_COLUMNS, NvidiaSmiStream, type NvidiaSmiRow } from './gpu-smi.js';
 import { summarizeGpuSamples, type GpuWindowSummary } from './gpu-summary.js';
 import { decodeThrottleReasons } from './gpu-throttle.js';
@@ -282,12 +282,7 @@ export class GpuSampler {
     this.accept({
       tMs: tPerf - this.originMs,
       index: row.index,
-      utilizationPct: row.utilizationPct,
-      memoryUsedBytes: row.memoryUsedBytes,
-      memoryTotalBytes: row.memoryTotalBytes,
-      smClockMhz: row.smClockMhz,
-      powerW: row.powerW,
-      temperatureC: row.temperatureC,
+      ...gpuReadings(row),
       throttleReasons: row.throttleReasons ?? [],
     });
   }
@@ -339,12 +334,7 @@ function fromNvml(s: NvmlRawSample, monoToOrigin: number): GpuSample {
   return {
     tMs: s.monotonicMs + monoToOrigin,
     index: s.index,
-    utilizationPct: s.utilizationPct,
-    memoryUsedBytes: s.memoryUsedBytes,
-    memoryTotalBytes: s.memoryTotalBytes,
-    smClockMhz: s.smClockMhz,
-    powerW: s.powerW,
-    temperatureC: s.temperatureC,
+    ...gpuReadings(s),
     throttleReasons: s.throttleReasonsMask === null ? [] : decodeThrottleReasons(s.throttleReasonsMask),
   };
 }

@@ -3,6 +3,7 @@
 // 50-500 ms, so a process per sample would be both slow and a load on the machine.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import type { GpuReadings } from './gpu-sample.js';
 import { decodeThrottleReasons } from './gpu-throttle.js';
 
 /** What a row of the query holds, in order, and the nvidia-smi field names that provide it: when a
@@ -35,16 +36,10 @@ export function defaultNvidiaSmiQuery(): NvidiaSmiQuery {
 
 const DEFAULT_QUERY = defaultNvidiaSmiQuery();
 
-export interface NvidiaSmiRow {
+export interface NvidiaSmiRow extends GpuReadings {
   /** nvidia-smi's own timestamp of the reading (local time, ms resolution) as epoch ms. */
   timestampMs: number | null;
   index: number;
-  utilizationPct: number | null;
-  memoryUsedBytes: number | null;
-  memoryTotalBytes: number | null;
-  smClockMhz: number | null;
-  powerW: number | null;
-  temperatureC: number | null;
   /** null when the mask was not reported. */
   throttleReasons: string[] | null;
   /** Columns whose value nvidia-smi did not give, with its words ("[N/A]", "[Not Supported]", ...). */

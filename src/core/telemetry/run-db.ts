@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
+import type { GpuReadings } from './gpu-sample.js';
 import { SPAN_NAMES, type StepRecord } from './spans.js';
 
 export const RUN_DB_FILE = 'run.sqlite';
@@ -17,15 +18,10 @@ export interface MetricRecord {
   value: number;
 }
 
-export interface DeviceSampleRecord {
+/** A device_samples row: a GPU sample's readings, its SM activity (GPM) and its clock reasons comma-joined. */
+export interface DeviceSampleRecord extends GpuReadings {
   tMs: number;
   device: number;
-  utilizationPct: number | null;
-  memoryUsedBytes: number | null;
-  memoryTotalBytes: number | null;
-  smClockMhz: number | null;
-  powerW: number | null;
-  temperatureC: number | null;
   smActivityPct: number | null;
   throttleReasons: string | null;
 }

@@ -70,17 +70,18 @@ class Proto {
   }
 
   double(field: number, v: number): this {
-    this.varint((field << 3) | 1);
-    const b = new Uint8Array(8);
-    new DataView(b.buffer).setFloat64(0, v, true);
-    this.parts.push(b);
-    return this;
+    return this.fixed(field, 1, 8, (d) => d.setFloat64(0, v, true));
   }
 
   float(field: number, v: number): this {
-    this.varint((field << 3) | 5);
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setFloat32(0, v, true);
+    return this.fixed(field, 5, 4, (d) => d.setFloat32(0, v, true));
+  }
+
+  /** A fixed-width field: wire type 1 (64-bit) or 5 (32-bit), `bytes` little-endian bytes that `write` sets. */
+  private fixed(field: number, wireType: 1 | 5, bytes: 8 | 4, write: (d: DataView) => void): this {
+    this.varint((field << 3) | wireType);
+    const b = new Uint8Array(bytes);
+    write(new DataView(b.buffer));
     this.parts.push(b);
     return this;
   }
