@@ -15,7 +15,11 @@ export class ProgressLine {
     return Boolean(this.stream.isTTY);
   }
 
-  update(done: number, total: number, elapsedMs: number): void {
+  /**
+   * Draw `done` of `total`. The rate is the mean since the start (`elapsedMs`) unless `secondsPerUnit` is given: the
+   * trainer passes its last logged step time, so that the bar's ETA is the one its log line printed.
+   */
+  update(done: number, total: number, elapsedMs: number, secondsPerUnit?: number): void {
     if (!this.enabled) return;
     const now = performance.now();
     if (now - this.lastDraw < 100 && done < total) return;
@@ -23,13 +27,13 @@ export class ProgressLine {
     this.active = true;
     const width = 24;
     const filled = total ? Math.round((done / total) * width) : 0;
-    const rate = elapsedMs > 0 ? done / (elapsedMs / 1000) : 0;
+    const perS = secondsPerUnit !== undefined && secondsPerUnit > 0 ? 1 / secondsPerUnit : done / (elapsedMs / 1000);
+    const rate = Number.isFinite(perS) && perS > 0 ? perS : 0;
     const eta = rate > 0 ? (total - done) / rate : 0;
-    const etaText = eta >= 60 ? `${Math.floor(eta / 60)} min ${Math.round(eta % 60)} s` : `${eta.toFixed(0)} s`;
     this.stream.write(
       `\r${this.label} ` +
         (`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ` +
-          paint.dim(`${rate.toFixed(0)} ${this.unit}/s, ETA ${etaText}`) +
+          paint.dim(`${rateText(rate, this.unit)}, ETA ${etaText(eta)}`) +
           `\x1b[K`),
     );
   }
@@ -45,4 +49,20 @@ export class ProgressLine {
     if (this.active) this.stream.write('\n');
     this.active = false;
   }
+}
+
+/**
+ * A rate a person can read at any speed: "12 steps/s", "2.5 steps/s", and below one a second the time each takes,
+ * "4.3 s/step" (not "0 steps/s").
+ */
+export function rateText(perS: number, unit: string): string {
+  if (!(perS > 0)) return `– ${unit}/s`;
+  if (perS >= 1) return `${perS.toFixed(perS >= 10 ? 0 : 1)} ${unit}/s`;
+  return `${(1 / perS).toFixed(1)} s/${unit.replace(/s$/, '')}`;
+}
+
+/** Seconds left as the bar and the trainer's log line both print them: "42 s", "18 min 58 s". */
+export function etaText(seconds: number): string {
+  const s = Math.round(seconds);
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
 }

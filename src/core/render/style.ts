@@ -2,6 +2,10 @@
 import chalk from 'chalk';
 import { table, getBorderCharacters } from 'table';
 
+// NO_COLOR (no-color.org): a non-empty value turns colours and styles off, on a terminal too; chalk reads
+// FORCE_COLOR but not NO_COLOR, and FORCE_COLOR still wins.
+if (process.env.NO_COLOR && process.env.FORCE_COLOR === undefined) chalk.level = 0;
+
 export const paint = {
   error: (s: string) => chalk.red.bold(s),
   warn: (s: string) => chalk.yellow.bold(s),

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { datasetFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
-import { paint, ProgressLine } from '@xtts/core/render';
+import { etaText, paint, ProgressLine } from '@xtts/core/render';
 import type { TrainResult } from '@xtts/core/training';
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -124,6 +124,8 @@ export default class Train extends XttsCommand<TrainResult> {
     };
     const control = { stop: false };
     let stepsDone = 0;
+    /** Seconds a step took over the last log interval (the log line's figure), for the bar. */
+    let loggedStepS: number | undefined;
     const onSignal = (signal: StopSignal) => {
       const code = SIGNAL_EXIT[signal];
       // A closed terminal (SIGHUP) makes writes to it fail: they must not end the run before its checkpoint.
@@ -175,12 +177,14 @@ export default class Train extends XttsCommand<TrainResult> {
             }
           : undefined,
         // On a terminal a bar with the ETA stays under the log lines; pipes and --json get the lines alone.
+        // The bar's rate and ETA are the last log line's (its recent steps), once there is one.
         onStep: (s) => {
           stepsDone = s.step - s.startStep;
-          if (human) bars.train.update(s.step - s.startStep, s.maxSteps - s.startStep, s.elapsedMs);
+          if (human) bars.train.update(s.step - s.startStep, s.maxSteps - s.startStep, s.elapsedMs, loggedStepS);
         },
         onProgress: human
           ? (p) => {
+              loggedStepS = p.stepMs / 1000;
               bars.train.clear();
               process.stderr.write(
                 `step ${String(p.step).padStart(String(p.maxSteps).length)}/${p.maxSteps}  ` +
@@ -191,7 +195,7 @@ export default class Train extends XttsCommand<TrainResult> {
                     (p.gpuUtilizationPct !== undefined ? `  GPU ${p.gpuUtilizationPct.toFixed(0)}%` : '') +
                     (p.nonFiniteSteps ? `  ${p.nonFiniteSteps} non-finite` : '') +
                     `  `) +
-                  `ETA ${Math.round(p.etaS)} s\n`,
+                  `ETA ${etaText(p.etaS)}\n`,
               );
             }
           : undefined,
