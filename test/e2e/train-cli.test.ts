@@ -89,11 +89,24 @@ describe('xtts train', () => {
       ])
         assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
       assert.equal(tb.scalars['loss/train'].length, 60);
+      // Each kind under its own tag (TensorBoard shows one kind per tag).
       assert.ok(
-        tb.images['eval/sentence-1']?.length && tb.images['eval/sentence-1-alignment']?.length,
+        tb.images['eval/mel/sentence-1']?.length && tb.images['eval/alignment/sentence-1']?.length,
         Object.keys(tb.images).join(' '),
       );
-      assert.equal(tb.audio['eval/sentence-1'][0][1], 22050);
+      assert.equal(tb.audio['eval/audio/sentence-1'][0][1], 22050);
+      assert.deepEqual(
+        Object.keys(tb.audio).filter((tag) => tag in tb.images),
+        [],
+      );
+      // The resolved config in the Text tab, as YAML shown as code.
+      assert.equal(tb.text.config.length, 1);
+      assert.match(tb.text.config[0][1], /^ {4}model:$/m);
+      assert.match(tb.text.config[0][1], /^ {6}d_model: 128$/m);
+      // Speed in metrics.jsonl as in TensorBoard.
+      const jsonl = readFileSync(join(out, 'metrics.jsonl'), 'utf8');
+      for (const name of ['perf/samples_per_s', 'perf/step_ms', 'perf/data_wait_share'])
+        assert.ok(jsonl.includes(`"${name}"`), `${name} is not in metrics.jsonl`);
 
       const wav = join(dir, 'synth.wav');
       const s = await runCli([
@@ -533,8 +546,19 @@ describe('xtts train', () => {
       env: { ...env, NO_COLOR: '1' },
       timeout: 600_000,
     });
-    assert.match(tty, /train +\[#*\.*\] \d\/6 .*steps\/s, ETA \d+/);
+    assert.match(tty, /train +\[#*\.*\] \d\/6 .*(steps\/s|s\/step), ETA \d+/);
     assert.match(tty, /step 3\/6 +loss/);
+    // After the log line, the bar's rate is the line's own (its recent steps), whatever the speed: below one step a
+    // second as seconds a step, never "0 steps/s".
+    assert.doesNotMatch(tty, / 0 steps\/s/);
+    const logged = Number(/step 3\/6 .* (\d+) ms\/step/.exec(tty)?.[1]);
+    const after = tty.slice(tty.search(/step 3\/6 /));
+    const bar = /\] [45]\/6 (?:([\d.]+) steps\/s|([\d.]+) s\/step), ETA/.exec(after);
+    // NO_COLOR is honoured on a terminal: no escape but the bar's own line control.
+    assert.doesNotMatch(tty, /\x1b\[\d+m/);
+    assert.ok(logged > 0 && bar, tty.slice(-3000));
+    const barStepMs = bar[1] ? 1000 / Number(bar[1]) : 1000 * Number(bar[2]);
+    assert.ok(Math.abs(barStepMs - logged) <= 0.06 * logged + 50, `bar ${bar[0]}, log line ${logged} ms/step`);
     assert.match(tty, /\r\x1b\[K/); // the bar is taken off its line before a log line
     // The summary says how long the trainer's thread was stopped collecting garbage.
     assert.match(

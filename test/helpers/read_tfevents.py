@@ -3,7 +3,8 @@ checks (computed here), and the Event / Summary protocol buffers decoded from th
 field numbers of TensorFlow's event.proto and summary.proto. Where the `tensorboard` package is
 installed, its own EventFileLoader reads the file too and the two readings must agree.
 Prints JSON: {"file_version", "scalars": {tag: [[step, value]...]}, "images": {tag: [[step, w, h, png bytes]...]},
-"audio": {tag: [[step, rate, frames, wav bytes, content type]...]}, "tensorboard": bool}."""
+"audio": {tag: [[step, rate, frames, wav bytes, content type]...]}, "text": {tag: [[step, markdown]...]},
+"tensorboard": bool}."""
 import json
 import struct
 import sys
@@ -73,7 +74,7 @@ def fields(b):
 
 path = sys.argv[1]
 raw = open(path, 'rb').read()
-result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'tensorboard': False}
+result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'text': {}, 'tensorboard': False}
 for rec in records(raw):
     ev = fields(rec)
     if 3 in ev:
@@ -88,6 +89,11 @@ for rec in records(raw):
         if 4 in v:
             im = fields(v[4][0])
             result['images'].setdefault(tag, []).append([step, im[2][0], im[1][0], len(im[4][0]), im[4][0][:8].hex()])
+        if 8 in v:
+            # A string tensor (tf.summary.text): dtype 7, its plugin named in the metadata.
+            tensor, plugin = fields(v[8][0]), fields(fields(v[9][0])[1][0])[1][0].decode()
+            assert tensor[1][0] == 7 and plugin == 'text', (tensor.get(1), plugin)
+            result['text'].setdefault(tag, []).append([step, tensor[8][0].decode()])
         if 6 in v:
             au = fields(v[6][0])
             result['audio'].setdefault(tag, []).append([step, struct.unpack('<f', au[1][0])[0], au[3][0], len(au[4][0]), au[5][0].decode()])
@@ -97,7 +103,7 @@ try:
 except ImportError:
     EventAccumulator = None
 if EventAccumulator is not None:
-    acc = EventAccumulator(path, size_guidance={'scalars': 0, 'images': 0, 'audio': 0})
+    acc = EventAccumulator(path, size_guidance={'scalars': 0, 'images': 0, 'audio': 0, 'tensors': 0})
     acc.Reload()
     tags = acc.Tags()
     assert sorted(tags['scalars']) == sorted(result['scalars']), (tags['scalars'], list(result['scalars']))
@@ -109,5 +115,10 @@ if EventAccumulator is not None:
         assert [[e.step, e.width, e.height] for e in acc.Images(tag)] == [r[:3] for r in rows], tag
     for tag, rows in result['audio'].items():
         assert [[e.step, e.sample_rate, e.length_frames] for e in acc.Audio(tag)] == [r[:3] for r in rows], tag
+    assert sorted(tags['tensors']) == sorted(result['text']), (tags['tensors'], list(result['text']))
+    for tag, rows in result['text'].items():
+        events = acc.Tensors(tag)
+        assert [[e.step, e.tensor_proto.string_val[0].decode()] for e in events] == rows, tag
+        assert acc.SummaryMetadata(tag).plugin_data.plugin_name == 'text', tag
     result['tensorboard'] = True
 print(json.dumps(result))

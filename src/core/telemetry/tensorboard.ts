@@ -183,6 +183,17 @@ export class EventFileWriter {
     );
   }
 
+  /**
+   * Markdown text for TensorBoard's Text tab: a string tensor (DT_STRING, a scalar shape) whose metadata names the
+   * `text` plugin, as tf.summary.text writes it.
+   */
+  text(tag: string, step: number, markdown: string): void {
+    const DT_STRING = 7;
+    const tensor = new Proto().int(1, DT_STRING).message(2, new Proto()).bytes(8, markdown);
+    const metadata = new Proto().message(1, new Proto().bytes(1, 'text'));
+    this.summary(step, new Proto().bytes(1, tag).message(8, tensor).message(9, metadata));
+  }
+
   flush(): void {
     if (this.fd !== undefined) fsyncSync(this.fd);
   }

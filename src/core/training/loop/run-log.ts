@@ -3,6 +3,7 @@
 // each step's record and each logged step's stats; nothing here touches the device.
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { stringify as stringifyYaml } from 'yaml';
 import { curveFigure } from '../../render/index.js';
 import type { GpuSampler } from '../../telemetry/index.js';
 import { RunDatabase, type ReplicaStepRecord } from '../../telemetry/index.js';
@@ -112,22 +113,38 @@ export class RunLog {
       nonFiniteSteps: this.nonFiniteSteps,
       gpuUtilizationPct: this.sampler?.summary({ fromMs: recent[0].startMs })[0]?.utilizationPct?.mean,
     };
-    this.events?.scalar('perf/samples_per_s', at, p.samplesPerS);
-    this.events?.scalar('perf/data_wait_share', at, p.dataWaitShare);
-    this.events?.scalar('perf/step_ms', at, p.stepMs);
-    if (p.gpuUtilizationPct !== undefined) this.events?.scalar('perf/gpu_utilization_pct', at, p.gpuUtilizationPct);
+    // Speed is a metric like the losses: in run.sqlite and metrics.jsonl as well as in TensorBoard.
+    this.metric(at, 'perf/samples_per_s', p.samplesPerS);
+    this.metric(at, 'perf/data_wait_share', p.dataWaitShare);
+    this.metric(at, 'perf/step_ms', p.stepMs);
+    if (p.gpuUtilizationPct !== undefined) this.metric(at, 'perf/gpu_utilization_pct', p.gpuUtilizationPct);
     onProgress?.(p);
   }
 
-  /** Eval files of step `at` into the result, and into TensorBoard: the mel and alignment pictures, and the audio. */
+  /**
+   * Eval files of step `at` into the result, and into TensorBoard, each kind under a tag of its own (one tag holding
+   * both an image and audio shows only one of them): `eval/audio/sentence-1` (the WAV), `eval/mel/sentence-1`
+   * (sentence-1.png) and `eval/alignment/sentence-1` (sentence-1-alignment.png).
+   */
   publishEval(at: number, files: readonly string[]): void {
     for (const f of files) {
-      const tag = `eval/${basename(f).replace(/\.(png|wav)$/, '')}`;
-      if (f.endsWith('.png')) this.events?.image(tag, at, readFileSync(f));
-      else if (f.endsWith('.wav')) this.events?.audio(tag, at, readFileSync(f));
+      const name = basename(f).replace(/\.(png|wav)$/, '');
+      if (f.endsWith('.wav')) this.events?.audio(`eval/audio/${name}`, at, readFileSync(f));
+      else if (name.endsWith('-alignment'))
+        this.events?.image(`eval/alignment/${name.slice(0, -'-alignment'.length)}`, at, readFileSync(f));
+      else if (f.endsWith('.png')) this.events?.image(`eval/mel/${name}`, at, readFileSync(f));
     }
     this.events?.flush();
     this.evalFiles.push(...files);
+  }
+
+  /** The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), at the step the run starts from. */
+  describeConfig(at: number, config: object, file: string | undefined): void {
+    const yaml = stringifyYaml(config, { lineWidth: 0 });
+    // Markdown: an indented block is shown as code, line for line.
+    const indented = yaml.replace(/\n$/, '').replace(/^/gm, '    ');
+    this.events?.text('config', at, `${file ? `from \`${file}\`, resolved:\n\n` : ''}${indented}`);
+    this.events?.flush();
   }
 
   /** The loss curves as a picture in the run folder (TensorBoard has them as scalars). */

@@ -180,6 +180,7 @@ function describeRun(log: RunLog, o: TrainOptions, setup: RunSetup, runId: strin
   db.setMeta('backend', setup.choice.backend);
   db.setMeta('device', setup.choice.adapter ? setup.choice.adapter.name : null);
   db.setMeta('parameters', setup.model.parameterCount());
+  log.describeConfig(setup.resumed.step, setup.config, o.loaded.file);
 }
 
 /**
