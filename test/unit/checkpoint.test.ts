@@ -147,7 +147,19 @@ test(
     );
     if (process.env.XTTS_TEST_PYTHON)
       assert.ok(got.safe_open, 'the safetensors package is not installed in XTTS_TEST_PYTHON');
-    assert.deepEqual(got.metadata, { format: 'xtts-checkpoint@1', content: 'weights' });
+    // The weights describe themselves: step, config, tokenizer, speakers, languages, statistics, sizes (JSON).
+    const { format, content, ...described } = got.metadata;
+    assert.deepEqual([format, content], ['xtts-checkpoint@1', 'weights']);
+    const s = state(7);
+    assert.deepEqual(Object.fromEntries(Object.entries(described).map(([k, v]) => [k, JSON.parse(v as string)])), {
+      step: 7,
+      config: s.config,
+      tokenizer: s.tokenizer,
+      speakers: [],
+      languages: ['en'],
+      stats: s.stats,
+      sizes: s.sizes,
+    });
     assert.deepEqual(got.tensors, {
       'a.w': { shape: [2, 3], sum: 18, dtype: 'F32' },
       b: { shape: [3], sum: 6, dtype: 'I32' },

@@ -52,12 +52,35 @@ function fsyncDir(dir: string): void {
   }
 }
 
-/** Write a set of arrays as `<base>.safetensors` (readable by Python's safetensors, PyTorch, JAX). */
-function writeArrays(dir: string, base: string, arrays: readonly NamedArray[]): void {
+/**
+ * Write a set of arrays as `<base>.safetensors` (readable by Python's safetensors, PyTorch, JAX), with `metadata`
+ * (strings) in its header beside the format.
+ */
+function writeArrays(
+  dir: string,
+  base: string,
+  arrays: readonly NamedArray[],
+  metadata: Record<string, string> = {},
+): void {
   writeDurable(
     join(dir, `${base}.safetensors`),
-    encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base }),
+    encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base, ...metadata }),
   );
+}
+
+/** The state keys a weights file carries in its header, as JSON: what another tool needs to use the weights alone. */
+const SELF_DESCRIBING_KEYS = ['step', 'config', 'tokenizer', 'speakers', 'languages', 'stats', 'sizes'] as const;
+
+/**
+ * The weights file's own description (safetensors `__metadata__`, string to string): the step, the resolved
+ * config, the tokenizer, the speakers and languages (their indices are the embedding rows), the feature
+ * statistics and sizes, each as JSON; a tool that reads only weights.safetensors knows what it holds.
+ */
+function weightsMetadata(state: object): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of SELF_DESCRIBING_KEYS)
+    if (key in state) out[key] = JSON.stringify((state as Record<string, unknown>)[key]);
+  return out;
 }
 
 /** A checkpoint's arrays: `<base>.safetensors`, or the `<base>.json` + `<base>.bin` pair checkpoints had before it. */
@@ -330,7 +353,7 @@ export class CheckpointStore {
     rmSync(tmp, { recursive: true, force: true });
     try {
       mkdirSync(tmp);
-      writeArrays(tmp, 'weights', contents.weights);
+      writeArrays(tmp, 'weights', contents.weights, weightsMetadata(contents.state));
       writeArrays(tmp, 'optimizer', contents.optimizer);
       writeDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
       fsyncDir(tmp);
