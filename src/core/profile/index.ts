@@ -11,6 +11,7 @@ import type { StepCaptureSummary } from '../training/index.js';
 import { writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
+import { type ShapePhase, splitNewShapes } from './shapes.js';
 import {
   judge,
   type ProfileVerdicts,
@@ -30,6 +31,7 @@ export {
   type VerdictContext,
   type ReplicaSummary,
 } from './verdicts.js';
+export { shapeSteps, splitNewShapes, type ShapePhase } from './shapes.js';
 export { toTrace, traceProblems } from './trace.js';
 export { describeSpans } from '../backend/index.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
@@ -78,6 +80,8 @@ export interface ProfileResult extends ProfileVerdicts {
    * the trainer recorded per bucket shape; null for runs that record none (CPU runs of older xtts).
    */
   stepCapture: { replayedSteps: number; measuredSteps: number; summary: StepCaptureSummary | null } | null;
+  /** Measured steps that met a batch shape first, left out of the verdicts' steps; null where none did. */
+  newShapes: ShapePhase | null;
 }
 
 /**
@@ -197,7 +201,10 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`,
       { exitCode: ExitCode.usage },
     );
-  const { measured, probes, allTimed } = measuredSteps(runDir, steps, options.warmup);
+  const afterWarmup = measuredSteps(runDir, steps, options.warmup);
+  const { probes, allTimed } = afterWarmup;
+  // A shape's first steps (recording for replay, compiling) are a phase of their own, not the steady state.
+  const { steady: measured, phase: newShapes } = splitNewShapes(steps, afterWarmup.measured);
   const stepCapture =
     captureSummary || measured.some((m) => m.replayed !== undefined)
       ? {
@@ -212,7 +219,8 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   const last = measured[measured.length - 1];
   const t1 = last.startMs + last.wallMs;
   const window = samples.filter((s) => s.tMs >= t0 && s.tMs <= t1);
-  const v = judge(measured, window, verdictContext(run, config, measuredReplicas), options.thresholds, probes);
+  const ctx = { ...verdictContext(run, config, measuredReplicas), newShapes };
+  const v = judge(measured, window, ctx, options.thresholds, probes);
   const gpuTelemetry = gpuTelemetryOf(run.telemetry);
   const deviceTiming: ProfileResult['deviceTiming'] = run.timingMeta
     ? { ...run.timingMeta, steps: v.breakdown.deviceTimedSteps }
@@ -248,6 +256,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     files,
     replicas: measuredReplicas.length ? summarizeReplicas(run.replicaDevices, measuredReplicas) : null,
     stepCapture,
+    newShapes,
   };
 }
 

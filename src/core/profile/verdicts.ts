@@ -8,6 +8,7 @@ import type { ReplicaStepRecord } from '../telemetry/index.js';
 import type { StepRecord } from '../telemetry/index.js';
 import { summarize } from '../util/index.js';
 import { breakdown, type StepBreakdown } from './breakdown.js';
+import { newShapeVerdict, type ShapePhase } from './shapes.js';
 
 export { breakdown, type StepBreakdown } from './breakdown.js';
 
@@ -26,7 +27,8 @@ export interface Verdict {
     | 'memory-headroom'
     | 'oscillating'
     | 'memory-leak'
-    | 'all-reduce-bound';
+    | 'all-reduce-bound'
+    | 'new-shapes';
   grade: Grade;
   title: string;
   evidence: string;
@@ -62,6 +64,8 @@ export interface VerdictContext {
   stepCapture?: 'auto' | 'off';
   /** device.pipeline_steps of the run ('off' waits for every step before issuing the next). */
   pipelineSteps?: 'auto' | 'on' | 'off';
+  /** The measured steps that met a batch shape first (shapes.ts), judged apart from the steady ones. */
+  newShapes?: ShapePhase | null;
 }
 
 /**
@@ -191,6 +195,7 @@ export function judge(
     oscillationVerdict(steps, b, ctx, th),
     ...leakVerdict(steps, th),
     ...replicaVerdicts(b, ctx, th),
+    ...newShapeVerdict(ctx.newShapes, ctx.buckets),
   ];
   const order: Grade[] = ['high', 'moderate', 'ok'];
   const sorted = [...out].sort((a, c) => order.indexOf(a.grade) - order.indexOf(c.grade));
