@@ -2,11 +2,13 @@
 // the ring against a consumer's step, reports skipped rows with positions, and the utility binary
 // gives the same envelope shape.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { repoRoot, runCli, hasStackTrace } from '../helpers/cli.js';
+import { joinedRegExp } from '../helpers/regexp.js';
 
 const quick = join(repoRoot, 'configs', 'quickstart');
 
@@ -68,6 +70,14 @@ test('skipped rows are listed with file:line and reason; --strict exits 1', asyn
     cwd: dir,
   });
   assert.equal(r.code, 0, r.stderr);
+  // What it found, in one line: layout, rows, hours, speakers and languages, skipped rows.
+  assert.match(
+    r.stdout,
+    joinedRegExp(
+      /data: LJSpeech metadata \(id\|text\|normalized text\), 14 rows: \d+ training \([\d.]+ (s|min)\) and /,
+      /\d+ validation \([\d.]+ (s|min)\) utterances, 1 speaker, 1 language \([\w-]+\); 2 rows skipped/,
+    ),
+  );
   assert.match(r.stdout, /metadata\.csv:13 .*QS-999 .*missing_audio/);
   assert.match(r.stdout, /metadata\.csv:14 .*QS-001 .*duplicate_id/);
   const strict = await runCli([
@@ -83,6 +93,56 @@ test('skipped rows are listed with file:line and reason; --strict exits 1', asyn
   ]);
   assert.equal(strict.code, 1);
   assert.equal(strict.json.result.skipped.length, 2);
+});
+
+test('FLAC and MP3 rows are decoded and timed like WAV ones, the decode stage naming the containers', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-compressed-'));
+  mkdirSync(join(dir, 'clips'));
+  const rows = readFileLines(join(quick, 'metadata.csv'))
+    .slice(0, 6)
+    .map((row, i) => {
+      const [id, text] = row.split('|');
+      // sox (not xtts) writes the compressed files.
+      const file = `clips/${id}.${i % 2 === 0 ? 'flac' : 'mp3'}`;
+      execFileSync('sox', [join(quick, 'wavs', `${id}.wav`), join(dir, file)]);
+      return `${file}|speaker-a|${text}`;
+    });
+  writeFileSync(join(dir, 'metadata.csv'), `${rows.join('\n')}\n`);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  path: ${dir}\n` +
+      `pipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`,
+  );
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '2', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const a = r.json.result;
+  assert.equal(a.audio.files, 6);
+  assert.ok(a.audio.audioSeconds > 6, JSON.stringify(a.audio));
+  const decode = a.stages.find((s: { stage: string }) => s.stage.startsWith('audio decode'));
+  assert.equal(decode.stage, 'audio decode (3 flac, 3 mp3)');
+  assert.equal(decode.ms.n, 6);
+  assert.match(a.dataset.line, /metadata of audio paths .* 6 rows: .*1 speaker/);
+});
+
+test('no validation row drawn is a warning that names the key to change', async () => {
+  const { config } = dataset();
+  const args = ['--config', config, '--set', 'dataset.validation_fraction=0', '--step-ms', '40', '--batches', '2'];
+  const r = await runCli(['analyze-data-pipeline', ...args, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(
+    r.json.result.dataset.line,
+    /12 rows: 12 training \([\d.]+ (s|min)\) and 0 validation \(0 s\) utterances/,
+  );
+  assert.match(
+    r.json.result.dataset.warnings.join(' '),
+    joinedRegExp(
+      /no validation utterances: dataset\.validation_fraction 0 drew none of the 12 usable rows.*/,
+      /Raise dataset\.validation_fraction/,
+    ),
+  );
+  const human = await runCli(['analyze-data-pipeline', ...args]);
+  assert.match(human.stdout, /warning: no validation utterances/);
 });
 
 test('a missing dataset and a bad flag are clear errors without stack traces', async () => {

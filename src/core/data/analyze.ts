@@ -13,9 +13,10 @@ import { summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
 import { melExtractorFor } from './audio/index.js';
 import { resample } from './audio/resample.js';
-import { decodeWav } from './audio/wav.js';
+import { decodeAudio, sniffAudio } from './audio/decode.js';
 import { type BucketPlan, planBuckets } from './buckets.js';
 import { DataLoader, type LoaderOptions, producerThreads } from './loader.js';
+import { describeDataset } from './describe.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow } from './manifest.js';
 import {
   assignLanguages,
@@ -45,6 +46,8 @@ export interface Recommendation {
 export interface PipelineAnalysis {
   datasetDir: string;
   rows: { train: number; validation: number; skipped: number };
+  /** What was found (describeDataset): the layout, rows, hours, speakers and languages, and warnings. */
+  dataset: { line: string; warnings: string[] };
   skipped: SkippedRow[];
   stages: StageRow[];
   text: { rows: number; coldMs: number; warmMs: number; coldRowsPerS: number; warmRowsPerS: number; mode: string };
@@ -100,7 +103,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
 
   options.onProgress?.('audio front end');
   const files = [...manifest.train, ...manifest.validation].slice(0, options.audioFiles ?? 200);
-  const audio = timeAudioStages(files, config);
+  const audio = await timeAudioStages(files, config);
   stages.push(...audio.stages);
 
   // The real preparation (warm when the cache already holds this dataset).
@@ -153,6 +156,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   return {
     datasetDir,
     rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
+    dataset: describeDataset(prepared),
     skipped: prepared.skipped,
     stages,
     text: {
@@ -249,10 +253,14 @@ async function timeTextFrontEnd(
  * The audio front end stage by stage on each file (read, decode, resample, trim and loudness,
  * log-mel): a stage row per stage, the audio's length and the time it all took.
  */
-function timeAudioStages(
+/**
+ * Each file through the stages preparation runs, timed: read, decode (whatever its container: WAV, FLAC, MP3 or
+ * Ogg, whose decoding is the cost that matters for corpora shipped compressed), resample, trim, log-mel.
+ */
+async function timeAudioStages(
   files: readonly ManifestRow[],
   config: XttsConfig,
-): { stages: StageRow[]; files: number; audioSeconds: number; totalS: number } {
+): Promise<{ stages: StageRow[]; files: number; audioSeconds: number; totalS: number }> {
   const per = {
     read: [] as number[],
     decode: [] as number[],
@@ -263,13 +271,16 @@ function timeAudioStages(
   };
   let audioSeconds = 0;
   const mel = melExtractorFor(config.audio);
+  const containers = new Map<string, number>();
   for (const row of files) {
     try {
       const t0 = performance.now();
       const bytes = readFileSync(row.audioPath);
       const t1 = performance.now();
-      const wav = decodeWav(bytes, row.audioPath);
+      const wav = await decodeAudio(bytes, row.audioPath);
       const t2 = performance.now();
+      const kind = sniffAudio(bytes);
+      if (typeof kind === 'string') containers.set(kind, (containers.get(kind) ?? 0) + 1);
       let samples = resample(wav.samples, wav.sampleRateHz, config.audio.sample_rate_hz);
       const t3 = performance.now();
       if (config.audio.trim.enabled) {
@@ -296,7 +307,7 @@ function timeAudioStages(
   const stages: StageRow[] = [];
   for (const [name, values] of [
     ['audio read', per.read],
-    ['audio decode', per.decode],
+    [`audio decode (${[...containers].map(([kind, n]) => `${n} ${kind}`).join(', ')})`, per.decode],
     [`resample to ${config.audio.sample_rate_hz} Hz`, per.resample],
     [trimLabel, per.trim],
     ['log-mel', per.mel],

@@ -84,7 +84,8 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
   protected render(a: PipelineAnalysis): void {
     const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
     this.log(paint.bold(`xtts analyze-data-pipeline — ${a.datasetDir}`));
-    this.log(`${a.rows.train} training rows, ${a.rows.validation} validation rows, ${a.rows.skipped} skipped`);
+    this.log(a.dataset.line);
+    for (const w of a.dataset.warnings) this.log(paint.warn(`warning: ${w}`));
     if (a.skipped.length) {
       this.log('');
       this.log(paint.warn(`skipped rows (${a.skipped.length})`));

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { type BackendChoice, initBackend } from '../../backend/index.js';
 import type { XttsConfig } from '../../config/index.js';
-import { prepareDataset, type PreparedDataset } from '../../data/index.js';
+import { describeDataset, prepareDataset, type PreparedDataset } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 import { XttsModel } from '../../model/index.js';
 import { checkMemoryEstimate } from '../budget.js';
@@ -53,11 +53,9 @@ export async function setUpRun(
     onProgress: o.onPrepareProgress,
     strict: o.strict,
   });
-  say(
-    `data: ${data.train.length} training and ${data.validation.length} validation ` +
-      `utterances, ${data.skipped.length} rows skipped (see \`xtts ` +
-      `analyze-data-pipeline\`)`,
-  );
+  const found = describeDataset(data);
+  say(found.line);
+  for (const w of found.warnings) say(`warning: ${w}`);
   const replicas = await planReplicas(config.device.gpus, o.backend ?? config.device.backend);
   const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), {
     device: replicas ? replicas.devices[0] : config.device.model_device,

@@ -1,0 +1,51 @@
+// What a command found in a dataset, said in one line before it works on it: the layout, the rows, the
+// training and validation utterances with their hours, the speakers and languages, and the skipped
+// rows; and a warning where no row was drawn for validation (the validation loss, the best checkpoint
+// and early stopping then have nothing to measure).
+import type { PreparedDataset, PreparedItem } from './prepare.js';
+
+const LAYOUTS: Record<string, string> = {
+  ljspeech: 'LJSpeech metadata (id|text|normalized text)',
+  ljspeech_multispeaker: 'multi-speaker LJSpeech metadata (…|speaker[|language])',
+  wav_path_speaker_text: 'metadata of audio paths (path|speaker|text)',
+  common_voice: 'a Common Voice release',
+  vctk: 'VCTK',
+  libritts: 'LibriTTS',
+  csv: 'a CSV with a header',
+};
+
+/** "42 s", "12.5 min", "3.2 h". */
+export function speechLength(seconds: number): string {
+  if (seconds < 60) return `${seconds.toFixed(0)} s`;
+  if (seconds < 3600) return `${(seconds / 60).toFixed(1)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
+
+/** The dataset line, and the warnings a person should read before training on it. */
+export function describeDataset(data: PreparedDataset): { line: string; warnings: string[] } {
+  const { train, validation, skipped, manifest } = data;
+  const rows = train.length + validation.length + skipped.length;
+  const languages = data.languages.length <= 5 ? ` (${data.languages.join(', ')})` : '';
+  const line =
+    `data: ${LAYOUTS[manifest.format] ?? manifest.format}, ${plural(rows, 'row')}: ` +
+    `${train.length} training (${speechLength(seconds(train))}) and ${validation.length} validation ` +
+    `(${speechLength(seconds(validation))}) utterances, ${plural(data.speakers.length, 'speaker')}, ` +
+    `${plural(data.languages.length, 'language')}${languages}; ${plural(skipped.length, 'row')} skipped` +
+    (skipped.length > 0 ? ' (`xtts analyze-data-pipeline` lists them with their reasons)' : '');
+  const warnings: string[] = [];
+  if (validation.length === 0) {
+    const { split } = manifest;
+    const why =
+      split.source === 'seeded'
+        ? `dataset.validation_fraction ${split.fraction} drew none of the ${train.length} usable rows`
+        : 'the validation metadata gave no usable row';
+    warnings.push(
+      `no validation utterances: ${why}; the validation loss, the best checkpoint and early stopping ` +
+        'have nothing to measure. Raise dataset.validation_fraction (or name dataset.validation_metadata)',
+    );
+  }
+  return { line, warnings };
+}

@@ -1,0 +1,59 @@
+// describeDataset: the line a command prints about the dataset it found, and its warnings.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { describeDataset, speechLength } from '../../src/core/data/describe.js';
+import type { PreparedDataset, PreparedItem } from '../../src/core/data/prepare.js';
+
+const item = (durationS: number) => ({ durationS }) as PreparedItem;
+
+function dataset(o: {
+  train: number[];
+  validation: number[];
+  skipped?: number;
+  speakers?: string[];
+  languages?: string[];
+  split?: PreparedDataset['manifest']['split'];
+  format?: PreparedDataset['manifest']['format'];
+}): PreparedDataset {
+  return {
+    train: o.train.map(item),
+    validation: o.validation.map(item),
+    skipped: Array.from({ length: o.skipped ?? 0 }, () => ({})),
+    speakers: o.speakers ?? ['default'],
+    languages: o.languages ?? ['en'],
+    manifest: { format: o.format ?? 'vctk', split: o.split ?? { source: 'seeded', seed: 1, fraction: 0.05 } },
+  } as unknown as PreparedDataset;
+}
+
+test('speechLength: seconds, minutes, hours', () => {
+  assert.equal(speechLength(42.4), '42 s');
+  assert.equal(speechLength(750), '12.5 min');
+  assert.equal(speechLength(3.2 * 3600), '3.2 h');
+});
+
+test('the line: layout, rows, hours per split, speakers, languages, skipped rows', () => {
+  const d = describeDataset(
+    dataset({
+      train: [3600, 3600, 1800],
+      validation: [90],
+      skipped: 2,
+      speakers: ['p225', 'p226'],
+      languages: ['en', 'fr'],
+    }),
+  );
+  assert.equal(
+    d.line,
+    'data: VCTK, 6 rows: 3 training (2.5 h) and 1 validation (1.5 min) utterances, 2 speakers, 2 languages ' +
+      '(en, fr); 2 rows skipped (`xtts analyze-data-pipeline` lists them with their reasons)',
+  );
+  assert.deepEqual(d.warnings, []);
+  const many = describeDataset(dataset({ train: [1], validation: [1], languages: ['a', 'b', 'c', 'd', 'e', 'f'] }));
+  assert.match(many.line, /1 speaker, 6 languages; 0 rows skipped$/);
+});
+
+test('no validation utterance is a warning naming the key, for a seeded split and for a validation file', () => {
+  const seeded = describeDataset(dataset({ train: [2, 2, 2], validation: [] }));
+  assert.match(seeded.warnings[0], /dataset\.validation_fraction 0\.05 drew none of the 3 usable rows/);
+  const file = describeDataset(dataset({ train: [2], validation: [], split: { source: 'file' } }));
+  assert.match(file.warnings[0], /the validation metadata gave no usable row/);
+});
