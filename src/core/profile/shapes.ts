@@ -20,23 +20,37 @@ export interface ShapePhase {
   medianMs: number;
   steadyMedianMs: number;
   steadySteps: number;
+  /**
+   * Steps after them that still ran slower than the steady state (settling: the first replays, caches and clocks
+   * warming), left out of the verdicts too.
+   */
+  settlingSteps: number[];
 }
 
-const shapeOf = (s: StepRecord) => `${s.batchSize}×${s.tokens}×${s.frames}`;
+/**
+ * A step's shape as its programs see it: under step capture the bucket's (a short last batch replays its bucket's
+ * capture, padded), without it the batch's own (another batch size compiles other programs).
+ */
+const shapeOf = (s: StepRecord, capture: boolean) =>
+  capture ? `${s.tokens}×${s.frames}` : `${s.batchSize}×${s.tokens}×${s.frames}`;
 
 /** Eager steps of a new shape under step capture before it replays: the plan and two recordings that must agree. */
 const CAPTURE_STEPS = 3;
 
 /**
  * The steps before each shape's steady state, over the whole run (a shape first met in the warm-up is not met
- * again later): where a shape replays, its steps before its first replay; under capture, a shape that has not
- * replayed yet, its first 3 (it was still recording, or its capture was refused and the rest run eagerly); without
- * capture, its first step.
+ * again later): where a shape replays, its steps before its first replay; under capture (some step replayed), a
+ * shape that has not replayed yet, its first 3 (it was still recording, or its capture was refused and the rest run
+ * eagerly); without capture, its first step.
  */
 export function shapeSteps(steps: readonly StepRecord[]): Set<number> {
-  const capture = steps.some((s) => s.replayed !== undefined);
+  // Runs with capture off record every step as not replayed: capture is on where some step replayed.
+  const capture = steps.some((s) => s.replayed === true);
   const byShape = new Map<string, StepRecord[]>();
-  for (const s of steps) byShape.set(shapeOf(s), [...(byShape.get(shapeOf(s)) ?? []), s]);
+  for (const s of steps) {
+    const key = shapeOf(s, capture);
+    byShape.set(key, [...(byShape.get(key) ?? []), s]);
+  }
   const out = new Set<number>();
   for (const list of byShape.values()) {
     const firstReplay = list.findIndex((s) => s.replayed === true);
@@ -57,18 +71,53 @@ export function splitNewShapes(
   const first = shapeSteps(run);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
-  const steady = measured.filter((s) => !first.has(s.step));
+  const rest = measured.filter((s) => !first.has(s.step));
+  const settled = settledFrom(rest);
+  const settling = rest.slice(0, settled);
+  const steady = rest.slice(settled);
   const ms = shaping.reduce((a, s) => a + s.wallMs, 0);
   const phase: ShapePhase = {
     steps: shaping.map((s) => s.step),
-    shapes: [...new Set(shaping.map(shapeOf))],
+    shapes: [
+      ...new Set(
+        shaping.map((s) =>
+          shapeOf(
+            s,
+            run.some((x) => x.replayed === true),
+          ),
+        ),
+      ),
+    ],
     ms,
     wallShare: ms / measured.reduce((a, s) => a + s.wallMs, 0),
     medianMs: summarize(shaping.map((s) => s.wallMs)).p50,
     steadyMedianMs: steady.length ? summarize(steady.map((s) => s.wallMs)).p50 : 0,
     steadySteps: steady.length,
+    settlingSteps: settling.map((s) => s.step),
   };
   return { steady: steady.length >= 2 ? steady : [...measured], phase };
+}
+
+/** Steps whose median, five at a time, must come within this factor of the steady median to have settled. */
+const SETTLED_WITHIN = 1.25;
+
+/**
+ * Index of the first of `steps` from which the time per step has settled: that step, and the median of each window
+ * of 5 steps from there, are within 25% of the median of the last half's steps. At most half of the steps are
+ * dropped; a run that alternates or drifts slower keeps them all (its last half is not faster than its start).
+ */
+function settledFrom(steps: readonly StepRecord[]): number {
+  const window = 5;
+  if (steps.length < 4 * window) return 0;
+  const tail = summarize(steps.slice(Math.floor(steps.length / 2)).map((s) => s.wallMs)).p50;
+  const windowMedian = (i: number) => summarize(steps.slice(i, i + window).map((s) => s.wallMs)).p50;
+  const half = Math.floor(steps.length / 2);
+  for (let i = 0; i < half; i++) {
+    let ok = steps[i].wallMs <= SETTLED_WITHIN * tail;
+    for (let j = i; j + window <= half + window && ok; j += window) ok = windowMedian(j) <= SETTLED_WITHIN * tail;
+    if (ok) return i;
+  }
+  return half;
 }
 
 /** Steps as ranges: [11, 12, 13, 20] -> "11–13, 20". */
@@ -91,6 +140,10 @@ function stepRanges(steps: readonly number[]): string {
 export function newShapeVerdict(phase: ShapePhase | null | undefined, buckets: number): Omit<Verdict, 'n'>[] {
   if (!phase) return [];
   const costly = phase.wallShare >= 0.1;
+  const settling = phase.settlingSteps.length
+    ? `; step${phase.settlingSteps.length === 1 ? '' : 's'} ${stepRanges(phase.settlingSteps)} after them had not ` +
+      'settled yet (slower than the steady median by more than a quarter)'
+    : '';
   const judged =
     phase.steadySteps >= 2
       ? `the verdicts judge the other ${phase.steadySteps} steps (median ${phase.steadyMedianMs.toFixed(1)} ms)`
@@ -104,7 +157,8 @@ export function newShapeVerdict(phase: ShapePhase | null | undefined, buckets: n
         `step${phase.steps.length === 1 ? '' : 's'} ${stepRanges(phase.steps)} ran shapes ${phase.shapes.join(', ')} ` +
         `before their steady state (recorded for replay, or programs compiled): median ` +
         `${phase.medianMs.toFixed(1)} ms, ${(phase.ms / 1000).toFixed(2)} s in all, ` +
-        `${(phase.wallShare * 100).toFixed(0)}% of the profiled wall; paid once per shape in a run; ${judged}. ` +
+        `${(phase.wallShare * 100).toFixed(0)}% of the profiled wall; paid once per shape in a run${settling}; ` +
+        `${judged}. ` +
         'A --warmup past them leaves them out of the profile.',
       actions:
         costly && buckets > 2

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# profile-bottleneck's verdicts on a GPU host and a multi-bucket dataset (issue 36's targets), through the
+# bundle (npm run gpu-runtime && npm run bundle here; python3 and espeak-ng from the runtime there):
+#
+#   bash bench/gpu-profile.sh OUT [CLIPS] [SHORT] [LONG]
+#
+# CLIPS (default 600) espeak-ng clips of one to three quickstart sentences each, so that their lengths fill the
+# tiny preset's default buckets (4). Profiles of the tiny preset on webgpu, warm-up 10: SHORT (default 40) and
+# LONG (default 200) measured steps must give the same verdicts; then SHORT steps with step capture off (really
+# host-bound), and with a starved input (one loader worker, no feature cache, a prefetch ring of 1). Prints each
+# profile's verdicts (id: grade), its step-time median and p95, and the new-shape phase; packs every JSON result,
+# log and profiled run's run.sqlite into OUT/profile.tar.gz.
+set -u
+out=${1:?usage: gpu-profile.sh OUT [CLIPS] [SHORT] [LONG]}
+clips=${2:-600}
+short=${3:-40}
+long=${4:-200}
+work=$(mktemp -d)
+mkdir -p "$out"
+source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+x="node bundle/xtts.cjs"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
+mkdir -p "$work/data/wavs"
+python3 - "$work/data" "$clips" bundle/configs/quickstart/metadata.csv <<'PY'
+import random, sys
+data, n, source = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+texts = [line.split('|')[1] for line in open(source, encoding='utf-8') if line.strip()]
+rng = random.Random(7)
+with open(f'{data}/metadata.csv', 'w', encoding='utf-8') as meta, open(f'{data}/say.tsv', 'w', encoding='utf-8') as say:
+    for i in range(n):
+        text = ' '.join(rng.sample(texts, rng.randint(1, 3)))
+        meta.write(f'P{i:05d}|{text}|{text}\n')
+        say.write(f'P{i:05d}\t{text}\n')
+PY
+tr '\n' '\0' <"$work/data/say.tsv" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$work/data/wavs"
+echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
+
+profile() { # name, then profile-bottleneck flags
+  local name=$1
+  shift
+  timeout 280 $x profile-bottleneck --config bundle/configs/tiny.yaml --dataset "$work/data" --backend webgpu \
+    --warmup 10 --set pipeline.cache.path="$work/cache.sqlite" --output "$work/run-$name" "$@" --json \
+    >"$work/$name.json" 2>"$work/$name.log"
+  echo "$name: rc=$?" >>"$work/phases.txt"
+}
+profile "steps-$short" --steps "$short"
+profile "steps-$long" --steps "$long"
+profile capture-off --steps "$short" --set device.step_capture=off
+profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false --set pipeline.prefetch_depth=1
+
+python3 - "$work" "$short" "$long" >>"$work/summary.txt" <<'PY'
+import json, sys
+work, short, long_ = sys.argv[1], sys.argv[2], sys.argv[3]
+grades = {}
+for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved'):
+    try:
+        r = json.load(open(f'{work}/{name}.json'))['result']
+    except Exception as e:
+        print(f'{name}: no result ({e})')
+        continue
+    g = {v['id']: v['grade'] for v in r['verdicts']}
+    grades[name] = {k: v for k, v in g.items() if k != 'new-shapes'}
+    w = r['breakdown']['wallMs']
+    shapes = r.get('newShapes')
+    phase = (f"new shapes: steps {shapes['steps'][:12]} ({len(shapes['shapes'])} shapes, {shapes['ms']:.0f} ms, "
+             f"{100 * shapes['wallShare']:.0f}% of the wall)" if shapes else 'new shapes: none after the warm-up')
+    print(f"{name} on {r.get('device')}: median {w['p50']:.1f} ms, p95 {w['p95']:.1f} ms; "
+          + ', '.join(f'{k}: {v}' for k, v in g.items()) + f'; {phase}')
+a, b = grades.get(f'steps-{short}'), grades.get(f'steps-{long_}')
+print(f'verdicts at --steps {short} and {long_}: ' + ('the same' if a and a == b else f'DIFFER: {a} vs {b}'))
+PY
+cat "$work/phases.txt" "$work/summary.txt"
+rm -rf "$work/data/wavs" "$work/cache.sqlite"
+tar czf "$out/profile.tar.gz" -C "$work" .
+cp "$work/summary.txt" "$out/summary.txt"
