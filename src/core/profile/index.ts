@@ -205,13 +205,11 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
   const { probes, allTimed } = afterWarmup;
   // A shape's first steps (recording for replay, compiling) are a phase of their own, not the steady state.
   const { steady: measured, phase: newShapes } = splitNewShapes(steps, afterWarmup.measured);
+  // What replayed among all steps after the warm-up, the new shapes' included (the verdicts judge the steady ones).
+  const all = afterWarmup.measured;
   const stepCapture =
-    captureSummary || measured.some((m) => m.replayed !== undefined)
-      ? {
-          replayedSteps: measured.filter((m) => m.replayed).length,
-          measuredSteps: measured.length,
-          summary: captureSummary,
-        }
+    captureSummary || all.some((m) => m.replayed !== undefined)
+      ? { replayedSteps: all.filter((m) => m.replayed).length, measuredSteps: all.length, summary: captureSummary }
       : null;
   const measuredStepNumbers = new Set(measured.map((m) => m.step));
   const measuredReplicas = run.replicaSteps.filter((r) => measuredStepNumbers.has(r.step));
