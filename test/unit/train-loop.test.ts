@@ -207,8 +207,16 @@ describe('the run log', () => {
           'loss/mel_post',
           'loss/mel_pre',
           'loss/train',
+          // The progress line's speed, as in TensorBoard (no GPU utilisation without a GPU sampler).
+          'perf/data_wait_share',
+          'perf/samples_per_s',
+          'perf/step_ms',
         ],
       );
+      const stepMs = db.prepare("SELECT value FROM metrics WHERE name = 'perf/step_ms' AND step = 4").get() as {
+        value: number;
+      };
+      assert.equal(stepMs.value, 10);
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n, 4);
       db.close();
       assert.ok(existsSync(join(dir, 'loss-curve.png')));
