@@ -11,7 +11,7 @@ import type { Verdict } from './verdicts.js';
 export interface ShapePhase {
   /** Steps that recorded (or first ran) a shape, after the warm-up. */
   steps: number[];
-  /** The shapes they met, batch×tokens×frames. */
+  /** The shapes they met: tokens×frames under step capture, batch×tokens×frames without. */
   shapes: string[];
   /** Their wall time, and its share of all measured steps' wall time. */
   ms: number;
@@ -49,7 +49,9 @@ export function shapeSteps(steps: readonly StepRecord[]): Set<number> {
   const byShape = new Map<string, StepRecord[]>();
   for (const s of steps) {
     const key = shapeOf(s, capture);
-    byShape.set(key, [...(byShape.get(key) ?? []), s]);
+    const list = byShape.get(key);
+    if (list) list.push(s);
+    else byShape.set(key, [s]);
   }
   const out = new Set<number>();
   for (const list of byShape.values()) {
@@ -69,6 +71,7 @@ export function splitNewShapes(
   measured: readonly StepRecord[],
 ): { steady: StepRecord[]; phase: ShapePhase | null } {
   const first = shapeSteps(run);
+  const capture = run.some((s) => s.replayed === true);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
   const rest = measured.filter((s) => !first.has(s.step));
@@ -78,16 +81,7 @@ export function splitNewShapes(
   const ms = shaping.reduce((a, s) => a + s.wallMs, 0);
   const phase: ShapePhase = {
     steps: shaping.map((s) => s.step),
-    shapes: [
-      ...new Set(
-        shaping.map((s) =>
-          shapeOf(
-            s,
-            run.some((x) => x.replayed === true),
-          ),
-        ),
-      ),
-    ],
+    shapes: [...new Set(shaping.map((s) => shapeOf(s, capture)))],
     ms,
     wallShare: ms / measured.reduce((a, s) => a + s.wallMs, 0),
     medianMs: summarize(shaping.map((s) => s.wallMs)).p50,
