@@ -5,7 +5,7 @@
 
 /** The visible command closest to `id` (oclif ids use ':'), or undefined when none is close. */
 async function closestCommand(id, ids) {
-  // Loaded here, not at the top: oclif loads this hook only when a command is not found.
+  // Imported on use, so that however oclif loads its hooks, a command that is found never loads core here.
   const { didYouMean } = await import('@xtts/core');
   return didYouMean(
     id.replaceAll(':', ' '),
