@@ -32,7 +32,8 @@ with open(f'{data}/metadata.csv', 'w', encoding='utf-8') as meta, open(f'{data}/
         meta.write(f'P{i:05d}|{text}|{text}\n')
         say.write(f'P{i:05d}\t{text}\n')
 PY
-tr '\n' '\0' <"$work/data/say.tsv" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$work/data/wavs"
+say='espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' # $1: id<TAB>text
+tr '\n' '\0' <"$work/data/say.tsv" | xargs -0 -P "$(nproc)" -n 1 sh -c "$say" "$work/data/wavs"
 echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 
 profile() { # name, then profile-bottleneck flags
@@ -46,7 +47,8 @@ profile() { # name, then profile-bottleneck flags
 profile "steps-$short" --steps "$short"
 profile "steps-$long" --steps "$long"
 profile capture-off --steps "$short" --set device.step_capture=off
-profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false --set pipeline.prefetch_depth=1
+profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false \
+  --set pipeline.prefetch_depth=1
 
 python3 - "$work" "$short" "$long" >>"$work/summary.txt" <<'PY'
 import json, sys

@@ -2,9 +2,10 @@
 // training and validation utterances with their hours, the speakers and languages, and the skipped
 // rows; and a warning where no row was drawn for validation (the validation loss, the best checkpoint
 // and early stopping then have nothing to measure).
+import type { MetadataFormat } from './manifest.js';
 import type { PreparedDataset, PreparedItem } from './prepare.js';
 
-const LAYOUTS: Record<string, string> = {
+const LAYOUTS: Record<MetadataFormat, string> = {
   ljspeech: 'LJSpeech metadata (id|text|normalized text)',
   ljspeech_multispeaker: 'multi-speaker LJSpeech metadata (…|speaker[|language])',
   wav_path_speaker_text: 'metadata of audio paths (path|speaker|text)',
@@ -30,7 +31,7 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
   const rows = train.length + validation.length + skipped.length;
   const languages = data.languages.length <= 5 ? ` (${data.languages.join(', ')})` : '';
   const line =
-    `data: ${LAYOUTS[manifest.format] ?? manifest.format}, ${plural(rows, 'row')}: ` +
+    `data: ${LAYOUTS[manifest.format]}, ${plural(rows, 'row')}: ` +
     `${train.length} training (${speechLength(seconds(train))}) and ${validation.length} validation ` +
     `(${speechLength(seconds(validation))}) utterances, ${plural(data.speakers.length, 'speaker')}, ` +
     `${plural(data.languages.length, 'language')}${languages}; ${plural(skipped.length, 'row')} skipped` +

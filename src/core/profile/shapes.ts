@@ -34,6 +34,9 @@ export interface ShapePhase {
 const shapeOf = (s: StepRecord, capture: boolean) =>
   capture ? `${s.tokens}×${s.frames}` : `${s.batchSize}×${s.tokens}×${s.frames}`;
 
+/** Runs with capture off record every step as not replayed: capture was on where some step replayed. */
+const capturedRun = (steps: readonly StepRecord[]) => steps.some((s) => s.replayed === true);
+
 /** Eager steps of a new shape under step capture before it replays: the plan and two recordings that must agree. */
 const CAPTURE_STEPS = 3;
 
@@ -43,9 +46,7 @@ const CAPTURE_STEPS = 3;
  * shape that has not replayed yet, its first 3 (it was still recording, or its capture was refused and the rest run
  * eagerly); without capture, its first step.
  */
-export function shapeSteps(steps: readonly StepRecord[]): Set<number> {
-  // Runs with capture off record every step as not replayed: capture is on where some step replayed.
-  const capture = steps.some((s) => s.replayed === true);
+export function shapeSteps(steps: readonly StepRecord[], capture = capturedRun(steps)): Set<number> {
   const byShape = new Map<string, StepRecord[]>();
   for (const s of steps) {
     const key = shapeOf(s, capture);
@@ -70,8 +71,8 @@ export function splitNewShapes(
   run: readonly StepRecord[],
   measured: readonly StepRecord[],
 ): { steady: StepRecord[]; phase: ShapePhase | null } {
-  const first = shapeSteps(run);
-  const capture = run.some((s) => s.replayed === true);
+  const capture = capturedRun(run);
+  const first = shapeSteps(run, capture);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
   const rest = measured.filter((s) => !first.has(s.step));
