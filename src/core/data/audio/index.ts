@@ -46,6 +46,19 @@ export { RealFft } from './fft.js';
 export { decodeAudio, sniffAudio, type AudioContainer } from './decode.js';
 export { MelStats, MEL_STD_FLOOR, type MelStatsResult, type MelStatsState } from './stats.js';
 export { griffinLim, melToMagnitude, type GriffinLimOptions } from './griffin-lim.js';
+export {
+  logSpectralDistance,
+  melCepstra,
+  melCepstralDistortion,
+  f0Track,
+  compareAudio,
+  MAX_DTW_CELLS,
+  type AudioAlignment,
+  type AudioComparison,
+  type MelCepstra,
+  type MelCepstraOptions,
+  type MelCepstralDistortion,
+} from './quality.js';
 
 /**
  * Bumped whenever the front end's output changes for the same bytes and AudioConfig (resampler
