@@ -291,7 +291,16 @@ describe('schema findings', () => {
 
 describe('presets and extends', () => {
   test('every preset loads with no findings and inherits down the chain', () => {
-    assert.deepEqual([...PRESETS].sort(), ['big', 'dual-gpu', 'normal', 'quickstart', 'small', 'tiny']);
+    assert.deepEqual([...PRESETS].sort(), [
+      'big',
+      'dual-gpu',
+      'normal',
+      'quickstart',
+      'small',
+      'tiny',
+      'vocoder-small',
+      'vocoder-tiny',
+    ]);
     for (const p of PRESETS) {
       const { loaded, findings } = loadConfig(presetPath(p));
       assert.deepEqual(findings, [], p);

@@ -327,6 +327,24 @@ const CASES: RuleCase[] = [
     at: '1',
     message: /waits for the device every step/,
   },
+  {
+    name: 'vocoder segments shorter than the largest loss window',
+    ruleId: 'vocoder/shape',
+    file: () => child('vocoder-short.yaml', 'vocoder:\n  segment_frames: 8\n', 'vocoder-tiny'),
+    keyPath: 'vocoder.segment_frames',
+    severity: 'error',
+    at: '8',
+    message: /2048 samples, fewer than 4 × n_fft = 4096/,
+  },
+  {
+    name: 'vocoder hop that does not divide n_fft',
+    ruleId: 'vocoder/shape',
+    file: () => child('vocoder-hop.yaml', 'audio:\n  hop_length: 300\n', 'vocoder-tiny'),
+    keyPath: 'audio.hop_length',
+    severity: 'error',
+    at: '300',
+    message: /n_fft 1024 is not a multiple of hop_length 300/,
+  },
 ];
 
 /** Apply a finding's fix (YAML for the key's section) on top of `file`; returns the new file. */

@@ -3,7 +3,16 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PRESETS = ['tiny', 'small', 'normal', 'big', 'quickstart', 'dual-gpu'] as const;
+export const PRESETS = [
+  'tiny',
+  'small',
+  'normal',
+  'big',
+  'quickstart',
+  'dual-gpu',
+  'vocoder-tiny',
+  'vocoder-small',
+] as const;
 
 /**
  * The folder holding the YAML presets: $XTTS_CONFIGS_DIR, or the first `configs/` with the presets

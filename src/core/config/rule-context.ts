@@ -11,6 +11,8 @@ export interface RuleContext {
   host?: HostInventory;
 }
 
+type Task = XttsConfig['task'];
+
 export interface Rule {
   id: string;
   title: string;
@@ -20,6 +22,8 @@ export interface Rule {
   rationale: string;
   /** Whether the rule looks at this machine (skipped with --no-environment). */
   environment?: boolean;
+  /** The `task`s whose configs the rule checks (default: every task). */
+  tasks?: readonly Task[];
   check(ctx: RuleContext): Omit<Finding, 'ruleId' | 'docs'>[];
 }
 

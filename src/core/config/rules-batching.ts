@@ -14,6 +14,7 @@ import { THRESHOLDS } from './thresholds.js';
 
 export const batchingStaticShapesRule: Rule = {
   id: 'batching/static-shapes',
+  tasks: ['acoustic'],
   title: 'Batches come in a few static shapes',
   severity: 'warn',
   rationale:
@@ -54,6 +55,7 @@ export const batchingStaticShapesRule: Rule = {
 
 export const batchingMemoryRule: Rule = {
   id: 'batching/memory',
+  tasks: ['acoustic'],
   title: 'The batch fits the memory budget',
   severity: 'error',
   rationale:
@@ -125,6 +127,7 @@ export const batchingSmallBatchRule: Rule = {
 
 export const batchingReferenceFramesRule: Rule = {
   id: 'batching/reference-frames',
+  tasks: ['acoustic'],
   title: 'The reference window fits in the clips',
   severity: 'error',
   rationale:

@@ -120,6 +120,7 @@ export const audioConsistencyRule: Rule = {
 
 export const modelShapeRule: Rule = {
   id: 'model/shape',
+  tasks: ['acoustic'],
   title: 'Model dimensions fit together',
   severity: 'error',
   rationale:

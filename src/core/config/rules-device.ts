@@ -57,6 +57,7 @@ export const deviceBackendRule: Rule = {
 
 export const deviceDualGpuRule: Rule = {
   id: 'device/dual-gpu',
+  tasks: ['acoustic'],
   title: 'The data device is one that exists, apart from the training devices',
   severity: 'error',
   rationale:

@@ -5,6 +5,7 @@ import { THRESHOLDS } from './thresholds.js';
 
 export const pipelineWorkersVsCoresRule: Rule = {
   id: 'pipeline/workers-vs-cores',
+  tasks: ['acoustic'],
   title: 'Preprocessing workers match the CPU cores',
   severity: 'warn',
   rationale:
@@ -51,6 +52,7 @@ export const pipelineWorkersVsCoresRule: Rule = {
 
 export const pipelinePrefetchDepthRule: Rule = {
   id: 'pipeline/prefetch-depth',
+  tasks: ['acoustic'],
   title: 'Prefetch depth overlaps input with compute',
   severity: 'warn',
   rationale:
@@ -82,6 +84,7 @@ export const pipelinePrefetchDepthRule: Rule = {
 
 export const pipelineCacheRule: Rule = {
   id: 'pipeline/cache',
+  tasks: ['acoustic'],
   title: 'The feature cache is on',
   severity: 'warn',
   rationale:
@@ -104,6 +107,7 @@ export const pipelineCacheRule: Rule = {
 
 export const pipelinePrefetchMemoryRule: Rule = {
   id: 'pipeline/prefetch-memory',
+  tasks: ['acoustic'],
   title: 'The prefetch ring fits the data budget',
   severity: 'error',
   rationale:

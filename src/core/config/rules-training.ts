@@ -60,6 +60,7 @@ export const trainingOptimizerRule: Rule = {
 
 export const trainingEvalSentencesRule: Rule = {
   id: 'training/eval-sentences',
+  tasks: ['acoustic'],
   title: 'Eval sentences are in languages the model learns',
   severity: 'error',
   rationale:

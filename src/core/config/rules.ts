@@ -15,6 +15,7 @@ import { pipelineCacheRule, pipelinePrefetchDepthRule, pipelinePrefetchMemoryRul
 import { pipelineWorkersVsCoresRule } from './rules-pipeline.js';
 import { trainingEvalSentencesRule, trainingIntervalsRule, trainingLogSyncRule } from './rules-training.js';
 import { trainingOptimizerRule, trainingPrecisionRule } from './rules-training.js';
+import { vocoderShapeRule } from './rules-vocoder.js';
 import type { XttsConfig } from './schema.js';
 
 export type { Rule, RuleContext } from './rule-context.js';
@@ -46,6 +47,7 @@ export const RULES: Rule[] = [
   batchingReferenceFramesRule,
   trainingIntervalsRule,
   trainingLogSyncRule,
+  vocoderShapeRule,
 ];
 
 export interface LintOptions {
@@ -67,6 +69,7 @@ export const TRAIN_BLOCKING_RULES = [
   'training/optimizer',
   'training/eval-sentences',
   'batching/reference-frames',
+  'vocoder/shape',
 ] as const;
 
 export function lintConfig(loaded: LoadedConfig, options: LintOptions = {}): Finding[] {
@@ -75,6 +78,7 @@ export function lintConfig(loaded: LoadedConfig, options: LintOptions = {}): Fin
   const out: Finding[] = [];
   for (const rule of RULES) {
     if ((rule.environment && !useEnv) || (options.only && !options.only.includes(rule.id))) continue;
+    if (rule.tasks && !rule.tasks.includes(loaded.config.task)) continue;
     for (const d of rule.check(ctx)) out.push({ ...d, ruleId: rule.id, docs: ruleDocsLink(rule.id) });
   }
   return out;

@@ -9,12 +9,14 @@ import { ModelSchema } from './schema-model.js';
 import { Section } from './schema-parts.js';
 import { BatchingSchema, PipelineSchema } from './schema-pipeline.js';
 import { TrainingSchema } from './schema-training.js';
+import { TaskSchema, VocoderSchema } from './schema-vocoder.js';
 
 export { AudioSchema, CLEANERS, DatasetSchema, LimitsSchema, TextSchema } from './schema-data.js';
 export { BACKENDS, DeviceSchema } from './schema-device.js';
 export { ModelSchema } from './schema-model.js';
 export { BatchingSchema, PipelineSchema } from './schema-pipeline.js';
 export { PRECISIONS, TrainingSchema } from './schema-training.js';
+export { TASKS, TaskSchema, VocoderSchema } from './schema-vocoder.js';
 
 export const OutputSchema = Section(
   {
@@ -38,6 +40,7 @@ export const ConfigSchema = Type.Object(
           'this one.',
       }),
     ),
+    task: TaskSchema,
     dataset: DatasetSchema,
     audio: AudioSchema,
     text: TextSchema,
@@ -45,6 +48,7 @@ export const ConfigSchema = Type.Object(
     batching: BatchingSchema,
     pipeline: PipelineSchema,
     model: ModelSchema,
+    vocoder: VocoderSchema,
     training: TrainingSchema,
     device: DeviceSchema,
     output: OutputSchema,
@@ -60,6 +64,7 @@ export type LimitsConfig = Static<typeof LimitsSchema>;
 export type BatchingConfig = Static<typeof BatchingSchema>;
 export type PipelineConfig = Static<typeof PipelineSchema>;
 export type ModelConfig = Static<typeof ModelSchema>;
+export type VocoderConfig = Static<typeof VocoderSchema>;
 export type TrainingConfig = Static<typeof TrainingSchema>;
 export type DeviceConfig = Static<typeof DeviceSchema>;
 export type Backend = (typeof BACKENDS)[number];

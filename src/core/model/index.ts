@@ -20,7 +20,9 @@ export {
   XttsModel,
 } from './model.js';
 export { type GenerateItem, type GenerateOptions, type GenerateResult } from './generate.js';
-export { type ConvImpl, MASK_BIAS } from './nn.js';
+export { cachedConstant, Conv1d, type ConvImpl, LayerNorm, Linear, MASK_BIAS } from './nn.js';
+export { ParamStore } from './params.js';
+export { mixSeed, Rng } from './init.js';
 export {
   loadWeights,
   readWeightsManifest,

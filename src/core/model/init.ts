@@ -40,6 +40,7 @@ export class Rng {
 export type Init =
   | { kind: 'zeros' }
   | { kind: 'ones' }
+  | { kind: 'constant'; value: number }
   | { kind: 'normal'; std: number }
   | { kind: 'uniform'; limit: number };
 
@@ -50,6 +51,8 @@ export function initValues(init: Init, size: number, seed: number): Float32Array
       return out;
     case 'ones':
       return out.fill(1);
+    case 'constant':
+      return out.fill(init.value);
     case 'uniform': {
       const rng = new Rng(seed);
       for (let i = 0; i < size; i++) out[i] = (2 * rng.next() - 1) * init.limit;

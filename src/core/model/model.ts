@@ -532,25 +532,7 @@ export class XttsModel {
 
   /** Assign weights by name; every parameter must be present with its shape, and nothing else. */
   setWeights(weights: ReadonlyMap<string, tf.Tensor>): void {
-    const problems: string[] = [];
-    for (const [name, v] of this.store.variables) {
-      const w = weights.get(name);
-      if (!w) problems.push(`missing ${name}`);
-      else if (w.shape.join(',') !== v.shape.join(','))
-        problems.push(`${name}: shape [${w.shape}] but the model has [${v.shape}]`);
-    }
-    for (const name of weights.keys()) if (!this.store.variables.has(name)) problems.push(`unexpected ${name}`);
-    if (problems.length > 0) {
-      throw new XttsError(
-        'WEIGHTS_MISMATCH',
-        `weights do not fit this ` +
-          `model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`,
-        {
-          suggestions: ['Load the checkpoint with the model config it was trained with.'],
-        },
-      );
-    }
-    for (const [name, v] of this.store.variables) v.assign(tf.cast(weights.get(name)!, 'float32'));
+    this.store.assignWeights(weights);
   }
 
   parameterCount(): number {

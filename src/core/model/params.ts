@@ -2,6 +2,7 @@
 // by name and shape at construction; the same construction code in "shapes only" mode lists every
 // parameter of a config without allocating anything (for parameter counts of presets).
 import * as tf from '@tensorflow/tfjs-core';
+import { XttsError } from '../errors.js';
 import { hashString, type Init, initValues, mixSeed } from './init.js';
 
 export interface ParamSpec {
@@ -37,5 +38,28 @@ export class ParamStore {
 
   count(): number {
     return this.specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+  }
+
+  /** Assign weights by name; every parameter must be present with its shape, and nothing else. */
+  assignWeights(weights: ReadonlyMap<string, tf.Tensor>): void {
+    const problems: string[] = [];
+    for (const [name, v] of this.variables) {
+      const w = weights.get(name);
+      if (!w) problems.push(`missing ${name}`);
+      else if (w.shape.join(',') !== v.shape.join(','))
+        problems.push(`${name}: shape [${w.shape}] but the model has [${v.shape}]`);
+    }
+    for (const name of weights.keys()) if (!this.variables.has(name)) problems.push(`unexpected ${name}`);
+    if (problems.length > 0) {
+      throw new XttsError(
+        'WEIGHTS_MISMATCH',
+        `weights do not fit this ` +
+          `model: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? ` (+${problems.length - 5} more)` : ''}`,
+        {
+          suggestions: ['Load the checkpoint with the model config it was trained with.'],
+        },
+      );
+    }
+    for (const [name, v] of this.variables) v.assign(tf.cast(weights.get(name)!, 'float32'));
   }
 }

@@ -17,7 +17,7 @@ import {
   rmSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
@@ -69,7 +69,16 @@ function writeArrays(
 }
 
 /** The state keys a weights file carries in its header, as JSON: what another tool needs to use the weights alone. */
-const SELF_DESCRIBING_KEYS = ['step', 'config', 'tokenizer', 'speakers', 'languages', 'stats', 'sizes'] as const;
+const SELF_DESCRIBING_KEYS = [
+  'kind',
+  'step',
+  'config',
+  'tokenizer',
+  'speakers',
+  'languages',
+  'stats',
+  'sizes',
+] as const;
 
 /**
  * The weights file's own description (safetensors `__metadata__`, string to string): the step, the resolved
@@ -187,10 +196,13 @@ const StateSchema = Type.Object({
   logDurationVariance: Type.Optional(Finite),
   config: Type.Object({ model: Type.Object({}), audio: Type.Object({}), training: Type.Object({}) }),
 });
-let validateState: ValidateFunction | undefined;
+const validators = new WeakMap<TSchema, ValidateFunction>();
 
-/** state.json of `dir`, checked against StateSchema; every problem names the file. */
-function readState(dir: string): CheckpointState {
+/** What a checkpoint holds: the acoustic model (no `kind` in its state) or the vocoder (`kind: 'vocoder'`). */
+export type CheckpointKind = 'acoustic' | 'vocoder';
+
+/** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
+function readState(dir: string, kind: CheckpointKind, schema: TSchema): unknown {
   const file = join(dir, 'state.json');
   const bad = (why: string) =>
     new XttsError('CHECKPOINT_STATE_INVALID', `${file}: ${why}`, {
@@ -214,12 +226,34 @@ function readState(dir: string): CheckpointState {
       `${file} is ${typeof format === 'string' ? format : 'of no known format'}, expected ${CHECKPOINT_FORMAT}`,
       { exitCode: ExitCode.usage, position: { file } },
     );
-  validateState ??= new Ajv({ allErrors: false, strict: false }).compile(StateSchema);
-  if (!validateState(state)) {
-    const e = validateState.errors![0];
+  const found: CheckpointKind = (state as { kind?: unknown }).kind === 'vocoder' ? 'vocoder' : 'acoustic';
+  if (found !== kind) {
+    throw new XttsError(
+      'CHECKPOINT_KIND',
+      `${dir} is a checkpoint of ${found === 'vocoder' ? 'a vocoder' : 'an acoustic model'}, not of ${
+        kind === 'vocoder' ? 'a vocoder' : 'an acoustic model'
+      }`,
+      {
+        exitCode: ExitCode.usage,
+        position: { file },
+        suggestions: [
+          found === 'vocoder'
+            ? 'pass a vocoder run with --vocoder, and the acoustic run with --checkpoint'
+            : 'pass the acoustic run with --checkpoint, and a vocoder run (task: vocoder) with --vocoder',
+        ],
+      },
+    );
+  }
+  let validate = validators.get(schema);
+  if (!validate) {
+    validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+    validators.set(schema, validate);
+  }
+  if (!validate(state)) {
+    const e = validate.errors![0];
     throw bad(`${e.instancePath || '(top)'} ${e.message}`);
   }
-  return state as CheckpointState;
+  return state;
 }
 
 /** The first float array holding NaN or ±Inf, or undefined. */
@@ -377,14 +411,17 @@ export class CheckpointStore {
    * A checkpoint's contents, its state checked against the schema; optimizer: false skips the
    * optimizer's moments (synthesis needs only the weights: they may be all that was kept).
    */
-  load<State = CheckpointState>(dir: string, options: { optimizer?: boolean } = {}): CheckpointContents<State> {
+  load<State = CheckpointState>(
+    dir: string,
+    options: { optimizer?: boolean; kind?: CheckpointKind; schema?: TSchema } = {},
+  ): CheckpointContents<State> {
     if (!existsSync(join(dir, 'state.json'))) {
       throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
         exitCode: ExitCode.usage,
         suggestions: ['name a run folder (its latest checkpoint is used) or one of its checkpoints/step-* folders'],
       });
     }
-    const state = readState(dir) as unknown as State;
+    const state = readState(dir, options.kind ?? 'acoustic', options.schema ?? StateSchema) as State;
     return {
       weights: readArrays(dir, 'weights'),
       optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'),

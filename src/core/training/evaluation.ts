@@ -7,7 +7,6 @@ import * as tf from '@tensorflow/tfjs-core';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { encodeWav } from '../data/index.js';
-import { griffinLim } from '../data/index.js';
 import { planBuckets } from '../data/index.js';
 import { DataLoader } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
@@ -18,6 +17,7 @@ import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
 import type { GenerateResult, XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
+import { describeVocoder, type MelVocoder, melVocoder } from './vocoder-run.js';
 import { writeFileAtomic } from '../util/index.js';
 
 /**
@@ -195,7 +195,7 @@ interface EvalJob {
 /**
  * Free-running synthesis of the eval sentences and of one validation utterance (drawn against its
  * real mel), all in one batch, with a validation clip as the voice reference. Per utterance: a WAV
- * by Griffin-Lim, a PNG of the mel (and the target's) and a PNG of the alignment it was read with
+ * (vocoder.checkpoint's vocoder, else Griffin-Lim), a PNG of the mel (and the target's) and a PNG of the alignment it was read with
  * (for the validation utterance above the one the alignment search finds in its real frames).
  * Metric: the validation utterance's duration over its real one.
  */
@@ -215,7 +215,9 @@ export async function synthesizeEval(
   const nMels = config.audio.n_mels;
   const { normalised, denormalised } = melScaling(cache, data.stats, nMels);
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
+  let vocoder: MelVocoder | undefined;
   try {
+    vocoder = melVocoder(config.vocoder?.checkpoint, config.audio, 24);
     const ref = normalised(refItem.featureKey);
     const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);
@@ -235,7 +237,7 @@ export async function synthesizeEval(
     const notes: string[] = [];
     for (const [j, job] of jobs.entries()) {
       const g = results[j];
-      files.push(...(await writeEvalUtterance(model, job, g, { dir, config, denormalised })));
+      files.push(...(await writeEvalUtterance(model, job, g, { dir, config, denormalised, vocoder })));
       const seconds = `${(g.frames * secondsPerFrame).toFixed(2)} s`;
       const cut = g.stopReason === 'max_frames' ? ', cut at max_mel_frames' : '';
       if (job.target) {
@@ -247,8 +249,9 @@ export async function synthesizeEval(
         );
       } else notes.push(`${job.name} ${seconds}${cut}`);
     }
-    say(`eval: ${notes.join('; ')}`);
+    say(`eval: ${notes.join('; ')} (WAVs by ${describeVocoder(vocoder.used)})`);
   } finally {
+    vocoder?.dispose();
     phonemizer?.close();
     cache.close();
   }
@@ -301,14 +304,14 @@ async function evalSentenceJobs(
 }
 
 /**
- * One generated utterance's files in `dir`: its WAV (Griffin-Lim), a PNG of its mel (beside the
+ * One generated utterance's files in `dir`: its WAV (the run's vocoder: vocoder.checkpoint, else Griffin-Lim), a PNG of its mel (beside the
  * target's) and a PNG of the alignment it was read with (beside the one found on the target).
  */
 async function writeEvalUtterance(
   model: XttsModel,
   job: EvalJob,
   g: GenerateResult,
-  o: { dir: string; config: XttsConfig; denormalised: (mel: Float32Array) => Float32Array },
+  o: { dir: string; config: XttsConfig; denormalised: (mel: Float32Array) => Float32Array; vocoder: MelVocoder },
 ): Promise<string[]> {
   const { dir, config, denormalised } = o;
   const nMels = config.audio.n_mels;
@@ -316,10 +319,7 @@ async function writeEvalUtterance(
   const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
   const logMel = denormalised(g.mel);
   const wav = join(dir, `${job.name}.wav`);
-  writeFileAtomic(
-    wav,
-    encodeWav(griffinLim(logMel, g.frames, config.audio, { iterations: 24 }), config.audio.sample_rate_hz),
-  );
+  writeFileAtomic(wav, encodeWav(o.vocoder.vocode(logMel, g.frames), config.audio.sample_rate_hz));
   const png = join(dir, `${job.name}.png`);
   const title = `${job.name} · ${basename(dir)}`;
   const panels = [

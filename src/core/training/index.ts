@@ -1,5 +1,7 @@
 // The trainer's public API. Importing it loads TensorFlow.js.
-export { train, type TrainOptions, type TrainProgress, type TrainResult } from './trainer.js';
+export { train, trainTask, type TrainOptions, type TrainProgress, type TrainResult } from './trainer.js';
+export { type VocoderTrainResult } from './vocoder-trainer.js';
+export { describeVocoder, type VocoderUsed } from './vocoder-run.js';
 export { CheckpointStore, resolveCheckpoint, type NamedArray } from './checkpoint.js';
 export {
   synthesize,

@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/index.js';
-import { griffinLim } from '../data/index.js';
 import { processAudioFile } from '../data/index.js';
 import { encodeWav } from '../data/index.js';
 import { cleanText } from '../data/index.js';
@@ -16,6 +15,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, XttsModel } from '../model/index.js';
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { generatedFrameBound } from './evaluation.js';
+import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
   assignArrays,
   CheckpointStore,
@@ -40,6 +40,11 @@ export interface SynthesizeOptions {
   backend?: Backend;
   maxSeconds?: number;
   griffinLimIterations?: number;
+  /**
+   * A vocoder run folder (or checkpoint) to make the WAVs with; default: the checkpoint config's
+   * vocoder.checkpoint, else Griffin-Lim.
+   */
+  vocoder?: string;
   /** Texts decoded together (default 16): one batch runs the same kernels as one text. */
   batchSize?: number;
   /** Also write the result as JSON here (beside a folder of WAVs). */
@@ -58,6 +63,8 @@ export interface SynthesizedUtterance {
   durationS: number;
   /** 'end_of_text' when the whole text was read at its predicted durations; 'max_frames' when --max-seconds cut it. */
   stopReason: 'end_of_text' | 'max_frames';
+  /** What made the WAV from the mel. */
+  vocoder: VocoderUsed['kind'];
 }
 
 export interface SynthesizeResult {
@@ -70,6 +77,8 @@ export interface SynthesizeResult {
   skipped: { where?: string; text: string; reason: string }[];
   /** Symbols in the texts that never occurred in the model's training data. */
   warnings: string[];
+  /** What made the WAVs from the mels: Griffin-Lim, or which neural vocoder checkpoint. */
+  vocoder: VocoderUsed;
   synthesisMs: number;
 }
 
@@ -121,11 +130,14 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     convImpl: config.device.conv_kernels,
   });
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
+  let vocoder: MelVocoder | undefined;
   const t0 = performance.now();
   let utterances: SynthesizedUtterance[];
   try {
-    utterances = await speak(model, jobs, refMel, ckpt.state, o, overwrite);
+    vocoder = melVocoder(o.vocoder ?? config.vocoder?.checkpoint, config.audio, o.griffinLimIterations ?? 32);
+    utterances = await speak(model, jobs, refMel, ckpt.state, o, { vocoder, overwrite });
   } finally {
+    vocoder?.dispose();
     model.dispose();
     disposeBackend(tf as never);
   }
@@ -137,6 +149,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     utterances,
     skipped,
     warnings,
+    vocoder: vocoder.used,
     synthesisMs: performance.now() - t0,
   };
   if (o.summaryFile)
@@ -282,8 +295,9 @@ async function speak(
   refMel: Float32Array,
   state: CheckpointState,
   o: SynthesizeOptions,
-  overwrite: { overwrite: boolean },
+  out: { vocoder: MelVocoder; overwrite: { overwrite: boolean } },
 ): Promise<SynthesizedUtterance[]> {
+  const { vocoder, overwrite } = out;
   const { config, stats } = state;
   const nMels = config.audio.n_mels;
   const maxFrames = generatedFrameBound(config, o.maxSeconds);
@@ -298,7 +312,7 @@ async function speak(
     for (const [j, g] of results.entries()) {
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
-      const samples = griffinLim(logMel, g.frames, config.audio, { iterations: o.griffinLimIterations ?? 32 });
+      const samples = vocoder.vocode(logMel, g.frames);
       writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
       utterances.push({
         ...(job.input.where ? { where: job.input.where } : {}),
@@ -308,6 +322,7 @@ async function speak(
         frames: g.frames,
         durationS: samples.length / config.audio.sample_rate_hz,
         stopReason: g.stopReason,
+        vocoder: vocoder.used.kind,
       });
     }
   }

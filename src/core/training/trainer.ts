@@ -17,11 +17,34 @@ import { setUpRun } from './loop/run-setup.js';
 import type { RunLog } from './loop/run-log.js';
 import { type IssuedStep, PIPELINE_DEPTH, type SettleStep } from './loop/step-queue.js';
 import type { TrainOptions, TrainResult } from './loop/types.js';
+import { trainVocoder, type VocoderTrainResult } from './vocoder-trainer.js';
 
 export { ringDepthWithin } from './loop/batch-feed.js';
 export type { TrainOptions, TrainProgress, TrainResult } from './loop/types.js';
 
+/** Trains what the config's `task` says: the acoustic model (train) or the vocoder (trainVocoder). */
+export async function trainTask(o: TrainOptions): Promise<TrainResult | VocoderTrainResult> {
+  if (o.loaded.config.task !== 'vocoder') return train(o);
+  return inRunFolder(o, (runDir, runId) => trainVocoder(o, runDir, runId));
+}
+
+/** Trains the acoustic model; a config with `task: vocoder` is refused (trainTask trains either). */
 export async function train(o: TrainOptions): Promise<TrainResult> {
+  if (o.loaded.config.task === 'vocoder')
+    throw new XttsError(
+      'TASK_NOT_ACOUSTIC',
+      `${o.loaded.file}: task: vocoder — this command runs the acoustic model's training steps`,
+      {
+        exitCode: ExitCode.usage,
+        position: o.loaded.locate('task') ?? { file: o.loaded.file },
+        suggestions: ['train the vocoder with `xtts train --config FILE`; profile an acoustic config'],
+      },
+    );
+  return inRunFolder(o, (runDir, runId) => trainInFolder(o, runDir, runId));
+}
+
+/** Lints the config, opens (and locks) the run folder, runs `body` in it, releases it. */
+async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: string) => Promise<R>): Promise<R> {
   // What would fail later or train something other than asked stops here, before any work.
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter(
     (f) => f.severity === 'error',
@@ -32,7 +55,7 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
     (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
   const folder = openRunFolder(runDir, o.resume === true);
   try {
-    return await trainInFolder(o, runDir, folder.runId);
+    return await body(runDir, folder.runId);
   } finally {
     folder.release();
   }
@@ -251,6 +274,7 @@ function runResult(p: RunParts, runDir: string, closed: ClosedRun): TrainResult 
   const wallTotal = measured.reduce((a, x) => a + x.wallMs, 0) || 1;
   const median = (f: (x: StepRecord) => number) => summarize(measured.map(f)).p50;
   return {
+    task: 'acoustic',
     runDir,
     backend: setup.choice,
     parameters: setup.model.parameterCount(),

@@ -19,6 +19,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       'runs/small/checkpoints/step-00100000 --text "Guten Tag." --language de ' +
       '--reference speaker.wav --out out.wav',
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --texts sentences.txt --out-dir spoken/',
+    '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --vocoder runs/vocoder-tiny --text "Hello." --out hello.wav',
   ];
   static override flags = {
     checkpoint: Flags.string({
@@ -57,6 +58,12 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       default: false,
     }),
     'batch-size': Flags.integer({ summary: 'Texts decoded together.', min: 1, max: 256, default: 16 }),
+    vocoder: Flags.string({
+      summary:
+        'A vocoder run folder (`xtts train` with task: vocoder) or one of its checkpoints: it makes the WAVs ' +
+        "(default: the checkpoint config's vocoder.checkpoint, else Griffin-Lim).",
+      helpValue: 'DIR',
+    }),
   };
 
   protected async execute(): Promise<SynthesizeResult> {
@@ -89,6 +96,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       batchSize: flags['batch-size'],
       summaryFile: flags['out-dir'] ? join(flags['out-dir'], 'synthesis.json') : undefined,
       overwrite: flags.overwrite,
+      vocoder: flags.vocoder,
     });
     for (const w of result.warnings) this.addWarning(w);
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
@@ -107,7 +115,10 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       paint.dim(
         `${r.utterances.length} text${r.utterances.length === 1 ? '' : 's'} ` +
           `in ${(r.synthesisMs / 1000).toFixed(1)} s on ${r.backend}; ` +
-          `checkpoint ${r.checkpoint} (step ${r.step})`,
+          `checkpoint ${r.checkpoint} (step ${r.step}); WAVs by ` +
+          (r.vocoder.kind === 'neural'
+            ? `the neural vocoder ${r.vocoder.checkpoint} (step ${r.vocoder.step})`
+            : `Griffin-Lim (${r.vocoder.iterations} iterations)`),
       ),
     );
     if (r.utterances.length === 1) this.log(paint.dim(`text as spoken: "${r.utterances[0].cleanedText}"`));

@@ -3,7 +3,7 @@ import { datasetFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { etaText, paint, ProgressLine } from '@xtts/core/render';
-import type { TrainResult } from '@xtts/core/training';
+import type { TrainResult, VocoderTrainResult } from '@xtts/core/training';
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type StopSignal = (typeof STOP_SIGNALS)[number];
@@ -14,7 +14,7 @@ const SIGNAL_EXIT: Record<StopSignal, number> = {
   SIGHUP: ExitCode.hangup,
 };
 
-export default class Train extends XttsCommand<TrainResult> {
+export default class Train extends XttsCommand<TrainResult | VocoderTrainResult> {
   static override summary =
     'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
 
@@ -110,9 +110,9 @@ export default class Train extends XttsCommand<TrainResult> {
   /** The signal that stopped the run, if one did. */
   private stopSignal: StopSignal | undefined;
 
-  protected async execute(): Promise<TrainResult> {
+  protected async execute(): Promise<TrainResult | VocoderTrainResult> {
     const { flags } = await this.parse(Train);
-    const { train, parseGpusFlag } = await import('@xtts/core/training');
+    const { trainTask, parseGpusFlag } = await import('@xtts/core/training');
     const set =
       flags.gpus === undefined ? flags.set : [...flags.set, `device.gpus=${JSON.stringify(parseGpusFlag(flags.gpus))}`];
     const loaded = loadConfigOrThrow(flags.config ?? presetPath('quickstart'), { set });
@@ -157,7 +157,7 @@ export default class Train extends XttsCommand<TrainResult> {
     const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
     for (const [signal, handler] of handlers) process.on(signal, handler);
     try {
-      return await train({
+      return await trainTask({
         loaded,
         datasetDir: flags.dataset,
         backend: flags.backend as never,
@@ -206,7 +206,11 @@ export default class Train extends XttsCommand<TrainResult> {
     }
   }
 
-  protected render(r: TrainResult): void {
+  protected render(r: TrainResult | VocoderTrainResult): void {
+    if (r.task === 'vocoder') {
+      this.renderVocoder(r);
+      return;
+    }
     this.log(
       paint.bold(
         `trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
@@ -254,7 +258,29 @@ export default class Train extends XttsCommand<TrainResult> {
       );
   }
 
-  protected override exitCodeFor(r: TrainResult): number {
+  private renderVocoder(r: VocoderTrainResult): void {
+    this.log(
+      paint.bold(
+        `trained the vocoder ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
+          `on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`,
+      ),
+    );
+    const first = r.lossCurve[0];
+    const last = r.lossCurve.at(-1);
+    if (first && last)
+      this.log(`loss ${first.loss.toFixed(4)} (step ${first.step}) -> ${last.loss.toFixed(4)} (step ${last.step})`);
+    const v = r.validation.at(-1);
+    if (v) this.log(`validation at step ${v.step}: loss ${v.loss.toFixed(4)}, log-mel L1 ${v.mel.toFixed(4)}`);
+    this.log(
+      `${(r.parameters / 1e6).toFixed(2)} M parameters; ${r.trainClips} clips (${r.trainHours.toFixed(2)} h); ` +
+        `median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.audioSecondsPerS.toFixed(1)} s of audio/s`,
+    );
+    if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} logged steps had a NaN/Inf loss and were skipped`));
+    this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
+    this.log(`use it: xtts synthesize --checkpoint ACOUSTIC_RUN --vocoder ${r.runDir} --text "..."`);
+  }
+
+  protected override exitCodeFor(r: TrainResult | VocoderTrainResult): number {
     if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
     if (r.stoppedBy === 'interrupted') return ExitCode.interrupted;
     return r.stoppedBy === 'non_finite' ? ExitCode.findings : ExitCode.ok;

@@ -180,6 +180,8 @@ function describeRun(log: RunLog, o: TrainOptions, setup: RunSetup, runId: strin
   db.setMeta('backend', setup.choice.backend);
   db.setMeta('device', setup.choice.adapter ? setup.choice.adapter.name : null);
   db.setMeta('parameters', setup.model.parameterCount());
+  // What makes the eval WAVs: vocoder.checkpoint's neural vocoder, or Griffin-Lim.
+  db.setMeta('evalVocoder', setup.config.vocoder?.checkpoint ?? 'griffin-lim');
   log.describeConfig(setup.resumed.step, setup.config, o.loaded.file);
 }
 

@@ -53,6 +53,7 @@ export interface TrainOptions {
 }
 
 export interface TrainResult {
+  task: 'acoustic';
   runDir: string;
   backend: BackendChoice;
   parameters: number;

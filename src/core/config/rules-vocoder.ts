@@ -1,0 +1,36 @@
+// The vocoder's own rule: the settings its inverse STFT and its losses need (src/core/vocoder).
+import { at, fired, type Rule } from './rule-context.js';
+
+export const vocoderShapeRule: Rule = {
+  id: 'vocoder/shape',
+  title: 'The vocoder can invert the features and measure its segments',
+  severity: 'error',
+  tasks: ['vocoder'],
+  rationale:
+    "The vocoder's inverse STFT overlap-adds whole hops, so n_fft must be a multiple of hop_length; its " +
+    'multi-resolution STFT loss looks at windows up to 2·n_fft, so a training segment must hold at least ' +
+    '4·n_fft samples, or the largest resolution has too few frames to say anything.',
+  check(ctx) {
+    const { audio: a, vocoder: v } = ctx.config;
+    const samples = v.segment_frames * a.hop_length;
+    const needed = 4 * a.n_fft;
+    return fired([
+      a.n_fft % a.hop_length !== 0 &&
+        at(
+          ctx,
+          'audio.hop_length',
+          'error',
+          `n_fft ${a.n_fft} is not a multiple of hop_length ${a.hop_length}`,
+          `hop_length: ${a.n_fft / 4}`,
+        ),
+      samples < needed &&
+        at(
+          ctx,
+          'vocoder.segment_frames',
+          'error',
+          `segment_frames ${v.segment_frames} × hop ${a.hop_length} = ${samples} samples, fewer than 4 × n_fft = ${needed}`,
+          `segment_frames: ${Math.ceil(needed / a.hop_length)}`,
+        ),
+    ]);
+  },
+};

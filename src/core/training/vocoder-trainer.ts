@@ -1,0 +1,451 @@
+// Training the neural vocoder (`task: vocoder`), top to bottom: the clips (processed as the features
+// are), the backend, the generator and its optimizer, resume; then per step: random segments ->
+// upload -> forward/backward/update, its losses read back every log_every, validation, checkpoints and
+// eval audio at their intervals. The same run folder, lock, checkpoints (safetensors), run database,
+// metrics.jsonl and TensorBoard file as the acoustic model's runs; one static batch shape.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Type } from '@sinclair/typebox';
+import * as tf from '@tensorflow/tfjs-core';
+import { type BackendChoice, disposeBackend, initBackend } from '../backend/index.js';
+import type { XttsConfig } from '../config/index.js';
+import { buildManifest, encodeWav } from '../data/index.js';
+import { ExitCode, XttsError } from '../errors.js';
+import { mixSeed } from '../model/index.js';
+import { SpanTimer } from '../telemetry/index.js';
+import { summarize, writeFileAtomic } from '../util/index.js';
+import { loadClips, SegmentSampler, type VocoderClip, VocoderGenerator, vocoderLosses } from '../vocoder/index.js';
+import { assignArrays, CheckpointStore, refuseNonFinite } from './checkpoint.js';
+import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
+import { RunLog } from './loop/run-log.js';
+import type { TrainOptions } from './loop/types.js';
+import { AdamW } from './optim/adamw.js';
+
+/** Validation clips at most: their segments are one batch-sized pass, every validate_every steps. */
+const VALIDATION_CLIPS = 64;
+/** Eval clips vocoded (whole) at every eval_every, from the validation clips (else the training ones). */
+const EVAL_CLIPS = 2;
+
+export interface VocoderTrainResult {
+  task: 'vocoder';
+  runDir: string;
+  backend: BackendChoice;
+  parameters: number;
+  startStep: number;
+  steps: number;
+  stoppedBy: 'max_steps' | 'time_limit' | 'interrupted' | 'non_finite';
+  trainClips: number;
+  validationClips: number;
+  /** Hours of processed audio the training segments are drawn from. */
+  trainHours: number;
+  skippedRows: number;
+  /** Rows left out to keep the clips held in memory within MAX_HELD_SAMPLES. */
+  leftOutRows: number;
+  lossCurve: { step: number; loss: number }[];
+  validation: { step: number; loss: number; mel: number }[];
+  bestValidationLoss: number | null;
+  nonFiniteSteps: number;
+  checkpoints: string[];
+  evalFiles: string[];
+  timing: { stepMsMedian: number; segmentsPerS: number; audioSecondsPerS: number };
+}
+
+export interface VocoderCheckpointState {
+  kind: 'vocoder';
+  runId: string;
+  step: number;
+  /** The segment sampler's generator state: a resumed run draws the segments the run would have. */
+  samplerRng: number;
+  bestValidationLoss: number | null;
+  config: XttsConfig;
+}
+
+const Finite = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE });
+export const VocoderStateSchema = Type.Object({
+  format: Type.String(),
+  kind: Type.Literal('vocoder'),
+  runId: Type.String({ pattern: '^[0-9a-f]{16}$' }),
+  step: Type.Integer({ minimum: 0, maximum: 1e12 }),
+  samplerRng: Type.Integer({ minimum: 0, maximum: 2 ** 32 }),
+  bestValidationLoss: Type.Union([Finite, Type.Null()]),
+  config: Type.Object({ vocoder: Type.Object({}), audio: Type.Object({}), training: Type.Object({}) }),
+});
+
+interface VocoderData {
+  train: VocoderClip[];
+  validation: VocoderClip[];
+  skippedRows: number;
+  leftOutRows: number;
+}
+
+async function loadData(o: TrainOptions, say: (m: string) => void): Promise<VocoderData> {
+  const config = o.loaded.config;
+  const manifest = buildManifest(o.datasetDir ?? o.loaded.datasetDir, config.dataset);
+  const common = { segmentFrames: config.vocoder.segment_frames, seed: config.training.seed };
+  const train = await loadClips(manifest.train, config.audio, config.limits, common);
+  const validation = await loadClips(manifest.validation.slice(0, VALIDATION_CLIPS), config.audio, config.limits, {
+    ...common,
+    budget: 64 * config.audio.sample_rate_hz * 60,
+  });
+  const skipped = [...manifest.skipped, ...train.skipped, ...validation.skipped];
+  if (o.strict && skipped.length > 0) {
+    const first = skipped[0];
+    throw new XttsError(
+      'DATASET_ROWS_SKIPPED',
+      `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ` +
+        `${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`,
+      {
+        position: { file: first.file, line: first.line, rowId: first.id },
+        suggestions: ['fix or remove those rows, or run without --strict to skip them'],
+      },
+    );
+  }
+  if (train.clips.length === 0)
+    throw new XttsError(
+      'DATASET_EMPTY',
+      `no usable training clips in ${manifest.datasetDir} (${skipped.length} skipped` +
+        `${skipped[0] ? `; first: ${skipped[0].file}:${skipped[0].line} (${skipped[0].id}): ${skipped[0].detail}` : ''})`,
+      { exitCode: ExitCode.usage, suggestions: ['see the rows and their reasons with `xtts analyze-data-pipeline`'] },
+    );
+  const hours = train.clips.reduce((a, c) => a + c.samples.length, 0) / config.audio.sample_rate_hz / 3600;
+  say(
+    `vocoder data: ${train.clips.length} clips (${hours.toFixed(2)} h) to train on, ` +
+      `${validation.clips.length} to validate on; ${skipped.length} rows skipped` +
+      (train.leftOut ? `; ${train.leftOut} rows left out to keep the clips held in memory under 1 GiB` : ''),
+  );
+  return { train: train.clips, validation: validation.clips, skippedRows: skipped.length, leftOutRows: train.leftOut };
+}
+
+/** The generator's waveform of one whole clip's mel, cut to `samples` when given. */
+export function vocodeClip(
+  generator: VocoderGenerator,
+  mel: Float32Array,
+  frames: number,
+  samples?: number,
+): Float32Array {
+  const out = tf.tidy(() =>
+    generator.forward(tf.tensor3d(mel, [1, frames, generator.audio.n_mels])).dataSync(),
+  ) as Float32Array;
+  return samples === undefined ? out : out.slice(0, Math.min(samples, out.length));
+}
+
+/** A vocoder run's parts, made before its first step. */
+interface VocoderRun {
+  o: TrainOptions;
+  config: XttsConfig;
+  runId: string;
+  runDir: string;
+  data: VocoderData;
+  choice: BackendChoice;
+  generator: VocoderGenerator;
+  optimizer: AdamW;
+  store: CheckpointStore;
+  sampler: SegmentSampler;
+  log: RunLog;
+  /** One fixed batch of validation segments [mel, wave], kept on the device. */
+  validation: tf.Tensor[];
+  evalClips: VocoderClip[];
+  startStep: number;
+  maxSteps: number;
+  say: (m: string) => void;
+  /** What the loop changes. */
+  step: number;
+  best: number | null;
+  stoppedBy: VocoderTrainResult['stoppedBy'];
+  nonFinite: number;
+  checkpoints: string[];
+  validationLosses: VocoderTrainResult['validation'];
+  stepMs: number[];
+}
+
+export async function trainVocoder(o: TrainOptions, runDir: string, runId: string): Promise<VocoderTrainResult> {
+  const run = await setUpVocoderRun(o, runDir, runId);
+  try {
+    await vocoderSteps(run);
+    // A run stopped early (time limit, signal) keeps its last step.
+    const last = run.store.latest();
+    const stopped = run.stoppedBy === 'time_limit' || run.stoppedBy === 'interrupted';
+    if (stopped && run.step > run.startStep && !last?.endsWith(stepName(run.step))) await saveCheckpoint(run, false);
+  } finally {
+    run.log.writeLossCurve();
+    run.log.close();
+  }
+  const { config, data, generator } = run;
+  const result: VocoderTrainResult = {
+    task: 'vocoder',
+    runDir,
+    backend: run.choice,
+    parameters: generator.parameterCount(),
+    startStep: run.startStep,
+    steps: run.step,
+    stoppedBy: run.stoppedBy,
+    trainClips: data.train.length,
+    validationClips: data.validation.length,
+    trainHours: data.train.reduce((a, c) => a + c.samples.length, 0) / config.audio.sample_rate_hz / 3600,
+    skippedRows: data.skippedRows,
+    leftOutRows: data.leftOutRows,
+    lossCurve: run.log.lossCurve,
+    validation: run.validationLosses,
+    bestValidationLoss: run.best,
+    nonFiniteSteps: run.nonFinite,
+    checkpoints: run.checkpoints,
+    evalFiles: run.log.evalFiles,
+    timing: timingOf(run.stepMs, config.batching.batch_size, config),
+  };
+  run.optimizer.dispose?.();
+  generator.dispose();
+  tf.dispose(run.validation);
+  disposeBackend(tf as never);
+  return result;
+}
+
+const stepName = (step: number) => `step-${String(step).padStart(8, '0')}`;
+
+async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): Promise<VocoderRun> {
+  const say = o.onMessage ?? (() => undefined);
+  const config = o.loaded.config;
+  const t = config.training;
+  const data = await loadData(o, say);
+  const { choice } = await initBackend(o.backend ?? config.device.backend, {
+    device: config.device.model_device,
+    unsafeApis: true,
+    matmul: config.device.matmul,
+    precision: t.precision,
+  });
+  await import('../model/gradients.js');
+  say(`backend: ${choice.backend} — ${choice.reason}`);
+  const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);
+  const optimizer = new AdamW(generator.params, t);
+  const store = new CheckpointStore(runDir);
+  const { hop_length: hop, n_mels: nMels } = config.audio;
+  const sampler = new SegmentSampler(data.train, config.vocoder.segment_frames, hop, nMels, mixSeed(t.seed, 1));
+  const resumed = o.resume ? resumeVocoder(store, runDir, runId, generator, optimizer, sampler, say) : undefined;
+  const start = resumed ?? { step: 0, bestValidationLoss: null };
+  const maxSteps = o.maxSteps ?? t.max_steps;
+  const log = RunLog.open(runDir, { tensorboard: true, maxSteps, logEvery: t.log_every, onProgress: o.onProgress });
+  const meta = { runId, task: 'vocoder', config, configFile: o.loaded.file, backend: choice.backend };
+  for (const [k, v] of Object.entries(meta)) log.db.setMeta(k, v);
+  log.db.setMeta('device', choice.adapter ? choice.adapter.name : null);
+  log.db.setMeta('parameters', generator.parameterCount());
+  log.describeConfig(start.step, config, o.loaded.file);
+  const heldOut = data.validation.length ? data.validation : data.train;
+  return {
+    ...{ o, config, runId, runDir, data, choice, generator, optimizer, store, sampler, log, say, maxSteps },
+    validation: validationBatch(heldOut, config, config.batching.batch_size),
+    evalClips: heldOut.slice(0, EVAL_CLIPS),
+    startStep: start.step,
+    step: start.step,
+    best: start.bestValidationLoss,
+    stoppedBy: 'max_steps',
+    nonFinite: 0,
+    checkpoints: [],
+    validationLosses: [],
+    stepMs: [],
+  };
+}
+
+/** The loop: one optimizer step per iteration until max_steps, the time limit, a stop or divergence. */
+async function vocoderSteps(run: VocoderRun): Promise<void> {
+  const { o, config, log, optimizer } = run;
+  const t = config.training;
+  const batch = config.batching.batch_size;
+  const runStart = performance.now();
+  while (run.step < run.maxSteps) {
+    // Let signals and timers in between steps.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (o.maxMinutes !== undefined && performance.now() - runStart >= o.maxMinutes * 60_000) {
+      run.stoppedBy = 'time_limit';
+      break;
+    }
+    if (o.control?.stop) {
+      run.stoppedBy = 'interrupted';
+      break;
+    }
+    const timer = new SpanTimer();
+    const segments = run.sampler.next(batch);
+    timer.mark('dataWaitMs');
+    const step = run.step + 1;
+    const logged = step % t.log_every === 0 || step === run.maxSteps;
+    const parts = trainOneStep(run.generator, optimizer, segments, config, batch, timer);
+    const loss = logged ? await logStep(run, step, parts) : undefined;
+    if (logged) timer.mark('syncMs');
+    tf.dispose(parts);
+    run.step = step;
+    const { wallMs, spans } = timer.finish();
+    run.stepMs.push(wallMs);
+    const learningRate = optimizer.learningRate(step);
+    const shape = { epoch: 0, batchIndex: step - 1, bucket: 0, batchSize: batch, tokens: 0, kernels: 0, readySlots: 0 };
+    const frames = config.vocoder.segment_frames;
+    log.addStep({ step, startMs: timer.startedAt - runStart, wallMs, spans, ...shape, frames, learningRate, loss });
+    o.onStep?.({ step, startStep: run.startStep, maxSteps: run.maxSteps, elapsedMs: performance.now() - runStart });
+    if (loss !== undefined) log.reportProgress(step, loss, learningRate);
+    const due = await milestones(step, run);
+    if (due.checkpoint) await saveCheckpoint(run, due.best);
+    if (run.stoppedBy === 'non_finite') break;
+    if (run.nonFinite >= Math.max(1, t.max_nonfinite_steps)) {
+      run.stoppedBy = 'non_finite';
+      run.say(`${run.nonFinite} logged steps had a NaN/Inf loss: the run stops`);
+      break;
+    }
+  }
+}
+
+/** A logged step's figures read back into the metrics; its loss. */
+async function logStep(run: VocoderRun, step: number, parts: tf.Tensor[]): Promise<number> {
+  const [loss, mel, sc, lm, norm, finite] = (await Promise.all(parts.map((x) => x.data()))).map((x) => x[0]);
+  if (finite === 0) run.nonFinite++;
+  run.log.lossCurve.push({ step, loss });
+  run.log.metric(step, 'loss/train', loss);
+  run.log.metric(step, 'loss/mel', mel);
+  run.log.metric(step, 'loss/spectral_convergence', sc);
+  run.log.metric(step, 'loss/log_magnitude', lm);
+  run.log.metric(step, 'grad_norm', norm);
+  run.log.metric(step, 'learning_rate', run.optimizer.learningRate(step));
+  return loss;
+}
+
+/** The checkpoint of the run's current step; a non-finite one is not written, and the run stops. */
+async function saveCheckpoint(run: VocoderRun, best: boolean): Promise<void> {
+  const state: VocoderCheckpointState = {
+    kind: 'vocoder',
+    runId: run.runId,
+    step: run.step,
+    samplerRng: run.sampler.state,
+    bestValidationLoss: run.best,
+    config: run.config,
+  };
+  try {
+    const contents = {
+      weights: await toArrays(run.generator.getWeights()),
+      optimizer: await toArraysDisposing(run.optimizer.getState()),
+      state,
+    };
+    run.checkpoints.push(run.store.save(run.step, contents, { keep: run.config.training.keep_checkpoints, best }));
+  } catch (e) {
+    if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;
+    run.stoppedBy = 'non_finite';
+    run.say(
+      `step ${run.step}: ${e.message}; no checkpoint is written (the last, ${run.store.latest() ?? 'none'}, stands)`,
+    );
+  }
+}
+
+function timingOf(stepMs: number[], batch: number, config: XttsConfig): VocoderTrainResult['timing'] {
+  // The first steps compile the backend's programs: the median is the steady step.
+  const median = summarize(stepMs).p50;
+  const segmentS = (config.vocoder.segment_frames * config.audio.hop_length) / config.audio.sample_rate_hz;
+  return {
+    stepMsMedian: median,
+    segmentsPerS: median > 0 ? (batch * 1000) / median : 0,
+    audioSecondsPerS: median > 0 ? (batch * segmentS * 1000) / median : 0,
+  };
+}
+
+/** Forward, losses, backward and the update of one step; returns [loss, mel, sc, logMag, gradNorm, finite] (device). */
+function trainOneStep(
+  generator: VocoderGenerator,
+  optimizer: AdamW,
+  segments: { mel: Float32Array; wave: Float32Array },
+  config: XttsConfig,
+  batch: number,
+  timer: SpanTimer,
+): tf.Tensor[] {
+  const frames = config.vocoder.segment_frames;
+  const mel = tf.tensor3d(segments.mel, [batch, frames, config.audio.n_mels]);
+  const wave = tf.tensor2d(segments.wave, [batch, frames * config.audio.hop_length]);
+  timer.mark('uploadMs');
+  let kept: tf.Tensor[] = [];
+  const { value, grads } = tf.variableGrads(() => {
+    const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
+    // The parts outlive the gradient's tidy: they are read back at log intervals.
+    kept = [parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
+    return parts.loss;
+  }, [...generator.params.values()]);
+  const loss = tf.clone(value);
+  optimizer.accumulate(optimizer.flatten(grads), value);
+  tf.dispose([mel, wave, ...Object.values(grads)]);
+  timer.mark('forwardBackwardMs');
+  const applied = optimizer.apply();
+  timer.mark('optimizerMs');
+  return [loss, ...kept, applied.gradNorm, applied.finite];
+}
+
+/** Fixed segments of the validation clips, one batch (uploaded once, kept for the run). */
+function validationBatch(clips: readonly VocoderClip[], config: XttsConfig, batch: number): tf.Tensor[] {
+  const frames = config.vocoder.segment_frames;
+  const n = Math.max(1, Math.min(batch, clips.length * 4));
+  const sampler = new SegmentSampler(clips, frames, config.audio.hop_length, config.audio.n_mels, 7);
+  const s = sampler.next(n);
+  return [
+    tf.tensor3d(s.mel, [n, frames, config.audio.n_mels]),
+    tf.tensor2d(s.wave, [n, frames * config.audio.hop_length]),
+  ];
+}
+
+/** Validation and eval audio where their intervals fall; whether a checkpoint is due, and whether it is the best. */
+async function milestones(step: number, run: VocoderRun): Promise<{ checkpoint: boolean; best: boolean }> {
+  const { config, log, generator } = run;
+  const t = config.training;
+  const last = step === run.maxSteps;
+  let best = false;
+  if (step % t.validate_every === 0 || last) {
+    const [mel, wave] = run.validation as [tf.Tensor3D, tf.Tensor2D];
+    const parts = tf.tidy(() => {
+      const r = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
+      return [r.loss, r.mel];
+    });
+    const [loss, melLoss] = (await Promise.all(parts.map((x) => x.data()))).map((x) => x[0]);
+    tf.dispose(parts);
+    log.validation.push({ step, loss });
+    run.validationLosses.push({ step, loss, mel: melLoss });
+    log.metric(step, 'loss/validation', loss);
+    log.metric(step, 'loss/validation_mel', melLoss);
+    if (Number.isFinite(loss) && (run.best === null || loss < run.best)) {
+      run.best = loss;
+      best = true;
+    }
+  }
+  if (step % t.eval_every === 0 || last) {
+    const dir = join(run.runDir, 'eval', stepName(step));
+    mkdirSync(dir, { recursive: true });
+    const files = run.evalClips.map((clip) => {
+      const wave = vocodeClip(generator, clip.mel, clip.frames, clip.samples.length);
+      const file = join(dir, `${clip.id.replace(/[^A-Za-z0-9._-]/g, '_')}.wav`);
+      writeFileAtomic(file, encodeWav(wave, config.audio.sample_rate_hz));
+      return file;
+    });
+    log.publishEval(step, files);
+  }
+  return { checkpoint: step % t.checkpoint_every === 0 || last || best, best };
+}
+
+/** The run's last checkpoint into the generator, optimizer and sampler; undefined when there is none yet. */
+function resumeVocoder(
+  store: CheckpointStore,
+  runDir: string,
+  runId: string,
+  generator: VocoderGenerator,
+  optimizer: AdamW,
+  sampler: SegmentSampler,
+  say: (m: string) => void,
+): { step: number; bestValidationLoss: number | null } | undefined {
+  const dir = store.latest();
+  if (!dir) {
+    say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
+    return undefined;
+  }
+  const ckpt = store.load<VocoderCheckpointState>(dir, { kind: 'vocoder', schema: VocoderStateSchema });
+  if (ckpt.state.runId !== runId) {
+    throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, {
+      exitCode: ExitCode.usage,
+      position: { file: join(dir, 'state.json') },
+      suggestions: ['resume with --output naming the folder that run was trained in'],
+    });
+  }
+  refuseNonFinite(dir, ckpt);
+  assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => generator.setWeights(w));
+  assignArrays(ckpt.optimizer, join(dir, 'optimizer.safetensors'), (s) => optimizer.setState(s));
+  sampler.state = ckpt.state.samplerRng;
+  say(`resumed from ${dir} at step ${ckpt.state.step}`);
+  return { step: ckpt.state.step, bestValidationLoss: ckpt.state.bestValidationLoss };
+}

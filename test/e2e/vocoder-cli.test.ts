@@ -1,0 +1,171 @@
+// `xtts train` with `task: vocoder` and `xtts synthesize --vocoder` as processes, on a micro vocoder
+// (32 channels, 2 blocks) and the shortest quickstart clips on wasm: the run writes what an acoustic
+// run writes (checkpoints of its own kind, run.sqlite, metrics.jsonl, TensorBoard with its eval audio),
+// resumes bit-exact, and an acoustic run speaks through it, its JSON saying which vocoder made the WAV;
+// mixed-up checkpoints and vocoders of other mels are refused, naming what differs.
+import assert from 'node:assert/strict';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { decodeWav } from '../../src/core/data/audio/wav.js';
+import { decodeSafetensors } from '../../src/core/training/safetensors.js';
+import { tensorsDiffer } from '../helpers/checkpoints.js';
+import { repoRoot, runCli as run } from '../helpers/cli.js';
+import { microRun, shortQuickstartClips, trainingLosses } from '../helpers/short-clips.js';
+import { readEvents } from '../helpers/tfevents.js';
+
+const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
+
+const dir = shortQuickstartClips(6, 'xtts-vocoder-');
+const config = join(dir, 'vocoder.yaml');
+writeFileSync(
+  config,
+  `extends: ${join(repoRoot, 'configs', 'vocoder-tiny.yaml')}
+dataset:
+  path: ./data
+  validation_fraction: 0.2
+vocoder:
+  channels: 32
+  layers: 2
+  ff_mult: 2
+  segment_frames: 16
+batching:
+  batch_size: 2
+training:
+  max_steps: 8
+  log_every: 1
+  validate_every: 4
+  checkpoint_every: 4
+  eval_every: 8
+  keep_checkpoints: 3
+  schedule:
+    warmup_steps: 2
+`,
+);
+const latest = (run: string) =>
+  join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
+
+describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
+  const full = join(dir, 'full');
+
+  test('a vocoder run writes checkpoints of its kind, metrics, TensorBoard eval audio and eval WAVs', async () => {
+    const r = await runCli(['train', '--config', config, '--output', full, '--backend', 'wasm', '--json']);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const res = r.json.result;
+    assert.equal(res.task, 'vocoder');
+    assert.equal(res.steps, 8);
+    assert.equal(res.stoppedBy, 'max_steps');
+    assert.equal(res.lossCurve.length, 8);
+    assert.ok(res.lossCurve.every((x: { loss: number }) => Number.isFinite(x.loss)));
+    assert.deepEqual(
+      res.validation.map((v: { step: number }) => v.step),
+      [4, 8],
+    );
+    const state = JSON.parse(readFileSync(join(latest(full), 'state.json'), 'utf8'));
+    assert.equal(state.kind, 'vocoder');
+    assert.equal(state.step, 8);
+    const weights = decodeSafetensors(readFileSync(join(latest(full), 'weights.safetensors')), 'weights');
+    assert.equal(JSON.parse(weights.metadata.kind), 'vocoder');
+    assert.ok(weights.arrays.some((a) => a.name === 'vocoder.head.w'));
+    assert.equal(trainingLosses(full).size, 8);
+    const jsonl = readFileSync(join(full, 'metrics.jsonl'), 'utf8');
+    for (const name of ['loss/mel', 'loss/spectral_convergence', 'loss/validation', 'perf/step_ms'])
+      assert.ok(jsonl.includes(`"${name}"`), `${name} is not in metrics.jsonl`);
+    const wavs = res.evalFiles.filter((f: string) => f.endsWith('.wav'));
+    assert.equal(wavs.length, 2);
+    for (const w of wavs) {
+      const d = decodeWav(readFileSync(w), w);
+      assert.equal(d.sampleRateHz, 22050);
+      assert.ok(d.durationS > 0.3, `${w}: ${d.durationS} s`);
+    }
+    const events = readdirEvents(full);
+    const tb = readEvents(events);
+    assert.ok(
+      Object.keys(tb.audio).some((tag) => tag.startsWith('eval/audio/')),
+      Object.keys(tb.audio).join(),
+    );
+    assert.ok(tb.scalars['loss/train'].length === 8);
+  });
+
+  test('a run stopped at step 4 and resumed ends with the weights and moments of the uninterrupted run', async () => {
+    const split = join(dir, 'split');
+    const first = await runCli([
+      'train',
+      '--config',
+      config,
+      '--output',
+      split,
+      '--backend',
+      'wasm',
+      '--max-steps',
+      '4',
+    ]);
+    assert.equal(first.code, 0, first.stderr.slice(-2000));
+    const again = await runCli(['train', '--config', config, '--output', split, '--backend', 'wasm', '--resume']);
+    assert.equal(again.code, 0, again.stderr.slice(-2000));
+    assert.match(again.stderr, /resumed from .*step-00000004 at step 4/);
+    assert.equal(tensorsDiffer(latest(full), latest(split), 'weights.safetensors'), null);
+    assert.equal(tensorsDiffer(latest(full), latest(split), 'optimizer.safetensors'), null);
+  });
+
+  test('an acoustic run speaks through the vocoder; mixed-up checkpoints and other mels are refused', async () => {
+    const acoustic = microRun('xtts-vocoder-acoustic-');
+    const ac = join(acoustic.dir, 'run');
+    const t = await runCli([
+      'train',
+      '--config',
+      acoustic.config,
+      '--output',
+      ac,
+      '--backend',
+      'wasm',
+      '--max-steps',
+      '2',
+    ]);
+    assert.equal(t.code, 0, t.stderr.slice(-2000));
+    const wav = join(dir, 'hello.wav');
+    const s = await runCli(
+      [
+        'synthesize',
+        '--checkpoint',
+        ac,
+        '--vocoder',
+        full,
+        '--text',
+        'Hello.',
+        '--out',
+        wav,
+        '--backend',
+        'wasm',
+      ].concat(['--max-seconds', '1', '--json']),
+    );
+    assert.equal(s.code, 0, s.stderr.slice(-2000));
+    const res = s.json.result;
+    assert.equal(res.vocoder.kind, 'neural');
+    assert.equal(res.vocoder.step, 8);
+    assert.equal(res.utterances[0].vocoder, 'neural');
+    const d = decodeWav(readFileSync(wav), wav);
+    assert.equal(d.samples.length, res.utterances[0].frames * 256);
+
+    const swapped = await runCli(['synthesize', '--checkpoint', full, '--text', 'Hi.', '--out', join(dir, 'x.wav')]);
+    assert.equal(swapped.code, 2);
+    assert.match(swapped.stderr, /CHECKPOINT_KIND.*is a checkpoint of a vocoder, not of an acoustic model/);
+    assert.ok(!existsSync(join(dir, 'x.wav')));
+
+    const other = join(dir, 'vocoder-64.yaml');
+    writeFileSync(other, readFileSync(config, 'utf8'));
+    appendFileSync(other, 'audio:\n  n_mels: 64\n');
+    const o = join(dir, 'other-mels');
+    const t64 = await runCli(['train', '--config', other, '--output', o, '--backend', 'wasm', '--max-steps', '1']);
+    assert.equal(t64.code, 0, t64.stderr.slice(-2000));
+    const bad = await runCli(['synthesize', '--checkpoint', ac, '--vocoder', o, '--text', 'Hi.', '--out', wav + '2']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /VOCODER_AUDIO_MISMATCH.*audio\.n_mels 64 \(vocoder\) vs 80/);
+  });
+});
+
+function readdirEvents(runDir: string): string {
+  const name = readdirSync(runDir).find((f) => f.startsWith('events.out.tfevents.'));
+  assert.ok(name, `no event file in ${runDir}`);
+  return join(runDir, name);
+}
