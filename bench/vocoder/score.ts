@@ -2,11 +2,13 @@
 // in each system's folder (a vocoder's resynthesis of it), scored by LSD, MCD, F0 RMSE and V/UV error
 // (src/core/data/audio/quality.ts says what each measures). One row per system: median / mean.
 //   node --import tsx bench/vocoder/score.ts REF_DIR NAME=DIR [NAME=DIR ...] [--json FILE] [--align time|dtw]
+//     [--fmax HZ]
 // e.g. Griffin-Lim's ceiling on some clips:
 //   node --import tsx bench/intelligibility/vocode.ts clips/ /tmp/gl/
 //   node --import tsx bench/vocoder/score.ts clips/ gl=/tmp/gl/ --json /tmp/gl-scores.json
 // --align dtw is for a test that may not keep the reference's timing (a model's own output rather
-// than a resynthesis); LSD stays time-aligned either way.
+// than a resynthesis); LSD stays time-aligned either way. --fmax HZ scores the band up to HZ only (LSD's
+// bins, MCD's filterbank): the features' fmax_hz is as far as a vocoder's input mels reach.
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +17,7 @@ import { resample } from '../../src/core/data/audio/resample.js';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { XttsError } from '../../src/core/errors.js';
 
-const USAGE = 'usage: score.ts REF_DIR NAME=DIR [NAME=DIR ...] [--json FILE] [--align time|dtw]';
+const USAGE = 'usage: score.ts REF_DIR NAME=DIR [NAME=DIR ...] [--json FILE] [--align time|dtw] [--fmax HZ]';
 
 /** The per-clip figures that are summarised (the F0 ones are null on clips with no frame voiced in both). */
 const FIGURES = ['lsdDb', 'mcdDb', 'f0RmseHz', 'f0RmseCents', 'vuvError'] as const;
@@ -38,7 +40,7 @@ interface System {
 }
 
 /** Scores every WAV of refDir that each system's folder also has. */
-export function score(refDir: string, systems: System[], align: AudioAlignment): ScoreReport {
+export function score(refDir: string, systems: System[], align: AudioAlignment, fmaxHz?: number): ScoreReport {
   const refFiles = readdirSync(refDir)
     .filter((f) => f.toLowerCase().endsWith('.wav'))
     .sort();
@@ -52,7 +54,7 @@ export function score(refDir: string, systems: System[], align: AudioAlignment):
       const ref = decodeWav(readFileSync(refPath), refPath);
       const test = decodeWav(readFileSync(testPath), testPath);
       const testSamples = resample(test.samples, test.sampleRateHz, ref.sampleRateHz);
-      perClip[file] = compareAudio(ref.samples, testSamples, ref.sampleRateHz, { align });
+      perClip[file] = compareAudio(ref.samples, testSamples, ref.sampleRateHz, { align, fmaxHz });
     }
     const clips = Object.keys(perClip).length;
     if (clips === 0)
@@ -90,7 +92,7 @@ function mean(xs: number[]): number {
 }
 
 /** The human table: one row per system, each figure as "median / mean". */
-export function renderTable(report: ScoreReport, align: AudioAlignment): string {
+export function renderTable(report: ScoreReport, align: AudioAlignment, fmaxHz?: number): string {
   const columns: [string, Figure, number][] = [
     ['LSD dB', 'lsdDb', 2],
     ['MCD dB', 'mcdDb', 2],
@@ -109,7 +111,8 @@ export function renderTable(report: ScoreReport, align: AudioAlignment): string 
   const line = (cells: string[]) =>
     cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])));
   return [
-    `median / mean over clips; MCD and F0 ${align === 'dtw' ? 'along a DTW path' : 'time-aligned'}, LSD time-aligned`,
+    `median / mean over clips; MCD and F0 ${align === 'dtw' ? 'along a DTW path' : 'time-aligned'}, LSD time-aligned; ` +
+      `LSD and MCD ${fmaxHz === undefined ? 'over the whole band' : `up to ${fmaxHz} Hz`}`,
     line(header).join('  '),
     ...rows.map((r) => line(r).join('  ')),
   ].join('\n');
@@ -125,15 +128,26 @@ function parseFlags(argv: string[]) {
     return parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { json: { type: 'string' }, align: { type: 'string' } },
+      options: { json: { type: 'string' }, align: { type: 'string' }, fmax: { type: 'string' } },
     });
   } catch (e) {
     usageError((e as Error).message);
   }
 }
 
-function parseCommandLine(argv: string[]): { refDir: string; systems: System[]; json?: string; align: AudioAlignment } {
+interface CommandLine {
+  refDir: string;
+  systems: System[];
+  json?: string;
+  align: AudioAlignment;
+  fmaxHz?: number;
+}
+
+function parseCommandLine(argv: string[]): CommandLine {
   const { positionals, values } = parseFlags(argv);
+  const fmaxHz = values.fmax === undefined ? undefined : Number(values.fmax);
+  if (fmaxHz !== undefined && !(fmaxHz > 0))
+    usageError(`--fmax must be a frequency in Hz above 0 (got ${values.fmax})`);
   const align = values.align ?? 'time';
   if (align !== 'time' && align !== 'dtw') usageError(`--align must be time or dtw (got ${align})`);
   const [refDir, ...pairs] = positionals;
@@ -149,14 +163,14 @@ function parseCommandLine(argv: string[]): { refDir: string; systems: System[]; 
   const names = systems.map((s) => s.name);
   const repeated = names.find((n, i) => names.indexOf(n) !== i);
   if (repeated) usageError(`system name ${repeated} is given twice`);
-  return { refDir, systems, json: values.json, align };
+  return { refDir, systems, json: values.json, align, fmaxHz };
 }
 
 function main(): void {
-  const { refDir, systems, json, align } = parseCommandLine(process.argv.slice(2));
+  const { refDir, systems, json, align, fmaxHz } = parseCommandLine(process.argv.slice(2));
   try {
-    const report = score(refDir, systems, align);
-    console.log(renderTable(report, align));
+    const report = score(refDir, systems, align, fmaxHz);
+    console.log(renderTable(report, align, fmaxHz));
     if (json) writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
   } catch (e) {
     if (!(e instanceof XttsError)) throw e;

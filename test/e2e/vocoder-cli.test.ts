@@ -12,6 +12,7 @@ import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { tensorsDiffer } from '../helpers/checkpoints.js';
 import { repoRoot, runCli as run } from '../helpers/cli.js';
 import { microRun, shortQuickstartClips, trainingLosses } from '../helpers/short-clips.js';
+import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { readEvents } from '../helpers/tfevents.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
@@ -47,11 +48,14 @@ const latest = (run: string) =>
 
 describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
   const full = join(dir, 'full');
+  /** The wasm run's losses by step, for the WebGPU run to match. */
+  let wasmLosses: { step: number; loss: number }[] = [];
 
   test('a vocoder run writes checkpoints of its kind, metrics, TensorBoard eval audio and eval WAVs', async () => {
     const r = await runCli(['train', '--config', config, '--output', full, '--backend', 'wasm', '--json']);
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     const res = r.json.result;
+    wasmLosses = res.lossCurve;
     assert.equal(res.task, 'vocoder');
     assert.equal(res.steps, 8);
     assert.equal(res.stoppedBy, 'max_steps');
@@ -106,6 +110,66 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.match(again.stderr, /resumed from .*step-00000004 at step 4/);
     assert.equal(tensorsDiffer(latest(full), latest(split), 'weights.safetensors'), null);
     assert.equal(tensorsDiffer(latest(full), latest(split), 'optimizer.safetensors'), null);
+  });
+
+  test("on WebGPU (software device) the generator's programs (the depthwise taps in tapSum) give wasm's losses", {
+    skip: withoutLlvmpipe,
+  }, async () => {
+    const gpu = join(dir, 'webgpu');
+    const r = await run(
+      ['train', '--config', config, '--output', gpu, '--backend', 'webgpu', '--max-steps', '3', '--json'],
+      {
+        timeoutMs: 600_000,
+        env: onGl,
+      },
+    );
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.equal(r.json.result.backend.backend, 'webgpu');
+    for (const [i, x] of r.json.result.lossCurve.entries()) {
+      const want = wasmLosses[i].loss;
+      assert.ok(Math.abs(x.loss - want) < 2e-3 * want, `step ${x.step}: webgpu ${x.loss}, wasm ${want}`);
+    }
+  });
+
+  test('xtts vocode: recordings through the log-mel and back, by the vocoder and by Griffin-Lim', async () => {
+    const wavs = join(dir, 'data', 'wavs');
+    const neural = join(dir, 'copy', 'neural');
+    const real = join(dir, 'copy', 'real');
+    const v = await runCli(
+      [
+        'vocode',
+        '--vocoder',
+        full,
+        '--in',
+        wavs,
+        '--out-dir',
+        neural,
+        '--reference-dir',
+        real,
+        '--backend',
+        'wasm',
+      ].concat(['--batch-size', '4', '--json']),
+    );
+    assert.equal(v.code, 0, v.stderr.slice(-2000));
+    const res = v.json.result;
+    assert.equal(res.vocoder.kind, 'neural');
+    assert.equal(res.files.length, 6);
+    assert.ok(res.realTimeFactor > 0 && res.audioS > 1, JSON.stringify(res).slice(0, 400));
+    for (const f of res.files) {
+      const [a, b] = [f.out, f.reference].map((p: string) => decodeWav(readFileSync(p), p));
+      assert.equal(a.samples.length, b.samples.length, f.out);
+      assert.ok(a.samples.every(Number.isFinite));
+    }
+    const gl = await runCli(['vocode', '--in', wavs, '--out-dir', join(dir, 'copy', 'gl'), '--json']);
+    assert.equal(gl.code, 0, gl.stderr.slice(-2000));
+    assert.deepEqual(gl.json.result.vocoder, { kind: 'griffin-lim', iterations: 32 });
+    // What exists is not replaced without --overwrite, and nothing is written then.
+    const again = await runCli(['vocode', '--vocoder', full, '--in', wavs, '--out-dir', neural, '--backend', 'wasm']);
+    assert.equal(again.code, 2, again.stderr);
+    assert.match(again.stderr, /exists/);
+    const missing = await runCli(['vocode', '--in', join(dir, 'nothing-here'), '--out-dir', neural]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /VOCODE_INPUT.*does not exist/);
   });
 
   test('an acoustic run speaks through the vocoder; mixed-up checkpoints and other mels are refused', async () => {

@@ -73,6 +73,20 @@ describe('logSpectralDistance', () => {
     assert.ok(Math.abs(lsd - 20 * Math.log10(2)) < 1e-3, `LSD ${lsd}`);
   });
 
+  test('with fmaxHz, scores only the band below it: a difference above it is not seen', () => {
+    // Tones below 1.5 kHz, and the same tones plus a 9 kHz whistle: they differ only above 8 kHz.
+    const x = concat(harmonicTone(220, 0.5), harmonicTone(180, 0.5));
+    const whistle = x.map((v, i) => v + 0.05 * Math.sin((2 * Math.PI * 9000 * i) / RATE_HZ));
+    const whole = logSpectralDistance(x, whistle, RATE_HZ);
+    const below = logSpectralDistance(x, whistle, RATE_HZ, { fmaxHz: 8000 });
+    assert.ok(whole > 1, `whole band ${whole} dB`);
+    assert.ok(below < 0.05 * whole, `up to 8 kHz ${below} dB, whole band ${whole} dB`);
+    const mcdWhole = melCepstralDistortion(x, whistle, RATE_HZ, { align: 'time' }).mcdDb;
+    const mcdBelow = melCepstralDistortion(x, whistle, RATE_HZ, { align: 'time', fmaxHz: 8000 }).mcdDb;
+    assert.ok(mcdBelow < 0.05 * mcdWhole, `MCD up to 8 kHz ${mcdBelow} dB, whole band ${mcdWhole} dB`);
+    assert.equal(compareAudio(x, whistle, RATE_HZ, { fmaxHz: 8000 }).lsdDb, below);
+  });
+
   test('compares the common length only', () => {
     const x = noise(1, 0.2);
     const longer = concat(x, noise(0.5, 0.5, 9));

@@ -319,7 +319,7 @@ async function writeEvalUtterance(
   const secondsPerFrame = config.audio.hop_length / config.audio.sample_rate_hz;
   const logMel = denormalised(g.mel);
   const wav = join(dir, `${job.name}.wav`);
-  writeFileAtomic(wav, encodeWav(o.vocoder.vocode(logMel, g.frames), config.audio.sample_rate_hz));
+  writeFileAtomic(wav, encodeWav(await o.vocoder.vocode(logMel, g.frames), config.audio.sample_rate_hz));
   const png = join(dir, `${job.name}.png`);
   const title = `${job.name} · ${basename(dir)}`;
   const panels = [

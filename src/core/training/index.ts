@@ -2,6 +2,7 @@
 export { train, trainTask, type TrainOptions, type TrainProgress, type TrainResult } from './trainer.js';
 export { type VocoderTrainResult } from './vocoder-trainer.js';
 export { describeVocoder, type VocoderUsed } from './vocoder-run.js';
+export { type VocodedFile, vocodeFiles, type VocodeOptions, type VocodeResult } from './vocode.js';
 export { CheckpointStore, resolveCheckpoint, type NamedArray } from './checkpoint.js';
 export {
   synthesize,

@@ -312,7 +312,7 @@ async function speak(
     for (const [j, g] of results.entries()) {
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
-      const samples = vocoder.vocode(logMel, g.frames);
+      const samples = await vocoder.vocode(logMel, g.frames);
       writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
       utterances.push({
         ...(job.input.where ? { where: job.input.where } : {}),

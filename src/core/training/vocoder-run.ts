@@ -2,6 +2,7 @@
 // vocoder (a `task: vocoder` run, named by --vocoder or vocoder.checkpoint) or, without one,
 // Griffin-Lim. Either way the caller gets one interface and a description of which made the WAV.
 import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
 import type { AudioConfig } from '../config/index.js';
 import { griffinLim } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
@@ -16,8 +17,12 @@ export type VocoderUsed =
 
 export interface MelVocoder {
   used: VocoderUsed;
+  /** The feature settings of the mels it takes. */
+  audio: AudioConfig;
   /** log-mel [frames, n_mels] (the features' units) -> samples at audio.sample_rate_hz. */
-  vocode(logMel: Float32Array, frames: number): Float32Array;
+  vocode(logMel: Float32Array, frames: number): Promise<Float32Array>;
+  /** Several mels at once (the neural vocoder runs them as one padded batch): frames·hop samples each. */
+  vocodeBatch(mels: readonly { mel: Float32Array; frames: number }[]): Promise<Float32Array[]>;
   dispose(): void;
 }
 
@@ -40,16 +45,19 @@ const MEL_KEYS = [
 export function griffinLimVocoder(audio: AudioConfig, iterations: number): MelVocoder {
   return {
     used: { kind: 'griffin-lim', iterations },
-    vocode: (logMel, frames) => griffinLim(logMel, frames, audio, { iterations }),
+    audio,
+    vocode: async (logMel, frames) => griffinLim(logMel, frames, audio, { iterations }),
+    vocodeBatch: async (mels) => mels.map((m) => griffinLim(m.mel, m.frames, audio, { iterations })),
     dispose: () => undefined,
   };
 }
 
 /**
  * The neural vocoder of a vocoder run folder (its latest checkpoint) or checkpoint, for mels made with
- * `audio`; refused, naming the keys, when its features differ. Call after the backend is initialised.
+ * `audio` (default: its own settings); refused, naming the keys, when its features differ. Call after
+ * the backend is initialised.
  */
-export function loadNeuralVocoder(path: string, audio: AudioConfig): MelVocoder {
+export function loadNeuralVocoder(path: string, audio?: AudioConfig): MelVocoder {
   const dir = resolveCheckpoint(path);
   const ckpt = new CheckpointStore(dir).load<VocoderCheckpointState>(dir, {
     optimizer: false,
@@ -57,12 +65,12 @@ export function loadNeuralVocoder(path: string, audio: AudioConfig): MelVocoder 
     schema: VocoderStateSchema,
   });
   const theirs = ckpt.state.config.audio;
-  const differ = MEL_KEYS.filter((k) => theirs[k] !== audio[k]);
+  const differ = audio ? MEL_KEYS.filter((k) => theirs[k] !== audio[k]) : [];
   if (differ.length > 0)
     throw new XttsError(
       'VOCODER_AUDIO_MISMATCH',
       `the vocoder ${dir} was trained on other mels: ` +
-        differ.map((k) => `audio.${k} ${theirs[k]} (vocoder) vs ${audio[k]}`).join(', '),
+        differ.map((k) => `audio.${k} ${theirs[k]} (vocoder) vs ${audio?.[k]}`).join(', '),
       {
         exitCode: ExitCode.usage,
         suggestions: ['train a vocoder with the audio section of the acoustic run (`extends` it), or omit --vocoder'],
@@ -73,9 +81,32 @@ export function loadNeuralVocoder(path: string, audio: AudioConfig): MelVocoder 
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => generator.setWeights(w));
   return {
     used: { kind: 'neural', checkpoint: dir, step: ckpt.state.step, parameters: generator.parameterCount() },
+    audio: theirs,
     vocode: (logMel, frames) => vocodeClip(generator, logMel, frames),
+    vocodeBatch: (mels) => vocodePadded(generator, mels),
     dispose: () => generator.dispose(),
   };
+}
+
+/**
+ * Mels of different lengths as one batch, each padded to the longest with the log floor (silence in the
+ * features' units); each output cut to its own frames·hop samples.
+ */
+async function vocodePadded(
+  generator: VocoderGenerator,
+  mels: readonly { mel: Float32Array; frames: number }[],
+): Promise<Float32Array[]> {
+  if (mels.length === 0) return [];
+  const a = generator.audio;
+  const longest = Math.max(...mels.map((m) => m.frames));
+  const silence = Math.log(a.log_floor) / (a.log_base === '10' ? Math.LN10 : 1);
+  const padded = new Float32Array(mels.length * longest * a.n_mels).fill(silence);
+  mels.forEach((m, i) => {
+    padded.set(m.mel.subarray(0, m.frames * a.n_mels), i * longest * a.n_mels);
+  });
+  const out = await vocodeClip(generator, padded, longest, undefined, mels.length);
+  const span = longest * a.hop_length;
+  return mels.map((m, i) => out.slice(i * span, i * span + m.frames * a.hop_length));
 }
 
 /** The neural vocoder at `path` when one is named, else Griffin-Lim with `iterations`. */

@@ -116,17 +116,25 @@ async function loadData(o: TrainOptions, say: (m: string) => void): Promise<Voco
   return { train: train.clips, validation: validation.clips, skippedRows: skipped.length, leftOutRows: train.leftOut };
 }
 
-/** The generator's waveform of one whole clip's mel, cut to `samples` when given. */
-export function vocodeClip(
+/**
+ * The generator's waveform of one whole clip's mel (or `batch` of them, [batch, frames, n_mels]), cut to
+ * `samples` when given. Read back asynchronously:
+ * webgpu's synchronous readback needs a canvas, which Node has not.
+ */
+export async function vocodeClip(
   generator: VocoderGenerator,
   mel: Float32Array,
   frames: number,
   samples?: number,
-): Float32Array {
-  const out = tf.tidy(() =>
-    generator.forward(tf.tensor3d(mel, [1, frames, generator.audio.n_mels])).dataSync(),
-  ) as Float32Array;
-  return samples === undefined ? out : out.slice(0, Math.min(samples, out.length));
+  batch = 1,
+): Promise<Float32Array> {
+  const wave = tf.tidy(() => generator.forward(tf.tensor3d(mel, [batch, frames, generator.audio.n_mels])));
+  try {
+    const out = (await wave.data()) as Float32Array;
+    return samples === undefined ? out : out.slice(0, Math.min(samples, out.length));
+  } finally {
+    wave.dispose();
+  }
 }
 
 /** A vocoder run's parts, made before its first step. */
@@ -408,12 +416,13 @@ async function milestones(step: number, run: VocoderRun): Promise<{ checkpoint: 
   if (step % t.eval_every === 0 || last) {
     const dir = join(run.runDir, 'eval', stepName(step));
     mkdirSync(dir, { recursive: true });
-    const files = run.evalClips.map((clip) => {
-      const wave = vocodeClip(generator, clip.mel, clip.frames, clip.samples.length);
+    const files: string[] = [];
+    for (const clip of run.evalClips) {
+      const wave = await vocodeClip(generator, clip.mel, clip.frames, clip.samples.length);
       const file = join(dir, `${clip.id.replace(/[^A-Za-z0-9._-]/g, '_')}.wav`);
       writeFileAtomic(file, encodeWav(wave, config.audio.sample_rate_hz));
-      return file;
-    });
+      files.push(file);
+    }
     log.publishEval(step, files);
   }
   return { checkpoint: step % t.checkpoint_every === 0 || last || best, best };

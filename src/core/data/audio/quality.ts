@@ -47,6 +47,17 @@ export interface MelCepstraOptions {
   melBands?: number;
   /** Cepstral coefficients kept, c1..cN (24); c0 is always dropped. */
   coefficients?: number;
+  /** Highest frequency of the filterbank (default: Nyquist). */
+  fmaxHz?: number;
+}
+
+/**
+ * Scores over a band: `fmaxHz` limits LSD's bins and MCD's filterbank (default: the whole band). A vocoder
+ * given mels that end at the features' fmax_hz has nothing to go on above it: scoring up to fmax_hz measures
+ * what it does with what it was given, the whole band also what it invents above.
+ */
+export interface BandOptions {
+  fmaxHz?: number;
 }
 
 export interface MelCepstra {
@@ -80,7 +91,12 @@ export interface AudioComparison {
 }
 
 /** Log-spectral distance in dB between two clips of the same waveform (time-aligned, cut to the shorter). */
-export function logSpectralDistance(ref: Float32Array, test: Float32Array, sampleRateHz: number): number {
+export function logSpectralDistance(
+  ref: Float32Array,
+  test: Float32Array,
+  sampleRateHz: number,
+  band: BandOptions = {},
+): number {
   checkRate(sampleRateHz);
   const n = Math.min(ref.length, test.length);
   const nFft = nextPowerOfTwo(LSD_WINDOW_S * sampleRateHz);
@@ -88,12 +104,14 @@ export function logSpectralDistance(ref: Float32Array, test: Float32Array, sampl
   const refDb = powerFramesDb(ref.subarray(0, n), nFft, hop);
   const testDb = powerFramesDb(test.subarray(0, n), nFft, hop);
   const bins = nFft / 2 + 1;
+  // Bins up to fmaxHz (bin k is at k·rate/n_fft).
+  const used = Math.min(bins, Math.floor(((band.fmaxHz ?? sampleRateHz / 2) * nFft) / sampleRateHz) + 1);
   const frames = refDb.length / bins;
   let total = 0;
   for (let f = 0; f < frames; f++) {
     let sum = 0;
-    for (let k = f * bins; k < (f + 1) * bins; k++) sum += (refDb[k] - testDb[k]) ** 2;
-    total += Math.sqrt(sum / bins);
+    for (let k = f * bins; k < f * bins + used; k++) sum += (refDb[k] - testDb[k]) ** 2;
+    total += Math.sqrt(sum / used);
   }
   return total / frames;
 }
@@ -116,7 +134,7 @@ export function melCepstra(samples: Float32Array, sampleRateHz: number, opts: Me
     n_fft: nFft,
     n_mels: melBands,
     fmin_hz: 0,
-    fmax_hz: sampleRateHz / 2,
+    fmax_hz: Math.min(opts.fmaxHz ?? sampleRateHz / 2, sampleRateHz / 2),
     mel_scale: 'slaney',
     mel_norm: 'slaney',
   });
@@ -140,9 +158,9 @@ export function melCepstralDistortion(
   ref: Float32Array,
   test: Float32Array,
   sampleRateHz: number,
-  { align }: { align: AudioAlignment },
+  { align, fmaxHz }: { align: AudioAlignment } & BandOptions,
 ): MelCepstralDistortion {
-  const { mcdDb, path } = cepstralAlignment(ref, test, sampleRateHz, align);
+  const { mcdDb, path } = cepstralAlignment(ref, test, sampleRateHz, align, { fmaxHz });
   return { mcdDb, frames: path.ref.length };
 }
 
@@ -197,12 +215,12 @@ export function compareAudio(
   ref: Float32Array,
   test: Float32Array,
   sampleRateHz: number,
-  { align = 'time' }: { align?: AudioAlignment } = {},
+  { align = 'time', fmaxHz }: { align?: AudioAlignment } & BandOptions = {},
 ): AudioComparison {
-  const lsdDb = logSpectralDistance(ref, test, sampleRateHz);
+  const lsdDb = logSpectralDistance(ref, test, sampleRateHz, { fmaxHz });
   const n = Math.min(ref.length, test.length);
   const [r, t] = align === 'time' ? [ref.subarray(0, n), test.subarray(0, n)] : [ref, test];
-  const { mcdDb, path } = cepstralAlignment(r, t, sampleRateHz, align);
+  const { mcdDb, path } = cepstralAlignment(r, t, sampleRateHz, align, { fmaxHz });
   const f0Ref = f0Track(r, sampleRateHz);
   const f0Test = f0Track(t, sampleRateHz);
   let voicedFrames = 0;
@@ -242,13 +260,14 @@ function cepstralAlignment(
   test: Float32Array,
   sampleRateHz: number,
   align: AudioAlignment,
+  band: BandOptions,
 ): { mcdDb: number; path: AlignmentPath } {
   checkRate(sampleRateHz);
   const hop = cepstralFftSize(sampleRateHz) / 4;
   // Refused before any spectrum is computed: the frame counts follow from the lengths.
   if (align === 'dtw') checkDtwSize(framesFor(ref.length, hop), framesFor(test.length, hop));
-  const a = melCepstra(ref, sampleRateHz);
-  const b = melCepstra(test, sampleRateHz);
+  const a = melCepstra(ref, sampleRateHz, band);
+  const b = melCepstra(test, sampleRateHz, band);
   const d = a.coefficients;
   const distance = (i: number, j: number): number => {
     let sum = 0;

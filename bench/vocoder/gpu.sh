@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The vocoder benchmark's GPU half (bench/vocoder/README.md), on a GPU host with the bundle and the runtime
+# folder beside the checkout (npm run bundle && npm run gpu-runtime) and bench/intelligibility/data made
+# by bench/intelligibility/prepare.sh:
+#
+#   bash bench/vocoder/gpu.sh OUT [MINUTES] [CONFIG]
+#
+# espeak-ng speaks the intelligibility benchmark's 1,200 training sentences (the training set) and its 100
+# held-out sentences (the test set); a vocoder trains for at most MINUTES (default 7) on the first, its
+# cosine schedule sized by a 40-step calibration run; then the held-out clips' ground-truth mels are
+# vocoded by it (batches of 32, its real-time factor printed) and by Griffin-Lim, beside the processed
+# recordings. The evidence comes back as one archive split in parts under 15 MiB: OUT/vocoder.tar.gz.NN
+# (WAVs of the three, the run's JSON, log, run.sqlite, TensorBoard file and checkpoint states, the host, nvidia-smi's
+# log). Score it with bench/vocoder/score.sh. VOCODER_ARGS adds --set overrides to the vocoder's runs;
+# VOCODER_STEPS fixes the schedule's length; VOCODER_DATA names another folder of the two TSVs.
+set -u
+start=$(date +%s%N)
+out=${1:?usage: gpu.sh OUT [MINUTES] [CONFIG]}
+minutes=${2:-7}
+here=$(cd "$(dirname "$0")" && pwd)
+config=${3:-$here/heldout.yaml}
+data=${VOCODER_DATA:-$here/../intelligibility/data}
+work=$(mktemp -d)
+mkdir -p "$out"
+source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+x="node bundle/xtts.cjs"
+backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal of this script
+since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
+[[ -f $data/train.tsv && -f $data/heldout.tsv ]] || { echo "gpu.sh: $data/*.tsv are missing: run bench/intelligibility/prepare.sh" >&2; exit 2; }
+
+t0=$(date +%s%N)
+speak() { # tsv folder
+  mkdir -p "$2"
+  tr '\n' '\0' <"$1" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$2"
+}
+speak "$data/train.tsv" "$work/train-data/wavs"
+awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
+speak "$data/heldout.tsv" "$work/heldout"
+echo "spoken: $(ls "$work/train-data/wavs" | wc -l) training and $(ls "$work/heldout" | wc -l) held-out clips in $(since "$t0") ms" >>"$work/summary.txt"
+
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$work/smi.csv" 2>/dev/null &
+smi=$!
+t0=$(date +%s%N)
+# shellcheck disable=SC2086 # VOCODER_ARGS: extra --set overrides for both runs (experiments)
+$x train --config "$config" --dataset "$work/train-data" --output "$work/calibration" --max-steps 40 --backend "$backend" --json ${VOCODER_ARGS:-} \
+  >"$work/calibration.json" 2>"$work/calibration.log"
+ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["timing"]["stepMsMedian"])' "$work/calibration.json" 2>/dev/null)
+steps=${VOCODER_STEPS:-$(awk -v m="$minutes" -v ms="${ms:-200}" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }')}
+echo "calibration: median step ${ms:-unknown} ms in $(since "$t0") ms; schedule of $steps steps" >>"$work/summary.txt"
+rm -rf "$work/calibration"
+
+t0=$(date +%s%N)
+$x train --config "$config" --dataset "$work/train-data" --output "$work/vocoder" --max-minutes "$minutes" --backend "$backend" \
+  --set training.max_steps="$steps" ${VOCODER_ARGS:-} --json >"$work/train.json" 2>"$work/train.log"
+echo "train rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
+kill $smi 2>/dev/null
+
+t0=$(date +%s%N)
+$x vocode --vocoder "$work/vocoder" --in "$work/heldout" --out-dir "$work/neural" --reference-dir "$work/real" --backend "$backend" \
+  --batch-size 32 --json >"$work/vocode-neural.json" 2>"$work/vocode-neural.log"
+echo "vocode neural rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
+t0=$(date +%s%N)
+$x vocode --config "$config" --in "$work/heldout" --out-dir "$work/griffin-lim" --json >"$work/vocode-gl.json" 2>"$work/vocode-gl.log"
+echo "vocode griffin-lim rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
+echo "total $(since "$start") ms" >>"$work/summary.txt"
+
+# One archive, split: everything but the optimizer's moments.
+(cd "$work" && tar -czf - --exclude='*.safetensors' real neural griffin-lim vocoder train.json train.log \
+  calibration.json calibration.log vocode-neural.json vocode-neural.log vocode-gl.json vocode-gl.log summary.txt host.txt smi.csv 2>/dev/null) |
+  split -b 15m -d - "$out/vocoder.tar.gz."
+cat "$work/host.txt" "$work/summary.txt"
+tail -n 3 "$work/train.log" "$work/vocode-neural.log" "$work/vocode-gl.log"
+ls -la "$out"
