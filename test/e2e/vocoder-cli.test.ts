@@ -112,6 +112,23 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(tensorsDiffer(latest(full), latest(split), 'optimizer.safetensors'), null);
   });
 
+  test('grad_accumulation_steps 2: each optimizer step draws two micro-batches of segments', async () => {
+    const acc = join(dir, 'accumulated');
+    const r = await runCli(
+      ['train', '--config', config, '--output', acc, '--backend', 'wasm', '--max-steps', '2'].concat([
+        '--set',
+        'training.grad_accumulation_steps=2',
+        '--json',
+      ]),
+    );
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.equal(r.json.result.steps, 2);
+    // Two steps of two micro-batches draw what four plain steps draw: the same sampler state.
+    const state = (run: string) => JSON.parse(readFileSync(join(run, 'state.json'), 'utf8'));
+    const plainStep4 = join(full, 'checkpoints', 'step-00000004');
+    assert.equal(state(latest(acc)).samplerRng, state(plainStep4).samplerRng);
+  });
+
   test("on WebGPU (software device) the generator's programs (the depthwise taps in tapSum) give wasm's losses", {
     skip: withoutLlvmpipe,
   }, async () => {

@@ -345,6 +345,15 @@ const CASES: RuleCase[] = [
     at: '300',
     message: /n_fft 1024 is not a multiple of hop_length 300/,
   },
+  {
+    name: 'data-parallel vocoder training',
+    ruleId: 'vocoder/shape',
+    file: () => child('vocoder-gpus.yaml', 'device:\n  gpus: cpu:2\n', 'vocoder-tiny'),
+    keyPath: 'device.gpus',
+    severity: 'error',
+    at: 'cpu:2',
+    message: /a vocoder run trains on one device/,
+  },
 ];
 
 /** Apply a finding's fix (YAML for the key's section) on top of `file`; returns the new file. */

@@ -9,9 +9,10 @@ export const vocoderShapeRule: Rule = {
   rationale:
     "The vocoder's inverse STFT overlap-adds whole hops, so n_fft must be a multiple of hop_length; its " +
     'multi-resolution STFT loss looks at windows up to 2·n_fft, so a training segment must hold at least ' +
-    '4·n_fft samples, or the largest resolution has too few frames to say anything.',
+    '4·n_fft samples, or the largest resolution has too few frames to say anything. Vocoder runs train on ' +
+    'one device for now: device.gpus and device.data_device would not be honoured, so they are refused.',
   check(ctx) {
-    const { audio: a, vocoder: v } = ctx.config;
+    const { audio: a, vocoder: v, device } = ctx.config;
     const samples = v.segment_frames * a.hop_length;
     const needed = 4 * a.n_fft;
     return fired([
@@ -30,6 +31,22 @@ export const vocoderShapeRule: Rule = {
           'error',
           `segment_frames ${v.segment_frames} × hop ${a.hop_length} = ${samples} samples, fewer than 4 × n_fft = ${needed}`,
           `segment_frames: ${Math.ceil(needed / a.hop_length)}`,
+        ),
+      device.gpus !== null &&
+        at(
+          ctx,
+          'device.gpus',
+          'error',
+          'a vocoder run trains on one device: data-parallel replicas are not built for it yet',
+          'gpus: null',
+        ),
+      device.data_device !== null &&
+        at(
+          ctx,
+          'device.data_device',
+          'error',
+          'a vocoder run validates on its training device: a data device is not built for it yet',
+          'data_device: null',
         ),
     ]);
   },

@@ -20,6 +20,7 @@ import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
 import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
+import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
 
 /** Validation clips at most: their segments are one batch-sized pass, every validate_every steps. */
 const VALIDATION_CLIPS = 64;
@@ -223,7 +224,16 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}`);
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);
-  const optimizer = new AdamW(generator.params, t);
+  // mixed_fp16: f16 matmul operands, so the loss is scaled as the acoustic model's is (loop/run-setup.ts).
+  const optimizer = new AdamW(
+    generator.params,
+    t,
+    t.precision === 'mixed_fp16'
+      ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } }
+      : {},
+  );
+  if (choice.backend === 'webgpu' && config.device.step_capture === 'auto')
+    say("vocoder: its steps run eagerly (step capture records the acoustic model's steps only, for now)");
   const store = new CheckpointStore(runDir);
   const { hop_length: hop, n_mels: nMels } = config.audio;
   const sampler = new SegmentSampler(data.train, config.vocoder.segment_frames, hop, nMels, mixSeed(t.seed, 1));
@@ -270,11 +280,9 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
       break;
     }
     const timer = new SpanTimer();
-    const segments = run.sampler.next(batch);
-    timer.mark('dataWaitMs');
     const step = run.step + 1;
     const logged = step % t.log_every === 0 || step === run.maxSteps;
-    const parts = trainOneStep(run.generator, optimizer, segments, config, batch, timer);
+    const parts = trainOneStep(run, timer);
     const loss = logged ? await logStep(run, step, parts) : undefined;
     if (logged) timer.mark('syncMs');
     tf.dispose(parts);
@@ -349,33 +357,40 @@ function timingOf(stepMs: number[], batch: number, config: XttsConfig): VocoderT
   };
 }
 
-/** Forward, losses, backward and the update of one step; returns [loss, mel, sc, logMag, gradNorm, finite] (device). */
-function trainOneStep(
-  generator: VocoderGenerator,
-  optimizer: AdamW,
-  segments: { mel: Float32Array; wave: Float32Array },
-  config: XttsConfig,
-  batch: number,
-  timer: SpanTimer,
-): tf.Tensor[] {
+/**
+ * One optimizer step: grad_accumulation_steps micro-batches of random segments, each forward, losses and
+ * backward; then the update. Returns [loss, mel, sc, logMag, gradNorm, finite] of the last micro-batch
+ * (device scalars; the loss unscaled).
+ */
+function trainOneStep(run: VocoderRun, timer: SpanTimer): tf.Tensor[] {
+  const { generator, optimizer, config } = run;
+  const batch = config.batching.batch_size;
   const frames = config.vocoder.segment_frames;
-  const mel = tf.tensor3d(segments.mel, [batch, frames, config.audio.n_mels]);
-  const wave = tf.tensor2d(segments.wave, [batch, frames * config.audio.hop_length]);
-  timer.mark('uploadMs');
+  const micro = Math.max(1, config.training.grad_accumulation_steps);
+  const lossScale = optimizer.lossScale;
   let kept: tf.Tensor[] = [];
-  const { value, grads } = tf.variableGrads(() => {
-    const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
-    // The parts outlive the gradient's tidy: they are read back at log intervals.
-    kept = [parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
-    return parts.loss;
-  }, [...generator.params.values()]);
-  const loss = tf.clone(value);
-  optimizer.accumulate(optimizer.flatten(grads), value);
-  tf.dispose([mel, wave, ...Object.values(grads)]);
-  timer.mark('forwardBackwardMs');
+  for (let m = 0; m < micro; m++) {
+    tf.dispose(kept);
+    const segments = run.sampler.next(batch);
+    timer.mark('dataWaitMs');
+    const mel = tf.tensor3d(segments.mel, [batch, frames, config.audio.n_mels]);
+    const wave = tf.tensor2d(segments.wave, [batch, frames * config.audio.hop_length]);
+    timer.mark('uploadMs');
+    const { value, grads } = tf.variableGrads(() => {
+      const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
+      // The parts outlive the gradient's tidy: they are read back at log intervals.
+      // The loss is cloned: unscaled it is also `value`, which the optimizer takes and frees.
+      kept = [tf.clone(parts.loss), parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
+      return lossScale ? (tf.mul(parts.loss, lossScale) as tf.Scalar) : parts.loss;
+    }, optimizer.variables);
+    // The optimizer's loss sum is only tested for being finite: the scaled one will do.
+    optimizer.accumulate(optimizer.flatten(grads), value);
+    tf.dispose([mel, wave, ...Object.values(grads)]);
+    timer.mark('forwardBackwardMs');
+  }
   const applied = optimizer.apply();
   timer.mark('optimizerMs');
-  return [loss, ...kept, applied.gradNorm, applied.finite];
+  return [...kept, applied.gradNorm, applied.finite];
 }
 
 /** Fixed segments of the validation clips, one batch (uploaded once, kept for the run). */

@@ -13,8 +13,8 @@ import { planReplicas, type ReplicaPlan } from '../parallel/group.js';
 import type { TrainOptions } from './types.js';
 
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
-const MIXED_FP16_LOSS_SCALE = 4096;
-const MIXED_FP16_GROWTH_INTERVAL = 1000;
+export const MIXED_FP16_LOSS_SCALE = 4096;
+export const MIXED_FP16_GROWTH_INTERVAL = 1000;
 
 /** training.optimizer.name -> the optimizer it builds (AdamW over one flat buffer; others plug in here). */
 const OPTIMIZERS: Record<XttsConfig['training']['optimizer']['name'], typeof AdamW> = { adamw: AdamW };
