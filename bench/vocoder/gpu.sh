@@ -27,7 +27,10 @@ x="node bundle/xtts.cjs"
 backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal of this script
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
-[[ -f $data/train.tsv && -f $data/heldout.tsv ]] || { echo "gpu.sh: $data/*.tsv are missing: run bench/intelligibility/prepare.sh" >&2; exit 2; }
+if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
+  echo "gpu.sh: $data/*.tsv are missing: run bench/intelligibility/prepare.sh" >&2
+  exit 2
+fi
 
 t0=$(date +%s%N)
 speak() { # tsv folder
@@ -37,37 +40,45 @@ speak() { # tsv folder
 speak "$data/train.tsv" "$work/train-data/wavs"
 awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
 speak "$data/heldout.tsv" "$work/heldout"
-echo "spoken: $(ls "$work/train-data/wavs" | wc -l) training and $(ls "$work/heldout" | wc -l) held-out clips in $(since "$t0") ms" >>"$work/summary.txt"
+echo "spoken: $(ls "$work/train-data/wavs" | wc -l) training and $(ls "$work/heldout" | wc -l) held-out clips" \
+  "in $(since "$t0") ms" >>"$work/summary.txt"
 
-nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 >"$work/smi.csv" 2>/dev/null &
+nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 \
+  >"$work/smi.csv" 2>/dev/null &
 smi=$!
 t0=$(date +%s%N)
 # shellcheck disable=SC2086 # VOCODER_ARGS: extra --set overrides for both runs (experiments)
-$x train --config "$config" --dataset "$work/train-data" --output "$work/calibration" --max-steps 40 --backend "$backend" --json ${VOCODER_ARGS:-} \
+$x train --config "$config" --dataset "$work/train-data" --output "$work/calibration" --max-steps 40 \
+  --backend "$backend" --json ${VOCODER_ARGS:-} \
   >"$work/calibration.json" 2>"$work/calibration.log"
-ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["timing"]["stepMsMedian"])' "$work/calibration.json" 2>/dev/null)
+ms=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["timing"]["stepMsMedian"])' \
+  "$work/calibration.json" 2>/dev/null)
 steps=${VOCODER_STEPS:-$(awk -v m="$minutes" -v ms="${ms:-200}" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }')}
 echo "calibration: median step ${ms:-unknown} ms in $(since "$t0") ms; schedule of $steps steps" >>"$work/summary.txt"
 rm -rf "$work/calibration"
 
 t0=$(date +%s%N)
-$x train --config "$config" --dataset "$work/train-data" --output "$work/vocoder" --max-minutes "$minutes" --backend "$backend" \
+$x train --config "$config" --dataset "$work/train-data" --output "$work/vocoder" --max-minutes "$minutes" \
+  --backend "$backend" \
   --set training.max_steps="$steps" ${VOCODER_ARGS:-} --json >"$work/train.json" 2>"$work/train.log"
 echo "train rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
 kill $smi 2>/dev/null
 
 t0=$(date +%s%N)
-$x vocode --vocoder "$work/vocoder" --in "$work/heldout" --out-dir "$work/neural" --reference-dir "$work/real" --backend "$backend" \
+$x vocode --vocoder "$work/vocoder" --in "$work/heldout" --out-dir "$work/neural" --reference-dir "$work/real" \
+  --backend "$backend" \
   --batch-size 32 --json >"$work/vocode-neural.json" 2>"$work/vocode-neural.log"
 echo "vocode neural rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
 t0=$(date +%s%N)
-$x vocode --config "$config" --in "$work/heldout" --out-dir "$work/griffin-lim" --json >"$work/vocode-gl.json" 2>"$work/vocode-gl.log"
+$x vocode --config "$config" --in "$work/heldout" --out-dir "$work/griffin-lim" --json \
+  >"$work/vocode-gl.json" 2>"$work/vocode-gl.log"
 echo "vocode griffin-lim rc=$? in $(since "$t0") ms" >>"$work/summary.txt"
 echo "total $(since "$start") ms" >>"$work/summary.txt"
 
 # One archive, split: everything but the optimizer's moments.
 (cd "$work" && tar -czf - --exclude='*.safetensors' real neural griffin-lim vocoder train.json train.log \
-  calibration.json calibration.log vocode-neural.json vocode-neural.log vocode-gl.json vocode-gl.log summary.txt host.txt smi.csv 2>/dev/null) |
+  calibration.json calibration.log vocode-neural.json vocode-neural.log vocode-gl.json vocode-gl.log \
+  summary.txt host.txt smi.csv 2>/dev/null) |
   split -b 15m -d - "$out/vocoder.tar.gz."
 cat "$work/host.txt" "$work/summary.txt"
 tail -n 3 "$work/train.log" "$work/vocode-neural.log" "$work/vocode-gl.log"

@@ -111,7 +111,8 @@ export function renderTable(report: ScoreReport, align: AudioAlignment, fmaxHz?:
   const line = (cells: string[]) =>
     cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])));
   return [
-    `median / mean over clips; MCD and F0 ${align === 'dtw' ? 'along a DTW path' : 'time-aligned'}, LSD time-aligned; ` +
+    `median / mean over clips; MCD and F0 ${align === 'dtw' ? 'along a DTW path' : 'time-aligned'}, ` +
+      'LSD time-aligned; ' +
       `LSD and MCD ${fmaxHz === undefined ? 'over the whole band' : `up to ${fmaxHz} Hz`}`,
     line(header).join('  '),
     ...rows.map((r) => line(r).join('  ')),

@@ -32,3 +32,14 @@ export function tone(seconds: number, sampleRateHz: number, freqHz = 220, amplit
 export function writeToneWav(path: string, seconds: number, sampleRateHz = 22050, freqHz = 220): void {
   writeFileSync(path, pcm16Wav(tone(seconds, sampleRateHz, freqHz), sampleRateHz));
 }
+
+/** The clips one after the other. */
+export function concatSamples(...parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}

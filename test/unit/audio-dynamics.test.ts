@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeWav, integratedLoudness, normaliseLoudness, trimSilence } from '../../src/core/data/audio/index.js';
+import { concatSamples } from '../helpers/wav.js';
 
 function tone(hz: number, seconds: number, rateHz: number, amplitude: number): Float32Array {
   return Float32Array.from(
@@ -16,15 +17,7 @@ function tone(hz: number, seconds: number, rateHz: number, amplitude: number): F
   );
 }
 
-function concat(...parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = concatSamples;
 
 /**
  * librosa 0.10 effects.trim, one frame at a time: rms(center=True, pad_mode='constant') -> amplitude_to_db(ref=max,

@@ -12,6 +12,7 @@ import {
   melCepstralDistortion,
 } from '../../src/core/data/audio/index.js';
 import type { XttsError } from '../../src/core/errors.js';
+import { concatSamples } from '../helpers/wav.js';
 
 const RATE_HZ = 22050;
 
@@ -34,15 +35,7 @@ function noise(seconds: number, amplitude: number, seed = 1, rateHz = RATE_HZ): 
   });
 }
 
-function concat(...parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = concatSamples;
 
 /** A 1.2 s clip whose spectrum changes every 0.2 s, as speech's does from sound to sound. */
 function utteranceLike(): Float32Array {

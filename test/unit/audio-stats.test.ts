@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { MelStats, type MelStatsState } from '../../src/core/data/audio/index.js';
+import { concatSamples } from '../helpers/wav.js';
 
 const N_MELS = 5;
 
@@ -32,15 +33,7 @@ function direct(all: Float32Array): { mean: number[]; std: number[] } {
   return { mean, std };
 }
 
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
+const concat = (parts: Float32Array[]) => concatSamples(...parts);
 
 function assertClose(
   got: { mean: Float32Array; std: Float32Array },

@@ -29,7 +29,8 @@ export const vocoderShapeRule: Rule = {
           ctx,
           'vocoder.segment_frames',
           'error',
-          `segment_frames ${v.segment_frames} × hop ${a.hop_length} = ${samples} samples, fewer than 4 × n_fft = ${needed}`,
+          `segment_frames ${v.segment_frames} × hop ${a.hop_length} = ${samples} samples, ` +
+            `fewer than 4 × n_fft = ${needed}`,
           `segment_frames: ${Math.ceil(needed / a.hop_length)}`,
         ),
       device.gpus !== null &&

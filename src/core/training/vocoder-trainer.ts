@@ -89,8 +89,8 @@ async function loadData(o: TrainOptions, say: (m: string) => void): Promise<Voco
     budget: 64 * config.audio.sample_rate_hz * 60,
   });
   const skipped = [...manifest.skipped, ...train.skipped, ...validation.skipped];
-  if (o.strict && skipped.length > 0) {
-    const first = skipped[0];
+  const first = skipped.at(0);
+  if (o.strict && first) {
     throw new XttsError(
       'DATASET_ROWS_SKIPPED',
       `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ` +
@@ -105,7 +105,7 @@ async function loadData(o: TrainOptions, say: (m: string) => void): Promise<Voco
     throw new XttsError(
       'DATASET_EMPTY',
       `no usable training clips in ${manifest.datasetDir} (${skipped.length} skipped` +
-        `${skipped[0] ? `; first: ${skipped[0].file}:${skipped[0].line} (${skipped[0].id}): ${skipped[0].detail}` : ''})`,
+        `${first ? `; first: ${first.file}:${first.line} (${first.id}): ${first.detail}` : ''})`,
       { exitCode: ExitCode.usage, suggestions: ['see the rows and their reasons with `xtts analyze-data-pipeline`'] },
     );
   const hours = train.clips.reduce((a, c) => a + c.samples.length, 0) / config.audio.sample_rate_hz / 3600;

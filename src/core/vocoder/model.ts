@@ -6,7 +6,8 @@
 // does most of its work at the sample rate.
 //
 //   mel [B, T, n_mels] → conv (kernel, n_mels → C) → norm
-//     → layers × ConvNeXt block: depthwise conv (kernel) → norm → C → ff_mult·C (ReLU) → C → ·γ, residual
+//     → layers × ConvNeXt block: depthwise conv (kernel) → norm → C → ff_mult·C (ReLU) → C → ·γ,
+//       residual
 //     → norm → linear C → 2·bins: log|X| (clamped at ln 1000) and phase φ
 //     → X = |X|·(cos φ, sin φ) → inverse STFT → wave [B, T·hop]
 //
@@ -21,6 +22,7 @@
 //   vocoder-small |   384       8      7      3    |  7,732,098
 import * as tf from '@tensorflow/tfjs-core';
 import type { AudioConfig, VocoderConfig } from '../config/index.js';
+import type { MelSettings } from '../data/index.js';
 import { Conv1d, LayerNorm, Linear, ParamStore, scalar } from '../model/index.js';
 import { tapSum, tapSumAvailable } from '../backend/programs/index.js';
 import { featureStft, framesPerWindow, istft, type StftSize } from './spectral.js';
@@ -30,21 +32,8 @@ const MAX_LOG_MAGNITUDE = Math.log(1000);
 
 /** What a generator's shape depends on: its section of the config and the features it inverts. */
 export type VocoderShape = Pick<VocoderConfig, 'channels' | 'layers' | 'kernel' | 'ff_mult'>;
-export type VocoderAudio = Pick<
-  AudioConfig,
-  | 'sample_rate_hz'
-  | 'n_fft'
-  | 'hop_length'
-  | 'win_length'
-  | 'window'
-  | 'n_mels'
-  | 'fmin_hz'
-  | 'fmax_hz'
-  | 'mel_scale'
-  | 'mel_norm'
-  | 'log_base'
-  | 'log_floor'
->;
+/** The feature settings of the mels it inverts: all of the log-mel's. */
+export type VocoderAudio = MelSettings;
 
 /** Depthwise 1-D convolution over frames, 'same' padding: [B, T, C] with taps [K, C] and bias [C]. */
 function depthwiseConv(x: tf.Tensor3D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor3D {

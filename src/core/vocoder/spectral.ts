@@ -158,7 +158,10 @@ function melBasis(audio: AudioConfig): tf.Tensor2D {
   }) as tf.Tensor2D;
 }
 
-/** Log-mel of a signal as the features compute it (magnitude, floor, log base), without padding: [batch·frames, nMels]. */
+/**
+ * Log-mel of a signal as the features compute it (magnitude, floor, log base), without padding:
+ * [batch·frames, nMels].
+ */
 export function logMel(x: tf.Tensor2D, audio: AudioConfig): tf.Tensor2D {
   const mel = tf.matMul(stftMagnitude(x, featureStft(audio)), melBasis(audio));
   const ln = tf.log(tf.maximum(mel, scalar(audio.log_floor)));

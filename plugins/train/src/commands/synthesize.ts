@@ -19,7 +19,8 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       'runs/small/checkpoints/step-00100000 --text "Guten Tag." --language de ' +
       '--reference speaker.wav --out out.wav',
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --texts sentences.txt --out-dir spoken/',
-    '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --vocoder runs/vocoder-tiny --text "Hello." --out hello.wav',
+    '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --vocoder runs/vocoder-tiny ' +
+      '--text "Hello." --out hello.wav',
   ];
   static override flags = {
     checkpoint: Flags.string({

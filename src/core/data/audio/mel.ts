@@ -376,7 +376,7 @@ class WasmLogMel {
 }
 
 /** numpy.pad mode='reflect' (the edge sample is not repeated), extended periodically for short inputs. */
-function reflect(x: Float32Array, i: number): number {
+export function reflect(x: Float32Array, i: number): number {
   const n = x.length;
   if (n === 0) return 0;
   if (n === 1) return x[0];

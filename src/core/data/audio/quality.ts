@@ -15,7 +15,7 @@
 // All math is in double precision on plain arrays; nothing here needs tfjs.
 import { XttsError } from '../../errors.js';
 import { RealFft } from './fft.js';
-import { melFilterbank, stftWindow, type MelFilter } from './mel.js';
+import { melFilterbank, reflect, stftWindow, type MelFilter } from './mel.js';
 
 /** The rate the frame sizes below are quoted at; other rates scale them. */
 const REFERENCE_RATE_HZ = 22050;
@@ -508,14 +508,4 @@ function checkRate(sampleRateHz: number): void {
     throw new XttsError('AUDIO_BAD_SETTINGS', `sample rate ${sampleRateHz} Hz is not a positive number`, {
       suggestions: ['pass the clip’s rate in Hz, e.g. 22050'],
     });
-}
-
-/** numpy.pad mode='reflect' (the edge sample is not repeated), extended periodically for short inputs. */
-function reflect(x: Float32Array, i: number): number {
-  const n = x.length;
-  if (n === 0) return 0;
-  if (n === 1) return x[0];
-  const period = 2 * (n - 1);
-  const j = ((i % period) + period) % period;
-  return j < n ? x[j] : x[period - j];
 }
