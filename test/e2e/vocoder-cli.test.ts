@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { tensorsDiffer } from '../helpers/checkpoints.js';
@@ -72,6 +73,15 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(JSON.parse(weights.metadata.kind), 'vocoder');
     assert.ok(weights.arrays.some((a) => a.name === 'vocoder.head.w'));
     assert.equal(trainingLosses(full).size, 8);
+    // Every step says what it dispatched: kernels and its matmuls' model FLOPs (the profiler reads them).
+    const db = new Database(join(full, 'run.sqlite'), { readonly: true });
+    const steps = db.prepare('SELECT kernels, flops FROM steps').all() as { kernels: number; flops: number }[];
+    db.close();
+    assert.equal(steps.length, 8);
+    assert.ok(
+      steps.every((x) => x.kernels > 100 && x.flops > 1e8),
+      JSON.stringify(steps[0]),
+    );
     const jsonl = readFileSync(join(full, 'metrics.jsonl'), 'utf8');
     for (const name of ['loss/mel', 'loss/spectral_convergence', 'loss/validation', 'perf/step_ms'])
       assert.ok(jsonl.includes(`"${name}"`), `${name} is not in metrics.jsonl`);

@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
-import { type BackendChoice, disposeBackend, initBackend } from '../backend/index.js';
+import { type BackendChoice, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { buildManifest, encodeWav } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
@@ -151,6 +151,8 @@ interface VocoderRun {
   store: CheckpointStore;
   sampler: SegmentSampler;
   log: RunLog;
+  /** Kernels, GPU programs and model FLOPs of each step, for the run database (and the profiler). */
+  kernels: KernelCounter;
   /** One fixed batch of validation segments [mel, wave], kept on the device. */
   validation: tf.Tensor[];
   evalClips: VocoderClip[];
@@ -201,6 +203,7 @@ export async function trainVocoder(o: TrainOptions, runDir: string, runId: strin
     evalFiles: run.log.evalFiles,
     timing: timingOf(run.stepMs, config.batching.batch_size, config),
   };
+  run.kernels.uninstall();
   run.optimizer.dispose?.();
   generator.dispose();
   tf.dispose(run.validation);
@@ -249,6 +252,7 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   const heldOut = data.validation.length ? data.validation : data.train;
   return {
     ...{ o, config, runId, runDir, data, choice, generator, optimizer, store, sampler, log, say, maxSteps },
+    kernels: new KernelCounter({ flops: true }).install(tf as never),
     validation: validationBatch(heldOut, config, config.batching.batch_size),
     evalClips: heldOut.slice(0, EVAL_CLIPS),
     startStep: start.step,
@@ -280,9 +284,11 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
       break;
     }
     const timer = new SpanTimer();
+    run.kernels.take();
     const step = run.step + 1;
     const logged = step % t.log_every === 0 || step === run.maxSteps;
     const parts = trainOneStep(run, timer);
+    const work = { kernels: run.kernels.count, flops: run.kernels.flops, programs: run.kernels.dispatches };
     const loss = logged ? await logStep(run, step, parts) : undefined;
     if (logged) timer.mark('syncMs');
     tf.dispose(parts);
@@ -290,9 +296,20 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
     const { wallMs, spans } = timer.finish();
     run.stepMs.push(wallMs);
     const learningRate = optimizer.learningRate(step);
-    const shape = { epoch: 0, batchIndex: step - 1, bucket: 0, batchSize: batch, tokens: 0, kernels: 0, readySlots: 0 };
+    const shape = { epoch: 0, batchIndex: step - 1, bucket: 0, batchSize: batch, tokens: 0, readySlots: 0 };
+    const counted = { kernels: work.kernels, flops: work.flops, ...(work.programs ? { programs: work.programs } : {}) };
     const frames = config.vocoder.segment_frames;
-    log.addStep({ step, startMs: timer.startedAt - runStart, wallMs, spans, ...shape, frames, learningRate, loss });
+    log.addStep({
+      step,
+      startMs: timer.startedAt - runStart,
+      wallMs,
+      spans,
+      ...shape,
+      ...counted,
+      frames,
+      learningRate,
+      loss,
+    });
     o.onStep?.({ step, startStep: run.startStep, maxSteps: run.maxSteps, elapsedMs: performance.now() - runStart });
     if (loss !== undefined) log.reportProgress(step, loss, learningRate);
     const due = await milestones(step, run);
