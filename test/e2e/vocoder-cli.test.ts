@@ -51,6 +51,8 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
   const full = join(dir, 'full');
   /** The wasm run's losses by step, for the WebGPU run to match. */
   let wasmLosses: { step: number; loss: number }[] = [];
+  /** The micro acoustic model's run folder (the synthesize test trains it). */
+  let acousticRun = '';
 
   test('a vocoder run writes checkpoints of its kind, metrics, TensorBoard eval audio and eval WAVs', async () => {
     const r = await runCli(['train', '--config', config, '--output', full, '--backend', 'wasm', '--json']);
@@ -202,6 +204,7 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
   test('an acoustic run speaks through the vocoder; mixed-up checkpoints and other mels are refused', async () => {
     const acoustic = microRun('xtts-vocoder-acoustic-');
     const ac = join(acoustic.dir, 'run');
+    acousticRun = ac;
     const t = await runCli([
       'train',
       '--config',
@@ -252,6 +255,55 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const bad = await runCli(['synthesize', '--checkpoint', ac, '--vocoder', o, '--text', 'Hi.', '--out', wav + '2']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /VOCODER_AUDIO_MISMATCH.*audio\.n_mels 64 \(vocoder\) vs 80/);
+  });
+  test("xtts export: PyTorch names and layouts, each tensor a documented transform of the checkpoint's", async () => {
+    const read = (file: string) => {
+      const f = decodeSafetensors(readFileSync(file), file);
+      return { metadata: f.metadata, arrays: new Map(f.arrays.map((a) => [a.name, a])) };
+    };
+    const at = (a: { shape: number[]; data: ArrayLike<number> }, ...index: number[]) =>
+      a.data[index.reduce((o, i, k) => o * a.shape[k] + i, 0)];
+    for (const [run, kind] of [
+      [acousticRun, 'acoustic'],
+      [full, 'vocoder'],
+    ] as const) {
+      const out = join(dir, `${kind}.safetensors`);
+      const r = await runCli(['export', '--checkpoint', run, '--out', out, '--json']);
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.equal(r.json.result.kind, kind);
+      const src = read(join(latest(run), 'weights.safetensors')).arrays;
+      const exp = read(out);
+      assert.equal(exp.metadata.naming, 'pytorch');
+      assert.equal(exp.metadata.step, read(join(latest(run), 'weights.safetensors')).metadata.step);
+      const count = (m: Map<string, { data: ArrayLike<number> }>) =>
+        [...m.values()].reduce((a, x) => a + x.data.length, 0);
+      assert.equal(count(exp.arrays), count(src));
+      assert.ok(
+        [...exp.arrays.keys()].every((n) => !/\.(w|b|g)$/.test(n)),
+        [...exp.arrays.keys()].join(),
+      );
+      if (kind === 'acoustic') {
+        const qkv = src.get('text.blocks.0.attn.qkv.w')!;
+        const d = qkv.shape[0];
+        const k = exp.arrays.get('text.blocks.0.attn.k_proj.weight')!;
+        assert.deepEqual(k.shape, [d, d]);
+        assert.equal(at(k, 3, 5), at(qkv, 5, d + 3)); // k_proj[out 3, in 5] = qkv.w[in 5, column d + 3]
+        const fc = src.get('text.blocks.0.mlp.fc.w')!;
+        assert.equal(at(exp.arrays.get('text.blocks.0.mlp.fc.weight')!, 7, 2), at(fc, 2, 7));
+        const conv = src.get('dur.conv1.w')!; // [kernel, in, out] -> [out, in, kernel]
+        assert.equal(at(exp.arrays.get('dur.conv1.weight')!, 4, 6, 2), at(conv, 2, 6, 4));
+        const cross = src.get('dec.cross_kv.w')!; // layer 0: keys at columns [0, d), values at [d, 2d)
+        assert.equal(at(exp.arrays.get('dec.blocks.0.cross.v_proj.weight')!, 1, 9), at(cross, 9, d + 1));
+        assert.deepEqual(exp.arrays.get('text.blocks.0.ln1.weight')!.data, src.get('text.blocks.0.ln1.g')!.data);
+      } else {
+        const dw = src.get('vocoder.block0.dw.w')!; // [kernel, C] -> [C, 1, kernel]
+        assert.equal(at(exp.arrays.get('vocoder.block0.dw.weight')!, 5, 0, 3), at(dw, 3, 5));
+        const head = src.get('vocoder.head.w')!;
+        assert.equal(at(exp.arrays.get('vocoder.head.weight')!, 11, 4), at(head, 4, 11));
+      }
+    }
+    const again = await runCli(['export', '--checkpoint', full, '--out', join(dir, 'vocoder.safetensors')]);
+    assert.equal(again.code, 2, again.stderr);
   });
 });
 

@@ -13,3 +13,4 @@ export {
 } from './synthesize.js';
 export { parseGpusFlag, planReplicas, type ReplicaPlan } from './parallel/group.js';
 export { type StepCaptureSummary } from './optim/step-replay.js';
+export { exportCheckpoint, type ExportResult } from './export.js';
