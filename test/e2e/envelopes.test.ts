@@ -57,6 +57,11 @@ const CALLS: Record<string, string[][]> = {
   ],
   'cache:verify': [['--cache', cache]],
   'cache:clear': [['--cache', tmp.write('not-a-cache.txt', 'mine')]],
+  export: [['--checkpoint', tmp.at('no-run'), '--out', tmp.at('weights.safetensors')]],
+  vocode: [
+    ['--in', tmp.at('missing.wav'), '--out-dir', tmp.at('vocoded')],
+    ['--in', 'configs/quickstart/wavs/QS-001.wav', '--out-dir', tmp.at('griffin-lim')],
+  ],
 };
 
 function assertAgrees(r: CliResult, what: string): void {
