@@ -141,23 +141,44 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(state(latest(acc)).samplerRng, state(plainStep4).samplerRng);
   });
 
-  test("on WebGPU (software device) the generator's programs (the depthwise taps in tapSum) give wasm's losses", {
-    skip: withoutLlvmpipe,
-  }, async () => {
-    const gpu = join(dir, 'webgpu');
-    const r = await run(
-      ['train', '--config', config, '--output', gpu, '--backend', 'webgpu', '--max-steps', '3', '--json'],
-      {
-        timeoutMs: 600_000,
-        env: onGl,
-      },
-    );
-    assert.equal(r.code, 0, r.stderr.slice(-2000));
+  test("on WebGPU (software device): wasm's losses, and from step 4 replayed steps (step capture) that train exactly as " +
+    'eager ones', { skip: withoutLlvmpipe }, async () => {
+    const train = (out: string, capture: string) =>
+      run(
+        ['train', '--config', config, '--output', out, '--backend', 'webgpu', '--max-steps', '6'].concat([
+          '--set',
+          `device.step_capture=${capture}`,
+          '--set',
+          'training.checkpoint_every=6',
+          '--json',
+        ]),
+        { timeoutMs: 600_000, env: onGl },
+      );
+    const [captured, eager] = [join(dir, 'webgpu-captured'), join(dir, 'webgpu-eager')];
+    const [r, e] = [await train(captured, 'auto'), await train(eager, 'off')];
+    for (const x of [r, e]) assert.equal(x.code, 0, x.stderr.slice(-2000));
     assert.equal(r.json.result.backend.backend, 'webgpu');
+    // The generator's programs (the depthwise taps in tapSum) compute what wasm's kernels do.
     for (const [i, x] of r.json.result.lossCurve.entries()) {
       const want = wasmLosses[i].loss;
       assert.ok(Math.abs(x.loss - want) < 2e-3 * want, `step ${x.step}: webgpu ${x.loss}, wasm ${want}`);
     }
+    // Steps 1-3 eager (one run, two recorded), then replays: the same losses and weights, bit for bit.
+    assert.deepEqual(r.json.result.lossCurve, e.json.result.lossCurve);
+    assert.equal(tensorsDiffer(latest(captured), latest(eager), 'weights.safetensors'), null);
+    assert.equal(tensorsDiffer(latest(captured), latest(eager), 'optimizer.safetensors'), null);
+    const db = new Database(join(captured, 'run.sqlite'), { readonly: true });
+    const steps = db.prepare('SELECT step, replayed, programs FROM steps ORDER BY step').all() as {
+      step: number;
+      replayed: number;
+      programs: number;
+    }[];
+    db.close();
+    assert.deepEqual(
+      steps.map((x) => x.replayed),
+      [0, 0, 0, 1, 1, 1],
+    );
+    assert.ok(steps[5].programs > 100, JSON.stringify(steps[5]));
   });
 
   test('xtts vocode: recordings through the log-mel and back, by the vocoder and by Griffin-Lim', async () => {

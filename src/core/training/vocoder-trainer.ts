@@ -7,7 +7,17 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
-import { type BackendChoice, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
+import {
+  advanceCapture,
+  type BackendChoice,
+  type CaptureState,
+  disposeBackend,
+  dropStaleCapture,
+  initBackend,
+  KernelCounter,
+  onDeviceOnly,
+  recordStep,
+} from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { buildManifest, encodeWav } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
@@ -20,6 +30,7 @@ import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
 import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
+import { captureUnavailable } from './optim/step-replay.js';
 import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
 
 /** Validation clips at most: their segments are one batch-sized pass, every validate_every steps. */
@@ -153,6 +164,7 @@ interface VocoderRun {
   log: RunLog;
   /** Kernels, GPU programs and model FLOPs of each step, for the run database (and the profiler). */
   kernels: KernelCounter;
+  capture: VocoderCapture;
   /** One fixed batch of validation segments [mel, wave], kept on the device. */
   validation: tf.Tensor[];
   evalClips: VocoderClip[];
@@ -235,8 +247,6 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
       ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } }
       : {},
   );
-  if (choice.backend === 'webgpu' && config.device.step_capture === 'auto')
-    say("vocoder: its steps run eagerly (step capture records the acoustic model's steps only, for now)");
   const store = new CheckpointStore(runDir);
   const { hop_length: hop, n_mels: nMels } = config.audio;
   const sampler = new SegmentSampler(data.train, config.vocoder.segment_frames, hop, nMels, mixSeed(t.seed, 1));
@@ -253,6 +263,7 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   return {
     ...{ o, config, runId, runDir, data, choice, generator, optimizer, store, sampler, log, say, maxSteps },
     kernels: new KernelCounter({ flops: true }).install(tf as never),
+    capture: newCapture(config, choice.backend),
     validation: validationBatch(heldOut, config, config.batching.batch_size),
     evalClips: heldOut.slice(0, EVAL_CLIPS),
     startStep: start.step,
@@ -288,7 +299,11 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
     const step = run.step + 1;
     const logged = step % t.log_every === 0 || step === run.maxSteps;
     const parts = trainOneStep(run, timer);
-    const work = { kernels: run.kernels.count, flops: run.kernels.flops, programs: run.kernels.dispatches };
+    // A replayed step dispatched its recording's programs (the kernel counter saw none of them).
+    const replayed = run.capture.lastPrograms;
+    const work = replayed
+      ? { kernels: replayed, flops: run.kernels.flops, programs: replayed }
+      : { kernels: run.kernels.count, flops: run.kernels.flops, programs: run.kernels.dispatches };
     const loss = logged ? await logStep(run, step, parts) : undefined;
     if (logged) timer.mark('syncMs');
     tf.dispose(parts);
@@ -297,7 +312,12 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
     run.stepMs.push(wallMs);
     const learningRate = optimizer.learningRate(step);
     const shape = { epoch: 0, batchIndex: step - 1, bucket: 0, batchSize: batch, tokens: 0, readySlots: 0 };
-    const counted = { kernels: work.kernels, flops: work.flops, ...(work.programs ? { programs: work.programs } : {}) };
+    const counted = {
+      kernels: work.kernels,
+      ...(work.flops ? { flops: work.flops } : {}),
+      ...(work.programs ? { programs: work.programs } : {}),
+      ...(run.capture.off === null ? { replayed: replayed > 0 } : {}),
+    };
     const frames = config.vocoder.segment_frames;
     log.addStep({
       step,
@@ -374,17 +394,36 @@ function timingOf(stepMs: number[], batch: number, config: XttsConfig): VocoderT
   };
 }
 
+/** Forward, losses and backward of one micro-batch into the optimizer's sums; the parts [loss, mel, sc, logMag]. */
+function microBatch(run: VocoderRun, mel: tf.Tensor3D, wave: tf.Tensor2D): tf.Tensor[] {
+  const { generator, optimizer, config } = run;
+  const lossScale = optimizer.lossScale;
+  let kept: tf.Tensor[] = [];
+  const { value, grads } = tf.variableGrads(() => {
+    const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
+    // The parts outlive the gradient's tidy: they are read back at log intervals. The loss is cloned:
+    // unscaled it is also `value`, which the optimizer takes and frees.
+    kept = [tf.clone(parts.loss), parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
+    return lossScale ? (tf.mul(parts.loss, lossScale) as tf.Scalar) : parts.loss;
+  }, optimizer.variables);
+  // The optimizer's loss sum is only tested for being finite: the scaled one will do.
+  optimizer.accumulate(optimizer.flatten(grads), value);
+  tf.dispose(Object.values(grads));
+  return kept;
+}
+
 /**
  * One optimizer step: grad_accumulation_steps micro-batches of random segments, each forward, losses and
  * backward; then the update. Returns [loss, mel, sc, logMag, gradNorm, finite] of the last micro-batch
- * (device scalars; the loss unscaled).
+ * (device scalars; the loss unscaled). With step capture (webgpu, one micro-batch a step) the step is
+ * recorded twice and then replayed, as the acoustic model's (optim/step-replay.ts): its inputs are the
+ * segments and the optimizer's per-step scalars.
  */
 function trainOneStep(run: VocoderRun, timer: SpanTimer): tf.Tensor[] {
-  const { generator, optimizer, config } = run;
+  const { optimizer, config, capture } = run;
   const batch = config.batching.batch_size;
   const frames = config.vocoder.segment_frames;
   const micro = Math.max(1, config.training.grad_accumulation_steps);
-  const lossScale = optimizer.lossScale;
   let kept: tf.Tensor[] = [];
   for (let m = 0; m < micro; m++) {
     tf.dispose(kept);
@@ -393,21 +432,82 @@ function trainOneStep(run: VocoderRun, timer: SpanTimer): tf.Tensor[] {
     const mel = tf.tensor3d(segments.mel, [batch, frames, config.audio.n_mels]);
     const wave = tf.tensor2d(segments.wave, [batch, frames * config.audio.hop_length]);
     timer.mark('uploadMs');
-    const { value, grads } = tf.variableGrads(() => {
-      const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
-      // The parts outlive the gradient's tidy: they are read back at log intervals.
-      // The loss is cloned: unscaled it is also `value`, which the optimizer takes and frees.
-      kept = [tf.clone(parts.loss), parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
-      return lossScale ? (tf.mul(parts.loss, lossScale) as tf.Scalar) : parts.loss;
-    }, optimizer.variables);
-    // The optimizer's loss sum is only tested for being finite: the scaled one will do.
-    optimizer.accumulate(optimizer.flatten(grads), value);
-    tf.dispose([mel, wave, ...Object.values(grads)]);
+    if (micro === 1 && capture.off === null) {
+      const out = capturedStep(run, mel, wave);
+      tf.dispose([mel, wave]);
+      timer.mark('forwardBackwardMs');
+      return out;
+    }
+    kept = onDeviceOnly(tf, () => microBatch(run, mel, wave));
+    tf.dispose([mel, wave]);
     timer.mark('forwardBackwardMs');
   }
-  const applied = optimizer.apply();
+  const applied = onDeviceOnly(tf, () => optimizer.apply());
   timer.mark('optimizerMs');
+  capture.eager++;
   return [...kept, applied.gradNorm, applied.finite];
+}
+
+/** The vocoder's step capture: one shape (the segments'), so one state; why it is off, and its counts. */
+interface VocoderCapture {
+  off: string | null;
+  state: CaptureState;
+  replayed: number;
+  eager: number;
+  /** The last step's replayed programs (0 when it ran eagerly). */
+  lastPrograms: number;
+}
+
+function newCapture(config: XttsConfig, backend: string): VocoderCapture {
+  const accumulating = config.training.grad_accumulation_steps > 1;
+  const off = accumulating
+    ? 'gradient accumulation (the vocoder captures single-micro-batch steps only)'
+    : captureUnavailable(config.device.step_capture, backend);
+  return { off, state: { phase: 'plan', recaptures: 0 }, replayed: 0, eager: 0, lastPrograms: 0 };
+}
+
+/** One whole step eagerly (the first), recorded (the next two) or replayed (from then on). */
+function capturedStep(run: VocoderRun, mel: tf.Tensor3D, wave: tf.Tensor2D): tf.Tensor[] {
+  const { optimizer, capture } = run;
+  const s = capture.state;
+  capture.lastPrograms = 0;
+  const scalars = tf.tensor1d(optimizer.updateScalars().values);
+  const step = () =>
+    onDeviceOnly(tf, () => {
+      const kept = microBatch(run, mel, wave);
+      const applied = optimizer.apply(scalars);
+      return [...kept, applied.gradNorm, applied.finite];
+    });
+  try {
+    if (s.phase === 'replay' && dropStaleCapture(s)) run.say(`vocoder step capture: ${s.reason}`);
+    if (s.phase === 'replay') {
+      const out = s.capture!.replay([mel, wave, scalars]);
+      optimizer.countReplayedUpdate();
+      capture.replayed++;
+      capture.lastPrograms = s.capture!.programs;
+      return out;
+    }
+    capture.eager++;
+    if (s.phase === 'plan' || s.phase === 'refused') {
+      if (s.phase === 'plan') s.phase = 'record';
+      return step();
+    }
+    let out: tf.Tensor[] = [];
+    const { recording } = recordStep(tf, [mel, wave, scalars], () => {
+      out = step();
+      return out;
+    });
+    // advanceCapture moves the phase on (the compiler's narrowing above does not see it).
+    if (advanceCapture(tf, s, recording))
+      run.say(
+        (s.phase as CaptureState['phase']) === 'replay'
+          ? `vocoder step capture: replaying ${s.capture!.programs} programs a step`
+          : `vocoder step capture refused: ${s.reason}`,
+      );
+    return out;
+  } finally {
+    scalars.dispose();
+  }
 }
 
 /** Fixed segments of the validation clips, one batch (uploaded once, kept for the run). */
