@@ -9,7 +9,8 @@
 # held-out sentences (the test set); a vocoder trains for at most MINUTES (default 7) on the first, its
 # cosine schedule sized by a 40-step calibration run (its mean step over steps 21-40); then the held-out
 # clips' ground-truth mels are vocoded by it (batches of 32, its real-time factor printed) and by Griffin-Lim,
-# beside the processed recordings. The evidence comes back as one archive split in parts under 15 MiB: OUT/vocoder.tar.gz.NN
+# beside the processed recordings. The evidence comes back as one archive split in parts under 15 MiB:
+# OUT/vocoder.tar.gz.NN
 # (WAVs of the three, the run's JSON, log, run.sqlite, TensorBoard file and checkpoint states, the host, nvidia-smi's
 # log). Score it with bench/vocoder/score.sh. VOCODER_ARGS adds --set overrides to the vocoder's runs;
 # VOCODER_STEPS fixes the schedule's length; VOCODER_DATA names another folder of the two TSVs.
