@@ -13,17 +13,9 @@ out=${1:?usage: gpu-capture.sh OUT [STEPS] [CONFIG]}
 steps=${2:-300}
 here=$(cd "$(dirname "$0")" && pwd)
 config=${3:-$here/heldout.yaml}
-data=${VOCODER_DATA:-$here/../intelligibility/data}
-work=$(mktemp -d)
-mkdir -p "$out"
-source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-x="node bundle/xtts.cjs"
-backend=${XTTS_BENCH_BACKEND:-webgpu}
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
-mkdir -p "$work/train-data/wavs"
-tr '\n' '\0' <"$data/train.tsv" |
-  xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$work/train-data/wavs"
-awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+speak_training_set
 for capture in auto off; do
   # shellcheck disable=SC2086
   $x train --config "$config" --dataset "$work/train-data" --output "$work/$capture" --max-steps "$steps" \
@@ -43,8 +35,10 @@ for c in ("auto", "off"):
     replayed, programs = db.execute("SELECT SUM(replayed = 1), MAX(programs) FROM steps").fetchone()
     # The median step is the host's issuing time when steps run ahead of the GPU; the mean over steps 21 on,
     # with the readbacks every log_every steps that wait for the GPU, is the throughput.
-    mean[c] = db.execute("SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0]
-    print(f"{c}: {r['steps']} steps, median {ms[c]:.1f} ms, mean with its readbacks (steps 21 on) {mean[c]:.1f} ms, "
+    first = min(20, r["steps"] // 2)  # a short rehearsal has fewer than 20 steps
+    mean[c] = db.execute("SELECT AVG(wall_ms) FROM steps WHERE step > ?", (first,)).fetchone()[0]
+    print(f"{c}: {r['steps']} steps, median {ms[c]:.1f} ms, "
+          f"mean with its readbacks (steps {first + 1} on) {mean[c]:.1f} ms, "
           f"replayed steps {replayed or 0}, programs a step {programs}")
 print(f"replayed / eager: median step {ms['auto'] / ms['off']:.3f}, mean step {mean['auto'] / mean['off']:.3f}")
 PY

@@ -20,26 +20,11 @@ out=${1:?usage: gpu.sh OUT [MINUTES] [CONFIG]}
 minutes=${2:-7}
 here=$(cd "$(dirname "$0")" && pwd)
 config=${3:-$here/heldout.yaml}
-data=${VOCODER_DATA:-$here/../intelligibility/data}
-work=$(mktemp -d)
-mkdir -p "$out"
-source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-x="node bundle/xtts.cjs"
-backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal of this script
-since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
-if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
-  echo "gpu.sh: $data/*.tsv are missing: run bench/intelligibility/prepare.sh" >&2
-  exit 2
-fi
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 t0=$(date +%s%N)
-speak() { # tsv folder
-  mkdir -p "$2"
-  tr '\n' '\0' <"$1" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$2"
-}
-speak "$data/train.tsv" "$work/train-data/wavs"
-awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
+speak_training_set
 speak "$data/heldout.tsv" "$work/heldout"
 echo "spoken: $(ls "$work/train-data/wavs" | wc -l) training and $(ls "$work/heldout" | wc -l) held-out clips" \
   "in $(since "$t0") ms" >>"$work/summary.txt"
