@@ -16,8 +16,11 @@ python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
 t = json.load(open(f"{w}/train.json"))["result"]
-print(f"vocoder: {t['parameters']:,} parameters, {t['steps']} steps ({t['stoppedBy']}), median step "
-      f"{t['timing']['stepMsMedian']:.1f} ms, {t['timing']['audioSecondsPerS']:.0f} s of audio/s; "
+timing = t["timing"]
+# stepMsMean (readbacks included) is the throughput's step; archives from before it had the median only.
+step = f"mean step {timing['stepMsMean']:.1f} ms, " if "stepMsMean" in timing else ""
+print(f"vocoder: {t['parameters']:,} parameters, {t['steps']} steps ({t['stoppedBy']}), {step}median step "
+      f"{timing['stepMsMedian']:.1f} ms, {timing['audioSecondsPerS']:.0f} s of audio/s; "
       f"last validation {t['validation'][-1]}")
 for name in ("neural", "gl"):
     r = json.load(open(f"{w}/vocode-{name}.json"))["result"]

@@ -273,7 +273,8 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     if (v) this.log(`validation at step ${v.step}: loss ${v.loss.toFixed(4)}, log-mel L1 ${v.mel.toFixed(4)}`);
     this.log(
       `${(r.parameters / 1e6).toFixed(2)} M parameters; ${r.trainClips} clips (${r.trainHours.toFixed(2)} h); ` +
-        `median step ${r.timing.stepMsMedian.toFixed(0)} ms, ${r.timing.audioSecondsPerS.toFixed(1)} s of audio/s`,
+        `step ${r.timing.stepMsMean.toFixed(1)} ms (mean; median ${r.timing.stepMsMedian.toFixed(1)} ms), ` +
+        `${r.timing.audioSecondsPerS.toFixed(1)} s of audio/s`,
     );
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} logged steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
