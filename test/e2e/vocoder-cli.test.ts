@@ -141,8 +141,10 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(state(latest(acc)).samplerRng, state(plainStep4).samplerRng);
   });
 
-  test("on WebGPU (software device): wasm's losses, and from step 4 replayed steps (step capture) that train exactly as " +
-    'eager ones', { skip: withoutLlvmpipe }, async () => {
+  const webgpuTitle =
+    "on WebGPU (software device): wasm's losses, and from step 4 replayed steps (step capture) that train " +
+    'exactly as eager ones';
+  test(webgpuTitle, { skip: withoutLlvmpipe }, async () => {
     const train = (out: string, capture: string) =>
       run(
         ['train', '--config', config, '--output', out, '--backend', 'webgpu', '--max-steps', '6'].concat([

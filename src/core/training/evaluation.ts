@@ -195,8 +195,9 @@ interface EvalJob {
 /**
  * Free-running synthesis of the eval sentences and of one validation utterance (drawn against its
  * real mel), all in one batch, with a validation clip as the voice reference. Per utterance: a WAV
- * (vocoder.checkpoint's vocoder, else Griffin-Lim), a PNG of the mel (and the target's) and a PNG of the alignment it was read with
- * (for the validation utterance above the one the alignment search finds in its real frames).
+ * (vocoder.checkpoint's vocoder, else Griffin-Lim), a PNG of the mel (and the target's) and a PNG of
+ * the alignment it was read with (for the validation utterance above the one the alignment search
+ * finds in its real frames).
  * Metric: the validation utterance's duration over its real one.
  */
 export async function synthesizeEval(
@@ -304,8 +305,9 @@ async function evalSentenceJobs(
 }
 
 /**
- * One generated utterance's files in `dir`: its WAV (the run's vocoder: vocoder.checkpoint, else Griffin-Lim), a PNG of its mel (beside the
- * target's) and a PNG of the alignment it was read with (beside the one found on the target).
+ * One generated utterance's files in `dir`: its WAV (the run's vocoder: vocoder.checkpoint, else
+ * Griffin-Lim), a PNG of its mel (beside the target's) and a PNG of the alignment it was read with
+ * (beside the one found on the target).
  */
 async function writeEvalUtterance(
   model: XttsModel,
