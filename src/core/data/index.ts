@@ -11,6 +11,7 @@ export {
 export {
   loaderItems,
   prepareDataset,
+  refuseUnusable,
   type PreparedDataset,
   type PreparedItem,
   type PrepareOptions,
@@ -22,7 +23,7 @@ export { describeDataset, speechLength } from './describe.js';
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';
-export { melFilterbank, type MelSettings, stftWindow } from './audio/mel.js';
+export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, stftWindow } from './audio/mel.js';
 export { processAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';

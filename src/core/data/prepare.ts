@@ -286,7 +286,13 @@ function preparedItems(
 }
 
 /** --strict refuses any skipped row (naming the first); no usable training row is refused either way. */
-function refuseUnusable(skipped: readonly SkippedRow[], trainRows: number, datasetDir: string, strict: boolean): void {
+/** Refuses a dataset with skipped rows under --strict (naming the first), or with no training rows left. */
+export function refuseUnusable(
+  skipped: readonly SkippedRow[],
+  trainRows: number,
+  datasetDir: string,
+  strict: boolean,
+): void {
   if (strict && skipped.length) {
     const first = skipped[0];
     throw new XttsError(

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import type { AudioConfig } from '../config/index.js';
-import { griffinLim } from '../data/index.js';
+import { griffinLim, MEL_SETTINGS_KEYS } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { VocoderGenerator } from '../vocoder/index.js';
 import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint } from './checkpoint.js';
@@ -25,22 +25,6 @@ export interface MelVocoder {
   vocodeBatch(mels: readonly { mel: Float32Array; frames: number }[]): Promise<Float32Array[]>;
   dispose(): void;
 }
-
-/** The audio settings a vocoder must share with the mels it is given. */
-const MEL_KEYS = [
-  'sample_rate_hz',
-  'n_fft',
-  'hop_length',
-  'win_length',
-  'window',
-  'n_mels',
-  'fmin_hz',
-  'fmax_hz',
-  'mel_scale',
-  'mel_norm',
-  'log_base',
-  'log_floor',
-] as const;
 
 export function griffinLimVocoder(audio: AudioConfig, iterations: number): MelVocoder {
   return {
@@ -65,7 +49,7 @@ export function loadNeuralVocoder(path: string, audio?: AudioConfig): MelVocoder
     schema: VocoderStateSchema,
   });
   const theirs = ckpt.state.config.audio;
-  const differ = audio ? MEL_KEYS.filter((k) => theirs[k] !== audio[k]) : [];
+  const differ = audio ? MEL_SETTINGS_KEYS.filter((k) => theirs[k] !== audio[k]) : [];
   if (differ.length > 0)
     throw new XttsError(
       'VOCODER_AUDIO_MISMATCH',

@@ -19,7 +19,7 @@ import {
   recordStep,
 } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { buildManifest, encodeWav } from '../data/index.js';
+import { buildManifest, encodeWav, refuseUnusable } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { mixSeed } from '../model/index.js';
 import { SpanTimer } from '../telemetry/index.js';
@@ -101,25 +101,7 @@ async function loadData(o: TrainOptions, say: (m: string) => void): Promise<Voco
     budget: 64 * config.audio.sample_rate_hz * 60,
   });
   const skipped = [...manifest.skipped, ...train.skipped, ...validation.skipped];
-  const first = skipped.at(0);
-  if (o.strict && first) {
-    throw new XttsError(
-      'DATASET_ROWS_SKIPPED',
-      `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used (--strict); first: ` +
-        `${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`,
-      {
-        position: { file: first.file, line: first.line, rowId: first.id },
-        suggestions: ['fix or remove those rows, or run without --strict to skip them'],
-      },
-    );
-  }
-  if (train.clips.length === 0)
-    throw new XttsError(
-      'DATASET_EMPTY',
-      `no usable training clips in ${manifest.datasetDir} (${skipped.length} skipped` +
-        `${first ? `; first: ${first.file}:${first.line} (${first.id}): ${first.detail}` : ''})`,
-      { exitCode: ExitCode.usage, suggestions: ['see the rows and their reasons with `xtts analyze-data-pipeline`'] },
-    );
+  refuseUnusable(skipped, train.clips.length, manifest.datasetDir, o.strict === true);
   const hours = train.clips.reduce((a, c) => a + c.samples.length, 0) / config.audio.sample_rate_hz / 3600;
   say(
     `vocoder data: ${train.clips.length} clips (${hours.toFixed(2)} h) to train on, ` +

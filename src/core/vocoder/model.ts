@@ -21,7 +21,7 @@
 //   vocoder-tiny  |   192       6      7      3    |  1,649,346
 //   vocoder-small |   384       8      7      3    |  7,732,098
 import * as tf from '@tensorflow/tfjs-core';
-import type { AudioConfig, VocoderConfig } from '../config/index.js';
+import type { VocoderConfig } from '../config/index.js';
 import type { MelSettings } from '../data/index.js';
 import { Conv1d, LayerNorm, Linear, ParamStore, scalar } from '../model/index.js';
 import { tapSum, tapSumAvailable } from '../backend/programs/index.js';
@@ -99,7 +99,7 @@ export class VocoderGenerator {
     readonly audio: VocoderAudio,
     seed: number | null,
   ) {
-    this.stft = featureStft(audio as AudioConfig);
+    this.stft = featureStft(audio);
     framesPerWindow(this.stft);
     this.bins = audio.n_fft / 2 + 1;
     this.store = new ParamStore(seed);

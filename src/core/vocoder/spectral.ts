@@ -139,7 +139,7 @@ export function istft(spectrum: tf.Tensor3D, s: StftSize): tf.Tensor2D {
 }
 
 /** The features' STFT size of an audio config. */
-export function featureStft(audio: AudioConfig): StftSize {
+export function featureStft(audio: Pick<AudioConfig, 'n_fft' | 'hop_length' | 'win_length' | 'window'>): StftSize {
   return { nFft: audio.n_fft, hop: audio.hop_length, winLength: audio.win_length, window: audio.window };
 }
 

@@ -4,7 +4,7 @@
 import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
-import { MelExtractor } from './mel.js';
+import { MEL_SETTINGS_KEYS, MelExtractor } from './mel.js';
 import { resample } from './resample.js';
 import { decodeAudio } from './decode.js';
 import { decodeWav, type DecodedWav } from './wav.js';
@@ -100,20 +100,7 @@ const extractors = new Map<string, MelExtractor>();
 
 /** One MelExtractor per distinct settings and thread, reused across clips. */
 export function melExtractorFor(audio: AudioConfig): MelExtractor {
-  const key = JSON.stringify([
-    audio.sample_rate_hz,
-    audio.n_fft,
-    audio.hop_length,
-    audio.win_length,
-    audio.window,
-    audio.n_mels,
-    audio.fmin_hz,
-    audio.fmax_hz,
-    audio.mel_scale,
-    audio.mel_norm,
-    audio.log_base,
-    audio.log_floor,
-  ]);
+  const key = JSON.stringify(MEL_SETTINGS_KEYS.map((k) => audio[k]));
   let m = extractors.get(key);
   if (!m) {
     if (extractors.size >= 8) extractors.delete(extractors.keys().next().value!);

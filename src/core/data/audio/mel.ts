@@ -13,21 +13,23 @@ import { XttsError } from '../../errors.js';
 import { RealFft } from './fft.js';
 import { ensureMemory, instantiateKernels, wasmAvailable, type WasmMemory } from './wasm/kernels.js';
 
-export type MelSettings = Pick<
-  AudioConfig,
-  | 'sample_rate_hz'
-  | 'n_fft'
-  | 'hop_length'
-  | 'win_length'
-  | 'window'
-  | 'n_mels'
-  | 'fmin_hz'
-  | 'fmax_hz'
-  | 'mel_scale'
-  | 'mel_norm'
-  | 'log_base'
-  | 'log_floor'
->;
+/** Every setting a log-mel depends on: what caches key it by and what a vocoder must share with its mels. */
+export const MEL_SETTINGS_KEYS = [
+  'sample_rate_hz',
+  'n_fft',
+  'hop_length',
+  'win_length',
+  'window',
+  'n_mels',
+  'fmin_hz',
+  'fmax_hz',
+  'mel_scale',
+  'mel_norm',
+  'log_base',
+  'log_floor',
+] as const satisfies readonly (keyof AudioConfig)[];
+
+export type MelSettings = Pick<AudioConfig, (typeof MEL_SETTINGS_KEYS)[number]>;
 
 // Slaney's Auditory Toolbox mel scale (librosa.hz_to_mel htk=False): linear below 1 kHz, log above.
 const SLANEY_F_SP = 200 / 3;
