@@ -180,8 +180,10 @@ export const TextSchema = Section(
       default: 'multilingual',
       description:
         '`english` expands abbreviations, numbers, ordinals, decimals, currency and ' +
-        'years; `multilingual` lower-cases and normalises punctuation for any script; ' +
-        '`basic` only collapses whitespace.',
+        'years in English; `multilingual` lower-cases, normalises punctuation and reads numbers, ordinals, ' +
+        "decimals, years, dates, times, percentages, currency and abbreviations in each row's language, for " +
+        'en, de, es, fr, it, nl and pt (docs/languages.md); `basic` only collapses whitespace and takes any ' +
+        'language (digits stay digits). Rule text/languages refuses a language the cleaner does not read.',
     }),
     unicode_normalization: Enum(['NFC', 'NFKC', 'NFD', 'NFKD', 'none'] as const, {
       default: 'NFC',

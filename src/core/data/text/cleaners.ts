@@ -3,6 +3,7 @@
 // Unicode version of the running Node (its ICU decides toLowerCase and normalize), so a Node upgrade
 // that changes case mappings invalidates cleaned text instead of silently mixing two spellings.
 import type { TextConfig } from '../../config/index.js';
+import { NORMALIZED_LANGUAGES, normalizeForLanguage } from './normalize/index.js';
 import { expandNumbers } from './numbers.js';
 
 export type CleanerName = TextConfig['cleaners'];
@@ -13,9 +14,31 @@ const UNICODE = `unicode${process.versions.unicode ?? 'unknown'}`;
 /** The version of each cleaner's output, as it enters cache keys ("english@2+unicode17.0"). */
 export const CLEANER_VERSIONS: Readonly<Record<CleanerName, string>> = {
   english: `english@2+${UNICODE}`,
-  multilingual: `multilingual@2+${UNICODE}`,
+  multilingual: `multilingual@3+${UNICODE}`,
   basic: `basic@1+${UNICODE}`,
 };
+
+/**
+ * The languages whose numbers, dates and abbreviations each cleaner reads (primary subtags), or 'any'
+ * for a cleaner that reads nothing language-specific. The multilingual cleaner still cleans rows in
+ * other languages; it only leaves their digits and abbreviations as written.
+ */
+export const CLEANER_LANGUAGES: Readonly<Record<CleanerName, readonly string[] | 'any'>> = Object.freeze({
+  english: Object.freeze(['en']),
+  // A getter: normalize/en.ts imports this module back, so NORMALIZED_LANGUAGES may not be initialised
+  // yet while this module loads (when normalize/ is imported first).
+  get multilingual() {
+    return NORMALIZED_LANGUAGES;
+  },
+  basic: 'any' as const,
+});
+
+/** Whether `cleaner` claims `language` ("pt-BR" matches "pt"; case-insensitive). */
+export function cleanerClaims(cleaner: CleanerName, language: string): boolean {
+  const claimed = CLEANER_LANGUAGES[cleaner];
+  if (claimed === 'any') return true;
+  return claimed.includes(language.split(/[-_]/)[0].toLowerCase());
+}
 
 export function cleanerVersion(name: CleanerName): string {
   return CLEANER_VERSIONS[name];
@@ -250,7 +273,8 @@ const AMPERSAND_RE = /\s*&\s*/g;
 
 /**
  * Clean one text with the configured cleaner, after Unicode normalisation.
- * `language` only matters for lower-casing (Turkish dotless i); the english cleaner ignores it.
+ * `language` decides the multilingual cleaner's readings of numbers, dates and abbreviations (see
+ * normalize/) and its lower-casing (Turkish dotless i); the english cleaner ignores it.
  */
 export function cleanText(
   text: string,
@@ -261,8 +285,11 @@ export function cleanText(
   switch (config.cleaners) {
     case 'basic':
       return collapseWhitespace(t);
-    case 'multilingual':
-      return collapseWhitespace(lowerCase(foldPunctuation(t), language));
+    case 'multilingual': {
+      const folded = foldPunctuation(t);
+      const normalized = language ? normalizeForLanguage(folded, language) : folded;
+      return collapseWhitespace(lowerCase(normalized, language));
+    }
     case 'english': {
       let s = expandAbbreviations(foldPunctuation(t));
       if (s.includes('&')) s = s.replace(AMPERSAND_RE, ' and ');

@@ -9,9 +9,12 @@ export {
   lowerCase,
   expandAbbreviations,
   CLEANER_VERSIONS,
+  CLEANER_LANGUAGES,
+  cleanerClaims,
   type CleanerName,
   type UnicodeNormalization,
 } from './cleaners.js';
+export { NORMALIZED_LANGUAGES, normalizeForLanguage } from './normalize/index.js';
 export { expandNumbers, cardinal, ordinal, year, digitsAsWords } from './numbers.js';
 export {
   Tokenizer,
