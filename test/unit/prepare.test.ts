@@ -169,3 +169,30 @@ test(
     for (const item of p.train) assert.ok(item.durationS > 1 && item.durationS < 4, `${item.id}: ${item.durationS} s`);
   },
 );
+
+test("each row's numbers are read in its own language (multilingual cleaner, languages from the metadata)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-lang-'));
+  mkdirSync(join(dir, 'wavs'));
+  const rows = [
+    ['en1', 'I have 3 dogs and 25 cats.', 'en', 'en-us'],
+    ['de1', 'Ich habe 3 Hunde und 25 Katzen.', 'de', 'de'],
+    ['es1', 'Tengo 3 perros y 25 gatos.', 'es', 'es'],
+  ];
+  for (const [id, text, , voice] of rows) speak(join(dir, 'wavs', `${id}.wav`), text, voice);
+  writeFileSync(
+    join(dir, 'metadata.csv'),
+    rows.map(([id, text, lang]) => `${id}|${text}|${text}|spk|${lang}`).join('\n'),
+  );
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `extends: quickstart\ndataset:\n  path: ${dir}\n  validation_fraction: 0\n  language_source: metadata\n` +
+      `text:\n  cleaners: multilingual\n  languages: [en, de, es]\npipeline:\n  workers: 1\n  cache:\n` +
+      `    path: ${join(dir, 'cache.sqlite')}\n`,
+  );
+  const p = await prepareDataset(loadConfig(config).loaded!);
+  const spoken = Object.fromEntries(p.train.map((i) => [i.id, p.tokenizer.decode(i.tokens)]));
+  assert.match(spoken.en1, /i have three dogs and twenty-five cats\./);
+  assert.match(spoken.de1, /ich habe drei hunde und fünfundzwanzig katzen\./);
+  assert.match(spoken.es1, /tengo tres perros y veinticinco gatos\./);
+});

@@ -15,6 +15,7 @@ import { pipelineCacheRule, pipelinePrefetchDepthRule, pipelinePrefetchMemoryRul
 import { pipelineWorkersVsCoresRule } from './rules-pipeline.js';
 import { trainingEvalSentencesRule, trainingIntervalsRule, trainingLogSyncRule } from './rules-training.js';
 import { trainingOptimizerRule, trainingPrecisionRule } from './rules-training.js';
+import { textEspeakRule, textLanguagesRule } from './rules-text.js';
 import { vocoderShapeRule } from './rules-vocoder.js';
 import type { XttsConfig } from './schema.js';
 
@@ -32,6 +33,8 @@ export const RULES: Rule[] = [
   datasetPathRule,
   audioConsistencyRule,
   modelShapeRule,
+  textLanguagesRule,
+  textEspeakRule,
   pipelineWorkersVsCoresRule,
   pipelinePrefetchDepthRule,
   pipelineCacheRule,
@@ -65,6 +68,7 @@ export const TRAIN_BLOCKING_RULES = [
   'batching/memory',
   'audio/consistency',
   'model/shape',
+  'text/languages',
   'training/precision',
   'training/optimizer',
   'training/eval-sentences',

@@ -27,6 +27,7 @@ export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, stftWindow } from '
 export { processAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';
-export { cleanText } from './text/cleaners.js';
-export { Phonemizer } from './text/phonemizer.js';
+export { CLEANER_LANGUAGES, cleanerClaims, cleanText } from './text/cleaners.js';
+export { isKnownLanguage } from './text/language.js';
+export { espeakLanguages, espeakVoice, Phonemizer } from './text/phonemizer.js';
 export { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';

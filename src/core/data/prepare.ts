@@ -107,7 +107,7 @@ export async function prepareTexts(
     const key = contentKey('text', { text: r.row.text, language: r.language, ...ident });
     let text = cache.getText(key);
     if (text === undefined) {
-      text = cleanText(r.row.text, config.text);
+      text = cleanText(r.row.text, config.text, r.language);
       if (phonemizer) text = await phonemizer.phonemize(text, r.language);
       newTexts.push({ key, cleaned: text });
       if (newTexts.length >= 512) cache.putMany({ texts: newTexts.splice(0) });

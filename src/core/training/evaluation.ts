@@ -279,7 +279,7 @@ async function evalSentenceJobs(
       );
       continue;
     }
-    let text = cleanText(s.text, config.text);
+    let text = cleanText(s.text, config.text, language);
     if (phonemizer) text = await phonemizer.phonemize(text, language);
     const enc = data.tokenizer.encode(text, language);
     if (enc.unmappable.length) {

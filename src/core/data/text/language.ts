@@ -516,6 +516,15 @@ const KNOWN_CODES = new Set(
 );
 const CODE = /^([a-z]{2,3})(?:-([a-z0-9]{2,8}))?$/i;
 
+/** Whether `code`'s primary subtag is a language xtts knows ("pt-BR" yes, "xx" no). */
+export function isKnownLanguage(code: string): boolean {
+  const m = CODE.exec(code);
+  return m !== null && KNOWN_CODES.has(m[1].toLowerCase());
+}
+
+/** The language codes xtts knows, sorted. */
+export const KNOWN_LANGUAGES: readonly string[] = [...KNOWN_CODES].sort();
+
 function asLanguage(name: string, candidates: readonly string[] | undefined): string | undefined {
   const m = CODE.exec(name);
   if (!m) return undefined;

@@ -111,6 +111,21 @@ export function espeakVersion(command = 'espeak-ng'): string {
   return (/\d+\.\d+(?:\.\d+)?(?:-[\w.]+)?/.exec(r.stdout)?.[0] ?? r.stdout.trim()).trim();
 }
 
+/**
+ * The voices (language names such as "en-us", "de", "cmn") the espeak-ng at `command` speaks, from
+ * `--voices`; undefined when it cannot be run (the caller says so: this is a question, not a check).
+ */
+export function espeakLanguages(command = 'espeak-ng'): Set<string> | undefined {
+  const r = spawnSync(command, ['--voices'], { encoding: 'utf8', timeout: 10_000 });
+  if (r.error || r.status !== 0) return undefined;
+  const out = new Set<string>();
+  for (const line of r.stdout.split('\n').slice(1)) {
+    const language = line.trim().split(/\s+/)[1];
+    if (language) out.add(language.toLowerCase());
+  }
+  return out;
+}
+
 /** A run of words (phonemized) or of punctuation (kept as written) in a text to phonemize. */
 export interface PhonemePiece {
   kind: 'words' | 'punctuation';
