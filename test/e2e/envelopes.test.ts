@@ -37,6 +37,10 @@ const CALLS: Record<string, string[][]> = {
     ['--checkpoint', tmp.at('no-run'), '--text', 'hi', '--out', tmp.at('hi.wav')],
     ['--checkpoint', tmp.at('run'), '--text', 'The boy.', '--out', tmp.at('boy.wav'), '--backend', 'wasm'],
   ],
+  voices: [
+    ['--checkpoint', tmp.at('no-run')],
+    ['--checkpoint', tmp.at('run')],
+  ],
   'validate-gpu-optimization': [
     ['--config', tmp.at('missing.yaml')],
     ['--config', 'configs/quickstart.yaml'],

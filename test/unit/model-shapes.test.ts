@@ -7,6 +7,7 @@ import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
 import { isXttsError } from '../../src/core/errors.js';
 import { countParameters, XttsModel } from '../../src/core/model/model.js';
+import { voiceLatents } from '../../src/core/model/generate.js';
 import { maxAbsDiff, PRESETS, shapeFor, SIZES, syntheticBatch, syntheticHostBatch } from './model-fixtures.js';
 
 before(async () => {
@@ -192,6 +193,36 @@ describe('generate', () => {
     );
     assert.deepEqual([long.frames, short.frames], [24, 6]);
     await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'GENERATE_TOKEN_INVALID');
+    model.dispose();
+  });
+
+  it('a voice computed from clips speaks as the clip does; clips average; bad latents are refused', async () => {
+    const config = { ...PRESETS.tiny, cond_layers: 1 };
+    const model = new XttsModel(config, SIZES, { seed: 9 });
+    const clip = (frames: number, seed: number) =>
+      Float32Array.from({ length: frames * SIZES.nMels }, (_, i) => Math.sin(i * 0.37 + seed) * 0.8);
+    const ids = [1, 4, 10, 11, 12, 2];
+    const [a, b] = [clip(8, 1), clip(13, 2)];
+    const fromClip = await model.generate(ids, 0, a, { seed: 3 });
+    const latentsA = await voiceLatents(model, [a]);
+    assert.equal(latentsA.length, config.cond_latents * config.d_model);
+    const fromLatents = await model.generate(ids, 0, { latents: latentsA }, { seed: 3 });
+    assert.equal(fromLatents.frames, fromClip.frames);
+    assert.ok(Math.max(...fromLatents.mel.map((v, i) => Math.abs(v - fromClip.mel[i]))) < 1e-4);
+    // Clips of different lengths in one batch: each is pooled over its own frames only.
+    const latentsB = await voiceLatents(model, [b]);
+    const both = await voiceLatents(model, [a, b], 2);
+    const mean = latentsA.map((v, i) => (v + latentsB[i]) / 2);
+    assert.ok(Math.max(...both.map((v, i) => Math.abs(v - mean[i]))) < 1e-5);
+    assert.ok(Math.max(...latentsA.map((v, i) => Math.abs(v - latentsB[i]))) > 1e-3, 'two clips, two voices');
+    await assert.rejects(
+      model.generate(ids, 0, { latents: latentsA.subarray(1) }),
+      (e) => isXttsError(e) && e.code === 'GENERATE_REFERENCE_INVALID',
+    );
+    await assert.rejects(
+      voiceLatents(model, [new Float32Array(SIZES.nMels + 1)]),
+      (e) => isXttsError(e) && e.code === 'GENERATE_REFERENCE_INVALID',
+    );
     model.dispose();
   });
 });

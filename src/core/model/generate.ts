@@ -7,7 +7,8 @@ import { type ErrorCode, XttsError } from '../errors.js';
 import { scheduleFromDurations } from './align.js';
 import type { MemoryKv } from './attention.js';
 import type { StepState } from './decoder.js';
-import type { DropoutPool } from './dropout.js';
+import { DropoutPool } from './dropout.js';
+import { hashString, mixSeed } from './init.js';
 import type { XttsModel } from './model.js';
 import { lengthMask, MASK_BIAS, scalar } from './nn.js';
 
@@ -41,15 +42,69 @@ export interface GenerateResult {
   textTokens: number;
 }
 
+/**
+ * Whose voice generation speaks in: a reference clip's normalised log-mel ([frames, nMels] row-major),
+ * or `latents` the model computed from clips before (voiceLatents: [cond_latents, d_model]).
+ */
+export type Voice = Float32Array | { latents: Float32Array };
+
+/** Throws GENERATE_REFERENCE_INVALID unless `refMel` is a [frames ≥ 1, nMels] log-mel. */
+export function checkReference(refMel: Float32Array, nMels: number): void {
+  const refFrames = refMel.length / nMels;
+  if (!Number.isInteger(refFrames) || refFrames < 1)
+    throw new XttsError(
+      'GENERATE_REFERENCE_INVALID',
+      `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`,
+      { suggestions: ['Pass a [frames, nMels] log-mel of the reference clip.'] },
+    );
+}
+
+/**
+ * A voice from one or more reference clips (normalised log-mels, [frames, nMels] row-major each):
+ * the conditioning latents [L, D] of every clip, averaged. Each latent answers the same learned
+ * query, so the mean of clip latents is a latent of the voice that several clips agree on.
+ */
+export async function voiceLatents(model: XttsModel, refMels: readonly Float32Array[], batchSize = 32) {
+  const { nMels } = model.sizes;
+  const { d_model: dModel, cond_latents: latents } = model.config;
+  if (refMels.length === 0) throw new XttsError('GENERATE_REFERENCE_INVALID', 'a voice needs at least one clip');
+  for (const m of refMels) checkReference(m, nMels);
+  const sum = new Float64Array(latents * dModel);
+  const dropout = new DropoutPool(mixSeed(model.seed, hashString('voice')));
+  try {
+    for (let at = 0; at < refMels.length; at += batchSize) {
+      const clips = refMels.slice(at, at + batchSize);
+      const frames = Math.max(...clips.map((m) => m.length / nMels));
+      const padded = new Float32Array(clips.length * frames * nMels);
+      clips.forEach((m, b) => padded.set(m, b * frames * nMels));
+      const out = tf.tidy(() =>
+        model.condition(
+          tf.tensor3d(padded, [clips.length, frames, nMels]),
+          tf.tensor1d(
+            clips.map((m) => m.length / nMels),
+            'int32',
+          ),
+          { dropout, dropoutRate: 0 },
+        ),
+      );
+      const values = (await out.data()) as Float32Array;
+      out.dispose();
+      for (let i = 0; i < values.length; i++) sum[i % sum.length] += values[i];
+    }
+  } finally {
+    dropout.dispose();
+  }
+  return Float32Array.from(sum, (v) => v / refMels.length);
+}
+
 /** Throws the GENERATE_* error of the first input generateBatch cannot take. */
 export function checkGenerateInputs(
   model: XttsModel,
   items: readonly GenerateItem[],
-  refMel: Float32Array,
+  voice: Voice,
   maxFrames: number,
 ): void {
   const { nMels, vocabSize, numLanguages } = model.sizes;
-  const refFrames = refMel.length / nMels;
   const fail = (code: ErrorCode, message: string, suggestion: string) => {
     throw new XttsError(code, message, { suggestions: [suggestion] });
   };
@@ -77,12 +132,16 @@ export function checkGenerateInputs(
         'Pass an index into text.languages.',
       );
   }
-  if (!Number.isInteger(refFrames) || refFrames < 1)
-    fail(
-      'GENERATE_REFERENCE_INVALID',
-      `reference mel has ${refMel.length} values, not a positive multiple of ${nMels} mels`,
-      'Pass a [frames, nMels] log-mel of the reference clip.',
-    );
+  if (voice instanceof Float32Array) checkReference(voice, nMels);
+  else {
+    const { cond_latents: latents, d_model: dModel } = model.config;
+    if (voice.latents.length !== latents * dModel || !voice.latents.every(Number.isFinite))
+      fail(
+        'GENERATE_REFERENCE_INVALID',
+        `voice latents have ${voice.latents.length} values; this model takes ${latents}×${dModel} finite ones`,
+        'Compute the voice with this checkpoint (xtts voices --out), or pass --reference clips.',
+      );
+  }
   const stepBudget = Math.ceil(maxFrames / model.config.reduction_factor);
   if (maxFrames < 1 || stepBudget > model.decoder.d.maxSteps)
     fail(

@@ -19,7 +19,7 @@ export {
   type ModelSizes,
   XttsModel,
 } from './model.js';
-export { type GenerateItem, type GenerateOptions, type GenerateResult } from './generate.js';
+export { type GenerateItem, type GenerateOptions, type GenerateResult, type Voice, voiceLatents } from './generate.js';
 export { cachedConstant, Conv1d, type ConvImpl, LayerNorm, Linear, MASK_BIAS } from './nn.js';
 export { ParamStore } from './params.js';
 export { mixSeed, Rng } from './init.js';

@@ -38,6 +38,7 @@ import {
   checkGenerateInputs,
   decodeSteps,
   type GenerateItem,
+  type Voice,
   type GenerateOptions,
   type GenerateResult,
   planSteps,
@@ -75,7 +76,10 @@ export interface ModelOptions {
   convImpl?: ConvImpl;
 }
 
-export type { GenerateItem, GenerateOptions, GenerateResult } from './generate.js';
+export type { GenerateItem, GenerateOptions, GenerateResult, Voice } from './generate.js';
+
+/** The voice the decoder reads: reference mels [B, T_ref, nMels] with lengths, or latents [B·L, D] from them. */
+type VoiceInput = Pick<ModelInputs, 'refMel' | 'refLengths'> | { voice: tf.Tensor2D };
 
 export interface ForwardOptions {
   /** Dropout in the transformer blocks on (the prenet's is always on). */
@@ -197,22 +201,16 @@ export class XttsModel {
    */
   /** `decoding`: the memory's keys and values as [B, H, M, dh] tensors, for free-running decoding. */
   private encode(
-    inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages' | 'refMel' | 'refLengths'>,
+    inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages'> & VoiceInput,
     c: Omit<BlockContext, 'batch' | 'steps'>,
     decoding = false,
   ) {
     const [batch, textSteps] = inputs.tokens.shape;
-    const refFrames = inputs.refMel.shape[1];
     const { d_model: dModel, cond_latents: latents } = this.config;
     this.checkText(textSteps);
     const textBias = keyPaddingBias(inputs.textLengths, textSteps);
-    const refMask = lengthMask(inputs.refLengths, refFrames); // [B, T_ref]
-    const refBias = keyPaddingBias(inputs.refLengths, refFrames, refMask);
-
     const textOut = this.text.apply(inputs.tokens, inputs.languages, textBias, { ...c, batch, steps: textSteps });
-    // Zero the padded reference frames so the input conv's window at the last real frames sees zeros.
-    const ref = tf.mul(inputs.refMel, tf.reshape(refMask, [batch, refFrames, 1])) as tf.Tensor3D;
-    const condOut = this.cond.apply(ref, refBias, { ...c, batch, steps: refFrames }, this.convImpl);
+    const condOut = 'voice' in inputs ? inputs.voice : this.condition(inputs.refMel, inputs.refLengths, c);
 
     const memorySteps = latents + textSteps;
     const text = tf.reshape(textOut, [batch, textSteps, dModel]) as tf.Tensor3D;
@@ -221,6 +219,16 @@ export class XttsModel {
       dModel,
     ]) as tf.Tensor2D;
     return { kv: this.decoder.memoryKv(memory, batch, memorySteps, decoding), text, textBias, latents, textSteps };
+  }
+
+  /** Reference mels [B, T_ref, nMels] (lengths [B]) -> the voice latents [B·L, D] the decoder reads. */
+  condition(refMel: tf.Tensor3D, refLengths: tf.Tensor1D, c: Omit<BlockContext, 'batch' | 'steps'>) {
+    const [batch, refFrames] = refMel.shape;
+    const refMask = lengthMask(refLengths, refFrames); // [B, T_ref]
+    const refBias = keyPaddingBias(refLengths, refFrames, refMask);
+    // Zero the padded reference frames so the input conv's window at the last real frames sees zeros.
+    const ref = tf.mul(refMel, tf.reshape(refMask, [batch, refFrames, 1])) as tf.Tensor3D;
+    return this.cond.apply(ref, refBias, { ...c, batch, steps: refFrames }, this.convImpl);
   }
 
   /** Text encodings [B, T_text, D] -> every token's mean mel frame [B, T_text, nMels]. */
@@ -431,25 +439,25 @@ export class XttsModel {
   async generate(
     textIds: ArrayLike<number>,
     language: number,
-    refMel: Float32Array,
+    voice: Voice,
     opts: GenerateOptions = {},
   ): Promise<GenerateResult> {
-    return (await this.generateBatch([{ ids: textIds, language }], refMel, opts))[0];
+    return (await this.generateBatch([{ ids: textIds, language }], voice, opts))[0];
   }
 
   async generateBatch(
     items: readonly GenerateItem[],
-    refMel: Float32Array,
+    voice: Voice,
     opts: GenerateOptions = {},
   ): Promise<GenerateResult[]> {
     const maxFrames = opts.maxFrames ?? this.config.max_mel_frames;
-    checkGenerateInputs(this, items, refMel, maxFrames);
+    checkGenerateInputs(this, items, voice, maxFrames);
     const { nMels } = this.sizes;
     const r = this.config.reduction_factor;
     const batch = items.length;
     const textLengths = items.map((i) => i.ids.length);
     const dropout = new DropoutPool(opts.seed ?? mixSeed(this.seed, hashString('generate')));
-    const encoded = this.encodeForGeneration(items, refMel, dropout);
+    const encoded = this.encodeForGeneration(items, voice, dropout);
     const tensors: tf.Tensor[] = encoded.tensors; // and what the steps below add: all disposed at the end
     try {
       // The plan: which token each step says, per utterance, from the predicted durations.
@@ -477,13 +485,13 @@ export class XttsModel {
   }
 
   /**
-   * Generation's encoding of texts that all take the voice of one reference clip: each decoder
+   * Generation's encoding of texts that all take one voice (a reference clip or latents): each decoder
    * layer's memory keys and values, the text's key bias, every token's mean frame and its predicted
    * log duration, and `tensors`, all of them (the caller disposes them).
    */
-  private encodeForGeneration(items: readonly GenerateItem[], refMel: Float32Array, dropout: DropoutPool) {
+  private encodeForGeneration(items: readonly GenerateItem[], voice: Voice, dropout: DropoutPool) {
     const { nMels } = this.sizes;
-    const refFrames = refMel.length / nMels;
+    const { cond_latents: latents, d_model: dModel } = this.config;
     const batch = items.length;
     const textSteps = Math.max(...items.map((i) => i.ids.length));
     const tokens = new Int32Array(batch * textSteps);
@@ -499,8 +507,12 @@ export class XttsModel {
           items.map((i) => i.language),
           'int32',
         ),
-        refMel: tf.tile(tf.tensor3d(refMel, [1, refFrames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
-        refLengths: tf.tensor1d(new Array<number>(batch).fill(refFrames), 'int32'),
+        ...(voice instanceof Float32Array
+          ? {
+              refMel: tf.tile(tf.tensor3d(voice, [1, voice.length / nMels, nMels]), [batch, 1, 1]) as tf.Tensor3D,
+              refLengths: tf.tensor1d(new Array<number>(batch).fill(voice.length / nMels), 'int32'),
+            }
+          : { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }),
       };
       const { kv, text, textBias } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
       return {

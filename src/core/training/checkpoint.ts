@@ -2,9 +2,9 @@
 // folder, every file is fsynced, and one rename makes it visible; `latest` and `best` are pointer
 // files replaced the same way. A write killed at any point leaves the previous checkpoint intact.
 // Rotation keeps the last N and the best. A checkpoint folder holds weights.safetensors (the model),
-// optimizer.safetensors (AdamW's moments and step) and state.json (the rest: step, data position,
-// tokenizer, feature statistics, config); checkpoints written before safetensors (weights.json +
-// weights.bin) still load.
+// optimizer.safetensors (AdamW's moments and step), state.json (the rest: step, data position,
+// tokenizer, feature statistics, config) and voices.safetensors (each trained speaker's voice, for
+// `synthesize --speaker`); checkpoints written before safetensors (weights.json + weights.bin) still load.
 import {
   closeSync,
   existsSync,
@@ -313,6 +313,8 @@ export interface CheckpointContents<State> {
   optimizer: NamedArray[];
   /** Everything else a resume needs (JSON): step, data position, schedule, RNG, tokenizer, stats, config. */
   state: State;
+  /** The trained speakers' voices (voices.ts), `voices.safetensors`; absent in checkpoints older than voices. */
+  voices?: NamedArray[];
 }
 
 export interface CheckpointInfo {
@@ -389,6 +391,7 @@ export class CheckpointStore {
       mkdirSync(tmp);
       writeArrays(tmp, 'weights', contents.weights, weightsMetadata(contents.state));
       writeArrays(tmp, 'optimizer', contents.optimizer);
+      if (contents.voices?.length) writeArrays(tmp, 'voices', contents.voices);
       writeDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
       fsyncDir(tmp);
     } catch (e) {
@@ -426,6 +429,7 @@ export class CheckpointStore {
       weights: readArrays(dir, 'weights'),
       optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'),
       state,
+      ...(existsSync(join(dir, 'voices.safetensors')) ? { voices: readArrays(dir, 'voices') } : {}),
     };
   }
 

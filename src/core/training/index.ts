@@ -14,3 +14,4 @@ export {
 export { parseGpusFlag, planReplicas, type ReplicaPlan } from './parallel/group.js';
 export { type StepCaptureSummary } from './optim/step-replay.js';
 export { exportCheckpoint, type ExportResult } from './export.js';
+export { voices, type VoicesOptions, type VoicesResult } from './voice-catalog.js';

@@ -1,18 +1,16 @@
 // Text (+ a reference clip for the voice) -> WAVs with a trained checkpoint: the checkpoint's own
 // tokenizer, cleaner settings and feature statistics, free-running decoding of every text in
 // batches (monotonic attention, model.ts), Griffin-Lim.
-import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/index.js';
-import { processAudioFile } from '../data/index.js';
 import { encodeWav } from '../data/index.js';
 import { cleanText } from '../data/index.js';
 import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { type GenerateItem, XttsModel } from '../model/index.js';
+import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { generatedFrameBound } from './evaluation.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
@@ -22,7 +20,9 @@ import {
   refuseNonFinite,
   resolveCheckpoint,
   type CheckpointState,
+  type NamedArray,
 } from './checkpoint.js';
+import { readVoiceFile, referenceMels, speakerVoice, trainedVoices } from './voices.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -35,8 +35,15 @@ export interface SynthesizeOptions {
   checkpoint: string;
   texts: SynthesisText[];
   language?: string;
-  /** A WAV of the voice to speak in; default: the model's learnt average voice (a silent reference). */
-  reference?: string;
+  /**
+   * Clips of the voice to speak in (one voice: their latents averaged). Default, with none of
+   * references, speaker and voiceFile: the mean of the checkpoint's trained voices.
+   */
+  references?: string[];
+  /** A trained speaker, by the name the dataset gave them (`xtts voices` lists them). */
+  speaker?: string;
+  /** A voice written by `xtts voices --out`. */
+  voiceFile?: string;
   backend?: Backend;
   maxSeconds?: number;
   griffinLimIterations?: number;
@@ -79,8 +86,17 @@ export interface SynthesizeResult {
   warnings: string[];
   /** What made the WAVs from the mels: Griffin-Lim, or which neural vocoder checkpoint. */
   vocoder: VocoderUsed;
+  /** Whose voice it spoke in. */
+  voice: VoiceUsed;
   synthesisMs: number;
 }
+
+/** Whose voice: clips, a trained speaker, a voice file, or the mean of the trained voices (`speakers` of them). */
+export type VoiceUsed =
+  | { kind: 'reference'; clips: string[] }
+  | { kind: 'speaker'; speaker: string }
+  | { kind: 'file'; file: string; source: string }
+  | { kind: 'average'; speakers: number };
 
 /** Up to 24 characters either side of a position, for messages. */
 function around(text: string, at: number): string {
@@ -98,7 +114,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary', overwrite);
   const dir = resolveCheckpoint(o.checkpoint);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
-  const { config, sizes } = ckpt.state;
+  const { config } = ckpt.state;
   refuseSpeechless(dir, config);
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
   const language = o.language ?? config.dataset.language;
@@ -118,24 +134,17 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     langIndex,
     unseen: new Set(ckpt.state.unseenSymbols ?? []),
   });
-  const refMel = await referenceMel(o.reference, config, ckpt.state.stats);
-  // A diverged run's weights speak nothing: 8 s of silence would look like a result.
-  refuseNonFinite(dir, ckpt);
-  const { choice } = await initBackend(o.backend ?? 'auto', {
-    device: config.device.model_device,
-    matmul: config.device.matmul,
-  });
-  const model = new XttsModel(config.model, sizes, {
-    seed: config.training.seed,
-    convImpl: config.device.conv_kernels,
-  });
-  assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
+  const source = await voiceSource(o, dir, ckpt);
+  warnings.push(...source.warnings);
+  const { model, choice } = await openAcousticModel(dir, ckpt, o.backend);
   let vocoder: MelVocoder | undefined;
   const t0 = performance.now();
   let utterances: SynthesizedUtterance[];
   try {
     vocoder = melVocoder(o.vocoder ?? config.vocoder?.checkpoint, config.audio, o.griffinLimIterations ?? 32);
-    utterances = await speak(model, jobs, refMel, ckpt.state, o, { vocoder, overwrite });
+    // One clip conditions as it always did; several are one voice, their latents averaged.
+    const voice = source.mels.length > 1 ? { latents: await voiceLatents(model, source.mels) } : source.voice;
+    utterances = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite });
   } finally {
     vocoder?.dispose();
     model.dispose();
@@ -150,11 +159,33 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     skipped,
     warnings,
     vocoder: vocoder.used,
+    voice: source.used,
     synthesisMs: performance.now() - t0,
   };
   if (o.summaryFile)
     writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
   return result;
+}
+
+/** A checkpoint's model on the chosen backend, its weights assigned; a diverged one is refused first. */
+export async function openAcousticModel(
+  dir: string,
+  ckpt: { state: CheckpointState; weights: NamedArray[]; optimizer: NamedArray[] },
+  backend: Backend | undefined,
+): Promise<{ model: XttsModel; choice: BackendChoice }> {
+  const { config, sizes } = ckpt.state;
+  // A diverged run's weights speak nothing: 8 s of silence would look like a result.
+  refuseNonFinite(dir, ckpt);
+  const { choice } = await initBackend(backend ?? 'auto', {
+    device: config.device.model_device,
+    matmul: config.device.matmul,
+  });
+  const model = new XttsModel(config.model, sizes, {
+    seed: config.training.seed,
+    convImpl: config.device.conv_kernels,
+  });
+  assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => model.setWeights(w));
+  return { model, choice };
 }
 
 /** A checkpoint trained without text alignment or durations has a decoder that does not follow the text. */
@@ -190,7 +221,7 @@ async function synthesisJobs(
   try {
     for (const input of texts) {
       const name = input.where ? `${input.where}: ` : '';
-      let text = cleanText(input.text, config.text);
+      let text = cleanText(input.text, config.text, language);
       if (text.trim() === '') {
         skipped.push({ where: input.where, text: input.text, reason: 'nothing to speak after cleaning' });
         continue;
@@ -261,38 +292,64 @@ function unspeakable(
  * The voice reference in the model's units: the --reference WAV's log-mel (up to
  * batching.reference_frames), or without one the mean voice.
  */
-async function referenceMel(
-  reference: string | undefined,
-  config: XttsConfig,
-  stats: CheckpointState['stats'],
-): Promise<Float32Array> {
-  const nMels = config.audio.n_mels;
-  if (!reference) {
-    // The mean voice: a reference of zeros in normalised units is the dataset's average spectrum.
-    return new Float32Array(config.batching.reference_frames * nMels);
+/**
+ * The voice the options name, read and checked before any model work: reference clips (their mels;
+ * several are averaged once the model is loaded), a trained speaker, a voice file, or by default the
+ * mean of the checkpoint's trained voices (a silent reference, the dataset's average spectrum, for
+ * checkpoints older than voices).
+ */
+async function voiceSource(
+  o: SynthesizeOptions,
+  dir: string,
+  ckpt: { state: CheckpointState; voices?: NamedArray[] },
+): Promise<{ voice: Voice; mels: Float32Array[]; used: VoiceUsed; warnings: string[] }> {
+  const { config, stats } = ckpt.state;
+  const named = [
+    o.references?.length ? '--reference' : undefined,
+    o.speaker !== undefined ? '--speaker' : undefined,
+    o.voiceFile !== undefined ? '--voice' : undefined,
+  ].filter((f) => f !== undefined);
+  if (named.length > 1)
+    throw new XttsError('USAGE', `${named.join(' and ')} each name a voice: pass one of them`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['several clips of one voice go to --reference, once per clip'],
+    });
+  if (o.references?.length) {
+    const mels = await referenceMels(o.references, config, stats);
+    return { voice: mels[0], mels, used: { kind: 'reference', clips: [...o.references] }, warnings: [] };
   }
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(reference);
-  } catch (e) {
-    throw new XttsError(
-      'SYNTH_REFERENCE',
-      `cannot read --reference ${reference}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
-      { exitCode: ExitCode.usage },
-    );
+  const trained = trainedVoices(ckpt.voices);
+  if (o.speaker !== undefined) {
+    const latents = speakerVoice(dir, trained, o.speaker);
+    return { voice: { latents }, mels: [], used: { kind: 'speaker', speaker: o.speaker }, warnings: [] };
   }
-  const clip = await processAudioFile(bytes, config.audio, reference);
-  const frames = Math.min(clip.frames, config.batching.reference_frames);
-  const refMel = new Float32Array(frames * nMels);
-  for (let i = 0; i < refMel.length; i++) refMel[i] = (clip.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
-  return refMel;
+  if (o.voiceFile !== undefined) {
+    const file = readVoiceFile(o.voiceFile, config, ckpt.state.runId);
+    return {
+      voice: { latents: file.latents },
+      mels: [],
+      used: { kind: 'file', file: o.voiceFile, source: file.info.source },
+      warnings: file.warning ? [file.warning] : [],
+    };
+  }
+  const used: VoiceUsed = { kind: 'average', speakers: trained.size };
+  if (trained.size === 0)
+    return {
+      voice: new Float32Array(config.batching.reference_frames * config.audio.n_mels),
+      mels: [],
+      used,
+      warnings: [],
+    };
+  const mean = new Float32Array([...trained.values()][0].length);
+  for (const v of trained.values()) for (let i = 0; i < mean.length; i++) mean[i] += v[i] / trained.size;
+  return { voice: { latents: mean }, mels: [], used, warnings: [] };
 }
 
 /** Free-running decoding of the jobs in batches, each utterance vocoded by Griffin-Lim and written as a WAV. */
 async function speak(
   model: XttsModel,
   jobs: readonly SynthesisJob[],
-  refMel: Float32Array,
+  voice: Voice,
   state: CheckpointState,
   o: SynthesizeOptions,
   out: { vocoder: MelVocoder; overwrite: { overwrite: boolean } },
@@ -305,7 +362,7 @@ async function speak(
   const utterances: SynthesizedUtterance[] = [];
   for (let start = 0; start < jobs.length; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
-    const results = await model.generateBatch(batch, refMel, {
+    const results = await model.generateBatch(batch, voice, {
       maxFrames,
       logDurationVariance: state.logDurationVariance ?? 0,
     });

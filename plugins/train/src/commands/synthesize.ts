@@ -7,7 +7,8 @@ import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
 
 export default class Synthesize extends XttsCommand<SynthesizeResult> {
-  static override summary = 'Turn text (and a reference clip for the voice) into WAVs with a trained checkpoint.';
+  static override summary =
+    'Turn text into WAVs with a trained checkpoint, in a trained voice or one cloned from clips.';
   static override description =
     'One text with --text and --out, or many with --texts FILE (one per line; blank ' +
     'lines are skipped) and --out-dir DIR, which gets line-0001.wav, line-0002.wav, ' +
@@ -18,6 +19,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     '<%= config.bin %> <%= command.id %> --checkpoint ' +
       'runs/small/checkpoints/step-00100000 --text "Guten Tag." --language de ' +
       '--reference speaker.wav --out out.wav',
+    '<%= config.bin %> <%= command.id %> --checkpoint runs/voices --speaker p225 --text "Hello." --out hello.wav',
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --texts sentences.txt --out-dir spoken/',
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --vocoder runs/vocoder-tiny ' +
       '--text "Hello." --out hello.wav',
@@ -42,8 +44,22 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     }),
     language: Flags.string({ summary: "Language code (default: the config's dataset.language)." }),
     reference: Flags.string({
-      summary: "WAV of the voice to imitate (default: the model's average voice).",
+      summary:
+        'A clip of the voice to imitate (3–10 s is best); give it once per clip for several clips of one voice ' +
+        '(default: the mean of the trained voices).',
       helpValue: 'WAV',
+      multiple: true,
+      exclusive: ['speaker', 'voice'],
+    }),
+    speaker: Flags.string({
+      summary: "Speak in a trained speaker's voice, by the name the dataset gave them (`xtts voices` lists them).",
+      helpValue: 'NAME',
+      exclusive: ['reference', 'voice'],
+    }),
+    voice: Flags.string({
+      summary: 'Speak in a voice saved by `xtts voices --out`.',
+      helpValue: 'FILE',
+      exclusive: ['reference', 'speaker'],
     }),
     backend: Flags.string({
       summary: 'TensorFlow.js backend.',
@@ -91,7 +107,9 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       checkpoint: flags.checkpoint,
       texts,
       language: flags.language,
-      reference: flags.reference,
+      references: flags.reference,
+      speaker: flags.speaker,
+      voiceFile: flags.voice,
       backend: flags.backend as never,
       maxSeconds: flags['max-seconds'],
       batchSize: flags['batch-size'],
@@ -119,10 +137,24 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
           `checkpoint ${r.checkpoint} (step ${r.step}); WAVs by ` +
           (r.vocoder.kind === 'neural'
             ? `the neural vocoder ${r.vocoder.checkpoint} (step ${r.vocoder.step})`
-            : `Griffin-Lim (${r.vocoder.iterations} iterations)`),
+            : `Griffin-Lim (${r.vocoder.iterations} iterations)`) +
+          `; voice: ${describeVoice(r.voice)}`,
       ),
     );
     if (r.utterances.length === 1) this.log(paint.dim(`text as spoken: "${r.utterances[0].cleanedText}"`));
+  }
+}
+
+function describeVoice(v: SynthesizeResult['voice']): string {
+  switch (v.kind) {
+    case 'reference':
+      return v.clips.length === 1 ? v.clips[0] : `${v.clips.length} clips averaged`;
+    case 'speaker':
+      return `trained speaker ${v.speaker}`;
+    case 'file':
+      return `${v.file} (${v.source})`;
+    case 'average':
+      return v.speakers > 0 ? `the mean of ${v.speakers} trained voices` : "the dataset's average spectrum";
   }
 }
 

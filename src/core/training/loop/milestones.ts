@@ -11,6 +11,7 @@ import { type LoaderCommon, synthesizeEval, validate, type ValidationResult } fr
 import type { AdamW } from '../optim/adamw.js';
 import type { ReplicaGroup } from '../parallel/group.js';
 import { SideDevice, type SideResult } from '../side-device.js';
+import { speakerVoices } from '../voices.js';
 import { toArrays, toArraysDisposing } from './host-arrays.js';
 import type { RunLog } from './run-log.js';
 import type { RunState } from './types.js';
@@ -218,6 +219,8 @@ export class Milestones {
         weights: await toArrays(model.getWeights()),
         optimizer: await toArraysDisposing(optimizer.getState()),
         state: ckpt,
+        // Each trained speaker's voice with these weights: `synthesize --speaker` reads it.
+        voices: await speakerVoices(model, data, config),
       };
       dir = store.save(state.step, arrays, { keep: config.training.keep_checkpoints, best });
     } catch (e) {

@@ -1,0 +1,198 @@
+// Voices: whose voice synthesis speaks in. A voice is the conditioning encoder's latents
+// ([cond_latents, d_model], model/generate.ts voiceLatents), averaged over one or more reference clips. Every
+// checkpoint carries the voice of each trained speaker (voices.safetensors, from up to VOICE_CLIPS of
+// their training clips, computed with that checkpoint's weights), so `synthesize --speaker NAME`
+// needs no audio; `xtts voices --out` writes one voice to a file that `synthesize --voice` reads.
+import { readFileSync } from 'node:fs';
+import { FeatureCache } from '../cache/index.js';
+import type { XttsConfig } from '../config/index.js';
+import { processAudioFile } from '../data/index.js';
+import type { PreparedDataset, PreparedItem } from '../data/index.js';
+import { ExitCode, XttsError } from '../errors.js';
+import { voiceLatents, type XttsModel } from '../model/index.js';
+import type { CheckpointState, NamedArray } from './checkpoint.js';
+import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
+
+/** Clips per trained speaker that make their voice: more agree better, and each costs an encoder pass a checkpoint. */
+export const VOICE_CLIPS = 4;
+/** The tensor-name prefix of a speaker's voice in voices.safetensors ("voice/<speaker>"). */
+const VOICE_PREFIX = 'voice/';
+const VOICE_FILE_FORMAT = 'xtts-voice/1';
+
+/**
+ * Each speaker's clips for their voice: the longest training clips (a reference fills the
+ * reference window), ties broken by row id so every checkpoint of a run uses the same ones; a speaker
+ * heard only in validation rows takes those.
+ */
+export function voiceClips(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): PreparedItem[][] {
+  const bySpeaker = data.speakers.map(() => ({ train: [] as PreparedItem[], validation: [] as PreparedItem[] }));
+  for (const item of data.train) bySpeaker[item.speaker]?.train.push(item);
+  for (const item of data.validation) bySpeaker[item.speaker]?.validation.push(item);
+  const order = (a: PreparedItem, b: PreparedItem) => b.frames - a.frames || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return bySpeaker.map(({ train, validation }) =>
+    (train.length ? train : validation).sort(order).slice(0, VOICE_CLIPS),
+  );
+}
+
+/** A clip's log-mel in the model's units (the dataset's statistics), cut to the reference window. */
+function normalisedReference(
+  mel: Float32Array,
+  frames: number,
+  stats: { mean: ArrayLike<number>; std: ArrayLike<number> },
+  config: XttsConfig,
+): Float32Array {
+  const nMels = config.audio.n_mels;
+  const out = new Float32Array(Math.min(frames, config.batching.reference_frames) * nMels);
+  for (let i = 0; i < out.length; i++) out[i] = (mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
+  return out;
+}
+
+/** Every trained speaker's voice with the model's current weights, as checkpoint arrays ("voice/<speaker>"). */
+export async function speakerVoices(
+  model: XttsModel,
+  data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers' | 'stats' | 'cachePath'>,
+  config: XttsConfig,
+): Promise<NamedArray[]> {
+  const clips = voiceClips(data);
+  const cache = FeatureCache.openReadonly(data.cachePath);
+  const shape = [config.model.cond_latents, config.model.d_model];
+  const out: NamedArray[] = [];
+  try {
+    for (const [s, items] of clips.entries()) {
+      const mels = items.flatMap((item) => {
+        const f = cache.getFeature(item.featureKey);
+        return f ? [normalisedReference(f.mel, f.frames, data.stats, config)] : [];
+      });
+      if (mels.length === 0) continue;
+      const latents = await voiceLatents(model, mels);
+      out.push({ name: `${VOICE_PREFIX}${data.speakers[s]}`, shape, dtype: 'float32', data: latents });
+    }
+  } finally {
+    cache.close();
+  }
+  return out;
+}
+
+/** The trained speakers that have a voice in a checkpoint's voices.safetensors (none before voices existed). */
+export function trainedVoices(voices: readonly NamedArray[] | undefined): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const a of voices ?? [])
+    if (a.name.startsWith(VOICE_PREFIX) && a.data instanceof Float32Array)
+      out.set(a.name.slice(VOICE_PREFIX.length), a.data);
+  return out;
+}
+
+/** The voice of trained speaker `name`; refuses an unknown name with the names there are. */
+export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Array>, name: string): Float32Array {
+  const voice = voices.get(name);
+  if (voice) return voice;
+  if (voices.size === 0)
+    throw new XttsError(
+      'SYNTH_SPEAKER',
+      `${dir} holds no trained voices (it was written before checkpoints had them)`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: ['pass --reference with a clip of the speaker, or train on with this xtts (--resume) to add them'],
+      },
+    );
+  const names = [...voices.keys()];
+  throw new XttsError(
+    'SYNTH_SPEAKER',
+    `--speaker ${name} is not a voice of ${dir}; it has ${names.length}: ${names.slice(0, 20).join(', ')}` +
+      (names.length > 20 ? ', …' : ''),
+    { exitCode: ExitCode.usage, suggestions: ['`xtts voices --checkpoint DIR` lists them all'] },
+  );
+}
+
+/**
+ * Reference clips (any audio xtts reads) -> their normalised log-mels, each cut to the reference
+ * window; a clip that cannot be read is named.
+ */
+export async function referenceMels(
+  files: readonly string[],
+  config: XttsConfig,
+  stats: CheckpointState['stats'],
+): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (const file of files) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(file);
+    } catch (e) {
+      throw new XttsError(
+        'SYNTH_REFERENCE',
+        `cannot read --reference ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
+        { exitCode: ExitCode.usage },
+      );
+    }
+    const clip = await processAudioFile(bytes, config.audio, file);
+    out.push(normalisedReference(clip.mel, clip.frames, stats, config));
+  }
+  return out;
+}
+
+/** Where a voice file's voice came from, and for which model: written into its header. */
+export interface VoiceFileInfo {
+  /** The checkpoint that computed it, its run and step. */
+  checkpoint: string;
+  runId?: string;
+  step: number;
+  /** `speaker NAME` or the reference clips' paths. */
+  source: string;
+  latents: number;
+  dModel: number;
+}
+
+/** One voice as a safetensors file (tensor `voice`, [cond_latents, d_model]; the header says whose and for what). */
+export function encodeVoiceFile(latents: Float32Array, info: VoiceFileInfo): Uint8Array {
+  const meta: Record<string, string> = { format: VOICE_FILE_FORMAT, info: JSON.stringify(info) };
+  return encodeSafetensors(
+    [{ name: 'voice', shape: [info.latents, info.dModel], dtype: 'float32', data: latents }],
+    meta,
+  );
+}
+
+/**
+ * A voice file for a model of `config`: refused when it is not one, or its shape is another model's;
+ * a voice computed by another run is a warning (the latents mean what that run's encoder meant).
+ */
+export function readVoiceFile(
+  file: string,
+  config: XttsConfig,
+  runId: string | undefined,
+): { latents: Float32Array; info: VoiceFileInfo; warning?: string } {
+  const bad = (why: string, suggestion: string) =>
+    new XttsError('SYNTH_VOICE_FILE', `--voice ${file}: ${why}`, {
+      exitCode: ExitCode.usage,
+      position: { file },
+      suggestions: [suggestion],
+    });
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    throw bad(`cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`, 'check the path');
+  }
+  const { arrays, metadata } = decodeSafetensors(bytes, file);
+  const voice = arrays.find((a) => a.name === 'voice');
+  if (metadata.format !== VOICE_FILE_FORMAT || !voice || !(voice.data instanceof Float32Array))
+    throw bad('is not an xtts voice file', 'write one with `xtts voices --checkpoint DIR --speaker NAME --out FILE`');
+  let info: VoiceFileInfo;
+  try {
+    info = JSON.parse(metadata.info ?? '') as VoiceFileInfo;
+  } catch {
+    throw bad('its header is damaged', 'write the voice file again with `xtts voices --out`');
+  }
+  const { cond_latents: latents, d_model: dModel } = config.model;
+  if (voice.shape[0] !== latents || voice.shape[1] !== dModel)
+    throw bad(
+      `it is a voice of a model with ${voice.shape.join('×')} latents (${info.checkpoint}); this one takes ` +
+        `${latents}×${dModel}`,
+      'compute the voice with this checkpoint: `xtts voices --checkpoint DIR --reference CLIP --out FILE`',
+    );
+  const warning =
+    info.runId !== undefined && runId !== undefined && info.runId !== runId
+      ? `--voice ${file} was computed by another run (${info.checkpoint}); its voice may not carry over`
+      : undefined;
+  return { latents: voice.data, info, warning };
+}

@@ -1,0 +1,146 @@
+// Voices as a user meets them, through the CLI as processes: a micro model trained on two speakers
+// (the shortest quickstart clips, in the multi-speaker LJSpeech layout) has both voices in its
+// checkpoint; `xtts voices` lists them and the languages; a voice saved to a file speaks exactly as
+// `--speaker` does; several reference clips are one voice (the same as the file `voices --reference`
+// saves); unknown speakers, two voices at once and another model's voice file are refused by name.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { decodeSafetensors } from '../../src/core/training/safetensors.js';
+import { encodeVoiceFile } from '../../src/core/training/voices.js';
+import { assertNoStackTrace, runCli as run } from '../helpers/cli.js';
+import { MICRO_MODEL, shortQuickstartRun } from '../helpers/short-clips.js';
+
+const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
+
+const { dir, config } = shortQuickstartRun(
+  6,
+  'xtts-voices-',
+  `  max_steps: 4
+  log_every: 1
+  validate_every: 1000
+  checkpoint_every: 4
+  eval_every: 1000
+`,
+  MICRO_MODEL,
+);
+const metadata = join(dir, 'data', 'metadata.csv');
+const rows = readFileSync(metadata, 'utf8').trim().split('\n');
+// Two speakers, three clips each, in the multi-speaker layout (id|text|normalised|speaker).
+writeFileSync(metadata, rows.map((r, i) => `${r}|${i % 2 ? 'bob' : 'alice'}`).join('\n') + '\n');
+const clip = (i: number) => join(dir, 'data', 'wavs', `${rows[i].split('|')[0]}.wav`);
+const runDir = join(dir, 'runs', 'voices');
+const checkpoint = () =>
+  join(runDir, 'checkpoints', readFileSync(join(runDir, 'checkpoints', 'latest'), 'utf8').trim());
+const say = ['--text', 'The birch canoe.', '--backend', 'wasm', '--json'];
+
+describe('voices', () => {
+  test('a run on two speakers checkpoints both voices; xtts voices lists them and the languages', async () => {
+    const r = await runCli(['train', '--config', config, '--output', runDir, '--backend', 'wasm', '--json']);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const voices = decodeSafetensors(readFileSync(join(checkpoint(), 'voices.safetensors')), 'voices').arrays;
+    assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
+    assert.deepEqual(voices[0].shape, [4, 32]); // quickstart's cond_latents × the micro d_model
+    const list = await runCli(['voices', '--checkpoint', runDir, '--json']);
+    assert.equal(list.code, 0, list.stderr);
+    const res = list.json.result;
+    assert.deepEqual(res.speakers, [
+      { name: 'alice', voice: true },
+      { name: 'bob', voice: true },
+    ]);
+    assert.deepEqual(res.languages, [{ code: 'en', cleaner: 'english', normalised: true }]);
+    const human = await runCli(['voices', '--checkpoint', runDir]);
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /2 speakers[\s\S]*alice[\s\S]*bob[\s\S]*1 language[\s\S]*en {2}cleaner english/);
+  });
+
+  test('--speaker, and its voice saved to a file, speak the same WAV; the trained voices differ', async () => {
+    const alice = join(dir, 'alice.wav');
+    const a = await runCli(['synthesize', '--checkpoint', runDir, '--speaker', 'alice', '--out', alice, ...say]);
+    assert.equal(a.code, 0, a.stderr);
+    assert.deepEqual(a.json.result.voice, { kind: 'speaker', speaker: 'alice' });
+    const file = join(dir, 'alice.voice.safetensors');
+    const saved = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'alice', '--out', file, '--json']);
+    assert.equal(saved.code, 0, saved.stderr);
+    assert.deepEqual(saved.json.result.saved, { file, source: 'speaker alice' });
+    const fromFile = join(dir, 'alice-file.wav');
+    const f = await runCli(['synthesize', '--checkpoint', runDir, '--voice', file, '--out', fromFile, ...say]);
+    assert.equal(f.code, 0, f.stderr);
+    assert.equal(f.json.result.voice.kind, 'file');
+    assert.ok(readFileSync(fromFile).equals(readFileSync(alice)), 'the voice file speaks as --speaker does');
+    const bob = join(dir, 'bob.wav');
+    assert.equal(
+      (await runCli(['synthesize', '--checkpoint', runDir, '--speaker', 'bob', '--out', bob, ...say])).code,
+      0,
+    );
+    assert.ok(!readFileSync(bob).equals(readFileSync(alice)), 'two speakers, two voices');
+    // No voice named: the mean of the trained voices.
+    const mean = await runCli(['synthesize', '--checkpoint', runDir, '--out', join(dir, 'mean.wav'), ...say]);
+    assert.equal(mean.code, 0, mean.stderr);
+    assert.deepEqual(mean.json.result.voice, { kind: 'average', speakers: 2 });
+  });
+
+  test('several --reference clips are one voice: the same as the voice file `voices --reference` saves', async () => {
+    const clips = ['--reference', clip(0), '--reference', clip(2)];
+    const both = join(dir, 'both.wav');
+    const r = await runCli(['synthesize', '--checkpoint', runDir, ...clips, '--out', both, ...say]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.json.result.voice, { kind: 'reference', clips: [clip(0), clip(2)] });
+    const file = join(dir, 'clips.voice.safetensors');
+    const saved = await runCli(['voices', '--checkpoint', runDir, ...clips, '--out', file, '--backend', 'wasm']);
+    assert.equal(saved.code, 0, saved.stderr);
+    const again = join(dir, 'both-file.wav');
+    const f = await runCli(['synthesize', '--checkpoint', runDir, '--voice', file, '--out', again, ...say]);
+    assert.equal(f.code, 0, f.stderr);
+    assert.ok(readFileSync(again).equals(readFileSync(both)));
+    // Saving again over it needs --overwrite.
+    const twice = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'bob', '--out', file, '--json']);
+    assert.equal(twice.code, 2);
+    assertNoStackTrace(twice);
+  });
+
+  test("an unknown speaker, two voices at once and another model's voice file are refused by name", async () => {
+    const out = join(dir, 'never.wav');
+    const unknown = await runCli(['synthesize', '--checkpoint', runDir, '--speaker', 'carol', '--out', out, ...say]);
+    assert.equal(unknown.code, 2);
+    assert.equal(unknown.json.error.code, 'SYNTH_SPEAKER');
+    assert.match(unknown.json.error.message, /carol is not a voice of .*; it has 2: alice, bob/);
+    const two = await runCli([
+      'synthesize',
+      '--checkpoint',
+      runDir,
+      '--speaker',
+      'alice',
+      '--reference',
+      clip(0),
+      '--out',
+      out,
+      ...say,
+    ]);
+    assert.equal(two.code, 2);
+    assertNoStackTrace(two);
+    const other = join(dir, 'other.voice.safetensors');
+    writeFileSync(
+      other,
+      encodeVoiceFile(new Float32Array(8 * 64), {
+        checkpoint: '/elsewhere/step-00000010',
+        step: 10,
+        source: 'speaker zed',
+        latents: 8,
+        dModel: 64,
+      }),
+    );
+    const wrong = await runCli(['synthesize', '--checkpoint', runDir, '--voice', other, '--out', out, ...say]);
+    assert.equal(wrong.code, 2);
+    assert.equal(wrong.json.error.code, 'SYNTH_VOICE_FILE');
+    assert.match(wrong.json.error.message, /8×64 latents \(\/elsewhere\/step-00000010\); this one takes 4×32/);
+    const notVoice = await runCli(['synthesize', '--checkpoint', runDir, '--voice', config, '--out', out, ...say]);
+    assert.equal(notVoice.code, 2);
+    assertNoStackTrace(notVoice);
+    assert.ok(!existsSync(out), 'nothing spoken');
+    const noOut = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'alice']);
+    assert.equal(noOut.code, 2);
+    assert.match(noOut.stderr, /--out FILE/);
+  });
+});
