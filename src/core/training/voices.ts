@@ -1,5 +1,6 @@
 // Voices: whose voice synthesis speaks in. A voice is the conditioning encoder's latents
-// ([cond_latents, d_model], model/generate.ts voiceLatents), averaged over one or more reference clips. Every
+// ([cond_latents, d_model], model/generate.ts voiceLatents), averaged over the reference windows of one
+// or more clips (a long clip is several windows of reference_frames, as training reads it). Every
 // checkpoint carries the voice of each trained speaker (voices.safetensors, from up to VOICE_CLIPS of
 // their training clips, computed with that checkpoint's weights), so `synthesize --speaker NAME`
 // needs no audio; `xtts voices --out` writes one voice to a file that `synthesize --voice` reads.
@@ -34,17 +35,34 @@ export function voiceClips(data: Pick<PreparedDataset, 'train' | 'validation' | 
   );
 }
 
-/** A clip's log-mel in the model's units (the dataset's statistics), cut to the reference window. */
-function normalisedReference(
+/** At most this many reference windows from one clip (a minute of speech at the default settings). */
+const MAX_WINDOWS_PER_CLIP = 64;
+
+/**
+ * A clip's log-mel in the model's units (the dataset's statistics), as windows of the reference
+ * length: training conditions each step on a random window of `reference_frames` of a clip, so a
+ * longer clip is read as consecutive windows (the last one ending at the clip's end, when at least
+ * half a window is left over) whose voices are averaged; a clip shorter than a window is one window.
+ */
+export function referenceWindows(
   mel: Float32Array,
   frames: number,
   stats: { mean: ArrayLike<number>; std: ArrayLike<number> },
   config: XttsConfig,
-): Float32Array {
+): Float32Array[] {
   const nMels = config.audio.n_mels;
-  const out = new Float32Array(Math.min(frames, config.batching.reference_frames) * nMels);
-  for (let i = 0; i < out.length; i++) out[i] = (mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
-  return out;
+  if (frames < 1) return [];
+  const size = Math.min(frames, config.batching.reference_frames);
+  const starts: number[] = [];
+  for (let at = 0; at + size <= frames && starts.length < MAX_WINDOWS_PER_CLIP; at += size) starts.push(at);
+  const rest = frames - (starts.at(-1)! + size);
+  if (rest >= size / 2 && starts.length < MAX_WINDOWS_PER_CLIP) starts.push(frames - size);
+  return starts.map((start) => {
+    const out = new Float32Array(size * nMels);
+    const from = start * nMels;
+    for (let i = 0; i < out.length; i++) out[i] = (mel[from + i] - stats.mean[i % nMels]) / stats.std[i % nMels];
+    return out;
+  });
 }
 
 /** Every trained speaker's voice with the model's current weights, as checkpoint arrays ("voice/<speaker>"). */
@@ -61,7 +79,7 @@ export async function speakerVoices(
     for (const [s, items] of clips.entries()) {
       const mels = items.flatMap((item) => {
         const f = cache.getFeature(item.featureKey);
-        return f ? [normalisedReference(f.mel, f.frames, data.stats, config)] : [];
+        return f ? referenceWindows(f.mel, f.frames, data.stats, config) : [];
       });
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
@@ -105,8 +123,8 @@ export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Arr
 }
 
 /**
- * Reference clips (any audio xtts reads) -> their normalised log-mels, each cut to the reference
- * window; a clip that cannot be read is named.
+ * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (all the
+ * clips' windows, in order); a clip that cannot be read is named.
  */
 export async function referenceMels(
   files: readonly string[],
@@ -126,7 +144,7 @@ export async function referenceMels(
       );
     }
     const clip = await processAudioFile(bytes, config.audio, file);
-    out.push(normalisedReference(clip.mel, clip.frames, stats, config));
+    out.push(...referenceWindows(clip.mel, clip.frames, stats, config));
   }
   return out;
 }
