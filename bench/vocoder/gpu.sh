@@ -7,7 +7,7 @@
 #
 # espeak-ng speaks the intelligibility benchmark's 1,200 training sentences (the training set) and its 100
 # held-out sentences (the test set); a vocoder trains for at most MINUTES (default 7) on the first, its
-# cosine schedule sized by a 40-step calibration run (its mean step over steps 21-40); then the held-out
+# cosine schedule sized by a 40-step calibration run (lib.sh calibrated_steps); then the held-out
 # clips' ground-truth mels are vocoded by it (batches of 32, its real-time factor printed) and by Griffin-Lim,
 # beside the processed recordings. The evidence comes back as one archive split in parts under 15 MiB:
 # OUT/vocoder.tar.gz.NN
@@ -32,18 +32,9 @@ echo "spoken: $(ls "$work/train-data/wavs" | wc -l) training and $(ls "$work/hel
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 \
   >"$work/smi.csv" 2>/dev/null &
 smi=$!
-t0=$(date +%s%N)
 # shellcheck disable=SC2086 # VOCODER_ARGS: extra --set overrides for both runs (experiments)
-$x train --config "$config" --dataset "$work/train-data" --output "$work/calibration" --max-steps 40 \
-  --backend "$backend" --json ${VOCODER_ARGS:-} \
-  >"$work/calibration.json" 2>"$work/calibration.log"
-# The mean step of steps 21-40 with the readback that ends them: with step capture the median is only the host's
-# issuing time, the GPU's part is paid at the readbacks.
-ms=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
-  "SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0])' "$work/calibration/run.sqlite" 2>/dev/null)
-steps=${VOCODER_STEPS:-$(awk -v m="$minutes" -v ms="${ms:-200}" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }')}
-echo "calibration: mean step ${ms:-unknown} ms in $(since "$t0") ms; schedule of $steps steps" >>"$work/summary.txt"
-rm -rf "$work/calibration"
+steps=${VOCODER_STEPS:-$(calibrated_steps vocoder "$minutes" 200 --config "$config" --dataset "$work/train-data" \
+  ${VOCODER_ARGS:-})}
 
 t0=$(date +%s%N)
 $x train --config "$config" --dataset "$work/train-data" --output "$work/vocoder" --max-minutes "$minutes" \
@@ -65,7 +56,7 @@ echo "total $(since "$start") ms" >>"$work/summary.txt"
 
 # One archive, split: everything but the optimizer's moments.
 (cd "$work" && tar -czf - --exclude='*.safetensors' real neural griffin-lim vocoder train.json train.log \
-  calibration.json calibration.log vocode-neural.json vocode-neural.log vocode-gl.json vocode-gl.log \
+  vocoder-calibration.json vocoder-calibration.log vocode-neural.json vocode-neural.log vocode-gl.json vocode-gl.log \
   summary.txt host.txt smi.csv 2>/dev/null) |
   split -b 15m -d - "$out/vocoder.tar.gz."
 cat "$work/host.txt" "$work/summary.txt"

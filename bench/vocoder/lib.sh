@@ -3,8 +3,12 @@
 data=${VOCODER_DATA:-$here/../intelligibility/data}
 work=$(mktemp -d)
 mkdir -p "$out"
-source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-x="node bundle/xtts.cjs"
+# XTTS_CLI (e.g. "node src/cli/run.js", with XTTS_BENCH_BACKEND=wasm) rehearses a script on a machine without
+# the runtime folder or a GPU.
+if [[ -z ${XTTS_CLI:-} ]]; then
+  source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+fi
+x=${XTTS_CLI:-node bundle/xtts.cjs}
 backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$work/host.txt" 2>&1
@@ -21,4 +25,25 @@ speak() { # TSV FOLDER: each id<TAB>sentence as FOLDER/id.wav, all cores
 speak_training_set() { # the 1,200 training sentences as a dataset in $work/train-data
   speak "$data/train.tsv" "$work/train-data/wavs"
   awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
+}
+
+# The schedule's length for MINUTES of training: a 40-step run of the same config measures the mean step of
+# steps 21-40 with the readbacks that end them (with step capture the median is only the host's issuing
+# time; the GPU's part is paid at the readbacks), and the schedule gets 92% of MINUTES at that pace.
+#   calibrated_steps NAME MINUTES FALLBACK_MS train-args...   (prints the steps; logs to summary.txt)
+calibrated_steps() {
+  local name=$1 minutes=$2 fallback=$3 t0=$(date +%s%N) ms
+  shift 3
+  # shellcheck disable=SC2086 # VOCODER_ARGS: extra --set overrides (experiments)
+  $x train "$@" --output "$work/$name-calibration" --max-steps 40 --backend "$backend" --json \
+    --set training.eval_every=1000000 --set training.validate_every=1000000 --set training.checkpoint_every=1000000 \
+    >"$work/$name-calibration.json" 2>"$work/$name-calibration.log"
+  ms=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
+    "SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0])' "$work/$name-calibration/run.sqlite" 2>/dev/null)
+  rm -rf "$work/$name-calibration"
+  local steps
+  steps=$(awk -v m="$minutes" -v ms="${ms:-$fallback}" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }')
+  echo "$name calibration: mean step ${ms:-unknown} ms in $(since "$t0") ms; schedule of $steps steps" \
+    >>"$work/summary.txt"
+  echo "$steps"
 }
