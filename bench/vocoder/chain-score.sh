@@ -12,7 +12,10 @@ work=${2:-$(mktemp -d)}
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/../intelligibility/data
 py=$here/../intelligibility/.venv/bin/python
-[[ -x $py && -f $data/heldout.tsv ]] || { echo "chain-score.sh: run bench/intelligibility/prepare.sh first" >&2; exit 3; }
+if [[ ! -x $py || ! -f $data/heldout.tsv ]]; then
+  echo "chain-score.sh: run bench/intelligibility/prepare.sh first" >&2
+  exit 3
+fi
 mkdir -p "$work/espeak-ng"
 cat "$out"/chain.tar.gz.* | tar -xzf - -C "$work"
 cat "$work/host.txt" "$work/summary.txt"

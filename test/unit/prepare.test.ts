@@ -170,7 +170,7 @@ test(
   },
 );
 
-test("each row's numbers are read in its own language (multilingual cleaner, languages from the metadata)", async () => {
+test("each row's numbers are read in its own language (multilingual cleaner, language from metadata)", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-lang-'));
   mkdirSync(join(dir, 'wavs'));
   const rows = [

@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The GPU half of the voices benchmark (bench/voices/README.md), on a GPU host with the bundle and the runtime
+# folder beside the checkout (npm run bundle && npm run gpu-runtime), run from the checkout's root:
+#
+#   bash bench/voices/gpu.sh OUT [MINUTES]
+#
+# 1. The corpus: espeak-ng (all cores) speaks the 1,200 training sentences of bench/intelligibility/data,
+#    round-robin over the 12 seen voices of voices.tsv (100 clips each; metadata id|text|text|speaker). The 3
+#    unseen voices never speak a training clip.
+# 2. The clips: one of about 6 s per voice, all 15 (clips.py: held-out sentences that are not evaluation
+#    texts), and the evaluation texts: the first VOICES_TEXTS (20) held-out sentences.
+# 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
+#    time (fit_steps: a 60-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
+# 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), for
+#    every seen voice also by name (--speaker); VOICES_JOBS (4) calls at a time, each timed; a call not
+#    started VOICES_DEADLINE_S (540) seconds after the script's start is skipped (and logged) so that
+#    the whole fits in one 10-minute command. The WAVs are rewritten at 16 kHz (shrink.py).
+# Everything comes back as one archive, OUT/voices.tar (WAVs, the trainer's and synthesiser's JSON and logs,
+# the clips and texts, summary.txt with each phase's timing, host.txt, nvidia-smi's log), split into 15 MiB
+# parts voices.tar.0, .1, … when larger (a file comes back from a GPU host only under 16 MiB), and the
+# model's weights (no optimizer state) as OUT/voices-checkpoint.tar.gz. The archive is rewritten after each
+# phase and on SIGTERM/SIGINT, so a run cut short still leaves what finished. Score with score.sh.
+#
+# Rehearsal on a CPU: XTTS_CLI="node src/cli/run.js" XTTS_BENCH_BACKEND=wasm VOICES_STEPS=30 VOICES_TEXTS=4
+# (no .gpu-runtime/: espeak-ng and node come from PATH; no nvidia-smi: none is logged).
+set -u
+start=$(date +%s%N)
+out=${1:?usage: gpu.sh OUT [MINUTES]}
+minutes=${2:-5.5}
+here=$(cd "$(dirname "$0")" && pwd)
+data=${VOICES_DATA:-$here/../intelligibility/data}
+texts=${VOICES_TEXTS:-20}
+parallel=${VOICES_JOBS:-4}
+deadline_s=${VOICES_DEADLINE_S:-540}
+max_seconds=${VOICES_MAX_SECONDS:-8}
+work=$(mktemp -d)
+mkdir -p "$out" "$work/logs"
+out=$(cd "$out" && pwd)
+if [[ -z ${XTTS_CLI:-} && -f .gpu-runtime/setup.sh ]]; then
+  source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
+else
+  echo "no .gpu-runtime/setup.sh: espeak-ng and node from PATH" >"$work/runtime.txt"
+fi
+x=${XTTS_CLI:-node bundle/xtts.cjs}
+backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal
+since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
+elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
+log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; }
+{
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  else
+    echo "no nvidia-smi"
+  fi
+  nproc
+  espeak-ng --version
+  echo "backend $backend; cli $x; minutes $minutes; texts $texts; jobs $parallel"
+} >"$work/host.txt" 2>&1
+if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
+  echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2
+  exit 2
+fi
+smi=
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 \
+    >"$work/smi.csv" 2>/dev/null &
+  smi=$!
+fi
+
+# The archive, rewritten whole (small things first, so that part 0 holds the logs), and the weights.
+pack() {
+  local t=$(date +%s%N) items=() i
+  cp "$here/voices.tsv" "$work/voices.tsv"
+  for i in summary.txt host.txt runtime.txt smi.csv voices.tsv eval.tsv clips/clips.tsv logs voices-list.json \
+    data/metadata.csv voices clips spoken; do [[ -e $work/$i ]] && items+=("$i"); done
+  rm -f "$out"/voices.tar "$out"/voices.tar.[0-9]*
+  (cd "$work" && tar -cf "$out/voices.tar.tmp" --exclude='voices/checkpoints' "${items[@]}")
+  if (($(stat -c %s "$out/voices.tar.tmp") > 15 * 1048576)); then
+    split -b 15M -d -a 1 "$out/voices.tar.tmp" "$out/voices.tar." && rm -f "$out/voices.tar.tmp"
+  else
+    mv "$out/voices.tar.tmp" "$out/voices.tar"
+  fi
+  if [[ -d $work/voices/checkpoints && ! -f $out/voices-checkpoint.tar.gz ]]; then
+    (cd "$work" && tar -czf "$out/voices-checkpoint.tar.gz" --exclude='*/optimizer.*' voices/checkpoints)
+  fi
+  echo "packed in $(since "$t") ms" >&2
+}
+stopped() {
+  log "stopped by a signal at $(elapsed_s) s"
+  for p in ${running[@]+"${running[@]}"}; do kill "$p" 2>/dev/null; done
+  [[ -n $smi ]] && kill "$smi" 2>/dev/null
+  pack
+  exit 143
+}
+running=()
+trap stopped TERM INT
+
+# 1. The corpus: the seen voices round-robin over the training sentences. A task line is
+# folder<TAB>id<TAB>voice<TAB>pitch<TAB>rate<TAB>text.
+speak_tasks() { # TASKS: each line spoken by espeak-ng, all cores
+  tr '\n' '\0' <"$1" | xargs -0 -P "$(nproc)" -n 1 sh -c \
+    'set -f; IFS="	"; set -- $0; exec espeak-ng -v "$3" -p "$4" -s "$5" -w "$1/$2.wav" "$6"'
+}
+t=$(date +%s%N)
+mkdir -p "$work/data/wavs"
+awk -F'\t' -v OFS='\t' -v dir="$work/data/wavs" -v tasks="$work/corpus-tasks.tsv" -v meta="$work/data/metadata.csv" '
+  NR == FNR && $1 != "name" && $1 !~ /^#/ && $5 == "seen" { n++; name[n] = $1; v[n] = $2; p[n] = $3; r[n] = $4 }
+  NR == FNR { next }
+  { k = (FNR - 1) % n + 1; print dir, $1, v[k], p[k], r[k], $2 > tasks; print $1 "|" $2 "|" $2 "|" name[k] > meta }
+' "$here/voices.tsv" "$data/train.tsv"
+speak_tasks "$work/corpus-tasks.tsv"
+log "corpus: $(ls "$work/data/wavs" | wc -l) clips of $(cut -d'|' -f4 "$work/data/metadata.csv" | sort -u | wc -l)" \
+  "voices spoken in $(since "$t") ms"
+
+# 2. The clips and the evaluation texts.
+t=$(date +%s%N)
+head -n "$texts" "$data/heldout.tsv" >"$work/eval.tsv"
+cut -f2 "$work/eval.tsv" >"$work/eval.txt"
+python3 "$here/clips.py" "$here/voices.tsv" "$data/heldout.tsv" "$texts" "$work/clips" 2>>"$work/logs/clips.log"
+log "clips: $(ls "$work/clips"/*.wav 2>/dev/null | wc -l) reference clips" \
+  "($(awk -F'\t' '{ s += $2 } END { if (NR) printf "%.1f", s / NR }' "$work/clips/clips.tsv") s on average)" \
+  "and $(wc -l <"$work/eval.tsv") evaluation texts in $(since "$t") ms"
+pack
+
+# 3. Training. fit_steps: the steps that fit MINUTES, from a 60-step calibration run's mean step (92% of
+# the minutes at that pace: the rest is start-up and the eager steps that record the replay).
+fit_steps() { # minutes args...
+  local minutes=$1 t=$(date +%s%N) ms
+  shift
+  $x train --output "$work/calibration" --max-steps 60 --backend "$backend" --json "$@" \
+    --set training.eval_every=1000000 --set training.validate_every=1000000 --set training.checkpoint_every=1000000 \
+    >"$work/logs/calibration.json" 2>"$work/logs/calibration.log"
+  # The mean step from the 21st, readbacks included: with step capture the median is only the host's issuing
+  # time, and the GPU's part is paid at the readbacks.
+  ms=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
+    "SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0])' "$work/calibration/run.sqlite" 2>/dev/null)
+  log "calibration: mean step ${ms:-unknown} ms in $(since "$t") ms"
+  rm -rf "$work/calibration"
+  [[ -n $ms ]] && awk -v m="$minutes" -v ms="$ms" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }'
+}
+# shellcheck disable=SC2206
+train_args=(--config "$here/voices.yaml" --dataset "$work/data" ${VOICES_ARGS:-})
+steps=${VOICES_STEPS:-$(fit_steps "$minutes" "${train_args[@]}")}
+steps=${steps:-$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 380 }')}
+t=$(date +%s%N)
+$x train --output "$work/voices" --max-minutes "$minutes" --backend "$backend" --json "${train_args[@]}" \
+  --set training.max_steps="$steps" --set training.eval_every="$steps" --set training.checkpoint_every="$steps" \
+  >"$work/logs/train.json" 2>"$work/logs/train.log"
+rc=$?
+log "train rc=$rc, schedule $steps steps, in $(since "$t") ms"
+$x voices --checkpoint "$work/voices" --json >"$work/voices-list.json" 2>"$work/logs/voices.log"
+log "checkpoint voices: $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["result"]
+print("step", r["step"], "with", " ".join(s["name"] for s in r["speakers"] if s["voice"]))' \
+  "$work/voices-list.json" 2>/dev/null)"
+pack
+
+# 4. Synthesis: every voice from its clip, then every seen voice by name; VOICES_JOBS calls at a time.
+synth() { # mode voice args...
+  local mode=$1 name=$2 t=$(date +%s%N) rc dir="$work/spoken/$1/$2"
+  shift 2
+  mkdir -p "$dir"
+  $x synthesize --checkpoint "$work/voices" --texts "$work/eval.txt" --out-dir "$dir" --backend "$backend" \
+    --batch-size 32 --max-seconds "$max_seconds" --json "$@" \
+    >"$work/logs/synthesize-$mode-$name.json" 2>"$work/logs/synthesize-$mode-$name.log"
+  rc=$?
+  local spoke=$(since "$t")
+  ls "$dir"/*.wav >/dev/null 2>&1 && python3 "$here/shrink.py" "$dir"/*.wav
+  echo "synthesize $mode $name rc=$rc: $(ls "$dir"/*.wav 2>/dev/null | wc -l) WAVs in $spoke ms" \
+    "(started at $((($t - start) / 1000000000)) s)" >"$work/logs/time-$mode-$name.txt"
+}
+jobs_list=()
+speakers=()
+while IFS=$'\t' read -r name _ _ _ split; do
+  [[ $name == name || $name == \#* || -z $name ]] && continue
+  jobs_list+=("reference $name --reference $work/clips/$name.wav")
+  [[ $split == seen ]] && speakers+=("speaker $name --speaker $name")
+done <"$here/voices.tsv"
+jobs_list+=(${speakers[@]+"${speakers[@]}"})
+t=$(date +%s%N)
+skipped=0
+launched=0
+for job in "${jobs_list[@]}"; do
+  while :; do
+    alive=()
+    for p in ${running[@]+"${running[@]}"}; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done
+    running=(${alive[@]+"${alive[@]}"})
+    ((${#running[@]} < parallel)) && break
+    sleep 0.2
+  done
+  if (($(elapsed_s) >= deadline_s)); then
+    log "skipped (past ${deadline_s} s): synthesize ${job%% --*}"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  # shellcheck disable=SC2086
+  synth $job &
+  running+=($!)
+  launched=$((launched + 1))
+  ((launched % 6 == 0)) && pack # what has finished so far, should the command be cut short
+done
+for p in ${running[@]+"${running[@]}"}; do wait "$p"; done
+running=()
+cat "$work"/logs/time-*.txt >>"$work/summary.txt" 2>/dev/null
+log "synthesis: ${#jobs_list[@]} calls ($skipped skipped), $parallel at a time, in $(since "$t") ms"
+[[ -n $smi ]] && kill "$smi" 2>/dev/null
+log "total $(since "$start") ms"
+pack
+cat "$work/host.txt" "$work/summary.txt"
+ls -la "$out"
