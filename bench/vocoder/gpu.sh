@@ -7,7 +7,7 @@
 #
 # espeak-ng speaks the intelligibility benchmark's 1,200 training sentences (the training set) and its 100
 # held-out sentences (the test set); a vocoder trains for at most MINUTES (default 7) on the first, its
-# cosine schedule sized by a 40-step calibration run (lib.sh calibrated_steps); then the held-out
+# cosine schedule sized by an 80-step calibration run (lib.sh calibrated_steps); then the held-out
 # clips' ground-truth mels are vocoded by it (batches of 32, its real-time factor printed) and by Griffin-Lim,
 # beside the processed recordings. The evidence comes back as one archive split in parts under 15 MiB:
 # OUT/vocoder.tar.gz.NN

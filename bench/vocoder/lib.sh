@@ -27,19 +27,21 @@ speak_training_set() { # the 1,200 training sentences as a dataset in $work/trai
   awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/train-data/metadata.csv"
 }
 
-# The schedule's length for MINUTES of training: a 40-step run of the same config measures the mean step of
-# steps 21-40 with the readbacks that end them (with step capture the median is only the host's issuing
-# time; the GPU's part is paid at the readbacks), and the schedule gets 92% of MINUTES at that pace.
+# The schedule's length for MINUTES of training: an 80-step run of the same config measures the mean step of
+# steps 41-80 with the readbacks that end them (with step capture the median is only the host's issuing
+# time; the GPU's part is paid at the readbacks; and the first steps of each bucket shape record the replay:
+# with 4 buckets, steps 21-40 still held some, and the H200 chain run's schedules ended at 60% of their
+# minutes), and the schedule gets 92% of MINUTES at that pace.
 #   calibrated_steps NAME MINUTES FALLBACK_MS train-args...   (prints the steps; logs to summary.txt)
 calibrated_steps() {
   local name=$1 minutes=$2 fallback=$3 t0=$(date +%s%N) ms
   shift 3
   # shellcheck disable=SC2086 # VOCODER_ARGS: extra --set overrides (experiments)
-  $x train "$@" --output "$work/$name-calibration" --max-steps 40 --backend "$backend" --json \
+  $x train "$@" --output "$work/$name-calibration" --max-steps 80 --backend "$backend" --json \
     --set training.eval_every=1000000 --set training.validate_every=1000000 --set training.checkpoint_every=1000000 \
     >"$work/$name-calibration.json" 2>"$work/$name-calibration.log"
   ms=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
-    "SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0])' "$work/$name-calibration/run.sqlite" 2>/dev/null)
+    "SELECT AVG(wall_ms) FROM steps WHERE step > 40").fetchone()[0])' "$work/$name-calibration/run.sqlite" 2>/dev/null)
   rm -rf "$work/$name-calibration"
   local steps
   steps=$(awk -v m="$minutes" -v ms="${ms:-$fallback}" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }')
