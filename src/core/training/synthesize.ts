@@ -1,6 +1,7 @@
-// Text (+ a reference clip for the voice) -> WAVs with a trained checkpoint: the checkpoint's own
-// tokenizer, cleaner settings and feature statistics, free-running decoding of every text in
-// batches (monotonic attention, model.ts), Griffin-Lim.
+// Text -> WAVs with a trained checkpoint, in a voice (voices.ts: reference clips, a trained speaker, a
+// voice file, or the mean of the trained voices): the checkpoint's own tokenizer, cleaner settings and
+// feature statistics, free-running decoding of every text in batches (monotonic attention, model.ts),
+// Griffin-Lim or a neural vocoder.
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/index.js';
@@ -142,7 +143,8 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   let utterances: SynthesizedUtterance[];
   try {
     vocoder = melVocoder(o.vocoder ?? config.vocoder?.checkpoint, config.audio, o.griffinLimIterations ?? 32);
-    // One clip conditions as it always did; several are one voice, their latents averaged.
+    // One reference window conditions as a mel; several (a long clip, or several clips) are one voice, their
+    // latents averaged.
     const voice = source.mels.length > 1 ? { latents: await voiceLatents(model, source.mels) } : source.voice;
     utterances = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite });
   } finally {
