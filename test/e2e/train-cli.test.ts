@@ -89,6 +89,10 @@ describe('xtts train', () => {
       ])
         assert.ok(tb.scalars[tag]?.length > 0, `scalar ${tag}: ${Object.keys(tb.scalars)}`);
       assert.equal(tb.scalars['loss/train'].length, 60);
+      // The HPARAMS tab: the config's settings at the start, how the run ended at its last step.
+      assert.equal(tb.hparams.start.hparams['training.max_steps'], 60);
+      assert.equal(typeof tb.hparams.start.hparams['text.cleaners'], 'string');
+      assert.deepEqual([tb.hparams.end.step, tb.hparams.end.status], [60, 1]);
       // Each kind under its own tag (TensorBoard shows one kind per tag).
       assert.ok(
         tb.images['eval/mel/sentence-1']?.length && tb.images['eval/alignment/sentence-1']?.length,

@@ -101,6 +101,8 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
       Object.keys(tb.audio).join(),
     );
     assert.ok(tb.scalars['loss/train'].length === 8);
+    assert.deepEqual([tb.hparams.start.hparams.task, tb.hparams.start.hparams['vocoder.channels']], ['vocoder', 32]);
+    assert.deepEqual([tb.hparams.end.step, tb.hparams.end.status], [8, 1]);
   });
 
   test('a run stopped at step 4 and resumed ends with the weights and moments of the uninterrupted run', async () => {

@@ -4,7 +4,9 @@ field numbers of TensorFlow's event.proto and summary.proto. Where the `tensorbo
 installed, its own EventFileLoader reads the file too and the two readings must agree.
 Prints JSON: {"file_version", "scalars": {tag: [[step, value]...]}, "images": {tag: [[step, w, h, png bytes]...]},
 "audio": {tag: [[step, rate, frames, wav bytes, content type]...]}, "text": {tag: [[step, markdown]...]},
-"tensorboard": bool}."""
+"hparams": {"start": {"step", "hparams": {key: value}, "start_time_secs"}, "end": {"step", "status", "end_time_secs"}},
+"tensorboard": bool}. The hparams plugin's data is decoded by the field numbers of TensorBoard's
+plugins/hparams/plugin_data.proto and google/protobuf/struct.proto."""
 import json
 import struct
 import sys
@@ -74,7 +76,7 @@ def fields(b):
 
 path = sys.argv[1]
 raw = open(path, 'rb').read()
-result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'text': {}, 'tensorboard': False}
+result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'text': {}, 'hparams': {}, 'tensorboard': False}
 for rec in records(raw):
     ev = fields(rec)
     if 3 in ev:
@@ -90,8 +92,33 @@ for rec in records(raw):
             im = fields(v[4][0])
             result['images'].setdefault(tag, []).append([step, im[2][0], im[1][0], len(im[4][0]), im[4][0][:8].hex()])
         if 8 in v:
+            tensor, plugin_data = fields(v[8][0]), fields(fields(v[9][0])[1][0])
+            plugin = plugin_data[1][0].decode()
+            if plugin == 'hparams':
+                # HParamsPluginData: 1 version, 3 SessionStartInfo, 4 SessionEndInfo; a [0]-shaped float tensor.
+                assert tensor[1][0] == 1, tensor
+                data = fields(plugin_data[2][0])
+                assert data.get(1, [0])[0] == 0, data
+                if 3 in data:
+                    info = fields(data[3][0])
+                    values = {}
+                    for entry in info.get(1, []):
+                        e = fields(entry)
+                        val = fields(e[2][0])
+                        if 2 in val:
+                            values[e[1][0].decode()] = struct.unpack('<d', val[2][0])[0]
+                        elif 3 in val:
+                            values[e[1][0].decode()] = val[3][0].decode()
+                        elif 4 in val:
+                            values[e[1][0].decode()] = bool(val[4][0])
+                    result['hparams']['start'] = {
+                        'step': step, 'hparams': values, 'start_time_secs': struct.unpack('<d', info[5][0])[0]}
+                if 4 in data:
+                    info = fields(data[4][0])
+                    result['hparams']['end'] = {
+                        'step': step, 'status': info[1][0], 'end_time_secs': struct.unpack('<d', info[2][0])[0]}
+                continue
             # A string tensor (tf.summary.text): dtype 7, its plugin named in the metadata.
-            tensor, plugin = fields(v[8][0]), fields(fields(v[9][0])[1][0])[1][0].decode()
             assert tensor[1][0] == 7 and plugin == 'text', (tensor.get(1), plugin)
             result['text'].setdefault(tag, []).append([step, tensor[8][0].decode()])
         if 6 in v:
@@ -115,7 +142,20 @@ if EventAccumulator is not None:
         assert [[e.step, e.width, e.height] for e in acc.Images(tag)] == [r[:3] for r in rows], tag
     for tag, rows in result['audio'].items():
         assert [[e.step, e.sample_rate, e.length_frames] for e in acc.Audio(tag)] == [r[:3] for r in rows], tag
-    assert sorted(tags['tensors']) == sorted(result['text']), (tags['tensors'], list(result['text']))
+    hparams_tags = [f'_hparams_/session_{k}_info' for k in ('start', 'end') if k in result['hparams']]
+    assert sorted(tags['tensors']) == sorted([*result['text'], *hparams_tags]), (tags['tensors'], list(result['text']))
+    if hparams_tags:
+        # TensorBoard's hparams plugin reads its own protocol buffers from the summaries' metadata.
+        from tensorboard.plugins.hparams import metadata as hp_metadata
+        contents = acc.PluginTagToContent('hparams')
+        assert sorted(contents) == sorted(hparams_tags), contents
+        if 'start' in result['hparams']:
+            start = hp_metadata.parse_session_start_info_plugin_data(contents['_hparams_/session_start_info'])
+            got = {k: getattr(v, v.WhichOneof('kind')) for k, v in start.hparams.items()}
+            assert got == result['hparams']['start']['hparams'], (got, result['hparams']['start'])
+        if 'end' in result['hparams']:
+            end = hp_metadata.parse_session_end_info_plugin_data(contents['_hparams_/session_end_info'])
+            assert end.status == result['hparams']['end']['status'], end
     for tag, rows in result['text'].items():
         events = acc.Tensors(tag)
         assert [[e.step, e.tensor_proto.string_val[0].decode()] for e in events] == rows, tag

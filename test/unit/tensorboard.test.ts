@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { encodeWav } from '../../src/core/data/audio/wav.js';
 import { melFigure } from '../../src/core/render/figures.js';
 import { crc32c, EventFileWriter } from '../../src/core/telemetry/tensorboard.js';
+import { hparamsOf } from '../../src/core/training/loop/run-log.js';
 import { readEvents } from '../helpers/tfevents.js';
 
 test('CRC-32C of the standard check string', () => {
@@ -47,4 +48,36 @@ test('scalars, a PNG and a WAV, read back with their steps, sizes and tags', () 
   assert.ok(width > 20 && height > 8, `${width}×${height}`);
   assert.deepEqual(r.audio['eval/sentence-1'][0], [2, 22050, 2205, wav.length, 'audio/wav']);
   if (process.env.XTTS_TEST_PYTHON) assert.equal(r.tensorboard, true, 'TensorBoard itself read the file');
+});
+
+test('hyperparameters for the HPARAMS tab: numbers, strings and booleans, and how the run ended', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-tb-hp-'));
+  const w = new EventFileWriter(dir);
+  const values = { 'training.learning_rate': 0.001, 'model.d_model': 256, 'text.cleaners': 'english', 'x.on': true };
+  w.hparams(0, values, 1_700_000_000.5);
+  w.scalar('loss/train', 1, 2.5);
+  w.hparamsEnd(7, 'success', 1_700_000_100.25);
+  w.close();
+  const r = readEvents(join(dir, readdirSync(dir)[0]));
+  assert.deepEqual(r.hparams.start, { step: 0, hparams: values, start_time_secs: 1_700_000_000.5 });
+  assert.deepEqual(r.hparams.end, { step: 7, status: 1, end_time_secs: 1_700_000_100.25 });
+  assert.deepEqual(Object.keys(r.text), [], 'hparams are not text');
+  if (process.env.XTTS_TEST_PYTHON) assert.equal(r.tensorboard, true, 'TensorBoard itself read the file');
+});
+
+test('a config as hyperparameters: every scalar by its dotted key, scalar lists as one string', () => {
+  const config = {
+    model: { d_model: 256, dropout: 0.1 },
+    text: { languages: ['en', 'de'], cleaners: 'multilingual' },
+    training: { eval_sentences: [{ text: 'Hi.' }], schedule: { name: 'noam' }, amp: false },
+    vocoder: null,
+  };
+  assert.deepEqual(hparamsOf(config), {
+    'model.d_model': 256,
+    'model.dropout': 0.1,
+    'text.languages': 'en, de',
+    'text.cleaners': 'multilingual',
+    'training.schedule.name': 'noam',
+    'training.amp': false,
+  });
 });

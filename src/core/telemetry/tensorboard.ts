@@ -1,6 +1,7 @@
 // TensorBoard event files, written as TensorBoard's own writers do, so that `tensorboard --logdir runs`
 // shows an xtts run beside Coqui's and ESPnet's: a TFRecord stream (length, masked CRC-32C of the
-// length, an `Event` protocol buffer, its masked CRC-32C) of scalars, PNG images and WAV audio.
+// length, an `Event` protocol buffer, its masked CRC-32C) of scalars, PNG images, WAV audio, Markdown text
+// and the hparams plugin's settings (text and hparams are tensors whose metadata names their plugin).
 // No maintained TensorBoard writer exists for Node without libtensorflow (tfjs-node's needs it), and
 // the subset is small: the four messages below, encoded field by field.
 //   Event          1 wall_time double, 2 step int64, 3 file_version string, 5 summary Summary
@@ -192,6 +193,40 @@ export class EventFileWriter {
     const tensor = new Proto().int(1, DT_STRING).message(2, new Proto()).bytes(8, markdown);
     const metadata = new Proto().message(1, new Proto().bytes(1, 'text'));
     this.summary(step, new Proto().bytes(1, tag).message(8, tensor).message(9, metadata));
+  }
+
+  /**
+   * The run's hyperparameters for TensorBoard's HPARAMS tab, as `hp.hparams` writes them: tag
+   * `_hparams_/session_start_info`, an empty float tensor, and in the metadata the `hparams` plugin's
+   * HParamsPluginData (version 0) holding a SessionStartInfo: a map of google.protobuf.Value (number,
+   * string or bool) and the start time. TensorBoard infers the experiment (columns, metrics) from the runs.
+   */
+  hparams(step: number, values: Readonly<Record<string, string | number | boolean>>, startTimeS: number): void {
+    const info = new Proto();
+    for (const [key, v] of Object.entries(values)) {
+      const value =
+        typeof v === 'number'
+          ? new Proto().double(2, v)
+          : typeof v === 'boolean'
+            ? new Proto().int(4, v ? 1 : 0)
+            : new Proto().bytes(3, v);
+      info.message(1, new Proto().bytes(1, key).message(2, value));
+    }
+    info.double(5, startTimeS);
+    this.hparamsSummary(step, 'session_start_info', new Proto().int(1, 0).message(3, info));
+  }
+
+  /** How the run ended, for the HPARAMS tab: SessionEndInfo (status 1 success, 2 failure; the end time). */
+  hparamsEnd(step: number, status: 'success' | 'failure', endTimeS: number): void {
+    const info = new Proto().int(1, status === 'success' ? 1 : 2).double(2, endTimeS);
+    this.hparamsSummary(step, 'session_end_info', new Proto().int(1, 0).message(4, info));
+  }
+
+  private hparamsSummary(step: number, what: string, pluginData: Proto): void {
+    // TensorBoard's NULL_TENSOR: DT_FLOAT, shape [0].
+    const tensor = new Proto().int(1, 1).message(2, new Proto().message(2, new Proto()));
+    const metadata = new Proto().message(1, new Proto().bytes(1, 'hparams').bytes(2, pluginData.finish()));
+    this.summary(step, new Proto().bytes(1, `_hparams_/${what}`).message(8, tensor).message(9, metadata));
   }
 
   flush(): void {

@@ -174,7 +174,7 @@ export async function trainVocoder(o: TrainOptions, runDir: string, runId: strin
     if (stopped && run.step > run.startStep && !last?.endsWith(stepName(run.step))) await saveCheckpoint(run, false);
   } finally {
     run.log.writeLossCurve();
-    run.log.close();
+    run.log.close({ step: run.step, stoppedBy: run.stoppedBy });
   }
   const { config, data, generator } = run;
   const result: VocoderTrainResult = {

@@ -138,12 +138,16 @@ export class RunLog {
     this.evalFiles.push(...files);
   }
 
-  /** The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), at the step the run starts from. */
+  /**
+   * The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), and its settings in the HPARAMS
+   * tab (every scalar key, dotted: `training.learning_rate`), at the step the run starts from.
+   */
   describeConfig(at: number, config: object, file: string | undefined): void {
     const yaml = stringifyYaml(config, { lineWidth: 0 });
     // Markdown: an indented block is shown as code, line for line.
     const indented = yaml.replace(/\n$/, '').replace(/^/gm, '    ');
     this.events?.text('config', at, `${file ? `from \`${file}\`, resolved:\n\n` : ''}${indented}`);
+    this.events?.hparams(at, hparamsOf(config), Date.now() / 1000);
     this.events?.flush();
   }
 
@@ -162,8 +166,32 @@ export class RunLog {
     );
   }
 
-  close(): void {
+  /**
+   * `end`: the run's last step and why it stopped, for the HPARAMS tab's status (a run that diverged, or ended
+   * with no reason, an error, failed).
+   */
+  close(end?: { step: number; stoppedBy?: string }): void {
+    if (end) {
+      const ok = end.stoppedBy !== undefined && end.stoppedBy !== 'non_finite';
+      this.events?.hparamsEnd(end.step, ok ? 'success' : 'failure', Date.now() / 1000);
+    }
     this.db.close();
     this.events?.close();
   }
+}
+
+/**
+ * A config's settings as TensorBoard hyperparameters: every number, string and boolean by its dotted key, a
+ * list of them as one string ("en, de"); lists of objects (eval sentences) and nulls are left out.
+ */
+export function hparamsOf(config: object, prefix = ''): Record<string, string | number | boolean> {
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, v] of Object.entries(config)) {
+    const name = `${prefix}${key}`;
+    if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out[name] = v;
+    else if (Array.isArray(v)) {
+      if (v.every((x) => ['number', 'string', 'boolean'].includes(typeof x))) out[name] = v.join(', ');
+    } else if (v !== null && typeof v === 'object') Object.assign(out, hparamsOf(v, `${name}.`));
+  }
+  return out;
 }

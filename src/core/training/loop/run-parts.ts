@@ -398,6 +398,6 @@ export async function closeRun(p: Partial<RunParts>): Promise<ClosedRun> {
     db?.setMeta('result', { steps: p.state.step, stoppedBy: p.state.stoppedBy, nonFiniteSteps: p.log.nonFiniteSteps });
   const deviceTiming = p.probes?.summary();
   if (deviceTiming) db?.setMeta('deviceTiming', deviceTiming);
-  p.log?.close();
+  p.log?.close(p.state ? { step: p.state.step, stoppedBy: p.state.stoppedBy } : undefined);
   return { stepCapture, hostGc, batchUploads };
 }
