@@ -76,7 +76,8 @@ def fields(b):
 
 path = sys.argv[1]
 raw = open(path, 'rb').read()
-result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'text': {}, 'hparams': {}, 'tensorboard': False}
+result = {'file_version': None, 'scalars': {}, 'images': {}, 'audio': {}, 'text': {}, 'hparams': {},
+          'tensorboard': False}
 for rec in records(raw):
     ev = fields(rec)
     if 3 in ev:

@@ -1,6 +1,6 @@
 // Rules on the text front end: every language the model learns must be one its cleaner reads
 // (numbers and abbreviations in that language) and, for phoneme models, one espeak-ng speaks.
-import { CLEANER_LANGUAGES, espeakLanguages, espeakVoice, isKnownLanguage } from '../data/index.js';
+import { CLEANER_LANGUAGES, cleanerClaims, espeakLanguages, espeakVoice, isKnownLanguage } from '../data/index.js';
 import { at, type Draft, type Rule } from './rule-context.js';
 
 const primary = (code: string) => code.split('-')[0].toLowerCase();
@@ -31,11 +31,10 @@ export const textLanguagesRule: Rule = {
         ),
       );
     }
-    const unread = claimed === 'any' ? [] : known.filter((code) => !claimed.includes(primary(code)));
+    const unread = known.filter((code) => !cleanerClaims(cleaners, code));
     if (unread.length === 0) return out;
-    const multilingual = CLEANER_LANGUAGES.multilingual as readonly string[];
     const fix =
-      cleaners === 'english' && unread.every((l) => multilingual.includes(primary(l)))
+      cleaners === 'english' && unread.every((l) => cleanerClaims('multilingual', l))
         ? 'cleaners: multilingual   # reads each row in its own language'
         : 'cleaners: basic   # keeps the text as written, digits included; or drop those languages';
     out.push(
