@@ -38,8 +38,9 @@ export function identifyCache(path: string): CacheIdentity {
     if (code === 'ENOENT') return { kind: 'absent' };
     return { kind: 'other', why: `it cannot be read (${code ?? (e as Error).message})` };
   }
-  // A WAL database's first pages may still be in its -wal file: then only SQLite can say.
-  const walSize = existsSync(path + '-wal') ? statSync(path + '-wal').size : 0;
+  // A WAL database's first pages may still be in its -wal file: then only SQLite can say. The file goes
+  // when its last connection closes, so it is looked at once, not checked and then read.
+  const walSize = statSync(path + '-wal', { throwIfNoEntry: false })?.size ?? 0;
   if (size === 0 && walSize === 0) return { kind: 'other', why: 'it is an empty file' };
   if (size > 0) {
     const head = Buffer.alloc(100);
