@@ -1,7 +1,9 @@
 // Verdicts on recorded runs crafted to be input-bound, dispatch-bound, sync-bound and balanced;
 // trace files in the structure Perfetto's JSON importer reads; the HTML report.
 import assert from 'node:assert/strict';
+import { joinedRegExp } from '../helpers/regexp.js';
 import { test } from 'node:test';
+import { matmulFlops } from '../../src/core/profile/top-kernels.js';
 import { judge, type VerdictContext } from '../../src/core/profile/verdicts.js';
 import { toTrace, traceProblems } from '../../src/core/profile/trace.js';
 import { htmlReport, stepChartSvg, terminalTimeline } from '../../src/core/profile/report.js';
@@ -408,6 +410,68 @@ test(
       x.evidence,
       /ran at 6\.67 TFLOP\/s, 10\.0% of the device's FP32 peak \(66\.9 TFLOP\/s\): under 20\.0% of peak/,
     );
+    // What to do about it: the tensor cores (this device has them), and xtts's matmuls where tfjs's were chosen.
+    assert.deepEqual(
+      x.actions.map((a) => [a.key, a.value]),
+      [['training.precision', 'mixed_fp16']],
+    );
+    assert.match(x.actions[0].effect, /989\.4 TFLOP\/s peak instead of 66\.9/);
+    assert.deepEqual(
+      verdict(
+        judge(
+          run(
+            20,
+            () => ({}),
+            () => ({ flops: 100e9 }),
+          ),
+          gpu(10, 99),
+          { ...h100, matmul: 'tfjs', precision: 'mixed_fp16' },
+        ),
+        'compute-bound',
+      ).actions.map((a) => [a.key, a.value]),
+      [['device.matmul', 'tiled']],
+    );
+    // With the device-timed step's programs, the top kernels are named: their time, share and a matmul's rate.
+    const programs = [
+      {
+        name: 'XttsWideMatMulProgram',
+        ms: 9,
+        count: 3,
+        shapes: [
+          // 2·4096·1024·512 FLOPs twice in 6 ms: 1.43 TFLOP/s, 2% of 66.9.
+          { shape: '4096×1024 ← 4096×512, 512×1024', ms: 6, count: 2 },
+          // b transposed: [N, K].
+          { shape: '2×64×64 ← 2×64×32, 64×32', ms: 3, count: 1 },
+        ],
+      },
+      {
+        name: 'XttsLayerNormGradProgram',
+        ms: 4,
+        count: 10,
+        shapes: [{ shape: '4096×512 ← 4096×512', ms: 4, count: 10 }],
+      },
+      { name: 'BinaryOpProgram', ms: 1, count: 40 },
+    ];
+    const named = verdict(
+      judge(
+        run(
+          20,
+          () => ({}),
+          () => ({ flops: 100e9 }),
+        ),
+        gpu(10, 99),
+        { ...h100, programs },
+      ),
+      'compute-bound',
+    );
+    assert.match(
+      named.evidence,
+      joinedRegExp(
+        /the top kernels by device time: XttsWideMatMulProgram 4096×1024 ← 4096×512, 512×1024: 6\.00 ms \(43%\), /,
+        /1\.43 TFLOP\/s \(2% of the FP32 peak\); XttsLayerNormGradProgram 4096×512 ← 4096×512: 4\.00 ms \(29%\); /,
+        /XttsWideMatMulProgram 2×64×64 ← 2×64×32, 64×32: 3\.00 ms \(21%\), 0\.00 TFLOP\/s/,
+      ),
+    );
     const fast = judge(
       run(
         20,
@@ -460,3 +524,15 @@ test(
     );
   },
 );
+
+test("a matmul's FLOPs from its shape: either operand transposed, batches, a fused bias; other programs none", () => {
+  const mm = 'XttsWideMatMulProgram';
+  assert.equal(matmulFlops(mm, '128×256 ← 128×64, 64×256'), 2 * 128 * 256 * 64);
+  assert.equal(matmulFlops(mm, '128×256 ← 64×128, 64×256'), 2 * 128 * 256 * 64); // a transposed
+  assert.equal(matmulFlops(mm, '128×256 ← 128×64, 256×64'), 2 * 128 * 256 * 64); // b transposed
+  assert.equal(matmulFlops('MatMulPackedProgram', '8×10×20 ← 8×10×30, 8×30×20, 20'), 2 * 8 * 10 * 20 * 30);
+  assert.equal(matmulFlops(mm, '128×256 ← 128×64, 32×256'), null); // no K both operands share
+  assert.equal(matmulFlops('BinaryOpProgram', '64×64 ← 64×64, 64×64'), null);
+  assert.equal(matmulFlops(mm, 'scalar ← 4, 4'), null);
+  assert.equal(matmulFlops(mm, '64×32 ← 64×16, 16×32, 4, … (5 inputs)'), 2 * 64 * 32 * 16);
+});

@@ -12,6 +12,7 @@ import { writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { type ShapePhase, splitNewShapes } from './shapes.js';
+import { describeKernel, type TopKernel, topKernels } from './top-kernels.js';
 import {
   judge,
   type ProfileVerdicts,
@@ -32,6 +33,7 @@ export {
   type ReplicaSummary,
 } from './verdicts.js';
 export { shapeSteps, splitNewShapes, type ShapePhase } from './shapes.js';
+export { describeKernel, matmulFlops, type TopKernel, topKernels } from './top-kernels.js';
 export { toTrace, traceProblems } from './trace.js';
 export { describeSpans } from '../backend/index.js';
 export { htmlReport, terminalTimeline, stepChartSvg } from './report.js';
@@ -82,20 +84,11 @@ export interface ProfileResult extends ProfileVerdicts {
   stepCapture: { replayedSteps: number; measuredSteps: number; summary: StepCaptureSummary | null } | null;
   /** Measured steps that met a batch shape first, left out of the verdicts' steps; null where none did. */
   newShapes: ShapePhase | null;
-}
-
-/**
- * The `n` largest (program, shape) pairs of a timed step by device time (runs recorded before shapes were kept have
- * none).
- */
-export function largestShapes(
-  programs: readonly ProgramTime[],
-  n: number,
-): { name: string; shape: string; ms: number; count: number }[] {
-  return programs
-    .flatMap((p) => (p.shapes ?? []).map((x) => ({ name: p.name, ...x })))
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, n);
+  /**
+   * The device-timed step's 12 largest (program, shape)s by device time, a matmul's with its TFLOP/s and share of the
+   * precision's peak; empty where no step was device-timed.
+   */
+  topKernels: TopKernel[];
 }
 
 /** What a run's database holds for the profile: its steps, device samples and the meta the trainer recorded. */
@@ -186,6 +179,8 @@ function verdictContext(run: RecordedRun, config: XttsConfig, measuredReplicas: 
     stepCapture: config.device.step_capture,
     pipelineSteps: config.device.pipeline_steps,
     precision: config.training.precision,
+    matmul: config.device.matmul,
+    programs: run.timingMeta?.programs,
     replicas: measuredReplicas.length ? { devices: run.replicaDevices, steps: measuredReplicas } : undefined,
   };
 }
@@ -255,6 +250,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     replicas: measuredReplicas.length ? summarizeReplicas(run.replicaDevices, measuredReplicas) : null,
     stepCapture,
     newShapes,
+    topKernels: topKernels(deviceTiming.programs ?? [], v.breakdown.peakTflops, 12),
   };
 }
 
@@ -390,9 +386,9 @@ function reportFacts(
           .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
           .join(', ')
       : 'not measured',
-    'largest GPU dispatches by shape (device ms per timed step)':
-      largestShapes(o.deviceTiming.programs ?? [], 8)
-        .map((x) => `${x.name} ${x.shape} ${x.ms.toFixed(2)} ms (${x.count.toFixed(0)}×)`)
+    'largest GPU dispatches by shape (device ms per timed step, share, a matmul\'s rate)':
+      topKernels(o.deviceTiming.programs ?? [], b.peakTflops, 8)
+        .map((k) => `${describeKernel(k, b.peakPrecision)} (${k.count.toFixed(0)}×)`)
         .join('; ') || 'not measured',
     'GPU busy': b.gpuBusyShare === null ? 'not measured' : `${(b.gpuBusyShare * 100).toFixed(1)}% (${b.gpuBusySource})`,
     'NVML utilisation': b.utilizationPct === null ? 'n/a' : `${b.utilizationPct.toFixed(1)}%`,

@@ -8,7 +8,10 @@ import type { ReplicaStepRecord } from '../telemetry/index.js';
 import type { StepRecord } from '../telemetry/index.js';
 import { summarize } from '../util/index.js';
 import { breakdown, type StepBreakdown } from './breakdown.js';
+import type { ProgramTime } from '../backend/index.js';
+import { peakFor } from './peaks.js';
 import { newShapeVerdict, type ShapePhase } from './shapes.js';
+import { describeKernel, topKernels } from './top-kernels.js';
 
 export { breakdown, type StepBreakdown } from './breakdown.js';
 
@@ -66,6 +69,10 @@ export interface VerdictContext {
   pipelineSteps?: 'auto' | 'on' | 'off';
   /** The measured steps that met a batch shape first (shapes.ts), judged apart from the steady ones. */
   newShapes?: ShapePhase | null;
+  /** The device-timed steps' GPU programs (per step, largest first): the compute verdict names the top ones. */
+  programs?: readonly ProgramTime[];
+  /** device.matmul of the run. */
+  matmul?: 'tfjs' | 'tiled';
 }
 
 /**
@@ -189,7 +196,7 @@ export function judge(
     input,
     syncVerdict(b, ctx, th),
     ...(b.gpuBusyShare !== null
-      ? [dispatchVerdict(b, b.gpuBusyShare, input.grade, ctx, th), computeVerdict(b, b.gpuBusyShare, th)]
+      ? [dispatchVerdict(b, b.gpuBusyShare, input.grade, ctx, th), computeVerdict(b, b.gpuBusyShare, ctx, th)]
       : [unmeasuredDispatchVerdict(b, ctx)]),
     ...memoryHeadroomVerdict(b, ctx, th),
     oscillationVerdict(steps, b, ctx, th),
@@ -358,8 +365,12 @@ function dispatchVerdict(
   };
 }
 
-/** Whether the GPU is the bottleneck, and whether its kernels reach a fair share of the device's peak. */
-function computeVerdict(b: StepBreakdown, gpuBusyShare: number, th: Thresholds): Finding {
+/**
+ * Whether the GPU is the bottleneck, and whether its kernels reach a fair share of the device's peak; a busy GPU
+ * names its top kernels (device time, and a matmul's TFLOP/s against the peak), and a slow one the changes that
+ * make its matmuls faster.
+ */
+function computeVerdict(b: StepBreakdown, gpuBusyShare: number, ctx: VerdictContext, th: Thresholds): Finding {
   const compute = gpuBusyShare >= th.computeBoundGpuBusy;
   // Busy is not fast: a GPU that runs slow kernels all the time is busy too.
   const slow = compute && b.mfu !== null && b.mfu < th.lowMfu;
@@ -372,6 +383,11 @@ function computeVerdict(b: StepBreakdown, gpuBusyShare: number, th: Thresholds):
         ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} ` +
           `TFLOP/s (the device's peak is not known to xtts)`
         : '';
+  const top = compute ? topKernels(ctx.programs ?? [], b.peakTflops, 3) : [];
+  const topText = top.length
+    ? `; the top kernels by device time: ${top.map((k) => describeKernel(k, b.peakPrecision)).join('; ')}`
+    : '';
+  const tensorPeak = peakFor(ctx.device ?? null, 'mixed_fp16').tflops;
   return {
     id: 'compute-bound',
     grade: slow ? 'moderate' : 'ok',
@@ -381,10 +397,34 @@ function computeVerdict(b: StepBreakdown, gpuBusyShare: number, th: Thresholds):
         ? 'compute-bound: the GPU is the bottleneck (the healthy state)'
         : 'not compute-bound',
     evidence:
-      `GPU busy ${pct(gpuBusyShare)} ` +
-      (`(${busyText(b)})${mfuText}` +
-        (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make ` + `faster` : '')),
-    actions: [],
+      `GPU busy ${pct(gpuBusyShare)} (${busyText(b)})${mfuText}` +
+      (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make faster` : '') +
+      topText,
+    actions: slow
+      ? [
+          ...(ctx.precision !== 'mixed_fp16' && tensorPeak
+            ? [
+                {
+                  key: 'training.precision',
+                  value: 'mixed_fp16',
+                  effect:
+                    `the large matmuls on the tensor cores (f16 operands, f32 sums): a ${tensorPeak} TFLOP/s ` +
+                    `peak instead of ${b.peakTflops}`,
+                  rule: 'training/precision',
+                },
+              ]
+            : []),
+          ...(ctx.matmul === 'tfjs'
+            ? [
+                {
+                  key: 'device.matmul',
+                  value: 'tiled',
+                  effect: "xtts's tiled matmul programs where they fill the device, tfjs's elsewhere",
+                },
+              ]
+            : []),
+        ]
+      : [],
   };
 }
 

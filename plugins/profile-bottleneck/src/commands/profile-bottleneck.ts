@@ -5,7 +5,7 @@ import { Flags } from '@oclif/core';
 import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
 import type { ProgramTime } from '@xtts/core/backend';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
-import { describeSpans, largestShapes, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
+import { describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
 /** A figure (ms, TFLOP/s): two decimals under 10, one under 100, none from 100. */
@@ -126,7 +126,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     if (!r.deviceTiming.available && r.deviceTiming.reason)
       this.log(paint.dim(`device time not measured: ${r.deviceTiming.reason}`));
     this.renderSpans(r);
-    this.renderGpuPrograms(r.deviceTiming.programs ?? []);
+    this.renderGpuPrograms(r);
     if (r.replicas) this.renderReplicas(r.replicas);
     this.log(
       paint.dim(
@@ -239,8 +239,12 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       );
   }
 
-  /** The GPU programs with the most device time per timed step, and the largest of them by shape. */
-  private renderGpuPrograms(top: readonly ProgramTime[]): void {
+  /**
+   * The GPU programs with the most device time per timed step, and the largest of them by shape: a matmul's with its
+   * TFLOP/s and share of the precision's peak.
+   */
+  private renderGpuPrograms(r: ProfileResult): void {
+    const top = r.deviceTiming.programs ?? [];
     if (!top.length) return;
     const total = top.reduce((a, p) => a + p.ms, 0);
     this.log(
@@ -260,14 +264,24 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     this.log(
       renderTable(['program', 'ms', 'share', 'dispatches', 'mean each'], rows, { right: [1, 2, 3, 4] }).trimEnd(),
     );
-    const shapes = largestShapes(top, 10);
-    if (shapes.length) {
-      this.log(paint.bold('largest of them by shape (output ← inputs):'));
-      const shapeRows = shapes.map((x) => [x.name, x.shape, f(x.ms), pct(x.ms / total), x.count.toFixed(0)]);
-      this.log(
-        renderTable(['program', 'shape', 'ms', 'share', 'dispatches'], shapeRows, { right: [2, 3, 4] }).trimEnd(),
-      );
-    }
+    const shapes = r.topKernels.filter((k) => k.shape !== null).slice(0, 10);
+    if (!shapes.length) return;
+    const peak = r.breakdown.peakTflops ? `% of ${r.breakdown.peakPrecision} peak` : 'of peak (not known)';
+    this.log(paint.bold("largest of them by shape (output ← inputs; a matmul's rate from its shape):"));
+    const shapeRows = shapes.map((k) => [
+      k.name,
+      k.shape!,
+      f(k.ms),
+      pct(k.share),
+      k.count.toFixed(0),
+      k.tflops === null ? '' : f(k.tflops),
+      k.peakShare === null ? '' : pct(k.peakShare),
+    ]);
+    this.log(
+      renderTable(['program', 'shape', 'ms', 'share', 'dispatches', 'TFLOP/s', peak], shapeRows, {
+        right: [2, 3, 4, 5, 6],
+      }).trimEnd(),
+    );
   }
 
   /** Data-parallel runs: each replica's device, utterances and mean spans per step, and its live tensors. */
