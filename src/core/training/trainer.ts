@@ -221,6 +221,9 @@ function stepRecord(
     config.batching.batch_size,
     rank0,
   );
+  // The leak verdict's count leaves out what the pipeline holds for other steps and how long: the batches the
+  // lookahead prepared ahead and the steps not yet read back (fewer of both as the run nears its end).
+  const ahead = liveTensors([...(p.feed?.aheadTensors() ?? []), ...p.queue.unreadTensors(), ...issued.held()]);
   const b = issued.batch;
   return {
     step: p.state.step,
@@ -243,9 +246,17 @@ function stepRecord(
     loss: read?.logged?.loss,
     gradNorm: read?.logged?.gradNorm,
     ...(read && read.flag !== 1 ? { nonFinite: true } : {}),
-    tensors: held.numTensors,
-    tensorBytes: held.numBytes,
+    tensors: held.numTensors - ahead.tensors,
+    tensorBytes: held.numBytes - ahead.bytes,
   };
+}
+
+/** How many of `ts` are alive, counted once each, and their bytes. */
+function liveTensors(ts: readonly tf.Tensor[]): { tensors: number; bytes: number } {
+  const live = new Set(ts.filter((t) => !t.isDisposed));
+  let bytes = 0;
+  for (const t of live) bytes += t.size * 4; // float32 and int32
+  return { tensors: live.size, bytes };
 }
 
 /** A program the device refused computed nothing: what follows would train on garbage. */

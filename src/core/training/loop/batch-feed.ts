@@ -73,6 +73,8 @@ interface PreparedBatch {
   batch: LoadedBatch;
   tensors: TrainBatch;
   alignment: Promise<BatchAlignment>;
+  /** The alignment's tensors, once its search has ended. */
+  found?: BatchAlignment;
 }
 
 /** A batch ready for its step: on the device, with the alignment its step trains on. */
@@ -147,6 +149,14 @@ export class BatchFeed {
     }
   }
 
+  /** The tensors of the batches prepared ahead (the lookahead's, fewer as a run nears its end). */
+  aheadTensors(): tf.Tensor[] {
+    return this.ahead.flatMap((p) => [
+      ...(Object.values(p.tensors) as tf.Tensor[]),
+      ...(p.found ? [p.found.steps, p.found.durations] : []),
+    ]);
+  }
+
   /** Frees a fed batch once its step is issued. */
   static dispose(fed: FedBatch): void {
     disposeBatch(fed.tensors);
@@ -173,8 +183,14 @@ export class BatchFeed {
       replayer: this.o.replayer,
       search: searcher && ((task) => searcher.search(task)),
     });
+    const prepared: PreparedBatch = { batch: b, tensors, alignment };
     // Awaited by its step; a run that ends first frees it (close) instead.
-    alignment.catch(() => undefined);
-    return { batch: b, tensors, alignment };
+    alignment.then(
+      (a) => {
+        prepared.found = a;
+      },
+      () => undefined,
+    );
+    return prepared;
   }
 }

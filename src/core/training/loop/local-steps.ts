@@ -8,7 +8,7 @@ import type { XttsModel } from '../../model/index.js';
 import type { SpanTimer } from '../../telemetry/index.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { StepReplayer } from '../optim/step-replay.js';
-import { disposeStepResult, STEP_STATS, type StepResult, trainStep } from '../optim/train-step.js';
+import { disposeStepResult, stepResultTensors, STEP_STATS, type StepResult, trainStep } from '../optim/train-step.js';
 import { BatchFeed, type FedBatch } from './batch-feed.js';
 import type { DeviceProbes } from './device-probes.js';
 import { outOfMemory } from './out-of-memory.js';
@@ -170,6 +170,7 @@ export class LocalSteps implements StepIssuer {
         const stats = meanStats(await Promise.all([...microStats.map((x) => x.data()), result.stats.data()]));
         return { stats, flag: stats[STEP_STATS.indexOf('finite')] };
       },
+      held: () => [...stepResultTensors(result), ...microStats],
       dispose: () => {
         disposeStepResult(result);
         tf.dispose(microStats);

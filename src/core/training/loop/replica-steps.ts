@@ -98,6 +98,7 @@ export class ReplicaSteps implements StepIssuer {
         const [norm, finite] = await Promise.all([u.gradNorm.data(), u.finite.data()]);
         return { stats: [...u.losses, norm[0], finite[0]], flag: finite[0] };
       },
+      held: () => [u.gradNorm, u.finite],
       dispose: () => tf.dispose([u.gradNorm, u.finite]),
     };
   }

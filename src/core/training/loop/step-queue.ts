@@ -2,6 +2,7 @@
 // step N − PIPELINE_DEPTH's flag (or its losses, where it logs), so the device holds the steps in
 // between while the host prepares the next. The queue knows nothing of models: a step is whatever
 // can read its figures back and free what it holds (IssuedStep).
+import type * as tf from '@tensorflow/tfjs-core';
 import type { LoadedBatch } from '../../data/index.js';
 import type { ReplicaStepRecord } from '../../telemetry/index.js';
 import type { StepRecord } from '../../telemetry/index.js';
@@ -47,6 +48,8 @@ export interface IssuedStep {
   replicaParts: Omit<ReplicaStepRecord, 'step' | 'rank'>[];
   /** Starts the readback: the stats where `withStats`, else the finite flag alone. */
   read(withStats: boolean): Promise<StepRead>;
+  /** The tensors the step holds until it is disposed (its losses, flag and outputs). */
+  held(): readonly tf.Tensor[];
   /** Frees what the step holds on the device (after its read settled, or unread when the run stops). */
   dispose(): void;
 }
@@ -93,6 +96,11 @@ export class StepQueue {
       if (this.onSettled(d.rec, read)) return d.rec.step;
     }
     return null;
+  }
+
+  /** The tensors the steps not yet read hold. */
+  unreadTensors(): tf.Tensor[] {
+    return this.pending.flatMap((d) => [...d.step.held()]);
   }
 
   /** Frees what the pending steps hold without reading them (a run that stops). */

@@ -2,4 +2,11 @@
 export { AdamW, type AdamWOptions, type ApplyResult, type OptimizerConfig } from './adamw.js';
 export { clipByGlobalNorm, clipFactor, globalNorm } from './clip.js';
 export { learningRateAt, type ScheduleConfig } from './schedule.js';
-export { disposeStepResult, STEP_STATS, type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
+export {
+  disposeStepResult,
+  STEP_STATS,
+  stepResultTensors,
+  type StepResult,
+  trainStep,
+  type TrainStepOptions,
+} from './train-step.js';

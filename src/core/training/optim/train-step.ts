@@ -113,8 +113,9 @@ function issueStep(
 }
 
 /** Free every tensor of a StepResult. */
-export function disposeStepResult(r: StepResult): void {
-  tf.dispose([
+/** The tensors a step's result holds until it is disposed. */
+export function stepResultTensors(r: StepResult): tf.Tensor[] {
+  return [
     r.total,
     r.melPre,
     r.melPost,
@@ -123,5 +124,9 @@ export function disposeStepResult(r: StepResult): void {
     r.finite,
     r.stats,
     ...(r.gradNorm ? [r.gradNorm] : []),
-  ]);
+  ];
+}
+
+export function disposeStepResult(r: StepResult): void {
+  tf.dispose(stepResultTensors(r));
 }
