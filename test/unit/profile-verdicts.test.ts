@@ -536,3 +536,22 @@ test("a matmul's FLOPs from its shape: either operand transposed, batches, a fus
   assert.equal(matmulFlops(mm, 'scalar ← 4, 4'), null);
   assert.equal(matmulFlops(mm, '64×32 ← 64×16, 16×32, 4, … (5 inputs)'), 2 * 64 * 32 * 16);
 });
+
+test("step capture off on a GPU whose busy share is not measured: the host's dispatch is graded, with capture as the fix", () => {
+  // No device samples and no timestamps (Dawn on OpenGL ES has none): 13 of 15 ms a step go to issuing kernels.
+  const steps = run(20, () => ({}));
+  const off = verdict(judge(steps, [], { ...ctx, stepCapture: 'off' }), 'dispatch-bound');
+  assert.equal(off.grade, 'moderate');
+  assert.match(off.title, /with step capture off the host issues every kernel of every step/);
+  assert.match(off.evidence, /host dispatch is 86\.7% of the step, 1270 kernels a step .*busy share is not measured/);
+  assert.deepEqual(
+    off.actions.map((a) => [a.key, a.value]),
+    [['device.step_capture', 'auto']],
+  );
+  // Capture on, a host that dispatches little, or a CPU backend: nothing to grade.
+  assert.equal(verdict(judge(steps, [], { ...ctx, stepCapture: 'auto' }), 'dispatch-bound').grade, 'ok');
+  const light = run(20, () => ({ forwardBackwardMs: 2, optimizerMs: 1, syncMs: 10 }));
+  assert.equal(verdict(judge(light, [], { ...ctx, stepCapture: 'off' }), 'dispatch-bound').grade, 'ok');
+  const cpu = verdict(judge(steps, [], { ...ctx, stepCapture: 'off', cpuBackend: true }), 'dispatch-bound');
+  assert.deepEqual([cpu.grade, cpu.title], ['ok', 'no GPU: the CPU backend computes while it dispatches']);
+});

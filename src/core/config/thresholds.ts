@@ -63,6 +63,11 @@ export const THRESHOLDS = {
    * slow (our choice).
    */
   lowMfu: 0.2,
+  /**
+   * Share of a GPU step the host spends issuing its kernels (forward/backward and optimizer dispatch) from which a run
+   * with step capture off is host-bound where the GPU's busy share is not measured (our choice).
+   */
+  eagerDispatchShare: 0.5,
 } as const;
 
 /** One line per threshold for docs/rules.md (the comments above, said for a reader of the docs). */
@@ -109,6 +114,9 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
     'Model FLOPs utilisation (matmul and convolution FLOPs per second over the ' +
     "device's dense peak for the run's precision: FP32, or FP16 tensor for " +
     'mixed_fp16) under which the profiler calls a compute-bound GPU busy but slow.',
+  eagerDispatchShare:
+    "Share of a GPU step the host spends issuing kernels from which, where the GPU's busy share is not measured " +
+    '(no timestamp queries, no NVML), the profiler calls a run with step capture off host-bound.',
 };
 
 export type ThresholdName = keyof typeof THRESHOLDS;

@@ -197,7 +197,7 @@ export function judge(
     syncVerdict(b, ctx, th),
     ...(b.gpuBusyShare !== null
       ? [dispatchVerdict(b, b.gpuBusyShare, input.grade, ctx, th), computeVerdict(b, b.gpuBusyShare, ctx, th)]
-      : [unmeasuredDispatchVerdict(b, ctx)]),
+      : [unmeasuredDispatchVerdict(b, ctx, th)]),
     ...memoryHeadroomVerdict(b, ctx, th),
     oscillationVerdict(steps, b, ctx, th),
     ...leakVerdict(steps, th),
@@ -302,6 +302,15 @@ function syncVerdict(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Fin
   };
 }
 
+/** Replaying each bucket's recorded step: what removes the host's per-kernel cost on webgpu. */
+const STEP_CAPTURE_ACTION = {
+  key: 'device.step_capture',
+  value: 'auto',
+  effect:
+    "each bucket's step is recorded once and replayed: a few host calls per program " +
+    "instead of the engine's bookkeeping per kernel",
+};
+
 /**
  * Whether the GPU idles while the host issues kernels. An input-bound run idles too; that comes first,
  * so dispatch is only graded once the input is not the problem.
@@ -331,17 +340,7 @@ function dispatchVerdict(
       `of host time each; dispatch is ${pct(dispatchShare)} of the step`,
     actions: idle
       ? [
-          ...(ctx.stepCapture === 'off' && !ctx.cpuBackend
-            ? [
-                {
-                  key: 'device.step_capture',
-                  value: 'auto',
-                  effect:
-                    "each bucket's step is recorded once and replayed: a few host calls per program " +
-                    "instead of the engine's bookkeeping per kernel",
-                },
-              ]
-            : []),
+          ...(ctx.stepCapture === 'off' && !ctx.cpuBackend ? [STEP_CAPTURE_ACTION] : []),
           {
             key: 'batching.batch_size',
             value: ctx.batchSize * 2,
@@ -428,21 +427,29 @@ function computeVerdict(b: StepBreakdown, gpuBusyShare: number, ctx: VerdictCont
   };
 }
 
-/** No GPU busy share (a CPU backend, or no telemetry): the host's dispatch time, for the record. */
-function unmeasuredDispatchVerdict(b: StepBreakdown, ctx: VerdictContext): Finding {
+/**
+ * No GPU busy share (a CPU backend, or no telemetry): the host's dispatch time, for the record. On a GPU with step
+ * capture off that time is still the finding: the host issues every kernel of every step, which replaying removes,
+ * whatever the GPU did meanwhile.
+ */
+function unmeasuredDispatchVerdict(b: StepBreakdown, ctx: VerdictContext, th: Thresholds): Finding {
   const dispatchShare = b.shares.forwardBackwardMs + b.shares.optimizerMs;
   const perKernel = b.hostMsPerKernel === null ? '?' : `${(b.hostMsPerKernel * 1000).toFixed(0)} µs`;
+  const eager = !ctx.cpuBackend && ctx.stepCapture === 'off' && dispatchShare >= th.eagerDispatchShare;
   return {
     id: 'dispatch-bound',
-    grade: 'ok',
+    grade: eager ? 'moderate' : 'ok',
     title: ctx.cpuBackend
       ? 'no GPU: the CPU backend computes while it dispatches'
-      : 'no device activity measured (no GPU telemetry or timestamps)',
+      : eager
+        ? 'host/dispatch-bound: with step capture off the host issues every kernel of every step'
+        : 'no device activity measured (no GPU telemetry or timestamps)',
     evidence:
       `host dispatch is ${pct(dispatchShare)} of the ` +
       `step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} ` +
-      `each${ctx.cpuBackend ? ', arithmetic included' : ''}`,
-    actions: [],
+      `each${ctx.cpuBackend ? ', arithmetic included' : ''}` +
+      (eager ? "; the GPU's busy share is not measured here (no timestamp queries or GPU telemetry)" : ''),
+    actions: eager ? [STEP_CAPTURE_ACTION] : [],
   };
 }
 
