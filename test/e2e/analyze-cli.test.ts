@@ -3,7 +3,7 @@
 // gives the same envelope shape.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -93,6 +93,23 @@ test('skipped rows are listed with file:line and reason; --strict exits 1', asyn
   ]);
   assert.equal(strict.code, 1);
   assert.equal(strict.json.result.skipped.length, 2);
+});
+
+test('a dataset with no usable row says why in the error itself: the reasons, counted, and the first row', async () => {
+  const { dir, config } = dataset();
+  rmSync(join(dir, 'wavs'), { recursive: true });
+  const r = await runCli(['analyze-data-pipeline', '--config', config, '--json']);
+  assert.equal(r.code, 2, r.stderr);
+  assert.equal(r.json.error.code, 'DATASET_EMPTY');
+  assert.match(
+    r.json.error.message,
+    joinedRegExp(
+      /no usable training rows in .* \(12 skipped: 12 missing_audio\); first: /,
+      /.*metadata\.csv:1 \(QS-\d+\): missing_audio — .*wavs\/QS-\d+\.wav does not exist/,
+    ),
+  );
+  // It does not send the user to the command that just failed.
+  assert.doesNotMatch(r.json.error.suggestions.join(' '), /analyze-data-pipeline/);
 });
 
 test('FLAC and MP3 rows are decoded and timed like WAV ones, the decode stage naming the containers', async () => {

@@ -307,10 +307,28 @@ export function refuseUnusable(
     );
   }
   if (trainRows === 0) {
-    throw new XttsError('DATASET_EMPTY', `no usable training rows in ${datasetDir} (${skipped.length} skipped)`, {
-      exitCode: ExitCode.usage,
-      suggestions: ['see the skipped rows and their reasons with `xtts analyze-data-pipeline --config ...`'],
-    });
+    // Every row is gone: say why here (a command that reads the dataset would stop at the same point).
+    const reasons = new Map<string, number>();
+    for (const r of skipped) reasons.set(r.reason, (reasons.get(r.reason) ?? 0) + 1);
+    const first = skipped[0];
+    throw new XttsError(
+      'DATASET_EMPTY',
+      `no usable training rows in ${datasetDir}` +
+        (first
+          ? ` (${skipped.length} skipped: ${[...reasons].map(([r, n]) => `${n} ${r}`).join(', ')}); first: ` +
+            `${first.file}:${first.line} (${first.id}): ${first.reason} — ${first.detail}`
+          : ''),
+      {
+        exitCode: ExitCode.usage,
+        ...(first ? { position: { file: first.file, line: first.line, rowId: first.id } } : {}),
+        suggestions: [
+          first
+            ? 'fix those rows (docs/datasets.md says which layouts, files and texts xtts reads), or point --dataset at ' +
+              'another folder'
+            : 'add rows to the metadata file, or lower dataset.validation_fraction if they all went to validation',
+        ],
+      },
+    );
   }
 }
 
