@@ -7,8 +7,10 @@
 # CLIPS (default 600) espeak-ng clips of one to three quickstart sentences each, so that their lengths fill the
 # tiny preset's default buckets (4). Profiles of the tiny preset on webgpu, warm-up 10: SHORT (default 40) and
 # LONG (default 200) measured steps must give the same verdicts; then SHORT steps with step capture off (really
-# host-bound), and with a starved input (one loader worker, no feature cache, a prefetch ring of 1). Prints each
-# profile's verdicts (id: grade), its step-time median and p95, and the new-shape phase; packs every JSON result,
+# host-bound), with a starved input (one loader worker, no feature cache, a prefetch ring of 1), and with a planted
+# leak (bundle/planted-leak-bench.cjs: a callback keeps 3 tensors a step; the same run without it); and the normal
+# preset in float32, busy at a small share of the GPU's peak. Prints each profile's verdicts (id: grade), its
+# step-time median and p95, the new-shape phase, the top kernels with a matmul's TFLOP/s; packs every JSON result,
 # log and profiled run's run.sqlite into OUT/profile.tar.gz.
 set -u
 out=${1:?usage: gpu-profile.sh OUT [CLIPS] [SHORT] [LONG]}
@@ -39,7 +41,7 @@ echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 profile() { # name, then profile-bottleneck flags
   local name=$1
   shift
-  timeout 280 $x profile-bottleneck --config bundle/configs/tiny.yaml --dataset "$work/data" --backend webgpu \
+  timeout 280 $x profile-bottleneck --config "bundle/configs/${preset:-tiny}.yaml" --dataset "$work/data" --backend webgpu \
     --warmup 10 --set pipeline.cache.path="$work/cache.sqlite" --output "$work/run-$name" "$@" --json \
     >"$work/$name.json" 2>"$work/$name.log"
   echo "$name: rc=$?" >>"$work/phases.txt"
@@ -49,12 +51,18 @@ profile "steps-$long" --steps "$long"
 profile capture-off --steps "$short" --set device.step_capture=off
 profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false \
   --set pipeline.prefetch_depth=1
+# Busy but slow: the normal preset in float32 keeps the GPU busy at a small share of its peak (issue 35).
+preset=normal profile normal-fp32 --steps 20
+# A leak planted in the same run (a callback keeps 3 tensors a step), and the run without it: the CLI cannot plant one.
+timeout 280 node bundle/planted-leak-bench.cjs --config bundle/configs/tiny.yaml --dataset "$work/data" --backend webgpu \
+  --warmup 10 --steps "$short" --set pipeline.cache.path="$work/cache.sqlite" --out "$work/leak" >"$work/leak.log" 2>&1
+echo "planted-leak: rc=$?" >>"$work/phases.txt"
 
 python3 - "$work" "$short" "$long" >>"$work/summary.txt" <<'PY'
 import json, sys
 work, short, long_ = sys.argv[1], sys.argv[2], sys.argv[3]
 grades = {}
-for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved'):
+for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved', 'normal-fp32'):
     try:
         r = json.load(open(f'{work}/{name}.json'))['result']
     except Exception as e:
@@ -68,10 +76,17 @@ for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved'):
              f"{100 * shapes['wallShare']:.0f}% of the wall)" if shapes else 'new shapes: none after the warm-up')
     print(f"{name} on {r.get('device')}: median {w['p50']:.1f} ms, p95 {w['p95']:.1f} ms; "
           + ', '.join(f'{k}: {v}' for k, v in g.items()) + f'; {phase}')
+    compute = next((v for v in r['verdicts'] if v['id'] == 'compute-bound'), None)
+    if compute and compute['grade'] != 'ok':
+        print(f"  {compute['title']}: {compute['evidence']}")
+    for k in r.get('topKernels', [])[:5]:
+        rate = f", {k['tflops']:.2f} TFLOP/s ({100 * k['peakShare']:.0f}% of peak)" if k.get('peakShare') is not None else ''
+        print(f"  {k['name']} {k['shape'] or ''}: {k['ms']:.2f} ms ({100 * k['share']:.0f}%){rate}")
 a, b = grades.get(f'steps-{short}'), grades.get(f'steps-{long_}')
 print(f'verdicts at --steps {short} and {long_}: ' + ('the same' if a and a == b else f'DIFFER: {a} vs {b}'))
 PY
+grep -E '^(leak|clean|planted leak)' "$work/leak.log" >>"$work/summary.txt"
 cat "$work/phases.txt" "$work/summary.txt"
-rm -rf "$work/data/wavs" "$work/cache.sqlite"
+rm -rf "$work/data/wavs" "$work/cache.sqlite" "$work/leak"/*/checkpoints
 tar czf "$out/profile.tar.gz" -C "$work" .
 cp "$work/summary.txt" "$out/summary.txt"

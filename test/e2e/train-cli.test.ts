@@ -348,17 +348,7 @@ describe('xtts train', () => {
         '--set',
         'training.eval_every=1000',
       ];
-      const first = await runCli([
-        'train',
-        '--config',
-        micro,
-        '--output',
-        out,
-        '--max-steps',
-        '1',
-        ...quiet,
-        '--json',
-      ]);
+      const first = await runCli(['train', '--config', micro, '--output', out, '--max-steps', '1', ...quiet, '--json']);
       assert.equal(first.code, 0, first.stderr.slice(-2000));
       // Weights at the edge of float32 (finite, so the checkpoint is a legal one): every forward pass overflows, as a
       // blown-up run's would.

@@ -386,7 +386,7 @@ function reportFacts(
           .map((p) => `${p.name} ${p.ms.toFixed(2)} ms (${p.count.toFixed(0)}×)`)
           .join(', ')
       : 'not measured',
-    'largest GPU dispatches by shape (device ms per timed step, share, a matmul\'s rate)':
+    "largest GPU dispatches by shape (device ms per timed step, share, a matmul's rate)":
       topKernels(o.deviceTiming.programs ?? [], b.peakTflops, 8)
         .map((k) => `${describeKernel(k, b.peakPrecision)} (${k.count.toFixed(0)}×)`)
         .join('; ') || 'not measured',
