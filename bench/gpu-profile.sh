@@ -54,6 +54,8 @@ profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.e
 # Busy but slow: the normal preset in float32 keeps the GPU busy at a small share of its peak (issue 35).
 preset=normal profile normal-fp32 --steps 20
 # A leak planted in the same run (a callback keeps 3 tensors a step), and the run without it: the CLI cannot plant one.
+# Carried gzipped where a call to a GPU host carries at most 64 MiB.
+[ -f bundle/planted-leak-bench.cjs ] || gunzip -k bundle/planted-leak-bench.cjs.gz
 timeout 280 node bundle/planted-leak-bench.cjs --config bundle/configs/tiny.yaml --dataset "$work/data" --backend webgpu \
   --warmup 10 --steps "$short" --set pipeline.cache.path="$work/cache.sqlite" --out "$work/leak" >"$work/leak.log" 2>&1
 echo "planted-leak: rc=$?" >>"$work/phases.txt"

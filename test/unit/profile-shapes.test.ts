@@ -153,3 +153,45 @@ test('the new-shape phase is a verdict with its steps, cost and the bucket actio
   assert.equal(none.steady.length, 2);
   assert.ok(!judge(none.steady, [], { ...ctx, newShapes: none.phase }).verdicts.some((x) => x.id === 'new-shapes'));
 });
+
+test(
+  'pipelined steps that ran ahead of a slower device after a recording drained the queue are left out: the ' +
+    'steady steps are those the host waited for (an H200 profile of the normal preset, as recorded)',
+  () => {
+    // Steps 1–2 record shape A, 3–7 replay A ahead of the device (the host waits for none), 8–9 record shape B,
+    // 10–13 replay ahead again, 14–20 wait for the device (60 of 72 ms each): the steady state.
+    const steps = run(20).map((s, i) => {
+      const n = i + 1;
+      const recording = n <= 2 || n === 8 || n === 9;
+      const waiting = n >= 14;
+      const spans = {
+        ...s.spans,
+        forwardBackwardMs: recording ? 600 : waiting ? 8 : 25,
+        syncMs: waiting ? 60 : 0.2,
+      };
+      return {
+        ...s,
+        spans,
+        wallMs: Object.values(spans).reduce((a, b) => a + b, 0),
+        replayed: !recording,
+        tokens: n <= 7 ? 40 : 60,
+        frames: n <= 7 ? 200 : 300,
+      };
+    });
+    const { steady, phase } = splitNewShapes(steps, steps);
+    assert.deepEqual(phase?.steps, [1, 2, 8, 9]);
+    assert.deepEqual(phase?.fillingSteps, [3, 4, 5, 6, 7, 10, 11, 12, 13]);
+    assert.deepEqual(
+      steady.map((s) => s.step),
+      [14, 15, 16, 17, 18, 19, 20],
+    );
+    const v = judge(steady, [], { ...ctx, newShapes: phase });
+    const shapes = v.verdicts.find((x) => x.id === 'new-shapes')!;
+    assert.match(shapes.evidence, /steps 3–7, 10–13 after them ran ahead of the device \(the host waited for none/);
+    // A host-paced run (no step waits for the device) keeps every step after the recordings.
+    const hostPaced = steps.map((s) => ({ ...s, spans: { ...s.spans, syncMs: 0.2 } }));
+    const h = splitNewShapes(hostPaced, hostPaced);
+    assert.deepEqual(h.phase?.fillingSteps, []);
+    assert.equal(h.steady.length, 16);
+  },
+);

@@ -532,12 +532,14 @@ test("a matmul's FLOPs from its shape: either operand transposed, batches, a fus
   assert.equal(matmulFlops(mm, '128×256 ← 128×64, 256×64'), 2 * 128 * 256 * 64); // b transposed
   assert.equal(matmulFlops('MatMulPackedProgram', '8×10×20 ← 8×10×30, 8×30×20, 20'), 2 * 8 * 10 * 20 * 30);
   assert.equal(matmulFlops(mm, '128×256 ← 128×64, 32×256'), null); // no K both operands share
+  // Split K: one partial product per split in the output's batch, one product in all.
+  assert.equal(matmulFlops(mm, '4×512×2560 ← 20928×512, 20928×2560'), 2 * 512 * 2560 * 20928);
   assert.equal(matmulFlops('BinaryOpProgram', '64×64 ← 64×64, 64×64'), null);
   assert.equal(matmulFlops(mm, 'scalar ← 4, 4'), null);
   assert.equal(matmulFlops(mm, '64×32 ← 64×16, 16×32, 4, … (5 inputs)'), 2 * 64 * 32 * 16);
 });
 
-test("step capture off on a GPU whose busy share is not measured: the host's dispatch is graded, with capture as the fix", () => {
+test("capture off where GPU busy is not measured: the host's dispatch is graded, with step capture as the fix", () => {
   // No device samples and no timestamps (Dawn on OpenGL ES has none): 13 of 15 ms a step go to issuing kernels.
   const steps = run(20, () => ({}));
   const off = verdict(judge(steps, [], { ...ctx, stepCapture: 'off' }), 'dispatch-bound');

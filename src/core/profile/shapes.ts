@@ -25,6 +25,12 @@ export interface ShapePhase {
    * warming), left out of the verdicts too.
    */
   settlingSteps: number[];
+  /**
+   * Steps after them that ran ahead of a device that was behind (pipelined steps refilling the queue a recording
+   * drained: the host waited for none of them, and the device's backlog was paid inside the next recording), left out
+   * too.
+   */
+  fillingSteps: number[];
 }
 
 /**
@@ -75,7 +81,8 @@ export function splitNewShapes(
   const first = shapeSteps(run, capture);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
-  const rest = measured.filter((s) => !first.has(s.step));
+  const { full, filling } = pastFilling(measured.filter((s) => !first.has(s.step)));
+  const rest = full;
   const settled = settledFrom(rest);
   const settling = rest.slice(0, settled);
   const steady = rest.slice(settled);
@@ -89,8 +96,41 @@ export function splitNewShapes(
     steadyMedianMs: steady.length ? summarize(steady.map((s) => s.wallMs)).p50 : 0,
     steadySteps: steady.length,
     settlingSteps: settling.map((s) => s.step),
+    fillingSteps: filling.map((s) => s.step),
   };
   return { steady: steady.length >= 2 ? steady : [...measured], phase };
+}
+
+/** A step whose host waited for the device for at least this share of it: the pipelined queue was full. */
+const WAITED_SHARE = 0.5;
+
+/**
+ * `steps` (the steady candidates, in order) without those that ran ahead of the device. Pipelined, the host issues
+ * steps without waiting until its queue is full; after a recording drained it, the next steps take the host's time
+ * alone while the device falls behind, and the backlog is paid inside the next recording (an H200 profile of the
+ * normal preset: steps of 11–42 ms after each recording, 72 ms once the host waited, and a wall-time MFU of 82% where
+ * the steady one is a fraction of it). Where some step waited for the device most of its time (the device is the
+ * slower side), each run of consecutive steps keeps its steps from its first such step on, and a run with none is
+ * left out; where none waited, the host sets the pace and every step counts.
+ */
+function pastFilling(steps: readonly StepRecord[]): { full: StepRecord[]; filling: StepRecord[] } {
+  const waited = (s: StepRecord) => s.spans.syncMs >= WAITED_SHARE * s.wallMs;
+  if (!steps.some(waited)) return { full: [...steps], filling: [] };
+  const stretches: StepRecord[][] = [];
+  for (const s of steps) {
+    const last = stretches[stretches.length - 1];
+    if (last && last[last.length - 1].step + 1 === s.step) last.push(s);
+    else stretches.push([s]);
+  }
+  const full: StepRecord[] = [];
+  const filling: StepRecord[] = [];
+  for (const stretch of stretches) {
+    const i = stretch.findIndex(waited);
+    const cut = i < 0 ? stretch.length : i;
+    filling.push(...stretch.slice(0, cut));
+    full.push(...stretch.slice(cut));
+  }
+  return full.length >= 2 ? { full, filling } : { full: [...steps], filling: [] };
 }
 
 /** Steps whose median, five at a time, must come within this factor of the steady median to have settled. */
@@ -139,6 +179,10 @@ export function newShapeVerdict(phase: ShapePhase | null | undefined, buckets: n
     ? `; step${phase.settlingSteps.length === 1 ? '' : 's'} ${stepRanges(phase.settlingSteps)} after them had not ` +
       'settled yet (slower than the steady median by more than a quarter)'
     : '';
+  const filling = phase.fillingSteps.length
+    ? `; step${phase.fillingSteps.length === 1 ? '' : 's'} ${stepRanges(phase.fillingSteps)} after them ran ahead ` +
+      'of the device (the host waited for none of them; the backlog was paid in the next recording)'
+    : '';
   const judged =
     phase.steadySteps >= 2
       ? `the verdicts judge the other ${phase.steadySteps} steps (median ${phase.steadyMedianMs.toFixed(1)} ms)`
@@ -152,7 +196,8 @@ export function newShapeVerdict(phase: ShapePhase | null | undefined, buckets: n
         `step${phase.steps.length === 1 ? '' : 's'} ${stepRanges(phase.steps)} ran shapes ${phase.shapes.join(', ')} ` +
         `before their steady state (recorded for replay, or programs compiled): median ` +
         `${phase.medianMs.toFixed(1)} ms, ${(phase.ms / 1000).toFixed(2)} s in all, ` +
-        `${(phase.wallShare * 100).toFixed(0)}% of the profiled wall; paid once per shape in a run${settling}; ` +
+        `${(phase.wallShare * 100).toFixed(0)}% of the profiled wall; paid once per shape in a run` +
+        `${settling}${filling}; ` +
         `${judged}. ` +
         'A --warmup past them leaves them out of the profile.',
       actions:

@@ -39,7 +39,10 @@ export function matmulFlops(name: string, shape: string): number | null {
   const [rows, cols] = out.slice(-2);
   const [a1, a2] = a.slice(-2);
   const [b1, b2] = b.slice(-2);
-  const batch = out.slice(0, -2).reduce((x, y) => x * y, 1);
+  // The inputs' batch, not the output's: a split-K program writes one partial product per split (4×512×2560 ←
+  // 20928×512, 20928×2560 is one product, K split four ways).
+  const batchOf = (d: number[]) => d.slice(0, -2).reduce((x, y) => x * y, 1);
+  const batch = Math.max(batchOf(a), batchOf(b));
   // K is a's dimension that is not M (a is [M, K], or [K, M] transposed); b must hold K and N.
   for (const k of [a1 === rows ? a2 : null, a2 === rows ? a1 : null])
     if (k !== null && ((b1 === k && b2 === cols) || (b2 === k && b1 === cols))) return 2 * batch * rows * cols * k;
