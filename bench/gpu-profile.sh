@@ -52,7 +52,7 @@ profile capture-off --steps "$short" --set device.step_capture=off
 profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false \
   --set pipeline.prefetch_depth=1
 # Busy but slow: the normal preset in float32 keeps the GPU busy at a small share of its peak (issue 35).
-preset=normal profile normal-fp32 --steps 20
+preset=normal profile normal-fp32 --steps 80
 # A leak planted in the same run (a callback keeps 3 tensors a step), and the run without it: the CLI cannot plant one.
 # Carried gzipped where a call to a GPU host carries at most 64 MiB.
 [ -f bundle/planted-leak-bench.cjs ] || gunzip -k bundle/planted-leak-bench.cjs.gz
