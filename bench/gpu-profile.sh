@@ -9,7 +9,7 @@
 # LONG (default 200) measured steps must give the same verdicts; then SHORT steps with step capture off (really
 # host-bound), with a starved input (one loader worker, no feature cache, a prefetch ring of 1), and with a planted
 # leak (bundle/planted-leak-bench.cjs: a callback keeps 3 tensors a step; the same run without it); and the normal
-# preset in float32, busy at a small share of the GPU's peak. Prints each profile's verdicts (id: grade), its
+# preset in float32 and in mixed_fp16 (MFU against the tensor cores' peak). Prints each profile's verdicts (id: grade), its
 # step-time median and p95, the new-shape phase, the top kernels with a matmul's TFLOP/s; packs every JSON result,
 # log and profiled run's run.sqlite into OUT/profile.tar.gz.
 set -u
@@ -51,8 +51,9 @@ profile "steps-$long" --steps "$long"
 profile capture-off --steps "$short" --set device.step_capture=off
 profile starved --steps "$short" --set pipeline.workers=1 --set pipeline.cache.enabled=false \
   --set pipeline.prefetch_depth=1
-# Busy but slow: the normal preset in float32 keeps the GPU busy at a small share of its peak (issue 35).
+# The normal preset in float32 and in mixed_fp16, whose MFU is against the tensor cores' peak (issues 35 and 36).
 preset=normal profile normal-fp32 --steps 80
+preset=normal profile normal-mixed --steps 80 --set training.precision=mixed_fp16
 # A leak planted in the same run (a callback keeps 3 tensors a step), and the run without it: the CLI cannot plant one.
 # Carried gzipped where a call to a GPU host carries at most 64 MiB.
 [ -f bundle/planted-leak-bench.cjs ] || gunzip -k bundle/planted-leak-bench.cjs.gz
@@ -64,7 +65,7 @@ python3 - "$work" "$short" "$long" >>"$work/summary.txt" <<'PY'
 import json, sys
 work, short, long_ = sys.argv[1], sys.argv[2], sys.argv[3]
 grades = {}
-for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved', 'normal-fp32'):
+for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved', 'normal-fp32', 'normal-mixed'):
     try:
         r = json.load(open(f'{work}/{name}.json'))['result']
     except Exception as e:
