@@ -9,8 +9,9 @@
 # LONG (default 200) measured steps must give the same verdicts; then SHORT steps with step capture off (really
 # host-bound), with a starved input (one loader worker, no feature cache, a prefetch ring of 1), and with a planted
 # leak (bundle/planted-leak-bench.cjs: a callback keeps 3 tensors a step; the same run without it); and the normal
-# preset in float32 and in mixed_fp16 (MFU against the tensor cores' peak). Prints each profile's verdicts (id: grade), its
-# step-time median and p95, the new-shape phase, the top kernels with a matmul's TFLOP/s; packs every JSON result,
+# preset in float32 and in mixed_fp16 (MFU against the tensor cores' peak). Prints each profile's verdicts (id:
+# grade), its step-time median and p95, the new-shape phase, the top kernels with a matmul's TFLOP/s; packs every
+# JSON result,
 # log and profiled run's run.sqlite into OUT/profile.tar.gz.
 set -u
 out=${1:?usage: gpu-profile.sh OUT [CLIPS] [SHORT] [LONG]}
