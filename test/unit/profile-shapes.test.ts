@@ -159,11 +159,12 @@ test(
     'steady steps are those the host waited for (an H200 profile of the normal preset, as recorded)',
   () => {
     // Steps 1–2 record shape A, 3–7 replay A ahead of the device (the host waits for none), 8–9 record shape B,
-    // 10–13 replay ahead again, 14–20 wait for the device (60 of 72 ms each): the steady state.
-    const steps = run(20).map((s, i) => {
+    // 10–15 replay ahead again, 16–22 wait for the device (60 of 72 ms each): the steady state. Steps 3–7 are fewer
+    // than the 6 that filled the queue after the second recording: they were filling it too.
+    const steps = run(22).map((s, i) => {
       const n = i + 1;
       const recording = n <= 2 || n === 8 || n === 9;
-      const waiting = n >= 14;
+      const waiting = n >= 16;
       const spans = {
         ...s.spans,
         forwardBackwardMs: recording ? 600 : waiting ? 8 : 25,
@@ -180,18 +181,23 @@ test(
     });
     const { steady, phase } = splitNewShapes(steps, steps);
     assert.deepEqual(phase?.steps, [1, 2, 8, 9]);
-    assert.deepEqual(phase?.fillingSteps, [3, 4, 5, 6, 7, 10, 11, 12, 13]);
+    assert.deepEqual(phase?.fillingSteps, [3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15]);
     assert.deepEqual(
       steady.map((s) => s.step),
-      [14, 15, 16, 17, 18, 19, 20],
+      [16, 17, 18, 19, 20, 21, 22],
     );
     const v = judge(steady, [], { ...ctx, newShapes: phase });
     const shapes = v.verdicts.find((x) => x.id === 'new-shapes')!;
-    assert.match(shapes.evidence, /steps 3–7, 10–13 after them ran ahead of the device \(the host waited for none/);
+    assert.match(shapes.evidence, /steps 3–7, 10–15 after them ran ahead of the device \(the host waited for none/);
     // A host-paced run (no step waits for the device) keeps every step after the recordings.
     const hostPaced = steps.map((s) => ({ ...s, spans: { ...s.spans, syncMs: 0.2 } }));
     const h = splitNewShapes(hostPaced, hostPaced);
     assert.deepEqual(h.phase?.fillingSteps, []);
-    assert.equal(h.steady.length, 16);
+    assert.equal(h.steady.length, 18);
+    // A step that waited alone (by chance, or the run's last, which is read at once) does not make the queue full.
+    const once = hostPaced.map((s) =>
+      s.step === 12 || s.step === 22 ? { ...s, spans: { ...s.spans, syncMs: 60 } } : s,
+    );
+    assert.deepEqual(splitNewShapes(once, once).phase?.fillingSteps, []);
   },
 );

@@ -81,7 +81,10 @@ export function splitNewShapes(
   const first = shapeSteps(run, capture);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
-  const { full, filling } = pastFilling(measured.filter((s) => !first.has(s.step)));
+  const { full, filling } = pastFilling(
+    measured.filter((s) => !first.has(s.step)),
+    run[run.length - 1].step,
+  );
   const rest = full;
   const settled = settledFrom(rest);
   const settling = rest.slice(0, settled);
@@ -101,35 +104,43 @@ export function splitNewShapes(
   return { steady: steady.length >= 2 ? steady : [...measured], phase };
 }
 
-/** A step whose host waited for the device for at least this share of it: the pipelined queue was full. */
+/** A step whose host waited for the device for at least this share of it ... */
 const WAITED_SHARE = 0.5;
+/** ... in this many steps in a row: the pipelined queue was full. */
+const SUSTAINED = 3;
 
 /**
  * `steps` (the steady candidates, in order) without those that ran ahead of the device. Pipelined, the host issues
  * steps without waiting until its queue is full; after a recording drained it, the next steps take the host's time
- * alone while the device falls behind, and the backlog is paid inside the next recording (an H200 profile of the
- * normal preset: steps of 11–42 ms after each recording, 72 ms once the host waited, and a wall-time MFU of 82% where
- * the steady one is a fraction of it). Where some step waited for the device most of its time (the device is the
- * slower side), each run of consecutive steps keeps its steps from its first such step on, and a run with none is
- * left out; where none waited, the host sets the pace and every step counts.
+ * alone while a slower device falls behind, and the backlog is paid inside the next recording (an H200 profile of the
+ * normal preset: steps of 11–42 ms after each recording, 72 ms once the host waited, and a wall-time MFU of 82%). In
+ * each run of consecutive steps, those before the first of three in a row whose host waited for the device most of
+ * its time are filling the queue; a run with no such step is filling too when it is no longer than the longest filling seen in
+ * this run (the device was behind then), and host-paced (kept) when it is longer. Where no step waited, every step
+ * counts.
  */
-function pastFilling(steps: readonly StepRecord[]): { full: StepRecord[]; filling: StepRecord[] } {
-  const waited = (s: StepRecord) => s.spans.syncMs >= WAITED_SHARE * s.wallMs;
-  if (!steps.some(waited)) return { full: [...steps], filling: [] };
+function pastFilling(steps: readonly StepRecord[], lastStep: number): { full: StepRecord[]; filling: StepRecord[] } {
+  // A run's last step is read at once (it waits by design), and a step may wait by chance where host and device
+  // take about as long: the queue is full where SUSTAINED steps in a row waited.
+  const waited = (s: StepRecord) => s.step !== lastStep && s.spans.syncMs >= WAITED_SHARE * s.wallMs;
+  const fullFrom = (st: readonly StepRecord[]) =>
+    st.findIndex((_, i) => i + SUSTAINED <= st.length && st.slice(i, i + SUSTAINED).every(waited));
   const stretches: StepRecord[][] = [];
   for (const s of steps) {
     const last = stretches[stretches.length - 1];
     if (last && last[last.length - 1].step + 1 === s.step) last.push(s);
     else stretches.push([s]);
   }
+  const firstWait = stretches.map(fullFrom);
+  const longestFill = Math.max(-1, ...firstWait);
+  if (longestFill < 0) return { full: [...steps], filling: [] };
   const full: StepRecord[] = [];
   const filling: StepRecord[] = [];
-  for (const stretch of stretches) {
-    const i = stretch.findIndex(waited);
-    const cut = i < 0 ? stretch.length : i;
+  stretches.forEach((stretch, i) => {
+    const cut = firstWait[i] >= 0 ? firstWait[i] : stretch.length <= longestFill ? stretch.length : 0;
     filling.push(...stretch.slice(0, cut));
     full.push(...stretch.slice(cut));
-  }
+  });
   return full.length >= 2 ? { full, filling } : { full: [...steps], filling: [] };
 }
 
