@@ -535,6 +535,11 @@ test("a matmul's FLOPs from its shape: either operand transposed, batches, a fus
   // Split K: one partial product per split in the output's batch, one product in all.
   assert.equal(matmulFlops(mm, '4×512×2560 ← 20928×512, 20928×2560'), 2 * 512 * 2560 * 20928);
   assert.equal(matmulFlops('BinaryOpProgram', '64×64 ← 64×64, 64×64'), null);
+  // A dense layer's two gradients in one dispatch: dx = dz·Wᵀ (the shape's output) and dW = xᵀ·dz, of one size.
+  assert.equal(
+    matmulFlops('XttsSubgroupMatMulPairProgram', '1×7072×2048 ← 7072×512, 2048×512, 7072×2048, … (4 inputs)'),
+    2 * 2 * 7072 * 2048 * 512,
+  );
   assert.equal(matmulFlops(mm, 'scalar ← 4, 4'), null);
   assert.equal(matmulFlops(mm, '64×32 ← 64×16, 16×32, 4, … (5 inputs)'), 2 * 64 * 32 * 16);
 });

@@ -50,6 +50,12 @@ export interface StepBreakdown {
   mfu: number | null;
 }
 
+/**
+ * Telemetry samples (10 a second) a busy share needs: a window of a few steps of a fast model holds one or two, and
+ * two samples of a bursty load read anything from 0 to 100%.
+ */
+const MIN_UTILIZATION_SAMPLES = 5;
+
 const mean = (xs: readonly number[]): number | null => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
 
 /**
@@ -93,7 +99,7 @@ export function breakdown(
     // recorded run): the sums.
     gpuBusyShare = Math.min(1, everyStepTimed ? deviceMs.total / total : deviceMs.p50 / (wallMs.mean || 1));
     gpuBusySource = 'timestamp-queries';
-  } else if (utilizationPct !== null) {
+  } else if (utilizationPct !== null && util.length >= MIN_UTILIZATION_SAMPLES) {
     gpuBusyShare = utilizationPct / 100;
     gpuBusySource = 'nvml-utilization';
   }

@@ -108,6 +108,13 @@ export function splitNewShapes(
 const WAITED_SHARE = 0.5;
 /** ... in this many steps in a row: the pipelined queue was full. */
 const SUSTAINED = 3;
+/**
+ * Steps a queue takes to fill at most, to be called filling. The trainer leaves at most 3 steps unread
+ * (training/loop/step-queue.ts, PIPELINE_DEPTH 4), so a device clearly slower than the host is behind within a few
+ * steps (4–6 in the H200 profiles); a stretch whose host first waits later ran about as fast as its device, and the
+ * backlog is small beside its length.
+ */
+const FILL_MAX = 8;
 
 /**
  * `steps` (the steady candidates, in order) without those that ran ahead of the device. Pipelined, the host issues
@@ -115,9 +122,9 @@ const SUSTAINED = 3;
  * alone while a slower device falls behind, and the backlog is paid inside the next recording (an H200 profile of the
  * normal preset: steps of 11–42 ms after each recording, 72 ms once the host waited, and a wall-time MFU of 82%). In
  * each run of consecutive steps, those before the first of three in a row whose host waited for the device most of
- * its time are filling the queue; a run with no such step is filling too when it is no longer than the longest filling seen in
- * this run (the device was behind then), and host-paced (kept) when it is longer. Where no step waited, every step
- * counts.
+ * its time are filling the queue (when there are at most FILL_MAX of them); a run with no such step is filling too
+ * when it is no longer than the longest filling seen in this run (the device was behind then), and host-paced (kept)
+ * when it is longer. Where no step waited, every step counts.
  */
 function pastFilling(steps: readonly StepRecord[], lastStep: number): { full: StepRecord[]; filling: StepRecord[] } {
   // A run's last step is read at once (it waits by design), and a step may wait by chance where host and device
@@ -131,7 +138,10 @@ function pastFilling(steps: readonly StepRecord[], lastStep: number): { full: St
     if (last && last[last.length - 1].step + 1 === s.step) last.push(s);
     else stretches.push([s]);
   }
-  const firstWait = stretches.map(fullFrom);
+  const firstWait = stretches.map((st) => {
+    const i = fullFrom(st);
+    return i > FILL_MAX ? 0 : i;
+  });
   const longestFill = Math.max(-1, ...firstWait);
   if (longestFill < 0) return { full: [...steps], filling: [] };
   const full: StepRecord[] = [];

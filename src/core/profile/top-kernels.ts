@@ -26,12 +26,16 @@ const dimsOf = (s: string): number[] | null => {
 };
 
 /**
- * 2·batch·M·N·K of a matmul dispatch from its "out ← a, b[, …]" shape, either operand transposed;
+ * 2·batch·M·N·K of a matmul dispatch from its "out ← a, b[, …]" shape, either operand transposed (twice that for a
+ * pair program);
  * null when the shape is not one of a matmul (`name` must be a matmul program: an element-wise
  * program of square operands would pass the shape test).
  */
 export function matmulFlops(name: string, shape: string): number | null {
-  if (!/MatMul/.test(name) || /Pair/.test(name)) return null;
+  if (!/MatMul/.test(name)) return null;
+  // A pair program computes two products of one size in one dispatch (a dense layer's gradients dz·Wᵀ and xᵀ·dz):
+  // its shape names the first product's output and operands.
+  const products = /Pair/.test(name) ? 2 : 1;
   const m = /^([\d×]+) ← ([\d×]+), ([\d×]+)(?:, .*)?$/.exec(shape);
   if (!m) return null;
   const [out, a, b] = [dimsOf(m[1]), dimsOf(m[2]), dimsOf(m[3])];
@@ -45,7 +49,8 @@ export function matmulFlops(name: string, shape: string): number | null {
   const batch = Math.max(batchOf(a), batchOf(b));
   // K is a's dimension that is not M (a is [M, K], or [K, M] transposed); b must hold K and N.
   for (const k of [a1 === rows ? a2 : null, a2 === rows ? a1 : null])
-    if (k !== null && ((b1 === k && b2 === cols) || (b2 === k && b1 === cols))) return 2 * batch * rows * cols * k;
+    if (k !== null && ((b1 === k && b2 === cols) || (b2 === k && b1 === cols)))
+      return 2 * products * batch * rows * cols * k;
   return null;
 }
 

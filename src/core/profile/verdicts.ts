@@ -443,7 +443,7 @@ function unmeasuredDispatchVerdict(b: StepBreakdown, ctx: VerdictContext, th: Th
       ? 'no GPU: the CPU backend computes while it dispatches'
       : eager
         ? 'host/dispatch-bound: with step capture off the host issues every kernel of every step'
-        : 'no device activity measured (no GPU telemetry or timestamps)',
+        : "the GPU's busy share is not measured (no timestamp queries, and under 5 GPU telemetry samples in the steps)",
     evidence:
       `host dispatch is ${pct(dispatchShare)} of the ` +
       `step, ${b.kernels.mean.toFixed(0)} kernels a step at ${perKernel} ` +
