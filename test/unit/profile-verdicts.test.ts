@@ -452,6 +452,33 @@ test(
       },
       { name: 'BinaryOpProgram', ms: 1, count: 40 },
     ];
+    const withPrograms = (ps: typeof programs) =>
+      verdict(
+        judge(
+          run(
+            20,
+            () => ({}),
+            () => ({ flops: 100e9 }),
+          ),
+          gpu(10, 99),
+          { ...h100, programs: ps },
+        ),
+        'compute-bound',
+      );
+    // Matmuls take 64% of the device time: the tensor cores are the action.
+    assert.deepEqual(
+      withPrograms(programs).actions.map((a) => [a.key, a.value]),
+      [['training.precision', 'mixed_fp16']],
+    );
+    // Matmuls a quarter of the device time (40 kernels): the tensor cores would not be where the time goes.
+    const small = Array.from({ length: 40 }, (_, i) => ({
+      name: i % 4 === 0 ? `MatMul${i}` : `Op${i}`,
+      ms: 0.25,
+      count: 1,
+    }));
+    const few = withPrograms(small);
+    assert.deepEqual(few.actions, []);
+    assert.match(few.evidence, /; matmuls take 25\.0% of the device time$/);
     const named = verdict(
       judge(
         run(

@@ -382,11 +382,16 @@ function computeVerdict(b: StepBreakdown, gpuBusyShare: number, ctx: VerdictCont
         ? `; the model's matmuls and convolutions ran at ${b.achievedTflops.toFixed(2)} ` +
           `TFLOP/s (the device's peak is not known to xtts)`
         : '';
-  const top = compute ? topKernels(ctx.programs ?? [], b.peakTflops, 3) : [];
+  const programs = ctx.programs ?? [];
+  const top = compute ? topKernels(programs, b.peakTflops, 3) : [];
   const topText = top.length
     ? `; the top kernels by device time: ${top.map((k) => describeKernel(k, b.peakPrecision)).join('; ')}`
     : '';
   const tensorPeak = peakFor(ctx.device ?? null, 'mixed_fp16').tflops;
+  // Where the device time goes (where it was timed): the tensor cores help where matmuls take most of it.
+  const deviceTotal = programs.reduce((a, p) => a + p.ms, 0);
+  const matmulShare =
+    deviceTotal > 0 ? programs.filter((p) => /MatMul/.test(p.name)).reduce((a, p) => a + p.ms, 0) / deviceTotal : null;
   return {
     id: 'compute-bound',
     grade: slow ? 'moderate' : 'ok',
@@ -398,10 +403,11 @@ function computeVerdict(b: StepBreakdown, gpuBusyShare: number, ctx: VerdictCont
     evidence:
       `GPU busy ${pct(gpuBusyShare)} (${busyText(b)})${mfuText}` +
       (slow ? `: under ${pct(th.lowMfu)} of peak, the kernels themselves are what to make faster` : '') +
-      topText,
+      topText +
+      (slow && matmulShare !== null ? `; matmuls take ${pct(matmulShare)} of the device time` : ''),
     actions: slow
       ? [
-          ...(ctx.precision !== 'mixed_fp16' && tensorPeak
+          ...(ctx.precision !== 'mixed_fp16' && tensorPeak && (matmulShare === null || matmulShare >= 0.5)
             ? [
                 {
                   key: 'training.precision',
