@@ -78,6 +78,7 @@ function fakeStep(events: string[], name: string, flag: number | Promise<never>)
       if (typeof flag !== 'number') return flag;
       return Promise.resolve<StepRead>({ stats: withStats ? [0.5, 0.1, 0.2, 0.1, 0.1, 3, flag] : null, flag });
     },
+    held: () => [],
     dispose: () => events.push(`dispose ${name}`),
   };
 }
