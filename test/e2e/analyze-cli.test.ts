@@ -112,6 +112,71 @@ test('a dataset with no usable row says why in the error itself: the reasons, co
   assert.doesNotMatch(r.json.error.suggestions.join(' '), /analyze-data-pipeline/);
 });
 
+test(
+  'a Common Voice release and a CSV with its own header names are found without settings; a header without a text ' +
+    'column and a missing metadata file name the keys to set',
+  async () => {
+    const lines = readFileLines(join(quick, 'metadata.csv')).slice(0, 6);
+    const args = (dir: string) => [
+      'analyze-data-pipeline',
+      '--config',
+      join(repoRoot, 'configs', 'quickstart.yaml'),
+      '--dataset',
+      dir,
+      '--set',
+      `pipeline.cache.path=${join(dir, 'cache.sqlite')}`,
+      '--step-ms',
+      '40',
+      '--batches',
+      '2',
+    ];
+    // Common Voice: clips/*.mp3 (sox writes them) and validated.tsv, no metadata.csv.
+    const cv = mkdtempSync(join(tmpdir(), 'xtts-analyze-cv-'));
+    mkdirSync(join(cv, 'clips'));
+    const tsv = ['client_id\tpath\tsentence_id\tsentence\tup_votes\tdown_votes\tlocale'];
+    lines.forEach((row, i) => {
+      const [id, text] = row.split('|');
+      execFileSync('sox', [join(quick, 'wavs', `${id}.wav`), join(cv, 'clips', `cv_${id}.mp3`)]);
+      tsv.push(`speaker${i % 2}\tcv_${id}.mp3\ts${i}\t${text}\t2\t0\ten`);
+    });
+    writeFileSync(join(cv, 'validated.tsv'), `${tsv.join('\n')}\n`);
+    const found = await runCli(args(cv));
+    assert.equal(found.code, 0, found.stderr);
+    assert.match(
+      found.stdout,
+      /data: a Common Voice release, 6 rows: .* 2 speakers, 1 language \(en\); 0 rows skipped/,
+    );
+    // A CSV whose header says file, transcript and speaker_id.
+    const csv = mkdtempSync(join(tmpdir(), 'xtts-analyze-csv-'));
+    mkdirSync(join(csv, 'audio'));
+    const rows = lines.map((row, i) => {
+      const [id, text] = row.split('|');
+      copyFileSync(join(quick, 'wavs', `${id}.wav`), join(csv, 'audio', `${id}.wav`));
+      return `audio/${id}.wav,"${text}",reader${i % 3}`;
+    });
+    writeFileSync(join(csv, 'metadata.csv'), `file,transcript,speaker_id\n${rows.join('\n')}\n`);
+    const named = await runCli(args(csv));
+    assert.equal(named.code, 0, named.stderr);
+    assert.match(named.stdout, /data: a CSV with a header, 6 rows: .* 3 speakers, .*; 0 rows skipped/);
+    // A header with no text column xtts knows: the key to set, not six rows rejected as LJSpeech.
+    writeFileSync(join(csv, 'metadata.csv'), `file,words,speaker_id\n${rows.join('\n')}\n`);
+    const header = await runCli([...args(csv), '--json']);
+    assert.equal(header.code, 2, header.stderr);
+    assert.equal(header.json.error.code, 'DATASET_HEADER');
+    assert.match(
+      header.json.error.message,
+      /is a header \(file, words, speaker_id\) with no column xtts reads as the text/,
+    );
+    assert.match(header.json.error.suggestions.join(' '), /set dataset\.columns\.text to the header's name/);
+    // No metadata.csv and no release TSV: the key that names the file, and the files that are there.
+    rmSync(join(csv, 'metadata.csv'));
+    writeFileSync(join(csv, 'lines.tsv'), 'x');
+    const missing = await runCli([...args(csv), '--json']);
+    assert.equal(missing.json.error.code, 'DATASET_METADATA_MISSING');
+    assert.match(missing.json.error.suggestions.join(' '), /set dataset\.metadata .*\(the folder has lines\.tsv\)/);
+  },
+);
+
 test('FLAC and MP3 rows are decoded and timed like WAV ones, the decode stage naming the containers', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-compressed-'));
   mkdirSync(join(dir, 'clips'));

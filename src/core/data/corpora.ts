@@ -6,8 +6,9 @@
 //   common_voice  a Common Voice TSV (validated.tsv, train.tsv, …; `dataset.metadata`) with a header
 //                 naming client_id, path, sentence and (newer releases) locale; clips/<path> (MP3)
 //   csv           any delimited file with a header row: `dataset.columns` names the audio, text,
-//                 speaker and language columns; the delimiter (, ; tab |) is read from the header,
-//                 quoted fields (RFC 4180, csv-parse) may hold delimiters and line breaks
+//                 speaker and language columns (`auto` also reads a header's common names for them:
+//                 file, path, transcript, sentence, speaker_id, locale, …); the delimiter (, ; tab |) is
+//                 read from the header, quoted fields (RFC 4180, csv-parse) may hold delimiters and line breaks
 // Each gives ManifestRows with the file and line (or the transcript file) they came from; the audio's
 // existence is checked afterwards with every other format's (manifest.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -16,6 +17,60 @@ import { parse } from 'csv-parse/sync';
 import type { DatasetConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ManifestPart, ManifestRow, SkippedRow } from './manifest.js';
+
+/** A Common Voice release's TSVs, the validated rows first: read where the folder has no `dataset.metadata`. */
+export const COMMON_VOICE_FILES = ['validated.tsv', 'train.tsv'] as const;
+
+/** Whether a TSV header is a Common Voice release's. */
+export function isCommonVoiceHeader(head: string): boolean {
+  const cells = head.split('\t').map((x) => x.trim());
+  return ['path', 'sentence', 'client_id'].every((c) => cells.includes(c));
+}
+
+/** The header names `auto` reads a column as (any case), in order of preference. */
+const COLUMN_NAMES = {
+  audio: [
+    'audio',
+    'file',
+    'path',
+    'filename',
+    'file_name',
+    'audio_path',
+    'audio_file',
+    'audio_filepath',
+    'wav',
+    'clip',
+  ],
+  text: ['text', 'transcript', 'transcription', 'sentence', 'normalized_text', 'utterance', 'caption'],
+  speaker: ['speaker', 'speaker_id', 'speaker_name', 'client_id', 'spk', 'voice'],
+  language: ['language', 'lang', 'locale', 'language_code'],
+} as const;
+
+/**
+ * A header's columns by the names xtts knows for them (COLUMN_NAMES): the audio and text columns, with the speaker
+ * and language ones where it has them; `missing` names the required ones it lacks.
+ */
+export function inferCsvColumns(
+  header: readonly string[],
+): { columns: DatasetConfig['columns']; missing: [] } | { columns: null; missing: ('audio' | 'text')[] } {
+  const find = (names: readonly string[]) => {
+    for (const n of names) {
+      const hit = header.find((h) => h.trim().toLowerCase() === n);
+      if (hit !== undefined) return hit.trim();
+    }
+    return null;
+  };
+  const [audio, text] = [find(COLUMN_NAMES.audio), find(COLUMN_NAMES.text)];
+  if (audio === null || text === null)
+    return {
+      columns: null,
+      missing: [...(audio === null ? ['audio' as const] : []), ...(text === null ? ['text' as const] : [])],
+    };
+  return {
+    columns: { audio, text, speaker: find(COLUMN_NAMES.speaker), language: find(COLUMN_NAMES.language) },
+    missing: [],
+  };
+}
 
 /** Files under `dir` (recursively, following no links) whose names end with `suffix`, sorted. */
 function filesUnder(dir: string, suffix: string, limit = 5_000_000): string[] {

@@ -3,10 +3,13 @@
 // the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
 // and report through the same SkippedRow shape.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import {
+  COMMON_VOICE_FILES,
+  inferCsvColumns,
+  isCommonVoiceHeader,
   looksLikeLibriTts,
   looksLikeVctk,
   notUtf8Skip,
@@ -180,9 +183,19 @@ export function readMetadataFile(
 ): ManifestPart {
   const file = join(datasetDir, metadataName);
   if (!existsSync(file) || !statSync(file).isFile()) {
+    const here = existsSync(datasetDir)
+      ? readdirSync(datasetDir)
+          .filter((f) => /\.(csv|tsv|txt|list)$/i.test(f))
+          .sort()
+          .slice(0, 6)
+      : [];
     throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
       position: { file },
-      suggestions: ['set dataset.path to the folder that holds metadata.csv, or dataset.metadata to the file name'],
+      suggestions: [
+        `set dataset.metadata to the metadata file's name` +
+          `${here.length ? ` (the folder has ${here.join(', ')})` : ''}, ` +
+          `or dataset.path (--dataset) to the folder that holds ${metadataName}`,
+      ],
     });
   }
   const { lines, notUtf8 } = readLines(file);
@@ -424,21 +437,56 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
     if (!existsSync(file)) {
       if (looksLikeVctk(datasetDir)) return readVctk(datasetDir);
       if (looksLikeLibriTts(datasetDir)) return readLibriTts(datasetDir);
+      // A Common Voice release where the default metadata file is not: its validated rows.
+      const cv = COMMON_VOICE_FILES.find((f) => existsSync(join(datasetDir, f)));
+      if (name === DEFAULT_METADATA && cv && isCommonVoiceHeader(firstLine(join(datasetDir, cv))))
+        return readCommonVoice(datasetDir, cv, readLines);
     } else if (statSync(file).isFile()) {
       const head = firstLine(file);
-      const cells = (d: string) => head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
-      if (head.includes('\t') && ['path', 'sentence', 'client_id'].every((c) => cells('\t').includes(c)))
-        return readCommonVoice(datasetDir, name, readLines);
-      if (
-        !head.includes('|') &&
-        [',', ';', '\t'].some(
-          (d) => cells(d).includes(dataset.columns.audio) && cells(d).includes(dataset.columns.text),
-        )
-      )
-        return readCsv(datasetDir, name, dataset.columns, readLines);
+      if (head.includes('\t') && isCommonVoiceHeader(head)) return readCommonVoice(datasetDir, name, readLines);
+      if (!head.includes('|')) {
+        const csv = csvHeader(file, head, dataset.columns);
+        if (csv) return readCsv(datasetDir, name, csv, readLines);
+      }
     }
   }
   return readMetadataFile(datasetDir, name, fmt);
+}
+
+/** dataset.metadata's default. */
+const DEFAULT_METADATA = 'metadata.csv';
+
+/**
+ * The columns to read a delimited file's header by: `configured` where the header names them, else the header's
+ * common names for them (file, transcript, speaker_id, …); null where the first line is no header. A header whose
+ * audio or text column has no name xtts knows is refused, naming the keys to set.
+ */
+function csvHeader(file: string, head: string, configured: DatasetConfig['columns']): DatasetConfig['columns'] | null {
+  for (const d of [',', ';', '\t']) {
+    const cells = head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
+    if (cells.length < 2) continue;
+    if (cells.includes(configured.audio) && cells.includes(configured.text)) return configured;
+    const inferred = inferCsvColumns(cells);
+    if (inferred.columns) return inferred.columns;
+    // Names, not values: no path, no spaces inside a name, no audio file.
+    if (cells.every((c) => /^[A-Za-z][\w.-]*$/.test(c) && !looksLikeAudioPath(c))) {
+      throw new XttsError(
+        'DATASET_HEADER',
+        `${file}: its first line is a header (${cells.join(', ')}) with no column xtts reads as the ` +
+          `${inferred.missing.join(' or the ')}`,
+        {
+          exitCode: ExitCode.usage,
+          position: { file, line: 1 },
+          suggestions: [
+            `set ${inferred.missing.map((k) => `dataset.columns.${k}`).join(' and ')} to the header's ` +
+              `name${inferred.missing.length > 1 ? 's' : ''} for ${inferred.missing.length > 1 ? 'them' : 'it'}` +
+              ' (with dataset.format: csv)',
+          ],
+        },
+      );
+    }
+  }
+  return null;
 }
 
 /** Read, validate and split the dataset's metadata. */
