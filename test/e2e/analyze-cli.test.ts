@@ -144,7 +144,7 @@ test(
     assert.equal(found.code, 0, found.stderr);
     assert.match(
       found.stdout,
-      /data: a Common Voice release, 6 rows: .* 2 speakers, 1 language \(en\); 0 rows skipped/,
+      /data: a Common Voice release \(validated\.tsv\), 6 rows: .* 2 speakers, 1 language \(en\); 0 rows skipped/,
     );
     // A CSV whose header says file, transcript and speaker_id.
     const csv = mkdtempSync(join(tmpdir(), 'xtts-analyze-csv-'));
@@ -157,7 +157,10 @@ test(
     writeFileSync(join(csv, 'metadata.csv'), `file,transcript,speaker_id\n${rows.join('\n')}\n`);
     const named = await runCli(args(csv));
     assert.equal(named.code, 0, named.stderr);
-    assert.match(named.stdout, /data: a CSV with a header, 6 rows: .* 3 speakers, .*; 0 rows skipped/);
+    assert.match(
+      named.stdout,
+      /data: a CSV with a header \(audio: file, text: transcript, speaker: speaker_id\), 6 rows: .* 3 speakers, .*; 0 rows/,
+    );
     // A header with no text column xtts knows: the key to set, not six rows rejected as LJSpeech.
     writeFileSync(join(csv, 'metadata.csv'), `file,words,speaker_id\n${rows.join('\n')}\n`);
     const header = await runCli([...args(csv), '--json']);

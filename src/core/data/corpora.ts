@@ -256,7 +256,7 @@ export function readCommonVoice(datasetDir: string, metadataName: string, readLi
       language,
     });
   }
-  return { file, format: 'common_voice', rows, skipped };
+  return { file, format: 'common_voice', rows, skipped, detail: basename(file) };
 }
 
 export function readCsv(
@@ -356,5 +356,6 @@ export function readCsv(
       language: index.language >= 0 ? cells[index.language].trim() || undefined : undefined,
     });
   }
-  return { file, format: 'csv', rows, skipped };
+  const named = (['audio', 'text', 'speaker', 'language'] as const).filter((k) => want[k] !== null);
+  return { file, format: 'csv', rows, skipped, detail: named.map((k) => `${k}: ${want[k]}`).join(', ') };
 }

@@ -31,7 +31,7 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
   const rows = train.length + validation.length + skipped.length;
   const languages = data.languages.length <= 5 ? ` (${data.languages.join(', ')})` : '';
   const line =
-    `data: ${LAYOUTS[manifest.format]}, ${plural(rows, 'row')}: ` +
+    `data: ${LAYOUTS[manifest.format]}${manifest.detail ? ` (${manifest.detail})` : ''}, ${plural(rows, 'row')}: ` +
     `${train.length} training (${speechLength(seconds(train))}) and ${validation.length} validation ` +
     `(${speechLength(seconds(validation))}) utterances, ${plural(data.speakers.length, 'speaker')}, ` +
     `${plural(data.languages.length, 'language')}${languages}; ${plural(skipped.length, 'row')} skipped` +

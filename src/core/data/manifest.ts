@@ -75,6 +75,8 @@ export interface ManifestPart {
   format: MetadataFormat;
   rows: ManifestRow[];
   skipped: SkippedRow[];
+  /** What was read, where the layout alone does not say: a release's TSV, a CSV's columns. */
+  detail?: string;
 }
 
 const HEADER_FIRST_CELLS = new Set([
@@ -401,6 +403,8 @@ export interface Manifest {
   skipped: SkippedRow[];
   /** How the validation rows were chosen. */
   split: { source: 'file' | 'seeded'; seed?: number; fraction?: number };
+  /** The training part's ManifestPart.detail. */
+  detail?: string;
 }
 
 /**
@@ -536,5 +540,6 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
     validation,
     skipped: parts.flatMap((p) => p.skipped),
     split,
+    ...(trainPart.detail ? { detail: trainPart.detail } : {}),
   };
 }
