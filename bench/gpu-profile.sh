@@ -11,8 +11,7 @@
 # leak (bundle/planted-leak-bench.cjs: a callback keeps 3 tensors a step; the same run without it); and the normal
 # preset in float32 and in mixed_fp16 (MFU against the tensor cores' peak). Prints each profile's verdicts (id:
 # grade), its step-time median and p95, the new-shape phase, the top kernels with a matmul's TFLOP/s; packs every
-# JSON result,
-# log and profiled run's run.sqlite into OUT/profile.tar.gz.
+# JSON result, log and profiled run's run.sqlite into OUT/profile.tar.gz.
 set -u
 out=${1:?usage: gpu-profile.sh OUT [CLIPS] [SHORT] [LONG]}
 clips=${2:-600}
@@ -42,8 +41,8 @@ echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 profile() { # name, then profile-bottleneck flags
   local name=$1
   shift
-  timeout 280 $x profile-bottleneck --config "bundle/configs/${preset:-tiny}.yaml" --dataset "$work/data" --backend webgpu \
-    --warmup 10 --set pipeline.cache.path="$work/cache.sqlite" --output "$work/run-$name" "$@" --json \
+  timeout 280 $x profile-bottleneck --config "bundle/configs/${preset:-tiny}.yaml" --dataset "$work/data" \
+    --backend webgpu --warmup 10 --set pipeline.cache.path="$work/cache.sqlite" --output "$work/run-$name" "$@" --json \
     >"$work/$name.json" 2>"$work/$name.log"
   echo "$name: rc=$?" >>"$work/phases.txt"
 }
@@ -58,8 +57,9 @@ preset=normal profile normal-mixed --steps 80 --set training.precision=mixed_fp1
 # A leak planted in the same run (a callback keeps 3 tensors a step), and the run without it: the CLI cannot plant one.
 # Carried gzipped where a call to a GPU host carries at most 64 MiB.
 [ -f bundle/planted-leak-bench.cjs ] || gunzip -k bundle/planted-leak-bench.cjs.gz
-timeout 280 node bundle/planted-leak-bench.cjs --config bundle/configs/tiny.yaml --dataset "$work/data" --backend webgpu \
-  --warmup 10 --steps "$short" --set pipeline.cache.path="$work/cache.sqlite" --out "$work/leak" >"$work/leak.log" 2>&1
+timeout 280 node bundle/planted-leak-bench.cjs --config bundle/configs/tiny.yaml --dataset "$work/data" \
+  --backend webgpu --warmup 10 --steps "$short" --set pipeline.cache.path="$work/cache.sqlite" --out "$work/leak" \
+  >"$work/leak.log" 2>&1
 echo "planted-leak: rc=$?" >>"$work/phases.txt"
 
 python3 - "$work" "$short" "$long" >>"$work/summary.txt" <<'PY'
@@ -84,7 +84,8 @@ for name in (f'steps-{short}', f'steps-{long_}', 'capture-off', 'starved', 'norm
     if compute and compute['grade'] != 'ok':
         print(f"  {compute['title']}: {compute['evidence']}")
     for k in r.get('topKernels', [])[:5]:
-        rate = f", {k['tflops']:.2f} TFLOP/s ({100 * k['peakShare']:.0f}% of peak)" if k.get('peakShare') is not None else ''
+        known = k.get('peakShare') is not None
+        rate = f", {k['tflops']:.2f} TFLOP/s ({100 * k['peakShare']:.0f}% of peak)" if known else ''
         print(f"  {k['name']} {k['shape'] or ''}: {k['ms']:.2f} ms ({100 * k['share']:.0f}%){rate}")
 a, b = grades.get(f'steps-{short}'), grades.get(f'steps-{long_}')
 print(f'verdicts at --steps {short} and {long_}: ' + ('the same' if a and a == b else f'DIFFER: {a} vs {b}'))

@@ -81,11 +81,10 @@ export function splitNewShapes(
   const first = shapeSteps(run, capture);
   const shaping = measured.filter((s) => first.has(s.step));
   if (shaping.length === 0) return { steady: [...measured], phase: null };
-  const { full, filling } = pastFilling(
+  const { full: rest, filling } = pastFilling(
     measured.filter((s) => !first.has(s.step)),
     run[run.length - 1].step,
   );
-  const rest = full;
   const settled = settledFrom(rest);
   const settling = rest.slice(0, settled);
   const steady = rest.slice(settled);

@@ -63,8 +63,9 @@ export interface StepRecord {
   /** A NaN/Inf loss: the update was skipped. */
   nonFinite?: boolean;
   /**
-   * Tensors the engine holds after the step, and their bytes (host and device), beyond the batches the alignment
-   * lookahead has prepared for later steps: they must not grow from step to step.
+   * Tensors the engine holds after the step, and their bytes (host and device), beyond what the pipeline holds for
+   * other steps (the batches the alignment lookahead prepared, the steps not yet read back): they must not grow from
+   * step to step.
    */
   tensors?: number;
   tensorBytes?: number;

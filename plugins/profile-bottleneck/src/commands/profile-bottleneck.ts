@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
-import type { ProgramTime } from '@xtts/core/backend';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
 import { describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';

@@ -112,7 +112,6 @@ function issueStep(
   return { ...lossParts, applied, gradNorm, finite, learningRate, stats };
 }
 
-/** Free every tensor of a StepResult. */
 /** The tensors a step's result holds until it is disposed. */
 export function stepResultTensors(r: StepResult): tf.Tensor[] {
   return [
@@ -127,6 +126,7 @@ export function stepResultTensors(r: StepResult): tf.Tensor[] {
   ];
 }
 
+/** Free every tensor of a StepResult. */
 export function disposeStepResult(r: StepResult): void {
   tf.dispose(stepResultTensors(r));
 }
