@@ -159,7 +159,10 @@ test(
     assert.equal(named.code, 0, named.stderr);
     assert.match(
       named.stdout,
-      /data: a CSV with a header \(audio: file, text: transcript, speaker: speaker_id\), 6 rows: .* 3 speakers, .*; 0 rows/,
+      joinedRegExp(
+        /data: a CSV with a header \(audio: file, text: transcript, speaker: speaker_id\), /,
+        /6 rows: .* 3 speakers, .*; 0 rows/,
+      ),
     );
     // A header with no text column xtts knows: the key to set, not six rows rejected as LJSpeech.
     writeFileSync(join(csv, 'metadata.csv'), `file,words,speaker_id\n${rows.join('\n')}\n`);
@@ -180,16 +183,19 @@ test(
   },
 );
 
-test('FLAC and MP3 rows are decoded and timed like WAV ones, the decode stage naming the containers', async () => {
+test('FLAC, MP3, Ogg Vorbis and Opus rows are decoded and timed like WAV, the decode stage names them', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-analyze-compressed-'));
   mkdirSync(join(dir, 'clips'));
   const rows = readFileLines(join(quick, 'metadata.csv'))
-    .slice(0, 6)
+    .slice(0, 8)
     .map((row, i) => {
       const [id, text] = row.split('|');
-      // sox (not xtts) writes the compressed files.
-      const file = `clips/${id}.${i % 2 === 0 ? 'flac' : 'mp3'}`;
-      execFileSync('sox', [join(quick, 'wavs', `${id}.wav`), join(dir, file)]);
+      // sox and opusenc (not xtts) write the compressed files.
+      const kind = ['flac', 'mp3', 'ogg', 'opus'][i % 4];
+      const file = `clips/${id}.${kind}`;
+      const wav = join(quick, 'wavs', `${id}.wav`);
+      if (kind === 'opus') execFileSync('opusenc', ['--quiet', wav, join(dir, file)]);
+      else execFileSync('sox', [wav, join(dir, file)]);
       return `${file}|speaker-a|${text}`;
     });
   writeFileSync(join(dir, 'metadata.csv'), `${rows.join('\n')}\n`);
@@ -202,12 +208,12 @@ test('FLAC and MP3 rows are decoded and timed like WAV ones, the decode stage na
   const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '40', '--batches', '2', '--json']);
   assert.equal(r.code, 0, r.stderr);
   const a = r.json.result;
-  assert.equal(a.audio.files, 6);
-  assert.ok(a.audio.audioSeconds > 6, JSON.stringify(a.audio));
+  assert.equal(a.audio.files, 8);
+  assert.ok(a.audio.audioSeconds > 8, JSON.stringify(a.audio));
   const decode = a.stages.find((s: { stage: string }) => s.stage.startsWith('audio decode'));
-  assert.equal(decode.stage, 'audio decode (3 flac, 3 mp3)');
-  assert.equal(decode.ms.n, 6);
-  assert.match(a.dataset.line, /metadata of audio paths .* 6 rows: .*1 speaker/);
+  assert.equal(decode.stage, 'audio decode (2 flac, 2 mp3, 2 ogg-vorbis, 2 ogg-opus)');
+  assert.equal(decode.ms.n, 8);
+  assert.match(a.dataset.line, /metadata of audio paths .* 8 rows: .*1 speaker/);
 });
 
 test('no validation row drawn is a warning that names the key to change', async () => {
