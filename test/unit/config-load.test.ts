@@ -348,7 +348,7 @@ describe('presets and extends', () => {
     assert.equal(resolve(lr!.file), presetPath('quickstart'));
     assert.equal(textAt(lr), '3e-3');
     // Keys: the key node, not the value.
-    assert.equal(textAt(loaded.locate('training.max_steps', 'key')), 'max_steps: 150');
+    assert.equal(textAt(loaded.locate('training.max_steps', 'key')), 'max_steps: 100');
   });
 
   test('inherited positions point at real files when run from another working directory', () => {
@@ -447,7 +447,7 @@ describe('--set overrides', () => {
     assert.equal(loaded?.config.device.model_device, 'H100');
     assert.deepEqual(loaded?.locate('training.learning_rate'), { file: '--set training.learning_rate=3e-4' });
     // Keys not overridden are still found in the files.
-    assert.equal(textAt(loaded?.locate('training.max_steps')), '150');
+    assert.equal(textAt(loaded?.locate('training.max_steps')), '100');
   });
 
   test('a --set that fixes a bad file value makes the config valid', () => {
