@@ -323,8 +323,8 @@ export function refuseUnusable(
         ...(first ? { position: { file: first.file, line: first.line, rowId: first.id } } : {}),
         suggestions: [
           first
-            ? 'fix those rows (docs/datasets.md says which layouts, files and texts xtts reads), or point --dataset at ' +
-              'another folder'
+            ? 'fix those rows (docs/datasets.md says which layouts, files and texts xtts reads), or point ' +
+              '--dataset at another folder'
             : 'add rows to the metadata file, or lower dataset.validation_fraction if they all went to validation',
         ],
       },
