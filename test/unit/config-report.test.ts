@@ -64,7 +64,8 @@ describe('validateConfigFile', () => {
   test('findings come errors first, then by file and position', () => {
     const file = child(
       'many.yaml',
-      'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\ntraining:\n  log_every: 1\n',
+      'pipeline:\n  prefetch_depth: 1\n  cache:\n    enabled: false\nmodel:\n  heads: 3\n' +
+        'training:\n  log_every: 1\n  max_steps: 1000\n',
     );
     const r = validateConfigFile(file, { failSeverity: 'info' });
     assert.deepEqual(
