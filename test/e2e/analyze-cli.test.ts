@@ -28,23 +28,21 @@ function dataset(extraRows: string[] = []): { dir: string; config: string } {
   return { dir, config };
 }
 
+/**
+ * analyze-data-pipeline on `config` for `batches` batches of 200 ms steps (one loader thread assembles a batch in
+ * 10–50 ms here, more while CI runs a bundle build beside it).
+ */
+function analyze(config: string, batches: number, ...more: string[]): string[] {
+  return ['analyze-data-pipeline', '--config', config, '--step-ms', '200', '--batches', String(batches), ...more];
+}
+
 function readFileLines(p: string): string[] {
   return readFileSync(p, 'utf8').trim().split('\n');
 }
 
 test('measures every stage and grades a generous step as not input-bound', async () => {
   const { config } = dataset();
-  // 200 ms a step: one loader thread assembles a batch in 10–50 ms here, more while CI runs a bundle build beside it.
-  const r = await runCli([
-    'analyze-data-pipeline',
-    '--config',
-    config,
-    '--step-ms',
-    '200',
-    '--batches',
-    '12',
-    '--json',
-  ]);
+  const r = await runCli(analyze(config, 12, '--json'));
   assert.equal(r.code, 0, r.stderr);
   const a = r.json.result;
   const stages = a.stages.map((s: { stage: string }) => s.stage);
@@ -76,7 +74,7 @@ test('measures every stage and grades a generous step as not input-bound', async
 
 test('skipped rows are listed with file:line and reason; --strict exits 1', async () => {
   const { dir, config } = dataset(['QS-999|Missing audio.|Missing audio.', 'QS-001|Duplicate.|Duplicate.']);
-  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '200', '--batches', '4'], {
+  const r = await runCli(analyze(config, 4), {
     cwd: dir,
   });
   assert.equal(r.code, 0, r.stderr);
@@ -90,17 +88,7 @@ test('skipped rows are listed with file:line and reason; --strict exits 1', asyn
   );
   assert.match(r.stdout, /metadata\.csv:13 .*QS-999 .*missing_audio/);
   assert.match(r.stdout, /metadata\.csv:14 .*QS-001 .*duplicate_id/);
-  const strict = await runCli([
-    'analyze-data-pipeline',
-    '--config',
-    config,
-    '--step-ms',
-    '200',
-    '--batches',
-    '4',
-    '--strict',
-    '--json',
-  ]);
+  const strict = await runCli(analyze(config, 4, '--strict', '--json'));
   assert.equal(strict.code, 1);
   assert.equal(strict.json.result.skipped.length, 2);
 });
@@ -215,7 +203,7 @@ test('FLAC, MP3, Ogg Vorbis and Opus rows are decoded and timed like WAV, the de
     `extends: ${join(repoRoot, 'configs', 'quickstart.yaml')}\ndataset:\n  path: ${dir}\n` +
       `pipeline:\n  cache:\n    path: ${join(dir, 'cache.sqlite')}\n`,
   );
-  const r = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', '200', '--batches', '2', '--json']);
+  const r = await runCli(analyze(config, 2, '--json'));
   assert.equal(r.code, 0, r.stderr);
   const a = r.json.result;
   assert.equal(a.audio.files, 8);

@@ -158,9 +158,9 @@ test(
   'pipelined steps that ran ahead of a slower device after a recording drained the queue are left out: the ' +
     'steady steps are those the host waited for (an H200 profile of the normal preset, as recorded)',
   () => {
-    // Steps 1–2 record shape A, 3–7 replay A ahead of the device (the host waits for none), 8–9 record shape B,
-    // 10–15 replay ahead again, 16–22 wait for the device (60 of 72 ms each): the steady state. Steps 3–7 are fewer
-    // than the 6 that filled the queue after the second recording: they were filling it too.
+    // Steps 1–2 record shape A, 3–7 replay A ahead of the device (the host waits for none), 8–9 record
+    // shape B, 10–15 replay ahead again, 16–22 wait for the device (60 of 72 ms each): the steady state.
+    // Steps 3–7 are fewer than the 6 that filled the queue after the second recording: they were filling it too.
     const steps = run(22).map((s, i) => {
       const n = i + 1;
       const recording = n <= 2 || n === 8 || n === 9;

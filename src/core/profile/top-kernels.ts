@@ -26,9 +26,9 @@ const dimsOf = (s: string): number[] | null => {
 };
 
 /**
- * 2·batch·M·N·K of a matmul dispatch from its "out ← a, b[, …]" shape, either operand transposed (twice that for a
- * pair program); null when the shape is not one of a matmul (`name` must be a matmul program: an element-wise program
- * of square operands would pass the shape test).
+ * 2·batch·M·N·K of a matmul dispatch from its "out ← a, b[, …]" shape, either operand transposed (twice that
+ * for a pair program); null when the shape is not one of a matmul (`name` must be a matmul program: an
+ * element-wise program of square operands would pass the shape test).
  */
 export function matmulFlops(name: string, shape: string): number | null {
   if (!/MatMul/.test(name)) return null;
