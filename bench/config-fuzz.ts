@@ -1,7 +1,8 @@
 // The config fuzzer's full sweep, part 1 (here): writes OUT/ with the micro dataset, its config and
 // COUNT configs that validate (test/helpers/fuzz-configs.ts: the CI test's generator and seed, so the
-// CI's 30 are the sweep's first 30), and OUT/jobs.txt (config, run folder) with paths relative to OUT.
-// Part 2, bench/config-fuzz.py, trains each through the bundled CLI on a many-core host.
+// CI test trains the same 300 in two processes), and OUT/jobs.txt (config, run folder) with paths
+// relative to OUT. Part 2, bench/config-fuzz.py, trains each through the bundled CLI, one process a
+// config, on a many-core host.
 //
 //   node --import tsx bench/config-fuzz.ts OUT [COUNT=300]
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

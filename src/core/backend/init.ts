@@ -9,6 +9,7 @@ import {
   TENSORFLOW_INSTALL_HINT,
   tensorflowUnavailableReason,
 } from './tensorflow.js';
+import { fastCpuKernels } from './cpu.js';
 import { initWasm } from './wasm.js';
 import {
   type AdapterDescription,
@@ -163,6 +164,7 @@ export async function initBackend(
       };
     }
     await import('@tensorflow/tfjs-backend-cpu');
+    fastCpuKernels(tf);
     if (await tf.setBackend('cpu'))
       return { tf, choice: { backend: 'cpu', reason: auto ? 'the only backend that loaded' : 'requested', fallbacks } };
     fallbacks.push({ backend: 'cpu', reason: 'the cpu backend did not initialise' });
@@ -270,6 +272,7 @@ export async function probeBackends(options: BackendOptions = {}): Promise<Backe
 
   try {
     await import('@tensorflow/tfjs-backend-cpu');
+    fastCpuKernels(tf);
     const ok = await tf.setBackend('cpu');
     probes.push({
       backend: 'cpu',
