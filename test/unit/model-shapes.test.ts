@@ -181,6 +181,11 @@ describe('generate', () => {
     const cut = await model.generate(ids, 0, ref, { maxFrames: 10, seed: 77 });
     assert.equal(cut.frames, 10);
     assert.equal(cut.stopReason, 'max_frames');
+    // A bound that is not a multiple of r: the last step's second frame is cut off, its step kept.
+    const odd = await model.generate(ids, 0, ref, { maxFrames: 9, seed: 77 });
+    assert.equal(odd.frames, 9);
+    assert.equal(odd.alignment.length / odd.textTokens, 5);
+    assert.deepEqual(odd.mel, cut.mel.slice(0, 9 * SIZES.nMels));
     const again = await model.generate(ids, 0, ref, { seed: 77 });
     assert.deepEqual(again.mel, a.mel);
     // In a batch, each utterance ends at its own length.

@@ -37,7 +37,7 @@ export interface GenerateResult {
   nMels: number;
   /** 'end_of_text' when the whole predicted reading was decoded; 'max_frames' when maxFrames cut it. */
   stopReason: 'end_of_text' | 'max_frames';
-  /** [frames / r, textTokens] row-major: 1 where a decoder step reads a token (the predicted alignment). */
+  /** [⌈frames / r⌉, textTokens] row-major: 1 where a decoder step reads a token (the predicted alignment). */
   alignment: Float32Array;
   textTokens: number;
 }
@@ -256,13 +256,15 @@ export function decodeSteps(
 
 /**
  * The postnet over the decoded frames melPre [B, steps·r, nMels], then each utterance read back up
- * to its own last frame, with its stop reason and its alignment.
+ * to its own last frame, with its stop reason and its alignment. An utterance the step budget cut
+ * ends at `maxFrames`: its last step's r frames may run past it (maxFrames not a multiple of r).
  */
 export async function readUtterances(
   model: XttsModel,
   melPre: tf.Tensor3D,
   plan: StepPlan,
   textLengths: readonly number[],
+  maxFrames: number,
 ): Promise<GenerateResult[]> {
   const { nMels } = model.sizes;
   const r = model.config.reduction_factor;
@@ -285,7 +287,7 @@ export async function readUtterances(
   const [preValues, postValues] = (await Promise.all([melPre.data(), post.data()])) as Float32Array[];
   if (post !== melPre) post.dispose();
   return plan.schedules.map(({ plan: tokens, cut }, b) => {
-    const frames = used[b] * r;
+    const frames = Math.min(used[b] * r, maxFrames);
     const rows = (values: Float32Array) => values.slice(b * paddedFrames * nMels, (b * paddedFrames + frames) * nMels);
     const alignment = new Float32Array(used[b] * textLengths[b]);
     tokens.forEach((token, st) => (alignment[st * textLengths[b] + token] = 1));

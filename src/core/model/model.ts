@@ -477,7 +477,7 @@ export class XttsModel {
       tensors.push(...perStep.bias, ...perStep.means);
       const melPre = decodeSteps(this, encoded.kv, perStep, plan, dropout);
       tensors.push(melPre);
-      return await readUtterances(this, melPre, plan, textLengths);
+      return await readUtterances(this, melPre, plan, textLengths, maxFrames);
     } finally {
       tf.dispose(tensors);
       dropout.dispose();

@@ -335,7 +335,12 @@ async function writeEvalUtterance(
   if (job.target) panels.push({ label: 'TARGET', mel: denormalised(job.target.mel), frames: job.target.frames, nMels });
   writeFileAtomic(png, melFigure({ title, panels, secondsPerFrame }));
   const alignments = [
-    { label: 'GENERATED (PREDICTED DURATIONS)', alignment: g.alignment, steps: g.frames / r, tokens: g.textTokens },
+    {
+      label: 'GENERATED (PREDICTED DURATIONS)',
+      alignment: g.alignment,
+      steps: g.alignment.length / g.textTokens,
+      tokens: g.textTokens,
+    },
   ];
   if (job.target)
     alignments.push({
