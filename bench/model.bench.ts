@@ -39,8 +39,8 @@ const backends = (process.env.BENCH_BACKENDS ?? 'cpu,wasm').split(',');
 const timedSteps = Number(process.env.BENCH_STEPS ?? 3);
 // One bucket shape for the timings: 2 utterances, 16 tokens, 32 mel frames (16 decoder steps), a
 // 32-frame reference. Small on purpose: the cpu backend multiplies at ~3.5 GFLOP/s on this host
-// (backend/cpu.ts; tfjs's own matmul ~1). Kernel
-// counts do not depend on the shape (the graph is static), so they are taken on a smaller batch.
+// (backend/cpu.ts; tfjs's own matmul ~1). Kernel counts do not depend on the shape (the graph is
+// static), so they are taken on a smaller batch.
 const [utterances, tokens, frames, refFrames] = (process.env.BENCH_BATCH ?? '2,16,32,32').split(',').map(Number);
 const BATCH = { utterances, tokens, frames, refFrames };
 const COUNT_BATCH = { utterances: 1, tokens: 4, frames: 8, refFrames: 8 };

@@ -13,7 +13,7 @@ import { repoRoot } from '../helpers/cli.js';
 import { fuzzJobs } from '../helpers/fuzz-configs.js';
 import { microRun } from '../helpers/short-clips.js';
 
-// 300, as issue 31 asks: a config takes ~1.5 s of a 2-core runner (median, eval synthesis included;
+// 300, as issue 31 asks: a config takes ~1.7 s of a 2-core runner (median, eval synthesis included;
 // 5.6 s before the cpu backend's kernels were replaced, backend/cpu.ts). The same sweep through the
 // bundled CLI, one process a config, runs as a benchmark on a many-core host: bench/config-fuzz.ts
 // writes it, bench/config-fuzz.py trains it. XTTS_FUZZ_CONFIGS=N trains the first N here.

@@ -82,12 +82,7 @@ function newLike(values: Values, length: number): Values {
  * `offset + Σ i_k · inStrides[k]` (a stride of 0 repeats along that axis). The last axis is copied as
  * one run where its input stride is 1.
  */
-export function stridedCopy(
-  src: Values,
-  offset: number,
-  inStrides: readonly number[],
-  outShape: readonly number[],
-): Values {
+function stridedCopy(src: Values, offset: number, inStrides: readonly number[], outShape: readonly number[]): Values {
   const rank = outShape.length;
   const total = sizeOf(outShape);
   const out = newLike(src, total);
@@ -263,8 +258,8 @@ function matMul(
               s10 = 0,
               s11 = 0,
               s12 = 0,
-              s13 = 0;
-            let s20 = 0,
+              s13 = 0,
+              s20 = 0,
               s21 = 0,
               s22 = 0,
               s23 = 0,
