@@ -2,7 +2,8 @@
 // (32 channels, 2 blocks) and the shortest quickstart clips on wasm: the run writes what an acoustic
 // run writes (checkpoints of its own kind, run.sqlite, metrics.jsonl, TensorBoard with its eval audio),
 // resumes bit-exact, and an acoustic run speaks through it, its JSON saying which vocoder made the WAV;
-// mixed-up checkpoints and vocoders of other mels are refused, naming what differs.
+// mixed-up checkpoints and vocoders of other mels are refused, naming what differs; a fine-tuning run
+// starts from another vocoder's weights and trains on the acoustic run's teacher-forced mels.
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -280,6 +281,64 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const bad = await runCli(['synthesize', '--checkpoint', ac, '--vocoder', o, '--text', 'Hi.', '--out', wav + '2']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /VOCODER_AUDIO_MISMATCH.*audio\.n_mels 64 \(vocoder\) vs 80/);
+  });
+  test("fine-tuning: another vocoder's weights to start from, an acoustic model's mels to learn", async () => {
+    assert.ok(acousticRun, 'the test before trained the acoustic run');
+    const ft = join(dir, 'finetuned');
+    const args = (out: string, ...sets: string[]) =>
+      ['train', '--config', config, '--output', out, '--backend', 'wasm', '--json'].concat(
+        sets.flatMap((s) => ['--set', s]),
+      );
+    // A learning rate of 1e-12: one step leaves the weights init_from gave (to float32 precision).
+    const r = await runCli(
+      args(
+        ft,
+        `vocoder.init_from=${full}`,
+        `vocoder.finetune_acoustic=${acousticRun}`,
+        'training.max_steps=1',
+        'training.learning_rate=1e-12',
+        'training.schedule.name=constant',
+      ),
+    );
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const res = r.json.result;
+    assert.deepEqual(res.initFrom, { checkpoint: latest(full), step: 8 });
+    assert.equal(res.finetune.checkpoint, latest(acousticRun));
+    assert.equal(res.finetune.step, 2);
+    assert.equal(res.finetune.predicted + res.finetune.kept, res.trainClips + res.validationClips);
+    assert.ok(res.finetune.predicted > 0, JSON.stringify(res.finetune));
+    // A model 2 steps old predicts nothing like the recording.
+    assert.ok(res.finetune.meanAbsError > 0.1 && Number.isFinite(res.finetune.meanAbsError));
+    const read = (d: string) => decodeSafetensors(readFileSync(join(d, 'weights.safetensors')), d).arrays;
+    const before = new Map(read(latest(full)).map((a) => [a.name, a.data as Float32Array]));
+    let maxDiff = 0;
+    for (const a of read(latest(ft)))
+      for (const [i, v] of (a.data as Float32Array).entries())
+        maxDiff = Math.max(maxDiff, Math.abs(v - before.get(a.name)![i]));
+    assert.ok(maxDiff < 1e-5, `weights moved ${maxDiff} from init_from's`);
+    const db = new Database(join(ft, 'run.sqlite'), { readonly: true });
+    const meta = (k: string) => JSON.parse((db.prepare('SELECT v FROM meta WHERE k = ?').get(k) as { v: string }).v);
+    assert.equal(meta('finetune').predicted, res.finetune.predicted);
+    assert.equal(meta('initFrom').step, 8);
+    db.close();
+
+    // Refused before any step, naming what differs; the folder then trains as asked.
+    const bad = join(dir, 'finetune-refused');
+    const plain = (...sets: string[]) => args(bad, ...sets).filter((a) => a !== '--json');
+    const wide = await runCli(plain(`vocoder.init_from=${full}`, 'vocoder.channels=48'));
+    assert.equal(wide.code, 2);
+    assert.match(wide.stderr, /VOCODER_INIT_MISMATCH.*vocoder\.channels 32 \(init_from\) vs 48/);
+    const mels = await runCli(plain(`vocoder.init_from=${join(dir, 'other-mels')}`));
+    assert.equal(mels.code, 2);
+    assert.match(mels.stderr, /VOCODER_INIT_MISMATCH.*audio\.n_mels 64 \(init_from\) vs 80/);
+    const kind = await runCli(plain(`vocoder.finetune_acoustic=${full}`));
+    assert.equal(kind.code, 2);
+    assert.match(kind.stderr, /CHECKPOINT_KIND.*is a checkpoint of a vocoder, not of an acoustic model/);
+    const swapped = await runCli(plain(`vocoder.init_from=${acousticRun}`));
+    assert.equal(swapped.code, 2);
+    assert.match(swapped.stderr, /CHECKPOINT_KIND/);
+    const ok = await runCli(args(bad, 'training.max_steps=1'));
+    assert.equal(ok.code, 0, ok.stderr.slice(-2000));
   });
   test("xtts export: PyTorch names and layouts, each tensor a documented transform of the checkpoint's", async () => {
     const read = (file: string) => {

@@ -55,6 +55,24 @@ export const VocoderSchema = Section(
         'Weight of the multi-resolution STFT loss (spectral convergence + log-magnitude L1 at FFT sizes ' +
         'n_fft/2, n_fft and 2·n_fft; Yamamoto et al. 2020).',
     }),
+    init_from: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+      default: null,
+      description:
+        'A vocoder run folder (or one of its checkpoints) whose generator weights a new `task: vocoder` run ' +
+        'starts from (its optimizer and step start afresh): the vocoder trained on recordings, before it is ' +
+        'fine-tuned with `finetune_acoustic`. Same channels, layers, kernel, ff_mult and mel settings. ' +
+        'Relative to the working directory.',
+    }),
+    finetune_acoustic: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
+      default: null,
+      description:
+        "An acoustic run folder (or one of its checkpoints): the vocoder trains on that model's teacher-" +
+        "forced predictions of the dataset's clips (each clip's text aligned to its own recording, read " +
+        "with the recording as the voice) in place of the recordings' mels, paired with the recorded " +
+        "samples, as HiFi-GAN's fine-tuning does; so that it learns to turn what the acoustic model " +
+        'says into sound. A clip whose text the model cannot read keeps its own mel. null: the ' +
+        "recordings' mels. Relative to the working directory.",
+    }),
     checkpoint: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
       default: null,
       description:

@@ -17,7 +17,7 @@
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { type CheckpointKind, CheckpointStore, type NamedArray, resolveCheckpoint } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
-import { VocoderStateSchema } from './vocoder-trainer.js';
+import { VocoderStateSchema } from './vocoder-state.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -6,7 +6,6 @@ import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/index.js';
 import { encodeWav } from '../data/index.js';
-import { cleanText } from '../data/index.js';
 import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
@@ -14,6 +13,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { generatedFrameBound } from './evaluation.js';
+import { encodeText } from './encode-text.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
   assignArrays,
@@ -98,13 +98,6 @@ export type VoiceUsed =
   | { kind: 'speaker'; speaker: string }
   | { kind: 'file'; file: string; source: string }
   | { kind: 'average'; speakers: number };
-
-/** Up to 24 characters either side of a position, for messages. */
-function around(text: string, at: number): string {
-  const chars = [...text];
-  const from = Math.max(0, at - 24);
-  return `${from > 0 ? '…' : ''}${chars.slice(from, at + 25).join('')}${at + 25 < chars.length ? '…' : ''}`;
-}
 
 /** A text ready to speak: its tokens and language index, where it came from and what the model reads. */
 type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string };
@@ -223,18 +216,12 @@ async function synthesisJobs(
   try {
     for (const input of texts) {
       const name = input.where ? `${input.where}: ` : '';
-      let text = cleanText(input.text, config.text, language);
-      if (text.trim() === '') {
-        skipped.push({ where: input.where, text: input.text, reason: 'nothing to speak after cleaning' });
+      const encoded = await encodeText(input.text, language, config, tokenizer, phonemizer);
+      if ('reason' in encoded) {
+        skipped.push({ where: input.where, text: input.text, reason: encoded.reason });
         continue;
       }
-      if (phonemizer) text = await phonemizer.phonemize(text, language);
-      const enc = tokenizer.encode(text, language);
-      const reason = unspeakable(text, enc, config, phonemizer !== undefined);
-      if (reason) {
-        skipped.push({ where: input.where, text: input.text, reason });
-        continue;
-      }
+      const { ids, text } = encoded;
       const untrained = [...new Set([...text].filter((c) => trained.unseen.has(c)))];
       if (untrained.length)
         warnings.push(
@@ -242,7 +229,7 @@ async function synthesisJobs(
             `the training data: the model has not learnt ` +
             `how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`,
         );
-      jobs.push({ ids: enc.ids, language: trained.langIndex, input, cleanedText: text });
+      jobs.push({ ids, language: trained.langIndex, input, cleanedText: text });
     }
   } finally {
     phonemizer?.close();
@@ -261,33 +248,6 @@ async function synthesisJobs(
     );
   }
   return { jobs, skipped, warnings };
-}
-
-/** Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined. */
-function unspeakable(
-  text: string,
-  enc: ReturnType<Tokenizer['encode']>,
-  config: XttsConfig,
-  phonemes: boolean,
-): string | undefined {
-  if (enc.unmappable.length) {
-    const what = enc.unmappable
-      .map(
-        (c, i) =>
-          `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
-          `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
-      )
-      .join(', ');
-    return (
-      `${phonemes ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
-      `token for: ${what}; rephrase without them or spell them out in words`
-    );
-  }
-  if (enc.ids.length > config.model.max_text_tokens)
-    return (
-      `${enc.ids.length} tokens; the model takes at ` + `most ${config.model.max_text_tokens}: split it into sentences`
-    );
-  return undefined;
 }
 
 /**

@@ -8,7 +8,8 @@ import { griffinLim, MEL_SETTINGS_KEYS } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { VocoderGenerator } from '../vocoder/index.js';
 import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint } from './checkpoint.js';
-import { type VocoderCheckpointState, VocoderStateSchema, vocodeClip } from './vocoder-trainer.js';
+import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
+import { vocodeClip } from './vocoder-trainer.js';
 
 /** Which vocoder made a WAV: in synthesize's JSON, and in a run's eval message and run.sqlite. */
 export type VocoderUsed =

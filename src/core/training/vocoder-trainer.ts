@@ -5,7 +5,6 @@
 // metrics.jsonl and TensorBoard file as the acoustic model's runs; one static batch shape.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import {
   advanceCapture,
@@ -32,6 +31,8 @@ import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
 import { captureUnavailable } from './optim/step-replay.js';
 import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
+import { describeFinetune, type FinetuneMels, initVocoderFrom, predictClipMels } from './vocoder-finetune.js';
+import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
 
 /** Validation clips at most: their segments are one batch-sized pass, every validate_every steps. */
 const VALIDATION_CLIPS = 64;
@@ -53,6 +54,10 @@ export interface VocoderTrainResult {
   skippedRows: number;
   /** Rows left out to keep the clips held in memory within MAX_HELD_SAMPLES. */
   leftOutRows: number;
+  /** vocoder.finetune_acoustic: the acoustic checkpoint whose predicted mels it trained on, and how many. */
+  finetune: FinetuneMels | null;
+  /** vocoder.init_from: the vocoder checkpoint whose weights it started from. */
+  initFrom: { checkpoint: string; step: number } | null;
   lossCurve: { step: number; loss: number }[];
   validation: { step: number; loss: number; mel: number }[];
   bestValidationLoss: number | null;
@@ -62,27 +67,6 @@ export interface VocoderTrainResult {
   /** stepMsMean: over the steps from the sixth, readbacks included; the per-second figures follow it. */
   timing: { stepMsMedian: number; stepMsMean: number; segmentsPerS: number; audioSecondsPerS: number };
 }
-
-export interface VocoderCheckpointState {
-  kind: 'vocoder';
-  runId: string;
-  step: number;
-  /** The segment sampler's generator state: a resumed run draws the segments the run would have. */
-  samplerRng: number;
-  bestValidationLoss: number | null;
-  config: XttsConfig;
-}
-
-const Finite = Type.Number({ minimum: -Number.MAX_VALUE, maximum: Number.MAX_VALUE });
-export const VocoderStateSchema = Type.Object({
-  format: Type.String(),
-  kind: Type.Literal('vocoder'),
-  runId: Type.String({ pattern: '^[0-9a-f]{16}$' }),
-  step: Type.Integer({ minimum: 0, maximum: 1e12 }),
-  samplerRng: Type.Integer({ minimum: 0, maximum: 2 ** 32 }),
-  bestValidationLoss: Type.Union([Finite, Type.Null()]),
-  config: Type.Object({ vocoder: Type.Object({}), audio: Type.Object({}), training: Type.Object({}) }),
-});
 
 interface VocoderData {
   train: VocoderClip[];
@@ -136,6 +120,8 @@ export async function vocodeClip(
 interface VocoderRun {
   o: TrainOptions;
   config: XttsConfig;
+  finetune: FinetuneMels | undefined;
+  initFrom: { checkpoint: string; step: number } | undefined;
   runId: string;
   runDir: string;
   data: VocoderData;
@@ -190,6 +176,8 @@ export async function trainVocoder(o: TrainOptions, runDir: string, runId: strin
     trainHours: data.train.reduce((a, c) => a + c.samples.length, 0) / config.audio.sample_rate_hz / 3600,
     skippedRows: data.skippedRows,
     leftOutRows: data.leftOutRows,
+    finetune: run.finetune ?? null,
+    initFrom: run.initFrom ?? null,
     lossCurve: run.log.lossCurve,
     validation: run.validationLosses,
     bestValidationLoss: run.best,
@@ -221,7 +209,15 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}`);
+  const { finetune_acoustic: acoustic, init_from: initPath } = config.vocoder;
+  const finetune = acoustic
+    ? await predictClipMels(acoustic, [...data.train, ...data.validation], config, say)
+    : undefined;
+  if (finetune) say(describeFinetune(finetune));
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);
+  // A resumed run's own weights replace these.
+  const initFrom = initPath ? initVocoderFrom(initPath, generator, config) : undefined;
+  if (initFrom) say(`generator weights from ${initFrom.checkpoint} (step ${initFrom.step})`);
   // mixed_fp16: f16 matmul operands, so the loss is scaled as the acoustic model's is (loop/run-setup.ts).
   const optimizer = new AdamW(
     generator.params,
@@ -241,10 +237,14 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   for (const [k, v] of Object.entries(meta)) log.db.setMeta(k, v);
   log.db.setMeta('device', choice.adapter ? choice.adapter.name : null);
   log.db.setMeta('parameters', generator.parameterCount());
+  // What the run trains on and starts from: the recordings' mels or an acoustic model's, fresh or a vocoder's weights.
+  log.db.setMeta('finetune', finetune ?? null);
+  log.db.setMeta('initFrom', initFrom ?? null);
   log.describeConfig(start.step, config, o.loaded.file);
   const heldOut = data.validation.length ? data.validation : data.train;
   return {
     ...{ o, config, runId, runDir, data, choice, generator, optimizer, store, sampler, log, say, maxSteps },
+    ...{ finetune, initFrom },
     kernels: new KernelCounter({ flops: true }).install(tf as never),
     capture: newCapture(config, choice.backend),
     validation: validationBatch(heldOut, config, config.batching.batch_size),

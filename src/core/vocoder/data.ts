@@ -18,9 +18,13 @@ export interface VocoderClip {
   id: string;
   /** Processed samples at audio.sample_rate_hz. */
   samples: Float32Array;
-  /** [frames, nMels] log-mel of the samples. */
+  /** [frames, nMels] log-mel of the samples (or, fine-tuning, an acoustic model's prediction of it). */
   mel: Float32Array;
   frames: number;
+  /** The row's text and language (undefined: the dataset's), and where the row is ("metadata.csv:3 (id)"). */
+  text: string;
+  language?: string;
+  where: string;
 }
 
 export interface LoadedClips {
@@ -83,7 +87,15 @@ export async function loadClips(
       continue;
     }
     held += clip.samples.length;
-    kept.set(index, { id: row.id, samples: clip.samples, mel: clip.mel, frames: clip.frames });
+    kept.set(index, {
+      id: row.id,
+      samples: clip.samples,
+      mel: clip.mel,
+      frames: clip.frames,
+      text: row.text,
+      ...(row.language ? { language: row.language } : {}),
+      where: `${row.file}:${row.line} (${row.id})`,
+    });
   }
   o.onProgress?.(order.length, order.length);
   return {

@@ -1,0 +1,59 @@
+// A text as an acoustic checkpoint reads it: cleaned as its config cleans, phonemized where it reads
+// phonemes, encoded by its tokenizer; or why it cannot be spoken. `xtts synthesize` speaks such texts,
+// a vocoder's fine-tuning (vocoder-finetune.ts) aligns them to their recordings.
+import type { XttsConfig } from '../config/index.js';
+import { cleanText, type Phonemizer, type Tokenizer } from '../data/index.js';
+
+/**
+ * A text as the checkpoint's token ids: cleaned as its config cleans, phonemized where it reads
+ * phonemes, encoded by its tokenizer; or why it cannot be spoken (nothing left after cleaning,
+ * symbols without a token, too many tokens).
+ */
+export async function encodeText(
+  input: string,
+  language: string,
+  config: XttsConfig,
+  tokenizer: Tokenizer,
+  phonemizer: Phonemizer | undefined,
+): Promise<{ ids: Int32Array; text: string } | { reason: string }> {
+  let text = cleanText(input, config.text, language);
+  if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
+  if (phonemizer) text = await phonemizer.phonemize(text, language);
+  const enc = tokenizer.encode(text, language);
+  const reason = unspeakable(text, enc, config, phonemizer !== undefined);
+  return reason ? { reason } : { ids: enc.ids, text };
+}
+
+/** Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined. */
+function unspeakable(
+  text: string,
+  enc: ReturnType<Tokenizer['encode']>,
+  config: XttsConfig,
+  phonemes: boolean,
+): string | undefined {
+  if (enc.unmappable.length) {
+    const what = enc.unmappable
+      .map(
+        (c, i) =>
+          `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
+          `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
+      )
+      .join(', ');
+    return (
+      `${phonemes ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
+      `token for: ${what}; rephrase without them or spell them out in words`
+    );
+  }
+  if (enc.ids.length > config.model.max_text_tokens)
+    return (
+      `${enc.ids.length} tokens; the model takes at ` + `most ${config.model.max_text_tokens}: split it into sentences`
+    );
+  return undefined;
+}
+
+/** Up to 24 characters either side of a position, for messages. */
+function around(text: string, at: number): string {
+  const chars = [...text];
+  const from = Math.max(0, at - 24);
+  return `${from > 0 ? '…' : ''}${chars.slice(from, at + 25).join('')}${at + 25 < chars.length ? '…' : ''}`;
+}
