@@ -5,7 +5,7 @@
 // mixed-up checkpoints and vocoders of other mels are refused, naming what differs; a fine-tuning run
 // starts from another vocoder's weights and trains on the acoustic run's teacher-forced mels.
 import assert from 'node:assert/strict';
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -321,6 +321,26 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(meta('finetune').predicted, res.finetune.predicted);
     assert.equal(meta('initFrom').step, 8);
     db.close();
+
+    // A clip whose text the acoustic model has no token for keeps its recorded mel, named with its row.
+    const odd = join(dir, 'odd-text');
+    cpSync(join(dir, 'data'), odd, { recursive: true });
+    const rows = readFileSync(join(odd, 'metadata.csv'), 'utf8').split('\n');
+    const id = rows[1].split('|')[0];
+    rows[1] = `${id}|Two fish swam ☃ in the tank.|Two fish swam ☃ in the tank.`;
+    writeFileSync(join(odd, 'metadata.csv'), rows.join('\n'));
+    const o = await runCli(
+      args(join(dir, 'finetuned-odd'), `vocoder.finetune_acoustic=${acousticRun}`, 'training.max_steps=1').concat([
+        '--dataset',
+        odd,
+      ]),
+    );
+    assert.equal(o.code, 0, o.stderr.slice(-2000));
+    const f = o.json.result.finetune;
+    assert.equal(f.kept, 1);
+    assert.equal(f.predicted, res.finetune.predicted - 1);
+    assert.match(f.keptReasons[0].where, new RegExp(`metadata\\.csv:2 \\(${id}\\)$`));
+    assert.match(f.keptReasons[0].reason, /no token for: "☃"/);
 
     // Refused before any step, naming what differs; the folder then trains as asked.
     const bad = join(dir, 'finetune-refused');
