@@ -210,14 +210,19 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}`);
   const { finetune_acoustic: acoustic, init_from: initPath } = config.vocoder;
-  const finetune = acoustic
-    ? await predictClipMels(acoustic, [...data.train, ...data.validation], config, say)
-    : undefined;
-  if (finetune) say(describeFinetune(finetune));
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);
-  // A resumed run's own weights replace these.
-  const initFrom = initPath ? initVocoderFrom(initPath, generator, config) : undefined;
-  if (initFrom) say(`generator weights from ${initFrom.checkpoint} (step ${initFrom.step})`);
+  let initFrom: VocoderRun['initFrom'];
+  let finetune: VocoderRun['finetune'];
+  try {
+    // A resumed run's own weights replace these.
+    initFrom = initPath ? initVocoderFrom(initPath, generator, config) : undefined;
+    if (initFrom) say(`generator weights from ${initFrom.checkpoint} (step ${initFrom.step})`);
+    finetune = acoustic ? await predictClipMels(acoustic, [...data.train, ...data.validation], config, say) : undefined;
+    if (finetune) say(describeFinetune(finetune));
+  } catch (e) {
+    generator.dispose();
+    throw e;
+  }
   // mixed_fp16: f16 matmul operands, so the loss is scaled as the acoustic model's is (loop/run-setup.ts).
   const optimizer = new AdamW(
     generator.params,
