@@ -1,7 +1,7 @@
 // The cpu backend's replaced layout kernels (src/core/backend/cpu.ts) against tfjs's stock ones, side
 // by side in one process:
 // 1. Each kernel at a shape the tiny preset's training step or eval synthesis meets (batch 8, 120
-//    frames, d_model 128, 4 heads): median wall time of 5 calls after one warm-up.
+//    frames, d_model 128, 4 heads), matmuls among them: median wall time of 5 calls after one warm-up.
 // 2. The tiny preset's training step (forward, backward, AdamW) on a synthetic batch, and one
 //    autoregressive decode of it (eval synthesis), each with the stock kernels and with the
 //    replacements, alternating, median of BENCH_REPEAT.
@@ -41,6 +41,8 @@ async function main(): Promise<void> {
   const mask = tf.randomUniform([b, t, 1]);
   const scores = tf.randomNormal([b * h, t, t]);
   const heads = tf.randomNormal([b, t, h, d / h]);
+  const rows = tf.randomNormal([b * t, d]);
+  const w = tf.randomNormal([d, 3 * d]);
   const kernels: [string, () => tf.Tensor | tf.Tensor[]][] = [
     [`split q,k,v [${b},${t},${3 * d}]`, () => tf.split(x, 3, 2)],
     [`split gates [${b},${4 * d}]`, () => tf.split(gates, 4, 1)],
@@ -48,9 +50,14 @@ async function main(): Promise<void> {
     [`mask × act [${b},${t},1]·[${b},${t},${d}]`, () => tf.mul(act, mask)],
     [`softmax [${b * h},${t},${t}]`, () => tf.softmax(scores)],
     [`heads transpose [${b},${t},${h},${d / h}]`, () => tf.transpose(heads, [0, 2, 1, 3])],
+    [`q,k,v matmul [${b * t},${d}]·[${d},${3 * d}]`, () => tf.matMul(rows, w)],
+    [
+      `its weight gradient [${b * t},${d}]ᵀ·[${b * t},${3 * d}]`,
+      () => tf.matMul(rows, tf.reshape(x, [b * t, 3 * d]), true),
+    ],
   ];
   console.log(`cpu backend, one kernel: median of 5 (ms)`);
-  console.log(`${'kernel'.padEnd(34)} ${'stock'.padStart(8)} ${'fast'.padStart(8)}  speed-up`);
+  console.log(`${'kernel'.padEnd(44)} ${'stock'.padStart(8)} ${'fast'.padStart(8)}  speed-up`);
   for (const [label, fn] of kernels) {
     const ms: Record<Variant, number> = { stock: 0, fast: 0 };
     for (const v of ['stock', 'fast'] as const) {
@@ -60,11 +67,11 @@ async function main(): Promise<void> {
     figures[`${label} stock ms`] = ms.stock;
     figures[`${label} fast ms`] = ms.fast;
     console.log(
-      `${label.padEnd(34)} ${ms.stock.toFixed(2).padStart(8)} ${ms.fast.toFixed(2).padStart(8)}  ` +
+      `${label.padEnd(44)} ${ms.stock.toFixed(2).padStart(8)} ${ms.fast.toFixed(2).padStart(8)}  ` +
         `${(ms.stock / ms.fast).toFixed(1)}×`,
     );
   }
-  tf.dispose([x, gates, act, mask, scores, heads]);
+  tf.dispose([x, gates, act, mask, scores, heads, rows, w]);
 
   // The tiny preset: a training step and a decode, both variants alternating.
   const config = PRESETS.tiny;
