@@ -357,6 +357,9 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const swapped = await runCli(plain(`vocoder.init_from=${acousticRun}`));
     assert.equal(swapped.code, 2);
     assert.match(swapped.stderr, /CHECKPOINT_KIND/);
+    const missing = await runCli(plain(`vocoder.finetune_acoustic=${join(dir, 'nowhere')}`));
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /CHECKPOINT_NOT_FOUND.*vocoder\.finetune_acoustic: no checkpoint in .*nowhere/);
     const ok = await runCli(args(bad, 'training.max_steps=1'));
     assert.equal(ok.code, 0, ok.stderr.slice(-2000));
   });

@@ -42,6 +42,16 @@ function mismatch(code: Uppercase<string>, what: string, differ: string[], sugge
   });
 }
 
+/** The checkpoint a config key names; a missing one is refused naming the key. */
+function checkpointOf(key: string, path: string): string {
+  try {
+    return resolveCheckpoint(path);
+  } catch (e) {
+    if (!(e instanceof XttsError)) throw e;
+    throw new XttsError(e.code, `${key}: ${e.message}`, { exitCode: e.exitCode, suggestions: e.suggestions });
+  }
+}
+
 /**
  * vocoder.init_from: the weights of another vocoder run's latest checkpoint (or of the checkpoint
  * named) into `generator`. Refused, naming the keys, when that vocoder's shape or mel settings differ.
@@ -51,7 +61,7 @@ export function initVocoderFrom(
   generator: VocoderGenerator,
   config: XttsConfig,
 ): { checkpoint: string; step: number } {
-  const dir = resolveCheckpoint(path);
+  const dir = checkpointOf('vocoder.init_from', path);
   const ckpt = new CheckpointStore(dir).load<VocoderCheckpointState>(dir, {
     optimizer: false,
     kind: 'vocoder',
@@ -102,7 +112,7 @@ export async function predictClipMels(
   say: (m: string) => void,
 ): Promise<FinetuneMels> {
   const t0 = performance.now();
-  const dir = resolveCheckpoint(path);
+  const dir = checkpointOf('vocoder.finetune_acoustic', path);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const state = ckpt.state;
   const theirs = state.config;
