@@ -342,6 +342,16 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.match(f.keptReasons[0].where, new RegExp(`metadata\\.csv:2 \\(${id}\\)$`));
     assert.match(f.keptReasons[0].reason, /no token for: "☃"/);
 
+    // None readable: refused, naming the first clip and why.
+    const ids = rows.filter((l) => l.includes('|')).map((l) => l.split('|')[0]);
+    writeFileSync(join(odd, 'metadata.csv'), ids.map((i) => `${i}|☃|☃`).join('\n'));
+    const none = await runCli(
+      args(join(dir, 'finetuned-none'), `vocoder.finetune_acoustic=${acousticRun}`).concat(['--dataset', odd]),
+    );
+    assert.equal(none.code, 2);
+    assert.equal(none.json.error.code, 'VOCODER_FINETUNE_NOTHING');
+    assert.match(none.json.error.message, /can read none of the 6 clips' texts, .*metadata\.csv:\d+ \(/);
+
     // Refused before any step, naming what differs; the folder then trains as asked.
     const bad = join(dir, 'finetune-refused');
     const plain = (...sets: string[]) => args(bad, ...sets).filter((a) => a !== '--json');

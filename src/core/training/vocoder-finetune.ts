@@ -175,6 +175,18 @@ export async function predictClipMels(
     phonemizer?.close();
     model.dispose();
   }
+  if (predicted === 0 && clips.length > 0)
+    throw new XttsError(
+      'VOCODER_FINETUNE_NOTHING',
+      `the acoustic model ${dir} can read none of the ${clips.length} clips' texts, so nothing would be ` +
+        `fine-tuned (${keptReasons[0].where}: ${keptReasons[0].reason})`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          "fine-tune on a dataset in the acoustic run's languages and alphabet, or without finetune_acoustic",
+        ],
+      },
+    );
   return {
     checkpoint: dir,
     step: state.step,
