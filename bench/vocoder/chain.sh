@@ -70,7 +70,8 @@ echo "total $(since "$start") ms" >>"$work/summary.txt"
 
 # One archive, split: everything but the weights and the optimizer's moments.
 (cd "$work" && tar -czf - --exclude='*.safetensors' --exclude='*.tfevents.*' griffin-lim neural finetuned \
-  acoustic/run.sqlite vocoder/run.sqlite finetuned/run.sqlite ./*-train.json ./*-train.log ./*-calibration.json ./*-calibration.log \
+  acoustic/run.sqlite vocoder/run.sqlite finetuned/run.sqlite ./*-train.json ./*-train.log \
+  ./*-calibration.json ./*-calibration.log \
   ./*-synthesize.json ./*-synthesize.log summary.txt host.txt smi.csv 2>/dev/null) |
   split -b 15m -d - "$out/chain.tar.gz."
 cat "$work/host.txt" "$work/summary.txt"

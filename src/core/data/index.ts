@@ -23,7 +23,7 @@ export { describeDataset, speechLength } from './describe.js';
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';
-export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, stftWindow } from './audio/mel.js';
+export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, melSettingsDiffer, stftWindow } from './audio/mel.js';
 export { processAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';

@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import type { XttsConfig } from '../config/index.js';
-import { MEL_SETTINGS_KEYS, Phonemizer, Tokenizer, type TokenizerJSON } from '../data/index.js';
+import { melSettingsDiffer, Phonemizer, Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { disposeBatch, uploadBatch, XttsModel } from '../model/index.js';
 import type { VocoderClip, VocoderGenerator } from '../vocoder/index.js';
@@ -72,9 +72,7 @@ export function initVocoderFrom(
     ...SHAPE_KEYS.filter((k) => theirs.vocoder[k] !== config.vocoder[k]).map(
       (k) => `vocoder.${k} ${theirs.vocoder[k]} (init_from) vs ${config.vocoder[k]}`,
     ),
-    ...MEL_SETTINGS_KEYS.filter((k) => theirs.audio[k] !== config.audio[k]).map(
-      (k) => `audio.${k} ${theirs.audio[k]} (init_from) vs ${config.audio[k]}`,
-    ),
+    ...melSettingsDiffer(theirs.audio, config.audio, 'init_from'),
   ];
   if (differ.length)
     throw mismatch(
@@ -116,9 +114,7 @@ export async function predictClipMels(
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const state = ckpt.state;
   const theirs = state.config;
-  const differ = MEL_SETTINGS_KEYS.filter((k) => theirs.audio[k] !== config.audio[k]).map(
-    (k) => `audio.${k} ${theirs.audio[k]} (acoustic model) vs ${config.audio[k]}`,
-  );
+  const differ = melSettingsDiffer(theirs.audio, config.audio, 'acoustic model');
   if (differ.length)
     throw mismatch(
       'VOCODER_FINETUNE_MISMATCH',

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import type { AudioConfig } from '../config/index.js';
-import { griffinLim, MEL_SETTINGS_KEYS } from '../data/index.js';
+import { griffinLim, melSettingsDiffer } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { VocoderGenerator } from '../vocoder/index.js';
 import { assignArrays, CheckpointStore, refuseNonFinite, resolveCheckpoint } from './checkpoint.js';
@@ -50,12 +50,11 @@ export function loadNeuralVocoder(path: string, audio?: AudioConfig): MelVocoder
     schema: VocoderStateSchema,
   });
   const theirs = ckpt.state.config.audio;
-  const differ = audio ? MEL_SETTINGS_KEYS.filter((k) => theirs[k] !== audio[k]) : [];
+  const differ = audio ? melSettingsDiffer(theirs, audio, 'vocoder') : [];
   if (differ.length > 0)
     throw new XttsError(
       'VOCODER_AUDIO_MISMATCH',
-      `the vocoder ${dir} was trained on other mels: ` +
-        differ.map((k) => `audio.${k} ${theirs[k]} (vocoder) vs ${audio?.[k]}`).join(', '),
+      `the vocoder ${dir} was trained on other mels: ${differ.join(', ')}`,
       {
         exitCode: ExitCode.usage,
         suggestions: ['train a vocoder with the audio section of the acoustic run (`extends` it), or omit --vocoder'],

@@ -31,6 +31,13 @@ export const MEL_SETTINGS_KEYS = [
 
 export type MelSettings = Pick<AudioConfig, (typeof MEL_SETTINGS_KEYS)[number]>;
 
+/** The mel settings in which `theirs` (named `who`) differs from `ours`, each as "audio.KEY THEIRS (who) vs OURS". */
+export function melSettingsDiffer(theirs: MelSettings, ours: MelSettings, who: string): string[] {
+  return MEL_SETTINGS_KEYS.filter((k) => theirs[k] !== ours[k]).map(
+    (k) => `audio.${k} ${theirs[k]} (${who}) vs ${ours[k]}`,
+  );
+}
+
 // Slaney's Auditory Toolbox mel scale (librosa.hz_to_mel htk=False): linear below 1 kHz, log above.
 const SLANEY_F_SP = 200 / 3;
 const SLANEY_MIN_LOG_HZ = 1000;
