@@ -10,12 +10,24 @@ export const vocoderShapeRule: Rule = {
     "The vocoder's inverse STFT overlap-adds whole hops, so n_fft must be a multiple of hop_length; its " +
     'multi-resolution STFT loss looks at windows up to 2·n_fft, so a training segment must hold at least ' +
     '4·n_fft samples, or the largest resolution has too few frames to say anything. Vocoder runs train on ' +
-    'one device for now: device.gpus and device.data_device would not be honoured, so they are refused.',
+    'one device for now: device.gpus and device.data_device would not be honoured, so they are refused. ' +
+    'An adversarial run needs at least one discriminator.',
   check(ctx) {
     const { audio: a, vocoder: v, device } = ctx.config;
     const samples = v.segment_frames * a.hop_length;
     const needed = 4 * a.n_fft;
+    const gan = v.adversarial;
     return fired([
+      gan.enabled &&
+        gan.periods.length === 0 &&
+        gan.resolution_channels === 0 &&
+        at(
+          ctx,
+          'vocoder.adversarial.periods',
+          'error',
+          'adversarial training with no discriminator: periods is [] and resolution_channels is 0',
+          'periods: [2, 3, 5, 7, 11]',
+        ),
       a.n_fft % a.hop_length !== 0 &&
         at(
           ctx,

@@ -55,6 +55,72 @@ export const VocoderSchema = Section(
         'Weight of the multi-resolution STFT loss (spectral convergence + log-magnitude L1 at FFT sizes ' +
         'n_fft/2, n_fft and 2·n_fft; Yamamoto et al. 2020).',
     }),
+    adversarial: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: false,
+          description:
+            "Train against discriminators (a GAN): HiFi-GAN's multi-period and UnivNet's multi-resolution " +
+            'discriminators, LSGAN losses and feature matching on top of the mel and STFT losses, the pair ' +
+            'Vocos trains with. Sharper harmonics and less buzz than the reconstruction losses alone; a step ' +
+            'costs more. false: the reconstruction losses only.',
+        }),
+        start_step: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description:
+            'Steps 1 … start_step train the generator on the reconstruction losses alone, so that the ' +
+            'discriminators meet a generator that already speaks; they train and judge from the next step ' +
+            '(0: from the first). Their optimizer counts its own steps: its warm-up starts there.',
+        }),
+        periods: Type.Array(Type.Integer({ minimum: 2, maximum: 64 }), {
+          minItems: 0,
+          maxItems: 8,
+          uniqueItems: true,
+          default: [2, 3, 5, 7, 11],
+          description: "Periods of the multi-period discriminator (HiFi-GAN's: 2, 3, 5, 7, 11); [] for none.",
+        }),
+        period_channels: Type.Integer({
+          minimum: 32,
+          maximum: 1024,
+          multipleOf: 32,
+          default: 256,
+          description:
+            "Widest layer of each period discriminator; its layers are 1/32, 1/8, 1/2, 1 and 1 of it (HiFi-GAN's: " +
+            '1024).',
+        }),
+        resolution_channels: Type.Integer({
+          minimum: 0,
+          maximum: 256,
+          default: 32,
+          description:
+            'Width of each multi-resolution discriminator (UnivNet: 32), one per resolution of the STFT loss ' +
+            '(n_fft/2, n_fft, 2·n_fft); 0: none.',
+        }),
+        adversarial_weight: Type.Number({
+          minimum: 0,
+          maximum: 1000,
+          default: 0.2,
+          description:
+            "Weight of the generator's LSGAN loss (mean over the discriminators) beside the mel loss's " +
+            "`mel_loss_weight`: HiFi-GAN's 1 : 45 over its eight discriminators' sum.",
+        }),
+        feature_matching_weight: Type.Number({
+          minimum: 0,
+          maximum: 1000,
+          default: 2,
+          description:
+            "Weight of the feature-matching loss: the L1 distance between the discriminators' activations " +
+            "on the real and the generated wave (mean over layers and discriminators); HiFi-GAN's 2 : 45 " +
+            "over about forty layers' sum.",
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: 'Adversarial training of a `task: vocoder` run (src/core/vocoder/discriminators.ts).',
+      },
+    ),
     init_from: Type.Union([Type.String({ minLength: 1 }), Type.Null()], {
       default: null,
       description:

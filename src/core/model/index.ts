@@ -20,7 +20,7 @@ export {
   XttsModel,
 } from './model.js';
 export { type GenerateItem, type GenerateOptions, type GenerateResult, type Voice, voiceLatents } from './generate.js';
-export { cachedConstant, Conv1d, type ConvImpl, LayerNorm, Linear, MASK_BIAS } from './nn.js';
+export { cachedConstant, Conv1d, conv1dComposed, type ConvImpl, LayerNorm, Linear, MASK_BIAS } from './nn.js';
 export { ParamStore } from './params.js';
 export { mixSeed, Rng } from './init.js';
 export {

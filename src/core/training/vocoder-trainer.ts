@@ -1,22 +1,14 @@
 // Training the neural vocoder (`task: vocoder`), top to bottom: the clips (processed as the features
-// are), the backend, the generator and its optimizer, resume; then per step: random segments ->
-// upload -> forward/backward/update, its losses read back every log_every, validation, checkpoints and
-// eval audio at their intervals. The same run folder, lock, checkpoints (safetensors), run database,
+// are), the backend, the generator and its optimizer (and with `vocoder.adversarial` the
+// discriminators and theirs), resume; then per step (vocoder-step.ts: random segments -> upload ->
+// forward/backward/update), its losses read back every log_every, validation, checkpoints and eval
+// audio at their intervals. The same run folder, lock, checkpoints (safetensors), run database,
 // metrics.jsonl and TensorBoard file as the acoustic model's runs; one static batch shape.
 import { mkdirSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import {
-  advanceCapture,
-  type BackendChoice,
-  type CaptureState,
-  disposeBackend,
-  dropStaleCapture,
-  initBackend,
-  KernelCounter,
-  onDeviceOnly,
-  recordStep,
-} from '../backend/index.js';
+import { type BackendChoice, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { buildManifest, encodeWav, refuseUnusable } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
@@ -29,10 +21,22 @@ import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
 import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
-import { captureUnavailable } from './optim/step-replay.js';
 import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
 import { describeFinetune, type FinetuneMels, initVocoderFrom, predictClipMels } from './vocoder-finetune.js';
 import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
+import {
+  ADVERSARIAL_METRICS,
+  type Adversary,
+  adversarialStepBytes,
+  adversaryState,
+  makeDiscriminators,
+  newCapture,
+  restoreAdversary,
+  splitOptimizerArrays,
+  type StepParts,
+  trainOneStep,
+  type VocoderStepRun,
+} from './vocoder-step.js';
 
 /** Validation clips at most: their segments are one batch-sized pass, every validate_every steps. */
 const VALIDATION_CLIPS = 64;
@@ -58,6 +62,8 @@ export interface VocoderTrainResult {
   finetune: FinetuneMels | null;
   /** vocoder.init_from: the vocoder checkpoint whose weights it started from. */
   initFrom: { checkpoint: string; step: number } | null;
+  /** vocoder.adversarial: its discriminators, their parameters and the step after which they joined. */
+  adversarial: { discriminators: string[]; parameters: number; startStep: number } | null;
   lossCurve: { step: number; loss: number }[];
   validation: { step: number; loss: number; mel: number }[];
   bestValidationLoss: number | null;
@@ -117,31 +123,24 @@ export async function vocodeClip(
 }
 
 /** A vocoder run's parts, made before its first step. */
-interface VocoderRun {
+interface VocoderRun extends VocoderStepRun {
   o: TrainOptions;
-  config: XttsConfig;
   finetune: FinetuneMels | undefined;
   initFrom: { checkpoint: string; step: number } | undefined;
   runId: string;
   runDir: string;
   data: VocoderData;
   choice: BackendChoice;
-  generator: VocoderGenerator;
-  optimizer: AdamW;
   store: CheckpointStore;
-  sampler: SegmentSampler;
   log: RunLog;
   /** Kernels, GPU programs and model FLOPs of each step, for the run database (and the profiler). */
   kernels: KernelCounter;
-  capture: VocoderCapture;
   /** One fixed batch of validation segments [mel, wave], kept on the device. */
   validation: tf.Tensor[];
   evalClips: VocoderClip[];
   startStep: number;
   maxSteps: number;
-  say: (m: string) => void;
-  /** What the loop changes. */
-  step: number;
+  /** What the loop changes (and `step`). */
   best: number | null;
   stoppedBy: VocoderTrainResult['stoppedBy'];
   nonFinite: number;
@@ -178,6 +177,7 @@ export async function trainVocoder(o: TrainOptions, runDir: string, runId: strin
     leftOutRows: data.leftOutRows,
     finetune: run.finetune ?? null,
     initFrom: run.initFrom ?? null,
+    adversarial: describeAdversary(run.adversary),
     lossCurve: run.log.lossCurve,
     validation: run.validationLosses,
     bestValidationLoss: run.best,
@@ -188,6 +188,8 @@ export async function trainVocoder(o: TrainOptions, runDir: string, runId: strin
   };
   run.kernels.uninstall();
   run.optimizer.dispose?.();
+  run.adversary?.optimizer.dispose?.();
+  run.adversary?.discriminators.dispose();
   generator.dispose();
   tf.dispose(run.validation);
   disposeBackend(tf as never);
@@ -223,18 +225,29 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
     generator.dispose();
     throw e;
   }
-  // mixed_fp16: f16 matmul operands, so the loss is scaled as the acoustic model's is (loop/run-setup.ts).
-  const optimizer = new AdamW(
-    generator.params,
-    t,
+  // mixed_fp16: f16 matmul operands, so the losses are scaled as the acoustic model's is (loop/run-setup.ts).
+  const scaling =
     t.precision === 'mixed_fp16'
       ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } }
-      : {},
-  );
+      : {};
+  const optimizer = new AdamW(generator.params, t, scaling);
+  refuseAdversarialMemory(config, choice.backend);
+  const discriminators = makeDiscriminators(config);
+  const adversary: Adversary | undefined = discriminators && {
+    discriminators,
+    optimizer: new AdamW(discriminators.params, t, scaling),
+    startStep: config.vocoder.adversarial.start_step,
+  };
+  if (adversary) {
+    const { discriminators: names, parameters, startStep } = describeAdversary(adversary)!;
+    const from = startStep > 0 ? `after step ${startStep}` : 'from the first step';
+    say(`adversarial: ${names.length} discriminators (${names.join(', ')}; ${parameters} parameters), ${from}`);
+  }
   const store = new CheckpointStore(runDir);
   const { hop_length: hop, n_mels: nMels } = config.audio;
   const sampler = new SegmentSampler(data.train, config.vocoder.segment_frames, hop, nMels, mixSeed(t.seed, 1));
-  const resumed = o.resume ? resumeVocoder(store, runDir, runId, generator, optimizer, sampler, say) : undefined;
+  const parts = { generator, optimizer, sampler, adversary };
+  const resumed = o.resume ? resumeVocoder(store, runDir, runId, parts, say) : undefined;
   const start = resumed ?? { step: 0, bestValidationLoss: null };
   const maxSteps = o.maxSteps ?? t.max_steps;
   const log = RunLog.open(runDir, { tensorboard: true, maxSteps, logEvery: t.log_every, onProgress: o.onProgress });
@@ -245,11 +258,12 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   // What the run trains on and starts from: the recordings' mels or an acoustic model's, fresh or a vocoder's weights.
   log.db.setMeta('finetune', finetune ?? null);
   log.db.setMeta('initFrom', initFrom ?? null);
+  log.db.setMeta('adversarial', describeAdversary(adversary));
   log.describeConfig(start.step, config, o.loaded.file);
   const heldOut = data.validation.length ? data.validation : data.train;
   return {
     ...{ o, config, runId, runDir, data, choice, generator, optimizer, store, sampler, log, say, maxSteps },
-    ...{ finetune, initFrom },
+    ...{ finetune, initFrom, adversary },
     kernels: new KernelCounter({ flops: true }).install(tf as never),
     capture: newCapture(config, choice.backend),
     validation: validationBatch(heldOut, config, config.batching.batch_size),
@@ -332,9 +346,13 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
 }
 
 /** A logged step's figures read back into the metrics; its loss. */
-async function logStep(run: VocoderRun, step: number, parts: tf.Tensor[]): Promise<number> {
-  const [loss, mel, sc, lm, norm, finite] = (await Promise.all(parts.map((x) => x.data()))).map((x) => x[0]);
-  if (finite === 0) run.nonFinite++;
+async function logStep(run: VocoderRun, step: number, parts: StepParts): Promise<number> {
+  const values = (await Promise.all(parts.map((x) => x.data()))).map((x) => x[0]);
+  const [loss, mel, sc, lm, norm, finite] = values;
+  if (finite === 0 || values[10] === 0) run.nonFinite++;
+  ADVERSARIAL_METRICS.forEach((name, i) => {
+    if (values.length > 6 + i) run.log.metric(step, name, values[6 + i]);
+  });
   run.log.lossCurve.push({ step, loss });
   run.log.metric(step, 'loss/train', loss);
   run.log.metric(step, 'loss/mel', mel);
@@ -358,7 +376,11 @@ async function saveCheckpoint(run: VocoderRun, best: boolean): Promise<void> {
   try {
     const contents = {
       weights: await toArrays(run.generator.getWeights()),
-      optimizer: await toArraysDisposing(run.optimizer.getState()),
+      // The discriminators ride in the optimizer's file: weights.safetensors stays the generator, all a
+      // synthesis reads.
+      optimizer: await toArraysDisposing(
+        new Map([...run.optimizer.getState(), ...(run.adversary ? adversaryState(run.adversary) : [])]),
+      ),
       state,
     };
     run.checkpoints.push(run.store.save(run.step, contents, { keep: run.config.training.keep_checkpoints, best }));
@@ -385,122 +407,6 @@ function timingOf(stepMs: number[], batch: number, config: XttsConfig): VocoderT
     segmentsPerS: mean > 0 ? (batch * 1000) / mean : 0,
     audioSecondsPerS: mean > 0 ? (batch * segmentS * 1000) / mean : 0,
   };
-}
-
-/** Forward, losses and backward of one micro-batch into the optimizer's sums; the parts [loss, mel, sc, logMag]. */
-function microBatch(run: VocoderRun, mel: tf.Tensor3D, wave: tf.Tensor2D): tf.Tensor[] {
-  const { generator, optimizer, config } = run;
-  const lossScale = optimizer.lossScale;
-  let kept: tf.Tensor[] = [];
-  const { value, grads } = tf.variableGrads(() => {
-    const parts = vocoderLosses(generator.forward(mel), wave, config.audio, config.vocoder);
-    // The parts outlive the gradient's tidy: they are read back at log intervals. The loss is cloned:
-    // unscaled it is also `value`, which the optimizer takes and frees.
-    kept = [tf.clone(parts.loss), parts.mel, parts.spectralConvergence, parts.logMagnitude].map((x) => tf.keep(x));
-    return lossScale ? (tf.mul(parts.loss, lossScale) as tf.Scalar) : parts.loss;
-  }, optimizer.variables);
-  // The optimizer's loss sum is only tested for being finite: the scaled one will do.
-  optimizer.accumulate(optimizer.flatten(grads), value);
-  tf.dispose(Object.values(grads));
-  return kept;
-}
-
-/**
- * One optimizer step: grad_accumulation_steps micro-batches of random segments, each forward, losses and
- * backward; then the update. Returns [loss, mel, sc, logMag, gradNorm, finite] of the last micro-batch
- * (device scalars; the loss unscaled). With step capture (webgpu, one micro-batch a step) the step is
- * recorded twice and then replayed, as the acoustic model's (optim/step-replay.ts): its inputs are the
- * segments and the optimizer's per-step scalars.
- */
-function trainOneStep(run: VocoderRun, timer: SpanTimer): tf.Tensor[] {
-  const { optimizer, config, capture } = run;
-  const batch = config.batching.batch_size;
-  const frames = config.vocoder.segment_frames;
-  const micro = Math.max(1, config.training.grad_accumulation_steps);
-  let kept: tf.Tensor[] = [];
-  for (let m = 0; m < micro; m++) {
-    tf.dispose(kept);
-    const segments = run.sampler.next(batch);
-    timer.mark('dataWaitMs');
-    const mel = tf.tensor3d(segments.mel, [batch, frames, config.audio.n_mels]);
-    const wave = tf.tensor2d(segments.wave, [batch, frames * config.audio.hop_length]);
-    timer.mark('uploadMs');
-    if (micro === 1 && capture.off === null) {
-      const out = capturedStep(run, mel, wave);
-      tf.dispose([mel, wave]);
-      timer.mark('forwardBackwardMs');
-      return out;
-    }
-    kept = onDeviceOnly(tf, () => microBatch(run, mel, wave));
-    tf.dispose([mel, wave]);
-    timer.mark('forwardBackwardMs');
-  }
-  const applied = onDeviceOnly(tf, () => optimizer.apply());
-  timer.mark('optimizerMs');
-  capture.eager++;
-  return [...kept, applied.gradNorm, applied.finite];
-}
-
-/** The vocoder's step capture: one shape (the segments'), so one state; why it is off, and its counts. */
-interface VocoderCapture {
-  off: string | null;
-  state: CaptureState;
-  replayed: number;
-  eager: number;
-  /** The last step's replayed programs (0 when it ran eagerly). */
-  lastPrograms: number;
-}
-
-function newCapture(config: XttsConfig, backend: string): VocoderCapture {
-  const accumulating = config.training.grad_accumulation_steps > 1;
-  const off = accumulating
-    ? 'gradient accumulation (the vocoder captures single-micro-batch steps only)'
-    : captureUnavailable(config.device.step_capture, backend);
-  return { off, state: { phase: 'plan', recaptures: 0 }, replayed: 0, eager: 0, lastPrograms: 0 };
-}
-
-/** One whole step eagerly (the first), recorded (the next two) or replayed (from then on). */
-function capturedStep(run: VocoderRun, mel: tf.Tensor3D, wave: tf.Tensor2D): tf.Tensor[] {
-  const { optimizer, capture } = run;
-  const s = capture.state;
-  capture.lastPrograms = 0;
-  const scalars = tf.tensor1d(optimizer.updateScalars().values);
-  const step = () =>
-    onDeviceOnly(tf, () => {
-      const kept = microBatch(run, mel, wave);
-      const applied = optimizer.apply(scalars);
-      return [...kept, applied.gradNorm, applied.finite];
-    });
-  try {
-    if (s.phase === 'replay' && dropStaleCapture(s)) run.say(`vocoder step capture: ${s.reason}`);
-    if (s.phase === 'replay') {
-      const out = s.capture!.replay([mel, wave, scalars]);
-      optimizer.countReplayedUpdate();
-      capture.replayed++;
-      capture.lastPrograms = s.capture!.programs;
-      return out;
-    }
-    capture.eager++;
-    if (s.phase === 'plan' || s.phase === 'refused') {
-      if (s.phase === 'plan') s.phase = 'record';
-      return step();
-    }
-    let out: tf.Tensor[] = [];
-    const { recording } = recordStep(tf, [mel, wave, scalars], () => {
-      out = step();
-      return out;
-    });
-    // advanceCapture moves the phase on (the compiler's narrowing above does not see it).
-    if (advanceCapture(tf, s, recording))
-      run.say(
-        (s.phase as CaptureState['phase']) === 'replay'
-          ? `vocoder step capture: replaying ${s.capture!.programs} programs a step`
-          : `vocoder step capture refused: ${s.reason}`,
-      );
-    return out;
-  } finally {
-    scalars.dispose();
-  }
 }
 
 /** Fixed segments of the validation clips, one batch (uploaded once, kept for the run). */
@@ -558,11 +464,10 @@ function resumeVocoder(
   store: CheckpointStore,
   runDir: string,
   runId: string,
-  generator: VocoderGenerator,
-  optimizer: AdamW,
-  sampler: SegmentSampler,
+  parts: Pick<VocoderRun, 'generator' | 'optimizer' | 'sampler' | 'adversary'>,
   say: (m: string) => void,
 ): { step: number; bestValidationLoss: number | null } | undefined {
+  const { generator, optimizer, sampler, adversary } = parts;
   const dir = store.latest();
   if (!dir) {
     say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
@@ -578,8 +483,48 @@ function resumeVocoder(
   }
   refuseNonFinite(dir, ckpt);
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => generator.setWeights(w));
-  assignArrays(ckpt.optimizer, join(dir, 'optimizer.safetensors'), (s) => optimizer.setState(s));
+  const arrays = splitOptimizerArrays(ckpt.optimizer);
+  const optimizerFile = join(dir, 'optimizer.safetensors');
+  assignArrays(arrays.generator, optimizerFile, (s) => optimizer.setState(s));
+  if (adversary && arrays.adversary.length > 0)
+    assignArrays(arrays.adversary, optimizerFile, (s) => restoreAdversary(adversary, s));
+  else if (adversary) say(`${dir} has no discriminators (its run was not adversarial): they start afresh`);
   sampler.state = ckpt.state.samplerRng;
   say(`resumed from ${dir} at step ${ckpt.state.step}`);
   return { step: ckpt.state.step, bestValidationLoss: ckpt.state.bestValidationLoss };
+}
+
+/**
+ * An adversarial step too large for a CPU backend's memory is refused before it is tried: wasm's heap
+ * ends at 4 GiB (beyond it the backend aborts), the cpu backend's at the machine's memory.
+ */
+function refuseAdversarialMemory(config: XttsConfig, backend: string): void {
+  const limit = backend === 'wasm' ? 3 * 2 ** 30 : backend === 'cpu' ? totalmem() / 2 : Infinity;
+  const bytes = adversarialStepBytes(config);
+  if (bytes <= limit) return;
+  const gib = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
+  const a = config.vocoder.adversarial;
+  const fits = Math.floor((limit / bytes) * a.resolution_channels);
+  throw new XttsError(
+    'VOCODER_ADVERSARIAL_MEMORY',
+    `vocoder.adversarial: the resolution discriminators (${a.resolution_channels} channels, batch ` +
+      `${config.batching.batch_size}) would hold about ${gib(bytes)} a step, more than the ${backend} ` +
+      `backend has (${gib(limit)})`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        fits >= 1
+          ? `set vocoder.adversarial.resolution_channels to ${fits} or less, or batching.batch_size lower`
+          : 'set vocoder.adversarial.resolution_channels: 0 (the period discriminators alone) or a smaller batch',
+        'train adversarially on a GPU (device.backend: webgpu)',
+      ],
+    },
+  );
+}
+
+/** An adversarial run's discriminators as the result and the run database tell them. */
+function describeAdversary(adversary: Adversary | undefined): VocoderTrainResult['adversarial'] {
+  if (!adversary) return null;
+  const d = adversary.discriminators;
+  return { discriminators: d.names, parameters: d.parameterCount(), startStep: adversary.startStep };
 }

@@ -3,6 +3,16 @@
 export { countVocoderParameters, VocoderGenerator, type VocoderAudio, type VocoderShape } from './model.js';
 export { lossResolutions, vocoderLosses, type VocoderLossParts } from './losses.js';
 export {
+  adversarialLoss,
+  countDiscriminatorParameters,
+  type DiscriminatorShape,
+  discriminatorLoss,
+  Discriminators,
+  featureMatchingLoss,
+  type Judgement,
+  stridedConv1d,
+} from './discriminators.js';
+export {
   loadClips,
   MAX_HELD_SAMPLES,
   SegmentSampler,
