@@ -10,7 +10,7 @@
 # one variant a line, NAME then overrides). Prints each run's median step, its mean step over steps 41 on
 # with the readbacks that wait for the GPU (the throughput), its replayed steps and programs a step, and the
 # most GPU memory nvidia-smi saw during it; returns the runs' JSON, logs and run.sqlite as
-# OUT/vocoder-adversarial.tar.gz.
+# OUT/vocoder-adversarial.tar.gz. Each run is stopped after VARIANT_TIMEOUT seconds (default 300).
 set -u
 out=${1:?usage: gpu-adversarial.sh OUT [STEPS] [CONFIG]}
 steps=${2:-200}
@@ -31,7 +31,7 @@ while read -r name overrides; do
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$work/$name.smi" 2>/dev/null &
   smi=$!
   # shellcheck disable=SC2086 # overrides and VOCODER_ARGS: --set lists
-  $x train --config "$config" --dataset "$work/train-data" --output "$work/$name" --max-steps "$steps" \
+  timeout "${VARIANT_TIMEOUT:-300}" $x train --config "$config" --dataset "$work/train-data" --output "$work/$name" --max-steps "$steps" \
     --backend "$backend" --set training.log_every=20 --set training.validate_every=100000 \
     --set training.eval_every=100000 --set training.checkpoint_every=100000 ${VOCODER_ARGS:-} $overrides --json \
     >"$work/$name.json" 2>"$work/$name.log"
