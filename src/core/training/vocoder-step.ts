@@ -73,22 +73,27 @@ export function isAdversarial(run: Pick<VocoderStepRun, 'adversary'>, step: numb
  * The period discriminators work on the samples, two orders of magnitude less.
  */
 export function adversarialStepBytes(config: XttsConfig): number {
-  const a = config.vocoder.adversarial;
-  if (!a.enabled || a.resolution_channels === 0) return 0;
+  const { adversarial } = config.vocoder;
+  if (!adversarial.enabled || adversarial.resolution_channels === 0) return 0;
   const samples = config.vocoder.segment_frames * config.audio.hop_length;
   const cells = lossResolutions(config.audio).reduce(
     (n, r) => n + ((samples - r.nFft) / r.hop + 1) * (r.nFft / 2 + 1),
     0,
   );
-  return 2048 * cells * a.resolution_channels * config.batching.batch_size;
+  return 2048 * cells * adversarial.resolution_channels * config.batching.batch_size;
 }
 
 /** The discriminators of an adversarial config (seeded apart from the generator), else undefined. */
 export function makeDiscriminators(config: XttsConfig): Discriminators | undefined {
-  const a = config.vocoder.adversarial;
-  if (!a.enabled) return undefined;
-  const resolutions = a.resolution_channels > 0 ? lossResolutions(config.audio) : [];
-  return new Discriminators(a, resolutions, mixSeed(config.training.seed, 2));
+  const { adversarial } = config.vocoder;
+  if (!adversarial.enabled) return undefined;
+  const { periods, period_channels, resolution_channels } = adversarial;
+  const resolutions = resolution_channels > 0 ? lossResolutions(config.audio) : [];
+  return new Discriminators(
+    { periods, period_channels, resolution_channels },
+    resolutions,
+    mixSeed(config.training.seed, 2),
+  );
 }
 
 /**
@@ -98,7 +103,7 @@ export function makeDiscriminators(config: XttsConfig): Discriminators | undefin
  */
 function microBatch(run: VocoderStepRun, mel: tf.Tensor3D, wave: tf.Tensor2D, adversarial: boolean) {
   const { generator, optimizer, config } = run;
-  const a = config.vocoder.adversarial;
+  const { adversarial_weight, feature_matching_weight } = config.vocoder.adversarial;
   const disc = adversarial ? run.adversary! : undefined;
   let kept: tf.Tensor[] = [];
   let generated: tf.Tensor2D | undefined;
@@ -117,7 +122,7 @@ function microBatch(run: VocoderStepRun, mel: tf.Tensor3D, wave: tf.Tensor2D, ad
       kept.push(adv, fm);
       loss = tf.add(
         loss,
-        tf.add(tf.mul(adv, scalar(a.adversarial_weight)), tf.mul(fm, scalar(a.feature_matching_weight))),
+        tf.add(tf.mul(adv, scalar(adversarial_weight)), tf.mul(fm, scalar(feature_matching_weight))),
       ) as tf.Scalar;
     }
     kept = kept.map((x) => tf.keep(x));
