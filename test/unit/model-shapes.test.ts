@@ -54,6 +54,35 @@ describe('presets', () => {
     );
   }
 
+  it("speaker_offset: one more matrix; each voice's means move by its own offset, which learns", () => {
+    const config = { ...PRESETS.tiny, speaker_offset: true };
+    const { d_model: d } = config;
+    assert.equal(countParameters(config, SIZES), countParameters(PRESETS.tiny, SIZES) + d * SIZES.nMels + SIZES.nMels);
+    const model = new XttsModel(config, SIZES, { seed: 1 });
+    const plain = new XttsModel(PRESETS.tiny, SIZES, { seed: 1 });
+    try {
+      const batch = syntheticBatch(shapeFor(config, 2, 5, 8), 3);
+      tf.tidy(() => {
+        // The same seed gives every shared parameter the same values: the token means differ by one offset per
+        // utterance, the same on every frame, and the two utterances' offsets (different references) differ.
+        const forward = (m: XttsModel) => m.forward(batch, { training: false }).textMel;
+        const rows = tf.sub(forward(model), forward(plain)).arraySync() as number[][][];
+        const apart = (a: number[], b: number[]) => Math.max(...a.map((v, i) => Math.abs(v - b[i])));
+        for (const u of rows) for (const frame of u) assert.ok(apart(frame, u[0]) < 1e-5);
+        assert.ok(apart(rows[0][0], rows[1][0]) > 1e-4, 'two references, one offset');
+        const offset = model.voiceMel!;
+        const { grads } = tf.variableGrads(
+          () => tf.mean(tf.square(model.forward(batch, { training: false }).textMel)) as tf.Scalar,
+          [offset.w, offset.b] as tf.Variable[],
+        );
+        for (const g of Object.values(grads)) assert.ok((tf.norm(g).dataSync()[0] as number) > 0);
+      });
+    } finally {
+      model.dispose();
+      plain.dispose();
+    }
+  });
+
   it('rejects heads that do not divide d_model, and an even postnet kernel', () => {
     assert.throws(
       () => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES),

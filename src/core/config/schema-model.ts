@@ -40,6 +40,14 @@ export const ModelSchema = Section(
       default: 8,
       description: 'Conditioning latents the reference clip is pooled into.',
     }),
+    speaker_offset: Type.Boolean({
+      default: false,
+      description:
+        "Add the voice's own log-mel offset (a projection of its mean conditioning latent) to every token's " +
+        'mean frame, so that the average spectral envelope of a voice, most of what tells voices apart, comes ' +
+        "from the reference directly rather than only through the decoder's attention to the latents. " +
+        'A new model (one more parameter matrix); false: the means are the same for every voice.',
+    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

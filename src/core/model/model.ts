@@ -131,6 +131,8 @@ export class XttsModel {
   readonly text: TextEncoder;
   /** Every text symbol's mean mel frame, from its encoding. */
   readonly textMel: Linear;
+  /** model.speaker_offset: the voice's own log-mel offset, from its mean latent, added to every token's mean. */
+  readonly voiceMel: Linear | null;
   readonly durations: DurationPredictor;
   readonly cond: ConditioningEncoder;
   readonly decoder: Decoder;
@@ -163,6 +165,9 @@ export class XttsModel {
       config.max_text_tokens,
     );
     this.textMel = new Linear(this.store, 'text.mel_head', config.d_model, sizes.nMels);
+    this.voiceMel = config.speaker_offset
+      ? new Linear(this.store, 'cond.mel_offset', config.d_model, sizes.nMels)
+      : null;
     this.durations = new DurationPredictor(this.store, config.d_model);
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
     this.decoder = new Decoder(this.store, {
@@ -218,7 +223,22 @@ export class XttsModel {
       batch * memorySteps,
       dModel,
     ]) as tf.Tensor2D;
-    return { kv: this.decoder.memoryKv(memory, batch, memorySteps, decoding), text, textBias, latents, textSteps };
+    const kv = this.decoder.memoryKv(memory, batch, memorySteps, decoding);
+    return { kv, text, textBias, latents, textSteps, voiceOffset: this.voiceOffset(condOut, batch) };
+  }
+
+  /** model.speaker_offset: the mean of a voice's latents [B·L, D] as a log-mel offset [B, 1, nMels]. */
+  private voiceOffset(latents: tf.Tensor2D, batch: number): tf.Tensor3D | null {
+    if (!this.voiceMel) return null;
+    const { cond_latents: l, d_model: d } = this.config;
+    const pooled = tf.mean(tf.reshape(latents, [batch, l, d]), 1) as tf.Tensor2D;
+    return tf.reshape(this.voiceMel.apply(pooled), [batch, 1, this.sizes.nMels]) as tf.Tensor3D;
+  }
+
+  /** Every token's mean mel frame [B, T_text, nMels], in the voice where the model has a voice offset. */
+  private voicedMeans(text: tf.Tensor3D, offset: tf.Tensor3D | null): tf.Tensor3D {
+    const means = this.means(text);
+    return offset ? (tf.add(means, offset) as tf.Tensor3D) : means;
   }
 
   /** Reference mels [B, T_ref, nMels] (lengths [B]) -> the voice latents [B·L, D] the decoder reads. */
@@ -383,8 +403,8 @@ export class XttsModel {
       );
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
-    const { kv, text, textBias, latents } = this.encode(inputs, base);
-    const means = this.means(text);
+    const { kv, text, textBias, latents, voiceOffset } = this.encode(inputs, base);
+    const means = this.voicedMeans(text, voiceOffset);
     const textMel = this.alignedMeans(inputs.alignment.steps, means);
 
     // Teacher forcing: step s reads frame group s−1; a zero "go" group at s = 0.
@@ -514,11 +534,11 @@ export class XttsModel {
             }
           : { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }),
       };
-      const { kv, text, textBias } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
+      const { kv, text, textBias, voiceOffset } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
       return {
         kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]),
         textBias,
-        means: this.means(text),
+        means: this.voicedMeans(text, voiceOffset),
         logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl),
       };
     });
