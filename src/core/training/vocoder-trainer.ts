@@ -211,6 +211,7 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   });
   await import('../model/gradients.js');
   say(`backend: ${choice.backend} — ${choice.reason}`);
+  refuseAdversarialMemory(config, choice.backend);
   const { finetune_acoustic: acoustic, init_from: initPath } = config.vocoder;
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);
   let initFrom: VocoderRun['initFrom'];
@@ -231,7 +232,6 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
       ? { lossScale: { initial: MIXED_FP16_LOSS_SCALE, growthInterval: MIXED_FP16_GROWTH_INTERVAL } }
       : {};
   const optimizer = new AdamW(generator.params, t, scaling);
-  refuseAdversarialMemory(config, choice.backend);
   const discriminators = makeDiscriminators(config);
   const adversary: Adversary | undefined = discriminators && {
     discriminators,
