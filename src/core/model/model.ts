@@ -572,8 +572,7 @@ export class XttsModel {
   }
 
   dispose(): void {
-    for (const v of this.store.variables.values()) v.dispose();
-    this.store.variables.clear();
+    this.store.dispose();
     this.dropout.dispose();
   }
 }

@@ -62,4 +62,10 @@ export class ParamStore {
     }
     for (const [name, v] of this.variables) v.assign(tf.cast(weights.get(name)!, 'float32'));
   }
+
+  /** Frees every parameter (the store holds none afterwards). */
+  dispose(): void {
+    for (const v of this.variables.values()) v.dispose();
+    this.variables.clear();
+  }
 }

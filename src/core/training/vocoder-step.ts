@@ -267,7 +267,7 @@ const DISC_OPTIMIZER = 'disc_optimizer.';
 /** What a checkpoint's optimizer file holds of the discriminators: their weights and their optimizer's state. */
 export function adversaryState(adversary: Adversary): Map<string, tf.Tensor> {
   const out = new Map<string, tf.Tensor>();
-  for (const [k, v] of adversary.discriminators.getWeights()) out.set(k, tf.clone(v));
+  for (const [k, v] of adversary.discriminators.params) out.set(k, tf.clone(v));
   for (const [k, v] of adversary.optimizer.getState()) out.set(`${DISC_OPTIMIZER}${k}`, v);
   return out;
 }
@@ -284,7 +284,7 @@ export function splitOptimizerArrays(arrays: readonly NamedArray[]): {
 /** The discriminators' weights and optimizer state back from adversaryState's tensors. */
 export function restoreAdversary(adversary: Adversary, tensors: ReadonlyMap<string, tf.Tensor>): void {
   const weights = new Map([...tensors].filter(([k]) => k.startsWith('disc.')));
-  adversary.discriminators.setWeights(weights);
+  adversary.discriminators.store.assignWeights(weights);
   const state = new Map(
     [...tensors].filter(([k]) => k.startsWith(DISC_OPTIMIZER)).map(([k, v]) => [k.slice(DISC_OPTIMIZER.length), v]),
   );

@@ -113,7 +113,9 @@ export async function vocodeClip(
   samples?: number,
   batch = 1,
 ): Promise<Float32Array> {
-  const wave = tf.tidy(() => generator.forward(tf.tensor3d(mel, [batch, frames, generator.audio.n_mels])));
+  const input = tf.tensor3d(mel, [batch, frames, generator.audio.n_mels]);
+  const wave = tf.tidy(() => generator.forward(input, { inference: true }));
+  input.dispose();
   try {
     const out = (await wave.data()) as Float32Array;
     return samples === undefined ? out : out.slice(0, Math.min(samples, out.length));

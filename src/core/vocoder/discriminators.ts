@@ -254,17 +254,8 @@ export class Discriminators {
     return [...this.periods, ...this.resolutions].map((d) => d.judge(wave));
   }
 
-  getWeights(): Map<string, tf.Tensor> {
-    return new Map(this.store.variables);
-  }
-
-  setWeights(weights: ReadonlyMap<string, tf.Tensor>): void {
-    this.store.assignWeights(weights);
-  }
-
   dispose(): void {
-    for (const v of this.store.variables.values()) v.dispose();
-    this.store.variables.clear();
+    this.store.dispose();
   }
 }
 

@@ -125,14 +125,20 @@ export class VocoderGenerator {
     return this.audio.hop_length;
   }
 
-  /** mel [B, T, n_mels] (log-mel as the features are) -> wave [B, T·hop]. */
-  forward(mel: tf.Tensor3D): tf.Tensor2D {
+  /**
+   * mel [B, T, n_mels] (log-mel as the features are) -> wave [B, T·hop]. `inference`: nothing is
+   * differentiated, so each block's intermediates are freed as it ends.
+   */
+  forward(mel: tf.Tensor3D, options: { inference?: boolean } = {}): tf.Tensor2D {
     const [batch, frames, nMels] = mel.shape;
     if (nMels !== this.audio.n_mels) throw new Error(`the vocoder takes ${this.audio.n_mels} mels, got ${nMels}`);
     const ch = this.shape.channels;
     const embedded = this.embed.apply(mel, 'composed');
     let x = tf.reshape(this.embedNorm.apply(tf.reshape(embedded, [batch * frames, ch])), [batch, frames, ch]);
-    for (const block of this.blocks) x = block.apply(x as tf.Tensor3D);
+    for (const block of this.blocks) {
+      const input = x as tf.Tensor3D;
+      x = options.inference ? tf.tidy(() => block.apply(input)) : block.apply(input);
+    }
     const out = this.head.apply(this.outNorm.apply(tf.reshape(x, [batch * frames, ch])));
     const bins = this.bins;
     const logMagnitude = tf.minimum(tf.slice(out, [0, 0], [batch * frames, bins]), scalar(MAX_LOG_MAGNITUDE));
@@ -153,8 +159,7 @@ export class VocoderGenerator {
   }
 
   dispose(): void {
-    for (const v of this.store.variables.values()) v.dispose();
-    this.store.variables.clear();
+    this.store.dispose();
   }
 }
 
