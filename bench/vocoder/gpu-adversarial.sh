@@ -31,7 +31,8 @@ while read -r name overrides; do
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 >"$work/$name.smi" 2>/dev/null &
   smi=$!
   # shellcheck disable=SC2086 # overrides and VOCODER_ARGS: --set lists
-  timeout "${VARIANT_TIMEOUT:-300}" $x train --config "$config" --dataset "$work/train-data" --output "$work/$name" --max-steps "$steps" \
+  timeout "${VARIANT_TIMEOUT:-300}" $x train --config "$config" --dataset "$work/train-data" --output "$work/$name" \
+    --max-steps "$steps" \
     --backend "$backend" --set training.log_every=20 --set training.validate_every=100000 \
     --set training.eval_every=100000 --set training.checkpoint_every=100000 ${VOCODER_ARGS:-} $overrides --json \
     >"$work/$name.json" 2>"$work/$name.log"

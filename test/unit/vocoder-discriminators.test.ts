@@ -76,7 +76,8 @@ describe('vocoder discriminators', () => {
   it('the parameter count follows the shape (HiFi-GAN widths at period_channels 1024)', () => {
     const audio = { n_fft: 1024 };
     const sizes = lossResolutions(audio);
-    // One period, no resolutions: 5·1·32+32 + 5·32·128+128 + 5·128·512+512 + 5·512·1024+1024 + 5·1024·1024+1024
+    // One period, no resolutions: 5·1·32+32 + 5·32·128+128 + 5·128·512+512 + 5·512·1024+1024
+    // + 5·1024·1024+1024
     // + 3·1024+1 = 8,218,433: HiFi-GAN's period discriminator (its 5 periods' 41 M) without weight norm's gains.
     const period = { periods: [2], period_channels: 1024, resolution_channels: 32 };
     assert.equal(countDiscriminatorParameters(period, []), 8_218_433);

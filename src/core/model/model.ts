@@ -299,7 +299,8 @@ export class XttsModel {
   }
 
   /**
-   * [B, S] token positions, [B, T_text, nMels] means -> the aligned means [B, S·r, nMels] (each step's r frames alike).
+   * [B, S] token positions, [B, T_text, nMels] means -> the aligned means [B, S·r, nMels] (each step's r
+   * frames alike).
    */
   private alignedMeans(alignment: tf.Tensor2D, means: tf.Tensor3D): tf.Tensor3D {
     const [batch, steps] = alignment.shape;

@@ -8,7 +8,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { advanceCapture, type CaptureState, dropStaleCapture, onDeviceOnly, recordStep } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { scalar } from '../model/index.js';
+import { mixSeed, scalar } from '../model/index.js';
 import type { SpanTimer } from '../telemetry/index.js';
 import {
   adversarialLoss,
@@ -22,7 +22,6 @@ import {
 } from '../vocoder/index.js';
 import type { AdamW } from './optim/adamw.js';
 import { captureUnavailable } from './optim/step-replay.js';
-import { mixSeed } from '../model/index.js';
 import type { NamedArray } from './checkpoint.js';
 
 /** The discriminators of an adversarial run and their own optimizer. */

@@ -62,7 +62,8 @@ export function stridedConv1d(x: tf.Tensor3D, w: tf.Tensor3D, b: tf.Tensor1D, st
           [0, 0],
         ]);
   const folded = tf.reshape(padded, [n, blocks, stride * ch]) as tf.Tensor3D;
-  // Block j (−J … J, J = ⌈h/s⌉) of output t holds inputs s·(t + j) + r, r = 0 … s − 1: offsets d = s·j + r from s·t.
+  // Block j (−J … J, J = ⌈h/s⌉) of output t holds inputs s·(t + j) + r, r = 0 … s − 1: offsets
+  // d = s·j + r from s·t.
   // The taps (offsets −h … h) padded to −J·s … J·s + s − 1 and cut into 2J + 1 blocks of s.
   const reach = Math.ceil(half / stride);
   const before = reach * stride - half;
