@@ -7,42 +7,29 @@
 // WebGPU the adversarial step is recorded afresh and replayed, training exactly as eager steps; and
 // settings that cannot work are refused with the key to change.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { tensorsDiffer } from '../helpers/checkpoints.js';
-import { repoRoot, runCli as run } from '../helpers/cli.js';
-import { shortQuickstartClips } from '../helpers/short-clips.js';
+import { runCli as run } from '../helpers/cli.js';
+import { microVocoderRun } from '../helpers/short-clips.js';
 import { capturedMatchesEager, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { readEvents } from '../helpers/tfevents.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
-const dir = shortQuickstartClips(6, 'xtts-vocoder-gan-');
-const config = join(dir, 'vocoder.yaml');
-writeFileSync(
-  config,
-  `extends: ${join(repoRoot, 'configs', 'vocoder-tiny.yaml')}
-dataset:
-  path: ./data
-  validation_fraction: 0.2
-vocoder:
-  channels: 32
-  layers: 2
-  ff_mult: 2
-  segment_frames: 16
-  adversarial:
+const { dir, config } = microVocoderRun(
+  'xtts-vocoder-gan-',
+  `  adversarial:
     enabled: true
     start_step: 2
     periods: [2, 3]
     period_channels: 32
     resolution_channels: 2
-batching:
-  batch_size: 2
-training:
-  max_steps: 6
+`,
+  `  max_steps: 6
   log_every: 1
   validate_every: 3
   checkpoint_every: 3

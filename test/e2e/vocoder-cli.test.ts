@@ -12,30 +12,17 @@ import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { tensorsDiffer } from '../helpers/checkpoints.js';
-import { repoRoot, runCli as run } from '../helpers/cli.js';
-import { microRun, shortQuickstartClips, trainingLosses } from '../helpers/short-clips.js';
+import { runCli as run } from '../helpers/cli.js';
+import { microRun, microVocoderRun, trainingLosses } from '../helpers/short-clips.js';
 import { capturedMatchesEager, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { readEvents } from '../helpers/tfevents.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
-const dir = shortQuickstartClips(6, 'xtts-vocoder-');
-const config = join(dir, 'vocoder.yaml');
-writeFileSync(
-  config,
-  `extends: ${join(repoRoot, 'configs', 'vocoder-tiny.yaml')}
-dataset:
-  path: ./data
-  validation_fraction: 0.2
-vocoder:
-  channels: 32
-  layers: 2
-  ff_mult: 2
-  segment_frames: 16
-batching:
-  batch_size: 2
-training:
-  max_steps: 8
+const { dir, config } = microVocoderRun(
+  'xtts-vocoder-',
+  '',
+  `  max_steps: 8
   log_every: 1
   validate_every: 4
   checkpoint_every: 4

@@ -100,3 +100,30 @@ export function trainingLosses(runDir: string): Map<number, number> {
   db.close();
   return new Map(rows.map((r) => [r.step, r.value]));
 }
+
+/**
+ * shortQuickstartClips(6) and vocoder.yaml beside it: a micro vocoder (32 channels, 2 blocks, 16-frame
+ * segments, batches of 2; 20% validation) with `vocoder` (YAML lines under `vocoder:`, indented two
+ * spaces, after the micro shape) and `training` (lines under `training:`).
+ */
+export function microVocoderRun(prefix: string, vocoder: string, training: string): { dir: string; config: string } {
+  const dir = shortQuickstartClips(6, prefix);
+  const config = join(dir, 'vocoder.yaml');
+  writeFileSync(
+    config,
+    `extends: ${join(repoRoot, 'configs', 'vocoder-tiny.yaml')}
+dataset:
+  path: ./data
+  validation_fraction: 0.2
+vocoder:
+  channels: 32
+  layers: 2
+  ff_mult: 2
+  segment_frames: 16
+${vocoder}batching:
+  batch_size: 2
+training:
+${training}`,
+  );
+  return { dir, config };
+}
