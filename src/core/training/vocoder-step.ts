@@ -15,8 +15,10 @@ import {
   discriminatorLoss,
   Discriminators,
   featureMatchingLoss,
+  type Judgement,
   lossResolutions,
   type SegmentSampler,
+  stftFrames,
   type VocoderGenerator,
   vocoderLosses,
 } from '../vocoder/index.js';
@@ -61,7 +63,7 @@ export const ADVERSARIAL_METRICS = [
 ] as const;
 
 /** Whether step `step` (1-based) trains against the discriminators. */
-export function isAdversarial(run: Pick<VocoderStepRun, 'adversary'>, step: number): boolean {
+function isAdversarial(run: Pick<VocoderStepRun, 'adversary'>, step: number): boolean {
   return run.adversary !== undefined && step > run.adversary.startStep;
 }
 
@@ -75,10 +77,7 @@ export function adversarialStepBytes(config: XttsConfig): number {
   const { adversarial } = config.vocoder;
   if (!adversarial.enabled || adversarial.resolution_channels === 0) return 0;
   const samples = config.vocoder.segment_frames * config.audio.hop_length;
-  const cells = lossResolutions(config.audio).reduce(
-    (n, r) => n + ((samples - r.nFft) / r.hop + 1) * (r.nFft / 2 + 1),
-    0,
-  );
+  const cells = lossResolutions(config.audio).reduce((n, r) => n + stftFrames(samples, r) * (r.nFft / 2 + 1), 0);
   return 2048 * cells * adversarial.resolution_channels * config.batching.batch_size;
 }
 
@@ -106,6 +105,9 @@ function microBatch(run: VocoderStepRun, mel: tf.Tensor3D, wave: tf.Tensor2D, ad
   const disc = adversarial ? run.adversary! : undefined;
   let kept: tf.Tensor[] = [];
   let generated: tf.Tensor2D | undefined;
+  // The recording's verdict is a constant to the generator: judged outside its gradient's tape, which
+  // would keep every layer's activations for a backward pass that never reaches them.
+  const real = disc && (tf.tidy(() => disc.discriminators.judge(wave) as never) as Judgement[]);
   const { value, grads } = tf.variableGrads(() => {
     const out = generator.forward(mel);
     const parts = vocoderLosses(out, wave, config.audio, config.vocoder);
@@ -117,7 +119,7 @@ function microBatch(run: VocoderStepRun, mel: tf.Tensor3D, wave: tf.Tensor2D, ad
       generated = tf.keep(out);
       const fake = disc.discriminators.judge(out);
       const adv = adversarialLoss(fake);
-      const fm = featureMatchingLoss(disc.discriminators.judge(wave), fake);
+      const fm = featureMatchingLoss(real!, fake);
       kept.push(adv, fm);
       loss = tf.add(
         loss,
@@ -131,6 +133,7 @@ function microBatch(run: VocoderStepRun, mel: tf.Tensor3D, wave: tf.Tensor2D, ad
   // The optimizer's loss sum is only tested for being finite: the scaled one will do.
   optimizer.accumulate(optimizer.flatten(grads), value);
   tf.dispose(Object.values(grads));
+  if (real) tf.dispose(real.flatMap((j) => [j.score, ...j.features]));
   if (!disc || !generated) return kept;
   // The discriminators learn from the same generated wave, a constant to them.
   const fake = generated;

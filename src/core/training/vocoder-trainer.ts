@@ -351,9 +351,11 @@ async function vocoderSteps(run: VocoderRun): Promise<void> {
 async function logStep(run: VocoderRun, step: number, parts: StepParts): Promise<number> {
   const values = (await Promise.all(parts.map((x) => x.data()))).map((x) => x[0]);
   const [loss, mel, sc, lm, norm, finite] = values;
-  if (finite === 0 || values[10] === 0) run.nonFinite++;
+  // An adversarial step's figures follow the generator's six, then the discriminators' finite flag.
+  const adversarial = values.slice(6);
+  if (finite === 0 || adversarial[ADVERSARIAL_METRICS.length] === 0) run.nonFinite++;
   ADVERSARIAL_METRICS.forEach((name, i) => {
-    if (values.length > 6 + i) run.log.metric(step, name, values[6 + i]);
+    if (i < adversarial.length) run.log.metric(step, name, adversarial[i]);
   });
   run.log.lossCurve.push({ step, loss });
   run.log.metric(step, 'loss/train', loss);

@@ -204,10 +204,10 @@ class ResolutionDiscriminator {
   }
 
   judge(wave: tf.Tensor2D): Judgement {
-    const [batch, samples] = wave.shape;
-    const frames = (samples - this.size.nFft) / this.size.hop + 1;
-    const bins = this.size.nFft / 2 + 1;
+    const batch = wave.shape[0];
     const magnitude = stftMagnitude(wave, this.size);
+    const [rows, bins] = magnitude.shape;
+    const frames = rows / batch;
     let x = tf.reshape(tf.log1p(magnitude), [batch, frames, bins, 1]) as tf.Tensor4D;
     const features: tf.Tensor[] = [];
     const last = this.layers.length - 1;

@@ -20,4 +20,12 @@ export {
   type SegmentBatch,
   type VocoderClip,
 } from './data.js';
-export { framesPerWindow, frameSignal, istft, logMel, stftMagnitude, type StftSize } from './spectral.js';
+export {
+  framesPerWindow,
+  frameSignal,
+  istft,
+  logMel,
+  stftFrames,
+  stftMagnitude,
+  type StftSize,
+} from './spectral.js';

@@ -87,6 +87,11 @@ function inverseEnvelope(s: StftSize, frames: number): tf.Tensor1D {
   }) as tf.Tensor1D;
 }
 
+/** Frames of `samples` samples without padding (samples a multiple of hop and at least nFft). */
+export function stftFrames(samples: number, s: Pick<StftSize, 'nFft' | 'hop'>): number {
+  return (samples - s.nFft) / s.hop + 1;
+}
+
 /**
  * Frames of a signal without padding: [batch, samples] -> [batch, frames, nFft], frame f covering
  * samples f·hop … f·hop + nFft − 1; samples must be a multiple of hop and at least nFft.
@@ -97,7 +102,7 @@ export function frameSignal(x: tf.Tensor2D, s: Pick<StftSize, 'nFft' | 'hop'>): 
   if (samples % s.hop !== 0 || samples < s.nFft)
     throw new Error(`${samples} samples: not a multiple of hop ${s.hop} of at least n_fft ${s.nFft}`);
   const chunks = samples / s.hop;
-  const frames = chunks - r + 1;
+  const frames = stftFrames(samples, s);
   const c = tf.reshape(x, [batch, chunks, s.hop]);
   if (r === 1) return c as tf.Tensor3D;
   const parts = Array.from({ length: r }, (_, k) => tf.slice(c, [0, k, 0], [batch, frames, s.hop]));
