@@ -8,15 +8,20 @@
 # at twice the batch (--gpus 0,1: the same batch per GPU, the issue's measure), STEPS optimizer steps
 # each (default 40) after 8 warm-up steps, on espeak-ng renderings of the intelligibility benchmark's
 # training sentences (enough clips that no batch is capped by the dataset). Prints samples/s over the
-# steps after the warm-up (xtts profile-bottleneck --run), the ratio and the all-reduce's share,
-# and packs the run databases and logs into OUT/parallel.tar.gz. XTTS_BENCH_GPUS="cpu:1 cpu:2" runs
-# the same on CPU replicas (a rehearsal of this script on a machine without GPUs).
+# steps after the warm-up (xtts profile-bottleneck --run), the ratio, the all-reduce's own share of the
+# wall (its readback, sums and upload), the share rank 0 waited for the other replicas, and how many
+# measured steps each replica replayed (step capture), and packs the run databases and logs into
+# OUT/parallel.tar.gz. XTTS_BENCH_GPUS="0 0,0" rehearses it on one GPU (two replicas taking turns on
+# it: the mechanics and the all-reduce's cost, not the scaling); XTTS_BENCH_GPUS="cpu:1 cpu:2" on CPU
+# replicas. XTTS_BENCH_CAPTURE="auto off" also runs every replicated case with device.step_capture off
+# (eager replicas: "-eager" in its name) beside the captured one.
 set -u
 out=${1:?usage: parallel-gpu.sh OUT [STEPS] [PRESETS]}
 steps=${2:-40}
 presets=${3:-small normal}
 warmup=8
 read -r -a gpus <<<"${XTTS_BENCH_GPUS:-0 0,1}"
+read -r -a captures <<<"${XTTS_BENCH_CAPTURE:-auto}"
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/intelligibility/data
 work=$(mktemp -d)
@@ -32,10 +37,11 @@ echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 quiet=(--set training.validate_every=1000000 --set training.eval_every=1000000 --set training.checkpoint_every=1000000 --set training.log_every=10
   --set batching.buckets=1 --set dataset.validation_fraction=0 --set pipeline.cache.path="$work/cache.sqlite")
 
-measure() { # name preset gpus batch
-  local name=$1 preset=$2 g=$3 batch=$4
-  timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" --set batching.batch_size="$batch" \
-    --max-steps $((warmup + steps)) --output "$work/$name" "${quiet[@]}" >"$work/$name.log" 2>&1
+measure() { # name preset gpus batch capture
+  local name=$1 preset=$2 g=$3 batch=$4 capture=$5
+  timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
+    --set batching.batch_size="$batch" --set device.step_capture="$capture" --max-steps $((warmup + steps)) \
+    --output "$work/$name" "${quiet[@]}" >"$work/$name.log" 2>&1
   local rc=$?
   $x profile-bottleneck --run "$work/$name" --warmup "$warmup" --json >"$work/$name-profile.json" 2>"$work/$name-profile.log"
   echo "$name: rc=$rc $(node -e '
@@ -43,7 +49,15 @@ measure() { # name preset gpus batch
     if (r.status !== "success") { console.log("profile failed:", JSON.stringify(r.error)); process.exit(0); }
     const p = r.result, b = p.breakdown;
     const devices = p.replicas ? p.replicas.map((x) => x.device).join(" + ") : p.device ?? p.backend;
-    console.log(`${b.steps} steps, ${b.samplesPerS.toFixed(2)} samples/s, median step ${b.wallMs.p50.toFixed(1)} ms, all-reduce ${(b.shares.allReduceMs * 100).toFixed(1)}% of the wall, on ${devices}`);
+    const pct = (x) => `${(x * 100).toFixed(1)}%`;
+    const r0 = p.replicas?.[0];
+    const wait = r0 && r0.peerWaitMs !== null ? `, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
+    const c = p.stepCapture;
+    const replayed = p.replicas
+      ? `; replayed ${p.replicas.map((x) => `rank ${x.rank} ${x.replayedSteps ?? 0}/${x.steps}`).join(", ")}`
+      : c ? `; replayed ${c.replayedSteps}/${c.measuredSteps}` : "";
+    console.log(`${b.steps} steps, ${b.samplesPerS.toFixed(2)} samples/s, median step ${b.wallMs.p50.toFixed(1)} ms, ` +
+      `all-reduce ${pct(b.shares.allReduceMs)} of the wall${wait}${replayed}, on ${devices}`);
   ' "$work/$name-profile.json")" | tee -a "$work/summary.txt"
 }
 
@@ -52,7 +66,12 @@ for preset in $presets; do
   n=0
   for g in "${gpus[@]}"; do
     n=$((n + 1))
-    measure "$preset-$n" "$preset" "$g" $((batch * n))
+    for c in "${captures[@]}"; do
+      suffix=$([[ $c == auto ]] || echo "-eager")
+      # One device has nothing to compare: the captured run only.
+      [[ $n == 1 && $c != auto ]] && continue
+      measure "$preset-$n$suffix" "$preset" "$g" $((batch * n)) "$c"
+    done
   done
   node -e '
     const fs = require("fs");

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
-import { onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
+import { capturedMatchesEager, onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { joinedRegExp } from '../helpers/regexp.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
@@ -258,6 +258,51 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
       assert.equal(a.size, 3);
       for (const [step, loss] of a) assert.ok(Number.isFinite(loss), `step ${step}: ${loss}`);
       sameLosses(b, a, range(1, 3));
+    },
+  );
+
+  test(
+    '2 WebGPU replicas with step capture: from step 4 every replica replays its step, alignment forward ' +
+      'and update, with the losses, weights and moments of eager replicas bit for bit',
+    async () => {
+      const steps = 5;
+      const { replayed } = await capturedMatchesEager(config, join(dir, 'gl-capture'), steps, [
+        '--gpus',
+        'llvmpipe,llvmpipe',
+        '--set',
+        'batching.buckets=1',
+      ]);
+      // Planned at step 1, recorded at 2 and 3 (they agree), replayed from 4 on.
+      assert.deepEqual(replayed, [0, 0, 0, 1, 1]);
+      const db = new Database(join(dir, 'gl-capture', 'webgpu-captured', 'run.sqlite'), { readonly: true });
+      const rows = db.prepare('SELECT step, rank, replayed, peer_wait_ms, sync_ms FROM replica_steps').all() as {
+        step: number;
+        rank: number;
+        replayed: number;
+        peer_wait_ms: number;
+        sync_ms: number;
+      }[];
+      const capture = JSON.parse(
+        (db.prepare("SELECT v FROM meta WHERE k = 'replicaStepCapture'").get() as { v: string }).v,
+      ) as {
+        rank: number;
+        replayedSteps: number;
+        updates: { replayedCalls: number };
+        alignment: { replayedCalls: number };
+      }[];
+      db.close();
+      assert.equal(rows.length, 2 * steps);
+      for (const r of rows) {
+        assert.equal(r.replayed, r.step >= 4 ? 1 : 0, JSON.stringify(r));
+        assert.ok(r.peer_wait_ms >= 0 && r.peer_wait_ms <= r.sync_ms, JSON.stringify(r));
+      }
+      assert.deepEqual(
+        capture.map((c) => [c.rank, c.replayedSteps, c.alignment.replayedCalls, c.updates.replayedCalls]),
+        [
+          [0, 2, 2, 2],
+          [1, 2, 2, 2],
+        ],
+      );
     },
   );
 });

@@ -20,14 +20,15 @@ export const onGl = { DAWNNODE_BACKEND: 'opengles', EGL_PLATFORM: 'surfaceless' 
 
 /**
  * The same vocoder or acoustic run trained `steps` steps on the software device with step capture on and
- * off (`dir`/webgpu-captured and webgpu-eager, a checkpoint at the last step): asserts both succeed with
- * the same losses and bit-identical weights and moments; returns the captured run's result and which of
- * its steps were replayed.
+ * off (`dir`/webgpu-captured and webgpu-eager, a checkpoint at the last step; `extra`: more arguments to
+ * both, such as replicas): asserts both succeed with the same losses and bit-identical weights and moments;
+ * returns the captured run's result and which of its steps were replayed.
  */
 export async function capturedMatchesEager(
   config: string,
   dir: string,
   steps: number,
+  extra: string[] = [],
 ): Promise<{ result: { lossCurve: { step: number; loss: number }[] }; replayed: number[] }> {
   const latest = (run: string) =>
     join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
@@ -39,6 +40,7 @@ export async function capturedMatchesEager(
         '--set',
         `training.checkpoint_every=${steps}`,
         '--json',
+        ...extra,
       ]),
       { timeoutMs: 600_000, env: onGl },
     );

@@ -12,7 +12,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
 import { uploadBatch } from '../../src/core/model/batch.js';
-import { computeLosses } from '../../src/core/model/losses.js';
+import { computeLosses, wholeDenominators } from '../../src/core/model/losses.js';
 import { XttsModel } from '../../src/core/model/model.js';
 import {
   abortCollective,
@@ -243,7 +243,7 @@ describe('replicas add up to one device', () => {
       const host = syntheticHostBatch(s, 11, { text: [10, 7, 4, 9, 3, 8, 6], frames: [16, 12, 8, 16, 6, 14, 0] });
       const dims = { batchSize: B, tokens: 10, frames: 16, refFrames: 8, nMels: SIZES.nMels, reductionFactor: 2 };
       const vars = [...model.trainableVariables().values()];
-      const run = async (h: typeof host, d: typeof dims, whole?: { melValues: number; spokenTokens: number }) => {
+      const run = async (h: typeof host, d: typeof dims, whole?: [number, number]) => {
         const t = uploadBatch(h, d);
         const alignment = await model.align(
           t,
@@ -254,7 +254,8 @@ describe('replicas add up to one device', () => {
         const inputs = { ...t, alignment };
         let parts: number[] = [];
         const { grads } = tf.variableGrads(() => {
-          const l = computeLosses(model.forward(inputs, { training: true }), inputs, loss, whole);
+          const w = whole && wholeDenominators(...whole);
+          const l = computeLosses(model.forward(inputs, { training: true }), inputs, loss, w);
           parts = [l.total, l.melPre, l.melPost, l.alignedText, l.duration].map((x) => x.dataSync()[0]);
           return l.total;
         }, vars);
@@ -284,7 +285,7 @@ describe('replicas add up to one device', () => {
       for (const [i, sh] of shards.entries()) {
         model.dropout.rngState = rng;
         model.dropout.shard = rows[i];
-        const r = await run(sh.host, sh.dims, { melValues: frames * SIZES.nMels, spokenTokens: one.spoken });
+        const r = await run(sh.host, sh.dims, [frames * SIZES.nMels, one.spoken]);
         model.dropout.shard = null;
         r.parts.forEach((x, k) => (sumParts[k] += x));
         r.grads.forEach((g, v) => g.forEach((x, k) => (sumGrads[v][k] += x)));
@@ -302,16 +303,10 @@ describe('replicas add up to one device', () => {
       assert.ok(worst < 1e-3, `gradients differ by up to ${worst} (relative)`);
       // Dropout is on: without the shard's rows of the whole mask the sums would differ.
       model.dropout.rngState = rng;
-      const unsharded = await run(shards[0].host, shards[0].dims, {
-        melValues: frames * SIZES.nMels,
-        spokenTokens: one.spoken,
-      });
+      const unsharded = await run(shards[0].host, shards[0].dims, [frames * SIZES.nMels, one.spoken]);
       model.dropout.rngState = rng;
       model.dropout.shard = rows[0];
-      const sharded = await run(shards[0].host, shards[0].dims, {
-        melValues: frames * SIZES.nMels,
-        spokenTokens: one.spoken,
-      });
+      const sharded = await run(shards[0].host, shards[0].dims, [frames * SIZES.nMels, one.spoken]);
       model.dropout.shard = null;
       assert.notEqual(unsharded.parts[0], sharded.parts[0], 'the test would pass without dropout rows');
       model.dispose();

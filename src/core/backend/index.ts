@@ -21,6 +21,7 @@ export {
   programTimesPerStep,
   type ShapeTime,
   timeOnDevice,
+  deviceIdle,
 } from './kernels.js';
 export { bundleDir, ensureDawnBinary, nativeBindingPath } from './native.js';
 export {

@@ -132,14 +132,17 @@ export interface CallCaptureSummary {
 }
 
 /**
- * Capture and replay of a function of device tensors with no per-call state of its own (a forward
- * pass that updates nothing: no dropout draws, no assignments): per shape key, its first call runs
- * eagerly, the next two are recorded, and once they agree every further call is a replay.
+ * Capture and replay of a function of device tensors whose programs depend only on the shape key (the
+ * alignment's forward; a replica's update, whose variables' assignments replay as a step's do, and whose
+ * host-side count the caller keeps when `fn` did not run): per shape key, its first call runs eagerly,
+ * the next two are recorded, and once they agree every further call is a replay.
  */
 export class CallReplayer {
   private readonly shapes = new Map<string, CaptureState>();
   private replayed = 0;
   private eager = 0;
+  /** Programs of the last call, where it was a replay (else 0). */
+  lastPrograms = 0;
   /** The replays' timestamps at their passes' edges. */
   private readonly spans = new SpanTimer();
   /** Told when a shape is captured, refused or recorded again. */
@@ -154,9 +157,11 @@ export class CallReplayer {
       s = { phase: 'plan', recaptures: 0 };
       this.shapes.set(key, s);
     }
+    this.lastPrograms = 0;
     if (s.phase === 'replay') {
       if (!dropStaleCapture(s)) {
         this.replayed++;
+        this.lastPrograms = s.capture!.programs;
         this.spans.attach(s.capture!, (this.tf.backend() as unknown as WebgpuBackend).device);
         return s.capture!.replay(inputs);
       }
@@ -172,6 +177,11 @@ export class CallReplayer {
     const { outputs, recording } = recordStep(this.tf, inputs, fn);
     if (advanceCapture(this.tf, s, recording)) this.onChange?.(key, s);
     return outputs;
+  }
+
+  /** Calls replayed so far. */
+  get replays(): number {
+    return this.replayed;
   }
 
   /** Bytes the replays' buffers hold on the device. */

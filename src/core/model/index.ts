@@ -31,7 +31,7 @@ export {
   type WeightsManifest,
 } from './weights-file.js';
 export { AlignmentSearcher } from './align-worker.js';
-export { type LossDenominators } from './losses.js';
+export { type LossDenominators, wholeDenominators } from './losses.js';
 export { type DropoutCall } from './dropout.js';
 export { scalar } from './nn.js';
 export { segments } from '../backend/programs/index.js';

@@ -68,13 +68,18 @@ export function durationLoss(logDurations: tf.Tensor2D, durations: tf.Tensor2D, 
 
 /**
  * The denominators of a whole batch when this one is a replica's shard of it (data-parallel
- * training): real frames · nMels and spoken tokens of every shard together, so that the shards'
- * losses — and gradients — add up to the whole batch's.
+ * training): [real frames · nMels, spoken tokens] of every shard together, each at least 1, so that the
+ * shards' losses — and gradients — add up to the whole batch's. A device tensor (float32 [2]): a captured
+ * replica step takes it as an input (wholeDenominators makes it).
  */
-export interface LossDenominators {
-  melValues: number;
-  spokenTokens: number;
+export type LossDenominators = tf.Tensor1D;
+
+/** The whole batch's LossDenominators from its host sums. */
+export function wholeDenominators(melValues: number, spokenTokens: number): LossDenominators {
+  return tf.tensor1d([Math.max(melValues, 1), Math.max(spokenTokens, 1)]);
 }
+
+const denominator = (whole: LossDenominators, k: number) => tf.reshape(tf.slice(whole, [k], [1]), []) as tf.Scalar;
 
 /** All loss terms of one batch, weighted as TrainingConfig.loss says. */
 export function computeLosses(
@@ -86,18 +91,14 @@ export function computeLosses(
   const nMels = out.melPre.shape[2];
   const frames = tf.cast(batch.melLengths, 'float32');
   const melDenominator = (
-    whole ? tf.scalar(Math.max(whole.melValues, 1)) : tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1))
+    whole ? denominator(whole, 0) : tf.maximum(tf.mul(tf.sum(frames), scalar(nMels)), scalar(1))
   ) as tf.Scalar;
   const melPre = maskedMelLoss(out.melPre, batch.mel, out.frameMask, loss.mel, melDenominator);
   const melPost = out.melPost
     ? maskedMelLoss(out.melPost, batch.mel, out.frameMask, loss.mel, melDenominator)
     : (tf.zeros([]) as tf.Scalar);
   const alignedText = maskedMelLoss(out.textMel, batch.mel, out.frameMask, loss.mel, melDenominator);
-  const duration = durationLoss(
-    out.logDurations,
-    batch.alignment.durations,
-    whole ? tf.scalar(Math.max(whole.spokenTokens, 1)) : undefined,
-  );
+  const duration = durationLoss(out.logDurations, batch.alignment.durations, whole ? denominator(whole, 1) : undefined);
   const total = tf.addN([
     melPre,
     melPost,

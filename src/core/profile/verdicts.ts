@@ -75,10 +75,16 @@ export interface VerdictContext {
 }
 
 /**
- * Per rank of a data-parallel run: its device, the mean of each of its spans over the measured steps,
- * its utterances per step, and the live tensors after the last measured step.
+ * Per rank of a data-parallel run: its device, the mean of each of its spans over the measured steps
+ * (peerWaitMs: null in runs recorded before xtts measured it), its utterances per step, the measured steps
+ * it replayed (null where capture was off or unrecorded), and the live tensors after the last measured step.
  */
-export type ReplicaSummary = Omit<ReplicaStepRecord, 'step' | 'samples'> & { device: string; samplesPerStep: number };
+export type ReplicaSummary = Omit<ReplicaStepRecord, 'step' | 'samples' | 'replayed'> & {
+  device: string;
+  samplesPerStep: number;
+  replayedSteps: number | null;
+  steps: number;
+};
 
 export function summarizeReplicas(devices: readonly string[], steps: readonly ReplicaStepRecord[]): ReplicaSummary[] {
   const ranks = [...new Set(steps.map((s) => s.rank))].sort((a, b) => a - b);
@@ -87,6 +93,8 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
     const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') =>
       mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
     const last = mine[mine.length - 1];
+    const waits = mine.map((s) => s.peerWaitMs).filter((x): x is number => x !== null);
+    const captured = mine.filter((s) => s.replayed !== null);
     return {
       rank,
       device: devices[rank] ?? '?',
@@ -96,6 +104,9 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
       forwardBackwardMs: avg('forwardBackwardMs'),
       allReduceMs: avg('allReduceMs'),
       optimizerMs: avg('optimizerMs'),
+      peerWaitMs: waits.length ? waits.reduce((a, x) => a + x, 0) / waits.length : null,
+      replayedSteps: captured.length ? captured.filter((s) => s.replayed).length : null,
+      steps: mine.length,
       tensors: last?.tensors ?? 0,
       tensorBytes: last?.tensorBytes ?? 0,
     };
@@ -397,11 +408,14 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
     title:
       g === 'ok'
         ? `the all-reduce of ${ranks.length} replicas costs little`
-        : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: the replicas wait to sum their gradients`,
+        : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: summing the gradients takes the replicas long`,
     evidence:
-      `rank 0 spent ${pct(share)} of the wall time in the all-reduce (summing, and ` +
-      `waiting there for the slowest replica; under ${pct(th.allReduceModerate)} is ` +
-      `fine); forward/backward per ` +
+      `rank 0 spent ${pct(share)} of the wall time in the all-reduce (its gradient read back, summed with the ` +
+      `other replicas' in host memory, the sums uploaded; under ${pct(th.allReduceModerate)} is fine)` +
+      (ranks[0].peerWaitMs === null
+        ? ''
+        : ` and ${pct(ranks[0].peerWaitMs / Math.max(1e-9, b.wallMs.mean))} waiting for the other replicas`) +
+      `; forward/backward per ` +
       `replica ${ranks.map((r) => `${r.rank}: ${r.forwardBackwardMs.toFixed(1)} ms`).join(', ')} ` +
       `(slowest ${slowest.rank}, ${slowest.device}: ${spread.toFixed(2)}× the fastest)`,
     actions:

@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilizatio
   sm_clock_mhz REAL, power_w REAL, temperature_c REAL, sm_activity_pct REAL, throttle_reasons TEXT);
 CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
   sync_ms REAL, forward_backward_ms REAL,
-  all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, PRIMARY KEY (step, rank));
+  all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, peer_wait_ms REAL, replayed INTEGER,
+  PRIMARY KEY (step, rank));
 `;
 
 /** One data-parallel replica's part of a step (summed over its micro-batches); rank 0 is the trainer's. */
@@ -57,6 +58,10 @@ export interface ReplicaStepRecord {
   forwardBackwardMs: number;
   allReduceMs: number;
   optimizerMs: number;
+  /** Of syncMs: waiting for the other replicas at the collectives; null in runs recorded before xtts measured it. */
+  peerWaitMs: number | null;
+  /** Its micro-batches' steps and its update were replays (step capture); null where capture was off or unrecorded. */
+  replayed: boolean | null;
   tensors: number;
   tensorBytes: number;
 }
@@ -102,6 +107,14 @@ export class RunDatabase {
         ['replayed', 'INTEGER'],
       ])
         if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
+      const replicaCols = new Set(
+        (this.db.prepare('PRAGMA table_info(replica_steps)').all() as { name: string }[]).map((c) => c.name),
+      );
+      for (const [col, type] of [
+        ['peer_wait_ms', 'REAL'],
+        ['replayed', 'INTEGER'],
+      ])
+        if (!replicaCols.has(col)) this.db.exec(`ALTER TABLE replica_steps ADD COLUMN ${col} ${type}`);
     }
     const cols = [
       'step',
@@ -131,7 +144,11 @@ export class RunDatabase {
     this.insertStep = w(`INSERT OR REPLACE INTO steps (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`);
     this.insertMetric = w('INSERT OR REPLACE INTO metrics (step, name, value) VALUES (?, ?, ?)');
     this.insertSample = w('INSERT INTO device_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    this.insertReplica = w('INSERT OR REPLACE INTO replica_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    this.insertReplica = w(
+      'INSERT OR REPLACE INTO replica_steps (step, rank, samples, upload_ms, sync_ms, forward_backward_ms, ' +
+        'all_reduce_ms, optimizer_ms, tensors, tensor_bytes, peer_wait_ms, replayed) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
   }
 
   static create(dir: string): RunDatabase {
@@ -224,6 +241,8 @@ export class RunDatabase {
             r.optimizerMs,
             r.tensors,
             r.tensorBytes,
+            r.peerWaitMs,
+            r.replayed === null ? null : r.replayed ? 1 : 0,
           );
         for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
         for (const s of samples)
@@ -296,6 +315,8 @@ export class RunDatabase {
         forwardBackwardMs: r.forward_backward_ms,
         allReduceMs: r.all_reduce_ms,
         optimizerMs: r.optimizer_ms,
+        peerWaitMs: r.peer_wait_ms ?? null,
+        replayed: typeof r.replayed === 'number' ? r.replayed === 1 : null,
         tensors: r.tensors,
         tensorBytes: r.tensor_bytes,
       }),

@@ -294,16 +294,30 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       x.samplesPerStep.toFixed(1),
       f(x.uploadMs),
       f(x.syncMs),
+      x.peerWaitMs === null ? '–' : f(x.peerWaitMs),
       f(x.forwardBackwardMs),
       f(x.allReduceMs),
       f(x.optimizerMs),
+      x.replayedSteps === null ? '–' : `${x.replayedSteps}/${x.steps}`,
       x.tensors.toLocaleString('en-US'),
     ]);
     this.log(
       renderTable(
-        ['rank', 'device', 'utterances', 'upload', 'sync', 'fwd/bwd', 'all-reduce', 'optimizer', 'tensors'],
+        [
+          'rank',
+          'device',
+          'utterances',
+          'upload',
+          'sync',
+          'of it peers',
+          'fwd/bwd',
+          'all-reduce',
+          'optimizer',
+          'replayed',
+          'tensors',
+        ],
         replicaRows,
-        { right: [2, 3, 4, 5, 6, 7, 8] },
+        { right: [2, 3, 4, 5, 6, 7, 8, 9, 10] },
       ).trimEnd(),
     );
   }

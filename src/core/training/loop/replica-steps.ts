@@ -8,7 +8,7 @@ import type { LoadedBatch } from '../../data/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { SpanTimer } from '../../telemetry/index.js';
 import type { ReplicaGroup } from '../parallel/group.js';
-import type { ReplicaUpdate } from '../parallel/replica.js';
+import { type ReplicaUpdate, STEP_SPANS } from '../parallel/replica.js';
 import { type BatchFeed, batchDims } from './batch-feed.js';
 import type { StepIssuer } from './local-steps.js';
 import { outOfMemory } from './out-of-memory.js';
@@ -18,6 +18,11 @@ type ReplicaPart = IssuedStep['replicaParts'][number];
 
 export class ReplicaSteps implements StepIssuer {
   private readonly accumulate: number;
+  /**
+   * Rank 0's model FLOPs of each captured shape's micro-batch, counted on its eager runs (a replay runs no kernel
+   * through the engine).
+   */
+  private readonly flopsByShape = new Map<string, number>();
 
   constructor(
     private readonly o: {
@@ -34,7 +39,8 @@ export class ReplicaSteps implements StepIssuer {
   async issue(step: number, timer: SpanTimer): Promise<IssuedStep | null> {
     const { feed, group, model, config, kernels } = this.o;
     const parts: ReplicaPart[] = [];
-    const counts = { samples: 0, kernels: 0, flops: 0 };
+    const counts = { samples: 0, kernels: 0, flops: 0, programs: 0, replayed: true };
+    const captured = group.replica.replayer.off === null;
     let batch: LoadedBatch | undefined;
     let update: ReplicaUpdate | undefined;
     for (let micro = 0; micro < this.accumulate; micro++) {
@@ -56,9 +62,15 @@ export class ReplicaSteps implements StepIssuer {
       } catch (e) {
         throw outOfMemory(e, config, batch);
       }
-      counts.flops += kernels.flops;
-      counts.kernels += kernels.take();
-      timer.markParts(out.rank0.spans, 'otherMs');
+      const shape = group.replica.replayer.last?.shape ?? '';
+      if (out.rank0.replayedPrograms === 0) {
+        this.flopsByShape.set(shape, kernels.flops);
+        counts.flops += kernels.flops;
+      } else counts.flops += this.flopsByShape.get(shape) ?? kernels.flops;
+      counts.programs += kernels.dispatches + out.rank0.replayedPrograms;
+      counts.kernels += kernels.take() + out.rank0.replayedPrograms;
+      const rank0 = out.rank0.spans;
+      timer.markParts(Object.fromEntries(STEP_SPANS.map((k) => [k, rank0[k]])), 'otherMs');
       const held = tf.memory();
       [{ ...out.rank0, tensors: held.numTensors, tensorBytes: held.numBytes }, ...out.workers].forEach((r, rank) => {
         const acc = (parts[rank] ??= {
@@ -68,12 +80,15 @@ export class ReplicaSteps implements StepIssuer {
           forwardBackwardMs: 0,
           allReduceMs: 0,
           optimizerMs: 0,
+          peerWaitMs: 0,
+          replayed: captured ? true : null,
           tensors: 0,
           tensorBytes: 0,
         });
         acc.samples += r.samples;
-        for (const k of ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const)
-          acc[k] += r.spans[k];
+        for (const k of [...STEP_SPANS, 'peerWaitMs'] as const) acc[k] += r.spans[k];
+        if (acc.replayed !== null) acc.replayed &&= r.replayed;
+        counts.replayed &&= r.replayed;
         acc.tensors = r.tensors;
         acc.tensorBytes = r.tensorBytes;
         counts.samples += r.samples;
@@ -89,8 +104,12 @@ export class ReplicaSteps implements StepIssuer {
     return {
       batch,
       learningRate: u.learningRate,
-      ...counts,
-      programs: 0,
+      samples: counts.samples,
+      kernels: counts.kernels,
+      flops: counts.flops,
+      // Capture off (or another backend): no step is a replay, as on one device.
+      ...(captured ? { replayed: counts.replayed } : {}),
+      programs: counts.programs,
       replicaParts: parts,
       read: async (withStats): Promise<StepRead> => {
         if (!withStats) return { stats: null, flag: (await u.finite.data())[0] };

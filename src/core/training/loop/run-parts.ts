@@ -114,7 +114,7 @@ export async function startRun(
     parts.kernels = new KernelCounter({ flops: true }).install(tf as never);
     parts.runStart = performance.now();
     parts.gc = await startTelemetry(log, choice.backend, parts.runStart);
-    // Capture and replay of each bucket shape's step (webgpu); one device only.
+    // Capture and replay of each bucket shape's step (webgpu); replicas capture their own (parallel/replica.ts).
     const replayer = replicas && replicas.devices.length > 1 ? undefined : startReplayer(setup, say);
     parts.replayer = replayer;
     const milestones = new Milestones({
@@ -283,19 +283,25 @@ function startReplayer(setup: RunSetup, say: (m: string) => void): StepReplayer 
     say("step capture: each bucket shape's step is recorded twice, then replayed (device.step_capture)");
   else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto')
     say(`step capture: off — ${replayer.off}`);
+  tellCaptures(replayer, '', say);
+  return replayer;
+}
+
+/** Says when a replayer's shapes are captured, refused or recorded again. */
+function tellCaptures(replayer: StepReplayer, who: string, say: (m: string) => void): void {
   const tell = (what: string, eagerly: string) => (shape: string, s: CaptureState) => {
     if (s.phase === 'replay') {
       const released = formatBytes(s.pooledBytesReleased ?? 0);
       say(
-        `step capture: ${what} ${shape} replayed from here on (${s.capture!.programs} ` +
+        `step capture: ${who}${what} ${shape} replayed from here on (${s.capture!.programs} ` +
           `programs, ${formatBytes(s.capture!.bytes)} of buffers; ${released} of the eager ` +
           `runs' pooled buffers released)${s.reason ? ` — ${s.reason}` : ''}`,
       );
-    } else if (s.phase === 'refused') say(`step capture: ${what} ${shape} ${eagerly} — ${s.reason}`);
+    } else if (s.phase === 'refused') say(`step capture: ${who}${what} ${shape} ${eagerly} — ${s.reason}`);
   };
   replayer.onChange = tell('bucket', 'steps eagerly');
   if (replayer.alignment) replayer.alignment.onChange = tell('the alignment forward of batches', 'runs eagerly');
-  return replayer;
+  if (replayer.updates) replayer.updates.onChange = tell('the update', 'runs eagerly');
 }
 
 /** Data-parallel replicas (device.gpus), each with rank 0's weights and optimizer state. */
@@ -330,6 +336,14 @@ async function startReplicas(setup: RunSetup, log: RunLog, say: (m: string) => v
   });
   const group = await ReplicaGroup.start({ plan, config, sizes, model, optimizer, rank0Device, state });
   say(`replicas: ${group.devices.map((d, r) => `${r} ${d}`).join(', ')}`);
+  const off = group.replica.replayer.off;
+  if (off === null)
+    say(
+      "step capture: each replica's step, alignment forward and update are recorded twice per shape, then " +
+        "replayed (device.step_capture); rank 0's are told here",
+    );
+  else if (choice.backend === 'webgpu' && config.device.step_capture === 'auto') say(`step capture: off — ${off}`);
+  tellCaptures(group.replica.replayer, 'rank 0 ', say);
   log.db.setMeta('replicas', group.devices);
   return group;
 }
@@ -381,6 +395,12 @@ export async function closeRun(p: Partial<RunParts>): Promise<ClosedRun> {
     stepCapture = await p.replayer.summary();
     db?.setMeta('stepCapture', stepCapture);
     p.replayer.dispose();
+  } else if (p.group) {
+    // Rank 0's, as one device's; every replica's beside it.
+    const all = await p.group.captureSummaries();
+    stepCapture = all.find((x) => x.rank === 0) ?? null;
+    db?.setMeta('stepCapture', stepCapture);
+    db?.setMeta('replicaStepCapture', all);
   }
   await p.milestones?.close();
   await p.group?.close();

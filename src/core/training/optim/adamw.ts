@@ -205,8 +205,8 @@ export class AdamW {
   }
 
   /**
-   * Keeps the sums so far in the optimizer's variables until the next accumulate() (an accumulate-only
-   * call that is not data-parallel: trainStep).
+   * Keeps the sums so far in the optimizer's variables until the next accumulate() or, on a data-parallel
+   * replica, until they are read back and summed over the replicas (an accumulate-only call: trainStep).
    */
   carry(): void {
     if (this.accum === null || this.accumLoss === null) throw new Error('carry() without accumulated gradients');
@@ -227,20 +227,6 @@ export class AdamW {
   get accumulated(): { grad: tf.Tensor1D; loss: tf.Scalar } | null {
     if (this.carried) return { grad: this.carriedGrad as tf.Tensor1D, loss: this.carriedLoss as tf.Scalar };
     return this.accum && this.accumLoss ? { grad: this.accum, loss: this.accumLoss } : null;
-  }
-
-  /**
-   * Replace the accumulated sums, keeping the micro-batch count (takes ownership of both): data-parallel
-   * training puts the sums over every replica here before apply().
-   */
-  replaceAccumulated(grad: tf.Tensor1D, loss: tf.Scalar): void {
-    if ((this.accum === null || this.accumLoss === null) && !this.carried)
-      throw new Error('replaceAccumulated() without accumulated gradients');
-    if (grad.size !== this.total) throw new Error(`gradient has ${grad.size} values, the optimizer ${this.total}`);
-    tf.dispose([this.accum ?? [], this.accumLoss ?? []]);
-    this.carried = false;
-    this.accum = grad;
-    this.accumLoss = loss;
   }
 
   /**
@@ -270,12 +256,23 @@ export class AdamW {
    * them as an input); without it they are uploaded here.
    */
   apply(scalars?: tf.Tensor1D): ApplyResult {
-    if ((this.accum === null || this.accumLoss === null) && !this.carried)
-      throw new Error('apply() without accumulated gradients');
-    // Carried sums are the optimizer's variables: read, not disposed.
-    const owned = !this.carried;
-    const sum = (owned ? this.accum : this.carriedGrad) as tf.Tensor1D;
-    const lossSum = (owned ? this.accumLoss : this.carriedLoss) as tf.Scalar;
+    const acc = this.accumulated;
+    if (!acc) throw new Error('apply() without accumulated gradients');
+    return this.update(acc.grad, acc.loss, scalars);
+  }
+
+  /**
+   * apply() from sums the caller holds (not taken): a data-parallel replica's update from the gradient and loss
+   * summed over every replica; its own accumulated sums, which went into those, are dropped. `scalars` as apply's.
+   */
+  applySums(grad: tf.Tensor1D, loss: tf.Scalar, scalars?: tf.Tensor1D): ApplyResult {
+    if (!this.accumulated) throw new Error('applySums() without accumulated gradients');
+    if (grad.size !== this.total) throw new Error(`gradient has ${grad.size} values, the optimizer ${this.total}`);
+    return this.update(grad, loss, scalars);
+  }
+
+  /** The update from `sum` and `lossSum` over the pending micro-batches; the accumulator is cleared after. */
+  private update(sum: tf.Tensor1D, lossSum: tf.Scalar, scalars: tf.Tensor1D | undefined): ApplyResult {
     const count = this.accumCount;
     this.step++;
     const t = this.step;
@@ -378,7 +375,8 @@ export class AdamW {
       this.skipped.assign(tf.add(this.skipped, tf.cast(tf.equal(finite, scalar(0)), 'float32')));
       return { gradNorm, finite };
     });
-    tf.dispose([...(owned ? [sum, lossSum] : []), ...uploaded]);
+    // Carried sums are the optimizer's variables: kept for the next accumulation.
+    tf.dispose([this.accum ?? [], this.accumLoss ?? [], ...uploaded]);
     this.accum = null;
     this.accumLoss = null;
     this.accumCount = 0;

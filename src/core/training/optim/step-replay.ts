@@ -7,6 +7,11 @@
 // apart. Anything that makes a step unreplayable is recorded with its reason and that shape steps
 // eagerly; weights assigned between replays (loaded, or by an eager timed step) are bound again, and a
 // replay whose other tensors were disposed is recorded again.
+//
+// A data-parallel replica's steps (`replica`) are captured the same way: forward, backward and the sums
+// carried in the optimizer's variables, with the whole batch's loss denominators as one more input and
+// the replica's rows of the batch in the shape's key (its dropout masks are those rows of the whole
+// batch's); its update, from the gradients summed over every replica, is captured apart (applySums).
 import * as tf from '@tensorflow/tfjs-core';
 import type { GpuDevice } from '../../backend/index.js';
 import { type DeviceSpans, SpanTimer } from '../../backend/index.js';
@@ -21,15 +26,18 @@ import {
   type ShapeCaptureSummary,
   summarizeShapes,
 } from '../../backend/index.js';
-import type { ModelInputs } from '../../model/index.js';
+import type { LossDenominators, ModelInputs } from '../../model/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { DropoutCall } from '../../model/index.js';
 import { summarize } from '../../util/index.js';
-import type { AdamW } from './adamw.js';
+import type { AdamW, ApplyResult } from './adamw.js';
 import { type StepResult, trainStep, type TrainStepOptions } from './train-step.js';
 
 export type StepCaptureMode = 'auto' | 'off';
+
+/** What a step call is told: the timer's boundary, whether it is timed, and a replica's whole-batch denominators. */
+export type StepCallOptions = Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean; whole?: LossDenominators };
 
 interface ShapeState extends CaptureState {
   calls?: DropoutCall[];
@@ -60,6 +68,8 @@ export interface StepCaptureSummary {
    * capture off.
    */
   alignment: CallCaptureSummary | null;
+  /** A data-parallel replica's updates from the summed gradients, per micro-batch count; absent on one device. */
+  updates?: CallCaptureSummary | null;
   /**
    * The replayed steps' device time from timestamps at their passes' edges (backend/replay-spans.ts):
    * medians of a step's span, of its passes' own time and of the device time between steps; or why
@@ -92,6 +102,8 @@ export class StepReplayer {
    * captured per batch shape like the step: null with capture off.
    */
   readonly alignment: CallReplayer | null;
+  /** A replica's update (applySums), captured per micro-batch count: null on one device or with capture off. */
+  readonly updates: CallReplayer | null;
 
   constructor(
     private readonly model: XttsModel,
@@ -99,16 +111,19 @@ export class StepReplayer {
     private readonly loss: LossConfig,
     private readonly mode: StepCaptureMode,
     private readonly accumulate: number,
+    /** The steps of a data-parallel replica: no update inside them (applySums makes it), whole-batch denominators. */
+    private readonly replica = false,
   ) {
     this.off = captureUnavailable(mode, tf.getBackend());
     this.alignment = this.off === null ? new CallReplayer(tf) : null;
+    this.updates = this.off === null && replica ? new CallReplayer(tf) : null;
   }
 
   /**
    * One training step (forward, backward, update) of an aligned batch. `timed`: the caller measures
    * this step's programs (tf.time): it runs eagerly.
    */
-  step(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean } = {}): StepResult {
+  step(batch: ModelInputs, opts: StepCallOptions = {}): StepResult {
     const r = this.route(batch, opts);
     return 'result' in r ? r.result : this.replayStep(r.replay, batch, opts);
   }
@@ -118,30 +133,47 @@ export class StepReplayer {
    * (StepCapture.replayInParts): what resolves meanwhile, such as the next batch's alignment scores
    * going to the search's worker threads, then overlaps the step's encoding. Other steps as in step.
    */
-  async stepInParts(
-    batch: ModelInputs,
-    parts: number,
-    opts: Pick<TrainStepOptions, 'onGradients'> = {},
-  ): Promise<StepResult> {
+  async stepInParts(batch: ModelInputs, parts: number, opts: StepCallOptions = {}): Promise<StepResult> {
     const r = this.route(batch, opts);
     if ('result' in r) return r.result;
     this.timeSpans(r.replay);
-    const { offsets, scalars, all } = this.inputs(r.replay, batch);
+    const { made, all } = this.inputs(r.replay, batch, opts);
     let out: tf.Tensor[];
     try {
       out = await r.replay.capture!.replayInParts(all, parts);
     } finally {
-      tf.dispose([offsets, scalars]);
+      tf.dispose(made);
     }
     return this.replayResult(r.replay, out, opts);
   }
 
+  /**
+   * A replica's update from the gradient and loss summed over every replica (the caller's tensors, not taken),
+   * replayed from its capture per micro-batch count once two of its calls agree.
+   */
+  applySums(grad: tf.Tensor1D, loss: tf.Scalar): { applied: ApplyResult; replayed: boolean } {
+    const { optimizer } = this;
+    const scalars = tf.tensor1d(optimizer.updateScalars().values);
+    try {
+      if (!this.updates) return { applied: optimizer.applySums(grad, loss, scalars), replayed: false };
+      let applied: ApplyResult | undefined;
+      const out = this.updates.run(`after ${optimizer.pendingMicroBatches}`, [grad, loss, scalars], () => {
+        applied = optimizer.applySums(grad, loss, scalars);
+        return [applied.gradNorm, applied.finite];
+      });
+      if (applied) return { applied, replayed: false };
+      const [gradNorm, finite] = out as tf.Scalar[];
+      return { applied: { gradNorm, finite, learningRate: optimizer.countReplayedUpdate() }, replayed: true };
+    } finally {
+      scalars.dispose();
+    }
+  }
+
   /** An eager, planned or recorded step run now (its result), or the shape whose replay is to run. */
-  private route(
-    batch: ModelInputs,
-    opts: Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean },
-  ): { result: StepResult } | { replay: ShapeState } {
-    const key = shapeKey(batch) + this.phaseOf();
+  private route(batch: ModelInputs, opts: StepCallOptions): { result: StepResult } | { replay: ShapeState } {
+    if (this.replica !== (opts.whole !== undefined))
+      throw new Error(this.replica ? "a replica's step without the whole batch's denominators" : 'denominators given');
+    const key = shapeKey(batch) + this.rowsOf() + this.phaseOf();
     this.last = { shape: key, replayed: false, programs: 0 };
     if (this.off !== null || opts.timed) return { result: this.eagerStep(batch, opts) };
     let s = this.shapes.get(key);
@@ -172,25 +204,47 @@ export class StepReplayer {
     const n = this.accumulate;
     if (n <= 1) return '';
     const k = this.optimizer.pendingMicroBatches;
-    return k === 0 ? ' (first of ' + n + ')' : k === n - 1 ? ' (update)' : ' (accumulate)';
+    // A replica's last micro-batch only accumulates, as the ones before it.
+    if (k === 0) return ' (first of ' + n + ')';
+    return k === n - 1 && !this.replica ? ' (update)' : ' (accumulate)';
   }
 
-  private eagerStep(batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
-    this.eager++;
-    return trainStep(this.model, this.optimizer, batch, this.loss, {
+  /** A replica's rows of the batch (its dropout masks' place in the whole batch's follows them). */
+  private rowsOf(): string {
+    const rows = this.model.dropout.shard;
+    return rows ? ` rows ${rows.start}–${rows.start + rows.size} of ${rows.total}` : '';
+  }
+
+  private stepOptions(opts: StepCallOptions): TrainStepOptions {
+    return {
       accumulate: this.accumulate,
       onGradients: opts.onGradients,
-    });
+      ...(this.replica ? { deferUpdate: true, whole: opts.whole } : {}),
+    };
   }
 
-  /** The step's per-step inputs, in the order a recording binds them. */
-  private inputs(s: ShapeState, batch: ModelInputs): { offsets: tf.Tensor1D; scalars: tf.Tensor1D; all: tf.Tensor[] } {
+  private eagerStep(batch: ModelInputs, opts: StepCallOptions): StepResult {
+    this.eager++;
+    return trainStep(this.model, this.optimizer, batch, this.loss, this.stepOptions(opts));
+  }
+
+  /**
+   * The step's per-step inputs, in the order a recording binds them: the batch, its alignment, the dropout offsets
+   * and the update's scalars (a replica's step: the whole batch's denominators instead); `made`: the tensors made
+   * here.
+   */
+  private inputs(
+    s: ShapeState,
+    batch: ModelInputs,
+    opts: StepCallOptions,
+  ): { offsets: tf.Tensor1D; scalars?: tf.Tensor1D; made: tf.Tensor[]; all: tf.Tensor[] } {
     const offsets = tf.tensor1d(this.model.dropout.drawOffsets(s.calls!), 'int32');
-    const scalars = tf.tensor1d(this.optimizer.updateScalars().values);
+    const scalars = this.replica ? undefined : tf.tensor1d(this.optimizer.updateScalars().values);
     const b = batch;
     return {
       offsets,
       scalars,
+      made: scalars ? [offsets, scalars] : [offsets],
       all: [
         b.tokens,
         b.textLengths,
@@ -202,27 +256,21 @@ export class StepReplayer {
         b.alignment.steps,
         b.alignment.durations,
         offsets,
-        scalars,
+        (scalars ?? opts.whole)!,
       ],
     };
   }
 
-  private recordedStep(
-    key: string,
-    s: ShapeState,
-    batch: ModelInputs,
-    opts: Pick<TrainStepOptions, 'onGradients'>,
-  ): StepResult {
+  private recordedStep(key: string, s: ShapeState, batch: ModelInputs, opts: StepCallOptions): StepResult {
     this.eager++;
-    const { offsets, scalars, all } = this.inputs(s, batch);
+    const { offsets, scalars, made, all } = this.inputs(s, batch, opts);
     let result: StepResult | undefined;
     try {
       const { recording } = recordStep(tf, all, () => {
         result = this.model.dropout.useOffsets(s.calls!, offsets, () =>
           trainStep(this.model, this.optimizer, batch, this.loss, {
-            accumulate: this.accumulate,
-            onGradients: opts.onGradients,
-            updateScalars: scalars,
+            ...this.stepOptions(opts),
+            ...(scalars ? { updateScalars: scalars } : {}),
           }),
         );
         return [
@@ -238,19 +286,19 @@ export class StepReplayer {
       });
       if (advanceCapture(tf, s, recording)) this.onChange?.(key, s);
     } finally {
-      tf.dispose([offsets, scalars]);
+      tf.dispose(made);
     }
     return result!;
   }
 
-  private replayStep(s: ShapeState, batch: ModelInputs, opts: Pick<TrainStepOptions, 'onGradients'>): StepResult {
+  private replayStep(s: ShapeState, batch: ModelInputs, opts: StepCallOptions): StepResult {
     this.timeSpans(s);
-    const { offsets, scalars, all } = this.inputs(s, batch);
+    const { made, all } = this.inputs(s, batch, opts);
     let out: tf.Tensor[];
     try {
       out = s.capture!.replay(all);
     } finally {
-      tf.dispose([offsets, scalars]);
+      tf.dispose(made);
     }
     return this.replayResult(s, out, opts);
   }
@@ -274,7 +322,7 @@ export class StepReplayer {
 
   /** Bytes the captured steps' buffers hold on the device (beside the tensors tf.memory counts). */
   get arenaBytes(): number {
-    return arenaBytesOf(this.shapes) + (this.alignment?.arenaBytes ?? 0);
+    return arenaBytesOf(this.shapes) + (this.alignment?.arenaBytes ?? 0) + (this.updates?.arenaBytes ?? 0);
   }
 
   async summary(): Promise<StepCaptureSummary> {
@@ -294,6 +342,7 @@ export class StepReplayer {
         };
       }),
       alignment: (await this.alignment?.summary()) ?? null,
+      ...(this.replica ? { updates: (await this.updates?.summary()) ?? null } : {}),
       ...(this.off === null ? { deviceSpans: await this.spans.summary() } : {}),
     };
   }
@@ -303,6 +352,7 @@ export class StepReplayer {
     for (const s of this.shapes.values()) s.capture?.dispose();
     this.shapes.clear();
     this.alignment?.dispose();
+    this.updates?.dispose();
   }
 }
 

@@ -17,8 +17,8 @@ export interface TrainStepOptions {
   onGradients?: () => void;
   /** Data-parallel training: the whole batch's denominators (this batch is one replica's shard). */
   whole?: LossDenominators;
-  /** Only forward, backward and accumulate; the caller sums the gradients of every replica and
-   * applies the update (parallel/replica-step.ts). */
+  /** Only forward, backward and accumulate (the sums carried in the optimizer's variables); the caller
+   * sums the gradients of every replica and applies the update (parallel/replica.ts). */
   deferUpdate?: boolean;
   /** The update's per-step scalars (AdamW.updateScalars) as a device tensor [3]: a captured step's input. */
   updateScalars?: tf.Tensor1D;
@@ -94,9 +94,9 @@ function issueStep(
     learningRate = r.learningRate;
   } else {
     finite = tf.tidy(() => tf.cast(tf.isFinite(lossParts.total), 'float32') as tf.Scalar);
-    // The sums wait in the optimizer's variables for the next micro-batch (a step capture replays
-    // that as it replays weight updates); data-parallel replicas read them back instead.
-    if (!opts.deferUpdate) optimizer.carry();
+    // The sums wait in the optimizer's variables for the next micro-batch, or for a data-parallel
+    // replica's readback (a step capture replays that as it replays weight updates).
+    optimizer.carry();
   }
   const stats = tf.tidy(() =>
     tf.stack([

@@ -71,6 +71,11 @@ export class Collective {
   private readonly control: Int32Array;
   private readonly slots: Float32Array[];
   private readonly result: Float32Array;
+  /**
+   * The last allReduceSum's wait for every replica to arrive (its first barrier, ms): the time the slowest replica
+   * took to get there, not the sum's own cost.
+   */
+  arrivalMs = 0;
 
   constructor(
     readonly shared: CollectiveShared,
@@ -124,6 +129,7 @@ export class Collective {
   /** The element-wise sum of `values` over every replica (each passes the same length); a new array. */
   async allReduceSum(values: Float32Array): Promise<Float32Array> {
     const out = new Float32Array(values.length);
+    this.arrivalMs = 0;
     if (this.world === 1) {
       this.check();
       out.set(values);
@@ -133,7 +139,9 @@ export class Collective {
     for (let offset = 0; offset < values.length; offset += bucket) {
       const n = Math.min(bucket, values.length - offset);
       this.slots[this.rank].set(values.subarray(offset, offset + n));
+      const t0 = performance.now();
       await this.barrier();
+      if (offset === 0) this.arrivalMs = performance.now() - t0;
       // This replica's share of the bucket, summed over the slots in rank order.
       const share = Math.ceil(n / this.world);
       const from = Math.min(n, this.rank * share);

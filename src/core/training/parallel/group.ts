@@ -12,6 +12,7 @@ import type { BatchDims, HostBatch } from '../../model/index.js';
 import type { ModelSizes, XttsModel } from '../../model/index.js';
 import type { NamedArray } from '../checkpoint.js';
 import type { AdamW } from '../optim/adamw.js';
+import type { StepCaptureSummary } from '../optim/step-replay.js';
 import { abortCollective, Collective, createCollective, type CollectiveShared } from './collective.js';
 import { type MicroResult, Replica, type ReplicaSpans, shardOf, shardRows, weightsDigest } from './replica.js';
 import type { FromReplica, ReplicaWorkerData, ToReplica } from './replica-worker.js';
@@ -101,6 +102,7 @@ export function parseGpusFlag(value: string): XttsConfig['device']['gpus'] {
 export interface WorkerMicro {
   spans: ReplicaSpans;
   samples: number;
+  replayed: boolean;
   tensors: number;
   tensorBytes: number;
 }
@@ -183,15 +185,17 @@ export class ReplicaGroup {
     shared: CollectiveShared,
     model: XttsModel,
     optimizer: AdamW,
-    training: XttsConfig['training'],
+    config: XttsConfig,
     /** Per rank: backend and device. */
     readonly devices: string[],
   ) {
     this.shared = shared;
+    const training = config.training;
     this.replica = new Replica(model, optimizer, new Collective(shared, 0), {
       loss: training.loss,
       alignmentPrior: training.alignment_prior,
       accumulate: Math.max(1, training.grad_accumulation_steps),
+      capture: config.device.step_capture,
     });
   }
 
@@ -227,13 +231,14 @@ export class ReplicaGroup {
         seed: o.config.training.seed,
         convImpl: o.config.device.conv_kernels,
         matmul: o.config.device.matmul,
+        capture: o.config.device.step_capture,
         training: o.config.training,
         modelBudgetMb: o.config.device.model_memory_budget_mb,
         batchSize: o.config.batching.batch_size,
       };
       workers.push(new ReplicaWorker(rank, new Worker(entry, { workerData }), shared));
     }
-    const group = new ReplicaGroup(o.plan, workers, shared, o.model, o.optimizer, o.config.training, [o.rank0Device]);
+    const group = new ReplicaGroup(o.plan, workers, shared, o.model, o.optimizer, o.config, [o.rank0Device]);
     try {
       for (const w of workers) {
         const ready = await w.next();
@@ -283,7 +288,13 @@ export class ReplicaGroup {
     const workers = settled.slice(1).map((x) => {
       const m = (x as PromiseFulfilledResult<FromReplica>).value;
       if (m.type !== 'micro') throw new Error(`a replica answered ${m.type} to a micro-batch`);
-      return { spans: m.spans, samples: m.samples, tensors: m.tensors, tensorBytes: m.tensorBytes };
+      return {
+        spans: m.spans,
+        samples: m.samples,
+        replayed: m.replayed,
+        tensors: m.tensors,
+        tensorBytes: m.tensorBytes,
+      };
     });
     return { rank0, workers };
   }
@@ -337,7 +348,23 @@ export class ReplicaGroup {
     }
   }
 
+  /** What step capture did on each replica, by rank (a replica that failed is left out). */
+  async captureSummaries(): Promise<(StepCaptureSummary & { rank: number; device: string })[]> {
+    const settled = await Promise.allSettled([
+      this.replica.captureSummary(),
+      ...this.workers.map(async (w) => {
+        const m = await w.ask({ type: 'capture' });
+        if (m.type !== 'capture') throw new Error(`${w.label} answered ${m.type} to a capture summary`);
+        return m.summary;
+      }),
+    ]);
+    return settled.flatMap((x, rank) =>
+      x.status === 'fulfilled' ? [{ ...x.value, rank, device: this.devices[rank] ?? '?' }] : [],
+    );
+  }
+
   async close(): Promise<void> {
+    this.replica.dispose();
     await Promise.all(this.workers.map((w) => w.close()));
   }
 }

@@ -11,6 +11,7 @@ import type { ConvImpl } from '../../model/index.js';
 import { checkModelBudget } from '../budget.js';
 import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
+import type { StepCaptureMode, StepCaptureSummary } from '../optim/step-replay.js';
 import { abortCollective, Collective, type CollectiveShared } from './collective.js';
 import { Replica, type ShardJob, weightsDigest } from './replica.js';
 
@@ -27,6 +28,8 @@ export interface ReplicaWorkerData {
   convImpl: ConvImpl;
   /** device.matmul, as rank 0 runs them. */
   matmul: 'tfjs' | 'tiled';
+  /** device.step_capture. */
+  capture: StepCaptureMode;
   training: TrainingConfig;
   modelBudgetMb: number | null;
   /** batching.batch_size, for the budget's advice. */
@@ -39,13 +42,22 @@ export type ToReplica =
   | { type: 'micro'; step: number; job: ShardJob }
   | { type: 'discard' }
   | { type: 'digest' }
+  | { type: 'capture' }
   | { type: 'close' };
 
 /** Messages from a replica worker. */
 export type FromReplica =
   | { type: 'ready'; device: string }
   | { type: 'loaded' }
-  | { type: 'micro'; spans: import('./replica.js').ReplicaSpans; samples: number; tensors: number; tensorBytes: number }
+  | {
+      type: 'micro';
+      spans: import('./replica.js').ReplicaSpans;
+      samples: number;
+      replayed: boolean;
+      tensors: number;
+      tensorBytes: number;
+    }
+  | { type: 'capture'; summary: StepCaptureSummary }
   | { type: 'discarded' }
   | { type: 'digest'; digest: string }
   | { type: 'error'; error: SerializedError };
@@ -69,6 +81,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
       loss: d.training.loss,
       alignmentPrior: d.training.alignment_prior,
       accumulate: Math.max(1, d.training.grad_accumulation_steps),
+      capture: d.capture,
     });
     const device = choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend;
     port.postMessage({ type: 'ready', device } satisfies FromReplica);
@@ -94,6 +107,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
         type: 'micro',
         spans: r.spans,
         samples: r.samples,
+        replayed: r.replayed,
         tensors: held.numTensors,
         tensorBytes: held.numBytes,
       } satisfies FromReplica);
@@ -102,7 +116,10 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
       port.postMessage({ type: 'discarded' } satisfies FromReplica);
     } else if (m.type === 'digest') {
       port.postMessage({ type: 'digest', digest: await weightsDigest(replica.model) } satisfies FromReplica);
+    } else if (m.type === 'capture') {
+      port.postMessage({ type: 'capture', summary: await replica.captureSummary() } satisfies FromReplica);
     } else if (m.type === 'close') {
+      replica.dispose();
       disposeBackend(tf as never);
       port.close();
     }

@@ -3,14 +3,19 @@
 // them (monotonic alignment search), add up every replica's loss denominators (two numbers), then
 // forward and backward with the whole batch's denominators and this replica's rows of the whole
 // batch's dropout masks — so the replicas' gradients add up to the gradient of the whole batch. At
-// the update: one readback of the accumulated gradient and loss parts, an all-reduce (sum), and the
-// same AdamW update on every replica from the same sums, which keeps their parameters identical.
+// the update: the accumulated gradient read back in buckets, each summed over the replicas as soon as
+// it is on the host while the next is read and uploaded at once (the all-reduce), and the same AdamW
+// update on every replica from the same sums, which keeps their parameters identical. With step
+// capture (webgpu) the alignment forward, the micro-batch's step and the update are each replayed
+// from their captures (optim/step-replay.ts), as on one device.
 import * as tf from '@tensorflow/tfjs-core';
-import { type BatchDims, disposeBatch, type HostBatch, uploadBatch } from '../../model/index.js';
+import { deviceIdle, uploadTensors } from '../../backend/index.js';
+import { type BatchDims, disposeBatch, type HostBatch, uploadBatch, wholeDenominators } from '../../model/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { AdamW } from '../optim/adamw.js';
-import { disposeStepResult, STEP_STATS, trainStep } from '../optim/train-step.js';
+import { type StepCaptureMode, type StepCaptureSummary, StepReplayer } from '../optim/step-replay.js';
+import { disposeStepResult, STEP_STATS, type StepResult } from '../optim/train-step.js';
 import type { Collective } from './collective.js';
 
 /** Rows [start, start + size) of a batch of `total`. */
@@ -34,13 +39,24 @@ export interface ShardJob {
 /** Where a replica's micro-batch went, in milliseconds. */
 export interface ReplicaSpans {
   uploadMs: number;
-  /** Readbacks: the alignment scores and, at the update, the gradient. */
+  /**
+   * Waiting: for the alignment scores, for this device to finish the step before the gradient is read, and for the
+   * other replicas to reach the collectives (peerWaitMs of it).
+   */
   syncMs: number;
   forwardBackwardMs: number;
-  /** Waiting in collectives (the slowest replica sets it) and summing. */
+  /**
+   * The gradient all-reduce's own time: its readback, the sums over the replicas in host shared memory (the waits
+   * between their buckets included), and the upload of the sums.
+   */
   allReduceMs: number;
   optimizerMs: number;
+  /** Of syncMs: waiting for the other replicas to arrive at a collective (the slowest replica sets it). */
+  peerWaitMs: number;
 }
+
+/** The spans a replica's micro-batch charges to the trainer's step (StepSpans' names). */
+export const STEP_SPANS = ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const;
 
 /** The loss parts STEP_STATS names before the gradient norm: total, melPre, melPost, alignedText, duration. */
 export const LOSS_PARTS = STEP_STATS.indexOf('gradNorm');
@@ -57,6 +73,10 @@ export interface MicroResult {
   spans: ReplicaSpans;
   /** Real utterances (not fillers) in this replica's rows. */
   samples: number;
+  /** The micro-batch's step, and at the update the update, were replays of their captures. */
+  replayed: boolean;
+  /** GPU programs its replays ran (the step's, the alignment forward's, the update's): no kernel counter sees them. */
+  replayedPrograms: number;
   /** Present on the last micro-batch of a step. */
   update?: ReplicaUpdate;
 }
@@ -93,50 +113,85 @@ export function shardOf(host: HostBatch, dims: BatchDims, rows: ShardRows): { ho
   };
 }
 
+export interface ReplicaOptions {
+  loss: LossConfig;
+  alignmentPrior: number;
+  accumulate: number;
+  /** device.step_capture. */
+  capture: StepCaptureMode;
+}
+
 export class Replica {
   /** The loss parts summed over this step's micro-batches so far (device). */
   private parts: tf.Tensor1D | null = null;
+  /** The steps, the alignment forwards and the updates, captured and replayed (or eager, and why). */
+  readonly replayer: StepReplayer;
 
   constructor(
     readonly model: XttsModel,
     readonly optimizer: AdamW,
     readonly comm: Collective,
-    private readonly o: { loss: LossConfig; alignmentPrior: number; accumulate: number },
-  ) {}
+    private readonly o: ReplicaOptions,
+  ) {
+    this.replayer = new StepReplayer(model, optimizer, o.loss, o.capture, o.accumulate, true);
+  }
 
   async micro(job: ShardJob): Promise<MicroResult> {
-    const spans: ReplicaSpans = { uploadMs: 0, syncMs: 0, forwardBackwardMs: 0, allReduceMs: 0, optimizerMs: 0 };
+    const spans: ReplicaSpans = {
+      uploadMs: 0,
+      syncMs: 0,
+      forwardBackwardMs: 0,
+      allReduceMs: 0,
+      optimizerMs: 0,
+      peerWaitMs: 0,
+    };
     let last = performance.now();
     const mark = (span: keyof ReplicaSpans) => {
       const now = performance.now();
       spans[span] += now - last;
       last = now;
     };
-    const { model, optimizer, comm } = this;
+    // The wait for the other replicas to arrive at the collective just made, moved from allReduceMs to syncMs.
+    const arrival = () => {
+      const ms = Math.min(this.comm.arrivalMs, spans.allReduceMs);
+      spans.allReduceMs -= ms;
+      spans.syncMs += ms;
+      spans.peerWaitMs += ms;
+    };
+    const { model, optimizer, comm, replayer } = this;
     const size = job.rows.size;
     const textLengths = job.host.textLengths.subarray(0, size);
     const melLengths = job.host.melLengths.subarray(0, size);
     const tensors = uploadBatch(job.host, job.dims);
     mark('uploadMs');
-    let result: ReturnType<typeof trainStep> | undefined;
+    let result: StepResult | undefined;
     let alignment: Awaited<ReturnType<XttsModel['align']>> | undefined;
+    let replayed = true;
+    let replayedPrograms = 0;
     try {
-      alignment = await model.align(tensors, textLengths, melLengths, this.o.alignmentPrior);
+      const alignReplays = replayer.alignment?.replays ?? 0;
+      alignment = await model.align(tensors, textLengths, melLengths, this.o.alignmentPrior, {
+        replayer: replayer.alignment ?? undefined,
+      });
+      const alignReplayed = replayer.alignment !== null && replayer.alignment.replays > alignReplays;
+      if (alignReplayed) replayedPrograms += replayer.alignment!.lastPrograms;
+      replayed &&= alignReplayed;
       mark('syncMs');
       let frames = 0;
       for (const f of melLengths) frames += f;
-      const whole = await comm.allReduceSum(new Float32Array([frames * job.dims.nMels, alignment.spokenTokens ?? 0]));
+      const sums = await comm.allReduceSum(new Float32Array([frames * job.dims.nMels, alignment.spokenTokens ?? 0]));
       mark('allReduceMs');
+      arrival();
+      const whole = wholeDenominators(sums[0], sums[1]);
       model.dropout.rngState = job.dropoutRng;
       model.dropout.shard = job.rows;
       try {
-        result = trainStep(model, optimizer, { ...tensors, alignment }, this.o.loss, {
-          accumulate: this.o.accumulate,
-          whole: { melValues: whole[0], spokenTokens: whole[1] },
-          deferUpdate: true,
-        });
+        result = replayer.step({ ...tensors, alignment }, { whole });
+        replayed &&= replayer.last?.replayed === true;
+        replayedPrograms += replayer.last?.programs ?? 0;
       } finally {
         model.dropout.shard = null;
+        whole.dispose();
       }
       const parts = tf.tidy(() => tf.slice(result!.stats, [0], [LOSS_PARTS])) as tf.Tensor1D;
       if (this.parts) {
@@ -152,29 +207,76 @@ export class Replica {
     }
     let samples = 0;
     for (const f of melLengths) if (f > 0) samples++;
-    if (!job.last) return { spans, samples };
+    if (!job.last) return { spans, samples, replayed, replayedPrograms };
 
-    // The update: one readback of [gradient sum, loss parts sum], summed over the replicas.
     const accumulated = optimizer.accumulated;
     if (!accumulated || !this.parts) throw new Error('an update without accumulated gradients');
-    const combined = tf.concat([accumulated.grad, this.parts]) as tf.Tensor1D;
-    tf.dispose(this.parts);
+    const parts = this.parts;
     this.parts = null;
-    const local = (await combined.data()) as Float32Array;
-    combined.dispose();
+    // This device's work done first: what follows is the all-reduce's own time.
+    await deviceIdle(tf);
     mark('syncMs');
-    const summed = await comm.allReduceSum(local);
+    let sums: { grad: tf.Tensor1D; losses: Float32Array };
+    try {
+      sums = await this.allReduce(accumulated.grad, parts, () => {
+        mark('allReduceMs');
+        arrival();
+      });
+    } finally {
+      parts.dispose();
+    }
     mark('allReduceMs');
-    const n = optimizer.parameterCount;
-    optimizer.replaceAccumulated(tf.tensor1d(summed.subarray(0, n)), tf.scalar(summed[n]));
-    const applied = optimizer.apply();
+    let update: ReplicaUpdate;
+    try {
+      const loss = tf.scalar(sums.losses[0]);
+      const { applied, replayed: updateReplayed } = replayer.applySums(sums.grad, loss);
+      loss.dispose();
+      replayed &&= updateReplayed;
+      if (updateReplayed) replayedPrograms += replayer.updates!.lastPrograms;
+      const losses = sums.losses.map((x) => x / this.o.accumulate);
+      update = { losses, gradNorm: applied.gradNorm, finite: applied.finite, learningRate: applied.learningRate };
+    } finally {
+      sums.grad.dispose();
+    }
     mark('optimizerMs');
-    const losses = summed.slice(n, n + LOSS_PARTS).map((x) => x / this.o.accumulate);
-    return {
-      spans,
-      samples,
-      update: { losses, gradNorm: applied.gradNorm, finite: applied.finite, learningRate: applied.learningRate },
-    };
+    return { spans, samples, replayed, replayedPrograms, update };
+  }
+
+  /**
+   * The gradient and the loss parts summed over every replica: the gradient read back in the collective's buckets,
+   * every read issued at once, each bucket summed as soon as it is on the host (while the later ones are still being
+   * read) and its sum uploaded at once. `arrived` is called after the first bucket's sum, whose first wait is the
+   * wait for the other replicas to finish their steps.
+   */
+  private async allReduce(
+    grad: tf.Tensor1D,
+    parts: tf.Tensor1D,
+    arrived: () => void,
+  ): Promise<{ grad: tf.Tensor1D; losses: Float32Array }> {
+    const n = grad.size;
+    const bucket = this.comm.shared.bucket;
+    const pieces: tf.Tensor1D[] = [];
+    for (let offset = 0; offset < n; offset += bucket)
+      pieces.push(n <= bucket ? grad : tf.slice(grad, [offset], [Math.min(bucket, n - offset)]));
+    const reads = [...pieces, parts].map((t) => t.data() as Promise<Float32Array>);
+    const webgpu = tf.getBackend() === 'webgpu';
+    const summed: tf.Tensor1D[] = [];
+    try {
+      for (let k = 0; k < pieces.length; k++) {
+        const sum = tf.tensor1d(await this.comm.allReduceSum(await reads[k]));
+        summed.push(sum);
+        // On its way to the device now, while the next bucket is summed (other backends keep it on the host).
+        if (webgpu) uploadTensors(tf.backend(), [sum.dataId]);
+        if (k === 0) arrived();
+      }
+      const losses = await this.comm.allReduceSum(await reads[pieces.length]);
+      return { grad: summed.length === 1 ? summed[0] : (tf.concat(summed) as tf.Tensor1D), losses };
+    } finally {
+      // Read failures after the first are not this call's error (it already has one, or none happened).
+      await Promise.allSettled(reads);
+      tf.dispose(pieces.filter((p) => p !== grad));
+      if (summed.length > 1) tf.dispose(summed);
+    }
   }
 
   /** Drop a step's partial work (the data ran out inside an accumulation). */
@@ -182,6 +284,15 @@ export class Replica {
     tf.dispose(this.parts ?? []);
     this.parts = null;
     this.optimizer.discardAccumulated();
+  }
+
+  /** What step capture did on this replica. */
+  captureSummary(): Promise<StepCaptureSummary> {
+    return this.replayer.summary();
+  }
+
+  dispose(): void {
+    this.replayer.dispose();
   }
 }
 
