@@ -316,6 +316,45 @@ describe('AdamW', () => {
     assert.throws(() => wrong.setState(state), /optimizer state does not fit/);
   });
 
+  it(
+    "applySums: a replica's update from sums over every replica is apply()'s from those sums, over its own count of " +
+      'micro-batches; its carried sums are dropped',
+    () => {
+      for (const update of ['auto', 'composed'] as const) {
+        const a = setup(update, config({ grad_clip_norm: 1 }));
+        const b = setup(update, config({ grad_clip_norm: 1 }));
+        for (const [i, g] of gradSeq.entries()) {
+          // a: two micro-batches whose sum is 2g; b: its own micro-batches (carried), then the sums of "every replica".
+          feed(a.opt, g, 0.5);
+          a.opt.carry();
+          feed(a.opt, g, 0.5);
+          a.opt.apply();
+          feed(
+            b.opt,
+            g.map((row) => row.map((x) => x * (i + 3))),
+          );
+          b.opt.carry();
+          feed(b.opt, g);
+          b.opt.carry();
+          const [w, bias] = b.opt.variables;
+          const sum = b.opt.flatten({
+            [w.name]: tf.mul(tf.tensor(g[0], w.shape), 2),
+            [bias.name]: tf.mul(tf.tensor(g[1]), 2),
+          });
+          const r = b.opt.applySums(sum, tf.scalar(1));
+          assert.equal(r.finite.dataSync()[0], 1);
+          assert.equal(b.opt.pendingMicroBatches, 0);
+        }
+        assert.deepEqual(Array.from(b.w.dataSync()), Array.from(a.w.dataSync()), update);
+        assert.deepEqual(Array.from(b.b.dataSync()), Array.from(a.b.dataSync()), update);
+        assert.equal(b.opt.step, 3);
+        assert.throws(() => b.opt.applySums(tf.zeros([9]), tf.scalar(0)), /without accumulated gradients/);
+        feed(b.opt, gradSeq[0]);
+        assert.throws(() => b.opt.applySums(tf.zeros([8]), tf.scalar(0)), /gradient has 8 values, the optimizer 9/);
+      }
+    },
+  );
+
   it('gives the composition and the one-pass kernel the same trajectory (float32 rounding apart)', () => {
     const a = setup('auto', config({ grad_clip_norm: 1 }));
     const b = setup('composed', config({ grad_clip_norm: 1 }));
