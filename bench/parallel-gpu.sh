@@ -54,8 +54,9 @@ measure() { # name preset gpus batch capture
     const wait = r0 && r0.peerWaitMs !== null ? `, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
     const c = p.stepCapture;
     const replayed = p.replicas
-      ? `; replayed ${p.replicas.map((x) => `rank ${x.rank} ${x.replayedSteps ?? 0}/${x.steps}`).join(", ")}`
-      : c ? `; replayed ${c.replayedSteps}/${c.measuredSteps}` : "";
+      ? p.replicas[0].replayedSteps === null ? "; no step capture"
+        : `; replayed ${p.replicas.map((x) => `rank ${x.rank} ${x.replayedSteps}/${x.steps}`).join(", ")}`
+      : c && !c.summary?.off ? `; replayed ${c.replayedSteps}/${c.measuredSteps}` : "; no step capture";
     console.log(`${b.steps} steps, ${b.samplesPerS.toFixed(2)} samples/s, median step ${b.wallMs.p50.toFixed(1)} ms, ` +
       `all-reduce ${pct(b.shares.allReduceMs)} of the wall${wait}${replayed}, on ${devices}`);
   ' "$work/$name-profile.json")" | tee -a "$work/summary.txt"
