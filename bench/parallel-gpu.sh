@@ -46,12 +46,16 @@ measure() { # name preset gpus batch capture
   $x profile-bottleneck --run "$work/$name" --warmup "$warmup" --json >"$work/$name-profile.json" 2>"$work/$name-profile.log"
   echo "$name: rc=$rc $(node -e '
     let r; try { r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); } catch { console.log("no profile"); process.exit(0); }
-    if (r.status !== "success") { console.log("profile failed:", JSON.stringify(r.error)); process.exit(0); }
+    if (!r.result) { console.log("profile failed:", JSON.stringify(r.error)); process.exit(0); }
     const p = r.result, b = p.breakdown;
     const devices = p.replicas ? p.replicas.map((x) => x.device).join(" + ") : p.device ?? p.backend;
     const pct = (x) => `${(x * 100).toFixed(1)}%`;
     const r0 = p.replicas?.[0];
-    const wait = r0 && r0.peerWaitMs !== null ? `, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
+    const ms = (x) => `${x.toFixed(1)} ms`;
+    const parts = r0 && r0.readbackMs !== null
+      ? ` (${ms(b.spans.allReduceMs.mean)} a step: readback ${ms(r0.readbackMs)}, exchange ${ms(r0.exchangeMs)}, ` +
+        `uploads and sums ${ms(b.spans.allReduceMs.mean - r0.readbackMs - r0.exchangeMs)})` : "";
+    const wait = r0 && r0.peerWaitMs !== null ? `${parts}, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
     const c = p.stepCapture;
     const replayed = p.replicas
       ? p.replicas[0].replayedSteps === null ? "; no step capture"

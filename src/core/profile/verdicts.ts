@@ -93,7 +93,10 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
     const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') =>
       mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
     const last = mine[mine.length - 1];
-    const waits = mine.map((s) => s.peerWaitMs).filter((x): x is number => x !== null);
+    const mean = (k: 'peerWaitMs' | 'readbackMs' | 'exchangeMs') => {
+      const xs = mine.map((s) => s[k]).filter((x): x is number => x !== null);
+      return xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : null;
+    };
     const captured = mine.filter((s) => s.replayed !== null);
     return {
       rank,
@@ -104,7 +107,9 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
       forwardBackwardMs: avg('forwardBackwardMs'),
       allReduceMs: avg('allReduceMs'),
       optimizerMs: avg('optimizerMs'),
-      peerWaitMs: waits.length ? waits.reduce((a, x) => a + x, 0) / waits.length : null,
+      peerWaitMs: mean('peerWaitMs'),
+      readbackMs: mean('readbackMs'),
+      exchangeMs: mean('exchangeMs'),
       replayedSteps: captured.length ? captured.filter((s) => s.replayed).length : null,
       steps: mine.length,
       tensors: last?.tensors ?? 0,

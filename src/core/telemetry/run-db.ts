@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilizatio
 CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
   sync_ms REAL, forward_backward_ms REAL,
   all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, peer_wait_ms REAL, replayed INTEGER,
-  PRIMARY KEY (step, rank));
+  readback_ms REAL, exchange_ms REAL, PRIMARY KEY (step, rank));
 `;
 
 /** One data-parallel replica's part of a step (summed over its micro-batches); rank 0 is the trainer's. */
@@ -60,6 +60,9 @@ export interface ReplicaStepRecord {
   optimizerMs: number;
   /** Of syncMs: waiting for the other replicas at the collectives; null in runs recorded before xtts measured it. */
   peerWaitMs: number | null;
+  /** Of allReduceMs: the gradient's readback, and its exchange through shared memory (null as peerWaitMs). */
+  readbackMs: number | null;
+  exchangeMs: number | null;
   /** Its micro-batches' steps and its update were replays (step capture); null where capture was off or unrecorded. */
   replayed: boolean | null;
   tensors: number;
@@ -113,6 +116,8 @@ export class RunDatabase {
       for (const [col, type] of [
         ['peer_wait_ms', 'REAL'],
         ['replayed', 'INTEGER'],
+        ['readback_ms', 'REAL'],
+        ['exchange_ms', 'REAL'],
       ])
         if (!replicaCols.has(col)) this.db.exec(`ALTER TABLE replica_steps ADD COLUMN ${col} ${type}`);
     }
@@ -146,8 +151,8 @@ export class RunDatabase {
     this.insertSample = w('INSERT INTO device_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
     this.insertReplica = w(
       'INSERT OR REPLACE INTO replica_steps (step, rank, samples, upload_ms, sync_ms, forward_backward_ms, ' +
-        'all_reduce_ms, optimizer_ms, tensors, tensor_bytes, peer_wait_ms, replayed) ' +
-        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'all_reduce_ms, optimizer_ms, tensors, tensor_bytes, peer_wait_ms, replayed, readback_ms, exchange_ms) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
   }
 
@@ -243,6 +248,8 @@ export class RunDatabase {
             r.tensorBytes,
             r.peerWaitMs,
             r.replayed === null ? null : r.replayed ? 1 : 0,
+            r.readbackMs,
+            r.exchangeMs,
           );
         for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
         for (const s of samples)
@@ -316,6 +323,8 @@ export class RunDatabase {
         allReduceMs: r.all_reduce_ms,
         optimizerMs: r.optimizer_ms,
         peerWaitMs: r.peer_wait_ms ?? null,
+        readbackMs: r.readback_ms ?? null,
+        exchangeMs: r.exchange_ms ?? null,
         replayed: typeof r.replayed === 'number' ? r.replayed === 1 : null,
         tensors: r.tensors,
         tensorBytes: r.tensor_bytes,

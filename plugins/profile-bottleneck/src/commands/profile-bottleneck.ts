@@ -286,7 +286,10 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   /** Data-parallel runs: each replica's device, utterances and mean spans per step, and its live tensors. */
   private renderReplicas(replicas: NonNullable<ProfileResult['replicas']>): void {
     this.log(
-      paint.bold(`${replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above):`),
+      paint.bold(
+        `${replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above; ` +
+          "'of it peers' is sync's wait for the other replicas, readback and exchange are parts of the all-reduce):",
+      ),
     );
     const replicaRows = replicas.map((x) => [
       String(x.rank),
@@ -297,6 +300,8 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       x.peerWaitMs === null ? '–' : f(x.peerWaitMs),
       f(x.forwardBackwardMs),
       f(x.allReduceMs),
+      x.readbackMs === null ? '–' : f(x.readbackMs),
+      x.exchangeMs === null ? '–' : f(x.exchangeMs),
       f(x.optimizerMs),
       x.replayedSteps === null ? '–' : `${x.replayedSteps}/${x.steps}`,
       x.tensors.toLocaleString('en-US'),
@@ -312,12 +317,14 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
           'of it peers',
           'fwd/bwd',
           'all-reduce',
+          'readback',
+          'exchange',
           'optimizer',
           'replayed',
           'tensors',
         ],
         replicaRows,
-        { right: [2, 3, 4, 5, 6, 7, 8, 9, 10] },
+        { right: [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] },
       ).trimEnd(),
     );
   }

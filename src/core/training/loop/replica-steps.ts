@@ -81,12 +81,14 @@ export class ReplicaSteps implements StepIssuer {
           allReduceMs: 0,
           optimizerMs: 0,
           peerWaitMs: 0,
+          readbackMs: 0,
+          exchangeMs: 0,
           replayed: captured ? true : null,
           tensors: 0,
           tensorBytes: 0,
         });
         acc.samples += r.samples;
-        for (const k of [...STEP_SPANS, 'peerWaitMs'] as const) acc[k] += r.spans[k];
+        for (const k of [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchangeMs'] as const) acc[k] += r.spans[k];
         if (acc.replayed !== null) acc.replayed &&= r.replayed;
         counts.replayed &&= r.replayed;
         acc.tensors = r.tensors;

@@ -1,8 +1,11 @@
 // Collective operations of data-parallel replicas (threads of one process) through one
-// SharedArrayBuffer: a barrier and a bucketed all-reduce (sum). Every replica writes its bucket into
-// its own slot; after a barrier each sums its 1/N of the bucket over all slots, in rank order (so the
-// result is the same bits whoever sums it), into the shared result; after a second barrier every
-// replica copies the result out. Buckets bound the shared memory whatever the model's size.
+// SharedArrayBuffer: a barrier, a bucketed all-reduce (sum) and a gather. All-reduce: every replica
+// writes its bucket into its own slot; after a barrier each sums its 1/N of the bucket over all slots,
+// in rank order (so the result is the same bits whoever sums it), into the shared result; after a
+// second barrier every replica copies the result out. Gather: every replica writes its bucket into its
+// slot and, after a barrier, reads every slot (a replica that sums them on its device, parallel/
+// replica.ts) until a second barrier releases them. Buckets bound the shared memory whatever the
+// model's size.
 // Waiting is asynchronous (Atomics.waitAsync), so a replica's event loop — the trainer's, on rank 0 —
 // keeps running; a failed replica aborts the group and every waiting replica throws its reason.
 
@@ -124,6 +127,32 @@ export class Collective {
       clearInterval(alive);
     }
     this.check();
+  }
+
+  /**
+   * Every replica's `values` (each passes the same length, at most a bucket), as views of the shared slots in rank
+   * order: valid until release(), which every replica calls once it has used them. arrivalMs is its wait. `values`
+   * may be a count of values this replica wrote into ownSlot itself.
+   */
+  async gather(values: Float32Array | number): Promise<Float32Array[]> {
+    const n = typeof values === 'number' ? values : values.length;
+    if (n > this.shared.bucket) throw new Error(`gather of ${n} values, more than a bucket (${this.shared.bucket})`);
+    // A count: this replica's values are in its slot already (written there straight from its device).
+    if (typeof values !== 'number') this.slots[this.rank].set(values);
+    const t0 = performance.now();
+    await this.barrier();
+    this.arrivalMs = performance.now() - t0;
+    return this.slots.map((slot) => slot.subarray(0, n));
+  }
+
+  /** This replica's slot: what it gathers next may be written here directly (then gather(count)). */
+  get ownSlot(): Float32Array {
+    return this.slots[this.rank];
+  }
+
+  /** After a gather: resolves once every replica is done with the slots (they may be written again). */
+  release(): Promise<void> {
+    return this.barrier();
   }
 
   /** The element-wise sum of `values` over every replica (each passes the same length); a new array. */

@@ -3,13 +3,14 @@
 // them (monotonic alignment search), add up every replica's loss denominators (two numbers), then
 // forward and backward with the whole batch's denominators and this replica's rows of the whole
 // batch's dropout masks — so the replicas' gradients add up to the gradient of the whole batch. At
-// the update: the accumulated gradient read back in buckets, each summed over the replicas as soon as
-// it is on the host while the next is read and uploaded at once (the all-reduce), and the same AdamW
-// update on every replica from the same sums, which keeps their parameters identical. With step
+// the update: the accumulated gradient read back in buckets, each exchanged through shared memory as
+// soon as it is on the host while the next is read, the other replicas' copies added on this device
+// (the all-reduce), and the same AdamW update on every replica from the same sums, which keeps their
+// parameters identical. With step
 // capture (webgpu) the alignment forward, the micro-batch's step and the update are each replayed
 // from their captures (optim/step-replay.ts), as on one device.
 import * as tf from '@tensorflow/tfjs-core';
-import { deviceIdle, uploadTensors } from '../../backend/index.js';
+import { deviceIdle, HostTransfers } from '../../backend/index.js';
 import { type BatchDims, disposeBatch, type HostBatch, uploadBatch, wholeDenominators } from '../../model/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
@@ -46,13 +47,17 @@ export interface ReplicaSpans {
   syncMs: number;
   forwardBackwardMs: number;
   /**
-   * The gradient all-reduce's own time: its readback, the sums over the replicas in host shared memory (the waits
-   * between their buckets included), and the upload of the sums.
+   * The gradient all-reduce's own time: its readback, the exchange through host shared memory (the waits between its
+   * buckets included), and the upload of the other replicas' gradients and their sum on the device.
    */
   allReduceMs: number;
   optimizerMs: number;
   /** Of syncMs: waiting for the other replicas to arrive at a collective (the slowest replica sets it). */
   peerWaitMs: number;
+  /** Of allReduceMs: waiting for the gradient's buckets to come back from this device. */
+  readbackMs: number;
+  /** Of allReduceMs: the buckets' exchange through shared memory (the waits between the replicas' buckets). */
+  exchangeMs: number;
 }
 
 /** The spans a replica's micro-batch charges to the trainer's step (StepSpans' names). */
@@ -126,6 +131,8 @@ export class Replica {
   private parts: tf.Tensor1D | null = null;
   /** The steps, the alignment forwards and the updates, captured and replayed (or eager, and why). */
   readonly replayer: StepReplayer;
+  /** webgpu: the gradient's buckets read straight into shared memory and uploaded straight from it. */
+  private transfers: HostTransfers | null = null;
 
   constructor(
     readonly model: XttsModel,
@@ -144,6 +151,8 @@ export class Replica {
       allReduceMs: 0,
       optimizerMs: 0,
       peerWaitMs: 0,
+      readbackMs: 0,
+      exchangeMs: 0,
     };
     let last = performance.now();
     const mark = (span: keyof ReplicaSpans) => {
@@ -218,7 +227,7 @@ export class Replica {
     mark('syncMs');
     let sums: { grad: tf.Tensor1D; losses: Float32Array };
     try {
-      sums = await this.allReduce(accumulated.grad, parts, () => {
+      sums = await this.allReduce(accumulated.grad, parts, spans, () => {
         mark('allReduceMs');
         arrival();
       });
@@ -243,39 +252,69 @@ export class Replica {
   }
 
   /**
-   * The gradient and the loss parts summed over every replica: the gradient read back in the collective's buckets,
-   * every read issued at once, each bucket summed as soon as it is on the host (while the later ones are still being
-   * read) and its sum uploaded at once. `arrived` is called after the first bucket's sum, whose first wait is the
-   * wait for the other replicas to finish their steps.
+   * The gradient and the loss parts summed over every replica. Bucket by bucket, the gradient is read back into this
+   * replica's slot of host shared memory and gathered (every replica's copy of the bucket there); the other replicas'
+   * copies go to this device, each into a tensor of its own; then the gradients are added on the device in rank order
+   * — the same bits on every replica (a float32 sum rounds the same on any device) without summing on the host.
+   * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
    */
   private async allReduce(
     grad: tf.Tensor1D,
     parts: tf.Tensor1D,
+    spans: ReplicaSpans,
     arrived: () => void,
   ): Promise<{ grad: tf.Tensor1D; losses: Float32Array }> {
+    const { comm } = this;
     const n = grad.size;
-    const bucket = this.comm.shared.bucket;
-    const pieces: tf.Tensor1D[] = [];
-    for (let offset = 0; offset < n; offset += bucket)
-      pieces.push(n <= bucket ? grad : tf.slice(grad, [offset], [Math.min(bucket, n - offset)]));
-    const reads = [...pieces, parts].map((t) => t.data() as Promise<Float32Array>);
+    const { bucket } = comm.shared;
     const webgpu = tf.getBackend() === 'webgpu';
-    const summed: tf.Tensor1D[] = [];
+    if (webgpu) this.transfers ??= new HostTransfers(tf, bucket);
+    const t = this.transfers;
+    const partsRead = parts.data() as Promise<Float32Array>;
+    // Other backends compute on the host: a bucket is copied out of the slot into a tensor and added there.
+    const others = new Map<number, tf.Tensor1D | Float32Array>();
+    for (let r = 0; r < comm.world; r++) if (r !== comm.rank) others.set(r, t ? t.empty(n) : new Float32Array(n));
+    const before = performance.now();
+    const hostGrad = t ? null : ((await grad.data()) as Float32Array);
+    spans.readbackMs += performance.now() - before;
+    let sum: tf.Tensor1D | null = null;
     try {
-      for (let k = 0; k < pieces.length; k++) {
-        const sum = tf.tensor1d(await this.comm.allReduceSum(await reads[k]));
-        summed.push(sum);
-        // On its way to the device now, while the next bucket is summed (other backends keep it on the host).
-        if (webgpu) uploadTensors(tf.backend(), [sum.dataId]);
+      for (let k = 0, offset = 0; offset < n; k++, offset += bucket) {
+        const count = Math.min(bucket, n - offset);
+        let t0 = performance.now();
+        if (t) await t.read(grad, offset, count, comm.ownSlot, 0);
+        else comm.ownSlot.set(hostGrad!.subarray(offset, offset + count));
+        const t1 = performance.now();
+        spans.readbackMs += t1 - t0;
+        const slots = await comm.gather(count);
+        // The first bucket's wait for the others is the wait for their steps (peerWaitMs), not the exchange's.
+        spans.exchangeMs += performance.now() - t1 - (k === 0 ? comm.arrivalMs : 0);
         if (k === 0) arrived();
+        let i = 0;
+        const writes: Promise<void>[] = [];
+        for (const [r, into] of others) {
+          if (into instanceof Float32Array) into.set(slots[r], offset);
+          else writes.push(t!.write(into, offset, slots[r], k * (comm.world - 1) + i++));
+        }
+        await Promise.all(writes);
+        t0 = performance.now();
+        await comm.release();
+        spans.exchangeMs += performance.now() - t0;
       }
-      const losses = await this.comm.allReduceSum(await reads[pieces.length]);
-      return { grad: summed.length === 1 ? summed[0] : (tf.concat(summed) as tf.Tensor1D), losses };
+      for (let r = 0; r < comm.world; r++) {
+        const x = others.get(r);
+        const g = x === undefined ? grad : x instanceof Float32Array ? tf.tensor1d(x) : x;
+        const next: tf.Tensor1D = sum === null ? g : (tf.add(sum, g) as tf.Tensor1D);
+        if (sum !== null && sum !== grad && ![...others.values()].includes(sum)) sum.dispose();
+        if (x instanceof Float32Array && next !== g) g.dispose();
+        sum = next;
+      }
+      const losses = await comm.allReduceSum(await partsRead);
+      // The sum is a new tensor (it leaves `others` below): world ≥ 2 adds at least once.
+      return { grad: sum!, losses };
     } finally {
-      // Read failures after the first are not this call's error (it already has one, or none happened).
-      await Promise.allSettled(reads);
-      tf.dispose(pieces.filter((p) => p !== grad));
-      if (summed.length > 1) tf.dispose(summed);
+      await partsRead.catch(() => undefined);
+      for (const x of others.values()) if (!(x instanceof Float32Array) && x !== sum) x.dispose();
     }
   }
 
@@ -293,6 +332,7 @@ export class Replica {
 
   dispose(): void {
     this.replayer.dispose();
+    this.transfers?.dispose();
   }
 }
 

@@ -1,0 +1,139 @@
+// Device ↔ host copies of float32 ranges with one host copy each way (webgpu), for the data-parallel
+// gradient exchange (training/parallel/replica.ts). tfjs's readback copies a buffer into a staging
+// buffer it maps, copies the mapped range into a new array and then the caller copies that array where
+// it wants it; its upload from shared memory copies into a scratch array, then Dawn copies into its own
+// staging memory. Here a range is copied on the device into a mapped buffer kept per slot and from there
+// once into the caller's array (a slot of host shared memory), and a host range once into a mapped
+// buffer kept per slot, then on the device into the tensor's buffer at its offset. The buffers are made
+// at a slot's first use and reused every step (bucket-sized: the collective's buckets bound them).
+import type * as tfTypes from '@tensorflow/tfjs-core';
+import { BufferUsage, type GpuBuffer, type GpuDevice } from './gpu-types.js';
+import type { WebgpuBackend } from './webgpu-internals.js';
+
+type Tf = typeof tfTypes;
+
+interface Mappable extends GpuBuffer {
+  mapAsync(mode: number, offset?: number, size?: number): Promise<void>;
+  getMappedRange(offset?: number, size?: number): ArrayBuffer;
+  unmap(): void;
+}
+
+const MAP_READ_MODE = 1;
+const MAP_WRITE_MODE = 2;
+
+export class HostTransfers {
+  private readonly reads: Mappable[] = [];
+  /** Per slot: its upload buffer, and the promise of its being mapped again after its last copy. */
+  private readonly writes: { buffer: Mappable; mapped: Promise<void> }[] = [];
+
+  constructor(
+    private readonly tf: Tf,
+    /** Floats a slot holds at most. */
+    private readonly slotFloats: number,
+  ) {
+    if (tf.getBackend() !== 'webgpu') throw new Error('HostTransfers needs the webgpu backend');
+  }
+
+  private get backend(): WebgpuBackend {
+    return this.tf.backend() as unknown as WebgpuBackend;
+  }
+
+  private get device(): GpuDevice & { queue: { submit(c: unknown[]): void } } {
+    return this.backend.device as GpuDevice & { queue: { submit(c: unknown[]): void } };
+  }
+
+  /** What tfjs has encoded goes first: the copies below are ordered after it on the queue. */
+  private flushTfjs(): void {
+    const b = this.backend as WebgpuBackend & { commandEncoder: unknown };
+    if (b.commandEncoder) {
+      b.endComputePassEncoder();
+      b.submitQueue();
+    }
+  }
+
+  private bufferOf(t: tfTypes.Tensor): GpuBuffer {
+    const b = this.backend;
+    b.uploadToGPU(t.dataId as object);
+    const buffer = b.tensorMap.get(t.dataId as object)?.resource;
+    if (!buffer) throw new Error('a tensor without a device buffer');
+    return buffer;
+  }
+
+  private checkRange(t: tfTypes.Tensor, offset: number, count: number): void {
+    if (t.dtype !== 'float32') throw new Error(`host transfers move float32, not ${t.dtype}`);
+    if (count > this.slotFloats || offset < 0 || offset + count > t.size)
+      throw new Error(
+        `range [${offset}, ${offset + count}) of ${t.size} values does not fit a slot of ${this.slotFloats}`,
+      );
+  }
+
+  /**
+   * Copies `count` values of `t` from `offset` into `into` (its first `count` values), through slot `slot`'s buffer;
+   * resolves once they are there. One call per slot at a time.
+   */
+  async read(t: tfTypes.Tensor, offset: number, count: number, into: Float32Array, slot: number): Promise<void> {
+    this.checkRange(t, offset, count);
+    const bytes = 4 * count;
+    const staging = (this.reads[slot] ??= this.device.createBuffer({
+      size: 4 * this.slotFloats,
+      usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST,
+    }) as Mappable);
+    this.flushTfjs();
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.bufferOf(t), 4 * offset, staging, 0, bytes);
+    this.device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(MAP_READ_MODE, 0, bytes);
+    try {
+      into.set(new Float32Array(staging.getMappedRange(0, bytes)));
+    } finally {
+      staging.unmap();
+    }
+  }
+
+  /**
+   * Copies `from` into `t` at `offset`, through slot `slot`'s buffer: `from` may be written again once this resolves
+   * (the device's copy out of the slot's buffer is ordered before the work submitted after it).
+   */
+  async write(t: tfTypes.Tensor, offset: number, from: Float32Array, slot: number): Promise<void> {
+    this.checkRange(t, offset, from.length);
+    const bytes = 4 * from.length;
+    let w = this.writes[slot];
+    if (!w) {
+      const buffer = this.device.createBuffer({
+        size: 4 * this.slotFloats,
+        usage: BufferUsage.MAP_WRITE | BufferUsage.COPY_SRC,
+        mappedAtCreation: true,
+      } as { size: number; usage: number }) as Mappable;
+      w = this.writes[slot] = { buffer, mapped: Promise.resolve() };
+    }
+    await w.mapped;
+    new Float32Array(w.buffer.getMappedRange(0, bytes)).set(from);
+    w.buffer.unmap();
+    this.flushTfjs();
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(w.buffer, 0, this.bufferOf(t), 4 * offset, bytes);
+    this.device.queue.submit([encoder.finish()]);
+    // A buffer destroyed meanwhile (dispose) is never written again: its failed map is nobody's error.
+    w.mapped = w.buffer.mapAsync(MAP_WRITE_MODE).catch(() => undefined);
+  }
+
+  /** A float32 tensor of `size` values on the device, its contents undefined until written. */
+  empty(size: number): tfTypes.Tensor1D {
+    const b = this.backend;
+    const info = b.makeTensorInfo([size], 'float32');
+    b.uploadToGPU(info.dataId as object);
+    return this.tf.engine().makeTensorFromTensorInfo(info) as tfTypes.Tensor1D;
+  }
+
+  /** Bytes of host-visible buffers the slots hold. */
+  get bytes(): number {
+    return (this.reads.filter(Boolean).length + this.writes.filter(Boolean).length) * 4 * this.slotFloats;
+  }
+
+  dispose(): void {
+    for (const b of this.reads) b?.destroy();
+    for (const w of this.writes) w?.buffer.destroy();
+    this.reads.length = 0;
+    this.writes.length = 0;
+  }
+}
