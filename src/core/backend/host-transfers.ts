@@ -68,10 +68,10 @@ export class HostTransfers {
   }
 
   /**
-   * Copies `count` values of `t` from `offset` into `into` (its first `count` values), through slot `slot`'s buffer;
-   * resolves once they are there. One call per slot at a time.
+   * Starts copying `count` values of `t` from `offset` into slot `slot`'s buffer and mapping it; resolves once take()
+   * can copy them out. Fetches of several slots may be under way at once (their transfers overlap).
    */
-  async read(t: tfTypes.Tensor, offset: number, count: number, into: Float32Array, slot: number): Promise<void> {
+  async fetch(t: tfTypes.Tensor, offset: number, count: number, slot: number): Promise<void> {
     this.checkRange(t, offset, count);
     const bytes = 4 * count;
     const staging = (this.reads[slot] ??= this.device.createBuffer({
@@ -83,8 +83,14 @@ export class HostTransfers {
     encoder.copyBufferToBuffer(this.bufferOf(t), 4 * offset, staging, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
     await staging.mapAsync(MAP_READ_MODE, 0, bytes);
+  }
+
+  /** After fetch() resolved: copies slot `slot`'s `into.length` values into `into`, and frees the slot. */
+  take(slot: number, into: Float32Array): void {
+    const staging = this.reads[slot];
+    if (!staging) throw new Error(`slot ${slot} has fetched nothing`);
     try {
-      into.set(new Float32Array(staging.getMappedRange(0, bytes)));
+      into.set(new Float32Array(staging.getMappedRange(0, 4 * into.length)));
     } finally {
       staging.unmap();
     }

@@ -252,8 +252,9 @@ export class Replica {
   }
 
   /**
-   * The gradient and the loss parts summed over every replica. Bucket by bucket, the gradient is read back into this
-   * replica's slot of host shared memory and gathered (every replica's copy of the bucket there); the other replicas'
+   * The gradient and the loss parts summed over every replica. Every bucket's readback starts at once (webgpu); bucket
+   * by bucket, as it arrives, it is copied into this replica's slot of host shared memory and gathered (every replica's
+   * copy of the bucket there); the other replicas'
    * copies go to this device, each into a tensor of its own; then the gradients are added on the device in rank order
    * — the same bits on every replica (a float32 sum rounds the same on any device) without summing on the host.
    * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
@@ -277,13 +278,19 @@ export class Replica {
     const before = performance.now();
     const hostGrad = t ? null : ((await grad.data()) as Float32Array);
     spans.readbackMs += performance.now() - before;
+    const fetches: Promise<void>[] = [];
+    if (t)
+      for (let k = 0, offset = 0; offset < n; k++, offset += bucket)
+        fetches.push(t.fetch(grad, offset, Math.min(bucket, n - offset), k));
     let sum: tf.Tensor1D | null = null;
     try {
       for (let k = 0, offset = 0; offset < n; k++, offset += bucket) {
         const count = Math.min(bucket, n - offset);
         let t0 = performance.now();
-        if (t) await t.read(grad, offset, count, comm.ownSlot, 0);
-        else comm.ownSlot.set(hostGrad!.subarray(offset, offset + count));
+        if (t) {
+          await fetches[k];
+          t.take(k, comm.ownSlot.subarray(0, count));
+        } else comm.ownSlot.set(hostGrad!.subarray(offset, offset + count));
         const t1 = performance.now();
         spans.readbackMs += t1 - t0;
         const slots = await comm.gather(count);
@@ -313,7 +320,7 @@ export class Replica {
       // The sum is a new tensor (it leaves `others` below): world ≥ 2 adds at least once.
       return { grad: sum!, losses };
     } finally {
-      await partsRead.catch(() => undefined);
+      await Promise.allSettled([partsRead, ...fetches]);
       for (const x of others.values()) if (!(x instanceof Float32Array) && x !== sum) x.dispose();
     }
   }
