@@ -55,7 +55,8 @@ measure() { # name preset gpus batch capture
     const parts = r0 && r0.readbackMs !== null
       ? ` (${ms(b.spans.allReduceMs.mean)} a step: readback ${ms(r0.readbackMs)}, exchange ${ms(r0.exchangeMs)}, ` +
         `uploads and sums ${ms(b.spans.allReduceMs.mean - r0.readbackMs - r0.exchangeMs)})` : "";
-    const wait = r0 && r0.peerWaitMs !== null ? `${parts}, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
+    const waited = r0 && r0.peerWaitMs !== null ? `, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
+    const wait = `${parts}${waited}`;
     const c = p.stepCapture;
     const replayed = p.replicas
       ? p.replicas[0].replayedSteps === null ? "; no step capture"

@@ -26,9 +26,10 @@ export const DeviceSchema = Section(
         'must dispatch the same programs) and from then on replay it — one command ' +
         'encoder, bind groups built once, only the batch, the dropout offsets and the ' +
         "optimizer's per-step scalars written per step. With gradient accumulation the " +
-        'first, in-between and updating micro-batches are captured apart. What cannot be ' +
-        'replayed (data-parallel replicas, a step whose work changes) steps eagerly and ' +
-        'the run records why. `off`: every step eagerly. Other backends step eagerly.',
+        'first, in-between and updating micro-batches are captured apart; data-parallel ' +
+        'replicas capture their steps, alignment forwards and updates each. What cannot be ' +
+        'replayed (a step whose work changes) steps eagerly and the run records why. ' +
+        '`off`: every step eagerly. Other backends step eagerly.',
     }),
     pipeline_steps: Enum(['auto', 'on', 'off'] as const, {
       default: 'auto',
@@ -99,7 +100,8 @@ export const DeviceSchema = Section(
           'Data-parallel training: one replica per device, each on its rows of every batch ' +
           '(batching.batch_size is the global batch), gradients summed every optimizer ' +
           'step, the same losses as one device. `all` (every GPU adapter), a list of ' +
-          'adapter indices or names ([0, 1]), or `cpu:N` (N replicas on the CPU backends). ' +
+          'adapter indices or names ([0, 1]; [0, 0] puts two replicas on one GPU, taking turns: ' +
+          'no faster, a rehearsal), or `cpu:N` (N replicas on the CPU backends). ' +
           'null: one device, model_device. `--gpus` sets it.',
       },
     ),
