@@ -98,28 +98,27 @@ export class RunDatabase {
     if (!readonly) {
       this.db.exec(SCHEMA);
       // A run folder written by an older xtts (resumed now) lacks the columns added since.
-      const have = new Set(
-        (this.db.prepare('PRAGMA table_info(steps)').all() as { name: string }[]).map((c) => c.name),
-      );
-      for (const [col, type] of [
+      const addColumns = (table: string, columns: [string, string][]) => {
+        const have = new Set(
+          (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name),
+        );
+        for (const [col, type] of columns)
+          if (!have.has(col)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${col} ${type}`);
+      };
+      addColumns('steps', [
         ['tensors', 'INTEGER'],
         ['tensor_bytes', 'REAL'],
         ['all_reduce_ms', 'REAL'],
         ['flops', 'REAL'],
         ['programs', 'INTEGER'],
         ['replayed', 'INTEGER'],
-      ])
-        if (!have.has(col)) this.db.exec(`ALTER TABLE steps ADD COLUMN ${col} ${type}`);
-      const replicaCols = new Set(
-        (this.db.prepare('PRAGMA table_info(replica_steps)').all() as { name: string }[]).map((c) => c.name),
-      );
-      for (const [col, type] of [
+      ]);
+      addColumns('replica_steps', [
         ['peer_wait_ms', 'REAL'],
         ['replayed', 'INTEGER'],
         ['readback_ms', 'REAL'],
         ['exchange_ms', 'REAL'],
-      ])
-        if (!replicaCols.has(col)) this.db.exec(`ALTER TABLE replica_steps ADD COLUMN ${col} ${type}`);
+      ]);
     }
     const cols = [
       'step',

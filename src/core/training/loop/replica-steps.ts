@@ -8,7 +8,7 @@ import type { LoadedBatch } from '../../data/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { SpanTimer } from '../../telemetry/index.js';
 import type { ReplicaGroup } from '../parallel/group.js';
-import { type ReplicaUpdate, STEP_SPANS } from '../parallel/replica.js';
+import { REPLICA_SPANS, type ReplicaUpdate, STEP_SPANS, zeroSpans } from '../parallel/replica.js';
 import { type BatchFeed, batchDims } from './batch-feed.js';
 import type { StepIssuer } from './local-steps.js';
 import { outOfMemory } from './out-of-memory.js';
@@ -74,21 +74,14 @@ export class ReplicaSteps implements StepIssuer {
       const held = tf.memory();
       [{ ...out.rank0, tensors: held.numTensors, tensorBytes: held.numBytes }, ...out.workers].forEach((r, rank) => {
         const acc = (parts[rank] ??= {
+          ...zeroSpans(),
           samples: 0,
-          uploadMs: 0,
-          syncMs: 0,
-          forwardBackwardMs: 0,
-          allReduceMs: 0,
-          optimizerMs: 0,
-          peerWaitMs: 0,
-          readbackMs: 0,
-          exchangeMs: 0,
           replayed: captured ? true : null,
           tensors: 0,
           tensorBytes: 0,
         });
         acc.samples += r.samples;
-        for (const k of [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchangeMs'] as const) acc[k] += r.spans[k];
+        for (const k of REPLICA_SPANS) acc[k] += r.spans[k];
         if (acc.replayed !== null) acc.replayed &&= r.replayed;
         counts.replayed &&= r.replayed;
         acc.tensors = r.tensors;

@@ -62,6 +62,12 @@ export interface ReplicaSpans {
 
 /** The spans a replica's micro-batch charges to the trainer's step (StepSpans' names). */
 export const STEP_SPANS = ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const;
+/** Every span of ReplicaSpans: STEP_SPANS and their parts. */
+export const REPLICA_SPANS = [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchangeMs'] as const;
+
+/** ReplicaSpans at zero. */
+export const zeroSpans = (): ReplicaSpans =>
+  Object.fromEntries(REPLICA_SPANS.map((k) => [k, 0])) as Record<(typeof REPLICA_SPANS)[number], number>;
 
 /** The loss parts STEP_STATS names before the gradient norm: total, melPre, melPost, alignedText, duration. */
 export const LOSS_PARTS = STEP_STATS.indexOf('gradNorm');
@@ -144,16 +150,7 @@ export class Replica {
   }
 
   async micro(job: ShardJob): Promise<MicroResult> {
-    const spans: ReplicaSpans = {
-      uploadMs: 0,
-      syncMs: 0,
-      forwardBackwardMs: 0,
-      allReduceMs: 0,
-      optimizerMs: 0,
-      peerWaitMs: 0,
-      readbackMs: 0,
-      exchangeMs: 0,
-    };
+    const spans = zeroSpans();
     let last = performance.now();
     const mark = (span: keyof ReplicaSpans) => {
       const now = performance.now();
