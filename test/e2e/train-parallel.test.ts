@@ -262,8 +262,9 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
   );
 
   test(
-    '2 WebGPU replicas with step capture: from step 4 every replica replays its step, alignment forward ' +
-      'and update, with the losses, weights and moments of eager replicas bit for bit',
+    '2 WebGPU replicas with step capture and 2 micro-batches a step: from step 4 every replica replays both ' +
+      'micro-batches, their alignment forwards and the update, with the losses, weights and moments of eager ' +
+      'replicas bit for bit',
     async () => {
       const steps = 5;
       const { replayed } = await capturedMatchesEager(config, join(dir, 'gl-capture'), steps, [
@@ -271,8 +272,11 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
         'llvmpipe,llvmpipe',
         '--set',
         'batching.buckets=1',
+        '--set',
+        'training.grad_accumulation_steps=2',
       ]);
-      // Planned at step 1, recorded at 2 and 3 (they agree), replayed from 4 on.
+      // Each micro-batch's phase (first, accumulate) and the update: planned at step 1, recorded at 2 and 3 (they
+      // agree), replayed from 4 on.
       assert.deepEqual(replayed, [0, 0, 0, 1, 1]);
       const db = new Database(join(dir, 'gl-capture', 'webgpu-captured', 'run.sqlite'), { readonly: true });
       const rows = db.prepare('SELECT step, rank, replayed, peer_wait_ms, sync_ms FROM replica_steps').all() as {
@@ -296,11 +300,12 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
         assert.equal(r.replayed, r.step >= 4 ? 1 : 0, JSON.stringify(r));
         assert.ok(r.peer_wait_ms >= 0 && r.peer_wait_ms <= r.sync_ms, JSON.stringify(r));
       }
+      // 2 micro-batches of steps 4 and 5; the alignment forward (one shape: 10 calls) from its 4th call on.
       assert.deepEqual(
         capture.map((c) => [c.rank, c.replayedSteps, c.alignment.replayedCalls, c.updates.replayedCalls]),
         [
-          [0, 2, 2, 2],
-          [1, 2, 2, 2],
+          [0, 4, 7, 2],
+          [1, 4, 7, 2],
         ],
       );
     },
