@@ -23,6 +23,8 @@ const MAP_WRITE_MODE = 2;
 
 export class HostTransfers {
   private readonly reads: Mappable[] = [];
+  /** Read slots mapped and not yet taken. */
+  private readonly mapped = new Set<number>();
   /** Per slot: its upload buffer, and the promise of its being mapped again after its last copy. */
   private readonly writes: { buffer: Mappable; mapped: Promise<void> }[] = [];
 
@@ -83,6 +85,7 @@ export class HostTransfers {
     encoder.copyBufferToBuffer(this.bufferOf(t), 4 * offset, staging, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
     await staging.mapAsync(MAP_READ_MODE, 0, bytes);
+    this.mapped.add(slot);
   }
 
   /** After fetch() resolved: copies slot `slot`'s `into.length` values into `into`, and frees the slot. */
@@ -93,7 +96,14 @@ export class HostTransfers {
       into.set(new Float32Array(staging.getMappedRange(0, 4 * into.length)));
     } finally {
       staging.unmap();
+      this.mapped.delete(slot);
     }
+  }
+
+  /** Unmaps what was fetched and not taken. */
+  unmapAll(): void {
+    for (const slot of this.mapped) this.reads[slot].unmap();
+    this.mapped.clear();
   }
 
   /**

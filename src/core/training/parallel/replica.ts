@@ -6,9 +6,8 @@
 // the update: the accumulated gradient read back in buckets, each exchanged through shared memory as
 // soon as it is on the host while the next is read, the other replicas' copies added on this device
 // (the all-reduce), and the same AdamW update on every replica from the same sums, which keeps their
-// parameters identical. With step
-// capture (webgpu) the alignment forward, the micro-batch's step and the update are each replayed
-// from their captures (optim/step-replay.ts), as on one device.
+// parameters identical. With step capture (webgpu) the alignment forward, the micro-batch's step and
+// the update are each replayed from their captures (optim/step-replay.ts), as on one device.
 import * as tf from '@tensorflow/tfjs-core';
 import { deviceIdle, HostTransfers } from '../../backend/index.js';
 import { type BatchDims, disposeBatch, type HostBatch, uploadBatch, wholeDenominators } from '../../model/index.js';
@@ -251,9 +250,9 @@ export class Replica {
   /**
    * The gradient and the loss parts summed over every replica. Every bucket's readback starts at once (webgpu); bucket
    * by bucket, as it arrives, it is copied into this replica's slot of host shared memory and gathered (every replica's
-   * copy of the bucket there); the other replicas'
-   * copies go to this device, each into a tensor of its own; then the gradients are added on the device in rank order
-   * — the same bits on every replica (a float32 sum rounds the same on any device) without summing on the host.
+   * copy of the bucket there); the other replicas' copies go to this device, each into a tensor of its own; then the
+   * gradients are added on the device in rank order — the same bits on every replica (a float32 sum rounds the same on
+   * any device) without summing on the host.
    * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
    */
   private async allReduce(
@@ -318,6 +317,8 @@ export class Replica {
       return { grad: sum!, losses };
     } finally {
       await Promise.allSettled([partsRead, ...fetches]);
+      // After a failure: buckets fetched and never taken are unmapped (their buffers serve the next fetch).
+      t?.unmapAll();
       for (const x of others.values()) if (!(x instanceof Float32Array) && x !== sum) x.dispose();
     }
   }
