@@ -14,7 +14,8 @@
 # OUT/parallel.tar.gz. XTTS_BENCH_GPUS="0 0,0" rehearses it on one GPU (two replicas taking turns on
 # it: the mechanics and the all-reduce's cost, not the scaling); XTTS_BENCH_GPUS="cpu:1 cpu:2" on CPU
 # replicas. XTTS_BENCH_CAPTURE="auto off" also runs every replicated case with device.step_capture off
-# (eager replicas: "-eager" in its name) beside the captured one.
+# (eager replicas: "-eager" in its name) beside the captured one. XTTS_BENCH_ARGS adds arguments to every
+# `xtts train` (e.g. "--set training.grad_accumulation_steps=2").
 set -u
 out=${1:?usage: parallel-gpu.sh OUT [STEPS] [PRESETS]}
 steps=${2:-40}
@@ -22,6 +23,7 @@ presets=${3:-small normal}
 warmup=8
 read -r -a gpus <<<"${XTTS_BENCH_GPUS:-0 0,1}"
 read -r -a captures <<<"${XTTS_BENCH_CAPTURE:-auto}"
+read -r -a extra <<<"${XTTS_BENCH_ARGS:-}"
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/intelligibility/data
 work=$(mktemp -d)
@@ -41,7 +43,7 @@ measure() { # name preset gpus batch capture
   local name=$1 preset=$2 g=$3 batch=$4 capture=$5
   timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
     --set batching.batch_size="$batch" --set device.step_capture="$capture" --max-steps $((warmup + steps)) \
-    --output "$work/$name" "${quiet[@]}" >"$work/$name.log" 2>&1
+    --output "$work/$name" "${quiet[@]}" "${extra[@]}" >"$work/$name.log" 2>&1
   local rc=$?
   $x profile-bottleneck --run "$work/$name" --warmup "$warmup" --json >"$work/$name-profile.json" 2>"$work/$name-profile.log"
   echo "$name: rc=$rc $(node -e '
