@@ -101,7 +101,8 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     gpus: Flags.string({
       summary:
         'Data-parallel training (instead of device.gpus): `all`, adapter indices or ' +
-        'names (`0,1`), or `cpu:N` CPU replicas. The batch size stays the global batch.',
+        'names (`0,1`; `0,0`: two replicas taking turns on one GPU, a rehearsal), or `cpu:N` CPU replicas. ' +
+        'The batch size stays the global batch.',
       helpValue: 'DEVICES',
       env: 'XTTS_GPUS',
     }),
