@@ -107,8 +107,8 @@ export const THRESHOLD_MEANINGS: Record<keyof typeof THRESHOLDS, string> = {
     'frees every tensor it makes.',
   allReduceModerate:
     'Share of a data-parallel step rank 0 spends in the all-reduce (its gradient read ' +
-    "back, summed with the other replicas' and the sums uploaded; waiting for the slowest " +
-    'replica is not counted) from which the profiler calls it moderately all-reduce-bound.',
+    "back, exchanged through host memory, the other replicas' uploaded and summed; waiting for " +
+    'the slowest replica is not counted) from which the profiler calls it moderately all-reduce-bound.',
   allReduceHigh: 'The all-reduce share from which the profiler grades it high.',
   lowMfu:
     'Model FLOPs utilisation (matmul and convolution FLOPs per second over the ' +

@@ -415,8 +415,8 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
         ? `the all-reduce of ${ranks.length} replicas costs little`
         : `${g === 'high' ? 'highly' : 'moderately'} all-reduce-bound: summing the gradients takes the replicas long`,
     evidence:
-      `rank 0 spent ${pct(share)} of the wall time in the all-reduce (its gradient read back, summed with the ` +
-      `other replicas' in host memory, the sums uploaded; under ${pct(th.allReduceModerate)} is fine)` +
+      `rank 0 spent ${pct(share)} of the wall time in the all-reduce (its gradient read back, exchanged through ` +
+      `host memory, the others' uploaded and summed; under ${pct(th.allReduceModerate)} is fine)` +
       (ranks[0].peerWaitMs === null
         ? ''
         : ` and ${pct(ranks[0].peerWaitMs / Math.max(1e-9, b.wallMs.mean))} waiting for the other replicas`) +
