@@ -120,42 +120,46 @@ test(
   },
 );
 
-test("a replica's part of a step round-trips with its peer wait, readback, exchange and replays; a run folder from before takes them on resume", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-rundb-replicas-'));
-  // replica_steps as xtts wrote it before: no peer_wait_ms, replayed, readback_ms or exchange_ms.
-  const Database = (await import('better-sqlite3')).default;
-  const old = new Database(join(dir, 'run.sqlite'));
-  old.exec(`CREATE TABLE replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
+test(
+  "a replica's part of a step round-trips with its peer wait, readback, exchange and replays; a run folder " +
+    'from before takes them on resume',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'xtts-rundb-replicas-'));
+    // replica_steps as xtts wrote it before: no peer_wait_ms, replayed, readback_ms or exchange_ms.
+    const Database = (await import('better-sqlite3')).default;
+    const old = new Database(join(dir, 'run.sqlite'));
+    old.exec(`CREATE TABLE replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
     sync_ms REAL, forward_backward_ms REAL, all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER,
     tensor_bytes REAL, PRIMARY KEY (step, rank))`);
-  old.exec('INSERT INTO replica_steps VALUES (1, 0, 4, 1, 2, 3, 4, 5, 6, 7)');
-  old.close();
-  const db = RunDatabase.create(dir);
-  const part = {
-    samples: 4,
-    uploadMs: 1,
-    syncMs: 9,
-    forwardBackwardMs: 3,
-    allReduceMs: 20,
-    optimizerMs: 2,
-    peerWaitMs: 6,
-    readbackMs: 8,
-    exchangeMs: 5,
-    tensors: 10,
-    tensorBytes: 100,
-  };
-  db.addReplicaStep({ step: 2, rank: 0, ...part, replayed: true });
-  db.addReplicaStep({ step: 2, rank: 1, ...part, replayed: false });
-  db.addReplicaStep({ step: 3, rank: 0, ...part, replayed: null });
-  db.close();
-  const rows = RunDatabase.open(dir).replicaSteps();
-  assert.deepEqual(
-    rows.map((r) => [r.step, r.rank, r.peerWaitMs, r.readbackMs, r.exchangeMs, r.replayed]),
-    [
-      [1, 0, null, null, null, null],
-      [2, 0, 6, 8, 5, true],
-      [2, 1, 6, 8, 5, false],
-      [3, 0, 6, 8, 5, null],
-    ],
-  );
-});
+    old.exec('INSERT INTO replica_steps VALUES (1, 0, 4, 1, 2, 3, 4, 5, 6, 7)');
+    old.close();
+    const db = RunDatabase.create(dir);
+    const part = {
+      samples: 4,
+      uploadMs: 1,
+      syncMs: 9,
+      forwardBackwardMs: 3,
+      allReduceMs: 20,
+      optimizerMs: 2,
+      peerWaitMs: 6,
+      readbackMs: 8,
+      exchangeMs: 5,
+      tensors: 10,
+      tensorBytes: 100,
+    };
+    db.addReplicaStep({ step: 2, rank: 0, ...part, replayed: true });
+    db.addReplicaStep({ step: 2, rank: 1, ...part, replayed: false });
+    db.addReplicaStep({ step: 3, rank: 0, ...part, replayed: null });
+    db.close();
+    const rows = RunDatabase.open(dir).replicaSteps();
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.rank, r.peerWaitMs, r.readbackMs, r.exchangeMs, r.replayed]),
+      [
+        [1, 0, null, null, null, null],
+        [2, 0, 6, 8, 5, true],
+        [2, 1, 6, 8, 5, false],
+        [3, 0, 6, 8, 5, null],
+      ],
+    );
+  },
+);

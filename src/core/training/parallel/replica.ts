@@ -251,8 +251,8 @@ export class Replica {
    * The gradient and the loss parts summed over every replica. Every bucket's readback starts at once (webgpu); bucket
    * by bucket, as it arrives, it is copied into this replica's slot of host shared memory and gathered (every replica's
    * copy of the bucket there); the other replicas' copies go to this device, each into a tensor of its own; then the
-   * gradients are added on the device in rank order — the same bits on every replica (a float32 sum rounds the same on
-   * any device) without summing on the host.
+   * gradients are added on the device in rank order: the same bits on every replica (a float32 sum rounds the same
+   * on any device), and no sums on the host.
    * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
    */
   private async allReduce(
