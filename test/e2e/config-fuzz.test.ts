@@ -15,7 +15,9 @@ import { microRun } from '../helpers/short-clips.js';
 
 // 300, as issue 31 asks: a config takes ~1.7 s alone on a 2-core machine and 4.4 s (median) in CI beside
 // the other test files, 14 of the CI's 22 minutes in parallel with them (5.6 s alone before the cpu
-// backend's kernels were replaced, backend/cpu.ts). The same sweep through the bundled CLI, one process a
+// backend's kernels were replaced, backend/cpu.ts). On a slower day of the same machine the median was
+// 6.1–6.3 s and the sweep 1,195 s: the time limit is a safety net for a hung worker, not a speed check
+// (bench/config-fuzz.ts measures that). The same sweep through the bundled CLI, one process a
 // config, runs as a benchmark on a many-core host: bench/config-fuzz.ts writes it, bench/config-fuzz.py
 // trains it. XTTS_FUZZ_CONFIGS=N trains the first N here.
 const COUNT = Number(process.env.XTTS_FUZZ_CONFIGS ?? 300);
@@ -57,7 +59,7 @@ function runWorker(jobs: string[]): Promise<Outcome[]> {
 }
 
 test(`${COUNT} configs that validate, each trained 2 steps on cpu: none ends in INTERNAL, no worker over 4 GB`, {
-  timeout: 1_200_000,
+  timeout: 2_400_000,
 }, async () => {
   const { dir, config } = microRun('xtts-fuzz-');
   const { jobs: drawnJobs, drawn } = fuzzJobs(dir, config, COUNT);
