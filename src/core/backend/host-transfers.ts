@@ -6,9 +6,10 @@
 // once into the caller's array (a slot of host shared memory), and a host range once into a mapped
 // buffer kept per slot, then on the device into the tensor's buffer at its offset. The buffers are made
 // at a slot's first use and reused every step (bucket-sized: the collective's buckets bound them).
+// deviceIdle waits for the device itself, apart from any transfer.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { BufferUsage, type GpuBuffer, type GpuDevice } from './gpu-types.js';
-import type { WebgpuBackend } from './webgpu-internals.js';
+import { submitEncoded, type WebgpuBackend } from './webgpu-internals.js';
 
 type Tf = typeof tfTypes;
 
@@ -44,15 +45,6 @@ export class HostTransfers {
     return this.backend.device as GpuDevice & { queue: { submit(c: unknown[]): void } };
   }
 
-  /** What tfjs has encoded goes first: the copies below are ordered after it on the queue. */
-  private flushTfjs(): void {
-    const b = this.backend as WebgpuBackend & { commandEncoder: unknown };
-    if (b.commandEncoder) {
-      b.endComputePassEncoder();
-      b.submitQueue();
-    }
-  }
-
   private bufferOf(t: tfTypes.Tensor): GpuBuffer {
     const b = this.backend;
     b.uploadToGPU(t.dataId as object);
@@ -80,7 +72,7 @@ export class HostTransfers {
       size: 4 * this.slotFloats,
       usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST,
     }) as Mappable);
-    this.flushTfjs();
+    submitEncoded(this.backend);
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(this.bufferOf(t), 4 * offset, staging, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
@@ -125,7 +117,7 @@ export class HostTransfers {
     await w.mapped;
     new Float32Array(w.buffer.getMappedRange(0, bytes)).set(from);
     w.buffer.unmap();
-    this.flushTfjs();
+    submitEncoded(this.backend);
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(w.buffer, 0, this.bufferOf(t), 4 * offset, bytes);
     this.device.queue.submit([encoder.finish()]);
@@ -152,4 +144,17 @@ export class HostTransfers {
     this.reads.length = 0;
     this.writes.length = 0;
   }
+}
+
+/**
+ * Resolves once the device has done the work issued so far (webgpu: what is encoded is submitted first); at once on
+ * backends that compute inside each kernel call. Separates waiting for the device from a readback's own transfer.
+ */
+export async function deviceIdle(tf: Tf): Promise<void> {
+  if (tf.getBackend() !== 'webgpu') return;
+  const backend = tf.backend() as unknown as WebgpuBackend & {
+    device: { queue: { onSubmittedWorkDone(): Promise<void> } };
+  };
+  submitEncoded(backend);
+  await backend.device.queue.onSubmittedWorkDone();
 }

@@ -21,7 +21,6 @@ export {
   programTimesPerStep,
   type ShapeTime,
   timeOnDevice,
-  deviceIdle,
 } from './kernels.js';
 export { bundleDir, ensureDawnBinary, nativeBindingPath } from './native.js';
 export {
@@ -76,7 +75,7 @@ export {
   workgroupGrid,
 } from './kernels.js';
 export { describeSpans, type DeviceSpans, SpanTimer } from './replay-spans.js';
-export { HostTransfers } from './host-transfers.js';
+export { deviceIdle, HostTransfers } from './host-transfers.js';
 export { advanceCapture, arenaBytesOf, CallReplayer, dropStaleCapture, summarizeShapes } from './shape-captures.js';
 export type { CallCaptureSummary, CaptureState, ShapeCaptureSummary } from './shape-captures.js';
 export { COPY_SHADER_KEY, onDeviceOnly, recordStep } from './step-recording.js';

@@ -513,22 +513,3 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
     programs: backendName === 'webgpu' && extra ? programTimes(extra(), shapes) : [],
   };
 }
-
-/**
- * Resolves once the device has done the work issued so far (webgpu: what is encoded is submitted first); at once on
- * backends that compute inside each kernel call. Separates waiting for the device from a readback's own transfer.
- */
-export async function deviceIdle(tf: Tf): Promise<void> {
-  if (tf.getBackend() !== 'webgpu') return;
-  const backend = tf.backend() as unknown as {
-    commandEncoder: unknown;
-    endComputePassEncoder(): void;
-    submitQueue(): void;
-    device: { queue: { onSubmittedWorkDone(): Promise<void> } };
-  };
-  if (backend.commandEncoder) {
-    backend.endComputePassEncoder();
-    backend.submitQueue();
-  }
-  await backend.device.queue.onSubmittedWorkDone();
-}

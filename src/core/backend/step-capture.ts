@@ -17,7 +17,7 @@ import { BufferUsage, type GpuBuffer, type GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
 import type { ReplaySpans } from './replay-spans.js';
 import { bytesOf, type Recording } from './step-recording.js';
-import type { DataId, Engine, WebgpuBackend } from './webgpu-internals.js';
+import { type DataId, type Engine, submitEncoded, type WebgpuBackend } from './webgpu-internals.js';
 import { deviceArray } from './webgpu-uploads.js';
 
 // The recording's API, which the tests take from here with the replay's.
@@ -280,10 +280,7 @@ export class StepCapture {
     if (why) throw new CaptureRefused(why);
     this.rebindVariables();
     // Work tfjs has encoded but not submitted goes first (it may make an input).
-    if (backend.commandEncoder) {
-      backend.endComputePassEncoder();
-      backend.submitQueue();
-    }
+    submitEncoded(backend);
     let started = performance.now();
     let encodeMs = 0;
     let submitMs = 0;

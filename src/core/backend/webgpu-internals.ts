@@ -55,3 +55,11 @@ export interface Engine {
   state: { registeredVariables: Record<string, tfTypes.Variable> };
   makeTensorFromTensorInfo(info: tfTypes.TensorInfo, backend?: unknown): tfTypes.Tensor;
 }
+
+/** Submits what tfjs has encoded and not yet submitted: work encoded outside tfjs then comes after it on the queue. */
+export function submitEncoded(backend: WebgpuBackend): void {
+  if (backend.commandEncoder) {
+    backend.endComputePassEncoder();
+    backend.submitQueue();
+  }
+}

@@ -278,7 +278,6 @@ export class Replica {
     if (t)
       for (let k = 0, offset = 0; offset < n; k++, offset += bucket)
         fetches.push(t.fetch(grad, offset, Math.min(bucket, n - offset), k));
-    let sum: tf.Tensor1D | null = null;
     try {
       for (let k = 0, offset = 0; offset < n; k++, offset += bucket) {
         const count = Math.min(bucket, n - offset);
@@ -304,22 +303,21 @@ export class Replica {
         await comm.release();
         spans.exchangeMs += performance.now() - t0;
       }
-      for (let r = 0; r < comm.world; r++) {
-        const x = others.get(r);
-        const g = x === undefined ? grad : x instanceof Float32Array ? tf.tensor1d(x) : x;
-        const next: tf.Tensor1D = sum === null ? g : (tf.add(sum, g) as tf.Tensor1D);
-        if (sum !== null && sum !== grad && ![...others.values()].includes(sum)) sum.dispose();
-        if (x instanceof Float32Array && next !== g) g.dispose();
-        sum = next;
-      }
+      // In rank order; a new tensor (world ≥ 2 adds at least once), the terms and partial sums freed by the tidy.
+      const sum = tf.tidy(() => {
+        const terms = Array.from({ length: comm.world }, (_, r) => {
+          const x = others.get(r);
+          return x === undefined ? grad : x instanceof Float32Array ? tf.tensor1d(x) : x;
+        });
+        return terms.slice(1).reduce((a, b) => tf.add(a, b) as tf.Tensor1D, terms[0]);
+      });
       const losses = await comm.allReduceSum(await partsRead);
-      // The sum is a new tensor (it leaves `others` below): world ≥ 2 adds at least once.
-      return { grad: sum!, losses };
+      return { grad: sum, losses };
     } finally {
       await Promise.allSettled([partsRead, ...fetches]);
       // After a failure: buckets fetched and never taken are unmapped (their buffers serve the next fetch).
       t?.unmapAll();
-      for (const x of others.values()) if (!(x instanceof Float32Array) && x !== sum) x.dispose();
+      for (const x of others.values()) if (!(x instanceof Float32Array)) x.dispose();
     }
   }
 
