@@ -10,7 +10,9 @@ import { join } from 'node:path';
 import type { AudioConfig } from '../src/core/config/schema.js';
 import {
   decodeWav,
+  griffinLim,
   MelExtractor,
+  melToMagnitude,
   processClip,
   resample,
   trimSilence,
@@ -143,6 +145,17 @@ console.log(
     .map(([k, v]) => `${k} ${v.wallMs.toFixed(1)} (${x1(clipS, v.wallMs).toFixed(0)}x)`)
     .join(', ')}`,
 );
+
+// The way back, eval audio's and synthesis's vocoder without a neural one: log-mel -> magnitude (NNLS)
+// -> 32 iterations of fast Griffin-Lim, 20 s of the speech.
+const invS = 20;
+const { mel: invMel, frames: invFrames } = extractor.compute(x.subarray(0, invS * AUDIO.sample_rate_hz));
+const nnls = time(() => melToMagnitude(invMel, invFrames, AUDIO), 3);
+const gl = time(() => griffinLim(invMel, invFrames, AUDIO), 3);
+console.log(
+  `log-mel -> magnitude (NNLS) + Griffin-Lim (32 iterations), ${invS} s: ${gl.wallMs.toFixed(0)} ms wall ` +
+    `-> ${x1(invS, gl.wallMs).toFixed(1)}x real time (NNLS alone ${nnls.wallMs.toFixed(0)} ms)`,
+);
 rmSync(dir, { recursive: true, force: true });
 
 const wasmX = x1(seconds, mel.wasm.wallMs);
@@ -163,6 +176,9 @@ report('mel', {
   clipS,
   clipRealtimeX: x1(clipS, clip.wallMs),
   clipCpuRealtimeX: x1(clipS, clip.cpuMs),
+  griffinLimMs: gl.wallMs,
+  griffinLimRealtimeX: x1(invS, gl.wallMs),
+  nnlsMs: nnls.wallMs,
   stageMs: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, v.wallMs])),
   loadAverage: loadavg()[0],
   pass: wasmX >= TARGET_X,

@@ -38,6 +38,10 @@ interface Plan {
   bins: number;
   nMels: number;
   filters: MelFilter[];
+  /** The filters' weights end to end in double precision: filter m's at [offset[m], offset[m + 1]), from bin start[m]. */
+  weights: Float64Array;
+  offset: Int32Array;
+  start: Int32Array;
   fft: RealFft;
   window: Float64Array;
   /** Tridiagonal M·Mᵀ (+ ridge) for the minimum-norm start: sub/main/super diagonals, nMels each. */
@@ -49,6 +53,8 @@ interface Plan {
 }
 
 const plans = new Map<string, Plan>();
+/** Frames whose non-negative least squares iterate together (a few MB of doubles at 1024-point FFTs). */
+const NNLS_BLOCK = 256;
 
 function planFor(a: GriffinLimSettings): Plan {
   const key = JSON.stringify([
@@ -86,12 +92,19 @@ function planFor(a: GriffinLimSettings): Plan {
   // A small ridge keeps filters that cover no bin (and near-duplicate low ones) solvable.
   const ridge = 1e-6 * lmax;
   for (let m = 0; m < nMels; m++) diag[m] += ridge;
+  const offset = new Int32Array(nMels + 1);
+  for (let m = 0; m < nMels; m++) offset[m + 1] = offset[m] + filters[m].weights.length;
+  const weights = new Float64Array(offset[nMels]);
+  filters.forEach((f, m) => weights.set(f.weights, offset[m]));
   plan = {
     nFft: a.n_fft,
     hop: a.hop_length,
     bins: a.n_fft / 2 + 1,
     nMels,
     filters,
+    weights,
+    offset,
+    start: Int32Array.from(filters, (f) => f.start),
     fft: new RealFft(a.n_fft),
     window: stftWindow(a.window, a.win_length, a.n_fft),
     lower,
@@ -115,63 +128,84 @@ export function melToMagnitude(
   options: Pick<GriffinLimOptions, 'nnlsIterations'> = {},
 ): Float64Array {
   const p = planFor(audio);
-  const { bins, nMels, filters } = p;
+  const { bins, nMels, weights: w, offset, start, step } = p;
   if (logMel.length < frames * nMels)
     throw new RangeError(`melToMagnitude: ${logMel.length} values cannot hold ${frames} frames of ${nMels} mels`);
   const base = audio.log_base === '10' ? 10 : Math.E;
   const iterations = options.nnlsIterations ?? 50;
   const mag = new Float64Array(frames * bins);
-  const y = new Float64Array(nMels);
+  // Frames are independent and FISTA's momentum sequence does not depend on the data, so a block of
+  // frames iterates together, laid out [bin][frame] (and [mel][frame]) so that the inner loops run
+  // along frames: the same operations in the same order as one frame at a time, several times faster
+  // than loops over a filter's few weights.
+  const width = Math.min(frames, NNLS_BLOCK);
+  const y = new Float64Array(nMels * width);
+  const r = new Float64Array(nMels * width);
+  const x = new Float64Array(bins * width);
+  const z = new Float64Array(bins * width);
+  const previous = new Float64Array(bins * width);
   const u = new Float64Array(nMels);
   const c = new Float64Array(nMels);
-  const r = new Float64Array(nMels);
-  const x = new Float64Array(bins);
-  const z = new Float64Array(bins);
-  const previous = new Float64Array(bins);
-  for (let t = 0; t < frames; t++) {
-    for (let m = 0; m < nMels; m++) y[m] = base ** logMel[t * nMels + m];
-    // Minimum-norm start x = Mᵀ (M·Mᵀ)⁻¹ y (Thomas algorithm on the tridiagonal system), clamped at 0.
-    c[0] = p.upper[0] / p.diag[0];
-    u[0] = y[0] / p.diag[0];
-    for (let m = 1; m < nMels; m++) {
-      const d = p.diag[m] - p.lower[m] * c[m - 1];
-      c[m] = p.upper[m] / d;
-      u[m] = (y[m] - p.lower[m] * u[m - 1]) / d;
-    }
-    for (let m = nMels - 2; m >= 0; m--) u[m] -= c[m] * u[m + 1];
+  for (let t0 = 0; t0 < frames; t0 += width) {
+    const n = Math.min(width, frames - t0);
     x.fill(0);
-    for (let m = 0; m < nMels; m++) {
-      const f = filters[m];
-      for (let j = 0; j < f.weights.length; j++) x[f.start + j] += f.weights[j] * u[m];
+    for (let t = 0; t < n; t++) {
+      const row = (t0 + t) * nMels;
+      for (let m = 0; m < nMels; m++) y[m * width + t] = base ** logMel[row + m];
+      // Minimum-norm start x = Mᵀ (M·Mᵀ)⁻¹ y (Thomas algorithm on the tridiagonal system), clamped at 0.
+      c[0] = p.upper[0] / p.diag[0];
+      u[0] = y[t] / p.diag[0];
+      for (let m = 1; m < nMels; m++) {
+        const d = p.diag[m] - p.lower[m] * c[m - 1];
+        c[m] = p.upper[m] / d;
+        u[m] = (y[m * width + t] - p.lower[m] * u[m - 1]) / d;
+      }
+      for (let m = nMels - 2; m >= 0; m--) u[m] -= c[m] * u[m + 1];
+      for (let m = 0; m < nMels; m++) {
+        const shift = start[m] - offset[m];
+        for (let j = offset[m]; j < offset[m + 1]; j++) x[(shift + j) * width + t] += w[j] * u[m];
+      }
     }
-    for (let k = 0; k < bins; k++) if (x[k] < 0) x[k] = 0;
+    for (let i = 0; i < x.length; i++) if (x[i] < 0) x[i] = 0;
     // Accelerated projected gradient (FISTA, Beck & Teboulle 2009) on ||M z - y||² with z >= 0:
     // z is the extrapolated point, x the iterate.
     z.set(x);
     let momentum = 1;
     for (let it = 0; it < iterations; it++) {
+      r.fill(0);
       for (let m = 0; m < nMels; m++) {
-        const f = filters[m];
-        let s = 0;
-        for (let j = 0; j < f.weights.length; j++) s += f.weights[j] * z[f.start + j];
-        r[m] = s - y[m];
+        const shift = start[m] - offset[m];
+        const rm = m * width;
+        for (let j = offset[m]; j < offset[m + 1]; j++) {
+          const wj = w[j];
+          const zk = (shift + j) * width;
+          for (let t = 0; t < n; t++) r[rm + t] += wj * z[zk + t];
+        }
+        for (let t = 0; t < n; t++) r[rm + t] -= y[rm + t];
       }
       previous.set(x);
       x.set(z);
       for (let m = 0; m < nMels; m++) {
-        const f = filters[m];
-        const g = p.step * r[m];
-        for (let j = 0; j < f.weights.length; j++) x[f.start + j] -= f.weights[j] * g;
+        const shift = start[m] - offset[m];
+        const rm = m * width;
+        for (let j = offset[m]; j < offset[m + 1]; j++) {
+          const wj = w[j];
+          const xk = (shift + j) * width;
+          for (let t = 0; t < n; t++) x[xk + t] -= wj * (step * r[rm + t]);
+        }
       }
       const next = (1 + Math.sqrt(1 + 4 * momentum * momentum)) / 2;
       const beta = (momentum - 1) / next;
       momentum = next;
-      for (let k = 0; k < bins; k++) {
-        if (x[k] < 0) x[k] = 0;
-        z[k] = Math.max(0, x[k] + beta * (x[k] - previous[k]));
+      for (let i = 0; i < x.length; i++) {
+        if (x[i] < 0) x[i] = 0;
+        z[i] = Math.max(0, x[i] + beta * (x[i] - previous[i]));
       }
     }
-    mag.set(x, t * bins);
+    for (let t = 0; t < n; t++) {
+      const row = (t0 + t) * bins;
+      for (let k = 0; k < bins; k++) mag[row + k] = x[k * width + t];
+    }
   }
   return mag;
 }
@@ -199,6 +233,8 @@ export function griffinLim(
   // Overlap-added squared window, for the least-squares ISTFT (Griffin & Lim 1984, eq. 6).
   const envelope = new Float64Array(padded);
   for (let t = 0; t < frames; t++) for (let i = 0; i < nFft; i++) envelope[t * hop + i] += window[i] * window[i];
+  // Its reciprocal, 0 where the windows leave a sample uncovered.
+  for (let i = 0; i < padded; i++) envelope[i] = envelope[i] > 1e-10 ? 1 / envelope[i] : 0;
   let seed = options.seed ?? 1;
   const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
   // Current phase (unit complex) and the previous STFT estimate (for the momentum term).
@@ -227,13 +263,15 @@ export function griffinLim(
       fft.inverse(specRe, specIm, frame);
       for (let i = 0; i < nFft; i++) signal[t * hop + i] += frame[i] * window[i];
     }
-    for (let i = 0; i < padded; i++) signal[i] = envelope[i] > 1e-10 ? signal[i] / envelope[i] : 0;
+    for (let i = 0; i < padded; i++) signal[i] *= envelope[i];
   };
   const decay = momentum / (1 + momentum);
   for (let it = 0; it < iterations; it++) {
     istft();
     // STFT of the estimate, centred with reflect padding like the features.
-    for (let i = 0; i < padded; i++) centred[i] = reflectIndex(signal, pad, length, i - pad);
+    centred.set(signal.subarray(pad, pad + length), pad);
+    for (let i = 0; i < pad; i++) centred[i] = reflectIndex(signal, pad, length, i - pad);
+    for (let i = pad + length; i < padded; i++) centred[i] = reflectIndex(signal, pad, length, i - pad);
     for (let t = 0; t < frames; t++) {
       fft.forwardWindowed(centred, t * hop, window, specRe, specIm);
       const o = t * bins;
@@ -244,10 +282,11 @@ export function griffinLim(
         let ai = im - decay * prevIm[o + k];
         prevRe[o + k] = re;
         prevIm[o + k] = im;
-        const n = Math.hypot(ar, ai);
-        if (n > 1e-16) {
-          ar /= n;
-          ai /= n;
+        const n2 = ar * ar + ai * ai;
+        if (n2 > 1e-32) {
+          const inv = 1 / Math.sqrt(n2);
+          ar *= inv;
+          ai *= inv;
         } else {
           ar = 1;
           ai = 0;
