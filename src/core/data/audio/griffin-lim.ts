@@ -38,7 +38,7 @@ interface Plan {
   bins: number;
   nMels: number;
   filters: MelFilter[];
-  /** The filters' weights end to end in double precision: filter m's at [offset[m], offset[m + 1]), from bin start[m]. */
+  /** The filters' weights end to end as doubles: filter m's at [offset[m], offset[m + 1]), from bin start[m]. */
   weights: Float64Array;
   offset: Int32Array;
   start: Int32Array;
