@@ -15,7 +15,8 @@
 # it: the mechanics and the all-reduce's cost, not the scaling); XTTS_BENCH_GPUS="cpu:1 cpu:2" on CPU
 # replicas. XTTS_BENCH_CAPTURE="auto off" also runs every replicated case with device.step_capture off
 # (eager replicas: "-eager" in its name) beside the captured one. XTTS_BENCH_ARGS adds arguments to every
-# `xtts train` (e.g. "--set training.grad_accumulation_steps=2").
+# `xtts train` (e.g. "--set training.grad_accumulation_steps=2"). XTTS_BENCH_EXCHANGE="float32 bfloat16" also runs
+# every replicated case with device.gradient_exchange bfloat16 ("-bf16" in its name) beside float32.
 set -u
 out=${1:?usage: parallel-gpu.sh OUT [STEPS] [PRESETS]}
 steps=${2:-40}
@@ -24,6 +25,7 @@ warmup=8
 read -r -a gpus <<<"${XTTS_BENCH_GPUS:-0 0,1}"
 read -r -a captures <<<"${XTTS_BENCH_CAPTURE:-auto}"
 read -r -a extra <<<"${XTTS_BENCH_ARGS:-}"
+read -r -a exchanges <<<"${XTTS_BENCH_EXCHANGE:-float32}"
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/intelligibility/data
 work=$(mktemp -d)
@@ -39,10 +41,11 @@ echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 quiet=(--set training.validate_every=1000000 --set training.eval_every=1000000 --set training.checkpoint_every=1000000 --set training.log_every=10
   --set batching.buckets=1 --set dataset.validation_fraction=0 --set pipeline.cache.path="$work/cache.sqlite")
 
-measure() { # name preset gpus batch capture
-  local name=$1 preset=$2 g=$3 batch=$4 capture=$5
+measure() { # name preset gpus batch capture exchange
+  local name=$1 preset=$2 g=$3 batch=$4 capture=$5 exchange=$6
   timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
     --set batching.batch_size="$batch" --set device.step_capture="$capture" --max-steps $((warmup + steps)) \
+    --set device.gradient_exchange="$exchange" \
     --output "$work/$name" "${quiet[@]}" "${extra[@]}" >"$work/$name.log" 2>&1
   local rc=$?
   $x profile-bottleneck --run "$work/$name" --warmup "$warmup" --json >"$work/$name-profile.json" 2>"$work/$name-profile.log"
@@ -75,10 +78,12 @@ for preset in $presets; do
   for g in "${gpus[@]}"; do
     n=$((n + 1))
     for c in "${captures[@]}"; do
-      suffix=$([[ $c == auto ]] || echo "-eager")
-      # One device has nothing to compare: the captured run only.
-      [[ $n == 1 && $c != auto ]] && continue
-      measure "$preset-$n$suffix" "$preset" "$g" $((batch * n)) "$c"
+      for e in "${exchanges[@]}"; do
+        suffix=$([[ $c == auto ]] || echo "-eager")$([[ $e == float32 ]] || echo "-bf16")
+        # One device has nothing to compare or exchange: the captured float32 run only.
+        [[ $n == 1 && ($c != auto || $e != float32) ]] && continue
+        measure "$preset-$n$suffix" "$preset" "$g" $((batch * n)) "$c" "$e"
+      done
     done
   done
   node -e '

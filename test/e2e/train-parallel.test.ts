@@ -1,7 +1,7 @@
 // Data-parallel `xtts train` as a process, with CPU replicas (worker threads, each its own engine):
 // the same losses as one device with the same global batch over 12 steps, a resume that continues
 // the same curve, gradient accumulation and uneven shares, every replica's part of every step in
-// run.sqlite, and clear refusals for what cannot run.
+// run.sqlite, clear refusals for what cannot run, and the bfloat16 exchange (replicas identical, losses near).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,6 +44,23 @@ function sameLosses(a: Map<number, number>, b: Map<number, number>, steps: numbe
     const y = b.get(s)!;
     assert.ok(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(y)), `step ${s}: ${x} with replicas, ${y} on one device`);
   }
+}
+
+/**
+ * A bfloat16 exchange's losses against the float32 exchange's: step 1's forward precedes any update (equal); the
+ * rounded gradients move the weights a little otherwise (every step within 2e-2, and not all steps equal).
+ */
+function bfloat16Losses(bf16: Map<number, number>, f32: Map<number, number>, steps: number): void {
+  assert.equal(bf16.size, steps);
+  assert.equal(bf16.get(1), f32.get(1));
+  for (const [step, loss] of bf16) {
+    const ref = f32.get(step)!;
+    assert.ok(Number.isFinite(loss) && Math.abs(loss - ref) <= 2e-2 * Math.abs(ref), `step ${step}: ${loss}, ${ref}`);
+  }
+  assert.ok(
+    [...bf16].some(([step, loss]) => loss !== f32.get(step)),
+    'the rounding changed nothing',
+  );
 }
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -156,6 +173,21 @@ describe('xtts train --gpus (CPU replicas)', () => {
   });
 
   test(
+    'the bfloat16 exchange: the replicas stay identical (checked at every checkpoint); step 1 is the float32 ' +
+      "exchange's loss, later steps within a rounding's reach of it",
+    async () => {
+      const args = ['--config', config, '--max-steps', '4', '--gpus', 'cpu:2'];
+      const f32 = join(dir, 'x-f32');
+      const r1 = await runCli(['train', ...args, '--output', f32]);
+      assert.equal(r1.code, 0, r1.stderr.slice(-2000));
+      const bf16 = join(dir, 'x-bf16');
+      const r2 = await runCli(['train', ...args, '--set', 'device.gradient_exchange=bfloat16', '--output', bf16]);
+      assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+      bfloat16Losses(trainingLosses(bf16), trainingLosses(f32), 4);
+    },
+  );
+
+  test(
     'what cannot run is refused with what to do: more replicas than a batch has ' +
       'utterances, GPUs that are not here, a malformed --gpus',
     async () => {
@@ -258,6 +290,23 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
       assert.equal(a.size, 3);
       for (const [step, loss] of a) assert.ok(Number.isFinite(loss), `step ${step}: ${loss}`);
       sameLosses(b, a, range(1, 3));
+      // The bfloat16 exchange through the device's packing and sum programs: in sync at the last checkpoint.
+      const bf16 = join(dir, 'gl-bf16');
+      const r3 = await run(
+        [
+          'train',
+          ...args,
+          '--gpus',
+          'llvmpipe,llvmpipe',
+          '--set',
+          'device.gradient_exchange=bfloat16',
+          '--output',
+          bf16,
+        ],
+        { timeoutMs: 600_000, env: onGl },
+      );
+      assert.equal(r3.code, 0, r3.stderr.slice(-2000));
+      bfloat16Losses(trainingLosses(bf16), b, 3);
     },
   );
 

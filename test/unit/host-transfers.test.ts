@@ -1,6 +1,6 @@
 // HostTransfers on the software WebGPU device: ranges of a tensor fetched into host arrays (several slots
 // under way at once) and host ranges, from shared memory too, written into a tensor at their offsets;
-// the slots' buffers reused from round to round; ranges that do not fit refused.
+// the slots' buffers reused from round to round; int32 words moved bit for bit; ranges that do not fit refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { disposeBackend, HostTransfers, initBackend } from '../../src/core/backend/index.js';
@@ -36,8 +36,18 @@ describe('host transfers on a real WebGPU device', { skip: withoutLlvmpipe }, ()
       const z = tf.zeros([10]);
       await assert.rejects(t.fetch(z, 8, 4, 0), /range \[8, 12\) of 10 values does not fit/);
       await assert.rejects(t.write(z, 0, new Float32Array(5), 0), /does not fit a slot of 4/);
-      await assert.rejects(t.fetch(tf.zeros([4], 'int32'), 0, 4, 0), /float32, not int32/);
-      z.dispose();
+      await assert.rejects(t.fetch(tf.zeros([4], 'bool'), 0, 4, 0), /4-byte values, not bool/);
+      // int32 words (packed bfloat16 pairs) move bit for bit, NaN patterns through float32 views included.
+      const words = Int32Array.from([0x7fc1ffff, -1, 0x7f800001, 12345]);
+      const w = tf.add(tf.tensor1d(words, 'int32'), tf.zeros([4], 'int32')) as import('@tensorflow/tfjs-core').Tensor1D;
+      await t.fetch(w, 0, 4, 0);
+      const slot = new Float32Array(new SharedArrayBuffer(16));
+      t.take(0, slot);
+      assert.deepEqual(Array.from(new Int32Array(slot.buffer)), Array.from(words));
+      const v = t.empty(4, 'int32');
+      await t.write(v, 0, slot, 0);
+      assert.deepEqual(Array.from(await v.data()), Array.from(words));
+      tf.dispose([z, w, v]);
       t.dispose();
     } finally {
       disposeBackend(tf);

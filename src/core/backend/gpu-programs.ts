@@ -37,6 +37,8 @@ export const GPU_PROGRAM_GROUPS = [
   'adamw',
   /** Full and strided sums, the gradient norm's sum of squares (programs/sum.ts). */
   'device-sums',
+  /** The bfloat16 gradient exchange's packing and sum (programs/exchange.ts). */
+  'exchange',
   /** The ordered split-K, wide float32 and f16 tensor-core matmuls in front of tfjs's (programs/matmul.ts). */
   'matmul',
 ] as const;

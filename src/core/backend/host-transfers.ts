@@ -1,5 +1,5 @@
-// Device ↔ host copies of float32 ranges with one host copy each way (webgpu), for the data-parallel
-// gradient exchange (training/parallel/replica.ts). tfjs's readback copies a buffer into a staging
+// Device ↔ host copies of ranges of 4-byte values (float32, or bfloat16 pairs packed in int32 words) with one
+// host copy each way (webgpu), for the data-parallel gradient exchange (training/parallel/replica.ts). tfjs's readback copies a buffer into a staging
 // buffer it maps, copies the mapped range into a new array and then the caller copies that array where
 // it wants it; its upload from shared memory copies into a scratch array, then Dawn copies into its own
 // staging memory. Here a range is copied on the device into a mapped buffer kept per slot and from there
@@ -54,7 +54,8 @@ export class HostTransfers {
   }
 
   private checkRange(t: tfTypes.Tensor, offset: number, count: number): void {
-    if (t.dtype !== 'float32') throw new Error(`host transfers move float32, not ${t.dtype}`);
+    if (t.dtype !== 'float32' && t.dtype !== 'int32')
+      throw new Error(`host transfers move 4-byte values, not ${t.dtype}`);
     if (count > this.slotFloats || offset < 0 || offset + count > t.size)
       throw new Error(
         `range [${offset}, ${offset + count}) of ${t.size} values does not fit a slot of ${this.slotFloats}`,
@@ -125,10 +126,10 @@ export class HostTransfers {
     w.mapped = w.buffer.mapAsync(MAP_WRITE_MODE).catch(() => undefined);
   }
 
-  /** A float32 tensor of `size` values on the device, its contents undefined until written. */
-  empty(size: number): tfTypes.Tensor1D {
+  /** A tensor of `size` values on the device, its contents undefined until written. */
+  empty(size: number, dtype: 'float32' | 'int32' = 'float32'): tfTypes.Tensor1D {
     const b = this.backend;
-    const info = b.makeTensorInfo([size], 'float32');
+    const info = b.makeTensorInfo([size], dtype);
     b.uploadToGPU(info.dataId as object);
     return this.tf.engine().makeTensorFromTensorInfo(info) as tfTypes.Tensor1D;
   }

@@ -300,7 +300,8 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
 
 /**
  * A program of one invocation per output value: `body` (WGSL) runs for every flat `index` below the
- * output's size, 64 invocations a workgroup; `uniforms` are its own (WGSL declarations).
+ * output's size, 64 invocations a workgroup (past 4 Mi values, a grid: workgroupGrid); `uniforms` are its own (WGSL declarations); `helpers`, WGSL
+ * functions the body calls.
  */
 export function flatProgram(
   name: string,
@@ -309,6 +310,7 @@ export function flatProgram(
   outputShape: number[],
   uniforms: string,
   body: string,
+  helpers = '',
 ) {
   const size = outputShape.reduce((a, x) => a * x, 1);
   return namedProgram(name, {
@@ -316,11 +318,11 @@ export function flatProgram(
     outputShape,
     shaderKey,
     dispatchLayout: { x: outputShape.map((_, i) => i) },
-    dispatch: [Math.ceil(size / 64), 1, 1] as [number, number, number],
+    dispatch: workgroupGrid(Math.ceil(size / 64)),
     workgroupSize: [64, 1, 1] as [number, number, number],
     size: true,
     uniforms,
-    getUserCode: () => `
+    getUserCode: () => `${helpers}
       fn main(index : i32) {
         if (index < uniforms.size) {${body}
         }

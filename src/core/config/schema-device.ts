@@ -105,6 +105,15 @@ export const DeviceSchema = Section(
           'null: one device, model_device. `--gpus` sets it.',
       },
     ),
+    gradient_exchange: Type.Union([Type.Literal('float32'), Type.Literal('bfloat16')], {
+      default: 'float32',
+      description:
+        'How data-parallel replicas (`gpus`) exchange their gradients. `float32`: as computed, the same ' +
+        'losses as one device. `bfloat16`: each replica rounds its gradient to bfloat16 (to nearest even) ' +
+        "before the exchange, which moves half the bytes (as PyTorch DDP's bf16 compression hook); every " +
+        'replica adds the same rounded gradients in float32, so the replicas stay identical, but the sum ' +
+        "differs from one device's by that rounding (at most 2^-8 of each normal value).",
+    }),
     model_memory_budget_mb: Type.Union([Type.Integer({ minimum: 64 }), Type.Null()], {
       default: null,
       description:

@@ -10,6 +10,7 @@ export {
   stepScalarsAvailable,
 } from './adamw.js';
 export { tapSum, tapSumAvailable } from './conv.js';
+export { bf16ExchangeOnDevice, packBf16, roundBf16, sumPackedBf16 } from './exchange.js';
 export { denseBackward } from './dense-layer.js';
 export { gradOp } from './grad-op.js';
 export { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILON } from './layernorm.js';

@@ -196,6 +196,7 @@ export class ReplicaGroup {
       alignmentPrior: training.alignment_prior,
       accumulate: Math.max(1, training.grad_accumulation_steps),
       capture: config.device.step_capture,
+      exchange: config.device.gradient_exchange,
     });
   }
 
@@ -232,6 +233,7 @@ export class ReplicaGroup {
         convImpl: o.config.device.conv_kernels,
         matmul: o.config.device.matmul,
         capture: o.config.device.step_capture,
+        exchange: o.config.device.gradient_exchange,
         training: o.config.training,
         modelBudgetMb: o.config.device.model_memory_budget_mb,
         batchSize: o.config.batching.batch_size,

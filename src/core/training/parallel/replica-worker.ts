@@ -13,7 +13,7 @@ import type { NamedArray } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import type { StepCaptureMode, StepCaptureSummary } from '../optim/step-replay.js';
 import { abortCollective, Collective, type CollectiveShared } from './collective.js';
-import { Replica, type ShardJob, weightsDigest } from './replica.js';
+import { type GradientExchange, Replica, type ShardJob, weightsDigest } from './replica.js';
 
 export interface ReplicaWorkerData {
   xttsRole: 'replica';
@@ -30,6 +30,8 @@ export interface ReplicaWorkerData {
   matmul: 'tfjs' | 'tiled';
   /** device.step_capture. */
   capture: StepCaptureMode;
+  /** device.gradient_exchange. */
+  exchange: GradientExchange;
   training: TrainingConfig;
   modelBudgetMb: number | null;
   /** batching.batch_size, for the budget's advice. */
@@ -82,6 +84,7 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
       alignmentPrior: d.training.alignment_prior,
       accumulate: Math.max(1, d.training.grad_accumulation_steps),
       capture: d.capture,
+      exchange: d.exchange,
     });
     const device = choice.adapter ? `${choice.backend} ${choice.adapter.name}` : choice.backend;
     port.postMessage({ type: 'ready', device } satisfies FromReplica);

@@ -10,7 +10,9 @@
 // the update are each replayed from their captures (optim/step-replay.ts), as on one device.
 import * as tf from '@tensorflow/tfjs-core';
 import { deviceIdle, HostTransfers } from '../../backend/index.js';
+import { bf16ExchangeOnDevice, packBf16, roundBf16, sumPackedBf16 } from '../../backend/programs/index.js';
 import { type BatchDims, disposeBatch, type HostBatch, uploadBatch, wholeDenominators } from '../../model/index.js';
+import type { DeviceConfig } from '../../config/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { AdamW } from '../optim/adamw.js';
@@ -129,7 +131,11 @@ export interface ReplicaOptions {
   accumulate: number;
   /** device.step_capture. */
   capture: StepCaptureMode;
+  /** device.gradient_exchange: bfloat16 rounds every replica's gradient before the exchange (half the bytes). */
+  exchange: GradientExchange;
 }
+
+export type GradientExchange = DeviceConfig['gradient_exchange'];
 
 export class Replica {
   /** The loss parts summed over this step's micro-batches so far (device). */
@@ -252,7 +258,9 @@ export class Replica {
    * by bucket, as it arrives, it is copied into this replica's slot of host shared memory and gathered (every replica's
    * copy of the bucket there); the other replicas' copies go to this device, each into a tensor of its own; then the
    * gradients are added on the device in rank order: the same bits on every replica (a float32 sum rounds the same
-   * on any device), and no sums on the host.
+   * on any device), and no sums on the host. With the bfloat16 exchange what moves is every replica's gradient
+   * rounded to bfloat16 (two values a word on webgpu, half the bytes), and the sum adds the rounded gradients of every
+   * replica, this one's too.
    * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
    */
   private async allReduce(
@@ -262,22 +270,32 @@ export class Replica {
     arrived: () => void,
   ): Promise<{ grad: tf.Tensor1D; losses: Float32Array }> {
     const { comm } = this;
-    const n = grad.size;
     const { bucket } = comm.shared;
-    const webgpu = tf.getBackend() === 'webgpu';
-    if (webgpu) this.transfers ??= new HostTransfers(tf, bucket);
-    const t = this.transfers;
+    const bf16 = this.o.exchange === 'bfloat16';
+    // webgpu moves device buffers through mapped ones; bfloat16 without the exchange programs is rounded on the host.
+    const onDevice = tf.getBackend() === 'webgpu' && (!bf16 || bf16ExchangeOnDevice());
+    if (onDevice) this.transfers ??= new HostTransfers(tf, bucket);
+    const t = onDevice ? this.transfers : null;
     const partsRead = parts.data() as Promise<Float32Array>;
+    // What is exchanged: the gradient, or (bfloat16 on the device) its packed words.
+    const sent = t && bf16 ? packBf16(grad) : grad;
+    const n = sent.size;
     // Other backends compute on the host: a bucket is copied out of the slot into a tensor and added there.
     const others = new Map<number, tf.Tensor1D | Float32Array>();
-    for (let r = 0; r < comm.world; r++) if (r !== comm.rank) others.set(r, t ? t.empty(n) : new Float32Array(n));
+    for (let r = 0; r < comm.world; r++)
+      if (r !== comm.rank) others.set(r, t ? t.empty(n, sent.dtype as 'float32' | 'int32') : new Float32Array(n));
     const before = performance.now();
-    const hostGrad = t ? null : ((await grad.data()) as Float32Array);
+    let hostGrad: Float32Array | null = null;
+    if (!t) {
+      const values = (await grad.data()) as Float32Array;
+      // The cpu backend hands out the tensor's own array: rounded in a copy.
+      hostGrad = bf16 ? roundBf16(values.slice()) : values;
+    }
     spans.readbackMs += performance.now() - before;
     const fetches: Promise<void>[] = [];
     if (t)
       for (let k = 0, offset = 0; offset < n; k++, offset += bucket)
-        fetches.push(t.fetch(grad, offset, Math.min(bucket, n - offset), k));
+        fetches.push(t.fetch(sent, offset, Math.min(bucket, n - offset), k));
     try {
       for (let k = 0, offset = 0; offset < n; k++, offset += bucket) {
         const count = Math.min(bucket, n - offset);
@@ -306,9 +324,10 @@ export class Replica {
       // In rank order; a new tensor (world ≥ 2 adds at least once), the terms and partial sums freed by the tidy.
       const sum = tf.tidy(() => {
         const terms = Array.from({ length: comm.world }, (_, r) => {
-          const x = others.get(r);
-          return x === undefined ? grad : x instanceof Float32Array ? tf.tensor1d(x) : x;
+          const x = others.get(r) ?? (hostGrad && bf16 ? hostGrad : sent);
+          return x instanceof Float32Array ? tf.tensor1d(x) : x;
         });
+        if (t && bf16) return sumPackedBf16(terms, grad.size);
         return terms.slice(1).reduce((a, b) => tf.add(a, b) as tf.Tensor1D, terms[0]);
       });
       const losses = await comm.allReduceSum(await partsRead);
@@ -318,6 +337,7 @@ export class Replica {
       // After a failure: buckets fetched and never taken are unmapped (their buffers serve the next fetch).
       t?.unmapAll();
       for (const x of others.values()) if (!(x instanceof Float32Array)) x.dispose();
+      if (sent !== grad) sent.dispose();
     }
   }
 
