@@ -1,6 +1,6 @@
 // Device ↔ host copies of ranges of 4-byte values (float32, or bfloat16 pairs packed in int32 words) with one
-// host copy each way (webgpu), for the data-parallel gradient exchange (training/parallel/replica.ts). tfjs's readback copies a buffer into a staging
-// buffer it maps, copies the mapped range into a new array and then the caller copies that array where
+// host copy each way (webgpu), for the data-parallel gradient exchange (training/parallel/replica.ts).
+// tfjs's readback copies a buffer into a staging buffer it maps, copies the mapped range into a new array and then the caller copies that array where
 // it wants it; its upload from shared memory copies into a scratch array, then Dawn copies into its own
 // staging memory. Here a range is copied on the device into a mapped buffer kept per slot and from there
 // once into the caller's array (a slot of host shared memory), and a host range once into a mapped

@@ -300,8 +300,8 @@ export function namedProgram<T extends object>(name: string, fields: T): T {
 
 /**
  * A program of one invocation per output value: `body` (WGSL) runs for every flat `index` below the
- * output's size, 64 invocations a workgroup (past 4 Mi values, a grid: workgroupGrid); `uniforms` are its own (WGSL declarations); `helpers`, WGSL
- * functions the body calls.
+ * output's size, 64 invocations a workgroup (past 4 Mi values, a grid: workgroupGrid); `uniforms` are
+ * its own (WGSL declarations); `helpers`, WGSL functions the body calls.
  */
 export function flatProgram(
   name: string,
