@@ -1,12 +1,12 @@
 // Device ↔ host copies of ranges of 4-byte values (float32, or bfloat16 pairs packed in int32 words) with one
 // host copy each way (webgpu), for the data-parallel gradient exchange (training/parallel/replica.ts).
-// tfjs's readback copies a buffer into a staging buffer it maps, copies the mapped range into a new array and then the caller copies that array where
-// it wants it; its upload from shared memory copies into a scratch array, then Dawn copies into its own
-// staging memory. Here a range is copied on the device into a mapped buffer kept per slot and from there
-// once into the caller's array (a slot of host shared memory), and a host range once into a mapped
-// buffer kept per slot, then on the device into the tensor's buffer at its offset. The buffers are made
-// at a slot's first use and reused every step (bucket-sized: the collective's buckets bound them).
-// deviceIdle waits for the device itself, apart from any transfer.
+// tfjs's readback copies a buffer into a staging buffer it maps, copies the mapped range into a new array and
+// then the caller copies that array where it wants it; its upload from shared memory copies into a scratch
+// array, then Dawn copies into its own staging memory. Here a range is copied on the device into a mapped
+// buffer kept per slot and from there once into the caller's array (a slot of host shared memory), and a host
+// range once into a mapped buffer kept per slot, then on the device into the tensor's buffer at its offset.
+// The buffers are made at a slot's first use and reused every step (bucket-sized: the collective's buckets
+// bound them). deviceIdle waits for the device itself, apart from any transfer.
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { BufferUsage, type GpuBuffer, type GpuDevice } from './gpu-types.js';
 import { submitEncoded, type WebgpuBackend } from './webgpu-internals.js';
