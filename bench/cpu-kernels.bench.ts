@@ -5,10 +5,14 @@
 // 2. The tiny preset's training step (forward, backward, AdamW) on a synthetic batch, and one
 //    autoregressive decode of it (eval synthesis), each with the stock kernels and with the
 //    replacements, alternating, median of BENCH_REPEAT.
+// 3. The wasm backend's Slice and SplitV (src/core/backend/wasm.ts) against tfjs's, which copy the whole input out
+//    of the wasm heap for every slice: AdamW's split of its flat vector into the tiny preset's variables (every
+//    update, twice a checkpoint), and the tiny preset's training step, alternating, median of BENCH_REPEAT.
 //   node --import tsx bench/cpu-kernels.bench.ts     BENCH_REPEAT=5
 import * as tf from '@tensorflow/tfjs-core';
 import { initBackend } from '../src/core/backend/index.js';
 import { fastCpuKernels, stockCpuKernels } from '../src/core/backend/cpu.js';
+import { heapSlice, stockWasmSlices } from '../src/core/backend/wasm.js';
 import '../src/core/model/gradients.js';
 import { XttsModel } from '../src/core/model/model.js';
 import { AdamW } from '../src/core/training/optim/adamw.js';
@@ -119,7 +123,56 @@ async function main(): Promise<void> {
       `${what.padEnd(8)} stock ${stock.toFixed(0)} ms, fast ${fast.toFixed(0)} ms: ${(stock / fast).toFixed(2)}×`,
     );
   }
+  await wasmSlices(figures);
   report('cpu-kernels', figures);
+}
+
+/** Section 3: the wasm backend's slices, tfjs's (stock) against ours (heap views). */
+async function wasmSlices(figures: Record<string, number>): Promise<void> {
+  await initBackend('wasm');
+  const use = (v: Variant) => (v === 'fast' ? heapSlice(tf) : stockWasmSlices(tf));
+  const config = PRESETS.tiny;
+  const train = trainingConfig();
+  const model = new XttsModel(config, SIZES, { seed: 1 });
+  const opt = new AdamW(model.trainableVariables(), train);
+  const sizes = [...model.trainableVariables().values()].map((v) => v.size);
+  const flat = tf.randomNormal([sizes.reduce((a, x) => a + x, 0)]);
+  const batch = syntheticBatch(shapeFor(config, 4, 24, 64, 32), 3);
+  const step = () => {
+    const r = trainStep(model, opt, batch, train.loss);
+    r.stats.dataSync();
+    disposeStepResult(r);
+  };
+  const times: Record<string, number[]> = { 'split stock': [], 'split fast': [], 'step stock': [], 'step fast': [] };
+  for (const v of ['stock', 'fast'] as const) {
+    use(v);
+    step();
+  }
+  for (let i = 0; i < repeat; i++)
+    for (const v of ['stock', 'fast'] as const) {
+      use(v);
+      times[`split ${v}`].push(timeMs(() => tf.split(flat, sizes), 1));
+      const t0 = performance.now();
+      step();
+      times[`step ${v}`].push(performance.now() - t0);
+    }
+  heapSlice(tf);
+  model.dispose();
+  opt.dispose();
+  flat.dispose();
+  console.log(
+    `\nwasm backend, tiny preset (${sizes.length} variables, ${flat.size} values), median of ${repeat} (ms):`,
+  );
+  for (const what of ['split', 'step']) {
+    const stock = median(times[`${what} stock`]);
+    const fast = median(times[`${what} fast`]);
+    figures[`wasm ${what} stock ms`] = stock;
+    figures[`wasm ${what} fast ms`] = fast;
+    const label = what === 'split' ? "AdamW's split of its flat vector" : 'training step (4 utterances)';
+    console.log(
+      `${label.padEnd(34)} stock ${stock.toFixed(1)} ms, heap views ${fast.toFixed(1)} ms: ${(stock / fast).toFixed(2)}×`,
+    );
+  }
 }
 
 await main();

@@ -76,6 +76,45 @@ test('wasm: transposed matmuls (every weight gradient) give the same result thro
   assert.deepEqual(Array.from(await tf.matMul(a, c, true, false).data()), [1, 6, 3, 2, 9, 6, 3, 12, 9]);
 });
 
+test("wasm: slices and splits read the heap, not a copy of the input per slice: the cpu backend's values", async () => {
+  const cases: { shape: number[]; begin: number[]; size: number[]; dtype: 'float32' | 'int32' | 'bool' }[] = [
+    { shape: [10], begin: [3], size: [4], dtype: 'float32' },
+    { shape: [4, 5], begin: [1, 2], size: [2, 3], dtype: 'float32' },
+    { shape: [3, 4, 5], begin: [0, 1, 0], size: [3, 2, 5], dtype: 'int32' },
+    { shape: [2, 3, 4, 5], begin: [1, 0, 2, 1], size: [1, 3, 2, 4], dtype: 'float32' },
+    { shape: [2, 2, 3, 2, 3], begin: [0, 1, 1, 0, 2], size: [2, 1, 2, 2, 1], dtype: 'bool' },
+    { shape: [4, 3], begin: [0, 0], size: [0, 3], dtype: 'float32' },
+  ];
+  const run = async (backend: 'cpu' | 'wasm') => {
+    const { tf } = await initBackend(backend);
+    const out: unknown[] = [];
+    for (const c of cases) {
+      const n = c.shape.reduce((a, b) => a * b, 1);
+      const x = tf.tensor(
+        Array.from({ length: n }, (_, i) => (c.dtype === 'bool' ? i % 3 === 0 : i * 1.5 - 7)),
+        c.shape,
+        c.dtype,
+      );
+      out.push(Array.from(await tf.slice(x, c.begin, c.size).data()), tf.slice(x, c.begin, c.size).shape);
+      if (c.shape.length > 0 && n > 0) {
+        const axis = c.shape.length - 1;
+        const last = c.shape[axis];
+        const pieces = tf.split(x, [1, last - 1], axis);
+        for (const p of pieces) out.push(Array.from(await p.data()), p.shape);
+      }
+    }
+    // Allocations between the slices of a split grow the heap (64 MiB of pieces): each is read from a fresh view.
+    const big = tf.range(0, 1 << 24, 1, 'float32');
+    const pieces = tf.split(big, 8);
+    const sums = await Promise.all(pieces.map(async (p) => Array.from((await p.data()).subarray(0, 3))));
+    tf.dispose([big, ...pieces]);
+    out.push(sums);
+    out.push(Array.from(await tf.slice(tf.tensor1d(['a', 'b', 'c'], 'string'), [1], [2]).data()));
+    return out;
+  };
+  assert.deepEqual(await run('wasm'), await run('cpu'));
+});
+
 const noVulkan = findVulkanLoader()
   ? 'this machine has a Vulkan loader; the no-loader message is not what it would print'
   : false;

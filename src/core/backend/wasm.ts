@@ -65,6 +65,94 @@ function fastTransposedMatMul(tf: Tf): void {
   } as never);
 }
 
+const SLICED = Symbol.for('xtts.wasm.heapSlice');
+
+interface WasmBackend {
+  makeOutput(shape: number[], dtype: string): WasmInfo;
+  typedArrayFromHeap(info: WasmInfo): Float32Array | Int32Array | Uint8Array;
+}
+type WasmInfo = { dataId: object; shape: number[]; dtype: string };
+
+/**
+ * tfjs-backend-wasm 4.22's Slice (and SplitV, a Slice per piece) reads its input through readSync, which copies
+ * the whole input out of the wasm heap for every slice: splitting AdamW's flat 1.7 M-value vector into the tiny
+ * preset's variables copied it once per variable, ~200 ms a training step and twice that a checkpoint. Here a
+ * slice copies its own values, from a view of the heap, made after the output is allocated (an allocation may
+ * grow the heap and detach older views). Strings stay with tfjs's kernel.
+ */
+let stockSlices: { slice: KernelConfig; split: KernelConfig } | null = null;
+type KernelConfig = NonNullable<ReturnType<Tf['getKernel']>>;
+
+/** tfjs's own Slice and SplitV on wasm again (bench/cpu-kernels.bench.ts compares them); heapSlice puts ours back. */
+export function stockWasmSlices(tf: Tf): void {
+  if (!stockSlices) return;
+  for (const k of [stockSlices.slice, stockSlices.split]) {
+    tf.unregisterKernel(k.kernelName, 'wasm');
+    tf.registerKernel(k);
+  }
+}
+
+export function heapSlice(tf: Tf): void {
+  if ((tf.getKernel('Slice', 'wasm') as unknown as Record<symbol, boolean> | undefined)?.[SLICED]) return;
+  const original = stockSlices?.slice ?? tf.getKernel('Slice', 'wasm');
+  const split = stockSlices?.split ?? tf.getKernel('SplitV', 'wasm');
+  if (!original || !split) return;
+  stockSlices = { slice: original, split };
+  const sliceOf = (backend: WasmBackend, x: WasmInfo, begin: number[], size: number[]): WasmInfo => {
+    const out = backend.makeOutput(size, x.dtype);
+    const from = backend.typedArrayFromHeap(x);
+    const into = backend.typedArrayFromHeap(out);
+    const rank = x.shape.length;
+    if (rank === 0) {
+      into.set(from);
+      return out;
+    }
+    const strides = tf.util.computeStrides(x.shape);
+    const run = size[rank - 1];
+    const rows = into.length / Math.max(1, run);
+    const at = new Array<number>(rank - 1).fill(0);
+    for (let row = 0; row < rows; row++) {
+      let offset = begin[rank - 1];
+      for (let d = 0; d < rank - 1; d++) offset += (begin[d] + at[d]) * strides[d];
+      into.set(from.subarray(offset, offset + run), row * run);
+      for (let d = rank - 2; d >= 0 && ++at[d] === size[d]; d--) at[d] = 0;
+    }
+    return out;
+  };
+  type Args = { inputs: { x: WasmInfo }; backend: WasmBackend; attrs: Record<string, unknown> };
+  tf.unregisterKernel('Slice', 'wasm');
+  tf.registerKernel({
+    ...original,
+    [SLICED]: true,
+    kernelFunc: (args: Parameters<typeof original.kernelFunc>[0]) => {
+      const { inputs, backend, attrs } = args as unknown as Args;
+      const { x } = inputs;
+      if (x.dtype === 'string') return original.kernelFunc(args);
+      const [begin, size] = tf.slice_util.parseSliceParams(x as never, attrs.begin as number[], attrs.size as number[]);
+      return sliceOf(backend, x, begin, size) as never;
+    },
+  } as never);
+  tf.unregisterKernel('SplitV', 'wasm');
+  tf.registerKernel({
+    ...split,
+    kernelFunc: (args: Parameters<typeof split.kernelFunc>[0]) => {
+      const { inputs, backend, attrs } = args as unknown as Args;
+      const { x } = inputs;
+      if (x.dtype === 'string') return split.kernelFunc(args);
+      const axis = tf.util.parseAxisParam(attrs.axis as number, x.shape)[0];
+      const sizes = tf.backend_util.prepareSplitSize(x as never, attrs.numOrSizeSplits as number[], axis);
+      const begin = new Array<number>(x.shape.length).fill(0);
+      return sizes.map((s) => {
+        const size = [...x.shape];
+        size[axis] = s;
+        const out = sliceOf(backend, x, begin, size);
+        begin[axis] += s;
+        return out;
+      }) as never;
+    },
+  } as never);
+}
+
 /**
  * Make `wasm` current. Under Node it runs on one thread: tfjs-backend-wasm 4.22 reports no
  * multithread support when IS_NODE (tfjs issue #3830), and forcing it fails, since its pthread
@@ -78,6 +166,7 @@ export async function initWasm(
     wasm.setWasmPaths(join(wasmDir(), '/'));
     if (!(await tf.setBackend('wasm'))) return { ok: false, reason: 'the wasm backend did not initialise' };
     fastTransposedMatMul(tf);
+    heapSlice(tf);
     return {
       ok: true,
       simd: Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')),
