@@ -170,7 +170,8 @@ async function wasmSlices(figures: Record<string, number>): Promise<void> {
     figures[`wasm ${what} fast ms`] = fast;
     const label = what === 'split' ? "AdamW's split of its flat vector" : 'training step (4 utterances)';
     console.log(
-      `${label.padEnd(34)} stock ${stock.toFixed(1)} ms, heap views ${fast.toFixed(1)} ms: ${(stock / fast).toFixed(2)}×`,
+      `${label.padEnd(34)} stock ${stock.toFixed(1)} ms, heap views ${fast.toFixed(1)} ms: ` +
+        `${(stock / fast).toFixed(2)}×`,
     );
   }
 }
