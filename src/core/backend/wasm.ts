@@ -73,13 +73,6 @@ interface WasmBackend {
 }
 type WasmInfo = { dataId: object; shape: number[]; dtype: string };
 
-/**
- * tfjs-backend-wasm 4.22's Slice (and SplitV, a Slice per piece) reads its input through readSync, which copies
- * the whole input out of the wasm heap for every slice: splitting AdamW's flat 1.7 M-value vector into the tiny
- * preset's variables copied it once per variable, ~200 ms a training step and twice that a checkpoint. Here a
- * slice copies its own values, from a view of the heap, made after the output is allocated (an allocation may
- * grow the heap and detach older views). Strings stay with tfjs's kernel.
- */
 let stockSlices: { slice: KernelConfig; split: KernelConfig } | null = null;
 type KernelConfig = NonNullable<ReturnType<Tf['getKernel']>>;
 
@@ -92,6 +85,13 @@ export function stockWasmSlices(tf: Tf): void {
   }
 }
 
+/**
+ * tfjs-backend-wasm 4.22's Slice (and SplitV, a Slice per piece) reads its input through readSync, which copies
+ * the whole input out of the wasm heap for every slice: splitting AdamW's flat 1.6 M-value vector into the tiny
+ * preset's variables copied it once per variable, ~200 ms a training step and twice that a checkpoint. Here a
+ * slice copies its own values, from a view of the heap, made after the output is allocated (an allocation may
+ * grow the heap and detach older views). Strings stay with tfjs's kernel.
+ */
 export function heapSlice(tf: Tf): void {
   if ((tf.getKernel('Slice', 'wasm') as unknown as Record<symbol, boolean> | undefined)?.[SLICED]) return;
   const original = stockSlices?.slice ?? tf.getKernel('Slice', 'wasm');
