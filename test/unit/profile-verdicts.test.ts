@@ -568,3 +568,38 @@ test("capture off where GPU busy is not measured: the host's dispatch is graded,
   const cpu = verdict(judge(steps, [], { ...ctx, stepCapture: 'off', cpuBackend: true }), 'dispatch-bound');
   assert.deepEqual([cpu.grade, cpu.title], ['ok', 'no GPU: the CPU backend computes while it dispatches']);
 });
+
+test('all-reduce-bound replicas: the bfloat16 exchange is offered while they exchange float32, not once they do', () => {
+  const steps = run(20, () => ({ allReduceMs: 10 }));
+  const replicaSteps = steps.flatMap((s) =>
+    [0, 1].map((rank) => ({
+      step: s.step,
+      rank,
+      samples: 8,
+      uploadMs: 1,
+      syncMs: 0.5,
+      forwardBackwardMs: 10,
+      allReduceMs: 10,
+      optimizerMs: 3,
+      peerWaitMs: 0.2,
+      readbackMs: 4,
+      exchangeMs: 1,
+      replayed: true,
+      tensors: 900,
+      tensorBytes: 1e6,
+    })),
+  );
+  const replicas = { devices: ['webgpu A', 'webgpu B'], steps: replicaSteps };
+  const keys = (exchange?: 'float32' | 'bfloat16') => {
+    const v = verdict(judge(steps, gpu(20, 60), { ...ctx, replicas, gradientExchange: exchange }), 'all-reduce-bound');
+    assert.equal(v.grade, 'high');
+    return v.actions.map((a) => `${a.key}=${a.value}`);
+  };
+  assert.deepEqual(keys('float32'), [
+    'batching.batch_size=32',
+    'training.grad_accumulation_steps=2',
+    'device.gradient_exchange=bfloat16',
+  ]);
+  assert.deepEqual(keys(undefined), keys('float32'));
+  assert.deepEqual(keys('bfloat16'), ['batching.batch_size=32', 'training.grad_accumulation_steps=2']);
+});

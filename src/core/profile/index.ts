@@ -176,6 +176,7 @@ function verdictContext(run: RecordedRun, config: XttsConfig, measuredReplicas: 
     cpuBackend: isCpuBackend(run.backend),
     device: run.device,
     gradAccumulation: config.training.grad_accumulation_steps,
+    gradientExchange: config.device.gradient_exchange ?? 'float32',
     stepCapture: config.device.step_capture,
     pipelineSteps: config.device.pipeline_steps,
     precision: config.training.precision,

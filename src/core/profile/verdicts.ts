@@ -62,6 +62,8 @@ export interface VerdictContext {
   /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
   replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
   gradAccumulation?: number;
+  /** device.gradient_exchange of a data-parallel run (runs recorded before it: float32). */
+  gradientExchange?: 'float32' | 'bfloat16';
   /** device.step_capture of the run (webgpu replays each bucket's step when 'auto'). */
   stepCapture?: 'auto' | 'off';
   /** device.pipeline_steps of the run ('off' waits for every step before issuing the next). */
@@ -437,6 +439,17 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
               value: accumulation * 2,
               effect: 'gradients are summed once per optimizer step: half as often',
             },
+            ...(ctx.gradientExchange === 'bfloat16'
+              ? []
+              : [
+                  {
+                    key: 'device.gradient_exchange',
+                    value: 'bfloat16',
+                    effect:
+                      'half the bytes read back, exchanged and uploaded; the replicas stay identical, and the ' +
+                      "sum differs from one device's by bfloat16 rounding",
+                  },
+                ]),
           ],
   });
   for (const r of ranks.filter((x) => x.rank > 0)) {
