@@ -47,11 +47,14 @@ async function main(): Promise<void> {
   const heads = tf.randomNormal([b, t, h, d / h]);
   const rows = tf.randomNormal([b * t, d]);
   const w = tf.randomNormal([d, 3 * d]);
+  const bias = tf.randomNormal([d]);
   const kernels: [string, () => tf.Tensor | tf.Tensor[]][] = [
     [`split q,k,v [${b},${t},${3 * d}]`, () => tf.split(x, 3, 2)],
     [`split gates [${b},${4 * d}]`, () => tf.split(gates, 4, 1)],
     [`slice frames [${b},${t},${3 * d}]`, () => tf.slice(x, [0, 0, d], [b, t, d])],
     [`mask × act [${b},${t},1]·[${b},${t},${d}]`, () => tf.mul(act, mask)],
+    [`residual add [${b},${t},${d}]`, () => tf.add(act, act)],
+    [`bias add [${b},${t},${d}]+[${d}]`, () => tf.add(act, bias)],
     [`softmax [${b * h},${t},${t}]`, () => tf.softmax(scores)],
     [`heads transpose [${b},${t},${h},${d / h}]`, () => tf.transpose(heads, [0, 2, 1, 3])],
     [`q,k,v matmul [${b * t},${d}]·[${d},${3 * d}]`, () => tf.matMul(rows, w)],
@@ -75,7 +78,7 @@ async function main(): Promise<void> {
         `${(ms.stock / ms.fast).toFixed(1)}×`,
     );
   }
-  tf.dispose([x, gates, act, mask, scores, heads, rows, w]);
+  tf.dispose([x, gates, act, mask, scores, heads, rows, w, bias]);
 
   // The tiny preset: a training step and a decode, both variants alternating.
   const config = PRESETS.tiny;

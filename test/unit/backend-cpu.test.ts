@@ -1,6 +1,6 @@
 // The cpu backend's replaced layout kernels (src/core/backend/cpu.ts) give the stock tfjs kernels'
-// results to the bit: the same slices, splits, transposes, broadcast binary ops and softmaxes, drawn
-// at random over ranks 1–5 and dtypes, with NaN, ±Infinity and -0 among the values.
+// results to the bit: the same slices, splits, transposes, broadcast binary ops (float32 arithmetic in loops of
+// their own) and softmaxes, drawn at random over ranks 1–5 and dtypes, with NaN, ±Infinity and -0 among the values.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { initBackend } from '../../src/core/backend/index.js';
@@ -112,6 +112,30 @@ test('binary ops broadcast over size-1 axes and missing leading axes equal the s
       tf.dispose([a, b]);
     }
   }
+});
+
+test('float32 Add, Sub, Multiply, RealDiv (own loops): full with full, with a suffix, a suffix first, a scalar', async () => {
+  const { tf } = await initBackend('cpu');
+  const pairs = [
+    [
+      [3, 4],
+      [3, 4],
+    ],
+    [[2, 3, 4], [4]],
+    [[4], [2, 3, 4]],
+    [[3, 4], []],
+    [[], [3, 4]],
+    [
+      [5, 1],
+      [5, 6],
+    ],
+  ];
+  for (const name of ['Add', 'Sub', 'Multiply', 'RealDiv'])
+    for (const [sa, sb] of pairs) {
+      const [a, b] = [tensor(tf, sa), tensor(tf, sb)];
+      check(tf, name, { a, b });
+      tf.dispose([a, b]);
+    }
 });
 
 test('Softmax: rows with NaN, ±Infinity, one element, and large values equal the stock kernel', async () => {

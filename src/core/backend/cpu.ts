@@ -418,14 +418,43 @@ function softmax(stock: KernelFunc) {
   };
 }
 
-function binary(tf: Tf, stock: KernelFunc) {
+/**
+ * Float32 loops of the arithmetic binary kernels: the stock kernels' arithmetic (in doubles, stored as float32)
+ * without their per-element index arithmetic and call of the op. `y` repeats every y.length values of the
+ * full-size `x` (y.length divides x.length); `swap`: y is the first operand. One function per op, so that each
+ * loop's arithmetic is inlined.
+ */
+type Loop = (x: Float32Array, y: Float32Array, out: Float32Array, swap: boolean) => void;
+const FLOAT_LOOPS: Record<string, Loop> = {
+  Add: (x, y, out) => {
+    for (let base = 0, m = y.length; base < x.length; base += m)
+      for (let j = 0; j < m; j++) out[base + j] = x[base + j] + y[j];
+  },
+  Multiply: (x, y, out) => {
+    for (let base = 0, m = y.length; base < x.length; base += m)
+      for (let j = 0; j < m; j++) out[base + j] = x[base + j] * y[j];
+  },
+  Sub: (x, y, out, swap) => {
+    for (let base = 0, m = y.length; base < x.length; base += m)
+      if (swap) for (let j = 0; j < m; j++) out[base + j] = y[j] - x[base + j];
+      else for (let j = 0; j < m; j++) out[base + j] = x[base + j] - y[j];
+  },
+  RealDiv: (x, y, out, swap) => {
+    for (let base = 0, m = y.length; base < x.length; base += m)
+      if (swap) for (let j = 0; j < m; j++) out[base + j] = y[j] / x[base + j];
+      else for (let j = 0; j < m; j++) out[base + j] = x[base + j] / y[j];
+  },
+};
+
+function binary(tf: Tf, stock: KernelFunc, name: string) {
+  const floatLoop = FLOAT_LOOPS[name];
   return (args: KernelArgs): Info => {
     const { inputs, backend } = args;
     const { a, b } = inputs;
     if (!a || !b) return stock(args as never) as Info;
     const out = tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape);
     // Expand an operand that is broadcast over a size-1 axis to the output's shape; one whose shape is
-    // a suffix of the output's is read by the stock kernel's own fast path (index modulo its size).
+    // a suffix of the output's repeats (the float loops, or the stock kernel's index modulo its size).
     const expand = (x: Info): Info | undefined => {
       if (tf.backend_util.getBroadcastDims(x.shape, out).length === 0) return undefined;
       const values = typedValues(backend, x);
@@ -437,9 +466,19 @@ function binary(tf: Tf, stock: KernelFunc) {
     };
     const ea = expand(a);
     const eb = expand(b);
-    if (!ea && !eb) return stock(args as never) as Info;
     try {
-      return stock({ ...args, inputs: { a: ea ?? a, b: eb ?? b } } as never) as Info;
+      const [x, y] = [ea ?? a, eb ?? b];
+      const size = sizeOf(out);
+      const xv = typedValues(backend, x);
+      const yv = typedValues(backend, y);
+      if (floatLoop && size > 0 && xv instanceof Float32Array && yv instanceof Float32Array) {
+        const values = new Float32Array(size);
+        if (xv.length === size) floatLoop(xv, yv, values, false);
+        else if (yv.length === size) floatLoop(yv, xv, values, true);
+        if (xv.length === size || yv.length === size) return backend.makeTensorInfo(out, 'float32', values);
+      }
+      if (!ea && !eb) return stock(args as never) as Info;
+      return stock({ ...args, inputs: { a: x, b: y } } as never) as Info;
     } finally {
       if (ea) backend.disposeIntermediateTensorInfo(ea);
       if (eb) backend.disposeIntermediateTensorInfo(eb);
@@ -459,5 +498,5 @@ export function fastCpuKernels(tf: Tf): void {
   replace(tf, 'Softmax', (stock) => softmax(stock));
   replace(tf, 'BatchMatMul', (stock) => batchMatMul(tf, stock));
   replace(tf, '_FusedMatMul', (stock) => fusedMatMul(tf, stock));
-  for (const name of CPU_BINARY_KERNELS) replace(tf, name, (stock) => binary(tf, stock));
+  for (const name of CPU_BINARY_KERNELS) replace(tf, name, (stock) => binary(tf, stock, name));
 }
