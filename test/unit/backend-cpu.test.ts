@@ -114,7 +114,7 @@ test('binary ops broadcast over size-1 axes and missing leading axes equal the s
   }
 });
 
-test('float32 Add, Sub, Multiply, RealDiv (own loops): full with full, with a suffix, a suffix first, a scalar', async () => {
+test('float32 Add, Sub, Multiply, RealDiv (own loops): full with full, a suffix, a suffix first, a scalar', async () => {
   const { tf } = await initBackend('cpu');
   const pairs = [
     [
