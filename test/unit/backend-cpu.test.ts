@@ -114,7 +114,7 @@ test('binary ops broadcast over size-1 axes and missing leading axes equal the s
   }
 });
 
-test('float32 Add, Sub, Multiply, RealDiv (own loops): full with full, a suffix, a suffix first, a scalar', async () => {
+test('float32 Add, Sub, Multiply, RealDiv in own loops: full, suffix, suffix first, scalar operands', async () => {
   const { tf } = await initBackend('cpu');
   const pairs = [
     [
