@@ -569,7 +569,7 @@ test("capture off where GPU busy is not measured: the host's dispatch is graded,
   assert.deepEqual([cpu.grade, cpu.title], ['ok', 'no GPU: the CPU backend computes while it dispatches']);
 });
 
-test('all-reduce-bound replicas: the bfloat16 exchange is offered while they exchange float32, not once they do', () => {
+test('all-reduce-bound replicas: the bfloat16 exchange offered while they exchange float32, not once they do', () => {
   const steps = run(20, () => ({ allReduceMs: 10 }));
   const replicaSteps = steps.flatMap((s) =>
     [0, 1].map((rank) => ({
