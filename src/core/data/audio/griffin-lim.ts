@@ -38,10 +38,6 @@ interface Plan {
   bins: number;
   nMels: number;
   filters: MelFilter[];
-  /** The filters' weights end to end as doubles: filter m's at [offset[m], offset[m + 1]), from bin start[m]. */
-  weights: Float64Array;
-  offset: Int32Array;
-  start: Int32Array;
   fft: RealFft;
   window: Float64Array;
   /** Tridiagonal M·Mᵀ (+ ridge) for the minimum-norm start: sub/main/super diagonals, nMels each. */
@@ -53,8 +49,6 @@ interface Plan {
 }
 
 const plans = new Map<string, Plan>();
-/** Frames whose non-negative least squares iterate together (a few MB of doubles at 1024-point FFTs). */
-const NNLS_BLOCK = 256;
 
 function planFor(a: GriffinLimSettings): Plan {
   const key = JSON.stringify([
@@ -92,19 +86,12 @@ function planFor(a: GriffinLimSettings): Plan {
   // A small ridge keeps filters that cover no bin (and near-duplicate low ones) solvable.
   const ridge = 1e-6 * lmax;
   for (let m = 0; m < nMels; m++) diag[m] += ridge;
-  const offset = new Int32Array(nMels + 1);
-  for (let m = 0; m < nMels; m++) offset[m + 1] = offset[m] + filters[m].weights.length;
-  const weights = new Float64Array(offset[nMels]);
-  filters.forEach((f, m) => weights.set(f.weights, offset[m]));
   plan = {
     nFft: a.n_fft,
     hop: a.hop_length,
     bins: a.n_fft / 2 + 1,
     nMels,
     filters,
-    weights,
-    offset,
-    start: Int32Array.from(filters, (f) => f.start),
     fft: new RealFft(a.n_fft),
     window: stftWindow(a.window, a.win_length, a.n_fft),
     lower,
@@ -128,84 +115,63 @@ export function melToMagnitude(
   options: Pick<GriffinLimOptions, 'nnlsIterations'> = {},
 ): Float64Array {
   const p = planFor(audio);
-  const { bins, nMels, weights: w, offset, start, step } = p;
+  const { bins, nMels, filters } = p;
   if (logMel.length < frames * nMels)
     throw new RangeError(`melToMagnitude: ${logMel.length} values cannot hold ${frames} frames of ${nMels} mels`);
   const base = audio.log_base === '10' ? 10 : Math.E;
   const iterations = options.nnlsIterations ?? 50;
   const mag = new Float64Array(frames * bins);
-  // Frames are independent and FISTA's momentum sequence does not depend on the data, so a block of
-  // frames iterates together, laid out [bin][frame] (and [mel][frame]) so that the inner loops run
-  // along frames: the same operations in the same order as one frame at a time, several times faster
-  // than loops over a filter's few weights.
-  const width = Math.min(frames, NNLS_BLOCK);
-  const y = new Float64Array(nMels * width);
-  const r = new Float64Array(nMels * width);
-  const x = new Float64Array(bins * width);
-  const z = new Float64Array(bins * width);
-  const previous = new Float64Array(bins * width);
+  const y = new Float64Array(nMels);
   const u = new Float64Array(nMels);
   const c = new Float64Array(nMels);
-  for (let t0 = 0; t0 < frames; t0 += width) {
-    const n = Math.min(width, frames - t0);
-    x.fill(0);
-    for (let t = 0; t < n; t++) {
-      const row = (t0 + t) * nMels;
-      for (let m = 0; m < nMels; m++) y[m * width + t] = base ** logMel[row + m];
-      // Minimum-norm start x = Mᵀ (M·Mᵀ)⁻¹ y (Thomas algorithm on the tridiagonal system), clamped at 0.
-      c[0] = p.upper[0] / p.diag[0];
-      u[0] = y[t] / p.diag[0];
-      for (let m = 1; m < nMels; m++) {
-        const d = p.diag[m] - p.lower[m] * c[m - 1];
-        c[m] = p.upper[m] / d;
-        u[m] = (y[m * width + t] - p.lower[m] * u[m - 1]) / d;
-      }
-      for (let m = nMels - 2; m >= 0; m--) u[m] -= c[m] * u[m + 1];
-      for (let m = 0; m < nMels; m++) {
-        const shift = start[m] - offset[m];
-        for (let j = offset[m]; j < offset[m + 1]; j++) x[(shift + j) * width + t] += w[j] * u[m];
-      }
+  const r = new Float64Array(nMels);
+  const x = new Float64Array(bins);
+  const z = new Float64Array(bins);
+  const previous = new Float64Array(bins);
+  for (let t = 0; t < frames; t++) {
+    for (let m = 0; m < nMels; m++) y[m] = base ** logMel[t * nMels + m];
+    // Minimum-norm start x = Mᵀ (M·Mᵀ)⁻¹ y (Thomas algorithm on the tridiagonal system), clamped at 0.
+    c[0] = p.upper[0] / p.diag[0];
+    u[0] = y[0] / p.diag[0];
+    for (let m = 1; m < nMels; m++) {
+      const d = p.diag[m] - p.lower[m] * c[m - 1];
+      c[m] = p.upper[m] / d;
+      u[m] = (y[m] - p.lower[m] * u[m - 1]) / d;
     }
-    for (let i = 0; i < x.length; i++) if (x[i] < 0) x[i] = 0;
+    for (let m = nMels - 2; m >= 0; m--) u[m] -= c[m] * u[m + 1];
+    x.fill(0);
+    for (let m = 0; m < nMels; m++) {
+      const f = filters[m];
+      for (let j = 0; j < f.weights.length; j++) x[f.start + j] += f.weights[j] * u[m];
+    }
+    for (let k = 0; k < bins; k++) if (x[k] < 0) x[k] = 0;
     // Accelerated projected gradient (FISTA, Beck & Teboulle 2009) on ||M z - y||² with z >= 0:
     // z is the extrapolated point, x the iterate.
     z.set(x);
     let momentum = 1;
     for (let it = 0; it < iterations; it++) {
-      r.fill(0);
       for (let m = 0; m < nMels; m++) {
-        const shift = start[m] - offset[m];
-        const rm = m * width;
-        for (let j = offset[m]; j < offset[m + 1]; j++) {
-          const wj = w[j];
-          const zk = (shift + j) * width;
-          for (let t = 0; t < n; t++) r[rm + t] += wj * z[zk + t];
-        }
-        for (let t = 0; t < n; t++) r[rm + t] -= y[rm + t];
+        const f = filters[m];
+        let s = 0;
+        for (let j = 0; j < f.weights.length; j++) s += f.weights[j] * z[f.start + j];
+        r[m] = s - y[m];
       }
       previous.set(x);
       x.set(z);
       for (let m = 0; m < nMels; m++) {
-        const shift = start[m] - offset[m];
-        const rm = m * width;
-        for (let j = offset[m]; j < offset[m + 1]; j++) {
-          const wj = w[j];
-          const xk = (shift + j) * width;
-          for (let t = 0; t < n; t++) x[xk + t] -= wj * (step * r[rm + t]);
-        }
+        const f = filters[m];
+        const g = p.step * r[m];
+        for (let j = 0; j < f.weights.length; j++) x[f.start + j] -= f.weights[j] * g;
       }
       const next = (1 + Math.sqrt(1 + 4 * momentum * momentum)) / 2;
       const beta = (momentum - 1) / next;
       momentum = next;
-      for (let i = 0; i < x.length; i++) {
-        if (x[i] < 0) x[i] = 0;
-        z[i] = Math.max(0, x[i] + beta * (x[i] - previous[i]));
+      for (let k = 0; k < bins; k++) {
+        if (x[k] < 0) x[k] = 0;
+        z[k] = Math.max(0, x[k] + beta * (x[k] - previous[k]));
       }
     }
-    for (let t = 0; t < n; t++) {
-      const row = (t0 + t) * bins;
-      for (let k = 0; k < bins; k++) mag[row + k] = x[k * width + t];
-    }
+    mag.set(x, t * bins);
   }
   return mag;
 }
