@@ -425,7 +425,7 @@ function softmax(stock: KernelFunc) {
  * loop's arithmetic is inlined.
  */
 type Loop = (x: Float32Array, y: Float32Array, out: Float32Array, swap: boolean) => void;
-const FLOAT_LOOPS: Record<string, Loop> = {
+const FLOAT_LOOPS: Partial<Record<string, Loop>> = {
   Add: (x, y, out) => {
     for (let base = 0, m = y.length; base < x.length; base += m)
       for (let j = 0; j < m; j++) out[base + j] = x[base + j] + y[j];
@@ -469,8 +469,8 @@ function binary(tf: Tf, stock: KernelFunc, name: string) {
     try {
       const [x, y] = [ea ?? a, eb ?? b];
       const size = sizeOf(out);
-      const xv = typedValues(backend, x);
-      const yv = typedValues(backend, y);
+      const xv = floatLoop && typedValues(backend, x);
+      const yv = floatLoop && typedValues(backend, y);
       if (floatLoop && size > 0 && xv instanceof Float32Array && yv instanceof Float32Array) {
         const values = new Float32Array(size);
         if (xv.length === size) floatLoop(xv, yv, values, false);
