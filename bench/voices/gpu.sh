@@ -6,13 +6,14 @@
 #
 # 1. The corpus: espeak-ng (all cores) speaks the 1,200 training sentences of bench/intelligibility/data,
 #    round-robin over the 12 seen voices of voices.tsv (100 clips each; metadata id|text|text|speaker). The 3
-#    unseen voices never speak a training clip.
+#    unseen voices never speak a training clip. VOICES_EXTRA (e.g. bench/voices/extra-voices.tsv) adds
+#    training-only voices, VOICES_EXTRA_CLIPS (50) clips each; they are neither cloned nor scored.
 # 2. The clips: one of about 6 s per voice, all 15 (clips.py: held-out sentences that are not evaluation
 #    texts), and the evaluation texts: the first VOICES_TEXTS (20) held-out sentences.
 # 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
 #    time (fit_steps: a 60-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
 # 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), for
-#    every seen voice also by name (--speaker); VOICES_JOBS (4) calls at a time, each timed; a call not
+#    every seen voice also by name (--speaker; VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not
 #    started VOICES_DEADLINE_S (540) seconds after the script's start is skipped (and logged) so that
 #    the whole fits in one 10-minute command. The WAVs are rewritten at 16 kHz (shrink.py).
 # Everything comes back as one archive, OUT/voices.tar (WAVs, the trainer's and synthesiser's JSON and logs,
@@ -33,6 +34,9 @@ texts=${VOICES_TEXTS:-20}
 parallel=${VOICES_JOBS:-4}
 deadline_s=${VOICES_DEADLINE_S:-540}
 max_seconds=${VOICES_MAX_SECONDS:-8}
+extra=${VOICES_EXTRA:-}
+extra_clips=${VOICES_EXTRA_CLIPS:-50}
+by_name=${VOICES_BY_NAME:-1}
 work=$(mktemp -d)
 mkdir -p "$out" "$work/logs"
 out=$(cd "$out" && pwd)
@@ -54,7 +58,8 @@ log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; 
   fi
   nproc
   espeak-ng --version
-  echo "backend $backend; cli $x; minutes $minutes; texts $texts; jobs $parallel"
+  echo "backend $backend; cli $x; minutes $minutes; texts $texts; jobs $parallel; by name $by_name"
+  echo "extra voices: ${extra:-none}${extra:+, $extra_clips clips each}; args: ${VOICES_ARGS:-none}"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
   echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2
@@ -71,8 +76,9 @@ fi
 pack() {
   local t=$(date +%s%N) items=() i
   cp "$here/voices.tsv" "$work/voices.tsv"
-  for i in summary.txt host.txt runtime.txt smi.csv voices.tsv eval.tsv clips/clips.tsv logs voices-list.json \
-    data/metadata.csv voices clips spoken; do [[ -e $work/$i ]] && items+=("$i"); done
+  [[ -n $extra ]] && cp "$extra" "$work/extra-voices.tsv"
+  for i in summary.txt host.txt runtime.txt smi.csv voices.tsv extra-voices.tsv eval.tsv clips/clips.tsv logs \
+    voices-list.json data/metadata.csv voices clips spoken; do [[ -e $work/$i ]] && items+=("$i"); done
   rm -f "$out"/voices.tar "$out"/voices.tar.[0-9]*
   (cd "$work" && tar -cf "$out/voices.tar.tmp" --exclude='voices/checkpoints' "${items[@]}")
   if (($(stat -c %s "$out/voices.tar.tmp") > 15 * 1048576)); then
@@ -108,6 +114,21 @@ awk -F'\t' -v OFS='\t' -v dir="$work/data/wavs" -v tasks="$work/corpus-tasks.tsv
   NR == FNR { next }
   { k = (FNR - 1) % n + 1; print dir, $1, v[k], p[k], r[k], $2 > tasks; print $1 "|" $2 "|" $2 "|" name[k] > meta }
 ' "$here/voices.tsv" "$data/train.tsv"
+# Training-only voices (VOICES_EXTRA, voices.tsv's columns): voice k speaks VOICES_EXTRA_CLIPS training sentences
+# from sentence k·VOICES_EXTRA_CLIPS on (wrapping), ids prefixed with its name. Never evaluated or enrolled.
+if [[ -n $extra ]]; then
+  awk -F'\t' -v OFS='\t' -v dir="$work/data/wavs" -v tasks="$work/corpus-tasks.tsv" -v meta="$work/data/metadata.csv" \
+    -v clips="$extra_clips" '
+    NR == FNR && $1 != "name" && $1 !~ /^#/ && NF >= 4 { n++; name[n] = $1; v[n] = $2; p[n] = $3; r[n] = $4 }
+    NR == FNR { next }
+    { m++; id[m] = $1; text[m] = $2 }
+    END {
+      for (k = 1; k <= n; k++) for (i = 0; i < clips && i < m; i++) {
+        j = ((k - 1) * clips + i) % m + 1; x = name[k] "-" id[j]
+        print dir, x, v[k], p[k], r[k], text[j] >> tasks; print x "|" text[j] "|" text[j] "|" name[k] >> meta
+      }
+    }' "$extra" "$data/train.tsv"
+fi
 speak_tasks "$work/corpus-tasks.tsv"
 log "corpus: $(ls "$work/data/wavs" | wc -l) clips of $(cut -d'|' -f4 "$work/data/metadata.csv" | sort -u | wc -l)" \
   "voices spoken in $(since "$t") ms"
@@ -173,7 +194,7 @@ speakers=()
 while IFS=$'\t' read -r name _ _ _ split; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
   jobs_list+=("reference $name --reference $work/clips/$name.wav")
-  [[ $split == seen ]] && speakers+=("speaker $name --speaker $name")
+  [[ $split == seen && $by_name == 1 ]] && speakers+=("speaker $name --speaker $name")
 done <"$here/voices.tsv"
 jobs_list+=(${speakers[@]+"${speakers[@]}"})
 t=$(date +%s%N)
