@@ -83,53 +83,6 @@ describe('presets', () => {
     }
   });
 
-  it("speaker_inputs: one more matrix; the voice reaches the decoder's frames and the durations, and learns", () => {
-    const config = { ...PRESETS.tiny, speaker_inputs: true };
-    const { d_model: d } = config;
-    assert.equal(countParameters(config, SIZES), countParameters(PRESETS.tiny, SIZES) + d * d + d);
-    const model = new XttsModel(config, SIZES, { seed: 1 });
-    const plain = new XttsModel(PRESETS.tiny, SIZES, { seed: 1 });
-    try {
-      const batch = syntheticBatch(shapeFor(config, 2, 5, 8), 3);
-      // The same text and frames for both utterances: only the references differ.
-      const same = {
-        ...batch,
-        tokens: tf.tile(tf.slice(batch.tokens, [0, 0], [1, 5]), [2, 1]) as tf.Tensor2D,
-        textLengths: tf.tensor1d([5, 5], 'int32'),
-        languages: tf.tile(tf.slice(batch.languages, [0], [1]), [2]) as tf.Tensor1D,
-        mel: tf.tile(tf.slice(batch.mel, [0, 0, 0], [1, 8, SIZES.nMels]), [2, 1, 1]) as tf.Tensor3D,
-        melLengths: tf.tensor1d([8, 8], 'int32'),
-        alignment: {
-          steps: tf.tile(tf.slice(batch.alignment.steps, [0, 0], [1, 4]), [2, 1]) as tf.Tensor2D,
-          durations: batch.alignment.durations,
-        },
-      };
-      tf.tidy(() => {
-        const apart = (x: tf.Tensor) => {
-          const [a, b] = tf.unstack(x) as tf.Tensor[];
-          return tf.max(tf.abs(tf.sub(a, b))).dataSync()[0];
-        };
-        const out = model.forward(same, { training: false });
-        const without = plain.forward(same, { training: false });
-        assert.ok(apart(out.melPre) > 1e-4, 'two references, one set of frames');
-        assert.ok(apart(out.logDurations) > 1e-5, 'two references, one set of durations');
-        // Without the inputs the durations read the text alone: the same for both.
-        assert.equal(apart(without.logDurations), 0);
-        const { grads } = tf.variableGrads(
-          () => {
-            const o = model.forward(same, { training: false });
-            return tf.add(tf.mean(tf.square(o.melPre)), tf.mean(tf.square(o.logDurations))) as tf.Scalar;
-          },
-          [model.voiceIn!.w, model.voiceIn!.b] as tf.Variable[],
-        );
-        for (const g of Object.values(grads)) assert.ok((tf.norm(g).dataSync()[0] as number) > 0);
-      });
-    } finally {
-      model.dispose();
-      plain.dispose();
-    }
-  });
-
   it('rejects heads that do not divide d_model, and an even postnet kernel', () => {
     assert.throws(
       () => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES),
@@ -206,10 +159,10 @@ describe('initialisation', () => {
 });
 
 describe('generate', () => {
-  const voiced = { ...PRESETS.tiny, speaker_offset: true, speaker_inputs: true };
+  const voiced = { ...PRESETS.tiny, speaker_offset: true };
   for (const [what, config] of [
     ['', PRESETS.tiny],
-    [' (with the voice offset and inputs)', voiced],
+    [' (with the voice offset)', voiced],
   ] as const)
     it(`decodes step by step exactly as the teacher-forced pass would on its own output, along its own plan${what}`, async () => {
       const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });

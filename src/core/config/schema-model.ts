@@ -48,14 +48,6 @@ export const ModelSchema = Section(
         "from the reference directly rather than only through the decoder's attention to the latents. " +
         'A new model (one more parameter matrix); false: the means are the same for every voice.',
     }),
-    speaker_inputs: Type.Boolean({
-      default: false,
-      description:
-        "Add the voice's vector (a projection of its mean conditioning latent) to the decoder's input at every " +
-        "step and to the duration predictor's input, so that every layer, and the speaking rate, hear the voice " +
-        "rather than only the decoder's attention to the latents (Deep Voice 2's site-specific speaker " +
-        'embeddings). A new model (one more d_model x d_model matrix).',
-    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

@@ -153,8 +153,7 @@ export class Decoder {
 
   /**
    * Teacher-forced pass. prev [B·S, r·nMels]: step s sees frame group s−1 (zeros at s = 0);
-   * crossBias [B, H, S, M]; voice [B, D] (model.speaker_inputs) added to every step's input. Returns the
-   * decoder's frames [B·S, r·nMels].
+   * crossBias [B, H, S, M]. Returns the decoder's frames [B·S, r·nMels].
    */
   apply(
     prev: tf.Tensor2D,
@@ -163,7 +162,6 @@ export class Decoder {
     selfBias: tf.Tensor,
     c: BlockContext,
     prenetDropout: number,
-    voice: tf.Tensor2D | null = null,
   ): tf.Tensor2D {
     const { batch, steps } = c;
     const dModel = this.d.dModel;
@@ -173,16 +171,12 @@ export class Decoder {
       steps,
       dModel,
     ]);
-    const placed = voice ? tf.add(pos, tf.reshape(voice, [batch, 1, dModel])) : pos;
-    let x = c.dropout.apply(tf.reshape(tf.add(inp, placed), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
+    let x = c.dropout.apply(tf.reshape(tf.add(inp, pos), [batch * steps, dModel]) as tf.Tensor2D, c.dropoutRate);
     for (let l = 0; l < this.blocks.length; l++) x = this.blocks[l].apply(x, selfBias, kv[l], crossBias, c);
     return this.head.apply(this.lnOut.apply(x));
   }
 
-  /**
-   * One free-running step at position `step`. prev [B, r·nMels]; crossBias [B, H, 1, M]; voice [B, D] or null
-   * (as in `apply`) -> frames [B, r·nMels].
-   */
+  /** One free-running step at position `step`. prev [B, r·nMels]; crossBias [B, H, 1, M] -> frames [B, r·nMels]. */
   step(
     prev: tf.Tensor2D,
     step: number,
@@ -193,11 +187,9 @@ export class Decoder {
     crossBias: tf.Tensor,
     dropout: DropoutPool,
     prenetDropout: number,
-    voice: tf.Tensor2D | null = null,
   ) {
     const pos = tf.slice(this.positions, [step, 0], [1, this.d.dModel]);
     let x = tf.add(this.inProj.apply(this.prenet.apply(prev, dropout, prenetDropout)), pos) as tf.Tensor2D;
-    if (voice) x = tf.add(x, voice);
     const next: StepState[] = [];
     for (let l = 0; l < this.blocks.length; l++) {
       const out = this.blocks[l].step(x, states[l], writeMask, stepBias, kv[l], crossBias);

@@ -220,7 +220,6 @@ export function decodeSteps(
   perStep: StepInputs,
   plan: StepPlan,
   dropout: DropoutPool,
-  voice: tf.Tensor2D | null = null,
 ): tf.Tensor3D {
   const { decoder, prenetDropout } = model;
   const { heads, d_model: dModel, reduction_factor: r } = model.config;
@@ -238,18 +237,7 @@ export function decodeSteps(
     for (let s = 0; s < steps; s++) {
       const out = tf.tidy(() => {
         const { writeMask, stepBias } = stepMasks(positions, s, steps);
-        const o = decoder.step(
-          prev,
-          s,
-          states,
-          writeMask,
-          stepBias,
-          kv,
-          perStep.bias[s],
-          dropout,
-          prenetDropout,
-          voice,
-        );
+        const o = decoder.step(prev, s, states, writeMask, stepBias, kv, perStep.bias[s], dropout, prenetDropout);
         return {
           frames: tf.add(o.frames, perStep.means[s]) as tf.Tensor2D,
           caches: o.states.map((st) => st.cache),

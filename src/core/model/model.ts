@@ -133,8 +133,6 @@ export class XttsModel {
   readonly textMel: Linear;
   /** model.speaker_offset: the voice's own log-mel offset, from its mean latent, added to every token's mean. */
   readonly voiceMel: Linear | null;
-  /** model.speaker_inputs: the voice's vector, from its mean latent, added to the decoder's and durations' inputs. */
-  readonly voiceIn: Linear | null;
   readonly durations: DurationPredictor;
   readonly cond: ConditioningEncoder;
   readonly decoder: Decoder;
@@ -169,9 +167,6 @@ export class XttsModel {
     this.textMel = new Linear(this.store, 'text.mel_head', config.d_model, sizes.nMels);
     this.voiceMel = config.speaker_offset
       ? new Linear(this.store, 'cond.mel_offset', config.d_model, sizes.nMels)
-      : null;
-    this.voiceIn = config.speaker_inputs
-      ? new Linear(this.store, 'cond.voice_in', config.d_model, config.d_model)
       : null;
     this.durations = new DurationPredictor(this.store, config.d_model);
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
@@ -229,27 +224,15 @@ export class XttsModel {
       dModel,
     ]) as tf.Tensor2D;
     const kv = this.decoder.memoryKv(memory, batch, memorySteps, decoding);
-    const pooled =
-      this.voiceMel || this.voiceIn ? (tf.mean(tf.reshape(condOut, [batch, latents, dModel]), 1) as tf.Tensor2D) : null;
-    // model.speaker_offset: the mean latent as a log-mel offset [B, 1, nMels]; model.speaker_inputs: as a vector [B, D].
-    const voiceOffset =
-      this.voiceMel && pooled
-        ? (tf.reshape(this.voiceMel.apply(pooled), [batch, 1, this.sizes.nMels]) as tf.Tensor3D)
-        : null;
-    const voiceIn = this.voiceIn && pooled ? this.voiceIn.apply(pooled) : null;
-    return { kv, text, textBias, latents, textSteps, voiceOffset, voiceIn };
+    return { kv, text, textBias, latents, textSteps, voiceOffset: this.voiceOffset(condOut, batch) };
   }
 
-  /** The duration predictor's log durations [B, T_text] of the text encodings, in the voice (model.speaker_inputs). */
-  private logDurations(
-    text: tf.Tensor3D,
-    voiceIn: tf.Tensor2D | null,
-    textLengths: tf.Tensor1D,
-    c: Omit<BlockContext, 'batch' | 'steps'>,
-  ): tf.Tensor2D {
-    const [batch, , dModel] = text.shape;
-    const input = voiceIn ? (tf.add(text, tf.reshape(voiceIn, [batch, 1, dModel])) as tf.Tensor3D) : text;
-    return this.durations.apply(input, textLengths, c, this.convImpl);
+  /** model.speaker_offset: the mean of a voice's latents [B·L, D] as a log-mel offset [B, 1, nMels]. */
+  private voiceOffset(latents: tf.Tensor2D, batch: number): tf.Tensor3D | null {
+    if (!this.voiceMel) return null;
+    const { cond_latents: l, d_model: d } = this.config;
+    const pooled = tf.mean(tf.reshape(latents, [batch, l, d]), 1) as tf.Tensor2D;
+    return tf.reshape(this.voiceMel.apply(pooled), [batch, 1, this.sizes.nMels]) as tf.Tensor3D;
   }
 
   /** Every token's mean mel frame [B, T_text, nMels], in the voice where the model has a voice offset. */
@@ -421,7 +404,7 @@ export class XttsModel {
       );
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
-    const { kv, text, textBias, latents, voiceOffset, voiceIn } = this.encode(inputs, base);
+    const { kv, text, textBias, latents, voiceOffset } = this.encode(inputs, base);
     const means = this.voicedMeans(text, voiceOffset);
     const textMel = this.alignedMeans(inputs.alignment.steps, means);
 
@@ -443,14 +426,18 @@ export class XttsModel {
       causalBias(steps),
       { ...base, batch, steps },
       this.prenetDropout,
-      voiceIn,
     );
 
     const melPre = tf.add(tf.reshape(own, [batch, frames, nMels]), textMel) as tf.Tensor3D;
     const frameMask = tf.reshape(lengthMask(inputs.melLengths, frames), [batch, frames, 1]) as tf.Tensor3D;
     const melPost = this.refine(melPre, frameMask);
     // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3).
-    const logDurations = this.logDurations(stopGradient(text) as tf.Tensor3D, voiceIn, inputs.textLengths, base);
+    const logDurations = this.durations.apply(
+      stopGradient(text) as tf.Tensor3D,
+      inputs.textLengths,
+      base,
+      this.convImpl,
+    );
     return { melPre, melPost, textMel, logDurations, frameMask };
   }
 
@@ -509,7 +496,7 @@ export class XttsModel {
         ) as tf.Tensor2D[], // steps × [B, r·nMels]
       }));
       tensors.push(...perStep.bias, ...perStep.means);
-      const melPre = decodeSteps(this, encoded.kv, perStep, plan, dropout, encoded.voiceIn);
+      const melPre = decodeSteps(this, encoded.kv, perStep, plan, dropout);
       tensors.push(melPre);
       return await readUtterances(this, melPre, plan, textLengths, maxFrames);
     } finally {
@@ -548,21 +535,19 @@ export class XttsModel {
             }
           : { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }),
       };
-      const { kv, text, textBias, voiceOffset, voiceIn } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
+      const { kv, text, textBias, voiceOffset } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
       return {
         kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]),
         textBias,
         means: this.voicedMeans(text, voiceOffset),
-        logDurations: this.logDurations(text, voiceIn, inputs.textLengths, { dropout, dropoutRate: 0 }),
-        voiceIn: voiceIn ? [voiceIn] : [], // model.speaker_inputs: one tensor, or none
+        logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl),
       };
     });
     const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({
       k: encoded.kv[2 * l] as tf.Tensor4D,
       v: encoded.kv[2 * l + 1] as tf.Tensor4D,
     }));
-    const tensors = [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations, ...encoded.voiceIn];
-    return { ...encoded, kv, voiceIn: encoded.voiceIn[0] ?? null, tensors };
+    return { ...encoded, kv, tensors: [...encoded.kv, encoded.textBias, encoded.means, encoded.logDurations] };
   }
 
   // -------------------------------------------------------------------------------------------
