@@ -6,8 +6,8 @@
 #
 # 1. The corpus: espeak-ng (all cores) speaks the 1,200 training sentences of bench/intelligibility/data,
 #    round-robin over the 12 seen voices of voices.tsv (100 clips each; metadata id|text|text|speaker). The 3
-#    unseen voices never speak a training clip. VOICES_EXTRA (e.g. bench/voices/extra-voices.tsv) adds
-#    training-only voices, VOICES_EXTRA_CLIPS (50) clips each; they are neither cloned nor scored.
+#    unseen voices never speak a training clip. Training-only voices (VOICES_EXTRA, default extra-voices.tsv:
+#    42 voices; none: without them) speak VOICES_EXTRA_CLIPS (50) clips each; they are neither cloned nor scored.
 # 2. The clips: one of about 6 s per voice, all 15 (clips.py: held-out sentences that are not evaluation
 #    texts), and the evaluation texts: the first VOICES_TEXTS (20) held-out sentences.
 # 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
@@ -34,7 +34,8 @@ texts=${VOICES_TEXTS:-20}
 parallel=${VOICES_JOBS:-4}
 deadline_s=${VOICES_DEADLINE_S:-540}
 max_seconds=${VOICES_MAX_SECONDS:-8}
-extra=${VOICES_EXTRA:-}
+extra=${VOICES_EXTRA:-$here/extra-voices.tsv} # "none": the scored voices alone
+[[ $extra == none ]] && extra=
 extra_clips=${VOICES_EXTRA_CLIPS:-50}
 by_name=${VOICES_BY_NAME:-1}
 work=$(mktemp -d)
