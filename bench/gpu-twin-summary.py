@@ -90,7 +90,9 @@ def main():
             continue
         t = twin_lines(os.path.join(work, f"{p}-twin.jsonl"))
         eager = (t.get("fp32") or {}).get("step_ms_median")
-        graphs = (t.get("graphs") or {}).get("step_ms_median")
+        graphs = (t.get("graphs") or t.get("graphs_fp32") or {}).get("step_ms_median")
+        timed = {v: r["step_ms_median"] for v, r in t.items() if r.get("step_ms_median") is not None}
+        best = min(timed, key=timed.get) if timed else None
         busy, replayed, samples, span, period = busy_share(os.path.join(work, p, "run-auto", "run.sqlite"))
         busy_note = f"{samples} NVML samples over {span:.1f} s" + ("" if span >= BUSY_SPAN_S else ": too short a span to trust, run more steps")
         per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
@@ -103,13 +105,15 @@ def main():
         device_busy = None if kernels_ms is None or not period else min(100.0, 100 * kernels_ms / period)
         row = {
             "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
-            "twinParameters": (t.get("fp32") or {}).get("params"), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
+            "twinParameters": next((r.get("params") for r in t.values() if r.get("params")), None),
+            "twinVariants": {v: {k: r.get(k) for k in ("step_ms_median", "first_step_s", "peak_mb", "loss_last", "error")} for v, r in t.items()},
+            "twinBestVariant": best, "twinBestMs": timed.get(best), "replayOverTwinBest": ratio(x["replayStepMs"], timed.get(best)), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
             "twinEagerFp32Ms": eager, "twinGraphsFp32Ms": graphs, "replayOverTwinEager": ratio(x["replayStepMs"], eager),
             "eagerOverTwinEager": ratio(x["eagerStepMs"], eager), "replayOverTwinGraphs": ratio(x["replayStepMs"], graphs),
             "eagerPrograms": x.get("eagerPrograms"), "replayPrograms": x.get("replayPrograms"), "replayHostMs": x.get("replayHostMs"),
             "hostUsPerReplayedProgram": per_program, "encodeUsPerProgram": x.get("replayEncodeUsPerProgram"), "submitUsPerProgram": x.get("replaySubmitUsPerProgram"),
             "replayedShare": x.get("replayedShare"), "gpuBusyPctReplayed": busy, "gpuBusySamples": samples, "gpuBusySpanS": span, "replayedStepsInDb": replayed,
-            "twinKernelsPerStep": (t.get("fp32") or {}).get("kernels_per_step"), "sameLosses": x.get("sameLosses"),
+            "sameLosses": x.get("sameLosses"),
             "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
             "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
             "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy, "hostGc": x.get("replayHostGc"),
@@ -126,8 +130,10 @@ def main():
             print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinGraphs'], '×', 2)} the twin's CUDA-graph step")
         else:
             print("  device spans: not recorded (no timestamp queries, or an xtts that did not measure them)")
-        print(f"  twin eager fp32 {fmt(eager, ' ms')} ({row['twinKernelsPerStep']} kernels), CUDA graphs fp32 {fmt(graphs, ' ms')}")
-        print(f"  ratios: replayed / twin eager {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin graphs {fmt(row['replayOverTwinGraphs'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
+        for v, r in t.items():
+            what = f"error {r['error']}" if r.get("error") else f"{fmt(r.get('step_ms_median'), ' ms', 2)} (first step {fmt(r.get('first_step_s'), ' s', 1)}, peak {fmt(r.get('peak_mb'), ' MB', 0)})"
+            print(f"  twin {v}: {what}")
+        print(f"  ratios: replayed / twin eager fp32 {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager fp32 {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin's best ({best}) {fmt(row['replayOverTwinBest'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
     print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))
 
 

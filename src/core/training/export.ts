@@ -111,6 +111,12 @@ function exportArray(a: NamedArray, byName: ReadonlyMap<string, NamedArray>): Na
   return [a];
 }
 
+/** A model's arrays (weights, or gradients of them) under PyTorch's names and layouts (the table above). */
+export function pytorchArrays(arrays: readonly NamedArray[]): NamedArray[] {
+  const byName = new Map(arrays.map((a) => [a.name, a]));
+  return arrays.flatMap((a) => exportArray(a, byName));
+}
+
 /** The checkpoint at `path` (a run folder or checkpoint, acoustic or vocoder) as PyTorch-named safetensors at `out`. */
 export function exportCheckpoint(path: string, out: string, options: { overwrite?: boolean } = {}): ExportResult {
   const overwrite = { overwrite: options.overwrite === true };
@@ -131,8 +137,7 @@ export function exportCheckpoint(path: string, out: string, options: { overwrite
       : store.load(dir, { optimizer: false });
   const weightsFile = join(dir, 'weights.safetensors');
   const metadata = decodeSafetensors(readFileSync(weightsFile), weightsFile).metadata;
-  const byName = new Map(ckpt.weights.map((a) => [a.name, a]));
-  const exported = ckpt.weights.flatMap((a) => exportArray(a, byName));
+  const exported = pytorchArrays(ckpt.weights);
   writeOutputFile(
     out,
     encodeSafetensors(exported, { ...metadata, naming: 'pytorch' }),
