@@ -106,7 +106,7 @@ def main():
         row = {
             "preset": p, "device": x.get("device"), "shape": x.get("shape"), "xttsParameters": x.get("parameters"),
             "twinParameters": next((r.get("params") for r in t.values() if r.get("params")), None),
-            "twinVariants": {v: {k: r.get(k) for k in ("step_ms_median", "first_step_s", "peak_mb", "loss_last", "error")} for v, r in t.items()},
+            "twinVariants": {v: {k: r.get(k) for k in ("step_ms_median", "first_step_s", "peak_mb", "search_ms_median", "loss_last", "error")} for v, r in t.items()},
             "twinBestVariant": best, "twinBestMs": timed.get(best), "replayOverTwinBest": ratio(x["replayStepMs"], timed.get(best)), "eagerStepMs": x["eagerStepMs"], "replayStepMs": x["replayStepMs"],
             "twinEagerFp32Ms": eager, "twinGraphsFp32Ms": graphs, "replayOverTwinEager": ratio(x["replayStepMs"], eager),
             "eagerOverTwinEager": ratio(x["eagerStepMs"], eager), "replayOverTwinGraphs": ratio(x["replayStepMs"], graphs),
@@ -131,7 +131,7 @@ def main():
         else:
             print("  device spans: not recorded (no timestamp queries, or an xtts that did not measure them)")
         for v, r in t.items():
-            what = f"error {r['error']}" if r.get("error") else f"{fmt(r.get('step_ms_median'), ' ms', 2)} (first step {fmt(r.get('first_step_s'), ' s', 1)}, peak {fmt(r.get('peak_mb'), ' MB', 0)})"
+            what = f"error {r['error']}" if r.get("error") else f"{fmt(r.get('step_ms_median'), ' ms', 2)} (first step {fmt(r.get('first_step_s'), ' s', 1)}, peak {fmt(r.get('peak_mb'), ' MB', 0)}, host alignment search {fmt(r.get('search_ms_median'), ' ms', 2)} beside the steps)"
             print(f"  twin {v}: {what}")
         print(f"  ratios: replayed / twin eager fp32 {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager fp32 {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin's best ({best}) {fmt(row['replayOverTwinBest'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
     print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))

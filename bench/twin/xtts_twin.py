@@ -282,7 +282,8 @@ class XttsTwin(nn.Module):
         c = self.c
         b, s = steps.shape
         latents, t = c["cond_latents"], text_bias.shape[3]
-        aligned = F.one_hot(steps.long() + latents, latents + t).to(text_bias.dtype)
+        # One-hot by comparison: F.one_hot checks its classes on the host, which a CUDA graph cannot capture.
+        aligned = (torch.arange(latents + t, device=steps.device) == (steps.long() + latents)[..., None]).to(text_bias.dtype)
         parts = [((aligned - 1) * -MASK_BIAS)[:, None].expand(b, c["alignment_heads"], s, latents + t)]
         if c["heads"] > c["alignment_heads"]:
             free = torch.cat([torch.zeros(b, 1, 1, latents, device=steps.device), text_bias], 3)
@@ -352,6 +353,40 @@ def losses(out, batch, durations, loss):
 # Monotonic alignment search (align.ts), on the host, vectorised over the batch
 
 
+def viterbi_paths(scores, k, real, prior_sigma):
+    """Best monotonic paths of utterances that have one (align.ts monotonicAlignment), all at once: a loop over
+    the steps, each a few array operations over [utterances, symbols]. Cells a path cannot reach at a step
+    (before its symbol could start, or too late for the rest to get a step each) score -inf, as in align.ts."""
+    n, s_max, _ = scores.shape
+    kk = int(k.max())
+    sym = scores[:, :, FIRST_SYMBOL : FIRST_SYMBOL + kk].astype(np.float64)
+    if sym.shape[2] < kk:
+        sym = np.pad(sym, ((0, 0), (0, 0), (0, kk - sym.shape[2])))
+    j = np.arange(kk)[None, None, :]
+    s = np.arange(s_max)[None, :, None]
+    if prior_sigma > 0:
+        sym -= ((j + 0.5) / k[:, None, None] - (s + 0.5) / real[:, None, None]) ** 2 / (2 * prior_sigma * prior_sigma)
+    reachable = (j >= k[:, None, None] - (real[:, None, None] - s)) & (j <= s) & (j < k[:, None, None])
+    sym = np.ascontiguousarray(np.where(reachable, sym, -np.inf).transpose(1, 0, 2))  # [S, n, K]
+    moved = np.zeros((s_max, n, kk), bool)
+    best = sym[0].copy()
+    advance = np.full((n, kk), -np.inf)
+    for step in range(1, s_max):
+        advance[:, 1:] = best[:, :-1]
+        np.greater(advance, best, out=moved[step])
+        np.maximum(advance, best, out=best)
+        best += sym[step]
+    # Back from every utterance's last symbol at its last real step; steps past its end are filled after.
+    at = k - 1
+    own = np.empty((n, s_max), np.int64)
+    rows = np.arange(n)
+    for step in range(s_max - 1, -1, -1):
+        own[:, step] = FIRST_SYMBOL + at
+        if step > 0:
+            at = at - ((step < real) & moved[step, rows, at])
+    return own
+
+
 def search(scores, text_lengths, mel_lengths, r, prior_sigma):
     """scores [B, S, T] float32 -> path [B, S] int32 (token position per step), durations [B, T] float32."""
     b, s_max, t = scores.shape
@@ -366,37 +401,8 @@ def search(scores, text_lengths, mel_lengths, r, prior_sigma):
         path[i, : real[i]] = FIRST_SYMBOL + np.minimum(k[i] - 1, (s * k[i]) // real[i])
     viterbi = live & ~spread
     if viterbi.any():
-        kk = int(k[viterbi].max())
         rows = np.flatnonzero(viterbi)
-        kb, rb = k[rows], real[rows]
-        sym = scores[rows, :, FIRST_SYMBOL : FIRST_SYMBOL + kk].astype(np.float64)
-        if sym.shape[2] < kk:
-            sym = np.pad(sym, ((0, 0), (0, 0), (0, kk - sym.shape[2])))
-        j = np.arange(kk)[None, :]
-        if prior_sigma > 0:
-            steps = (np.arange(s_max)[None, :, None] + 0.5) / rb[:, None, None]
-            sym = sym - ((j[:, None, :] + 0.5) / kb[:, None, None] - steps) ** 2 / (2 * prior_sigma * prior_sigma)
-        best = np.full((len(rows), kk), -np.inf)
-        best[:, 0] = sym[:, 0, 0]
-        moved_from = np.zeros((len(rows), s_max, kk), bool)
-        for s in range(1, s_max):
-            active = s < rb
-            lo, hi = np.maximum(0, kb - (rb - s)), np.minimum(kb - 1, s)
-            advance = np.concatenate([np.full((len(rows), 1), -np.inf), best[:, :-1]], 1)
-            moved = advance > best
-            new = np.where(moved, advance, best) + sym[:, s]
-            ok = (j >= lo[:, None]) & (j <= hi[:, None])
-            moved_from[:, s] = moved & ok
-            best = np.where(active[:, None], np.where(ok, new, -np.inf), best)
-        at = kb - 1
-        own = np.empty((len(rows), s_max), np.int64)
-        for s in range(s_max - 1, -1, -1):
-            active = s < rb
-            own[:, s] = FIRST_SYMBOL + at
-            if s > 0:
-                at = at - (active & moved_from[np.arange(len(rows)), s, at])
-        for n, i in enumerate(rows):
-            path[i, : rb[n]] = own[n, : rb[n]]
+        path[rows] = viterbi_paths(scores[rows], k[rows], real[rows], prior_sigma)
     for i in np.flatnonzero(live):
         path[i, real[i] :] = path[i, real[i] - 1]
         durations[i] = np.bincount(path[i, : real[i]], minlength=t)[:t]
@@ -509,6 +515,7 @@ class Trainer:
         self.durations = torch.zeros(host_batch["tokens"].shape, dtype=torch.float32, device=device)
         self.pool = ThreadPoolExecutor(1)
         self.pending = None
+        self.search_ms = []  # the host's alignment search per batch (in its own thread, beside the steps)
         # compile_*: torch.compile (inductor); compile_graphs_*: its CUDA graphs too (mode reduce-overhead).
         compiled = variant.startswith("compile")
         mode = "reduce-overhead" if compiled and "graphs" in variant else None
@@ -551,7 +558,10 @@ class Trainer:
         def job():
             if done:
                 done.synchronize()
-            return search(host.numpy(), *lengths, self.r, self.training["alignment_prior"])
+            t0 = time.perf_counter()
+            found = search(host.numpy(), *lengths, self.r, self.training["alignment_prior"])
+            self.search_ms.append((time.perf_counter() - t0) * 1000)
+            return found
 
         return self.pool.submit(job)
 
@@ -618,6 +628,7 @@ def bench(args):
                 step_ms_median=statistics.median(windows), step_ms_windows=windows, steps=5 * per_window,
                 loss_first=first, loss_last=float(loss.detach()),
                 peak_mb=torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None,
+                search_ms_median=statistics.median(trainer.search_ms),
             )
             trainer.pool.shutdown()
         except Exception as e:  # a variant this torch cannot run is reported, the others still run
