@@ -36,6 +36,7 @@ import torch.nn.functional as F
 MASK_BIAS = -1e9  # src/core/model/nn.ts: finite, so a row with every key masked is uniform, not NaN
 LN_EPSILON = 1e-5  # src/core/backend/programs/layernorm.ts
 FIRST_SYMBOL = 2  # src/core/model/align.ts: <bos> and the language token take no steps
+BATCH_KEYS = ("tokens", "text_lengths", "languages", "mel", "mel_lengths", "ref_mel", "ref_lengths")
 
 # ------------------------------------------------------------------------------------------------
 # safetensors (F32 and I32, as xtts writes them)
@@ -64,10 +65,14 @@ def read_safetensors(path):
 # The model. Activations are [B, T, D]; every module's forward takes `p`, the dropout rate.
 
 
+def length_mask(lengths, n):
+    """[B, n] bool: True for positions < length."""
+    return torch.arange(n, device=lengths.device)[None, :] < lengths[:, None]
+
+
 def key_bias(lengths, keys):
     """[B, 1, 1, keys]: 0 for real keys, MASK_BIAS for padding."""
-    real = torch.arange(keys, device=lengths.device)[None, :] < lengths[:, None]
-    return ((~real).float() * MASK_BIAS)[:, None, None, :]
+    return ((~length_mask(lengths, keys)).float() * MASK_BIAS)[:, None, None, :]
 
 
 def split_heads(x, heads):
@@ -262,7 +267,8 @@ class XttsTwin(nn.Module):
         self.postnet = nn.ModuleList()
         k, ch, n = c["postnet_kernel"], c["postnet_channels"], c["postnet_layers"]
         for i in range(n):
-            self.postnet.append(nn.Conv1d(self.n_mels if i == 0 else ch, self.n_mels if i == n - 1 else ch, k, padding=k // 2))
+            width_in, width_out = self.n_mels if i == 0 else ch, self.n_mels if i == n - 1 else ch
+            self.postnet.append(nn.Conv1d(width_in, width_out, k, padding=k // 2))
 
     def means(self, text):
         return self.text.mel_head(text)
@@ -283,7 +289,8 @@ class XttsTwin(nn.Module):
         b, s = steps.shape
         latents, t = c["cond_latents"], text_bias.shape[3]
         # One-hot by comparison: F.one_hot checks its classes on the host, which a CUDA graph cannot capture.
-        aligned = (torch.arange(latents + t, device=steps.device) == (steps.long() + latents)[..., None]).to(text_bias.dtype)
+        memory = torch.arange(latents + t, device=steps.device)
+        aligned = (memory == (steps.long() + latents)[..., None]).to(text_bias.dtype)
         parts = [((aligned - 1) * -MASK_BIAS)[:, None].expand(b, c["alignment_heads"], s, latents + t)]
         if c["heads"] > c["alignment_heads"]:
             free = torch.cat([torch.zeros(b, 1, 1, latents, device=steps.device), text_bias], 3)
@@ -300,7 +307,7 @@ class XttsTwin(nn.Module):
         text_bias = key_bias(batch["text_lengths"], t)
         text = self.text(tokens, batch["languages"], text_bias, p)
         ref, ref_lengths = batch["ref_mel"], batch["ref_lengths"]
-        ref_mask = (torch.arange(ref.shape[1], device=ref.device)[None, :] < ref_lengths[:, None]).to(ref.dtype)
+        ref_mask = length_mask(ref_lengths, ref.shape[1]).to(ref.dtype)
         voice = self.cond(ref * ref_mask[..., None], key_bias(ref_lengths, ref.shape[1]), p)
         means = self.means(text)
         if c.get("speaker_offset"):
@@ -312,7 +319,7 @@ class XttsTwin(nn.Module):
         prev = F.pad(grouped[:, :-1], (0, 0, 1, 0))
         own = self.dec(prev, memory, self.cross_bias(steps, text_bias), p, c["prenet_dropout"])
         mel_pre = own.reshape(b, frames, n) + text_mel
-        frame_mask = (torch.arange(frames, device=mel.device)[None, :] < batch["mel_lengths"][:, None]).to(mel.dtype)[..., None]
+        frame_mask = length_mask(batch["mel_lengths"], frames).to(mel.dtype)[..., None]
         mel_post = None
         if len(self.postnet):
             x0 = mel_pre * frame_mask
@@ -322,9 +329,12 @@ class XttsTwin(nn.Module):
                 if i < len(self.postnet) - 1:
                     x = torch.tanh(x)
             mel_post = x0 + x.transpose(1, 2)
-        text_mask = (torch.arange(t, device=tokens.device)[None, :] < batch["text_lengths"][:, None]).to(text.dtype)[..., None]
+        text_mask = length_mask(batch["text_lengths"], t).to(text.dtype)[..., None]
         log_durations = self.dur(text.detach(), text_mask, p)
-        return {"mel_pre": mel_pre, "mel_post": mel_post, "text_mel": text_mel, "log_durations": log_durations, "frame_mask": frame_mask}
+        return {
+            "mel_pre": mel_pre, "mel_post": mel_post, "text_mel": text_mel,
+            "log_durations": log_durations, "frame_mask": frame_mask,
+        }
 
 
 def losses(out, batch, durations, loss):
@@ -338,14 +348,18 @@ def losses(out, batch, durations, loss):
         return (err * mask).sum() / denominator
 
     spoken = (durations > 0).float()
-    duration = ((out["log_durations"].float() - torch.log1p(durations)) ** 2 * spoken).sum() / torch.clamp(spoken.sum(), min=1)
+    error = (out["log_durations"].float() - torch.log1p(durations)) ** 2
+    duration = (error * spoken).sum() / torch.clamp(spoken.sum(), min=1)
     parts = {
         "melPre": mel_loss(out["mel_pre"]),
         "melPost": mel_loss(out["mel_post"]) if out["mel_post"] is not None else torch.zeros((), device=mel.device),
         "alignedText": mel_loss(out["text_mel"]),
         "duration": duration,
     }
-    parts["total"] = parts["melPre"] + parts["melPost"] + loss["aligned_text_weight"] * parts["alignedText"] + loss["duration_weight"] * parts["duration"]
+    parts["total"] = (
+        parts["melPre"] + parts["melPost"]
+        + loss["aligned_text_weight"] * parts["alignedText"] + loss["duration_weight"] * parts["duration"]
+    )
     return parts
 
 
@@ -435,10 +449,11 @@ def check(folder):
     batch, _ = read_safetensors(os.path.join(folder, "batch.safetensors"))
     with open(os.path.join(folder, "expected.json")) as f:
         expected = json.load(f)
-    inputs = {k: batch[k] for k in ("tokens", "text_lengths", "languages", "mel", "mel_lengths", "ref_mel", "ref_lengths")}
+    inputs = {k: batch[k] for k in BATCH_KEYS}
     with torch.no_grad():
         scores = model.alignment_scores(inputs["tokens"], inputs["text_lengths"], inputs["languages"], inputs["mel"])
-    path, durations = search(scores.numpy(), inputs["text_lengths"].numpy(), inputs["mel_lengths"].numpy(), config["model"]["reduction_factor"], expected["alignmentPrior"])
+    lengths = inputs["text_lengths"].numpy(), inputs["mel_lengths"].numpy()
+    path, _ = search(scores.numpy(), *lengths, config["model"]["reduction_factor"], expected["alignmentPrior"])
     path_steps_differ = int((path != batch["alignment_steps"].numpy()).sum())
     out = model(inputs, batch["alignment_steps"], 0.0)
     parts = losses(out, inputs, batch["durations"], config["training"]["loss"])
@@ -481,10 +496,10 @@ def synthetic_batch(c, sizes, b, t, frames, ref, seed=0):
     text_lengths = torch.clamp((fill * t).round().int(), min=4)
     mel_lengths = torch.clamp((fill * frames).round().int(), min=c["reduction_factor"])
     return {
-        "tokens": torch.randint(3, sizes["vocabSize"], (b, t), generator=g, dtype=torch.int32) * (torch.arange(t)[None] < text_lengths[:, None]),
+        "tokens": torch.randint(3, sizes["vocabSize"], (b, t), generator=g, dtype=torch.int32) * length_mask(text_lengths, t),
         "text_lengths": text_lengths,
         "languages": torch.zeros(b, dtype=torch.int32),
-        "mel": torch.randn(b, frames, sizes["nMels"], generator=g) * (torch.arange(frames)[None] < mel_lengths[:, None])[..., None],
+        "mel": torch.randn(b, frames, sizes["nMels"], generator=g) * length_mask(mel_lengths, frames)[..., None],
         "mel_lengths": mel_lengths,
         "ref_mel": torch.randn(b, ref, sizes["nMels"], generator=g),
         "ref_lengths": torch.clamp((fill * ref).round().int(), min=1),
@@ -505,8 +520,10 @@ class Trainer:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.bf16
         o = self.training["optimizer"]
         self.opt = torch.optim.AdamW(
-            model.parameters(), lr=torch.tensor(self.training["learning_rate"], device=device) if self.graphs else self.training["learning_rate"],
-            betas=(o["beta1"], o["beta2"]), eps=o["epsilon"], weight_decay=o["weight_decay"], fused=device == "cuda", capturable=self.graphs,
+            model.parameters(),
+            lr=torch.tensor(self.training["learning_rate"], device=device) if self.graphs else self.training["learning_rate"],
+            betas=(o["beta1"], o["beta2"]), eps=o["epsilon"], weight_decay=o["weight_decay"],
+            fused=device == "cuda", capturable=self.graphs,
         )
         self.host = {k: v.pin_memory() if device == "cuda" else v for k, v in host_batch.items()}
         self.static = {k: v.to(device) for k, v in self.host.items()}
@@ -528,7 +545,8 @@ class Trainer:
 
     def scores(self, batch):
         with torch.no_grad(), self.autocast():
-            return self.model.alignment_scores(batch["tokens"], batch["text_lengths"], batch["languages"], batch["mel"]).float()
+            scores = self.model.alignment_scores(batch["tokens"], batch["text_lengths"], batch["languages"], batch["mel"])
+            return scores.float()
 
     def forward_loss(self, batch, steps, durations):
         with self.autocast():
@@ -600,12 +618,17 @@ def bench(args):
     device = args.device
     model, config = load(args.weights, device)
     model.train()
-    sizes = {"vocabSize": model.text.tok_embed.shape[0], "numLanguages": model.text.lang_embed.shape[0], "nMels": model.n_mels}
+    sizes = {
+        "vocabSize": model.text.tok_embed.shape[0], "numLanguages": model.text.lang_embed.shape[0], "nMels": model.n_mels,
+    }
     batch = synthetic_batch(config["model"], sizes, args.batch, args.tokens, args.frames, args.ref)
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
     for variant in args.variants.split(","):
         model.load_state_dict(initial)
-        row = {"variant": variant, "shape": f"{args.batch}×{args.tokens}×{args.frames}×{args.ref}", "params": sum(p.numel() for p in model.parameters())}
+        row = {
+            "variant": variant, "shape": f"{args.batch}×{args.tokens}×{args.frames}×{args.ref}",
+            "params": sum(p.numel() for p in model.parameters()),
+        }
         try:
             if device == "cuda":
                 torch.cuda.reset_peak_memory_stats()
