@@ -116,6 +116,7 @@ def main():
             "sameLosses": x.get("sameLosses"),
             "deviceStepPassesMs": spans and spans["insideMs"], "deviceStepSpanMs": spans and spans["spanMs"], "deviceBetweenStepsMs": spans and spans["betweenMs"],
             "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
+            "deviceCycleOverTwinBest": ratio(cycle, timed.get(best)),
             "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy, "hostGc": x.get("replayHostGc"),
         }
         figures.append(row)
@@ -127,7 +128,7 @@ def main():
         if g:
             print(f"  the trainer's thread collecting garbage in the replayed run: {fmt(g['share'] * 100, '%', 1)} of its wall, {g['full']['count']} full collections (longest {fmt(g['full']['longestMs'], ' ms', 1)}), {g['minor']['count']} young ({fmt(g['minor']['ms'], ' ms', 0)})")
         if spans:
-            print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinGraphs'], '×', 2)} the twin's CUDA-graph step")
+            print(f"  device (timestamps at the replayed passes' edges, {spans['steps']} steps): the step's passes {fmt(spans['insideMs'], ' ms', 2)}, span {fmt(spans['spanMs'], ' ms', 2)}, alignment forward {fmt(align and align['insideMs'], ' ms', 2)}, between steps {fmt(spans['betweenMs'], ' ms', 2)}: a cycle of {fmt(cycle, ' ms', 2)}, {fmt(row['deviceCycleOverTwinBest'], '×', 2)} the twin's best step ({best})")
         else:
             print("  device spans: not recorded (no timestamp queries, or an xtts that did not measure them)")
         for v, r in t.items():
