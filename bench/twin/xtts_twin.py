@@ -530,6 +530,15 @@ class Trainer:
         s = host_batch["mel"].shape[1] // self.r
         self.steps = torch.zeros(host_batch["tokens"].shape[0], s, dtype=torch.int32, device=device)
         self.durations = torch.zeros(host_batch["tokens"].shape, dtype=torch.float32, device=device)
+
+        def host_copy(t):
+            h = torch.zeros_like(t, device="cpu")
+            return h.pin_memory() if device == "cuda" else h
+
+        self.staging = [
+            {"steps": host_copy(self.steps), "durations": host_copy(self.durations), "copied": None} for _ in range(2)
+        ]
+        self.turn = 0
         self.pool = ThreadPoolExecutor(1)
         self.pending = None
         self.search_ms = []  # the host's alignment search per batch (in its own thread, beside the steps)
@@ -587,8 +596,19 @@ class Trainer:
         if self.pending is None:
             self.pending = self.search_async()
         path, durations = self.pending.result()
-        self.steps.copy_(torch.from_numpy(path), non_blocking=False)
-        self.durations.copy_(torch.from_numpy(durations), non_blocking=False)
+        # Through pinned staging buffers, two in turn, so the upload does not wait for the device: a buffer
+        # is written again only once its last copy has run.
+        staging = self.staging[self.turn % 2]
+        self.turn += 1
+        if staging["copied"] is not None:
+            staging["copied"].synchronize()
+        staging["steps"].copy_(torch.from_numpy(path))
+        staging["durations"].copy_(torch.from_numpy(durations))
+        self.steps.copy_(staging["steps"], non_blocking=True)
+        self.durations.copy_(staging["durations"], non_blocking=True)
+        if self.device == "cuda":
+            staging["copied"] = torch.cuda.Event()
+            staging["copied"].record()
         self.pending = self.search_async()  # the next batch's alignment while this one trains
         if self.graphs:
             if self.graph is None:
