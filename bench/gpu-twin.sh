@@ -5,8 +5,9 @@
 # steps each (default 60); `xtts export` writes the replayed run's last checkpoint under PyTorch's names;
 # then the twin (bench/twin/xtts_twin.py, or another with its `bench` interface) loads that checkpoint and
 # trains the same bucket shape (batch × tokens × frames × reference frames, read from the replayed run)
-# for each of its VARIANTS (default "fp32,bf16,compile_bf16,graphs_bf16": eager float32 with TF32 off,
-# the same arithmetic; eager bf16 autocast; torch.compile bf16; CUDA graphs bf16). gpu-twin-summary.py
+# for each of its VARIANTS (default "fp32,graphs_fp32,graphs_bf16,compile_graphs_bf16": eager float32 with
+# TF32 off, the same arithmetic; that step in one CUDA graph; in bf16 autocast; torch.compile with its CUDA
+# graphs; bench/twin/README.md lists the others). gpu-twin-summary.py
 # prints, per preset, the step times side by side, the ratios to the twin's eager float32 and to its best
 # variant, GPU programs per step, host time per replayed program and the GPU's busy share (NVML samples the
 # trainer wrote to run.sqlite) over the replayed steps.
@@ -29,7 +30,7 @@ out=${1:?usage: gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]}
 twin=${2:?usage: gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]}
 steps=${3:-60}
 presets=${4:-tiny small normal}
-variants=${5:-fp32,bf16,compile_bf16,graphs_bf16}
+variants=${5:-fp32,graphs_fp32,graphs_bf16,compile_graphs_bf16}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 mkdir -p "$out"

@@ -10,11 +10,12 @@ teacher-forced forward pass, the masked losses, global-norm clipping and AdamW.
         DIR from bench/twin/reference.ts: xtts's weights, a fixed batch, its alignment, losses and
         gradients. Prints one JSON line; exit 1 when a loss differs by more than 1e-5 (float32, CPU).
     python3 bench/twin/xtts_twin.py bench --weights F.safetensors --batch B --tokens T --frames F --ref R
-            [--variants fp32,bf16,compile_bf16,graphs_bf16] [--steps 50] [--warmup 10] [--device cuda]
+            [--variants fp32,graphs_fp32,graphs_bf16,compile_graphs_bf16] [--steps 50] [--warmup 10] [--device cuda]
         Trains the bucket shape B×T×F×R (a synthetic batch) with each variant; one JSON line per variant.
         Variants: fp32 (eager, TF32 off), bf16 (eager autocast), compile_bf16 (torch.compile), graphs_bf16
-        (the whole step in one CUDA graph), compile_graphs_bf16 (torch.compile, mode reduce-overhead);
-        any of them with fp32 instead of bf16.
+        (the whole step in one CUDA graph), compile_stepgraph_bf16 (torch.compile's kernels, the whole step
+        in one CUDA graph), compile_graphs_bf16 (torch.compile, mode reduce-overhead); any of them with fp32
+        instead of bf16.
 
 Needs torch and numpy only. Not part of xtts: a measurement kit, run where torch is.
 """
@@ -24,8 +25,10 @@ import math
 import os
 import statistics
 import struct
+import subprocess
 import sys
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -496,7 +499,8 @@ def synthetic_batch(c, sizes, b, t, frames, ref, seed=0):
     text_lengths = torch.clamp((fill * t).round().int(), min=4)
     mel_lengths = torch.clamp((fill * frames).round().int(), min=c["reduction_factor"])
     return {
-        "tokens": torch.randint(3, sizes["vocabSize"], (b, t), generator=g, dtype=torch.int32) * length_mask(text_lengths, t),
+        "tokens": torch.randint(3, sizes["vocabSize"], (b, t), generator=g, dtype=torch.int32)
+        * length_mask(text_lengths, t),
         "text_lengths": text_lengths,
         "languages": torch.zeros(b, dtype=torch.int32),
         "mel": torch.randn(b, frames, sizes["nMels"], generator=g) * length_mask(mel_lengths, frames)[..., None],
@@ -515,13 +519,15 @@ class Trainer:
         self.loss_cfg = self.training["loss"]
         self.p = config["model"]["dropout"]
         self.bf16 = "bf16" in variant
-        self.graphs = variant.startswith("graphs")
+        # graphs_* and compile_stepgraph_*: the whole step captured by hand (optimizer included);
+        # compile_graphs_*: torch.compile's own CUDA graphs (cudagraph trees) around forward and backward.
+        self.graphs = variant.startswith("graphs") or variant.startswith("compile_stepgraph")
         self.r = config["model"]["reduction_factor"]
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = self.bf16
-        o = self.training["optimizer"]
+        o, lr = self.training["optimizer"], self.training["learning_rate"]
         self.opt = torch.optim.AdamW(
             model.parameters(),
-            lr=torch.tensor(self.training["learning_rate"], device=device) if self.graphs else self.training["learning_rate"],
+            lr=torch.tensor(lr, device=device) if self.graphs else lr,  # a tensor, so a captured step reads it
             betas=(o["beta1"], o["beta2"]), eps=o["epsilon"], weight_decay=o["weight_decay"],
             fused=device == "cuda", capturable=self.graphs,
         )
@@ -554,7 +560,9 @@ class Trainer:
 
     def scores(self, batch):
         with torch.no_grad(), self.autocast():
-            scores = self.model.alignment_scores(batch["tokens"], batch["text_lengths"], batch["languages"], batch["mel"])
+            scores = self.model.alignment_scores(
+                batch["tokens"], batch["text_lengths"], batch["languages"], batch["mel"]
+            )
             return scores.float()
 
     def forward_loss(self, batch, steps, durations):
@@ -569,7 +577,9 @@ class Trainer:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.training["grad_clip_norm"], foreach=True)
         self.opt.step()
         self.opt.zero_grad(set_to_none=not self.graphs)
-        return loss
+        # Detached, so no step's autograd graph outlives it: a graph kept alive keeps the parameters'
+        # AccumulateGrad nodes, and with them the stream they were made on, which breaks a later capture.
+        return loss.detach()
 
     def search_async(self):
         """The next batch: uploaded, its alignment scores on the device, the search in a host thread."""
@@ -609,10 +619,10 @@ class Trainer:
         if self.device == "cuda":
             staging["copied"] = torch.cuda.Event()
             staging["copied"].record()
+        if self.graphs and self.graph is None:
+            self.capture()  # before the next batch's search starts, so nothing else uses the device meanwhile
         self.pending = self.search_async()  # the next batch's alignment while this one trains
         if self.graphs:
-            if self.graph is None:
-                self.capture()
             self.graph.replay()
             return self.loss
         return self.update()
@@ -625,7 +635,9 @@ class Trainer:
                 self.update()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        # thread_local: the search thread's wait for its scores (an event recorded before the capture) must
+        # not invalidate the capture, as it would in the default global mode.
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
             self.loss = self.update()
 
 
@@ -635,48 +647,60 @@ def sync(device):
 
 
 def bench(args):
+    variants = args.variants.split(",")
+    if len(variants) > 1:
+        # One process per variant: a failed CUDA graph capture leaves the CUDA generator in a state that
+        # fails every later variant, and each variant's peak memory and compilation start from nothing.
+        failed = 0
+        for variant in variants:
+            argv = [sys.executable, os.path.abspath(__file__), "bench", "--weights", args.weights]
+            for name in ("batch", "tokens", "frames", "ref", "steps", "warmup", "device"):
+                argv += [f"--{name}", str(getattr(args, name))]
+            failed |= subprocess.run(argv + ["--variants", variant]).returncode
+        return failed
     device = args.device
     model, config = load(args.weights, device)
     model.train()
     sizes = {
-        "vocabSize": model.text.tok_embed.shape[0], "numLanguages": model.text.lang_embed.shape[0], "nMels": model.n_mels,
+        "vocabSize": model.text.tok_embed.shape[0], "numLanguages": model.text.lang_embed.shape[0],
+        "nMels": model.n_mels,
     }
     batch = synthetic_batch(config["model"], sizes, args.batch, args.tokens, args.frames, args.ref)
-    initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    for variant in args.variants.split(","):
-        model.load_state_dict(initial)
-        row = {
-            "variant": variant, "shape": f"{args.batch}×{args.tokens}×{args.frames}×{args.ref}",
-            "params": sum(p.numel() for p in model.parameters()),
-        }
-        try:
-            if device == "cuda":
-                torch.cuda.reset_peak_memory_stats()
-            trainer = Trainer(model, config, batch, variant, device)
+    variant = variants[0]
+    row = {
+        "variant": variant, "shape": f"{args.batch}×{args.tokens}×{args.frames}×{args.ref}",
+        "params": sum(p.numel() for p in model.parameters()),
+    }
+    try:
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        trainer = Trainer(model, config, batch, variant, device)
+        t0 = time.perf_counter()
+        first = float(trainer.step().detach())
+        row["first_step_s"] = time.perf_counter() - t0  # compilation or capture included
+        for _ in range(args.warmup):
+            trainer.step()
+        sync(device)
+        windows = []
+        per_window = max(1, args.steps // 5)
+        for _ in range(5):
             t0 = time.perf_counter()
-            first = float(trainer.step().detach())
-            row["first_step_s"] = time.perf_counter() - t0  # compilation or capture included
-            for _ in range(args.warmup):
-                trainer.step()
+            for _ in range(per_window):
+                loss = trainer.step()
             sync(device)
-            windows = []
-            per_window = max(1, args.steps // 5)
-            for _ in range(5):
-                t0 = time.perf_counter()
-                for _ in range(per_window):
-                    loss = trainer.step()
-                sync(device)
-                windows.append((time.perf_counter() - t0) * 1000 / per_window)
-            row.update(
-                step_ms_median=statistics.median(windows), step_ms_windows=windows, steps=5 * per_window,
-                loss_first=first, loss_last=float(loss.detach()),
-                peak_mb=torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None,
-                search_ms_median=statistics.median(trainer.search_ms),
-            )
-            trainer.pool.shutdown()
-        except Exception as e:  # a variant this torch cannot run is reported, the others still run
-            row["error"] = f"{type(e).__name__}: {e}"[:500]
-        print(json.dumps(row), flush=True)
+            windows.append((time.perf_counter() - t0) * 1000 / per_window)
+        row.update(
+            step_ms_median=statistics.median(windows), step_ms_windows=windows, steps=5 * per_window,
+            loss_first=first, loss_last=float(loss.detach()),
+            peak_mb=torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else None,
+            search_ms_median=statistics.median(trainer.search_ms),
+        )
+        trainer.pool.shutdown()
+    except Exception as e:  # a variant this torch cannot run is reported, the others still run
+        row["error"] = f"{type(e).__name__}: {e}"[:500]
+        print(f"variant {variant}:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+    print(json.dumps(row), flush=True)
 
 
 def main():
@@ -688,14 +712,14 @@ def main():
     b.add_argument("--weights", required=True, help="an `xtts export`ed checkpoint")
     for name in ("batch", "tokens", "frames", "ref"):
         b.add_argument(f"--{name}", type=int, required=True)
-    b.add_argument("--variants", default="fp32,bf16,compile_bf16,graphs_bf16")
+    b.add_argument("--variants", default="fp32,graphs_fp32,graphs_bf16,compile_graphs_bf16")
     b.add_argument("--steps", type=int, default=50)
     b.add_argument("--warmup", type=int, default=10)
     b.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
     if args.command == "check":
         sys.exit(check(args.folder))
-    bench(args)
+    sys.exit(bench(args))
 
 
 if __name__ == "__main__":
