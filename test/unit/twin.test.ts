@@ -96,7 +96,7 @@ describe('PyTorch twin', () => {
       [
         ...['bench/twin/xtts_twin.py', 'bench', '--weights', `${out}/weights.safetensors`, '--device', 'cpu'],
         ...['--batch', '3', '--tokens', '12', '--frames', '40', '--ref', '20', '--steps', '5', '--warmup', '1'],
-        ...['--variants', 'fp32,bf16'],
+        ...['--variants', 'fp32,graphs_fp32,bf16'],
       ],
       { cwd: root, encoding: 'utf8' },
     );
@@ -104,14 +104,35 @@ describe('PyTorch twin', () => {
     const rows = run.stdout
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { variant: string; step_ms_median: number; loss_first: number; loss_last: number });
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            variant: string;
+            step_ms_median: number;
+            loss_first: number;
+            loss_last: number;
+            error?: string;
+          },
+      );
     assert.deepEqual(
       rows.map((x) => x.variant),
-      ['fp32', 'bf16'],
+      ['fp32', 'graphs_fp32', 'bf16'],
     );
-    for (const x of rows) {
+    // CUDA graphs need a CUDA device: that variant says why it could not run, and the one after it still runs.
+    assert.match(rows[1].error ?? '', /\w+Error: /);
+    assert.match(run.stderr, /variant graphs_fp32:\nTraceback/);
+    for (const x of [rows[0], rows[2]]) {
       assert.ok(x.step_ms_median > 0, JSON.stringify(x));
       assert.ok(Number.isFinite(x.loss_first) && Number.isFinite(x.loss_last), JSON.stringify(x));
     }
+  });
+
+  it('gemm.py: refuses clearly on a machine without CUDA', { skip: noTorch }, (t) => {
+    const cuda = spawnSync(python, ['-c', 'import torch; print(torch.cuda.is_available())'], { encoding: 'utf8' });
+    if (cuda.stdout.trim() === 'True') return t.skip('this machine has CUDA');
+    const r = spawnSync(python, ['bench/twin/gemm.py', '--reps', '3'], { cwd: root, encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /gemm\.py: no CUDA device \(this benchmark times cuBLAS on a GPU\)/);
+    assert.doesNotMatch(r.stderr, /Traceback/);
   });
 });
