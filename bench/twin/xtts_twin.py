@@ -635,8 +635,8 @@ class Trainer:
                 self.update()
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        # thread_local: the search thread's wait for its scores (an event recorded before the capture) must
-        # not invalidate the capture, as it would in the default global mode.
+        # thread_local: only this thread's CUDA calls are held to the capture's rules, so the search thread
+        # may wait for its scores (an event recorded before the capture) meanwhile.
         with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
             self.loss = self.update()
 
