@@ -132,6 +132,15 @@ export const TrainingSchema = Section(
       default: 1000,
       description: 'Steps between synthesising the eval sentences to WAV.',
     }),
+    eval_griffin_lim_iterations: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 24,
+      description:
+        'Griffin-Lim iterations of the eval WAVs when no `vocoder.checkpoint` is named. Eval synthesis runs on ' +
+        'the host between steps, and Griffin-Lim is most of its time: fewer iterations make it cheaper and ' +
+        'the audio rougher (phase artefacts); the mels and metrics do not change.',
+    }),
     keep_checkpoints: Type.Integer({ minimum: 1, default: 3, description: 'Checkpoints kept besides the best one.' }),
     early_stopping_patience: Type.Integer({
       minimum: 0,

@@ -218,7 +218,7 @@ export async function synthesizeEval(
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   let vocoder: MelVocoder | undefined;
   try {
-    vocoder = melVocoder(config.vocoder?.checkpoint, config.audio, 24);
+    vocoder = melVocoder(config.vocoder?.checkpoint, config.audio, config.training.eval_griffin_lim_iterations);
     const ref = normalised(refItem.featureKey);
     const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);

@@ -102,5 +102,5 @@ export function melVocoder(path: string | null | undefined, audio: AudioConfig, 
 export function describeVocoder(used: VocoderUsed): string {
   return used.kind === 'neural'
     ? `neural vocoder ${used.checkpoint} (step ${used.step})`
-    : `Griffin-Lim (${used.iterations} iterations)`;
+    : `Griffin-Lim (${used.iterations} iteration${used.iterations === 1 ? '' : 's'})`;
 }
