@@ -2,9 +2,9 @@
 # xtts's matmul programs beside cuBLAS on one GPU host, shape by shape, in one call (issue 35's kernel gap):
 # bundle/matmul-bench.cjs (bench/matmul.bench.ts: VARIANTS of xtts's programs, default "f16,tfjs", device
 # timestamps) and bench/twin/gemm.py (torch.matmul in DTYPES, default "fp16,bf16,fp32", CUDA events) on the
-# same shapes (SHAPES, M×N×K[:tA][:tB][:bB] comma-separated; default both benches' list, a normal step's
-# largest matmuls). PEAK (default 989, an H100 or H200 SXM's dense f16 tensor peak in TFLOP/s) gives cuBLAS's
-# share of it.
+# same shapes (SHAPES, M×N×K[:tA][:tB][:bB] comma-separated; default matmul.bench.ts's list, which gemm.py
+# reads from it: a normal step's largest matmuls). PEAK (default 989, an H100 or H200 SXM's dense f16 tensor
+# peak in TFLOP/s) gives cuBLAS's share of it.
 #
 #   bash bench/gpu-matmul.sh OUT [SHAPES]         (VARIANTS=… DTYPES=… REPS=20 PEAK=989 in the environment)
 #
@@ -21,13 +21,13 @@ source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.t
   nproc
   python3 -c 'import torch; print("torch", torch.__version__)'
 } >"$work/host.txt" 2>&1
-xtts_shapes=() twin_shapes=()
-if [[ -n $shapes ]]; then xtts_shapes=(--shapes "$shapes"); twin_shapes=(--shapes "$shapes"); fi
-timeout 300 node bundle/matmul-bench.cjs --variants "${VARIANTS:-f16,tfjs}" --reps "${REPS:-20}" "${xtts_shapes[@]}" \
+shape_args=()
+if [[ -n $shapes ]]; then shape_args=(--shapes "$shapes"); fi
+timeout 300 node bundle/matmul-bench.cjs --variants "${VARIANTS:-f16,tfjs}" --reps "${REPS:-20}" "${shape_args[@]}" \
   >"$work/xtts.txt" 2>&1
 echo "matmul-bench rc=$?" >>"$work/host.txt"
 timeout 200 python3 bench/twin/gemm.py --dtypes "${DTYPES:-fp16,bf16,fp32}" --reps "${REPS:-20}" --peak "${PEAK:-989}" \
-  "${twin_shapes[@]}" >"$work/cublas.jsonl" 2>"$work/cublas.txt"
+  "${shape_args[@]}" >"$work/cublas.jsonl" 2>"$work/cublas.txt"
 echo "gemm.py rc=$?" >>"$work/host.txt"
 { cat "$work/host.txt"; grep -v '^BENCH_JSON' "$work/xtts.txt"; cat "$work/cublas.txt"; } >"$out/matmul.txt"
 tar -czf "$out/matmul.tar.gz" -C "$work" .

@@ -3,8 +3,8 @@
     python3 bench/twin/gemm.py [--dtypes bf16,fp16,tf32,fp32] [--reps 50] [--shapes M×N×K[:tA][:tB][:bB],...]
         [--peak TFLOPS]
 
-The default shapes are matmul.bench.ts's (a normal step's largest matmuls at batch 32 over one bucket of
-80 tokens × 376 frames); `M×N×K` is C[M×N] = A[M×K]·B[K×N], `tA` A stored transposed (K×M), `tB` B stored
+The default shapes are matmul.bench.ts's NORMAL list, read from that file (a normal step's largest
+matmuls at batch 32 over one bucket of 80 tokens × 376 frames); `M×N×K` is C[M×N] = A[M×K]·B[K×N], `tA` A stored transposed (K×M), `tB` B stored
 transposed (N×K), `bB` B such products at once. Each dtype's median device time (CUDA events around one
 matmul, REPS times after 5 untimed) and TFLOP/s, and with --peak (the device's dense f16 tensor peak, e.g.
 989 for an H100 or H200 SXM) the share of it. fp32 runs with TF32 off (xtts's float32 arithmetic), tf32
@@ -12,23 +12,28 @@ with it on. One JSON line per shape, then a table on stderr. Needs torch with CU
 """
 import argparse
 import json
+import os
+import re
 import statistics
 import sys
 
 import torch
 
-NORMAL = [
-    ("12032×2048×512", "decoder FFN in"),
-    ("12032×512×2048", "decoder FFN out"),
-    ("12032×512×2048:tB", "FFN in, input gradient"),
-    ("512×2048×12032:tA", "FFN in, weight gradient"),
-    ("12032×1536×512", "decoder QKV"),
-    ("12160×2560×512", "postnet taps"),
-    ("12160×512×2560:tB", "postnet taps, input gradient"),
-    ("512×2560×12160:tA", "postnet taps, weight gradient"),
-    ("188×64×188:b256", "attention context"),
-    ("188×188×64:tB:b256", "attention scores"),
-]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def normal_shapes():
+    """matmul.bench.ts's NORMAL list, read from that file, so the two benches time the same shapes."""
+    path = os.path.join(HERE, "..", "matmul.bench.ts")
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    block = re.search(r"const NORMAL: Shape\[\] = \[(.*?)\]\.map", source, re.S)
+    shapes = re.findall(r"\['([^']+)', '([^']+)'\]", block.group(1)) if block else []
+    if not shapes:
+        sys.exit(f"gemm.py: no NORMAL shape list in {path}; name the shapes with --shapes")
+    return shapes
+
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}
 
 
@@ -70,7 +75,7 @@ def main():
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("gemm.py: no CUDA device (this benchmark times cuBLAS on a GPU)")
-    shapes = [(s, s) for s in args.shapes.split(",")] if args.shapes else NORMAL
+    shapes = [(s, s) for s in args.shapes.split(",")] if args.shapes else normal_shapes()
     dtypes = args.dtypes.split(",")
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:

@@ -45,8 +45,9 @@ export function drawConfig(base: string, random: () => number): string {
     `  keep_checkpoints: ${pick([1, 2, 5])}`,
     `  checkpoint_every: ${pick([1, 2, 1000])}`,
     `  eval_every: ${pick([1, 1000])}`,
-    // Eval WAVs run to limits.max_audio_s (the model is 2 steps old), and Griffin-Lim's 24 iterations were a
-    // third of the sweep's time: the WAVs' lengths, which the test checks, do not depend on the iterations.
+    // Eval WAVs run to limits.max_audio_s (the model is 2 steps old) and Griffin-Lim was a third of a worker's
+    // CPU; 1-3 iterations instead of 24 took ~10% off the sweep. The WAVs' lengths, which the test checks, do
+    // not depend on the iterations.
     `  eval_griffin_lim_iterations: ${pick([1, 2, 3])}`,
     `  validate_every: ${pick([1, 1000])}`,
     `  log_every: ${pick([1, 2, 50])}`,
