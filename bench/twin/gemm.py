@@ -3,12 +3,13 @@
     python3 bench/twin/gemm.py [--dtypes bf16,fp16,tf32,fp32] [--reps 50] [--shapes M×N×K[:tA][:tB][:bB],...]
         [--peak TFLOPS]
 
-The default shapes are matmul.bench.ts's NORMAL list, read from that file (a normal step's largest
-matmuls at batch 32 over one bucket of 80 tokens × 376 frames); `M×N×K` is C[M×N] = A[M×K]·B[K×N], `tA`
-A stored transposed (K×M), `tB` B stored transposed (N×K), `bB` B such products at once. Each dtype's median device time (CUDA events around one
-matmul, REPS times after 5 untimed) and TFLOP/s, and with --peak (the device's dense f16 tensor peak, e.g.
-989 for an H100 or H200 SXM) the share of it. fp32 runs with TF32 off (xtts's float32 arithmetic), tf32
-with it on. One JSON line per shape, then a table on stderr. Needs torch with CUDA.
+The default shapes are matmul.bench.ts's NORMAL list, read from that file (a normal step's largest matmuls
+at batch 32 over one bucket of 80 tokens × 376 frames); `M×N×K` is C[M×N] = A[M×K]·B[K×N], `tA` A stored
+transposed (K×M), `tB` B stored transposed (N×K), `bB` B such products at once. Each dtype's median device
+time (CUDA events around one matmul, REPS times after 5 untimed) and TFLOP/s, and with --peak (the device's
+dense f16 tensor peak, e.g. 989 for an H100 or H200 SXM) the share of it. fp32 runs with TF32 off (xtts's
+float32 arithmetic), tf32 with it on. One JSON line per shape, then a table on stderr. Needs torch with
+CUDA.
 """
 import argparse
 import json
