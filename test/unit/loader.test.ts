@@ -2,10 +2,12 @@
 // the right (normalised, padded) contents, identically with 0, 1 or 2 producer threads, and a run
 // restarted at a saved position continues with exactly the batches the first run would have had.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { FeatureCache } from '../../src/core/cache/cache.js';
 import { epochBatches, mulberry32, planBuckets } from '../../src/core/data/buckets.js';
 import { DataLoader, type LoadedBatch } from '../../src/core/data/loader.js';
@@ -13,6 +15,7 @@ import type { ProducerItem } from '../../src/core/data/producer.js';
 import { processClip } from '../../src/core/data/audio/index.js';
 import type { AudioConfig } from '../../src/core/config/schema.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
+import { repoRoot } from '../helpers/cli.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 
 const nMels = 8;
@@ -194,3 +197,32 @@ test(
     rmSync(dir, { recursive: true, force: true });
   },
 );
+
+// Every run starts its producer threads, each of which loads its modules afresh: through the cache's index they
+// once loaded the config subsystem (ajv, the schema) and the backends, ~0.5 s of CPU a thread.
+test('a producer thread loads neither the config subsystem, ajv nor tfjs', () => {
+  const hook = `import { writeSync } from 'node:fs';
+export async function load(url, context, next) { writeSync(2, 'loaded ' + url + '\\n'); return next(url, context); }`;
+  const entry = pathToFileURL(join(repoRoot, 'src', 'core', 'dist', 'data', 'producer-worker.js')).href;
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+await import(${JSON.stringify(entry)});`,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const loaded = r.stderr.split('\n').filter((l) => l.startsWith('loaded '));
+  assert.ok(
+    loaded.some((l) => l.endsWith('/data/producer.js')),
+    r.stderr,
+  );
+  assert.deepEqual(
+    loaded.filter((l) => /\/dist\/(config|backend)\/|node_modules\/(ajv|@sinclair|@tensorflow)\//.test(l)),
+    [],
+  );
+});

@@ -1,9 +1,9 @@
-// The feature cache's public API, and the three operations behind `xtts cache stats|verify|clear`.
+// The feature cache's public API, and the three operations behind `xtts cache stats|verify|clear`
+// (which cache a command means is the config's answer: resolveCachePath in config/load.ts). Nothing here
+// loads the config subsystem: every run's producer threads import this, and config brings ajv, the schema
+// and the backends with it (~0.5 s of CPU a thread at each run's start).
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { loadConfigOrThrow } from '../config/index.js';
-import { ConfigSchema } from '../config/index.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
 
 export {
@@ -19,16 +19,6 @@ export {
   type VerifyReport,
   type CachedFeature,
 } from './cache.js';
-
-const DEFAULT_CACHE_PATH = (ConfigSchema.properties.pipeline.properties.cache.properties.path as { default: string })
-  .default;
-
-/** The cache a command means: --cache, else the config's pipeline.cache.path, else the default. */
-export function resolveCachePath(options: { cache?: string; config?: string; set?: string[] }): string {
-  if (options.cache) return resolve(options.cache);
-  if (options.config) return loadConfigOrThrow(options.config, { set: options.set }).cachePath;
-  return resolve(DEFAULT_CACHE_PATH);
-}
 
 function openExisting(path: string, readonly: boolean): FeatureCache {
   if (!existsSync(path)) {

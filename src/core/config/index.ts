@@ -4,6 +4,7 @@ export { type Finding, type Severity, SEVERITIES, severityRank, countBySeverity,
 export {
   loadConfig,
   loadConfigOrThrow,
+  resolveCachePath,
   presetsDir,
   presetPath,
   PRESETS,

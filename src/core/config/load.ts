@@ -8,7 +8,7 @@ import { mergeSources, readExtendsChain } from './extends.js';
 import type { Finding } from './findings.js';
 import { parseOverrides } from './overrides.js';
 import { getValidator, nonFiniteFindings, schemaFindings } from './schema-errors.js';
-import type { XttsConfig } from './schema.js';
+import { ConfigSchema, type XttsConfig } from './schema.js';
 
 export { type ConfigSource, type KeyPath, joinKeyPath, splitKeyPath } from './config-source.js';
 export { parseConfigSource, readConfigText } from './config-file.js';
@@ -93,6 +93,16 @@ export function loadConfigOrThrow(file: string, options: LoadOptions = {}): Load
   const errors = findings.filter((f) => f.severity === 'error');
   if (loaded && errors.length === 0) return loaded;
   throw configInvalid(file, errors);
+}
+
+const DEFAULT_CACHE_PATH = (ConfigSchema.properties.pipeline.properties.cache.properties.path as { default: string })
+  .default;
+
+/** The feature cache a command means: --cache, else the config's pipeline.cache.path, else the default. */
+export function resolveCachePath(options: { cache?: string; config?: string; set?: string[] }): string {
+  if (options.cache) return resolve(options.cache);
+  if (options.config) return loadConfigOrThrow(options.config, { set: options.set }).cachePath;
+  return resolve(DEFAULT_CACHE_PATH);
 }
 
 /** CONFIG_INVALID for these error findings: each with its position, and the validator's command. */

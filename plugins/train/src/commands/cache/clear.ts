@@ -1,6 +1,6 @@
 import { cacheFlag, configFlag, setFlag, XttsCommand } from '@xtts/core';
-import { cacheClear, resolveCachePath } from '@xtts/core/cache';
-import { formatBytes } from '@xtts/core/config';
+import { cacheClear } from '@xtts/core/cache';
+import { formatBytes, resolveCachePath } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 
 export default class CacheClearCommand extends XttsCommand<{ path: string; removedBytes: number; existed: boolean }> {

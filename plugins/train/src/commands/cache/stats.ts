@@ -1,6 +1,6 @@
 import { cacheFlag, configFlag, setFlag, XttsCommand } from '@xtts/core';
-import { cacheStats, resolveCachePath, type CacheStats } from '@xtts/core/cache';
-import { formatBytes } from '@xtts/core/config';
+import { cacheStats, type CacheStats } from '@xtts/core/cache';
+import { formatBytes, resolveCachePath } from '@xtts/core/config';
 import { paint, renderTable } from '@xtts/core/render';
 
 export default class CacheStatsCommand extends XttsCommand<CacheStats> {

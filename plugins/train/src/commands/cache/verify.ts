@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { cacheFlag, configFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
-import { cacheVerify, resolveCachePath, type CacheVerifyResult } from '@xtts/core/cache';
+import { cacheVerify, type CacheVerifyResult } from '@xtts/core/cache';
+import { resolveCachePath } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 
 export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
