@@ -37,7 +37,7 @@ interface Outcome {
 
 function runWorker(jobs: string[]): Promise<Outcome[]> {
   const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'helpers', 'fuzz-worker.ts')], {
+  const child = spawn(process.execPath, [join(repoRoot, 'test', 'helpers', 'fuzz-worker.mjs')], {
     cwd: repoRoot,
     env,
     stdio: ['pipe', 'pipe', 'pipe'],

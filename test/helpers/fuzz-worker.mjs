@@ -3,21 +3,21 @@
 // config: whether it trained, or the error's code; and the process's peak resident memory so far
 // (a lifetime maximum: if it stays under a bound, every run did); and how many eval WAVs ran longer
 // than the config's limits.max_audio_s (eval synthesis of a barely trained model must stop there).
+// Plain JavaScript on the built package (@xtts/core, what `xtts train` runs), started without tsx: under
+// tsx every thread a run starts (its data producer) loaded tsx as well, ~0.25 s of CPU a config.
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { resourceUsage } from 'node:process';
-import { toXttsError } from '../../src/core/cli/command.js';
-import { loadConfigOrThrow } from '../../src/core/config/index.js';
-import { decodeWav } from '../../src/core/data/index.js';
-import { train } from '../../src/core/training/index.js';
+import { createInterface } from 'node:readline';
+import { toXttsError } from '@xtts/core';
+import { loadConfigOrThrow } from '@xtts/core/config';
+import { decodeWav } from '@xtts/core/data';
+import { train } from '@xtts/core/training';
 
 for await (const line of createInterface({ input: process.stdin })) {
   const [file, output] = line.split('\t');
   if (!file) continue;
   const started = performance.now();
-  let outcome:
-    | { ok: true; steps: number; evalWavs: number; longEvalWavs: string[] }
-    | { ok: false; code: string; message: string };
+  let outcome;
   try {
     const loaded = loadConfigOrThrow(file);
     const r = await train({ loaded, backend: 'cpu', maxSteps: 2, outputDir: output });
