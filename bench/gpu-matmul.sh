@@ -6,7 +6,9 @@
 # reads from it: a normal step's largest matmuls). PEAK (default 989, an H100 or H200 SXM's dense f16 tensor
 # peak in TFLOP/s) gives cuBLAS's share of it.
 #
-#   bash bench/gpu-matmul.sh OUT [SHAPES]         (VARIANTS=… DTYPES=… REPS=20 PEAK=989 in the environment)
+#   bash bench/gpu-matmul.sh OUT [SHAPES]         (VARIANTS=… DTYPES=… REPS=20 PEAK=989 in the environment;
+#                                                 TUNINGS=… builds of the f16 program beside its default:
+#                                                 matmul.bench.ts's --tunings)
 #
 # Needs: npm run gpu-runtime && npm run bundle here; python3 with torch there. Writes OUT/matmul.txt and
 # OUT/matmul.tar.gz (both benches' JSON lines and logs, the host).
@@ -23,8 +25,10 @@ source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.t
 } >"$work/host.txt" 2>&1
 shape_args=()
 if [[ -n $shapes ]]; then shape_args=(--shapes "$shapes"); fi
+tuning_args=()
+if [[ -n ${TUNINGS:-} ]]; then tuning_args=(--tunings "$TUNINGS"); fi
 timeout 300 node bundle/matmul-bench.cjs --variants "${VARIANTS:-f16,tfjs}" --reps "${REPS:-20}" "${shape_args[@]}" \
-  >"$work/xtts.txt" 2>&1
+  "${tuning_args[@]}" >"$work/xtts.txt" 2>&1
 echo "matmul-bench rc=$?" >>"$work/host.txt"
 timeout 200 python3 bench/twin/gemm.py --dtypes "${DTYPES:-fp16,bf16,fp32}" --reps "${REPS:-20}" --peak "${PEAK:-989}" \
   "${shape_args[@]}" >"$work/cublas.jsonl" 2>"$work/cublas.txt"

@@ -13,6 +13,9 @@
 // node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes
 // M×N×K[:tA][:tB][:bBATCH],...]
 // [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
+// [--tunings NAME=KEY:VALUE+KEY:VALUE;...]  builds of the f16 program to time beside it, each a variant
+//                                           "f16@NAME" (F16Tuning's keys: vector, prefetch, direct as
+//                                           0/1, buffers 1/2, slab 32/64, maxParts; the rest default)
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
 //                                           float32 program (backend/programs/dense.ts) against the two
@@ -29,7 +32,13 @@ import { takeGpuError } from '../src/core/backend/webgpu.js';
 import { denseBackward } from '../src/core/backend/programs/dense-layer.js';
 import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
-import { selectGpuPrograms, switchGpuPrograms, type MatMulProgram } from '../src/core/backend/index.js';
+import {
+  DEFAULT_F16_TUNING,
+  type F16Tuning,
+  selectGpuPrograms,
+  switchGpuPrograms,
+  type MatMulProgram,
+} from '../src/core/backend/index.js';
 
 type Tf = typeof TfTypes;
 
@@ -63,6 +72,25 @@ function parseShape(s: string, label = s): Shape {
     throw new Error(`--shapes: "${s}" is not M×N×K[:tA][:tB][:bBATCH]`);
   const batch = Number(flags.find((f) => f.startsWith('b'))?.slice(1) ?? 1);
   return { m, n, k, transposeA: flags.includes('tA'), transposeB: flags.includes('tB'), batch, label };
+}
+
+/** --tunings: builds of the f16 program by name, each its keys over the default's. */
+function parseTunings(spec: string | undefined): Map<string, F16Tuning> {
+  const tunings = new Map<string, F16Tuning>();
+  for (const entry of spec?.split(';').filter(Boolean) ?? []) {
+    const [name, keys] = entry.split('=');
+    const tuning: Record<string, number | boolean> = { ...DEFAULT_F16_TUNING };
+    for (const kv of keys?.split('+').filter(Boolean) ?? []) {
+      const [key, value] = kv.split(':');
+      if (!(key in DEFAULT_F16_TUNING) || !/^\d+$/.test(value ?? ''))
+        throw new Error(
+          `--tunings: "${kv}" in ${name} is not KEY:NUMBER with KEY one of ${Object.keys(DEFAULT_F16_TUNING)}`,
+        );
+      tuning[key] = typeof DEFAULT_F16_TUNING[key as keyof F16Tuning] === 'boolean' ? value === '1' : Number(value);
+    }
+    tunings.set(name, tuning as unknown as F16Tuning);
+  }
+  return tunings;
 }
 
 function arg(name: string): string | undefined {
@@ -222,6 +250,7 @@ async function dense(
 
 async function main(): Promise<void> {
   const variants = (arg('variants') ?? 'tfjs,tiled,f16').split(',') as MatMulProgram[];
+  const tunings = parseTunings(arg('tunings'));
   const reps = Number(arg('reps') ?? 20);
   const shapes =
     arg('shapes')
@@ -268,6 +297,10 @@ async function main(): Promise<void> {
     disposeBackend(tf);
     return;
   }
+  // f16 in each --tunings build beside f16 in the default one.
+  const timedVariants: string[] = variants.flatMap((v) =>
+    v === 'f16' ? ['f16', ...[...tunings.keys()].map((name) => `f16@${name}`)] : [v],
+  );
   const rows: Record<string, unknown>[] = [];
   for (const s of shapes) {
     const aShape = [...(s.batch > 1 ? [s.batch] : []), ...(s.transposeA ? [s.k, s.m] : [s.m, s.k])];
@@ -290,8 +323,12 @@ async function main(): Promise<void> {
       label: s.label,
       gflop: flop / 1e9,
     };
-    for (const v of variants) {
-      selectGpuPrograms(tf, { matmul: v });
+    for (const v of timedVariants) {
+      const [program, build] = v.split('@');
+      selectGpuPrograms(tf, {
+        matmul: program as MatMulProgram,
+        f16Tuning: build ? (tunings.get(build) as F16Tuning) : DEFAULT_F16_TUNING,
+      });
       const t = await timed(tf, v, row, reps, () => [tf.matMul(a, b, s.transposeA, s.transposeB)]);
       if (!t) continue;
       row[`${v}_ms`] = Number(t.ms.toFixed(4));
@@ -305,12 +342,18 @@ async function main(): Promise<void> {
         row.shape,
         row.label,
         `${(flop / 1e9).toFixed(1)} GFLOP`,
-        ...variants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`),
+        ...timedVariants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`),
       ].join(' | '),
     );
   }
-  selectGpuPrograms(tf, { matmul: 'tfjs' });
-  report('matmul', { device: choice.adapter?.name, variants, reps, rows });
+  selectGpuPrograms(tf, { matmul: 'tfjs', f16Tuning: DEFAULT_F16_TUNING });
+  report('matmul', {
+    device: choice.adapter?.name,
+    variants: timedVariants,
+    tunings: Object.fromEntries(tunings),
+    reps,
+    rows,
+  });
   disposeBackend(tf);
 }
 

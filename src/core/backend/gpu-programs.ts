@@ -62,12 +62,47 @@ export interface GpuProgramSelection {
   readonly matmul: MatMulProgram;
   /** The subgroup-matrix shape the f16 program is built for (the adapter's f16→f32 configuration). */
   readonly subgroupShape: SubgroupMatrixShape;
+  /** How the f16 program is built (programs/matmul-f16.ts): benches compare builds; runs keep the default. */
+  readonly f16Tuning: F16Tuning;
 }
+
+/** How the f16 tensor-core program reads its operands and stores its sums (programs/matmul-f16.ts). */
+export interface F16Tuning {
+  /** An operand whose contiguous dimension is a multiple of 4 is read four values at a load (a vec4 binding). */
+  readonly vector: boolean;
+  /** The next slab of K is read into registers while this one is multiplied (its latency hidden). */
+  readonly prefetch: boolean;
+  /** Copies of the slabs in workgroup memory: with 2 (and prefetch) one barrier a slab suffices. */
+  readonly buffers: 1 | 2;
+  /** K per slab. */
+  readonly slab: 32 | 64;
+  /** Tiles inside the output of a product without bias or ReLU store their sums straight into it. */
+  readonly direct: boolean;
+  /** The most parts K is split into (1: never split); the program's own choice below that. */
+  readonly maxParts: number;
+  /** Subgroups of 32 a workgroup: 8 (each 32 × 64 of a 128 tile) or 4 (each 64 × 64: more sums, fewer loads). */
+  readonly subgroups: 4 | 8;
+}
+
+/**
+ * The build measured on an H200 (issue 35: scalar loads, one copy of the slabs, staged stores); the others are
+ * bench/matmul.bench.ts's --tunings until a GPU says which is faster.
+ */
+export const DEFAULT_F16_TUNING: F16Tuning = {
+  vector: false,
+  prefetch: false,
+  buffers: 1,
+  slab: 32,
+  direct: false,
+  maxParts: 64,
+  subgroups: 8,
+};
 
 export const DEFAULT_GPU_PROGRAMS: GpuProgramSelection = {
   off: [],
   matmul: 'tfjs',
   subgroupShape: { M: 16, N: 16, K: 16 },
+  f16Tuning: DEFAULT_F16_TUNING,
 };
 
 type KernelFunc = tfTypes.KernelFunc;

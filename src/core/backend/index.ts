@@ -52,8 +52,10 @@ export {
 } from './webgpu.js';
 export { type GpuDevice } from './gpu-types.js';
 export {
+  DEFAULT_F16_TUNING,
   DEFAULT_GPU_PROGRAMS,
   defineGpuKernel,
+  type F16Tuning,
   defineGpuOverride,
   GPU_PROGRAM_GROUPS,
   type GpuProgramGroup,

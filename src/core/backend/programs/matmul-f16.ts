@@ -1,5 +1,5 @@
 import type * as tfTypes from '@tensorflow/tfjs-core';
-import { gpuProgramSelection, type SubgroupMatrixShape } from '../gpu-programs.js';
+import { type F16Tuning, gpuProgramSelection, type SubgroupMatrixShape } from '../gpu-programs.js';
 import { namedProgram, outputsProgram, runWithOutputs, type WebgpuProgramRunner } from '../kernels.js';
 import {
   epilogueCode,
@@ -24,22 +24,27 @@ import { LARGE_TILES_FROM } from './matmul-wide.js';
 // A workgroup of 256 invocations (8 subgroups of 32, NVIDIA's width) computes a TILE × TILE output
 // tile (128 × 128 where there are enough of them to fill an H100 about twice, else 64 × 64); its
 // subgroups split the tile SR × SC, each keeping a grid of unit-sized result matrices. K goes in slabs
-// of 32: each slab of A (TILE × 32) and of B (32 × TILE) is read from global memory in the order it
-// lies there by all 256 invocations, converted and stored in that same order (row-major for A and B,
-// column-major for Aᵀ and Bᵀ, so that neighbouring invocations store neighbouring values) with rows
-// padded by 8 values (16 bytes, the alignment of a matrix load's offset and stride); then every
-// subgroup loads its left and right matrices from it in that majorness and multiplies. The results go
-// out through a staging area per subgroup, so that the edges of the output, the batch, the bias and
-// the ReLU of a dense layer (_FusedMatMul) are written by ordinary code. WGSL's uniformity analysis
-// wants a matrix load's offset uniform across the whole workgroup; each subgroup's offsets here are
-// uniform across the subgroup (they derive from local_invocation_index / 32, and on an adapter whose
-// subgroups are exactly 32 wide — tensorCoreSupport requires it — a subgroup is 32 consecutive
-// invocations), which is what the hardware needs, so the analysis is switched off for the matrix
-// builtins in this program only.
+// (selection.f16Tuning.slab, 32 or 64): each slab of A (TILE × slab) and of B (slab × TILE) is read
+// from global memory in the order it lies there by all 256 invocations — four values a load where the
+// operand's contiguous dimension is a multiple of 4 (a vec4 binding) — converted and stored in that
+// same order (row-major for A and B, column-major for Aᵀ and Bᵀ, so that neighbouring invocations
+// store neighbouring values) with rows padded by 8 values (16 bytes, the alignment of a matrix load's
+// offset and stride); then every subgroup loads its left and right matrices from it in that majorness
+// and multiplies. With prefetch the next slab's values are read into registers before this slab is
+// multiplied, so their latency overlaps the products; with two copies of the slabs in workgroup memory
+// the stores of the next slab go to the other copy and one barrier a slab suffices. The results of a
+// tile inside the output of a product without an epilogue go straight from the sums into the output
+// (subgroupMatrixStore to the storage buffer); the others through a staging area per subgroup, so
+// that the edges of the output, the bias and the ReLU of a dense layer (_FusedMatMul) are written by
+// ordinary code. WGSL's uniformity analysis wants a matrix load's offset uniform across the whole
+// workgroup; each subgroup's offsets here are uniform across the subgroup (they derive from
+// local_invocation_index / 32, and on an adapter whose subgroups are exactly 32 wide —
+// tensorCoreSupport requires it — a subgroup is 32 consecutive invocations), which is what the
+// hardware needs, so the analysis is switched off for the matrix builtins in this program only.
 
+/** The shortest slab of K a tuning may pick (f16UnitFits). */
 const F16_SLAB = 32;
 const F16_PAD = 8;
-const F16_LANES = 256;
 
 /** Output tile side: 128 where the output has enough such tiles (about two per H100 multiprocessor), else 64. */
 export function f16Tile(d: MatMulDims): 64 | 128 {
@@ -56,20 +61,21 @@ export function f16UnitFits(u: SubgroupMatrixShape): boolean {
 
 /** Workgroups the f16 program aims for: eight per H100 multiprocessor. */
 const F16_WORKGROUPS = 1056;
-/** The least K a part of a split matmul sums (16 slabs). */
+/** The least K a part of a split matmul sums (16 slabs of 32). */
 const F16_MIN_PART = 512;
 
 /**
  * Parts the f16 program splits K into: a weight gradient (a 512 × 2,048 output over batch × frames,
  * K of 12,032 in a normal step) has too few output tiles to fill the device, each with a long loop
  * over K. Then every part sums its own range of K into a partial output, and the parts are added in
- * order (the same value every run). Unbatched matmuls without an epilogue only.
+ * order (the same value every run). Unbatched matmuls without an epilogue only; at most `maxParts`
+ * (selection.f16Tuning).
  */
-export function f16Parts(d: MatMulDims): number {
+export function f16Parts(d: MatMulDims, maxParts = gpuProgramSelection().f16Tuning.maxParts): number {
   if (d.batch !== 1) return 1;
   const tiles = Math.ceil(d.m / f16Tile(d)) * Math.ceil(d.n / f16Tile(d));
   if (tiles >= F16_WORKGROUPS / 2) return 1;
-  return Math.max(1, Math.min(Math.ceil(F16_WORKGROUPS / tiles), Math.floor(d.k / F16_MIN_PART)));
+  return Math.max(1, Math.min(Math.ceil(F16_WORKGROUPS / tiles), Math.floor(d.k / F16_MIN_PART), maxParts));
 }
 
 /** The shader source's first lines for the f16 program: WGSL wants its directives before anything else. */
@@ -79,7 +85,12 @@ export const F16_MATMUL_ENABLES =
   'chromium.subgroup_matrix_uniformity);\n';
 const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
 
-/** One product of the f16 program: its shape, transposes and epilogue, and K split into `parts` of `chunk`. */
+/**
+ * One product of the f16 program: its shape, transposes and epilogue, K split into `parts` of `chunk`,
+ * how it is built (`tuning`; `buffers` 1 where two copies of the slabs would not fit the device's
+ * workgroup memory), and which operands are read four values at a load (their contiguous dimension a
+ * multiple of 4).
+ */
 interface F16Product {
   d: MatMulDims;
   transposeA: boolean;
@@ -87,7 +98,15 @@ interface F16Product {
   epilogue: { bias: boolean; relu: boolean };
   parts: number;
   chunk: number;
+  tuning: F16Tuning;
+  vecA: boolean;
+  vecB: boolean;
+  /** Whole tiles store their sums straight into the output (no epilogue, rows 16-byte aligned). */
+  direct: boolean;
 }
+
+/** Workgroup memory the f16 program may use when the device does not say (WebGPU's guaranteed least is 16 KiB). */
+const F16_DEFAULT_STORAGE = 16384;
 
 /**
  * A product's parts (f16Parts, or 1 with an epilogue) and its chunk of K: a whole number of slabs per part, so that
@@ -97,25 +116,50 @@ function f16Product(
   d: MatMulDims,
   transposeA: boolean,
   transposeB: boolean,
+  storageLimit: number,
   epilogue: { bias: boolean; relu: boolean } = { bias: false, relu: false },
 ): F16Product {
-  const split = epilogue.bias || epilogue.relu ? 1 : f16Parts(d);
-  const chunk = split > 1 ? Math.ceil(d.k / split / F16_SLAB) * F16_SLAB : d.k;
-  return { d, transposeA, transposeB, epilogue, parts: Math.ceil(d.k / chunk), chunk };
+  const wanted = gpuProgramSelection().f16Tuning;
+  const hasEpilogue = epilogue.bias || epilogue.relu;
+  const split = hasEpilogue ? 1 : f16Parts(d, wanted.maxParts);
+  const chunk = split > 1 ? Math.ceil(d.k / split / wanted.slab) * wanted.slab : d.k;
+  const contiguous = (dim: number) => wanted.vector && dim % 4 === 0;
+  const p: F16Product = {
+    d,
+    transposeA,
+    transposeB,
+    epilogue,
+    parts: Math.ceil(d.k / chunk),
+    chunk,
+    tuning: wanted.prefetch ? wanted : { ...wanted, buffers: 1 },
+    vecA: contiguous(transposeA ? d.m : d.k),
+    vecB: contiguous(transposeB ? d.k : d.n),
+    direct: wanted.direct && !hasEpilogue && d.n % 4 === 0,
+  };
+  if (p.tuning.buffers === 2 && f16SharedBytes([p]) > storageLimit) p.tuning = { ...p.tuning, buffers: 1 };
+  return p;
+}
+
+/** The workgroup memory a backend's device offers (its maxComputeWorkgroupStorageSize). */
+function storageLimitOf(backend: unknown): number {
+  const limits = (backend as { device?: { limits?: { maxComputeWorkgroupStorageSize?: number } } }).device?.limits;
+  return limits?.maxComputeWorkgroupStorageSize ?? F16_DEFAULT_STORAGE;
 }
 
 /**
  * How a tile of a product lies in the f16 program: the subgroup matrices' shape (M × N, K deep); the
- * tile's side; its split among the subgroups, SR × SC parts of subRows × subCols, each RI × RJ unit
- * matrices; the rows' strides of A's and B's slabs in workgroup memory (AST, BST). Workgroup layouts:
- * A row-major [TILE][SLAB] or, for Aᵀ, column-major [SLAB][TILE]; B row-major [SLAB][TILE] or, for
- * Bᵀ, column-major [TILE][SLAB]; each row padded by F16_PAD.
+ * tile's side and K per slab; its split among the subgroups, SR × SC parts of subRows × subCols, each
+ * RI × RJ unit matrices; the rows' strides of A's and B's slabs in workgroup memory (AST, BST) and the
+ * size of one copy of each (ASIZE, BSIZE). Workgroup layouts: A row-major [TILE][SLAB] or, for Aᵀ,
+ * column-major [SLAB][TILE]; B row-major [SLAB][TILE] or, for Bᵀ, column-major [TILE][SLAB]; each row
+ * padded by F16_PAD.
  */
 interface F16Layout {
   M: number;
   N: number;
   K: number;
   TILE: number;
+  SLAB: number;
   SC: number;
   subRows: number;
   subCols: number;
@@ -123,42 +167,59 @@ interface F16Layout {
   RJ: number;
   AST: number;
   BST: number;
+  ASIZE: number;
+  BSIZE: number;
 }
 
 function f16Layout(p: F16Product): F16Layout {
   const { M, N, K } = gpuProgramSelection().subgroupShape;
   const TILE = f16Tile(p.d);
-  const [SR, SC] = TILE === 128 ? [4, 2] : [2, 4];
+  const SLAB = p.tuning.slab;
+  // Eight subgroups of 32 × 64 (128 tiles) or 32 × 16 (64 tiles), or four of 64 × 64 or 32 × 32.
+  const [SR, SC] = p.tuning.subgroups === 4 ? [2, 2] : TILE === 128 ? [4, 2] : [2, 4];
   const subRows = TILE / SR;
   const subCols = TILE / SC;
+  const AST = p.transposeA ? TILE + F16_PAD : SLAB + F16_PAD;
+  const BST = p.transposeB ? SLAB + F16_PAD : TILE + F16_PAD;
   return {
     M,
     N,
     K,
     TILE,
+    SLAB,
     SC,
     subRows,
     subCols,
     RI: subRows / M,
     RJ: subCols / N,
-    AST: p.transposeA ? TILE + F16_PAD : F16_SLAB + F16_PAD,
-    BST: p.transposeB ? F16_SLAB + F16_PAD : TILE + F16_PAD,
+    AST,
+    BST,
+    ASIZE: (p.transposeA ? SLAB : TILE) * AST,
+    BSIZE: (p.transposeB ? TILE : SLAB) * BST,
   };
 }
 
-/** Elements of the f16 program's workgroup arrays for a product: A's slab, B's slab and the subgroups' staging area. */
+/** Elements of the f16 program's workgroup arrays for a product: A's slabs, B's slabs and the staging area. */
 function f16Shared(p: F16Product): [number, number, number] {
-  const { TILE, AST, BST } = f16Layout(p);
-  return [
-    (p.transposeA ? F16_SLAB : TILE) * AST,
-    (p.transposeB ? TILE : F16_SLAB) * BST,
-    (F16_LANES / 32) * gpuProgramSelection().subgroupShape.M * gpuProgramSelection().subgroupShape.N,
-  ];
+  const { ASIZE, BSIZE } = f16Layout(p);
+  const { M, N } = gpuProgramSelection().subgroupShape;
+  return [ASIZE * p.tuning.buffers, BSIZE * p.tuning.buffers, p.tuning.subgroups * M * N];
+}
+
+/** The elements of each workgroup array, sized for the largest of the products. */
+function f16SharedSizes(products: F16Product[]): [number, number, number] {
+  return [0, 1, 2].map((i) => Math.max(...products.map((p) => f16Shared(p)[i]))) as [number, number, number];
+}
+
+/** Bytes of workgroup memory the f16 program of these products uses (f16 slabs, f32 staging). */
+function f16SharedBytes(products: F16Product[]): number {
+  const [a, b, c] = f16SharedSizes(products);
+  return 2 * (a + b) + 4 * c;
 }
 
 /** The workgroup arrays of the f16 program (sized for the largest of its products). */
 function f16SharedDeclarations(products: F16Product[]): string {
-  const [a, b, c] = [0, 1, 2].map((i) => Math.max(...products.map((p) => f16Shared(p)[i])));
+  const [a, b, c] = f16SharedSizes(products);
   return `
       var<workgroup> As : array<f16, ${a}>;
       var<workgroup> Bs : array<f16, ${b}>;
@@ -169,73 +230,129 @@ const range = (n: number) => [...Array(n).keys()];
 /** The (i, j) of a subgroup's RI × RJ unit result matrices. */
 const unitGrid = (l: F16Layout) => range(l.RI).flatMap((i) => range(l.RJ).map((j) => [i, j] as const));
 
-/** WGSL: A's and B's slab of K from global memory into As and Bs, rounded to f16, by all the invocations. */
-function f16SlabLoads(
-  p: F16Product,
-  l: F16Layout,
-  names: { A: string; B: string },
-  u: (name: string) => string,
-): string {
-  const { aAt, bAt } = operandIndex(p.transposeA, p.transposeB, u);
-  const load = (
-    array: string,
-    operand: string,
-    alongK: boolean,
-    index: string,
-    origin: string,
-    limit: string,
-    at: string,
-    where: string,
-  ) =>
-    slabLoad({
-      lanes: F16_LANES,
-      slab: F16_SLAB,
-      tile: l.TILE,
-      tid: 't',
-      alongK,
-      array,
-      index,
-      origin,
-      limit,
-      read: `f32(${operand}[${at}])`,
-      kLimit: 'kEnd',
-      store: where,
-      convert: (v) => `f16(${v})`,
-    });
-  const loadA = load(
-    'As',
-    names.A,
-    !p.transposeA,
-    'r',
-    'row0',
-    u('m'),
-    aAt,
-    p.transposeA ? `s * ${l.AST} + lane` : `lane * ${l.AST} + s`,
-  );
-  const loadB = load(
-    'Bs',
-    names.B,
-    p.transposeB,
-    'c',
-    'col0',
-    u('n'),
-    bAt,
-    p.transposeB ? `lane * ${l.BST} + s` : `s * ${l.BST} + lane`,
-  );
-  return `${loadA}${loadB}`;
+/**
+ * How one operand's slab is read: by every invocation `units` loads of `width` values (vec4 or f32),
+ * load e of invocation t at flat index t + e · 256; along K where K is the operand's contiguous
+ * dimension (A, Bᵀ), along the tile's lanes otherwise (Aᵀ, B), so that neighbouring invocations read
+ * neighbouring values and each load's values lie next to each other in workgroup memory too.
+ */
+interface OperandSlab {
+  /** Register and index names' prefix ('a' or 'b'). */
+  x: string;
+  input: string;
+  array: string;
+  /** The size of one copy of the slab in the array (its offset in the second copy). */
+  size: number;
+  alongK: boolean;
+  width: number;
+  units: number;
+  /** Row of A or column of B of a load at `lane` of the tile (origin row0 or col0) and its limit. */
+  origin: string;
+  limit: string;
+  /** The element index in global memory of (lane index L, K index kk). */
+  at: (L: string, kk: string) => string;
+  /** The element index in workgroup memory of (slab row s, tile lane). */
+  shared: (s: string, lane: string) => string;
+}
+
+function operandSlabs(p: F16Product, l: F16Layout, names: { A: string; B: string }, u: (n: string) => string) {
+  const [m, n, k] = [u('m'), u('n'), u('k')];
+  const { TILE, SLAB, AST, BST } = l;
+  const lanes = 32 * p.tuning.subgroups;
+  const slab = (o: Omit<OperandSlab, 'units'>): OperandSlab => ({ ...o, units: (TILE * SLAB) / (o.width * lanes) });
+  const a = slab({
+    x: 'a',
+    input: names.A,
+    array: 'As',
+    size: l.ASIZE,
+    alongK: !p.transposeA,
+    width: p.vecA ? 4 : 1,
+    origin: 'row0',
+    limit: m,
+    at: p.transposeA
+      ? (L, kk) => `bA * ${k} * ${m} + ${kk} * ${m} + ${L}`
+      : (L, kk) => `bA * ${m} * ${k} + ${L} * ${k} + ${kk}`,
+    shared: p.transposeA ? (s, lane) => `${s} * ${AST} + ${lane}` : (s, lane) => `${lane} * ${AST} + ${s}`,
+  });
+  const b = slab({
+    x: 'b',
+    input: names.B,
+    array: 'Bs',
+    size: l.BSIZE,
+    alongK: p.transposeB,
+    width: p.vecB ? 4 : 1,
+    origin: 'col0',
+    limit: n,
+    at: p.transposeB
+      ? (L, kk) => `bB * ${n} * ${k} + ${L} * ${k} + ${kk}`
+      : (L, kk) => `bB * ${k} * ${n} + ${kk} * ${n} + ${L}`,
+    shared: p.transposeB ? (s, lane) => `${lane} * ${BST} + ${s}` : (s, lane) => `${s} * ${BST} + ${lane}`,
+  });
+  return [a, b];
 }
 
 /**
- * WGSL: a subgroup's products over the slab in workgroup memory, one block per K step of the unit
- * matrices: its left and right matrices loaded (in the slab's majorness), then multiplied into its sums.
+ * WGSL before the loop over K, for one operand: each load's place, which does not change from slab to
+ * slab — its K offset in the slab (xS), its lane's row or column (xL) and whether that is inside the
+ * matrix (xOk), its index in workgroup memory (xW) — and its register (xR).
+ */
+function operandSetup(o: OperandSlab, l: F16Layout, lanes: number): string {
+  const perRow = o.alongK ? l.SLAB / o.width : l.TILE / o.width;
+  const type = o.width === 4 ? 'vec4<f32>' : 'f32';
+  return range(o.units)
+    .map((e) => {
+      const flat = `(t + ${e * lanes})`;
+      const [s, lane] = o.alongK
+        ? [`(${flat} % ${perRow}) * ${o.width}`, `${flat} / ${perRow}`]
+        : [`${flat} / ${perRow}`, `(${flat} % ${perRow}) * ${o.width}`];
+      const x = `${o.x}`;
+      return `let ${x}S${e} = ${s};
+        let ${x}L${e} = ${o.origin} + ${lane};
+        let ${x}Ok${e} = ${x}L${e} < ${o.limit};
+        let ${x}W${e} = ${o.shared(`${x}S${e}`, lane)};
+        var ${x}R${e} : ${type};`;
+    })
+    .join('\n        ');
+}
+
+/** WGSL: one operand's loads of the slab at k0 into its registers (zero outside the matrix and past kEnd). */
+function operandLoads(o: OperandSlab): string {
+  const zero = o.width === 4 ? 'vec4<f32>(0.0)' : '0.0';
+  return range(o.units)
+    .map((e) => {
+      const x = `${o.x}`;
+      const at = o.at(`${x}L${e}`, `(k0 + ${x}S${e})`);
+      return `${x}R${e} = ${zero};
+            if (${x}Ok${e} && k0 + ${x}S${e} < kEnd) {
+              ${x}R${e} = ${o.input}[${o.width === 4 ? `(${at}) / 4` : at}];
+            }`;
+    })
+    .join('\n            ');
+}
+
+/** WGSL: one operand's registers into its slab in workgroup memory (at the copy's offset `xOff`), rounded to f16. */
+function operandStores(o: OperandSlab): string {
+  return range(o.units)
+    .flatMap((e) =>
+      range(o.width).map(
+        (c) => `${o.array}[${o.x}Off + u32(${o.x}W${e} + ${c})] = f16(${o.x}R${e}${o.width === 4 ? `[${c}]` : ''});`,
+      ),
+    )
+    .join('\n          ');
+}
+
+/**
+ * WGSL: a subgroup's products over the slab in workgroup memory (at aOff and bOff), one block per K step
+ * of the unit matrices: its left and right matrices loaded (in the slab's majorness), then multiplied
+ * into its sums.
  */
 function f16SlabProducts(p: F16Product, l: F16Layout): string {
   const { M, N, K, AST, BST } = l;
   // Offsets of left matrix i and right matrix j at K step `step` within this subgroup's part.
   const leftAt = (i: number, step: number) =>
-    p.transposeA ? `aBase + ${step * K * AST + i * M}u` : `aBase + ${i * M * AST + step * K}u`;
+    p.transposeA ? `aBase + aOff + ${step * K * AST + i * M}u` : `aBase + aOff + ${i * M * AST + step * K}u`;
   const rightAt = (j: number, step: number) =>
-    p.transposeB ? `bBase + ${j * N * BST + step * K}u` : `bBase + ${step * K * BST + j * N}u`;
+    p.transposeB ? `bBase + bOff + ${j * N * BST + step * K}u` : `bBase + bOff + ${step * K * BST + j * N}u`;
   const aMajor = p.transposeA ? 'col_major' : 'row_major';
   const bMajor = p.transposeB ? 'col_major' : 'row_major';
   // Matrices `name`0, 1, … of `type`, from `array` at `offsets`.
@@ -246,7 +363,7 @@ function f16SlabProducts(p: F16Product, l: F16Layout): string {
   const products = unitGrid(l)
     .map(([i, j]) => `acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});`)
     .join('\n            ');
-  return range(F16_SLAB / K)
+  return range(l.SLAB / K)
     .map((step) => {
       const lefts = range(l.RI).map((i) => leftAt(i, step));
       const rights = range(l.RJ).map((j) => rightAt(j, step));
@@ -263,7 +380,7 @@ function f16SlabProducts(p: F16Product, l: F16Layout): string {
  * WGSL: a subgroup's sums out, one unit matrix at a time through its staging area in Cs, each value
  * inside the output `value` (the epilogue of Cs's) stored by `store(b, row, col, value)`.
  */
-function f16TileStores(
+function f16StagedStores(
   l: F16Layout,
   value: string,
   u: (name: string) => string,
@@ -288,27 +405,87 @@ function f16TileStores(
 }
 
 /**
+ * WGSL: a subgroup's sums out. A tile wholly inside the output of a `direct` product stores each unit
+ * matrix straight into `output` (row-major, rows of n: [parts or batch, m, n]); the others go through
+ * the staging area (f16StagedStores). The test is the same for the whole workgroup.
+ */
+function f16TileStores(
+  p: F16Product,
+  l: F16Layout,
+  value: string,
+  u: (name: string) => string,
+  store: (b: string, row: string, col: string, v: string) => string,
+  output: string,
+): string {
+  const staged = f16StagedStores(l, value, u, store);
+  if (!p.direct) return staged;
+  const { M, N, TILE, SC, subRows, subCols } = l;
+  const [m, n] = [u('m'), u('n')];
+  const direct = unitGrid(l)
+    .map(
+      ([i, j]) => `subgroupMatrixStore<row_major>(&${output},
+            u32((b * ${m} + rowS + ${i * M}) * ${n} + colS + ${j * N}), acc${i}_${j}, u32(${n}));`,
+    )
+    .join('\n          ');
+  return `if (row0 + ${TILE} <= ${m} && col0 + ${TILE} <= ${n}) {
+          let rowS = row0 + (sg / ${SC}) * ${subRows};
+          let colS = col0 + (sg % ${SC}) * ${subCols};
+          ${direct}
+        } else {
+        ${staged}
+        }`;
+}
+
+/**
  * The WGSL of one output tile of product `p` (after `let t = i32(localId.x);` and the tile's
  * `row0`, `col0` and batch or part `b`): its part of K through subgroup matrices into f32 sums,
- * then out through the staging area by `store(b, row, col, value)`. `u(name)`: the product's uniform
- * (m, n, k, batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
+ * then out through f16TileStores (`store(b, row, col, value)` for a value through the staging area,
+ * `output` the storage array a whole tile may go to). `u(name)`: the product's uniform (m, n, k,
+ * batchA, batchB, chunk); `A`, `B` and `bias`: its inputs' names.
  */
 function f16TileCode(
   p: F16Product,
   names: { A: string; B: string; bias: string },
   u: (name: string) => string,
   store: (b: string, row: string, col: string, v: string) => string,
+  output: string,
 ): string {
   const l = f16Layout(p);
-  const { M, N, K, TILE, SC, subRows, subCols, AST, BST } = l;
-  const { transposeA, transposeB, epilogue } = p;
+  const { M, N, K, SLAB, SC, subRows, subCols, AST, BST } = l;
+  const { transposeA, transposeB, epilogue, tuning } = p;
   if (!f16UnitFits(gpuProgramSelection().subgroupShape))
-    throw new Error(`the f16 matmul cannot tile ${TILE}×${TILE} with ${M}×${N}×${K} subgroup matrices`);
+    throw new Error(`the f16 matmul cannot tile ${l.TILE}×${l.TILE} with ${M}×${N}×${K} subgroup matrices`);
   const value = epilogueCode(
     `Cs[sg * ${M * N} + idx]`,
     epilogue.bias ? `f32(${names.bias}[col])` : null,
     epilogue.relu,
   );
+  const operands = operandSlabs(p, l, names, u);
+  const loads = operands.map(operandLoads).join('\n            ');
+  const stores = operands.map(operandStores).join('\n          ');
+  // Which copy of the slabs this slab goes to (the second only with two buffers).
+  const copies =
+    tuning.buffers === 2
+      ? `let aOff = u32(slab % 2) * ${l.ASIZE}u;
+          let bOff = u32(slab % 2) * ${l.BSIZE}u;`
+      : 'let aOff = 0u;\n          let bOff = 0u;';
+  const body = tuning.prefetch
+    ? `${tuning.buffers === 1 ? 'workgroupBarrier();' : ''}
+          ${stores}
+          workgroupBarrier();
+          if (slab + 1 < slabs) {
+            let k0 = kStart + (slab + 1) * ${SLAB};
+            ${loads}
+          }
+          ${f16SlabProducts(p, l)}`
+    : `{
+            let k0 = kStart + slab * ${SLAB};
+            ${loads}
+          }
+          ${stores}
+          workgroupBarrier();
+          ${f16SlabProducts(p, l)}
+          workgroupBarrier();`;
   return `
         let sg = t / 32;
         let lane32 = t % 32;
@@ -322,15 +499,30 @@ function f16TileCode(
         ${unitGrid(l)
           .map(([i, j]) => `var acc${i}_${j} = subgroup_matrix_result<f32, ${N}, ${M}>();`)
           .join('\n        ')}
+        ${operands.map((o) => operandSetup(o, l, 32 * tuning.subgroups)).join('\n        ')}
         // A trip count the whole workgroup shares (workgroupBarrier wants uniform control flow):
         // the slabs of one part; a shorter last part reads zeros past kEnd.
-        for (var slab = 0; slab < (min(${u('chunk')}, ${u('k')}) + ${F16_SLAB - 1}) / ${F16_SLAB}; slab = slab + 1) {
-          let k0 = kStart + slab * ${F16_SLAB};${f16SlabLoads(p, l, names, u)}
-          workgroupBarrier();
-          ${f16SlabProducts(p, l)}
-          workgroupBarrier();
+        let slabs = (min(${u('chunk')}, ${u('k')}) + ${SLAB - 1}) / ${SLAB};${
+          tuning.prefetch
+            ? `
+        {
+          let k0 = kStart;
+          ${loads}
+        }`
+            : ''
         }
-        ${f16TileStores(l, value, u, store)}`;
+        for (var slab = 0; slab < slabs; slab = slab + 1) {
+          ${copies}
+          ${body}
+        }
+        ${f16TileStores(p, l, value, u, store, output)}`;
+}
+
+/** What a product's program is built from (its shader key): tile, transposes, vec4 loads, direct stores, tuning. */
+function f16Key(p: F16Product): string {
+  const t = p.tuning;
+  const flags = [p.transposeA, p.transposeB, p.vecA, p.vecB, p.direct, t.prefetch].map((f) => (f ? 1 : 0)).join('');
+  return `${f16Tile(p.d)}_${flags}_${t.slab}_${t.buffers}`;
 }
 
 /** A product's output tiles per row of tiles and per part of K. */
@@ -349,28 +541,39 @@ const f16UniformValues = (p: F16Product) => [p.d.m, p.d.n, p.d.k, p.d.batchA, p.
 
 function subgroupProgram(p: F16Product) {
   const { M, N, K } = gpuProgramSelection().subgroupShape;
-  const { d, transposeA, transposeB, epilogue } = p;
+  const { d, epilogue } = p;
   const TILE = f16Tile(d);
   return namedProgram(F16_MATMUL_PROGRAM, {
     variableNames: epilogue.bias ? ['A', 'B', 'bias'] : ['A', 'B'],
+    // A and B as vec4 where they are read four values at a load.
+    variableComponents: [p.vecA ? 4 : 1, p.vecB ? 4 : 1, ...(epilogue.bias ? [1] : [])],
     // Split over K (batch 1), the batch dimension holds the parts: part p sums K from p·chunk.
     outputShape: [d.batch * p.parts, d.m, d.n],
-    shaderKey: `xtts_matmul_f16_${M}x${N}x${K}_${TILE}_${transposeA}_${transposeB}_${epilogue.bias}_${epilogue.relu}`,
+    shaderKey: `xtts_matmul_f16_${M}x${N}x${K}_${f16Key(p)}_${epilogue.bias}_${epilogue.relu}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
     dispatch: [Math.ceil(d.n / TILE), Math.ceil(d.m / TILE), d.batch * p.parts] as [number, number, number],
-    workgroupSize: [F16_LANES, 1, 1] as [number, number, number],
+    workgroupSize: [32 * p.tuning.subgroups, 1, 1] as [number, number, number],
     uniforms: F16_UNIFORMS.map((n) => `${n} : i32,`).join(' '),
     getUserCode: () => `${f16SharedDeclarations([p])}
+      var<workgroup> tileAt : vec4<i32>;
       fn main() {
         let t = i32(localId.x);
+        // The tile's place through workgroup memory, uniform (tfjs keeps workgroupId in a private
+        // variable, which the uniformity analysis cannot trust): whether the whole tile lies inside the
+        // output decides between stores with barriers and stores without.
+        if (t == 0) {
+          tileAt = vec4<i32>(vec3<i32>(workgroupId.xyz), 0);
+        }
+        let at = workgroupUniformLoad(&tileAt);
         // z is the batch, or with K split (batch 1) the part.
-        let b = i32(workgroupId.z);
-        let row0 = i32(workgroupId.y) * ${TILE};
-        let col0 = i32(workgroupId.x) * ${TILE};${f16TileCode(
+        let b = at.z;
+        let row0 = at.y * ${TILE};
+        let col0 = at.x * ${TILE};${f16TileCode(
           p,
           { A: 'A', B: 'B', bias: 'bias' },
           (n) => `uniforms.${n}`,
           (b, row, col, v) => `setOutputAtCoords(${b}, ${row}, ${col}, ${v});`,
+          'result',
         )}
       }`,
   });
@@ -411,7 +614,7 @@ function subgroupPairProgram(
         : (b: string, row: string, col: string, v: string) =>
             `second[(${b} * uniforms.m1 + ${row}) * uniforms.n1 + ${col}] = ${v};`;
     const operands = { A: names[inputs[i].a], B: names[inputs[i].b], bias: '' };
-    const tileCode = f16TileCode(p, operands, (n) => `uniforms.${n}${i}`, store);
+    const tileCode = f16TileCode(p, operands, (n) => `uniforms.${n}${i}`, store, i === 0 ? 'result' : 'second');
     return `
       fn product${i}(wg : i32, t : i32) {
         let b = wg / uniforms.perPart${i};
@@ -420,10 +623,13 @@ function subgroupPairProgram(
         let col0 = (tile % uniforms.cols${i}) * ${TILE};${tileCode}
       }`;
   };
-  const key = products.map((p) => `${f16Tile(p.d)}_${p.transposeA}_${p.transposeB}`).join('_');
+  const key = products.map(f16Key).join('_');
   const shape = inputs.map((q) => `${q.a}${q.b}`).join('_');
+  // An input read four values at a load by either product (both see its contiguous dimension alike).
+  const vec = (x: number) => products.some((p, i) => (inputs[i].a === x && p.vecA) || (inputs[i].b === x && p.vecB));
   return outputsProgram(F16_PAIR_PROGRAM, ['second'], {
     variableNames: [...names, 'second'],
+    variableComponents: [...names.map((_, x) => (vec(x) ? 4 : 1)), 1],
     outputShape: [products[0].parts, products[0].d.m, products[0].d.n],
     shaderKey: `xtts_matmul_f16_pair_${M}x${N}x${K}_${key}_${inputCount}_${shape}`,
     dispatchLayout: { x: [2], y: [1], z: [0] },
@@ -432,7 +638,7 @@ function subgroupPairProgram(
       number,
       number,
     ],
-    workgroupSize: [F16_LANES, 1, 1] as [number, number, number],
+    workgroupSize: [32 * products[0].tuning.subgroups, 1, 1] as [number, number, number],
     uniforms:
       [0, 1].map((i) => [...F16_UNIFORMS, 'cols', 'perPart'].map((n) => `${n}${i} : i32,`).join(' ')).join(' ') +
       ' first : i32,',
@@ -458,7 +664,7 @@ function subgroupPairProgram(
 }
 
 /**
- * A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks the dtypes, inner dimensions and batches.
+ * A × B (+ bias, ReLU) through the f16 tensor-core program; the caller checks dtypes, inner dimensions and batches.
  */
 export function subgroupMatMul(
   { a, b, d, transposeA, transposeB }: MatMulCall,
@@ -466,7 +672,10 @@ export function subgroupMatMul(
   epilogue: { bias?: tfTypes.TensorInfo; relu: boolean } = { relu: false },
 ): tfTypes.TensorInfo {
   const inputs = epilogue.bias ? [a, b, epilogue.bias] : [a, b];
-  const p = f16Product(d, transposeA, transposeB, { bias: epilogue.bias !== undefined, relu: epilogue.relu });
+  const p = f16Product(d, transposeA, transposeB, storageLimitOf(backend), {
+    bias: epilogue.bias !== undefined,
+    relu: epilogue.relu,
+  });
   const out = backend.runWebGPUProgram(
     subgroupProgram(p),
     inputs,
@@ -508,13 +717,18 @@ export function subgroupMatMulPair(
   inputs: tfTypes.TensorInfo[],
   pair: [PairedMatMul, PairedMatMul],
 ): [tfTypes.TensorInfo, tfTypes.TensorInfo] {
-  const products = pair.map((q) =>
+  const limit = storageLimitOf(backend);
+  let products = pair.map((q) =>
     f16Product(
       matMulDims(inputs[q.a].shape, inputs[q.b].shape, q.transposeA, q.transposeB),
       q.transposeA,
       q.transposeB,
+      limit,
     ),
   ) as [F16Product, F16Product];
+  // The arrays are sized for the larger product: one copy of the slabs each where two would not fit.
+  if (f16SharedBytes(products) > limit)
+    products = products.map((p) => ({ ...p, tuning: { ...p.tuning, buffers: 1 } })) as [F16Product, F16Product];
   const program = subgroupPairProgram(products, pair, inputs.length);
   const values = products.flatMap((p) => {
     const { cols, perPart } = f16TilesPerPart(p);

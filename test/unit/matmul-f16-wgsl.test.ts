@@ -1,0 +1,109 @@
+// The f16 tensor-core matmul's WGSL through Dawn's own shader compiler (Tint), on Dawn's null
+// backend: it validates every shader as a GPU's device would, but computes nothing, and it offers
+// shader-f16, subgroups and subgroup matrices while stating neither a subgroup width nor a matrix
+// shape. The adapter's description here says 32-wide subgroups and 16×16×16 f16→f32 matrices (an
+// H100's), so that the backend builds the f16 program; what runs it on a GPU is bench/matmul.bench.ts.
+// The null device offers 16 KiB of workgroup memory, less than any tile of the program uses: Dawn then
+// refuses the pipeline after the shader compiled, which is the one error these tests allow (and, for a
+// program whose pipeline tfjs took from its cache, that pipeline's being invalid since).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type * as TfTypes from '@tensorflow/tfjs-core';
+import { DEFAULT_F16_TUNING, disposeBackend, type F16Tuning, selectGpuPrograms } from '../../src/core/backend/index.js';
+import { denseBackward } from '../../src/core/backend/programs/dense-layer.js';
+import { registerWebgpuBackend, selectAdapter, takeGpuError } from '../../src/core/backend/webgpu.js';
+
+const STORAGE_LIMIT = new RegExp(
+  '^(The total use of workgroup storage \\(\\d+ bytes\\) is larger than the maximum allowed' +
+    '|\\[Invalid ComputePipeline "XttsSubgroupMatMul(Pair)?Program"\\] is invalid due to a previous error)',
+);
+
+/** Dawn's null device with the f16 program selected, the shader sources compiled collected in `sources`. */
+async function nullTensorCores(sources: string[]): Promise<typeof TfTypes> {
+  const tf = await import('@tensorflow/tfjs-core');
+  const selection = await selectAdapter(null, { dawnBackend: 'null', unsafeApis: true });
+  assert.ok(selection.ok, 'Dawn offers its null adapter');
+  const description = {
+    ...selection.description,
+    subgroupSizes: { min: 32, max: 32 },
+    subgroupMatrixConfigs: [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 }],
+  };
+  const refused = await registerWebgpuBackend(tf, { ...selection, description } as never, 'tfjs', 'mixed_fp16');
+  assert.equal(refused, undefined);
+  const device = (tf.backend() as unknown as { device: { createShaderModule(d: { code: string }): unknown } }).device;
+  const create = device.createShaderModule.bind(device);
+  device.createShaderModule = (d: { code: string }) => (sources.push(d.code), create(d));
+  return tf;
+}
+
+/** The first error the device reported since the last look, unless it is the null device's workgroup-memory limit. */
+function shaderError(): string | undefined {
+  const error = takeGpuError();
+  return error === undefined || STORAGE_LIMIT.test(error) ? undefined : error;
+}
+
+const TUNINGS: Partial<F16Tuning>[] = [
+  { vector: false, prefetch: false, buffers: 1, direct: false },
+  { vector: true, prefetch: false, buffers: 1, direct: false },
+  { vector: true, prefetch: true, buffers: 1, direct: true },
+  { vector: true, prefetch: true, buffers: 2, direct: true },
+  { vector: true, prefetch: true, buffers: 1, slab: 64, direct: true },
+  { vector: true, prefetch: true, buffers: 2, direct: true, subgroups: 4 },
+  { vector: false, prefetch: false, buffers: 1, direct: false, subgroups: 4 },
+];
+
+// m × n × k, A and B transposed: 64- and 128-wide tiles, every transpose, a K split into parts, sides
+// that are and are not multiples of 4 (vec4 or scalar loads) and of the tile (edge tiles).
+const SHAPES: [number, number, number, boolean, boolean][] = [
+  [1024, 2048, 512, false, false],
+  [4096, 1024, 512, true, false],
+  [4100, 1020, 2044, false, true],
+  [512, 2048, 4096, true, false],
+  [1001, 998, 303, true, true],
+  [1000, 999, 301, false, false],
+];
+
+test("every build of the f16 program passes Dawn's shader compiler: tunings, transposes, tiles, loads", async () => {
+  const sources: string[] = [];
+  const tf = await nullTensorCores(sources);
+  try {
+    for (const tuning of TUNINGS) {
+      selectGpuPrograms(tf, { f16Tuning: { ...DEFAULT_F16_TUNING, ...tuning } });
+      for (const [m, n, k, tA, tB] of SHAPES) {
+        const a = tf.zeros(tA ? [k, m] : [m, k]);
+        const b = tf.zeros(tB ? [n, k] : [k, n]);
+        const c = tf.matMul(a, b, tA, tB);
+        await c.data();
+        tf.dispose([a, b, c]);
+        assert.equal(shaderError(), undefined, `${JSON.stringify(tuning)} on ${m}×${n}×${k} tA ${tA} tB ${tB}`);
+      }
+      // A dense layer's backward: dx and dW in one paired dispatch.
+      const [x, w, dz] = [tf.zeros([4096, 512]), tf.zeros([512, 1024]), tf.zeros([4096, 1024])];
+      const grads = denseBackward(dz, x, w, { kind: 'plain' });
+      await Promise.all(grads.map((g) => g.data()));
+      tf.dispose([x, w, dz, ...grads]);
+      assert.equal(shaderError(), undefined, `${JSON.stringify(tuning)}: the paired dense backward`);
+    }
+    const f16 = sources.filter((s) => s.includes('subgroupMatrixMultiplyAccumulate'));
+    // Vec4 bindings where the tuning asks and the contiguous side allows; stores straight into the output.
+    assert.ok(f16.some((s) => /var<storage, read> A\s*: array<vec4<f32>>/.test(s)));
+    assert.ok(f16.some((s) => /var<storage, read> A\s*: array<f32>/.test(s)));
+    assert.ok(f16.some((s) => s.includes('subgroupMatrixStore<row_major>(&result')));
+    assert.ok(f16.some((s) => s.includes('subgroupMatrixStore<row_major>(&second')));
+  } finally {
+    selectGpuPrograms(tf, { f16Tuning: DEFAULT_F16_TUNING });
+    disposeBackend(tf);
+  }
+});
+
+test('a shader error is not mistaken for the null device’s workgroup-memory limit', async () => {
+  const sources: string[] = [];
+  const tf = await nullTensorCores(sources);
+  try {
+    const device = (tf.backend() as unknown as { device: { createShaderModule(d: { code: string }): unknown } }).device;
+    device.createShaderModule({ code: '@compute @workgroup_size(1) fn main() { let x = undeclared; }' });
+    assert.match(shaderError() ?? '', /unresolved value 'undeclared'/);
+  } finally {
+    disposeBackend(tf);
+  }
+});
