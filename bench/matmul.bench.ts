@@ -35,6 +35,7 @@ import { median, report } from './lib.js';
 import {
   DEFAULT_F16_TUNING,
   type F16Tuning,
+  parseF16Tuning,
   selectGpuPrograms,
   switchGpuPrograms,
   type MatMulProgram,
@@ -74,21 +75,12 @@ function parseShape(s: string, label = s): Shape {
   return { m, n, k, transposeA: flags.includes('tA'), transposeB: flags.includes('tB'), batch, label };
 }
 
-/** --tunings: builds of the f16 program by name, each its keys over the default's. */
+/** --tunings: builds of the f16 program by name, each its keys over the default's (parseF16Tuning). */
 function parseTunings(spec: string | undefined): Map<string, F16Tuning> {
   const tunings = new Map<string, F16Tuning>();
   for (const entry of spec?.split(';').filter(Boolean) ?? []) {
     const [name, keys] = entry.split('=');
-    const tuning: Record<string, number | boolean> = { ...DEFAULT_F16_TUNING };
-    for (const kv of keys?.split('+').filter(Boolean) ?? []) {
-      const [key, value] = kv.split(':');
-      if (!(key in DEFAULT_F16_TUNING) || !/^\d+$/.test(value ?? ''))
-        throw new Error(
-          `--tunings: "${kv}" in ${name} is not KEY:NUMBER with KEY one of ${Object.keys(DEFAULT_F16_TUNING)}`,
-        );
-      tuning[key] = typeof DEFAULT_F16_TUNING[key as keyof F16Tuning] === 'boolean' ? value === '1' : Number(value);
-    }
-    tunings.set(name, tuning as unknown as F16Tuning);
+    tunings.set(name, parseF16Tuning(keys ?? '', `--tunings ${name}`));
   }
   return tunings;
 }

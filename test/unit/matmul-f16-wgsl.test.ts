@@ -9,7 +9,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as TfTypes from '@tensorflow/tfjs-core';
-import { DEFAULT_F16_TUNING, disposeBackend, type F16Tuning, selectGpuPrograms } from '../../src/core/backend/index.js';
+import {
+  DEFAULT_F16_TUNING,
+  disposeBackend,
+  type F16Tuning,
+  gpuProgramSelection,
+  parseF16Tuning,
+  selectGpuPrograms,
+} from '../../src/core/backend/index.js';
 import { denseBackward } from '../../src/core/backend/programs/dense-layer.js';
 import { registerWebgpuBackend, selectAdapter, takeGpuError } from '../../src/core/backend/webgpu.js';
 
@@ -20,6 +27,16 @@ const STORAGE_LIMIT = new RegExp(
 
 /** Dawn's null device with the f16 program selected, the shader sources compiled collected in `sources`. */
 async function nullTensorCores(sources: string[]): Promise<typeof TfTypes> {
+  const { tf, refused } = await registerNull();
+  assert.equal(refused, undefined);
+  const device = (tf.backend() as unknown as { device: { createShaderModule(d: { code: string }): unknown } }).device;
+  const create = device.createShaderModule.bind(device);
+  device.createShaderModule = (d: { code: string }) => (sources.push(d.code), create(d));
+  return tf;
+}
+
+/** The webgpu backend registered on Dawn's null device as one with tensor cores, for mixed_fp16. */
+async function registerNull(): Promise<{ tf: typeof TfTypes; refused: string | undefined }> {
   const tf = await import('@tensorflow/tfjs-core');
   const selection = await selectAdapter(null, { dawnBackend: 'null', unsafeApis: true });
   assert.ok(selection.ok, 'Dawn offers its null adapter');
@@ -29,11 +46,7 @@ async function nullTensorCores(sources: string[]): Promise<typeof TfTypes> {
     subgroupMatrixConfigs: [{ componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 }],
   };
   const refused = await registerWebgpuBackend(tf, { ...selection, description } as never, 'tfjs', 'mixed_fp16');
-  assert.equal(refused, undefined);
-  const device = (tf.backend() as unknown as { device: { createShaderModule(d: { code: string }): unknown } }).device;
-  const create = device.createShaderModule.bind(device);
-  device.createShaderModule = (d: { code: string }) => (sources.push(d.code), create(d));
-  return tf;
+  return { tf, refused };
 }
 
 /** The first error the device reported since the last look, unless it is the null device's workgroup-memory limit. */
@@ -105,5 +118,41 @@ test('a shader error is not mistaken for the null device’s workgroup-memory li
     assert.match(shaderError() ?? '', /unresolved value 'undeclared'/);
   } finally {
     disposeBackend(tf);
+  }
+});
+
+test('a build of the f16 program from KEY:VALUE pairs over the default; anything else is refused by name', () => {
+  assert.deepEqual(parseF16Tuning('vector:1+prefetch:1+buffers:2+subgroups:4+maxParts:3'), {
+    ...DEFAULT_F16_TUNING,
+    vector: true,
+    prefetch: true,
+    buffers: 2,
+    subgroups: 4,
+    maxParts: 3,
+  });
+  assert.deepEqual(parseF16Tuning(''), DEFAULT_F16_TUNING);
+  for (const bad of ['vectr:1', 'slab:48', 'buffers:3', 'direct:yes', 'maxParts:0', 'subgroups'])
+    assert.throws(
+      () => parseF16Tuning(bad, '--tunings x'),
+      new RegExp(`^Error: --tunings x: "${bad}" is not KEY:VALUE`),
+    );
+});
+
+test('XTTS_F16_TUNING builds the f16 program of a whole run (bench switch); a bad one refuses webgpu', async () => {
+  const saved = process.env.XTTS_F16_TUNING;
+  try {
+    process.env.XTTS_F16_TUNING = 'vector:1+direct:1';
+    const { tf, refused } = await registerNull();
+    assert.equal(refused, undefined);
+    assert.deepEqual(gpuProgramSelection().f16Tuning, { ...DEFAULT_F16_TUNING, vector: true, direct: true });
+    disposeBackend(tf);
+    process.env.XTTS_F16_TUNING = 'prefetch:2';
+    const bad = await registerNull();
+    assert.match(bad.refused ?? '', /^XTTS_F16_TUNING: "prefetch:2" is not KEY:VALUE.*; unset XTTS_F16_TUNING/);
+    disposeBackend(bad.tf);
+  } finally {
+    if (saved === undefined) delete process.env.XTTS_F16_TUNING;
+    else process.env.XTTS_F16_TUNING = saved;
+    selectGpuPrograms((await import('@tensorflow/tfjs-core')) as never, { f16Tuning: DEFAULT_F16_TUNING });
   }
 });

@@ -98,6 +98,39 @@ export const DEFAULT_F16_TUNING: F16Tuning = {
   subgroups: 8,
 };
 
+/**
+ * A build of the f16 program from "KEY:VALUE+KEY:VALUE" over the default (booleans as 0 or 1): what
+ * bench/matmul.bench.ts's --tunings and the XTTS_F16_TUNING benchmark switch take. Throws, naming the
+ * bad part and the keys, on anything else.
+ */
+export function parseF16Tuning(spec: string, where = 'XTTS_F16_TUNING'): F16Tuning {
+  const tuning: Record<string, number | boolean> = { ...DEFAULT_F16_TUNING };
+  const allowed: Record<keyof F16Tuning, readonly number[]> = {
+    vector: [0, 1],
+    prefetch: [0, 1],
+    buffers: [1, 2],
+    slab: [32, 64],
+    direct: [0, 1],
+    maxParts: [],
+    subgroups: [4, 8],
+  };
+  for (const kv of spec.split('+').filter(Boolean)) {
+    const [key, value] = kv.split(':');
+    const n = Number(value);
+    const ok =
+      key in allowed &&
+      /^\d+$/.test(value ?? '') &&
+      (allowed[key as keyof F16Tuning].length === 0 ? n >= 1 : allowed[key as keyof F16Tuning].includes(n));
+    if (!ok)
+      throw new Error(
+        `${where}: "${kv}" is not KEY:VALUE with KEY one of vector, prefetch, direct (0 or 1), buffers (1 or 2), ` +
+          'slab (32 or 64), subgroups (4 or 8), maxParts (1 or more)',
+      );
+    tuning[key] = typeof DEFAULT_F16_TUNING[key as keyof F16Tuning] === 'boolean' ? n === 1 : n;
+  }
+  return tuning as unknown as F16Tuning;
+}
+
 export const DEFAULT_GPU_PROGRAMS: GpuProgramSelection = {
   off: [],
   matmul: 'tfjs',

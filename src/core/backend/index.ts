@@ -63,6 +63,7 @@ export {
   gpuKernelActive,
   gpuProgramSelection,
   type MatMulProgram,
+  parseF16Tuning,
   selectGpuPrograms,
   type SubgroupMatrixShape,
   switchGpuPrograms,

@@ -14,7 +14,13 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { shaderSource } from './kernels.js';
 import { ensureDawnBinary } from './native.js';
-import { DEFAULT_GPU_PROGRAMS, selectGpuPrograms, type SubgroupMatrixShape } from './gpu-programs.js';
+import {
+  DEFAULT_F16_TUNING,
+  DEFAULT_GPU_PROGRAMS,
+  parseF16Tuning,
+  selectGpuPrograms,
+  type SubgroupMatrixShape,
+} from './gpu-programs.js';
 import { defineDeviceSums } from './programs/sum.js';
 import { F16_MATMUL_ENABLES, F16_PROGRAMS, defineMatMulPrograms, f16UnitFits } from './programs/matmul.js';
 import { setQueueUploads } from './webgpu-uploads.js';
@@ -494,10 +500,20 @@ export async function registerWebgpuBackend(
   const requiredLimits = Object.fromEntries(wanted.filter((k) => typeof l[k] === 'number').map((k) => [k, l[k]]));
   const requiredFeatures = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
   let f16Shape: SubgroupMatrixShape | undefined;
+  let f16Tuning = DEFAULT_F16_TUNING;
   if (precision === 'mixed_fp16') {
     const f16 = tensorCoreSupport(selection.description);
     if (!f16.ok) return f16.reason;
     f16Shape = f16.shape;
+    // A benchmark switch: another build of the f16 program for a whole run (bench/gpu-twin.sh compares builds).
+    const spec = process.env.XTTS_F16_TUNING;
+    if (spec) {
+      try {
+        f16Tuning = parseF16Tuning(spec);
+      } catch (e) {
+        return `${(e as Error).message}; unset XTTS_F16_TUNING for the default build`;
+      }
+    }
     requiredFeatures.push('shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix');
   }
   let device: DawnDevice;
@@ -544,7 +560,7 @@ export async function registerWebgpuBackend(
   selectGpuPrograms(tf, {
     ...DEFAULT_GPU_PROGRAMS,
     matmul: f16Shape ? 'f16' : matmul,
-    ...(f16Shape ? { subgroupShape: f16Shape } : {}),
+    ...(f16Shape ? { subgroupShape: f16Shape, f16Tuning } : {}),
   });
   return undefined;
 }
