@@ -21,26 +21,26 @@ import { LARGE_TILES_FROM } from './matmul-wide.js';
 // memory, and keeps its sums in f32, so only the products see f16 operands (10 bits of mantissa,
 // 2⁻²⁴ to 65,504: the trainer's loss scale keeps small gradients above the bottom of that range).
 //
-// A workgroup of 256 invocations (8 subgroups of 32, NVIDIA's width) computes a TILE × TILE output
-// tile (128 × 128 where there are enough of them to fill an H100 about twice, else 64 × 64); its
+// A workgroup of 256 invocations (8 subgroups of 32, NVIDIA's width; or 4 of them) computes a TILE × TILE
+// output tile (128 × 128 where there are enough of them to fill an H100 about twice, else 64 × 64); its
 // subgroups split the tile SR × SC, each keeping a grid of unit-sized result matrices. K goes in slabs
-// (selection.f16Tuning.slab, 32 or 64): each slab of A (TILE × slab) and of B (slab × TILE) is read
-// from global memory in the order it lies there by all 256 invocations — four values a load where the
-// operand's contiguous dimension is a multiple of 4 (a vec4 binding) — converted and stored in that
-// same order (row-major for A and B, column-major for Aᵀ and Bᵀ, so that neighbouring invocations
-// store neighbouring values) with rows padded by 8 values (16 bytes, the alignment of a matrix load's
-// offset and stride); then every subgroup loads its left and right matrices from it in that majorness
-// and multiplies. With prefetch the next slab's values are read into registers before this slab is
-// multiplied, so their latency overlaps the products; with two copies of the slabs in workgroup memory
-// the stores of the next slab go to the other copy and one barrier a slab suffices. The results of a
-// tile inside the output of a product without an epilogue go straight from the sums into the output
-// (subgroupMatrixStore to the storage buffer); the others through a staging area per subgroup, so
-// that the edges of the output, the bias and the ReLU of a dense layer (_FusedMatMul) are written by
-// ordinary code. WGSL's uniformity analysis wants a matrix load's offset uniform across the whole
-// workgroup; each subgroup's offsets here are uniform across the subgroup (they derive from
-// local_invocation_index / 32, and on an adapter whose subgroups are exactly 32 wide —
-// tensorCoreSupport requires it — a subgroup is 32 consecutive invocations), which is what the
-// hardware needs, so the analysis is switched off for the matrix builtins in this program only.
+// (32 or 64): each slab of A (TILE × slab) and of B (slab × TILE) is read from global memory in the
+// order it lies there by all the invocations, converted and stored in that same order (row-major for
+// A and B, column-major for Aᵀ and Bᵀ, so that neighbouring invocations store neighbouring values)
+// with rows padded by 8 values (16 bytes, the alignment of a matrix load's offset and stride); then
+// every subgroup loads its left and right matrices from it in that majorness and multiplies. The sums
+// go out through a staging area per subgroup, so that the edges of the output, the bias and the ReLU of
+// a dense layer (_FusedMatMul) are written by ordinary code. How a program is built is the selection's
+// f16Tuning (gpu-programs.ts): four values a load where an operand's contiguous dimension is a multiple
+// of 4 (a vec4 binding); the next slab read into registers while this one is multiplied (prefetch), with
+// one or two copies of the slabs in workgroup memory (two: one barrier a slab); the sums of a tile
+// wholly inside the output of a product without an epilogue stored straight into it (subgroupMatrixStore
+// to the storage buffer); the slab's depth, the subgroups, and the most parts K may be split into.
+// WGSL's uniformity analysis wants a matrix load's offset uniform across the whole workgroup; each
+// subgroup's offsets here are uniform across the subgroup (they derive from local_invocation_index /
+// 32, and on an adapter whose subgroups are exactly 32 wide — tensorCoreSupport requires it — a
+// subgroup is 32 consecutive invocations), which is what the hardware needs, so the analysis is
+// switched off for the matrix builtins in this program only.
 
 /** The shortest slab of K a tuning may pick (f16UnitFits). */
 const F16_SLAB = 32;
@@ -232,7 +232,7 @@ const unitGrid = (l: F16Layout) => range(l.RI).flatMap((i) => range(l.RJ).map((j
 
 /**
  * How one operand's slab is read: by every invocation `units` loads of `width` values (vec4 or f32),
- * load e of invocation t at flat index t + e · 256; along K where K is the operand's contiguous
+ * load e of invocation t at flat index t + e · lanes; along K where K is the operand's contiguous
  * dimension (A, Bᵀ), along the tile's lanes otherwise (Aᵀ, B), so that neighbouring invocations read
  * neighbouring values and each load's values lie next to each other in workgroup memory too.
  */
