@@ -79,15 +79,19 @@ const SHAPES: [number, number, number, boolean, boolean][] = [
 test("every build of the f16 program passes Dawn's shader compiler: tunings, transposes, tiles, loads", async () => {
   const sources: string[] = [];
   const tf = await nullTensorCores(sources);
+  // Each shape's operands; B a float32 tensor whose buffer holds int32 values (tfjs casts int32 to float32
+  // without a copy, and declares the binding by the buffer's type), as the training step's one-hot products have.
+  const operands = SHAPES.map(([m, n, k, tA, tB]) => [
+    tf.zeros(tA ? [k, m] : [m, k]),
+    tf.tidy(() => tf.cast(tf.zeros(tB ? [n, k] : [k, n], 'int32'), 'float32')),
+  ]);
   try {
     for (const tuning of TUNINGS) {
       selectGpuPrograms(tf, { f16Tuning: { ...DEFAULT_F16_TUNING, ...tuning } });
-      for (const [m, n, k, tA, tB] of SHAPES) {
-        const a = tf.zeros(tA ? [k, m] : [m, k]);
-        const b = tf.zeros(tB ? [n, k] : [k, n]);
-        const c = tf.matMul(a, b, tA, tB);
+      for (const [i, [m, n, k, tA, tB]] of SHAPES.entries()) {
+        const c = tf.matMul(operands[i][0], operands[i][1], tA, tB);
         await c.data();
-        tf.dispose([a, b, c]);
+        c.dispose();
         assert.equal(shaderError(), undefined, `${JSON.stringify(tuning)} on ${m}×${n}×${k} tA ${tA} tB ${tB}`);
       }
       // A dense layer's backward: dx and dW in one paired dispatch.
@@ -101,9 +105,11 @@ test("every build of the f16 program passes Dawn's shader compiler: tunings, tra
     // Vec4 bindings where the tuning asks and the contiguous side allows; stores straight into the output.
     assert.ok(f16.some((s) => /var<storage, read> A\s*: array<vec4<f32>>/.test(s)));
     assert.ok(f16.some((s) => /var<storage, read> A\s*: array<f32>/.test(s)));
+    assert.ok(f16.some((s) => /var<storage, read> B\s*: array<vec4<i32>>/.test(s)));
     assert.ok(f16.some((s) => s.includes('subgroupMatrixStore<row_major>(&result')));
     assert.ok(f16.some((s) => s.includes('subgroupMatrixStore<row_major>(&second')));
   } finally {
+    tf.dispose(operands.flat());
     selectGpuPrograms(tf, { f16Tuning: DEFAULT_F16_TUNING });
     disposeBackend(tf);
   }
@@ -154,5 +160,39 @@ test('XTTS_F16_TUNING builds the f16 program of a whole run (bench switch); a ba
     if (saved === undefined) delete process.env.XTTS_F16_TUNING;
     else process.env.XTTS_F16_TUNING = saved;
     selectGpuPrograms((await import('@tensorflow/tfjs-core')) as never, { f16Tuning: DEFAULT_F16_TUNING });
+  }
+});
+
+test("two copies of the slabs only where they fit the device's workgroup memory (its tile index counted)", async () => {
+  const tf = await import('@tensorflow/tfjs-core');
+  const { matMulDims } = await import('../../src/core/backend/programs/matmul.js');
+  const { subgroupMatMul } = await import('../../src/core/backend/programs/matmul-f16.js');
+  const info = (shape: number[]) => ({ dataId: {}, shape, dtype: 'float32' as const });
+  const declared = (limit: number) => {
+    const codes: string[] = [];
+    const backend = {
+      device: { limits: { maxComputeWorkgroupStorageSize: limit } },
+      runWebGPUProgram: (program: { outputShape: number[]; getUserCode(): string }) => (
+        codes.push(program.getUserCode()), info(program.outputShape)
+      ),
+      disposeData: () => {},
+    };
+    // 12,032 × 512 over K 2,048, B transposed: 128-wide tiles, A's and B's slabs 128 × 40 f16 each.
+    const [a, b] = [info([12032, 2048]), info([512, 2048])];
+    const d = matMulDims(a.shape, b.shape, false, true);
+    subgroupMatMul({ a, b, d, transposeA: false, transposeB: true } as never, backend as never);
+    return codes[0].match(/var<workgroup> As : array<f16, (\d+)>/)?.[1];
+  };
+  const previous = selectGpuPrograms(tf, {
+    matmul: 'f16',
+    subgroupShape: { M: 16, N: 16, K: 16 },
+    f16Tuning: { ...DEFAULT_F16_TUNING, vector: true, prefetch: true, buffers: 2 },
+  });
+  try {
+    // Two copies: 2 · 2 · (5,120 + 5,120) bytes of slabs, 8,192 of staging and 16 of the index = 49,168.
+    assert.equal(declared(49168), '10240');
+    assert.equal(declared(49152), '5120', 'one copy where 49,168 bytes would not fit');
+  } finally {
+    selectGpuPrograms(tf, previous);
   }
 });

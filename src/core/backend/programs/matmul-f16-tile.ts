@@ -113,7 +113,8 @@ function f16SharedSizes(products: F16Product[]): [number, number, number] {
 /** Bytes of workgroup memory the f16 program of these products uses (f16 slabs, f32 staging). */
 export function f16SharedBytes(products: F16Product[]): number {
   const [a, b, c] = f16SharedSizes(products);
-  return 2 * (a + b) + 4 * c;
+  // And the 16 bytes through which each program shares its tile's or workgroup's index (a vec4<i32>).
+  return 2 * (a + b) + 4 * c + 16;
 }
 
 /** The workgroup arrays of the f16 program (sized for the largest of its products). */
@@ -216,14 +217,16 @@ function operandSetup(o: OperandSlab, l: F16Layout, lanes: number): string {
 
 /** WGSL: one operand's loads of the slab at k0 into its registers (zero outside the matrix and past kEnd). */
 function operandLoads(o: OperandSlab): string {
-  const zero = o.width === 4 ? 'vec4<f32>(0.0)' : '0.0';
+  // The value converted to f32: a float32 tensor's buffer may hold int32 values (tfjs casts int32 to
+  // float32 without a copy, and then declares the binding by the buffer's own type).
+  const type = o.width === 4 ? 'vec4<f32>' : 'f32';
   return range(o.units)
     .map((e) => {
       const x = `${o.x}`;
       const at = o.at(`${x}L${e}`, `(k0 + ${x}S${e})`);
-      return `${x}R${e} = ${zero};
+      return `${x}R${e} = ${type}(0.0);
             if (${x}Ok${e} && k0 + ${x}S${e} < kEnd) {
-              ${x}R${e} = ${o.input}[${o.width === 4 ? `(${at}) / 4` : at}];
+              ${x}R${e} = ${type}(${o.input}[${o.width === 4 ? `(${at}) / 4` : at}]);
             }`;
     })
     .join('\n            ');
