@@ -141,8 +141,6 @@ interface OperandSlab {
   x: string;
   input: string;
   array: string;
-  /** The size of one copy of the slab in the array (its offset in the second copy). */
-  size: number;
   alongK: boolean;
   width: number;
   units: number;
@@ -164,7 +162,6 @@ function operandSlabs(p: F16Product, l: F16Layout, names: { A: string; B: string
     x: 'a',
     input: names.A,
     array: 'As',
-    size: l.ASIZE,
     alongK: !p.transposeA,
     width: p.vecA ? 4 : 1,
     origin: 'row0',
@@ -178,7 +175,6 @@ function operandSlabs(p: F16Product, l: F16Layout, names: { A: string; B: string
     x: 'b',
     input: names.B,
     array: 'Bs',
-    size: l.BSIZE,
     alongK: p.transposeB,
     width: p.vecB ? 4 : 1,
     origin: 'col0',
