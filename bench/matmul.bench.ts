@@ -15,7 +15,8 @@
 // [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
 // [--tunings NAME=KEY:VALUE+KEY:VALUE;...]  builds of the f16 program to time beside it, each a variant
 //                                           "f16@NAME" (F16Tuning's keys: vector, prefetch, direct as
-//                                           0/1, buffers 1/2, slab 32/64, maxParts; the rest default)
+//                                           0/1, buffers 1/2, slab 32/64, subgroups 4/8, maxParts; the
+//                                           rest as the default build)
 //   node bundle/matmul-bench.cjs ...                      (from the self-contained bundle: npm run bundle)
 //   ... --dense ROWS×IN×OUT,...             a dense layer's backward (dx, dW and db) instead: as one
 //                                           float32 program (backend/programs/dense.ts) against the two
@@ -345,7 +346,11 @@ async function main(): Promise<void> {
         row.shape,
         row.label,
         `${(flop / 1e9).toFixed(1)} GFLOP`,
-        ...timedVariants.map((v) => `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`),
+        ...timedVariants.map((v) =>
+          `${v}_failed` in row
+            ? `${v} failed (above)`
+            : `${v} ${row[`${v}_ms`]} ms ${row[`${v}_tflops`]} TFLOP/s err ${row[`${v}_error`]}`,
+        ),
       ].join(' | '),
     );
   }
