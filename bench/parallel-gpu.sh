@@ -17,6 +17,8 @@
 # (eager replicas: "-eager" in its name) beside the captured one. XTTS_BENCH_ARGS adds arguments to every
 # `xtts train` (e.g. "--set training.grad_accumulation_steps=2"). XTTS_BENCH_EXCHANGE="float32 bfloat16" also runs
 # every replicated case with device.gradient_exchange bfloat16 ("-bf16" in its name) beside float32.
+# XTTS_BENCH_OVERLAP="on off" also runs every replicated case with the all-reduce after the backward pass
+# (XTTS_EXCHANGE_OVERLAP=off: "-seq" in its name) beside the one overlapped with it.
 set -u
 out=${1:?usage: parallel-gpu.sh OUT [STEPS] [PRESETS]}
 steps=${2:-40}
@@ -26,6 +28,7 @@ read -r -a gpus <<<"${XTTS_BENCH_GPUS:-0 0,1}"
 read -r -a captures <<<"${XTTS_BENCH_CAPTURE:-auto}"
 read -r -a extra <<<"${XTTS_BENCH_ARGS:-}"
 read -r -a exchanges <<<"${XTTS_BENCH_EXCHANGE:-float32}"
+read -r -a overlaps <<<"${XTTS_BENCH_OVERLAP:-on}"
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/intelligibility/data
 work=$(mktemp -d)
@@ -41,9 +44,9 @@ echo "dataset: $(ls "$work/data/wavs" | wc -l) clips" | tee "$work/summary.txt"
 quiet=(--set training.validate_every=1000000 --set training.eval_every=1000000 --set training.checkpoint_every=1000000 --set training.log_every=10
   --set batching.buckets=1 --set dataset.validation_fraction=0 --set pipeline.cache.path="$work/cache.sqlite")
 
-measure() { # name preset gpus batch capture exchange
-  local name=$1 preset=$2 g=$3 batch=$4 capture=$5 exchange=$6
-  timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
+measure() { # name preset gpus batch capture exchange overlap
+  local name=$1 preset=$2 g=$3 batch=$4 capture=$5 exchange=$6 overlap=$7
+  XTTS_EXCHANGE_OVERLAP=$overlap timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
     --set batching.batch_size="$batch" --set device.step_capture="$capture" --max-steps $((warmup + steps)) \
     --set device.gradient_exchange="$exchange" \
     --output "$work/$name" "${quiet[@]}" "${extra[@]}" >"$work/$name.log" 2>&1
@@ -59,7 +62,8 @@ measure() { # name preset gpus batch capture exchange
     const ms = (x) => `${x.toFixed(1)} ms`;
     const parts = r0 && r0.readbackMs !== null
       ? ` (${ms(b.spans.allReduceMs.mean)} a step: readback ${ms(r0.readbackMs)}, exchange ${ms(r0.exchangeMs)}, ` +
-        `uploads and sums ${ms(b.spans.allReduceMs.mean - r0.readbackMs - r0.exchangeMs)})` : "";
+        `uploads and sums ${ms(b.spans.allReduceMs.mean - r0.readbackMs - r0.exchangeMs)}` +
+        (r0.overlapMs == null ? ")" : `; host copies hidden behind the step ${ms(r0.overlapMs)})`) : "";
     const waited = r0 && r0.peerWaitMs !== null ? `, waiting for the others ${pct(r0.peerWaitMs / b.wallMs.mean)}` : "";
     const wait = `${parts}${waited}`;
     const c = p.stepCapture;
@@ -79,10 +83,13 @@ for preset in $presets; do
     n=$((n + 1))
     for c in "${captures[@]}"; do
       for e in "${exchanges[@]}"; do
-        suffix=$([[ $c == auto ]] || echo "-eager")$([[ $e == float32 ]] || echo "-bf16")
-        # One device has nothing to compare or exchange: the captured float32 run only.
-        [[ $n == 1 && ($c != auto || $e != float32) ]] && continue
-        measure "$preset-$n$suffix" "$preset" "$g" $((batch * n)) "$c" "$e"
+        for o in "${overlaps[@]}"; do
+          suffix=$([[ $c == auto ]] || echo "-eager")$([[ $e == float32 ]] || echo "-bf16")
+          suffix+=$([[ $o == on ]] || echo "-seq")
+          # One device has nothing to compare or exchange: the captured float32 run only.
+          [[ $n == 1 && ($c != auto || $e != float32 || $o != on) ]] && continue
+          measure "$preset-$n$suffix" "$preset" "$g" $((batch * n)) "$c" "$e" "$o"
+        done
       done
     done
   done

@@ -328,12 +328,15 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
       // agree), replayed from 4 on.
       assert.deepEqual(replayed, [0, 0, 0, 1, 1]);
       const db = new Database(join(dir, 'gl-capture', 'webgpu-captured', 'run.sqlite'), { readonly: true });
-      const rows = db.prepare('SELECT step, rank, replayed, peer_wait_ms, sync_ms FROM replica_steps').all() as {
+      const rows = db
+        .prepare('SELECT step, rank, replayed, peer_wait_ms, sync_ms, overlap_ms FROM replica_steps')
+        .all() as {
         step: number;
         rank: number;
         replayed: number;
         peer_wait_ms: number;
         sync_ms: number;
+        overlap_ms: number;
       }[];
       const capture = JSON.parse(
         (db.prepare("SELECT v FROM meta WHERE k = 'replicaStepCapture'").get() as { v: string }).v,
@@ -342,12 +345,23 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
         replayedSteps: number;
         updates: { replayedCalls: number };
         alignment: { replayedCalls: number };
+        shapes: { shape: string; state: string; replays: number }[];
       }[];
       db.close();
       assert.equal(rows.length, 2 * steps);
       for (const r of rows) {
         assert.equal(r.replayed, r.step >= 4 ? 1 : 0, JSON.stringify(r));
         assert.ok(r.peer_wait_ms >= 0 && r.peer_wait_ms <= r.sync_ms, JSON.stringify(r));
+        assert.ok(r.overlap_ms >= 0, JSON.stringify(r));
+      }
+      // The last micro-batch makes its exchange buckets (read back as the replay makes them): captured apart.
+      for (const c of capture) {
+        const exchanged = c.shapes.filter((x) => x.shape.endsWith(' exchanged'));
+        assert.deepEqual(
+          exchanged.map((x) => [x.state, x.replays]),
+          [['replay', 2]],
+          JSON.stringify(c.shapes),
+        );
       }
       // 2 micro-batches of steps 4 and 5; the alignment forward (one shape: 10 calls) from its 4th call on.
       assert.deepEqual(

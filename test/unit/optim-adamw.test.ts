@@ -292,6 +292,37 @@ describe('AdamW', () => {
     });
   }
 
+  it("exchange buckets: the accumulated gradient's ranges bit for bit, across variables, with carried sums", () => {
+    // Variables of 5, 3 and 9 values (17): buckets of 4 split the first and the last, and one ends on a boundary.
+    const vars = [
+      tf.variable(tf.zeros([5]), true, 'bx0'),
+      tf.variable(tf.zeros([3]), true, 'bx1'),
+      tf.variable(tf.zeros([3, 3]), true, 'bx2'),
+    ];
+    const opt = new AdamW(new Map(vars.map((v) => [v.name, v])), config());
+    const grads = (seed: number) =>
+      Object.fromEntries(vars.map((v, i) => [v.name, tf.randomNormal(v.shape, 0, 1, 'float32', seed + i)]));
+    for (const carried of [false, true]) {
+      const g = grads(carried ? 20 : 10);
+      const buckets = opt.exchangeBuckets(g, 4);
+      assert.deepEqual(
+        buckets.map((b) => b.size),
+        [4, 4, 4, 4, 1],
+      );
+      opt.accumulate(opt.flatten(g), tf.scalar(1));
+      const sum = opt.accumulated!.grad.dataSync();
+      const joined = buckets.flatMap((b) => Array.from(b.dataSync()));
+      assert.deepEqual(joined, Array.from(sum));
+      // The second round adds the first round's carried sums: its buckets are not the bare gradient.
+      if (carried) assert.notDeepEqual(joined, Array.from(opt.flatten(g).dataSync()));
+      opt.carry();
+      tf.dispose([...buckets, ...Object.values(g)]);
+    }
+    assert.throws(() => opt.exchangeBuckets({}, 0), /a bucket of 0 values/);
+    opt.discardAccumulated();
+    tf.dispose(vars);
+  });
+
   it('exports and imports its state so that a resumed run continues bit for bit', () => {
     const a = setup('auto');
     feed(a.opt, gradSeq[0]);

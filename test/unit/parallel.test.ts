@@ -21,7 +21,13 @@ import {
   createCollective,
 } from '../../src/core/training/parallel/collective.js';
 import { parseGpusFlag, planReplicas } from '../../src/core/training/parallel/group.js';
-import { shardOf, shardRows } from '../../src/core/training/parallel/replica.js';
+import {
+  allReduceSpans,
+  bucketSizes,
+  shardOf,
+  shardRows,
+  zeroSpans,
+} from '../../src/core/training/parallel/replica.js';
 import { repoRoot } from '../helpers/cli.js';
 import { PRESETS, shapeFor, SIZES, syntheticHostBatch, trainingConfig } from './model-fixtures.js';
 
@@ -164,6 +170,62 @@ describe('collective', { skip: existsSync(builtCollective) ? false : 'run npm ru
     const s = await c.allReduceSum(v);
     assert.deepEqual(Array.from(s), [1, 2, 3, 4, 5, 6]);
     assert.notEqual(s, v);
+  });
+});
+
+describe("the all-reduce's spans", () => {
+  test('overlapped with the step: before the last device is done it is hidden, after it its own time', () => {
+    const spans = zeroSpans();
+    // Started at 100; this device done at 150, the other at 170; done at 190.
+    allReduceSpans(spans, {
+      start: 100,
+      end: 190,
+      idle: 150,
+      stepDone: 170,
+      timeline: [
+        { kind: 'fetch', t0: 100, t1: 120 },
+        { kind: 'readback', t0: 120, t1: 130 },
+        { kind: 'exchange', t0: 130, t1: 165 },
+        { kind: 'upload', t0: 165, t1: 175 },
+        { kind: 'fetch', t0: 175, t1: 176 },
+        { kind: 'readback', t0: 176, t1: 180 },
+        { kind: 'exchange', t0: 180, t1: 190 },
+      ],
+    });
+    assert.equal(spans.syncMs, 70);
+    assert.equal(spans.peerWaitMs, 20);
+    assert.equal(spans.allReduceMs, 20);
+    // After 170: a fetch of 1 and a readback of 4; the exchange of 10; the upload's 5 are the rest.
+    assert.equal(spans.readbackMs, 5);
+    assert.equal(spans.exchangeMs, 10);
+    // Before 170: the readback's 10 and the upload's 5.
+    assert.equal(spans.overlapMs, 15);
+  });
+
+  test('after the step (eager, or another backend): all of it is its own time', () => {
+    const spans = zeroSpans();
+    allReduceSpans(spans, {
+      start: 0,
+      end: 30,
+      idle: 0,
+      stepDone: -5,
+      timeline: [
+        { kind: 'readback', t0: 0, t1: 10 },
+        { kind: 'exchange', t0: 10, t1: 30 },
+      ],
+    });
+    assert.deepEqual([spans.syncMs, spans.peerWaitMs, spans.allReduceMs], [0, 0, 30]);
+    assert.deepEqual([spans.readbackMs, spans.exchangeMs, spans.overlapMs], [10, 20, 0]);
+  });
+
+  test('bucket sizes; the latest time the replicas published, on this thread clock', () => {
+    assert.deepEqual(bucketSizes(10, 4), [4, 4, 2]);
+    assert.deepEqual(bucketSizes(8, 4), [4, 4]);
+    const shared = createCollective(2, 4);
+    const [a, b] = [new Collective(shared, 0), new Collective(shared, 1)];
+    a.publishTime(1000);
+    b.publishTime(1500);
+    assert.ok(Math.abs(a.latestTime() - 1500) < 1e-6);
   });
 });
 

@@ -68,6 +68,16 @@ export class HostTransfers {
    */
   async fetch(t: tfTypes.Tensor, offset: number, count: number, slot: number): Promise<void> {
     this.checkRange(t, offset, count);
+    return this.fetchBuffer(this.bufferOf(t), offset, count, slot);
+  }
+
+  /**
+   * fetch() from a device buffer (a replay's, StepCapture's onReady): `count` 4-byte values from `offset`. The copy
+   * follows the work submitted before it on the device's queue.
+   */
+  async fetchBuffer(buffer: GpuBuffer, offset: number, count: number, slot: number): Promise<void> {
+    if (count > this.slotFloats || offset < 0 || 4 * (offset + count) > buffer.size)
+      throw new Error(`${count} values at ${offset} of a buffer of ${buffer.size} bytes do not fit a slot`);
     const bytes = 4 * count;
     const staging = (this.reads[slot] ??= this.device.createBuffer({
       size: 4 * this.slotFloats,
@@ -75,7 +85,7 @@ export class HostTransfers {
     }) as Mappable);
     submitEncoded(this.backend);
     const encoder = this.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(this.bufferOf(t), 4 * offset, staging, 0, bytes);
+    encoder.copyBufferToBuffer(buffer, 4 * offset, staging, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
     await staging.mapAsync(MAP_READ_MODE, 0, bytes);
     this.mapped.add(slot);

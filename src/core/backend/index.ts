@@ -82,6 +82,7 @@ export { deviceIdle, HostTransfers } from './host-transfers.js';
 export { advanceCapture, arenaBytesOf, CallReplayer, dropStaleCapture, summarizeShapes } from './shape-captures.js';
 export type { CallCaptureSummary, CaptureState, ShapeCaptureSummary } from './shape-captures.js';
 export { COPY_SHADER_KEY, onDeviceOnly, recordStep } from './step-recording.js';
+export type { OnReady } from './step-capture.js';
 export { type DenseGradKind, denseGrads, denseGradsMaxFlops, dzInputs } from './programs/dense.js';
 export {
   f16PairTakes,

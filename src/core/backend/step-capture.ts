@@ -15,6 +15,7 @@
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { BufferUsage, type GpuBuffer, type GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';
+import { earlyFirst } from './replay-order.js';
 import type { ReplaySpans } from './replay-spans.js';
 import { bytesOf, type Recording } from './step-recording.js';
 import { type DataId, type Engine, submitEncoded, type WebgpuBackend } from './webgpu-internals.js';
@@ -29,6 +30,9 @@ type Tf = typeof tfTypes;
 export class CaptureRefused extends Error {}
 
 const { STORAGE, COPY_SRC, COPY_DST } = BufferUsage;
+
+/** Told during a replay that early output `k` (0 = the first) is made, in `buffer`'s first `bytes`. */
+export type OnReady = (k: number, buffer: GpuBuffer, bytes: number) => void;
 
 /** A recorded step, ready to replay. */
 export class StepCapture {
@@ -73,11 +77,17 @@ export class StepCapture {
   readonly submitMs: number[] = [];
   /** Where the replays' device time goes (timestamps at their passes' edges), when the owner times them. */
   spans: ReplaySpans | null = null;
+  /** Outputs handed out as soon as they are made (Recording.early): the last `early` of the step's outputs. */
+  readonly early: number;
+  /** Position in `active` → the early outputs made by that program. */
+  private readonly readyAfter = new Map<number, number[]>();
 
   private constructor(
     private readonly tf: Tf,
     private readonly rec: Recording,
+    readyAfter: Map<number, number[]>,
   ) {
+    this.early = rec.early;
     const backend = tf.backend() as unknown as WebgpuBackend;
     const device = backend.device;
 
@@ -105,6 +115,10 @@ export class StepCapture {
       rec.roles[p.roles[1]].last = rec.programs.length;
     }
     this.active = rec.programs.map((_, i) => i).filter((i) => !skipped.has(i));
+    this.active.forEach((i, n) => {
+      const ready = readyAfter.get(i);
+      if (ready) this.readyAfter.set(n, ready);
+    });
     // Intermediates: a buffer is free again after the last program that reads it (strictly before the
     // next definition, so no program reads and writes one buffer).
     const internal = rec.roles.map((r, i) => ({ r, i })).filter((x) => x.r.kind === 'internal' && !direct.has(x.i));
@@ -226,7 +240,8 @@ export class StepCapture {
   /** Builds the replay of a recording that compareRecordings found stable. */
   static build(tf: Tf, rec: Recording): StepCapture {
     if (rec.refused) throw new CaptureRefused(rec.refused);
-    return new StepCapture(tf, rec);
+    const order = earlyFirst(rec);
+    return new StepCapture(tf, order.rec, order.readyAfter);
   }
 
   /**
@@ -248,8 +263,8 @@ export class StepCapture {
    * One step: the inputs (same shapes and order as when recorded) into their pinned buffers, every
    * program, the variables' new values over their buffers; returns the step's outputs as new tensors.
    */
-  replay(inputs: readonly tfTypes.Tensor[]): tfTypes.Tensor[] {
-    const run = this.encodeReplay(inputs, Number.POSITIVE_INFINITY);
+  replay(inputs: readonly tfTypes.Tensor[], onReady?: OnReady): tfTypes.Tensor[] {
+    const run = this.encodeReplay(inputs, Number.POSITIVE_INFINITY, onReady);
     for (;;) {
       const r = run.next();
       if (r.done) return r.value;
@@ -271,8 +286,16 @@ export class StepCapture {
     }
   }
 
-  /** The replay's encoding; after every `partPrograms` programs it submits what it has and yields. */
-  private *encodeReplay(inputs: readonly tfTypes.Tensor[], partPrograms: number): Generator<void, tfTypes.Tensor[]> {
+  /**
+   * The replay's encoding; after every `partPrograms` programs it submits what it has and yields. With `onReady`, what
+   * is encoded is also submitted after each program that makes an early output, and onReady is told (its copies out
+   * of the buffer then follow the programs that made it on the device's queue).
+   */
+  private *encodeReplay(
+    inputs: readonly tfTypes.Tensor[],
+    partPrograms: number,
+    onReady?: OnReady,
+  ): Generator<void, tfTypes.Tensor[]> {
     const tf = this.tf;
     const backend = tf.backend() as unknown as WebgpuBackend;
     const device = backend.device;
@@ -299,18 +322,24 @@ export class StepCapture {
     let pass = encoder.beginComputePass(spans?.pass(passes++));
     let pipeline: GpuPipeline | null = null;
     const programs = this.rec.programs;
+    const submitPart = () => {
+      pass.end();
+      const ended = performance.now();
+      encodeMs += ended - started;
+      device.queue.submit([encoder.finish()]);
+      submitMs += performance.now() - ended;
+    };
+    const nextPart = () => {
+      started = performance.now();
+      encoder = device.createCommandEncoder();
+      pass = encoder.beginComputePass(spans?.pass(passes++));
+      pipeline = null;
+    };
     for (let n = 0; n < this.active.length; n++) {
       if (n > 0 && n % partPrograms === 0) {
-        pass.end();
-        const ended = performance.now();
-        encodeMs += ended - started;
-        device.queue.submit([encoder.finish()]);
-        submitMs += performance.now() - ended;
+        submitPart();
         yield;
-        started = performance.now();
-        encoder = device.createCommandEncoder();
-        pass = encoder.beginComputePass(spans?.pass(passes++));
-        pipeline = null;
+        nextPart();
       }
       const i = this.active[n];
       const p = programs[i];
@@ -320,6 +349,16 @@ export class StepCapture {
       }
       pass.setBindGroup(0, this.bindGroups[i]);
       pass.dispatchWorkgroups(p.dispatch[0], p.dispatch[1], p.dispatch[2]);
+      const ready = onReady && this.readyAfter.get(n);
+      if (ready) {
+        submitPart();
+        const outputs = this.rec.outputs.length - this.early;
+        for (const k of ready) {
+          const role = this.rec.outputs[outputs + k].role;
+          onReady(k, this.bound[role], this.rec.roles[role].bytes);
+        }
+        nextPart();
+      }
     }
     this.copies.encode(pass);
     pass.end();

@@ -43,6 +43,8 @@ interface RecordedProgram {
   uniforms: Uniform[];
   /** Roles bound: [output, ...inputs] (a program's further outputs last among its inputs). */
   roles: number[];
+  /** How many of its last roles are further outputs (written, not read). */
+  further: number;
   shaderKey: string;
   /** A copy program (COPY_SHADER_KEY): where in its input the output starts, in bytes. */
   copyOffsetBytes?: number;
@@ -63,6 +65,11 @@ export interface Recording {
   variables: tfTypes.Variable[];
   /** The first reason this step could not be replayed, if any. */
   refused: string | null;
+  /**
+   * The last `early` outputs are wanted as soon as they are made: a replay runs the programs they depend on as early
+   * as it can and tells its caller when each is done (StepCapture.replay's onReady). Set by the caller; 0 by default.
+   */
+  early: number;
 }
 
 /** Bytes of a tensor's buffer (4 per value: float32, int32 and bool alike). */
@@ -104,6 +111,7 @@ class StepRecorder {
       assigned: [],
       variables,
       refused: backend.activeTimers ? 'a timed step (its programs run in passes of their own)' : null,
+      early: 0,
     };
   }
 
@@ -166,6 +174,7 @@ class StepRecorder {
       dispatch: [...program.dispatch],
       uniforms,
       roles: [outRole, ...inRoles],
+      further,
       shaderKey: program.shaderKey,
       ...copy,
     });
@@ -328,6 +337,7 @@ export function compareRecordings(a: Recording, b: Recording): string | null {
   }
   if (a.outputs.map((o) => name(a, o.role)).join() !== b.outputs.map((o) => name(b, o.role)).join())
     return 'the step returned other tensors';
+  if (a.early !== b.early) return `the step wanted ${a.early} outputs early, then ${b.early}`;
   if (
     a.assigned.map((x) => `${name(a, x.role)}>${x.variable}`).join() !==
     b.assigned.map((x) => `${name(b, x.role)}>${x.variable}`).join()

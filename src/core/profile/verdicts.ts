@@ -95,7 +95,7 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
     const avg = (k: 'samples' | 'uploadMs' | 'syncMs' | 'forwardBackwardMs' | 'allReduceMs' | 'optimizerMs') =>
       mine.reduce((a, s) => a + s[k], 0) / (mine.length || 1);
     const last = mine[mine.length - 1];
-    const mean = (k: 'peerWaitMs' | 'readbackMs' | 'exchangeMs') => {
+    const mean = (k: 'peerWaitMs' | 'readbackMs' | 'exchangeMs' | 'overlapMs') => {
       const xs = mine.map((s) => s[k]).filter((x): x is number => x !== null);
       return xs.length ? xs.reduce((a, x) => a + x, 0) / xs.length : null;
     };
@@ -112,6 +112,7 @@ export function summarizeReplicas(devices: readonly string[], steps: readonly Re
       peerWaitMs: mean('peerWaitMs'),
       readbackMs: mean('readbackMs'),
       exchangeMs: mean('exchangeMs'),
+      overlapMs: mean('overlapMs'),
       replayedSteps: captured.length ? captured.filter((s) => s.replayed).length : null,
       steps: mine.length,
       tensors: last?.tensors ?? 0,

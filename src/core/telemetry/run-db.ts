@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS device_samples (t_ms REAL, device INTEGER, utilizatio
 CREATE TABLE IF NOT EXISTS replica_steps (step INTEGER, rank INTEGER, samples INTEGER, upload_ms REAL,
   sync_ms REAL, forward_backward_ms REAL,
   all_reduce_ms REAL, optimizer_ms REAL, tensors INTEGER, tensor_bytes REAL, peer_wait_ms REAL, replayed INTEGER,
-  readback_ms REAL, exchange_ms REAL, PRIMARY KEY (step, rank));
+  readback_ms REAL, exchange_ms REAL, overlap_ms REAL, PRIMARY KEY (step, rank));
 `;
 
 /** One data-parallel replica's part of a step (summed over its micro-batches); rank 0 is the trainer's. */
@@ -63,6 +63,11 @@ export interface ReplicaStepRecord {
   /** Of allReduceMs: the gradient's readback, and its exchange through shared memory (null as peerWaitMs). */
   readbackMs: number | null;
   exchangeMs: number | null;
+  /**
+   * Not in the spans: the all-reduce's host copies done while the devices still computed the step (hidden behind it);
+   * null in runs recorded before xtts overlapped them.
+   */
+  overlapMs: number | null;
   /** Its micro-batches' steps and its update were replays (step capture); null where capture was off or unrecorded. */
   replayed: boolean | null;
   tensors: number;
@@ -118,6 +123,7 @@ export class RunDatabase {
         ['replayed', 'INTEGER'],
         ['readback_ms', 'REAL'],
         ['exchange_ms', 'REAL'],
+        ['overlap_ms', 'REAL'],
       ]);
     }
     const cols = [
@@ -150,8 +156,8 @@ export class RunDatabase {
     this.insertSample = w('INSERT INTO device_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
     this.insertReplica = w(
       'INSERT OR REPLACE INTO replica_steps (step, rank, samples, upload_ms, sync_ms, forward_backward_ms, ' +
-        'all_reduce_ms, optimizer_ms, tensors, tensor_bytes, peer_wait_ms, replayed, readback_ms, exchange_ms) ' +
-        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'all_reduce_ms, optimizer_ms, tensors, tensor_bytes, peer_wait_ms, replayed, readback_ms, exchange_ms, ' +
+        'overlap_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
   }
 
@@ -249,6 +255,7 @@ export class RunDatabase {
             r.replayed === null ? null : r.replayed ? 1 : 0,
             r.readbackMs,
             r.exchangeMs,
+            r.overlapMs,
           );
         for (const m of metrics) this.insertMetric.run(m.step, m.name, m.value);
         for (const s of samples)
@@ -324,6 +331,7 @@ export class RunDatabase {
         peerWaitMs: r.peer_wait_ms ?? null,
         readbackMs: r.readback_ms ?? null,
         exchangeMs: r.exchange_ms ?? null,
+        overlapMs: r.overlap_ms ?? null,
         replayed: typeof r.replayed === 'number' ? r.replayed === 1 : null,
         tensors: r.tensors,
         tensorBytes: r.tensor_bytes,

@@ -288,7 +288,8 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     this.log(
       paint.bold(
         `${replicas.length} data-parallel replicas (means per step; rank 0's spans are the table above; ` +
-          "'of it peers' is sync's wait for the other replicas, readback and exchange are parts of the all-reduce):",
+          "'of it peers' is sync's wait for the other replicas, readback and exchange are parts of the all-reduce, " +
+          "'hidden' its host copies made while the devices still computed the step):",
       ),
     );
     const replicaRows = replicas.map((x) => [
@@ -302,6 +303,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       f(x.allReduceMs),
       x.readbackMs === null ? '–' : f(x.readbackMs),
       x.exchangeMs === null ? '–' : f(x.exchangeMs),
+      x.overlapMs === null ? '–' : f(x.overlapMs),
       f(x.optimizerMs),
       x.replayedSteps === null ? '–' : `${x.replayedSteps}/${x.steps}`,
       x.tensors.toLocaleString('en-US'),
@@ -319,12 +321,13 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
           'all-reduce',
           'readback',
           'exchange',
+          'hidden',
           'optimizer',
           'replayed',
           'tensors',
         ],
         replicaRows,
-        { right: [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] },
+        { right: [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] },
       ).trimEnd(),
     );
   }

@@ -182,6 +182,44 @@ export class AdamW {
     );
   }
 
+  /**
+   * The flat gradient that accumulate(flatten(grads)) would hold, in pieces of `values` values (the last shorter),
+   * each computed from the gradients of its own variables only (and the sums carried from earlier micro-batches):
+   * a data-parallel replica's exchange buckets, which a replayed step computes, and reads back, as soon as their
+   * variables' gradients are made instead of once the whole backward pass is done. The same bits as the matching
+   * range of the accumulated sum (the same float32 additions).
+   */
+  exchangeBuckets(grads: tf.NamedTensorMap, values: number): tf.Tensor1D[] {
+    if (!Number.isInteger(values) || values < 1) throw new Error(`a bucket of ${values} values`);
+    // What accumulate() would add this gradient to.
+    const before = this.carried ? this.carriedGrad : this.accum;
+    return tf.tidy(() => {
+      const flatOf = (i: number) =>
+        tf.reshape(grads[this.variables[i].name] ?? tf.zeros(this.variables[i].shape), [-1]);
+      const out: tf.Tensor1D[] = [];
+      let variable = 0;
+      let start = 0;
+      for (let from = 0; from < this.total; from += values) {
+        const to = Math.min(this.total, from + values);
+        const pieces: tf.Tensor[] = [];
+        while (start < to) {
+          const size = this.sizes[variable];
+          const lo = Math.max(from, start);
+          const hi = Math.min(to, start + size);
+          const g = flatOf(variable);
+          pieces.push(lo === start && hi === start + size ? g : tf.slice(g, [lo - start], [hi - lo]));
+          if (start + size > to) break;
+          start += size;
+          variable++;
+        }
+        let bucket = (pieces.length === 1 ? pieces[0] : tf.concat(pieces)) as tf.Tensor1D;
+        if (before) bucket = tf.add(tf.slice(before, [from], [to - from]), bucket) as tf.Tensor1D;
+        out.push(bucket);
+      }
+      return out;
+    });
+  }
+
   /** Add one micro-batch's flat gradient and loss to the accumulator (takes ownership of both). */
   accumulate(flatGrad: tf.Tensor1D, loss: tf.Scalar): void {
     if (flatGrad.size !== this.total)

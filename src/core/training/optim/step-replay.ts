@@ -14,7 +14,7 @@
 // batch's); its update, from the gradients summed over every replica, is captured apart (applySums).
 import * as tf from '@tensorflow/tfjs-core';
 import type { GpuDevice } from '../../backend/index.js';
-import { type DeviceSpans, SpanTimer } from '../../backend/index.js';
+import { type DeviceSpans, type OnReady, SpanTimer } from '../../backend/index.js';
 import {
   advanceCapture,
   arenaBytesOf,
@@ -36,8 +36,17 @@ import { type StepResult, trainStep, type TrainStepOptions } from './train-step.
 
 export type StepCaptureMode = 'auto' | 'off';
 
-/** What a step call is told: the timer's boundary, whether it is timed, and a replica's whole-batch denominators. */
-export type StepCallOptions = Pick<TrainStepOptions, 'onGradients'> & { timed?: boolean; whole?: LossDenominators };
+/**
+ * What a step call is told: the timer's boundary, whether it is timed, a replica's whole-batch denominators, and on
+ * its last micro-batch its exchange buckets (TrainStepOptions.exchange) with, for a replay, `onReady`: told as each
+ * bucket is made in the buffer it is made in, before the rest of the step has run (an eager step's buckets are the
+ * result's, once it is issued).
+ */
+export type StepCallOptions = Pick<TrainStepOptions, 'onGradients' | 'exchange'> & {
+  timed?: boolean;
+  whole?: LossDenominators;
+  onReady?: OnReady;
+};
 
 interface ShapeState extends CaptureState {
   calls?: DropoutCall[];
@@ -173,7 +182,7 @@ export class StepReplayer {
   private route(batch: ModelInputs, opts: StepCallOptions): { result: StepResult } | { replay: ShapeState } {
     if (this.replica !== (opts.whole !== undefined))
       throw new Error(this.replica ? "a replica's step without the whole batch's denominators" : 'denominators given');
-    const key = shapeKey(batch) + this.rowsOf() + this.phaseOf();
+    const key = shapeKey(batch) + this.rowsOf() + this.phaseOf() + (opts.exchange ? ' exchanged' : '');
     this.last = { shape: key, replayed: false, programs: 0 };
     if (this.off !== null || opts.timed) return { result: this.eagerStep(batch, opts) };
     let s = this.shapes.get(key);
@@ -219,7 +228,7 @@ export class StepReplayer {
     return {
       accumulate: this.accumulate,
       onGradients: opts.onGradients,
-      ...(this.replica ? { deferUpdate: true, whole: opts.whole } : {}),
+      ...(this.replica ? { deferUpdate: true, whole: opts.whole, exchange: opts.exchange } : {}),
     };
   }
 
@@ -282,8 +291,10 @@ export class StepReplayer {
           result.finite,
           result.stats,
           ...(result.gradNorm ? [result.gradNorm] : []),
+          ...(result.exchange ?? []),
         ];
       });
+      recording.early = result?.exchange?.length ?? 0;
       if (advanceCapture(tf, s, recording)) this.onChange?.(key, s);
     } finally {
       tf.dispose(made);
@@ -296,7 +307,7 @@ export class StepReplayer {
     const { made, all } = this.inputs(s, batch, opts);
     let out: tf.Tensor[];
     try {
-      out = s.capture!.replay(all);
+      out = s.capture!.replay(all, opts.onReady);
     } finally {
       tf.dispose(made);
     }
@@ -312,8 +323,22 @@ export class StepReplayer {
     opts.onGradients?.();
     this.replayed++;
     this.last = { shape: this.last!.shape, replayed: true, programs: s.capture!.programs };
-    const [total, melPre, melPost, alignedText, duration, finite, stats, gradNorm] = out as tf.Scalar[];
-    const parts = { total, melPre, melPost, alignedText, duration, finite, stats: stats as unknown as tf.Tensor1D };
+    const early = s.capture!.early;
+    const exchange = early ? (out.slice(out.length - early) as tf.Tensor1D[]) : null;
+    const [total, melPre, melPost, alignedText, duration, finite, stats, gradNorm] = out.slice(
+      0,
+      out.length - early,
+    ) as tf.Scalar[];
+    const parts = {
+      total,
+      melPre,
+      melPost,
+      alignedText,
+      duration,
+      finite,
+      stats: stats as unknown as tf.Tensor1D,
+      exchange,
+    };
     // An update (gradNorm is its output) or an accumulate-only micro-batch: the host's count follows.
     if (gradNorm) return { ...parts, gradNorm, applied: true, learningRate: this.optimizer.countReplayedUpdate() };
     this.optimizer.countReplayedMicroBatch();

@@ -7,6 +7,7 @@ import '../../model/gradients.js';
 import type { ModelInputs } from '../../model/index.js';
 import { computeLosses, type LossConfig, type LossDenominators, type LossParts } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
+import { packBf16 } from '../../backend/programs/index.js';
 import type { AdamW } from './adamw.js';
 
 export interface TrainStepOptions {
@@ -22,6 +23,11 @@ export interface TrainStepOptions {
   deferUpdate?: boolean;
   /** The update's per-step scalars (AdamW.updateScalars) as a device tensor [3]: a captured step's input. */
   updateScalars?: tf.Tensor1D;
+  /**
+   * A replica's last micro-batch: its accumulated gradient also as exchange buckets of `values` values
+   * (AdamW.exchangeBuckets), each rounded to bfloat16 and packed two values a word with `bf16` (`values` even).
+   */
+  exchange?: { values: number; bf16: boolean };
 }
 
 /** Order of the values in StepResult.stats. */
@@ -39,6 +45,8 @@ export interface StepResult extends LossParts {
   learningRate: number;
   /** [loss, melPre, melPost, alignedText, duration, gradNorm (0 if none), finite]: one read-back. */
   stats: tf.Tensor1D;
+  /** With TrainStepOptions.exchange: the accumulated gradient's exchange buckets; else null. */
+  exchange: tf.Tensor1D[] | null;
 }
 
 /** A training step's batch: it must be aligned first (XttsModel.align). */
@@ -77,6 +85,14 @@ function issueStep(
   }, optimizer.variables);
   const lossParts: LossParts = { ...parts!, total: lossScale ? (tf.div(value, lossScale) as tf.Scalar) : value };
   opts.onGradients?.();
+  let exchange: tf.Tensor1D[] | null = null;
+  if (opts.exchange) {
+    const { values, bf16 } = opts.exchange;
+    if (bf16 && values % 2 !== 0) throw new Error(`bfloat16 buckets of an odd number of values (${values})`);
+    const buckets = optimizer.exchangeBuckets(grads, values);
+    exchange = bf16 ? buckets.map((b) => packBf16(b)) : buckets;
+    if (bf16) tf.dispose(buckets);
+  }
   const flat = optimizer.flatten(grads);
   tf.dispose(Object.values(grads));
   // The optimizer's loss sum is only tested for being finite: the scaled one will do.
@@ -109,7 +125,7 @@ function issueStep(
       finite,
     ]),
   ) as tf.Tensor1D;
-  return { ...lossParts, applied, gradNorm, finite, learningRate, stats };
+  return { ...lossParts, applied, gradNorm, finite, learningRate, stats, exchange };
 }
 
 /** The tensors a step's result holds until it is disposed. */
@@ -123,6 +139,7 @@ export function stepResultTensors(r: StepResult): tf.Tensor[] {
     r.finite,
     r.stats,
     ...(r.gradNorm ? [r.gradNorm] : []),
+    ...(r.exchange ?? []),
   ];
 }
 

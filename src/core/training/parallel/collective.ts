@@ -20,6 +20,8 @@ export interface CollectiveShared {
   data: SharedArrayBuffer;
   /** The reason of an abort, UTF-8, zero-padded. */
   reason: SharedArrayBuffer;
+  /** One float64 a replica: a time it publishes for the others (publishTime), in ms since the epoch. */
+  times: SharedArrayBuffer;
 }
 
 const ARRIVED = 0;
@@ -41,6 +43,7 @@ export function createCollective(world: number, bucket = DEFAULT_BUCKET_FLOATS):
     control: new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT),
     data: new SharedArrayBuffer((world + 1) * bucket * Float32Array.BYTES_PER_ELEMENT),
     reason: new SharedArrayBuffer(1024),
+    times: new SharedArrayBuffer(world * Float64Array.BYTES_PER_ELEMENT),
   };
 }
 
@@ -143,6 +146,19 @@ export class Collective {
     await this.barrier();
     this.arrivalMs = performance.now() - t0;
     return this.slots.map((slot) => slot.subarray(0, n));
+  }
+
+  /**
+   * Publishes this replica's time `at` (performance.now() of its thread) for the others, as ms since the epoch (every
+   * thread's clock has its own origin); readable by every replica after the next barrier that all pass after it.
+   */
+  publishTime(at: number): void {
+    new Float64Array(this.shared.times)[this.rank] = performance.timeOrigin + at;
+  }
+
+  /** The latest time the replicas published, on this thread's clock (performance.now()). */
+  latestTime(): number {
+    return Math.max(...new Float64Array(this.shared.times)) - performance.timeOrigin;
   }
 
   /** This replica's slot: what it gathers next may be written here directly (then gather(count)). */

@@ -16,7 +16,12 @@ import type { DeviceConfig } from '../../config/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { AdamW } from '../optim/adamw.js';
-import { type StepCaptureMode, type StepCaptureSummary, StepReplayer } from '../optim/step-replay.js';
+import {
+  type StepCallOptions,
+  type StepCaptureMode,
+  type StepCaptureSummary,
+  StepReplayer,
+} from '../optim/step-replay.js';
 import { disposeStepResult, STEP_STATS, type StepResult } from '../optim/train-step.js';
 import type { Collective } from './collective.js';
 
@@ -59,12 +64,60 @@ export interface ReplicaSpans {
   readbackMs: number;
   /** Of allReduceMs: the buckets' exchange through shared memory (the waits between the replicas' buckets). */
   exchangeMs: number;
+  /**
+   * Not in the step's spans: the all-reduce's host copies (into shared memory and to the device) done while the
+   * devices were still computing the step, hidden behind it.
+   */
+  overlapMs: number;
+}
+
+/**
+ * A piece of a replica's all-reduce, on its thread's clock: waiting for a bucket's copy from the device (fetch), its
+ * copy into shared memory (readback; on other backends the gradient's readback), the gathers and releases with the
+ * other replicas (exchange), the other replicas' buckets to the device (upload).
+ */
+export interface Interval {
+  kind: 'fetch' | 'readback' | 'exchange' | 'upload';
+  t0: number;
+  t1: number;
+}
+
+/** Sizes of the buckets `n` values make, `bucket` each but the last. */
+export function bucketSizes(n: number, bucket: number): number[] {
+  const out: number[] = [];
+  for (let offset = 0; offset < n; offset += bucket) out.push(Math.min(bucket, n - offset));
+  return out;
+}
+
+/**
+ * A replica's all-reduce in its spans. It started (`start`) as the step was issued; `idle`: this device done with the
+ * step; `stepDone`: the last replica's device done. Until then the replica waits for the step (syncMs; for the
+ * other replicas' devices: peerWaitMs of it) and what the all-reduce does meanwhile is hidden behind the step
+ * (overlapMs: the host copies done then); after it, everything is the all-reduce's own time (allReduceMs), its
+ * fetches and copies out of the device counted as readbackMs and its gathers as exchangeMs.
+ */
+export function allReduceSpans(
+  spans: ReplicaSpans,
+  a: { start: number; end: number; idle: number; stepDone: number; timeline: readonly Interval[] },
+): void {
+  const done = Math.min(a.end, Math.max(a.start, a.stepDone));
+  const own = Math.min(done, Math.max(a.start, a.idle));
+  spans.syncMs += done - a.start;
+  spans.peerWaitMs += done - own;
+  spans.allReduceMs += a.end - done;
+  for (const x of a.timeline) {
+    const after = Math.max(0, x.t1 - Math.max(x.t0, done));
+    const before = x.t1 - x.t0 - after;
+    if (x.kind === 'fetch' || x.kind === 'readback') spans.readbackMs += after;
+    else if (x.kind === 'exchange') spans.exchangeMs += after;
+    if (x.kind === 'readback' || x.kind === 'upload') spans.overlapMs += before;
+  }
 }
 
 /** The spans a replica's micro-batch charges to the trainer's step (StepSpans' names). */
 export const STEP_SPANS = ['uploadMs', 'syncMs', 'forwardBackwardMs', 'allReduceMs', 'optimizerMs'] as const;
 /** Every span of ReplicaSpans: STEP_SPANS and their parts. */
-export const REPLICA_SPANS = [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchangeMs'] as const;
+export const REPLICA_SPANS = [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchangeMs', 'overlapMs'] as const;
 
 /** ReplicaSpans at zero. */
 export const zeroSpans = (): ReplicaSpans =>
@@ -177,6 +230,9 @@ export class Replica {
     mark('uploadMs');
     let result: StepResult | undefined;
     let alignment: Awaited<ReturnType<XttsModel['align']>> | undefined;
+    // The last micro-batch's exchange buckets (webgpu), and their fetches a replay started as it made them.
+    let exchange: tf.Tensor1D[] | null = null;
+    const early: Promise<void>[] = [];
     let replayed = true;
     let replayedPrograms = 0;
     try {
@@ -197,9 +253,16 @@ export class Replica {
       model.dropout.rngState = job.dropoutRng;
       model.dropout.shard = job.rows;
       try {
-        result = replayer.step({ ...tensors, alignment }, { whole });
+        result = replayer.step({ ...tensors, alignment }, { whole, ...this.exchangeOptions(job, early) });
         replayed &&= replayer.last?.replayed === true;
         replayedPrograms += replayer.last?.programs ?? 0;
+        exchange = result.exchange;
+        result.exchange = null;
+      } catch (e) {
+        // Buckets fetched as the replay made them, before it failed: their buffers serve the next step.
+        await Promise.allSettled(early);
+        this.transfers?.unmapAll();
+        throw e;
       } finally {
         model.dropout.shard = null;
         whole.dispose();
@@ -224,19 +287,21 @@ export class Replica {
     if (!accumulated || !this.parts) throw new Error('an update without accumulated gradients');
     const parts = this.parts;
     this.parts = null;
-    // This device's work done first: what follows is the all-reduce's own time.
-    await deviceIdle(tf);
-    mark('syncMs');
+    // The all-reduce starts while this device may still be computing the step (its buckets come back as they are
+    // made); what it costs the step is what it takes after the last replica's device is done (allReduceTimes).
+    const start = last;
+    const idle = deviceIdle(tf).then(() => performance.now());
+    const timeline: Interval[] = [];
     let sums: { grad: tf.Tensor1D; losses: Float32Array };
     try {
-      sums = await this.allReduce(accumulated.grad, parts, spans, () => {
-        mark('allReduceMs');
-        arrival();
-      });
+      sums = await this.allReduce(accumulated.grad, { exchange, early, parts, idle, timeline });
     } finally {
       parts.dispose();
+      tf.dispose(exchange ?? []);
     }
-    mark('allReduceMs');
+    const end = performance.now();
+    allReduceSpans(spans, { start, end, idle: await idle, stepDone: comm.latestTime(), timeline });
+    last = end;
     let update: ReplicaUpdate;
     try {
       const loss = tf.scalar(sums.losses[0]);
@@ -253,63 +318,94 @@ export class Replica {
     return { spans, samples, replayed, replayedPrograms, update };
   }
 
+  /** Whether the gradient moves through HostTransfers (webgpu; bfloat16 with its programs). */
+  private get onDevice(): boolean {
+    return tf.getBackend() === 'webgpu' && (this.o.exchange !== 'bfloat16' || bf16ExchangeOnDevice());
+  }
+
   /**
-   * The gradient and the loss parts summed over every replica. Every bucket's readback starts at once (webgpu); bucket
-   * by bucket, as it arrives, it is copied into this replica's slot of host shared memory and gathered (every replica's
-   * copy of the bucket there); the other replicas' copies go to this device, each into a tensor of its own; then the
-   * gradients are added on the device in rank order: the same bits on every replica (a float32 sum rounds the same
-   * on any device), and no sums on the host. With the bfloat16 exchange what moves is every replica's gradient
-   * rounded to bfloat16 (two values a word on webgpu, half the bytes), and the sum adds the rounded gradients of every
-   * replica, this one's too.
-   * `arrived` is called after the first bucket's gather, whose wait is the wait for the other replicas' steps.
+   * On the device, the last micro-batch's step makes its gradient's exchange buckets (each bucket's values, or with
+   * bfloat16 its words); a replay starts each one's fetch into `early` as soon as it is made.
+   */
+  private exchangeOptions(job: ShardJob, early: Promise<void>[]): Pick<StepCallOptions, 'exchange' | 'onReady'> {
+    // XTTS_EXCHANGE_OVERLAP=off: the benchmarks' switch (bench/parallel-gpu.sh) to measure the all-reduce without it.
+    if (!job.last || !this.onDevice || process.env.XTTS_EXCHANGE_OVERLAP === 'off') return {};
+    const { bucket } = this.comm.shared;
+    const t = (this.transfers ??= new HostTransfers(tf, bucket));
+    const bf16 = this.o.exchange === 'bfloat16';
+    return {
+      exchange: { values: bf16 ? 2 * bucket : bucket, bf16 },
+      onReady: (k, buffer, bytes) => {
+        early[k] = t.fetchBuffer(buffer, 0, bytes / 4, k);
+      },
+    };
+  }
+
+  /**
+   * The gradient and the loss parts summed over every replica. Bucket by bucket — the step's exchange buckets, whose
+   * fetches a replay started as it made them, or ranges of the gradient, all fetched at once (webgpu) — as it
+   * arrives, each is copied into this replica's slot of host shared memory and gathered (every replica's copy of the
+   * bucket there); the other replicas' copies go to this device, each into a tensor of its own; then the gradients
+   * are added on the device in rank order: the same bits on every replica (a float32 sum rounds the same on any
+   * device), and no sums on the host. With the bfloat16 exchange what moves is every replica's gradient rounded to
+   * bfloat16 (two values a word on webgpu, half the bytes), and the sum adds the rounded gradients of every replica,
+   * this one's too. Every piece of the work is logged in `timeline`; this device's being done (`idle`) is published.
    */
   private async allReduce(
     grad: tf.Tensor1D,
-    parts: tf.Tensor1D,
-    spans: ReplicaSpans,
-    arrived: () => void,
+    o: {
+      exchange: tf.Tensor1D[] | null;
+      early: Promise<void>[];
+      parts: tf.Tensor1D;
+      idle: Promise<number>;
+      timeline: Interval[];
+    },
   ): Promise<{ grad: tf.Tensor1D; losses: Float32Array }> {
     const { comm } = this;
     const { bucket } = comm.shared;
+    const { exchange, timeline } = o;
     const bf16 = this.o.exchange === 'bfloat16';
     // webgpu moves device buffers through mapped ones; bfloat16 without the exchange programs is rounded on the host.
-    const onDevice = tf.getBackend() === 'webgpu' && (!bf16 || bf16ExchangeOnDevice());
-    if (onDevice) this.transfers ??= new HostTransfers(tf, bucket);
-    const t = onDevice ? this.transfers : null;
-    const partsRead = parts.data() as Promise<Float32Array>;
-    // What is exchanged: the gradient, or (bfloat16 on the device) its packed words.
-    const sent = t && bf16 ? packBf16(grad) : grad;
-    const n = sent.size;
+    const t = this.onDevice ? (this.transfers ??= new HostTransfers(tf, bucket)) : null;
+    const partsRead = o.parts.data() as Promise<Float32Array>;
+    // What is exchanged: the step's buckets, or the gradient, or (bfloat16 on the device) its packed words.
+    const sent = exchange ? null : t && bf16 ? packBf16(grad) : grad;
+    const sizes = exchange ? exchange.map((b) => b.size) : bucketSizes(sent!.size, bucket);
+    const n = sizes.reduce((a, b) => a + b, 0);
+    const dtype = (exchange ? exchange[0] : sent!).dtype as 'float32' | 'int32';
     // Other backends compute on the host: a bucket is copied out of the slot into a tensor and added there.
     const others = new Map<number, tf.Tensor1D | Float32Array>();
     for (let r = 0; r < comm.world; r++)
-      if (r !== comm.rank) others.set(r, t ? t.empty(n, sent.dtype as 'float32' | 'int32') : new Float32Array(n));
-    const before = performance.now();
+      if (r !== comm.rank) others.set(r, t ? t.empty(n, dtype) : new Float32Array(n));
+    const log = (kind: Interval['kind'], t0: number) => {
+      const t1 = performance.now();
+      timeline.push({ kind, t0, t1 });
+      return t1;
+    };
     let hostGrad: Float32Array | null = null;
     if (!t) {
+      const t0 = performance.now();
       const values = (await grad.data()) as Float32Array;
       // The cpu backend hands out the tensor's own array: rounded in a copy.
       hostGrad = bf16 ? roundBf16(values.slice()) : values;
+      log('readback', t0);
     }
-    spans.readbackMs += performance.now() - before;
     const fetches: Promise<void>[] = [];
     if (t)
-      for (let k = 0, offset = 0; offset < n; k++, offset += bucket)
-        fetches.push(t.fetch(sent, offset, Math.min(bucket, n - offset), k));
+      for (let k = 0, offset = 0; k < sizes.length; offset += sizes[k++])
+        fetches.push(o.early[k] ?? t.fetch(exchange ? exchange[k] : sent!, exchange ? 0 : offset, sizes[k], k));
     try {
-      for (let k = 0, offset = 0; offset < n; k++, offset += bucket) {
-        const count = Math.min(bucket, n - offset);
+      for (let k = 0, offset = 0; k < sizes.length; offset += sizes[k++]) {
+        const count = sizes[k];
         let t0 = performance.now();
         if (t) {
           await fetches[k];
+          t0 = log('fetch', t0);
           t.take(k, comm.ownSlot.subarray(0, count));
         } else comm.ownSlot.set(hostGrad!.subarray(offset, offset + count));
-        const t1 = performance.now();
-        spans.readbackMs += t1 - t0;
+        const t1 = log('readback', t0);
         const slots = await comm.gather(count);
-        // The first bucket's wait for the others is the wait for their steps (peerWaitMs), not the exchange's.
-        spans.exchangeMs += performance.now() - t1 - (k === 0 ? comm.arrivalMs : 0);
-        if (k === 0) arrived();
+        t0 = log('exchange', t1);
         let i = 0;
         const writes: Promise<void>[] = [];
         for (const [r, into] of others) {
@@ -317,19 +413,25 @@ export class Replica {
           else writes.push(t!.write(into, offset, slots[r], k * (comm.world - 1) + i++));
         }
         await Promise.all(writes);
-        t0 = performance.now();
+        t0 = log('upload', t0);
         await comm.release();
-        spans.exchangeMs += performance.now() - t0;
+        log('exchange', t0);
       }
       // In rank order; a new tensor (world ≥ 2 adds at least once), the terms and partial sums freed by the tidy.
       const sum = tf.tidy(() => {
+        const own = () => {
+          if (exchange) return bf16 ? (tf.concat(exchange) as tf.Tensor1D) : grad;
+          return hostGrad && bf16 ? tf.tensor1d(hostGrad) : sent!;
+        };
         const terms = Array.from({ length: comm.world }, (_, r) => {
-          const x = others.get(r) ?? (hostGrad && bf16 ? hostGrad : sent);
+          const x = others.get(r);
+          if (x === undefined) return own();
           return x instanceof Float32Array ? tf.tensor1d(x) : x;
         });
         if (t && bf16) return sumPackedBf16(terms, grad.size);
         return terms.slice(1).reduce((a, b) => tf.add(a, b) as tf.Tensor1D, terms[0]);
       });
+      comm.publishTime(await o.idle);
       const losses = await comm.allReduceSum(await partsRead);
       return { grad: sum, losses };
     } finally {
@@ -337,7 +439,7 @@ export class Replica {
       // After a failure: buckets fetched and never taken are unmapped (their buffers serve the next fetch).
       t?.unmapAll();
       for (const x of others.values()) if (!(x instanceof Float32Array)) x.dispose();
-      if (sent !== grad) sent.dispose();
+      if (sent && sent !== grad) sent.dispose();
     }
   }
 
