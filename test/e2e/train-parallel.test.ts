@@ -11,6 +11,7 @@ import { runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { capturedMatchesEager, onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { joinedRegExp } from '../helpers/regexp.js';
+import { tensorsDiffer } from '../helpers/checkpoints.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
@@ -371,6 +372,51 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
           [1, 4, 7, 2],
         ],
       );
+    },
+  );
+
+  test(
+    'bfloat16 exchange in many buckets, replayed: the all-reduce overlapped with the backward pass gives the ' +
+      'losses, weights and moments of the one after it bit for bit, the replicas in sync',
+    async () => {
+      const steps = 6;
+      const train = (out: string, overlap: string) =>
+        run(
+          [
+            'train',
+            '--config',
+            config,
+            '--output',
+            out,
+            '--max-steps',
+            String(steps),
+            '--gpus',
+            'llvmpipe,llvmpipe',
+            '--set',
+            'batching.buckets=1',
+            '--set',
+            'device.gradient_exchange=bfloat16',
+            '--set',
+            `training.checkpoint_every=${steps}`,
+            '--json',
+          ],
+          // Buckets of 1,000 floats: the micro model's gradient in dozens of them, as a large model's is in 4 Mi.
+          { timeoutMs: 600_000, env: { ...onGl, XTTS_ALLREDUCE_BUCKET: '1000', XTTS_EXCHANGE_OVERLAP: overlap } },
+        );
+      const [on, off] = [join(dir, 'gl-overlap-on'), join(dir, 'gl-overlap-off')];
+      const [a, b] = [await train(on, 'on'), await train(off, 'off')];
+      // A replica whose weights differ from rank 0's stops the run before its checkpoint (REPLICAS_DIVERGED).
+      for (const r of [a, b]) assert.equal(r.code, 0, r.stderr.slice(-2000));
+      assert.deepEqual(a.json.result.lossCurve, b.json.result.lossCurve);
+      const latest = (run: string) =>
+        join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
+      for (const file of ['weights.safetensors', 'optimizer.safetensors'])
+        assert.equal(tensorsDiffer(latest(on), latest(off), file), null, file);
+      const db = new Database(join(on, 'run.sqlite'), { readonly: true });
+      const replayed = db.prepare('SELECT COUNT(*) AS n FROM replica_steps WHERE replayed = 1').get() as { n: number };
+      db.close();
+      // Steps 4 to 6 of both replicas replayed (planned at 1, recorded at 2 and 3).
+      assert.equal(replayed.n, 6);
     },
   );
 });

@@ -51,27 +51,28 @@ function recording(programs: number[][], outputs: number[], early: number, furth
 const keys = (r: Recording) => r.programs.map((p) => p.shaderKey);
 
 describe('replay order', () => {
-  test('the early outputs as soon as their inputs are made, the rest in recorded order', () => {
-    // p0 a=f(in0); p1 b=f(a); p2 stat=f(a); p3 g1=f(b); p4 g0=f(a,b); p5 e=f(g1) (early); p6 flat=f(g1,g0).
+  test('what only an early output needs as soon as its inputs are made, the rest in recorded order', () => {
+    // p0 a=f(in0); p1 b=f(a); p2 g1=f(b); p3 g0=f(a,b); p4 stat=f(a); p5 e=f(g1) (early); p6 flat=f(g1,g0).
     const rec = recording(
       [
         [2, 0],
         [3, 2],
-        [4, 2],
-        [5, 3],
-        [6, 2, 3],
-        [7, 5],
-        [8, 5, 6],
+        [4, 3],
+        [5, 2, 3],
+        [6, 2],
+        [7, 4],
+        [8, 4, 5],
       ],
-      [4, 8, 7],
+      [6, 8, 7],
       1,
     );
     const { rec: ordered, readyAfter } = earlyFirst(rec);
-    assert.deepEqual(keys(ordered), ['p0', 'p1', 'p3', 'p5', 'p2', 'p4', 'p6']);
+    // e right after g1, before g0 and stat; g1 itself stays where it was (the flat concatenation reads it too).
+    assert.deepEqual(keys(ordered), ['p0', 'p1', 'p2', 'p5', 'p3', 'p4', 'p6']);
     assert.deepEqual([...readyAfter], [[3, [0]]]);
-    // Roles renumbered: stat (4) is made at 4 now and is an output (lives to the end); g1 (5) read last by p6 at 6.
-    assert.deepEqual([ordered.roles[4].def, ordered.roles[4].last], [4, 7]);
-    assert.deepEqual([ordered.roles[5].def, ordered.roles[5].last], [2, 6]);
+    // Roles renumbered: e (7) made at 3, an output (lives to the end); g0 (5) made at 4, read last by p6 at 6.
+    assert.deepEqual([ordered.roles[7].def, ordered.roles[7].last], [3, 7]);
+    assert.deepEqual([ordered.roles[5].def, ordered.roles[5].last], [4, 6]);
     // None early: the recording itself.
     const none = { ...rec, early: 0 };
     assert.equal(earlyFirst(none).rec, none);
@@ -110,13 +111,13 @@ describe('replay order', () => {
       [0, 0, 0, 0],
     );
     const { rec: ordered, readyAfter } = earlyFirst(rec);
-    // Outputs 5 (made by p3) and 3 (made by p1) are early: p1 and p3 first after what they need, then p2.
-    assert.deepEqual(keys(ordered), ['p0', 'p1', 'p3', 'p2']);
+    // Outputs 5 (made by p3 from p0's) and 3 (made by p1, which p2 reads too) are early: p3 moves up.
+    assert.deepEqual(keys(ordered), ['p0', 'p3', 'p1', 'p2']);
     assert.deepEqual(
       [...readyAfter].sort((a, b) => a[0] - b[0]),
       [
-        [1, [1]],
-        [2, [0]],
+        [1, [0]],
+        [2, [1]],
       ],
     );
   });
@@ -146,11 +147,14 @@ describe('early outputs on a real WebGPU device', { skip: withoutLlvmpipe }, () 
       assert.equal(compareRecordings(eager.recording, again.recording), null);
       const expected = await Promise.all(step(xs[2])().map((t) => t.data()));
 
-      // Both made before the loss's sum and the flat gradient's concatenation, which were recorded before them.
+      // Both made before the flat gradient's concatenation, which was recorded before them; w2's before the matmuls
+      // of w1's gradient (w2's comes first in the backward pass).
       const order = earlyFirst(again.recording);
-      const made = Math.max(...order.readyAfter.keys());
+      const made = [...order.readyAfter].sort((a, b) => a[0] - b[0]).map(([at]) => at);
       const concat = order.rec.programs.findIndex((p) => /concat/i.test(p.shaderKey));
-      assert.ok(concat > made, `the concatenation at ${concat}, the early outputs by ${made}`);
+      assert.ok(concat > made[1], `the concatenation at ${concat}, the early outputs at ${made}`);
+      const lastMatMul = order.rec.programs.findLastIndex((p) => /matMul/i.test(p.shaderKey));
+      assert.ok(made[0] < lastMatMul, `w2's gradient out at ${made[0]}, the last matmul at ${lastMatMul}`);
       // As recorded, the concatenation came before the two programs that make the early outputs (the last two).
       const recorded = again.recording.programs;
       assert.equal(

@@ -136,6 +136,19 @@ export class HostTransfers {
     w.mapped = w.buffer.mapAsync(MAP_WRITE_MODE).catch(() => undefined);
   }
 
+  /**
+   * `from`'s values into `into` at `offset`, on the device (a buffer copy: exact bits, where tfjs's concat of int32
+   * tensors goes through float32 and rounds words past 2^24).
+   */
+  copy(from: tfTypes.Tensor, into: tfTypes.Tensor, offset: number): void {
+    if (from.dtype !== into.dtype || offset < 0 || offset + from.size > into.size)
+      throw new Error(`${from.size} ${from.dtype} values do not fit ${into.size} ${into.dtype} values at ${offset}`);
+    submitEncoded(this.backend);
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.bufferOf(from), 0, this.bufferOf(into), 4 * offset, 4 * from.size);
+    this.device.queue.submit([encoder.finish()]);
+  }
+
   /** A tensor of `size` values on the device, its contents undefined until written. */
   empty(size: number, dtype: 'float32' | 'int32' = 'float32'): tfTypes.Tensor1D {
     const b = this.backend;

@@ -1,8 +1,8 @@
 // The order a replay runs a recording's programs in (step-capture.ts). As recorded, a data-parallel replica's
 // exchange buckets (its gradient in pieces, each from its own variables' gradients) are made after the whole
 // backward pass, because tfjs hands out the gradients only once it is done. Nothing but their inputs ties them
-// there: this moves every program the early outputs depend on (Recording.early) to the first place where what
-// it reads has been written — a bucket of the last layers' gradients is then made while the first layers'
+// there: this moves every program that only serves the early outputs (Recording.early) to the first place where
+// what it reads has been written — a bucket of the last layers' gradients is then made while the first layers'
 // are still being computed, and can be read back meanwhile. Same programs, same inputs, same bits.
 import type { Recording } from './step-recording.js';
 
@@ -46,9 +46,23 @@ function dependencies(rec: Recording): number[][] {
   });
 }
 
+/** Every program `from` depends on, `from` included. */
+function ancestors(from: number[], deps: number[][]): Set<number> {
+  const seen = new Set<number>();
+  const stack = [...from];
+  while (stack.length) {
+    const i = stack.pop()!;
+    if (seen.has(i)) continue;
+    seen.add(i);
+    stack.push(...deps[i]);
+  }
+  return seen;
+}
+
 /**
- * The recording with the programs its early outputs depend on each run as soon as its dependencies have (the
- * others in their recorded order), its roles' first and last programs renumbered; itself when it has none.
+ * The recording with the programs that only serve its early outputs (a bucket's slices, concatenation, sum with
+ * the carried one, packing: nothing else reads what they make) each run as soon as what it reads has been made, the
+ * others in their recorded order; its roles' first and last programs renumbered. Itself when it has none.
  */
 export function earlyFirst(rec: Recording): ReplayOrder {
   const readyAfter = new Map<number, number[]>();
@@ -60,23 +74,24 @@ export function earlyFirst(rec: Recording): ReplayOrder {
     for (const r of writesOf(p)) lastWriter.set(r, i);
   });
   const earlyRoles = rec.outputs.slice(rec.outputs.length - rec.early).map((o) => o.role);
-  // Every program an early output depends on.
-  const wanted = new Set<number>();
-  const stack = earlyRoles.map((r) => lastWriter.get(r)!);
-  while (stack.length) {
-    const i = stack.pop()!;
-    if (wanted.has(i)) continue;
-    wanted.add(i);
-    stack.push(...deps[i]);
-  }
+  const forEarly = ancestors(
+    earlyRoles.map((r) => lastWriter.get(r)!),
+    deps,
+  );
+  // What the rest of the step needs (the backward pass itself, whose gradients other programs read too) stays put.
+  const elsewhere = ancestors(
+    rec.programs.map((_, i) => i).filter((i) => !forEarly.has(i)),
+    deps,
+  );
+  const pending = [...forEarly].filter((i) => !elsewhere.has(i)).sort((a, b) => a - b);
   const order: number[] = [];
   const done = new Array<boolean>(n).fill(false);
   const emit = (i: number) => {
     done[i] = true;
     order.push(i);
   };
-  const pending = [...wanted].sort((a, b) => a - b);
-  // Every wanted program whose dependencies have run, in recorded order (one pass: a dependency comes first).
+  // Every hoisted program whose dependencies have run, in recorded order (one pass: its hoisted dependencies come
+  // first).
   const pull = () => {
     let kept = 0;
     for (const i of pending) {

@@ -13,7 +13,13 @@ import type { ModelSizes, XttsModel } from '../../model/index.js';
 import type { NamedArray } from '../checkpoint.js';
 import type { AdamW } from '../optim/adamw.js';
 import type { StepCaptureSummary } from '../optim/step-replay.js';
-import { abortCollective, Collective, createCollective, type CollectiveShared } from './collective.js';
+import {
+  abortCollective,
+  Collective,
+  createCollective,
+  type CollectiveShared,
+  DEFAULT_BUCKET_FLOATS,
+} from './collective.js';
 import { type MicroResult, Replica, type ReplicaSpans, shardOf, shardRows, weightsDigest } from './replica.js';
 import type { FromReplica, ReplicaWorkerData, ToReplica } from './replica-worker.js';
 import { endWorker, workerEntry } from '../../util/index.js';
@@ -217,7 +223,7 @@ export class ReplicaGroup {
     rank0Device: string;
     state: () => Promise<{ weights: NamedArray[]; optimizer: NamedArray[] }>;
   }): Promise<ReplicaGroup> {
-    const shared = createCollective(o.plan.devices.length);
+    const shared = createCollective(o.plan.devices.length, bucketFloats());
     const workers: ReplicaWorker[] = [];
     const entry = workerEntry(import.meta.url, 'training/parallel/replica-worker.js', 'replica worker');
     for (let rank = 1; rank < o.plan.devices.length; rank++) {
@@ -369,4 +375,19 @@ export class ReplicaGroup {
     this.replica.dispose();
     await Promise.all(this.workers.map((w) => w.close()));
   }
+}
+
+/**
+ * Floats of the all-reduce's buckets: DEFAULT_BUCKET_FLOATS, or XTTS_ALLREDUCE_BUCKET (a test and benchmark switch:
+ * many buckets on a small model, as a large model has them).
+ */
+function bucketFloats(): number {
+  const v = process.env.XTTS_ALLREDUCE_BUCKET;
+  if (v === undefined || v === '') return DEFAULT_BUCKET_FLOATS;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 2 || n % 2 !== 0 || n > DEFAULT_BUCKET_FLOATS)
+    throw usage(`XTTS_ALLREDUCE_BUCKET=${v} is not an even number of floats from 2 to ${DEFAULT_BUCKET_FLOATS}`, [
+      'unset XTTS_ALLREDUCE_BUCKET (a test and benchmark switch) or give it an even whole number',
+    ]);
+  return n;
 }

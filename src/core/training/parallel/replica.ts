@@ -82,6 +82,12 @@ export interface Interval {
   t1: number;
 }
 
+/** A replica's exchange buckets a replay fetched as it made them: their fetches by bucket, and the order it made them. */
+interface EarlyBuckets {
+  fetches: Promise<void>[];
+  told: number[];
+}
+
 /** Sizes of the buckets `n` values make, `bucket` each but the last. */
 export function bucketSizes(n: number, bucket: number): number[] {
   const out: number[] = [];
@@ -232,7 +238,7 @@ export class Replica {
     let alignment: Awaited<ReturnType<XttsModel['align']>> | undefined;
     // The last micro-batch's exchange buckets (webgpu), and their fetches a replay started as it made them.
     let exchange: tf.Tensor1D[] | null = null;
-    const early: Promise<void>[] = [];
+    const early: EarlyBuckets = { fetches: [], told: [] };
     let replayed = true;
     let replayedPrograms = 0;
     try {
@@ -260,7 +266,7 @@ export class Replica {
         result.exchange = null;
       } catch (e) {
         // Buckets fetched as the replay made them, before it failed: their buffers serve the next step.
-        await Promise.allSettled(early);
+        await Promise.allSettled(early.fetches);
         this.transfers?.unmapAll();
         throw e;
       } finally {
@@ -327,7 +333,7 @@ export class Replica {
    * On the device, the last micro-batch's step makes its gradient's exchange buckets (each bucket's values, or with
    * bfloat16 its words); a replay starts each one's fetch into `early` as soon as it is made.
    */
-  private exchangeOptions(job: ShardJob, early: Promise<void>[]): Pick<StepCallOptions, 'exchange' | 'onReady'> {
+  private exchangeOptions(job: ShardJob, early: EarlyBuckets): Pick<StepCallOptions, 'exchange' | 'onReady'> {
     // XTTS_EXCHANGE_OVERLAP=off: the benchmarks' switch (bench/parallel-gpu.sh) to measure the all-reduce without it.
     if (!job.last || !this.onDevice || process.env.XTTS_EXCHANGE_OVERLAP === 'off') return {};
     const { bucket } = this.comm.shared;
@@ -336,7 +342,8 @@ export class Replica {
     return {
       exchange: { values: bf16 ? 2 * bucket : bucket, bf16 },
       onReady: (k, buffer, bytes) => {
-        early[k] = t.fetchBuffer(buffer, 0, bytes / 4, k);
+        early.told.push(k);
+        early.fetches[k] = t.fetchBuffer(buffer, 0, bytes / 4, k);
       },
     };
   }
@@ -355,7 +362,7 @@ export class Replica {
     grad: tf.Tensor1D,
     o: {
       exchange: tf.Tensor1D[] | null;
-      early: Promise<void>[];
+      early: EarlyBuckets;
       parts: tf.Tensor1D;
       idle: Promise<number>;
       timeline: Interval[];
@@ -391,11 +398,19 @@ export class Replica {
       log('readback', t0);
     }
     const fetches: Promise<void>[] = [];
+    let ownWords: tf.Tensor1D | null = null;
+    const offsets: number[] = [];
+    for (let k = 0, at = 0; k < sizes.length; at += sizes[k++]) offsets.push(at);
     if (t)
-      for (let k = 0, offset = 0; k < sizes.length; offset += sizes[k++])
-        fetches.push(o.early[k] ?? t.fetch(exchange ? exchange[k] : sent!, exchange ? 0 : offset, sizes[k], k));
+      for (let k = 0; k < sizes.length; k++)
+        fetches.push(
+          o.early.fetches[k] ?? t.fetch(exchange ? exchange[k] : sent!, exchange ? 0 : offsets[k], sizes[k], k),
+        );
     try {
-      for (let k = 0, offset = 0; k < sizes.length; offset += sizes[k++]) {
+      // The buckets in the order rank 0's replay made them (all in that order, or they would gather others' buckets).
+      const order = await this.bucketOrder(o.early.told, sizes.length, timeline);
+      for (const k of order) {
+        const offset = offsets[k];
         const count = sizes[k];
         let t0 = performance.now();
         if (t) {
@@ -417,10 +432,15 @@ export class Replica {
         await comm.release();
         log('exchange', t0);
       }
+      // This replica's packed buckets in one tensor, copied as words (tfjs's int32 concat rounds them through float32).
+      if (exchange && bf16) {
+        ownWords = t!.empty(n, 'int32');
+        for (let k = 0; k < sizes.length; k++) t!.copy(exchange[k], ownWords, offsets[k]);
+      }
       // In rank order; a new tensor (world ≥ 2 adds at least once), the terms and partial sums freed by the tidy.
       const sum = tf.tidy(() => {
         const own = () => {
-          if (exchange) return bf16 ? (tf.concat(exchange) as tf.Tensor1D) : grad;
+          if (exchange) return ownWords ?? grad;
           return hostGrad && bf16 ? tf.tensor1d(hostGrad) : sent!;
         };
         const terms = Array.from({ length: comm.world }, (_, r) => {
@@ -440,7 +460,28 @@ export class Replica {
       t?.unmapAll();
       for (const x of others.values()) if (!(x instanceof Float32Array)) x.dispose();
       if (sent && sent !== grad) sent.dispose();
+      ownWords?.dispose();
     }
+  }
+
+  /**
+   * The order every replica takes the buckets in: rank 0's, the buckets its replay made in the order it made them
+   * (`told`), then the others by index — passed through rank 0's slot of shared memory (a gather and a release).
+   */
+  private async bucketOrder(told: readonly number[], count: number, timeline: Interval[]): Promise<number[]> {
+    const { comm } = this;
+    const mine = [...told, ...Array.from({ length: count }, (_, k) => k).filter((k) => !told.includes(k))];
+    if (comm.world === 1) return mine;
+    // More buckets than a slot holds numbers (never with buckets of at least a thousand floats): by index.
+    if (count > comm.shared.bucket) return mine.sort((a, b) => a - b);
+    const t0 = performance.now();
+    const words = (slot: Float32Array) => new Int32Array(slot.buffer, slot.byteOffset, count);
+    if (comm.rank === 0) words(comm.ownSlot).set(mine);
+    const slots = await comm.gather(count);
+    const order = Array.from(words(slots[0]));
+    await comm.release();
+    timeline.push({ kind: 'exchange', t0, t1: performance.now() });
+    return order;
   }
 
   /** Drop a step's partial work (the data ran out inside an accumulation). */
