@@ -11,7 +11,7 @@ import { runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { capturedMatchesEager, onGl, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { joinedRegExp } from '../helpers/regexp.js';
-import { tensorsDiffer } from '../helpers/checkpoints.js';
+import { latestCheckpoint, tensorsDiffer } from '../helpers/checkpoints.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
@@ -408,10 +408,8 @@ describe('xtts train --gpus (WebGPU replicas)', { skip: withoutLlvmpipe }, () =>
       // A replica whose weights differ from rank 0's stops the run before its checkpoint (REPLICAS_DIVERGED).
       for (const r of [a, b]) assert.equal(r.code, 0, r.stderr.slice(-2000));
       assert.deepEqual(a.json.result.lossCurve, b.json.result.lossCurve);
-      const latest = (run: string) =>
-        join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
       for (const file of ['weights.safetensors', 'optimizer.safetensors'])
-        assert.equal(tensorsDiffer(latest(on), latest(off), file), null, file);
+        assert.equal(tensorsDiffer(latestCheckpoint(on), latestCheckpoint(off), file), null, file);
       const db = new Database(join(on, 'run.sqlite'), { readonly: true });
       const replayed = db.prepare('SELECT COUNT(*) AS n FROM replica_steps WHERE replayed = 1').get() as { n: number };
       db.close();

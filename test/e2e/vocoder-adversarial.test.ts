@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
-import { tensorsDiffer } from '../helpers/checkpoints.js';
+import { latestCheckpoint, tensorsDiffer } from '../helpers/checkpoints.js';
 import { runCli as run } from '../helpers/cli.js';
 import { microVocoderRun } from '../helpers/short-clips.js';
 import { capturedMatchesEager, withoutLlvmpipe } from '../helpers/software-webgpu.js';
@@ -38,8 +38,7 @@ const { dir, config } = microVocoderRun(
     warmup_steps: 2
 `,
 );
-const latest = (run: string) =>
-  join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
+
 const arrayNames = (checkpoint: string, file: string) =>
   decodeSafetensors(readFileSync(join(checkpoint, file)), file).arrays.map((a) => a.name);
 
@@ -82,9 +81,9 @@ describe('xtts train: an adversarial vocoder', () => {
     const tb = readEvents(join(full, events!));
     assert.equal(tb.scalars['loss/discriminator'].length, 4);
     // weights.safetensors: the generator only; the discriminators and both optimizers' moments beside it.
-    const weights = arrayNames(latest(full), 'weights.safetensors');
+    const weights = arrayNames(latestCheckpoint(full), 'weights.safetensors');
     assert.ok(weights.length > 0 && weights.every((n) => n.startsWith('vocoder.')), weights.join());
-    const optimizer = arrayNames(latest(full), 'optimizer.safetensors');
+    const optimizer = arrayNames(latestCheckpoint(full), 'optimizer.safetensors');
     assert.ok(optimizer.includes('disc.period2.conv0.w'), optimizer.slice(0, 8).join());
     assert.ok(optimizer.includes('disc_optimizer.adamw.step'));
     assert.ok(optimizer.some((n) => n.startsWith('disc_optimizer.adamw.m/disc.resolution1024.')));
@@ -110,8 +109,8 @@ describe('xtts train: an adversarial vocoder', () => {
     assert.equal(again.code, 0, again.stderr.slice(-2000));
     assert.match(again.stderr, /resumed from .*step-00000004 at step 4/);
     assert.match(first.stderr, /adversarial: 5 discriminators \(period2, .*; \d+ parameters\), after step 2/);
-    assert.equal(tensorsDiffer(latest(full), latest(split), 'weights.safetensors'), null);
-    assert.equal(tensorsDiffer(latest(full), latest(split), 'optimizer.safetensors'), null);
+    assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'weights.safetensors'), null);
+    assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'optimizer.safetensors'), null);
   });
 
   const webgpuTitle =

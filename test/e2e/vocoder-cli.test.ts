@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
-import { tensorsDiffer } from '../helpers/checkpoints.js';
+import { latestCheckpoint, tensorsDiffer } from '../helpers/checkpoints.js';
 import { runCli as run } from '../helpers/cli.js';
 import { microRun, microVocoderRun, trainingLosses } from '../helpers/short-clips.js';
 import { capturedMatchesEager, withoutLlvmpipe } from '../helpers/software-webgpu.js';
@@ -32,8 +32,6 @@ const { dir, config } = microVocoderRun(
     warmup_steps: 2
 `,
 );
-const latest = (run: string) =>
-  join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
 
 describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
   const full = join(dir, 'full');
@@ -56,10 +54,10 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
       res.validation.map((v: { step: number }) => v.step),
       [4, 8],
     );
-    const state = JSON.parse(readFileSync(join(latest(full), 'state.json'), 'utf8'));
+    const state = JSON.parse(readFileSync(join(latestCheckpoint(full), 'state.json'), 'utf8'));
     assert.equal(state.kind, 'vocoder');
     assert.equal(state.step, 8);
-    const weights = decodeSafetensors(readFileSync(join(latest(full), 'weights.safetensors')), 'weights');
+    const weights = decodeSafetensors(readFileSync(join(latestCheckpoint(full), 'weights.safetensors')), 'weights');
     assert.equal(JSON.parse(weights.metadata.kind), 'vocoder');
     assert.ok(weights.arrays.some((a) => a.name === 'vocoder.head.w'));
     assert.equal(trainingLosses(full).size, 8);
@@ -110,8 +108,8 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const again = await runCli(['train', '--config', config, '--output', split, '--backend', 'wasm', '--resume']);
     assert.equal(again.code, 0, again.stderr.slice(-2000));
     assert.match(again.stderr, /resumed from .*step-00000004 at step 4/);
-    assert.equal(tensorsDiffer(latest(full), latest(split), 'weights.safetensors'), null);
-    assert.equal(tensorsDiffer(latest(full), latest(split), 'optimizer.safetensors'), null);
+    assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'weights.safetensors'), null);
+    assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'optimizer.safetensors'), null);
   });
 
   test('grad_accumulation_steps 2: each optimizer step draws two micro-batches of segments', async () => {
@@ -128,7 +126,7 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     // Two steps of two micro-batches draw what four plain steps draw: the same sampler state.
     const state = (run: string) => JSON.parse(readFileSync(join(run, 'state.json'), 'utf8'));
     const plainStep4 = join(full, 'checkpoints', 'step-00000004');
-    assert.equal(state(latest(acc)).samplerRng, state(plainStep4).samplerRng);
+    assert.equal(state(latestCheckpoint(acc)).samplerRng, state(plainStep4).samplerRng);
   });
 
   const webgpuTitle =
@@ -261,17 +259,17 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     );
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     const res = r.json.result;
-    assert.deepEqual(res.initFrom, { checkpoint: latest(full), step: 8 });
-    assert.equal(res.finetune.checkpoint, latest(acousticRun));
+    assert.deepEqual(res.initFrom, { checkpoint: latestCheckpoint(full), step: 8 });
+    assert.equal(res.finetune.checkpoint, latestCheckpoint(acousticRun));
     assert.equal(res.finetune.step, 2);
     assert.equal(res.finetune.predicted + res.finetune.kept, res.trainClips + res.validationClips);
     assert.ok(res.finetune.predicted > 0, JSON.stringify(res.finetune));
     // A model 2 steps old predicts nothing like the recording.
     assert.ok(res.finetune.meanAbsError > 0.1 && Number.isFinite(res.finetune.meanAbsError));
     const read = (d: string) => decodeSafetensors(readFileSync(join(d, 'weights.safetensors')), d).arrays;
-    const before = new Map(read(latest(full)).map((a) => [a.name, a.data as Float32Array]));
+    const before = new Map(read(latestCheckpoint(full)).map((a) => [a.name, a.data as Float32Array]));
     let maxDiff = 0;
-    for (const a of read(latest(ft)))
+    for (const a of read(latestCheckpoint(ft)))
       for (const [i, v] of (a.data as Float32Array).entries())
         maxDiff = Math.max(maxDiff, Math.abs(v - before.get(a.name)![i]));
     assert.ok(maxDiff < 1e-5, `weights moved ${maxDiff} from init_from's`);
@@ -347,10 +345,10 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
       const r = await runCli(['export', '--checkpoint', run, '--out', out, '--json']);
       assert.equal(r.code, 0, r.stderr.slice(-2000));
       assert.equal(r.json.result.kind, kind);
-      const src = read(join(latest(run), 'weights.safetensors')).arrays;
+      const src = read(join(latestCheckpoint(run), 'weights.safetensors')).arrays;
       const exp = read(out);
       assert.equal(exp.metadata.naming, 'pytorch');
-      assert.equal(exp.metadata.step, read(join(latest(run), 'weights.safetensors')).metadata.step);
+      assert.equal(exp.metadata.step, read(join(latestCheckpoint(run), 'weights.safetensors')).metadata.step);
       const count = (m: Map<string, { data: ArrayLike<number> }>) =>
         [...m.values()].reduce((a, x) => a + x.data.length, 0);
       assert.equal(count(exp.arrays), count(src));

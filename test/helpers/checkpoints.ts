@@ -5,6 +5,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 
+/** The folder of a run's latest checkpoint (checkpoints/latest names it). */
+export function latestCheckpoint(run: string): string {
+  return join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
+}
+
 /** Why the two checkpoints' `file` (weights or optimizer .safetensors) hold different tensors, or null. */
 export function tensorsDiffer(dirA: string, dirB: string, file: string): string | null {
   const read = (dir: string) => decodeSafetensors(readFileSync(join(dir, file)), join(dir, file));

@@ -1,11 +1,10 @@
 // Dawn on Mesa's llvmpipe (OpenGL ES): the software WebGPU device the GPU code paths are tested on
 // (without a window system Mesa has only its surfaceless EGL platform). One probe per test file.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { listAdapters } from '../../src/core/backend/webgpu.js';
-import { tensorsDiffer } from './checkpoints.js';
+import { latestCheckpoint, tensorsDiffer } from './checkpoints.js';
 import { runCli } from './cli.js';
 
 process.env.EGL_PLATFORM ??= 'surfaceless';
@@ -30,8 +29,6 @@ export async function capturedMatchesEager(
   steps: number,
   extra: string[] = [],
 ): Promise<{ result: { lossCurve: { step: number; loss: number }[] }; replayed: number[] }> {
-  const latest = (run: string) =>
-    join(run, 'checkpoints', readFileSync(join(run, 'checkpoints', 'latest'), 'utf8').trim());
   const train = (out: string, capture: string) =>
     runCli(
       ['train', '--config', config, '--output', out, '--backend', 'webgpu', '--max-steps', String(steps)].concat([
@@ -48,8 +45,8 @@ export async function capturedMatchesEager(
   const [r, e] = [await train(captured, 'auto'), await train(eager, 'off')];
   for (const x of [r, e]) assert.equal(x.code, 0, x.stderr.slice(-2000));
   assert.deepEqual(r.json.result.lossCurve, e.json.result.lossCurve);
-  assert.equal(tensorsDiffer(latest(captured), latest(eager), 'weights.safetensors'), null);
-  assert.equal(tensorsDiffer(latest(captured), latest(eager), 'optimizer.safetensors'), null);
+  assert.equal(tensorsDiffer(latestCheckpoint(captured), latestCheckpoint(eager), 'weights.safetensors'), null);
+  assert.equal(tensorsDiffer(latestCheckpoint(captured), latestCheckpoint(eager), 'optimizer.safetensors'), null);
   const db = new Database(join(captured, 'run.sqlite'), { readonly: true });
   const rows = db.prepare('SELECT replayed, programs FROM steps ORDER BY step').all() as {
     replayed: number;
