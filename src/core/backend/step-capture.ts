@@ -11,7 +11,9 @@
 // end of the step, so the bind groups that read the variables stay valid from one replay to the next.
 //
 // The recording and its checks are step-recording.ts's; a shape's way from eager calls to replays
-// (and CallReplayer, the replay of a function of device tensors) is shape-captures.ts's.
+// (and CallReplayer, the replay of a function of device tensors) is shape-captures.ts's. Outputs a caller
+// wants early (a replica's gradient buckets) are made as soon as they can be (replay-order.ts), and the
+// replay submits what it has encoded after each and tells the caller (onReady).
 import type * as tfTypes from '@tensorflow/tfjs-core';
 import { BufferUsage, type GpuBuffer, type GpuPipeline } from './gpu-types.js';
 import { CopyPrograms } from './replay-copies.js';

@@ -7,7 +7,9 @@
 // soon as it is on the host while the next is read, the other replicas' copies added on this device
 // (the all-reduce), and the same AdamW update on every replica from the same sums, which keeps their
 // parameters identical. With step capture (webgpu) the alignment forward, the micro-batch's step and
-// the update are each replayed from their captures (optim/step-replay.ts), as on one device.
+// the update are each replayed from their captures (optim/step-replay.ts), as on one device; a replayed
+// last micro-batch hands out each bucket as soon as it is made (backend/replay-order.ts), so the
+// all-reduce overlaps the rest of the backward pass.
 import * as tf from '@tensorflow/tfjs-core';
 import { deviceIdle, HostTransfers } from '../../backend/index.js';
 import { bf16ExchangeOnDevice, packBf16, roundBf16, sumPackedBf16 } from '../../backend/programs/index.js';
@@ -294,7 +296,7 @@ export class Replica {
     const parts = this.parts;
     this.parts = null;
     // The all-reduce starts while this device may still be computing the step (its buckets come back as they are
-    // made); what it costs the step is what it takes after the last replica's device is done (allReduceTimes).
+    // made); what it costs the step is what it takes after the last replica's device is done (allReduceSpans).
     const start = last;
     const idle = deviceIdle(tf).then(() => performance.now());
     const timeline: Interval[] = [];
