@@ -84,7 +84,7 @@ export interface Interval {
   t1: number;
 }
 
-/** A replica's exchange buckets a replay fetched as it made them: their fetches by bucket, and the order it made them. */
+/** The exchange buckets a replay fetched as it made them: their fetches by bucket, and the order it made them. */
 interface EarlyBuckets {
   fetches: Promise<void>[];
   told: number[];
