@@ -46,7 +46,8 @@ quiet=(--set training.validate_every=1000000 --set training.eval_every=1000000 -
 
 measure() { # name preset gpus batch capture exchange overlap
   local name=$1 preset=$2 g=$3 batch=$4 capture=$5 exchange=$6 overlap=$7
-  XTTS_EXCHANGE_OVERLAP=$overlap timeout 280 $x train --config "bundle/configs/$preset.yaml" --dataset "$work/data" --gpus "$g" \
+  XTTS_EXCHANGE_OVERLAP=$overlap timeout 280 $x train --config "bundle/configs/$preset.yaml" \
+    --dataset "$work/data" --gpus "$g" \
     --set batching.batch_size="$batch" --set device.step_capture="$capture" --max-steps $((warmup + steps)) \
     --set device.gradient_exchange="$exchange" \
     --output "$work/$name" "${quiet[@]}" "${extra[@]}" >"$work/$name.log" 2>&1

@@ -409,8 +409,9 @@ export class Replica {
           o.early.fetches[k] ?? t.fetch(exchange ? exchange[k] : sent!, exchange ? 0 : offsets[k], sizes[k], k),
         );
     try {
-      // The buckets in the order rank 0's replay made them (all in that order, or they would gather others' buckets).
-      const order = await this.bucketOrder(o.early.told, sizes.length, timeline);
+      // The buckets in the order rank 0's replay made them (all in that order, or they would gather others' buckets);
+      // by index on other backends, which never replay.
+      const order = t ? await this.bucketOrder(o.early.told, sizes.length, timeline) : sizes.map((_, k) => k);
       for (const k of order) {
         const offset = offsets[k];
         const count = sizes[k];
