@@ -10,6 +10,7 @@
 //   reduce-bench.cjs      bench/reduce.bench.ts: full and column sums, tfjs's programs against xtts's
 //   dispatch-bench.cjs    bench/dispatch.bench.ts: the device's time per dispatch, dependent and reads only
 //   planted-leak-bench.cjs  bench/planted-leak.bench.ts: a leak planted in a real run, profiled (issue 36)
+//   subgroup-matrix-bench.cjs  bench/subgroup-matrix.bench.ts: the subgroup matrices' own rates (issue 35)
 //   dawn.node.br          Dawn (WebGPU), brotli-compressed; unpacked beside itself (or in a temporary
 //                         folder when the bundle's is read-only) the first time webgpu is used
 //   better_sqlite3.node   SQLite
@@ -192,7 +193,7 @@ await build({
 });
 // The benches fully minified (each carries its own TF.js): with the GPU runtime, the bundle must fit the
 // 64 MiB a GPU host call carries, and three readable benches took 6 MB of it.
-for (const name of ['backend', 'matmul', 'reduce', 'dispatch', 'planted-leak']) {
+for (const name of ['backend', 'matmul', 'reduce', 'dispatch', 'planted-leak', 'subgroup-matrix']) {
   await build({
     ...common,
     minify: true,
