@@ -1,8 +1,11 @@
 // `xtts train` on the tests' real WebGPU device (Dawn on Mesa's llvmpipe through OpenGL ES) with step
 // capture (device.step_capture): steps 1–3 run eagerly (plan, two recordings that must agree), the rest
 // are replays — and the run's losses, validation and weights are those of a run that never replays,
-// bit for bit. Validation and checkpoints between replays read the weights the replays write; steps
-// between log intervals read only whether their update was made.
+// bit for bit. The eager run keeps Dawn's bounds checks (device.bounds_checks: on) and the replayed one
+// runs without them (the default): the same bits also say that no program of a step reads or writes
+// outside its buffers (unclamped, such a read would take whatever lies there). Validation and checkpoints
+// between replays read the weights the replays write; steps between log intervals read only whether
+// their update was made.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,8 +18,8 @@ import { tensorsDiffer } from '../helpers/checkpoints.js';
 
 describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () => {
   test(
-    'replayed steps train exactly as eager ones: the same losses, validation and ' +
-      'weights; run.sqlite says which steps replayed',
+    'replayed steps train exactly as eager ones, and shaders without bounds checks as with them: ' +
+      'the same losses, validation and weights; run.sqlite says which steps replayed',
     async () => {
       const { dir, config } = shortQuickstartRun(
         12,
@@ -32,15 +35,18 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
       );
       const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
       const eager = join(dir, 'eager');
-      const r1 = await runCli([...args, '--set', 'device.step_capture=off', '--output', eager], {
+      const checked = ['--set', 'device.bounds_checks=on'];
+      const r1 = await runCli([...args, ...checked, '--set', 'device.step_capture=off', '--output', eager], {
         timeoutMs: 600_000,
         env: onGl,
       });
       assert.equal(r1.code, 0, r1.stderr.slice(-2000));
       assert.doesNotMatch(r1.stderr, /step capture/);
+      assert.doesNotMatch(r1.stderr, /without bounds checks/);
       const replayed = join(dir, 'replayed');
       const r2 = await runCli([...args, '--output', replayed], { timeoutMs: 600_000, env: onGl });
       assert.equal(r2.code, 0, r2.stderr.slice(-2000));
+      assert.match(r2.stderr, /backend: webgpu — .*; shaders without bounds checks\n/);
       assert.match(
         r2.stderr,
         joinedRegExp(

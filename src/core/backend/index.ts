@@ -8,6 +8,7 @@ export {
   type BackendOptions,
   type BackendProbe,
   disposeBackend,
+  boundsChecksNote,
   initBackend,
   probeBackends,
 } from './init.js';

@@ -57,6 +57,11 @@ async function loadTf(): Promise<Tf> {
   return tf;
 }
 
+/** What a run's backend line adds where its webgpu device runs shaders without bounds checks (device.bounds_checks). */
+export function boundsChecksNote(choice: BackendChoice, boundsChecks: 'on' | 'off'): string {
+  return choice.backend === 'webgpu' && boundsChecks === 'off' ? '; shaders without bounds checks' : '';
+}
+
 function adapterLabel(a: AdapterDescription): string {
   const kind = [a.vendor, a.architecture].filter(Boolean).join(' ');
   return `${a.name}${kind ? ` (${kind})` : ''} on Dawn's ${a.dawnBackend} backend`;

@@ -73,8 +73,8 @@ export interface DawnOptions {
   /** Dawn backend: vulkan (Linux default), opengles, opengl, null, ...; else DAWNNODE_BACKEND or the platform's. */
   dawnBackend?: string;
   /**
-   * false: Dawn's disable_robustness (needs unsafeApis): shaders run without the bounds clamps Dawn adds
-   * to every buffer access. Benchmarks only: an out-of-bounds access then reads or writes whatever lies there.
+   * false: Dawn's disable_robustness: shaders run without the bounds clamps Dawn adds to every buffer and
+   * array access (device.bounds_checks: off); an out-of-bounds access then reads or writes whatever lies there.
    */
   robustness?: boolean;
 }
@@ -253,11 +253,9 @@ function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
   const flags: string[] = ['disable-dawn-features=timestamp_quantization'];
   // vulkan_enable_f16_on_nvidia: Dawn keeps shader-f16 (and with it the f16 subgroup-matrix shapes)
   // off on NVIDIA's Vulkan driver unless asked; the tensor-core matmul (mixed_fp16) needs both.
-  if (options.unsafeApis)
-    flags.push(
-      `enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia` +
-        (options.robustness === false ? ',disable_robustness' : ''),
-    );
+  const enable = options.unsafeApis ? ['allow_unsafe_apis', 'vulkan_enable_f16_on_nvidia'] : [];
+  if (options.robustness === false) enable.push('disable_robustness');
+  if (enable.length > 0) flags.push(`enable-dawn-features=${enable.join(',')}`);
   if (options.dawnBackend) flags.push(`backend=${options.dawnBackend}`);
   if (adapterName !== undefined) flags.push(`adapter=${adapterName}`);
   return flags;

@@ -105,6 +105,17 @@ export const DeviceSchema = Section(
           'null: one device, model_device. `--gpus` sets it.',
       },
     ),
+    bounds_checks: Enum(['on', 'off'] as const, {
+      default: 'off',
+      description:
+        "webgpu: whether Dawn clamps every buffer and array index in the training devices' shaders " +
+        "(its robustness transform, a browser's defence against untrusted shaders). `off` runs xtts's " +
+        "and TensorFlow.js's programs without the clamps, as Chrome's own renderer and ONNX Runtime do: " +
+        'the same results while every index is in bounds (the tests train both ways and compare the bits), ' +
+        'faster where indexing is much of the work (a normal mixed_fp16 step on an H200: 62.8 → 44.6 ms); ' +
+        'an index out of bounds (a bug) then touches memory outside its buffer. `on`: the clamps, as a ' +
+        'browser runs them. Other backends ignore it.',
+    }),
     gradient_exchange: Type.Union([Type.Literal('float32'), Type.Literal('bfloat16')], {
       default: 'float32',
       description:

@@ -58,7 +58,11 @@ export async function sideWorkerMain(d: SideWorkerData): Promise<void> {
   let model: XttsModel;
   let data: PreparedDataset;
   try {
-    const { choice } = await initBackend(d.backend, { device: d.device, matmul: d.config.device.matmul });
+    const { choice } = await initBackend(d.backend, {
+      device: d.device,
+      matmul: d.config.device.matmul,
+      robustness: d.config.device.bounds_checks === 'on',
+    });
     model = new XttsModel(d.config.model, d.sizes, {
       seed: d.config.training.seed,
       convImpl: d.config.device.conv_kernels,

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { type BackendChoice, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
+import { type BackendChoice, boundsChecksNote, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { buildManifest, encodeWav, refuseUnusable } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
@@ -208,11 +208,12 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   const { choice } = await initBackend(o.backend ?? config.device.backend, {
     device: config.device.model_device,
     unsafeApis: true,
+    robustness: config.device.bounds_checks === 'on',
     matmul: config.device.matmul,
     precision: t.precision,
   });
   await import('../model/gradients.js');
-  say(`backend: ${choice.backend} — ${choice.reason}`);
+  say(`backend: ${choice.backend} — ${choice.reason}${boundsChecksNote(choice, config.device.bounds_checks)}`);
   refuseAdversarialMemory(config, choice.backend);
   const { finetune_acoustic: acoustic, init_from: initPath } = config.vocoder;
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);

@@ -1,7 +1,7 @@
 // A run's setup, before its first step: the prepared data, the backend (and replicas), the model and
 // its optimizer, and where the run resumes from its last checkpoint.
 import { join } from 'node:path';
-import { type BackendChoice, initBackend } from '../../backend/index.js';
+import { type BackendChoice, boundsChecksNote, initBackend } from '../../backend/index.js';
 import type { XttsConfig } from '../../config/index.js';
 import { describeDataset, prepareDataset, type PreparedDataset } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
@@ -60,6 +60,7 @@ export async function setUpRun(
   const { choice } = await initBackend(replicas ? replicas.backend : (o.backend ?? config.device.backend), {
     device: replicas ? replicas.devices[0] : config.device.model_device,
     unsafeApis: true,
+    robustness: config.device.bounds_checks === 'on',
     matmul: config.device.matmul,
     precision: t.precision,
   });
@@ -67,7 +68,9 @@ export async function setUpRun(
   const adapter = choice.adapter
     ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})`
     : '';
-  say(`backend: ${choice.backend} — ${choice.reason}${adapter}`);
+  say(
+    `backend: ${choice.backend} — ${choice.reason}${adapter}${boundsChecksNote(choice, config.device.bounds_checks)}`,
+  );
   // At the batch the run will train: a batch_size above the training set is the training set (see batchSizeFor).
   checkMemoryEstimate(
     {

@@ -238,6 +238,7 @@ export class ReplicaGroup {
         seed: o.config.training.seed,
         convImpl: o.config.device.conv_kernels,
         matmul: o.config.device.matmul,
+        boundsChecks: o.config.device.bounds_checks,
         capture: o.config.device.step_capture,
         exchange: o.config.device.gradient_exchange,
         training: o.config.training,

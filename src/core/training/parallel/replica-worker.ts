@@ -28,6 +28,8 @@ export interface ReplicaWorkerData {
   convImpl: ConvImpl;
   /** device.matmul, as rank 0 runs them. */
   matmul: 'tfjs' | 'tiled';
+  /** device.bounds_checks, as rank 0 runs them. */
+  boundsChecks: 'on' | 'off';
   /** device.step_capture. */
   capture: StepCaptureMode;
   /** device.gradient_exchange. */
@@ -75,7 +77,12 @@ export async function replicaWorkerMain(d: ReplicaWorkerData): Promise<void> {
   };
   let replica: Replica;
   try {
-    const { choice } = await initBackend(d.backend, { device: d.device, unsafeApis: true, matmul: d.matmul });
+    const { choice } = await initBackend(d.backend, {
+      device: d.device,
+      unsafeApis: true,
+      matmul: d.matmul,
+      robustness: d.boundsChecks === 'on',
+    });
     await import('../../model/gradients.js');
     const model = new XttsModel(d.model, d.sizes, { seed: d.seed, convImpl: d.convImpl });
     const optimizer = new AdamW(model.trainableVariables(), d.training);
