@@ -144,6 +144,17 @@ export function computeVerdict(b: StepBreakdown, gpuBusyShare: number, ctx: Verd
                 },
               ]
             : []),
+          ...(ctx.boundsChecks === 'on'
+            ? [
+                {
+                  key: 'device.bounds_checks',
+                  value: 'off',
+                  effect:
+                    "the shaders without Dawn's clamp on every index (on an H200 the tensor-core matmuls ran " +
+                    '1.4–1.7× faster and a normal mixed_fp16 step took 44.6 ms instead of 62.8)',
+                },
+              ]
+            : []),
         ]
       : [],
   };

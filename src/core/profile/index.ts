@@ -181,6 +181,8 @@ function verdictContext(run: RecordedRun, config: XttsConfig, measuredReplicas: 
     pipelineSteps: config.device.pipeline_steps,
     precision: config.training.precision,
     matmul: config.device.matmul,
+    // A run recorded before device.bounds_checks existed ran with them.
+    boundsChecks: config.device.bounds_checks ?? 'on',
     programs: run.timingMeta?.programs,
     replicas: measuredReplicas.length ? { devices: run.replicaDevices, steps: measuredReplicas } : undefined,
   };

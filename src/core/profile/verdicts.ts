@@ -74,6 +74,8 @@ export interface VerdictContext {
   programs?: readonly ProgramTime[];
   /** device.matmul of the run. */
   matmul?: 'tfjs' | 'tiled';
+  /** device.bounds_checks of the run (runs recorded before the key ran with them: 'on'). */
+  boundsChecks?: 'on' | 'off';
 }
 
 /**
