@@ -12,11 +12,15 @@
 //            slab of A and a SLAB × 128 slab of B (f32, four values a load) for ITERS slabs, rounds
 //            them to f16 into workgroup memory between barriers: what feeding the tiles costs alone
 //   tile     feed with the products (eight subgroups of 2 × 4 matrices): the f16 program's loop as a whole
+//   global   the products of a 128 × 128 tile over K 2,048 with no workgroup memory at all: every subgroup
+//            loads its matrices straight from f16 operands in a storage buffer (A row-major [128][2048],
+//            B [2048][128]), no feed and no barriers; what a program reading f16 copies of its operands
+//            could reach
 // Device time from timestamps at the pass's edges, median of --reps passes after 300 ms of untimed
 // ones; TFLOP/s counts 2·M·N·K a multiply-accumulate (feed: GB/s of f32 read). The sums are stored
 // (each result matrix through workgroup memory, one value a lane) so that nothing is optimised away.
 //   node --import tsx bench/subgroup-matrix.bench.ts [--reps 7] [--device 0|NAME] [--no-robustness]
-//        [--cases all|regs,shared,feed,tile]
+//        [--cases all|regs,shared,feed,tile,global]
 //   GPU host: source .gpu-runtime/setup.sh && node bundle/subgroup-matrix-bench.cjs ...
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
 import { BufferUsage } from '../src/core/backend/gpu-types.js';
@@ -40,7 +44,7 @@ interface Shape {
 }
 
 interface Case {
-  kind: 'regs' | 'shared' | 'feed' | 'tile';
+  kind: 'regs' | 'shared' | 'feed' | 'tile' | 'global';
   sg: number;
   ri: number;
   rj: number;
@@ -141,6 +145,27 @@ fn main(@builtin(local_invocation_index) t : u32, @builtin(workgroup_id) wg : ve
     ${products(c)}
   }
   ${tail}`;
+  if (c.kind === 'global') {
+    // K steps of c.iters over a K of c.iters · K; B after A in the f16 buffer.
+    const kLen = c.iters * s.K;
+    const left = `subgroup_matrix_left<f16, ${s.K}, ${s.M}>, row_major`;
+    const right = `subgroup_matrix_right<f16, ${s.N}, ${s.K}>, row_major`;
+    const loads = [
+      ...range(c.ri).map(
+        (i) => `let l${i} = subgroupMatrixLoad<${left}>(&h, (aRow + ${i * s.M}u) * ${kLen}u + k, ${kLen}u);`,
+      ),
+      ...range(c.rj).map(
+        (j) => `let r${j} = subgroupMatrixLoad<${right}>(&h, ${128 * kLen}u + k * 128u + bCol + ${j * s.N}u, 128u);`,
+      ),
+    ].join('\n    ');
+    const binding = '@group(0) @binding(2) var<storage, read> h : array<f16>;';
+    return `${head.replace('var<workgroup> As', `${binding}\nvar<workgroup> As`)}
+  for (var k = 0u; k < ${kLen}u; k += ${s.K}u) {
+    ${loads}
+    ${products(c)}
+  }
+  ${tail}`;
+  }
   if (c.kind === 'shared')
     return `${head}
   ${fill}
@@ -199,7 +224,9 @@ function cases(s: Shape, wanted: Set<string>): Case[] {
     // About 2^40 FLOPs a dispatch for the products: ~1 ms at the f16 peak.
     const iters = c.iters ?? Math.max(8, Math.round(2 ** 40 / (WORKGROUPS * c.sg * c.ri * c.rj * 2 * s.M * s.N * s.K)));
     const layout =
-      c.kind === 'regs' ? '' : ` slab ${c.slab} stride ${c.stride}${c.leftMajor === 'col_major' ? ' Aᵀ' : ''}`;
+      c.kind === 'regs' || c.kind === 'global'
+        ? ''
+        : ` slab ${c.slab} stride ${c.stride}${c.leftMajor === 'col_major' ? ' Aᵀ' : ''}`;
     out.push({ ...c, iters, label: `${c.kind} ${c.sg} subgroups × ${c.ri}×${c.rj}${layout}` });
   };
   const base = { sg: 8, slab: 32, stride: 40, leftMajor: 'row_major' as const };
@@ -228,6 +255,8 @@ function cases(s: Shape, wanted: Set<string>): Case[] {
       [64, 72],
     ])
       add({ ...base, kind, ri: 2, rj: 4, slab, stride, iters: 2048 / slab });
+  add({ ...base, kind: 'global', ri: 2, rj: 4, iters: 2048 / s.K });
+  add({ ...base, kind: 'global', sg: 4, ri: 4, rj: 4, iters: 2048 / s.K });
   return out;
 }
 
@@ -278,6 +307,11 @@ async function main(): Promise<void> {
   for (let i = 0; i < values.length; i++) values[i] = ((i * 2654435761) % 1000) / 1000 - 0.5;
   gpu.queue.writeBuffer(src, 0, values);
   const dst = gpu.createBuffer({ size: WORKGROUPS * 256 * 4, usage: STORAGE | COPY_SRC });
+  // global: f16 operands, A [128][2048] then B [2048][128]: small normal numbers (2^-8 to 2^-7), their bits.
+  const halves = new Uint16Array(2 * 128 * 2048);
+  for (let i = 0; i < halves.length; i++) halves[i] = 0x1c00 + ((i * 37) % 1024);
+  const h = gpu.createBuffer({ size: halves.byteLength, usage: STORAGE | COPY_DST });
+  gpu.queue.writeBuffer(h, 0, halves);
   const rows: Record<string, unknown>[] = [];
   for (const s of shapes) {
     for (const c of cases(s, wanted)) {
@@ -293,7 +327,7 @@ async function main(): Promise<void> {
       const group = gpu.createBindGroup({
         layout: pipeline.getBindGroupLayout(0),
         entries: [
-          { binding: 0, resource: { buffer: src } },
+          { binding: c.kind === 'global' ? 2 : 0, resource: { buffer: c.kind === 'global' ? h : src } },
           { binding: 1, resource: { buffer: dst } },
         ],
       });
@@ -321,8 +355,7 @@ async function main(): Promise<void> {
     }
   }
   report('subgroup-matrix', { device: a?.name, robustness, workgroups: WORKGROUPS, reps, rows });
-  src.destroy();
-  dst.destroy();
+  for (const b of [src, dst, h]) b.destroy();
   disposeBackend(tf);
 }
 
