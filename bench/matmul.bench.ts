@@ -12,7 +12,8 @@
 //
 // node --import tsx bench/matmul.bench.ts [--variants tfjs,tiled,f16] [--reps 20] [--device 0|NAME] [--shapes
 // M×N×K[:tA][:tB][:bBATCH],...]
-// [--no-robustness]   (Dawn's disable_robustness: no bounds clamps in any shader)
+// [--bounds-checks]   (with Dawn's bounds clamps in every shader: device.bounds_checks on; without them by
+//                     default, as training runs)
 // [--tunings NAME=KEY:VALUE+KEY:VALUE;...]  builds of the f16 program to time beside it, each a variant
 //                                           "f16@NAME" (F16Tuning's keys: vector, prefetch, direct as
 //                                           0/1, buffers 1/2, slab 32/64, subgroups 4/8, maxParts; the
@@ -264,7 +265,7 @@ async function main(): Promise<void> {
   const options = {
     device: device === undefined ? null : /^\d+$/.test(device) ? Number(device) : device,
     unsafeApis: true,
-    robustness: !process.argv.includes('--no-robustness'),
+    robustness: process.argv.includes('--bounds-checks'),
   };
   const { tf, choice } = await initBackend('webgpu', {
     ...options,

@@ -19,7 +19,7 @@
 // Device time from timestamps at the pass's edges, median of --reps passes after 300 ms of untimed
 // ones; TFLOP/s counts 2·M·N·K a multiply-accumulate (feed: GB/s of f32 read). The sums are stored
 // (each result matrix through workgroup memory, one value a lane) so that nothing is optimised away.
-//   node --import tsx bench/subgroup-matrix.bench.ts [--reps 7] [--device 0|NAME] [--no-robustness]
+//   node --import tsx bench/subgroup-matrix.bench.ts [--reps 7] [--device 0|NAME] [--bounds-checks]
 //        [--cases all|regs,shared,feed,tile,global]
 //   GPU host: source .gpu-runtime/setup.sh && node bundle/subgroup-matrix-bench.cjs ...
 import { disposeBackend, initBackend } from '../src/core/backend/index.js';
@@ -285,7 +285,8 @@ async function passMs(device: Any, pipeline: Any, group: Any, dispatches: number
 async function main(): Promise<void> {
   const reps = Number(arg('reps') ?? 7);
   const device = arg('device');
-  const robustness = !process.argv.includes('--no-robustness');
+  // Without Dawn's bounds checks unless asked, as training runs (device.bounds_checks).
+  const robustness = process.argv.includes('--bounds-checks');
   const { tf, choice } = await initBackend('webgpu', {
     device: device === undefined ? null : /^\d+$/.test(device) ? Number(device) : device,
     unsafeApis: true,
