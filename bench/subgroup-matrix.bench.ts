@@ -26,11 +26,10 @@ import { disposeBackend, initBackend } from '../src/core/backend/index.js';
 import { BufferUsage } from '../src/core/backend/gpu-types.js';
 import { takeGpuError } from '../src/core/backend/webgpu.js';
 import { F16_MATMUL_ENABLES } from '../src/core/backend/programs/matmul-f16.js';
+import { type Any, passMs } from './gpu-pass.js';
 import { median, report } from './lib.js';
 
-const { STORAGE, COPY_DST, COPY_SRC, MAP_READ, QUERY_RESOLVE } = BufferUsage;
-/** The raw WebGPU objects of Dawn's node binding, untyped here (the bench calls them as WebGPU specifies). */
-type Any = any;
+const { STORAGE, COPY_DST, COPY_SRC } = BufferUsage;
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -260,26 +259,14 @@ function cases(s: Shape, wanted: Set<string>): Case[] {
   return out;
 }
 
-async function passMs(device: Any, pipeline: Any, group: Any, dispatches: number): Promise<number> {
-  const set = device.createQuerySet({ type: 'timestamp', count: 2 });
-  const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC });
-  const read = device.createBuffer({ size: 16, usage: MAP_READ | COPY_DST });
-  const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass({
-    timestampWrites: { querySet: set, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
+/** The device time of one dispatch of `pipeline` over WORKGROUPS workgroups: a pass of `dispatches` of them. */
+async function dispatchMs(device: Any, pipeline: Any, group: Any, dispatches: number): Promise<number> {
+  const ms = await passMs(device, (pass) => {
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    for (let i = 0; i < dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
   });
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, group);
-  for (let i = 0; i < dispatches; i++) pass.dispatchWorkgroups(WORKGROUPS);
-  pass.end();
-  encoder.resolveQuerySet(set, 0, 2, resolved, 0);
-  encoder.copyBufferToBuffer(resolved, 0, read, 0, 16);
-  device.queue.submit([encoder.finish()]);
-  await read.mapAsync(MAP_READ);
-  const t = new BigUint64Array(read.getMappedRange().slice(0));
-  read.unmap();
-  for (const x of [set, resolved, read]) x.destroy();
-  return Number(t[1] - t[0]) / 1e6 / dispatches;
+  return ms / dispatches;
 }
 
 async function main(): Promise<void> {
@@ -340,9 +327,9 @@ async function main(): Promise<void> {
         continue;
       }
       const t0 = performance.now();
-      while (performance.now() - t0 < 300) await passMs(gpu, pipeline, group, 3);
+      while (performance.now() - t0 < 300) await dispatchMs(gpu, pipeline, group, 3);
       const times: number[] = [];
-      for (let r = 0; r < reps; r++) times.push(await passMs(gpu, pipeline, group, 3));
+      for (let r = 0; r < reps; r++) times.push(await dispatchMs(gpu, pipeline, group, 3));
       const ms = median(times);
       const mmas = WORKGROUPS * c.sg * c.ri * c.rj * c.iters * (c.kind === 'tile' ? c.slab / s.K : 1);
       if (c.kind === 'feed') row.gbPerS = Number(((WORKGROUPS * c.iters * 2 * 128 * c.slab * 4) / ms / 1e6).toFixed(1));
