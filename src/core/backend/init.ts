@@ -44,6 +44,8 @@ export interface BackendChoice {
   fallbacks: { backend: ConcreteBackend; reason: string }[];
   /** The WebGPU adapter in use (webgpu). */
   adapter?: AdapterDescription;
+  /** webgpu: whether its shaders keep Dawn's bounds checks (BackendOptions.robustness; device.bounds_checks). */
+  boundsChecks?: boolean;
   /** The wasm build in use (wasm). */
   wasm?: { simd: boolean; threads: number };
   /** The package that provides libtensorflow (tensorflow). */
@@ -58,8 +60,8 @@ async function loadTf(): Promise<Tf> {
 }
 
 /** What a run's backend line adds where its webgpu device runs shaders without bounds checks (device.bounds_checks). */
-export function boundsChecksNote(choice: BackendChoice, boundsChecks: 'on' | 'off'): string {
-  return choice.backend === 'webgpu' && boundsChecks === 'off' ? '; shaders without bounds checks' : '';
+export function boundsChecksNote(choice: BackendChoice): string {
+  return choice.boundsChecks === false ? '; shaders without bounds checks' : '';
 }
 
 function adapterLabel(a: AdapterDescription): string {
@@ -111,14 +113,14 @@ export async function initBackend(
         fallbacks.push({ backend, reason: failed });
         continue;
       }
-      const label = adapterLabel(sel.description);
       return {
         tf,
         choice: {
           backend,
-          reason: auto ? `a WebGPU adapter is available: ${label}` : `requested: ${label}`,
+          reason: `${auto ? 'a WebGPU adapter is available' : 'requested'}: ${adapterLabel(sel.description)}`,
           fallbacks,
           adapter: sel.description,
+          boundsChecks: options.robustness !== false,
         },
       };
     }

@@ -213,7 +213,7 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
     precision: t.precision,
   });
   await import('../model/gradients.js');
-  say(`backend: ${choice.backend} — ${choice.reason}${boundsChecksNote(choice, config.device.bounds_checks)}`);
+  say(`backend: ${choice.backend} — ${choice.reason}${boundsChecksNote(choice)}`);
   refuseAdversarialMemory(config, choice.backend);
   const { finetune_acoustic: acoustic, init_from: initPath } = config.vocoder;
   const generator = new VocoderGenerator(config.vocoder, config.audio, t.seed);

@@ -68,9 +68,7 @@ export async function setUpRun(
   const adapter = choice.adapter
     ? ` (${choice.adapter.description || choice.adapter.device || choice.adapter.vendor})`
     : '';
-  say(
-    `backend: ${choice.backend} — ${choice.reason}${adapter}${boundsChecksNote(choice, config.device.bounds_checks)}`,
-  );
+  say(`backend: ${choice.backend} — ${choice.reason}${adapter}${boundsChecksNote(choice)}`);
   // At the batch the run will train: a batch_size above the training set is the training set (see batchSizeFor).
   checkMemoryEstimate(
     {
