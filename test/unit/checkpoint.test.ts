@@ -2,7 +2,7 @@
 // previous checkpoint as `latest`; rotation keeps the last N and the best.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -56,6 +56,32 @@ test('save, load, latest, rotation keeps the last N and the best', () => {
   assert.deepEqual([...c.optimizer[0].data], [-400, -400, -400, -400]);
   assert.equal(resolveCheckpoint(run), store.latest());
   assert.throws(() => resolveCheckpoint(mkdtempSync(join(tmpdir(), 'xtts-none-'))), /no checkpoint/);
+});
+
+test("arrays past 2 GiB (the big preset's optimizer moments are 3.4 GB) are saved and loaded whole", () => {
+  // One write or read takes at most 2 GiB - 1 bytes and readFileSync no larger file: the big preset's first
+  // checkpoint failed with "The value of "length" is out of range" before arrays were written piece by piece.
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-2g-'));
+  try {
+    const n = 2 ** 29 + 1024; // 2 GiB + 4 KiB of float32
+    const big = new Float32Array(n);
+    for (let i = 0; i < n; i++) big[i] = i % 65521; // a prime period: a piece read to the wrong place shows
+    const store = new CheckpointStore(run);
+    const weights: NamedArray[] = [{ name: 'big', shape: [n], dtype: 'float32', data: big }, ...arrays(5)];
+    store.save(1, { weights, optimizer: arrays(-1), state: state(1) }, { keep: 1 });
+    assert.ok(statSync(join(store.latest()!, 'weights.safetensors')).size > 2 ** 31);
+    const c = store.load<{ step: number }>(store.latest()!);
+    const back = c.weights[0].data;
+    assert.equal(back.length, n);
+    let wrong = -1;
+    for (let i = 0; i < n && wrong < 0; i++) if (back[i] !== big[i]) wrong = i;
+    assert.equal(wrong, -1, `value ${wrong} read back as ${back[wrong]}, written as ${big[wrong]}`);
+    assert.deepEqual([...c.weights[1].data], [5, 5, 5, 5]);
+    assert.deepEqual([...c.weights[2].data], [1, 2, 5]);
+    assert.deepEqual([...c.optimizer[0].data], [-1, -1, -1, -1]);
+  } finally {
+    rmSync(run, { recursive: true, force: true });
+  }
 });
 
 test('a checkpoint write killed mid-way leaves the previous one intact and latest', async () => {

@@ -23,7 +23,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, inFile, XttsError } from '../errors.js';
 import { writeDurable } from '../util/index.js';
-import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
+import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
 export interface NamedArray {
@@ -64,7 +64,7 @@ function writeArrays(
 ): void {
   writeDurable(
     join(dir, `${base}.safetensors`),
-    encodeSafetensors(arrays, { format: CHECKPOINT_FORMAT, content: base, ...metadata }),
+    safetensorsWriter(arrays, { format: CHECKPOINT_FORMAT, content: base, ...metadata }),
   );
 }
 
@@ -95,7 +95,7 @@ function weightsMetadata(state: object): Record<string, string> {
 /** A checkpoint's arrays: `<base>.safetensors`, or the `<base>.json` + `<base>.bin` pair checkpoints had before it. */
 function readArrays(dir: string, base: string): NamedArray[] {
   const st = join(dir, `${base}.safetensors`);
-  if (existsSync(st)) return decodeSafetensors(readFileSync(st), st).arrays;
+  if (existsSync(st)) return readSafetensorsFile(st).arrays;
   const legacy = join(dir, `${base}.json`);
   if (!existsSync(legacy))
     throw new XttsError('CHECKPOINT_TRUNCATED', `${dir} has no ${base}.safetensors (nor an older ${base}.json)`, {

@@ -16,7 +16,7 @@
 // tokenizer, …) and says `naming: pytorch`.
 import { checkOutputFolder, writeOutputFile } from '../util/index.js';
 import { type CheckpointKind, CheckpointStore, type NamedArray, resolveCheckpoint } from './checkpoint.js';
-import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
+import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 import { VocoderStateSchema } from './vocoder-state.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -136,11 +136,11 @@ export function exportCheckpoint(path: string, out: string, options: { overwrite
       ? store.load(dir, { optimizer: false, kind, schema: VocoderStateSchema })
       : store.load(dir, { optimizer: false });
   const weightsFile = join(dir, 'weights.safetensors');
-  const metadata = decodeSafetensors(readFileSync(weightsFile), weightsFile).metadata;
+  const metadata = readSafetensorsFile(weightsFile, { headerOnly: true }).metadata;
   const exported = pytorchArrays(ckpt.weights);
   writeOutputFile(
     out,
-    encodeSafetensors(exported, { ...metadata, naming: 'pytorch' }),
+    safetensorsWriter(exported, { ...metadata, naming: 'pytorch' }),
     'the exported weights',
     overwrite,
   );

@@ -22,13 +22,23 @@ function temporaryBeside(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
 }
 
+/** What a file is written from: text, bytes, or a function writing to the open file (writeAllSync) as it goes. */
+export type FileContent = string | Uint8Array | ((fd: number) => void);
+
+/** One write takes at most 2 GiB - 1 bytes (Node's int32 length); a model's weights can be more. */
+const WRITE_PIECE = 1 << 30;
+
+/** Writes all of `bytes` at `fd`'s position, in pieces of at most 1 GiB. */
+export function writeAllSync(fd: number, bytes: Uint8Array): void {
+  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, Math.min(bytes.length - off, WRITE_PIECE));
+}
+
 /** Writes `data` to `path` and fsyncs it (the caller renames it into place). */
-export function writeDurable(path: string, data: string | Uint8Array): void {
+export function writeDurable(path: string, data: FileContent): void {
   const fd = openSync(path, 'w');
   try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    if (typeof data === 'function') data(fd);
+    else writeAllSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -40,7 +50,7 @@ export function writeDurable(path: string, data: string | Uint8Array): void {
  * `path` is never replaced, even one created meanwhile (the new file is linked in, which fails if
  * the name exists): EEXIST is thrown.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, options: { overwrite?: boolean } = {}): void {
+export function writeFileAtomic(path: string, data: FileContent, options: { overwrite?: boolean } = {}): void {
   const tmp = temporaryBeside(path);
   try {
     writeDurable(tmp, data);
@@ -64,7 +74,7 @@ function exists(file: string, what: string): XttsError {
 /** Write `text` to `file` (atomically); `what` names it for the message, e.g. "the trace (--trace)". */
 export function writeOutputFile(
   file: string,
-  text: string | Uint8Array,
+  text: FileContent,
   what: string,
   options: { overwrite?: boolean } = {},
 ): void {
