@@ -9,7 +9,8 @@
 # TF32 off, the same arithmetic; that step in one CUDA graph; in bf16 autocast; torch.compile with its CUDA
 # graphs; bench/twin/README.md lists the others). gpu-twin-summary.py
 # prints, per preset, the step times side by side, the ratios to the twin's eager float32 and to its best
-# variant, GPU programs per step, host time per replayed program and the GPU's busy share (NVML samples the
+# variant (also for the run's pace: the longer of the replayed median and the device's cycle), GPU programs
+# per step, host time per replayed program and the GPU's busy share (NVML samples the
 # trainer wrote to run.sqlite) over the replayed steps.
 #
 #   bash bench/gpu-twin.sh OUT TWIN_PY [STEPS] [PRESETS] [VARIANTS]      (TWIN_PY: bench/twin/xtts_twin.py)
