@@ -45,9 +45,8 @@ fi
 work=$(mktemp -d)
 mkdir -p "$out" "$work/runs"
 out=$(cd "$out" && pwd)
-if [[ -z ${XTTS_CLI:-} && -f .gpu-runtime/setup.sh ]]; then
-  source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-fi
+source "$here/gpu-host.sh"
+gpu_runtime "$work"
 x=${XTTS_CLI:-node bundle/xtts.cjs}
 backend=${XTTS_BENCH_BACKEND:-webgpu}
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
@@ -57,14 +56,9 @@ log() { echo "$*" >>"$work/summary.txt"; echo "precision.sh [$(elapsed_s) s] $*"
   nproc
   echo "preset $preset; steps $steps; seeds $seeds; jobs $jobs; backend $backend; cli $x"
 } >"$work/host.txt" 2>&1
-smi=
-if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 1000 \
-    >"$work/smi.csv" 2>/dev/null &
-  smi=$!
-fi
+smi_sample "$work/smi.csv" 1000
 pack() {
-  [[ -n $smi ]] && kill "$smi" 2>/dev/null
+  smi_stop
   (cd "$work" && tar -czf "$out/precision.tar.gz" --exclude='*/checkpoints' --exclude='*.sqlite*' \
     --exclude='*/eval' --exclude=data ./*)
 }

@@ -36,10 +36,8 @@ rate=165
 work=$(mktemp -d)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-if [[ -z ${XTTS_CLI:-} && -f .gpu-runtime/setup.sh ]]; then
-  # shellcheck disable=SC1091
-  source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-fi
+source "$here/../gpu-host.sh"
+gpu_runtime "$work"
 x=${XTTS_CLI:-node bundle/xtts.cjs}
 backend=${XTTS_BENCH_BACKEND:-webgpu}
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
@@ -50,13 +48,7 @@ for lang in "${languages[@]}"; do
 done
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; espeak-ng --version; } \
   >"$work/host.txt" 2>&1
-smi=
-if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 \
-    >"$work/smi.csv" 2>/dev/null &
-  smi=$!
-fi
-touch "$work/smi.csv"
+smi_sample "$work/smi.csv" 500
 
 # The dataset: espeak-ng speaks what the cleaner reads (spoken.tsv), the metadata holds the written text.
 t0=$(date +%s%N)
@@ -129,7 +121,7 @@ for lang in "${languages[@]}"; do
   echo "$lang synthesize rc=$? ($(ls "$work/$lang-spoken" | grep -c '\.wav$') WAVs, reference $ref)" \
     "in $(since "$t0") ms" >>"$work/summary.txt"
 done
-[[ -n $smi ]] && kill "$smi" 2>/dev/null
+smi_stop
 
 # One archive: each language's WAVs and the run compressed (xz where there is one), the rest as it is.
 t0=$(date +%s%N)

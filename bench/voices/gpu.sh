@@ -23,7 +23,7 @@
 # phase and on SIGTERM/SIGINT, so a run cut short still leaves what finished. Score with score.sh.
 #
 # Rehearsal on a CPU: XTTS_CLI="node src/cli/run.js" XTTS_BENCH_BACKEND=wasm VOICES_STEPS=30 VOICES_TEXTS=4
-# VOICES_EXTRA_CLIPS=2
+# VOICES_EXTRA_CLIPS=2 VOICES_ARGS="--set batching.batch_size=8" (small at batch 32 passes wasm's 4 GiB heap)
 # (no .gpu-runtime/: espeak-ng and node come from PATH; no nvidia-smi: none is logged).
 set -u
 start=$(date +%s%N)
@@ -42,11 +42,8 @@ by_name=${VOICES_BY_NAME:-1}
 work=$(mktemp -d)
 mkdir -p "$out" "$work/logs"
 out=$(cd "$out" && pwd)
-if [[ -z ${XTTS_CLI:-} && -f .gpu-runtime/setup.sh ]]; then
-  source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-else
-  echo "no .gpu-runtime/setup.sh: espeak-ng and node from PATH" >"$work/runtime.txt"
-fi
+source "$here/../gpu-host.sh"
+gpu_runtime "$work"
 x=${XTTS_CLI:-node bundle/xtts.cjs}
 backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
@@ -67,12 +64,7 @@ if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
   echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2
   exit 2
 fi
-smi=
-if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -lms 500 \
-    >"$work/smi.csv" 2>/dev/null &
-  smi=$!
-fi
+smi_sample "$work/smi.csv" 500
 
 # The archive, rewritten whole (small things first, so that part 0 holds the logs), and the weights.
 pack() {
@@ -96,7 +88,7 @@ pack() {
 stopped() {
   log "stopped by a signal at $(elapsed_s) s"
   for p in ${running[@]+"${running[@]}"}; do kill "$p" 2>/dev/null; done
-  [[ -n $smi ]] && kill "$smi" 2>/dev/null
+  smi_stop
   pack
   exit 143
 }
@@ -225,7 +217,7 @@ for p in ${running[@]+"${running[@]}"}; do wait "$p"; done
 running=()
 cat "$work"/logs/time-*.txt >>"$work/summary.txt" 2>/dev/null
 log "synthesis: ${#jobs_list[@]} calls ($skipped skipped), $parallel at a time, in $(since "$t") ms"
-[[ -n $smi ]] && kill "$smi" 2>/dev/null
+smi_stop
 log "total $(since "$start") ms"
 pack
 cat "$work/host.txt" "$work/summary.txt"

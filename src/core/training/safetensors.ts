@@ -5,7 +5,7 @@
 // that every tensor starts aligned.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ExitCode, XttsError } from '../errors.js';
-import { writeAllSync } from '../util/output.js';
+import { writeAllSync } from '../util/index.js';
 import type { NamedArray } from './checkpoint.js';
 
 const DTYPES = { float32: 'F32', int32: 'I32' } as const;

@@ -1,6 +1,13 @@
 // Small helpers every subsystem may use: durable writes, SQLite opening, summaries, string
 // suggestions, worker-thread entries.
-export { checkOutputFolder, writeDurable, writeFileAtomic, writeOutputFile } from './output.js';
+export {
+  checkOutputFolder,
+  type FileContent,
+  writeAllSync,
+  writeDurable,
+  writeFileAtomic,
+  writeOutputFile,
+} from './output.js';
 export { openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';
 export { didYouMean } from './strings.js';
