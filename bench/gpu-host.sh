@@ -3,8 +3,11 @@
 
 # gpu_runtime WORK: source .gpu-runtime/setup.sh (node, espeak-ng and Dawn's libraries of the GPU host kit)
 # unless XTTS_CLI names another CLI (a CPU rehearsal) or there is no kit; its output goes to WORK/runtime.txt,
-# and a kit that fails prints it and exits 3.
+# and a kit that fails prints it and exits 3. Sets x (the CLI: XTTS_CLI, or the bundle) and backend
+# (XTTS_BENCH_BACKEND, or webgpu; wasm for a rehearsal).
 gpu_runtime() {
+  x=${XTTS_CLI:-node bundle/xtts.cjs}
+  backend=${XTTS_BENCH_BACKEND:-webgpu}
   if [[ -z ${XTTS_CLI:-} && -f .gpu-runtime/setup.sh ]]; then
     # shellcheck disable=SC1091
     source .gpu-runtime/setup.sh >"$1/runtime.txt" 2>&1 || { cat "$1/runtime.txt"; exit 3; }

@@ -47,8 +47,6 @@ mkdir -p "$out" "$work/runs"
 out=$(cd "$out" && pwd)
 source "$here/gpu-host.sh"
 gpu_runtime "$work"
-x=${XTTS_CLI:-node bundle/xtts.cjs}
-backend=${XTTS_BENCH_BACKEND:-webgpu}
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
 log() { echo "$*" >>"$work/summary.txt"; echo "precision.sh [$(elapsed_s) s] $*" >&2; }
 {

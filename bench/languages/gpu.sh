@@ -38,8 +38,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 source "$here/../gpu-host.sh"
 gpu_runtime "$work"
-x=${XTTS_CLI:-node bundle/xtts.cjs}
-backend=${XTTS_BENCH_BACKEND:-webgpu}
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 for lang in "${languages[@]}"; do
   for f in "$lang-train.spoken.tsv" "$lang-train.tsv" "$lang-heldout.tsv" "$lang-heldout.spoken.tsv"; do

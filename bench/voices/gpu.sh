@@ -44,8 +44,6 @@ mkdir -p "$out" "$work/logs"
 out=$(cd "$out" && pwd)
 source "$here/../gpu-host.sh"
 gpu_runtime "$work"
-x=${XTTS_CLI:-node bundle/xtts.cjs}
-backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
 log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; }
