@@ -279,6 +279,17 @@ describe('xtts train', () => {
     },
   );
 
+  test("--json carries the run's warnings in the envelope, as a terminal shows them on stderr", async () => {
+    const out = join(dir, 'run-json-warnings');
+    const args = ['train', '--config', micro, '--output', out, '--max-steps', '1'];
+    const r = await runCli([...args, '--set', 'dataset.validation_fraction=0', '--json']);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    assert.ok(
+      r.json.warnings.some((w: string) => /^no validation utterances: dataset\.validation_fraction 0/.test(w)),
+      JSON.stringify(r.json.warnings),
+    );
+  });
+
   test(
     'steps count optimizer updates: with grad_accumulation_steps 2, --max-steps 4 ' +
       'makes 4 updates of two batches each',

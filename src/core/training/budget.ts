@@ -1,6 +1,9 @@
 // Memory a run may use: the estimate against what the backend holds, before the model is built; and
 // device.model_memory_budget_mb, checked after every step on every device that trains (rank 0 and
-// each data-parallel replica): what the engine still holds once the step has freed its tensors.
+// each data-parallel replica): what the engine still holds once the step has freed its tensors. And
+// the disk its checkpoints will take, against what the run folder's disk has free.
+import { readdirSync, statfsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   batchSizeWithin,
   describeEstimate,
@@ -75,4 +78,57 @@ export function checkMemoryEstimate(config: XttsConfig, backend: string, say: (m
           ],
     },
   );
+}
+
+/** Bytes in the files under `dir` (0 where it does not exist). */
+function bytesUnder(dir: string): number {
+  let total = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const st = statSync(join(dir, name), { throwIfNoEntry: false });
+    if (st?.isDirectory()) total += bytesUnder(join(dir, name));
+    else if (st?.isFile()) total += st.size;
+  }
+  return total;
+}
+
+/**
+ * Before training: the checkpoints this model will write (weights and AdamW's two moments, 12 bytes a parameter;
+ * keep_checkpoints of them, the best, and the one being written) against the free space of the run folder's disk,
+ * counting the checkpoints already there (a resumed run rotates them away). Short of it, a warning that says what
+ * to change: a checkpoint that does not fit ends the run at the last one written. `freeBytes`: the disk's free bytes
+ * (statfs of the run folder when not given). Returns the warning, or null.
+ */
+export function checkCheckpointDisk(
+  runDir: string,
+  parameters: number,
+  keep: number,
+  say: (m: string) => void,
+  freeBytes?: number,
+): string | null {
+  const each = parameters * 12;
+  const need = (keep + 2) * each - bytesUnder(join(runDir, 'checkpoints'));
+  let free = freeBytes;
+  if (free === undefined) {
+    try {
+      const fs = statfsSync(runDir);
+      free = fs.bavail * fs.bsize;
+    } catch {
+      return null; // a filesystem that does not say: nothing to check against
+    }
+  }
+  if (need <= free) return null;
+  const warning =
+    `each checkpoint of this model takes ${formatBytes(each)} (the weights and AdamW's moments of ` +
+    `${parameters.toLocaleString('en-US')} parameters); training.keep_checkpoints ${keep}, the best and the one ` +
+    `being written need ${formatBytes(need)} more than ${runDir} holds now, and its disk has ${formatBytes(free)} ` +
+    `free: a checkpoint that does not fit ends the run at the last one written. Free space, lower ` +
+    `training.keep_checkpoints, or train into a folder on a larger disk (--output)`;
+  say(`warning: ${warning}`);
+  return warning;
 }

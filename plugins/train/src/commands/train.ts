@@ -176,7 +176,10 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
               bars.train.clear();
               process.stderr.write(`${m}\n`);
             }
-          : undefined,
+          : // --json: the run's warnings (the dataset's, the checkpoints' disk) go into the envelope's warnings.
+            (m) => {
+              if (m.startsWith('warning: ')) this.addWarning(m.slice('warning: '.length));
+            },
         // On a terminal a bar with the ETA stays under the log lines; pipes and --json get the lines alone.
         // The bar's rate and ETA are the last log line's (its recent steps), once there is one.
         onStep: (s) => {

@@ -6,7 +6,7 @@ import type { XttsConfig } from '../../config/index.js';
 import { describeDataset, prepareDataset, type PreparedDataset } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 import { XttsModel } from '../../model/index.js';
-import { checkMemoryEstimate } from '../budget.js';
+import { checkCheckpointDisk, checkMemoryEstimate } from '../budget.js';
 import { assignArrays, type CheckpointState, CheckpointStore, refuseNonFinite } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { planReplicas, type ReplicaPlan } from '../parallel/group.js';
@@ -99,6 +99,7 @@ export async function setUpRun(
     );
   }
   const store = new CheckpointStore(runDir);
+  checkCheckpointDisk(runDir, model.parameterCount(), t.keep_checkpoints, say);
   const resumed = o.resume ? resume(store, runDir, runId, data, model, optimizer, say) : undefined;
   return {
     config,
