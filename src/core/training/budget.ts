@@ -2,7 +2,7 @@
 // device.model_memory_budget_mb, checked after every step on every device that trains (rank 0 and
 // each data-parallel replica): what the engine still holds once the step has freed its tensors. And
 // the disk its checkpoints will take, against what the run folder's disk has free.
-import { readdirSync, statfsSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   batchSizeWithin,
@@ -90,7 +90,7 @@ function bytesUnder(dir: string): number {
     return 0;
   }
   for (const name of names) {
-    const st = statSync(join(dir, name), { throwIfNoEntry: false });
+    const st = lstatSync(join(dir, name), { throwIfNoEntry: false }); // a link is not followed: counted once
     if (st?.isDirectory()) total += bytesUnder(join(dir, name));
     else if (st?.isFile()) total += st.size;
   }
