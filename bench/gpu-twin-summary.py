@@ -98,7 +98,7 @@ def main():
         per_program = None if not x.get("replayPrograms") else x["replayHostMs"] * 1000 / x["replayPrograms"]
         spans, align = device_spans(os.path.join(work, p, "run-auto", "run.sqlite"))
         cycle = None if not spans or spans.get("betweenMs") is None else spans["spanMs"] + spans["betweenMs"]
-        pace = max(x["replayStepMs"], cycle) if x.get("replayStepMs") is not None and cycle is not None else x.get("replayStepMs")
+        pace = x["replayStepMs"] if cycle is None else max(x["replayStepMs"], cycle)
         # The device's own busy share: its kernels' passes (the step's and the alignment forward's,
         # medians by timestamps) over the host's mean period between replayed steps. NVML's samples
         # of the same runs scatter by ±5 points between runs of one bundle; these do not.
@@ -119,8 +119,8 @@ def main():
             "deviceAlignmentMs": align and align["insideMs"], "deviceCycleMs": cycle, "deviceCycleOverTwinGraphs": ratio(cycle, graphs),
             "deviceCycleOverTwinBest": ratio(cycle, timed.get(best)),
             "meanStepPeriodMs": period, "deviceBusyPctByTimestamps": device_busy, "hostGc": x.get("replayHostGc"),
-            # The run's pace: the trainer's median replayed step, or the device's cycle where that is longer (a short run
-            # of a device-bound preset, where the host runs two steps ahead and the median misses its waits).
+            # The run's pace: the trainer's median replayed step, or the device's cycle where that is longer (a
+            # short run of a device-bound preset, where the host runs two steps ahead and the median misses its waits).
             "paceMs": pace, "paceOverTwinBest": ratio(pace, timed.get(best)),
         }
         figures.append(row)
@@ -138,7 +138,12 @@ def main():
         for v, r in t.items():
             what = f"error {r['error']}" if r.get("error") else f"{fmt(r.get('step_ms_median'), ' ms', 2)} (first step {fmt(r.get('first_step_s'), ' s', 1)}, peak {fmt(r.get('peak_mb'), ' MB', 0)}, host alignment search {fmt(r.get('search_ms_median'), ' ms', 2)} beside the steps)"
             print(f"  twin {v}: {what}")
-        print(f"  ratios: replayed / twin eager fp32 {fmt(row['replayOverTwinEager'], '×', 2)}, eager / twin eager fp32 {fmt(row['eagerOverTwinEager'], '×', 2)}, replayed / twin's best ({best}) {fmt(row['replayOverTwinBest'], '×', 2)}, the run's pace (the longer of the replayed median and the device cycle, {fmt(pace, ' ms', 2)}) / twin's best {fmt(row['paceOverTwinBest'], '×', 2)}; losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
+        print(f"  ratios: replayed / twin eager fp32 {fmt(row['replayOverTwinEager'], '×', 2)}, "
+              f"eager / twin eager fp32 {fmt(row['eagerOverTwinEager'], '×', 2)}, "
+              f"replayed / twin's best ({best}) {fmt(row['replayOverTwinBest'], '×', 2)}, "
+              f"the run's pace (the longer of the replayed median and the device cycle, {fmt(pace, ' ms', 2)}) "
+              f"/ twin's best {fmt(row['paceOverTwinBest'], '×', 2)}; "
+              f"losses eager vs replayed {'identical' if row['sameLosses'] else 'DIFFER'}")
     print("BENCH_JSON " + json.dumps({"bench": "gpu-twin", "presets": figures}))
 
 

@@ -42,11 +42,9 @@ if [[ ! $steps =~ ^[1-9][0-9]*$ ]]; then
   echo "precision.sh: STEPS must be a positive whole number, not '$steps'" >&2
   exit 2
 fi
-work=$(mktemp -d)
-mkdir -p "$out" "$work/runs"
-out=$(cd "$out" && pwd)
 source "$here/gpu-host.sh"
-gpu_runtime "$work"
+gpu_setup
+mkdir -p "$work/runs"
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
 log() { echo "$*" >>"$work/summary.txt"; echo "precision.sh [$(elapsed_s) s] $*" >&2; }
 {
@@ -70,11 +68,8 @@ if [[ -z $data ]]; then
     exit 2
   fi
   data=$work/data
-  mkdir -p "$data/wavs"
   t=$(date +%s%N)
-  tr '\n' '\0' <"$sentences" | xargs -0 -P "$(nproc)" -n 1 sh -c \
-    'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$data/wavs"
-  awk -F'\t' '{print $1 "|" $2 "|" $2}' "$sentences" >"$data/metadata.csv"
+  speak_sentences "$sentences" "$data"
   log "corpus: $(ls "$data/wavs" | wc -l) clips spoken in $((($(date +%s%N) - t) / 1000000)) ms"
 fi
 

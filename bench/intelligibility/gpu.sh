@@ -27,19 +27,14 @@ heldout_minutes=${2:-6.5}
 overfit_minutes=${3:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 data=$here/data
-work=$(mktemp -d)
-mkdir -p "$out"
-source .gpu-runtime/setup.sh >"$work/runtime.txt" 2>&1 || { cat "$work/runtime.txt"; exit 3; }
-x="node bundle/xtts.cjs"
-backend=${XTTS_BENCH_BACKEND:-webgpu} # wasm: a CPU rehearsal of this script
+source "$here/../gpu-host.sh"
+gpu_setup # work, out; x and backend (XTTS_BENCH_BACKEND=wasm: a CPU rehearsal of this script)
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; espeak-ng --version; } >"$work/host.txt" 2>&1
 [[ -f $data/train.tsv && -f $data/heldout.tsv ]] || { echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2; exit 2; }
 
 # The held-out run's dataset: espeak-ng speaks each training sentence as the quickstart's were spoken.
-mkdir -p "$work/heldout-data/wavs"
 t0=$(date +%s%N)
-tr '\n' '\0' <"$data/train.tsv" | xargs -0 -P "$(nproc)" -n 1 sh -c 'espeak-ng -v en-us -s 165 -w "$0/${1%%	*}.wav" "${1#*	}"' "$work/heldout-data/wavs"
-awk -F'\t' '{print $1 "|" $2 "|" $2}' "$data/train.tsv" >"$work/heldout-data/metadata.csv"
+speak_sentences "$data/train.tsv" "$work/heldout-data"
 echo "dataset: $(ls "$work/heldout-data/wavs" | wc -l) clips spoken in $((($(date +%s%N) - t0) / 1000000)) ms" >>"$work/summary.txt"
 
 cut -f2 "$data/heldout.tsv" >"$work/heldout.txt"

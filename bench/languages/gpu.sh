@@ -33,11 +33,8 @@ config=$here/languages.yaml
 languages=(en de es)
 declare -A voice=([en]=en-us [de]=de [es]=es)
 rate=165
-work=$(mktemp -d)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 source "$here/../gpu-host.sh"
-gpu_runtime "$work"
+gpu_setup
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 for lang in "${languages[@]}"; do
   for f in "$lang-train.spoken.tsv" "$lang-train.tsv" "$lang-heldout.tsv" "$lang-heldout.spoken.tsv"; do

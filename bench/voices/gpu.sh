@@ -39,11 +39,9 @@ extra=${VOICES_EXTRA:-$here/extra-voices.tsv} # "none": the scored voices alone
 [[ $extra == none ]] && extra=
 extra_clips=${VOICES_EXTRA_CLIPS:-50}
 by_name=${VOICES_BY_NAME:-1}
-work=$(mktemp -d)
-mkdir -p "$out" "$work/logs"
-out=$(cd "$out" && pwd)
 source "$here/../gpu-host.sh"
-gpu_runtime "$work"
+gpu_setup
+mkdir -p "$work/logs"
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
 log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; }
