@@ -569,9 +569,21 @@ export async function registerWebgpuBackend(
  */
 export function disposeWebgpu(tf?: Tf, o: { keepNavigator?: boolean } = {}): void {
   if (!active) return;
-  const { device } = active;
+  const retired = active;
   active = undefined;
   if (tf?.findBackend('webgpu')) tf.removeBackend('webgpu');
-  device.destroy();
+  // Dawn keeps its instance until the device's loss is delivered (RETIRED_KEEP_MS after it): dawn.node polls the
+  // instance for events while an asynchronous task is pending (the device's `lost` among them), and an instance
+  // collected before then aborted the process (InstanceBase::ProcessEvents on a freed instance: "terminate called
+  // after throwing an instance of 'std::system_error'"; a backend made and disposed 80 times in a process with
+  // collections between did it about one run in three). The timer does not keep Node from exiting.
+  retiring.add(retired);
+  const release = () => setTimeout(() => retiring.delete(retired), RETIRED_KEEP_MS).unref();
+  retired.device.lost.then(release, release);
+  retired.device.destroy();
   if (!o.keepNavigator) delete (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
 }
+
+/** Devices destroyed and their Dawn instances, each kept until its loss was delivered (disposeWebgpu). */
+const retiring = new Set<{ device: DawnDevice; gpu: DawnGpu }>();
+const RETIRED_KEEP_MS = 1000;
