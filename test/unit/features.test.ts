@@ -83,10 +83,17 @@ test('a build killed midway keeps whole entries and resumes with the rest', asyn
   const script = `
     import { FeatureCache } from '${new URL('../../src/core/cache/cache.ts', import.meta.url).href}';
     import { prepareFeatures } from '${new URL('../../src/core/data/features.ts', import.meta.url).href}';
+    import { writeSync } from 'node:fs';
     const rows = JSON.parse(process.argv[2]);
     const cache = FeatureCache.open(process.argv[3]);
+    // At the ninth feature the build says so and stops there (up to a minute) until it is killed, so that the kill
+    // lands midway however slowly the test reads the pipe.
     await prepareFeatures({ cache, rows, audio: JSON.parse(process.argv[4]), workers: 1, commitEvery: 2,
-      onProgress: (p) => { if (p.done === 9) process.stdout.write('nine\\n'); } });
+      onProgress: (p) => {
+        if (p.done !== 9) return;
+        writeSync(1, 'nine\\n');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);
+      } });
     process.stdout.write('finished\\n');
   `;
   const scriptFile = join(d.dir, 'build.mts');
