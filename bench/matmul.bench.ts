@@ -25,13 +25,22 @@
 //                                           denseGradsMaxFlops runs apart either way: see its programs),
 //                                           and with f16 its two matmuls in one tensor-core dispatch
 //                                           (f16_pair, which must give f16_apart's bits)
+//   ... --attention B×H×TQ×TK×DH,...        an attention's forward and backward instead (attendPacked: the
+//                                           scores, softmax and context, then the gradients of its packed
+//                                           projections; TQ = TK a self-attention over one projection,
+//                                           else a cross-attention), its strided products in the wide
+//                                           float32 program (f32) and on the tensor cores (f16: mixed_fp16's
+//                                           `attention` switch), each output's largest difference from
+//                                           f32's relative to f32's largest value
 //
 // A variant the device cannot run is reported with the reason and skipped.
 import type * as TfTypes from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, timeOnDevice } from '../src/core/backend/index.js';
 import { takeGpuError } from '../src/core/backend/webgpu.js';
 
+import { attendPacked } from '../src/core/backend/programs/attention.js';
 import { denseBackward } from '../src/core/backend/programs/dense-layer.js';
+import '../src/core/model/gradients.js';
 import { mulberry32 } from '../src/core/data/buckets.js';
 import { median, report } from './lib.js';
 import {
@@ -253,6 +262,76 @@ async function dense(
   return rows;
 }
 
+/** Largest |got − want| over the largest |want|: a whole output's error relative to its size. */
+function relativeDifference(got: Float32Array, want: Float32Array): number {
+  let [diff, size] = [0, 0];
+  for (let i = 0; i < want.length; i++) {
+    diff = Math.max(diff, Math.abs(got[i] - want[i]));
+    size = Math.max(size, Math.abs(want[i]));
+  }
+  return diff / Math.max(size, 1e-30);
+}
+
+/**
+ * --attention: attendPacked's forward and backward (the context, and the gradients of its projections for an upstream
+ * gradient of random values), with the strided products in the wide float32 program and on the tensor cores.
+ */
+async function attention(tf: Tf, reps: number, shapes: number[][]): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  for (const [batch, heads, tq, tk, dh] of shapes) {
+    const width = heads * dh;
+    const self = tq === tk;
+    // Projections of random values in [-1, 1): q, k and v of one [B·T, 3·width] (self), or q [B·Tq, width] and k, v
+    // of one [B·Tk, 2·width] (cross); the bias a key mask of zeros; dy the context's gradient.
+    const inputs = self
+      ? [tf.tensor2d(values(batch * tq * 3 * width, 1), [batch * tq, 3 * width])]
+      : [
+          tf.tensor2d(values(batch * tq * width, 1), [batch * tq, width]),
+          tf.tensor2d(values(batch * tk * 2 * width, 2), [batch * tk, 2 * width]),
+        ];
+    const bias = tf.zeros([batch, 1, 1, tk]);
+    const dy = tf.tensor2d(values(batch * tq * width, 3), [batch * tq, width]);
+    const [qx, kvx] = self ? [0, 0] : [0, 1];
+    const once = () =>
+      tf.tidy(() => {
+        const f = (...xs: TfTypes.Tensor[]) => {
+          const at = (x: number, column: number, steps: number) => ({ x: xs[x] as TfTypes.Tensor2D, column, steps });
+          const kv = self ? width : 0;
+          const context = attendPacked(at(qx, 0, tq), at(kvx, kv, tk), at(kvx, kv + width, tk), batch, heads, dh, bias);
+          return tf.sum(tf.mul(context, dy));
+        };
+        return tf.grads(f)(inputs);
+      });
+    const flop = 2 * 2 * batch * heads * tq * tk * dh * 3;
+    const row: Record<string, unknown> = { shape: `${batch}×${heads}×${tq}×${tk}×${dh}`, gflop: flop / 1e9 };
+    const outputs: Record<string, Float32Array[]> = {};
+    for (const key of ['f32', 'f16']) {
+      selectGpuPrograms(tf, { matmul: 'f16', f16Tuning: { ...DEFAULT_F16_TUNING, attention: key === 'f16' } });
+      const t = await timed(tf, key, row, reps, once);
+      if (!t) continue;
+      outputs[key] = t.got;
+      row[`${key}_ms`] = Number(t.ms.toFixed(4));
+      row[`${key}_tflops`] = Number((flop / (t.ms * 1e-3) / 1e12).toFixed(2));
+      row[`${key}_programs`] = t.programs;
+    }
+    if (outputs.f16 && outputs.f32)
+      row.f16_difference = outputs.f16.map((o, i) => Number(relativeDifference(o, outputs.f32[i]).toExponential(2)));
+    tf.dispose([...inputs, bias, dy]);
+    rows.push(row);
+    console.log(
+      [
+        row.shape,
+        `${(flop / 1e9).toFixed(2)} GFLOP (products only)`,
+        ...['f32', 'f16'].map(
+          (k) => `${k} ${row[`${k}_ms`]} ms ${row[`${k}_tflops`]} TFLOP/s (${row[`${k}_programs`]} programs)`,
+        ),
+        `f16 − f32 / max |f32|, each gradient: ${row.f16_difference}`,
+      ].join(' | '),
+    );
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const variants = (arg('variants') ?? 'tfjs,tiled,f16').split(',') as MatMulProgram[];
   const tunings = parseTunings(arg('tunings'));
@@ -286,6 +365,18 @@ async function main(): Promise<void> {
           .map((c) => `${c.componentType}→${c.resultComponentType} ${c.M}×${c.N}×${c.K}`)
           .join(', ') || 'none')),
   );
+  const attentionShapes = arg('attention');
+  if (attentionShapes) {
+    const shapesOf = attentionShapes.split(',').map((s) => s.split(/[×x]/).map(Number));
+    if (!shapesOf.every((d) => d.length === 5 && d.every((v) => Number.isInteger(v) && v > 0)))
+      throw new Error(`--attention: "${attentionShapes}" is not B×H×TQ×TK×DH,...`);
+    if (!variants.includes('f16')) throw new Error('--attention: needs the f16 variant (a device with tensor cores)');
+    const rows = await attention(tf, reps, shapesOf);
+    selectGpuPrograms(tf, { matmul: 'tfjs', f16Tuning: DEFAULT_F16_TUNING });
+    report('attention', { device: choice.adapter?.name, reps, rows });
+    disposeBackend(tf);
+    return;
+  }
   const denseShapes = arg('dense');
   if (denseShapes) {
     const shapesOf = denseShapes.split(',').map((s) => s.split(/[×x]/).map(Number));

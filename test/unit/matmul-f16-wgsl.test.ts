@@ -19,10 +19,11 @@ import {
 } from '../../src/core/backend/index.js';
 import { denseBackward } from '../../src/core/backend/programs/dense-layer.js';
 import { registerWebgpuBackend, selectAdapter, takeGpuError } from '../../src/core/backend/webgpu.js';
+import '../../src/core/model/gradients.js';
 
 const STORAGE_LIMIT = new RegExp(
   '^(The total use of workgroup storage \\(\\d+ bytes\\) is larger than the maximum allowed' +
-    '|\\[Invalid ComputePipeline "XttsSubgroupMatMul(Pair)?Program"\\] is invalid due to a previous error)',
+    '|\\[Invalid ComputePipeline "Xtts(Strided)?SubgroupMatMul(Pair)?Program"\\] is invalid due to a previous error)',
 );
 
 /** Dawn's null device with the f16 program selected, the shader sources compiled collected in `sources`. */
@@ -196,3 +197,115 @@ test("two copies of the slabs only where they fit the device's workgroup memory 
     selectGpuPrograms(tf, previous);
   }
 });
+
+interface ScopedDevice {
+  pushErrorScope(filter: string): void;
+  popErrorScope(): Promise<{ message: string } | null>;
+  createShaderModule(d: { code: string; label?: string }): unknown;
+}
+
+test(
+  "the attention's strided products on the tensor cores pass Dawn's shader compiler; attention:0 keeps them " + 'out',
+  async () => {
+    const sources: string[] = [];
+    const tf = await nullTensorCores(sources);
+    const { attendPacked } = await import('../../src/core/backend/programs/attention.js');
+    const [batch, heads, dh] = [2, 2, 16];
+    const width = heads * dh;
+    // A self-attention's packed projection, a cross-attention's queries and packed keys and values, learned queries
+    // shared by the batch; lengths a multiple of 4 (vec4 loads) and not (scalar loads, edge tiles).
+    const attend = (tq: number, tk: number) => {
+      const bias = tf.zeros([batch, 1, 1, tk]);
+      const self = tf.zeros([batch * tq, 3 * width]);
+      const [q, kv, learned] = [
+        tf.zeros([batch * tq, width]),
+        tf.zeros([batch * tk, 2 * width]),
+        tf.zeros([tq, width]),
+      ];
+      const run = () =>
+        tf.tidy(() => [
+          ...tf.grads((x: TfTypes.Tensor) =>
+            tf.sum(
+              attendPacked(
+                { x: x as TfTypes.Tensor2D, column: 0, steps: tq },
+                { x: x as TfTypes.Tensor2D, column: width, steps: tq },
+                { x: x as TfTypes.Tensor2D, column: 2 * width, steps: tq },
+                batch,
+                heads,
+                dh,
+                tf.zeros([batch, 1, 1, tq]),
+              ),
+            ),
+          )([self]),
+          ...tf.grads((a: TfTypes.Tensor, b: TfTypes.Tensor) =>
+            tf.sum(
+              attendPacked(
+                { x: a as TfTypes.Tensor2D, column: 0, steps: tq },
+                { x: b as TfTypes.Tensor2D, column: 0, steps: tk },
+                { x: b as TfTypes.Tensor2D, column: width, steps: tk },
+                batch,
+                heads,
+                dh,
+                bias,
+              ),
+            ),
+          )([q, kv]),
+          ...tf.grads((a: TfTypes.Tensor, b: TfTypes.Tensor) =>
+            tf.sum(
+              attendPacked(
+                { x: a as TfTypes.Tensor2D, column: 0, steps: tq, shared: true },
+                { x: b as TfTypes.Tensor2D, column: 0, steps: tk },
+                { x: b as TfTypes.Tensor2D, column: width, steps: tk },
+                batch,
+                heads,
+                dh,
+                bias,
+              ),
+            ),
+          )([learned, kv]),
+        ]);
+      return { run, inputs: [bias, self, q, kv, learned] };
+    };
+    const strided = () =>
+      sources.filter((s) => s.includes('aOrigin') && s.includes('subgroupMatrixMultiplyAccumulate'));
+    try {
+      for (const [tq, tk] of [
+        [40, 24],
+        [37, 19],
+      ]) {
+        const { run, inputs } = attend(tq, tk);
+        const grads = run();
+        await Promise.all(grads.map((g) => g.data()));
+        tf.dispose([...grads, ...inputs]);
+        assert.equal(shaderError(), undefined, `attention over ${tq} queries and ${tk} keys`);
+      }
+      const f16 = strided();
+      // Each compiled again in an error scope of its own: a compile error cannot hide behind a pipeline that the
+      // null device refused for its workgroup memory.
+      const device = (tf.backend() as unknown as { device: ScopedDevice }).device;
+      for (const code of new Set(f16)) {
+        device.pushErrorScope('validation');
+        device.createShaderModule({ code, label: 'XttsStridedSubgroupMatMulProgram' });
+        assert.equal((await device.popErrorScope())?.message, undefined);
+      }
+      // Forward (scores, context) and backward (the weights' gradient, each projection's parts) programs.
+      assert.ok(f16.length >= 6, `${f16.length} strided f16 programs`);
+      assert.ok(f16.some((s) => /var<storage, read> x0\s*: array<vec4<f32>>/.test(s)));
+      assert.ok(f16.some((s) => /var<storage, read> x0\s*: array<f32>/.test(s)));
+      // Three products of one dispatch: a self-attention's dq, dk and dv.
+      assert.ok(f16.some((s) => s.includes('fn product2(')));
+      selectGpuPrograms(tf, { f16Tuning: { ...DEFAULT_F16_TUNING, attention: false } });
+      sources.length = 0;
+      const { run, inputs } = attend(36, 20);
+      const grads = run();
+      await Promise.all(grads.map((g) => g.data()));
+      tf.dispose([...grads, ...inputs]);
+      assert.equal(shaderError(), undefined);
+      assert.equal(strided().length, 0, 'attention:0 keeps the strided products in the wide float32 program');
+      assert.ok(sources.length > 0);
+    } finally {
+      selectGpuPrograms(tf, { f16Tuning: DEFAULT_F16_TUNING });
+      disposeBackend(tf);
+    }
+  },
+);

@@ -82,6 +82,8 @@ export interface F16Tuning {
   readonly maxParts: number;
   /** Subgroups of 32 a workgroup: 8 (each 32 × 64 of a 128 tile) or 4 (each 64 × 64: more sums, fewer loads). */
   readonly subgroups: 4 | 8;
+  /** The attention's strided batched products on the tensor cores too (programs/matmul-f16-strided.ts). */
+  readonly attention: boolean;
 }
 
 /**
@@ -96,6 +98,7 @@ export const DEFAULT_F16_TUNING: F16Tuning = {
   direct: false,
   maxParts: 64,
   subgroups: 8,
+  attention: true,
 };
 
 /**
@@ -113,6 +116,7 @@ export function parseF16Tuning(spec: string, where = 'XTTS_F16_TUNING'): F16Tuni
     direct: [0, 1],
     maxParts: [],
     subgroups: [4, 8],
+    attention: [0, 1],
   };
   for (const kv of spec.split('+').filter(Boolean)) {
     const [key, value] = kv.split(':');
@@ -123,8 +127,8 @@ export function parseF16Tuning(spec: string, where = 'XTTS_F16_TUNING'): F16Tuni
       (allowed[key as keyof F16Tuning].length === 0 ? n >= 1 : allowed[key as keyof F16Tuning].includes(n));
     if (!ok)
       throw new Error(
-        `${where}: "${kv}" is not KEY:VALUE with KEY one of vector, prefetch, direct (0 or 1), buffers (1 or 2), ` +
-          'slab (32 or 64), subgroups (4 or 8), maxParts (1 or more)',
+        `${where}: "${kv}" is not KEY:VALUE with KEY one of vector, prefetch, direct, attention (0 or 1), ` +
+          'buffers (1 or 2), slab (32 or 64), subgroups (4 or 8), maxParts (1 or more)',
       );
     tuning[key] = typeof DEFAULT_F16_TUNING[key as keyof F16Tuning] === 'boolean' ? n === 1 : n;
   }

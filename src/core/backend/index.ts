@@ -89,9 +89,11 @@ export {
   f16PairTakes,
   type PairedMatMul,
   type StridedDims,
+  stridedF16Takes,
   stridedMatMuls,
   type StridedMatrix,
   type StridedProduct,
+  stridedSubgroupMatMuls,
   subgroupMatMulPair,
 } from './programs/matmul.js';
 export { spreadSum, stridedSum, stridedSumStoring, SUM_OF_SQUARES_KERNEL, type Summand } from './programs/sum.js';

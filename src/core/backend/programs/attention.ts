@@ -7,16 +7,19 @@
 // where those lie in their projections' layout (backend/programs/matmul.ts's stridedMatMuls): 3
 // programs forward (scores, softmax, context) and, backward, the weights' gradient, the softmax's and
 // one program per projection for the gradients of its parts (dq, dk and dv of a self-attention's
-// packed projection in one): 3 for a self-attention, 4 for a cross-attention. Registered for the
-// webgpu backend only; other backends keep the composition (attention.ts).
+// packed projection in one): 3 for a self-attention, 4 for a cross-attention. With mixed_fp16 the
+// products run on the tensor cores (matmul-f16-strided.ts), else in the wide float32 program. Registered
+// for the webgpu backend only; other backends keep the composition (attention.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import {
   defineGpuKernel,
   gpuKernelActive,
   type StridedDims,
+  stridedF16Takes,
   stridedMatMuls,
   type StridedMatrix,
   type StridedProduct,
+  stridedSubgroupMatMuls,
 } from '../index.js';
 import { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './softmax.js';
 
@@ -52,7 +55,9 @@ defineGpuKernel(
       const xs = Object.keys(inputs)
         .sort((x, y) => Number(x.slice(1)) - Number(y.slice(1)))
         .map((name) => inputs[name]);
-      const out = stridedMatMuls(backend, xs, products, attrs.outShape, d);
+      // On the tensor cores where mixed_fp16's f16 program takes them, else in the wide float32 program.
+      const run = stridedF16Takes(products, d) ? stridedSubgroupMatMuls : stridedMatMuls;
+      const out = run(backend, xs, products, attrs.outShape, d);
       return { ...out, shape: attrs.outShape };
     }) as unknown as tf.KernelFunc,
 );

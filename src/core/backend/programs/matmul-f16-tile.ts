@@ -7,6 +7,15 @@ import { type F16Tuning, gpuProgramSelection, type SubgroupMatrixShape } from '.
 import { epilogueCode, type MatMulDims } from './matmul-core.js';
 import { LARGE_TILES_FROM } from './matmul-wide.js';
 
+/** Workgroup memory the f16 program may use when the device does not say (WebGPU's guaranteed least is 16 KiB). */
+const F16_DEFAULT_STORAGE = 16384;
+
+/** The workgroup memory a backend's device offers (its maxComputeWorkgroupStorageSize). */
+export function storageLimitOf(backend: unknown): number {
+  const limits = (backend as { device?: { limits?: { maxComputeWorkgroupStorageSize?: number } } }).device?.limits;
+  return limits?.maxComputeWorkgroupStorageSize ?? F16_DEFAULT_STORAGE;
+}
+
 /** The shortest slab of K a tuning may pick (f16UnitFits). */
 const F16_SLAB = 32;
 const F16_PAD = 8;
@@ -43,6 +52,18 @@ export interface F16Product {
   vecB: boolean;
   /** Whole tiles store their sums straight into the output (no epilogue, rows 16-byte aligned). */
   direct: boolean;
+  /** The output tile's side where the product picks it (strided products), else f16Tile's. */
+  tile?: 64 | 128;
+  /**
+   * A and B read through strides (matmul-f16-strided.ts): element (row or column L, k) of A at aOrigin + L·aI +
+   * k·aJ, of B at bOrigin + k·bI + L·bJ (WGSL lets and the product's uniforms aI, aJ, bI, bJ).
+   */
+  strided?: boolean;
+}
+
+/** A product's output tile side. */
+export function f16TileOf(p: F16Product): 64 | 128 {
+  return p.tile ?? f16Tile(p.d);
 }
 
 /**
@@ -72,7 +93,7 @@ interface F16Layout {
 
 function f16Layout(p: F16Product): F16Layout {
   const { M, N, K } = gpuProgramSelection().subgroupShape;
-  const TILE = f16Tile(p.d);
+  const TILE = f16TileOf(p);
   const SLAB = p.tuning.slab;
   // Eight subgroups of 32 × 64 (128 tiles) or 32 × 16 (64 tiles), or four of 64 × 64 or 32 × 32.
   const [SR, SC] = p.tuning.subgroups === 4 ? [2, 2] : TILE === 128 ? [4, 2] : [2, 4];
@@ -166,9 +187,11 @@ function operandSlabs(p: F16Product, l: F16Layout, names: { A: string; B: string
     width: p.vecA ? 4 : 1,
     origin: 'row0',
     limit: m,
-    at: p.transposeA
-      ? (L, kk) => `bA * ${k} * ${m} + ${kk} * ${m} + ${L}`
-      : (L, kk) => `bA * ${m} * ${k} + ${L} * ${k} + ${kk}`,
+    at: p.strided
+      ? (L, kk) => `aOrigin + ${L} * ${u('aI')} + ${kk} * ${u('aJ')}`
+      : p.transposeA
+        ? (L, kk) => `bA * ${k} * ${m} + ${kk} * ${m} + ${L}`
+        : (L, kk) => `bA * ${m} * ${k} + ${L} * ${k} + ${kk}`,
     shared: p.transposeA ? (s, lane) => `${s} * ${AST} + ${lane}` : (s, lane) => `${lane} * ${AST} + ${s}`,
   });
   const b = slab({
@@ -179,9 +202,11 @@ function operandSlabs(p: F16Product, l: F16Layout, names: { A: string; B: string
     width: p.vecB ? 4 : 1,
     origin: 'col0',
     limit: n,
-    at: p.transposeB
-      ? (L, kk) => `bB * ${n} * ${k} + ${L} * ${k} + ${kk}`
-      : (L, kk) => `bB * ${k} * ${n} + ${kk} * ${n} + ${L}`,
+    at: p.strided
+      ? (L, kk) => `bOrigin + ${kk} * ${u('bI')} + ${L} * ${u('bJ')}`
+      : p.transposeB
+        ? (L, kk) => `bB * ${n} * ${k} + ${L} * ${k} + ${kk}`
+        : (L, kk) => `bB * ${k} * ${n} + ${kk} * ${n} + ${L}`,
     shared: p.transposeB ? (s, lane) => `${lane} * ${BST} + ${s}` : (s, lane) => `${s} * ${BST} + ${lane}`,
   });
   return [a, b];
@@ -419,6 +444,8 @@ export function f16TileCode(
 /** What a product's program is built from (its shader key): tile, transposes, vec4 loads, direct stores, tuning. */
 export function f16Key(p: F16Product): string {
   const t = p.tuning;
-  const flags = [p.transposeA, p.transposeB, p.vecA, p.vecB, p.direct, t.prefetch].map((f) => (f ? 1 : 0)).join('');
-  return `${f16Tile(p.d)}_${flags}_${t.slab}_${t.buffers}_${t.subgroups}`;
+  const flags = [p.transposeA, p.transposeB, p.vecA, p.vecB, p.direct, t.prefetch, p.strided]
+    .map((f) => (f ? 1 : 0))
+    .join('');
+  return `${f16TileOf(p)}_${flags}_${t.slab}_${t.buffers}_${t.subgroups}`;
 }

@@ -16,7 +16,9 @@ import {
   f16SharedDeclarations,
   f16Tile,
   f16TileCode,
+  storageLimitOf,
 } from './matmul-f16-tile.js';
+import { F16_STRIDED_PROGRAM } from './matmul-f16-strided.js';
 
 export { f16Tile, f16UnitFits } from './matmul-f16-tile.js';
 
@@ -74,9 +76,6 @@ export const F16_MATMUL_ENABLES =
   'chromium.subgroup_matrix_uniformity);\n';
 const F16_MATMUL_PROGRAM = 'XttsSubgroupMatMulProgram';
 
-/** Workgroup memory the f16 program may use when the device does not say (WebGPU's guaranteed least is 16 KiB). */
-const F16_DEFAULT_STORAGE = 16384;
-
 /**
  * A product's parts (f16Parts, or 1 with an epilogue) and its chunk of K: a whole number of slabs per part, so that
  * only the last part's last slab is short.
@@ -107,12 +106,6 @@ function f16Product(
   };
   if (p.tuning.buffers === 2 && f16SharedBytes([p]) > storageLimit) p.tuning = { ...p.tuning, buffers: 1 };
   return p;
-}
-
-/** The workgroup memory a backend's device offers (its maxComputeWorkgroupStorageSize). */
-function storageLimitOf(backend: unknown): number {
-  const limits = (backend as { device?: { limits?: { maxComputeWorkgroupStorageSize?: number } } }).device?.limits;
-  return limits?.maxComputeWorkgroupStorageSize ?? F16_DEFAULT_STORAGE;
 }
 
 /** A product's output tiles per row of tiles and per part of K. */
@@ -171,7 +164,7 @@ function subgroupProgram(p: F16Product) {
 
 const F16_PAIR_PROGRAM = 'XttsSubgroupMatMulPairProgram';
 /** The f16 programs' names: their shader source starts with F16_MATMUL_ENABLES. */
-export const F16_PROGRAMS: ReadonlySet<string> = new Set([F16_MATMUL_PROGRAM, F16_PAIR_PROGRAM]);
+export const F16_PROGRAMS: ReadonlySet<string> = new Set([F16_MATMUL_PROGRAM, F16_PAIR_PROGRAM, F16_STRIDED_PROGRAM]);
 
 /** One product of subgroupMatMulPair: A and B (indices into its inputs) and their transposes. */
 export interface PairedMatMul {

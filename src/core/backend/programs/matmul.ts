@@ -124,3 +124,4 @@ export {
   type PairedMatMul,
   subgroupMatMulPair,
 } from './matmul-f16.js';
+export { stridedF16Takes, stridedSubgroupMatMuls } from './matmul-f16-strided.js';
