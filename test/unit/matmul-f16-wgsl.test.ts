@@ -210,6 +210,7 @@ test(
     const sources: string[] = [];
     const tf = await nullTensorCores(sources);
     const { attendPacked } = await import('../../src/core/backend/programs/attention.js');
+    type PackedHeads = Parameters<typeof attendPacked>[0];
     const [batch, heads, dh] = [2, 2, 16];
     const width = heads * dh;
     // A self-attention's packed projection, a cross-attention's queries and packed keys and values, learned queries
@@ -222,47 +223,25 @@ test(
         tf.zeros([batch * tk, 2 * width]),
         tf.zeros([tq, width]),
       ];
+      // The gradients of the projections `xs` of an attention whose q, k and v `parts` picks from them.
+      const grads = (xs: TfTypes.Tensor[], parts: (x: TfTypes.Tensor2D[]) => PackedHeads[], keyBias: TfTypes.Tensor) =>
+        tf.grads((...ys: TfTypes.Tensor[]) => {
+          const [qh, kh, vh] = parts(ys as TfTypes.Tensor2D[]);
+          return tf.sum(attendPacked(qh, kh, vh, batch, heads, dh, keyBias));
+        })(xs);
+      const keysValues = (x: TfTypes.Tensor2D) => [
+        { x, column: 0, steps: tk },
+        { x, column: width, steps: tk },
+      ];
       const run = () =>
         tf.tidy(() => [
-          ...tf.grads((x: TfTypes.Tensor) =>
-            tf.sum(
-              attendPacked(
-                { x: x as TfTypes.Tensor2D, column: 0, steps: tq },
-                { x: x as TfTypes.Tensor2D, column: width, steps: tq },
-                { x: x as TfTypes.Tensor2D, column: 2 * width, steps: tq },
-                batch,
-                heads,
-                dh,
-                tf.zeros([batch, 1, 1, tq]),
-              ),
-            ),
-          )([self]),
-          ...tf.grads((a: TfTypes.Tensor, b: TfTypes.Tensor) =>
-            tf.sum(
-              attendPacked(
-                { x: a as TfTypes.Tensor2D, column: 0, steps: tq },
-                { x: b as TfTypes.Tensor2D, column: 0, steps: tk },
-                { x: b as TfTypes.Tensor2D, column: width, steps: tk },
-                batch,
-                heads,
-                dh,
-                bias,
-              ),
-            ),
-          )([q, kv]),
-          ...tf.grads((a: TfTypes.Tensor, b: TfTypes.Tensor) =>
-            tf.sum(
-              attendPacked(
-                { x: a as TfTypes.Tensor2D, column: 0, steps: tq, shared: true },
-                { x: b as TfTypes.Tensor2D, column: 0, steps: tk },
-                { x: b as TfTypes.Tensor2D, column: width, steps: tk },
-                batch,
-                heads,
-                dh,
-                bias,
-              ),
-            ),
-          )([learned, kv]),
+          ...grads(
+            [self],
+            ([x]) => [0, width, 2 * width].map((column) => ({ x, column, steps: tq })),
+            tf.zeros([batch, 1, 1, tq]),
+          ),
+          ...grads([q, kv], ([a, b]) => [{ x: a, column: 0, steps: tq }, ...keysValues(b)], bias),
+          ...grads([learned, kv], ([a, b]) => [{ x: a, column: 0, steps: tq, shared: true }, ...keysValues(b)], bias),
         ]);
       return { run, inputs: [bias, self, q, kv, learned] };
     };
