@@ -288,3 +288,52 @@ test(
     }
   },
 );
+
+test(
+  "the attention's strided programs state their FLOPs, which their shapes do not tell, for the " + 'profiler',
+  async () => {
+    const tf = await import('@tensorflow/tfjs-core');
+    const { stridedMatMuls, stridedSubgroupMatMuls } = await import('../../src/core/backend/programs/matmul.js');
+    const { dispatchShape } = await import('../../src/core/backend/kernels.js');
+    const { topKernels } = await import('../../src/core/profile/top-kernels.js');
+    const info = (shape: number[]) => ({ dataId: {}, shape, dtype: 'float32' as const });
+    const flops: number[] = [];
+    const backend = {
+      device: { limits: { maxComputeWorkgroupStorageSize: 49152 } },
+      runWebGPUProgram: (program: { outputShape: number[]; flops?: number }) => (
+        flops.push(program.flops ?? 0), info(program.outputShape)
+      ),
+    };
+    // A self-attention's scores, 32 × 8 heads of 188 × 188 over 64, from its packed [6016, 1536] projection.
+    const x = info([6016, 1536]);
+    const d = { batch: 32, heads: 8, m: 188, n: 188, k: 64 };
+    const product = {
+      a: 0,
+      av: { offset: 0, sb: 188 * 1536, sh: 64, si: 1536, sj: 1 },
+      b: 0,
+      bv: { offset: 512, sb: 188 * 1536, sh: 64, si: 1, sj: 1536 },
+      ov: { offset: 0, sb: 8 * 188 * 188, sh: 188 * 188, si: 188, sj: 1 },
+    };
+    const previous = selectGpuPrograms(tf, {
+      matmul: 'f16',
+      subgroupShape: { M: 16, N: 16, K: 16 },
+      f16Tuning: DEFAULT_F16_TUNING,
+    });
+    try {
+      stridedMatMuls(backend as never, [x] as never, [product], [32, 8, 188, 188], d);
+      stridedSubgroupMatMuls(backend as never, [x] as never, [product], [32, 8, 188, 188], d);
+    } finally {
+      selectGpuPrograms(tf, previous);
+    }
+    assert.deepEqual(flops, [2 * 188 * 188 * 64 * 256, 2 * 188 * 188 * 64 * 256]);
+    const shape = dispatchShape([32, 8, 188, 188], [x, x], flops[1]);
+    assert.equal(shape, '32×8×188×188 ← 6016×1536, 6016×1536 (1158152192 FLOP)');
+    // 0.05 ms a dispatch: 23.2 TFLOP/s in the profile's table.
+    const [top] = topKernels(
+      [{ name: 'XttsStridedSubgroupMatMulProgram', ms: 0.05, count: 1, shapes: [{ shape, ms: 0.05, count: 1 }] }],
+      989,
+      1,
+    );
+    assert.equal(top.tflops?.toFixed(1), '23.2');
+  },
+);

@@ -554,6 +554,10 @@ test("a matmul's FLOPs from its shape: either operand transposed, batches, a fus
     matmulFlops('XttsSubgroupMatMulPairProgram', '1×7072×2048 ← 7072×512, 2048×512, 7072×2048, … (4 inputs)'),
     2 * 2 * 7072 * 2048 * 512,
   );
+  // The attention's strided products read heads inside their projections: their FLOPs as the program stated them.
+  const scores = '32×8×188×188 ← 6016×512, 6016×1536 (1158152192 FLOP)';
+  assert.equal(matmulFlops('XttsStridedSubgroupMatMulProgram', scores), 1158152192);
+  assert.equal(matmulFlops('XttsStridedSumProgram', scores), null);
   assert.equal(matmulFlops(mm, 'scalar ← 4, 4'), null);
   assert.equal(matmulFlops(mm, '64×32 ← 64×16, 16×32, 4, … (5 inputs)'), 2 * 64 * 32 * 16);
 });

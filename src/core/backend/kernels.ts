@@ -269,11 +269,20 @@ export function mergeProgramTimes(into: Map<string, ProgramTime>, more: readonly
   }
 }
 
-/** How a timed dispatch is named by shape: its output's, then its inputs' (the first 3). */
-function dispatchShape(outputShape: readonly number[], inputs: readonly { shape: readonly number[] }[]): string {
+/**
+ * How a timed dispatch is named by shape: its output's, then its inputs' (the first 3); then the FLOPs a program
+ * states of itself where its shapes do not tell them (the attention's strided products read heads inside their
+ * projections: "32×8×188×188 ← 6016×512, 6016×1536 (1158152192 FLOP)").
+ */
+export function dispatchShape(
+  outputShape: readonly number[],
+  inputs: readonly { shape: readonly number[] }[],
+  flops?: number,
+): string {
   const dims = (shape: readonly number[]) => (shape.length ? shape.join('×') : 'scalar');
   const read = inputs.slice(0, 3).map((x) => dims(x.shape));
-  return `${dims(outputShape)} ← ${read.join(', ')}${inputs.length > 3 ? `, … (${inputs.length} inputs)` : ''}`;
+  const more = inputs.length > 3 ? `, … (${inputs.length} inputs)` : '';
+  return `${dims(outputShape)} ← ${read.join(', ')}${more}${flops ? ` (${flops} FLOP)` : ''}`;
 }
 
 /** WebGPU's most workgroups along one dimension of a dispatch. */
@@ -473,14 +482,14 @@ export async function timeOnDevice(tf: Tf, step: () => void): Promise<DeviceTime
   if (run) {
     backend.runWebGPUProgram = (...args: unknown[]) => {
       const [program, inputs, , , output] = args as [
-        { outputShape: number[] },
+        { outputShape: number[]; flops?: number },
         { shape: number[] }[],
         unknown,
         unknown,
         { shape: number[] } | undefined,
       ];
       const shape = output?.shape ?? program.outputShape;
-      if (shape.every((d) => d > 0)) shapes.push(dispatchShape(shape, inputs));
+      if (shape.every((d) => d > 0)) shapes.push(dispatchShape(shape, inputs, program.flops));
       return run.apply(backend, args);
     };
   }

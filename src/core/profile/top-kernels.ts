@@ -27,11 +27,14 @@ const dimsOf = (s: string): number[] | null => {
 
 /**
  * 2·batch·M·N·K of a matmul dispatch from its "out ← a, b[, …]" shape, either operand transposed (twice that
- * for a pair program); null when the shape is not one of a matmul (`name` must be a matmul program: an
- * element-wise program of square operands would pass the shape test).
+ * for a pair program), or the FLOPs its shape states; null when the shape is not one of a matmul (`name` must
+ * be a matmul program: an element-wise program of square operands would pass the shape test).
  */
 export function matmulFlops(name: string, shape: string): number | null {
   if (!/MatMul/.test(name)) return null;
+  // What the program stated of itself (dispatchShape), where its shapes do not say.
+  const stated = / \((\d+) FLOP\)$/.exec(shape);
+  if (stated) return Number(stated[1]);
   // A pair program computes two products of one size in one dispatch (a dense layer's gradients dz·Wᵀ and xᵀ·dz):
   // its shape names the first product's output and operands.
   const products = /Pair/.test(name) ? 2 : 1;

@@ -21,7 +21,7 @@ import {
   f16UnitFits,
   storageLimitOf,
 } from './matmul-f16-tile.js';
-import { type StridedDims, type StridedMatrix, type StridedProduct, stridedSide } from './matmul-wide.js';
+import { type StridedDims, stridedFlops, type StridedMatrix, type StridedProduct, stridedSide } from './matmul-wide.js';
 
 export const F16_STRIDED_PROGRAM = 'XttsStridedSubgroupMatMulProgram';
 
@@ -121,6 +121,8 @@ function stridedSubgroupProgram(
     .join('');
   const readers = qs.map((q) => `${q.a}${q.b}`).join('_');
   return namedProgram(F16_STRIDED_PROGRAM, {
+    // Its shapes (the projections the heads lie in) do not tell its FLOPs: the profiler reads these.
+    flops: stridedFlops(ps[0].d.m, ps[0].d.n, ps[0].d.k, batches, ps.length),
     variableNames: names,
     variableComponents: vec.map((v) => (v ? 4 : 1)),
     outputShape: outShape,

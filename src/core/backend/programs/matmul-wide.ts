@@ -401,6 +401,11 @@ export interface StridedProduct {
 
 const STRIDES = ['Offset', 'B', 'H', 'I', 'J'];
 
+/** The FLOPs of `products` strided products of m × n over k for each of `batches` (batch entry, head) pairs. */
+export function stridedFlops(m: number, n: number, k: number, batches: number, products: number): number {
+  return 2 * m * n * k * batches * products;
+}
+
 /**
  * The wide program's tile side for strided products of `d` (`count` of them): 128 where those tiles
  * fill the device and cover no more than 64×64 tiles would, else 64. An attention's products are
@@ -494,6 +499,8 @@ export function stridedMatMuls(
       store: (r, c, v) => `setOutputAtIndex(oBase + ${r} * oI + ${c} * oJ, ${v});`,
     },
   );
+  // Its shapes (the projections the heads lie in) do not tell its FLOPs: the profiler reads these.
+  Object.assign(program, { flops: stridedFlops(d.m, d.n, d.k, batches, products.length) });
   const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
   const values = [
     d.m,
