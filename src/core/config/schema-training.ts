@@ -83,8 +83,9 @@ export const TrainingSchema = Section(
       default: 'fp32',
       description:
         'Arithmetic precision. `fp32`: float32 everywhere. `mixed_fp16` (webgpu, one ' +
-        'GPU): tensors and sums stay float32, and the large matmuls and dense layers run ' +
-        'on tensor cores with their operands rounded to f16 (Dawn subgroup matrices; the ' +
+        'GPU): tensors and sums stay float32, and the large matmuls, dense layers and ' +
+        "attention's batched products run on tensor cores with their operands rounded to " +
+        'f16 (Dawn subgroup matrices; the ' +
         'adapter needs shader-f16, subgroups and an f16→f32 subgroup-matrix shape, or ' +
         '`xtts train` refuses with the reason); the loss is scaled dynamically (from ' +
         '4096, doubled after 1,000 updates in a row, halved and the update skipped on an ' +
