@@ -291,13 +291,14 @@ async function attention(tf: Tf, reps: number, shapes: number[][]): Promise<Reco
         ];
     const bias = tf.zeros([batch, 1, 1, tk]);
     const dy = tf.tensor2d(values(batch * tq * width, 3), [batch * tq, width]);
-    const [qx, kvx] = self ? [0, 0] : [0, 1];
+    // q is the first input's first part; k and v the same input's next parts (self) or the second input's (cross).
+    const kvx = self ? 0 : 1;
     const once = () =>
       tf.tidy(() => {
         const f = (...xs: TfTypes.Tensor[]) => {
           const at = (x: number, column: number, steps: number) => ({ x: xs[x] as TfTypes.Tensor2D, column, steps });
           const kv = self ? width : 0;
-          const context = attendPacked(at(qx, 0, tq), at(kvx, kv, tk), at(kvx, kv + width, tk), batch, heads, dh, bias);
+          const context = attendPacked(at(0, 0, tq), at(kvx, kv, tk), at(kvx, kv + width, tk), batch, heads, dh, bias);
           return tf.sum(tf.mul(context, dy));
         };
         return tf.grads(f)(inputs);

@@ -46,7 +46,9 @@ export function stridedF16Takes(products: StridedProduct[], d: StridedDims): boo
   );
 }
 
-/** A: the k index contiguous (j), else its rows (i: Aᵀ). B: its columns contiguous (j), else the k index (i: Bᵀ). */
+/**
+ * A: the k index contiguous (j), else its rows (i: Aᵀ). B: its columns contiguous (j), else the k index (i: Bᵀ).
+ */
 const transposedA = (q: StridedProduct) => q.av.sj !== 1;
 const transposedB = (q: StridedProduct) => q.bv.sj !== 1;
 
@@ -77,8 +79,8 @@ function vectorInputs(inputs: tfTypes.TensorInfo[], products: StridedProduct[], 
 
 const STRIDES = ['Offset', 'B', 'H', 'I', 'J'];
 const view = (v: StridedMatrix) => [v.offset, v.sb, v.sh, v.si, v.sj];
-/** The uniforms every product shares (f16TileCode's m, n, k and chunk, and the dispatch's). */
-const SHARED = ['m', 'n', 'k', 'chunk', 'heads', 'cols'];
+/** The uniforms every product shares (f16TileCode's m, n and k, and the dispatch's). */
+const SHARED = ['m', 'n', 'k', 'heads', 'cols'];
 
 function stridedSubgroupProgram(
   ps: F16Product[],
@@ -93,8 +95,10 @@ function stridedSubgroupProgram(
   const TILE = f16TileOf(ps[0]);
   const fn = (i: number) => {
     const q = qs[i];
+    // K is never split (its chunk is k) and every operand's batch is in its strides (batchA, batchB 1).
+    const constants: Record<string, string> = { chunk: 'uniforms.k', batchA: '1', batchB: '1' };
     const u = (name: string) =>
-      SHARED.includes(name) ? `uniforms.${name}` : /^batch[AB]$/.test(name) ? '1' : `uniforms.${name}${i}`;
+      constants[name] ?? (SHARED.includes(name) ? `uniforms.${name}` : `uniforms.${name}${i}`);
     const origin = (o: string) => `uniforms.${o}Offset${i} + bb * uniforms.${o}B${i} + hh * uniforms.${o}H${i}`;
     const store = (_b: string, row: string, col: string, v: string) =>
       `setOutputAtIndex(oOrigin + ${row} * uniforms.oI${i} + ${col} * uniforms.oJ${i}, ${v});`;
@@ -190,7 +194,7 @@ export function stridedSubgroupMatMuls(
   const cols = Math.ceil(d.n / tile);
   const tiles = cols * Math.ceil(d.m / tile);
   const program = stridedSubgroupProgram(ps, products, vec, outShape, tiles, batches);
-  const values = [d.m, d.n, d.k, d.k, d.heads, cols, ...products.flatMap((q) => [q.av, q.bv, q.ov].flatMap(view))];
+  const values = [d.m, d.n, d.k, d.heads, cols, ...products.flatMap((q) => [q.av, q.bv, q.ov].flatMap(view))];
   return backend.runWebGPUProgram(
     program,
     inputs,
