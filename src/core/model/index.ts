@@ -34,4 +34,4 @@ export { AlignmentSearcher } from './align-worker.js';
 export { type LossDenominators, wholeDenominators } from './losses.js';
 export { type DropoutCall } from './dropout.js';
 export { scalar } from './nn.js';
-export { segments } from '../backend/programs/index.js';
+export { gather, segments } from '../backend/programs/index.js';

@@ -17,5 +17,5 @@ export { fusedLayerNormAvailable, fusedNormalize, fusedNormalizeGrads, LN_EPSILO
 export { fusedDurationLoss, fusedLossesAvailable, fusedMaskedError } from './losses.js';
 export { crossAttentionBias, fusedMasksAvailable, lengthBias } from './masks.js';
 export { reluGrad } from './relu.js';
-export { maskAdd, maskAt, maskAtAvailable, segments, WINDOW_KERNEL } from './slices.js';
+export { gather, maskAdd, maskAt, maskAtAvailable, segments, WINDOW_KERNEL } from './slices.js';
 export { fusedScaledSoftmax, fusedScaledSoftmaxGrad, fusedSoftmaxAvailable } from './softmax.js';

@@ -21,7 +21,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { TrainingConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { scalar } from '../../model/index.js';
-import { segments } from '../../model/index.js';
+import { gather, segments } from '../../model/index.js';
 import { clipFactor, sumOfSquares } from './clip.js';
 import { learningRateAt } from './schedule.js';
 import { fusedUpdate, fusedUpdateAvailable, stepScalars, stepScalarsAvailable } from '../../backend/programs/index.js';
@@ -175,11 +175,14 @@ export class AdamW {
   }
 
   /** Gradients as tf.variableGrads returns them (keyed by tfjs variable name) -> one flat vector in
-   * this optimizer's order, zeros for variables the loss did not reach. */
+   * this optimizer's order, zeros for variables the loss did not reach (on webgpu each value copied once: gather). */
   flatten(grads: tf.NamedTensorMap): tf.Tensor1D {
-    return tf.tidy(
-      () => tf.concat(this.variables.map((v) => tf.reshape(grads[v.name] ?? tf.zeros(v.shape), [-1]))) as tf.Tensor1D,
-    );
+    return tf.tidy(() => gather(this.variables.map((v, i) => [this.gradientOf(grads, i), 0, this.sizes[i]])));
+  }
+
+  /** Variable i's gradient in `grads`, zeros where the loss did not reach it. */
+  private gradientOf(grads: tf.NamedTensorMap, i: number): tf.Tensor {
+    return grads[this.variables[i].name] ?? tf.zeros(this.variables[i].shape);
   }
 
   /**
@@ -194,25 +197,22 @@ export class AdamW {
     // What accumulate() would add this gradient to.
     const before = this.carried ? this.carriedGrad : this.accum;
     return tf.tidy(() => {
-      const flatOf = (i: number) =>
-        tf.reshape(grads[this.variables[i].name] ?? tf.zeros(this.variables[i].shape), [-1]);
       const out: tf.Tensor1D[] = [];
       let variable = 0;
       let start = 0;
       for (let from = 0; from < this.total; from += values) {
         const to = Math.min(this.total, from + values);
-        const pieces: tf.Tensor[] = [];
+        const pieces: [tf.Tensor, number, number][] = [];
         while (start < to) {
           const size = this.sizes[variable];
           const lo = Math.max(from, start);
           const hi = Math.min(to, start + size);
-          const g = flatOf(variable);
-          pieces.push(lo === start && hi === start + size ? g : tf.slice(g, [lo - start], [hi - lo]));
+          pieces.push([this.gradientOf(grads, variable), lo - start, hi - lo]);
           if (start + size > to) break;
           start += size;
           variable++;
         }
-        let bucket = (pieces.length === 1 ? pieces[0] : tf.concat(pieces)) as tf.Tensor1D;
+        let bucket = gather(pieces);
         if (before) bucket = tf.add(tf.slice(before, [from], [to - from]), bucket) as tf.Tensor1D;
         out.push(bucket);
       }
