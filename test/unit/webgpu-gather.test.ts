@@ -146,36 +146,39 @@ describe('gather on a real WebGPU device', { skip: withoutLlvmpipe }, () => {
     },
   );
 
-  test("AdamW's flat gradient and exchange buckets through gather: the concatenation's values, bit for bit", async () => {
-    const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
-    try {
-      const { AdamW } = await import('../../src/core/training/optim/adamw.js');
-      const { trainingConfig } = await import('./model-fixtures.js');
-      const params = new Map(
-        Array.from({ length: 18 }, (_, i) => [
-          `p${i}`,
-          tf.variable(tf.randomNormal(i % 2 ? [30 + i] : [20, 10 + i], 0, 1, 'float32', i)),
-        ]),
-      );
-      const opt = new AdamW(params, trainingConfig({}));
-      const grads: tfCore.NamedTensorMap = {};
-      // Variable 5's gradient is missing (the loss did not reach it): zeros.
-      for (const [i, v] of opt.variables.entries())
-        if (i !== 5) grads[v.name] = tf.randomNormal(v.shape, 0, 1, 'float32', 100 + i);
-      const want = opt.variables.flatMap((v) =>
-        grads[v.name] ? Array.from(grads[v.name].dataSync()) : new Array<number>(v.size).fill(0),
-      );
-      const flat = opt.flatten(grads);
-      same(await flat.data(), want, 'the flat gradient');
-      // Buckets of 1,000 values cut variables in two; together they are the flat gradient.
-      const buckets = opt.exchangeBuckets(grads, 1000);
-      assert.equal(buckets.length, Math.ceil(opt.parameterCount / 1000));
-      const joined = (await Promise.all(buckets.map((b) => b.data()))).flatMap((d) => Array.from(d));
-      same(joined, want, 'the buckets');
-      tf.dispose([flat, ...buckets, ...Object.values(grads)]);
-      opt.dispose();
-    } finally {
-      disposeBackend(tf);
-    }
-  });
+  test(
+    "AdamW's flat gradient and exchange buckets through gather: the concatenation's values, " + 'bit for bit',
+    async () => {
+      const { tf } = await initBackend('webgpu', { dawnBackend: 'opengles', device: 'llvmpipe' });
+      try {
+        const { AdamW } = await import('../../src/core/training/optim/adamw.js');
+        const { trainingConfig } = await import('./model-fixtures.js');
+        const params = new Map(
+          Array.from({ length: 18 }, (_, i) => [
+            `p${i}`,
+            tf.variable(tf.randomNormal(i % 2 ? [30 + i] : [20, 10 + i], 0, 1, 'float32', i)),
+          ]),
+        );
+        const opt = new AdamW(params, trainingConfig({}));
+        const grads: tfCore.NamedTensorMap = {};
+        // Variable 5's gradient is missing (the loss did not reach it): zeros.
+        for (const [i, v] of opt.variables.entries())
+          if (i !== 5) grads[v.name] = tf.randomNormal(v.shape, 0, 1, 'float32', 100 + i);
+        const want = opt.variables.flatMap((v) =>
+          grads[v.name] ? Array.from(grads[v.name].dataSync()) : new Array<number>(v.size).fill(0),
+        );
+        const flat = opt.flatten(grads);
+        same(await flat.data(), want, 'the flat gradient');
+        // Buckets of 1,000 values cut variables in two; together they are the flat gradient.
+        const buckets = opt.exchangeBuckets(grads, 1000);
+        assert.equal(buckets.length, Math.ceil(opt.parameterCount / 1000));
+        const joined = (await Promise.all(buckets.map((b) => b.data()))).flatMap((d) => Array.from(d));
+        same(joined, want, 'the buckets');
+        tf.dispose([flat, ...buckets, ...Object.values(grads)]);
+        opt.dispose();
+      } finally {
+        disposeBackend(tf);
+      }
+    },
+  );
 });
