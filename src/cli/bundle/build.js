@@ -8,6 +8,7 @@
 //   backend-bench.cjs     bench/backend.bench.ts: a training step per backend (see its header)
 //   matmul-bench.cjs      bench/matmul.bench.ts: a step's large matmuls per program (tfjs, tiled, f16)
 //   reduce-bench.cjs      bench/reduce.bench.ts: full and column sums, tfjs's programs against xtts's
+//   gather-bench.cjs      bench/gather.bench.ts: the optimizer's flat gradient, tf.concat against gather
 //   dispatch-bench.cjs    bench/dispatch.bench.ts: the device's time per dispatch, dependent and reads only
 //   planted-leak-bench.cjs  bench/planted-leak.bench.ts: a leak planted in a real run, profiled (issue 36)
 //   subgroup-matrix-bench.cjs  bench/subgroup-matrix.bench.ts: the subgroup matrices' own rates (issue 35)
@@ -193,7 +194,7 @@ await build({
 });
 // The benches fully minified (each carries its own TF.js): with the GPU runtime, the bundle must fit the
 // 64 MiB a GPU host call carries, and three readable benches took 6 MB of it.
-for (const name of ['backend', 'matmul', 'reduce', 'dispatch', 'planted-leak', 'subgroup-matrix']) {
+for (const name of ['backend', 'matmul', 'reduce', 'gather', 'dispatch', 'planted-leak', 'subgroup-matrix']) {
   await build({
     ...common,
     minify: true,
