@@ -16,6 +16,7 @@ import { mixSeed } from '../model/index.js';
 import { SpanTimer } from '../telemetry/index.js';
 import { summarize, writeFileAtomic } from '../util/index.js';
 import { loadClips, SegmentSampler, type VocoderClip, VocoderGenerator, vocoderLosses } from '../vocoder/index.js';
+import { checkCheckpointDisk } from './budget.js';
 import { assignArrays, CheckpointStore, refuseNonFinite } from './checkpoint.js';
 import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
@@ -247,6 +248,9 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
     say(`adversarial: ${names.length} discriminators (${names.join(', ')}; ${parameters} parameters), ${from}`);
   }
   const store = new CheckpointStore(runDir);
+  // A checkpoint holds the generator and the discriminators with their AdamW moments: 12 bytes a parameter of each.
+  const parameters = generator.parameterCount() + (discriminators?.parameterCount() ?? 0);
+  checkCheckpointDisk(runDir, parameters, t.keep_checkpoints, say);
   const { hop_length: hop, n_mels: nMels } = config.audio;
   const sampler = new SegmentSampler(data.train, config.vocoder.segment_frames, hop, nMels, mixSeed(t.seed, 1));
   const parts = { generator, optimizer, sampler, adversary };
