@@ -288,6 +288,18 @@ describe('xtts writes only where it was told', () => {
     },
   );
 
+  test('an output folder under one that takes no new folders (/proc) is refused at once, not a hang at full CPU', {
+    skip: existsSync('/proc/self') ? false : 'no /proc here',
+  }, async () => {
+    const r = await train(['--output', '/proc/xtts-nowhere/run', '--max-steps', '1']);
+    assert.equal(r.code, 2, describeRun(r));
+    assert.equal(r.json.error.code, 'OUTPUT_UNWRITABLE');
+    assert.match(
+      r.json.error.message,
+      /cannot use \/proc\/xtts-nowhere\/run as the run folder: .*takes no new folders/,
+    );
+  });
+
   test(
     'synthesize refuses to replace an existing file without --overwrite (before ' +
       'loading the model); with it the file becomes a WAV',

@@ -4,10 +4,10 @@
 // counts, so changing an input invalidates exactly what depends on it. Every write is a transaction:
 // a killed build leaves whole entries only, and the next build resumes where it stopped.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../util/index.js';
+import { makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
@@ -268,7 +268,7 @@ export class FeatureCache {
    * one is used.
    */
   private static create(path: string): void {
-    mkdirSync(dirname(path), { recursive: true });
+    makeFolders(dirname(path));
     const temp = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     try {
       const db = openSqlite(temp, 'write');

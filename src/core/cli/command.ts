@@ -143,8 +143,8 @@ export function toXttsError(err: unknown): XttsError {
     return new XttsError('NOT_WRITABLE', `a file cannot be written${where}: ${message}`, {
       exitCode: ExitCode.environment,
       suggestions: [
-        'check the permissions of the run folder (--output) and the feature cache ' +
-          '(pipeline.cache.path), or name writable ones',
+        'check the permissions of the folder named above (a run folder, --output or --out-dir, the feature ' +
+          'cache pipeline.cache.path), or name one you can write',
       ],
       cause: err,
     });

@@ -1,10 +1,10 @@
 // A run's database: one SQLite file in the run folder with the config, every step's spans,
 // metrics (loss curves, validation) and device samples, mirrored as JSON lines in metrics.jsonl
 // for tools that prefer text. Writes are batched into transactions so logging never stalls a step.
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { openSqlite } from '../util/index.js';
+import { makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { GpuReadings } from './gpu-sample.js';
 import { SPAN_NAMES, type StepRecord } from './spans.js';
@@ -98,7 +98,7 @@ export class RunDatabase {
         suggestions: ['name the output folder of an `xtts train` or `xtts profile-bottleneck` run'],
       });
     }
-    if (!readonly) mkdirSync(dir, { recursive: true });
+    if (!readonly) makeFolders(dir);
     this.db = openSqlite(path, readonly ? 'read' : 'write');
     if (!readonly) {
       this.db.exec(SCHEMA);

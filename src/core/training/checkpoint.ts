@@ -22,7 +22,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, inFile, XttsError } from '../errors.js';
-import { writeDurable } from '../util/index.js';
+import { makeFolders, writeDurable } from '../util/index.js';
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
@@ -384,7 +384,7 @@ export class CheckpointStore {
   ): string {
     const name = `step-${String(step).padStart(8, '0')}`;
     refuseNonFinite(join(this.root, name), contents);
-    mkdirSync(this.root, { recursive: true });
+    makeFolders(this.root);
     const tmp = join(this.root, `.tmp-${name}-${process.pid}`);
     rmSync(tmp, { recursive: true, force: true });
     try {

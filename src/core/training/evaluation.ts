@@ -1,7 +1,6 @@
 // What a run measures of its model besides the training loss: a validation pass (loss, durations,
 // alignment) and free-running synthesis of the eval sentences. The trainer runs them between steps,
 // or, with device.data_device set, a side worker runs them on that device (side-device.ts).
-import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { FeatureCache } from '../cache/index.js';
@@ -18,7 +17,7 @@ import { diagonalShare } from '../model/index.js';
 import type { GenerateResult, XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
 import { describeVocoder, type MelVocoder, melVocoder } from './vocoder-run.js';
-import { writeFileAtomic } from '../util/index.js';
+import { makeFolders, writeFileAtomic } from '../util/index.js';
 
 /**
  * The most frames a generated utterance may have: as long as the longest clip trained on
@@ -209,7 +208,7 @@ export async function synthesizeEval(
   say: (m: string) => void,
   record: (name: string, value: number) => void,
 ): Promise<string[]> {
-  mkdirSync(dir, { recursive: true });
+  makeFolders(dir);
   const files: string[] = [];
   const refItem = data.validation[0] ?? data.train[0];
   const cache = FeatureCache.openReadonly(data.cachePath);

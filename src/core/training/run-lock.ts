@@ -4,10 +4,11 @@
 // killed (its process is gone) is taken over; so is one whose pid now belongs to another process (the
 // pid was reused: its start time differs from the one recorded); one held from another host is never
 // guessed at.
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
+import { makeFolders } from '../util/index.js';
 
 export const RUN_LOCK_FILE = '.xtts-run.lock';
 
@@ -57,7 +58,7 @@ function unwritable(runDir: string, e: unknown): XttsError {
     code === 'EEXIST' || code === 'ENOTDIR'
       ? 'a file of that name (or above it) is not a folder'
       : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
-        ? 'it cannot be written'
+        ? `it cannot be written (${(e as Error).message})`
         : code === 'ENOSPC'
           ? 'the disk is full'
           : (e as Error).message;
@@ -76,7 +77,7 @@ export function lockRunFolder(runDir: string): { release(): void } {
     });
   }
   try {
-    mkdirSync(runDir, { recursive: true });
+    makeFolders(runDir);
     if (!statSync(runDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
   } catch (e) {
     throw unwritable(runDir, e);

@@ -4,14 +4,14 @@
 // write the reference as the features saw it (resampled, trimmed, loudness-normalised), so that scores
 // compare the same samples. The neural vocoder runs batches of clips padded to the longest; the real-time
 // factor counts its time only (after one untimed batch that compiles the backend's programs).
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { type BackendChoice, disposeBackend, initBackend } from '../backend/index.js';
 import type { AudioConfig, Backend } from '../config/index.js';
 import { encodeWav, processAudioFile } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { checkOutputFolder, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, makeFolders, writeOutputFile } from '../util/index.js';
 import { griffinLimVocoder, loadNeuralVocoder, type MelVocoder, type VocoderUsed } from './vocoder-run.js';
 
 export interface VocodeOptions {
@@ -81,7 +81,7 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
   const outName = (f: string) => basename(f).replace(AUDIO_FILE, '.wav');
   const overwrite = { overwrite: o.overwrite === true };
   // The folders the user named are made; nothing is written anywhere else.
-  for (const d of [o.outDir, o.referenceDir]) if (d) mkdirSync(d, { recursive: true });
+  for (const d of [o.outDir, o.referenceDir]) if (d) makeFolders(d);
   for (const f of files) {
     checkOutputFolder(join(o.outDir, outName(f)), 'the WAV', overwrite);
     if (o.referenceDir) checkOutputFolder(join(o.referenceDir, outName(f)), 'the reference WAV', overwrite);

@@ -4,7 +4,6 @@
 // forward/backward/update), its losses read back every log_every, validation, checkpoints and eval
 // audio at their intervals. The same run folder, lock, checkpoints (safetensors), run database,
 // metrics.jsonl and TensorBoard file as the acoustic model's runs; one static batch shape.
-import { mkdirSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -14,7 +13,7 @@ import { buildManifest, encodeWav, refuseUnusable } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { mixSeed } from '../model/index.js';
 import { SpanTimer } from '../telemetry/index.js';
-import { summarize, writeFileAtomic } from '../util/index.js';
+import { makeFolders, summarize, writeFileAtomic } from '../util/index.js';
 import { loadClips, SegmentSampler, type VocoderClip, VocoderGenerator, vocoderLosses } from '../vocoder/index.js';
 import { checkCheckpointDisk } from './budget.js';
 import { assignArrays, CheckpointStore, refuseNonFinite } from './checkpoint.js';
@@ -455,7 +454,7 @@ async function milestones(step: number, run: VocoderRun): Promise<{ checkpoint: 
   }
   if (step % t.eval_every === 0 || last) {
     const dir = join(run.runDir, 'eval', stepName(step));
-    mkdirSync(dir, { recursive: true });
+    makeFolders(dir);
     const files: string[] = [];
     for (const clip of run.evalClips) {
       const wave = await vocodeClip(generator, clip.mel, clip.frames, clip.samples.length);

@@ -3,6 +3,7 @@
 export {
   checkOutputFolder,
   type FileContent,
+  makeFolders,
   writeAllSync,
   writeDurable,
   writeFileAtomic,

@@ -9,14 +9,47 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
+  mkdirSync,
   openSync,
   renameSync,
   rmSync,
   statSync,
   writeSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
+
+/**
+ * mkdir -p: `path` and the folders above it that are missing, one level at a time. Node's own recursive mkdir loops
+ * for ever, at full CPU and deaf to SIGTERM, under a folder that refuses new entries with ENOENT (/proc): here that
+ * is an EACCES error naming the folder. Errors carry Node's codes (ENOTDIR where a file stands in the way).
+ */
+export function makeFolders(path: string): void {
+  const missing: string[] = [];
+  let at = resolve(path);
+  for (;;) {
+    const st = statSync(at, { throwIfNoEntry: false });
+    if (st) {
+      if (!st.isDirectory()) throw Object.assign(new Error(`${at} is not a folder`), { code: 'ENOTDIR' });
+      break;
+    }
+    missing.push(at);
+    const up = dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  for (const folder of missing.reverse()) {
+    try {
+      mkdirSync(folder);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' && statSync(folder).isDirectory()) continue; // made meanwhile
+      if (code === 'ENOENT')
+        throw Object.assign(new Error(`${dirname(folder)} takes no new folders`), { code: 'EACCES', path: folder });
+      throw e;
+    }
+  }
+}
 
 function temporaryBeside(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
