@@ -302,7 +302,7 @@ describe('xtts writes only where it was told', () => {
 
   test(
     'synthesize refuses to replace an existing file without --overwrite (before ' +
-      'loading the model); with it the file becomes a WAV',
+      'loading the model); with it the file becomes a WAV; with it no command replaces a file it reads',
     async () => {
       const runDir = join(dir, 'runs', 'speak');
       const first = await train(['--output', runDir, '--max-steps', '2']);
@@ -364,6 +364,46 @@ describe('xtts writes only where it was told', () => {
         readdirSync(dir).filter((n) => n.endsWith('.tmp')),
         [],
       );
+
+      // --overwrite never reaches what a command reads: a reference clip, a checkpoint's own file, vocode's input
+      // folder (the error that names an existing output suggests --overwrite, so that must not be a trap).
+      const clip = join(dir, 'data', 'wavs', readdirSync(join(dir, 'data', 'wavs')).sort()[0]);
+      const weights = join(new CheckpointStore(runDir).latest()!, 'weights.safetensors');
+      const before = snapshot(dir);
+      const refused: [string[], RegExp][] = [
+        [
+          [
+            'synthesize',
+            '--checkpoint',
+            runDir,
+            '--text',
+            'The boy.',
+            '--reference',
+            clip,
+            '--out',
+            clip,
+            '--backend',
+            'wasm',
+          ],
+          /the WAV .* is the reference clip \(--reference\) .*: xtts never writes over a file it reads/,
+        ],
+        [['export', '--checkpoint', runDir, '--out', weights], /is a file of the checkpoint \(--checkpoint\)/],
+        [
+          ['vocode', '--in', join(dir, 'data', 'wavs'), '--out-dir', join(dir, 'data', 'wavs')],
+          /is the input \(--in\)/,
+        ],
+        [
+          ['vocode', '--in', join(dir, 'data', 'wavs'), '--out-dir', join(dir, 'v'), '--reference-dir', join(dir, 'v')],
+          /the WAV .* and the reference WAV .* are one file/,
+        ],
+      ];
+      for (const [args, message] of refused) {
+        const r = await runCli([...args, '--overwrite', '--json']);
+        assert.equal(r.code, 2, describeRun(r));
+        assert.match(r.json.error.code, /^OUTPUT(_IS_INPUT|S_COLLIDE)$/, args.join(' '));
+        assert.match(r.json.error.message, message);
+      }
+      assert.deepEqual(snapshot(dir), before, 'a refused command changed a file');
     },
   );
 });

@@ -22,7 +22,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, inFile, XttsError } from '../errors.js';
-import { makeFolders, writeDurable } from '../util/index.js';
+import { filesIn, makeFolders, type NamedFile, writeDurable } from '../util/index.js';
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
@@ -473,4 +473,16 @@ export function resolveCheckpoint(path: string): string {
     exitCode: ExitCode.usage,
     suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'],
   });
+}
+
+/**
+ * The files of the checkpoint `path` names (a run folder's latest, or a checkpoint) as inputs named `what`, for
+ * refuseOutputsOverInputs; none where it names none (the command's loading of it says why).
+ */
+export function checkpointInputs(path: string, what: string): NamedFile[] {
+  try {
+    return filesIn(resolveCheckpoint(path), what);
+  } catch {
+    return [];
+  }
 }

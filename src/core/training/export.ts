@@ -14,8 +14,14 @@
 // Heads stay contiguous blocks of each projection (head h: rows h·dh … (h+1)·dh − 1), as in torch's
 // multi-head attention. The file's header keeps the checkpoint's own description (step, config,
 // tokenizer, …) and says `naming: pytorch`.
-import { checkOutputFolder, writeOutputFile } from '../util/index.js';
-import { type CheckpointKind, CheckpointStore, type NamedArray, resolveCheckpoint } from './checkpoint.js';
+import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import {
+  type CheckpointKind,
+  CheckpointStore,
+  checkpointInputs,
+  type NamedArray,
+  resolveCheckpoint,
+} from './checkpoint.js';
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 import { VocoderStateSchema } from './vocoder-state.js';
 import { readFileSync } from 'node:fs';
@@ -120,6 +126,10 @@ export function pytorchArrays(arrays: readonly NamedArray[]): NamedArray[] {
 /** The checkpoint at `path` (a run folder or checkpoint, acoustic or vocoder) as PyTorch-named safetensors at `out`. */
 export function exportCheckpoint(path: string, out: string, options: { overwrite?: boolean } = {}): ExportResult {
   const overwrite = { overwrite: options.overwrite === true };
+  refuseOutputsOverInputs(
+    [{ file: out, what: 'the exported weights (--out)' }],
+    checkpointInputs(path, 'a file of the checkpoint (--checkpoint)'),
+  );
   checkOutputFolder(out, 'the exported weights', overwrite);
   const dir = resolveCheckpoint(path);
   const kind: CheckpointKind = (() => {

@@ -11,17 +11,18 @@ import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
-import { checkOutputFolder, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, type NamedFile, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
 import { generatedFrameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
   assignArrays,
+  checkpointInputs,
+  type CheckpointState,
   CheckpointStore,
+  type NamedArray,
   refuseNonFinite,
   resolveCheckpoint,
-  type CheckpointState,
-  type NamedArray,
 } from './checkpoint.js';
 import { readVoiceFile, referenceMels, speakerVoice, trainedVoices } from './voices.js';
 
@@ -99,11 +100,32 @@ export type VoiceUsed =
   | { kind: 'file'; file: string; source: string }
   | { kind: 'average'; speakers: number };
 
+/** The files the texts were read from (a text's `where` is FILE:LINE). */
+function textFiles(texts: readonly SynthesisText[]): NamedFile[] {
+  const files = new Set(
+    texts.flatMap((t) => (t.where?.includes(':') ? [t.where.slice(0, t.where.lastIndexOf(':'))] : [])),
+  );
+  return [...files].map((file) => ({ file, what: 'the texts (--texts)' }));
+}
+
 /** A text ready to speak: its tokens and language index, where it came from and what the model reads. */
 type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string };
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
+  refuseOutputsOverInputs(
+    [
+      ...o.texts.map((t) => ({ file: t.out, what: `the WAV${t.where ? ` of ${t.where}` : ''}` })),
+      ...(o.summaryFile ? [{ file: o.summaryFile, what: 'the synthesis summary' }] : []),
+    ],
+    [
+      ...(o.references ?? []).map((file) => ({ file, what: 'the reference clip (--reference)' })),
+      ...(o.voiceFile ? [{ file: o.voiceFile, what: 'the voice (--voice)' }] : []),
+      ...textFiles(o.texts),
+      ...checkpointInputs(o.checkpoint, 'a file of the checkpoint (--checkpoint)'),
+      ...(o.vocoder ? checkpointInputs(o.vocoder, 'a file of the vocoder (--vocoder)') : []),
+    ],
+  );
   for (const t of o.texts) checkOutputFolder(t.out, 'the WAV', overwrite);
   if (o.summaryFile) checkOutputFolder(o.summaryFile, 'the synthesis summary', overwrite);
   const dir = resolveCheckpoint(o.checkpoint);

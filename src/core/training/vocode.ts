@@ -11,7 +11,8 @@ import { type BackendChoice, disposeBackend, initBackend } from '../backend/inde
 import type { AudioConfig, Backend } from '../config/index.js';
 import { encodeWav, processAudioFile } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { checkOutputFolder, makeFolders, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, makeFolders, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkpointInputs } from './checkpoint.js';
 import { griffinLimVocoder, loadNeuralVocoder, type MelVocoder, type VocoderUsed } from './vocoder-run.js';
 
 export interface VocodeOptions {
@@ -80,6 +81,16 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
   const files = inputFiles(o.input);
   const outName = (f: string) => basename(f).replace(AUDIO_FILE, '.wav');
   const overwrite = { overwrite: o.overwrite === true };
+  refuseOutputsOverInputs(
+    files.flatMap((f) => [
+      { file: join(o.outDir, outName(f)), what: 'the WAV' },
+      ...(o.referenceDir ? [{ file: join(o.referenceDir, outName(f)), what: 'the reference WAV' }] : []),
+    ]),
+    [
+      ...files.map((f) => ({ file: f, what: 'the input (--in)' })),
+      ...(o.vocoder ? checkpointInputs(o.vocoder, 'a file of the vocoder (--vocoder)') : []),
+    ],
+  );
   // The folders the user named are made; nothing is written anywhere else.
   for (const d of [o.outDir, o.referenceDir]) if (d) makeFolders(d);
   for (const f of files) {

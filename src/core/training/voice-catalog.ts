@@ -7,8 +7,8 @@ import type { Backend } from '../config/index.js';
 import { cleanerClaims, espeakVoice } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { voiceLatents } from '../model/index.js';
-import { checkOutputFolder, writeOutputFile } from '../util/index.js';
-import { CheckpointStore, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
+import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { CheckpointStore, checkpointInputs, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 import { openAcousticModel } from './synthesize.js';
 import { encodeVoiceFile, referenceMels, speakerVoice, trainedVoices, VOICE_CLIPS } from './voices.js';
 
@@ -52,7 +52,16 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     throw new XttsError('USAGE', '--speaker and --reference each name a voice: pass one of them', {
       exitCode: ExitCode.usage,
     });
-  if (o.out) checkOutputFolder(o.out, 'the voice file', { overwrite: o.overwrite === true });
+  if (o.out) {
+    refuseOutputsOverInputs(
+      [{ file: o.out, what: 'the voice file (--out)' }],
+      [
+        ...(o.references ?? []).map((file) => ({ file, what: 'the reference clip (--reference)' })),
+        ...checkpointInputs(o.checkpoint, 'a file of the checkpoint (--checkpoint)'),
+      ],
+    );
+    checkOutputFolder(o.out, 'the voice file', { overwrite: o.overwrite === true });
+  }
   const dir = resolveCheckpoint(o.checkpoint);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
   const { config, step, runId } = ckpt.state;

@@ -3,7 +3,10 @@
 export {
   checkOutputFolder,
   type FileContent,
+  filesIn,
   makeFolders,
+  type NamedFile,
+  refuseOutputsOverInputs,
   writeAllSync,
   writeDurable,
   writeFileAtomic,

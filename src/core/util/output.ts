@@ -11,6 +11,8 @@ import {
   linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -124,6 +126,65 @@ export function writeOutputFile(
         suggestions: ['name a file in a folder that exists and that you can write'],
       },
     );
+  }
+}
+
+/** A file the command reads or writes, and what it is to the user (e.g. "the reference clip (--reference)"). */
+export interface NamedFile {
+  file: string;
+  what: string;
+}
+
+/**
+ * What names one file: its device and inode where it exists (so a link or another spelling of it is the same file),
+ * else its name in its folder's real path.
+ */
+function identity(file: string): string {
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (st) return `inode ${st.dev}:${st.ino}`;
+  try {
+    return join(realpathSync(dirname(resolve(file))), basename(file));
+  } catch {
+    return resolve(file);
+  }
+}
+
+/** The files directly in `folder` (none where it cannot be read), as inputs named `what`. */
+export function filesIn(folder: string, what: string): NamedFile[] {
+  try {
+    return readdirSync(folder, { withFileTypes: true })
+      .filter((d) => d.isFile())
+      .map((d) => ({ file: join(folder, d.name), what }));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Before any work: no output is one of the inputs (with --overwrite a vocode into its own input folder, or a WAV
+ * written over its reference clip, would replace the user's recordings), and no two outputs are one file (a.wav and
+ * a.flac both vocoded to a.wav). A usage error naming both.
+ */
+export function refuseOutputsOverInputs(outputs: readonly NamedFile[], inputs: readonly NamedFile[]): void {
+  const read = new Map(inputs.map((i) => [identity(i.file), i]));
+  const written = new Map<string, NamedFile>();
+  for (const out of outputs) {
+    const id = identity(out.file);
+    const input = read.get(id);
+    if (input)
+      throw new XttsError(
+        'OUTPUT_IS_INPUT',
+        `${out.what} ${out.file} is ${input.what} ${input.file}: xtts never writes over a file it reads`,
+        { exitCode: ExitCode.usage, suggestions: ['name another file or folder for the output'] },
+      );
+    const first = written.get(id);
+    if (first)
+      throw new XttsError(
+        'OUTPUTS_COLLIDE',
+        `${first.what} ${first.file} and ${out.what} ${out.file} are one file: the second would replace the first`,
+        { exitCode: ExitCode.usage, suggestions: ['name the outputs apart (another folder, or rename an input)'] },
+      );
+    written.set(id, out);
   }
 }
 

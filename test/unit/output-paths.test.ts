@@ -1,0 +1,78 @@
+// Where outputs go (util/output.ts). makeFolders, the mkdir -p every run folder, cache and output folder goes
+// through: the missing levels made one at a time; a file in the way is ENOTDIR; a folder that takes no new entries
+// (/proc, where Node's recursive mkdir loops for ever at full CPU, deaf to SIGTERM) is an EACCES error naming it.
+// refuseOutputsOverInputs: an output that is an input however it is spelt (a link, a path through ..), or two outputs
+// that are one file, are refused naming both.
+import assert from 'node:assert/strict';
+import { existsSync, linkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { makeFolders, refuseOutputsOverInputs } from '../../src/core/util/index.js';
+import { TempDir } from '../helpers/tmp.js';
+
+test('makeFolders makes the missing levels, leaves existing ones, and refuses a file in the way', () => {
+  const tmp = new TempDir('xtts-folders-');
+  try {
+    const deep = tmp.at('a/b/c');
+    makeFolders(deep);
+    assert.ok(statSync(deep).isDirectory());
+    makeFolders(deep); // there already: nothing to do
+    makeFolders(tmp.at('a/b/c/../d'));
+    assert.ok(statSync(tmp.at('a/b/d')).isDirectory());
+    writeFileSync(tmp.at('file'), 'mine');
+    assert.throws(() => makeFolders(tmp.at('file/x')), { code: 'ENOTDIR' });
+    assert.throws(() => makeFolders(tmp.at('file')), { code: 'ENOTDIR' });
+    assert.equal(statSync(tmp.at('file')).isFile(), true);
+  } finally {
+    tmp.remove();
+  }
+});
+
+test('a folder under /proc is refused with EACCES naming /proc, where node loops for ever', {
+  skip: existsSync('/proc/self') ? false : 'no /proc here',
+}, () => {
+  assert.throws(() => makeFolders('/proc/xtts-nowhere/run'), {
+    code: 'EACCES',
+    message: '/proc takes no new folders',
+  });
+});
+
+test('an output that is an input by another name, or two outputs that are one file, are refused naming both', () => {
+  const tmp = new TempDir('xtts-outputs-');
+  try {
+    const clip = tmp.write('in/clip.wav', 'RIFF');
+    tmp.mkdir('out');
+    linkSync(clip, tmp.at('out/hard.wav'));
+    symlinkSync(tmp.at('in'), tmp.at('alias'));
+    const inputs = [{ file: clip, what: 'the reference clip (--reference)' }];
+    for (const out of [clip, tmp.at('out/../in/clip.wav'), tmp.at('out/hard.wav'), tmp.at('alias/clip.wav')])
+      assert.throws(
+        () => refuseOutputsOverInputs([{ file: out, what: 'the WAV' }], inputs),
+        (e: Error & { code: string }) =>
+          e.code === 'OUTPUT_IS_INPUT' &&
+          e.message ===
+            `the WAV ${out} is the reference clip (--reference) ${clip}: ` + 'xtts never writes over a file it reads',
+      );
+    // New files: apart, or one file by two spellings (the second through a link to the folder).
+    refuseOutputsOverInputs(
+      [
+        { file: tmp.at('out/a.wav'), what: 'the WAV' },
+        { file: tmp.at('out/b.wav'), what: 'x' },
+      ],
+      inputs,
+    );
+    assert.throws(
+      () =>
+        refuseOutputsOverInputs(
+          [
+            { file: tmp.at('in/new.wav'), what: 'the WAV' },
+            { file: tmp.at('alias/new.wav'), what: 'the reference WAV' },
+          ],
+          inputs,
+        ),
+      { code: 'OUTPUTS_COLLIDE' },
+    );
+  } finally {
+    tmp.remove();
+  }
+});
