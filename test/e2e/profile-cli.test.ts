@@ -225,7 +225,7 @@ test('a balanced run: nothing graded above ok, compute-bound, exit 0; thresholds
 
 test(
   '--trace, --report and --fix-config: a trace Perfetto reads, a self-contained ' +
-    'report, a config the validator accepts',
+    'report, a config the validator accepts; existing files replaced only with --overwrite, never the config',
   async () => {
     const { runDir, config } = runs['dispatch-bound'];
     const trace = tmp.at('dispatch.trace.json');
@@ -264,6 +264,27 @@ test(
     const v = await runCli(['validate-gpu-optimization', '--config', fixed, '--json']);
     assert.equal(v.json.result.schemaValid, true, describeRun(v));
     assert.notEqual(config, fixed);
+
+    // Again: the files exist, so each is refused without --overwrite, before any work, and left as it is.
+    const files = [trace, report, fixed].map((f) => readFileSync(f, 'utf8'));
+    for (const [flag, file] of [
+      ['--trace', trace],
+      ['--report', report],
+      ['--fix-config', fixed],
+    ]) {
+      const again = await runCli(['profile-bottleneck', '--run', runDir, flag, file, '--json']);
+      assert.equal(again.code, 2, describeRun(again));
+      assert.equal(again.json.error.code, 'OUTPUT_EXISTS', flag);
+    }
+    assert.deepEqual(
+      [trace, report, fixed].map((f) => readFileSync(f, 'utf8')),
+      files,
+    );
+    const replaced = await runCli(['profile-bottleneck', '--run', runDir, '--report', report, '--overwrite', '--json']);
+    assert.equal(replaced.code, 1, describeRun(replaced));
+    // Not even --overwrite writes the patched config over the config it patches.
+    const own = await runCli(['profile-bottleneck', '--run', runDir, '--fix-config', config, '--overwrite', '--json']);
+    assert.equal(own.json.error?.code, 'OUTPUT_IS_INPUT', describeRun(own));
   },
 );
 
@@ -331,12 +352,12 @@ test(
       [
         ['--run', runs.balanced.runDir, '--trace', join(tmp.path, 'no', 'such', 'dir', 't.json')],
         /OUTPUT_UNWRITABLE/,
-        'its folder does not exist',
+        `its folder ${join(tmp.path, 'no', 'such', 'dir')} does not exist`,
       ],
       [
         ['--run', runs.balanced.runDir, '--fix-config', join(tmp.path, 'no', 'such', 'dir', 'f.yaml')],
         /OUTPUT_UNWRITABLE/,
-        'its folder does not exist',
+        `its folder ${join(tmp.path, 'no', 'such', 'dir')} does not exist`,
       ],
       [['--run', runs.balanced.runDir, '--warmup', '47'], /RUN_TOO_SHORT/, 'fewer than 2 to judge'],
       [['--config', 'configs/quickstart.yaml', '--run', runs.balanced.runDir], /USAGE/, '--config'],

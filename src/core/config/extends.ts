@@ -8,8 +8,13 @@ import { PRESETS, presetPath } from './presets.js';
 
 const MAX_EXTENDS_DEPTH = 8;
 
+/** Whether an `extends` value names a bundled preset (a bare name: no folder, no .yaml), not a file. */
+export function isPresetName(ref: string): boolean {
+  return PRESETS.includes(ref as (typeof PRESETS)[number]) && !/[\\/]|\.ya?ml$/.test(ref);
+}
+
 function resolveExtends(ref: string, fromDir: string): string {
-  if (PRESETS.includes(ref as (typeof PRESETS)[number]) && !/[\\/]|\.ya?ml$/.test(ref)) return presetPath(ref);
+  if (isPresetName(ref)) return presetPath(ref);
   return isAbsolute(ref) ? ref : resolve(fromDir, ref);
 }
 

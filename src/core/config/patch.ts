@@ -1,10 +1,12 @@
 // Writing a config with some keys changed, keeping the user's comments, order and formatting
 // (the yaml package edits the document tree, not the text).
 import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
 import { ExitCode, XttsError } from '../errors.js';
 import { writeOutputFile } from '../util/index.js';
 import { splitKeyPath } from './config-source.js';
+import { isPresetName } from './extends.js';
 
 export interface ConfigChange {
   key: string;
@@ -31,7 +33,37 @@ export function patchConfigText(text: string, changes: readonly ConfigChange[]):
   return doc.toString({ flowCollectionPadding: false });
 }
 
-export function patchConfigFile(file: string, changes: readonly ConfigChange[], out: string): void {
+/**
+ * The keys whose relative paths are read from the config file's folder (load.ts: dataset.path; extends.ts: a file
+ * `extends`, not a preset's name), rewritten for a copy written in another folder so that they name the same place:
+ * relative where that stays inside the new folder, else absolute.
+ */
+function rebasePaths(text: string, fromDir: string, toDir: string): string {
+  if (fromDir === toDir) return text;
+  const doc = parseDocument(text);
+  const rebase = (path: string[]) => {
+    const v = doc.getIn(path);
+    if (typeof v !== 'string' || isAbsolute(v)) return;
+    if (path[0] === 'extends' && isPresetName(v)) return;
+    const target = resolve(fromDir, v);
+    const rel = relative(toDir, target);
+    doc.setIn(path, rel === '' ? '.' : rel.startsWith('..') || isAbsolute(rel) ? target : rel);
+  };
+  rebase(['extends']);
+  rebase(['dataset', 'path']);
+  return doc.toString({ flowCollectionPadding: false });
+}
+
+/**
+ * Writes `file` with `changes` applied to `out` (its relative paths rebased when `out` is in another folder);
+ * `overwrite` as writeOutputFile's.
+ */
+export function patchConfigFile(
+  file: string,
+  changes: readonly ConfigChange[],
+  out: string,
+  options: { overwrite?: boolean } = {},
+): void {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -42,5 +74,6 @@ export function patchConfigFile(file: string, changes: readonly ConfigChange[], 
       { exitCode: ExitCode.usage },
     );
   }
-  writeOutputFile(out, patchConfigText(text, changes), 'the patched config');
+  const patched = rebasePaths(patchConfigText(text, changes), dirname(resolve(file)), dirname(resolve(out)));
+  writeOutputFile(out, patched, 'the patched config (--fix-config)', options);
 }

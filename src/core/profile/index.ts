@@ -8,7 +8,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/index.js';
 import type { StepRecord } from '../telemetry/index.js';
 import type { StepCaptureSummary } from '../training/index.js';
-import { writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { type ShapePhase, splitNewShapes } from './shapes.js';
@@ -46,6 +46,22 @@ export interface ProfileOptions {
   report?: string;
   /** Write the run's config with the recommended changes applied. */
   fixConfig?: string;
+  /** Replace the trace, report and patched config where they exist (else refused before any work). */
+  overwrite?: boolean;
+}
+
+/**
+ * Before any work (the profiled training included): the trace, report and patched config can be written where they
+ * are asked for, do not replace a file without `overwrite`, and none is the config they come from or another of them.
+ */
+export function checkProfileOutputs(options: ProfileOptions, configFile?: string): void {
+  const outputs = [
+    { file: options.trace, what: 'the trace (--trace)' },
+    { file: options.report, what: 'the report (--report)' },
+    { file: options.fixConfig, what: 'the patched config (--fix-config)' },
+  ].filter((o): o is { file: string; what: string } => o.file !== undefined);
+  refuseOutputsOverInputs(outputs, configFile ? [{ file: configFile, what: 'the config (--config)' }] : []);
+  for (const o of outputs) checkOutputFolder(o.file, o.what, { overwrite: options.overwrite === true });
 }
 
 /** Bumped when a field of ProfileResult changes meaning or goes away (docs/profile-bottleneck.md#outputs). */
@@ -199,6 +215,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       `${runDir} has no config recorded; it was not written by xtts train or profile-bottleneck`,
       { exitCode: ExitCode.usage },
     );
+  checkProfileOutputs(options, configFile ?? undefined);
   const afterWarmup = measuredSteps(runDir, steps, options.warmup);
   const { probes, allTimed } = afterWarmup;
   // A shape's first steps (recording for replay, compiling) are a phase of their own, not the steady state.
@@ -312,11 +329,13 @@ interface JudgedRun {
 function writeRequestedFiles(runDir: string, options: ProfileOptions, run: JudgedRun): ProfileResult['files'] {
   const { measured, window, probes, v, backend, device, configFile } = run;
   const files: ProfileResult['files'] = {};
+  const overwrite = { overwrite: options.overwrite === true };
   if (options.trace) {
     writeOutputFile(
       options.trace,
       JSON.stringify(toTrace(measured, window, { runDir, backend, device }, probes)),
       'the trace (--trace)',
+      overwrite,
     );
     files.trace = options.trace;
   }
@@ -333,6 +352,7 @@ function writeRequestedFiles(runDir: string, options: ProfileOptions, run: Judge
       options.report,
       htmlReport(`xtts profile — ${runDir}`, measured, window, v, facts),
       'the report (--report)',
+      overwrite,
     );
     files.report = options.report;
   }
@@ -346,7 +366,7 @@ function writeRequestedFiles(runDir: string, options: ProfileOptions, run: Judge
         'the run does not record which config file it used, so there is nothing to patch',
         { exitCode: ExitCode.usage },
       );
-    patchConfigFile(configFile, changes, options.fixConfig);
+    patchConfigFile(configFile, changes, options.fixConfig, overwrite);
     files.fixConfig = options.fixConfig;
   }
   return files;

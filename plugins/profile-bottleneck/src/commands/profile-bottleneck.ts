@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
-import { describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
+import { checkProfileOutputs, describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
 /** A figure (ms, TFLOP/s): two decimals under 10, one under 100, none from 100. */
@@ -84,15 +84,27 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       summary: 'Write the config with the recommended changes applied.',
       helpValue: 'FILE',
     }),
+    overwrite: Flags.boolean({
+      summary: 'Replace the --trace, --report and --fix-config files where they exist.',
+      default: false,
+    }),
     threshold: thresholdFlag,
   };
 
   protected async execute(): Promise<ProfileResult> {
     const { flags } = await this.parse(ProfileBottleneck);
     const thresholds = parseThresholds(flags.threshold);
+    const files = {
+      trace: flags.trace,
+      report: flags.report,
+      fixConfig: flags['fix-config'],
+      overwrite: flags.overwrite,
+    };
     let runDir = flags.run;
     if (!runDir) {
       const loaded = loadConfigOrThrow(flags.config!, { set: flags.set });
+      // Before minutes of profiled training, not after.
+      checkProfileOutputs({ warmup: flags.warmup, ...files }, loaded.file);
       runDir = flags.output ?? mkdtempSync(join(tmpdir(), 'xtts-profile-'));
       const { train } = await import('@xtts/core/training');
       const human = !this.jsonEnabled();
@@ -109,13 +121,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       });
       if (human) process.stderr.write('\n');
     }
-    return profileRecordedRun(runDir, {
-      warmup: flags.warmup,
-      thresholds,
-      trace: flags.trace,
-      report: flags.report,
-      fixConfig: flags['fix-config'],
-    });
+    return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
   }
 
   protected render(r: ProfileResult): void {
