@@ -52,6 +52,36 @@ test('stats, verify (clean, corrupted, repaired) and clear', async () => {
   assert.equal(fixed.json.result.repaired, true);
   assert.equal((await runCli(['cache', 'verify', '--cache', path])).code, 0);
 
+  // Damaged files (a copy cut short, bytes overwritten in the middle): a clear error naming the file and what to
+  // do, from stats, verify and --repair alike; never INTERNAL.
+  const whole = readFileSync(path);
+  const half = join(dir, 'half.sqlite');
+  writeFileSync(half, whole.subarray(0, Math.floor(whole.length / 2)));
+  const scribbled = join(dir, 'scribbled.sqlite');
+  const bytes = Buffer.from(whole);
+  bytes.fill(0xa5, 4096, bytes.length - 4096);
+  writeFileSync(scribbled, bytes);
+  for (const damaged of [half, scribbled]) {
+    const st = await runCli(['cache', 'stats', '--cache', damaged, '--json']);
+    assert.notEqual(st.json.error?.code, 'INTERNAL', st.stderr);
+    if (st.code !== 0) {
+      assert.equal(st.json.error.code, 'CACHE_CORRUPT', st.stderr);
+      assert.ok(st.json.error.suggestions[0].includes(`xtts cache clear --cache ${damaged}`));
+    }
+    for (const repair of [[], ['--repair']]) {
+      const v = await runCli(['cache', 'verify', '--cache', damaged, ...repair, '--json']);
+      assert.notEqual(v.json.error?.code, 'INTERNAL', v.stderr);
+      if (v.json.error) assert.equal(v.json.error.code, 'CACHE_CORRUPT');
+      else {
+        assert.equal(v.code, 1, `${damaged} ${repair}: ${v.stdout}`);
+        assert.notEqual(v.json.result.integrity, 'ok');
+        assert.equal(v.json.result.repaired, false);
+      }
+    }
+    const human = await runCli(['cache', 'verify', '--cache', damaged]);
+    assert.match(human.stdout + human.stderr, /damaged.*xtts cache clear --cache/s);
+  }
+
   const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
   assert.equal(cleared.json.result.existed, true);
   assert.ok(cleared.json.result.removedBytes > 0);

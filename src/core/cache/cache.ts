@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
+import { corruptCache, guarded, isCorruptDatabase } from './damage.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
 export const CACHE_SCHEMA_VERSION = 1;
@@ -227,18 +228,24 @@ export class FeatureCache {
       this.db = openSqlite(path, readonly ? 'read' : 'write');
       if (!readonly) this.migrate();
     } catch (e) {
+      if (isCorruptDatabase(e)) throw corruptCache(path, e);
       throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
         exitCode: ExitCode.environment,
         suggestions: [
-          'set pipeline.cache.path to a writable location',
-          `or remove a corrupt cache with \`xtts cache clear --config ...\``,
+          'name a cache file in a folder you can write (pipeline.cache.path, or --cache)',
+          `or, if this file is damaged, remove it: \`xtts cache clear --cache ${path}\``,
         ],
       });
     }
-    this.db.pragma('cache_size = -65536');
-    const prep = (sql: string) => this.db.prepare(sql);
+    try {
+      this.db.pragma('cache_size = -65536');
+    } catch (e) {
+      this.db.close();
+      throw isCorruptDatabase(e) ? corruptCache(path, e) : e;
+    }
+    const prep = (sql: string) => guarded(path, this.db.prepare(sql));
     // A read-only cache (producer threads) gets statements that refuse to write, with a clear error.
-    const prepWrite = (sql: string) => (readonly ? readonlyStatement(path) : this.db.prepare(sql));
+    const prepWrite = (sql: string) => (readonly ? readonlyStatement(path) : prep(sql));
     this.stmt = {
       getText: prep('SELECT cleaned FROM texts WHERE key = ?'),
       putText: prepWrite('INSERT OR REPLACE INTO texts (key, cleaned) VALUES (?, ?)'),
@@ -459,6 +466,17 @@ export class FeatureCache {
 
   /** SQLite's integrity check, every blob's length against its shape, and every audio hash against the file. */
   verify(): VerifyReport {
+    try {
+      return this.verifyEntries();
+    } catch (e) {
+      if (!isCorruptDatabase(e)) throw e;
+      // Too damaged to read through: the file is the finding.
+      const none = { checkedFeatures: 0, badFeatures: [], checkedTokens: 0, badTokens: [], checkedAudio: 0 };
+      return { integrity: `damaged: ${(e as Error).message}`, ...none, staleAudio: [] };
+    }
+  }
+
+  private verifyEntries(): VerifyReport {
     const integrity = (this.db.pragma('integrity_check', { simple: true }) as string) ?? 'unknown';
     const badFeatures: string[] = [];
     let checkedFeatures = 0;

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { ExitCode, XttsError } from '../errors.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
+import { corruptCache, isCorruptDatabase } from './damage.js';
 
 export {
   FeatureCache,
@@ -36,6 +37,8 @@ export function cacheStats(path: string): CacheStats {
   const cache = openExisting(path, true);
   try {
     return cache.stats();
+  } catch (e) {
+    throw isCorruptDatabase(e) ? corruptCache(path, e) : e;
   } finally {
     cache.close();
   }
@@ -56,8 +59,10 @@ export function cacheVerify(path: string, repair: boolean): CacheVerifyResult {
       report.badFeatures.length === 0 &&
       report.badTokens.length === 0 &&
       report.staleAudio.length === 0;
-    if (repair && !ok) cache.repair(report);
-    return { ...report, path, ok, repaired: repair && !ok };
+    // Entries can be removed from a whole file; a damaged file is removed as a whole (the CLI says how).
+    const repairable = repair && !ok && report.integrity === 'ok';
+    if (repairable) cache.repair(report);
+    return { ...report, path, ok, repaired: repairable };
   } finally {
     cache.close();
   }

@@ -50,6 +50,12 @@ export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
     );
     for (const p of r.staleAudio.slice(0, 10)) this.log(`    ${p}`);
     if (r.repaired) this.log(paint.ok('  repaired: bad entries removed; the next run recomputes them'));
+    else if (r.integrity !== 'ok')
+      this.log(
+        paint.dim(
+          `  the file itself is damaged: remove it (xtts cache clear --cache ${r.path}); the next run builds it again`,
+        ),
+      );
     else if (!r.ok) this.log(paint.dim('  run with --repair to remove them'));
   }
 

@@ -1,0 +1,42 @@
+// A feature cache whose file is damaged (a disk error, a copy cut short, bytes overwritten): SQLite says so as
+// SQLITE_CORRUPT or SQLITE_NOTADB, on opening or only when a query reaches the damaged page. Either way it is the
+// user's file, not a bug of xtts: CACHE_CORRUPT names it and says what to do. The cache holds only what xtts
+// computes from the data and text, so removing it loses nothing the next run cannot rebuild.
+import type Database from 'better-sqlite3';
+import { ExitCode, XttsError } from '../errors.js';
+
+/** Whether SQLite refused because the database file is damaged or is not a database. */
+export function isCorruptDatabase(e: unknown): boolean {
+  const code = (e as { code?: string })?.code;
+  return (
+    code === 'SQLITE_CORRUPT' ||
+    code === 'SQLITE_NOTADB' ||
+    /database disk image is malformed|file is not a database/.test((e as Error)?.message ?? '')
+  );
+}
+
+export function corruptCache(path: string, e: unknown): XttsError {
+  return new XttsError('CACHE_CORRUPT', `the feature cache ${path} is damaged: ${(e as Error).message}`, {
+    exitCode: ExitCode.environment,
+    suggestions: [
+      `remove it (\`xtts cache clear --cache ${path}\`): it holds only what xtts computes from your data, and the ` +
+        'next run builds it again',
+    ],
+  });
+}
+
+/** `s` with its queries' damage errors as CACHE_CORRUPT naming `path`. */
+export function guarded(path: string, s: Database.Statement): Database.Statement {
+  const methods = s as unknown as Record<'get' | 'run' | 'all', (...args: unknown[]) => unknown>;
+  for (const m of ['get', 'run', 'all'] as const) {
+    const query = methods[m].bind(s);
+    methods[m] = (...args: unknown[]) => {
+      try {
+        return query(...args);
+      } catch (e) {
+        throw isCorruptDatabase(e) ? corruptCache(path, e) : e;
+      }
+    };
+  }
+  return s;
+}
