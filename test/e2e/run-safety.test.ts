@@ -3,7 +3,7 @@
 // refusal checked against a byte-for-byte snapshot of the folder it refused.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -139,6 +139,34 @@ describe('a run is never lost', () => {
     assert.match(r.json.error.message, /step-00000002: weight \S+ holds NaN/);
     assert.deepEqual(snapshot(nan), before);
   });
+
+  test(
+    'a checkpoint damaged since it was written is refused on resume, saying to move it aside; moved, the run ' +
+      'resumes from the one before',
+    async () => {
+      const run = join(dir, 'runs', 'damaged-latest');
+      const first = await train(['--output', run, '--max-steps', '8']);
+      assert.equal(first.code, 0, describeRun(first));
+      assert.deepEqual(steps(run), [4, 8]);
+      const latest = new CheckpointStore(run).latest()!;
+      rmSync(join(latest, 'optimizer.safetensors'));
+      const before = snapshot(run);
+      const r = await train(['--output', run, '--max-steps', '10', '--resume']);
+      assert.equal(r.code, 2, describeRun(r));
+      assert.equal(r.json.error.code, 'CHECKPOINT_TRUNCATED');
+      const aside = `${latest}.damaged`;
+      assert.equal(
+        r.json.error.suggestions[0],
+        `move it aside (mv ${latest} ${aside}) and --resume again: it resumes from step 4 (${join(run, 'checkpoints', 'step-00000004')})`,
+      );
+      assert.deepEqual(snapshot(run), before, 'the refusal changed the run folder');
+      renameSync(latest, aside);
+      const resumed = await train(['--output', run, '--max-steps', '10', '--resume']);
+      assert.equal(resumed.code, 0, describeRun(resumed));
+      assert.equal(resumed.json.result.startStep, 4);
+      assert.ok(existsSync(join(aside, 'weights.safetensors')), 'the damaged checkpoint is still there');
+    },
+  );
 
   test('a damaged state.json is refused naming the file: truncated, and with a step of 1e300', async () => {
     const damaged = join(dir, 'runs', 'damaged');

@@ -21,7 +21,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
-import { ExitCode, inFile, XttsError } from '../errors.js';
+import { ExitCode, inFile, isXttsError, XttsError } from '../errors.js';
 import { filesIn, makeFolders, type NamedFile, writeDurable } from '../util/index.js';
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 
@@ -323,6 +323,13 @@ export interface CheckpointInfo {
 }
 
 const STEP_DIR = /^step-(\d{8})$/;
+/** What --resume cannot load from a checkpoint but can from an earlier one (loadForResume). */
+const RESUME_BLOCKERS = new Set([
+  'CHECKPOINT_TRUNCATED',
+  'CHECKPOINT_UNREADABLE',
+  'CHECKPOINT_STATE_INVALID',
+  'CHECKPOINT_NOT_FINITE',
+]);
 
 export class CheckpointStore {
   readonly root: string;
@@ -361,6 +368,39 @@ export class CheckpointStore {
 
   best(): string | undefined {
     return this.pointer('best');
+  }
+
+  /**
+   * --resume's load of `dir` (the latest): a checkpoint damaged since it was written (a file cut short, removed or
+   * overwritten; CHECKPOINT_TRUNCATED, _UNREADABLE, _STATE_INVALID) or written by a diverged run (_NOT_FINITE) is
+   * refused, the error saying how to resume from the whole one before it: move the damaged one aside (nothing of a
+   * run is deleted for the user). `check` runs on the loaded contents (refuseNonFinite).
+   */
+  loadForResume<State extends { step: number }>(
+    dir: string,
+    options: { kind?: CheckpointKind; schema?: TSchema },
+    check: (c: CheckpointContents<State>) => void,
+  ): CheckpointContents<State> {
+    try {
+      const contents = this.load<State>(dir, options);
+      check(contents);
+      return contents;
+    } catch (e) {
+      if (!(isXttsError(e) && RESUME_BLOCKERS.has(e.code))) throw e;
+      const previous = this.list()
+        .filter((c) => c.dir !== dir)
+        .at(-1);
+      const aside = `${dir}.${e.code === 'CHECKPOINT_NOT_FINITE' ? 'diverged' : 'damaged'}`;
+      throw new XttsError(e.code, e.message, {
+        exitCode: e.exitCode,
+        ...(e.position ? { position: e.position } : {}),
+        suggestions: previous
+          ? [
+              `move it aside (mv ${dir} ${aside}) and --resume again: it resumes from step ${previous.step} (${previous.dir})`,
+            ]
+          : ['the run has no earlier checkpoint: train it again into a new folder (--output NEW_DIR)'],
+      });
+    }
   }
 
   /**

@@ -95,7 +95,9 @@ function isXttsRunDatabase(path: string): boolean {
  */
 function isXttsCheckpoints(dir: string): boolean {
   return readdirSync(dir).every(
-    (name) => name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}$/.test(name),
+    // step-N.damaged / .diverged: a checkpoint the user moved aside to resume from the one before (loadForResume).
+    (name) =>
+      name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}(\.(damaged|diverged))?$/.test(name),
   );
 }
 

@@ -481,7 +481,9 @@ function resumeVocoder(
     say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
     return undefined;
   }
-  const ckpt = store.load<VocoderCheckpointState>(dir, { kind: 'vocoder', schema: VocoderStateSchema });
+  const ckpt = store.loadForResume<VocoderCheckpointState>(dir, { kind: 'vocoder', schema: VocoderStateSchema }, (c) =>
+    refuseNonFinite(dir, c),
+  );
   if (ckpt.state.runId !== runId) {
     throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, {
       exitCode: ExitCode.usage,
@@ -489,7 +491,6 @@ function resumeVocoder(
       suggestions: ['resume with --output naming the folder that run was trained in'],
     });
   }
-  refuseNonFinite(dir, ckpt);
   assignArrays(ckpt.weights, join(dir, 'weights.safetensors'), (w) => generator.setWeights(w));
   const arrays = splitOptimizerArrays(ckpt.optimizer);
   const optimizerFile = join(dir, 'optimizer.safetensors');

@@ -138,7 +138,8 @@ export function resume(
     say(`--resume: ${runDir}'s run has no checkpoint yet: it starts over from step 0`);
     return undefined;
   }
-  const ckpt = store.load<CheckpointState>(dir);
+  // A diverged or damaged checkpoint is refused, naming what is broken and the one to resume from instead.
+  const ckpt = store.loadForResume<CheckpointState>(dir, {}, (c) => refuseNonFinite(dir, c));
   if (ckpt.state.runId !== undefined && ckpt.state.runId !== runId) {
     throw new XttsError('RUN_MIXED', `${dir} was written by run ${ckpt.state.runId}, not by ${runDir}'s run ${runId}`, {
       exitCode: ExitCode.usage,
@@ -146,8 +147,6 @@ export function resume(
       suggestions: ['resume with --output naming the folder that run was trained in'],
     });
   }
-  // A diverged checkpoint would train on NaN and write more of them: refused, naming what is broken.
-  refuseNonFinite(dir, ckpt);
   if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
     throw new XttsError(
       'RESUME_TOKENIZER_CHANGED',
