@@ -157,7 +157,8 @@ describe('a run is never lost', () => {
       const aside = `${latest}.damaged`;
       assert.equal(
         r.json.error.suggestions[0],
-        `move it aside (mv ${latest} ${aside}) and --resume again: it resumes from step 4 (${join(run, 'checkpoints', 'step-00000004')})`,
+        `move it aside (mv ${latest} ${aside}) and --resume again: it resumes from step 4 ` +
+          `(${join(run, 'checkpoints', 'step-00000004')})`,
       );
       assert.deepEqual(snapshot(run), before, 'the refusal changed the run folder');
       renameSync(latest, aside);

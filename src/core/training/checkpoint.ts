@@ -396,7 +396,8 @@ export class CheckpointStore {
         ...(e.position ? { position: e.position } : {}),
         suggestions: previous
           ? [
-              `move it aside (mv ${dir} ${aside}) and --resume again: it resumes from step ${previous.step} (${previous.dir})`,
+              `move it aside (mv ${dir} ${aside}) and --resume again: it resumes from step ${previous.step} ` +
+                `(${previous.dir})`,
             ]
           : ['the run has no earlier checkpoint: train it again into a new folder (--output NEW_DIR)'],
       });
