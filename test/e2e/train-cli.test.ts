@@ -226,6 +226,28 @@ describe('xtts train', () => {
       );
       for (const f of ['line-0001.wav', 'line-0003.wav'])
         assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
+
+      // A texts file that is not text: a binary file (a checkpoint's weights) and a Latin-1 line are refused before
+      // any work, the line named; no WAV is written.
+      const latin1 = join(dir, 'latin1.txt');
+      writeFileSync(latin1, Buffer.concat([Buffer.from('The boy.\nCaf'), Buffer.from([0xe9]), Buffer.from('.\n')]));
+      const weights = join(new CheckpointStore(out).latest()!, 'weights.safetensors');
+      const none = join(dir, 'spoken-not');
+      mkdirSync(none);
+      for (const [file, code, message] of [
+        [weights, 'SYNTH_TEXTS_UNREADABLE', /it is a binary file \(it holds NUL bytes\), not text/],
+        [
+          latin1,
+          'SYNTH_TEXTS_NOT_UTF8',
+          /latin1\.txt:2 is not UTF-8 \(byte 4 of the line; as Latin-1 it reads "Café\."\)/,
+        ],
+      ] as const) {
+        const r = await runCli(['synthesize', '--checkpoint', out, '--texts', file, '--out-dir', none, '--json']);
+        assert.equal(r.code, 2, r.stderr);
+        assert.equal(r.json.error.code, code);
+        assert.match(r.json.error.message, message);
+      }
+      assert.deepEqual(readdirSync(none), []);
     },
   );
 

@@ -5,6 +5,7 @@ export {
   SKIP_REASONS,
   type Manifest,
   type ManifestRow,
+  readLines,
   type SkippedRow,
   type SkipReason,
 } from './manifest.js';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
+import { readLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
 
@@ -158,30 +159,52 @@ function describeVoice(v: SynthesizeResult['voice']): string {
   }
 }
 
-/** The non-blank lines of a texts file, each with its WAV in `outDir` and its place for messages. */
+/**
+ * The non-blank lines of a texts file, each with its WAV in `outDir` and its place for messages. A binary file (a NUL
+ * byte) or a line that is not UTF-8 is refused naming the line, before any work.
+ */
 function readTexts(file: string, outDir: string): SynthesisText[] {
-  let body: string;
+  let read: ReturnType<typeof readLines>;
   try {
-    body = readFileSync(file, 'utf8');
+    if (readFileSync(file).includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
+    read = readLines(file);
   } catch (e) {
-    throw new XttsError(
-      'SYNTH_TEXTS_UNREADABLE',
-      `cannot read --texts ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
-      { exitCode: ExitCode.usage, suggestions: ['pass a UTF-8 text file with one sentence per line'] },
-    );
-  }
-  const texts: SynthesisText[] = [];
-  body
-    .replace(/^\uFEFF/, '')
-    .split(/\r?\n/)
-    .forEach((line, i) => {
-      if (line.trim() !== '')
-        texts.push({
-          text: line.trim(),
-          out: join(outDir, `line-${String(i + 1).padStart(4, '0')}.wav`),
-          where: `${file}:${i + 1}`,
-        });
+    const code = (e as NodeJS.ErrnoException).code;
+    const why =
+      code === 'BINARY'
+        ? 'it is a binary file (it holds NUL bytes), not text'
+        : code === 'ENOENT'
+          ? 'it does not exist'
+          : code === 'EISDIR'
+            ? 'it is a folder'
+            : (code ?? (e as Error).message);
+    throw new XttsError('SYNTH_TEXTS_UNREADABLE', `cannot read --texts ${file}: ${why}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['pass a UTF-8 text file with one sentence per line'],
     });
+  }
+  const [line, bad] = [...read.notUtf8][0] ?? [];
+  if (bad)
+    throw new XttsError(
+      'SYNTH_TEXTS_NOT_UTF8',
+      `${file}:${line + 1} is not UTF-8 (byte ${bad.at + 1} of the line; as Latin-1 it reads "${bad.asLatin1}")`,
+      {
+        exitCode: ExitCode.usage,
+        position: { file, line: line + 1 },
+        suggestions: [
+          `save the file as UTF-8, e.g. iconv -f LATIN1 -t UTF-8 ${file} > ${file}.utf8 (if it is Latin-1)`,
+        ],
+      },
+    );
+  const texts: SynthesisText[] = [];
+  read.lines.forEach((text, i) => {
+    if (text.trim() !== '')
+      texts.push({
+        text: text.trim(),
+        out: join(outDir, `line-${String(i + 1).padStart(4, '0')}.wav`),
+        where: `${file}:${i + 1}`,
+      });
+  });
   if (texts.length === 0)
     throw new XttsError('SYNTH_NO_TEXT', `--texts ${file} has no text (every line is blank)`, {
       exitCode: ExitCode.usage,
