@@ -126,6 +126,28 @@ describe('a run is never lost', () => {
     },
   );
 
+  test(
+    'a run stopped by its time limit prints its last checkpoint and the command to continue; a resume past ' +
+      '--max-steps says it has nothing to train',
+    async () => {
+      const run = join(dir, 'runs', 'summary');
+      const human = (args: string[]) =>
+        runCli(['train', '--config', config, '--backend', 'wasm', '--output', run, ...args], { timeoutMs: 300_000 });
+      const limited = await human(['--max-steps', '1000', '--max-minutes', '0.05']);
+      assert.equal(limited.code, 0, describeRun(limited));
+      assert.match(limited.stdout, /; stopped at the time limit \(--max-minutes\)/);
+      // (On a loaded machine the limit may come before the first step: then it says no checkpoint was written.)
+      const last = new CheckpointStore(run).latest();
+      const continued =
+        `${last ? `last checkpoint: ${last}; ` : 'no checkpoint was written; '}continue: xtts train --config ` +
+        `${config} --backend wasm --output ${run} --max-steps 1000 --max-minutes 0.05 --resume`;
+      assert.ok(limited.stdout.includes(continued), limited.stdout);
+      const past = await human(['--max-steps', '1', '--resume']);
+      assert.equal(past.code, 0, describeRun(past));
+      assert.match(past.stdout, /the run was at step \d+ already: nothing to train up to --max-steps/);
+    },
+  );
+
   test('a checkpoint whose weights hold NaN is refused on resume, naming the tensor; nothing is written', async () => {
     const nan = join(dir, 'runs', 'nan');
     const first = await train(['--output', nan, '--max-steps', '2']);

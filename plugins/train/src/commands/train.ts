@@ -14,6 +14,21 @@ const SIGNAL_EXIT: Record<StopSignal, number> = {
   SIGHUP: ExitCode.hangup,
 };
 
+/** How a run ended, for its summary line. */
+const STOPPED: Record<TrainResult['stoppedBy'], string> = {
+  max_steps: 'reached max_steps',
+  time_limit: 'stopped at the time limit (--max-minutes)',
+  early_stopping: 'stopped early: validation stopped improving',
+  interrupted: 'stopped by a signal',
+  non_finite: 'stopped: losses were not finite',
+};
+
+/** This command line again with --resume (its config, --set and --output as given), quoted for a POSIX shell. */
+function resumeCommand(): string {
+  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
+  return `xtts ${[...process.argv.slice(2).filter((a) => a !== '--resume'), '--resume'].map(quote).join(' ')}`;
+}
+
 export default class Train extends XttsCommand<TrainResult | VocoderTrainResult> {
   static override summary =
     'Train (or resume) an XTTS-style model; with no arguments, the tiny model on the bundled quickstart data.';
@@ -218,7 +233,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     this.log(
       paint.bold(
         `trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
-          `on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`,
+          `on ${r.backend.backend}; ${STOPPED[r.stoppedBy]}`,
       ),
     );
     const first = r.lossCurve[0];
@@ -253,6 +268,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     if (spans) this.log(spans);
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
+    this.renderResume(r);
     if (r.evalFiles.length)
       this.log(
         `eval audio: ${r.evalFiles
@@ -266,7 +282,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     this.log(
       paint.bold(
         `trained the vocoder ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
-          `on ${r.backend.backend}; stopped by ${r.stoppedBy.replace(/_/g, ' ')}`,
+          `on ${r.backend.backend}; ${STOPPED[r.stoppedBy]}`,
       ),
     );
     const first = r.lossCurve[0];
@@ -282,7 +298,22 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     );
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} logged steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
+    this.renderResume(r);
     this.log(`use it: xtts synthesize --checkpoint ACOUSTIC_RUN --vocoder ${r.runDir} --text "..."`);
+  }
+
+  /** A run stopped before max_steps, or asked for no steps: its last checkpoint, and how to go on. */
+  private renderResume(r: TrainResult | VocoderTrainResult): void {
+    const last = r.checkpoints.at(-1);
+    if (r.stoppedBy === 'interrupted' || r.stoppedBy === 'time_limit')
+      this.log(`${last ? `last checkpoint: ${last}; ` : 'no checkpoint was written; '}continue: ${resumeCommand()}`);
+    if (r.steps === r.startStep && r.startStep > 0 && r.stoppedBy === 'max_steps')
+      this.log(
+        paint.warn(
+          `the run was at step ${r.startStep} already: nothing to train up to --max-steps / training.max_steps; ` +
+            'raise it to train on',
+        ),
+      );
   }
 
   protected override exitCodeFor(r: TrainResult | VocoderTrainResult): number {
