@@ -178,6 +178,35 @@ describe('xtts train', () => {
       assert.equal(blank.json.error.code, 'SYNTH_UNSPEAKABLE');
       assert.match(blank.json.error.message, /nothing to speak/);
       assert.equal(existsSync(join(dir, 'blank.wav')), false);
+      assert.match(blank.json.error.suggestions[0], /give it words to say/);
+
+      // Inputs that are not what they should be say so in words, naming the flag.
+      const notVoice = join(dir, 'texts-as-voice.txt');
+      writeFileSync(notVoice, 'hi\n');
+      for (const [flag, value, message] of [
+        ['--reference', join(dir, 'no-such.wav'), /cannot read --reference .*no-such\.wav: it does not exist/],
+        ['--reference', dir, /cannot read --reference .*: it is a folder/],
+        ['--voice', notVoice, /--voice .*texts-as-voice\.txt: is not an xtts voice file/],
+      ] as const) {
+        const r = await runCli([
+          'synthesize',
+          '--checkpoint',
+          out,
+          '--text',
+          'The boy.',
+          flag,
+          value,
+          '--out',
+          join(dir, 'x.wav'),
+          '--json',
+        ]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.json.error.message, message);
+        assert.ok(r.json.error.suggestions.length > 0, flag);
+      }
+      const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
+      assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);
+      assert.match(toFolder.json.error.message, /: it is a folder, not a file$/);
 
       // A place the WAV cannot go is a usage error before any synthesis.
       const missing = await runCli([

@@ -496,7 +496,8 @@ function csvHeader(file: string, head: string, configured: DatasetConfig['column
 /** Read, validate and split the dataset's metadata. */
 export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manifest {
   if (!existsSync(datasetDir) || !statSync(datasetDir).isDirectory()) {
-    throw new XttsError('DATASET_NOT_FOUND', `dataset folder not found: ${datasetDir}`, {
+    const what = existsSync(datasetDir) ? `${datasetDir} is a file, not the dataset's folder` : undefined;
+    throw new XttsError('DATASET_NOT_FOUND', what ?? `dataset folder not found: ${datasetDir}`, {
       exitCode: ExitCode.usage,
       suggestions: [
         'set dataset.path in the config (relative paths are resolved against the config file) or pass --dataset DIR',

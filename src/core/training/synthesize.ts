@@ -265,7 +265,10 @@ async function synthesisJobs(
         (skipped.length > 1 ? ` (and ${skipped.length - 1} more texts)` : ''),
       {
         exitCode: ExitCode.usage,
-        suggestions: ['numbers and abbreviations are spelt out by the english cleaner (text.cleaners: english)'],
+        // The other reasons say what to change themselves (rephrase, spell out, split).
+        suggestions: first.reason.startsWith('nothing to speak')
+          ? ['give it words to say: cleaning drops what cannot be spoken (emoji, symbols, most punctuation)']
+          : [],
       },
     );
   }

@@ -137,11 +137,12 @@ export async function referenceMels(
     try {
       bytes = readFileSync(file);
     } catch (e) {
-      throw new XttsError(
-        'SYNTH_REFERENCE',
-        `cannot read --reference ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
-        { exitCode: ExitCode.usage },
-      );
+      const code = (e as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'it does not exist' : code === 'EISDIR' ? 'it is a folder' : (code ?? String(e));
+      throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${why}`, {
+        exitCode: ExitCode.usage,
+        suggestions: ['name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip'],
+      });
     }
     const clip = await processAudioFile(bytes, config.audio, file);
     out.push(...referenceWindows(clip.mel, clip.frames, stats, config));
@@ -189,9 +190,18 @@ export function readVoiceFile(
   try {
     bytes = readFileSync(file);
   } catch (e) {
-    throw bad(`cannot be read (${(e as NodeJS.ErrnoException).code ?? String(e)})`, 'check the path');
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a folder' : `cannot be read (${code})`;
+    throw bad(why, 'name a voice file written by `xtts voices --out`');
   }
-  const { arrays, metadata } = decodeSafetensors(bytes, file);
+  let decoded: ReturnType<typeof decodeSafetensors>;
+  try {
+    decoded = decodeSafetensors(bytes, file);
+  } catch {
+    // Not safetensors at all (text, audio, a file cut short): not a voice file, whatever the decoder's words.
+    throw bad('is not an xtts voice file', 'write one with `xtts voices --checkpoint DIR --speaker NAME --out FILE`');
+  }
+  const { arrays, metadata } = decoded;
   const voice = arrays.find((a) => a.name === 'voice');
   if (metadata.format !== VOICE_FILE_FORMAT || !voice || !(voice.data instanceof Float32Array))
     throw bad('is not an xtts voice file', 'write one with `xtts voices --checkpoint DIR --speaker NAME --out FILE`');

@@ -120,7 +120,13 @@ export function writeOutputFile(
     if (code === 'EEXIST') throw exists(file, what);
     throw new XttsError(
       'OUTPUT_UNWRITABLE',
-      `cannot write ${what} to ${file}: ${code === 'ENOENT' ? 'its folder does not exist' : (e as Error).message}`,
+      `cannot write ${what} to ${file}: ${
+        code === 'ENOENT'
+          ? 'its folder does not exist'
+          : code === 'EISDIR' || code === 'ENOTEMPTY'
+            ? 'it is a folder, not a file'
+            : (e as Error).message
+      }`,
       {
         exitCode: ExitCode.usage,
         suggestions: ['name a file in a folder that exists and that you can write'],
@@ -204,6 +210,7 @@ export function checkOutputFolder(file: string, what: string, options: { overwri
         ? `its folder ${folder} does not exist`
         : `its folder ${folder} cannot be written`;
   }
+  if (!problem && statSync(file, { throwIfNoEntry: false })?.isDirectory()) problem = 'it is a folder, not a file';
   if (problem)
     throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, {
       exitCode: ExitCode.usage,
