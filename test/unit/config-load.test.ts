@@ -127,6 +127,12 @@ describe('parsing the YAML', () => {
     assert.ok(!f.message.includes('\n'), f.message);
     const tab = only(parseConfigSource('tab.yaml', 'dataset:\n  path: x\n\tbad: 1\n').findings, 'yaml/syntax');
     assert.deepEqual(tab.position, { file: 'tab.yaml', line: 3, col: 1 });
+    // The message does not end in the parser's own "at line L, column C:" (whose code frame a one-line message
+    // cuts); the fix quotes the last line with text at or above the error (past the end: the file's last one).
+    assert.doesNotMatch(f.message, /at line \d+, column \d+:?$/);
+    assert.equal(tab.fix, 'check the brackets, quotes and indentation up to line 3: "bad: 1"');
+    const end = only(parseConfigSource('end.yaml', 'a: 1\nb: [2,\n\n').findings, 'yaml/syntax');
+    assert.match(end.fix ?? '', /up to line 2: "b: \[2,"$/);
   });
 
   test('two documents in one file are a syntax error', () => {

@@ -162,6 +162,14 @@ function keyPathAt(doc: Document, offset: number): KeyPath {
 export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 /** Parse one YAML config file into a source; syntax errors and duplicate keys become findings. */
+/** "line N: TEXT" of the last non-blank line at or above `line` (a syntax error past the end points at a blank one). */
+function nearestLine(text: string, line: number): string {
+  const lines = text.split(/\r?\n/);
+  let i = Math.min(line, lines.length) - 1;
+  while (i > 0 && lines[i].trim() === '') i--;
+  return `line ${i + 1}: ${JSON.stringify(lines[Math.max(0, i)].trim())}`;
+}
+
 export function parseConfigSource(
   file: string,
   text: string,
@@ -176,14 +184,17 @@ export function parseConfigSource(
     const ruleId = dup ? 'schema/duplicate-key' : 'yaml/syntax';
     const message = dup
       ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping`
-      : err.message.split('\n')[0];
+      : // The first line, less its own " at line L, column C:" (the finding's place says it; the code frame is cut).
+        err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
     findings.push(
       errorFinding(
         ruleId,
         message,
         { file, line: start?.line, col: start?.col },
         dup ? joinKeyPath(keyPathAt(doc, err.pos[0])) : '',
-        dup ? 'keep one of the two entries' : undefined,
+        dup
+          ? 'keep one of the two entries'
+          : `check the brackets, quotes and indentation up to ${nearestLine(text, start?.line ?? 1)}`,
       ),
     );
   }
