@@ -99,6 +99,14 @@ async function trainSteps(p: RunParts, o: TrainOptions, nonFiniteLimit: number):
     // Let the event loop run between steps: when the ring is always ready, the loop would otherwise
     // be one endless chain of microtasks and signals (Ctrl-C) and timers would never fire.
     await new Promise((resolve) => setImmediate(resolve));
+    // A stop that arrived while the last step computed (a CPU backend's step holds the thread): its signal is
+    // handled in the event loop's poll phase, which the first yield (scheduled from a microtask) may not pass
+    // through; after a second one it has, and no further step is issued.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (o.control?.stop && queue.length === 0) {
+      state.stoppedBy = 'interrupted';
+      return;
+    }
     const timer = new SpanTimer();
     const issued = await issuer.issue(state.step, timer);
     if (queue.length) {

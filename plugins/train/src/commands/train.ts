@@ -14,6 +14,8 @@ const SIGNAL_EXIT: Record<StopSignal, number> = {
   SIGHUP: ExitCode.hangup,
 };
 
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
 /** How a run ended, for its summary line. */
 const STOPPED: Record<TrainResult['stoppedBy'], string> = {
   max_steps: 'reached max_steps',
@@ -232,7 +234,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     }
     this.log(
       paint.bold(
-        `trained ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
+        `trained ${plural(r.steps - r.startStep, 'step')} (${r.startStep} -> ${r.steps}) ` +
           `on ${r.backend.backend}; ${STOPPED[r.stoppedBy]}`,
       ),
     );
@@ -281,7 +283,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
   private renderVocoder(r: VocoderTrainResult): void {
     this.log(
       paint.bold(
-        `trained the vocoder ${r.steps - r.startStep} steps (${r.startStep} -> ${r.steps}) ` +
+        `trained the vocoder ${plural(r.steps - r.startStep, 'step')} (${r.startStep} -> ${r.steps}) ` +
           `on ${r.backend.backend}; ${STOPPED[r.stoppedBy]}`,
       ),
     );
