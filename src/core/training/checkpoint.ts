@@ -387,9 +387,9 @@ export class CheckpointStore {
       return contents;
     } catch (e) {
       if (!(isXttsError(e) && RESUME_BLOCKERS.has(e.code))) throw e;
-      const previous = this.list()
-        .filter((c) => c.dir !== dir)
-        .at(-1);
+      const all = this.list();
+      const mine = all.find((c) => c.dir === dir)?.step ?? Number.POSITIVE_INFINITY;
+      const previous = all.filter((c) => c.step < mine).at(-1);
       const aside = `${dir}.${e.code === 'CHECKPOINT_NOT_FINITE' ? 'diverged' : 'damaged'}`;
       throw new XttsError(e.code, e.message, {
         exitCode: e.exitCode,
