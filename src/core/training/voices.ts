@@ -13,6 +13,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
+import { unreadableWhy } from '../util/index.js';
 
 /** Clips per trained speaker that make their voice: more agree better, and each costs an encoder pass a checkpoint. */
 export const VOICE_CLIPS = 4;
@@ -137,9 +138,7 @@ export async function referenceMels(
     try {
       bytes = readFileSync(file);
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      const why = code === 'ENOENT' ? 'it does not exist' : code === 'EISDIR' ? 'it is a folder' : (code ?? String(e));
-      throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${why}`, {
+      throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${unreadableWhy(e)}`, {
         exitCode: ExitCode.usage,
         suggestions: ['name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip'],
       });
@@ -190,9 +189,7 @@ export function readVoiceFile(
   try {
     bytes = readFileSync(file);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a folder' : `cannot be read (${code})`;
-    throw bad(why, 'name a voice file written by `xtts voices --out`');
+    throw bad(`cannot be read: ${unreadableWhy(e)}`, 'name a voice file written by `xtts voices --out`');
   }
   let decoded: ReturnType<typeof decodeSafetensors>;
   try {

@@ -7,6 +7,7 @@ export {
   makeFolders,
   type NamedFile,
   refuseOutputsOverInputs,
+  unreadableWhy,
   writeAllSync,
   writeDurable,
   writeFileAtomic,

@@ -53,6 +53,15 @@ export function makeFolders(path: string): void {
   }
 }
 
+/** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */
+export function unreadableWhy(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'it does not exist';
+  if (code === 'EISDIR') return 'it is a folder';
+  if (code === 'EACCES' || code === 'EPERM') return 'it may not be read (permissions)';
+  return code ?? (e as Error).message;
+}
+
 function temporaryBeside(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
 }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
+import { ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { readLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
@@ -169,15 +169,10 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
     if (readFileSync(file).includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
     read = readLines(file);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
     const why =
-      code === 'BINARY'
+      (e as NodeJS.ErrnoException).code === 'BINARY'
         ? 'it is a binary file (it holds NUL bytes), not text'
-        : code === 'ENOENT'
-          ? 'it does not exist'
-          : code === 'EISDIR'
-            ? 'it is a folder'
-            : (code ?? (e as Error).message);
+        : unreadableWhy(e);
     throw new XttsError('SYNTH_TEXTS_UNREADABLE', `cannot read --texts ${file}: ${why}`, {
       exitCode: ExitCode.usage,
       suggestions: ['pass a UTF-8 text file with one sentence per line'],
