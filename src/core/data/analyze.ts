@@ -2,7 +2,7 @@
 // manifest, text front end cold (scratch cache) and warm, audio read/decode/resample/trim/mel per
 // file, batch assembly, and the prefetch ring against a consumer that takes a batch every stepMs —
 // then grade the consumer's wait the way every xtts tool does and say what to change.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../cache/index.js';
@@ -11,7 +11,7 @@ import { effectiveWorkers } from '../config/index.js';
 import { gradeInputWait, THRESHOLDS } from '../config/index.js';
 import { summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
-import { melExtractorFor } from './audio/index.js';
+import { melExtractorFor, readAudioFile } from './audio/index.js';
 import { resample } from './audio/resample.js';
 import { decodeAudio, sniffAudio } from './audio/decode.js';
 import { type BucketPlan, planBuckets } from './buckets.js';
@@ -275,7 +275,7 @@ async function timeAudioStages(
   for (const row of files) {
     try {
       const t0 = performance.now();
-      const bytes = readFileSync(row.audioPath);
+      const bytes = readAudioFile(row.audioPath);
       const t1 = performance.now();
       const wav = await decodeAudio(bytes, row.audioPath);
       const t2 = performance.now();

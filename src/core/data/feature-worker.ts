@@ -1,11 +1,10 @@
 // A preprocessing worker's task: read one audio file (WAV, FLAC, MP3, Ogg) and compute its log-mel. Failures come back
 // as
 // reason codes (they become dataset skips), never as thrown errors that would stop the pool.
-import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AudioConfig } from '../config/index.js';
 import { isXttsError } from '../errors.js';
-import { processAudioFile } from './audio/index.js';
+import { processAudioFile, readAudioFile } from './audio/index.js';
 
 export interface FeatureTask {
   audioPath: string;
@@ -27,8 +26,10 @@ export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult>
   const t0 = performance.now();
   let bytes: Buffer;
   try {
-    bytes = readFileSync(task.audioPath);
+    bytes = readAudioFile(task.audioPath);
   } catch (e) {
+    if (isXttsError(e) && e.code === 'AUDIO_TOO_LONG')
+      return { ok: false, reason: 'audio_too_long', message: e.message };
     return {
       ok: false,
       reason: 'unreadable_audio',

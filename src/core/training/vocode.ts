@@ -4,12 +4,12 @@
 // write the reference as the features saw it (resampled, trimmed, loudness-normalised), so that scores
 // compare the same samples. The neural vocoder runs batches of clips padded to the longest; the real-time
 // factor counts its time only (after one untimed batch that compiles the backend's programs).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { type BackendChoice, disposeBackend, initBackend } from '../backend/index.js';
 import type { AudioConfig, Backend } from '../config/index.js';
-import { encodeWav, processAudioFile } from '../data/index.js';
+import { encodeWav, processAudioFile, readAudioFile } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { checkOutputFolder, makeFolders, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
 import { checkpointInputs } from './checkpoint.js';
@@ -121,7 +121,7 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
       const clips: { input: string; mel: Float32Array; frames: number; samples: Float32Array }[] = [];
       for (const input of files.slice(start, start + batchSize)) {
         try {
-          const c = await processAudioFile(readFileSync(input), audio, input);
+          const c = await processAudioFile(readAudioFile(input), audio, input);
           clips.push({ input, mel: c.mel, frames: c.frames, samples: c.samples });
         } catch (e) {
           if (!(e instanceof XttsError) && (e as NodeJS.ErrnoException).code === undefined) throw e;

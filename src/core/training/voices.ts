@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { processAudioFile } from '../data/index.js';
+import { processAudioFile, readAudioFile } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
@@ -136,8 +136,9 @@ export async function referenceMels(
   for (const file of files) {
     let bytes: Buffer;
     try {
-      bytes = readFileSync(file);
+      bytes = readAudioFile(file);
     } catch (e) {
+      if (isXttsError(e)) throw e;
       throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${unreadableWhy(e)}`, {
         exitCode: ExitCode.usage,
         suggestions: ['name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip'],

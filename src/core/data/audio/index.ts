@@ -1,13 +1,14 @@
 // The audio front end: decode -> downmix -> resample -> trim -> loudness -> log-mel. Everything here
 // is pure and synchronous (no I/O, no shared mutable state but per-thread caches of plans), so it
 // runs the same in worker threads, the trainer and synthesis.
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MEL_SETTINGS_KEYS, MelExtractor } from './mel.js';
 import { resample } from './resample.js';
 import { decodeAudio } from './decode.js';
-import { decodeWav, type DecodedWav } from './wav.js';
+import { decodeWav, type DecodedWav, wavSecondsFromHead } from './wav.js';
 
 export {
   decodeWav,
@@ -118,6 +119,36 @@ export function melExtractorFor(audio: AudioConfig): MelExtractor {
  */
 export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string): ProcessedClip {
   return processDecoded(decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS }), audio, where);
+}
+
+/** Files larger than this have their WAV header read first (readAudioFile). */
+const PEEK_ABOVE_BYTES = 16 << 20;
+const HEAD_BYTES = 1 << 20;
+
+/**
+ * An audio file's bytes, for processAudioFile. A WAV file over 16 MiB whose header says it holds more than
+ * MAX_CLIP_SECONDS is refused (AUDIO_TOO_LONG) from its first MiB, without reading the rest: a dataset row pointing
+ * at an hour-long recording (600 MB) would otherwise be read whole by every worker that meets it, only to be refused.
+ */
+export function readAudioFile(path: string, where = path): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    if (size > PEEK_ABOVE_BYTES) {
+      const head = Buffer.alloc(HEAD_BYTES);
+      const seconds = wavSecondsFromHead(head.subarray(0, readSync(fd, head, 0, HEAD_BYTES, 0)), size, where);
+      if (seconds !== undefined && seconds > MAX_CLIP_SECONDS)
+        throw new XttsError(
+          'AUDIO_TOO_LONG',
+          `${where}: ${seconds.toFixed(1)} s of audio; a clip may be at most ${MAX_CLIP_SECONDS} s (it was not ` +
+            'read): cut it into sentences',
+          { suggestions: ['split long recordings into sentence-length clips'] },
+        );
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return readFileSync(path);
 }
 
 /** processClip for any format xtts reads (WAV, FLAC, MP3, Ogg Vorbis or Opus): see decode.ts. */

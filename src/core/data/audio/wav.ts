@@ -160,6 +160,29 @@ function readChunks(bytes: Uint8Array, where: string): { fmt: WavFormat; dataOff
   return { fmt, dataOffset, dataBytes };
 }
 
+/**
+ * The seconds of audio a WAV file of `fileBytes` bytes holds, from `head` (its first bytes) alone: the data chunk's
+ * declared size, or what the file holds past it where that is less. Undefined where `head` is not a RIFF/WAVE header
+ * or does not reach both the fmt and the data chunk's headers; a header the decoder would refuse throws as it would.
+ */
+export function wavSecondsFromHead(head: Uint8Array, fileBytes: number, where: string): number | undefined {
+  if (head.length < 12 || fourCC(head, 0) !== 'RIFF' || fourCC(head, 8) !== 'WAVE') return undefined;
+  const dv = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  let fmt: WavFormat | undefined;
+  let data: { body: number; size: number } | undefined;
+  for (let o = 12; o + 8 <= head.length && !(fmt && data); ) {
+    const id = fourCC(head, o);
+    const size = dv.getUint32(o + 4, true);
+    if (id === 'fmt ') fmt = readFmtChunk(head, dv, o + 8, size, where);
+    else if (id === 'data') data = { body: o + 8, size };
+    o += 8 + size + (size & 1);
+  }
+  if (!fmt || !data) return undefined;
+  const available = fileBytes - data.body;
+  const bytes = data.size === 0 || data.size >= UNKNOWN_LENGTH_MIN ? available : Math.min(data.size, available);
+  return Math.floor(bytes / (sampleLayout(fmt, where).containerBytes * fmt.channels)) / fmt.rateHz;
+}
+
 /** The format a fmt chunk of `size` bytes at `body` declares; WAVE_FORMAT_EXTENSIBLE gives its sub-format's tag. */
 function readFmtChunk(bytes: Uint8Array, dv: DataView, body: number, size: number, where: string): WavFormat {
   if (size < 16) throw unreadable(where, `the fmt chunk is ${size} bytes, too short for a WAVE format`);
