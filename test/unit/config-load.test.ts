@@ -292,6 +292,14 @@ describe('schema findings', () => {
       },
     );
     assert.equal(loadConfigOrThrow(join(repoRoot, 'configs', 'quickstart.yaml')).config.training.max_steps > 0, true);
+    // The command it suggests repeats the --set overrides (quoted for a shell) that made the config.
+    assert.throws(
+      () => loadConfigOrThrow(file, { set: ['model.heads=3', 'text.languages=[en, xx]'] }),
+      (e: XttsError) =>
+        e.suggestions[0] ===
+        `run \`xtts validate-gpu-optimization --config ${file} --set model.heads=3 --set 'text.languages=[en, xx]'\` ` +
+          'for every finding with its fix',
+    );
   });
 });
 

@@ -9,6 +9,7 @@ import type { Finding } from './findings.js';
 import { parseOverrides } from './overrides.js';
 import { getValidator, nonFiniteFindings, schemaFindings } from './schema-errors.js';
 import { ConfigSchema, type XttsConfig } from './schema.js';
+import { shellQuote } from '../util/index.js';
 
 export { type ConfigSource, type KeyPath, joinKeyPath, splitKeyPath } from './config-source.js';
 export { parseConfigSource, readConfigText } from './config-file.js';
@@ -30,6 +31,8 @@ export interface LoadedConfig {
   outputDir: string;
   /** Where a key (or its value) was written, for findings about it. */
   locate(path: KeyPath | string, which?: 'key' | 'value'): SourcePosition | undefined;
+  /** The --set overrides it was loaded with, as given. */
+  set?: readonly string[];
 }
 
 export interface LoadResult {
@@ -83,6 +86,7 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
     cachePath: resolve(cwd, config.pipeline.cache.path),
     outputDir: resolve(cwd, config.output.dir),
     locate: (path, which = 'value') => locateIn(sources, typeof path === 'string' ? splitKeyPath(path) : path, which),
+    ...(options.set?.length ? { set: options.set } : {}),
   };
   return { loaded, findings };
 }
@@ -92,7 +96,7 @@ export function loadConfigOrThrow(file: string, options: LoadOptions = {}): Load
   const { loaded, findings } = loadConfig(file, options);
   const errors = findings.filter((f) => f.severity === 'error');
   if (loaded && errors.length === 0) return loaded;
-  throw configInvalid(file, errors);
+  throw configInvalid(file, errors, options.set);
 }
 
 const DEFAULT_CACHE_PATH = (ConfigSchema.properties.pipeline.properties.cache.properties.path as { default: string })
@@ -106,7 +110,12 @@ export function resolveCachePath(options: { cache?: string; config?: string; set
 }
 
 /** CONFIG_INVALID for these error findings: each with its position, and the validator's command. */
-export function configInvalid(file: string, errors: readonly Finding[]): XttsError {
+/**
+ * The config's errors as one usage error; `set`: the --set overrides it was loaded with (the command it suggests
+ * repeats them).
+ */
+export function configInvalid(file: string, errors: readonly Finding[], set: readonly string[] = []): XttsError {
+  const sets = set.map((x) => ` --set ${shellQuote(x)}`).join('');
   const lines = errors
     .slice(0, 10)
     .map(
@@ -121,7 +130,7 @@ export function configInvalid(file: string, errors: readonly Finding[]): XttsErr
     {
       exitCode: ExitCode.usage,
       position: errors[0]?.position,
-      suggestions: [`run \`xtts validate-gpu-optimization --config ${file}\` for every finding with its fix`],
+      suggestions: [`run \`xtts validate-gpu-optimization --config ${file}${sets}\` for every finding with its fix`],
     },
   );
 }

@@ -49,7 +49,7 @@ async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: str
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter(
     (f) => f.severity === 'error',
   );
-  if (blockers.length) throw configInvalid(o.loaded.file, blockers);
+  if (blockers.length) throw configInvalid(o.loaded.file, blockers, o.loaded.set);
   const runDir =
     o.outputDir ??
     (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);

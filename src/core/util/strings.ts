@@ -39,3 +39,8 @@ export function didYouMean(input: string, candidates: readonly string[]): string
   const allowed = Math.min(3, Math.max(1, Math.floor(Math.max(input.length, best.length) / 3)));
   return bestDistance <= allowed ? best : undefined;
 }
+
+/** `arg` as a POSIX shell reads it back: as it is where it is plain, else in single quotes. */
+export function shellQuote(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
+}

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { datasetFlag, ExitCode, setFlag, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, setFlag, shellQuote, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { etaText, paint, ProgressLine } from '@xtts/core/render';
@@ -27,8 +27,7 @@ const STOPPED: Record<TrainResult['stoppedBy'], string> = {
 
 /** This command line again with --resume (its config, --set and --output as given), quoted for a POSIX shell. */
 function resumeCommand(): string {
-  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
-  return `xtts ${[...process.argv.slice(2).filter((a) => a !== '--resume'), '--resume'].map(quote).join(' ')}`;
+  return `xtts ${[...process.argv.slice(2).filter((a) => a !== '--resume'), '--resume'].map(shellQuote).join(' ')}`;
 }
 
 export default class Train extends XttsCommand<TrainResult | VocoderTrainResult> {
