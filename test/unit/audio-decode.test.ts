@@ -94,6 +94,10 @@ test(
       (e: XttsError) =>
         e.code === 'AUDIO_UNSUPPORTED_FORMAT' && /notes\.txt: not WAV, FLAC, MP3 or Ogg/.test(e.message),
     );
+    await assert.rejects(
+      decodeAudio(Buffer.alloc(0), 'empty.wav'),
+      (e: XttsError) => e.message === 'empty.wav: an empty file (0 bytes): export or copy it again',
+    );
     const long = join(dir, 'long.mp3');
     execFileSync('sox', ['-n', '-r', '8000', '-c', '1', long, 'synth', '610', 'sine', '300']);
     await assert.rejects(

@@ -1,6 +1,7 @@
 // Reading configs: bytes to text, YAML with positions, `extends` chains, `--set` overrides, and the
 // schema's findings — each on real files written here, each position checked against the file.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -41,10 +42,19 @@ function only(findings: Finding[], ruleId: string): Finding {
 }
 
 describe('reading the bytes', () => {
-  test('a missing file, a folder, an empty and a blank file are input findings naming the file', () => {
+  test('a missing file, a folder, a pipe, an empty and a blank file are input findings naming the file', () => {
     const cases: [string, string][] = [
       [tmp.at('nope.yaml'), 'input/missing-file'],
       [tmp.mkdir('folder.yaml'), 'input/not-a-file'],
+      // A named pipe: reading it would wait for a writer for ever.
+      ...(process.platform === 'win32'
+        ? []
+        : [
+            [(execFileSync('mkfifo', [tmp.at('pipe.yaml')]), tmp.at('pipe.yaml')), 'input/not-a-file'] as [
+              string,
+              string,
+            ],
+          ]),
       [tmp.write('empty.yaml', ''), 'input/empty'],
       [tmp.write('blank.yaml', '\n  \n\t\n'), 'input/empty'],
     ];

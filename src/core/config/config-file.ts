@@ -52,6 +52,20 @@ export function readConfigText(file: string): { text?: string; findings: Finding
       ],
     };
   }
+  // A FIFO, a socket or a device would block the read for ever, or never end.
+  if (!stat.isFile()) {
+    return {
+      findings: [
+        errorFinding(
+          'input/not-a-file',
+          `${file} is not a regular file (a pipe, socket or device)`,
+          pos,
+          '',
+          'name a .yaml file (write what a pipe would give to a file first)',
+        ),
+      ],
+    };
+  }
   let bytes: Buffer;
   try {
     bytes = readFileSync(file);

@@ -21,6 +21,7 @@ export function sniffAudio(bytes: Uint8Array): AudioContainer | { unknown: strin
     return { unknown: 'an Ogg file of a codec other than Vorbis or Opus (e.g. FLAC in Ogg or Speex)' };
   }
   if (tag(0, 3) === 'ID3' || (bytes[0] === 0xff && (bytes[1] & 0xe0) === 0xe0)) return 'mp3';
+  if (bytes.length === 0) return { unknown: 'an empty file (0 bytes): export or copy it again' };
   return { unknown: 'not WAV, FLAC, MP3 or Ogg (Vorbis, Opus)' };
 }
 
