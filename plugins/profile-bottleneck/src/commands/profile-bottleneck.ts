@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
@@ -91,6 +91,9 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     threshold: thresholdFlag,
   };
 
+  /** The temporary run folder of a profile without --output, if any; removed once judged. */
+  private temporaryRun: string | undefined;
+
   protected async execute(): Promise<ProfileResult> {
     const { flags } = await this.parse(ProfileBottleneck);
     const thresholds = parseThresholds(flags.threshold);
@@ -105,23 +108,38 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       const loaded = loadConfigOrThrow(flags.config!, { set: flags.set });
       // Before minutes of profiled training, not after.
       checkProfileOutputs({ warmup: flags.warmup, ...files }, loaded.file);
-      runDir = flags.output ?? mkdtempSync(join(tmpdir(), 'xtts-profile-'));
+      // Without --output the profiled run goes to a temporary folder, removed once it is judged.
+      if (!flags.output) this.temporaryRun = mkdtempSync(join(tmpdir(), 'xtts-profile-'));
+      runDir = flags.output ?? this.temporaryRun!;
       const { train } = await import('@xtts/core/training');
       const human = !this.jsonEnabled();
-      await train({
-        loaded,
-        datasetDir: flags.dataset,
-        backend: flags.backend as never,
-        maxSteps: flags.warmup + flags.steps + flags['device-timed-steps'],
-        outputDir: runDir,
-        stepsOnly: true,
-        deviceTimedSteps: flags['device-timed-steps'],
-        onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
-        onProgress: human ? (p) => process.stderr.write(`\rprofiling step ${p.step}/${p.maxSteps}`) : undefined,
-      });
+      try {
+        await train({
+          loaded,
+          datasetDir: flags.dataset,
+          backend: flags.backend as never,
+          maxSteps: flags.warmup + flags.steps + flags['device-timed-steps'],
+          outputDir: runDir,
+          stepsOnly: true,
+          deviceTimedSteps: flags['device-timed-steps'],
+          onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
+          onProgress: human ? (p) => process.stderr.write(`\rprofiling step ${p.step}/${p.maxSteps}`) : undefined,
+        });
+      } catch (e) {
+        this.removeTemporaryRun();
+        throw e;
+      }
       if (human) process.stderr.write('\n');
     }
-    return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
+    try {
+      return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
+    } finally {
+      this.removeTemporaryRun();
+    }
+  }
+
+  private removeTemporaryRun(): void {
+    if (this.temporaryRun) rmSync(this.temporaryRun, { recursive: true, force: true });
   }
 
   protected render(r: ProfileResult): void {
@@ -148,7 +166,8 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   /** The run, its step rate and kernels, model FLOPs against the peak, and how busy the GPU was. */
   private renderHeadline(r: ProfileResult): void {
     const b = r.breakdown;
-    this.log(paint.bold(`xtts profile-bottleneck — ${r.runDir} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
+    const where = this.temporaryRun ? `a temporary run, removed (--output DIR keeps it)` : r.runDir;
+    this.log(paint.bold(`xtts profile-bottleneck — ${where} (${r.backend}${r.device ? `, ${r.device}` : ''})`));
     this.log(
       `${b.steps} steps after ${r.warmupSteps} warm-up; median step ${f(b.wallMs.p50)} ` +
         `ms, ${b.samplesPerS.toFixed(1)} samples/s, ${b.kernels.mean.toFixed(0)} ` +
