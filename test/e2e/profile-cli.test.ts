@@ -4,7 +4,7 @@
 // live run on the CPU backend that says plainly there is no GPU, a stable --json shape, and bad input (planted
 // problems in real runs on the software WebGPU device: profile-planted.test.ts).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { parse } from 'yaml';
@@ -339,6 +339,21 @@ test('a live run on a CPU backend: real steps, no device-timed probes, and it sa
   // The recorded run reads back the same way.
   const again = await runCli(['profile-bottleneck', '--run', out, '--warmup', '1', '--json']);
   assert.deepEqual(again.json.result.breakdown.wallMs, p.breakdown.wallMs);
+});
+
+test('without --output the profiled run goes to a temporary folder that is removed once judged', {
+  timeout: 300_000,
+}, async () => {
+  const { microRun } = await import('../helpers/short-clips.js');
+  const micro = microRun('xtts-profile-micro-');
+  const scratch = tmp.mkdir('profile-tmpdir');
+  const r = await runCli(
+    ['profile-bottleneck', '--config', micro.config, '--backend', 'wasm', '--steps', '2'].concat(['--warmup', '1']),
+    { env: { TMPDIR: scratch }, timeoutMs: 280_000 },
+  );
+  assert.ok(r.code === 0 || r.code === 1, describeRun(r));
+  assert.match(r.stdout, /a temporary run, removed \(--output DIR keeps it\)/);
+  assert.deepEqual(readdirSync(scratch), [], 'the temporary run folder is left behind');
 });
 
 test(
