@@ -18,7 +18,13 @@ function dataset(o: {
   return {
     train: o.train.map(item),
     validation: o.validation.map(item),
-    skipped: Array.from({ length: o.skipped ?? 0 }, () => ({})),
+    skipped: Array.from({ length: o.skipped ?? 0 }, (_, i) => ({
+      file: '/data/metadata.csv',
+      line: i + 2,
+      id: `LJ${i}`,
+      reason: 'missing_audio',
+      detail: i === 0 ? 'wavs/LJ0.wav does not exist' : '',
+    })),
     speakers: o.speakers ?? ['default'],
     languages: o.languages ?? ['en'],
     manifest: { format: o.format ?? 'vctk', split: o.split ?? { source: 'seeded', seed: 1, fraction: 0.05 } },
@@ -46,7 +52,13 @@ test('the line: layout, rows, hours per split, speakers, languages, skipped rows
     'data: VCTK, 6 rows: 3 training (2.5 h) and 1 validation (1.5 min) utterances, 2 speakers, 2 languages ' +
       '(en, fr); 2 rows skipped (`xtts analyze-data-pipeline` lists them with their reasons)',
   );
-  assert.deepEqual(d.warnings, []);
+  // The skipped rows are named where they are (the reason's detail, else its code).
+  assert.deepEqual(d.warnings, [
+    '2 rows skipped: /data/metadata.csv:2 (LJ0): wavs/LJ0.wav does not exist; /data/metadata.csv:3 (LJ1): ' +
+      'missing_audio (--strict refuses a dataset with any)',
+  ]);
+  const five = describeDataset(dataset({ train: [1], validation: [1], skipped: 5 }));
+  assert.match(five.warnings[0], /^5 rows skipped: .*metadata\.csv:4 \(LJ2\): missing_audio; and 2 more \(--strict/);
   const many = describeDataset(dataset({ train: [1], validation: [1], languages: ['a', 'b', 'c', 'd', 'e', 'f'] }));
   assert.match(many.line, /1 speaker, 6 languages; 0 rows skipped$/);
 });

@@ -22,6 +22,9 @@ export function speechLength(seconds: number): string {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** Skipped rows a warning names (analyze-data-pipeline lists all). */
+const SKIPPED_SHOWN = 3;
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
 
@@ -37,6 +40,15 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
     `${plural(data.languages.length, 'language')}${languages}; ${plural(skipped.length, 'row')} skipped` +
     (skipped.length > 0 ? ' (`xtts analyze-data-pipeline` lists them with their reasons)' : '');
   const warnings: string[] = [];
+  if (skipped.length > 0) {
+    // The first few where they are, so that a skipped row is seen without running another command.
+    const shown = skipped
+      .slice(0, SKIPPED_SHOWN)
+      .map((r) => `${r.file}:${r.line} (${r.id}): ${r.detail || r.reason}`)
+      .join('; ');
+    const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
+    warnings.push(`${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`);
+  }
   if (validation.length === 0) {
     const { split } = manifest;
     const why =
