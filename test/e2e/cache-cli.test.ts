@@ -82,6 +82,17 @@ test('stats, verify (clean, corrupted, repaired) and clear', async () => {
     assert.match(human.stdout + human.stderr, /damaged.*xtts cache clear --cache/s);
   }
 
+  // A part clear cannot remove (here its -wal is a folder, which even root cannot unlink as a file) is an error naming
+  // it, never reported as removed.
+  const stuck = join(dir, 'stuck.sqlite');
+  writeFileSync(stuck, whole);
+  mkdirSync(`${stuck}-wal`);
+  writeFileSync(join(`${stuck}-wal`, 'x'), 'x');
+  const refused = await runCli(['cache', 'clear', '--cache', stuck, '--json']);
+  assert.equal(refused.json.error?.code, 'CACHE_CLEAR_FAILED', refused.stdout);
+  assert.match(refused.json.error.message, /^cannot remove .*stuck\.sqlite-wal: /);
+  assert.ok(existsSync(`${stuck}-wal`));
+
   const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
   assert.equal(cleared.json.result.existed, true);
   assert.ok(cleared.json.result.removedBytes > 0);

@@ -145,6 +145,13 @@ describe('a run is never lost', () => {
       const past = await human(['--max-steps', '1', '--resume']);
       assert.equal(past.code, 0, describeRun(past));
       assert.match(past.stdout, /the run was at step \d+ already: nothing to train up to --max-steps/);
+      // A value the flag's own parser refuses is a usage error, not INTERNAL.
+      for (const bad of ['-1', '0', 'abc']) {
+        const r = await train(['--output', run, '--max-minutes', bad]);
+        assert.equal(r.code, 2, describeRun(r));
+        assert.equal(r.json.error.code, 'USAGE');
+        assert.equal(r.json.error.message, `--max-minutes must be a positive number of minutes, got "${bad}"`);
+      }
     },
   );
 

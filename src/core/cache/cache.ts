@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { corruptCache, guarded, isCorruptDatabase } from './damage.js';
+import { corruptCache, guarded, isCorruptDatabase, unreadableFolder } from './damage.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
 export const CACHE_SCHEMA_VERSION = 1;
@@ -241,7 +241,8 @@ export class FeatureCache {
       this.db.pragma('cache_size = -65536');
     } catch (e) {
       this.db.close();
-      throw isCorruptDatabase(e) ? corruptCache(path, e) : e;
+      if (isCorruptDatabase(e)) throw corruptCache(path, e);
+      throw /readonly|unable to open/i.test((e as Error).message) ? unreadableFolder(path, e) : e;
     }
     const prep = (sql: string) => guarded(path, this.db.prepare(sql));
     // A read-only cache (producer threads) gets statements that refuse to write, with a clear error.
@@ -563,12 +564,19 @@ export function clearCache(path: string): { removedBytes: number } {
   if (assertCacheOrAbsent(path, 'delete it') === 'absent') return { removedBytes: 0 };
   let removedBytes = 0;
   for (const suffix of ['', '-wal', '-shm']) {
+    const file = path + suffix;
+    const size = statSync(file, { throwIfNoEntry: false })?.size;
+    if (size === undefined) continue;
     try {
-      removedBytes += statSync(path + suffix).size;
-      rmSync(path + suffix);
-    } catch {
-      /* not there */
+      rmSync(file);
+    } catch (e) {
+      // Said, not counted as removed: a cache that is still there must not be reported gone.
+      throw new XttsError('CACHE_CLEAR_FAILED', `cannot remove ${file}: ${(e as Error).message}`, {
+        exitCode: ExitCode.environment,
+        suggestions: [`remove it as a user who may write its folder (${dirname(file)})`],
+      });
     }
+    removedBytes += size;
   }
   return { removedBytes };
 }

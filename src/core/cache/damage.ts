@@ -1,7 +1,9 @@
 // A feature cache whose file is damaged (a disk error, a copy cut short, bytes overwritten): SQLite says so as
 // SQLITE_CORRUPT or SQLITE_NOTADB, on opening or only when a query reaches the damaged page. Either way it is the
 // user's file, not a bug of xtts: CACHE_CORRUPT names it and says what to do. The cache holds only what xtts
-// computes from the data and text, so removing it loses nothing the next run cannot rebuild.
+// computes from the data and text, so removing it loses nothing the next run cannot rebuild. And a cache this user
+// cannot open where it lies (unreadableFolder).
+import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 
@@ -39,4 +41,23 @@ export function guarded(path: string, s: Database.Statement): Database.Statement
     };
   }
   return s;
+}
+
+/**
+ * A cache in a folder this user may not write: SQLite reads a WAL database only where it can make the -shm file
+ * beside it, so even a read-only command cannot open it there.
+ */
+export function unreadableFolder(path: string, e: unknown): XttsError {
+  return new XttsError(
+    'CACHE_OPEN_FAILED',
+    `cannot open the feature cache ${path}: SQLite needs to write its -shm file in ${dirname(path)}, which this user ` +
+      `may not (${(e as Error).message})`,
+    {
+      exitCode: ExitCode.environment,
+      suggestions: [
+        'run as a user who may write that folder, or copy the cache to one you may write and name the copy ' +
+          '(--cache, or pipeline.cache.path)',
+      ],
+    },
+  );
 }

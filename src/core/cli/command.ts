@@ -120,6 +120,14 @@ export function toXttsError(err: unknown): XttsError {
       suggestions: ['see --help for the flags this command takes'],
     });
   }
+  // A flag's own parse function refused its value: oclif rewrites the error's message in place (and sets no exit
+  // code unless configured to): a usage error, said as the parse function said it.
+  const parsing = /^Parsing --(\S+) \n\t([^]*)\nSee more help with --help$/.exec(e?.message ?? '');
+  if (parsing)
+    return new XttsError('USAGE', parsing[2], {
+      exitCode: ExitCode.usage,
+      suggestions: [`see --help for what --${parsing[1]} takes`],
+    });
   // The machine's limits, wherever they surfaced (a write, SQLite): the environment's, not a bug.
   const message = e?.message ?? String(err);
   const where = (e as { path?: string })?.path ? ` (${(e as { path?: string }).path})` : '';
