@@ -460,6 +460,27 @@ describe('presets and extends', () => {
 describe('--set overrides', () => {
   const quickstart = join(repoRoot, 'configs', 'quickstart.yaml');
 
+  test('a value YAML would cut at a comment or fold at a newline is refused, saying how to quote it', () => {
+    for (const [item, why] of [
+      ['pipeline.cache.path=/data/take #2/c.sqlite', '` #` starts a comment'],
+      ['training.max_steps=100 # a note', '` #` starts a comment'],
+      ['pipeline.cache.path=/data/new\nline/c.sqlite', 'a newline folds into a space'],
+    ]) {
+      const { loaded, findings } = loadConfig(quickstart, { set: [item] });
+      assert.equal(loaded, undefined, item);
+      assert.equal(findings[0].ruleId, 'input/bad-override');
+      assert.ok(findings[0].message.includes(why), findings[0].message);
+      assert.match(findings[0].fix ?? '', /^quote the value inside the argument, e.g. --set '/);
+    }
+    // Quoted, the same path is a string with its # (and a # with no space before it is no comment).
+    const quoted = loadConfig(quickstart, { set: ['pipeline.cache.path="/data/take #2/c.sqlite"'] });
+    assert.equal(quoted.loaded?.config.pipeline.cache.path, '/data/take #2/c.sqlite');
+    assert.equal(
+      loadConfig(quickstart, { set: ['pipeline.cache.path=/data/take#2.sqlite'] }).loaded?.config.pipeline.cache.path,
+      '/data/take#2.sqlite',
+    );
+  });
+
   test('a value set on the command line wins over the files, as YAML (3e-4 is a number)', () => {
     const { loaded, findings } = loadConfig(quickstart, {
       set: ['training.learning_rate=3e-4', 'batching.buckets=6', 'text.languages=[en, de]', 'device.model_device=H100'],

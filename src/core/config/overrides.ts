@@ -36,6 +36,23 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
       continue;
     }
     const raw = item.slice(eq + 1);
+    // Outside quotes, YAML takes ` #` as the start of a comment and folds a newline into a space: a path such as
+    // `/data/take #2/c.sqlite` would become `/data/take` (and files would be written there), silently.
+    const unquoted = raw.replace(/"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'/g, '');
+    if (/(^|\s)#|\n/.test(unquoted)) {
+      findings.push(
+        errorFinding(
+          'input/bad-override',
+          `--set ${JSON.stringify(item)}: the value is read as YAML, where ${
+            /\n/.test(unquoted) ? 'a newline folds into a space' : '` #` starts a comment that drops the rest'
+          }`,
+          { file: `--set ${item}` },
+          keyPath,
+          `quote the value inside the argument, e.g. --set '${keyPath}="${raw.replace(/\n/g, '\\n')}"'`,
+        ),
+      );
+      continue;
+    }
     let parsed: unknown;
     try {
       parsed = raw === '' ? '' : parseYamlValue(raw);
