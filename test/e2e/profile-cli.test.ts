@@ -357,13 +357,25 @@ test('without --output the profiled run goes to a temporary folder that is remov
 });
 
 test(
-  'bad input: a folder without a run, an unknown threshold, an unwritable trace ' +
+  'bad input: a folder without a run, an unknown or impossible threshold, an unwritable trace ' +
     'path, too few steps; exit 2 and no stack trace',
   async () => {
     const cases: [string[], RegExp, string][] = [
       [['--run', tmp.mkdir('empty')], /RUN_NOT_FOUND/, 'run.sqlite is missing'],
       [['--run', runs.balanced.runDir, '--threshold', 'inputBound=0.3'], /USAGE/, 'NAME one of inputBoundModerate'],
       [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=lots'], /USAGE/, 'expected NAME=NUMBER'],
+      [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=5'], /USAGE/, 'a share between 0 and 1'],
+      [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=-1'], /USAGE/, 'never negative'],
+      [
+        ['--run', runs.balanced.runDir, '--threshold', 'inputBoundModerate=0.3', '--threshold', 'inputBoundHigh=0.2'],
+        /USAGE/,
+        'inputBoundModerate 0.3 is above inputBoundHigh 0.2',
+      ],
+      [
+        ['--run', runs.balanced.runDir, '--threshold', 'lowMfu=0.1', '--threshold', 'lowMfu=0.3'],
+        /USAGE/,
+        'lowMfu is given twice',
+      ],
       [
         ['--run', runs.balanced.runDir, '--trace', join(tmp.path, 'no', 'such', 'dir', 't.json')],
         /OUTPUT_UNWRITABLE/,

@@ -148,6 +148,14 @@ test('a generic CSV with named columns, quoted fields (a comma and a line break 
     () => buildManifest(dir, dataset({ format: 'csv', metadata: 'nope.csv', columns })),
     (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_MISSING',
   );
+  // A folder where the metadata file should be is called one (not 'not found', beside 'the folder has it').
+  mkdirSync(join(dir, 'folder.csv'), { recursive: true });
+  assert.throws(
+    () => buildManifest(dir, dataset({ format: 'csv', metadata: 'folder.csv', columns })),
+    (e: Error & { code?: string }) =>
+      e.code === 'DATASET_METADATA_MISSING' &&
+      e.message === `${join(dir, 'folder.csv')} is a folder, not a metadata file`,
+  );
   assert.throws(
     () =>
       buildManifest(

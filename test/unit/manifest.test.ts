@@ -44,6 +44,15 @@ test('LJSpeech rows with BOM, CRLF and a header; normalized text preferred', () 
   assert.deepEqual(m.skipped, []);
 });
 
+test('a metadata name that is a folder is refused as one', () => {
+  const dir = makeDataset('A1|x|x\n', ['A1']);
+  mkdirSync(join(dir, 'meta.csv'));
+  assert.throws(() => buildManifest(dir, dataset({ format: 'ljspeech', metadata: 'meta.csv' })), {
+    code: 'DATASET_METADATA_MISSING',
+    message: `${join(dir, 'meta.csv')} is a folder, not a metadata file`,
+  });
+});
+
 test('every manifest-level skip reason is produced, with line and id, and good rows are kept', () => {
   const meta = [
     'G1|good one',

@@ -47,7 +47,23 @@ export function parseThresholds(values: readonly string[]): Partial<Record<keyof
         { exitCode: ExitCode.usage },
       );
     }
-    out[name as keyof typeof THRESHOLDS] = value;
+    const key = name as keyof typeof THRESHOLDS;
+    const usage = (why: string) => new XttsError('USAGE', `--threshold ${t}: ${why}`, { exitCode: ExitCode.usage });
+    if (key in out) throw usage(`${name} is given twice`);
+    if (value < 0) throw usage('a threshold is never negative');
+    // Shares of a step, of memory or of the peak (the defaults below 1 but a coefficient of variation and a rate per
+    // step): a value over 1 is a percentage by mistake.
+    if (THRESHOLDS[key] < 1 && !/Cv$|PerStep$/.test(name) && !(value > 0 && value <= 1))
+      throw usage(`${name} is a share between 0 and 1 (default ${THRESHOLDS[key]}; 0.2 is 20%)`);
+    out[key] = value;
   }
+  const moderate = out.inputBoundModerate ?? THRESHOLDS.inputBoundModerate;
+  const high = out.inputBoundHigh ?? THRESHOLDS.inputBoundHigh;
+  if (moderate > high)
+    throw new XttsError(
+      'USAGE',
+      `--threshold: inputBoundModerate ${moderate} is above inputBoundHigh ${high}; the moderate one is the lower`,
+      { exitCode: ExitCode.usage },
+    );
   return out;
 }

@@ -163,7 +163,8 @@ export function readLibriTts(datasetDir: string): ManifestPart {
 
 function requireFile(file: string, what: string): void {
   if (!existsSync(file) || !statSync(file).isFile()) {
-    throw new XttsError('DATASET_METADATA_MISSING', `metadata file not found: ${file}`, {
+    const found = existsSync(file) ? `${file} is a folder, not a metadata file` : `metadata file not found: ${file}`;
+    throw new XttsError('DATASET_METADATA_MISSING', found, {
       exitCode: ExitCode.usage,
       position: { file },
       suggestions: [`set dataset.metadata to the ${what} (relative to dataset.path)`],

@@ -184,6 +184,11 @@ export function readMetadataFile(
   formatSetting: 'auto' | 'ljspeech' | 'ljspeech_multispeaker' | 'wav_path_speaker_text',
 ): ManifestPart {
   const file = join(datasetDir, metadataName);
+  if (existsSync(file) && statSync(file).isDirectory())
+    throw new XttsError('DATASET_METADATA_MISSING', `${file} is a folder, not a metadata file`, {
+      position: { file },
+      suggestions: ['set dataset.metadata to the metadata file inside the dataset folder (e.g. metadata.csv)'],
+    });
   if (!existsSync(file) || !statSync(file).isFile()) {
     const here = existsSync(datasetDir)
       ? readdirSync(datasetDir)

@@ -36,8 +36,18 @@ export interface TableOptions {
 }
 
 /** A compact table: a bold header row, light borders, numbers right-aligned. */
+/**
+ * Characters of one unbroken word (an id, a path) a table cell shows at most: a 6,000-character row id made
+ * 18,000-character lines. Prose wraps and is kept whole; --json keeps everything.
+ */
+const MAX_WORD = 240;
+
+function clipCell(c: string | number): string {
+  return String(c).replace(new RegExp(`[^\\s\u001b]{${MAX_WORD + 1},}`, 'g'), (w) => `${w.slice(0, MAX_WORD - 1)}…`);
+}
+
 export function renderTable(header: string[], rows: (string | number)[][], options: TableOptions = {}): string {
-  const data = [header.map((h) => chalk.bold(h)), ...rows.map((r) => r.map((c) => String(c)))];
+  const data = [header.map((h) => chalk.bold(h)), ...rows.map((r) => r.map(clipCell))];
   const columns: Record<number, { alignment?: 'right' | 'left'; width?: number; wrapWord?: boolean }> = {};
   for (const i of options.right ?? []) columns[i] = { alignment: 'right' };
   for (const [i, w] of Object.entries(options.widths ?? {}))

@@ -238,8 +238,8 @@ function readState(dir: string, kind: CheckpointKind, schema: TSchema): unknown 
         position: { file },
         suggestions: [
           found === 'vocoder'
-            ? 'pass a vocoder run with --vocoder, and the acoustic run with --checkpoint'
-            : 'pass the acoustic run with --checkpoint, and a vocoder run (task: vocoder) with --vocoder',
+            ? 'pass a vocoder run (task: vocoder) with --vocoder, and an acoustic run where an acoustic model is meant'
+            : 'pass a vocoder run (task: vocoder) with --vocoder: an acoustic run makes mels, a vocoder makes audio',
         ],
       },
     );
