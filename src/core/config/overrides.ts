@@ -4,6 +4,7 @@ import { FORBIDDEN_KEYS } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { isPlainObject } from './extends.js';
 import { errorFinding, type Finding } from './findings.js';
+import { shellQuote } from '../util/index.js';
 
 function forbiddenKeyIn(value: unknown, depth = 0): string | undefined {
   if (depth > 64 || value === null || typeof value !== 'object') return undefined;
@@ -48,7 +49,8 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
           }`,
           { file: `--set ${item}` },
           keyPath,
-          `quote the value inside the argument, e.g. --set '${keyPath}="${raw.replace(/\n/g, '\\n')}"'`,
+          // A JSON string is a YAML double-quoted scalar (its escapes included), shell-quoted as one argument.
+          `quote the value inside the argument, e.g. --set ${shellQuote(`${keyPath}=${JSON.stringify(raw)}`)}`,
         ),
       );
       continue;
