@@ -4,6 +4,7 @@
 // and early stopping then have nothing to measure).
 import type { MetadataFormat } from './manifest.js';
 import type { PreparedDataset, PreparedItem } from './prepare.js';
+import { plural } from '../util/index.js';
 
 const LAYOUTS: Record<MetadataFormat, string> = {
   ljspeech: 'LJSpeech metadata (id|text|normalized text)',
@@ -25,7 +26,6 @@ export function speechLength(seconds: number): string {
 /** Skipped rows a warning names (analyze-data-pipeline lists all). */
 const SKIPPED_SHOWN = 3;
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
 
 /** The dataset line, and the warnings a person should read before training on it. */

@@ -41,9 +41,10 @@ export interface TableOptions {
  * 18,000-character lines. Prose wraps and is kept whole; --json keeps everything.
  */
 const MAX_WORD = 240;
+const LONG_WORD = new RegExp(`[^\\s\u001b]{${MAX_WORD + 1},}`, 'g');
 
 function clipCell(c: string | number): string {
-  return String(c).replace(new RegExp(`[^\\s\u001b]{${MAX_WORD + 1},}`, 'g'), (w) => `${w.slice(0, MAX_WORD - 1)}…`);
+  return String(c).replace(LONG_WORD, (w) => `${w.slice(0, MAX_WORD - 1)}…`);
 }
 
 export function renderTable(header: string[], rows: (string | number)[][], options: TableOptions = {}): string {

@@ -102,10 +102,13 @@ async function trainSteps(p: RunParts, o: TrainOptions, nonFiniteLimit: number):
     // A stop that arrived while the last step computed (a CPU backend's step holds the thread): its signal is
     // handled in the event loop's poll phase, which the first yield (scheduled from a microtask) may not pass
     // through; after a second one it has, and no further step is issued.
-    await new Promise((resolve) => setImmediate(resolve));
-    if (o.control?.stop && queue.length === 0) {
-      state.stoppedBy = 'interrupted';
-      return;
+    // (Only where nothing is pending: pipelined steps are settled first, and stop at the end of the iteration.)
+    if (queue.length === 0) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (o.control?.stop) {
+        state.stoppedBy = 'interrupted';
+        return;
+      }
     }
     const timer = new SpanTimer();
     const issued = await issuer.issue(state.step, timer);

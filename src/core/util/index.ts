@@ -15,5 +15,5 @@ export {
 } from './output.js';
 export { openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';
-export { didYouMean, shellQuote } from './strings.js';
+export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';

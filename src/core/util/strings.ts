@@ -44,3 +44,8 @@ export function didYouMean(input: string, candidates: readonly string[]): string
 export function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
 }
+
+/** "1 row", "3 rows" (`many` where the plural is not `one` + s). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

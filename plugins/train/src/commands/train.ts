@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { datasetFlag, ExitCode, setFlag, shellQuote, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, plural, setFlag, shellQuote, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { etaText, paint, ProgressLine } from '@xtts/core/render';
@@ -13,8 +13,6 @@ const SIGNAL_EXIT: Record<StopSignal, number> = {
   SIGTERM: ExitCode.terminated,
   SIGHUP: ExitCode.hangup,
 };
-
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 
 /** How a run ended, for its summary line. */
 const STOPPED: Record<TrainResult['stoppedBy'], string> = {

@@ -145,10 +145,11 @@ export function readAudioFile(path: string, where = path): Buffer {
           { suggestions: ['split long recordings into sentence-length clips'] },
         );
     }
+    // From the open file (its position is still 0: the header was read at a position), not opened again.
+    return readFileSync(fd);
   } finally {
     closeSync(fd);
   }
-  return readFileSync(path);
 }
 
 /** processClip for any format xtts reads (WAV, FLAC, MP3, Ogg Vorbis or Opus): see decode.ts. */
