@@ -62,6 +62,11 @@ export default class ValidateGpuOptimization extends XttsCommand<ValidationRepor
   protected async execute(): Promise<ValidationReport> {
     const { flags } = await this.parse(ValidateGpuOptimization);
     this.format = flags.format;
+    if (flags.format === 'sarif' && this.jsonEnabled())
+      throw new XttsError('USAGE', '--json and --format sarif each choose what is printed: pass one of them', {
+        exitCode: ExitCode.usage,
+        suggestions: ['--format sarif for code-scanning tools, --json for the xtts envelope'],
+      });
     return validateConfigFile(flags.config, {
       set: flags.set,
       environment: flags.environment,
