@@ -126,6 +126,22 @@ describe('a run is never lost', () => {
     },
   );
 
+  test('a run refused over its data leaves no folder behind: not the run folder, not the folders made for it', async () => {
+    const empty = join(dir, 'no-rows');
+    mkdirSync(empty, { recursive: true });
+    writeFileSync(join(empty, 'metadata.csv'), 'a|missing audio|missing audio\n');
+    const out = join(dir, 'refused', 'deep', 'run');
+    const r = await train(['--dataset', empty, '--output', out, '--max-steps', '2']);
+    assert.equal(r.code, 2, describeRun(r));
+    assert.equal(r.json.error.code, 'DATASET_EMPTY');
+    assert.equal(existsSync(join(dir, 'refused')), false, 'the folders made for the refused run were left');
+    // A folder the user made stays, empty as it was.
+    mkdirSync(out, { recursive: true });
+    const again = await train(['--dataset', empty, '--output', out, '--max-steps', '2']);
+    assert.equal(again.json.error.code, 'DATASET_EMPTY', describeRun(again));
+    assert.deepEqual(readdirSync(out), []);
+  });
+
   test(
     'a run stopped by its time limit prints its last checkpoint and the command to continue; a resume past ' +
       '--max-steps says it has nothing to train',

@@ -5,7 +5,7 @@
 // that holds anything else (a user's files, `/`, `/etc`, a foreign run.sqlite) is refused with what
 // was found there, before anything is written to it.
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
@@ -236,9 +236,11 @@ export function runFolderForDataset(configOutputDir: string, datasetDir: string)
 /**
  * Takes `runDir` for a run: checked before the lock (which writes into the folder) and again under
  * it (another run may have begun meanwhile); a run that only began (a marker, nothing else) starts
- * over, as itself with --resume, as a new run without. The run's id, and release() for the lock.
+ * over, as itself with --resume, as a new run without. The run's id, release() for the lock, and abandon() for a run
+ * refused before it recorded anything: the lock released, and the marker and the folders made for it removed, so that
+ * a mistake leaves no folder behind.
  */
-export function openRunFolder(runDir: string, resume: boolean): { runId: string; release(): void } {
+export function openRunFolder(runDir: string, resume: boolean): { runId: string; release(): void; abandon(): void } {
   const nothingToResume = () =>
     new XttsError('RESUME_NOTHING', `--resume: no run in ${runDir}`, {
       exitCode: ExitCode.usage,
@@ -251,7 +253,18 @@ export function openRunFolder(runDir: string, resume: boolean): { runId: string;
     if (found.kind === 'new' && resume) throw nothingToResume();
     const runId = found.kind === 'run' || (found.kind === 'begun' && resume) ? found.runId : newRunId();
     if (found.kind !== 'run') writeRunMarker(runDir, runId);
-    return { runId, release: () => lock.release() };
+    const abandon = () => {
+      lock.release();
+      if (found.kind === 'run' || found.kind === 'legacy') return;
+      try {
+        if (inspectRunFolder(runDir).kind !== 'begun') return;
+        rmSync(join(runDir, RUN_MARKER), { force: true });
+        for (const folder of [...lock.made].reverse()) rmdirSync(folder);
+      } catch {
+        // A folder something else wrote into meanwhile stays, with what is in it.
+      }
+    };
+    return { runId, release: () => lock.release(), abandon };
   } catch (e) {
     lock.release();
     throw e;

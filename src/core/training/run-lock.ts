@@ -68,16 +68,20 @@ function unwritable(runDir: string, e: unknown): XttsError {
   });
 }
 
-/** Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. */
-export function lockRunFolder(runDir: string): { release(): void } {
+/**
+ * Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. `made`:
+ * the folders it created for it, the outermost first.
+ */
+export function lockRunFolder(runDir: string): { release(): void; made: string[] } {
   if (runDir.trim() === '') {
     throw new XttsError('OUTPUT_UNWRITABLE', 'the run folder is empty', {
       exitCode: ExitCode.usage,
       suggestions: ['name a folder with --output (or output.dir)'],
     });
   }
+  let made: string[];
   try {
-    makeFolders(runDir);
+    made = makeFolders(runDir);
     if (!statSync(runDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
   } catch (e) {
     throw unwritable(runDir, e);
@@ -138,6 +142,7 @@ export function lockRunFolder(runDir: string): { release(): void } {
         process.off('exit', release);
         release();
       },
+      made,
     };
   }
   throw new XttsError('RUN_FOLDER_IN_USE', `the run folder ${runDir} is being taken by another xtts run`, {

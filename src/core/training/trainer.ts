@@ -43,7 +43,10 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
   return inRunFolder(o, (runDir, runId) => trainInFolder(o, runDir, runId));
 }
 
-/** Lints the config, opens (and locks) the run folder, runs `body` in it, releases it. */
+/**
+ * Lints the config, opens (and locks) the run folder, runs `body` in it, releases it; a run refused before it recorded
+ * anything leaves no folder behind.
+ */
 async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: string) => Promise<R>): Promise<R> {
   // What would fail later or train something other than asked stops here, before any work.
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter(
@@ -54,11 +57,15 @@ async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: str
     o.outputDir ??
     (o.datasetDir !== undefined ? runFolderForDataset(o.loaded.outputDir, o.datasetDir) : o.loaded.outputDir);
   const folder = openRunFolder(runDir, o.resume === true);
+  let result: R;
   try {
-    return await body(runDir, folder.runId);
-  } finally {
-    folder.release();
+    result = await body(runDir, folder.runId);
+  } catch (e) {
+    folder.abandon();
+    throw e;
   }
+  folder.release();
+  return result;
 }
 
 async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Promise<TrainResult> {

@@ -24,9 +24,10 @@ import { ExitCode, XttsError } from '../errors.js';
 /**
  * mkdir -p: `path` and the folders above it that are missing, one level at a time. Node's own recursive mkdir loops
  * for ever, at full CPU and deaf to SIGTERM, under a folder that refuses new entries with ENOENT (/proc): here that
- * is an EACCES error naming the folder. Errors carry Node's codes (ENOTDIR where a file stands in the way).
+ * is an EACCES error naming the folder. Errors carry Node's codes (ENOTDIR where a file stands in the way). Returns the
+ * folders it made, the outermost first.
  */
-export function makeFolders(path: string): void {
+export function makeFolders(path: string): string[] {
   const missing: string[] = [];
   let at = resolve(path);
   for (;;) {
@@ -40,9 +41,11 @@ export function makeFolders(path: string): void {
     if (up === at) break;
     at = up;
   }
+  const made: string[] = [];
   for (const folder of missing.reverse()) {
     try {
       mkdirSync(folder);
+      made.push(folder);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EEXIST' && statSync(folder).isDirectory()) continue; // made meanwhile
@@ -51,6 +54,7 @@ export function makeFolders(path: string): void {
       throw e;
     }
   }
+  return made;
 }
 
 /** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */
