@@ -133,7 +133,7 @@ test('a generic CSV with named columns, quoted fields (a comma and a line break 
       m.train.map((r) => [r.id, r.speaker, r.text, r.line]),
       [
         ['audio/a', 'anna', 'Hello, world.', 2],
-        ['audio/b', 'ben', 'Two\nlines', 4],
+        ['audio/b', 'ben', 'Two\nlines', 3], // named where the row starts
       ],
     );
     assert.deepEqual(
@@ -144,6 +144,19 @@ test('a generic CSV with named columns, quoted fields (a comma and a line break 
       ],
     );
   }
+  // A quote opened and never closed is named on the row where it opens, not at the end of the file.
+  writeFileSync(
+    join(dir, 'unclosed.csv'),
+    'transcript,who,file\nFine.,anna,audio/a.wav\n"Two\nlines",ben,audio/b.wav\n"Never closed,carl,audio/a.wav\n' +
+      'More.,anna,audio/a.wav\nAnd more.,ben,audio/b.wav\n',
+  );
+  assert.throws(
+    () => buildManifest(dir, dataset({ format: 'csv', metadata: 'unclosed.csv', columns })),
+    (e: Error & { code?: string; position?: { line?: number } }) =>
+      e.code === 'DATASET_CSV' &&
+      e.position?.line === 5 &&
+      e.message.startsWith(`${join(dir, 'unclosed.csv')}:5: the row starting here opens a quoted field`),
+  );
   assert.throws(
     () => buildManifest(dir, dataset({ format: 'csv', metadata: 'nope.csv', columns })),
     (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_MISSING',

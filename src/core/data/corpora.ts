@@ -274,7 +274,9 @@ export function readCsv(
     .map((d) => ({ d, n: headerLine.split(d).length }))
     .sort((a, b) => b.n - a.n)[0].d;
   let records: string[][];
-  let info: { lines: number }[];
+  // Each record's first line: a quoted field may run over several lines, and a row is named where it starts.
+  let startLines: number[];
+  let parsedTo = 0;
   try {
     const parsed = parse(lines.map((l, i) => (notUtf8.has(i) ? '' : l)).join('\n'), {
       delimiter,
@@ -282,14 +284,25 @@ export function readCsv(
       skip_empty_lines: false,
       info: true,
       bom: true,
+      on_record: (record: unknown, context: { lines: number }) => {
+        parsedTo = context.lines;
+        return record;
+      },
     }) as unknown as { record: string[]; info: { lines: number } }[];
     records = parsed.map((p) => p.record);
-    info = parsed.map((p) => p.info);
+    startLines = parsed.map((_, r) => (r === 0 ? 1 : parsed[r - 1].info.lines + 1));
   } catch (e) {
-    const err = e as Error & { lines?: number };
-    throw new XttsError('DATASET_CSV', `${file}${err.lines ? `:${err.lines}` : ''}: ${err.message}`, {
+    const err = e as Error & { lines?: number; code?: string };
+    // An unclosed quote is found only at the end of the file: name the row where it opens.
+    const unclosed = err.code === 'CSV_QUOTE_NOT_CLOSED';
+    const line = unclosed ? parsedTo + 1 : err.lines;
+    const message = unclosed
+      ? `the row starting here opens a quoted field (") that no later quote closes, so the rest of the file ` +
+        `(to line ${err.lines ?? lines.length}) was read as that one field`
+      : err.message;
+    throw new XttsError('DATASET_CSV', `${file}${line ? `:${line}` : ''}: ${message}`, {
       exitCode: ExitCode.usage,
-      position: { file, line: err.lines },
+      position: { file, line },
       suggestions: ['a field with the delimiter, a quote or a line break must be in double quotes, its quotes doubled'],
     });
   }
@@ -328,7 +341,7 @@ export function readCsv(
   const skipped = skipNotUtf8(file, notUtf8, delimiter, index.audio);
   for (let r = 1; r < records.length; r++) {
     const cells = records[r];
-    const line = info[r].lines;
+    const line = startLines[r];
     if (cells.length === 1 && cells[0].trim() === '') continue;
     const path = cells[index.audio]?.trim() ?? '';
     const id = path.replace(/\.[A-Za-z0-9]+$/, '');
