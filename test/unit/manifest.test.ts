@@ -105,6 +105,40 @@ test('multi-speaker formats: id|text|normalized|speaker and wav_path|speaker|tex
   assert.equal(detectFormat(['x|y']), 'ljspeech');
 });
 
+test('speaker names are one voice however typed; an empty speaker is skipped where others are named', () => {
+  // "Zoë" composed and decomposed, with a zero-width space, a BOM and a no-break space: one speaker.
+  const composed = 'Zo\u00eb Smith';
+  const decomposed = 'Zoe\u0308 Smith';
+  const d = makeDataset(
+    `a|x|y|${composed}\nb|x|y|${decomposed}\nc|x|y|Zo\u00eb\u200b Smith\nd|x|y|\ufeffZo\u00eb\u00a0 Smith \n` +
+      'e|x|y|\nf|x|y|bob\n',
+    ['a', 'b', 'c', 'd', 'e', 'f'],
+  );
+  const m = buildManifest(d, dataset());
+  assert.deepEqual(
+    m.train.map((r) => [r.id, r.speaker]),
+    [
+      ['a', composed],
+      ['b', composed],
+      ['c', composed],
+      ['d', composed],
+      ['f', 'bob'],
+    ],
+  );
+  assert.deepEqual(
+    m.skipped.map((r) => [r.line, r.id, r.reason]),
+    [[5, 'e', 'no_speaker']],
+  );
+  assert.match(m.skipped[0].detail, /speaker column is empty; other rows name their speaker \(line 1: "Zoë Smith"\)/);
+  // No row names a speaker: one voice, "default", and nothing skipped.
+  const none = buildManifest(makeDataset('a|x|y| \nb|x|y|\n', ['a', 'b']), dataset());
+  assert.deepEqual(
+    none.train.map((r) => r.speaker),
+    ['default', 'default'],
+  );
+  assert.equal(none.skipped.length, 0);
+});
+
 test('the seeded split is stable: adding rows never moves existing ones', () => {
   const ids = Array.from({ length: 400 }, (_, i) => `U${i}`);
   const before = ids.filter((id) => inValidationSplit(id, 7, 0.1));

@@ -62,6 +62,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
     'empty| | |alice|en',
     '../../outside|x|Escapes the root.|alice|en',
     'only|two',
+    'nobody|x|Whose voice is this?||en',
   ];
   // A float WAV with one NaN sample, and one line in Latin-1 among UTF-8 lines.
   const nan = tone(0.8, 22050);
@@ -92,6 +93,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
     only: 'malformed_row',
     nan: 'unreadable_audio',
     latin: 'not_utf8',
+    nobody: 'no_speaker',
   });
   assert.match(p.skipped.find((s) => s.id === 'nan')!.detail, /sample 100 .* is NaN/);
   const covered = new Set(p.skipped.map((s) => s.reason));

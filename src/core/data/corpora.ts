@@ -253,7 +253,7 @@ export function readCommonVoice(datasetDir: string, metadataName: string, readLi
       line: i + 1,
       audioPath: resolve(datasetDir, 'clips', path),
       text,
-      speaker: (cSpeaker >= 0 && cells[cSpeaker].trim()) || 'default',
+      speaker: cSpeaker >= 0 ? cells[cSpeaker] : '',
       language,
     });
   }
@@ -284,7 +284,7 @@ export function readCsv(
       skip_empty_lines: false,
       info: true,
       bom: true,
-      on_record: (record: unknown, context: { lines: number }) => {
+      on_record: (record: string[], context: { lines: number }) => {
         parsedTo = context.lines;
         return record;
       },
@@ -366,7 +366,7 @@ export function readCsv(
       line,
       audioPath: resolve(datasetDir, path),
       text,
-      speaker: (index.speaker >= 0 && cells[index.speaker].trim()) || 'default',
+      speaker: index.speaker >= 0 ? cells[index.speaker] : '',
       language: index.language >= 0 ? cells[index.language].trim() || undefined : undefined,
     });
   }

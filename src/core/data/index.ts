@@ -3,6 +3,7 @@
 export {
   buildManifest,
   SKIP_REASONS,
+  speakerName,
   type Manifest,
   type ManifestRow,
   readLines,

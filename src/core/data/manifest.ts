@@ -35,7 +35,54 @@ export const SKIP_REASONS = {
   duplicate_id: 'another row above has the same id',
   path_escapes_root: 'the audio path points outside the dataset folder',
   unknown_language: "the row's language is not in text.languages",
+  no_speaker: 'the speaker column is empty where the other rows name their speaker',
 } as const;
+
+/** The speaker of every row of a dataset that names none (a single-speaker layout, or an empty speaker column). */
+export const DEFAULT_SPEAKER = 'default';
+
+/** Characters that never tell two names apart: zero-width space, word joiner, BOM, soft hyphen, bidi controls. */
+const INVISIBLE = /[\u00AD\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/g;
+
+/**
+ * A speaker's name as one voice, however it was typed: Unicode NFC ("Zoë" composed or not), the invisible characters
+ * dropped, every run of spaces (no-break ones too) one space, none at the ends.
+ */
+export function speakerName(raw: string): string {
+  return raw.normalize('NFC').replace(INVISIBLE, '').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Every row's speaker as one name (speakerName); where no row names one, all are DEFAULT_SPEAKER; where some do, a row
+ * with an empty speaker is skipped (no_speaker) rather than merged into a made-up voice.
+ */
+function settleSpeakers(parts: readonly ManifestPart[]): void {
+  let example: ManifestRow | undefined;
+  for (const part of parts)
+    for (const row of part.rows) {
+      row.speaker = speakerName(row.speaker);
+      if (row.speaker !== '') example ??= row;
+    }
+  for (const part of parts) {
+    if (!example) {
+      for (const row of part.rows) row.speaker = DEFAULT_SPEAKER;
+      continue;
+    }
+    part.rows = part.rows.filter((row) => {
+      if (row.speaker !== '') return true;
+      part.skipped.push({
+        file: row.file,
+        line: row.line,
+        id: row.id,
+        reason: 'no_speaker',
+        detail:
+          `the speaker column is empty; other rows name their speaker (line ${example!.line}: ` +
+          `${JSON.stringify(example!.speaker)}): write whose voice this is`,
+      });
+      return false;
+    });
+  }
+}
 export type SkipReason = keyof typeof SKIP_REASONS;
 
 export interface SkippedRow {
@@ -56,6 +103,7 @@ export interface ManifestRow {
   audioPath: string;
   /** The text to speak: the normalized column when the format has one, else the text column. */
   text: string;
+  /** Whose voice: speakerName of the metadata's, DEFAULT_SPEAKER where the dataset names none. */
   speaker: string;
   /** Language from the metadata or file name; undefined means "decide later" (fixed or detected). */
   language?: string;
@@ -252,13 +300,13 @@ export function readMetadataFile(
     let id: string;
     let audioPath: string;
     let rowText: string;
-    let speaker = 'default';
+    let speaker = '';
     let language: string | undefined;
     if (format === 'wav_path_speaker_text') {
       const [path, spk, txt, lang] = cells;
       id = path.trim().replace(/\.wav$/i, '');
       audioPath = resolve(datasetDir, path.trim());
-      speaker = spk.trim() || 'default';
+      speaker = spk;
       rowText = txt;
       language = lang?.trim() || undefined;
     } else {
@@ -273,7 +321,7 @@ export function readMetadataFile(
             ? cells[2]
             : cells[1];
       if (format === 'ljspeech_multispeaker') {
-        speaker = cells[3].trim() || 'default';
+        speaker = cells[3];
         language = cells[4]?.trim() || undefined;
       }
     }
@@ -529,10 +577,12 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
     }
     const valPart = readPart(datasetDir, dataset, dataset.validation_metadata);
     parts.push(valPart);
+    settleSpeakers(parts);
     dedupeAndCheckAudio(datasetDir, parts, dataset.follow_symlinks);
     validation = valPart.rows;
     split = { source: 'file' };
   } else {
+    settleSpeakers(parts);
     dedupeAndCheckAudio(datasetDir, parts, dataset.follow_symlinks);
     validation = trainPart.rows.filter((r) => inValidationSplit(r.id, dataset.split_seed, dataset.validation_fraction));
     const valIds = new Set(validation.map((r) => r.id));

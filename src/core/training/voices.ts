@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { processAudioFile, readAudioFile } from '../data/index.js';
+import { processAudioFile, readAudioFile, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
@@ -101,9 +101,11 @@ export function trainedVoices(voices: readonly NamedArray[] | undefined): Map<st
   return out;
 }
 
-/** The voice of trained speaker `name`; refuses an unknown name with the names there are. */
+/** The voice of trained speaker `name` (as speakerName reads it); refuses an unknown name with the names there are. */
 export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Array>, name: string): Float32Array {
-  const voice = voices.get(name);
+  // As the dataset's names were read: composed or not, with invisible characters or doubled spaces, one name.
+  const wanted = speakerName(name);
+  const voice = voices.get(name) ?? [...voices].find(([k]) => speakerName(k) === wanted)?.[1];
   if (voice) return voice;
   if (voices.size === 0)
     throw new XttsError(
@@ -173,7 +175,8 @@ export function encodeVoiceFile(latents: Float32Array, info: VoiceFileInfo): Uin
 
 /**
  * A voice file for a model of `config`: refused when it is not one, or its shape is another model's;
- * a voice computed by another run is a warning (the latents mean what that run's encoder meant).
+ * a voice not known to be of this run (another run's, or either run unknown) is a warning (the latents mean what that
+ * run's encoder meant).
  */
 export function readVoiceFile(
   file: string,
@@ -216,9 +219,15 @@ export function readVoiceFile(
         `${latents}×${dModel}`,
       'compute the voice with this checkpoint: `xtts voices --checkpoint DIR --reference CLIP --out FILE`',
     );
+  // A voice is what one run's conditioning encoder made of the clips: only that run's checkpoints read it as meant.
   const warning =
-    info.runId !== undefined && runId !== undefined && info.runId !== runId
-      ? `--voice ${file} was computed by another run (${info.checkpoint}); its voice may not carry over`
-      : undefined;
+    info.runId !== undefined && runId !== undefined && info.runId === runId
+      ? undefined
+      : `--voice ${file} was computed by ` +
+        (info.runId === undefined || runId === undefined
+          ? `${info.checkpoint}, and it cannot be told whether that is this model's run`
+          : `another run (${info.checkpoint})`) +
+        '; its voice may not carry over: `xtts voices --checkpoint DIR --reference CLIP --out FILE` computes it ' +
+        'with this model';
   return { latents: voice.data, info, warning };
 }
