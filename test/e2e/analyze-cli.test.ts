@@ -246,6 +246,21 @@ test('a missing dataset and a bad flag are clear errors without stack traces', a
   const bad = await runCli(['analyze-data-pipeline', '--config', config, '--step-ms', 'fast']);
   assert.equal(bad.code, 2);
   assert.ok(!hasStackTrace(bad.stdout + bad.stderr));
+  // A config `train` refuses over its texts or features is refused here too, before any timing, naming the key.
+  const { config: good } = dataset();
+  const german = await runCli([
+    'analyze-data-pipeline',
+    '--config',
+    good,
+    '--set',
+    'text.languages=[en, de]',
+    '--json',
+  ]);
+  assert.equal(german.code, 2);
+  assert.equal(german.json.error.code, 'CONFIG_INVALID');
+  assert.match(german.json.error.message, /english cleaner does not read de/);
+  const trained = await runCli(['train', '--config', good, '--set', 'text.languages=[en, de]', '--json']);
+  assert.equal(trained.json.error.code, 'CONFIG_INVALID', 'train refuses it the same way');
 });
 
 test('the utility binary runs the same command', async () => {

@@ -17,6 +17,7 @@ export {
   lintConfig,
   RULES,
   TRAIN_BLOCKING_RULES,
+  DATA_BLOCKING_RULES,
   effectiveWorkers,
   FP16_TRAINING_BACKENDS,
   type Rule,

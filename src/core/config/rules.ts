@@ -76,6 +76,17 @@ export const TRAIN_BLOCKING_RULES = [
   'vocoder/shape',
 ] as const;
 
+/**
+ * The blocking rules about what the data pipeline reads and computes (texts, features, reference windows):
+ * `analyze-data-pipeline` refuses a config with their errors as `train` does, rather than time a pipeline no run
+ * would use.
+ */
+export const DATA_BLOCKING_RULES = [
+  'audio/consistency',
+  'text/languages',
+  'batching/reference-frames',
+] as const satisfies readonly (typeof TRAIN_BLOCKING_RULES)[number][];
+
 export function lintConfig(loaded: LoadedConfig, options: LintOptions = {}): Finding[] {
   const useEnv = options.environment !== false;
   const ctx: RuleContext = { loaded, config: loaded.config, host: useEnv ? hostInventory() : undefined };

@@ -7,7 +7,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../cache/index.js';
 import type { LoadedConfig, XttsConfig } from '../config/index.js';
-import { effectiveWorkers } from '../config/index.js';
+import { configInvalid, DATA_BLOCKING_RULES, effectiveWorkers, lintConfig } from '../config/index.js';
 import { gradeInputWait, THRESHOLDS } from '../config/index.js';
 import { summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
@@ -91,6 +91,10 @@ export const DEFAULT_STEP_MS = 100;
 type RingLoaderOptions = Omit<LoaderOptions, 'depth' | 'producers' | 'maxBatches'>;
 
 export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOptions = {}): Promise<PipelineAnalysis> {
+  const blockers = lintConfig(loaded, { environment: false, only: DATA_BLOCKING_RULES }).filter(
+    (f) => f.severity === 'error',
+  );
+  if (blockers.length) throw configInvalid(loaded.file, blockers, loaded.set);
   const config = loaded.config;
   const datasetDir = options.datasetDir ?? loaded.datasetDir;
   const { manifest, stage: manifestStage } = timeManifest(datasetDir, config);
