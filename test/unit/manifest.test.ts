@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { buildManifest, detectFormat, inValidationSplit } from '../../src/core/data/manifest.js';
 import type { DatasetConfig } from '../../src/core/config/schema.js';
@@ -261,5 +261,46 @@ test(
     }
     const followed = buildManifest(dir, dataset({ follow_symlinks: true }));
     assert.deepEqual(followed.train.map((r) => r.id).sort(), ['G1', 'IN', 'OUT', 'linked/UP']);
+  },
+);
+
+test(
+  'a metadata file linked from outside the dataset folder is refused unless dataset.follow_symlinks; a name the ' +
+    'config points outside with, and a link inside the folder, are read',
+  () => {
+    const dir = makeDataset('', ['G1']);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'xtts-elsewhere-'));
+    writeFileSync(join(elsewhere, 'secret.txt'), 'G1|not for a report\n');
+    rmSync(join(dir, 'metadata.csv'));
+    symlinkSync(join(elsewhere, 'secret.txt'), join(dir, 'metadata.csv'));
+    assert.throws(
+      () => buildManifest(dir, dataset()),
+      (e: Error & { code?: string }) =>
+        e.code === 'DATASET_METADATA_LINKED' && e.message.includes(`to ${join(elsewhere, 'secret.txt')}, outside`),
+    );
+    for (const format of ['csv', 'common_voice', 'ljspeech'] as const)
+      assert.throws(
+        () => buildManifest(dir, dataset({ format })),
+        (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_LINKED',
+        format,
+      );
+    assert.deepEqual(
+      buildManifest(dir, dataset({ follow_symlinks: true })).train.map((r) => r.id),
+      ['G1'],
+    );
+    const inside = makeDataset('', ['G1']);
+    writeFileSync(join(inside, 'real.csv'), 'G1|linked inside\n');
+    rmSync(join(inside, 'metadata.csv'));
+    symlinkSync('real.csv', join(inside, 'metadata.csv'));
+    assert.deepEqual(
+      buildManifest(inside, dataset()).train.map((r) => r.text),
+      ['linked inside'],
+    );
+    // The config's own path out of the folder is the user's choice.
+    const byName = buildManifest(dir, dataset({ metadata: relative(dir, join(elsewhere, 'secret.txt')) }));
+    assert.deepEqual(
+      byName.train.map((r) => r.id),
+      ['G1'],
+    );
   },
 );

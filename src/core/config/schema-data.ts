@@ -78,9 +78,9 @@ export const DatasetSchema = Section(
     follow_symlinks: Type.Boolean({
       default: false,
       description:
-        'Read audio files that are symbolic links (or lie under one) pointing outside ' +
-        '`path`. Off: such rows are skipped as path_escapes_root, so a dataset cannot ' +
-        'make xtts read files elsewhere on the machine.',
+        'Read audio and metadata files that are symbolic links (or lie under one) pointing outside ' +
+        '`path`. Off: such rows are skipped as path_escapes_root and such a metadata file is refused, so a ' +
+        'dataset cannot make xtts read files elsewhere on the machine.',
     }),
     language: Type.String({
       pattern: '^[a-z]{2,3}(-[A-Za-z0-9]+)?$',

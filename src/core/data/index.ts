@@ -3,7 +3,6 @@
 export {
   buildManifest,
   SKIP_REASONS,
-  speakerName,
   type Manifest,
   type ManifestRow,
   readLines,
@@ -29,6 +28,7 @@ export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, melSettingsDiffer, 
 export { processAudioFile, readAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';
+export { speakerName } from './speakers.js';
 export { CLEANER_LANGUAGES, cleanerClaims, cleanText } from './text/cleaners.js';
 export { isKnownLanguage } from './text/language.js';
 export { espeakLanguages, espeakVoice, Phonemizer } from './text/phonemizer.js';

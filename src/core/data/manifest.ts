@@ -19,6 +19,7 @@ import {
   readVctk,
 } from './corpora.js';
 import type { DatasetConfig } from '../config/index.js';
+import { settleSpeakers } from './speakers.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
@@ -37,52 +38,6 @@ export const SKIP_REASONS = {
   unknown_language: "the row's language is not in text.languages",
   no_speaker: 'the speaker column is empty where the other rows name their speaker',
 } as const;
-
-/** The speaker of every row of a dataset that names none (a single-speaker layout, or an empty speaker column). */
-export const DEFAULT_SPEAKER = 'default';
-
-/** Characters that never tell two names apart: zero-width space, word joiner, BOM, soft hyphen, bidi controls. */
-const INVISIBLE = /[\u00AD\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/g;
-
-/**
- * A speaker's name as one voice, however it was typed: Unicode NFC ("Zoë" composed or not), the invisible characters
- * dropped, every run of spaces (no-break ones too) one space, none at the ends.
- */
-export function speakerName(raw: string): string {
-  return raw.normalize('NFC').replace(INVISIBLE, '').replace(/\s+/g, ' ').trim();
-}
-
-/**
- * Every row's speaker as one name (speakerName); where no row names one, all are DEFAULT_SPEAKER; where some do, a row
- * with an empty speaker is skipped (no_speaker) rather than merged into a made-up voice.
- */
-function settleSpeakers(parts: readonly ManifestPart[]): void {
-  let example: ManifestRow | undefined;
-  for (const part of parts)
-    for (const row of part.rows) {
-      row.speaker = speakerName(row.speaker);
-      if (row.speaker !== '') example ??= row;
-    }
-  for (const part of parts) {
-    if (!example) {
-      for (const row of part.rows) row.speaker = DEFAULT_SPEAKER;
-      continue;
-    }
-    part.rows = part.rows.filter((row) => {
-      if (row.speaker !== '') return true;
-      part.skipped.push({
-        file: row.file,
-        line: row.line,
-        id: row.id,
-        reason: 'no_speaker',
-        detail:
-          `the speaker column is empty; other rows name their speaker (line ${example!.line}: ` +
-          `${JSON.stringify(example!.speaker)}): write whose voice this is`,
-      });
-      return false;
-    });
-  }
-}
 export type SkipReason = keyof typeof SKIP_REASONS;
 
 export interface SkippedRow {
@@ -485,6 +440,7 @@ function firstLine(file: string): string {
  */
 function readPart(datasetDir: string, dataset: DatasetConfig, name: string): ManifestPart {
   const fmt = dataset.format;
+  if (fmt !== 'vctk' && fmt !== 'libritts') refuseLinkedMetadata(datasetDir, name, dataset.follow_symlinks);
   if (fmt === 'vctk') return readVctk(datasetDir);
   if (fmt === 'libritts') return readLibriTts(datasetDir);
   if (fmt === 'common_voice') return readCommonVoice(datasetDir, name, readLines);
@@ -496,8 +452,10 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
       if (looksLikeLibriTts(datasetDir)) return readLibriTts(datasetDir);
       // A Common Voice release where the default metadata file is not: its validated rows.
       const cv = COMMON_VOICE_FILES.find((f) => existsSync(join(datasetDir, f)));
-      if (name === DEFAULT_METADATA && cv && isCommonVoiceHeader(firstLine(join(datasetDir, cv))))
+      if (name === DEFAULT_METADATA && cv && isCommonVoiceHeader(firstLine(join(datasetDir, cv)))) {
+        refuseLinkedMetadata(datasetDir, cv, dataset.follow_symlinks);
         return readCommonVoice(datasetDir, cv, readLines);
+      }
     } else if (statSync(file).isFile()) {
       const head = firstLine(file);
       if (head.includes('\t') && isCommonVoiceHeader(head)) return readCommonVoice(datasetDir, name, readLines);
@@ -508,6 +466,30 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
     }
   }
   return readMetadataFile(datasetDir, name, fmt);
+}
+
+/**
+ * A metadata file in the dataset folder that is a symbolic link (or lies under one) to a file outside it is read only
+ * with dataset.follow_symlinks, as linked audio is: a dataset cannot make xtts read, and print in its reports, a file
+ * elsewhere on the machine. A name that itself leads out of the folder (`metadata: ../lists/train.csv`) is the
+ * config's choice, and read.
+ */
+function refuseLinkedMetadata(datasetDir: string, name: string, followSymlinks: boolean): void {
+  const file = join(datasetDir, name);
+  if (followSymlinks || !isInside(datasetDir, file)) return;
+  const real = realPathOf(file);
+  if (real === undefined || isInside(realPathOf(datasetDir) ?? datasetDir, real)) return;
+  throw new XttsError(
+    'DATASET_METADATA_LINKED',
+    `${file} is a symbolic link (or lies under one) to ${real}, outside the dataset folder ${datasetDir}`,
+    {
+      exitCode: ExitCode.usage,
+      position: { file },
+      suggestions: [
+        'set dataset.follow_symlinks: true if that file is the metadata you mean, or copy it into the dataset folder',
+      ],
+    },
+  );
 }
 
 /** dataset.metadata's default. */
