@@ -14,6 +14,7 @@ function dataset(o: {
   languages?: string[];
   split?: PreparedDataset['manifest']['split'];
   format?: PreparedDataset['manifest']['format'];
+  sourceNotes?: PreparedDataset['sourceNotes'];
 }): PreparedDataset {
   return {
     train: o.train.map(item),
@@ -28,6 +29,7 @@ function dataset(o: {
     speakers: o.speakers ?? ['default'],
     languages: o.languages ?? ['en'],
     manifest: { format: o.format ?? 'vctk', split: o.split ?? { source: 'seeded', seed: 1, fraction: 0.05 } },
+    sourceNotes: o.sourceNotes ?? {},
   } as unknown as PreparedDataset;
 }
 
@@ -68,4 +70,24 @@ test('no validation utterance is a warning naming the key, for a seeded split an
   assert.match(seeded.warnings[0], /dataset\.validation_fraction 0\.05 drew none of the 3 usable rows/);
   const file = describeDataset(dataset({ train: [2], validation: [], split: { source: 'file' } }));
   assert.match(file.warnings[0], /the validation metadata gave no usable row/);
+});
+
+test('clips recorded below the model rate, and 8-bit ones, are warnings naming the lowest rate and an example', () => {
+  const d = describeDataset(
+    dataset({
+      train: [2, 2, 2],
+      validation: [2],
+      sourceNotes: {
+        belowRate: { clips: 3, lowestHz: 8000, modelHz: 22050, example: '/data/wavs/phone.wav' },
+        eightBit: { clips: 1, example: '/data/wavs/old.wav' },
+      },
+    }),
+  );
+  assert.deepEqual(d.warnings, [
+    "3 clips were recorded below the model's 22050 Hz (the lowest at 8000 Hz: /data/wavs/phone.wav): upsampled, " +
+      'they hold nothing above 4000 Hz, and the model learns that muffled sound as part of the voice. Leave them ' +
+      'out, or train at their rate (audio.sample_rate_hz)',
+    '1 clip is 8-bit PCM (e.g. /data/wavs/old.wav): its quantisation hiss, about 48 dB below full scale, is learnt ' +
+      'as part of the voice. Use 16-bit recordings where there are any, or leave these out',
+  ]);
 });

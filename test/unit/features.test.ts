@@ -124,3 +124,23 @@ test('a build killed midway keeps whole entries and resumes with the rest', asyn
   assert.equal(r.features.size, 40);
   cache.close();
 });
+
+test('a result the stage cannot take (the cache write fails) fails the stage instead of hanging it', async () => {
+  const d = dataset(4);
+  const cache = FeatureCache.open(d.cachePath);
+  const failing = new Proxy(cache, {
+    get(target, prop, receiver) {
+      if (prop === 'putMany')
+        return () => {
+          throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        };
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  await assert.rejects(
+    prepareFeatures({ cache: failing, rows: d.rows, audio, workers: 2, commitEvery: 1 }),
+    /database or disk is full/,
+  );
+  cache.close();
+});

@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/core/config/load.js';
 import { encodeWav } from '../../src/core/data/audio/wav.js';
 import { SKIP_REASONS } from '../../src/core/data/manifest.js';
 import { prepareDataset } from '../../src/core/data/prepare.js';
+import { describeDataset } from '../../src/core/data/describe.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 
 function speak(path: string, text: string, voice = 'en-us') {
@@ -197,4 +198,50 @@ test("each row's numbers are read in its own language (multilingual cleaner, lan
   assert.match(spoken.en1, /i have three dogs and twenty-five cats\./);
   assert.match(spoken.de1, /ich habe drei hunde und fünfundzwanzig katzen\./);
   assert.match(spoken.es1, /tengo tres perros y veinticinco gatos\./);
+});
+
+test('clips recorded below the model rate or in 8-bit PCM are counted, from the cache too, and named in a warning', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-source-'));
+  mkdirSync(join(dir, 'wavs'));
+  const rows: string[] = [];
+  for (const i of [0, 1, 2]) {
+    speak(join(dir, 'wavs', `g${i}.wav`), `Good sentence number ${i + 1}.`);
+    rows.push(`g${i}|x|Good sentence number ${i + 1}.|alice|en`);
+  }
+  // A telephone clip: stereo, 8-bit, 8 kHz (sox from espeak-ng's speech).
+  speak(join(dir, 'wavs', 'tel.22k.wav'), 'A call from far away.');
+  execFileSync('sox', [
+    join(dir, 'wavs', 'tel.22k.wav'),
+    '-r',
+    '8000',
+    '-b',
+    '8',
+    '-c',
+    '2',
+    join(dir, 'wavs', 'tel.wav'),
+  ]);
+  rows.push('tel|x|A call from far away.|alice|en');
+  writeFileSync(join(dir, 'metadata.csv'), `${rows.join('\n')}\n`);
+  const loaded = loadConfig(configFor(dir)).loaded!;
+  for (const pass of ['computed', 'cached']) {
+    const p = await prepareDataset(loaded);
+    assert.equal(p.train.length, 4, pass);
+    assert.deepEqual(
+      p.sourceNotes,
+      {
+        belowRate: { clips: 1, lowestHz: 8000, modelHz: 22050, example: join(dir, 'wavs', 'tel.wav') },
+        eightBit: { clips: 1, example: join(dir, 'wavs', 'tel.wav') },
+      },
+      pass,
+    );
+    const warnings = describeDataset(p).warnings;
+    assert.ok(
+      warnings.some((w) => w.startsWith("1 clip was recorded below the model's 22050 Hz")),
+      pass,
+    );
+    assert.ok(
+      warnings.some((w) => w.startsWith('1 clip is 8-bit PCM')),
+      pass,
+    );
+  }
 });

@@ -266,6 +266,7 @@ export class FeatureCache {
       getMeta: prep('SELECT v FROM meta WHERE k = ?'),
       putMeta: prepWrite('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)'),
       getBlob: prep('SELECT value FROM blobs WHERE key = ?'),
+      blobsOfKind: prep('SELECT key, value FROM blobs WHERE kind = ?'),
       putBlob: prepWrite('INSERT OR REPLACE INTO blobs (key, kind, value) VALUES (?, ?, ?)'),
     };
   }
@@ -391,6 +392,12 @@ export class FeatureCache {
 
   getBlob(key: string): Buffer | undefined {
     return (this.stmt.getBlob.get(key) as { value: Buffer } | undefined)?.value;
+  }
+
+  /** Every blob of one kind, by key. */
+  blobsOfKind(kind: string): Map<string, Buffer> {
+    const rows = this.stmt.blobsOfKind.all(kind) as { key: string; value: Buffer }[];
+    return new Map(rows.map((r) => [r.key, r.value]));
   }
 
   putBlob(key: string, kind: string, value: Buffer | string): void {

@@ -49,6 +49,23 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
     const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
     warnings.push(`${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`);
   }
+  const { belowRate, eightBit } = data.sourceNotes;
+  if (belowRate) {
+    const hz = belowRate.modelHz;
+    warnings.push(
+      `${plural(belowRate.clips, 'clip')} ${belowRate.clips === 1 ? 'was' : 'were'} recorded below the model's ` +
+        `${hz} Hz (the lowest at ${belowRate.lowestHz} Hz: ${belowRate.example}): upsampled, ` +
+        `${belowRate.clips === 1 ? 'it holds' : 'they hold'} nothing above ${belowRate.lowestHz / 2} Hz, and the ` +
+        'model learns that muffled sound as part of the voice. Leave them out, or train at their rate ' +
+        '(audio.sample_rate_hz)',
+    );
+  }
+  if (eightBit)
+    warnings.push(
+      `${plural(eightBit.clips, 'clip')} ${eightBit.clips === 1 ? 'is' : 'are'} 8-bit PCM (e.g. ${eightBit.example}): ` +
+        'its quantisation hiss, about 48 dB below full scale, is learnt as part of the voice. Use 16-bit ' +
+        'recordings where there are any, or leave these out',
+    );
   if (validation.length === 0) {
     const { split } = manifest;
     const why =

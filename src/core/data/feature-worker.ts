@@ -18,6 +18,8 @@ export type FeatureTaskResult =
       nMels: number;
       durationS: number;
       mel: Float32Array;
+      /** The file's own sample rate, and its bits per sample where it is PCM. */
+      source: { hz: number; pcmBits?: number };
       ms: { read: number; process: number };
     }
   | { ok: false; reason: 'unreadable_audio' | 'unsupported_format' | 'audio_too_long'; message: string };
@@ -45,6 +47,7 @@ export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult>
       nMels: clip.nMels,
       durationS: clip.durationS,
       mel: clip.mel,
+      source: { hz: clip.originalSampleRateHz, ...(clip.pcmBits !== undefined ? { pcmBits: clip.pcmBits } : {}) },
       ms: { read: t1 - t0, process: performance.now() - t1 },
     };
   } catch (e) {

@@ -27,8 +27,27 @@ export interface FeatureProgress {
   elapsedMs: number;
 }
 
+/**
+ * What a clip's recording lacks that no feature can make up: a rate below the model's (upsampled, it has nothing
+ * above half its own rate) or 8-bit samples (their quantisation hiss). Kept in the cache beside the clip's features.
+ */
+export interface SourceNote {
+  hz: number;
+  pcmBits?: number;
+}
+
+const SOURCE_NOTE_KIND = 'source-note';
+const sourceNoteKey = (featureKey: string) => `source:${featureKey}`;
+
+function sourceNote(source: SourceNote, audio: AudioConfig): SourceNote | undefined {
+  const low = source.hz < audio.sample_rate_hz || (source.pcmBits !== undefined && source.pcmBits <= 8);
+  return low ? source : undefined;
+}
+
 export interface FeatureStageResult {
   features: Map<string, FeatureInfo>;
+  /** The clips of this stage whose recordings lack something (SourceNote), by feature key. */
+  notes: Map<string, SourceNote>;
   failures: { row: ManifestRow; reason: SkipReason; message: string }[];
   computed: number;
   fromCache: number;
@@ -78,7 +97,13 @@ async function runPool<T>(
         w.on('message', (m: { id: number; result: FeatureTaskResult }) => {
           const item = pending.get(m.id)!;
           pending.delete(m.id);
-          onResult(item, m.result);
+          try {
+            onResult(item, m.result);
+          } catch (e) {
+            // A result that cannot be taken (a full disk under the cache) fails the stage, never hangs it.
+            reject(e);
+            return;
+          }
           if (++done === items.length) resolve();
           else feed(w);
         });
@@ -113,11 +138,15 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   const features = new Map<string, FeatureInfo>();
   const failures: FeatureStageResult['failures'] = [];
   const todo: { row: ManifestRow; key: string }[] = [];
+  const notes = new Map<string, SourceNote>();
+  const noted = o.cache.blobsOfKind(SOURCE_NOTE_KIND);
   let fromCache = 0;
   for (const row of o.rows) {
     const key = featureKeyFor(o.cache.audioHash(row.audioPath), o.audio);
     const info = o.cache.getFeatureInfo(key);
     if (info) {
+      const note = noted.get(sourceNoteKey(key));
+      if (note) notes.set(key, JSON.parse(note.toString('utf8')) as SourceNote);
       features.set(row.id, { featureKey: key, frames: info.frames, durationS: info.durationS });
       fromCache++;
       continue;
@@ -147,6 +176,11 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
         feature: { frames: r.frames, nMels: r.nMels, durationS: r.durationS, mel: r.mel },
       });
       features.set(item.row.id, { featureKey: item.key, frames: r.frames, durationS: r.durationS });
+      const note = sourceNote(r.source, o.audio);
+      if (note) {
+        notes.set(item.key, note);
+        o.cache.putBlob(sourceNoteKey(item.key), SOURCE_NOTE_KIND, JSON.stringify(note));
+      }
       perClipMs.push(r.ms.read + r.ms.process);
     } else {
       pending.failures!.push({ key: item.key, failure: { reason: r.reason, message: r.message } });
@@ -171,6 +205,7 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   const computeMs = performance.now() - tc;
   return {
     features,
+    notes,
     failures,
     computed: todo.length,
     fromCache,

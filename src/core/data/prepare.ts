@@ -8,7 +8,7 @@ import { effectiveWorkers } from '../config/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { MelStats } from './audio/stats.js';
-import { type FeatureInfo, type FeatureProgress, prepareFeatures } from './features.js';
+import { type FeatureInfo, type FeatureProgress, prepareFeatures, type SourceNote } from './features.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
 import { cleanText } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
@@ -40,6 +40,8 @@ export interface PreparedDataset {
   languages: string[];
   stats: { mean: Float32Array; std: Float32Array; frames: number };
   manifest: Manifest;
+  /** Clips whose recordings lack what the model's audio has: recorded below its rate, or in 8-bit PCM. */
+  sourceNotes: SourceNotes;
   cachePath: string;
   /** Milliseconds per stage, and how much came from the cache. */
   timings: {
@@ -55,6 +57,28 @@ export interface PreparedDataset {
     tokens: { computed: number; cached: number };
     features: { computed: number; cached: number };
   };
+}
+
+/** How many usable clips were recorded below the model's rate (the lowest rate), and in 8-bit PCM; an example each. */
+export interface SourceNotes {
+  belowRate?: { clips: number; lowestHz: number; modelHz: number; example: string };
+  eightBit?: { clips: number; example: string };
+}
+
+function summariseNotes(items: readonly PreparedItem[], notes: ReadonlyMap<string, SourceNote>, modelHz: number) {
+  const out: SourceNotes = {};
+  for (const item of items) {
+    const note = notes.get(item.featureKey);
+    if (!note) continue;
+    if (note.hz < modelHz) {
+      const b = (out.belowRate ??= { clips: 0, lowestHz: note.hz, modelHz, example: item.audioPath });
+      b.clips++;
+      if (note.hz < b.lowestHz) Object.assign(b, { lowestHz: note.hz, example: item.audioPath });
+    }
+    if (note.pcmBits !== undefined && note.pcmBits <= 8)
+      (out.eightBit ??= { clips: 0, example: item.audioPath }).clips++;
+  }
+  return out;
 }
 
 export type PrepareProgress = { stage: 'text' | 'features'; done: number; total: number; elapsedMs: number };
@@ -220,6 +244,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       languages: [...config.text.languages],
       stats,
       manifest,
+      sourceNotes: summariseNotes([...train, ...validation], feats.notes, config.audio.sample_rate_hz),
       cachePath,
       timings: { manifestMs, textMs, tokensMs, featuresMs, statsMs, totalMs: performance.now() - t0 },
       cacheUse: {

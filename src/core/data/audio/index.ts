@@ -93,6 +93,8 @@ export interface ProcessedClip {
   /** Duration of the processed samples. */
   durationS: number;
   originalSampleRateHz: number;
+  /** Bits per sample of a PCM file; undefined for float and compressed audio. */
+  pcmBits?: number;
   /** Channels of the file (the samples are their average). */
   channels: number;
 }
@@ -195,6 +197,7 @@ function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): Pro
     samples,
     durationS: samples.length / audio.sample_rate_hz,
     originalSampleRateHz: wav.sampleRateHz,
+    ...(wav.format === 'pcm' ? { pcmBits: wav.bitsPerSample } : {}),
     channels: wav.channels,
   };
 }
