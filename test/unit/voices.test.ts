@@ -1,16 +1,43 @@
-// Voices by name and from files: a trained speaker is found however its name is typed (as the dataset's names are
-// read), and a voice file not known to come from this model's run speaks with a warning that says so.
+// Reference windows: a clip is read as training reads references, windows of reference_frames. Voices by name and
+// from files: a trained speaker is found however its name is typed (as the dataset's names are read), and a voice
+// file not known to come from this model's run speaks with a warning that says so.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadConfigOrThrow } from '../../src/core/config/index.js';
-import { encodeVoiceFile, readVoiceFile, speakerVoice } from '../../src/core/training/voices.js';
+import { loadConfigOrThrow, type XttsConfig } from '../../src/core/config/index.js';
+import { encodeVoiceFile, readVoiceFile, referenceWindows, speakerVoice } from '../../src/core/training/voices.js';
 import { repoRoot } from '../helpers/cli.js';
 
-const config = loadConfigOrThrow(join(repoRoot, 'configs', 'quickstart.yaml')).config;
-const [latents, dModel] = [config.model.cond_latents, config.model.d_model];
+const nMels = 2;
+const config = { audio: { n_mels: nMels }, batching: { reference_frames: 4 } } as XttsConfig;
+const stats = { mean: [1, 2], std: [2, 4] };
+/** Frame f's mels are (f, 10 f): normalised (f - 1) / 2 and (10 f - 2) / 4. */
+const clip = (frames: number) => Float32Array.from({ length: frames * nMels }, (_, i) => (i % 2 ? 10 : 1) * (i >> 1));
+const firstFrames = (windows: Float32Array[]) => windows.map((w) => w[0] * 2 + 1);
+
+test('a long clip is consecutive windows, the last ending at the clip when half a window is left', () => {
+  assert.deepEqual(firstFrames(referenceWindows(clip(10), 10, stats, config)), [0, 4, 6]);
+  assert.deepEqual(firstFrames(referenceWindows(clip(9), 9, stats, config)), [0, 4]);
+  assert.deepEqual(firstFrames(referenceWindows(clip(8), 8, stats, config)), [0, 4]);
+  const [w] = referenceWindows(clip(10), 10, stats, config);
+  assert.deepEqual([...w], [-0.5, -0.5, 0, 2, 0.5, 4.5, 1, 7]);
+});
+
+test('a clip shorter than a window is one window of its own length; no frames, no window', () => {
+  const windows = referenceWindows(clip(3), 3, stats, config);
+  assert.equal(windows.length, 1);
+  assert.equal(windows[0].length, 3 * nMels);
+  assert.deepEqual(referenceWindows(new Float32Array(0), 0, stats, config), []);
+});
+
+test('a very long clip gives at most 64 windows', () => {
+  assert.equal(referenceWindows(clip(1000), 1000, stats, config).length, 64);
+});
+
+const quickstart = loadConfigOrThrow(join(repoRoot, 'configs', 'quickstart.yaml')).config;
+const [latents, dModel] = [quickstart.model.cond_latents, quickstart.model.d_model];
 
 test('--speaker finds a trained voice composed or not, with invisible characters or doubled spaces', () => {
   const zoe = new Float32Array([1, 2]);
@@ -35,9 +62,9 @@ test("a voice file speaks without a warning only where it is known to be this ru
     return file;
   };
   const mine = '0123456789abcdef';
-  assert.equal(readVoiceFile(write('same.safetensors', mine), config, mine).warning, undefined);
+  assert.equal(readVoiceFile(write('same.safetensors', mine), quickstart, mine).warning, undefined);
   assert.match(
-    readVoiceFile(write('other.safetensors', 'fedcba9876543210'), config, mine).warning ?? '',
+    readVoiceFile(write('other.safetensors', 'fedcba9876543210'), quickstart, mine).warning ?? '',
     /was computed by another run \(\/runs\/other\.safetensors\/step-00000010\); its voice may not carry over/,
   );
   // A file (or a checkpoint) that does not say its run: the same warning, saying that it cannot be told.
@@ -45,5 +72,5 @@ test("a voice file speaks without a warning only where it is known to be this ru
     [write('unknown.safetensors'), mine],
     [write('known.safetensors', mine), undefined],
   ] as const)
-    assert.match(readVoiceFile(file, config, run).warning ?? '', /cannot be told whether that is this model's run/);
+    assert.match(readVoiceFile(file, quickstart, run).warning ?? '', /cannot be told whether that is this model's run/);
 });
