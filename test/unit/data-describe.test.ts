@@ -91,3 +91,14 @@ test('clips recorded below the model rate, and 8-bit ones, are warnings naming t
       'as part of the voice. Use 16-bit recordings where there are any, or leave these out',
   ]);
 });
+
+test('speakers whose names differ only in case are a warning naming them with their utterances', () => {
+  const d = dataset({ train: [2, 2, 2, 2], validation: [2], speakers: ['Alice', 'alice', 'bob'] });
+  // Speaker indices: train Alice, Alice, alice, bob; validation Alice.
+  for (const [i, s] of [0, 0, 1, 2].entries()) (d.train[i] as { speaker: number }).speaker = s;
+  (d.validation[0] as { speaker: number }).speaker = 0;
+  assert.deepEqual(describeDataset(d).warnings, [
+    'speakers whose names differ only in case are trained as separate voices: Alice (3 utterances), alice ' +
+      '(1 utterance). If each is one person, write one name',
+  ]);
+});

@@ -28,6 +28,20 @@ const SKIPPED_SHOWN = 3;
 
 const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
 
+/** Speakers whose names are one name but for case ("Alice" and "alice"), with their utterances: "Alice (12), alice (3)". */
+function caseTwins(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): string[] {
+  const rows = new Map<number, number>();
+  for (const item of [...data.train, ...data.validation]) rows.set(item.speaker, (rows.get(item.speaker) ?? 0) + 1);
+  const groups = new Map<string, number[]>();
+  for (const [i, name] of data.speakers.entries()) {
+    const key = name.toLowerCase();
+    groups.set(key, [...(groups.get(key) ?? []), i]);
+  }
+  return [...groups.values()]
+    .filter((g) => g.length > 1)
+    .map((g) => g.map((i) => `${data.speakers[i]} (${plural(rows.get(i) ?? 0, 'utterance')})`).join(', '));
+}
+
 /** The dataset line, and the warnings a person should read before training on it. */
 export function describeDataset(data: PreparedDataset): { line: string; warnings: string[] } {
   const { train, validation, skipped, manifest } = data;
@@ -49,6 +63,12 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
     const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
     warnings.push(`${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`);
   }
+  const twins = caseTwins(data);
+  if (twins.length)
+    warnings.push(
+      `speakers whose names differ only in case are trained as separate voices: ${twins.slice(0, 3).join('; ')}` +
+        `${twins.length > 3 ? `; and ${twins.length - 3} more` : ''}. If each is one person, write one name`,
+    );
   const { belowRate, eightBit } = data.sourceNotes;
   if (belowRate) {
     const hz = belowRate.modelHz;
