@@ -126,7 +126,7 @@ describe('a run is never lost', () => {
     },
   );
 
-  test('a run refused over its data leaves no folder behind: not the run folder, not the folders made for it', async () => {
+  test('a run refused over its data leaves no folder behind, nor the folders made for it', async () => {
     const empty = join(dir, 'no-rows');
     mkdirSync(empty, { recursive: true });
     writeFileSync(join(empty, 'metadata.csv'), 'a|missing audio|missing audio\n');

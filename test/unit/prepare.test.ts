@@ -200,7 +200,7 @@ test("each row's numbers are read in its own language (multilingual cleaner, lan
   assert.match(spoken.es1, /tengo tres perros y veinticinco gatos\./);
 });
 
-test('clips recorded below the model rate or in 8-bit PCM are counted, from the cache too, and named in a warning', async () => {
+test('clips below the model rate or in 8-bit PCM are counted, from the cache too, and named in a warning', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-source-'));
   mkdirSync(join(dir, 'wavs'));
   const rows: string[] = [];

@@ -28,7 +28,7 @@ const SKIPPED_SHOWN = 3;
 
 const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
 
-/** Speakers whose names are one name but for case ("Alice" and "alice"), with their utterances: "Alice (12), alice (3)". */
+/** Speakers whose names are one but for case ("Alice" and "alice"), with their utterances: "Alice (12), alice (3)". */
 function caseTwins(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): string[] {
   const rows = new Map<number, number>();
   for (const item of [...data.train, ...data.validation]) rows.set(item.speaker, (rows.get(item.speaker) ?? 0) + 1);
@@ -82,7 +82,8 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
   }
   if (eightBit)
     warnings.push(
-      `${plural(eightBit.clips, 'clip')} ${eightBit.clips === 1 ? 'is' : 'are'} 8-bit PCM (e.g. ${eightBit.example}): ` +
+      `${plural(eightBit.clips, 'clip')} ${eightBit.clips === 1 ? 'is' : 'are'} 8-bit PCM ` +
+        `(e.g. ${eightBit.example}): ` +
         'its quantisation hiss, about 48 dB below full scale, is learnt as part of the voice. Use 16-bit ' +
         'recordings where there are any, or leave these out',
     );
