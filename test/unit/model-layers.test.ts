@@ -190,3 +190,19 @@ describe('dropout', () => {
     assert.ok(maxAbsDiff(a, pool.apply(tf.ones([10, 10]), 0.5)) > 0);
   });
 });
+
+describe('weights', () => {
+  it('assigning weights (a resume) leaves no tensor behind: the variables hold the values, nothing else', () => {
+    const store = new ParamStore(3);
+    const a = new Linear(store, 'a', 4, 3);
+    const before = tf.memory().numTensors;
+    const weights = new Map([
+      ['a.w', tf.fill([4, 3], 0.5)],
+      ['a.b', tf.fill([3], 0.25)],
+    ]);
+    store.assignWeights(weights);
+    for (const w of weights.values()) w.dispose();
+    assert.equal(tf.memory().numTensors, before);
+    assert.deepEqual([...a.b.dataSync()], [0.25, 0.25, 0.25]);
+  });
+});

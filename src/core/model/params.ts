@@ -60,7 +60,12 @@ export class ParamStore {
         },
       );
     }
-    for (const [name, v] of this.variables) v.assign(tf.cast(weights.get(name)!, 'float32'));
+    for (const [name, v] of this.variables) {
+      // The cast is a new tensor even of a float32 one: the variable keeps the data, the tensor goes.
+      const value = tf.cast(weights.get(name)!, 'float32');
+      v.assign(value);
+      value.dispose();
+    }
   }
 
   /** Frees every parameter (the store holds none afterwards). */
