@@ -4,9 +4,10 @@
 // live run on the CPU backend that says plainly there is no GPU, a stable --json shape, and bad input (planted
 // problems in real runs on the software WebGPU device: profile-planted.test.ts).
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { parse } from 'yaml';
 import { traceProblems } from '../../src/core/profile/trace.js';
 import { loadConfig } from '../../src/core/config/load.js';
@@ -356,12 +357,36 @@ test('without --output the profiled run goes to a temporary folder that is remov
   assert.deepEqual(readdirSync(scratch), [], 'the temporary run folder is left behind');
 });
 
+/** A folder whose run.sqlite holds `bytes`. */
+function runWithDb(name: string, bytes: Buffer): string {
+  const dir = tmp.mkdir(`db-${name}`);
+  writeFileSync(join(dir, 'run.sqlite'), bytes);
+  return dir;
+}
+
+/** The bytes of a SQLite database that is not a run's. */
+function otherDatabase(): Buffer {
+  const file = join(tmp.mkdir('other-db'), 'other.sqlite');
+  const db = new Database(file);
+  db.exec('CREATE TABLE notes (k TEXT)');
+  db.close();
+  return readFileSync(file);
+}
+
 test(
   'bad input: a folder without a run, an unknown or impossible threshold, an unwritable trace ' +
     'path, too few steps; exit 2 and no stack trace',
   async () => {
     const cases: [string[], RegExp, string][] = [
       [['--run', tmp.mkdir('empty')], /RUN_NOT_FOUND/, 'run.sqlite is missing'],
+      // A run.sqlite that is text, another SQLite database, or a copy cut short: named, never INTERNAL.
+      [['--run', runWithDb('garbage', Buffer.from('garbage\n'))], /RUN_DB_DAMAGED/, 'file is not a database'],
+      [['--run', runWithDb('foreign', otherDatabase())], /RUN_DB_DAMAGED/, 'it is another database'],
+      [
+        ['--run', runWithDb('cut', readFileSync(join(runs.balanced.runDir, 'run.sqlite')).subarray(0, 20_000))],
+        /RUN_DB_DAMAGED/,
+        "cannot be read as a run's database",
+      ],
       [['--run', runs.balanced.runDir, '--threshold', 'inputBound=0.3'], /USAGE/, 'NAME one of inputBoundModerate'],
       [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=lots'], /USAGE/, 'expected NAME=NUMBER'],
       [['--run', runs.balanced.runDir, '--threshold', 'inputBoundHigh=5'], /USAGE/, 'a share between 0 and 1'],

@@ -6,16 +6,9 @@
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
+import { isCorruptDatabase } from '../util/index.js';
 
-/** Whether SQLite refused because the database file is damaged or is not a database. */
-export function isCorruptDatabase(e: unknown): boolean {
-  const code = (e as { code?: string })?.code;
-  return (
-    code === 'SQLITE_CORRUPT' ||
-    code === 'SQLITE_NOTADB' ||
-    /database disk image is malformed|file is not a database/.test((e as Error)?.message ?? '')
-  );
-}
+export { isCorruptDatabase };
 
 export function corruptCache(path: string, e: unknown): XttsError {
   return new XttsError('CACHE_CORRUPT', `the feature cache ${path} is damaged: ${(e as Error).message}`, {

@@ -5,8 +5,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { summarize } from '../util/index.js';
 
 export function stepMsFromRun(runDir: string, skipFirst = 5): number {
-  const db = RunDatabase.open(runDir);
-  try {
+  return RunDatabase.read(runDir, (db) => {
     const steps = db.steps().slice(skipFirst);
     if (steps.length === 0)
       throw new XttsError('RUN_TOO_SHORT', `${runDir} has no steps after the first ${skipFirst} (compile) steps`, {
@@ -14,7 +13,5 @@ export function stepMsFromRun(runDir: string, skipFirst = 5): number {
         suggestions: ['pass --step-ms instead, or name a longer run'],
       });
     return summarize(steps.map((s) => s.wallMs)).p50;
-  } finally {
-    db.close();
-  }
+  });
 }

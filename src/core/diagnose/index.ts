@@ -161,13 +161,9 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
       onMessage: say,
     });
     const profile = profileRecordedRun(runDir, { warmup, thresholds: o.thresholds });
-    const db = RunDatabase.open(runDir);
-    let gpuUnderLoad: GpuWindowSummary[];
-    try {
-      gpuUnderLoad = summarizeGpuSamples(db.deviceSamples().map(fromDeviceSampleRecord));
-    } finally {
-      db.close();
-    }
+    const gpuUnderLoad: GpuWindowSummary[] = RunDatabase.read(runDir, (db) =>
+      summarizeGpuSamples(db.deviceSamples().map(fromDeviceSampleRecord)),
+    );
     say(`speed test: the input pipeline against a ${profile.breakdown.wallMs.p50.toFixed(0)} ms step`);
     const { analyzePipeline } = await import('../data/index.js');
     // The ring against the measured step: enough batches for a steady state, about 5 s of it at most.

@@ -125,8 +125,7 @@ interface RecordedRun {
 }
 
 function readRecordedRun(runDir: string): RecordedRun {
-  const db = RunDatabase.open(runDir);
-  try {
+  return RunDatabase.read(runDir, (db) => {
     const captureSummary = db.getMeta<StepCaptureSummary>('stepCapture') ?? null;
     const replicaSteps = db.replicaSteps();
     const replicaDevices = db.getMeta<string[]>('replicas') ?? [];
@@ -147,9 +146,7 @@ function readRecordedRun(runDir: string): RecordedRun {
       startedAtEpochMs: db.getMeta<number>('startedAtEpochMs') ?? null,
       cpuCores: db.getMeta<number>('cpuCores') ?? hostInventory().cpuCores,
     };
-  } finally {
-    db.close();
-  }
+  });
 }
 
 /**

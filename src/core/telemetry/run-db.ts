@@ -4,7 +4,7 @@
 import { appendFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
-import { makeFolders, openSqlite } from '../util/index.js';
+import { isCorruptDatabase, makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { GpuReadings } from './gpu-sample.js';
 import { SPAN_NAMES, type StepRecord } from './spans.js';
@@ -167,6 +167,39 @@ export class RunDatabase {
 
   static open(dir: string): RunDatabase {
     return new RunDatabase(dir, true);
+  }
+
+  /**
+   * What `body` reads from the run database of `dir`, opened read-only and closed again; a file that is damaged, not
+   * a database, or another database is RUN_DB_DAMAGED naming it (a user's file, not a bug of xtts).
+   */
+  static read<T>(dir: string, body: (db: RunDatabase) => T): T {
+    const path = join(dir, RUN_DB_FILE);
+    const damaged = (why: string) =>
+      new XttsError('RUN_DB_DAMAGED', `${path} cannot be read as a run's database: ${why}`, {
+        exitCode: ExitCode.usage,
+        position: { file: path },
+        suggestions: [
+          "name the output folder of another `xtts train` run; this run's checkpoints (checkpoints/) are unaffected",
+        ],
+      });
+    let db: RunDatabase;
+    try {
+      db = RunDatabase.open(dir);
+    } catch (e) {
+      if (isCorruptDatabase(e)) throw damaged((e as Error).message);
+      throw e;
+    }
+    try {
+      return body(db);
+    } catch (e) {
+      if (isCorruptDatabase(e) || e instanceof SyntaxError) throw damaged((e as Error).message);
+      if (/no such (table|column)/.test((e as Error).message))
+        throw damaged(`it is another database (${(e as Error).message})`);
+      throw e;
+    } finally {
+      db.close();
+    }
   }
 
   setMeta(k: string, v: unknown): void {

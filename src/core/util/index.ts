@@ -13,7 +13,7 @@ export {
   writeFileAtomic,
   writeOutputFile,
 } from './output.js';
-export { openSqlite } from './sqlite.js';
+export { isCorruptDatabase, openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';
 export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';

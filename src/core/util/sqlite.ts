@@ -44,3 +44,13 @@ export function openSqlite(path: string, access: SqliteAccess): Database.Databas
   db.pragma('synchronous = NORMAL');
   return db;
 }
+
+/** Whether SQLite refused because the database file is damaged or is not a database. */
+export function isCorruptDatabase(e: unknown): boolean {
+  const code = (e as { code?: string })?.code;
+  return (
+    code === 'SQLITE_CORRUPT' ||
+    code === 'SQLITE_NOTADB' ||
+    /database disk image is malformed|file is not a database/.test((e as Error)?.message ?? '')
+  );
+}
