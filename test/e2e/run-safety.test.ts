@@ -126,6 +126,42 @@ describe('a run is never lost', () => {
     },
   );
 
+  test("no output replaces a run's own files, even with --overwrite; the user's files beside a run stay", async () => {
+    const run = join(dir, 'runs', 'kept');
+    const first = await train(['--output', run, '--max-steps', '4']);
+    assert.equal(first.code, 0, describeRun(first));
+    const oldest = new CheckpointStore(run).list()[0].dir;
+    const before = snapshot(run);
+    const say = ['--checkpoint', run, '--text', 'Hello there.', '--backend', 'wasm', '--overwrite', '--json'];
+    for (const out of [join(run, 'run.sqlite'), join(run, 'xtts-run.json'), join(oldest, 'weights.safetensors')]) {
+      const r = await runCli(['synthesize', ...say, '--out', out]);
+      assert.equal(r.code, 2, describeRun(r));
+      assert.equal(r.json.error.code, 'OUTPUT_IS_RUN_FILE', out);
+    }
+    const exported = await runCli(
+      ['export', '--checkpoint', run, '--out', join(oldest, 'optimizer.safetensors')].concat(['--overwrite', '--json']),
+    );
+    assert.equal(exported.json.error.code, 'OUTPUT_IS_RUN_FILE', describeRun(exported));
+    assert.deepEqual(snapshot(run), before);
+    // A WAV the user keeps beside the checkpoints: the run still resumes there, and the WAV stays.
+    const wav = await runCli(['synthesize', ...say.slice(0, -2), '--out', join(run, 'sample.wav')]);
+    assert.equal(wav.code, 0, describeRun(wav));
+    const resumed = await train(['--output', run, '--max-steps', '6', '--resume']);
+    assert.equal(resumed.code, 0, describeRun(resumed));
+    assert.ok(existsSync(join(run, 'sample.wav')));
+    // A run.sqlite damaged beside its checkpoints: moved aside as the refusal says, the run resumes from them.
+    writeFileSync(join(run, 'run.sqlite'), readFileSync(join(run, 'run.sqlite')).subarray(0, 100));
+    const damaged = await train(['--output', run, '--max-steps', '8', '--resume']);
+    assert.equal(damaged.json.error.code, 'OUTPUT_NOT_RUN_FOLDER', describeRun(damaged));
+    assert.match(damaged.json.error.message, /its run\.sqlite is damaged/);
+    assert.doesNotMatch(damaged.json.error.suggestions.join('\n'), /empty that folder/);
+    assert.match(damaged.json.error.suggestions[0], /^move it aside \(mv /);
+    renameSync(join(run, 'run.sqlite'), join(run, 'run.sqlite.damaged'));
+    const again = await train(['--output', run, '--max-steps', '8', '--resume']);
+    assert.equal(again.code, 0, describeRun(again));
+    assert.equal(again.json.result.startStep, 6);
+  });
+
   test('a run refused over its data leaves no folder behind, nor the folders made for it', async () => {
     const empty = join(dir, 'no-rows');
     mkdirSync(empty, { recursive: true });

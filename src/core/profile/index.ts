@@ -8,7 +8,7 @@ import { ExitCode, XttsError } from '../errors.js';
 import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/index.js';
 import type { StepRecord } from '../telemetry/index.js';
 import type { StepCaptureSummary } from '../training/index.js';
-import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, refuseUnsafeOutputs, writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
 import { type ShapePhase, splitNewShapes } from './shapes.js';
@@ -60,7 +60,7 @@ export function checkProfileOutputs(options: ProfileOptions, configFile?: string
     { file: options.report, what: 'the report (--report)' },
     { file: options.fixConfig, what: 'the patched config (--fix-config)' },
   ].filter((o): o is { file: string; what: string } => o.file !== undefined);
-  refuseOutputsOverInputs(outputs, configFile ? [{ file: configFile, what: 'the config (--config)' }] : []);
+  refuseUnsafeOutputs(outputs, configFile ? [{ file: configFile, what: 'the config (--config)' }] : []);
   for (const o of outputs) checkOutputFolder(o.file, o.what, { overwrite: options.overwrite === true });
 }
 

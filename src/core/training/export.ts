@@ -14,7 +14,7 @@
 // Heads stay contiguous blocks of each projection (head h: rows h·dh … (h+1)·dh − 1), as in torch's
 // multi-head attention. The file's header keeps the checkpoint's own description (step, config,
 // tokenizer, …) and says `naming: pytorch`.
-import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import {
   type CheckpointKind,
   CheckpointStore,
@@ -126,7 +126,7 @@ export function pytorchArrays(arrays: readonly NamedArray[]): NamedArray[] {
 /** The checkpoint at `path` (a run folder or checkpoint, acoustic or vocoder) as PyTorch-named safetensors at `out`. */
 export function exportCheckpoint(path: string, out: string, options: { overwrite?: boolean } = {}): ExportResult {
   const overwrite = { overwrite: options.overwrite === true };
-  refuseOutputsOverInputs(
+  refuseUnsafeOutputs(
     [{ file: out, what: 'the exported weights (--out)' }],
     checkpointInputs(path, 'a file of the checkpoint (--checkpoint)'),
   );

@@ -9,25 +9,12 @@ import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync, st
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
-import { writeFileAtomic } from '../util/index.js';
+import { RUN_ENTRIES, RUN_MARKER, writeFileAtomic } from '../util/index.js';
+
+export { RUN_MARKER };
 import { lockRunFolder } from './run-lock.js';
 
-export const RUN_MARKER = 'xtts-run.json';
 export const RUN_MARKER_FORMAT = 'xtts-run@1';
-
-/** What a run folder may hold besides a run's marker: every name xtts train writes there. */
-const RUN_ENTRIES: readonly RegExp[] = [
-  /^xtts-run\.json$/,
-  /^\.xtts-run\.lock$/,
-  /^\.xtts-run\.json\.\d+\.tmp$/,
-  /^run\.sqlite(-wal|-shm|-journal)?$/,
-  /^metrics\.jsonl$/,
-  /^checkpoints$/,
-  /^eval$/,
-  /^loss-curve\.png$/,
-  /^\.loss-curve\.png\.\d+\.tmp$/,
-  /^events\.out\.tfevents\..+$/,
-];
 
 export interface RunMarker {
   format: typeof RUN_MARKER_FORMAT;
@@ -111,15 +98,19 @@ export function inspectRunFolder(runDir: string): RunFolderState {
     throw e;
   }
   if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
-  const names = readdirSync(runDir);
-  const strangers = names.filter((n) => !RUN_ENTRIES.some((re) => re.test(n)));
-  if (strangers.length)
+  const all = readdirSync(runDir);
+  const names = all.filter((n) => RUN_ENTRIES.some((re) => re.test(n)));
+  const strangers = all.filter((n) => !names.includes(n));
+  const marker = existsSync(join(runDir, RUN_MARKER)) ? readMarker(join(runDir, RUN_MARKER)) : undefined;
+  // A folder xtts made a run in (its marker) may hold the user's files too (a WAV synthesized beside the checkpoints,
+  // a voice file, a run nested in it): the run's own entries are all xtts touches there. Any other folder is only
+  // written into when it holds nothing but xtts's entries.
+  if (strangers.length && !marker)
     return {
       kind: 'foreign',
       entries: strangers,
       why: `it holds ${strangers.length} entr${strangers.length === 1 ? 'y' : 'ies'} xtts did not write`,
     };
-  const marker = existsSync(join(runDir, RUN_MARKER)) ? readMarker(join(runDir, RUN_MARKER)) : undefined;
   if (existsSync(join(runDir, RUN_MARKER)) && !marker)
     return {
       kind: 'foreign',
@@ -128,7 +119,11 @@ export function inspectRunFolder(runDir: string): RunFolderState {
     };
   const db = join(runDir, 'run.sqlite');
   if (existsSync(db) && !isXttsRunDatabase(db))
-    return { kind: 'foreign', entries: ['run.sqlite'], why: 'its run.sqlite is not an xtts run database' };
+    return {
+      kind: 'foreign',
+      entries: ['run.sqlite'],
+      why: `its run.sqlite is ${marker ? 'damaged' : 'not an xtts run database'}`,
+    };
   const ckpts = join(runDir, 'checkpoints');
   if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || !isXttsCheckpoints(ckpts))) {
     return {
@@ -142,6 +137,27 @@ export function inspectRunFolder(runDir: string): RunFolderState {
   const records = names.filter((n) => n !== '.xtts-run.lock' && n !== RUN_MARKER && !n.endsWith('.tmp'));
   if (records.length === 0) return marker ? { kind: 'begun', runId: marker.runId } : { kind: 'new' };
   return marker ? { kind: 'run', runId: marker.runId } : { kind: 'legacy' };
+}
+
+/**
+ * What to do about a folder refused as not a run's: never "empty it" where it holds checkpoints (a run's work); a
+ * damaged run.sqlite beside them is moved aside, and the run resumes from them.
+ */
+function runFolderRemedies(runDir: string, entries: readonly string[]): string[] {
+  if (!existsSync(join(runDir, 'checkpoints')))
+    return [
+      `train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`,
+      'or empty that folder first if its contents are yours to remove',
+    ];
+  if (entries.length === 1 && entries[0] === 'run.sqlite')
+    return [
+      `move it aside (mv ${join(runDir, 'run.sqlite')} ${join(runDir, 'run.sqlite.damaged')}) and resume: the ` +
+        'checkpoints are kept, the step history before now is in the moved file',
+    ];
+  return [
+    `it holds checkpoints: move ${listed([...entries])} out of it to resume there, or train into a new folder, ` +
+      `e.g. --output ${freeSibling(runDir)}`,
+  ];
 }
 
 function listed(entries: string[]): string {
@@ -187,10 +203,7 @@ export function checkRunFolder(runDir: string, resume: boolean, options: { used?
         `xtts writes only into an empty folder, a new one, or one of its own runs`,
       {
         exitCode: ExitCode.usage,
-        suggestions: [
-          `train into a new folder, e.g. --output ${join(runDir, 'xtts-run')}`,
-          'or empty that folder first if its contents are yours to remove',
-        ],
+        suggestions: runFolderRemedies(runDir, state.entries),
       },
     );
   }

@@ -11,7 +11,7 @@ import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
-import { checkOutputFolder, type NamedFile, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { generatedFrameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
@@ -113,7 +113,7 @@ type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string }
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
-  refuseOutputsOverInputs(
+  refuseUnsafeOutputs(
     [
       ...o.texts.map((t) => ({ file: t.out, what: `the WAV${t.where ? ` of ${t.where}` : ''}` })),
       ...(o.summaryFile ? [{ file: o.summaryFile, what: 'the synthesis summary' }] : []),

@@ -11,7 +11,7 @@ import { type BackendChoice, disposeBackend, initBackend } from '../backend/inde
 import type { AudioConfig, Backend } from '../config/index.js';
 import { encodeWav, processAudioFile, readAudioFile } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { checkOutputFolder, makeFolders, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, makeFolders, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { checkpointInputs } from './checkpoint.js';
 import { griffinLimVocoder, loadNeuralVocoder, type MelVocoder, type VocoderUsed } from './vocoder-run.js';
 
@@ -81,7 +81,7 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
   const files = inputFiles(o.input);
   const outName = (f: string) => basename(f).replace(AUDIO_FILE, '.wav');
   const overwrite = { overwrite: o.overwrite === true };
-  refuseOutputsOverInputs(
+  refuseUnsafeOutputs(
     files.flatMap((f) => [
       { file: join(o.outDir, outName(f)), what: 'the WAV' },
       ...(o.referenceDir ? [{ file: join(o.referenceDir, outName(f)), what: 'the reference WAV' }] : []),

@@ -7,7 +7,7 @@ import type { Backend } from '../config/index.js';
 import { cleanerClaims, espeakVoice } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { voiceLatents } from '../model/index.js';
-import { checkOutputFolder, refuseOutputsOverInputs, writeOutputFile } from '../util/index.js';
+import { checkOutputFolder, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { CheckpointStore, checkpointInputs, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 import { openAcousticModel } from './synthesize.js';
 import { encodeVoiceFile, referenceMels, speakerVoice, trainedVoices, VOICE_CLIPS } from './voices.js';
@@ -53,7 +53,7 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
       exitCode: ExitCode.usage,
     });
   if (o.out) {
-    refuseOutputsOverInputs(
+    refuseUnsafeOutputs(
       [{ file: o.out, what: 'the voice file (--out)' }],
       [
         ...(o.references ?? []).map((file) => ({ file, what: 'the reference clip (--reference)' })),

@@ -17,3 +17,4 @@ export { isCorruptDatabase, openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';
 export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';
+export { refuseUnsafeOutputs, RUN_ENTRIES, RUN_MARKER } from './run-files.js';
