@@ -143,8 +143,6 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     let loggedStepS: number | undefined;
     const onSignal = (signal: StopSignal) => {
       const code = SIGNAL_EXIT[signal];
-      // A closed terminal (SIGHUP) makes writes to it fail: they must not end the run before its checkpoint.
-      if (signal === 'SIGHUP') for (const s of [process.stdout, process.stderr]) s.on('error', () => undefined);
       const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
       if (control.stop) {
         tell('second signal: exiting now, without a checkpoint of the current step');
@@ -171,6 +169,16 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     };
     const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
     for (const [signal, handler] of handlers) process.on(signal, handler);
+    // Output that can no longer be written (a closed terminal; a pipe whose reader is gone: `| head`, a quit pager, a
+    // killed tee) fails each later write: never the run's end. As with a closed terminal (SIGHUP), the run finishes
+    // its step and writes its checkpoint; what it would print is lost.
+    let outputGone = false;
+    const onOutputError = () => {
+      if (outputGone) return;
+      outputGone = true;
+      onSignal('SIGHUP');
+    };
+    for (const s of [process.stdout, process.stderr]) s.on('error', onOutputError);
     try {
       return await trainTask({
         loaded,
@@ -221,6 +229,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     } finally {
       bars.train.finish();
       for (const [signal, handler] of handlers) process.off(signal, handler);
+      outputGone = true; // the run is over: a later failed write (the summary's) is only lost
     }
   }
 
