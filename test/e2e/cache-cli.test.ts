@@ -1,8 +1,17 @@
 // `xtts cache stats|verify|clear` as processes on a real cache built from real WAVs; processes sharing
 // one cache at once.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -152,6 +161,41 @@ test('clear, stats, verify and train refuse any file that is not a feature cache
   assert.equal(r.code, 2, r.stderr);
   assert.equal(r.json.error.code, 'CACHE_NOT_A_CACHE');
   assert.equal(readFileSync(csv, 'utf8'), 'a|hello|hello\n');
+});
+
+test('clear refuses a cache another process holds open (a run reads from it), and a link to a cache', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-heldcache-'));
+  const path = join(dir, 'cache.sqlite');
+  FeatureCache.open(path).close();
+  // A reader as a run's producer threads are: the cache open for as long as it trains.
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const D = require('better-sqlite3'); const db = new D(${JSON.stringify(path)}); db.prepare('SELECT 1').get(); ` +
+        "process.stdout.write('open\\n'); setInterval(() => {}, 1000);",
+    ],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    await new Promise((resolve) => holder.stdout.once('data', resolve));
+    const held = await runCli(['cache', 'clear', '--cache', path, '--json']);
+    assert.equal(held.code, 2, held.stderr);
+    assert.equal(held.json.error.code, 'CACHE_IN_USE');
+    assert.match(held.json.error.message, new RegExp(`in use by process ${holder.pid} \\(`));
+    assert.ok(existsSync(path), 'the held cache was removed');
+  } finally {
+    holder.kill();
+    await new Promise((resolve) => holder.once('close', resolve));
+  }
+  const link = join(dir, 'link.sqlite');
+  symlinkSync(path, link);
+  const linked = await runCli(['cache', 'clear', '--cache', link, '--json']);
+  assert.equal(linked.json.error.code, 'CACHE_IS_LINK', linked.stderr);
+  assert.ok(existsSync(link) && existsSync(path));
+  const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
+  assert.equal(cleared.code, 0, cleared.stderr);
+  assert.equal(existsSync(path), false);
 });
 
 test('a cache made before caches carried their application id is still recognised, and clear removes it', async () => {

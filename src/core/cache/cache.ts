@@ -10,6 +10,7 @@ import type Database from 'better-sqlite3';
 import { makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { corruptCache, guarded, isCorruptDatabase, unreadableFolder } from './damage.js';
+import { refuseCacheInUse, refuseLinkToCache } from './holders.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
 export const CACHE_SCHEMA_VERSION = 1;
@@ -568,7 +569,9 @@ function hashFile(path: string): string {
  * Delete a cache database and its WAL files, once the database is proven to be a cache (CACHE_NOT_A_CACHE otherwise).
  */
 export function clearCache(path: string): { removedBytes: number } {
+  refuseLinkToCache(path);
   if (assertCacheOrAbsent(path, 'delete it') === 'absent') return { removedBytes: 0 };
+  refuseCacheInUse(path);
   let removedBytes = 0;
   for (const suffix of ['', '-wal', '-shm']) {
     const file = path + suffix;
