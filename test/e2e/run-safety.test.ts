@@ -3,7 +3,17 @@
 // refusal checked against a byte-for-byte snapshot of the folder it refused.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -125,6 +135,35 @@ describe('a run is never lost', () => {
       assert.equal(existsSync(join(dir, 'runs', 'micro')), false);
     },
   );
+
+  test('a resume reads the data its run trained on (without that --dataset it is refused); a run records its flags', async () => {
+    const other = join(dir, 'other-data');
+    cpSync(join(dir, 'data'), other, { recursive: true });
+    const run = join(dir, 'runs', 'on-other');
+    const first = await train(['--dataset', other, '--output', run, '--max-steps', '2']);
+    assert.equal(first.code, 0, describeRun(first));
+    const db = new Database(join(run, 'run.sqlite'), { readonly: true });
+    const recorded = JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'config'").get() as { v: string }).v);
+    db.close();
+    assert.deepEqual([recorded.dataset.path, recorded.output.dir, recorded.device.backend], [other, run, 'wasm']);
+    // The documented resume without the --dataset the run began with would read the config's data.
+    const plain = await train(['--output', run, '--max-steps', '4', '--resume']);
+    assert.equal(plain.code, 2, describeRun(plain));
+    assert.equal(plain.json.error.code, 'RESUME_OTHER_DATA');
+    assert.ok(plain.json.error.suggestions[0].includes(`--dataset ${other}`), plain.json.error.suggestions[0]);
+    const resumed = await train(['--dataset', other, '--output', run, '--max-steps', '4', '--resume']);
+    assert.equal(resumed.code, 0, describeRun(resumed));
+    assert.equal(resumed.json.result.startStep, 2);
+    // Named on purpose (the data moved): a warning, and the run goes on.
+    const moved = join(dir, 'moved-data');
+    renameSync(other, moved);
+    const again = await train(['--dataset', moved, '--output', run, '--max-steps', '6', '--resume']);
+    assert.equal(again.code, 0, describeRun(again));
+    assert.ok(
+      again.json.warnings.some((w: string) => w.includes(`trained on ${other} until now`)),
+      again.json.warnings.join('\n'),
+    );
+  });
 
   test("no output replaces a run's own files, even with --overwrite; the user's files beside a run stay", async () => {
     const run = join(dir, 'runs', 'kept');

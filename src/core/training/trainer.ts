@@ -3,10 +3,11 @@
 // step's finite flag, every log_every its losses; pipelined steps later), run what its intervals ask
 // (validation, checkpoint, eval audio), record it. The parts live in loop/; nothing waits for the
 // device except the readbacks the config asks for.
+import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, takeGpuError } from '../backend/index.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/index.js';
-import { configInvalid } from '../config/index.js';
+import { configInvalid, type LoadedConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { SpanTimer, type StepRecord } from '../telemetry/index.js';
 import { summarize } from '../util/index.js';
@@ -25,7 +26,7 @@ export type { TrainOptions, TrainProgress, TrainResult } from './loop/types.js';
 /** Trains what the config's `task` says: the acoustic model (train) or the vocoder (trainVocoder). */
 export async function trainTask(o: TrainOptions): Promise<TrainResult | VocoderTrainResult> {
   if (o.loaded.config.task !== 'vocoder') return train(o);
-  return inRunFolder(o, (runDir, runId) => trainVocoder(o, runDir, runId));
+  return inRunFolder(o, (runDir, runId, loaded) => trainVocoder({ ...o, loaded }, runDir, runId));
 }
 
 /** Trains the acoustic model; a config with `task: vocoder` is refused (trainTask trains either). */
@@ -40,14 +41,17 @@ export async function train(o: TrainOptions): Promise<TrainResult> {
         suggestions: ['train the vocoder with `xtts train --config FILE`; profile an acoustic config'],
       },
     );
-  return inRunFolder(o, (runDir, runId) => trainInFolder(o, runDir, runId));
+  return inRunFolder(o, (runDir, runId, loaded) => trainInFolder({ ...o, loaded }, runDir, runId));
 }
 
 /**
  * Lints the config, opens (and locks) the run folder, runs `body` in it, releases it; a run refused before it recorded
  * anything leaves no folder behind.
  */
-async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: string) => Promise<R>): Promise<R> {
+async function inRunFolder<R>(
+  o: TrainOptions,
+  body: (runDir: string, runId: string, loaded: LoadedConfig) => Promise<R>,
+): Promise<R> {
   // What would fail later or train something other than asked stops here, before any work.
   const blockers = lintConfig(o.loaded, { environment: false, only: TRAIN_BLOCKING_RULES }).filter(
     (f) => f.severity === 'error',
@@ -59,13 +63,35 @@ async function inRunFolder<R>(o: TrainOptions, body: (runDir: string, runId: str
   const folder = openRunFolder(runDir, o.resume === true);
   let result: R;
   try {
-    result = await body(runDir, folder.runId);
+    result = await body(runDir, folder.runId, withRunFlags(o, runDir));
   } catch (e) {
     folder.abandon();
     throw e;
   }
   folder.release();
   return result;
+}
+
+/**
+ * The config as the run trains it: what the command line says instead of the config's keys (--dataset, --backend,
+ * --output) written into it, so that the run's records (run.sqlite, TensorBoard, every checkpoint) say what it did
+ * and a resume can tell its data. --max-steps is where this command stops: the schedule keeps training.max_steps, as
+ * with --max-minutes (a run stopped early and resumed follows one schedule).
+ */
+function withRunFlags(o: TrainOptions, runDir: string): LoadedConfig {
+  const c = o.loaded.config;
+  const datasetDir = o.datasetDir !== undefined ? resolve(o.datasetDir) : o.loaded.datasetDir;
+  return {
+    ...o.loaded,
+    datasetDir,
+    outputDir: resolve(runDir),
+    config: {
+      ...c,
+      dataset: { ...c.dataset, path: datasetDir },
+      device: { ...c.device, backend: o.backend ?? c.device.backend },
+      output: { ...c.output, dir: resolve(runDir) },
+    },
+  };
 }
 
 async function trainInFolder(o: TrainOptions, runDir: string, runId: string): Promise<TrainResult> {

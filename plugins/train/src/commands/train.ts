@@ -75,7 +75,9 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
       env: 'XTTS_BACKEND',
     }),
     'max-steps': Flags.integer({
-      summary: 'Stop after this many optimizer steps (instead of training.max_steps).',
+      summary:
+        'Stop at this optimizer step (instead of training.max_steps); the learning-rate schedule keeps ' +
+        'training.max_steps (--set training.max_steps=N changes both).',
       min: 1,
     }),
     'max-minutes': Flags.custom<number>({

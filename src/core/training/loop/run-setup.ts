@@ -1,6 +1,6 @@
 // A run's setup, before its first step: the prepared data, the backend (and replicas), the model and
 // its optimizer, and where the run resumes from its last checkpoint.
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { type BackendChoice, boundsChecksNote, initBackend } from '../../backend/index.js';
 import type { XttsConfig } from '../../config/index.js';
 import { describeDataset, prepareDataset, type PreparedDataset } from '../../data/index.js';
@@ -10,6 +10,8 @@ import { checkCheckpointDisk, checkMemoryEstimate } from '../budget.js';
 import { assignArrays, type CheckpointState, CheckpointStore, refuseNonFinite } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { planReplicas, type ReplicaPlan } from '../parallel/group.js';
+import { shellQuote } from '../../util/index.js';
+import { freeSibling } from '../run-folder.js';
 import type { TrainOptions } from './types.js';
 
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
@@ -100,7 +102,9 @@ export async function setUpRun(
   }
   const store = new CheckpointStore(runDir);
   checkCheckpointDisk(runDir, model.parameterCount(), t.keep_checkpoints, say);
-  const resumed = o.resume ? resume(store, runDir, runId, data, model, optimizer, say) : undefined;
+  const resumed = o.resume
+    ? resume(store, runDir, runId, data, model, optimizer, say, o.datasetDir !== undefined)
+    : undefined;
   return {
     config,
     data,
@@ -120,6 +124,38 @@ export async function setUpRun(
 }
 
 /**
+ * Refuses to resume a run on other data than it trained on when the command did not name the data (a resume without
+ * the --dataset the run began with reads the config's dataset); data named with --dataset (moved, or new on purpose)
+ * is a warning. The recorded folder is compared where it is an absolute path (as runs record it since their flags are
+ * written into their config).
+ */
+function refuseOtherData(
+  runDir: string,
+  recorded: string | undefined,
+  now: string | undefined,
+  named: boolean,
+  say: (m: string) => void,
+): void {
+  if (recorded === undefined || now === undefined || !isAbsolute(recorded)) return;
+  if (resolve(recorded) === resolve(now)) return;
+  if (named) {
+    say(`warning: --resume on ${now} (--dataset); ${runDir}'s run trained on ${recorded} until now`);
+    return;
+  }
+  throw new XttsError(
+    'RESUME_OTHER_DATA',
+    `${runDir}'s run trained on ${recorded}; this command would resume it on ${now}`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        `continue it on its data: add --dataset ${shellQuote(recorded)}`,
+        `or train on ${now} in a new run: --output ${shellQuote(freeSibling(runDir))} (without --resume)`,
+      ],
+    },
+  );
+}
+
+/**
  * The run's last checkpoint into the model and optimizer, refused where another run wrote it, where it
  * holds NaN or Inf, or where the dataset's characters changed since; undefined where the run has none
  * (stopped before its first checkpoint, it starts over as the same run).
@@ -128,10 +164,11 @@ export function resume(
   store: CheckpointStore,
   runDir: string,
   runId: string,
-  data: Pick<PreparedDataset, 'tokenizer'>,
+  data: Pick<PreparedDataset, 'tokenizer'> & { manifest?: Pick<PreparedDataset['manifest'], 'datasetDir'> },
   model: Pick<XttsModel, 'setWeights' | 'dropout'>,
   optimizer: Pick<AdamW, 'setState'>,
   say: (m: string) => void,
+  datasetNamed = false,
 ): ResumePoint | undefined {
   const dir = store.latest();
   if (!dir) {
@@ -147,6 +184,7 @@ export function resume(
       suggestions: ['resume with --output naming the folder that run was trained in'],
     });
   }
+  refuseOtherData(runDir, ckpt.state.config?.dataset?.path, data.manifest?.datasetDir, datasetNamed, say);
   if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
     throw new XttsError(
       'RESUME_TOKENIZER_CHANGED',
