@@ -136,7 +136,7 @@ describe('a run is never lost', () => {
     },
   );
 
-  test('a resume reads the data its run trained on (without that --dataset it is refused); a run records its flags', async () => {
+  test('a resume reads the data its run trained on (no --dataset: refused); a run records its flags', async () => {
     const other = join(dir, 'other-data');
     cpSync(join(dir, 'data'), other, { recursive: true });
     const run = join(dir, 'runs', 'on-other');
