@@ -1,10 +1,11 @@
-// Voices as a user meets them, through the CLI as processes: a micro model trained on two speakers
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 // (the shortest quickstart clips, in the multi-speaker LJSpeech layout) has both voices in its
 // checkpoint; `xtts voices` lists them and the languages; a voice saved to a file speaks exactly as
 // `--speaker` does; several reference clips are one voice (the same as the file `voices --reference`
 // saves); unknown speakers, two voices at once and another model's voice file are refused by name.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
@@ -139,6 +140,24 @@ describe('voices', () => {
     assert.equal(notVoice.code, 2);
     assertNoStackTrace(notVoice);
     assert.ok(!existsSync(out), 'nothing spoken');
+    // A named pipe as a clip or a voice file is refused as one (its open would wait for a writer for ever).
+    const fifo = join(dir, 'a.pipe');
+    execFileSync('mkfifo', [fifo]);
+    for (const flag of ['--reference', '--voice']) {
+      const piped = await runCli(['synthesize', '--checkpoint', runDir, flag, fifo, '--out', out, ...say]);
+      assert.equal(piped.code, 2, `${flag}: ${piped.stderr}`);
+      assert.match(piped.json.error.message, /it is a named pipe \(FIFO\), not a file/, flag);
+    }
+    // Texts through a pipe are read once: /dev/stdin speaks its line.
+    mkdirSync(join(dir, 'piped'));
+    const texts = await run(
+      ['synthesize', '--checkpoint', runDir, '--texts', '/dev/stdin', '--out-dir', join(dir, 'piped')].concat(
+        say.slice(2),
+      ),
+      { timeoutMs: 600_000, input: 'Read from a pipe.\n' },
+    );
+    assert.equal(texts.code, 0, texts.stdout + texts.stderr);
+    assert.ok(existsSync(join(dir, 'piped', 'line-0001.wav')));
     const noOut = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'alice']);
     assert.equal(noOut.code, 2);
     assert.match(noOut.stderr, /--out FILE/);

@@ -5,7 +5,7 @@ export {
   SKIP_REASONS,
   type Manifest,
   type ManifestRow,
-  readLines,
+  splitLines,
   type SkippedRow,
   type SkipReason,
 } from './manifest.js';

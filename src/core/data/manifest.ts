@@ -155,8 +155,16 @@ function ljspeechAudio(root: string, id: string): string {
  * the first byte that is not UTF-8 and how it reads as Latin-1), not the file. A UTF-8 byte-order
  * mark is dropped; CRLF and LF both end lines.
  */
-export function readLines(file: string): { lines: string[]; notUtf8: Map<number, { at: number; asLatin1: string }> } {
-  let bytes: Uint8Array = readFileSync(file);
+export function readLines(file: string): ReturnType<typeof splitLines> {
+  return splitLines(readFileSync(file));
+}
+
+/** `readLines` of bytes already read (a pipe can be read only once). */
+export function splitLines(data: Uint8Array): {
+  lines: string[];
+  notUtf8: Map<number, { at: number; asLatin1: string }>;
+} {
+  let bytes = data;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const lines: string[] = [];

@@ -13,7 +13,7 @@ import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
-import { unreadableWhy } from '../util/index.js';
+import { requireRegularFile, unreadableWhy } from '../util/index.js';
 
 /** Clips per trained speaker that make their voice: more agree better, and each costs an encoder pass a checkpoint. */
 export const VOICE_CLIPS = 4;
@@ -191,6 +191,7 @@ export function readVoiceFile(
     });
   let bytes: Buffer;
   try {
+    requireRegularFile(file);
     bytes = readFileSync(file);
   } catch (e) {
     throw bad(`cannot be read: ${unreadableWhy(e)}`, 'name a voice file written by `xtts voices --out`');

@@ -12,6 +12,7 @@ export {
   writeDurable,
   writeFileAtomic,
   writeOutputFile,
+  requireRegularFile,
 } from './output.js';
 export { isCorruptDatabase, openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';

@@ -57,11 +57,24 @@ export function makeFolders(path: string): string[] {
   return made;
 }
 
+/**
+ * Throws where `file` is not a regular file, before anything opens it: opening a named pipe waits for a writer for
+ * ever. The error's code is Node's (ENOENT, EISDIR) or XTTS_FIFO / XTTS_NOT_FILE, which unreadableWhy words.
+ */
+export function requireRegularFile(file: string): void {
+  const st = statSync(file);
+  if (st.isFile()) return;
+  const code = st.isDirectory() ? 'EISDIR' : st.isFIFO() ? 'XTTS_FIFO' : 'XTTS_NOT_FILE';
+  throw Object.assign(new Error(`${file} is not a regular file`), { code });
+}
+
 /** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */
 export function unreadableWhy(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return 'it does not exist';
   if (code === 'EISDIR') return 'it is a folder';
+  if (code === 'XTTS_FIFO') return 'it is a named pipe (FIFO), not a file';
+  if (code === 'XTTS_NOT_FILE') return 'it is not a regular file (a socket or a device)';
   if (code === 'EACCES' || code === 'EPERM') return 'it may not be read (permissions)';
   return code ?? (e as Error).message;
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
-import { readLines } from '@xtts/core/data';
+import { splitLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
 
@@ -34,7 +34,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     text: Flags.string({ summary: 'What to say.', exactlyOne: ['text', 'texts'] }),
     out: Flags.string({ summary: 'Output WAV (with --text).', helpValue: 'WAV', dependsOn: ['text'] }),
     texts: Flags.string({
-      summary: 'A UTF-8 file of texts, one per line.',
+      summary: 'A UTF-8 file of texts, one per line (- reads standard input).',
       helpValue: 'FILE',
       exactlyOne: ['text', 'texts'],
     }),
@@ -164,10 +164,16 @@ function describeVoice(v: SynthesizeResult['voice']): string {
  * byte) or a line that is not UTF-8 is refused naming the line, before any work.
  */
 function readTexts(file: string, outDir: string): SynthesisText[] {
-  let read: ReturnType<typeof readLines>;
+  let read: ReturnType<typeof splitLines>;
   try {
-    if (readFileSync(file).includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
-    read = readLines(file);
+    // Standard input (`-`, /dev/stdin: read from its descriptor, which may be a socket no path opens) and pipes
+    // (`<(…)`, a named pipe) are read once, and wait for their writer: said, not silent.
+    const stdin = file === '-' || file === '/dev/stdin';
+    if (stdin || statSync(file).isFIFO())
+      process.stderr.write(`reading --texts from ${stdin ? 'standard input' : `the pipe ${file}`} (until it ends)\n`);
+    const bytes = readFileSync(stdin ? 0 : file);
+    if (bytes.includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
+    read = splitLines(bytes);
   } catch (e) {
     const why =
       (e as NodeJS.ErrnoException).code === 'BINARY'

@@ -4,6 +4,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
+import { requireRegularFile } from '../../util/index.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MEL_SETTINGS_KEYS, MelExtractor } from './mel.js';
 import { resample } from './resample.js';
@@ -133,6 +134,7 @@ const HEAD_BYTES = 1 << 20;
  * at an hour-long recording (600 MB) would otherwise be read whole by every worker that meets it, only to be refused.
  */
 export function readAudioFile(path: string, where = path): Buffer {
+  requireRegularFile(path); // a named pipe's open would wait for a writer for ever
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
