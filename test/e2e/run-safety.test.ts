@@ -456,7 +456,7 @@ describe('xtts writes only where it was told', () => {
       const runDir = join(dir, 'runs', 'speak');
       const first = await train(['--output', runDir, '--max-steps', '2']);
       assert.equal(first.code, 0, describeRun(first));
-      const precious = join(dir, 'precious.txt');
+      const precious = join(dir, 'precious.wav');
       writeFileSync(precious, 'do not lose me');
       const r = await runCli([
         'synthesize',

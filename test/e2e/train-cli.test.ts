@@ -204,6 +204,11 @@ describe('xtts train', () => {
         assert.match(r.json.error.message, message);
         assert.ok(r.json.error.suggestions.length > 0, flag);
       }
+      // xtts writes WAV: an --out named for another format would hold WAV bytes under a name that says otherwise.
+      const mp3 = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', join(dir, 'x.mp3')]);
+      assert.equal(mp3.code, 2, mp3.stderr);
+      assert.match(mp3.stderr, /x\.mp3: xtts writes WAV; name the file \.wav/);
+      assert.equal(existsSync(join(dir, 'x.mp3')), false);
       const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
       assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);
       assert.match(toFolder.json.error.message, /: it is a folder, not a file$/);

@@ -248,7 +248,17 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const o = join(dir, 'other-mels');
     const t64 = await runCli(['train', '--config', other, '--output', o, '--backend', 'wasm', '--max-steps', '1']);
     assert.equal(t64.code, 0, t64.stderr.slice(-2000));
-    const bad = await runCli(['synthesize', '--checkpoint', ac, '--vocoder', o, '--text', 'Hi.', '--out', wav + '2']);
+    const bad = await runCli([
+      'synthesize',
+      '--checkpoint',
+      ac,
+      '--vocoder',
+      o,
+      '--text',
+      'Hi.',
+      '--out',
+      wav.replace(/\.wav$/, '-2.wav'),
+    ]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /VOCODER_AUDIO_MISMATCH.*audio\.n_mels 64 \(vocoder\) vs 80/);
   });

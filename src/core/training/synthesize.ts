@@ -70,10 +70,28 @@ export interface SynthesizedUtterance {
   out: string;
   frames: number;
   durationS: number;
-  /** 'end_of_text' when the whole text was read at its predicted durations; 'max_frames' when --max-seconds cut it. */
+  /** 'end_of_text' when the whole text was read at its predicted durations; 'max_frames' when the bound cut it. */
   stopReason: 'end_of_text' | 'max_frames';
+  /**
+   * What bounds the output where it was cut: --max-seconds, limits.max_audio_s (the default for --max-seconds) or the
+   * model's longest output (model.max_mel_frames), with that bound in seconds.
+   */
+  cutBy?: { bound: 'max_seconds' | 'max_audio_s' | 'max_mel_frames'; seconds: number };
   /** What made the WAV from the mel. */
   vocoder: VocoderUsed['kind'];
+}
+
+/** Which setting the synthesis frame bound (generatedFrameBound) comes from, and its length in seconds. */
+export function frameBoundOf(config: CheckpointState['config'], maxSeconds: number | undefined, frames: number) {
+  const seconds = (frames * config.audio.hop_length) / config.audio.sample_rate_hz;
+  const bound =
+    frames === config.model.max_mel_frames &&
+    (maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz > frames * config.audio.hop_length
+      ? ('max_mel_frames' as const)
+      : maxSeconds !== undefined
+        ? ('max_seconds' as const)
+        : ('max_audio_s' as const);
+  return { bound, seconds };
 }
 
 export interface SynthesizeResult {
@@ -366,6 +384,7 @@ async function speak(
         frames: g.frames,
         durationS: samples.length / config.audio.sample_rate_hz,
         stopReason: g.stopReason,
+        ...(g.stopReason === 'max_frames' ? { cutBy: frameBoundOf(config, o.maxSeconds, maxFrames) } : {}),
         vocoder: vocoder.used.kind,
       });
     }

@@ -5,7 +5,7 @@ import { ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { splitLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
-import type { SynthesisText, SynthesizeResult } from '@xtts/core/training';
+import type { SynthesisText, SynthesizedUtterance, SynthesizeResult } from '@xtts/core/training';
 
 export default class Synthesize extends XttsCommand<SynthesizeResult> {
   static override summary =
@@ -98,6 +98,10 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       if (!flags.out) throw usage('--text needs --out, the WAV to write');
       if (existsSync(flags.out) && statSync(flags.out).isDirectory())
         throw usage(`--out ${flags.out} is a folder: name the WAV file to write`);
+      if (!/\.wav$/i.test(flags.out))
+        throw usage(
+          `--out ${flags.out}: xtts writes WAV; name the file .wav (sox or ffmpeg converts a WAV to other formats)`,
+        );
       texts = [{ text: flags.text, out: flags.out }];
     } else {
       if (!flags['out-dir']) throw usage('--texts needs --out-dir, the folder for the WAVs');
@@ -128,9 +132,18 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
   }
 
   protected render(r: SynthesizeResult): void {
-    const ended: Record<string, string> = { end_of_text: '', max_frames: ', cut at --max-seconds: raise it' };
+    const cut: Record<NonNullable<SynthesizedUtterance['cutBy']>['bound'], string> = {
+      max_seconds: 'at --max-seconds: raise it',
+      max_audio_s: 'at limits.max_audio_s, the default for --max-seconds: pass --max-seconds to allow more',
+      max_mel_frames: "at the model's longest output (model.max_mel_frames): split the text into shorter ones",
+    };
     for (const u of r.utterances)
-      this.log(paint.ok(`wrote ${u.out}: ${u.durationS.toFixed(2)} s (${u.frames} mel frames${ended[u.stopReason]})`));
+      this.log(
+        paint.ok(
+          `wrote ${u.out}: ${u.durationS.toFixed(2)} s (${u.frames} mel frames` +
+            `${u.cutBy ? `, cut ${cut[u.cutBy.bound]}` : ''})`,
+        ),
+      );
     this.log(
       paint.dim(
         `${r.utterances.length} text${r.utterances.length === 1 ? '' : 's'} ` +
