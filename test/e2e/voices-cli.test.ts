@@ -5,13 +5,14 @@ import { execFileSync } from 'node:child_process';
 // `--speaker` does; several reference clips are one voice (the same as the file `voices --reference`
 // saves); unknown speakers, two voices at once and another model's voice file are refused by name.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { encodeVoiceFile } from '../../src/core/training/voices.js';
 import { assertNoStackTrace, runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun } from '../helpers/short-clips.js';
+import { pcm16Wav, writeToneWav } from '../helpers/wav.js';
 
 const runCli = (args: string[]) => run(args, { timeoutMs: 600_000 });
 
@@ -148,6 +149,24 @@ describe('voices', () => {
       assert.equal(piped.code, 2, `${flag}: ${piped.stderr}`);
       assert.match(piped.json.error.message, /it is a named pipe \(FIFO\), not a file/, flag);
     }
+    // A clip too short to carry a voice speaks with a warning; a silent one is refused as a flag's input.
+    const short = join(dir, 'short.wav');
+    writeToneWav(short, 0.4);
+    const brief = await runCli(['synthesize', '--checkpoint', runDir, '--reference', short, '--out', out, ...say]);
+    assert.equal(brief.code, 0, brief.stdout + brief.stderr);
+    assert.ok(
+      brief.json.warnings.some((w: string) =>
+        /short\.wav holds 0\.\d+ s of sound .*too little to carry a voice/.test(w),
+      ),
+      brief.json.warnings.join('\n'),
+    );
+    rmSync(out);
+    const silent = join(dir, 'silent.wav');
+    writeFileSync(silent, pcm16Wav(new Float32Array(22050), 22050));
+    const quiet = await runCli(['synthesize', '--checkpoint', runDir, '--reference', silent, '--out', out, ...say]);
+    assert.equal(quiet.json.error.code, 'SYNTH_REFERENCE', quiet.stdout);
+    assert.match(quiet.json.error.message, /silent\.wav: the clip is silent/);
+    assert.doesNotMatch(quiet.json.error.suggestions.join(' '), /metadata/);
     // Texts through a pipe are read once: /dev/stdin speaks its line.
     mkdirSync(join(dir, 'piped'));
     const texts = await run(

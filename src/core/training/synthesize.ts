@@ -320,8 +320,8 @@ async function voiceSource(
       suggestions: ['several clips of one voice go to --reference, once per clip'],
     });
   if (o.references?.length) {
-    const mels = await referenceMels(o.references, config, stats);
-    return { voice: mels[0], mels, used: { kind: 'reference', clips: [...o.references] }, warnings: [] };
+    const { mels, warnings } = await referenceMels(o.references, config, stats);
+    return { voice: mels[0], mels, used: { kind: 'reference', clips: [...o.references] }, warnings };
   }
   const trained = trainedVoices(ckpt.voices);
   if (o.speaker !== undefined) {

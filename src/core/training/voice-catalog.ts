@@ -38,6 +38,8 @@ export interface VoicesResult {
   languages: { code: string; cleaner: string; normalised: boolean; espeakVoice?: string }[];
   /** The voice file written, with what it holds. */
   saved?: { file: string; source: string };
+  /** What the user should know of the reference clips (too short to carry a voice). */
+  warnings?: string[];
 }
 
 export async function voices(o: VoicesOptions): Promise<VoicesResult> {
@@ -83,12 +85,14 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
   const info = { checkpoint: dir, runId, step, latents: config.model.cond_latents, dModel: config.model.d_model };
   let latents: Float32Array;
   let source: string;
+  const warnings: string[] = [];
   if (o.speaker !== undefined) {
     latents = speakerVoice(dir, trained, o.speaker);
     source = `speaker ${o.speaker}`;
   } else {
     const references = o.references!;
-    const mels = await referenceMels(references, config, ckpt.state.stats);
+    const { mels, warnings: short } = await referenceMels(references, config, ckpt.state.stats);
+    warnings.push(...short);
     const { model } = await openAcousticModel(dir, ckpt, o.backend);
     try {
       latents = await voiceLatents(model, mels);
@@ -101,5 +105,5 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
   writeOutputFile(o.out, encodeVoiceFile(latents, { ...info, source }), 'the voice file', {
     overwrite: o.overwrite === true,
   });
-  return { ...result, saved: { file: o.out, source } };
+  return { ...result, saved: { file: o.out, source }, warnings };
 }

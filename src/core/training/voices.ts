@@ -125,31 +125,51 @@ export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Arr
   );
 }
 
+/** A reference shorter than this carries too little of a voice to clone it from (3 to 10 s is asked for). */
+const SHORT_REFERENCE_S = 1.5;
+
 /**
  * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (all the
- * clips' windows, in order); a clip that cannot be read is named.
+ * clips' windows, in order), and warnings for clips too short to carry a voice; a clip that cannot be read is named.
  */
 export async function referenceMels(
   files: readonly string[],
   config: XttsConfig,
   stats: CheckpointState['stats'],
-): Promise<Float32Array[]> {
-  const out: Float32Array[] = [];
+): Promise<{ mels: Float32Array[]; warnings: string[] }> {
+  const mels: Float32Array[] = [];
+  const warnings: string[] = [];
+  const refused = (file: string, why: string, suggestion: string) =>
+    new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${why}`, {
+      exitCode: ExitCode.usage,
+      position: { file },
+      suggestions: [suggestion],
+    });
+  const asked = 'name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip';
   for (const file of files) {
     let bytes: Buffer;
     try {
       bytes = readAudioFile(file);
     } catch (e) {
       if (isXttsError(e)) throw e;
-      throw new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${unreadableWhy(e)}`, {
-        exitCode: ExitCode.usage,
-        suggestions: ['name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip'],
-      });
+      throw refused(file, unreadableWhy(e), asked);
     }
-    const clip = await processAudioFile(bytes, config.audio, file);
-    out.push(...referenceWindows(clip.mel, clip.frames, stats, config));
+    let clip: Awaited<ReturnType<typeof processAudioFile>>;
+    try {
+      clip = await processAudioFile(bytes, config.audio, file);
+    } catch (e) {
+      // A dataset row's advice (remove the row) is not a flag's.
+      if (isXttsError(e) && e.code === 'AUDIO_SILENT') throw refused(file, 'the clip is silent', asked);
+      throw e;
+    }
+    if (clip.durationS < SHORT_REFERENCE_S)
+      warnings.push(
+        `--reference ${file} holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): too little to ` +
+          'carry a voice; 3 to 10 s of speech clones it',
+      );
+    mels.push(...referenceWindows(clip.mel, clip.frames, stats, config));
   }
-  return out;
+  return { mels, warnings };
 }
 
 /** Where a voice file's voice came from, and for which model: written into its header. */

@@ -43,7 +43,7 @@ export default class Voices extends XttsCommand<VoicesResult> {
   protected async execute(): Promise<VoicesResult> {
     const { flags } = await this.parse(Voices);
     const { voices } = await import('@xtts/core/training');
-    return voices({
+    const result = await voices({
       checkpoint: flags.checkpoint,
       speaker: flags.speaker,
       references: flags.reference,
@@ -51,6 +51,8 @@ export default class Voices extends XttsCommand<VoicesResult> {
       overwrite: flags.overwrite,
       backend: flags.backend as never,
     });
+    for (const w of result.warnings ?? []) this.addWarning(w);
+    return result;
   }
 
   protected render(r: VoicesResult): void {
