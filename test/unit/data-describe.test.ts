@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import { describeDataset, speechLength } from '../../src/core/data/describe.js';
 import type { PreparedDataset, PreparedItem } from '../../src/core/data/prepare.js';
 
-const item = (durationS: number) => ({ durationS }) as PreparedItem;
+let clipCount = 0;
+const item = (durationS: number) => ({ durationS, id: `c${clipCount}`, featureKey: `k${clipCount++}` }) as PreparedItem;
 
 function dataset(o: {
   train: number[];
@@ -100,5 +101,20 @@ test('speakers whose names differ only in case are a warning naming them with th
   assert.deepEqual(describeDataset(d).warnings, [
     'speakers whose names differ only in case are trained as separate voices: Alice (3 utterances), alice ' +
       '(1 utterance). If each is one person, write one name',
+  ]);
+});
+
+test("rows whose audio is another row's byte for byte are a warning, saying when a copy crosses the splits", () => {
+  const d = dataset({ train: [2, 2, 2], validation: [2] });
+  for (const [i, [id, key]] of [
+    ['a', 'k1'],
+    ['b', 'k2'],
+    ['a-copy', 'k1'],
+  ].entries())
+    Object.assign(d.train[i], { id, featureKey: key });
+  Object.assign(d.validation[0], { id: 'b-again', featureKey: 'k2' });
+  assert.deepEqual(describeDataset(d).warnings, [
+    "2 rows repeat another row's audio byte for byte (e.g. a and a-copy); 1 of them across training and " +
+      'validation, so the validation loss is measured on audio the model trains on. Remove the copies',
   ]);
 });

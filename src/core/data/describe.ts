@@ -28,6 +28,32 @@ const SKIPPED_SHOWN = 3;
 
 const seconds = (items: readonly PreparedItem[]) => items.reduce((a, x) => a + x.durationS, 0);
 
+/**
+ * Rows whose audio is another row's byte for byte (their features share the content key): how many, how many of them
+ * have the copy in the other split, and one pair ("LJ001 and LJ001-copy").
+ */
+function copiedClips(data: Pick<PreparedDataset, 'train' | 'validation'>) {
+  const first = new Map<string, { id: string; validation: boolean }>();
+  let clips = 0;
+  let acrossSplits = 0;
+  let example = '';
+  for (const [validation, items] of [
+    [false, data.train],
+    [true, data.validation],
+  ] as const)
+    for (const item of items) {
+      const seen = first.get(item.featureKey);
+      if (!seen) {
+        first.set(item.featureKey, { id: item.id, validation });
+        continue;
+      }
+      clips++;
+      if (seen.validation !== validation) acrossSplits++;
+      example ||= `${seen.id} and ${item.id}`;
+    }
+  return { clips, acrossSplits, example };
+}
+
 /** Speakers whose names are one but for case ("Alice" and "alice"), with their utterances: "Alice (12), alice (3)". */
 function caseTwins(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): string[] {
   const rows = new Map<number, number>();
@@ -63,6 +89,17 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
     const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
     warnings.push(`${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`);
   }
+  const copies = copiedClips(data);
+  if (copies.clips)
+    warnings.push(
+      `${plural(copies.clips, 'row')} repeat${copies.clips === 1 ? 's' : ''} another row's audio byte for byte ` +
+        `(e.g. ${copies.example})` +
+        (copies.acrossSplits
+          ? `; ${copies.acrossSplits} of them across training and validation, so the validation loss is measured ` +
+            'on audio the model trains on'
+          : '') +
+        '. Remove the copies',
+    );
   const twins = caseTwins(data);
   if (twins.length)
     warnings.push(
