@@ -383,6 +383,15 @@ describe('which devices', () => {
     assert.deepEqual(parseGpusFlag('0,1'), [0, 1]);
     assert.deepEqual(parseGpusFlag('H200, 1'), ['H200', 1]);
     assert.throws(() => parseGpusFlag('0,,1'), /an empty device in the list/);
+    // cpu:N out of range, negative or fractional is said of the flag (not taken for GPU names, nor for a --set).
+    for (const bad of ['cpu:0', 'cpu:999', 'cpu:-1', 'cpu:1.5', 'cpu:'])
+      assert.throws(
+        () => parseGpusFlag(bad),
+        (e: Error & { code?: string }) =>
+          e.code === 'GPUS_INVALID' &&
+          e.message.includes(`--gpus "${bad}": cpu:N takes a whole number of CPU replicas`),
+        bad,
+      );
   });
 
   test(

@@ -95,7 +95,15 @@ export async function planReplicas(gpus: XttsConfig['device']['gpus'], backend: 
 /** Parses --gpus: `all`, `cpu:N`, or a comma-separated list of adapter indices or names. */
 export function parseGpusFlag(value: string): XttsConfig['device']['gpus'] {
   const v = value.trim();
-  if (v === 'all' || /^cpu:\d+$/.test(v)) return v as XttsConfig['device']['gpus'];
+  if (v === 'all') return v;
+  if (/^cpu\b/i.test(v)) {
+    const n = /^cpu:(\d+)$/.exec(v);
+    if (!n || Number(n[1]) < 1 || Number(n[1]) > 64)
+      throw usage(`--gpus ${JSON.stringify(value)}: cpu:N takes a whole number of CPU replicas from 1 to 64`, [
+        'e.g. --gpus cpu:2',
+      ]);
+    return `cpu:${Number(n[1])}` as XttsConfig['device']['gpus'];
+  }
   const refs = v.split(',').map((s) => s.trim());
   if (refs.some((s) => s === ''))
     throw usage(`--gpus ${JSON.stringify(value)}: an empty device in the list`, [
