@@ -136,6 +136,18 @@ describe('a run is never lost', () => {
     },
   );
 
+  test('a resume with another model than its run names the command that began the run', async () => {
+    const run = join(dir, 'runs', 'reshaped');
+    const first = await train(['--output', run, '--max-steps', '2']);
+    assert.equal(first.code, 0, describeRun(first));
+    const other = await train(['--output', run, '--max-steps', '4', '--resume', '--set', 'model.d_model=48']);
+    assert.equal(other.code, 2, describeRun(other));
+    assert.match(
+      other.json.error.suggestions[0],
+      /^this run began with `xtts train --config .* --output .*reshaped --max-steps 2 --json`: resume it with the same/,
+    );
+  });
+
   test('a resume reads the data its run trained on (no --dataset: refused); a run records its flags', async () => {
     const other = join(dir, 'other-data');
     cpSync(join(dir, 'data'), other, { recursive: true });

@@ -40,6 +40,11 @@ function newRunId(): string {
   return randomBytes(8).toString('hex');
 }
 
+/** The command line that began the run in `runDir` (its marker's), where there is one. */
+export function runCommand(runDir: string): string | undefined {
+  return readMarker(join(runDir, RUN_MARKER))?.command;
+}
+
 function readMarker(path: string): RunMarker | undefined {
   try {
     const m = JSON.parse(readFileSync(path, 'utf8')) as RunMarker;

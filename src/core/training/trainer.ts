@@ -8,11 +8,11 @@ import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, takeGpuError } from '../backend/index.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/index.js';
 import { configInvalid, type LoadedConfig } from '../config/index.js';
-import { ExitCode, XttsError } from '../errors.js';
+import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { SpanTimer, type StepRecord } from '../telemetry/index.js';
 import { summarize } from '../util/index.js';
 import { checkModelBudget } from './budget.js';
-import { openRunFolder, runFolderForDataset } from './run-folder.js';
+import { openRunFolder, runCommand, runFolderForDataset } from './run-folder.js';
 import { type ClosedRun, closeRun, type RunParts, startRun } from './loop/run-parts.js';
 import { setUpRun } from './loop/run-setup.js';
 import type { RunLog } from './loop/run-log.js';
@@ -66,10 +66,24 @@ async function inRunFolder<R>(
     result = await body(runDir, folder.runId, withRunFlags(o, runDir));
   } catch (e) {
     folder.abandon();
-    throw e;
+    throw o.resume ? withRunCommand(e, runDir) : e;
   }
   folder.release();
   return result;
+}
+
+/** Errors of a resume with other settings than its run's: they are resumed with the command that began the run. */
+const OTHER_SETTINGS = new Set(['CHECKPOINT_KIND', 'WEIGHTS_MISMATCH', 'RESUME_TOKENIZER_CHANGED']);
+
+/** `e`, where it says the settings are not the run's, with the command that began the run as what to do. */
+function withRunCommand(e: unknown, runDir: string): unknown {
+  const command = runCommand(runDir);
+  if (!isXttsError(e) || !OTHER_SETTINGS.has(e.code) || command === undefined) return e;
+  return new XttsError(e.code, e.message, {
+    exitCode: e.exitCode,
+    position: e.position,
+    suggestions: [`this run began with \`xtts ${command}\`: resume it with the same config and --set, adding --resume`],
+  });
 }
 
 /**
