@@ -304,3 +304,14 @@ test(
     );
   },
 );
+
+test('a validation metadata file that is the training metadata itself is refused, naming both ways out', () => {
+  const dir = makeDataset('A|one\nB|two\n', ['A', 'B']);
+  assert.throws(
+    () => buildManifest(dir, dataset({ validation_metadata: './metadata.csv' })),
+    (e: Error & { code?: string; suggestions?: string[] }) =>
+      e.code === 'DATASET_VALIDATION_METADATA' &&
+      /names the training metadata itself/.test(e.message) &&
+      /validation_metadata: null/.test(e.suggestions?.[0] ?? ''),
+  );
+});

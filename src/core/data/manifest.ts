@@ -3,7 +3,7 @@
 // the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
 // and report through the same SkippedRow shape.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import {
@@ -20,6 +20,9 @@ import {
 } from './corpora.js';
 import type { DatasetConfig } from '../config/index.js';
 import { settleSpeakers } from './speakers.js';
+import { readLines } from './text-lines.js';
+
+export { readLines, splitLines } from './text-lines.js';
 
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
@@ -124,65 +127,9 @@ function isInside(root: string, p: string): boolean {
   return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
 }
 
-/**
- * Index of the first byte of `b` that breaks UTF-8 (a bad lead, a missing continuation, an overlong or surrogate form),
- * or b.length.
- */
-function firstInvalidUtf8(b: Uint8Array): number {
-  for (let i = 0; i < b.length; ) {
-    const c = b[i];
-    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (n === 0) return i;
-    for (let k = 1; k < n; k++) {
-      const x = b[i + k];
-      // The second byte's range is narrower after E0, ED, F0 and F4 (no overlong forms, surrogates, or > U+10FFFF).
-      const lo = k === 1 && c === 0xe0 ? 0xa0 : k === 1 && c === 0xf0 ? 0x90 : 0x80;
-      const hi = k === 1 && c === 0xed ? 0x9f : k === 1 && c === 0xf4 ? 0x8f : 0xbf;
-      if (x === undefined || x < lo || x > hi) return i;
-    }
-    i += n;
-  }
-  return b.length;
-}
-
 /** Audio path of an LJSpeech id: wavs/<id>.wav (or <id> itself when it already names a .wav). */
 function ljspeechAudio(root: string, id: string): string {
   return /\.wav$/i.test(id) ? resolve(root, id) : resolve(root, 'wavs', `${id}.wav`);
-}
-
-/**
- * A text file's lines, decoded one by one: a line in another encoding costs that line (reported with
- * the first byte that is not UTF-8 and how it reads as Latin-1), not the file. A UTF-8 byte-order
- * mark is dropped; CRLF and LF both end lines.
- */
-export function readLines(file: string): ReturnType<typeof splitLines> {
-  return splitLines(readFileSync(file));
-}
-
-/** `readLines` of bytes already read (a pipe can be read only once). */
-export function splitLines(data: Uint8Array): {
-  lines: string[];
-  notUtf8: Map<number, { at: number; asLatin1: string }>;
-} {
-  let bytes = data;
-  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
-  const utf8 = new TextDecoder('utf-8', { fatal: true });
-  const lines: string[] = [];
-  const notUtf8 = new Map<number, { at: number; asLatin1: string }>();
-  for (let start = 0; start <= bytes.length; ) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) end = bytes.length;
-    const raw = bytes.subarray(start, end > start && bytes[end - 1] === 0x0d ? end - 1 : end);
-    try {
-      lines.push(utf8.decode(raw));
-    } catch {
-      const at = firstInvalidUtf8(raw);
-      notUtf8.set(lines.length, { at, asLatin1: new TextDecoder('latin1').decode(raw) });
-      lines.push('');
-    }
-    start = end + 1;
-  }
-  return { lines, notUtf8 };
 }
 
 /**
@@ -565,6 +512,19 @@ export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manif
         },
       );
     }
+    if (resolve(datasetDir, dataset.validation_metadata) === resolve(datasetDir, dataset.metadata))
+      throw new XttsError(
+        'DATASET_VALIDATION_METADATA',
+        `dataset.validation_metadata names the training metadata itself (${dataset.metadata}): every row would be ` +
+          'held out and trained on at once',
+        {
+          exitCode: ExitCode.usage,
+          suggestions: [
+            'name a separate validation file, or set dataset.validation_metadata: null to hold rows out by ' +
+              'dataset.validation_fraction',
+          ],
+        },
+      );
     const valPart = readPart(datasetDir, dataset, dataset.validation_metadata);
     parts.push(valPart);
     settleSpeakers(parts);
