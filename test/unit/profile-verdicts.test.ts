@@ -366,6 +366,14 @@ test("memory leak: live tensors that grow from step to step are reported, the fi
     ctx,
   );
   assert.equal(verdict(steady, 'memory-leak').grade, 'ok');
+  // A resumed run: the second process's clock starts again and it holds more tensors from its start (each process its
+  // own level), steady in each: no trend across the two.
+  const resumed = run(
+    40,
+    () => ({}),
+    (i) => ({ tensors: i < 20 ? 900 : 1006 }),
+  ).map((r, i) => (i < 20 ? r : { ...r, startMs: r.startMs - 1e6 }));
+  assert.equal(verdict(judge(resumed, gpu(20, 60), ctx), 'memory-leak').grade, 'ok');
   // The threshold can be overridden like every other.
   assert.equal(
     verdict(

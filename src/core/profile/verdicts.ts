@@ -135,7 +135,17 @@ function readbackIntervals(steps: readonly StepRecord[], logEvery: number): numb
 }
 
 /**
- * Growth of the engine's live tensors across steps: the least-squares slope over the steps after the
+ * The steps of the last process that trained: a resumed run's records restart their clock (startMs, from that
+ * process's start) where it resumed, and another process's tensors are no trend of this one's.
+ */
+function lastProcess<S extends Pick<StepRecord, 'startMs'>>(steps: readonly S[]): readonly S[] {
+  let from = 0;
+  for (let i = 1; i < steps.length; i++) if (steps[i].startMs < steps[i - 1].startMs) from = i;
+  return steps.slice(from);
+}
+
+/**
+ * Growth of the engine's live tensors across steps (of the last process that trained): the least-squares slope over the steps after the
  * first fifth (the first steps allocate optimizer state and caches once). Undefined without records.
  */
 export function tensorGrowth(steps: readonly StepRecord[]):
@@ -149,7 +159,7 @@ export function tensorGrowth(steps: readonly StepRecord[]):
       toStep: number;
     }
   | undefined {
-  const held = steps.filter((s) => s.tensors !== undefined);
+  const held = lastProcess(steps.filter((s) => s.tensors !== undefined));
   const steady = held.slice(Math.floor(held.length / 5));
   if (steady.length < 3) return undefined;
   const n = steady.length;
