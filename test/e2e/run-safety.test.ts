@@ -2,6 +2,7 @@
 // model (four of the shortest quickstart clips, d_model 32, wasm: a step takes tens of ms), each
 // refusal checked against a byte-for-byte snapshot of the folder it refused.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   cpSync,
@@ -21,7 +22,7 @@ import Database from 'better-sqlite3';
 import { CheckpointStore } from '../../src/core/training/checkpoint.js';
 import { processStartTime } from '../../src/core/training/run-lock.js';
 import { decodeSafetensors, encodeSafetensors } from '../../src/core/training/safetensors.js';
-import { assertNoStackTrace, describeRun, runCli } from '../helpers/cli.js';
+import { assertNoStackTrace, describeRun, repoRoot, runCli, xttsBin } from '../helpers/cli.js';
 import { microRun } from '../helpers/short-clips.js';
 
 const { dir, config } = microRun('xtts-safety-');
@@ -135,6 +136,33 @@ describe('a run is never lost', () => {
       assert.equal(existsSync(join(dir, 'runs', 'micro')), false);
     },
   );
+
+  test('a feature cache removed under a running run: its checkpoints keep the steps (without the voices)', async () => {
+    const run = join(dir, 'runs', 'cache-gone');
+    const cache = join(dir, 'gone.sqlite');
+    const child = spawn(
+      process.execPath,
+      [xttsBin, 'train', '--config', config, '--backend', 'wasm', '--output', run, '--max-steps', '40'].concat([
+        '--set',
+        `pipeline.cache.path=${cache}`,
+      ]),
+      { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    let removed = false;
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      // As `rm cache.sqlite` by hand while it trains: the producers keep reading the file they opened.
+      if (!removed && /^step\s+2\//m.test(stderr)) {
+        removed = true;
+        for (const f of [cache, `${cache}-wal`, `${cache}-shm`]) rmSync(f, { force: true });
+      }
+    });
+    await new Promise((resolve) => child.once('close', resolve));
+    assert.ok(removed, stderr.slice(-1500));
+    assert.match(stderr, /the trained voices were not computed .*the checkpoint holds the weights without them/);
+    assert.ok(new CheckpointStore(run).latest()?.endsWith('step-00000040'), stderr.slice(-1500));
+  });
 
   test('a resume with another model than its run names the command that began the run', async () => {
     const run = join(dir, 'runs', 'reshaped');

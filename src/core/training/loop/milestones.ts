@@ -84,13 +84,17 @@ export class Milestones {
         // Marked best when its validation, running on the data device, says so.
         await this.saveCheckpoint(false);
         await this.side.submit({ type: 'validate', step, weights: await toArrays(model.getWeights()) });
-      } else
-        await this.saveCheckpoint(
-          this.recordValidation(
-            step,
-            await validate(model, data, config, this.o.bucketOptions, this.o.common, loaderItems),
-          ),
-        );
+      } else {
+        let loss: Awaited<ReturnType<typeof validate>>;
+        try {
+          loss = await validate(model, data, config, this.o.bucketOptions, this.o.common, loaderItems);
+        } catch (e) {
+          // The steps trained since the last checkpoint are kept before the error ends the run.
+          await this.saveCheckpoint(false);
+          throw e;
+        }
+        await this.saveCheckpoint(this.recordValidation(step, loss));
+      }
     } else if (step % t.checkpoint_every === 0) await this.saveCheckpoint(false);
     if (step % t.eval_every === 0 && state.stoppedBy !== 'non_finite') await this.evaluate();
   }
@@ -219,8 +223,15 @@ export class Milestones {
         weights: await toArrays(model.getWeights()),
         optimizer: await toArraysDisposing(optimizer.getState()),
         state: ckpt,
-        // Each trained speaker's voice with these weights: `synthesize --speaker` reads it.
-        voices: await speakerVoices(model, data, config),
+        // Each trained speaker's voice with these weights: `synthesize --speaker` reads it. Without them (their clips
+        // unreadable: a feature cache removed under the run) the checkpoint keeps the run's work all the same.
+        voices: await speakerVoices(model, data, config).catch((e: Error) => {
+          say(
+            `warning: step ${state.step}: the trained voices were not computed (${e.message}); the checkpoint holds ` +
+              'the weights without them (synthesize --reference clones a voice from a clip)',
+          );
+          return [];
+        }),
       };
       dir = store.save(state.step, arrays, { keep: config.training.keep_checkpoints, best });
     } catch (e) {
