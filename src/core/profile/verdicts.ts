@@ -145,8 +145,9 @@ function lastProcess<S extends Pick<StepRecord, 'startMs'>>(steps: readonly S[])
 }
 
 /**
- * Growth of the engine's live tensors across steps (of the last process that trained): the least-squares slope over the steps after the
- * first fifth (the first steps allocate optimizer state and caches once). Undefined without records.
+ * Growth of the engine's live tensors across steps (of the last process that trained): the least-squares slope over
+ * the steps after the first fifth (the first steps allocate optimizer state and caches once). Undefined without
+ * records.
  */
 export function tensorGrowth(steps: readonly StepRecord[]):
   | {

@@ -10,9 +10,9 @@ import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 import { RUN_ENTRIES, RUN_MARKER, writeFileAtomic } from '../util/index.js';
+import { lockRunFolder } from './run-lock.js';
 
 export { RUN_MARKER };
-import { lockRunFolder } from './run-lock.js';
 
 export const RUN_MARKER_FORMAT = 'xtts-run@1';
 
