@@ -185,7 +185,7 @@ describe('a run is never lost', () => {
     const db = new Database(join(run, 'run.sqlite'), { readonly: true });
     const recorded = JSON.parse((db.prepare("SELECT v FROM meta WHERE k = 'config'").get() as { v: string }).v);
     db.close();
-    assert.deepEqual([recorded.dataset.path, recorded.output.dir, recorded.device.backend], [other, run, 'wasm']);
+    assert.deepEqual([recorded.dataset.path, recorded.device.backend], [other, 'wasm']);
     // The documented resume without the --dataset the run began with would read the config's data.
     const plain = await train(['--output', run, '--max-steps', '4', '--resume']);
     assert.equal(plain.code, 2, describeRun(plain));
@@ -589,7 +589,7 @@ describe('xtts writes only where it was told', () => {
       for (const [args, message] of refused) {
         const r = await runCli([...args, '--overwrite', '--json']);
         assert.equal(r.code, 2, describeRun(r));
-        assert.match(r.json.error.code, /^OUTPUT(_IS_INPUT|S_COLLIDE)$/, args.join(' '));
+        assert.match(r.json.error.code, /^OUTPUT(_IS_INPUT|S_COLLIDE|_IS_RUN_FILE)$/, args.join(' '));
         assert.match(r.json.error.message, message);
       }
       assert.deepEqual(snapshot(dir), before, 'a refused command changed a file');

@@ -63,7 +63,7 @@ async function inRunFolder<R>(
   const folder = openRunFolder(runDir, o.resume === true);
   let result: R;
   try {
-    result = await body(runDir, folder.runId, withRunFlags(o, runDir));
+    result = await body(runDir, folder.runId, withRunFlags(o));
   } catch (e) {
     folder.abandon();
     throw o.resume ? withRunCommand(e, runDir) : e;
@@ -87,23 +87,22 @@ function withRunCommand(e: unknown, runDir: string): unknown {
 }
 
 /**
- * The config as the run trains it: what the command line says instead of the config's keys (--dataset, --backend,
- * --output) written into it, so that the run's records (run.sqlite, TensorBoard, every checkpoint) say what it did
- * and a resume can tell its data. --max-steps is where this command stops: the schedule keeps training.max_steps, as
- * with --max-minutes (a run stopped early and resumed follows one schedule).
+ * The config as the run trains it: what the command line says instead of the config's keys (--dataset, --backend)
+ * written into it, so that the run's records (run.sqlite, TensorBoard, every checkpoint) say what it did and a resume
+ * can tell its data. --max-steps is where this command stops: the schedule keeps training.max_steps, as with
+ * --max-minutes (a run stopped early and resumed follows one schedule). output.dir stays the config's: a checkpoint
+ * does not say where it lies (the same run in two folders writes the same bytes, and a moved run is not wrong).
  */
-function withRunFlags(o: TrainOptions, runDir: string): LoadedConfig {
+function withRunFlags(o: TrainOptions): LoadedConfig {
   const c = o.loaded.config;
   const datasetDir = o.datasetDir !== undefined ? resolve(o.datasetDir) : o.loaded.datasetDir;
   return {
     ...o.loaded,
     datasetDir,
-    outputDir: resolve(runDir),
     config: {
       ...c,
       dataset: { ...c.dataset, path: datasetDir },
       device: { ...c.device, backend: o.backend ?? c.device.backend },
-      output: { ...c.output, dir: resolve(runDir) },
     },
   };
 }
