@@ -6,7 +6,7 @@
 // was found there, before anything is written to it.
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 import { RUN_ENTRIES, RUN_MARKER, writeFileAtomic } from '../util/index.js';
@@ -247,7 +247,7 @@ function writeRunMarker(runDir: string, runId: string): void {
  * other data never lands in the config's own run, and the same command with --resume finds it again.
  */
 export function runFolderForDataset(configOutputDir: string, datasetDir: string): string {
-  const name = basename(datasetDir.replace(/[\\/]+$/, '')) || 'dataset';
+  const name = basename(resolve(datasetDir)) || 'dataset';
   return join(dirname(configOutputDir), `${basename(configOutputDir)}-${name.replace(/[^A-Za-z0-9._-]+/g, '_')}`);
 }
 
