@@ -140,35 +140,37 @@ test(`${STOPS} SIGTERM, SIGINT, SIGHUP and kill -9 each at random moments: every
   }
 });
 
-test('output that can no longer be written (the reader of its pipe gone) stops the run with a checkpoint', {
-  timeout: 300_000,
-}, async () => {
-  const out = join(dir, 'closed-pipe');
-  const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
-  const args = [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--backend', 'wasm', '--output', out];
-  const child = spawn(process.execPath, [...args, '--max-steps', String(STEPS)], {
-    cwd: repoRoot,
-    env: { ...env, NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+for (const hangup of [false, true])
+  test(`output that can no longer be written (the reader of its pipe gone${hangup ? ', then SIGHUP' : ''}) stops the run ` +
+    'with a checkpoint', { timeout: 300_000 }, async () => {
+    const out = join(dir, hangup ? 'closed-terminal' : 'closed-pipe');
+    const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+    const args = [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--backend', 'wasm', '--output', out];
+    const child = spawn(process.execPath, [...args, '--max-steps', String(STEPS)], {
+      cwd: repoRoot,
+      env: { ...env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let seen = '';
+    let printed = 0;
+    // As `xtts train 2>&1 | head` does: the reader takes the first step lines and leaves; nothing else reads.
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      seen += d;
+      printed = seen.match(/^step\s+\d+\//gm)?.length ?? 0;
+      if (printed >= 3 && !child.stderr.destroyed) {
+        child.stderr.destroy();
+        child.stdout.destroy();
+        // A closed terminal: the writes fail and SIGHUP comes too, in either order; one stop, with its checkpoint.
+        if (hangup) setTimeout(() => child.kill('SIGHUP'), Math.random() * 50);
+      }
+    });
+    const [code] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('close', (c, s) => resolve([c, s])),
+    );
+    assert.equal(code, EXIT.SIGHUP, seen.slice(-1500));
+    const latest = new CheckpointStore(out).latest();
+    assert.ok(latest, `no checkpoint after the output closed\n${seen.slice(-1500)}`);
+    const step = Number(/step-(\d+)$/.exec(latest)![1]);
+    assert.ok(step >= 3 && step < STEPS, `checkpoint at step ${step}`);
+    assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock was left behind');
   });
-  let seen = '';
-  let printed = 0;
-  // As `xtts train 2>&1 | head` does: the reader takes the first step lines and leaves; nothing else reads.
-  child.stderr.setEncoding('utf8').on('data', (d: string) => {
-    seen += d;
-    printed = seen.match(/^step\s+\d+\//gm)?.length ?? 0;
-    if (printed >= 3) {
-      child.stderr.destroy();
-      child.stdout.destroy();
-    }
-  });
-  const [code] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.once('close', (c, s) => resolve([c, s])),
-  );
-  assert.equal(code, EXIT.SIGHUP, seen.slice(-1500));
-  const latest = new CheckpointStore(out).latest();
-  assert.ok(latest, `no checkpoint after the output closed\n${seen.slice(-1500)}`);
-  const step = Number(/step-(\d+)$/.exec(latest)![1]);
-  assert.ok(step >= 3 && step < STEPS, `checkpoint at step ${step}`);
-  assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock was left behind');
-});

@@ -1,10 +1,10 @@
-import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+// Voices as a user meets them, through the CLI as processes: a micro model trained on two speakers
 // (the shortest quickstart clips, in the multi-speaker LJSpeech layout) has both voices in its
 // checkpoint; `xtts voices` lists them and the languages; a voice saved to a file speaks exactly as
 // `--speaker` does; several reference clips are one voice (the same as the file `voices --reference`
 // saves); unknown speakers, two voices at once and another model's voice file are refused by name.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';

@@ -272,12 +272,19 @@ export function openRunFolder(runDir: string, resume: boolean): { runId: string;
     const runId = found.kind === 'run' || (found.kind === 'begun' && resume) ? found.runId : newRunId();
     if (found.kind !== 'run') writeRunMarker(runDir, runId);
     const abandon = () => {
-      lock.release();
-      if (found.kind === 'run' || found.kind === 'legacy') return;
+      // The marker goes while the lock is held (another run may take the folder once it is released).
+      let unmarked = false;
       try {
-        if (inspectRunFolder(runDir).kind !== 'begun') return;
-        rmSync(join(runDir, RUN_MARKER), { force: true });
-        for (const folder of [...lock.made].reverse()) rmdirSync(folder);
+        if (found.kind !== 'run' && found.kind !== 'legacy' && inspectRunFolder(runDir).kind === 'begun') {
+          rmSync(join(runDir, RUN_MARKER), { force: true });
+          unmarked = true;
+        }
+      } catch {
+        // left as it is
+      }
+      lock.release();
+      try {
+        if (unmarked) for (const folder of [...lock.made].reverse()) rmdirSync(folder);
       } catch {
         // A folder something else wrote into meanwhile stays, with what is in it.
       }

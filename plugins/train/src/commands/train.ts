@@ -143,10 +143,13 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     let stepsDone = 0;
     /** Seconds a step took over the last log interval (the log line's figure), for the bar. */
     let loggedStepS: number | undefined;
+    let stoppedByOutput = false;
     const onSignal = (signal: StopSignal) => {
       const code = SIGNAL_EXIT[signal];
       const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
       if (control.stop) {
+        // A closed terminal's SIGHUP that comes after its failed writes began the stop is the same event.
+        if (signal === 'SIGHUP' && stoppedByOutput) return;
         tell('second signal: exiting now, without a checkpoint of the current step');
         process.exit(code);
       }
@@ -178,6 +181,10 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     const onOutputError = () => {
       if (outputGone) return;
       outputGone = true;
+      // After a signal (a closed terminal's SIGHUP; Ctrl-C that also ended `| tee`) the stop is under way: a failed
+      // write of its message must not read as a second signal.
+      if (control.stop) return;
+      stoppedByOutput = true;
       onSignal('SIGHUP');
     };
     for (const s of [process.stdout, process.stderr]) s.on('error', onOutputError);
