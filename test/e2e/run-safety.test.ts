@@ -190,7 +190,11 @@ describe('a run is never lost', () => {
     const plain = await train(['--output', run, '--max-steps', '4', '--resume']);
     assert.equal(plain.code, 2, describeRun(plain));
     assert.equal(plain.json.error.code, 'RESUME_OTHER_DATA');
-    assert.ok(plain.json.error.suggestions[0].includes(`--dataset ${other}`), plain.json.error.suggestions[0]);
+    // A command that works as given (--output included).
+    assert.ok(
+      plain.json.error.suggestions[0].includes(`--dataset ${other} --output ${run} --resume`),
+      plain.json.error.suggestions[0],
+    );
     const resumed = await train(['--dataset', other, '--output', run, '--max-steps', '4', '--resume']);
     assert.equal(resumed.code, 0, describeRun(resumed));
     assert.equal(resumed.json.result.startStep, 2);
@@ -212,15 +216,14 @@ describe('a run is never lost', () => {
     const oldest = new CheckpointStore(run).list()[0].dir;
     const before = snapshot(run);
     const say = ['--checkpoint', run, '--text', 'Hello there.', '--backend', 'wasm', '--overwrite', '--json'];
-    for (const out of [join(run, 'run.sqlite'), join(run, 'xtts-run.json'), join(oldest, 'weights.safetensors')]) {
-      const r = await runCli(['synthesize', ...say, '--out', out]);
-      assert.equal(r.code, 2, describeRun(r));
-      assert.equal(r.json.error.code, 'OUTPUT_IS_RUN_FILE', out);
-    }
-    const exported = await runCli(
-      ['export', '--checkpoint', run, '--out', join(oldest, 'optimizer.safetensors')].concat(['--overwrite', '--json']),
-    );
-    assert.equal(exported.json.error.code, 'OUTPUT_IS_RUN_FILE', describeRun(exported));
+    // A WAV into a checkpoint (rotation would delete it, a checkpoint holds only its own files).
+    const inCheckpoint = await runCli(['synthesize', ...say, '--out', join(oldest, 'sample.wav')]);
+    assert.equal(inCheckpoint.json.error.code, 'OUTPUT_IS_RUN_FILE', describeRun(inCheckpoint));
+    const exportTo = (out: string) => runCli(['export', '--checkpoint', run, '--out', out, '--overwrite', '--json']);
+    for (const out of ['run.sqlite', 'xtts-run.json', 'checkpoints/latest'].map((f) => join(run, f)))
+      assert.equal((await exportTo(out)).json.error.code, 'OUTPUT_IS_RUN_FILE', out);
+    for (const f of ['weights.safetensors', 'optimizer.safetensors'])
+      assert.equal((await exportTo(join(oldest, f))).json.error.code, 'OUTPUT_IS_RUN_FILE', f);
     assert.deepEqual(snapshot(run), before);
     // A WAV the user keeps beside the checkpoints: the run still resumes there, and the WAV stays.
     const wav = await runCli(['synthesize', ...say.slice(0, -2), '--out', join(run, 'sample.wav')]);
@@ -559,7 +562,7 @@ describe('xtts writes only where it was told', () => {
       const clip = join(dir, 'data', 'wavs', readdirSync(join(dir, 'data', 'wavs')).sort()[0]);
       const weights = join(new CheckpointStore(runDir).latest()!, 'weights.safetensors');
       const before = snapshot(dir);
-      const refused: [string[], RegExp][] = [
+      const refused: [string[], string, RegExp][] = [
         [
           [
             'synthesize',
@@ -574,22 +577,29 @@ describe('xtts writes only where it was told', () => {
             '--backend',
             'wasm',
           ],
+          'OUTPUT_IS_INPUT',
           /the WAV .* is the reference clip \(--reference\) .*: xtts never writes over a file it reads/,
         ],
-        [['export', '--checkpoint', runDir, '--out', weights], /is a file of the checkpoint \(--checkpoint\)/],
+        [
+          ['export', '--checkpoint', runDir, '--out', weights],
+          'OUTPUT_IS_RUN_FILE',
+          /is among the files of the run or checkpoint in /,
+        ],
         [
           ['vocode', '--in', join(dir, 'data', 'wavs'), '--out-dir', join(dir, 'data', 'wavs')],
+          'OUTPUT_IS_INPUT',
           /is the input \(--in\)/,
         ],
         [
           ['vocode', '--in', join(dir, 'data', 'wavs'), '--out-dir', join(dir, 'v'), '--reference-dir', join(dir, 'v')],
+          'OUTPUTS_COLLIDE',
           /the WAV .* and the reference WAV .* are one file/,
         ],
       ];
-      for (const [args, message] of refused) {
+      for (const [args, code, message] of refused) {
         const r = await runCli([...args, '--overwrite', '--json']);
         assert.equal(r.code, 2, describeRun(r));
-        assert.match(r.json.error.code, /^OUTPUT(_IS_INPUT|S_COLLIDE|_IS_RUN_FILE)$/, args.join(' '));
+        assert.equal(r.json.error.code, code, args.join(' '));
         assert.match(r.json.error.message, message);
       }
       assert.deepEqual(snapshot(dir), before, 'a refused command changed a file');

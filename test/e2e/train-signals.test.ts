@@ -141,7 +141,7 @@ test(`${STOPS} SIGTERM, SIGINT, SIGHUP and kill -9 each at random moments: every
 });
 
 for (const hangup of [false, true])
-  test(`output that can no longer be written (the reader of its pipe gone${hangup ? ', then SIGHUP' : ''}) stops the run ` +
+  test(`output that can no longer be written (its pipe's reader gone${hangup ? ', then SIGHUP' : ''}) stops the run ` +
     'with a checkpoint', { timeout: 300_000 }, async () => {
     const out = join(dir, hangup ? 'closed-terminal' : 'closed-pipe');
     const { NODE_TEST_CONTEXT: _n, ...env } = process.env;

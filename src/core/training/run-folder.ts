@@ -85,8 +85,8 @@ function isXttsRunDatabase(path: string): boolean {
  * Whether checkpoints/ holds only what CheckpointStore writes (step folders, pointers, temporaries); a damaged
  * state.json is named when it is loaded.
  */
-function isXttsCheckpoints(dir: string): boolean {
-  return readdirSync(dir).every(
+function isXttsCheckpoints(dir: string, names = readdirSync(dir)): boolean {
+  return names.every(
     // step-N.damaged / .diverged: a checkpoint the user moved aside to resume from the one before (loadForResume).
     (name) =>
       name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}(\.(damaged|diverged))?$/.test(name),
@@ -156,11 +156,18 @@ function runFolderRemedies(runDir: string, entries: readonly string[]): string[]
     ];
   if (entries.length === 1 && entries[0] === 'run.sqlite')
     return [
-      `move it aside (mv ${join(runDir, 'run.sqlite')} ${join(runDir, 'run.sqlite.damaged')}) and resume: the ` +
+      `move it aside (mv ${join(runDir, 'run.sqlite')} ${runDir}.run.sqlite.damaged) and resume: the ` +
         'checkpoints are kept, the step history before now is in the moved file',
     ];
+  // Files of the user's inside checkpoints/ are named there: moving checkpoints/ itself would lose the run's.
+  const strange =
+    entries.length === 1 && entries[0] === 'checkpoints'
+      ? readdirSync(join(runDir, 'checkpoints'))
+          .filter((n) => !isXttsCheckpoints(join(runDir, 'checkpoints'), [n]))
+          .map((n) => join('checkpoints', n))
+      : [...entries];
   return [
-    `it holds checkpoints: move ${listed([...entries])} out of it to resume there, or train into a new folder, ` +
+    `it holds checkpoints: move ${listed(strange)} out of it to resume there, or train into a new folder, ` +
       `e.g. --output ${freeSibling(runDir)}`,
   ];
 }

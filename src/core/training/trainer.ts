@@ -72,17 +72,21 @@ async function inRunFolder<R>(
   return result;
 }
 
-/** Errors of a resume with other settings than its run's: they are resumed with the command that began the run. */
-const OTHER_SETTINGS = new Set(['CHECKPOINT_KIND', 'WEIGHTS_MISMATCH', 'RESUME_TOKENIZER_CHANGED']);
-
-/** `e`, where it says the settings are not the run's, with the command that began the run as what to do. */
+/**
+ * `e`, where a resume's model is not its run's (another model's shape, a vocoder run under an acoustic config), with
+ * the command that began the run as what to do: added to the error's advice, in place of a checkpoint kind's (which
+ * speaks of synthesize's flags).
+ */
 function withRunCommand(e: unknown, runDir: string): unknown {
   const command = runCommand(runDir);
-  if (!isXttsError(e) || !OTHER_SETTINGS.has(e.code) || command === undefined) return e;
+  if (!isXttsError(e) || (e.code !== 'CHECKPOINT_KIND' && e.code !== 'WEIGHTS_MISMATCH') || command === undefined)
+    return e;
+  const began = `this run began with \`xtts ${command}\`: resume it with the same config and --set, adding --resume`;
   return new XttsError(e.code, e.message, {
     exitCode: e.exitCode,
     position: e.position,
-    suggestions: [`this run began with \`xtts ${command}\`: resume it with the same config and --set, adding --resume`],
+    cause: e.cause,
+    suggestions: e.code === 'CHECKPOINT_KIND' ? [began] : [began, ...e.suggestions],
   });
 }
 

@@ -25,9 +25,10 @@ export const RUN_ENTRIES: readonly RegExp[] = [
 ];
 
 /**
- * The run folder whose own files `file` would replace, or undefined: a file of a checkpoint folder (state.json beside
- * weights.safetensors, wherever it is), anything under a run's checkpoints/, or one of the entries xtts train writes
- * in a run folder (run.sqlite, xtts-run.json, metrics.jsonl, …). Folders as they resolve through links.
+ * The run folder whose own files `file` would replace, or undefined: an existing file of a checkpoint folder
+ * (state.json beside weights.safetensors, wherever it is), anything under a run's checkpoints/ (rotation removes what
+ * is there), or one of the entries xtts train writes in a run folder (run.sqlite, xtts-run.json, metrics.jsonl, …).
+ * Folders as they resolve through links.
  */
 function runOwning(file: string): string | undefined {
   const folder = dirname(resolve(file));
@@ -38,8 +39,11 @@ function runOwning(file: string): string | undefined {
       return folder;
     }
   })();
-  const isRun = (d: string) => existsSync(join(d, RUN_MARKER)) || existsSync(join(d, 'run.sqlite'));
-  if (existsSync(join(real, 'state.json')) && existsSync(join(real, 'weights.safetensors'))) return real;
+  const isRun = (d: string) =>
+    existsSync(join(d, RUN_MARKER)) || (existsSync(join(d, 'run.sqlite')) && existsSync(join(d, 'checkpoints')));
+  // A checkpoint folder's existing files are the checkpoint's (a new file beside one copied out of its run is not).
+  const isCheckpoint = existsSync(join(real, 'state.json')) && existsSync(join(real, 'weights.safetensors'));
+  if (isCheckpoint && existsSync(join(real, basename(file)))) return real;
   if (isRun(real) && RUN_ENTRIES.some((re) => re.test(basename(file)))) return real;
   for (let d = real; dirname(d) !== d; d = dirname(d))
     if (basename(d) === 'checkpoints' && isRun(dirname(d))) return dirname(d);
@@ -56,8 +60,8 @@ function refuseRunFiles(outputs: readonly NamedFile[]): void {
     if (run)
       throw new XttsError(
         'OUTPUT_IS_RUN_FILE',
-        `${out.what} ${out.file} would replace a file of the run or checkpoint in ${run}: xtts never writes over ` +
-          "a run's checkpoints and records",
+        `${out.what} ${out.file} is among the files of the run or checkpoint in ${run} (its records, or its ` +
+          'checkpoints/, which rotation empties): xtts never writes there',
         { exitCode: ExitCode.usage, suggestions: ["name a file outside the checkpoints and the run's own files"] },
       );
   }

@@ -89,8 +89,11 @@ export class Milestones {
         try {
           loss = await validate(model, data, config, this.o.bucketOptions, this.o.common, loaderItems);
         } catch (e) {
-          // The steps trained since the last checkpoint are kept before the error ends the run.
-          await this.saveCheckpoint(false);
+          // The steps trained since the last checkpoint are kept before the error ends the run (the error said is the
+          // validation's, whatever became of the checkpoint).
+          await this.saveCheckpoint(false).catch((c: Error) =>
+            this.o.say(`warning: step ${step}: no checkpoint after the failed validation (${c.message})`),
+          );
           throw e;
         }
         await this.saveCheckpoint(this.recordValidation(step, loss));

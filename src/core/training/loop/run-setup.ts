@@ -1,5 +1,6 @@
 // A run's setup, before its first step: the prepared data, the backend (and replicas), the model and
 // its optimizer, and where the run resumes from its last checkpoint.
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { type BackendChoice, boundsChecksNote, initBackend } from '../../backend/index.js';
 import type { XttsConfig } from '../../config/index.js';
@@ -50,6 +51,8 @@ export async function setUpRun(
 ): Promise<RunSetup> {
   const config = o.loaded.config;
   const t = config.training;
+  // Before the data is prepared (hours, for a large dataset that is the wrong one).
+  if (o.resume) refuseOtherData(runDir, recordedDataset(runDir), o.loaded.datasetDir, o.datasetDir !== undefined, say);
   const data = await prepareDataset(o.loaded, {
     datasetDir: o.datasetDir,
     onProgress: o.onPrepareProgress,
@@ -102,9 +105,7 @@ export async function setUpRun(
   }
   const store = new CheckpointStore(runDir);
   checkCheckpointDisk(runDir, model.parameterCount(), t.keep_checkpoints, say);
-  const resumed = o.resume
-    ? resume(store, runDir, runId, data, model, optimizer, say, o.datasetDir !== undefined)
-    : undefined;
+  const resumed = o.resume ? resume(store, runDir, runId, data, model, optimizer, say) : undefined;
   return {
     config,
     data,
@@ -123,6 +124,18 @@ export async function setUpRun(
   };
 }
 
+/** The dataset folder the run's latest checkpoint records (absolute since runs write their flags into the config). */
+function recordedDataset(runDir: string): string | undefined {
+  const latest = new CheckpointStore(runDir).latest();
+  if (!latest) return undefined;
+  try {
+    const state = JSON.parse(readFileSync(join(latest, 'state.json'), 'utf8')) as { config?: XttsConfig };
+    return state.config?.dataset?.path;
+  } catch {
+    return undefined; // a damaged state.json is named where the checkpoint is loaded
+  }
+}
+
 /**
  * Refuses to resume a run on other data than it trained on when the command did not name the data (a resume without
  * the --dataset the run began with reads the config's dataset); data named with --dataset (moved, or new on purpose)
@@ -132,23 +145,24 @@ export async function setUpRun(
 function refuseOtherData(
   runDir: string,
   recorded: string | undefined,
-  now: string | undefined,
+  now: string,
   named: boolean,
   say: (m: string) => void,
 ): void {
-  if (recorded === undefined || now === undefined || !isAbsolute(recorded)) return;
+  if (recorded === undefined || !isAbsolute(recorded)) return;
   if (resolve(recorded) === resolve(now)) return;
   if (named) {
     say(`warning: --resume on ${now} (--dataset); ${runDir}'s run trained on ${recorded} until now`);
     return;
   }
+  const gone = existsSync(recorded) ? '' : ' (which is no longer there: where the data moved, name it with --dataset)';
   throw new XttsError(
     'RESUME_OTHER_DATA',
-    `${runDir}'s run trained on ${recorded}; this command would resume it on ${now}`,
+    `${runDir}'s run trained on ${recorded}${gone}; this command would resume it on ${now}`,
     {
       exitCode: ExitCode.usage,
       suggestions: [
-        `continue it on its data: add --dataset ${shellQuote(recorded)}`,
+        `continue it on its data: --dataset ${shellQuote(recorded)} --output ${shellQuote(runDir)} --resume`,
         `or train on ${now} in a new run: --output ${shellQuote(freeSibling(runDir))} (without --resume)`,
       ],
     },
@@ -164,11 +178,10 @@ export function resume(
   store: CheckpointStore,
   runDir: string,
   runId: string,
-  data: Pick<PreparedDataset, 'tokenizer'> & { manifest?: Pick<PreparedDataset['manifest'], 'datasetDir'> },
+  data: Pick<PreparedDataset, 'tokenizer'>,
   model: Pick<XttsModel, 'setWeights' | 'dropout'>,
   optimizer: Pick<AdamW, 'setState'>,
   say: (m: string) => void,
-  datasetNamed = false,
 ): ResumePoint | undefined {
   const dir = store.latest();
   if (!dir) {
@@ -184,7 +197,6 @@ export function resume(
       suggestions: ['resume with --output naming the folder that run was trained in'],
     });
   }
-  refuseOtherData(runDir, ckpt.state.config?.dataset?.path, data.manifest?.datasetDir, datasetNamed, say);
   if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
     throw new XttsError(
       'RESUME_TOKENIZER_CHANGED',
