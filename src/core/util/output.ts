@@ -65,7 +65,7 @@ export function requireRegularFile(file: string): void {
   const st = statSync(file);
   if (st.isFile()) return;
   const code = st.isDirectory() ? 'EISDIR' : st.isFIFO() ? 'XTTS_FIFO' : 'XTTS_NOT_FILE';
-  throw Object.assign(new Error(`${file} is not a regular file`), { code });
+  throw Object.assign(new Error(`${file}: ${unreadableWhy({ code })} (write it to a file first)`), { code });
 }
 
 /** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */
