@@ -61,6 +61,17 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(JSON.parse(weights.metadata.kind), 'vocoder');
     assert.ok(weights.arrays.some((a) => a.name === 'vocoder.head.w'));
     assert.equal(trainingLosses(full).size, 8);
+    // A resume on other data than the run's (the config's dataset changed, no --dataset) is refused, naming its data.
+    const other = join(dir, 'other-data');
+    cpSync(join(dir, 'data'), other, { recursive: true });
+    const moved = await runCli(
+      ['train', '--config', config, '--output', full, '--backend', 'wasm', '--resume', '--json'].concat([
+        '--set',
+        `dataset.path=${other}`,
+      ]),
+    );
+    assert.equal(moved.json.error?.code, 'RESUME_OTHER_DATA', moved.stderr);
+    assert.match(moved.json.error.suggestions[0], new RegExp(`--dataset .*${dir}/data --output `));
     // Every step says what it dispatched: kernels and its matmuls' model FLOPs (the profiler reads them).
     const db = new Database(join(full, 'run.sqlite'), { readonly: true });
     const steps = db.prepare('SELECT kernels, flops FROM steps').all() as { kernels: number; flops: number }[];

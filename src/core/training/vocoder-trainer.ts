@@ -21,7 +21,12 @@ import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
 import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
-import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
+import {
+  MIXED_FP16_GROWTH_INTERVAL,
+  MIXED_FP16_LOSS_SCALE,
+  recordedDataset,
+  refuseOtherData,
+} from './loop/run-setup.js';
 import { describeFinetune, type FinetuneMels, initVocoderFrom, predictClipMels } from './vocoder-finetune.js';
 import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
 import {
@@ -204,6 +209,8 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   const say = o.onMessage ?? (() => undefined);
   const config = o.loaded.config;
   const t = config.training;
+  // As an acoustic run's resume: on the data the run trained on, checked before any clip is read.
+  if (o.resume) refuseOtherData(runDir, recordedDataset(runDir), o.loaded.datasetDir, o.datasetDir !== undefined, say);
   const data = await loadData(o, say);
   const { choice } = await initBackend(o.backend ?? config.device.backend, {
     device: config.device.model_device,

@@ -125,7 +125,7 @@ export async function setUpRun(
 }
 
 /** The dataset folder the run's latest checkpoint records (absolute since runs write their flags into the config). */
-function recordedDataset(runDir: string): string | undefined {
+export function recordedDataset(runDir: string): string | undefined {
   const latest = new CheckpointStore(runDir).latest();
   if (!latest) return undefined;
   try {
@@ -142,7 +142,7 @@ function recordedDataset(runDir: string): string | undefined {
  * is a warning. The recorded folder is compared where it is an absolute path (as runs record it since their flags are
  * written into their config).
  */
-function refuseOtherData(
+export function refuseOtherData(
   runDir: string,
   recorded: string | undefined,
   now: string,
