@@ -4,4 +4,4 @@
 export * from './errors.js';
 export { XttsCommand, toXttsError, type SuccessEnvelope, type ErrorEnvelope } from './cli/command.js';
 export { configFlag, setFlag, cacheFlag, datasetFlag, thresholdFlag, parseThresholds } from './cli/flags.js';
-export { didYouMean, plural, shellQuote, unreadableWhy } from './util/index.js';
+export { announcePipes, didYouMean, plural, shellQuote, unreadableWhy } from './util/index.js';

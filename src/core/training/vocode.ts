@@ -79,7 +79,8 @@ function inputFiles(input: string): string[] {
 
 export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
   const files = inputFiles(o.input);
-  const outName = (f: string) => basename(f).replace(AUDIO_FILE, '.wav');
+  // A.flac → A.wav; a name with no audio extension (a pipe: /dev/fd/63) gains one.
+  const outName = (f: string) => (AUDIO_FILE.test(f) ? basename(f).replace(AUDIO_FILE, '.wav') : `${basename(f)}.wav`);
   const overwrite = { overwrite: o.overwrite === true };
   refuseUnsafeOutputs(
     files.flatMap((f) => [
@@ -121,7 +122,7 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
       const clips: { input: string; mel: Float32Array; frames: number; samples: Float32Array }[] = [];
       for (const input of files.slice(start, start + batchSize)) {
         try {
-          const c = await processAudioFile(readAudioFile(input), audio, input);
+          const c = await processAudioFile(readAudioFile(input, input, { pipes: true }), audio, input);
           clips.push({ input, mel: c.mel, frames: c.frames, samples: c.samples });
         } catch (e) {
           if (!(e instanceof XttsError) && (e as NodeJS.ErrnoException).code === undefined) throw e;

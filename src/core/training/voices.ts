@@ -149,7 +149,7 @@ export async function referenceMels(
   for (const file of files) {
     let bytes: Buffer;
     try {
-      bytes = readAudioFile(file);
+      bytes = readAudioFile(file, file, { pipes: true });
     } catch (e) {
       if (isXttsError(e)) throw e;
       throw refused(file, unreadableWhy(e), asked);

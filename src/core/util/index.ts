@@ -13,6 +13,7 @@ export {
   writeFileAtomic,
   writeOutputFile,
   requireRegularFile,
+  announcePipes,
 } from './output.js';
 export { isCorruptDatabase, openSqlite } from './sqlite.js';
 export { summarize, type Summary } from './stats.js';

@@ -68,6 +68,16 @@ export function requireRegularFile(file: string): void {
   throw Object.assign(new Error(`${file}: ${unreadableWhy({ code })} (write it to a file first)`), { code });
 }
 
+/**
+ * Says on stderr which of the files named with `flag` are pipes (`<(…)`, a named pipe): each is read once, and waits
+ * for its writer, which would otherwise look like a hang.
+ */
+export function announcePipes(flag: string, files: readonly string[]): void {
+  for (const file of files)
+    if (statSync(file, { throwIfNoEntry: false })?.isFIFO())
+      process.stderr.write(`reading ${flag} from the pipe ${file} (until its writer ends)\n`);
+}
+
 /** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */
 export function unreadableWhy(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;

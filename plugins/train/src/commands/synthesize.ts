@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
+import { announcePipes, ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { splitLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
@@ -108,6 +108,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       texts = readTexts(flags.texts!, flags['out-dir']);
     }
     const { synthesize } = await import('@xtts/core/training');
+    announcePipes('--reference', flags.reference ?? []);
     const result = await synthesize({
       checkpoint: flags.checkpoint,
       texts,

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { XttsCommand } from '@xtts/core';
+import { announcePipes, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow, presetPath } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 import type { VocodeResult } from '@xtts/core/training';
@@ -37,6 +37,7 @@ export default class Vocode extends XttsCommand<VocodeResult> {
     const { flags } = await this.parse(Vocode);
     const audio = loadConfigOrThrow(flags.config ?? presetPath('quickstart')).config.audio;
     const { vocodeFiles } = await import('@xtts/core/training');
+    announcePipes('--in', [flags.in]);
     const result = await vocodeFiles({
       input: flags.in,
       outDir: flags['out-dir'],

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { XttsCommand } from '@xtts/core';
+import { announcePipes, XttsCommand } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 import type { VoicesResult } from '@xtts/core/training';
@@ -43,6 +43,7 @@ export default class Voices extends XttsCommand<VoicesResult> {
   protected async execute(): Promise<VoicesResult> {
     const { flags } = await this.parse(Voices);
     const { voices } = await import('@xtts/core/training');
+    announcePipes('--reference', flags.reference ?? []);
     const result = await voices({
       checkpoint: flags.checkpoint,
       speaker: flags.speaker,

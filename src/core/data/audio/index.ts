@@ -1,7 +1,7 @@
 // The audio front end: decode -> downmix -> resample -> trim -> loudness -> log-mel. Everything here
 // is pure and synchronous (no I/O, no shared mutable state but per-thread caches of plans), so it
 // runs the same in worker threads, the trainer and synthesis.
-import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { requireRegularFile } from '../../util/index.js';
@@ -133,8 +133,11 @@ const HEAD_BYTES = 1 << 20;
  * MAX_CLIP_SECONDS is refused (AUDIO_TOO_LONG) from its first MiB, without reading the rest: a dataset row pointing
  * at an hour-long recording (600 MB) would otherwise be read whole by every worker that meets it, only to be refused.
  */
-export function readAudioFile(path: string, where = path): Buffer {
-  requireRegularFile(path); // a named pipe's open would wait for a writer for ever
+export function readAudioFile(path: string, where = path, options: { pipes?: boolean } = {}): Buffer {
+  // A named pipe's open waits for its writer: read only where the user named it (`--reference <(sox …)`), and only
+  // so much of it; a dataset's rows are regular files (manifest.ts skips any other).
+  if (options.pipes && statSync(path).isFIFO()) return readPipe(path, where);
+  requireRegularFile(path);
   const fd = openSync(path, 'r');
   try {
     const size = fstatSync(fd).size;
@@ -151,6 +154,34 @@ export function readAudioFile(path: string, where = path): Buffer {
     }
     // From the open file (its position is still 0: the header was read at a position), not opened again.
     return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The most a pipe named as audio is read: 600 s of 48 kHz 24-bit stereo is 173 MB. */
+const MAX_PIPE_BYTES = 256 << 20;
+
+/** A pipe's bytes to its end, refused (AUDIO_TOO_LONG) past MAX_PIPE_BYTES rather than held without bound. */
+function readPipe(path: string, where: string): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(1 << 20);
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) return Buffer.concat(chunks, total);
+      total += n;
+      if (total > MAX_PIPE_BYTES)
+        throw new XttsError(
+          'AUDIO_TOO_LONG',
+          `${where}: the pipe gave more than ${MAX_PIPE_BYTES >> 20} MiB of audio; a clip may be at most ` +
+            `${MAX_CLIP_SECONDS} s: cut it into sentences`,
+          { suggestions: ['split long recordings into sentence-length clips'] },
+        );
+      chunks.push(chunk.subarray(0, n));
+    }
   } finally {
     closeSync(fd);
   }
