@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, linkSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { makeFolders, openSqlite } from '../util/index.js';
+import { isCorruptDatabase, makeFolders, openSqlite } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { corruptCache, guarded, isCorruptDatabase, unreadableFolder } from './damage.js';
+import { corruptCache, guarded, unreadableFolder } from './damage.js';
 import { refuseCacheInUse, refuseLinkToCache } from './holders.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */

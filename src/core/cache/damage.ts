@@ -8,8 +8,6 @@ import type Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
 import { isCorruptDatabase } from '../util/index.js';
 
-export { isCorruptDatabase };
-
 export function corruptCache(path: string, e: unknown): XttsError {
   return new XttsError('CACHE_CORRUPT', `the feature cache ${path} is damaged: ${(e as Error).message}`, {
     exitCode: ExitCode.environment,

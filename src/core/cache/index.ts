@@ -5,7 +5,8 @@
 import { existsSync } from 'node:fs';
 import { ExitCode, XttsError } from '../errors.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
-import { corruptCache, isCorruptDatabase } from './damage.js';
+import { isCorruptDatabase } from '../util/index.js';
+import { corruptCache } from './damage.js';
 
 export {
   FeatureCache,

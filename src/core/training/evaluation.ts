@@ -25,9 +25,24 @@ import { makeFolders, writeFileAtomic } from '../util/index.js';
  * predicts durations far too long; without this bound its eval sentences ran to max_mel_frames
  * (24 s at the presets' 2048), each decoder step attending over all of them.
  */
-export function generatedFrameBound(config: XttsConfig, maxSeconds = config.limits.max_audio_s): number {
-  const frames = Math.ceil((maxSeconds * config.audio.sample_rate_hz) / config.audio.hop_length);
-  return Math.max(1, Math.min(config.model.max_mel_frames, frames));
+export function generatedFrameBound(config: XttsConfig, maxSeconds?: number): number {
+  return frameBound(config, maxSeconds).frames;
+}
+
+/**
+ * generatedFrameBound's frames, with the setting that bounds them and their length in seconds: --max-seconds,
+ * limits.max_audio_s (its default) or the model's longest output (model.max_mel_frames), which no flag raises.
+ */
+export function frameBound(
+  config: XttsConfig,
+  maxSeconds?: number,
+): { frames: number; bound: 'max_seconds' | 'max_audio_s' | 'max_mel_frames'; seconds: number } {
+  const { sample_rate_hz: rate, hop_length: hop } = config.audio;
+  const asked = Math.ceil(((maxSeconds ?? config.limits.max_audio_s) * rate) / hop);
+  const capped = asked > config.model.max_mel_frames;
+  const frames = Math.max(1, capped ? config.model.max_mel_frames : asked);
+  const bound = capped ? 'max_mel_frames' : maxSeconds !== undefined ? 'max_seconds' : 'max_audio_s';
+  return { frames, bound, seconds: (frames * hop) / rate };
 }
 
 /** A cached clip's log-mel in the model's scale (the training set's mean and deviation per bin), and back. */

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
 import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
-import { generatedFrameBound } from './evaluation.js';
+import { frameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
@@ -79,19 +79,6 @@ export interface SynthesizedUtterance {
   cutBy?: { bound: 'max_seconds' | 'max_audio_s' | 'max_mel_frames'; seconds: number };
   /** What made the WAV from the mel. */
   vocoder: VocoderUsed['kind'];
-}
-
-/** Which setting the synthesis frame bound (generatedFrameBound) comes from, and its length in seconds. */
-export function frameBoundOf(config: CheckpointState['config'], maxSeconds: number | undefined, frames: number) {
-  const seconds = (frames * config.audio.hop_length) / config.audio.sample_rate_hz;
-  const bound =
-    frames === config.model.max_mel_frames &&
-    (maxSeconds ?? config.limits.max_audio_s) * config.audio.sample_rate_hz > frames * config.audio.hop_length
-      ? ('max_mel_frames' as const)
-      : maxSeconds !== undefined
-        ? ('max_seconds' as const)
-        : ('max_audio_s' as const);
-  return { bound, seconds };
 }
 
 export interface SynthesizeResult {
@@ -362,7 +349,7 @@ async function speak(
   const { vocoder, overwrite } = out;
   const { config, stats } = state;
   const nMels = config.audio.n_mels;
-  const maxFrames = generatedFrameBound(config, o.maxSeconds);
+  const { frames: maxFrames, bound, seconds } = frameBound(config, o.maxSeconds);
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   for (let start = 0; start < jobs.length; start += batchSize) {
@@ -384,7 +371,7 @@ async function speak(
         frames: g.frames,
         durationS: samples.length / config.audio.sample_rate_hz,
         stopReason: g.stopReason,
-        ...(g.stopReason === 'max_frames' ? { cutBy: frameBoundOf(config, o.maxSeconds, maxFrames) } : {}),
+        ...(g.stopReason === 'max_frames' ? { cutBy: { bound, seconds } } : {}),
         vocoder: vocoder.used.kind,
       });
     }

@@ -183,8 +183,8 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
     // Standard input (`-`, /dev/stdin: read from its descriptor, which may be a socket no path opens) and pipes
     // (`<(…)`, a named pipe) are read once, and wait for their writer: said, not silent.
     const stdin = file === '-' || file === '/dev/stdin';
-    if (stdin || statSync(file).isFIFO())
-      process.stderr.write(`reading --texts from ${stdin ? 'standard input' : `the pipe ${file}`} (until it ends)\n`);
+    if (stdin) process.stderr.write('reading --texts from standard input (until it ends)\n');
+    else announcePipes('--texts', [file]);
     const bytes = readFileSync(stdin ? 0 : file);
     if (bytes.includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
     read = splitLines(bytes);
