@@ -12,10 +12,17 @@
 #    texts), and the evaluation texts: the first VOICES_TEXTS (20) held-out sentences.
 # 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
 #    time (fit_steps: a 60-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
-# 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), for
-#    every seen voice also by name (--speaker; VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not
-#    started VOICES_DEADLINE_S (540) seconds after the script's start is skipped (and logged) so that
-#    the whole fits in one 10-minute command. The WAVs are rewritten at 16 kHz (shrink.py).
+#    VOICES_VOCODER_MINUTES (default 0: none) also trains xtts's neural vocoder (bench/vocoder/heldout.yaml,
+#    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on, for
+#    at most that many minutes (a schedule of VOICES_VOCODER_STEPS, default 2,400 a minute); then
+#    VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on the trained model's teacher-forced mels of the seen
+#    voices' clips (vocoder.finetune_acoustic, at 3e-4), HiFi-GAN's second stage.
+# 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), through
+#    the fine-tuned and the plain neural vocoder too where they were trained (spoken/finetuned, spoken/neural;
+#    VOICES_GRIFFIN_LIM=0: through them alone), for every seen voice also by name (--speaker, Griffin-Lim;
+#    VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not started VOICES_DEADLINE_S (540) seconds
+#    after the script's start is skipped (and logged) so that the whole fits in one 10-minute command. The WAVs
+#    are rewritten at 16 kHz (shrink.py).
 # Everything comes back as one archive, OUT/voices.tar (WAVs, the trainer's and synthesiser's JSON and logs,
 # the clips and texts, summary.txt with each phase's timing, host.txt, nvidia-smi's log), split into 15 MiB
 # parts voices.tar.0, .1, … when larger (a file comes back from a GPU host only under 16 MiB), and the
@@ -39,6 +46,9 @@ extra=${VOICES_EXTRA:-$here/extra-voices.tsv} # "none": the scored voices alone
 [[ $extra == none ]] && extra=
 extra_clips=${VOICES_EXTRA_CLIPS:-50}
 by_name=${VOICES_BY_NAME:-1}
+vocoder_minutes=${VOICES_VOCODER_MINUTES:-0}
+finetune_steps=${VOICES_FINETUNE_STEPS:-0}
+griffin_lim=${VOICES_GRIFFIN_LIM:-1}
 source "$here/../gpu-host.sh"
 gpu_setup
 mkdir -p "$work/logs"
@@ -55,6 +65,8 @@ log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; 
   espeak-ng --version
   echo "backend $backend; cli $x; minutes $minutes; texts $texts; jobs $parallel; by name $by_name"
   echo "extra voices: ${extra:-none}${extra:+, $extra_clips clips each}; args: ${VOICES_ARGS:-none}"
+  echo "neural vocoder: $vocoder_minutes minutes${VOICES_VOCODER_STEPS:+, $VOICES_VOCODER_STEPS steps};" \
+    "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
   echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2
@@ -68,9 +80,11 @@ pack() {
   cp "$here/voices.tsv" "$work/voices.tsv"
   [[ -n $extra ]] && cp "$extra" "$work/extra-voices.tsv"
   for i in summary.txt host.txt runtime.txt smi.csv voices.tsv extra-voices.tsv eval.tsv clips/clips.tsv logs \
-    voices-list.json data/metadata.csv voices clips spoken; do [[ -e $work/$i ]] && items+=("$i"); done
+    voices-list.json data/metadata.csv voices vocoder finetuned clips spoken; do
+    [[ -e $work/$i ]] && items+=("$i")
+  done
   rm -f "$out"/voices.tar "$out"/voices.tar.[0-9]*
-  (cd "$work" && tar -cf "$out/voices.tar.tmp" --exclude='voices/checkpoints' "${items[@]}")
+  (cd "$work" && tar -cf "$out/voices.tar.tmp" --exclude='*/checkpoints' "${items[@]}")
   if (($(stat -c %s "$out/voices.tar.tmp") > 15 * 1048576)); then
     split -b 15M -d -a 1 "$out/voices.tar.tmp" "$out/voices.tar." && rm -f "$out/voices.tar.tmp"
   else
@@ -83,7 +97,7 @@ pack() {
 }
 stopped() {
   log "stopped by a signal at $(elapsed_s) s"
-  for p in ${running[@]+"${running[@]}"}; do kill "$p" 2>/dev/null; done
+  for p in ${running[@]+"${running[@]}"} ${vocoder_pid:-}; do kill "$p" 2>/dev/null; done
   smi_stop
   pack
   exit 143
@@ -133,7 +147,22 @@ log "clips: $(ls "$work/clips"/*.wav 2>/dev/null | wc -l) reference clips" \
   "and $(wc -l <"$work/eval.tsv") evaluation texts in $(since "$t") ms"
 pack
 
-# 3. Training. fit_steps: the steps that fit MINUTES, from a 60-step calibration run's mean step (92% of
+# 3. Training. The neural vocoder first (VOICES_VOCODER_MINUTES), in the background: the calibration below then
+# measures the acoustic model's pace with the GPU shared, as its training will have it.
+vocoder_pid=
+if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
+  vocoder_steps=${VOICES_VOCODER_STEPS:-$(awk -v m="$vocoder_minutes" 'BEGIN { printf "%d", m * 2400 }')}
+  (
+    t=$(date +%s%N)
+    $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/data" --output "$work/vocoder" \
+      --max-minutes "$vocoder_minutes" --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
+      --set training.max_steps="$vocoder_steps" --set training.checkpoint_every="$vocoder_steps" \
+      >"$work/logs/vocoder-train.json" 2>"$work/logs/vocoder-train.log"
+    log "vocoder train rc=$?, schedule $vocoder_steps steps, in $(since "$t") ms"
+  ) &
+  vocoder_pid=$!
+fi
+# fit_steps: the steps that fit MINUTES, from a 60-step calibration run's mean step (92% of
 # the minutes at that pace: the rest is start-up and the eager steps that record the replay).
 fit_steps() { # minutes args...
   local minutes=$1 t=$(date +%s%N) ms
@@ -165,7 +194,32 @@ print("step", r["step"], "with", " ".join(s["name"] for s in r["speakers"] if s[
   "$work/voices-list.json" 2>/dev/null)"
 pack
 
-# 4. Synthesis: every voice from its clip, then every seen voice by name; VOICES_JOBS calls at a time.
+if [[ -n $vocoder_pid ]]; then
+  wait "$vocoder_pid"
+  vocoder_pid=
+  pack
+fi
+# The fine-tuning: on the seen voices' clips alone (the training-only voices' would triple the mels to predict).
+if ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/checkpoints ]]; then
+  t=$(date +%s%N)
+  mkdir -p "$work/seen-data"
+  cp -al "$work/data/wavs" "$work/seen-data/wavs" # hard links: the same clips, no copy
+  awk -F'|' -v seen="$(awk -F'\t' '$5 == "seen" { printf "%s ", $1 }' "$here/voices.tsv")" \
+    'BEGIN { n = split(seen, s, " "); for (i = 1; i <= n; i++) keep[s[i]] = 1 } keep[$4]' \
+    "$work/data/metadata.csv" >"$work/seen-data/metadata.csv"
+  $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/seen-data" --output "$work/finetuned" \
+    --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
+    --set vocoder.init_from="$work/vocoder" --set vocoder.finetune_acoustic="$work/voices" \
+    --set training.learning_rate=3e-4 --set training.schedule.warmup_steps=50 \
+    --set training.max_steps="$finetune_steps" --set training.checkpoint_every="$finetune_steps" \
+    >"$work/logs/finetune-train.json" 2>"$work/logs/finetune-train.log"
+  log "vocoder fine-tuning rc=$?, $finetune_steps steps on $(wc -l <"$work/seen-data/metadata.csv") clips," \
+    "in $(since "$t") ms"
+  pack
+fi
+
+# 4. Synthesis: every voice from its clip (through the neural vocoder, then Griffin-Lim), then every seen voice by
+# name; VOICES_JOBS calls at a time.
 synth() { # mode voice args...
   local mode=$1 name=$2 t=$(date +%s%N) rc dir="$work/spoken/$1/$2"
   shift 2
@@ -183,7 +237,12 @@ jobs_list=()
 speakers=()
 while IFS=$'\t' read -r name _ _ _ split; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
-  jobs_list+=("reference $name --reference $work/clips/$name.wav")
+  [[ -d $work/finetuned/checkpoints ]] &&
+    jobs_list+=("finetuned $name --reference $work/clips/$name.wav --vocoder $work/finetuned")
+  [[ -d $work/vocoder/checkpoints ]] &&
+    jobs_list+=("neural $name --reference $work/clips/$name.wav --vocoder $work/vocoder")
+  [[ $griffin_lim == 1 || ! -d $work/vocoder/checkpoints ]] &&
+    jobs_list+=("reference $name --reference $work/clips/$name.wav")
   [[ $split == seen && $by_name == 1 ]] && speakers+=("speaker $name --speaker $name")
 done <"$here/voices.tsv"
 jobs_list+=(${speakers[@]+"${speakers[@]}"})

@@ -62,7 +62,7 @@ echo "score.sh: Griffin-Lim ceiling in $(($(date +%s) - t)) s" >&2
 
 t=$(date +%s)
 systems=(--system "griffin-lim=$work/griffin-lim")
-for mode in reference speaker; do
+for mode in reference neural finetuned speaker; do
   [[ -d $work/run/spoken/$mode ]] && systems+=(--system "$mode=$work/run/spoken/$mode")
 done
 "$py" "$here/speaker.py" score --voices "$voices" --enrol "$work/enrol" --espeak "$work/espeak" \
@@ -74,7 +74,7 @@ asr=()
 while IFS=$'\t' read -r name _ _ _ _; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
   asr+=("espeak-ng:$name=$work/espeak/$name" "griffin-lim:$name=$work/griffin-lim/$name")
-  for mode in reference speaker; do
+  for mode in reference neural finetuned speaker; do
     [[ -d $work/run/spoken/$mode/$name ]] && asr+=("$mode:$name=$work/run/spoken/$mode/$name")
   done
 done <"$voices"
@@ -90,7 +90,8 @@ sp = json.load(open(f'{work}/speaker.json'))
 asr = json.load(open(f'{work}/asr.json'))['systems']
 TARGETS = {'seen': {'match': 0.95, 'f0': 0.10}, 'unseen': {'match': 0.80, 'f0': 0.15}}
 WER_GAP = 0.10
-modes = [m for m in ('reference', 'speaker') if m in sp['systems']]
+modes = [m for m in ('reference', 'neural', 'finetuned', 'speaker') if m in sp['systems']]
+SHORT = {'reference': 'ref', 'neural': 'voc', 'finetuned': 'ft', 'speaker': 'spk'}
 
 
 def fmt(v, spec, none='-'):
@@ -131,9 +132,10 @@ print(f"\nspeaker model: {sp['enrolment']['utterances']} enrolment utterances, a
       f"{sp['enrolment']['accuracy'] * 100:.1f}%; on espeak-ng's renderings of the evaluation texts "
       f"{sp['sanity_accuracy'] * 100:.1f}% (the sanity figure){'; confused: ' + str(confused) if confused else ''}")
 print(f'targets: seen match >= 95%, F0 error <= 10%; unseen match >= 80% (among all voices), F0 error <= 15%;\n'
-      f'  WER <= espeak-ng + {WER_GAP:.2f}. Each pair: ref = cloned from one clip (--reference) / spk = by name '
-      '(--speaker); a failed row names its targets (m: match, f: F0, w: WER); GL: espeak-ng through log-mel\n'
-      '  and Griffin-Lim (the vocoder\'s ceiling)\n')
+      f'  WER <= espeak-ng + {WER_GAP:.2f}. Each cell: {"/".join(SHORT[m] for m in modes)}: ref = cloned from one '
+      'clip (--reference) through Griffin-Lim, voc = the same\n  through the neural vocoder, ft = through the '
+      'fine-tuned vocoder, spk = by name (--speaker); a failed row names its targets\n  (m: match, f: F0, w: WER); '
+      'GL: espeak-ng through log-mel and Griffin-Lim (the Griffin-Lim ceiling)\n')
 head = (f"{'voice':6} {'split':6} {'F0 target':>9} {'F0 xtts':>9} {'F0 error':>9} {'match':>9} {'WER espeak':>10}"
         f" {'WER xtts':>11} {'pass':>9} | {'GL F0 err':>9} {'GL match':>8} {'GL WER':>6}")
 print(head)
@@ -142,7 +144,7 @@ print('-' * len(head))
 
 def pair(s, k, spec, scale=1, unit=''):
     cell = []
-    for m in ('reference', 'speaker'):
+    for m in modes:
         v = s.get(m, {}).get(k)
         cell.append('-' if v is None else format(v * scale, spec) + unit)
     return '/'.join(cell)
@@ -150,7 +152,7 @@ def pair(s, k, spec, scale=1, unit=''):
 
 def verdict(s):
     cell = []
-    for m in ('reference', 'speaker'):
+    for m in modes:
         p = s.get(m, {}).get('pass')
         cell.append('-' if p is None else ('ok' if all(p.values()) else ''.join(k[0] for k, v in p.items() if not v)))
     return '/'.join(cell)
