@@ -5,6 +5,7 @@
 // mixed-up checkpoints and vocoders of other mels are refused, naming what differs; a fine-tuning run
 // starts from another vocoder's weights and trains on the acoustic run's teacher-forced mels.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -150,6 +151,48 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
       const state = (run: string) => JSON.parse(readFileSync(join(run, 'state.json'), 'utf8'));
       const plainStep4 = join(full, 'checkpoints', 'step-00000004');
       assert.equal(state(latestCheckpoint(acc)).samplerRng, state(plainStep4).samplerRng);
+    },
+  );
+
+  test(
+    "the data's warnings as an acoustic run gives them: where skipped rows are, clips recorded below the " +
+      "model's rate or in 8-bit PCM, nothing drawn for validation",
+    async () => {
+      const noted = join(dir, 'noted-data');
+      cpSync(join(dir, 'data'), noted, { recursive: true });
+      const rows = readFileSync(join(noted, 'metadata.csv'), 'utf8').trim().split('\n');
+      const first = rows[0].split('|')[0];
+      const source = join(noted, 'wavs', `${first}.wav`);
+      execFileSync('sox', [source, '-r', '8000', join(noted, 'wavs', 'phone.wav')]);
+      execFileSync('sox', [source, '-b', '8', '-e', 'unsigned-integer', join(noted, 'wavs', 'old.wav')]);
+      appendFileSync(join(noted, 'metadata.csv'), 'phone|A call.|A call.\nold|A tape.|A tape.\ngone|Lost.|Lost.\n');
+      const r = await runCli(
+        ['train', '--config', config, '--dataset', noted, '--output', join(dir, 'noted'), '--backend', 'wasm'].concat([
+          '--max-steps',
+          '1',
+          '--set',
+          'dataset.validation_fraction=0',
+          '--json',
+        ]),
+      );
+      assert.equal(r.code, 0, r.stderr.slice(-2000));
+      const warnings: string[] = r.json.warnings;
+      const has = (re: RegExp) =>
+        assert.ok(
+          warnings.some((w) => re.test(w)),
+          `${re} in ${JSON.stringify(warnings)}`,
+        );
+      has(
+        new RegExp(`^1 row skipped: \\S*metadata\\.csv:${rows.length + 3} \\(gone\\): \\S*gone\\.wav does not exist`),
+      );
+      has(/^1 clip was recorded below the model's 22050 Hz \(the lowest at 8000 Hz: .*phone\.wav\).* Leave it out/);
+      has(/^1 clip is 8-bit PCM \(e\.g\. .*old\.wav\)/);
+      has(
+        new RegExp(
+          `^no validation clips: dataset\\.validation_fraction 0 drew none of the ${rows.length + 2} usable rows; ` +
+            'the validation loss and the best checkpoint have nothing to measure',
+        ),
+      );
     },
   );
 

@@ -2,8 +2,9 @@
 // training and validation utterances with their hours, the speakers and languages, and the skipped
 // rows; and a warning where no row was drawn for validation (the validation loss, the best checkpoint
 // and early stopping then have nothing to measure).
-import type { MetadataFormat } from './manifest.js';
+import type { Manifest, MetadataFormat, SkippedRow } from './manifest.js';
 import type { PreparedDataset, PreparedItem } from './prepare.js';
+import { sourceNoteWarnings } from './source-notes.js';
 import { plural } from '../util/index.js';
 
 const LAYOUTS: Record<MetadataFormat, string> = {
@@ -68,6 +69,39 @@ function caseTwins(data: Pick<PreparedDataset, 'train' | 'validation' | 'speaker
     .map((g) => g.map((i) => `${data.speakers[i]} (${plural(rows.get(i) ?? 0, 'utterance')})`).join(', '));
 }
 
+/** The warning that names the first few skipped rows where they are (none when no row was skipped). */
+export function skippedRowsWarning(skipped: readonly SkippedRow[]): string | undefined {
+  if (skipped.length === 0) return undefined;
+  // The first few where they are, so that a skipped row is seen without running another command.
+  const shown = skipped
+    .slice(0, SKIPPED_SHOWN)
+    .map((r) => `${r.file}:${r.line} (${r.id}): ${r.detail || r.reason}`)
+    .join('; ');
+  const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
+  return `${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`;
+}
+
+/**
+ * The warning for a run with nothing to validate on: why the split drew none of the `usable` rows, what then
+ * has nothing to measure (`measures`), and what to change.
+ */
+export function noValidationWarning(
+  manifest: Pick<Manifest, 'split'>,
+  usable: number,
+  what: string,
+  measures = 'the validation loss, the best checkpoint and early stopping',
+): string {
+  const { split } = manifest;
+  const why =
+    split.source === 'seeded'
+      ? `dataset.validation_fraction ${split.fraction} drew none of the ${usable} usable rows`
+      : 'the validation metadata gave no usable row';
+  return (
+    `no validation ${what}: ${why}; ${measures} ` +
+    'have nothing to measure. Raise dataset.validation_fraction (or name dataset.validation_metadata)'
+  );
+}
+
 /** The dataset line, and the warnings a person should read before training on it. */
 export function describeDataset(data: PreparedDataset): { line: string; warnings: string[] } {
   const { train, validation, skipped, manifest } = data;
@@ -80,15 +114,8 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
     `${plural(data.languages.length, 'language')}${languages}; ${plural(skipped.length, 'row')} skipped` +
     (skipped.length > 0 ? ' (`xtts analyze-data-pipeline` lists them with their reasons)' : '');
   const warnings: string[] = [];
-  if (skipped.length > 0) {
-    // The first few where they are, so that a skipped row is seen without running another command.
-    const shown = skipped
-      .slice(0, SKIPPED_SHOWN)
-      .map((r) => `${r.file}:${r.line} (${r.id}): ${r.detail || r.reason}`)
-      .join('; ');
-    const more = skipped.length > SKIPPED_SHOWN ? `; and ${skipped.length - SKIPPED_SHOWN} more` : '';
-    warnings.push(`${plural(skipped.length, 'row')} skipped: ${shown}${more} (--strict refuses a dataset with any)`);
-  }
+  const shown = skippedRowsWarning(skipped);
+  if (shown) warnings.push(shown);
   const copies = copiedClips(data);
   if (copies.clips)
     warnings.push(
@@ -106,34 +133,7 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
       `speakers whose names differ only in case are trained as separate voices: ${twins.slice(0, 3).join('; ')}` +
         `${twins.length > 3 ? `; and ${twins.length - 3} more` : ''}. If each is one person, write one name`,
     );
-  const { belowRate, eightBit } = data.sourceNotes;
-  if (belowRate) {
-    const hz = belowRate.modelHz;
-    warnings.push(
-      `${plural(belowRate.clips, 'clip')} ${belowRate.clips === 1 ? 'was' : 'were'} recorded below the model's ` +
-        `${hz} Hz (the lowest at ${belowRate.lowestHz} Hz: ${belowRate.example}): upsampled, ` +
-        `${belowRate.clips === 1 ? 'it holds' : 'they hold'} nothing above ${belowRate.lowestHz / 2} Hz, and the ` +
-        'model learns that muffled sound as part of the voice. Leave them out, or train at their rate ' +
-        '(audio.sample_rate_hz)',
-    );
-  }
-  if (eightBit)
-    warnings.push(
-      `${plural(eightBit.clips, 'clip')} ${eightBit.clips === 1 ? 'is' : 'are'} 8-bit PCM ` +
-        `(e.g. ${eightBit.example}): ` +
-        'its quantisation hiss, about 48 dB below full scale, is learnt as part of the voice. Use 16-bit ' +
-        'recordings where there are any, or leave these out',
-    );
-  if (validation.length === 0) {
-    const { split } = manifest;
-    const why =
-      split.source === 'seeded'
-        ? `dataset.validation_fraction ${split.fraction} drew none of the ${train.length} usable rows`
-        : 'the validation metadata gave no usable row';
-    warnings.push(
-      `no validation utterances: ${why}; the validation loss, the best checkpoint and early stopping ` +
-        'have nothing to measure. Raise dataset.validation_fraction (or name dataset.validation_metadata)',
-    );
-  }
+  warnings.push(...sourceNoteWarnings(data.sourceNotes));
+  if (validation.length === 0) warnings.push(noValidationWarning(manifest, train.length, 'utterances'));
   return { line, warnings };
 }

@@ -20,7 +20,8 @@ export {
 } from './prepare.js';
 export { planBuckets, epochBatches, type BucketPlan, type Bucket } from './buckets.js';
 export { DataLoader, producerThreads, type LoadedBatch, type LoaderOptions } from './loader.js';
-export { describeDataset, speechLength } from './describe.js';
+export { describeDataset, noValidationWarning, skippedRowsWarning, speechLength } from './describe.js';
+export { noteSource, sourceNoteWarnings, type SourceNotes } from './source-notes.js';
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';

@@ -9,6 +9,7 @@ import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { MelStats } from './audio/stats.js';
 import { type FeatureInfo, type FeatureProgress, prepareFeatures, type SourceNote } from './features.js';
+import { noteSource, type SourceNotes } from './source-notes.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
 import { cleanText } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
@@ -59,24 +60,11 @@ export interface PreparedDataset {
   };
 }
 
-/** How many usable clips were recorded below the model's rate (the lowest rate), and in 8-bit PCM; an example each. */
-export interface SourceNotes {
-  belowRate?: { clips: number; lowestHz: number; modelHz: number; example: string };
-  eightBit?: { clips: number; example: string };
-}
-
 function summariseNotes(items: readonly PreparedItem[], notes: ReadonlyMap<string, SourceNote>, modelHz: number) {
   const out: SourceNotes = {};
   for (const item of items) {
     const note = notes.get(item.featureKey);
-    if (!note) continue;
-    if (note.hz < modelHz) {
-      const b = (out.belowRate ??= { clips: 0, lowestHz: note.hz, modelHz, example: item.audioPath });
-      b.clips++;
-      if (note.hz < b.lowestHz) Object.assign(b, { lowestHz: note.hz, example: item.audioPath });
-    }
-    if (note.pcmBits !== undefined && note.pcmBits <= 8)
-      (out.eightBit ??= { clips: 0, example: item.audioPath }).clips++;
+    if (note) noteSource(out, note, item.audioPath, modelHz);
   }
   return out;
 }

@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { type BackendChoice, boundsChecksNote, disposeBackend, initBackend, KernelCounter } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { buildManifest, encodeWav, refuseUnusable } from '../data/index.js';
+import {
+  buildManifest,
+  encodeWav,
+  noValidationWarning,
+  refuseUnusable,
+  skippedRowsWarning,
+  type SourceNotes,
+  sourceNoteWarnings,
+} from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { mixSeed } from '../model/index.js';
 import { SpanTimer } from '../telemetry/index.js';
@@ -89,7 +97,8 @@ interface VocoderData {
 async function loadData(o: TrainOptions, say: (m: string) => void): Promise<VocoderData> {
   const config = o.loaded.config;
   const manifest = buildManifest(o.datasetDir ?? o.loaded.datasetDir, config.dataset);
-  const common = { segmentFrames: config.vocoder.segment_frames, seed: config.training.seed };
+  const notes: SourceNotes = {};
+  const common = { segmentFrames: config.vocoder.segment_frames, seed: config.training.seed, notes };
   const train = await loadClips(manifest.train, config.audio, config.limits, common);
   const validation = await loadClips(manifest.validation.slice(0, VALIDATION_CLIPS), config.audio, config.limits, {
     ...common,
@@ -103,6 +112,14 @@ async function loadData(o: TrainOptions, say: (m: string) => void): Promise<Voco
       `${validation.clips.length} to validate on; ${skipped.length} rows skipped` +
       (train.leftOut ? `; ${train.leftOut} rows left out to keep the clips held in memory under 1 GiB` : ''),
   );
+  // The acoustic trainer's warnings that concern a vocoder too (describeDataset): where the skipped rows are,
+  // recordings that lack what the model's audio has, and nothing to validate on.
+  const warnings = [skippedRowsWarning(skipped), ...sourceNoteWarnings(notes)];
+  if (validation.clips.length === 0)
+    warnings.push(
+      noValidationWarning(manifest, train.clips.length, 'clips', 'the validation loss and the best checkpoint'),
+    );
+  for (const w of warnings) if (w) say(`warning: ${w}`);
   return { train: train.clips, validation: validation.clips, skippedRows: skipped.length, leftOutRows: train.leftOut };
 }
 

@@ -8,7 +8,7 @@
 // words, so hours beyond that add little.
 import { readFileSync } from 'node:fs';
 import type { AudioConfig, LimitsConfig } from '../config/index.js';
-import { processAudioFile, type ManifestRow, type SkippedRow } from '../data/index.js';
+import { type ManifestRow, noteSource, processAudioFile, type SkippedRow, type SourceNotes } from '../data/index.js';
 import { XttsError } from '../errors.js';
 import { Rng } from '../model/index.js';
 
@@ -43,7 +43,14 @@ export async function loadClips(
   rows: readonly ManifestRow[],
   audio: AudioConfig,
   limits: Pick<LimitsConfig, 'max_audio_s'>,
-  o: { segmentFrames: number; seed: number; budget?: number; onProgress?: (done: number, total: number) => void },
+  o: {
+    segmentFrames: number;
+    seed: number;
+    budget?: number;
+    onProgress?: (done: number, total: number) => void;
+    /** Counts what the kept clips' recordings lack (below the model's rate, 8-bit PCM); shared across calls. */
+    notes?: SourceNotes;
+  },
 ): Promise<LoadedClips> {
   const budget = o.budget ?? MAX_HELD_SAMPLES;
   const order = rows.map((_, i) => i);
@@ -87,6 +94,13 @@ export async function loadClips(
       continue;
     }
     held += clip.samples.length;
+    if (o.notes)
+      noteSource(
+        o.notes,
+        { hz: clip.originalSampleRateHz, pcmBits: clip.pcmBits },
+        row.audioPath,
+        audio.sample_rate_hz,
+      );
     kept.set(index, {
       id: row.id,
       samples: clip.samples,

@@ -1,0 +1,51 @@
+// What a dataset's recordings lack, said once for the whole dataset: clips recorded below the model's
+// sample rate (upsampled, they hold nothing above half their rate) and 8-bit PCM clips (their
+// quantisation hiss). The acoustic model's preparation (prepare.ts, from the notes its feature cache
+// keeps) and the vocoder's clip loading (vocoder/data.ts) count them alike, and both say them in the
+// same words (describe.ts for the acoustic model, the vocoder trainer's data line).
+import { plural } from '../util/index.js';
+
+/** How many usable clips were recorded below the model's rate (the lowest rate), and in 8-bit PCM; an example each. */
+export interface SourceNotes {
+  belowRate?: { clips: number; lowestHz: number; modelHz: number; example: string };
+  eightBit?: { clips: number; example: string };
+}
+
+/** Counts one usable clip's recording (its rate and PCM bits) into `notes`; `example` names it. */
+export function noteSource(
+  notes: SourceNotes,
+  source: { hz: number; pcmBits?: number },
+  example: string,
+  modelHz: number,
+): void {
+  if (source.hz < modelHz) {
+    const b = (notes.belowRate ??= { clips: 0, lowestHz: source.hz, modelHz, example });
+    b.clips++;
+    if (source.hz < b.lowestHz) Object.assign(b, { lowestHz: source.hz, example });
+  }
+  if (source.pcmBits !== undefined && source.pcmBits <= 8) (notes.eightBit ??= { clips: 0, example }).clips++;
+}
+
+/** The warnings the notes call for (none when the recordings lack nothing). */
+export function sourceNoteWarnings({ belowRate, eightBit }: SourceNotes): string[] {
+  const warnings: string[] = [];
+  if (belowRate) {
+    const hz = belowRate.modelHz;
+    warnings.push(
+      `${plural(belowRate.clips, 'clip')} ${belowRate.clips === 1 ? 'was' : 'were'} recorded below the model's ` +
+        `${hz} Hz (the lowest at ${belowRate.lowestHz} Hz: ${belowRate.example}): upsampled, ` +
+        `${belowRate.clips === 1 ? 'it holds' : 'they hold'} nothing above ${belowRate.lowestHz / 2} Hz, and the ` +
+        'model learns that muffled sound as part of the voice. ' +
+        (belowRate.clips === 1 ? 'Leave it out, or train at its rate ' : 'Leave them out, or train at their rate ') +
+        '(audio.sample_rate_hz)',
+    );
+  }
+  if (eightBit)
+    warnings.push(
+      `${plural(eightBit.clips, 'clip')} ${eightBit.clips === 1 ? 'is' : 'are'} 8-bit PCM ` +
+        `(e.g. ${eightBit.example}): ` +
+        'its quantisation hiss, about 48 dB below full scale, is learnt as part of the voice. Use 16-bit ' +
+        'recordings where there are any, or leave these out',
+    );
+  return warnings;
+}
