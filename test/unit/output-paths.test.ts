@@ -2,12 +2,21 @@
 // through: the missing levels made one at a time; a file in the way is ENOTDIR; a folder that takes no new entries
 // (/proc, where Node's recursive mkdir loops for ever at full CPU, deaf to SIGTERM) is an EACCES error naming it.
 // refuseOutputsOverInputs: an output that is an input however it is spelt (a link, a path through ..), or two outputs
-// that are one file, are refused naming both.
+// that are one file, are refused naming both. requireRegularFile: a pipe, socket, device or folder named as a file is
+// refused before anything opens it, in the words every such refusal uses (otherFileKind).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { makeFolders, refuseOutputsOverInputs } from '../../src/core/util/index.js';
+import {
+  makeFolders,
+  otherFileKind,
+  refuseOutputsOverInputs,
+  requireRegularFile,
+  unreadableWhy,
+} from '../../src/core/util/index.js';
 import { TempDir } from '../helpers/tmp.js';
 
 test('makeFolders makes the missing levels, leaves existing ones, and refuses a file in the way', () => {
@@ -73,6 +82,41 @@ test('an output that is an input by another name, or two outputs that are one fi
       { code: 'OUTPUTS_COLLIDE' },
     );
   } finally {
+    tmp.remove();
+  }
+});
+
+test('a file the user named that is not a regular file is refused naming what it is, in one wording', async () => {
+  const tmp = new TempDir('xtts-not-file-');
+  const server = createServer();
+  try {
+    execFileSync('mkfifo', [tmp.at('pipe')]);
+    await new Promise<void>((done) => server.listen(tmp.at('socket'), done));
+    const cases: [string, string, string][] = [
+      [tmp.at('pipe'), 'XTTS_NOT_FILE', 'it is a named pipe (FIFO), not a file'],
+      [tmp.at('socket'), 'XTTS_NOT_FILE', 'it is a socket, not a file'],
+      ['/dev/null', 'XTTS_NOT_FILE', 'it is a device, not a file'],
+      [tmp.path, 'EISDIR', 'it is a folder'],
+    ];
+    for (const [path, code, why] of cases) {
+      assert.equal(otherFileKind(statSync(path)), why.replace(/^it is (.*?)(, not a file)?$/, '$1'));
+      const e = (() => {
+        try {
+          requireRegularFile(path);
+        } catch (err) {
+          return err as Error;
+        }
+        return undefined;
+      })();
+      assert.ok(e, path);
+      assert.equal((e as NodeJS.ErrnoException).code, code);
+      assert.equal(unreadableWhy(e), why);
+      assert.equal(e.message, `${path}: ${why} (write it to a file first)`);
+    }
+    writeFileSync(tmp.at('file'), 'mine');
+    requireRegularFile(tmp.at('file'));
+  } finally {
+    server.close();
     tmp.remove();
   }
 });

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, linkSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
-import { isCorruptDatabase, makeFolders, openSqlite } from '../util/index.js';
+import { isCorruptDatabase, makeFolders, openSqlite, otherFileKind } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { corruptCache, guarded, unreadableFolder } from './damage.js';
 import { refuseCacheInUse, refuseLinkToCache } from './holders.js';
@@ -32,8 +32,7 @@ export function identifyCache(path: string): CacheIdentity {
   let size: number;
   try {
     const st = statSync(path);
-    if (st.isDirectory()) return { kind: 'other', why: 'it is a folder' };
-    if (!st.isFile()) return { kind: 'other', why: 'it is not a regular file' };
+    if (!st.isFile()) return { kind: 'other', why: `it is ${otherFileKind(st)}` };
     size = st.size;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;

@@ -15,6 +15,7 @@ import {
   type Pair,
   type Scalar,
 } from 'yaml';
+import { otherFileKind } from '../util/index.js';
 import { type ConfigSource, joinKeyPath, type KeyPath, positionOf } from './config-source.js';
 import { errorFinding, type Finding, ruleDocsLink } from './findings.js';
 import { PRESETS, presetPath } from './presets.js';
@@ -58,7 +59,7 @@ export function readConfigText(file: string): { text?: string; findings: Finding
       findings: [
         errorFinding(
           'input/not-a-file',
-          `${file} is not a regular file (a pipe, socket or device)`,
+          `${file} is ${otherFileKind(stat)}, not a file`,
           pos,
           '',
           'name a .yaml file (write what a pipe would give to a file first)',

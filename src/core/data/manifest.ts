@@ -18,6 +18,7 @@ import {
   readLibriTts,
   readVctk,
 } from './corpora.js';
+import { otherFileKind } from '../util/index.js';
 import type { DatasetConfig } from '../config/index.js';
 import { settleSpeakers } from './speakers.js';
 import { readLines } from './text-lines.js';
@@ -317,19 +318,7 @@ function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[], followSy
       let notFile: string | undefined;
       try {
         const st = statSync(row.audioPath);
-        if (!st.isFile())
-          notFile =
-            `${row.audioPath} ` +
-            (`is ` +
-              (st.isDirectory()
-                ? 'a folder'
-                : st.isFIFO()
-                  ? 'a named pipe (FIFO)'
-                  : st.isSocket()
-                    ? 'a socket'
-                    : 'a device') +
-              `, `) +
-            `not an audio file`;
+        if (!st.isFile()) notFile = `${row.audioPath} is ${otherFileKind(st)}, not an audio file`;
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         notFile =

@@ -6,6 +6,7 @@ export {
   filesIn,
   makeFolders,
   type NamedFile,
+  otherFileKind,
   refuseOutputsOverInputs,
   unreadableWhy,
   writeAllSync,

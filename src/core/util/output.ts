@@ -15,6 +15,7 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  type Stats,
   statSync,
   writeSync,
 } from 'node:fs';
@@ -58,14 +59,27 @@ export function makeFolders(path: string): string[] {
 }
 
 /**
+ * What a path that is not a regular file is, in the words every refusal of one uses: "a folder", "a named pipe
+ * (FIFO)", "a socket", "a device".
+ */
+export function otherFileKind(st: Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isFIFO()) return 'a named pipe (FIFO)';
+  if (st.isSocket()) return 'a socket';
+  return 'a device';
+}
+
+/**
  * Throws where `file` is not a regular file, before anything opens it: opening a named pipe waits for a writer for
- * ever. The error's code is Node's (ENOENT, EISDIR) or XTTS_FIFO / XTTS_NOT_FILE, which unreadableWhy words.
+ * ever. The error's code is Node's (ENOENT, EISDIR) or XTTS_NOT_FILE with the `kind` otherFileKind names, which
+ * unreadableWhy words.
  */
 export function requireRegularFile(file: string): void {
   const st = statSync(file);
   if (st.isFile()) return;
-  const code = st.isDirectory() ? 'EISDIR' : st.isFIFO() ? 'XTTS_FIFO' : 'XTTS_NOT_FILE';
-  throw Object.assign(new Error(`${file}: ${unreadableWhy({ code })} (write it to a file first)`), { code });
+  const code = st.isDirectory() ? 'EISDIR' : 'XTTS_NOT_FILE';
+  const e = { code, kind: otherFileKind(st) };
+  throw Object.assign(new Error(`${file}: ${unreadableWhy(e)} (write it to a file first)`), e);
 }
 
 /**
@@ -83,8 +97,7 @@ export function unreadableWhy(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return 'it does not exist';
   if (code === 'EISDIR') return 'it is a folder';
-  if (code === 'XTTS_FIFO') return 'it is a named pipe (FIFO), not a file';
-  if (code === 'XTTS_NOT_FILE') return 'it is not a regular file (a socket or a device)';
+  if (code === 'XTTS_NOT_FILE') return `it is ${(e as { kind?: string }).kind ?? 'not a regular file'}, not a file`;
   if (code === 'EACCES' || code === 'EPERM') return 'it may not be read (permissions)';
   return code ?? (e as Error).message;
 }
