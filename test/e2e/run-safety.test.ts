@@ -95,6 +95,13 @@ describe('a run is never lost', () => {
       assert.equal(resumed.code, 0, describeRun(resumed));
       assert.equal(resumed.json.result.startStep, 6);
       assert.deepEqual(steps(used), [8, 10]); // keep_checkpoints: 2, of this run
+      // The database holds both processes' steps, and says where the last one's begin (the profiler's trends).
+      const meta = new Database(join(used, 'run.sqlite'), { readonly: true });
+      const first = meta.prepare("SELECT v FROM meta WHERE k = 'processFirstStep'").get() as { v: string };
+      const recorded = (meta.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n;
+      meta.close();
+      assert.equal(JSON.parse(first.v), 7);
+      assert.equal(recorded, 10);
     },
   );
 

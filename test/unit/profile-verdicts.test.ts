@@ -374,6 +374,16 @@ test("memory leak: live tensors that grow from step to step are reported, the fi
     (i) => ({ tensors: i < 20 ? 900 : 1006 }),
   ).map((r, i) => (i < 20 ? r : { ...r, startMs: r.startMs - 1e6 }));
   assert.equal(verdict(judge(resumed, gpu(20, 60), ctx), 'memory-leak').grade, 'ok');
+  // A resumed process whose clock did not restart below where the previous one ended: the clock cannot tell the two
+  // apart, the first step the last process trained (run meta processFirstStep) does.
+  const unclocked = run(
+    40,
+    () => ({}),
+    (i) => ({ tensors: i < 20 ? 900 : 1006 }),
+  );
+  assert.equal(verdict(judge(unclocked, gpu(20, 60), ctx), 'memory-leak').grade, 'high');
+  const firstStep = { ...ctx, processFirstStep: unclocked[20].step };
+  assert.equal(verdict(judge(unclocked, gpu(20, 60), firstStep), 'memory-leak').grade, 'ok');
   // The threshold can be overridden like every other.
   assert.equal(
     verdict(

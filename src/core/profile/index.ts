@@ -119,6 +119,8 @@ interface RecordedRun {
   timingMeta: Omit<ProfileResult['deviceTiming'], 'steps'> | undefined;
   startedAtEpochMs: number | null;
   cpuCores: number;
+  /** The first step of the last process that trained (runs recorded before it: undefined). */
+  processFirstStep: number | undefined;
   replicaSteps: ReplicaStepRecord[];
   replicaDevices: string[];
   captureSummary: StepCaptureSummary | null;
@@ -145,6 +147,7 @@ function readRecordedRun(runDir: string): RecordedRun {
       timingMeta: db.getMeta('deviceTiming'),
       startedAtEpochMs: db.getMeta<number>('startedAtEpochMs') ?? null,
       cpuCores: db.getMeta<number>('cpuCores') ?? hostInventory().cpuCores,
+      processFirstStep: db.getMeta<number>('processFirstStep'),
     };
   });
 }
@@ -185,6 +188,7 @@ function verdictContext(run: RecordedRun, config: XttsConfig, measuredReplicas: 
     cacheEnabled: config.pipeline.cache.enabled,
     buckets: config.batching.buckets,
     cpuCores: run.cpuCores,
+    processFirstStep: run.processFirstStep,
     checkpointEvery: config.training.checkpoint_every,
     cpuBackend: isCpuBackend(run.backend),
     device: run.device,

@@ -59,6 +59,8 @@ export interface VerdictContext {
   device?: string | null;
   /** training.precision of the run: which of the device's peaks its MFU is measured against. */
   precision?: 'fp32' | 'mixed_fp16';
+  /** The first step the last process that trained ran (run meta `processFirstStep`; older runs: none). */
+  processFirstStep?: number;
   /** Data-parallel runs: every replica's part of the measured steps, and each rank's device. */
   replicas?: { devices: string[]; steps: readonly ReplicaStepRecord[] };
   gradAccumulation?: number;
@@ -135,10 +137,13 @@ function readbackIntervals(steps: readonly StepRecord[], logEvery: number): numb
 }
 
 /**
- * The steps of the last process that trained: a resumed run's records restart their clock (startMs, from that
- * process's start) where it resumed, and another process's tensors are no trend of this one's.
+ * The steps of the last process that trained (another process's tensors are no trend of this one's): from
+ * `firstStep`, the first step it trained (the run database's meta, written by each process that trains), else,
+ * for runs recorded before it, from where the records' clock restarts (startMs counts from a process's start; a
+ * resumed process that started later in its clock than the previous one ended is not told apart this way).
  */
-function lastProcess<S extends Pick<StepRecord, 'startMs'>>(steps: readonly S[]): readonly S[] {
+function lastProcess<S extends Pick<StepRecord, 'startMs' | 'step'>>(steps: readonly S[], firstStep?: number) {
+  if (firstStep !== undefined) return steps.filter((s) => s.step >= firstStep);
   let from = 0;
   for (let i = 1; i < steps.length; i++) if (steps[i].startMs < steps[i - 1].startMs) from = i;
   return steps.slice(from);
@@ -149,7 +154,10 @@ function lastProcess<S extends Pick<StepRecord, 'startMs'>>(steps: readonly S[])
  * the steps after the first fifth (the first steps allocate optimizer state and caches once). Undefined without
  * records.
  */
-export function tensorGrowth(steps: readonly StepRecord[]):
+export function tensorGrowth(
+  steps: readonly StepRecord[],
+  firstStep?: number,
+):
   | {
       perStep: number;
       first: number;
@@ -160,7 +168,10 @@ export function tensorGrowth(steps: readonly StepRecord[]):
       toStep: number;
     }
   | undefined {
-  const held = lastProcess(steps.filter((s) => s.tensors !== undefined));
+  const held = lastProcess(
+    steps.filter((s) => s.tensors !== undefined),
+    firstStep,
+  );
   const steady = held.slice(Math.floor(held.length / 5));
   if (steady.length < 3) return undefined;
   const n = steady.length;
@@ -219,7 +230,7 @@ export function judge(
       : [unmeasuredDispatchVerdict(b, ctx, th)]),
     ...memoryHeadroomVerdict(b, ctx, th),
     oscillationVerdict(steps, b, ctx, th),
-    ...leakVerdict(steps, th),
+    ...leakVerdict(steps, th, ctx.processFirstStep),
     ...replicaVerdicts(b, ctx, th),
     ...newShapeVerdict(ctx.newShapes, ctx.buckets),
   ];
@@ -467,7 +478,8 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
           ],
   });
   for (const r of ranks.filter((x) => x.rank > 0)) {
-    const growth = tensorGrowth(replicas.steps.filter((s) => s.rank === r.rank) as unknown as StepRecord[]);
+    const rankSteps = replicas.steps.filter((s) => s.rank === r.rank) as unknown as StepRecord[];
+    const growth = tensorGrowth(rankSteps, ctx.processFirstStep);
     if (growth && growth.perStep >= th.leakTensorsPerStep) {
       out.push({
         id: 'memory-leak',
@@ -487,8 +499,8 @@ function replicaVerdicts(b: StepBreakdown, ctx: VerdictContext, th: Thresholds):
 }
 
 /** Whether the engine holds more tensors after every step (none where the run recorded no tensor counts). */
-function leakVerdict(steps: readonly StepRecord[], th: Thresholds): Finding[] {
-  const leak = tensorGrowth(steps);
+function leakVerdict(steps: readonly StepRecord[], th: Thresholds, firstStep?: number): Finding[] {
+  const leak = tensorGrowth(steps, firstStep);
   if (!leak) return [];
   const leaking = leak.perStep >= th.leakTensorsPerStep;
   return [

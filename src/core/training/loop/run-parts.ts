@@ -114,6 +114,8 @@ export async function startRun(
     parts.kernels = new KernelCounter({ flops: true }).install(tf as never);
     parts.runStart = performance.now();
     parts.gc = await startTelemetry(log, choice.backend, parts.runStart);
+    // Which steps are this process's (a resumed run's database holds every process's): the profiler's trends.
+    log.db.setMeta('processFirstStep', state.step + 1);
     // Capture and replay of each bucket shape's step (webgpu); replicas capture their own (parallel/replica.ts).
     const replayer = replicas && replicas.devices.length > 1 ? undefined : startReplayer(setup, say);
     parts.replayer = replayer;
