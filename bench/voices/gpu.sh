@@ -13,10 +13,11 @@
 # 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
 #    time (fit_steps: a 60-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
 #    VOICES_VOCODER_MINUTES (default 0: none) also trains xtts's neural vocoder (bench/vocoder/heldout.yaml,
-#    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on, for
-#    at most that many minutes (a schedule of VOICES_VOCODER_STEPS, default 2,400 a minute); then
-#    VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on the trained model's teacher-forced mels of the seen
-#    voices' clips (vocoder.finetune_acoustic, at 3e-4), HiFi-GAN's second stage.
+#    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on
+#    (VOICES_VOCODER_BESIDE=0: alone, before it), for at most that many minutes (a schedule of
+#    VOICES_VOCODER_STEPS, default 2,400 a minute); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
+#    the trained model's teacher-forced mels of the seen voices' clips (vocoder.finetune_acoustic, at 3e-4),
+#    HiFi-GAN's second stage.
 # 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), through
 #    the fine-tuned and the plain neural vocoder too where they were trained (spoken/finetuned, spoken/neural;
 #    VOICES_GRIFFIN_LIM=0: through them alone), for every seen voice also by name (--speaker, Griffin-Lim;
@@ -65,7 +66,8 @@ log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; 
   espeak-ng --version
   echo "backend $backend; cli $x; minutes $minutes; texts $texts; jobs $parallel; by name $by_name"
   echo "extra voices: ${extra:-none}${extra:+, $extra_clips clips each}; args: ${VOICES_ARGS:-none}"
-  echo "neural vocoder: $vocoder_minutes minutes${VOICES_VOCODER_STEPS:+, $VOICES_VOCODER_STEPS steps};" \
+  echo "neural vocoder: $vocoder_minutes minutes${VOICES_VOCODER_STEPS:+, $VOICES_VOCODER_STEPS steps}," \
+    "beside the acoustic model ${VOICES_VOCODER_BESIDE:-1};" \
     "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
@@ -147,20 +149,27 @@ log "clips: $(ls "$work/clips"/*.wav 2>/dev/null | wc -l) reference clips" \
   "and $(wc -l <"$work/eval.tsv") evaluation texts in $(since "$t") ms"
 pack
 
-# 3. Training. The neural vocoder first (VOICES_VOCODER_MINUTES), in the background: the calibration below then
-# measures the acoustic model's pace with the GPU shared, as its training will have it.
+# 3. Training. The neural vocoder first (VOICES_VOCODER_MINUTES): in the background (VOICES_VOCODER_BESIDE=1, the
+# default), where the calibration below then measures the acoustic model's pace with the GPU shared, as its training
+# will have it; or alone before the acoustic model (VOICES_VOCODER_BESIDE=0).
 vocoder_pid=
+train_vocoder() {
+  local t=$(date +%s%N)
+  $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/data" --output "$work/vocoder" \
+    --max-minutes "$vocoder_minutes" --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
+    --set training.max_steps="$vocoder_steps" --set training.checkpoint_every="$vocoder_steps" \
+    >"$work/logs/vocoder-train.json" 2>"$work/logs/vocoder-train.log"
+  log "vocoder train rc=$?, schedule $vocoder_steps steps, in $(since "$t") ms"
+}
 if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
   vocoder_steps=${VOICES_VOCODER_STEPS:-$(awk -v m="$vocoder_minutes" 'BEGIN { printf "%d", m * 2400 }')}
-  (
-    t=$(date +%s%N)
-    $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/data" --output "$work/vocoder" \
-      --max-minutes "$vocoder_minutes" --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
-      --set training.max_steps="$vocoder_steps" --set training.checkpoint_every="$vocoder_steps" \
-      >"$work/logs/vocoder-train.json" 2>"$work/logs/vocoder-train.log"
-    log "vocoder train rc=$?, schedule $vocoder_steps steps, in $(since "$t") ms"
-  ) &
-  vocoder_pid=$!
+  if [[ ${VOICES_VOCODER_BESIDE:-1} == 1 ]]; then
+    train_vocoder &
+    vocoder_pid=$!
+  else
+    train_vocoder
+    pack
+  fi
 fi
 # fit_steps: the steps that fit MINUTES, from a 60-step calibration run's mean step (92% of
 # the minutes at that pace: the rest is start-up and the eager steps that record the replay).
