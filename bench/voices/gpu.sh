@@ -227,8 +227,8 @@ if ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/
   pack
 fi
 
-# 4. Synthesis: every voice from its clip (through the neural vocoder, then Griffin-Lim), then every seen voice by
-# name; VOICES_JOBS calls at a time.
+# 4. Synthesis: every voice from its clip (through the fine-tuned vocoder, the plain one, then Griffin-Lim), then
+# every seen voice by name; VOICES_JOBS calls at a time.
 synth() { # mode voice args...
   local mode=$1 name=$2 t=$(date +%s%N) rc dir="$work/spoken/$1/$2"
   shift 2
