@@ -201,11 +201,13 @@ class ConditioningEncoder(nn.Module):
 
 
 class DurationPredictor(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, speaker_rate=False):
         super().__init__()
         self.conv1, self.conv2 = nn.Conv1d(d, d, 3, padding=1), nn.Conv1d(d, d, 3, padding=1)
         self.ln1, self.ln2 = layer_norm(d), layer_norm(d)
         self.out = nn.Linear(d, 1)
+        if speaker_rate:  # model.speaker_rate: the voice's vector added to what the predictor reads
+            self.voice = nn.Linear(d, d)
 
     def forward(self, text, mask, p):
         """text [B, T, D] (detached), mask [B, T, 1] -> log(1 + steps) [B, T]."""
@@ -265,7 +267,7 @@ class XttsTwin(nn.Module):
         self.n_mels = sizes["nMels"]
         self.text = TextEncoder(c, sizes["vocabSize"], sizes["numLanguages"], self.n_mels)
         self.cond = ConditioningEncoder(c, self.n_mels)
-        self.dur = DurationPredictor(c["d_model"])
+        self.dur = DurationPredictor(c["d_model"], bool(c.get("speaker_rate")))
         self.dec = Decoder(c, self.n_mels)
         self.postnet = nn.ModuleList()
         k, ch, n = c["postnet_kernel"], c["postnet_channels"], c["postnet_layers"]
@@ -333,7 +335,10 @@ class XttsTwin(nn.Module):
                     x = torch.tanh(x)
             mel_post = x0 + x.transpose(1, 2)
         text_mask = length_mask(batch["text_lengths"], t).to(text.dtype)[..., None]
-        log_durations = self.dur(text.detach(), text_mask, p)
+        dur_in = text.detach()
+        if c.get("speaker_rate"):
+            dur_in = dur_in + self.dur.voice(voice.mean(1))[:, None]
+        log_durations = self.dur(dur_in, text_mask, p)
         return {
             "mel_pre": mel_pre, "mel_post": mel_post, "text_mel": text_mel,
             "log_durations": log_durations, "frame_mask": frame_mask,

@@ -83,6 +83,36 @@ describe('presets', () => {
     }
   });
 
+  it("speaker_rate: one more matrix; the voice moves each utterance's durations, and the duration loss trains it", () => {
+    const config = { ...PRESETS.tiny, speaker_rate: true };
+    const { d_model: d } = config;
+    assert.equal(countParameters(config, SIZES), countParameters(PRESETS.tiny, SIZES) + d * d + d);
+    const model = new XttsModel(config, SIZES, { seed: 1 });
+    const plain = new XttsModel(PRESETS.tiny, SIZES, { seed: 1 });
+    try {
+      const batch = syntheticBatch(shapeFor(config, 2, 5, 8), 3);
+      tf.tidy(() => {
+        // The same seed gives every shared parameter the same values: the frames are the same, the durations move.
+        const a = model.forward(batch, { training: false });
+        const b = plain.forward(batch, { training: false });
+        assert.ok(maxAbsDiff(a.melPre, b.melPre) < 1e-6, 'the frames do not read the pace');
+        assert.ok(maxAbsDiff(a.logDurations, b.logDurations) > 1e-4, 'the durations read the voice');
+        // The duration predictor's input is the text without its gradient (Glow-TTS §3.3), but the voice's pace
+        // learns from the duration loss: gradients reach its projection and the conditioning encoder.
+        const rate = model.voiceRate!;
+        const pool = model.trainableVariables().get('cond.pool.out.w')!;
+        const { grads } = tf.variableGrads(
+          () => tf.mean(tf.square(model.forward(batch, { training: false }).logDurations)) as tf.Scalar,
+          [rate.w, rate.b, pool],
+        );
+        for (const g of Object.values(grads)) assert.ok((tf.norm(g).dataSync()[0] as number) > 0);
+      });
+    } finally {
+      model.dispose();
+      plain.dispose();
+    }
+  });
+
   it('rejects heads that do not divide d_model, and an even postnet kernel', () => {
     assert.throws(
       () => new XttsModel({ ...PRESETS.tiny, heads: 3 }, SIZES),
@@ -159,10 +189,10 @@ describe('initialisation', () => {
 });
 
 describe('generate', () => {
-  const voiced = { ...PRESETS.tiny, speaker_offset: true };
+  const voiced = { ...PRESETS.tiny, speaker_offset: true, speaker_rate: true };
   for (const [what, config] of [
     ['', PRESETS.tiny],
-    [' (with the voice offset)', voiced],
+    [" (with the voice's offset and pace)", voiced],
   ] as const)
     it(`decodes step by step as the teacher-forced pass would on its own output, along its plan${what}`, async () => {
       const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });

@@ -35,12 +35,20 @@ function check(folder: string): { status: number | null; result: Record<string, 
 
 describe('PyTorch twin', () => {
   // Two configs: the tiny preset (one alignment head of two: both kinds of cross-attention bias; l1), and
-  // a voice offset, l1 + l2 and every head an alignment head.
+  // a voice offset and pace, l1 + l2 and every head an alignment head. The tiny case's batch and weights come
+  // from seed 8: reference.ts's default seed (7) puts one pre-activation of the decoder's last MLP within 1e-6
+  // of zero, where float32 rounding sends xtts and torch to either side of the ReLU's kink and that unit's
+  // gradients 3.3% apart (torch 2.13.0+cpu; seeds 8, 9 and 11 agree within 8e-6).
   const configs: Array<[string, string[]]> = [
-    ['tiny', []],
+    ['tiny', ['--seed', '8']],
     [
-      'tiny, speaker_offset, l1_l2, 2 alignment heads',
-      ['--set', 'model.speaker_offset=true', '--set', 'training.loss.mel=l1_l2', '--set', 'model.alignment_heads=2'],
+      'tiny, speaker_offset, speaker_rate, l1_l2, 2 alignment heads',
+      ['--set', 'model.speaker_offset=true', '--set', 'model.speaker_rate=true'].concat([
+        '--set',
+        'training.loss.mel=l1_l2',
+        '--set',
+        'model.alignment_heads=2',
+      ]),
     ],
   ];
   configs.forEach(([name, args], i) => {

@@ -34,7 +34,8 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
     4 * d * d +
     4 * d +
     2 * d +
-    (m.speaker_offset ? d * nMels + nMels : 0);
+    (m.speaker_offset ? d * nMels + nMels : 0) +
+    (m.speaker_rate ? d * d + d : 0);
   const prenet =
     r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
   const decoder =

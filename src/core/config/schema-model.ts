@@ -48,6 +48,14 @@ export const ModelSchema = Section(
         "from the reference directly rather than only through the decoder's attention to the latents. " +
         'A new model (one more parameter matrix); false: the means are the same for every voice.',
     }),
+    speaker_rate: Type.Boolean({
+      default: false,
+      description:
+        'Let the duration predictor read the voice (a projection of its mean conditioning latent added to the ' +
+        'text encodings it reads), so that each voice speaks at its own pace, as a cloned voice should; the ' +
+        'duration loss teaches the conditioning encoder what a pace sounds like. A new model (one more ' +
+        'd_model × d_model matrix); false: every voice speaks at the pace of the training data as a whole.',
+    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

@@ -134,6 +134,8 @@ export class XttsModel {
   /** model.speaker_offset: the voice's own log-mel offset, from its mean latent, added to every token's mean. */
   readonly voiceMel: Linear | null;
   readonly durations: DurationPredictor;
+  /** model.speaker_rate: the voice's vector, from its mean latent, added to what the duration predictor reads. */
+  readonly voiceRate: Linear | null;
   readonly cond: ConditioningEncoder;
   readonly decoder: Decoder;
   readonly postnet: Postnet | null;
@@ -169,6 +171,7 @@ export class XttsModel {
       ? new Linear(this.store, 'cond.mel_offset', config.d_model, sizes.nMels)
       : null;
     this.durations = new DurationPredictor(this.store, config.d_model);
+    this.voiceRate = config.speaker_rate ? new Linear(this.store, 'dur.voice', config.d_model, config.d_model) : null;
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
     this.decoder = new Decoder(this.store, {
       ...d,
@@ -224,15 +227,32 @@ export class XttsModel {
       dModel,
     ]) as tf.Tensor2D;
     const kv = this.decoder.memoryKv(memory, batch, memorySteps, decoding);
-    return { kv, text, textBias, latents, textSteps, voiceOffset: this.voiceOffset(condOut, batch) };
+    const pooled =
+      this.voiceMel || this.voiceRate
+        ? (tf.mean(tf.reshape(condOut, [batch, latents, dModel]), 1) as tf.Tensor2D)
+        : null;
+    // model.speaker_offset: the mean latent as a log-mel offset [B, 1, nMels]; model.speaker_rate: as a vector [B, D].
+    const voiceOffset =
+      this.voiceMel && pooled
+        ? (tf.reshape(this.voiceMel.apply(pooled), [batch, 1, this.sizes.nMels]) as tf.Tensor3D)
+        : null;
+    const voiceRate = this.voiceRate && pooled ? this.voiceRate.apply(pooled) : null;
+    return { kv, text, textBias, latents, textSteps, voiceOffset, voiceRate };
   }
 
-  /** model.speaker_offset: the mean of a voice's latents [B·L, D] as a log-mel offset [B, 1, nMels]. */
-  private voiceOffset(latents: tf.Tensor2D, batch: number): tf.Tensor3D | null {
-    if (!this.voiceMel) return null;
-    const { cond_latents: l, d_model: d } = this.config;
-    const pooled = tf.mean(tf.reshape(latents, [batch, l, d]), 1) as tf.Tensor2D;
-    return tf.reshape(this.voiceMel.apply(pooled), [batch, 1, this.sizes.nMels]) as tf.Tensor3D;
+  /**
+   * The duration predictor's log durations [B, T_text] of the text encodings, in the voice's pace where the model
+   * has one (model.speaker_rate: the voice's vector [B, D] added to every token's encoding it reads).
+   */
+  private logDurations(
+    text: tf.Tensor3D,
+    voiceRate: tf.Tensor2D | null,
+    textLengths: tf.Tensor1D,
+    c: Omit<BlockContext, 'batch' | 'steps'>,
+  ): tf.Tensor2D {
+    const [batch, , dModel] = text.shape;
+    const input = voiceRate ? (tf.add(text, tf.reshape(voiceRate, [batch, 1, dModel])) as tf.Tensor3D) : text;
+    return this.durations.apply(input, textLengths, c, this.convImpl);
   }
 
   /** Every token's mean mel frame [B, T_text, nMels], in the voice where the model has a voice offset. */
@@ -404,7 +424,7 @@ export class XttsModel {
       );
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
-    const { kv, text, textBias, latents, voiceOffset } = this.encode(inputs, base);
+    const { kv, text, textBias, latents, voiceOffset, voiceRate } = this.encode(inputs, base);
     const means = this.voicedMeans(text, voiceOffset);
     const textMel = this.alignedMeans(inputs.alignment.steps, means);
 
@@ -431,13 +451,9 @@ export class XttsModel {
     const melPre = tf.add(tf.reshape(own, [batch, frames, nMels]), textMel) as tf.Tensor3D;
     const frameMask = tf.reshape(lengthMask(inputs.melLengths, frames), [batch, frames, 1]) as tf.Tensor3D;
     const melPost = this.refine(melPre, frameMask);
-    // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3).
-    const logDurations = this.durations.apply(
-      stopGradient(text) as tf.Tensor3D,
-      inputs.textLengths,
-      base,
-      this.convImpl,
-    );
+    // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3); its loss does train
+    // the voice's pace (model.speaker_rate), through the conditioning encoder.
+    const logDurations = this.logDurations(stopGradient(text) as tf.Tensor3D, voiceRate, inputs.textLengths, base);
     return { melPre, melPost, textMel, logDurations, frameMask };
   }
 
@@ -535,12 +551,12 @@ export class XttsModel {
             }
           : { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }),
       };
-      const { kv, text, textBias, voiceOffset } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
+      const { kv, text, textBias, voiceOffset, voiceRate } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
       return {
         kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]),
         textBias,
         means: this.voicedMeans(text, voiceOffset),
-        logDurations: this.durations.apply(text, inputs.textLengths, { dropout, dropoutRate: 0 }, this.convImpl),
+        logDurations: this.logDurations(text, voiceRate, inputs.textLengths, { dropout, dropoutRate: 0 }),
       };
     });
     const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({
