@@ -83,7 +83,7 @@ describe('presets', () => {
     }
   });
 
-  it("speaker_rate: one more matrix; the voice moves each utterance's durations, and the duration loss trains it", () => {
+  it("speaker_rate: one more matrix; the voice moves each utterance's durations, which the loss trains", () => {
     const config = { ...PRESETS.tiny, speaker_rate: true };
     const { d_model: d } = config;
     assert.equal(countParameters(config, SIZES), countParameters(PRESETS.tiny, SIZES) + d * d + d);

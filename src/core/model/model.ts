@@ -240,10 +240,7 @@ export class XttsModel {
     return { kv, text, textBias, latents, textSteps, voiceOffset, voiceRate };
   }
 
-  /**
-   * The duration predictor's log durations [B, T_text] of the text encodings, in the voice's pace where the model
-   * has one (model.speaker_rate: the voice's vector [B, D] added to every token's encoding it reads).
-   */
+  /** Log durations [B, T_text] of the text encodings, in the voice's pace where it has one (model.speaker_rate). */
   private logDurations(
     text: tf.Tensor3D,
     voiceRate: tf.Tensor2D | null,
