@@ -65,6 +65,7 @@ wait
 for rate in on off; do
   for voice in slow fast; do
     ref=$(awk -F'|' -v v="$voice" '$4 == v { n++; if (n == 2) { print $1; exit } }' "$out/data/metadata.csv")
+    mkdir -p "$out/spoken-$rate-$voice"
     $x synthesize --checkpoint "$out/run-$rate" --texts "$out/texts.txt" --reference "$out/data/wavs/$ref.wav" \
       --out-dir "$out/spoken-$rate-$voice" --backend "$backend" --json >"$out/synth-$rate-$voice.json" \
       2>"$out/synth-$rate-$voice.log"
