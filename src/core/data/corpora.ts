@@ -17,6 +17,7 @@ import { parse } from 'csv-parse/sync';
 import type { DatasetConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ManifestPart, ManifestRow, SkippedRow } from './manifest.js';
+import { readLines } from './text-lines.js';
 
 /** A Common Voice release's TSVs, the validated rows first: read where the folder has no `dataset.metadata`. */
 export const COMMON_VOICE_FILES = ['validated.tsv', 'train.tsv'] as const;
@@ -172,9 +173,6 @@ function requireFile(file: string, what: string): void {
   }
 }
 
-/** Lines of a delimited file, with the ones that are not UTF-8 reported (see manifest.ts). */
-export type LineReader = (file: string) => { lines: string[]; notUtf8: Map<number, { at: number; asLatin1: string }> };
-
 /** The skip of a metadata line that is not UTF-8: where, how it reads as Latin-1, and a fix for that line alone. */
 export function notUtf8Skip(file: string, line: number, id: string, bad: { at: number; asLatin1: string }): SkippedRow {
   const text = `${bad.asLatin1.slice(0, 60)}${bad.asLatin1.length > 60 ? '…' : ''}`;
@@ -202,7 +200,7 @@ function skipNotUtf8(
   );
 }
 
-export function readCommonVoice(datasetDir: string, metadataName: string, readLines: LineReader): ManifestPart {
+export function readCommonVoice(datasetDir: string, metadataName: string): ManifestPart {
   const file = join(datasetDir, metadataName);
   requireFile(file, "release's TSV (validated.tsv, train.tsv, …)");
   const { lines, notUtf8 } = readLines(file);
@@ -260,12 +258,7 @@ export function readCommonVoice(datasetDir: string, metadataName: string, readLi
   return { file, format: 'common_voice', rows, skipped, detail: basename(file) };
 }
 
-export function readCsv(
-  datasetDir: string,
-  metadataName: string,
-  columns: DatasetConfig['columns'],
-  readLines: LineReader,
-): ManifestPart {
+export function readCsv(datasetDir: string, metadataName: string, columns: DatasetConfig['columns']): ManifestPart {
   const file = join(datasetDir, metadataName);
   requireFile(file, 'CSV file');
   const { lines, notUtf8 } = readLines(file);

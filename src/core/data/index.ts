@@ -5,10 +5,10 @@ export {
   SKIP_REASONS,
   type Manifest,
   type ManifestRow,
-  splitLines,
   type SkippedRow,
   type SkipReason,
 } from './manifest.js';
+export { splitLines } from './text-lines.js';
 export {
   loaderItems,
   prepareDataset,

@@ -23,8 +23,6 @@ import type { DatasetConfig } from '../config/index.js';
 import { settleSpeakers } from './speakers.js';
 import { readLines } from './text-lines.js';
 
-export { readLines, splitLines } from './text-lines.js';
-
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
   not_utf8: "the line is not UTF-8 (the file's other lines are)",
@@ -387,8 +385,8 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
   if (fmt !== 'vctk' && fmt !== 'libritts') refuseLinkedMetadata(datasetDir, name, dataset.follow_symlinks);
   if (fmt === 'vctk') return readVctk(datasetDir);
   if (fmt === 'libritts') return readLibriTts(datasetDir);
-  if (fmt === 'common_voice') return readCommonVoice(datasetDir, name, readLines);
-  if (fmt === 'csv') return readCsv(datasetDir, name, dataset.columns, readLines);
+  if (fmt === 'common_voice') return readCommonVoice(datasetDir, name);
+  if (fmt === 'csv') return readCsv(datasetDir, name, dataset.columns);
   if (fmt === 'auto') {
     const file = join(datasetDir, name);
     if (!existsSync(file)) {
@@ -398,14 +396,14 @@ function readPart(datasetDir: string, dataset: DatasetConfig, name: string): Man
       const cv = COMMON_VOICE_FILES.find((f) => existsSync(join(datasetDir, f)));
       if (name === DEFAULT_METADATA && cv && isCommonVoiceHeader(firstLine(join(datasetDir, cv)))) {
         refuseLinkedMetadata(datasetDir, cv, dataset.follow_symlinks);
-        return readCommonVoice(datasetDir, cv, readLines);
+        return readCommonVoice(datasetDir, cv);
       }
     } else if (statSync(file).isFile()) {
       const head = firstLine(file);
-      if (head.includes('\t') && isCommonVoiceHeader(head)) return readCommonVoice(datasetDir, name, readLines);
+      if (head.includes('\t') && isCommonVoiceHeader(head)) return readCommonVoice(datasetDir, name);
       if (!head.includes('|')) {
         const csv = csvHeader(file, head, dataset.columns);
-        if (csv) return readCsv(datasetDir, name, csv, readLines);
+        if (csv) return readCsv(datasetDir, name, csv);
       }
     }
   }
