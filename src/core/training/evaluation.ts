@@ -23,15 +23,9 @@ import { makeFolders, writeFileAtomic } from '../util/index.js';
  * The most frames a generated utterance may have: as long as the longest clip trained on
  * (limits.max_audio_s, or `maxSeconds`), within model.max_mel_frames. A model early in training
  * predicts durations far too long; without this bound its eval sentences ran to max_mel_frames
- * (24 s at the presets' 2048), each decoder step attending over all of them.
- */
-export function generatedFrameBound(config: XttsConfig, maxSeconds?: number): number {
-  return frameBound(config, maxSeconds).frames;
-}
-
-/**
- * generatedFrameBound's frames, with the setting that bounds them and their length in seconds: --max-seconds,
- * limits.max_audio_s (its default) or the model's longest output (model.max_mel_frames), which no flag raises.
+ * (24 s at the presets' 2048), each decoder step attending over all of them. With the frames, the setting
+ * that bounds them (--max-seconds, limits.max_audio_s or model.max_mel_frames, which no flag raises) and their
+ * length in seconds.
  */
 export function frameBound(
   config: XttsConfig,
@@ -59,14 +53,14 @@ function melScaling(cache: FeatureCache, stats: PreparedDataset['stats'], nMels:
 }
 
 /**
- * Eval synthesis's bound for texts of up to `tokens` tokens: generatedFrameBound, and twice the most
+ * Eval synthesis's bound for texts of up to `tokens` tokens: frameBound's, and twice the most
  * frames per token of any training clip (a short sentence is not read for 20 seconds because the
  * model is 2 steps old), so that the eval's cost follows its texts.
  */
 export function evalFrameBound(config: XttsConfig, train: readonly PreparedItem[], tokens: number): number {
   let perToken = 0;
   for (const item of train) perToken = Math.max(perToken, item.frames / Math.max(1, item.tokens.length));
-  const bound = generatedFrameBound(config);
+  const bound = frameBound(config).frames;
   return perToken > 0 ? Math.max(1, Math.min(bound, Math.ceil(2 * perToken * tokens))) : bound;
 }
 

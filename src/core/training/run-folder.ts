@@ -82,14 +82,13 @@ function isXttsRunDatabase(path: string): boolean {
 }
 
 /**
- * Whether checkpoints/ holds only what CheckpointStore writes (step folders, pointers, temporaries); a damaged
- * state.json is named when it is loaded.
+ * Whether a name in checkpoints/ is one CheckpointStore writes (step folders, pointers, temporaries); a damaged
+ * state.json is named when it is loaded. step-N.damaged / .diverged: a checkpoint the user moved aside to resume from
+ * the one before (loadForResume).
  */
-function isXttsCheckpoints(dir: string, names = readdirSync(dir)): boolean {
-  return names.every(
-    // step-N.damaged / .diverged: a checkpoint the user moved aside to resume from the one before (loadForResume).
-    (name) =>
-      name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}(\.(damaged|diverged))?$/.test(name),
+function isCheckpointEntry(name: string): boolean {
+  return (
+    name === 'latest' || name === 'best' || name.startsWith('.') || /^step-\d{8}(\.(damaged|diverged))?$/.test(name)
   );
 }
 
@@ -130,7 +129,7 @@ export function inspectRunFolder(runDir: string): RunFolderState {
       why: `its run.sqlite is ${marker ? 'damaged' : 'not an xtts run database'}`,
     };
   const ckpts = join(runDir, 'checkpoints');
-  if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || !isXttsCheckpoints(ckpts))) {
+  if (existsSync(ckpts) && (!lstatSync(ckpts).isDirectory() || !readdirSync(ckpts).every(isCheckpointEntry))) {
     return {
       kind: 'foreign',
       entries: ['checkpoints'],
@@ -163,7 +162,7 @@ function runFolderRemedies(runDir: string, entries: readonly string[]): string[]
   const strange =
     entries.length === 1 && entries[0] === 'checkpoints'
       ? readdirSync(join(runDir, 'checkpoints'))
-          .filter((n) => !isXttsCheckpoints(join(runDir, 'checkpoints'), [n]))
+          .filter((n) => !isCheckpointEntry(n))
           .map((n) => join('checkpoints', n))
       : [...entries];
   return [
