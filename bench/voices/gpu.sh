@@ -153,12 +153,17 @@ pack
 # default), where the calibration below then measures the acoustic model's pace with the GPU shared, as its training
 # will have it; or alone before the acoustic model (VOICES_VOCODER_BESIDE=0).
 vocoder_pid=
+vocoder_run() { # NAME DATASET STEPS args...: a vocoder-small run into $work/NAME, its JSON and log in logs/
+  local name=$1 dataset=$2 steps=$3
+  shift 3
+  $x train --config "$here/../vocoder/heldout.yaml" --dataset "$dataset" --output "$work/$name" \
+    --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
+    --set training.max_steps="$steps" --set training.checkpoint_every="$steps" "$@" \
+    >"$work/logs/$name-train.json" 2>"$work/logs/$name-train.log"
+}
 train_vocoder() {
   local t=$(date +%s%N)
-  $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/data" --output "$work/vocoder" \
-    --max-minutes "$vocoder_minutes" --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
-    --set training.max_steps="$vocoder_steps" --set training.checkpoint_every="$vocoder_steps" \
-    >"$work/logs/vocoder-train.json" 2>"$work/logs/vocoder-train.log"
+  vocoder_run vocoder "$work/data" "$vocoder_steps" --max-minutes "$vocoder_minutes"
   log "vocoder train rc=$?, schedule $vocoder_steps steps, in $(since "$t") ms"
 }
 if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
@@ -216,12 +221,9 @@ if ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/
   awk -F'|' -v seen="$(awk -F'\t' '$5 == "seen" { printf "%s ", $1 }' "$here/voices.tsv")" \
     'BEGIN { n = split(seen, s, " "); for (i = 1; i <= n; i++) keep[s[i]] = 1 } keep[$4]' \
     "$work/data/metadata.csv" >"$work/seen-data/metadata.csv"
-  $x train --config "$here/../vocoder/heldout.yaml" --dataset "$work/seen-data" --output "$work/finetuned" \
-    --backend "$backend" --json --set dataset.format=ljspeech_multispeaker \
-    --set vocoder.init_from="$work/vocoder" --set vocoder.finetune_acoustic="$work/voices" \
-    --set training.learning_rate=3e-4 --set training.schedule.warmup_steps=50 \
-    --set training.max_steps="$finetune_steps" --set training.checkpoint_every="$finetune_steps" \
-    >"$work/logs/finetune-train.json" 2>"$work/logs/finetune-train.log"
+  vocoder_run finetuned "$work/seen-data" "$finetune_steps" --set vocoder.init_from="$work/vocoder" \
+    --set vocoder.finetune_acoustic="$work/voices" --set training.learning_rate=3e-4 \
+    --set training.schedule.warmup_steps=50
   log "vocoder fine-tuning rc=$?, $finetune_steps steps on $(wc -l <"$work/seen-data/metadata.csv") clips," \
     "in $(since "$t") ms"
   pack
