@@ -188,3 +188,31 @@ describe('voices', () => {
     assert.match(noOut.stderr, /--out FILE/);
   });
 });
+
+describe('voice warp', () => {
+  test('a run with batching.voice_warp says what it warps, trains on warped mels and keeps both voices', async () => {
+    const train = (out: string, ...set: string[]) =>
+      runCli(['train', '--config', config, '--output', join(dir, 'runs', out), '--backend', 'wasm', ...set]);
+    const plain = await train('unwarped', '--json');
+    assert.equal(plain.code, 0, plain.stderr.slice(-2000));
+    assert.doesNotMatch(plain.stdout + plain.stderr, /voice warp/);
+    const warped = await train('warped', '--set', 'batching.voice_warp=0.2', '--set', 'batching.voice_warp_share=1');
+    assert.equal(warped.code, 0, warped.stderr.slice(-2000));
+    assert.match(
+      warped.stdout + warped.stderr,
+      /voice warp: 100% of the training utterances and their references are read with frequencies scaled by α in 0\.83–1\.20/,
+    );
+    // The same seed, model and batches: only the warped mels can move the first step's loss.
+    const first = (out: string) =>
+      (JSON.parse(readFileSync(join(dir, 'runs', out, 'metrics.jsonl'), 'utf8').split('\n')[0]) as { value: number })
+        .value;
+    assert.equal(first('unwarped'), plain.json.result.lossCurve[0].loss);
+    assert.notEqual(first('warped'), first('unwarped'));
+    const latest = join(dir, 'runs', 'warped', 'checkpoints');
+    const voices = decodeSafetensors(
+      readFileSync(join(latest, readFileSync(join(latest, 'latest'), 'utf8').trim(), 'voices.safetensors')),
+      'voices',
+    ).arrays;
+    assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
+  });
+});

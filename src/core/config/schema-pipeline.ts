@@ -35,6 +35,23 @@ export const BatchingSchema = Section(
         'conditioning encoder sees; a random window of this length, fixed so the shape ' +
         'stays static.',
     }),
+    voice_warp: Type.Number({
+      minimum: 0,
+      maximum: 0.5,
+      default: 0,
+      description:
+        'Voices the dataset does not have: a training utterance and its reference clip are read along a ' +
+        'frequency axis scaled by one factor α, drawn log-uniform in [1 / (1 + voice_warp), 1 + voice_warp], ' +
+        'which moves formants and pitch together (vocal-tract length perturbation), so that the conditioning ' +
+        'encoder learns to read a voice from its clip rather than recognise the training speakers. 0: off; ' +
+        '0.15 spans about ±2.4 semitones. Validation is never warped.',
+    }),
+    voice_warp_share: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      default: 0.5,
+      description: 'Share of the training utterances `voice_warp` warps; the rest are read as recorded.',
+    }),
   },
   'How utterances become batches of a few static shapes.',
 );

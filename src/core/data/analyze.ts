@@ -17,6 +17,7 @@ import { decodeAudio, sniffAudio } from './audio/decode.js';
 import { type BucketPlan, planBuckets } from './buckets.js';
 import { DataLoader, type LoaderOptions, producerThreads } from './loader.js';
 import { describeDataset } from './describe.js';
+import { voiceWarpFor } from './voice-warp.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow } from './manifest.js';
 import {
   assignLanguages,
@@ -337,6 +338,7 @@ function trainerLoaderOptions(prepared: PreparedDataset, plan: BucketPlan, confi
     nMels: config.audio.n_mels,
     // As the trainer does: without the cache, producers recompute features from the audio.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
+    voiceWarp: voiceWarpFor(config),
   };
 }
 

@@ -20,7 +20,10 @@ import { workerEntry } from '../util/index.js';
 
 /** The producers' inputs, plus the ring's shape and where to start. */
 export interface LoaderOptions
-  extends Pick<ProducerJob, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio'> {
+  extends Pick<
+    ProducerJob,
+    'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio' | 'voiceWarp'
+  > {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
   producers: number;
@@ -115,6 +118,7 @@ export class DataLoader {
       producerIndex,
       producers,
       recomputeAudio: o.recomputeAudio,
+      voiceWarp: o.voiceWarp,
     };
   }
 

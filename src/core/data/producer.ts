@@ -9,6 +9,7 @@ import type { AudioConfig } from '../config/index.js';
 import { processClip, sniffAudio } from './audio/index.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
+import { drawVoiceWarp, type VoiceWarp, warpFrames } from './voice-warp.js';
 
 /** What a producer needs to know about one utterance. */
 export interface ProducerItem {
@@ -45,6 +46,8 @@ export interface ProducerJob {
    * uncached pipeline costs per epoch; the preparation pass still measures lengths and statistics.
    */
   recomputeAudio?: AudioConfig;
+  /** batching.voice_warp: each utterance and its reference read in a warped voice (training batches only). */
+  voiceWarp?: VoiceWarp;
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
@@ -148,7 +151,8 @@ export function runProducer(job: ProducerJob): ProducerResult {
             `feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`,
           );
         const frames = Math.min(item.frames, shape.frames);
-        copyNormalised(blob, 0, frames, nMels, job.mean, job.std, v.mel, b * shape.frames * nMels);
+        const warp = drawVoiceWarp(job.voiceWarp, rand)?.sources;
+        copyNormalised(blob, 0, frames, nMels, job, v.mel, b * shape.frames * nMels, warp);
         v.melLengths[b] = filler ? 0 : frames;
         // Reference: another clip of the same speaker (the clip itself when it is the only one).
         const peers = speakers.get(item.speaker) ?? [itemIndex];
@@ -159,7 +163,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         if (!refBlob) throw new Error(`feature ${ref.featureKey} is missing from the cache ${job.cachePath}`);
         const refLen = Math.min(ref.frames, layout.refFrames);
         const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
-        copyNormalised(refBlob, start, refLen, nMels, job.mean, job.std, v.refMel, b * layout.refFrames * nMels);
+        copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, b * layout.refFrames * nMels, warp);
         v.refLengths[b] = refLen;
       });
       publishFilled(job.ring, slot, batch.bucket, batch.fillers);
@@ -173,19 +177,23 @@ export function runProducer(job: ProducerJob): ProducerResult {
   return result;
 }
 
-/** Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin. */
+/**
+ * Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin, after
+ * warping them along the mel axis when `warp` (the bands' sources, voice-warp.ts) is given.
+ */
 function copyNormalised(
   blob: Buffer,
   startFrame: number,
   frames: number,
   nMels: number,
-  mean: Float32Array,
-  std: Float32Array,
+  { mean, std }: Pick<ProducerJob, 'mean' | 'std'>,
   out: Float32Array,
   outOffset: number,
+  warp?: Float32Array,
 ): void {
   const src = new Float32Array(frames * nMels);
   new Uint8Array(src.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
+  if (warp) warpFrames(src, frames, nMels, warp);
   for (let f = 0; f < frames; f++) {
     const o = outOffset + f * nMels;
     const i = f * nMels;

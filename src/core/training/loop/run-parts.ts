@@ -8,7 +8,7 @@ import type { CaptureState } from '../../backend/index.js';
 import { stagedUploadStats } from '../../backend/index.js';
 import { formatBytes } from '../../config/index.js';
 import { planBuckets } from '../../data/index.js';
-import { DataLoader, producerThreads } from '../../data/index.js';
+import { DataLoader, producerThreads, voiceWarpFor } from '../../data/index.js';
 import { slotBytes } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 import { AlignmentSearcher } from '../../model/index.js';
@@ -230,12 +230,20 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
     recomputeAudio,
   };
   const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, refFrames, config.audio.n_mels)), say);
+  const voiceWarp = voiceWarpFor(config);
+  if (voiceWarp)
+    say(
+      `voice warp: ${Math.round(voiceWarp.share * 100)}% of the training utterances and their references are ` +
+        `read with frequencies scaled by α in ${(1 / (1 + voiceWarp.max)).toFixed(2)}–` +
+        `${(1 + voiceWarp.max).toFixed(2)} (batching.voice_warp); validation as recorded`,
+    );
   const producers = producerThreads(config, availableParallelism());
   const source = new DataLoader({
     ...common,
     items: loaderItems(data.train),
     plan,
     shuffle: config.batching.shuffle,
+    voiceWarp,
     depth,
     producers,
     start: position,
