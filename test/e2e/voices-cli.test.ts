@@ -200,7 +200,10 @@ describe('voice warp', () => {
     assert.equal(warped.code, 0, warped.stderr.slice(-2000));
     assert.match(
       warped.stdout + warped.stderr,
-      /voice warp: 100% of the training utterances and their references are read with frequencies scaled by α in 0\.83–1\.20/,
+      new RegExp(
+        'voice warp: 100% of the training utterances and their references are read with frequencies ' +
+          'scaled by α in 0\\.83–1\\.20',
+      ),
     );
     // The same seed, model and batches: only the warped mels can move the first step's loss.
     const first = (out: string) =>
