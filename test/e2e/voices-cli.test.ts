@@ -189,7 +189,7 @@ describe('voices', () => {
   });
 });
 
-describe('voice warp', () => {
+describe('voice warp and reference join', () => {
   test('a run with batching.voice_warp says what it warps, trains on warped mels and keeps both voices', async () => {
     const train = (out: string, ...set: string[]) =>
       runCli(['train', '--config', config, '--output', join(dir, 'runs', out), '--backend', 'wasm', ...set]);
@@ -217,5 +217,27 @@ describe('voice warp', () => {
       'voices',
     ).arrays;
     assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
+  });
+
+  test('batching.reference_join fills a window longer than the clips with more of the voice', async () => {
+    // 400 frames (4.6 s) against clips of 1-2 s: padded, or joined from the speaker's other clips.
+    const train = (out: string, ...set: string[]) =>
+      runCli([
+        'train',
+        '--config',
+        config,
+        '--output',
+        join(dir, 'runs', out),
+        '--backend',
+        'wasm',
+        '--set',
+        'batching.reference_frames=400',
+        ...set,
+      ]);
+    assert.equal((await train('padded')).code, 0);
+    const joined = await train('joined', '--set', 'batching.reference_join=true');
+    assert.equal(joined.code, 0, joined.stderr.slice(-2000));
+    const first = (out: string) => readFileSync(join(dir, 'runs', out, 'metrics.jsonl'), 'utf8').split('\n')[0];
+    assert.notEqual(first('joined'), first('padded'));
   });
 });

@@ -1,5 +1,6 @@
 // Rules on batches: a few static shapes, a size that fits the memory and keeps a GPU busy, and a
 // reference window the clips can fill.
+import { REFERENCE_JOIN_CLIPS } from '../data/index.js';
 import { findGpu, type HostInventory } from '../env/index.js';
 import {
   batchSizeWithin,
@@ -131,24 +132,26 @@ export const batchingReferenceFramesRule: Rule = {
   title: 'The reference window fits in the clips',
   severity: 'error',
   rationale:
-    'The reference window is cut from another clip of the same speaker; a window ' +
-    'longer than any clip the limits admit is padding the conditioning encoder pays ' +
-    'for in every step and memory.',
+    'The reference window is cut from another clip of the same speaker (or, with batching.reference_join, ' +
+    'from up to 4 of them); a window longer than the clips the limits admit is padding the conditioning ' +
+    'encoder pays for in every step and memory.',
   check(ctx) {
     const c = ctx.config;
     const longest = Math.ceil((c.limits.max_audio_s * c.audio.sample_rate_hz) / c.audio.hop_length) + 1;
-    return c.batching.reference_frames > longest
-      ? [
-          at(
-            ctx,
-            'batching.reference_frames',
-            'error',
-            `reference_frames ${c.batching.reference_frames} is longer than the longest clip ` +
-              `limits.max_audio_s ${c.limits.max_audio_s} s admits (${longest} frames)`,
-            `reference_frames: ${Math.min(192, longest)}`,
-          ),
-        ]
-      : [];
+    const clips = c.batching.reference_join ? REFERENCE_JOIN_CLIPS : 1;
+    if (c.batching.reference_frames <= longest * clips) return [];
+    const what = c.batching.reference_join
+      ? `${clips} of the longest clips limits.max_audio_s ${c.limits.max_audio_s} s admits (${longest * clips} frames)`
+      : `the longest clip limits.max_audio_s ${c.limits.max_audio_s} s admits (${longest} frames)`;
+    return [
+      at(
+        ctx,
+        'batching.reference_frames',
+        'error',
+        `reference_frames ${c.batching.reference_frames} is longer than ${what}`,
+        `reference_frames: ${Math.min(192, longest * clips)}`,
+      ),
+    ];
   },
 };
 

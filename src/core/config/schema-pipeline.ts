@@ -35,6 +35,15 @@ export const BatchingSchema = Section(
         'conditioning encoder sees; a random window of this length, fixed so the shape ' +
         'stays static.',
     }),
+    reference_join: Type.Boolean({
+      default: false,
+      description:
+        'A reference clip shorter than `reference_frames` is followed by further clips of the same speaker ' +
+        '(up to 4 clips, never the utterance itself) until the window is full, as a reference of several ' +
+        'clips is read in synthesis; the conditioning encoder then learns from as many seconds of a voice as ' +
+        'it is given. false: the window is padded. With it, `reference_frames` may be up to 4 of the ' +
+        'longest clips.',
+    }),
     voice_warp: Type.Number({
       minimum: 0,
       maximum: 0.5,

@@ -338,6 +338,7 @@ function trainerLoaderOptions(prepared: PreparedDataset, plan: BucketPlan, confi
     nMels: config.audio.n_mels,
     // As the trainer does: without the cache, producers recompute features from the audio.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
+    referenceJoin: config.batching.reference_join,
     voiceWarp: voiceWarpFor(config),
   };
 }

@@ -22,7 +22,16 @@ import { workerEntry } from '../util/index.js';
 export interface LoaderOptions
   extends Pick<
     ProducerJob,
-    'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'seed' | 'shuffle' | 'recomputeAudio' | 'voiceWarp'
+    | 'cachePath'
+    | 'items'
+    | 'plan'
+    | 'mean'
+    | 'std'
+    | 'seed'
+    | 'shuffle'
+    | 'recomputeAudio'
+    | 'referenceJoin'
+    | 'voiceWarp'
   > {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
@@ -118,6 +127,7 @@ export class DataLoader {
       producerIndex,
       producers,
       recomputeAudio: o.recomputeAudio,
+      referenceJoin: o.referenceJoin,
       voiceWarp: o.voiceWarp,
     };
   }

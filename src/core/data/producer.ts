@@ -46,6 +46,11 @@ export interface ProducerJob {
    * uncached pipeline costs per epoch; the preparation pass still measures lengths and statistics.
    */
   recomputeAudio?: AudioConfig;
+  /**
+   * batching.reference_join: a reference clip shorter than the window is followed by further clips of the speaker
+   * (at most REFERENCE_JOIN_CLIPS in all, never the utterance itself) until the window is full.
+   */
+  referenceJoin?: boolean;
   /** batching.voice_warp: each utterance and its reference read in a warped voice (training batches only). */
   voiceWarp?: VoiceWarp;
 }
@@ -60,6 +65,35 @@ export function* batchSequence(
     for (let index = epoch === job.startEpoch ? job.startBatch : 0; index < batches.length; index++)
       yield { epoch, index, batch: batches[index] };
   }
+}
+
+/** The most clips batching.reference_join puts in one reference window. */
+export const REFERENCE_JOIN_CLIPS = 4;
+
+/**
+ * Fill a reference window that holds `frames` frames with further clips of the speaker drawn from `peers`
+ * (none of `used`, each once, from its first frame) until it is full or REFERENCE_JOIN_CLIPS clips are in it;
+ * `copy(clip, at, frames)` writes one. Returns the frames the window then holds.
+ */
+function joinReferences(
+  job: Pick<ProducerJob, 'items' | 'ring'>,
+  peers: readonly number[],
+  used: number[],
+  frames: number,
+  rand: () => number,
+  copy: (clip: number, at: number, frames: number) => void,
+): number {
+  const window = job.ring.layout.refFrames;
+  const left = peers.filter((p) => !used.includes(p));
+  let filled = frames;
+  // The window holds one clip so far (the reference drawn first).
+  for (let clips = 1; clips < REFERENCE_JOIN_CLIPS && filled < window && left.length > 0; clips++) {
+    const clip = left.splice(Math.floor(rand() * left.length), 1)[0];
+    const n = Math.min(job.items[clip].frames, window - filled);
+    copy(clip, filled, n);
+    filled += n;
+  }
+  return filled;
 }
 
 /** Items of each speaker, for picking references. */
@@ -136,7 +170,10 @@ export function runProducer(job: ProducerJob): ProducerResult {
       v.tokens.fill(0);
       v.mel.fill(0);
       v.refMel.fill(0);
-      const rand = mulberry32((job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0);
+      const batchSeed = (job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
+      const rand = mulberry32(batchSeed);
+      // The joined clips draw from a stream of their own: joining changes only the windows' tails.
+      const joinRand = mulberry32((batchSeed ^ 0x5bd1e995) >>> 0);
       batch.items.forEach((itemIndex, b) => {
         const item = job.items[itemIndex];
         const filler = b >= batch.items.length - batch.fillers;
@@ -163,8 +200,16 @@ export function runProducer(job: ProducerJob): ProducerResult {
         if (!refBlob) throw new Error(`feature ${ref.featureKey} is missing from the cache ${job.cachePath}`);
         const refLen = Math.min(ref.frames, layout.refFrames);
         const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
-        copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, b * layout.refFrames * nMels, warp);
+        const refAt = b * layout.refFrames * nMels;
+        copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, refAt, warp);
         v.refLengths[b] = refLen;
+        if (job.referenceJoin && refLen < layout.refFrames)
+          v.refLengths[b] = joinReferences(job, peers, [itemIndex, refIndex], refLen, joinRand, (clip, at, frames) => {
+            const joined = melOf(job.items[clip]);
+            if (!joined)
+              throw new Error(`feature ${job.items[clip].featureKey} is missing from the cache ${job.cachePath}`);
+            copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, warp);
+          });
       });
       publishFilled(job.ring, slot, batch.bucket, batch.fillers);
       result.fillMs += performance.now() - t1;

@@ -243,6 +243,7 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
     items: loaderItems(data.train),
     plan,
     shuffle: config.batching.shuffle,
+    referenceJoin: config.batching.reference_join,
     voiceWarp,
     depth,
     producers,
