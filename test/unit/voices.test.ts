@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { loadConfigOrThrow, type XttsConfig } from '../../src/core/config/index.js';
-import { encodeVoiceFile, readVoiceFile, referenceWindows, speakerVoice } from '../../src/core/training/voices.js';
+import {
+  encodeVoiceFile,
+  readVoiceFile,
+  referenceWindows,
+  speakerVoice,
+  voiceWindows,
+} from '../../src/core/training/voices.js';
 import { repoRoot } from '../helpers/cli.js';
 
 const nMels = 2;
@@ -34,6 +40,27 @@ test('a clip shorter than a window is one window of its own length; no frames, n
 
 test('a very long clip gives at most 64 windows', () => {
   assert.equal(referenceWindows(clip(1000), 1000, stats, config).length, 64);
+});
+
+test('clips of one voice are windowed each on its own, or joined first for a model trained with reference_join', () => {
+  const clips = [
+    { mel: clip(3), frames: 3 },
+    { mel: clip(3).map((v) => v + 100), frames: 3 },
+  ];
+  assert.deepEqual(
+    voiceWindows(clips, stats, config).map((w) => w.length / nMels),
+    [3, 3],
+  );
+  const joinConfig = { ...config, batching: { reference_frames: 4, reference_join: true } } as XttsConfig;
+  const joined = voiceWindows(clips, stats, joinConfig);
+  // 6 frames: a window of 4 (the first clip's 3 and the second's first), then the last 4, ending at the end.
+  assert.deepEqual(
+    joined.map((w) => w.length / nMels),
+    [4, 4],
+  );
+  assert.deepEqual(firstFrames(joined), [0, 2]);
+  assert.equal(joined[0][6] * 2 + 1, 100, "the first window's last frame is the second clip's first");
+  assert.deepEqual(voiceWindows(clips.slice(0, 1), stats, joinConfig), referenceWindows(clip(3), 3, stats, config));
 });
 
 const quickstart = loadConfigOrThrow(join(repoRoot, 'configs', 'quickstart.yaml')).config;

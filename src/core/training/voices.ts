@@ -1,6 +1,7 @@
 // Voices: whose voice synthesis speaks in. A voice is the conditioning encoder's latents
 // ([cond_latents, d_model], model/generate.ts voiceLatents), averaged over the reference windows of one
-// or more clips (a long clip is several windows of reference_frames, as training reads it). Every
+// or more clips (a long clip is several windows of reference_frames, as training reads it; short clips share
+// windows where training joined them, batching.reference_join). Every
 // checkpoint carries the voice of each trained speaker (voices.safetensors, from up to VOICE_CLIPS of
 // their training clips, computed with that checkpoint's weights), so `synthesize --speaker NAME`
 // needs no audio; `xtts voices --out` writes one voice to a file that `synthesize --voice` reads.
@@ -66,6 +67,28 @@ export function referenceWindows(
   });
 }
 
+/**
+ * Several clips of one voice as reference windows: each clip's own windows; or, for a model trained with
+ * batching.reference_join (whose windows were filled from several clips), the clips joined in order first, so that
+ * short clips fill windows together as they did in training.
+ */
+export function voiceWindows(
+  clips: readonly { mel: Float32Array; frames: number }[],
+  stats: { mean: ArrayLike<number>; std: ArrayLike<number> },
+  config: XttsConfig,
+): Float32Array[] {
+  if (!config.batching.reference_join || clips.length < 2)
+    return clips.flatMap((c) => referenceWindows(c.mel, c.frames, stats, config));
+  const frames = clips.reduce((n, c) => n + c.frames, 0);
+  const joined = new Float32Array(frames * config.audio.n_mels);
+  let at = 0;
+  for (const c of clips) {
+    joined.set(c.mel.subarray(0, c.frames * config.audio.n_mels), at);
+    at += c.frames * config.audio.n_mels;
+  }
+  return referenceWindows(joined, frames, stats, config);
+}
+
 /** Every trained speaker's voice with the model's current weights, as checkpoint arrays ("voice/<speaker>"). */
 export async function speakerVoices(
   model: XttsModel,
@@ -78,10 +101,8 @@ export async function speakerVoices(
   const out: NamedArray[] = [];
   try {
     for (const [s, items] of clips.entries()) {
-      const mels = items.flatMap((item) => {
-        const f = cache.getFeature(item.featureKey);
-        return f ? referenceWindows(f.mel, f.frames, data.stats, config) : [];
-      });
+      const features = items.flatMap((item) => cache.getFeature(item.featureKey) ?? []);
+      const mels = voiceWindows(features, data.stats, config);
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
       out.push({ name: `${VOICE_PREFIX}${data.speakers[s]}`, shape, dtype: 'float32', data: latents });
@@ -129,15 +150,15 @@ export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Arr
 const SHORT_REFERENCE_S = 1.5;
 
 /**
- * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (all the
- * clips' windows, in order), and warnings for clips too short to carry a voice; a clip that cannot be read is named.
+ * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (voiceWindows:
+ * the clips' windows in order, or the clips joined first), and warnings for clips too short to carry a voice; a clip that cannot be read is named.
  */
 export async function referenceMels(
   files: readonly string[],
   config: XttsConfig,
   stats: CheckpointState['stats'],
 ): Promise<{ mels: Float32Array[]; warnings: string[] }> {
-  const mels: Float32Array[] = [];
+  const clips: { mel: Float32Array; frames: number }[] = [];
   const warnings: string[] = [];
   const refused = (file: string, why: string, suggestion: string) =>
     new XttsError('SYNTH_REFERENCE', `cannot read --reference ${file}: ${why}`, {
@@ -167,9 +188,9 @@ export async function referenceMels(
         `--reference ${file} holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): too little to ` +
           'carry a voice; 3 to 10 s of speech clones it',
       );
-    mels.push(...referenceWindows(clip.mel, clip.frames, stats, config));
+    clips.push(clip);
   }
-  return { mels, warnings };
+  return { mels: voiceWindows(clips, stats, config), warnings };
 }
 
 /** Where a voice file's voice came from, and for which model: written into its header. */
