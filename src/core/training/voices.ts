@@ -151,7 +151,8 @@ const SHORT_REFERENCE_S = 1.5;
 
 /**
  * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (voiceWindows:
- * the clips' windows in order, or the clips joined first), and warnings for clips too short to carry a voice; a clip that cannot be read is named.
+ * the clips' windows in order, or the clips joined first), and warnings for clips too short to carry a voice;
+ * a clip that cannot be read is named.
  */
 export async function referenceMels(
   files: readonly string[],
