@@ -3,85 +3,46 @@
 // encoder sees as many seconds of the voice as the window holds; without it the window is padded. The
 // config rule then admits windows up to that many of the longest clips.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import { FeatureCache } from '../../src/core/cache/cache.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { lintConfig } from '../../src/core/config/rules.js';
-import { planBuckets } from '../../src/core/data/buckets.js';
-import { DataLoader } from '../../src/core/data/loader.js';
-import { type ProducerItem, REFERENCE_JOIN_CLIPS } from '../../src/core/data/producer.js';
+import { REFERENCE_JOIN_CLIPS } from '../../src/core/data/producer.js';
+import { type CachedClips, cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 
 const nMels = 4;
 const window = 100;
 
-// Clip i is `frames` frames of the value i + 1 in every band, so the clips a window holds can be read back.
-function fixture(speakerOf: (i: number) => number, n: number) {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-join-'));
-  const path = join(dir, 'cache.sqlite');
-  const cache = FeatureCache.open(path);
-  const items: ProducerItem[] = [];
-  const features = [];
-  for (let i = 0; i < n; i++) {
-    const frames = 12 + ((i * 7) % 20);
-    const mel = new Float32Array(frames * nMels).fill(i + 1);
-    features.push({ key: `f:${i}`, feature: { frames, nMels, durationS: frames / 86, mel } });
-    items.push({ featureKey: `f:${i}`, frames, tokens: Int32Array.of(1, 2), language: 0, speaker: speakerOf(i) });
-  }
-  cache.putMany({ features });
-  cache.close();
-  const plan = planBuckets(
-    items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })),
-    { buckets: 1, batchSize: 4, frameBudget: null, frameMultiple: 2 },
+// Clip i is 12 to 31 frames of the value i + 1 in every band, so the clips a window holds can be read back.
+const fixture = (speakerOf: (i: number) => number, n: number) =>
+  cachedClips(
+    'xtts-join-',
+    nMels,
+    Array.from({ length: n }, (_, i) => ({
+      mel: new Float32Array((12 + ((i * 7) % 20)) * nMels).fill(i + 1),
+      speaker: speakerOf(i),
+    })),
+    1,
   );
-  return { dir, path, items, plan };
-}
 
 /** Per utterance: its clip, the clips its reference window holds in order (runs of one value), its length. */
-async function windows(f: ReturnType<typeof fixture>, referenceJoin: boolean, producers = 0) {
-  const loader = new DataLoader({
-    cachePath: f.path,
-    items: f.items,
-    plan: f.plan,
-    mean: new Float32Array(nMels),
-    std: new Float32Array(nMels).fill(1),
-    seed: 3,
-    shuffle: true,
-    depth: 2,
-    producers,
-    refFrames: window,
-    nMels,
-    maxBatches: 10,
-    referenceJoin,
-  });
-  const seen: { clip: number; clips: number[]; runs: number[]; length: number }[] = [];
-  for (;;) {
-    const b = await loader.next();
-    if (!b) break;
-    for (let j = 0; j < b.shape.batchSize; j++) {
-      if (b.melLengths[j] === 0) continue;
-      const clip = b.mel[j * b.shape.frames * nMels] - 1;
-      const clips: number[] = [];
-      const runs: number[] = [];
-      const length = b.refLengths[j];
-      for (let t = 0; t < length; t++) {
-        const v = b.refMel[(j * window + t) * nMels] - 1;
-        if (clips.at(-1) === v) runs[runs.length - 1]++;
-        else {
-          clips.push(v);
-          runs.push(1);
-        }
+const windows = (f: CachedClips, referenceJoin: boolean, producers = 0) =>
+  eachUtterance(f, { seed: 3, producers, refFrames: window, referenceJoin }, 10, (b, j) => {
+    const clip = b.mel[j * b.shape.frames * nMels] - 1;
+    const clips: number[] = [];
+    const runs: number[] = [];
+    const length = b.refLengths[j];
+    for (let t = 0; t < length; t++) {
+      const v = b.refMel[(j * window + t) * nMels] - 1;
+      if (clips.at(-1) === v) runs[runs.length - 1]++;
+      else {
+        clips.push(v);
+        runs.push(1);
       }
-      for (let t = length; t < window; t++) assert.equal(b.refMel[(j * window + t) * nMels], 0, 'padding is 0');
-      seen.push({ clip, clips, runs, length });
     }
-    loader.release(b);
-  }
-  await loader.close();
-  return seen;
-}
+    for (let t = length; t < window; t++) assert.equal(b.refMel[(j * window + t) * nMels], 0, 'padding is 0');
+    return { clip, clips, runs, length };
+  });
 
 test("a short reference is followed by further clips of the speaker's, each once, never the utterance", async () => {
   const speakerOf = (i: number) => i % 3;

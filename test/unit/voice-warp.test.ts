@@ -3,16 +3,11 @@
 // within the configured range and share, identically with any number of producer threads; without it the
 // batches are what they were.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { test } from 'node:test';
-import { FeatureCache } from '../../src/core/cache/cache.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { melBandEdgesHz, processClip } from '../../src/core/data/audio/index.js';
-import { mulberry32, planBuckets } from '../../src/core/data/buckets.js';
-import { DataLoader } from '../../src/core/data/loader.js';
-import type { ProducerItem } from '../../src/core/data/producer.js';
+import { mulberry32 } from '../../src/core/data/buckets.js';
 import {
   drawVoiceWarp,
   melWarpSources,
@@ -20,6 +15,7 @@ import {
   voiceWarpFor,
   warpFrames,
 } from '../../src/core/data/voice-warp.js';
+import { type CachedClips, cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 
 const melOf80 = { n_mels: 80, fmin_hz: 0, fmax_hz: 8000, mel_scale: 'slaney' as const };
@@ -100,63 +96,32 @@ const nMels = 24;
 const mel = { n_mels: nMels, fmin_hz: 0, fmax_hz: 8000, mel_scale: 'slaney' as const };
 const logCentres = Float32Array.from(melBandEdgesHz(mel).slice(1, -1), (hz) => Math.log(hz));
 
-function fixture(n: number) {
-  const dir = mkdtempSync(join(tmpdir(), 'xtts-warp-'));
-  const path = join(dir, 'cache.sqlite');
-  const cache = FeatureCache.open(path);
-  const items: ProducerItem[] = [];
-  const features = [];
-  for (let i = 0; i < n; i++) {
-    const frames = 20 + (i % 5) * 4;
-    const m = new Float32Array(frames * nMels);
-    for (let f = 0; f < frames; f++) m.set(logCentres, f * nMels);
-    features.push({ key: `f:${i}`, feature: { frames, nMels, durationS: frames / 86, mel: m } });
-    items.push({ featureKey: `f:${i}`, frames, tokens: Int32Array.of(1, 2, 3), language: 0, speaker: i % 3 });
-  }
-  cache.putMany({ features });
-  cache.close();
-  const plan = planBuckets(
-    items.map((it) => ({ tokens: it.tokens.length, frames: it.frames })),
-    { buckets: 2, batchSize: 4, frameBudget: null, frameMultiple: 2 },
-  );
-  return { dir, path, items, plan };
-}
-
-async function alphasOf(f: ReturnType<typeof fixture>, producers: number, voiceWarp?: VoiceWarp) {
-  const loader = new DataLoader({
-    cachePath: f.path,
-    items: f.items,
-    plan: f.plan,
-    mean: new Float32Array(nMels),
-    std: new Float32Array(nMels).fill(1),
-    seed: 11,
-    shuffle: true,
-    depth: 3,
-    producers,
-    refFrames: 16,
+const fixture = (n: number) =>
+  cachedClips(
+    'xtts-warp-',
     nMels,
-    maxBatches: 12,
-    voiceWarp,
-  });
-  // α from the middle bands (10 … 19; the edges clamp): log(centre) − value, averaged.
-  const alphaAt = (values: Float32Array, offset: number) => {
-    let sum = 0;
-    for (let m = 10; m < 20; m++) sum += logCentres[m] - values[offset + m];
-    return Math.exp(sum / 10);
-  };
-  const pairs: [number, number][] = [];
-  for (;;) {
-    const b = await loader.next();
-    if (!b) break;
-    for (let j = 0; j < b.shape.batchSize; j++) {
-      if (b.melLengths[j] === 0) continue;
-      pairs.push([alphaAt(b.mel, j * b.shape.frames * nMels), alphaAt(b.refMel, j * 16 * nMels)]);
-    }
-    loader.release(b);
-  }
-  await loader.close();
-  return pairs;
-}
+    Array.from({ length: n }, (_, i) => {
+      const frames = 20 + (i % 5) * 4;
+      const m = new Float32Array(frames * nMels);
+      for (let f = 0; f < frames; f++) m.set(logCentres, f * nMels);
+      return { mel: m, speaker: i % 3 };
+    }),
+    2,
+  );
+
+// α from the middle bands (10 … 19; the edges clamp): log(centre) − value, averaged.
+const alphaAt = (values: Float32Array, offset: number) => {
+  let sum = 0;
+  for (let m = 10; m < 20; m++) sum += logCentres[m] - values[offset + m];
+  return Math.exp(sum / 10);
+};
+
+/** Per utterance: the α read back from its frames and from its reference window's. */
+const alphasOf = (f: CachedClips, producers: number, voiceWarp?: VoiceWarp) =>
+  eachUtterance(f, { seed: 11, producers, refFrames: 16, voiceWarp }, 12, (b, j) => [
+    alphaAt(b.mel, j * b.shape.frames * nMels),
+    alphaAt(b.refMel, j * 16 * nMels),
+  ]);
 
 test('each utterance and its reference share one α; threads change nothing; without a warp α is 1', async () => {
   const f = fixture(40);
