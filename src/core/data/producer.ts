@@ -9,7 +9,7 @@ import type { AudioConfig } from '../config/index.js';
 import { processClip, sniffAudio } from './audio/index.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
-import { drawVoiceWarp, type VoiceWarp, warpFrames } from './voice-warp.js';
+import { drawVoiceWarp, type VoiceWarp, type WarpTable, warpedBand } from './voice-warp.js';
 
 /** What a producer needs to know about one utterance. */
 export interface ProducerItem {
@@ -188,7 +188,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
             `feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`,
           );
         const frames = Math.min(item.frames, shape.frames);
-        const warp = drawVoiceWarp(job.voiceWarp, rand)?.sources;
+        const warp = drawVoiceWarp(job.voiceWarp, rand)?.table;
         copyNormalised(blob, 0, frames, nMels, job, v.mel, b * shape.frames * nMels, warp);
         v.melLengths[b] = filler ? 0 : frames;
         // Reference: another clip of the same speaker (the clip itself when it is the only one).
@@ -223,8 +223,8 @@ export function runProducer(job: ProducerJob): ProducerResult {
 }
 
 /**
- * Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin, after
- * warping them along the mel axis when `warp` (the bands' sources, voice-warp.ts) is given.
+ * Copy `frames` frames starting at `startFrame` from a float32 blob into `out`, normalised per bin, each bin
+ * read through the warp's table (voice-warp.ts) when one is given.
  */
 function copyNormalised(
   blob: Buffer,
@@ -234,14 +234,14 @@ function copyNormalised(
   { mean, std }: Pick<ProducerJob, 'mean' | 'std'>,
   out: Float32Array,
   outOffset: number,
-  warp?: Float32Array,
+  warp?: WarpTable,
 ): void {
   const src = new Float32Array(frames * nMels);
   new Uint8Array(src.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
-  if (warp) warpFrames(src, frames, nMels, warp);
   for (let f = 0; f < frames; f++) {
     const o = outOffset + f * nMels;
     const i = f * nMels;
-    for (let m = 0; m < nMels; m++) out[o + m] = (src[i + m] - mean[m]) / std[m];
+    if (warp) for (let m = 0; m < nMels; m++) out[o + m] = (warpedBand(src, i, warp, m) - mean[m]) / std[m];
+    else for (let m = 0; m < nMels; m++) out[o + m] = (src[i + m] - mean[m]) / std[m];
   }
 }

@@ -47,33 +47,46 @@ export function melWarpSources(mel: VoiceWarp['mel'], alpha: number): Float32Arr
   return sources;
 }
 
+/** A warp as each band's lower source band and the weight of the one above it (the last band reads itself). */
+export interface WarpTable {
+  index: Int32Array;
+  frac: Float32Array;
+}
+
+/** The interpolation table of fractional sources (melWarpSources). */
+export function warpTable(sources: Float32Array): WarpTable {
+  const n = sources.length;
+  const index = new Int32Array(n);
+  const frac = new Float32Array(n);
+  sources.forEach((s, m) => {
+    index[m] = Math.min(n - 2, Math.floor(s));
+    frac[m] = s - index[m];
+  });
+  return { index, frac };
+}
+
 /**
- * The warp of one utterance: undefined (as recorded) or the sources of a drawn α, with `rand` drawing
+ * The warp of one utterance: undefined (as recorded) or the table of a drawn α, with `rand` drawing
  * uniforms in [0, 1). Draws nothing when `warp` is undefined, so runs without it keep their random stream.
  */
 export function drawVoiceWarp(
   warp: VoiceWarp | undefined,
   rand: () => number,
-): { alpha: number; sources: Float32Array } | undefined {
+): { alpha: number; table: WarpTable } | undefined {
   if (!warp) return undefined;
   const take = rand() < warp.share;
   const u = rand();
   if (!take) return undefined;
   const alpha = Math.exp((2 * u - 1) * Math.log(1 + warp.max));
-  return { alpha, sources: melWarpSources(warp.mel, alpha) };
+  return { alpha, table: warpTable(melWarpSources(warp.mel, alpha)) };
 }
 
-/** Warp `frames` frames of a [frames, nMels] log-mel in place: each band linearly interpolated at its source. */
-export function warpFrames(mel: Float32Array, frames: number, nMels: number, sources: Float32Array): void {
-  const row = new Float32Array(nMels);
-  for (let f = 0; f < frames; f++) {
-    const o = f * nMels;
-    for (let m = 0; m < nMels; m++) {
-      const s = sources[m];
-      const i = Math.min(nMels - 2, Math.floor(s));
-      const t = s - i;
-      row[m] = mel[o + i] * (1 - t) + mel[o + i + 1] * t;
-    }
-    mel.set(row, o);
-  }
+/**
+ * One warped band of frame row `row` (offset of its first band in `mel`): the two source bands interpolated.
+ * The producers call it band by band as they normalise (one pass over the clip).
+ */
+export function warpedBand(mel: Float32Array, row: number, table: WarpTable, band: number): number {
+  const i = row + table.index[band];
+  const t = table.frac[band];
+  return mel[i] * (1 - t) + mel[i + 1] * t;
 }
