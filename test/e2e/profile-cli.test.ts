@@ -407,6 +407,12 @@ test(
         `its folder ${join(tmp.path, 'no', 'such', 'dir')} does not exist`,
       ],
       [
+        // A path through a file (ENOTDIR) is the same usage error, not INTERNAL.
+        ['--run', runs.balanced.runDir, '--trace', join(runs.balanced.runDir, 'run.sqlite', 't.json')],
+        /OUTPUT_UNWRITABLE/,
+        'run.sqlite is not a folder',
+      ],
+      [
         ['--run', runs.balanced.runDir, '--fix-config', join(tmp.path, 'no', 'such', 'dir', 'f.yaml')],
         /OUTPUT_UNWRITABLE/,
         `its folder ${join(tmp.path, 'no', 'such', 'dir')} does not exist`,

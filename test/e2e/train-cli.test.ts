@@ -230,6 +230,20 @@ describe('xtts train', () => {
       const folder = await runCli(['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', dir, '--json']);
       assert.equal(folder.code, 2, folder.stderr);
       assert.match(folder.json.error.message, /is a folder: name the WAV file/);
+      // A path through a regular file: the same usage error, naming it (was INTERNAL: ENOTDIR from a stat).
+      const file = join(dir, 'texts-as-voice.txt');
+      for (const args of [
+        ['synthesize', '--checkpoint', out, '--text', 'The boy.', '--out', join(file, 'x.wav')],
+        ['synthesize', '--checkpoint', out, '--texts', file, '--out-dir', file],
+        ['export', '--checkpoint', out, '--out', join(file, 'x.safetensors')],
+        ['voices', '--checkpoint', out, '--reference', wav, '--out', join(file, 'v.safetensors')],
+        ['vocode', '--in', wav, '--out-dir', join(file, 'wavs')],
+      ]) {
+        const through = await runCli([...args, '--json']);
+        assert.equal(through.code, 2, `${args.join(' ')}: ${through.stderr}`);
+        assert.equal(through.json.error.code, 'OUTPUT_UNWRITABLE', args.join(' '));
+        assert.match(through.json.error.message, /texts-as-voice\.txt|not a folder/, args.join(' '));
+      }
 
       // Many texts at once: every speakable line gets its WAV (q and z never occur in these 12 clips,
       // the alphabet still gives them tokens: a warning, not a failure); the unspeakable line is named and skipped.

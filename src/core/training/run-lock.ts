@@ -8,7 +8,7 @@ import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from '
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { makeFolders } from '../util/index.js';
+import { folderUnwritable, makeOutputFolders } from '../util/index.js';
 
 export const RUN_LOCK_FILE = '.xtts-run.lock';
 
@@ -52,22 +52,6 @@ function holderAlive(h: Holder): boolean {
   return now === null || now === h.processStart;
 }
 
-function unwritable(runDir: string, e: unknown): XttsError {
-  const code = (e as NodeJS.ErrnoException).code;
-  const why =
-    code === 'EEXIST' || code === 'ENOTDIR'
-      ? 'a file of that name (or above it) is not a folder'
-      : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
-        ? `it cannot be written (${(e as Error).message})`
-        : code === 'ENOSPC'
-          ? 'the disk is full'
-          : (e as Error).message;
-  return new XttsError('OUTPUT_UNWRITABLE', `cannot use ${runDir} as the run folder: ${why}`, {
-    exitCode: ExitCode.usage,
-    suggestions: ['name a folder you can write with --output (or output.dir)'],
-  });
-}
-
 /**
  * Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. `made`:
  * the folders it created for it, the outermost first.
@@ -79,13 +63,7 @@ export function lockRunFolder(runDir: string): { release(): void; made: string[]
       suggestions: ['name a folder with --output (or output.dir)'],
     });
   }
-  let made: string[];
-  try {
-    made = makeFolders(runDir);
-    if (!statSync(runDir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
-  } catch (e) {
-    throw unwritable(runDir, e);
-  }
+  const made = makeOutputFolders(runDir, 'the run folder', '--output (or output.dir)');
   const path = join(runDir, RUN_LOCK_FILE);
   const me: Holder = {
     pid: process.pid,
@@ -99,7 +77,8 @@ export function lockRunFolder(runDir: string): { release(): void; made: string[]
     try {
       fd = openSync(path, 'wx');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw unwritable(runDir, e);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw folderUnwritable(runDir, 'the run folder', '--output (or output.dir)', e);
       const holder = readHolder(path);
       let ageMs = 0;
       try {

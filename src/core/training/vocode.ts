@@ -11,7 +11,7 @@ import { type BackendChoice, disposeBackend, initBackend } from '../backend/inde
 import type { AudioConfig, Backend } from '../config/index.js';
 import { encodeWav, processAudioFile, readAudioFile } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { checkOutputFolder, makeFolders, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
+import { checkOutputFolder, makeOutputFolders, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { checkpointInputs } from './checkpoint.js';
 import { griffinLimVocoder, loadNeuralVocoder, type MelVocoder, type VocoderUsed } from './vocoder-run.js';
 
@@ -93,7 +93,8 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
     ],
   );
   // The folders the user named are made; nothing is written anywhere else.
-  for (const d of [o.outDir, o.referenceDir]) if (d) makeFolders(d);
+  makeOutputFolders(o.outDir, 'the output folder', '--out-dir');
+  if (o.referenceDir) makeOutputFolders(o.referenceDir, 'the reference folder', '--reference-dir');
   for (const f of files) {
     checkOutputFolder(join(o.outDir, outName(f)), 'the WAV', overwrite);
     if (o.referenceDir) checkOutputFolder(join(o.referenceDir, outName(f)), 'the reference WAV', overwrite);

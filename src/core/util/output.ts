@@ -58,6 +58,34 @@ export function makeFolders(path: string): string[] {
   return made;
 }
 
+/** An output folder that cannot be made or written: the usage error naming it as `what` and the `flag` naming it. */
+export function folderUnwritable(folder: string, what: string, flag: string, e: unknown): XttsError {
+  const code = (e as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? 'a file of that name (or above it) is not a folder'
+      : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+        ? `it cannot be written (${(e as Error).message})`
+        : code === 'ENOSPC'
+          ? 'the disk is full'
+          : (e as Error).message;
+  return new XttsError('OUTPUT_UNWRITABLE', `cannot use ${folder} as ${what}: ${why}`, {
+    exitCode: ExitCode.usage,
+    suggestions: [`name a folder you can write with ${flag}`],
+  });
+}
+
+/** makeFolders for a folder the user named for output, refusing (folderUnwritable) one that cannot be made. */
+export function makeOutputFolders(folder: string, what: string, flag: string): string[] {
+  try {
+    const made = makeFolders(folder);
+    if (!statSync(folder).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+    return made;
+  } catch (e) {
+    throw folderUnwritable(folder, what, flag, e);
+  }
+}
+
 /**
  * What a path that is not a regular file is, in the words every refusal of one uses: "a folder", "a named pipe
  * (FIFO)", "a socket", "a device".
@@ -195,7 +223,13 @@ export interface NamedFile {
  * else its name in its folder's real path.
  */
 function identity(file: string): string {
-  const st = statSync(file, { throwIfNoEntry: false });
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(file, { throwIfNoEntry: false });
+  } catch {
+    // ENOTDIR (a path through a file), EACCES: no such file can be an input; the output check names the problem.
+    st = undefined;
+  }
   if (st) return `inode ${st.dev}:${st.ino}`;
   try {
     return join(realpathSync(dirname(resolve(file))), basename(file));
