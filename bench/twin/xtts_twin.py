@@ -332,7 +332,7 @@ class XttsTwin(nn.Module):
             for i, conv in enumerate(self.postnet):
                 x = conv(x)
                 if i < len(self.postnet) - 1:
-                    x = torch.tanh(x)
+                    x = torch.tanh(x) * frame_mask.transpose(1, 2)
             mel_post = x0 + x.transpose(1, 2)
         text_mask = length_mask(batch["text_lengths"], t).to(text.dtype)[..., None]
         dur_in = text.detach()

@@ -257,7 +257,27 @@ describe('generate', () => {
       ref,
     );
     assert.deepEqual([long.frames, short.frames], [24, 6]);
+    // And speaks as it does alone: its last frames read zeros after it in every postnet layer, not the
+    // padding's values (they differed by up to 0.30 in the last two frames).
+    const alone = await model.generate([1, 4, 10, 2], 0, ref);
+    assert.deepEqual(short.mel, alone.mel);
     await assert.rejects(model.generate([3, 99], 0, ref), (e) => isXttsError(e) && e.code === 'GENERATE_TOKEN_INVALID');
+    model.dispose();
+  });
+
+  it("with prenet dropout, an utterance's masks are its text's: the same alone, in any batch, at any place", async () => {
+    const model = new XttsModel({ ...PRESETS.tiny, prenet_dropout: 0.5 }, SIZES, { seed: 6 });
+    const ref = new Float32Array(8 * SIZES.nMels).fill(0.1);
+    const short = { ids: [1, 4, 10, 2], language: 0 };
+    const long = { ids: [1, 4, 10, 11, 12, 13, 14, 2], language: 0 };
+    const [alone] = await model.generateBatch([short], ref);
+    const [, second] = await model.generateBatch([long, short], ref);
+    const [first, twice] = await model.generateBatch([short, short], ref);
+    assert.deepEqual(second.mel, alone.mel);
+    assert.deepEqual(first.mel, alone.mel);
+    assert.deepEqual(twice.mel, alone.mel);
+    const [other] = await model.generateBatch([{ ids: [1, 4, 11, 2], language: 0 }], ref);
+    assert.notDeepEqual(other.mel, alone.mel, 'another text, other masks');
     model.dispose();
   });
 

@@ -213,12 +213,16 @@ export class Postnet {
     }
   }
 
-  // mel [B, T, nMels] (padded frames zeroed) -> refined mel [B, T, nMels]
-  apply(mel: tf.Tensor3D, impl: ConvImpl): tf.Tensor3D {
+  /**
+   * mel [B, T, nMels] (padded frames zeroed), frameMask [B, T, 1] -> refined mel [B, T, nMels]. Every hidden
+   * layer's padded frames are zeroed again (a conv gives them values from the real frames near the end), so
+   * that an utterance's last frames read zeros after it whatever it is padded to: the same in any batch.
+   */
+  apply(mel: tf.Tensor3D, frameMask: tf.Tensor3D, impl: ConvImpl): tf.Tensor3D {
     let x = mel;
     this.convs.forEach((conv, i) => {
       x = conv.apply(x, impl);
-      if (i < this.convs.length - 1) x = tf.tanh(x);
+      if (i < this.convs.length - 1) x = tf.mul(tf.tanh(x), frameMask);
     });
     return tf.add(mel, x);
   }

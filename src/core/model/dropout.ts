@@ -52,6 +52,17 @@ export class DropoutPool {
    */
   shard: { start: number; size: number; total: number } | null = null;
 
+  /**
+   * Generation: one generator per row of the batch (perRow), so that each utterance's masks, and so its audio,
+   * depend on its own seed alone, not on the batch it is decoded in or its place there.
+   */
+  private rows: Rng[] | null = null;
+
+  /** Draw every later dropout's mask row by row, row b's windows from a generator seeded by `seeds[b]`. */
+  perRow(seeds: readonly number[]): void {
+    this.rows = seeds.map((s) => new Rng(mixSeed(this.seed, s)));
+  }
+
   /** Set while a step is planned (recordPlan): every apply's rate and size, in order. */
   private plan: DropoutCall[] | null = null;
   /** Set while a step runs on offsets drawn beforehand (useOffsets). */
@@ -127,6 +138,7 @@ export class DropoutPool {
 
   /** x · mask (plus `base` when not null). */
   private masked<T extends tf.Tensor>(x: T, rate: number, base: T | null): T {
+    if (this.rows) return this.maskedByRow(x, rate, base);
     const size = x.size;
     const { pool, at, offset } = this.site(size, rate);
     if (maskAtAvailable() && (at !== null || base !== null)) {
@@ -167,6 +179,24 @@ export class DropoutPool {
       };
     });
     return (base === null ? op(x) : tf.add(base, op(x))) as T;
+  }
+
+  /** masked() for generation (no gradient): each row's window from the pool at its own generator's offset. */
+  private maskedByRow<T extends tf.Tensor>(x: T, rate: number, base: T | null): T {
+    const rows = this.rows!;
+    const per = x.size / rows.length;
+    if (!Number.isInteger(per))
+      throw new Error(`dropout on a tensor of ${x.size} values that is not batch-major over ${rows.length} rows`);
+    const pool = this.poolFor(rate, per);
+    const mask = tf.tidy(() =>
+      tf.reshape(
+        tf.concat(rows.map((r) => tf.slice(pool, [Math.floor(r.next() * (pool.size - per + 1))], [per]))),
+        x.shape,
+      ),
+    );
+    const out = tf.mul(x, mask);
+    mask.dispose();
+    return (base === null ? out : tf.add(base, out)) as T;
   }
 
   /** Records the dropout calls of what `run` does (their rates and sizes, in order). */

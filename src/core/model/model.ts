@@ -456,11 +456,11 @@ export class XttsModel {
 
   /**
    * The postnet pass: melPre [B, T, nMels], frameMask [B, T, 1] -> refined mel, or null without a
-   * postnet. Padded frames are zeroed first: the convs would otherwise carry them into the last real
-   * frames, and their (meaningless) predictions would receive gradient.
+   * postnet. Padded frames are zeroed first and after every layer: the convs would otherwise carry them into
+   * the last real frames, and their (meaningless) predictions would receive gradient.
    */
   refine(melPre: tf.Tensor3D, frameMask: tf.Tensor3D): tf.Tensor3D | null {
-    return this.postnet ? this.postnet.apply(tf.mul(melPre, frameMask) as tf.Tensor3D, this.convImpl) : null;
+    return this.postnet ? this.postnet.apply(tf.mul(melPre, frameMask) as tf.Tensor3D, frameMask, this.convImpl) : null;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -491,6 +491,8 @@ export class XttsModel {
     const batch = items.length;
     const textLengths = items.map((i) => i.ids.length);
     const dropout = new DropoutPool(opts.seed ?? mixSeed(this.seed, hashString('generate')));
+    // Each utterance's prenet masks from its own text: the same text speaks the same in any batch.
+    dropout.perRow(items.map((i) => hashString(`${i.language}:${Array.from(i.ids).join(',')}`)));
     const encoded = this.encodeForGeneration(items, voice, dropout);
     const tensors: tf.Tensor[] = encoded.tensors; // and what the steps below add: all disposed at the end
     try {
