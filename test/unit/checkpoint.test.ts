@@ -56,6 +56,14 @@ test('save, load, latest, rotation keeps the last N and the best', () => {
   assert.deepEqual([...c.optimizer[0].data], [-400, -400, -400, -400]);
   assert.equal(resolveCheckpoint(run), store.latest());
   assert.throws(() => resolveCheckpoint(mkdtempSync(join(tmpdir(), 'xtts-none-'))), /no checkpoint/);
+  // The pointer files name the folders they point at (docs/training.md: `latest` and `best` point at folders).
+  assert.equal(resolveCheckpoint(join(run, 'checkpoints', 'best')), join(run, 'checkpoints', 'step-00000200'));
+  assert.equal(resolveCheckpoint(join(run, 'checkpoints', 'latest')), store.latest());
+  rmSync(join(run, 'checkpoints', 'step-00000200'), { recursive: true });
+  assert.throws(
+    () => resolveCheckpoint(join(run, 'checkpoints', 'best')),
+    /checkpoints\/best points at no checkpoint that is still there/,
+  );
 });
 
 test("arrays past 2 GiB (the big preset's optimizer moments are 3.4 GB) are saved and loaded whole", () => {

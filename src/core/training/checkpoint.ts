@@ -15,8 +15,9 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { type TSchema, Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -506,6 +507,17 @@ export class CheckpointStore {
 /** A run folder, a checkpoints folder or one checkpoint: the checkpoint folder it means. */
 export function resolveCheckpoint(path: string): string {
   if (existsSync(join(path, 'state.json'))) return path;
+  // checkpoints/latest or checkpoints/best: the pointer file names the step folder it points at.
+  const name = basename(path);
+  if ((name === 'latest' || name === 'best') && statSync(path, { throwIfNoEntry: false })?.isFile()) {
+    const store = new CheckpointStore(dirname(dirname(path)));
+    const target = name === 'best' ? store.best() : store.latest();
+    if (target) return target;
+    throw new XttsError('CHECKPOINT_NOT_FOUND', `${path} points at no checkpoint that is still there`, {
+      exitCode: ExitCode.usage,
+      suggestions: [`name a step folder of ${dirname(path)}, or the run folder for its latest checkpoint`],
+    });
+  }
   const asRun = new CheckpointStore(path).latest();
   if (asRun) return asRun;
   const asRoot = existsSync(join(path, 'latest')) ? new CheckpointStore(join(path, '..')).latest() : undefined;
