@@ -6,7 +6,16 @@
 // starts from another vocoder's weights and trains on the acoustic run's teacher-forced mels.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -120,6 +129,11 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const again = await runCli(['train', '--config', config, '--output', split, '--backend', 'wasm', '--resume']);
     assert.equal(again.code, 0, again.stderr.slice(-2000));
     assert.match(again.stderr, /resumed from .*step-00000004 at step 4/);
+    // Its closing hint is a command that runs as written (it lacked --out).
+    assert.match(
+      again.stdout,
+      /use it: xtts synthesize --checkpoint ACOUSTIC_RUN --vocoder .* --text "\.\.\." --out \S+\.wav/,
+    );
     assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'weights.safetensors'), null);
     assert.equal(tensorsDiffer(latestCheckpoint(full), latestCheckpoint(split), 'optimizer.safetensors'), null);
   });
@@ -246,6 +260,19 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const again = await runCli(['vocode', '--vocoder', full, '--in', wavs, '--out-dir', neural, '--backend', 'wasm']);
     assert.equal(again.code, 2, again.stderr);
     assert.match(again.stderr, /exists/);
+    // An input that cannot be vocoded is skipped with a warning naming it; the others are: exit 1 (work done in part).
+    const mixed = join(dir, 'mixed');
+    mkdirSync(mixed);
+    copyFileSync(join(wavs, readdirSync(wavs).find((f) => f.endsWith('.wav'))!), join(mixed, 'good.wav'));
+    writeFileSync(join(mixed, 'junk.wav'), 'not audio\n');
+    const partial = await runCli(['vocode', '--in', mixed, '--out-dir', join(dir, 'copy', 'partial'), '--json']);
+    assert.equal(partial.code, 1, partial.stderr);
+    assert.equal(partial.json.status, 'findings');
+    assert.ok(
+      partial.json.warnings.some((w: string) => /junk\.wav: not vocoded/.test(w)),
+      partial.json.warnings,
+    );
+    assert.ok(existsSync(join(dir, 'copy', 'partial', 'good.wav')));
     const missing = await runCli(['vocode', '--in', join(dir, 'nothing-here'), '--out-dir', neural]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /VOCODE_INPUT.*does not exist/);

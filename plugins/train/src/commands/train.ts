@@ -316,7 +316,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     if (r.nonFiniteSteps) this.log(paint.warn(`${r.nonFiniteSteps} logged steps had a NaN/Inf loss and were skipped`));
     this.log(`run folder: ${r.runDir} (checkpoints/, eval/, run.sqlite, metrics.jsonl)`);
     this.renderResume(r);
-    this.log(`use it: xtts synthesize --checkpoint ACOUSTIC_RUN --vocoder ${r.runDir} --text "..."`);
+    this.log(`use it: xtts synthesize --checkpoint ACOUSTIC_RUN --vocoder ${r.runDir} --text "..." --out speech.wav`);
   }
 
   /** A run stopped before max_steps, or asked for no steps: its last checkpoint, and how to go on. */

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { announcePipes, XttsCommand } from '@xtts/core';
+import { announcePipes, ExitCode, XttsCommand } from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow, presetPath } from '@xtts/core/config';
 import { paint } from '@xtts/core/render';
 import type { VocodeResult } from '@xtts/core/training';
@@ -50,6 +50,11 @@ export default class Vocode extends XttsCommand<VocodeResult> {
     });
     for (const s of result.skipped) this.addWarning(`${s.input}: not vocoded: ${s.reason}`);
     return result;
+  }
+
+  /** 1 when an input was skipped (work done in part, as synthesize --texts), else 0. */
+  protected override exitCodeFor(r: VocodeResult): number {
+    return r.skipped.length > 0 ? ExitCode.findings : ExitCode.ok;
   }
 
   protected render(r: VocodeResult): void {
