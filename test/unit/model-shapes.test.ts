@@ -265,7 +265,7 @@ describe('generate', () => {
     model.dispose();
   });
 
-  it("with prenet dropout, an utterance's masks are its text's: the same alone, in any batch, at any place", async () => {
+  it("with prenet dropout an utterance's masks are its text's: the same alone, in any batch, any place", async () => {
     const model = new XttsModel({ ...PRESETS.tiny, prenet_dropout: 0.5 }, SIZES, { seed: 6 });
     const ref = new Float32Array(8 * SIZES.nMels).fill(0.1);
     const short = { ids: [1, 4, 10, 2], language: 0 };
