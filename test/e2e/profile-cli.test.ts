@@ -429,6 +429,26 @@ test(
       assert.equal(human.code, 2);
       assertNoStackTrace(human, args.join(' '));
     }
+    // A used --output: the advice is another folder or --run, not train's --resume (profiling has no such flag).
+    const used = await runCli([
+      'profile-bottleneck',
+      '--config',
+      'configs/quickstart.yaml',
+      '--output',
+      runs.balanced.runDir,
+      '--backend',
+      'cpu',
+      '--json',
+    ]);
+    assert.equal(used.code, 2, describeRun(used));
+    assert.equal(used.json.error.code, 'RUN_FOLDER_USED');
+    assert.deepEqual(
+      used.json.error.suggestions.map((x: string) => x.replace(/--output \S+/, '--output NEW')),
+      [
+        'profile into a new folder: --output NEW',
+        `or judge the run already there: xtts profile-bottleneck --run ${runs.balanced.runDir}`,
+      ],
+    );
   },
 );
 

@@ -4,6 +4,7 @@ export { type VocoderTrainResult } from './vocoder-trainer.js';
 export { describeVocoder, type VocoderUsed } from './vocoder-run.js';
 export { type VocodedFile, vocodeFiles, type VocodeOptions, type VocodeResult } from './vocode.js';
 export { CheckpointStore, resolveCheckpoint, type NamedArray } from './checkpoint.js';
+export { freeSibling } from './run-folder.js';
 export {
   synthesize,
   type SynthesisText,

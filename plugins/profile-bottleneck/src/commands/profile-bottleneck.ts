@@ -2,7 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { datasetFlag, ExitCode, parseThresholds, setFlag, thresholdFlag, XttsCommand } from '@xtts/core';
+import {
+  datasetFlag,
+  ExitCode,
+  isXttsError,
+  parseThresholds,
+  setFlag,
+  thresholdFlag,
+  XttsCommand,
+  XttsError,
+} from '@xtts/core';
 import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
 import { checkProfileOutputs, describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
@@ -111,7 +120,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       // Without --output the profiled run goes to a temporary folder, removed once it is judged.
       if (!flags.output) this.temporaryRun = mkdtempSync(join(tmpdir(), 'xtts-profile-'));
       runDir = flags.output ?? this.temporaryRun!;
-      const { train } = await import('@xtts/core/training');
+      const { freeSibling, train } = await import('@xtts/core/training');
       const human = !this.jsonEnabled();
       try {
         await train({
@@ -127,6 +136,15 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
         });
       } catch (e) {
         this.removeTemporaryRun();
+        // train's advice for a used folder is --resume, which profiling has not: a new folder, or the run there.
+        if (isXttsError(e) && e.code === 'RUN_FOLDER_USED')
+          throw new XttsError('RUN_FOLDER_USED', e.message, {
+            exitCode: ExitCode.usage,
+            suggestions: [
+              `profile into a new folder: --output ${freeSibling(runDir)}`,
+              `or judge the run already there: xtts profile-bottleneck --run ${runDir}`,
+            ],
+          });
         throw e;
       }
       if (human) process.stderr.write('\n');
