@@ -261,6 +261,11 @@ test('a missing dataset and a bad flag are clear errors without stack traces', a
   assert.match(german.json.error.message, /english cleaner does not read de/);
   const trained = await runCli(['train', '--config', good, '--set', 'text.languages=[en, de]', '--json']);
   assert.equal(trained.json.error.code, 'CONFIG_INVALID', 'train refuses it the same way');
+  // A vocoder's config: its pipeline is not the one measured here (it printed the acoustic model's buckets).
+  const vocoder = await runCli(['analyze-data-pipeline', '--config', 'configs/vocoder-tiny.yaml', '--json']);
+  assert.equal(vocoder.code, 2, vocoder.stderr);
+  assert.equal(vocoder.json.error.code, 'TASK_NOT_ACOUSTIC');
+  assert.match(vocoder.json.error.message, /vocoder-tiny\.yaml: task: vocoder — analyze-data-pipeline measures/);
 });
 
 test('the utility binary runs the same command', async () => {

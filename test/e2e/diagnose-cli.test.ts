@@ -263,6 +263,17 @@ test(
   },
 );
 
+test("a vocoder's config is audited; the speed test, which runs acoustic steps, is skipped saying why", {
+  timeout: 120_000,
+}, async () => {
+  const r = await runCli(['diagnose-gpu-utilization', '--config', 'configs/vocoder-tiny.yaml', '--json'], {
+    env: noGpu,
+  });
+  assert.ok(r.code === 0 || r.code === 1, describeRun(r));
+  assert.match(r.json.result.speedTest.skipped, /trains the vocoder \(task: vocoder\)/);
+  assert.equal(r.json.result.config.file, 'configs/vocoder-tiny.yaml');
+});
+
 test('the utility binary runs the same diagnosis', { timeout: 120_000 }, async () => {
   const r = await runCli(['--no-speed-test', '--json'], {
     bin: utilityBin('diagnose-gpu-utilization'),

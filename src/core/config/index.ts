@@ -4,6 +4,7 @@ export { type Finding, type Severity, SEVERITIES, severityRank, countBySeverity,
 export {
   loadConfig,
   loadConfigOrThrow,
+  requireAcousticTask,
   resolveCachePath,
   presetsDir,
   presetPath,

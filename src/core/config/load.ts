@@ -91,6 +91,19 @@ export function loadConfig(file: string, options: LoadOptions = {}): LoadResult 
   return { loaded, findings };
 }
 
+/**
+ * Refuses a `task: vocoder` config (TASK_NOT_ACOUSTIC, at its task key) for what works on the acoustic model only:
+ * `what` says what the command does, `instead` what to do.
+ */
+export function requireAcousticTask(loaded: LoadedConfig, what: string, instead: string): void {
+  if (loaded.config.task !== 'vocoder') return;
+  throw new XttsError('TASK_NOT_ACOUSTIC', `${loaded.file}: task: vocoder — ${what}`, {
+    exitCode: ExitCode.usage,
+    position: loaded.locate('task') ?? { file: loaded.file },
+    suggestions: [instead],
+  });
+}
+
 /** Load a config for a command that needs a usable one: errors become one XttsError (exit 2). */
 export function loadConfigOrThrow(file: string, options: LoadOptions = {}): LoadedConfig {
   const { loaded, findings } = loadConfig(file, options);

@@ -7,7 +7,13 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../cache/index.js';
 import type { LoadedConfig, XttsConfig } from '../config/index.js';
-import { configInvalid, DATA_BLOCKING_RULES, effectiveWorkers, lintConfig } from '../config/index.js';
+import {
+  configInvalid,
+  DATA_BLOCKING_RULES,
+  effectiveWorkers,
+  lintConfig,
+  requireAcousticTask,
+} from '../config/index.js';
 import { gradeInputWait, THRESHOLDS } from '../config/index.js';
 import { summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
@@ -92,6 +98,13 @@ export const DEFAULT_STEP_MS = 100;
 type RingLoaderOptions = Omit<LoaderOptions, 'depth' | 'producers' | 'maxBatches'>;
 
 export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOptions = {}): Promise<PipelineAnalysis> {
+  requireAcousticTask(
+    loaded,
+    "analyze-data-pipeline measures the acoustic model's input pipeline (text, buckets, reference windows); a " +
+      'vocoder trains on random segments of the cached log-mels',
+    "analyze an acoustic config of the same dataset (the features are the same); a vocoder run's progress line " +
+      'shows its data wait',
+  );
   const blockers = lintConfig(loaded, { environment: false, only: DATA_BLOCKING_RULES }).filter(
     (f) => f.severity === 'error',
   );

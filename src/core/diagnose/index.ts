@@ -107,6 +107,12 @@ export async function diagnose(o: DiagnoseOptions): Promise<Diagnosis> {
   if (o.speedTest === false) speedTest = { skipped: 'skipped (--no-speed-test)' };
   else if (config && !config.report.schemaValid)
     speedTest = { skipped: 'the config does not validate: fix its critical findings first' };
+  else if (o.configFile && loadConfigOrThrow(o.configFile, { set: o.set }).config.task === 'vocoder')
+    speedTest = {
+      skipped:
+        "the config trains the vocoder (task: vocoder); the speed test runs the acoustic model's steps: a " +
+        "vocoder run's progress line shows its pace and data wait",
+    };
   else speedTest = await runSpeedTest(o, say);
 
   const actions = diagnosisActions({

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, takeGpuError } from '../backend/index.js';
 import { lintConfig, TRAIN_BLOCKING_RULES } from '../config/index.js';
-import { configInvalid, type LoadedConfig } from '../config/index.js';
+import { configInvalid, type LoadedConfig, requireAcousticTask } from '../config/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { SpanTimer, type StepRecord } from '../telemetry/index.js';
 import { summarize } from '../util/index.js';
@@ -31,16 +31,11 @@ export async function trainTask(o: TrainOptions): Promise<TrainResult | VocoderT
 
 /** Trains the acoustic model; a config with `task: vocoder` is refused (trainTask trains either). */
 export async function train(o: TrainOptions): Promise<TrainResult> {
-  if (o.loaded.config.task === 'vocoder')
-    throw new XttsError(
-      'TASK_NOT_ACOUSTIC',
-      `${o.loaded.file}: task: vocoder — this command runs the acoustic model's training steps`,
-      {
-        exitCode: ExitCode.usage,
-        position: o.loaded.locate('task') ?? { file: o.loaded.file },
-        suggestions: ['train the vocoder with `xtts train --config FILE`; profile an acoustic config'],
-      },
-    );
+  requireAcousticTask(
+    o.loaded,
+    "this command runs the acoustic model's training steps",
+    'train the vocoder with `xtts train --config FILE`; profile an acoustic config',
+  );
   return inRunFolder(o, (runDir, runId, loaded) => trainInFolder({ ...o, loaded }, runDir, runId));
 }
 
