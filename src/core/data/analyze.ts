@@ -97,14 +97,16 @@ export const DEFAULT_STEP_MS = 100;
 /** The loader's settings shared by the assembly and ring measurements. */
 type RingLoaderOptions = Omit<LoaderOptions, 'depth' | 'producers' | 'maxBatches'>;
 
+/** Why a vocoder's config is not analysed here, and what to do instead. */
+const ANALYZES =
+  "analyze-data-pipeline measures the acoustic model's input pipeline (text, buckets, reference windows); a " +
+  'vocoder trains on random segments of the cached log-mels';
+const ANALYZE_INSTEAD =
+  "analyze an acoustic config of the same dataset (the features are the same); a vocoder run's progress line " +
+  'shows its data wait';
+
 export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOptions = {}): Promise<PipelineAnalysis> {
-  requireAcousticTask(
-    loaded,
-    "analyze-data-pipeline measures the acoustic model's input pipeline (text, buckets, reference windows); a " +
-      'vocoder trains on random segments of the cached log-mels',
-    "analyze an acoustic config of the same dataset (the features are the same); a vocoder run's progress line " +
-      'shows its data wait',
-  );
+  requireAcousticTask(loaded, ANALYZES, ANALYZE_INSTEAD);
   const blockers = lintConfig(loaded, { environment: false, only: DATA_BLOCKING_RULES }).filter(
     (f) => f.severity === 'error',
   );
