@@ -211,7 +211,11 @@ const CASES: RuleCase[] = [
   {
     name: 'a prefetch ring above the data budget',
     ruleId: 'pipeline/prefetch-memory',
-    file: () => child('ring.yaml', 'pipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n'),
+    file: () =>
+      child(
+        'ring.yaml',
+        'batching:\n  batch_size: 16\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n',
+      ),
     keyPath: 'pipeline.prefetch_depth',
     severity: 'error',
     at: '32',
@@ -381,6 +385,15 @@ const CASES: RuleCase[] = [
     severity: 'error',
     at: '300',
     message: /n_fft 1024 is not a multiple of hop_length 300/,
+  },
+  {
+    name: 'an even vocoder kernel',
+    ruleId: 'vocoder/shape',
+    file: () => child('vocoder-kernel.yaml', 'vocoder:\n  kernel: 4\n', 'vocoder-tiny'),
+    keyPath: 'vocoder.kernel',
+    severity: 'error',
+    at: '4',
+    message: /kernel 4 must be odd to keep frames aligned/,
   },
   {
     name: 'data-parallel vocoder training',

@@ -11,7 +11,8 @@ export const vocoderShapeRule: Rule = {
     'multi-resolution STFT loss looks at windows up to 2·n_fft, so a training segment must hold at least ' +
     '4·n_fft samples, or the largest resolution has too few frames to say anything. Vocoder runs train on ' +
     'one device for now: device.gpus and device.data_device would not be honoured, so they are refused. ' +
-    'An adversarial run needs at least one discriminator.',
+    'An adversarial run needs at least one discriminator. Its convolutions pad both sides alike, which needs an ' +
+    'odd kernel.',
   check(ctx) {
     const { audio: a, vocoder: v, device } = ctx.config;
     const samples = v.segment_frames * a.hop_length;
@@ -44,6 +45,14 @@ export const vocoderShapeRule: Rule = {
           `segment_frames ${v.segment_frames} × hop ${a.hop_length} = ${samples} samples, ` +
             `fewer than 4 × n_fft = ${needed}`,
           `segment_frames: ${Math.ceil(needed / a.hop_length)}`,
+        ),
+      v.kernel % 2 === 0 &&
+        at(
+          ctx,
+          'vocoder.kernel',
+          'error',
+          `kernel ${v.kernel} must be odd to keep frames aligned (an even width shifts them by half a frame)`,
+          `kernel: ${v.kernel + 1}`,
         ),
       device.gpus !== null &&
         at(
