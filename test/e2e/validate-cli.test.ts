@@ -556,14 +556,14 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     test('buckets 40, and a prefetch ring above the data budget', async () => {
       const file = child(
         'ring.yaml',
-        'batching:\n  buckets: 40\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n',
+        'batching:\n  buckets: 40\n  batch_size: 16\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n',
       );
       const r = await validate(['--config', file, '--json']);
       assert.equal(r.code, 1, describeRun(r));
       const buckets = one(r, 'batching/static-shapes');
       assert.deepEqual([buckets.severity, buckets.position], ['warn', { file, line: 5, col: 12 }]);
       const ring = one(r, 'pipeline/prefetch-memory');
-      assert.deepEqual([ring.severity, ring.position], ['error', { file, line: 7, col: 19 }]);
+      assert.deepEqual([ring.severity, ring.position], ['error', { file, line: 8, col: 19 }]);
       assert.match(ring.fix ?? '', /^prefetch_depth: \d+$/);
     });
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
+import { estimateTrainingMemory } from '../../src/core/config/estimate.js';
 import { lintConfig } from '../../src/core/config/rules.js';
 import { REFERENCE_JOIN_CLIPS } from '../../src/core/data/producer.js';
 import { type CachedClips, cachedClips, eachUtterance } from '../helpers/cached-clips.js';
@@ -113,4 +114,16 @@ test('with reference_join the rule admits a window of up to 4 of the longest cli
       .join(),
     /reference_frames 800 is longer than 4 of the longest clips .* \(696 frames\)/,
   );
+});
+
+test('the memory estimate counts the reference window as long as it is set, joined or not', () => {
+  const config = loadConfig(presetPath('quickstart')).loaded!.config;
+  const withFrames = (frames: number) =>
+    estimateTrainingMemory({
+      ...config,
+      batching: { ...config.batching, reference_frames: frames, reference_join: true },
+    }).activationBytes;
+  // A window 4× as long: its activations grow with it (its attention as frames² a head).
+  assert.ok(withFrames(2700) > 3 * withFrames(675), `${withFrames(2700)} against ${withFrames(675)}`);
+  assert.ok(withFrames(96) < withFrames(192));
 });

@@ -88,7 +88,8 @@ export function estimateTrainingMemory(config: XttsConfig): MemoryEstimate {
   // Characters per second of speech is ~15 (LJSpeech averages 14.6); cap by the text limits.
   const textTokens = Math.min(m.max_text_tokens, config.limits.max_text_chars + 3);
   const decSteps = Math.ceil(melFrames / m.reduction_factor);
-  const refFrames = melFrames;
+  // The reference window is its own length (batching.reference_frames), however long the clips.
+  const refFrames = config.batching.reference_frames;
   const perPos = (2 * m.ff_mult + 10) * d;
   const batch = config.batching.frame_budget
     ? Math.max(1, Math.min(config.batching.batch_size, Math.floor(config.batching.frame_budget / melFrames)))
