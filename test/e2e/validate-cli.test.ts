@@ -556,7 +556,8 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
     test('buckets 40, and a prefetch ring above the data budget', async () => {
       const file = child(
         'ring.yaml',
-        'batching:\n  buckets: 40\n  batch_size: 16\npipeline:\n  prefetch_depth: 32\ndevice:\n  data_memory_budget_mb: 64\n',
+        'batching:\n  buckets: 40\n  batch_size: 16\npipeline:\n  prefetch_depth: 32\n' +
+          'device:\n  data_memory_budget_mb: 64\n',
       );
       const r = await validate(['--config', file, '--json']);
       assert.equal(r.code, 1, describeRun(r));
