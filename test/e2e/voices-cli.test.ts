@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
+import { mulberry32 } from '../../src/core/data/buckets.js';
 import { encodeVoiceFile } from '../../src/core/training/voices.js';
 import { assertNoStackTrace, runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun } from '../helpers/short-clips.js';
@@ -173,6 +174,23 @@ describe('voices', () => {
     assert.equal(quiet.json.error.code, 'SYNTH_REFERENCE', quiet.stdout);
     assert.match(quiet.json.error.message, /silent\.wav: the clip is silent/);
     assert.doesNotMatch(quiet.json.error.suggestions.join(' '), /metadata/);
+    // Dither alone (±1 step, as sox writes silence at 16 bits) is not a voice either: a warning that says so.
+    const dither = join(dir, 'dither.wav');
+    const rand = mulberry32(4);
+    writeFileSync(
+      dither,
+      pcm16Wav(
+        Float32Array.from({ length: 3 * 22050 }, () => Math.round(rand() * 2 - 1) / 32768),
+        22050,
+      ),
+    );
+    const dithered = await runCli(['synthesize', '--checkpoint', runDir, '--reference', dither, '--out', out, ...say]);
+    assert.equal(dithered.code, 0, dithered.stderr);
+    assert.ok(
+      dithered.json.warnings.some((w: string) => /dither\.wav peaks at -90 dBFS: it is all but silent/.test(w)),
+      dithered.json.warnings.join('\n'),
+    );
+    rmSync(out);
     // Texts through a pipe are read once: /dev/stdin speaks its line.
     mkdirSync(join(dir, 'piped'));
     const texts = await run(

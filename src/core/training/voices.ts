@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { processAudioFile, readAudioFile, speakerName } from '../data/index.js';
+import { peakAmplitude, processAudioFile, readAudioFile, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
@@ -146,6 +146,9 @@ export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Arr
   );
 }
 
+/** A reference whose loudest sample is below this (dBFS) holds noise or dither, not a voice. */
+const QUIET_REFERENCE_DBFS = -50;
+
 /** A reference shorter than this carries too little of a voice to clone it from (3 to 10 s is asked for). */
 const SHORT_REFERENCE_S = 1.5;
 
@@ -184,6 +187,13 @@ export async function referenceMels(
       if (isXttsError(e) && e.code === 'AUDIO_SILENT') throw refused(file, 'the clip is silent', asked);
       throw e;
     }
+    const peakDb = 20 * Math.log10(Math.max(peakAmplitude(clip.samples), 1e-10));
+    if (peakDb < QUIET_REFERENCE_DBFS)
+      warnings.push(
+        `--reference ${file} peaks at ${peakDb.toFixed(0)} dBFS: it is all but silent (speech peaks above ` +
+          `${QUIET_REFERENCE_DBFS} dBFS), and a voice is read from its levels; give a clip of the voice speaking, ` +
+          'or raise its level (sox IN OUT --norm=-3)',
+      );
     if (clip.durationS < SHORT_REFERENCE_S)
       warnings.push(
         `--reference ${file} holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): too little to ` +
