@@ -10,7 +10,7 @@ import { isCorruptDatabase } from '../util/index.js';
 
 export function corruptCache(path: string, e: unknown): XttsError {
   return new XttsError('CACHE_CORRUPT', `the feature cache ${path} is damaged: ${(e as Error).message}`, {
-    exitCode: ExitCode.environment,
+    exitCode: ExitCode.usage,
     suggestions: [
       `remove it (\`xtts cache clear --cache ${path}\`): it holds only what xtts computes from your data, and the ` +
         'next run builds it again',

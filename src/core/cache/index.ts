@@ -3,7 +3,7 @@
 // loads the config subsystem: every run's producer threads import this, and config brings ajv, the schema
 // and the backends with it (~0.5 s of CPU a thread at each run's start).
 import { existsSync } from 'node:fs';
-import { ExitCode, XttsError } from '../errors.js';
+import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { clearCache, FeatureCache, type CacheStats, type VerifyReport } from './cache.js';
 import { isCorruptDatabase } from '../util/index.js';
 import { corruptCache } from './damage.js';
@@ -52,9 +52,22 @@ export interface CacheVerifyResult extends VerifyReport {
 }
 
 export function cacheVerify(path: string, repair: boolean): CacheVerifyResult {
-  const cache = openExisting(path, !repair);
+  let cache: FeatureCache;
+  let report: VerifyReport;
   try {
-    const report = cache.verify();
+    cache = openExisting(path, !repair);
+  } catch (e) {
+    // A file too damaged to open is what verify reports (exit 1), not a failure of the command.
+    if (isXttsError(e) && e.code === 'CACHE_CORRUPT') return damagedReport(path, e.message);
+    throw e;
+  }
+  try {
+    try {
+      report = cache.verify();
+    } catch (e) {
+      if (isXttsError(e) && e.code === 'CACHE_CORRUPT') return damagedReport(path, e.message);
+      throw e;
+    }
     const ok =
       report.integrity === 'ok' &&
       report.badFeatures.length === 0 &&
@@ -67,6 +80,19 @@ export function cacheVerify(path: string, repair: boolean): CacheVerifyResult {
   } finally {
     cache.close();
   }
+}
+
+/** verify's report of a cache file SQLite cannot read: its integrity is the damage; nothing else is checked. */
+function damagedReport(path: string, damage: string): CacheVerifyResult {
+  const none = {
+    checkedFeatures: 0,
+    badFeatures: [],
+    checkedTokens: 0,
+    badTokens: [],
+    checkedAudio: 0,
+    staleAudio: [],
+  };
+  return { ...none, integrity: damage, path, ok: false, repaired: false };
 }
 
 export function cacheClear(path: string): { path: string; removedBytes: number; existed: boolean } {
