@@ -31,3 +31,14 @@ test('every error code in src/ and plugins/ is UPPER_SNAKE_CASE (and there are m
   const bad = [...codes].filter(([code]) => !/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/.test(code));
   assert.deepEqual(bad, [], `codes not in UPPER_SNAKE_CASE: ${bad.map(([c, f]) => `${c} (${f})`).join(', ')}`);
 });
+
+test('docs/exit-codes.md gives every exit code a meaning and every --json status the code it follows', async () => {
+  const { generateExitCodesDoc } = await import('../../src/core/config/docs.js');
+  const { ExitCode } = await import('../../src/core/errors.js');
+  const doc = generateExitCodesDoc();
+  for (const [name, code] of Object.entries(ExitCode))
+    assert.match(doc, new RegExp(`\\| ${code} \\| \`${name}\` \\| \\S`), `exit ${code} (${name}) has no meaning`);
+  for (const status of ['success', 'findings', 'interrupted', 'error'])
+    assert.ok(doc.includes(`\`${status}\``), status);
+  assert.equal(readFileSync(join(repoRoot, 'docs', 'exit-codes.md'), 'utf8'), doc, 'npm run build writes it');
+});

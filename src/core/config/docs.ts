@@ -163,7 +163,11 @@ const EXIT_MEANING: Record<string, string> = {
     '(`synthesize --texts` with lines it could not speak: the others are spoken).',
   usage: 'Usage or input error: a bad flag, or a file that cannot be read or parsed.',
   environment: 'The environment cannot do what was asked: backend not installed, no device, out of device memory.',
+  hangup:
+    'Hung up (SIGHUP: the terminal or SSH session closed, or the reader of its output left) after saving ' +
+    'what could be saved.',
   interrupted: 'Interrupted (Ctrl-C) after saving what could be saved.',
+  terminated: 'Terminated (SIGTERM: `docker stop`, Kubernetes, Slurm preemption) after saving what could be saved.',
 };
 
 export function generateExitCodesDoc(): string {
@@ -173,8 +177,10 @@ export function generateExitCodesDoc(): string {
     '<!-- Generated from src/core/errors.ts by `npm run build`; do not edit by hand. -->',
     '',
     'Every xtts command and utility binary exits with one of these. With `--json`, stdout holds exactly one',
-    'JSON envelope: `{"status": "success", "result": …, "warnings": […]}` or',
-    '`{"status": "error", "error": {"code", "message", "suggestions"}, "warnings": […]}`.',
+    'JSON envelope: `{"status": "success" | "findings" | "interrupted", "result": …, "warnings": […]}` or',
+    '`{"status": "error", "error": {"code", "message", "suggestions"}, "warnings": […]}`. The status follows the',
+    'exit code: `success` for 0, `findings` for 1 (the result is there: what was found, or what was done in',
+    'part), `interrupted` for 129, 130 and 143 (the result so far), `error` for any other.',
     '',
     '| code | name | meaning |',
     '| --- | --- | --- |',
