@@ -129,6 +129,16 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.deepEqual(findings(r), []);
     });
 
+    test("a vocoder's config gets no memory line (the estimate is the acoustic model's); tiny's has one", async () => {
+      const vocoder = await validate(['--config', 'configs/vocoder-tiny.yaml', '--json', '--no-environment']);
+      assert.equal(vocoder.code, 0, describeRun(vocoder));
+      assert.equal(vocoder.json.result.memory, undefined);
+      const human = await validate(['--config', 'configs/vocoder-tiny.yaml', '--no-environment']);
+      assert.doesNotMatch(human.stdout, /training memory/);
+      const tiny = await validate(['--config', 'configs/tiny.yaml', '--json', '--no-environment']);
+      assert.match(tiny.json.result.memory.description, /estimated \(1\.5 M parameters/);
+    });
+
     test('a config extending a preset validates from any working directory', async () => {
       const cwd = tmp.mkdir('elsewhere-presets');
       const file = tmp.write('anywhere/uses-small.yaml', 'extends: small\n');
