@@ -351,6 +351,14 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
         assert.equal(one(r, 'input/bad-override').severity, 'error');
       }
       assert.deepEqual(one(a, 'input/bad-override').position, { file: '--set training.learning_rate' });
+      // The position names the flag; the message does not repeat it (it read "--set X: --set X: expected …").
+      assert.equal(one(a, 'input/bad-override').message, 'expected key.path=value');
+    });
+
+    test('a --set below a leaf (batching.voice_warp.x=1) is reported at the flag, not at the config file', async () => {
+      const r = await validate(['--config', 'configs/quickstart.yaml', '--set', 'batching.voice_warp.x=1', '--json']);
+      assert.equal(r.code, 1, describeRun(r));
+      assert.deepEqual(one(r, 'schema/type').position, { file: '--set batching.voice_warp.x=1' });
     });
 
     test('a finding about a default value is not placed at a file called "--set"', async () => {

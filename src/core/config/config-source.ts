@@ -65,7 +65,10 @@ export function locateIn(
     if (src.overrides) {
       for (const [k, text] of src.overrides) {
         const kp = splitKeyPath(k);
-        const shared = kp.length <= path.length && kp.every((s, i) => s === path[i]) ? path.length : 0;
+        // The override wrote the path's value when one key path is a prefix of the other (`--set a.b.c=1` made the
+        // object at a.b; `--set a={b: 1}` wrote a.b).
+        const n = Math.min(kp.length, path.length);
+        const shared = kp.slice(0, n).every((s, i) => s === path[i]) ? path.length : 0;
         if (shared && (!best || shared > best.depth)) best = { pos: { file: `--set ${k}=${text}` }, depth: shared };
       }
       continue;

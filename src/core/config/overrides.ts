@@ -28,7 +28,7 @@ export function parseOverrides(set: readonly string[]): { source?: ConfigSource;
       findings.push(
         errorFinding(
           'input/bad-override',
-          `--set ${item}: expected key.path=value`,
+          'expected key.path=value',
           { file: `--set ${item}` },
           '',
           'e.g. --set training.learning_rate=3e-4',
