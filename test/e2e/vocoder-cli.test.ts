@@ -425,9 +425,13 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     const kind = await runCli(plain(`vocoder.finetune_acoustic=${full}`));
     assert.equal(kind.code, 2);
     assert.match(kind.stderr, /CHECKPOINT_KIND.*is a checkpoint of a vocoder, not of an acoustic model/);
+    assert.match(kind.stderr, /vocoder\.finetune_acoustic takes an acoustic run/);
     const swapped = await runCli(plain(`vocoder.init_from=${acousticRun}`));
     assert.equal(swapped.code, 2);
     assert.match(swapped.stderr, /CHECKPOINT_KIND/);
+    // The advice names the key that named it (it said to pass --vocoder, which train has not).
+    assert.match(swapped.stderr, /vocoder\.init_from takes a vocoder run \(task: vocoder\)/);
+    assert.doesNotMatch(swapped.stderr, /--vocoder/);
     const missing = await runCli(plain(`vocoder.finetune_acoustic=${join(dir, 'nowhere')}`));
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /CHECKPOINT_NOT_FOUND.*vocoder\.finetune_acoustic: no checkpoint in .*nowhere/);

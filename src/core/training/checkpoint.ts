@@ -203,7 +203,7 @@ const validators = new WeakMap<TSchema, ValidateFunction>();
 export type CheckpointKind = 'acoustic' | 'vocoder';
 
 /** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
-function readState(dir: string, kind: CheckpointKind, schema: TSchema): unknown {
+function readState(dir: string, kind: CheckpointKind, schema: TSchema, from?: string): unknown {
   const file = join(dir, 'state.json');
   const bad = (why: string) =>
     new XttsError('CHECKPOINT_STATE_INVALID', `${file}: ${why}`, {
@@ -238,9 +238,12 @@ function readState(dir: string, kind: CheckpointKind, schema: TSchema): unknown 
         exitCode: ExitCode.usage,
         position: { file },
         suggestions: [
-          found === 'vocoder'
-            ? 'pass a vocoder run (task: vocoder) with --vocoder, and an acoustic run where an acoustic model is meant'
-            : 'pass a vocoder run (task: vocoder) with --vocoder: an acoustic run makes mels, a vocoder makes audio',
+          from
+            ? `${from} takes ${kind === 'vocoder' ? 'a vocoder run (task: vocoder)' : 'an acoustic run'}: an ` +
+              'acoustic run makes mels, a vocoder makes audio'
+            : found === 'vocoder'
+              ? 'pass a vocoder run (task: vocoder) with --vocoder, and an acoustic run where an acoustic model is meant'
+              : 'pass a vocoder run (task: vocoder) with --vocoder: an acoustic run makes mels, a vocoder makes audio',
         ],
       },
     );
@@ -458,7 +461,13 @@ export class CheckpointStore {
    */
   load<State = CheckpointState>(
     dir: string,
-    options: { optimizer?: boolean; kind?: CheckpointKind; schema?: TSchema } = {},
+    options: {
+      optimizer?: boolean;
+      kind?: CheckpointKind;
+      schema?: TSchema;
+      /** The flag or key that named it, for the advice when it is of the other kind. */
+      from?: string;
+    } = {},
   ): CheckpointContents<State> {
     if (!existsSync(join(dir, 'state.json'))) {
       throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
@@ -466,7 +475,7 @@ export class CheckpointStore {
         suggestions: ['name a run folder (its latest checkpoint is used) or one of its checkpoints/step-* folders'],
       });
     }
-    const state = readState(dir, options.kind ?? 'acoustic', options.schema ?? StateSchema) as State;
+    const state = readState(dir, options.kind ?? 'acoustic', options.schema ?? StateSchema, options.from) as State;
     return {
       weights: readArrays(dir, 'weights'),
       optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'),

@@ -66,6 +66,7 @@ export function initVocoderFrom(
     optimizer: false,
     kind: 'vocoder',
     schema: VocoderStateSchema,
+    from: 'vocoder.init_from',
   });
   const theirs = ckpt.state.config;
   const differ = [
@@ -111,7 +112,10 @@ export async function predictClipMels(
 ): Promise<FinetuneMels> {
   const t0 = performance.now();
   const dir = checkpointOf('vocoder.finetune_acoustic', path);
-  const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });
+  const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, {
+    optimizer: false,
+    from: 'vocoder.finetune_acoustic',
+  });
   const state = ckpt.state;
   const theirs = state.config;
   const differ = melSettingsDiffer(theirs.audio, config.audio, 'acoustic model');
