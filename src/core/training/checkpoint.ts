@@ -203,6 +203,16 @@ const validators = new WeakMap<TSchema, ValidateFunction>();
 export type CheckpointKind = 'acoustic' | 'vocoder';
 
 /** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
+/** What to do with a checkpoint of the `found` kind where one of `kind` was asked for by `from` (a flag or key). */
+function kindAdvice(kind: CheckpointKind, found: CheckpointKind, from: string | undefined): string {
+  const roles = 'an acoustic run makes mels, a vocoder makes audio';
+  if (from)
+    return `${from} takes ${kind === 'vocoder' ? 'a vocoder run (task: vocoder)' : 'an acoustic run'}: ${roles}`;
+  return found === 'vocoder'
+    ? 'pass a vocoder run (task: vocoder) with --vocoder, and an acoustic run where an acoustic model is meant'
+    : `pass a vocoder run (task: vocoder) with --vocoder: ${roles}`;
+}
+
 function readState(dir: string, kind: CheckpointKind, schema: TSchema, from?: string): unknown {
   const file = join(dir, 'state.json');
   const bad = (why: string) =>
@@ -237,14 +247,7 @@ function readState(dir: string, kind: CheckpointKind, schema: TSchema, from?: st
       {
         exitCode: ExitCode.usage,
         position: { file },
-        suggestions: [
-          from
-            ? `${from} takes ${kind === 'vocoder' ? 'a vocoder run (task: vocoder)' : 'an acoustic run'}: an ` +
-              'acoustic run makes mels, a vocoder makes audio'
-            : found === 'vocoder'
-              ? 'pass a vocoder run (task: vocoder) with --vocoder, and an acoustic run where an acoustic model is meant'
-              : 'pass a vocoder run (task: vocoder) with --vocoder: an acoustic run makes mels, a vocoder makes audio',
-        ],
+        suggestions: [kindAdvice(kind, found, from)],
       },
     );
   }
