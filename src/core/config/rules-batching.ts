@@ -9,7 +9,7 @@ import {
   type MemoryLimit,
   trainingMemoryLimit,
 } from './estimate.js';
-import { at, firstFired, type Rule } from './rule-context.js';
+import { at, fired, firstFired, type Rule } from './rule-context.js';
 import type { XttsConfig } from './schema.js';
 import { THRESHOLDS } from './thresholds.js';
 
@@ -173,3 +173,40 @@ export function memoryLimitFor(ctx: { config: XttsConfig; host?: HostInventory }
     ? { ...limit, assumed: 'device.backend auto trains on wasm where no GPU is seen; train refuses it there' }
     : limit;
 }
+
+export const batchingVoiceAugmentationRule: Rule = {
+  id: 'batching/voice-augmentation',
+  title: 'Voice warping and reference joining are set where they act',
+  severity: 'info',
+  rationale:
+    "batching.voice_warp, voice_warp_share and reference_join shape the acoustic model's training batches (its " +
+    'utterances and their reference clips); a vocoder run reads none of them, and voice_warp_share does nothing ' +
+    'while voice_warp is 0. A setting that does nothing is a mistake worth hearing about before a run.',
+  check(ctx) {
+    const b = ctx.config.batching;
+    if (ctx.config.task === 'vocoder')
+      return fired([
+        b.voice_warp > 0 &&
+          at(
+            ctx,
+            'batching.voice_warp',
+            'info',
+            'a vocoder run does not warp voices (its batches are segments)',
+            'voice_warp: 0',
+          ),
+        b.reference_join &&
+          at(ctx, 'batching.reference_join', 'info', 'a vocoder run reads no reference clips', 'reference_join: false'),
+      ]);
+    return fired([
+      b.voice_warp === 0 &&
+        b.voice_warp_share !== 0.5 &&
+        at(
+          ctx,
+          'batching.voice_warp_share',
+          'info',
+          `voice_warp_share ${b.voice_warp_share} does nothing while voice_warp is 0`,
+          'voice_warp: 0.15',
+        ),
+    ]);
+  },
+};

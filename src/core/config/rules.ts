@@ -7,7 +7,12 @@ import { FP16_TRAINING_BACKENDS } from '../backend/index.js';
 import { type Finding, ruleDocsLink } from './findings.js';
 import type { LoadedConfig } from './load.js';
 import type { Rule, RuleContext } from './rule-context.js';
-import { batchingMemoryRule, batchingReferenceFramesRule, batchingSmallBatchRule } from './rules-batching.js';
+import {
+  batchingMemoryRule,
+  batchingReferenceFramesRule,
+  batchingSmallBatchRule,
+  batchingVoiceAugmentationRule,
+} from './rules-batching.js';
 import { batchingStaticShapesRule } from './rules-batching.js';
 import { audioConsistencyRule, datasetPathRule, modelShapeRule } from './rules-data.js';
 import { deviceBackendRule, deviceDualGpuRule } from './rules-device.js';
@@ -48,6 +53,7 @@ export const RULES: Rule[] = [
   trainingOptimizerRule,
   trainingEvalSentencesRule,
   batchingReferenceFramesRule,
+  batchingVoiceAugmentationRule,
   trainingIntervalsRule,
   trainingLogSyncRule,
   vocoderShapeRule,
