@@ -14,6 +14,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -273,6 +274,20 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
       partial.json.warnings,
     );
     assert.ok(existsSync(join(dir, 'copy', 'partial', 'good.wav')));
+    // Two inputs to one WAV name both inputs; a folder inside --in is named as not read.
+    copyFileSync(join(mixed, 'good.wav'), join(mixed, 'good.flac'));
+    mkdirSync(join(mixed, 'more'));
+    const collide = await runCli(['vocode', '--in', mixed, '--out-dir', join(dir, 'copy', 'collide'), '--json']);
+    assert.equal(collide.json.error.code, 'OUTPUTS_COLLIDE');
+    assert.match(collide.json.error.message, /good\.flac's WAV .* and .*good\.wav's WAV .* are one file/);
+    rmSync(join(mixed, 'good.flac'));
+    const nested = await runCli(['vocode', '--in', mixed, '--out-dir', join(dir, 'copy', 'nested'), '--json']);
+    assert.ok(
+      nested.json.warnings.some((w: string) =>
+        /mixed\/more: not read \(vocode reads the files directly in --in/.test(w),
+      ),
+      nested.json.warnings,
+    );
     const missing = await runCli(['vocode', '--in', join(dir, 'nothing-here'), '--out-dir', neural]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /VOCODE_INPUT.*does not exist/);

@@ -44,6 +44,8 @@ export interface VocodeResult {
   backend: BackendChoice['backend'] | null;
   files: VocodedFile[];
   skipped: { input: string; reason: string }[];
+  /** Folders in --in, whose files were not read (vocode reads the files directly in --in). */
+  foldersNotRead: string[];
   batchSize: number;
   /** Seconds of audio vocoded, and the vocoder's time for it (mels in, samples read back). */
   audioS: number;
@@ -53,6 +55,18 @@ export interface VocodeResult {
 }
 
 const AUDIO_FILE = /\.(wav|flac|mp3|ogg|opus)$/i;
+
+/** The folders directly in --in (their files are not read: vocode reads one level), for a warning. */
+function foldersIn(input: string): string[] {
+  try {
+    return readdirSync(input, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => join(input, d.name))
+      .sort();
+  } catch {
+    return [];
+  }
+}
 
 function inputFiles(input: string): string[] {
   let isDir: boolean;
@@ -65,10 +79,10 @@ function inputFiles(input: string): string[] {
     });
   }
   const files = isDir
-    ? readdirSync(input)
-        .filter((f) => AUDIO_FILE.test(f))
+    ? readdirSync(input, { withFileTypes: true })
+        .filter((d) => !d.isDirectory() && AUDIO_FILE.test(d.name))
+        .map((d) => join(input, d.name))
         .sort()
-        .map((f) => join(input, f))
     : [input];
   if (files.length === 0)
     throw new XttsError('VOCODE_INPUT', `--in ${input} holds no audio files (.wav, .flac, .mp3, .ogg, .opus)`, {
@@ -84,8 +98,8 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
   const overwrite = { overwrite: o.overwrite === true };
   refuseUnsafeOutputs(
     files.flatMap((f) => [
-      { file: join(o.outDir, outName(f)), what: 'the WAV' },
-      ...(o.referenceDir ? [{ file: join(o.referenceDir, outName(f)), what: 'the reference WAV' }] : []),
+      { file: join(o.outDir, outName(f)), what: `${f}'s WAV` },
+      ...(o.referenceDir ? [{ file: join(o.referenceDir, outName(f)), what: `${f}'s reference WAV` }] : []),
     ]),
     [
       ...files.map((f) => ({ file: f, what: 'the input (--in)' })),
@@ -112,6 +126,7 @@ export async function vocodeFiles(o: VocodeOptions): Promise<VocodeResult> {
     backend: choice?.backend ?? null,
     files: [],
     skipped: [],
+    foldersNotRead: foldersIn(o.input),
     batchSize,
     audioS: 0,
     vocodeMs: 0,

@@ -49,6 +49,11 @@ export default class Vocode extends XttsCommand<VocodeResult> {
       overwrite: flags.overwrite,
     });
     for (const s of result.skipped) this.addWarning(`${s.input}: not vocoded: ${s.reason}`);
+    if (result.foldersNotRead.length)
+      this.addWarning(
+        `${result.foldersNotRead.join(', ')}: not read (vocode reads the files directly in --in; ` +
+          'run it once per folder)',
+      );
     return result;
   }
 
