@@ -209,6 +209,28 @@ describe('xtts train', () => {
       assert.equal(mp3.code, 2, mp3.stderr);
       assert.match(mp3.stderr, /x\.mp3: xtts writes WAV; name the file \.wav/);
       assert.equal(existsSync(join(dir, 'x.mp3')), false);
+      // The same for export: its file is safetensors, whatever the name asks (the sweep wrote one as x.wav).
+      const asWav = await runCli(['export', '--checkpoint', out, '--out', join(dir, 'weights.wav'), '--json']);
+      assert.equal(asWav.code, 2, asWav.stderr);
+      assert.match(asWav.json.error.message, /export writes safetensors; name the file \.safetensors/);
+      assert.equal(existsSync(join(dir, 'weights.wav')), false);
+      // A language code in another case is the model's (EN is en), and --max-seconds takes fractions.
+      const upper = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'The boy.',
+        '--language',
+        'EN',
+        '--max-seconds',
+        '0.25',
+        '--out',
+        join(dir, 'upper.wav'),
+        '--json',
+      ]);
+      assert.equal(upper.code, 0, upper.stderr);
+      assert.ok(upper.json.result.utterances[0].frames <= Math.ceil((0.25 * 22050) / 256) + 1);
       const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
       assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);
       assert.match(toFolder.json.error.message, /: it is a folder, not a file$/);

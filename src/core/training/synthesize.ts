@@ -138,8 +138,10 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   const { config } = ckpt.state;
   refuseSpeechless(dir, config);
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
-  const language = o.language ?? config.dataset.language;
-  const langIndex = config.text.languages.indexOf(language);
+  const asked = o.language ?? config.dataset.language;
+  // Language codes match in any case (--language EN is en), as the cleaners claim them.
+  const langIndex = config.text.languages.findIndex((l) => l.toLowerCase() === asked.toLowerCase());
+  const language = langIndex >= 0 ? config.text.languages[langIndex] : asked;
   if (langIndex < 0)
     throw new XttsError(
       'SYNTH_LANGUAGE',

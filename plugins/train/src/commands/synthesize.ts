@@ -68,7 +68,16 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       default: 'auto',
       env: 'XTTS_BACKEND',
     }),
-    'max-seconds': Flags.integer({ summary: 'Longest output per text.', min: 1 }),
+    'max-seconds': Flags.custom<number>({
+      summary: 'Longest output per text, in seconds (default: limits.max_audio_s; model.max_mel_frames caps it).',
+      helpValue: 'SECONDS',
+      parse: async (input) => {
+        const seconds = Number(input);
+        if (!(Number.isFinite(seconds) && seconds > 0))
+          throw new Error(`--max-seconds must be a positive number of seconds, got "${input}"`);
+        return seconds;
+      },
+    })(),
     overwrite: Flags.boolean({
       summary:
         'Replace output WAVs (and synthesis.json) that exist already; without it, an ' +
