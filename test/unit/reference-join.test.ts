@@ -9,6 +9,7 @@ import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { estimateTrainingMemory } from '../../src/core/config/estimate.js';
 import { lintConfig } from '../../src/core/config/rules.js';
 import { REFERENCE_JOIN_CLIPS } from '../../src/core/data/producer.js';
+import type { VoiceWarp } from '../../src/core/data/voice-warp.js';
 import { type CachedClips, cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 
 const nMels = 4;
@@ -27,8 +28,8 @@ const fixture = (speakerOf: (i: number) => number, n: number) =>
   );
 
 /** Per utterance: its clip, the clips its reference window holds in order (runs of one value), its length. */
-const windows = (f: CachedClips, referenceJoin: boolean, producers = 0) =>
-  eachUtterance(f, { seed: 3, producers, refFrames: window, referenceJoin }, 10, (b, j) => {
+const windows = (f: CachedClips, referenceJoin: boolean, producers = 0, voiceWarp?: VoiceWarp) =>
+  eachUtterance(f, { seed: 3, producers, refFrames: window, referenceJoin, voiceWarp }, 10, (b, j) => {
     const clip = b.mel[j * b.shape.frames * nMels] - 1;
     const clips: number[] = [];
     const runs: number[] = [];
@@ -74,6 +75,10 @@ test("a short reference is followed by further clips of the speaker's, each once
       joined.map((w) => w.clips[0]),
       'the first reference clip is the one drawn without joining',
     );
+    // Warping draws from a stream of its own: the same references, from the same frames (a clip's bands all hold
+    // one value, which a warp keeps).
+    const mel = { n_mels: nMels, fmin_hz: 0, fmax_hz: 8000, mel_scale: 'slaney' as const };
+    assert.deepEqual(await windows(f, true, 0, { max: 0.3, share: 1, mel }), joined);
   } finally {
     rmSync(f.dir, { recursive: true, force: true });
   }
@@ -126,4 +131,18 @@ test('the memory estimate counts the reference window as long as it is set, join
   // A window 4× as long: its activations grow with it (its attention as frames² a head).
   assert.ok(withFrames(2700) > 3 * withFrames(675), `${withFrames(2700)} against ${withFrames(675)}`);
   assert.ok(withFrames(96) < withFrames(192));
+});
+
+test("a speaker of thousands of clips: joined windows are the speaker's, distinct, and not the utterance", async () => {
+  const f = fixture((i) => (i < 3000 ? 0 : 1), 3010);
+  try {
+    for (const { clip, clips } of await windows(f, true)) {
+      assert.ok(clips.length >= 2, `${clips.length} clips`);
+      assert.ok(!clips.includes(clip));
+      assert.equal(new Set(clips).size, clips.length);
+      assert.ok(clips.every((c) => c < 3000 === clip < 3000));
+    }
+  } finally {
+    rmSync(f.dir, { recursive: true, force: true });
+  }
 });

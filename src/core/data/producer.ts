@@ -84,16 +84,44 @@ function joinReferences(
   copy: (clip: number, at: number, frames: number) => void,
 ): number {
   const window = job.ring.layout.refFrames;
-  const left = peers.filter((p) => !used.includes(p));
+  const next = distinctDraws(peers, used, rand);
   let filled = frames;
   // The window holds one clip so far (the reference drawn first).
-  for (let clips = 1; clips < REFERENCE_JOIN_CLIPS && filled < window && left.length > 0; clips++) {
-    const clip = left.splice(Math.floor(rand() * left.length), 1)[0];
+  for (let clips = 1; clips < REFERENCE_JOIN_CLIPS && filled < window; clips++) {
+    const clip = next();
+    if (clip === undefined) break;
     const n = Math.min(job.items[clip].frames, window - filled);
     copy(clip, filled, n);
     filled += n;
   }
   return filled;
+}
+
+/**
+ * Draws of distinct members of `peers` that are not in `used`, one a call (undefined when none is left). A speaker's
+ * clips can number tens of thousands (one-speaker datasets): among many, a draw is retried until it is new, so that
+ * an utterance costs a few draws, not a copy of the list; among few, the list of those left is kept.
+ */
+function distinctDraws(
+  peers: readonly number[],
+  used: readonly number[],
+  rand: () => number,
+): () => number | undefined {
+  if (peers.length > 64) {
+    const taken = new Set(used);
+    return () => {
+      for (let tries = 0; tries < 64; tries++) {
+        const clip = peers[Math.floor(rand() * peers.length)];
+        if (!taken.has(clip)) {
+          taken.add(clip);
+          return clip;
+        }
+      }
+      return undefined;
+    };
+  }
+  const left = peers.filter((p) => !used.includes(p));
+  return () => (left.length > 0 ? left.splice(Math.floor(rand() * left.length), 1)[0] : undefined);
 }
 
 /** Items of each speaker, for picking references. */
@@ -120,6 +148,9 @@ export function runProducer(job: ProducerJob): ProducerResult {
   const nMels = layout.nMels;
   const speakers = bySpeaker(job.items);
   const result: ProducerResult = { batches: 0, fillMs: 0, waitMs: 0 };
+  const missingFeature = (item: ProducerItem): never => {
+    throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`);
+  };
   const melOf = (item: ProducerItem): Buffer | undefined => {
     if (!job.recomputeAudio) return cache.getMelBlob(item.featureKey);
     if (!item.audioPath)
@@ -172,7 +203,9 @@ export function runProducer(job: ProducerJob): ProducerResult {
       v.refMel.fill(0);
       const batchSeed = (job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
       const rand = mulberry32(batchSeed);
-      // The joined clips draw from a stream of their own: joining changes only the windows' tails.
+      // The warps and the joined clips draw from streams of their own: turning either on changes what it does and
+      // nothing else (the same references, from the same frames).
+      const warpRand = mulberry32((batchSeed ^ 0x27d4eb2f) >>> 0);
       const joinRand = mulberry32((batchSeed ^ 0x5bd1e995) >>> 0);
       batch.items.forEach((itemIndex, b) => {
         const item = job.items[itemIndex];
@@ -182,13 +215,9 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.textLengths[b] = n;
         v.languages[b] = item.language;
         v.speakers[b] = item.speaker;
-        const blob = melOf(item);
-        if (!blob)
-          throw new Error(
-            `feature ${item.featureKey} is missing from the cache ${job.cachePath}; run the preparation again`,
-          );
+        const blob = melOf(item) ?? missingFeature(item);
         const frames = Math.min(item.frames, shape.frames);
-        const warp = drawVoiceWarp(job.voiceWarp, rand)?.table;
+        const warp = drawVoiceWarp(job.voiceWarp, warpRand)?.table;
         copyNormalised(blob, 0, frames, nMels, job, v.mel, b * shape.frames * nMels, warp);
         v.melLengths[b] = filler ? 0 : frames;
         // Reference: another clip of the same speaker (the clip itself when it is the only one).
@@ -196,8 +225,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         let refIndex = peers[Math.floor(rand() * peers.length)];
         if (refIndex === itemIndex && peers.length > 1) refIndex = peers[(peers.indexOf(itemIndex) + 1) % peers.length];
         const ref = job.items[refIndex];
-        const refBlob = refIndex === itemIndex ? blob : melOf(ref);
-        if (!refBlob) throw new Error(`feature ${ref.featureKey} is missing from the cache ${job.cachePath}`);
+        const refBlob = refIndex === itemIndex ? blob : (melOf(ref) ?? missingFeature(ref));
         const refLen = Math.min(ref.frames, layout.refFrames);
         const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
         const refAt = b * layout.refFrames * nMels;
@@ -205,9 +233,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.refLengths[b] = refLen;
         if (job.referenceJoin && refLen < layout.refFrames)
           v.refLengths[b] = joinReferences(job, peers, [itemIndex, refIndex], refLen, joinRand, (clip, at, frames) => {
-            const joined = melOf(job.items[clip]);
-            if (!joined)
-              throw new Error(`feature ${job.items[clip].featureKey} is missing from the cache ${job.cachePath}`);
+            const joined = melOf(job.items[clip]) ?? missingFeature(job.items[clip]);
             copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, warp);
           });
       });

@@ -67,7 +67,7 @@ export function warpTable(sources: Float32Array): WarpTable {
 
 /**
  * The warp of one utterance: undefined (as recorded) or the table of a drawn α, with `rand` drawing
- * uniforms in [0, 1). Draws nothing when `warp` is undefined, so runs without it keep their random stream.
+ * uniforms in [0, 1) (two a call, taken or not). Draws nothing when `warp` is undefined.
  */
 export function drawVoiceWarp(
   warp: VoiceWarp | undefined,
