@@ -41,8 +41,9 @@ export const BatchingSchema = Section(
         'A reference clip shorter than `reference_frames` is followed by further clips of the same speaker ' +
         '(up to 4 clips, never the utterance itself) until the window is full, as a reference of several ' +
         'clips is read in synthesis; the conditioning encoder then learns from as many seconds of a voice as ' +
-        'it is given. false: the window is padded. With it, `reference_frames` may be up to 4 of the ' +
-        'longest clips.',
+        'it is given. Validation joins them too. false: the window is padded. With it, `reference_frames` may ' +
+        'be up to 4 of the longest clips; without the cache (pipeline.cache.enabled: false) each joined clip is ' +
+        'featurised again, as every clip is.',
     }),
     voice_warp: Type.Number({
       minimum: 0,

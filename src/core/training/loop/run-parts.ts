@@ -228,6 +228,8 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
     refFrames,
     nMels: config.audio.n_mels,
     recomputeAudio,
+    // Joined as in training and synthesis (validation too: its loss then measures what a joined window gives).
+    referenceJoin: config.batching.reference_join,
   };
   const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, refFrames, config.audio.n_mels)), say);
   const voiceWarp = voiceWarpFor(config);
@@ -243,7 +245,6 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
     items: loaderItems(data.train),
     plan,
     shuffle: config.batching.shuffle,
-    referenceJoin: config.batching.reference_join,
     voiceWarp,
     depth,
     producers,
