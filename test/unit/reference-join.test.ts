@@ -146,3 +146,30 @@ test("a speaker of thousands of clips: joined windows are the speaker's, distinc
     rmSync(f.dir, { recursive: true, force: true });
   }
 });
+
+test("validation's loader, as the trainer makes it, joins references; warping is not among its options", async () => {
+  const { loaderCommon } = await import('../../src/core/training/loop/run-parts.js');
+  const { DataLoader } = await import('../../src/core/data/loader.js');
+  const loaded = loadConfig(presetPath('tiny')).loaded!;
+  const config = {
+    ...loaded.config,
+    audio: { ...loaded.config.audio, n_mels: nMels },
+    batching: { ...loaded.config.batching, reference_frames: window, reference_join: true, voice_warp: 0.3 },
+  };
+  const f = fixture((i) => i % 3, 24);
+  try {
+    const common = loaderCommon(config, { cachePath: f.path, stats: { mean: [0, 0, 0, 0], std: [1, 1, 1, 1] } });
+    assert.equal('voiceWarp' in common, false);
+    const loader = new DataLoader({ ...common, items: f.items, plan: f.plan, shuffle: false, depth: 2, producers: 0 });
+    const b = (await loader.next())!;
+    for (let j = 0; j < b.shape.batchSize; j++) {
+      if (b.melLengths[j] === 0) continue;
+      // A window of 100 frames from clips of 12 to 31: joined, it holds more than one clip's worth.
+      assert.ok(b.refLengths[j] > 31, `row ${j}: ${b.refLengths[j]} frames`);
+    }
+    loader.release(b);
+    await loader.close();
+  } finally {
+    rmSync(f.dir, { recursive: true, force: true });
+  }
+});

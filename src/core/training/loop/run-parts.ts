@@ -202,6 +202,25 @@ export function batchSizeFor(setup: Pick<RunSetup, 'config' | 'data'>, say: (m: 
   return Math.min(asked, rows);
 }
 
+/**
+ * What the training and the validation loaders share: the cache, the statistics, the seed, the reference window
+ * (joined as in training and synthesis: validation's loss then measures what a joined window gives). Voice warping
+ * is the training loader's alone.
+ */
+export function loaderCommon(config: RunSetup['config'], data: Pick<RunSetup['data'], 'cachePath' | 'stats'>) {
+  return {
+    cachePath: data.cachePath,
+    mean: data.stats.mean,
+    std: data.stats.std,
+    seed: config.training.seed,
+    refFrames: config.batching.reference_frames,
+    nMels: config.audio.n_mels,
+    // Without the cache, producers recompute every clip's features from its audio for every batch.
+    recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
+    referenceJoin: config.batching.reference_join,
+  };
+}
+
 /** The training set's buckets and the loader over them, from `position` on. */
 function openLoader(setup: RunSetup, position: RunState['position'], say: (m: string) => void) {
   const { config, data } = setup;
@@ -217,20 +236,8 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
     data.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
     bucketOptions,
   );
-  // Without the cache, producers recompute every clip's features from its audio for every batch.
-  const recomputeAudio = config.pipeline.cache.enabled ? undefined : config.audio;
-  const refFrames = config.batching.reference_frames;
-  const common = {
-    cachePath: data.cachePath,
-    mean: data.stats.mean,
-    std: data.stats.std,
-    seed: config.training.seed,
-    refFrames,
-    nMels: config.audio.n_mels,
-    recomputeAudio,
-    // Joined as in training and synthesis (validation too: its loss then measures what a joined window gives).
-    referenceJoin: config.batching.reference_join,
-  };
+  const common = loaderCommon(config, data);
+  const refFrames = common.refFrames;
   const depth = ringDepthWithin(config, slotBytes(DataLoader.layoutFor(plan, refFrames, config.audio.n_mels)), say);
   const voiceWarp = voiceWarpFor(config);
   if (voiceWarp)
