@@ -221,3 +221,12 @@ describe('log-mel', () => {
     }
   });
 });
+
+test("a clip's sourcePeak is its loudest sample as recorded, before loudness normalisation raises it", () => {
+  const quiet = pcm16Wav(tone(1, 22050, 220, 0.001), 22050); // -60 dBFS
+  const loud = { ...audio, loudness: { enabled: true, target_lufs: -23 } };
+  const normalised = processClip(quiet, loud, 'quiet.wav');
+  assert.ok(Math.abs(normalised.sourcePeak - 0.001) < 1e-4, `${normalised.sourcePeak}`);
+  assert.ok(Math.max(...normalised.samples.map(Math.abs)) > 0.01, 'the samples were raised');
+  assert.equal(processClip(quiet, audio, 'quiet.wav').sourcePeak, normalised.sourcePeak);
+});

@@ -61,6 +61,13 @@ test('clips of one voice are windowed each on its own, or joined first for a mod
   assert.deepEqual(firstFrames(joined), [0, 2]);
   assert.equal(joined[0][6] * 2 + 1, 100, "the first window's last frame is the second clip's first");
   assert.deepEqual(voiceWindows(clips.slice(0, 1), stats, joinConfig), referenceWindows(clip(3), 3, stats, config));
+  // Joined, two long clips give the windows they would apart (64 each), not 64 in all.
+  const long = [
+    { mel: clip(1000), frames: 1000 },
+    { mel: clip(1000), frames: 1000 },
+  ];
+  assert.equal(voiceWindows(long, stats, joinConfig).length, 128);
+  assert.equal(voiceWindows(long, stats, config).length, 128);
 });
 
 const quickstart = loadConfigOrThrow(join(repoRoot, 'configs', 'quickstart.yaml')).config;

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { peakAmplitude, processAudioFile, readAudioFile, speakerName } from '../data/index.js';
+import { processAudioFile, readAudioFile, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
@@ -51,14 +51,15 @@ export function referenceWindows(
   frames: number,
   stats: { mean: ArrayLike<number>; std: ArrayLike<number> },
   config: XttsConfig,
+  maxWindows = MAX_WINDOWS_PER_CLIP,
 ): Float32Array[] {
   const nMels = config.audio.n_mels;
   if (frames < 1) return [];
   const size = Math.min(frames, config.batching.reference_frames);
   const starts: number[] = [];
-  for (let at = 0; at + size <= frames && starts.length < MAX_WINDOWS_PER_CLIP; at += size) starts.push(at);
+  for (let at = 0; at + size <= frames && starts.length < maxWindows; at += size) starts.push(at);
   const rest = frames - (starts.at(-1)! + size);
-  if (rest >= size / 2 && starts.length < MAX_WINDOWS_PER_CLIP) starts.push(frames - size);
+  if (rest >= size / 2 && starts.length < maxWindows) starts.push(frames - size);
   return starts.map((start) => {
     const out = new Float32Array(size * nMels);
     const from = start * nMels;
@@ -86,7 +87,8 @@ export function voiceWindows(
     joined.set(c.mel.subarray(0, c.frames * config.audio.n_mels), at);
     at += c.frames * config.audio.n_mels;
   }
-  return referenceWindows(joined, frames, stats, config);
+  // As many windows as the clips would give apart: each clip's minute counts, joined or not.
+  return referenceWindows(joined, frames, stats, config, MAX_WINDOWS_PER_CLIP * clips.length);
 }
 
 /** Every trained speaker's voice with the model's current weights, as checkpoint arrays ("voice/<speaker>"). */
@@ -187,7 +189,8 @@ export async function referenceMels(
       if (isXttsError(e) && e.code === 'AUDIO_SILENT') throw refused(file, 'the clip is silent', asked);
       throw e;
     }
-    const peakDb = 20 * Math.log10(Math.max(peakAmplitude(clip.samples), 1e-10));
+    // As recorded: loudness normalisation (audio.loudness) would raise noise to speech's level.
+    const peakDb = 20 * Math.log10(Math.max(clip.sourcePeak, 1e-10));
     if (peakDb < QUIET_REFERENCE_DBFS)
       warnings.push(
         `--reference ${file} peaks at ${peakDb.toFixed(0)} dBFS: it is all but silent (speech peaks above ` +

@@ -98,6 +98,8 @@ export interface ProcessedClip {
   pcmBits?: number;
   /** Channels of the file (the samples are their average). */
   channels: number;
+  /** The loudest sample of the decoded audio, before resampling and loudness normalisation (full scale: 1). */
+  sourcePeak: number;
 }
 
 const extractors = new Map<string, MelExtractor>();
@@ -205,7 +207,8 @@ function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): Pro
       },
     );
   }
-  if (peakAmplitude(wav.samples) < SILENCE_PEAK) {
+  const sourcePeak = peakAmplitude(wav.samples);
+  if (sourcePeak < SILENCE_PEAK) {
     throw new XttsError(
       'AUDIO_SILENT',
       `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample ` +
@@ -232,5 +235,6 @@ function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): Pro
     originalSampleRateHz: wav.sampleRateHz,
     ...(wav.format === 'pcm' ? { pcmBits: wav.bitsPerSample } : {}),
     channels: wav.channels,
+    sourcePeak,
   };
 }
