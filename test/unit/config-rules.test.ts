@@ -397,6 +397,15 @@ const CASES: RuleCase[] = [
     fixApplies: false, // the fix sets voice_warp, the other key of the pair
   },
   {
+    name: 'a voice warp at a share of 0',
+    ruleId: 'batching/voice-augmentation',
+    file: () => child('warp-none.yaml', 'batching:\n  voice_warp: 0.2\n  voice_warp_share: 0\n'),
+    keyPath: 'batching.voice_warp_share',
+    severity: 'info',
+    at: '0',
+    message: /voice_warp 0\.2 warps nothing at share 0/,
+  },
+  {
     name: "voice warping in a vocoder's config",
     ruleId: 'batching/voice-augmentation',
     file: () => child('vocoder-warp.yaml', 'batching:\n  voice_warp: 0.2\n', 'vocoder-tiny'),

@@ -276,8 +276,6 @@ describe('generate', () => {
     assert.deepEqual(second.mel, alone.mel);
     assert.deepEqual(first.mel, alone.mel);
     assert.deepEqual(twice.mel, alone.mel);
-    const [other] = await model.generateBatch([{ ids: [1, 4, 11, 2], language: 0 }], ref);
-    assert.notDeepEqual(other.mel, alone.mel, 'another text, other masks');
     model.dispose();
   });
 

@@ -180,8 +180,9 @@ export const batchingVoiceAugmentationRule: Rule = {
   severity: 'info',
   rationale:
     "batching.voice_warp, voice_warp_share and reference_join shape the acoustic model's training batches (its " +
-    'utterances and their reference clips); a vocoder run reads none of them, and voice_warp_share does nothing ' +
-    'while voice_warp is 0. A setting that does nothing is a mistake worth hearing about before a run.',
+    'utterances and their reference clips); a vocoder run reads none of them, voice_warp_share does nothing ' +
+    'while voice_warp is 0, and voice_warp nothing at a share of 0. A setting that does nothing is a mistake ' +
+    'worth hearing about before a run.',
   check(ctx) {
     const b = ctx.config.batching;
     if (ctx.config.task === 'vocoder')
@@ -198,6 +199,15 @@ export const batchingVoiceAugmentationRule: Rule = {
           at(ctx, 'batching.reference_join', 'info', 'a vocoder run reads no reference clips', 'reference_join: false'),
       ]);
     return fired([
+      b.voice_warp > 0 &&
+        b.voice_warp_share === 0 &&
+        at(
+          ctx,
+          'batching.voice_warp_share',
+          'info',
+          `voice_warp ${b.voice_warp} warps nothing at share 0`,
+          'voice_warp_share: 0.5',
+        ),
       b.voice_warp === 0 &&
         b.voice_warp_share !== 0.5 &&
         at(

@@ -17,7 +17,7 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { type TSchema, Type } from '@sinclair/typebox';
 import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -202,7 +202,6 @@ const validators = new WeakMap<TSchema, ValidateFunction>();
 /** What a checkpoint holds: the acoustic model (no `kind` in its state) or the vocoder (`kind: 'vocoder'`). */
 export type CheckpointKind = 'acoustic' | 'vocoder';
 
-/** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
 /** What to do with a checkpoint of the `found` kind where one of `kind` was asked for by `from` (a flag or key). */
 function kindAdvice(kind: CheckpointKind, found: CheckpointKind, from: string | undefined): string {
   const roles = 'an acoustic run makes mels, a vocoder makes audio';
@@ -213,6 +212,7 @@ function kindAdvice(kind: CheckpointKind, found: CheckpointKind, from: string | 
     : `pass a vocoder run (task: vocoder) with --vocoder: ${roles}`;
 }
 
+/** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
 function readState(dir: string, kind: CheckpointKind, schema: TSchema, from?: string): unknown {
   const file = join(dir, 'state.json');
   const bad = (why: string) =>
@@ -522,7 +522,7 @@ export function resolveCheckpoint(path: string): string {
   // checkpoints/latest or checkpoints/best: the pointer file names the step folder it points at.
   const name = basename(path);
   if ((name === 'latest' || name === 'best') && statSync(path, { throwIfNoEntry: false })?.isFile()) {
-    const store = new CheckpointStore(dirname(dirname(path)));
+    const store = new CheckpointStore(dirname(dirname(resolve(path))));
     const target = name === 'best' ? store.best() : store.latest();
     if (target) return target;
     throw new XttsError('CHECKPOINT_NOT_FOUND', `${path} points at no checkpoint that is still there`, {
