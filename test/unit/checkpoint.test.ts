@@ -59,6 +59,14 @@ test('save, load, latest, rotation keeps the last N and the best', () => {
   // The pointer files name the folders they point at (docs/training.md: `latest` and `best` point at folders).
   assert.equal(resolveCheckpoint(join(run, 'checkpoints', 'best')), join(run, 'checkpoints', 'step-00000200'));
   assert.equal(resolveCheckpoint(join(run, 'checkpoints', 'latest')), store.latest());
+  // Named from inside checkpoints/ (a relative pointer): its run is found all the same.
+  const cwd = process.cwd();
+  process.chdir(join(run, 'checkpoints'));
+  try {
+    assert.equal(resolveCheckpoint('latest'), store.latest());
+  } finally {
+    process.chdir(cwd);
+  }
   rmSync(join(run, 'checkpoints', 'step-00000200'), { recursive: true });
   assert.throws(
     () => resolveCheckpoint(join(run, 'checkpoints', 'best')),
