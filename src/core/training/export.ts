@@ -25,6 +25,7 @@ import {
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 import { VocoderStateSchema } from './vocoder-state.js';
 import { readFileSync } from 'node:fs';
+import { ExitCode, XttsError } from '../errors.js';
 import { join } from 'node:path';
 
 export interface ExportResult {
@@ -131,6 +132,11 @@ export function exportCheckpoint(path: string, out: string, options: { overwrite
     checkpointInputs(path, 'a file of the checkpoint (--checkpoint)'),
   );
   checkOutputFolder(out, 'the exported weights', overwrite);
+  // A safetensors file under another format's name (x.wav, x.txt) would mislead whoever opens it.
+  if (!/\.safetensors$/i.test(out))
+    throw new XttsError('USAGE', `--out ${out}: export writes safetensors; name the file .safetensors`, {
+      exitCode: ExitCode.usage,
+    });
   const dir = resolveCheckpoint(path);
   const kind: CheckpointKind = (() => {
     try {

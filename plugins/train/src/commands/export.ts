@@ -1,6 +1,5 @@
-import { statSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { ExitCode, XttsCommand, XttsError } from '@xtts/core';
+import { XttsCommand } from '@xtts/core';
 import { paint } from '@xtts/core/render';
 import type { ExportResult } from '@xtts/core/training';
 
@@ -28,11 +27,6 @@ export default class Export extends XttsCommand<ExportResult> {
 
   protected async execute(): Promise<ExportResult> {
     const { flags } = await this.parse(Export);
-    // A safetensors file under another format's name (x.wav, x.txt) would mislead whoever opens it.
-    if (!/\.safetensors$/i.test(flags.out) && !isFolder(flags.out))
-      throw new XttsError('USAGE', `--out ${flags.out}: export writes safetensors; name the file .safetensors`, {
-        exitCode: ExitCode.usage,
-      });
     const { exportCheckpoint } = await import('@xtts/core/training');
     return exportCheckpoint(flags.checkpoint, flags.out, { overwrite: flags.overwrite });
   }
@@ -44,14 +38,5 @@ export default class Export extends XttsCommand<ExportResult> {
           `of the ${r.kind} checkpoint ${r.checkpoint}`,
       ),
     );
-  }
-}
-
-/** Whether `path` is a folder (the output check then says so); a path that cannot be a folder is not one. */
-function isFolder(path: string): boolean {
-  try {
-    return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
-  } catch {
-    return false;
   }
 }
