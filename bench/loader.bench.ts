@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../src/core/cache/cache.js';
 import { mulberry32, planBuckets } from '../src/core/data/buckets.js';
-import { DataLoader } from '../src/core/data/loader.js';
+import { DataLoader, type LoaderOptions } from '../src/core/data/loader.js';
 import type { ProducerItem } from '../src/core/data/producer.js';
 import { ljspeechRows } from './ljspeech-like.js';
 import { median, percentile, report } from './lib.js';
@@ -45,21 +45,28 @@ const plan = planBuckets(
   producerItems.map((p) => ({ tokens: p.tokens.length, frames: p.frames })),
   { buckets: 4, batchSize: 32, frameBudget: null, frameMultiple: 2 },
 );
-const stepMs = 20;
-const runs: { waitShare: number; waitP50: number; waitP95: number }[] = [];
-for (let run = 0; run < 3; run++) {
-  const loader = new DataLoader({
+/** A loader over the cache above, shuffled, with `options` (the seed, the ring, the reference window). */
+const loaderOver = (
+  options: Omit<LoaderOptions, 'cachePath' | 'items' | 'plan' | 'mean' | 'std' | 'shuffle' | 'nMels'>,
+) =>
+  new DataLoader({
     cachePath: path,
     items: producerItems,
     plan,
     mean: new Float32Array(nMels).fill(-5),
     std: new Float32Array(nMels).fill(2),
-    seed: run,
     shuffle: true,
+    nMels,
+    ...options,
+  });
+const stepMs = 20;
+const runs: { waitShare: number; waitP50: number; waitP95: number }[] = [];
+for (let run = 0; run < 3; run++) {
+  const loader = loaderOver({
+    seed: run,
     depth: 3,
     producers: 1,
     refFrames: 192,
-    nMels,
     maxBatches: 201,
   });
   const waits: number[] = [];
@@ -109,17 +116,10 @@ const variants = {
 for (const [name, options] of Object.entries(variants)) {
   const rounds: number[] = [];
   for (let round = 0; round < 3; round++) {
-    const loader = new DataLoader({
-      cachePath: path,
-      items: producerItems,
-      plan,
-      mean: new Float32Array(nMels).fill(-5),
-      std: new Float32Array(nMels).fill(2),
+    const loader = loaderOver({
       seed: round,
-      shuffle: true,
       depth: 2,
       producers: 0,
-      nMels,
       maxBatches: 60,
       ...options,
     });

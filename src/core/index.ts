@@ -3,5 +3,13 @@
 // commands which do not train never load TensorFlow.js.
 export * from './errors.js';
 export { XttsCommand, toXttsError, type SuccessEnvelope, type ErrorEnvelope } from './cli/command.js';
-export { configFlag, setFlag, cacheFlag, datasetFlag, thresholdFlag, parseThresholds } from './cli/flags.js';
+export {
+  configFlag,
+  setFlag,
+  cacheFlag,
+  datasetFlag,
+  thresholdFlag,
+  parseThresholds,
+  positiveNumberFlag,
+} from './cli/flags.js';
 export { announcePipes, didYouMean, plural, shellQuote, unreadableWhy } from './util/index.js';

@@ -230,6 +230,18 @@ describe('xtts train', () => {
         '--json',
       ]);
       assert.equal(upper.code, 0, upper.stderr);
+      const notSeconds = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'Hi.',
+        '--max-seconds',
+        '0',
+        '--json',
+      ]);
+      assert.equal(notSeconds.code, 2);
+      assert.match(notSeconds.json.error.message, /--max-seconds must be a positive number of seconds, got "0"/);
       assert.ok(upper.json.result.utterances[0].frames <= Math.ceil((0.25 * 22050) / 256) + 1);
       const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
       assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);

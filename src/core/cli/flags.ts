@@ -26,6 +26,20 @@ export const cacheFlag = Flags.string({
   env: 'XTTS_CACHE',
 });
 
+/** A flag of a positive number of `unit` (fractions allowed), refused by name otherwise (--max-minutes, --max-seconds). */
+export function positiveNumberFlag(flag: string, unit: string, summary: string) {
+  return Flags.custom<number>({
+    summary,
+    helpValue: unit.toUpperCase(),
+    parse: async (input) => {
+      const value = Number(input);
+      if (!(Number.isFinite(value) && value > 0))
+        throw new Error(`${flag} must be a positive number of ${unit}, got "${input}"`);
+      return value;
+    },
+  })();
+}
+
 export const thresholdFlag = Flags.string({
   summary: `Override a shared threshold for this run, e.g. inputBoundHigh=0.3 (names: docs/rules.md#thresholds).`,
   multiple: true,

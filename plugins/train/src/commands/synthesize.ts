@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { announcePipes, ExitCode, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
+import { announcePipes, ExitCode, positiveNumberFlag, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { splitLines } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
@@ -68,16 +68,11 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       default: 'auto',
       env: 'XTTS_BACKEND',
     }),
-    'max-seconds': Flags.custom<number>({
-      summary: 'Longest output per text, in seconds (default: limits.max_audio_s; model.max_mel_frames caps it).',
-      helpValue: 'SECONDS',
-      parse: async (input) => {
-        const seconds = Number(input);
-        if (!(Number.isFinite(seconds) && seconds > 0))
-          throw new Error(`--max-seconds must be a positive number of seconds, got "${input}"`);
-        return seconds;
-      },
-    })(),
+    'max-seconds': positiveNumberFlag(
+      '--max-seconds',
+      'seconds',
+      'Longest output per text, in seconds (default: limits.max_audio_s; model.max_mel_frames caps it).',
+    ),
     overwrite: Flags.boolean({
       summary:
         'Replace output WAVs (and synthesis.json) that exist already; without it, an ' +

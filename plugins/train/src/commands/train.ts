@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { datasetFlag, ExitCode, plural, setFlag, shellQuote, XttsCommand } from '@xtts/core';
+import { datasetFlag, ExitCode, plural, positiveNumberFlag, setFlag, shellQuote, XttsCommand } from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { etaText, paint, ProgressLine } from '@xtts/core/render';
@@ -80,18 +80,12 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
         'training.max_steps (--set training.max_steps=N changes both).',
       min: 1,
     }),
-    'max-minutes': Flags.custom<number>({
-      summary:
-        'Also stop after the step that passes this many minutes of training (data ' +
+    'max-minutes': positiveNumberFlag(
+      '--max-minutes',
+      'minutes',
+      'Also stop after the step that passes this many minutes of training (data ' +
         'preparation not counted); the learning-rate schedule still follows max_steps.',
-      helpValue: 'MINUTES',
-      parse: async (input) => {
-        const minutes = Number(input);
-        if (!(Number.isFinite(minutes) && minutes > 0))
-          throw new Error(`--max-minutes must be a positive number of minutes, got "${input}"`);
-        return minutes;
-      },
-    })(),
+    ),
     output: Flags.string({
       char: 'o',
       summary: 'Run folder (instead of output.dir).',
