@@ -26,7 +26,10 @@ export const cacheFlag = Flags.string({
   env: 'XTTS_CACHE',
 });
 
-/** A flag of a positive number of `unit` (fractions allowed), refused by name otherwise (--max-minutes, --max-seconds). */
+/**
+ * A flag of a positive number of `unit` (fractions allowed), refused by name otherwise (--max-minutes,
+ * --max-seconds).
+ */
 export function positiveNumberFlag(flag: string, unit: string, summary: string) {
   return Flags.custom<number>({
     summary,
