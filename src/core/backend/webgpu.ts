@@ -247,6 +247,26 @@ export async function loadDawn(): Promise<DawnModule> {
   return dawnModule;
 }
 
+/**
+ * Dawn's instance for these flags, made once and kept for the process. An instance collected while it is still
+ * in use aborted the process: dawn.node polls it for pending events (a destroyed device's loss among them:
+ * InstanceBase::ProcessEvents on a freed instance, "terminate called after throwing an instance of
+ * 'std::system_error'"), and tearing down an OpenGL ES instance's display under Mesa's llvmpipe threads ended a
+ * test process with "The futex facility returned an unexpected error code". Kept instances are few (one per
+ * backend, adapter name and feature set asked for), hold no device once the backend is disposed, and do not keep
+ * Node from exiting.
+ */
+function dawnInstance(dawn: DawnModule, flags: string[]): DawnGpu {
+  const key = flags.join('\n');
+  let gpu = instances.get(key);
+  if (!gpu) {
+    gpu = dawn.create(flags);
+    instances.set(key, gpu);
+  }
+  return gpu;
+}
+const instances = new Map<string, DawnGpu>();
+
 function dawnFlags(options: DawnOptions, adapterName?: string): string[] {
   // Dawn rounds timestamp-query results (a browser's defence against timing attacks) to a grain
   // coarser than one of our kernels (tens of µs on an H100); a training tool wants them exact.
@@ -272,9 +292,9 @@ function requestOptions(dawnBackend: string): { powerPreference: string; feature
 export async function adapterNames(options: DawnOptions = {}): Promise<{ backend: string; name: string }[]> {
   const dawn = await loadDawn();
   const backend = dawnBackendName(options);
-  const impossible = `xtts-list-adapters-${process.pid}-${Date.now()}`;
+  const impossible = 'xtts-list-adapters: a name no adapter has';
   try {
-    const a = await dawn.create(dawnFlags(options, impossible)).requestAdapter(requestOptions(backend));
+    const a = await dawnInstance(dawn, dawnFlags(options, impossible)).requestAdapter(requestOptions(backend));
     if (a === null) return [];
     throw new Error('Dawn returned an adapter for a name that no adapter has');
   } catch (e) {
@@ -352,7 +372,7 @@ export async function listAdapters(options: DawnOptions = {}): Promise<AdapterLi
       adapters.push({ ...same, index });
       continue;
     }
-    const adapter = await dawn.create(dawnFlags(options, n.name)).requestAdapter(requestOptions(n.backend));
+    const adapter = await dawnInstance(dawn, dawnFlags(options, n.name)).requestAdapter(requestOptions(n.backend));
     if (!adapter) continue;
     const d = describe(adapter, index, n.name, n.backend);
     seen.set(n.name, d);
@@ -414,7 +434,7 @@ export async function selectAdapter(
         `visible to Vulkan (e.g. a container given only that GPU)`,
     };
   }
-  const gpu = dawn.create(dawnFlags(options, name));
+  const gpu = dawnInstance(dawn, dawnFlags(options, name));
   let adapter: DawnAdapter | null;
   try {
     adapter = await gpu.requestAdapter(requestOptions(dawnBackend));
@@ -564,26 +584,14 @@ export async function registerWebgpuBackend(
 }
 
 /**
- * Give the GPU back: the backend's buffers, the device, and the reference to Dawn that otherwise
- * keeps Node from exiting (webgpu's README, "Lifetime").
+ * Give the GPU back: the backend's buffers and the device (a live device keeps Node from exiting: webgpu's
+ * README, "Lifetime"). Its Dawn instance stays for the next backend (dawnInstance).
  */
 export function disposeWebgpu(tf?: Tf, o: { keepNavigator?: boolean } = {}): void {
   if (!active) return;
   const retired = active;
   active = undefined;
   if (tf?.findBackend('webgpu')) tf.removeBackend('webgpu');
-  // Dawn keeps its instance until the device's loss is delivered (RETIRED_KEEP_MS after it): dawn.node polls the
-  // instance for events while an asynchronous task is pending (the device's `lost` among them), and an instance
-  // collected before then aborted the process (InstanceBase::ProcessEvents on a freed instance: "terminate called
-  // after throwing an instance of 'std::system_error'"; a backend made and disposed 80 times in a process with
-  // collections between did it about one run in three). The timer does not keep Node from exiting.
-  retiring.add(retired);
-  const release = () => setTimeout(() => retiring.delete(retired), RETIRED_KEEP_MS).unref();
-  retired.device.lost.then(release, release);
   retired.device.destroy();
   if (!o.keepNavigator) delete (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
 }
-
-/** Devices destroyed and their Dawn instances, each kept until its loss was delivered (disposeWebgpu). */
-const retiring = new Set<{ device: DawnDevice; gpu: DawnGpu }>();
-const RETIRED_KEEP_MS = 1000;
