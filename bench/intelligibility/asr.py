@@ -49,9 +49,12 @@ def unigram_arpa(vocabulary, path):
 
 
 def read_16k(path):
-    """Mono 16-bit 16 kHz samples (sox resamples)."""
+    """Mono 16-bit 16 kHz samples (sox resamples; -R: its dither from a fixed seed, so that every transcript of a
+    WAV is the same. Without any dither espeak-ng's digital silence cost pocketsphinx much: its WER on espeak-ng's
+    voices rose by up to 0.25)."""
     with tempfile.NamedTemporaryFile(suffix='.raw') as tmp:
-        subprocess.run(['sox', path, '-t', 'raw', '-r', '16000', '-e', 'signed', '-b', '16', '-c', '1', tmp.name], check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(['sox', '-R', path, '-t', 'raw', '-r', '16000', '-e', 'signed', '-b', '16', '-c', '1', tmp.name],
+                       check=True, stderr=subprocess.DEVNULL)
         return open(tmp.name, 'rb').read()
 
 

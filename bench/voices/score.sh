@@ -111,10 +111,14 @@ for v in sp['voices']:
         f0 = gl['f0_median']
         row['griffin_lim'] = {'f0': f0, 'f0_error': abs(f0 - target) / target if f0 and target else None,
                               'match': gl['match'], 'wer': asr.get(f'griffin-lim:{name}', {}).get('wer')}
+    espeak_speech = sp['espeak'].get(name, {})
     for m in modes:
         r = sp['systems'][m].get(name)
         if r is None:
             continue
+        # The pace: xtts's speaking time over espeak-ng's for the same texts (only where it spoke them all).
+        pace = (r['speech_s'] / espeak_speech['speech_s']
+                if r['utterances'] == espeak_speech.get('utterances') and espeak_speech.get('speech_s') else None)
         f0 = r['f0_median']
         err = abs(f0 - target) / target if f0 and target else None
         wer = asr.get(f'{m}:{name}', {}).get('wer')
@@ -122,7 +126,7 @@ for v in sp['voices']:
         t = TARGETS[split]
         row['systems'][m] = {
             'utterances': r['utterances'], 'f0': f0, 'f0_error': err, 'match': r['match'], 'guesses': r['guesses'],
-            'wer': wer, 'wer_gap': gap,
+            'wer': wer, 'wer_gap': gap, 'pace': pace,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
     rows.append(row)
@@ -135,9 +139,10 @@ print(f'targets: seen match >= 95%, F0 error <= 10%; unseen match >= 80% (among 
       f'  WER <= espeak-ng + {WER_GAP:.2f}. Each cell: {"/".join(SHORT[m] for m in modes)}: ref = cloned from one '
       'clip (--reference) through Griffin-Lim, voc = the same\n  through the neural vocoder, ft = through the '
       'fine-tuned vocoder, spk = by name (--speaker); a failed row names its targets\n  (m: match, f: F0, w: WER); '
-      'GL: espeak-ng through log-mel and Griffin-Lim (the Griffin-Lim ceiling)\n')
+      'GL: espeak-ng through log-mel and Griffin-Lim (the Griffin-Lim ceiling); pace: xtts\'s speaking\n  time over '
+      "espeak-ng's in that voice for the same texts (no target; 1.00 keeps the voice's pace)\n")
 head = (f"{'voice':6} {'split':6} {'F0 target':>9} {'F0 xtts':>9} {'F0 error':>9} {'match':>9} {'WER espeak':>10}"
-        f" {'WER xtts':>11} {'pass':>9} | {'GL F0 err':>9} {'GL match':>8} {'GL WER':>6}")
+        f" {'WER xtts':>11} {'pace':>9} {'pass':>9} | {'GL F0 err':>9} {'GL match':>8} {'GL WER':>6}")
 print(head)
 print('-' * len(head))
 
@@ -162,7 +167,8 @@ for r in rows:
     s, gl = r['systems'], r.get('griffin_lim', {})
     print(f"{r['voice']:6} {r['split']:6} {fmt(r['f0_target'], '.1f'):>9} {pair(s, 'f0', '.0f'):>9} "
           f"{pair(s, 'f0_error', '.0f', 100, '%'):>9} {pair(s, 'match', '.0f', 100, '%'):>9} "
-          f"{fmt(r['espeak_wer'], '.3f'):>10} {pair(s, 'wer', '.3f'):>11} {verdict(s):>9} | "
+          f"{fmt(r['espeak_wer'], '.3f'):>10} {pair(s, 'wer', '.3f'):>11} {pair(s, 'pace', '.2f'):>9} "
+          f"{verdict(s):>9} | "
           f"{fmt(gl.get('f0_error') and gl['f0_error'] * 100, '.0f') + '%':>9} "
           f"{fmt(gl.get('match') is not None and gl['match'] * 100 or None, '.0f') + '%':>8} "
           f"{fmt(gl.get('wer'), '.3f'):>6}")

@@ -16,6 +16,9 @@ window's (Boersma 1993), its shortest-lag strong peak over 50-400 Hz; a frame is
 (xtts's vocoder) as it reads espeak-ng's (YIN, a time-domain difference, lost most low voices' frames to
 Griffin-Lim's phases). A voice's F0 is the median over the voiced frames of all its utterances pooled.
 
+Speaking time: per utterance, from the first to the last 10 ms frame within 40 dB of its loudest; a voice's is
+the sum over its utterances (its pace, against espeak-ng's speaking time for the same texts).
+
 usage:
   speaker.py f0 WAV...                        median F0 of each WAV and of all pooled
   speaker.py score --voices voices.tsv --enrol DIR --espeak DIR [--system NAME=DIR ...] [--json OUT]
@@ -35,10 +38,11 @@ RATE = 16000
 
 
 def read_16k(path):
-    """Mono float samples at 16 kHz (sox resamples, as bench/intelligibility/asr.py reads)."""
+    """Mono float samples at 16 kHz (sox resamples, as bench/intelligibility/asr.py reads; -R: the dither sox adds
+    to a resampled 16-bit output from a fixed seed, so that every score of a WAV is the same)."""
     with tempfile.NamedTemporaryFile(suffix='.raw') as tmp:
-        subprocess.run(['sox', path, '-t', 'raw', '-r', str(RATE), '-e', 'signed', '-b', '16', '-c', '1', tmp.name],
-                       check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(['sox', '-R', path, '-t', 'raw', '-r', str(RATE), '-e', 'signed', '-b', '16', '-c', '1',
+                        tmp.name], check=True, stderr=subprocess.DEVNULL)
         return np.frombuffer(open(tmp.name, 'rb').read(), dtype=np.int16).astype(np.float64) / 32768.0
 
 
@@ -145,6 +149,15 @@ class LDA:
         return [self.classes[i] for i in (z @ self.means.T).argmax(axis=1)]
 
 
+def speech_seconds(x, hop=160, top_db=40.0):
+    """Seconds from the first to the last 10 ms frame within top_db of the utterance's loudest: its speaking
+    time without the silence at either end (what a voice's pace is measured on)."""
+    f = frames(x, hop, hop)
+    level = 10 * np.log10(np.maximum((f ** 2).mean(axis=1), 1e-12))
+    on = np.nonzero(level > level.max() - top_db)[0]
+    return float((on[-1] - on[0] + 1) * hop / RATE) if len(on) else 0.0
+
+
 def wavs(folder):
     return sorted(glob.glob(os.path.join(folder, '*.wav')))
 
@@ -172,7 +185,8 @@ def system_report(model, voices, root):
         out[v['name']] = {
             'utterances': len(files), 'match': sum(g == v['name'] for g in guesses) / len(files),
             'guesses': {g: guesses.count(g) for g in sorted(set(guesses))},
-            'f0_median': float(np.median(f0)) if len(f0) else None, 'voiced_frames': int(len(f0))}
+            'f0_median': float(np.median(f0)) if len(f0) else None, 'voiced_frames': int(len(f0)),
+            'speech_s': sum(speech_seconds(x) for x in signals)}
     return out
 
 
