@@ -109,6 +109,35 @@ cases('english: years, decades and times', [
   ['It was 5°C or 41 °F.', 'it was five degrees celsius or forty-one degrees fahrenheit.'],
 ]);
 
+cases('english: dates and fractions, which the number pass would read group by group', [
+  [
+    'On 2024-10-03, 12/05/2024 and 25/12/2024.',
+    'on october third, twenty twenty-four, december fifth, twenty ' +
+      'twenty-four and december twenty-fifth, twenty twenty-four.',
+  ],
+  [
+    'Add 1/2 cup, 1 1/2 spoons, 2 3/4 pints and 5/8 of 1/100.',
+    'add one half cup, one and a half spoons, two and ' + 'three quarters pints and five eighths of one one hundredth.',
+  ],
+  // Not dates or fractions: left for the tokenizer to name, as written.
+  [
+    '13/13/2024, 24/7, 50/50, 3/2 and 1/2/3',
+    'thirteen/thirteen/twenty twenty-four, twenty-four/seven, ' + 'fifty/fifty, three/two and one/two/three',
+  ],
+]);
+
+test('english: a date with slashes is day first where the language tag names a region that writes it so', () => {
+  const c = { cleaners: 'english', unicode_normalization: 'NFC' } as const;
+  assert.equal(cleanText('12/05/2024', c, 'en-GB'), 'the twelfth of may, twenty twenty-four');
+  assert.equal(cleanText('12/05/2024', c, 'en-us'), 'december fifth, twenty twenty-four');
+  assert.equal(cleanText('12/05/2024', c, 'en'), 'december fifth, twenty twenty-four');
+  assert.equal(cleanText('5/25/2024', c, 'en_AU'), 'the twenty-fifth of may, twenty twenty-four', 'a day past 12');
+  assert.equal(
+    cleanText('12/05/2024', { cleaners: 'multilingual', unicode_normalization: 'NFC' }, 'en-IE'),
+    'the twelfth of may, twenty twenty-four',
+  );
+});
+
 cases('english: quotes, dashes, whitespace and case', [
   ['He said \u201chi\u201d \u2014 twice\u2026', 'he said "hi" - twice...'],
   ['It\u2019s   a\ttest,\n  OK?', "it's a test, ok?"],

@@ -4,17 +4,17 @@
 // that changes case mappings invalidates cleaned text instead of silently mixing two spellings.
 import type { TextConfig } from '../../config/index.js';
 import { NORMALIZED_LANGUAGES, normalizeForLanguage } from './normalize/index.js';
-import { expandNumbers } from './numbers.js';
+import { normalizeEnglish } from './normalize/en.js';
 
 export type CleanerName = TextConfig['cleaners'];
 export type UnicodeNormalization = TextConfig['unicode_normalization'];
 
 const UNICODE = `unicode${process.versions.unicode ?? 'unknown'}`;
 
-/** The version of each cleaner's output, as it enters cache keys ("english@2+unicode17.0"). */
+/** The version of each cleaner's output, as it enters cache keys ("english@3+unicode17.0"). */
 export const CLEANER_VERSIONS: Readonly<Record<CleanerName, string>> = {
-  english: `english@2+${UNICODE}`,
-  multilingual: `multilingual@3+${UNICODE}`,
+  english: `english@3+${UNICODE}`,
+  multilingual: `multilingual@4+${UNICODE}`,
   basic: `basic@1+${UNICODE}`,
 };
 
@@ -269,12 +269,11 @@ export function expandAbbreviations(text: string): string {
   );
 }
 
-const AMPERSAND_RE = /\s*&\s*/g;
-
 /**
  * Clean one text with the configured cleaner, after Unicode normalisation.
  * `language` decides the multilingual cleaner's readings of numbers, dates and abbreviations (see
- * normalize/) and its lower-casing (Turkish dotless i); the english cleaner ignores it.
+ * normalize/) and its lower-casing (Turkish dotless i); the english cleaner reads only its region, which orders a
+ * date's day and month (en-GB: day first).
  */
 export function cleanText(
   text: string,
@@ -291,9 +290,8 @@ export function cleanText(
       return collapseWhitespace(lowerCase(normalized, language));
     }
     case 'english': {
-      let s = expandAbbreviations(foldPunctuation(t));
-      if (s.includes('&')) s = s.replace(AMPERSAND_RE, ' and ');
-      return collapseWhitespace(expandNumbers(s).toLowerCase());
+      const region = language?.toLowerCase().split(/[-_]/)[1] ?? '';
+      return collapseWhitespace(normalizeEnglish(foldPunctuation(t), region).toLowerCase());
     }
   }
 }
