@@ -20,7 +20,7 @@ export async function encodeText(
   if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
   if (phonemizer) text = await phonemizer.phonemize(text, language);
   const enc = tokenizer.encode(text, language);
-  const reason = unspeakable(text, enc, config, phonemizer !== undefined);
+  const reason = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');
   return reason ? { reason } : { ids: enc.ids, text };
 }
 
@@ -29,18 +29,20 @@ function unspeakable(
   text: string,
   enc: ReturnType<Tokenizer['encode']>,
   config: XttsConfig,
-  phonemes: boolean,
+  read: 'text' | 'cleaned' | 'phonemes',
 ): string | undefined {
   if (enc.unmappable.length) {
+    // Positions count in what was tokenized: the cleaner's output (numbers read out) need not line up with the line.
+    const of = read === 'text' ? '' : read === 'cleaned' ? ' of the cleaned text' : ' of the phonemes';
     const what = enc.unmappable
       .map(
         (c, i) =>
-          `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1} ` +
+          `${JSON.stringify(c)} at character ${(enc.unmappableAt?.[i] ?? 0) + 1}${of} ` +
           `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
       )
       .join(', ');
     return (
-      `${phonemes ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
+      `${read === 'phonemes' ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
       `token for: ${what}; rephrase without them or spell them out in words`
     );
   }
