@@ -12,7 +12,7 @@ const config = {
 } as XttsConfig;
 const tokenizer = Tokenizer.fromTexts(['abcdefghijklmnopqrstuvwxyz ,.-'], ['en']);
 
-test('a symbol without a token is placed in the line as written, or in the cleaned text where cleaning moved it', async () => {
+test('a symbol without a token is placed in the line as written, or in the cleaned text where it moved', async () => {
   const asIs = await encodeText('no snow ☃ here', 'en', config, tokenizer, undefined);
   assert.ok('reason' in asIs);
   assert.match(asIs.reason, /"☃" at character 9 \("no snow ☃ here"\)/);
