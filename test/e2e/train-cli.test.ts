@@ -212,7 +212,7 @@ describe('xtts train', () => {
       // The same for export: its file is safetensors, whatever the name asks (the sweep wrote one as x.wav).
       const asWav = await runCli(['export', '--checkpoint', out, '--out', join(dir, 'weights.wav'), '--json']);
       assert.equal(asWav.code, 2, asWav.stderr);
-      assert.match(asWav.json.error.message, /export writes safetensors; name the file \.safetensors/);
+      assert.match(asWav.json.error.message, /the exported checkpoint is safetensors; name the file \.safetensors/);
       assert.equal(existsSync(join(dir, 'weights.wav')), false);
       // A language code in another case is the model's (EN is en), and --max-seconds takes fractions.
       const upper = await runCli([

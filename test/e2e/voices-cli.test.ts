@@ -101,6 +101,28 @@ describe('voices', () => {
     const twice = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'bob', '--out', file, '--json']);
     assert.equal(twice.code, 2);
     assertNoStackTrace(twice);
+    // A voice file is named .safetensors, and one passed as a recording is named for what it is.
+    const asWav = join(dir, 'bob-voice.wav');
+    const named = await runCli(['voices', '--checkpoint', runDir, '--speaker', 'bob', '--out', asWav, '--json']);
+    assert.equal(named.code, 2, named.stderr);
+    assert.match(named.json.error.message, /a voice file is safetensors; name the file \.safetensors/);
+    assert.ok(!existsSync(asWav));
+    const fromVoice = join(dir, 'from-voice.wav');
+    const asClip = await runCli([
+      'synthesize',
+      '--checkpoint',
+      runDir,
+      '--reference',
+      file,
+      '--out',
+      fromVoice,
+      ...say,
+    ]);
+    assert.equal(asClip.code, 2, asClip.stderr);
+    assert.equal(asClip.json.error.code, 'SYNTH_REFERENCE');
+    assert.match(asClip.json.error.message, /it is an xtts voice file \(written by `xtts voices --out`\)/);
+    assert.match(asClip.json.error.suggestions[0], /synthesize --voice FILE/);
+    assert.ok(!existsSync(fromVoice));
   });
 
   test("an unknown speaker, two voices at once and another model's voice file are refused by name", async () => {

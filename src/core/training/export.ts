@@ -14,7 +14,7 @@
 // Heads stay contiguous blocks of each projection (head h: rows h·dh … (h+1)·dh − 1), as in torch's
 // multi-head attention. The file's header keeps the checkpoint's own description (step, config,
 // tokenizer, …) and says `naming: pytorch`.
-import { checkOutputFolder, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
+import { checkOutputFolder, refuseUnsafeOutputs, requireSafetensorsName, writeOutputFile } from '../util/index.js';
 import {
   type CheckpointKind,
   CheckpointStore,
@@ -131,12 +131,8 @@ export function exportCheckpoint(path: string, out: string, options: { overwrite
     [{ file: out, what: 'the exported weights (--out)' }],
     checkpointInputs(path, 'a file of the checkpoint (--checkpoint)'),
   );
+  requireSafetensorsName(out, 'the exported checkpoint');
   checkOutputFolder(out, 'the exported weights', overwrite);
-  // A safetensors file under another format's name (x.wav, x.txt) would mislead whoever opens it.
-  if (!/\.safetensors$/i.test(out))
-    throw new XttsError('USAGE', `--out ${out}: export writes safetensors; name the file .safetensors`, {
-      exitCode: ExitCode.usage,
-    });
   const dir = resolveCheckpoint(path);
   const kind: CheckpointKind = (() => {
     try {

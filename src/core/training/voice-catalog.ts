@@ -7,7 +7,7 @@ import type { Backend } from '../config/index.js';
 import { cleanerClaims, espeakVoice } from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { voiceLatents } from '../model/index.js';
-import { checkOutputFolder, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
+import { checkOutputFolder, refuseUnsafeOutputs, requireSafetensorsName, writeOutputFile } from '../util/index.js';
 import { CheckpointStore, checkpointInputs, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 import { openAcousticModel } from './synthesize.js';
 import { encodeVoiceFile, referenceMels, speakerVoice, trainedVoices, VOICE_CLIPS } from './voices.js';
@@ -62,6 +62,7 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
         ...checkpointInputs(o.checkpoint, 'a file of the checkpoint (--checkpoint)'),
       ],
     );
+    requireSafetensorsName(o.out, 'a voice file');
     checkOutputFolder(o.out, 'the voice file', { overwrite: o.overwrite === true });
   }
   const dir = resolveCheckpoint(o.checkpoint);

@@ -181,6 +181,14 @@ export async function referenceMels(
       if (isXttsError(e)) throw e;
       throw refused(file, unreadableWhy(e), asked);
     }
+    const weights = safetensorsKind(bytes);
+    if (weights === 'voice')
+      throw refused(
+        file,
+        'it is an xtts voice file (written by `xtts voices --out`), not a recording',
+        'speak in a saved voice with `xtts synthesize --voice FILE`; --reference takes recordings',
+      );
+    if (weights) throw refused(file, 'it is a safetensors file (weights), not a recording', asked);
     let clip: Awaited<ReturnType<typeof processAudioFile>>;
     try {
       clip = await processAudioFile(bytes, config.audio, file);
@@ -205,6 +213,18 @@ export async function referenceMels(
     clips.push(clip);
   }
   return { mels: voiceWindows(clips, stats, config), warnings };
+}
+
+/**
+ * Whether bytes are safetensors (an 8-byte little-endian header length, then a JSON header that fits the file), and
+ * then whether an xtts voice file: what a recording never is, so a voice file passed as a clip is named as one.
+ */
+function safetensorsKind(bytes: Uint8Array): 'voice' | 'weights' | undefined {
+  if (bytes.length < 10 || bytes[8] !== 0x7b) return undefined;
+  const length = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+  if (length < 2n || length > BigInt(bytes.length - 8)) return undefined;
+  const header = new TextDecoder().decode(bytes.subarray(8, 8 + Math.min(Number(length), 1 << 16)));
+  return header.includes(`"${VOICE_FILE_FORMAT}"`) ? 'voice' : 'weights';
 }
 
 /** Where a voice file's voice came from, and for which model: written into its header. */

@@ -16,6 +16,7 @@ export {
   writeFileAtomic,
   writeOutputFile,
   requireRegularFile,
+  requireSafetensorsName,
   announcePipes,
 } from './output.js';
 export { isCorruptDatabase, openSqlite } from './sqlite.js';

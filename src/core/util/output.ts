@@ -278,6 +278,18 @@ export function refuseOutputsOverInputs(outputs: readonly NamedFile[], inputs: r
 }
 
 /**
+ * Refuses an output named other than `.safetensors` for a command that writes safetensors: a file under another
+ * format's name (x.wav, x.txt) misleads whoever opens it, and a voice file named .wav passed back as a reference
+ * clip was refused as broken audio.
+ */
+export function requireSafetensorsName(out: string, what: string): void {
+  if (!/\.safetensors$/i.test(out))
+    throw new XttsError('USAGE', `--out ${out}: ${what} is safetensors; name the file .safetensors`, {
+      exitCode: ExitCode.usage,
+    });
+}
+
+/**
  * Before long work: the folder `file` goes into exists and can be written, or a usage error naming
  * it; with `overwrite: false`, `file` must not exist yet.
  */
