@@ -130,7 +130,16 @@ describe('voices', () => {
     const unknown = await runCli(['synthesize', '--checkpoint', runDir, '--speaker', 'carol', '--out', out, ...say]);
     assert.equal(unknown.code, 2);
     assert.equal(unknown.json.error.code, 'SYNTH_SPEAKER');
-    assert.match(unknown.json.error.message, /carol is not a voice of .*; it has 2: alice, bob/);
+    assert.match(unknown.json.error.message, /"carol" is not a voice of .*; it has 2: alice, bob/);
+    // A name in another case is the voice it nearly names (the list says how it is written).
+    const cased = await runCli(['synthesize', '--checkpoint', runDir, '--speaker', 'ALICE', '--out', out, ...say]);
+    assert.equal(cased.code, 2);
+    assert.deepEqual(cased.json.error.suggestions[0], 'did you mean --speaker alice?');
+    const missing = await runCli(['voices', '--checkpoint', join(dir, 'nowhere'), '--json']);
+    assert.equal(missing.json.error.code, 'CHECKPOINT_NOT_FOUND');
+    assert.match(missing.json.error.message, /nowhere does not exist$/);
+    const aFile = await runCli(['voices', '--checkpoint', config, '--json']);
+    assert.match(aFile.json.error.message, /is a file$/);
     const two = await runCli([
       'synthesize',
       '--checkpoint',

@@ -23,3 +23,8 @@ test('a symbol without a token is placed in the line as written, or in the clean
   const spoken = await encodeText('Twelve cats', 'en', config, tokenizer, undefined);
   assert.ok('ids' in spoken && spoken.text === 'twelve cats');
 });
+
+test('a text of punctuation alone is not spoken', async () => {
+  const r = await encodeText('?!...', 'en', config, tokenizer, undefined);
+  assert.deepEqual(r, { reason: 'nothing to speak: the text has no letters or digits' });
+});

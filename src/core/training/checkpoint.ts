@@ -534,7 +534,9 @@ export function resolveCheckpoint(path: string): string {
   if (asRun) return asRun;
   const asRoot = existsSync(join(path, 'latest')) ? new CheckpointStore(join(path, '..')).latest() : undefined;
   if (asRoot) return asRoot;
-  throw new XttsError('CHECKPOINT_NOT_FOUND', `no checkpoint in ${path}`, {
+  const st = statSync(path, { throwIfNoEntry: false });
+  const what = !st ? `${path} does not exist` : st.isDirectory() ? `no checkpoint in ${path}` : `${path} is a file`;
+  throw new XttsError('CHECKPOINT_NOT_FOUND', what, {
     exitCode: ExitCode.usage,
     suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'],
   });

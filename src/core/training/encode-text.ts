@@ -18,6 +18,8 @@ export async function encodeText(
 ): Promise<{ ids: Int32Array; text: string } | { reason: string }> {
   let text = cleanText(input, config.text, language);
   if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
+  // Punctuation alone ("?!...") spoke a third of a second of noise.
+  if (!/[\p{L}\p{N}]/u.test(text)) return { reason: 'nothing to speak: the text has no letters or digits' };
   if (phonemizer) text = await phonemizer.phonemize(text, language);
   const enc = tokenizer.encode(text, language);
   const reason = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');

@@ -131,8 +131,8 @@ export function exportCheckpoint(path: string, out: string, options: { overwrite
     [{ file: out, what: 'the exported weights (--out)' }],
     checkpointInputs(path, 'a file of the checkpoint (--checkpoint)'),
   );
-  requireSafetensorsName(out, 'the exported checkpoint');
   checkOutputFolder(out, 'the exported weights', overwrite);
+  requireSafetensorsName(out, 'the exported checkpoint');
   const dir = resolveCheckpoint(path);
   const kind: CheckpointKind = (() => {
     try {

@@ -142,11 +142,15 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   // Language codes match in any case (--language EN is en), as the cleaners claim them.
   const langIndex = config.text.languages.findIndex((l) => l.toLowerCase() === asked.toLowerCase());
   const language = langIndex >= 0 ? config.text.languages[langIndex] : asked;
+  const trained = config.text.languages.join(', ');
   if (langIndex < 0)
     throw new XttsError(
       'SYNTH_LANGUAGE',
-      `--language ${language} is not one the model was trained on: ${config.text.languages.join(', ')}`,
-      { exitCode: ExitCode.usage },
+      `--language ${JSON.stringify(language)} is not one the model was trained on: ${trained}`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [`pass one of them (${trained}), or leave --language out for ${config.dataset.language}`],
+      },
     );
   if (o.texts.length === 0)
     throw new XttsError('SYNTH_NO_TEXT', 'there is no text to speak', {

@@ -62,8 +62,8 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
         ...checkpointInputs(o.checkpoint, 'a file of the checkpoint (--checkpoint)'),
       ],
     );
-    requireSafetensorsName(o.out, 'a voice file');
     checkOutputFolder(o.out, 'the voice file', { overwrite: o.overwrite === true });
+    requireSafetensorsName(o.out, 'a voice file');
   }
   const dir = resolveCheckpoint(o.checkpoint);
   const ckpt = new CheckpointStore(dir).load<CheckpointState>(dir, { optimizer: false });

@@ -14,7 +14,7 @@ import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
-import { requireRegularFile, unreadableWhy } from '../util/index.js';
+import { didYouMean, requireRegularFile, unreadableWhy } from '../util/index.js';
 
 /** Clips per trained speaker that make their voice: more agree better, and each costs an encoder pass a checkpoint. */
 export const VOICE_CLIPS = 4;
@@ -140,11 +140,19 @@ export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Arr
       },
     );
   const names = [...voices.keys()];
+  const near = name.trim() === '' ? undefined : didYouMean(name, names);
   throw new XttsError(
     'SYNTH_SPEAKER',
-    `--speaker ${name} is not a voice of ${dir}; it has ${names.length}: ${names.slice(0, 20).join(', ')}` +
+    `--speaker ${JSON.stringify(name)} is not a voice of ${dir}; it has ${names.length}: ` +
+      names.slice(0, 20).join(', ') +
       (names.length > 20 ? ', …' : ''),
-    { exitCode: ExitCode.usage, suggestions: ['`xtts voices --checkpoint DIR` lists them all'] },
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        ...(near ? [`did you mean --speaker ${near}?`] : []),
+        '`xtts voices --checkpoint DIR` lists them all',
+      ],
+    },
   );
 }
 
