@@ -25,7 +25,6 @@ import {
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 import { VocoderStateSchema } from './vocoder-state.js';
 import { readFileSync } from 'node:fs';
-import { ExitCode, XttsError } from '../errors.js';
 import { join } from 'node:path';
 
 export interface ExportResult {
