@@ -199,6 +199,15 @@ describe('voices', () => {
       brief.json.warnings.join('\n'),
     );
     rmSync(out);
+    // The same clip twice (here under another spelling of its path) is said: its windows count twice.
+    const twice = ['--reference', clip(0), '--reference', clip(0).replace('/wavs/', '/./wavs/')];
+    const doubled = await runCli(['synthesize', '--checkpoint', runDir, ...twice, '--out', out, ...say]);
+    assert.equal(doubled.code, 0, doubled.stdout + doubled.stderr);
+    assert.ok(
+      doubled.json.warnings.some((w: string) => /is given twice \(as .* too\): its windows count twice/.test(w)),
+      doubled.json.warnings.join('\n'),
+    );
+    rmSync(out);
     const silent = join(dir, 'silent.wav');
     writeFileSync(silent, pcm16Wav(new Float32Array(22050), 22050));
     const quiet = await runCli(['synthesize', '--checkpoint', runDir, '--reference', silent, '--out', out, ...say]);

@@ -28,7 +28,7 @@ export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOp
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';
 export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, melSettingsDiffer, stftWindow } from './audio/mel.js';
-export { processAudioFile, readAudioFile } from './audio/index.js';
+export { type ProcessedClip, processAudioFile, readAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';
 export { speakerName } from './speakers.js';

@@ -5,10 +5,10 @@
 // checkpoint carries the voice of each trained speaker (voices.safetensors, from up to VOICE_CLIPS of
 // their training clips, computed with that checkpoint's weights), so `synthesize --speaker NAME`
 // needs no audio; `xtts voices --out` writes one voice to a file that `synthesize --voice` reads.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { processAudioFile, readAudioFile, speakerName } from '../data/index.js';
+import { type ProcessedClip, processAudioFile, readAudioFile, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
@@ -181,6 +181,7 @@ export async function referenceMels(
       suggestions: [suggestion],
     });
   const asked = 'name an audio file of the voice (WAV, FLAC, MP3 or Ogg; 3 to 10 s is enough), once per clip';
+  const seen = new Map<string, string>();
   for (const file of files) {
     let bytes: Buffer;
     try {
@@ -205,22 +206,57 @@ export async function referenceMels(
       if (isXttsError(e) && e.code === 'AUDIO_SILENT') throw refused(file, 'the clip is silent', asked);
       throw e;
     }
-    // As recorded: loudness normalisation (audio.loudness) would raise noise to speech's level.
-    const peakDb = 20 * Math.log10(Math.max(clip.sourcePeak, 1e-10));
-    if (peakDb < QUIET_REFERENCE_DBFS)
+    warnings.push(...clipWarnings(file, clip, config));
+    const real = regularFilePath(file);
+    if (real !== undefined && seen.has(real))
       warnings.push(
-        `--reference ${file} peaks at ${peakDb.toFixed(0)} dBFS: it is all but silent (speech peaks above ` +
-          `${QUIET_REFERENCE_DBFS} dBFS), and a voice is read from its levels; give a clip of the voice speaking, ` +
-          'or raise its level (sox IN OUT --norm=-3)',
+        `--reference ${file} is given twice (as ${seen.get(real)} too): its windows count twice in the voice`,
       );
-    if (clip.durationS < SHORT_REFERENCE_S)
-      warnings.push(
-        `--reference ${file} holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): too little to ` +
-          'carry a voice; 3 to 10 s of speech clones it',
-      );
+    else if (real !== undefined) seen.set(real, file);
     clips.push(clip);
   }
   return { mels: voiceWindows(clips, stats, config), warnings };
+}
+
+/** A regular file's real path (a pipe is read once and is no file to name twice), or undefined. */
+function regularFilePath(file: string): string | undefined {
+  try {
+    return statSync(file).isFile() ? realpathSync(file) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a user should know of a reference clip: all but silent, too short, past what is read, narrowband. */
+export function clipWarnings(file: string, clip: ProcessedClip, config: XttsConfig): string[] {
+  const warnings: string[] = [];
+  // As recorded: loudness normalisation (audio.loudness) would raise noise to speech's level.
+  const peakDb = 20 * Math.log10(Math.max(clip.sourcePeak, 1e-10));
+  if (peakDb < QUIET_REFERENCE_DBFS)
+    warnings.push(
+      `--reference ${file} peaks at ${peakDb.toFixed(0)} dBFS: it is all but silent (speech peaks above ` +
+        `${QUIET_REFERENCE_DBFS} dBFS), and a voice is read from its levels; give a clip of the voice speaking, ` +
+        'or raise its level (sox IN OUT --norm=-3)',
+    );
+  if (clip.durationS < SHORT_REFERENCE_S)
+    warnings.push(
+      `--reference ${file} holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): too little to ` +
+        'carry a voice; 3 to 10 s of speech clones it',
+    );
+  const { hop_length: hop, sample_rate_hz: rate, fmax_hz: fmax } = config.audio;
+  const readS = (MAX_WINDOWS_PER_CLIP * config.batching.reference_frames * hop) / rate;
+  if (clip.melFrames > MAX_WINDOWS_PER_CLIP * config.batching.reference_frames)
+    warnings.push(
+      `--reference ${file} holds ${clip.durationS.toFixed(0)} s of sound; its first ${readS.toFixed(0)} s make the ` +
+        'voice (the rest is not read): pass its best stretch, or several clips',
+    );
+  if (clip.originalSampleRateHz / 2 < fmax)
+    warnings.push(
+      `--reference ${file} was recorded at ${clip.originalSampleRateHz} Hz: it holds no sound above ` +
+        `${clip.originalSampleRateHz / 2} Hz, which the model reads up to ${fmax} Hz, so the voice may come out ` +
+        'duller; a clip recorded at 16 kHz or more clones it better',
+    );
+  return warnings;
 }
 
 /**
