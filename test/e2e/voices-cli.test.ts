@@ -93,6 +93,8 @@ describe('voices', () => {
     const file = join(dir, 'clips.voice.safetensors');
     const saved = await runCli(['voices', '--checkpoint', runDir, ...clips, '--out', file, '--backend', 'wasm']);
     assert.equal(saved.code, 0, saved.stderr);
+    // What it wrote, not the listing `voices` gives without --out.
+    assert.match(saved.stdout, /^wrote .*voice\.safetensors: the voice of clips .*\n$/);
     const again = join(dir, 'both-file.wav');
     const f = await runCli(['synthesize', '--checkpoint', runDir, '--voice', file, '--out', again, ...say]);
     assert.equal(f.code, 0, f.stderr);

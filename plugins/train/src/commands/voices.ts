@@ -57,6 +57,11 @@ export default class Voices extends XttsCommand<VoicesResult> {
   }
 
   protected render(r: VoicesResult): void {
+    // Saving a voice says what it wrote; the listing is what the command says without --out.
+    if (r.saved) {
+      this.log(paint.ok(`wrote ${r.saved.file}: the voice of ${r.saved.source}`));
+      return;
+    }
     const withVoice = r.speakers.filter((s) => s.voice).length;
     this.log(`${r.checkpoint} (step ${r.step})`);
     this.log(
@@ -73,6 +78,5 @@ export default class Voices extends XttsCommand<VoicesResult> {
           (l.normalised ? ', numbers and abbreviations read in this language' : ', numbers left as digits') +
           (l.espeakVoice ? `, espeak-ng voice ${l.espeakVoice}` : ''),
       );
-    if (r.saved) this.log(paint.ok(`wrote ${r.saved.file}: the voice of ${r.saved.source}`));
   }
 }
