@@ -201,6 +201,14 @@ describe('voices', () => {
       brief.json.warnings.join('\n'),
     );
     rmSync(out);
+    // A click is no voice: refused as a flag's input.
+    const click = join(dir, 'click.wav');
+    writeToneWav(click, 0.1);
+    const clicked = await runCli(['synthesize', '--checkpoint', runDir, '--reference', click, '--out', out, ...say]);
+    assert.equal(clicked.code, 2, clicked.stdout + clicked.stderr);
+    assert.equal(clicked.json.error.code, 'SYNTH_REFERENCE');
+    assert.match(clicked.json.error.message, /click\.wav: it holds 0\.\d+ s of sound .*nothing to read a voice from/);
+    assert.ok(!existsSync(out));
     // The same clip twice (here under another spelling of its path) is said: its windows count twice.
     const twice = ['--reference', clip(0), '--reference', clip(0).replace('/wavs/', '/./wavs/')];
     const doubled = await runCli(['synthesize', '--checkpoint', runDir, ...twice, '--out', out, ...say]);

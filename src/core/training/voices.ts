@@ -161,6 +161,8 @@ const QUIET_REFERENCE_DBFS = -50;
 
 /** A reference shorter than this carries too little of a voice to clone it from (3 to 10 s is asked for). */
 const SHORT_REFERENCE_S = 1.5;
+/** A clip with less sound than this (a click, one sample) is refused: a voice read from it would be noise. */
+const MIN_REFERENCE_S = 0.25;
 
 /**
  * Reference clips (any audio xtts reads) -> their normalised log-mels as reference windows (voiceWindows:
@@ -206,6 +208,12 @@ export async function referenceMels(
       if (isXttsError(e) && e.code === 'AUDIO_SILENT') throw refused(file, 'the clip is silent', asked);
       throw e;
     }
+    if (clip.durationS < MIN_REFERENCE_S)
+      throw refused(
+        file,
+        `it holds ${clip.durationS.toFixed(2)} s of sound (after trimming silence): nothing to read a voice from`,
+        asked,
+      );
     warnings.push(...clipWarnings(file, clip, config));
     const real = regularFilePath(file);
     if (real !== undefined && seen.has(real))
