@@ -118,3 +118,20 @@ test("rows whose audio is another row's byte for byte are a warning, saying when
       'validation, so the validation loss is measured on audio the model trains on. Remove the copies',
   ]);
 });
+
+test('a speaker whose rows all went to validation is named: the model never trains on that voice', () => {
+  const d = dataset({ train: [2, 2, 2], validation: [2, 2], speakers: ['alice', 'bob', 'dave'] });
+  d.train.forEach((it, i) => Object.assign(it, { speaker: i % 2 }));
+  d.validation.forEach((it, i) => Object.assign(it, { speaker: i === 0 ? 0 : 2 }));
+  const { warnings } = describeDataset(d);
+  assert.deepEqual(
+    warnings.filter((w) => w.includes('no training utterance')),
+    [
+      '1 speaker has no training utterance (all their rows were drawn for validation): dave. The model never ' +
+        "trains on that voice, and a checkpoint's voice for them is read from their validation clips. Give them " +
+        'more clips, or lower dataset.validation_fraction',
+    ],
+  );
+  d.train[0].speaker = 2;
+  assert.ok(!describeDataset(d).warnings.some((w) => w.includes('no training utterance')));
+});

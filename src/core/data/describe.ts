@@ -134,6 +134,23 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
         `${twins.length > 3 ? `; and ${twins.length - 3} more` : ''}. If each is one person, write one name`,
     );
   warnings.push(...sourceNoteWarnings(data.sourceNotes));
+  const unheard = validationOnlySpeakers(data);
+  if (unheard.length)
+    warnings.push(
+      `${plural(unheard.length, 'speaker')} ${unheard.length === 1 ? 'has' : 'have'} no training utterance (all ` +
+        `their rows were drawn for validation): ${unheard.slice(0, 5).join(', ')}` +
+        `${unheard.length > 5 ? `, and ${unheard.length - 5} more` : ''}. The model never trains on ` +
+        `${unheard.length === 1 ? 'that voice' : 'those voices'}, and a checkpoint's voice for them is read from ` +
+        'their validation clips. Give them more clips, or lower dataset.validation_fraction',
+    );
   if (validation.length === 0) warnings.push(noValidationWarning(manifest, train.length, 'utterances'));
   return { line, warnings };
+}
+
+/** Speakers (in a dataset of several) with validation rows and no training row, by name. */
+function validationOnlySpeakers(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): string[] {
+  if (data.speakers.length < 2) return [];
+  const trained = new Set(data.train.map((item) => item.speaker));
+  const held = new Set(data.validation.map((item) => item.speaker));
+  return [...held].filter((s) => !trained.has(s)).map((s) => data.speakers[s]);
 }
