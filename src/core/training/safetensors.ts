@@ -126,6 +126,16 @@ export function decodeSafetensors(
   return decode({ size: bytes.length, read: (begin, end) => new Uint8Array(bytes.subarray(begin, end)) }, where);
 }
 
+/** The metadata of bytes that are a safetensors file, or undefined for bytes that are not one (audio, text). */
+export function safetensorsMetadata(bytes: Uint8Array): Record<string, string> | undefined {
+  try {
+    const read = (begin: number, end: number) => new Uint8Array(bytes.subarray(begin, end));
+    return decode({ size: bytes.length, read }, 'bytes', true).metadata;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One read takes at most 2 GiB - 1 bytes, and readFileSync no file over 2 GiB: large weights are read in pieces. */
 const READ_PIECE = 1 << 30;
 

@@ -13,7 +13,7 @@ import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
-import { decodeSafetensors, encodeSafetensors } from './safetensors.js';
+import { decodeSafetensors, encodeSafetensors, safetensorsMetadata } from './safetensors.js';
 import { didYouMean, requireRegularFile, unreadableWhy } from '../util/index.js';
 
 /** Clips per trained speaker that make their voice: more agree better, and each costs an encoder pass a checkpoint. */
@@ -267,16 +267,11 @@ export function clipWarnings(file: string, clip: ProcessedClip, config: XttsConf
   return warnings;
 }
 
-/**
- * Whether bytes are safetensors (an 8-byte little-endian header length, then a JSON header that fits the file), and
- * then whether an xtts voice file: what a recording never is, so a voice file passed as a clip is named as one.
- */
+/** Whether bytes are safetensors, and then an xtts voice file: what a recording never is, named as such. */
 function safetensorsKind(bytes: Uint8Array): 'voice' | 'weights' | undefined {
-  if (bytes.length < 10 || bytes[8] !== 0x7b) return undefined;
-  const length = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
-  if (length < 2n || length > BigInt(bytes.length - 8)) return undefined;
-  const header = new TextDecoder().decode(bytes.subarray(8, 8 + Math.min(Number(length), 1 << 16)));
-  return header.includes(`"${VOICE_FILE_FORMAT}"`) ? 'voice' : 'weights';
+  const metadata = safetensorsMetadata(bytes);
+  if (!metadata) return undefined;
+  return metadata.format === VOICE_FILE_FORMAT ? 'voice' : 'weights';
 }
 
 /** Where a voice file's voice came from, and for which model: written into its header. */
