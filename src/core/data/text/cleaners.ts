@@ -3,7 +3,7 @@
 // Unicode version of the running Node (its ICU decides toLowerCase and normalize), so a Node upgrade
 // that changes case mappings invalidates cleaned text instead of silently mixing two spellings.
 import type { TextConfig } from '../../config/index.js';
-import { NORMALIZED_LANGUAGES, normalizeForLanguage } from './normalize/index.js';
+import { languageTag, NORMALIZED_LANGUAGES, normalizeForLanguage } from './normalize/index.js';
 import { normalizeEnglish } from './normalize/en.js';
 
 export type CleanerName = TextConfig['cleaners'];
@@ -37,7 +37,7 @@ export const CLEANER_LANGUAGES: Readonly<Record<CleanerName, readonly string[] |
 export function cleanerClaims(cleaner: CleanerName, language: string): boolean {
   const claimed = CLEANER_LANGUAGES[cleaner];
   if (claimed === 'any') return true;
-  return claimed.includes(language.split(/[-_]/)[0].toLowerCase());
+  return claimed.includes(languageTag(language).primary);
 }
 
 export function cleanerVersion(name: CleanerName): string {
@@ -290,7 +290,7 @@ export function cleanText(
       return collapseWhitespace(lowerCase(normalized, language));
     }
     case 'english': {
-      const region = language?.toLowerCase().split(/[-_]/)[1] ?? '';
+      const region = language ? languageTag(language).region : '';
       return collapseWhitespace(normalizeEnglish(foldPunctuation(t), region).toLowerCase());
     }
   }

@@ -22,12 +22,18 @@ const NORMALIZERS: Readonly<Record<string, (text: string, region: string) => str
 /** The primary language codes normalizeForLanguage handles, sorted. */
 export const NORMALIZED_LANGUAGES: readonly string[] = Object.freeze(Object.keys(NORMALIZERS).sort());
 
+/** A language tag's primary subtag and region, lower-cased: "pt-BR" and "pt_br" are { primary: pt, region: br }. */
+export function languageTag(language: string): { primary: string; region: string } {
+  const [primary, region = ''] = language.toLowerCase().split(/[-_]/);
+  return { primary, region };
+}
+
 /**
  * Normalise `text` for `language` ("de", "pt-BR"; the primary subtag decides, the region only picks
  * a variant's spelling); text in a language without a normaliser comes back unchanged.
  */
 export function normalizeForLanguage(text: string, language: string): string {
-  const [primary, region = ''] = language.toLowerCase().split(/[-_]/);
+  const { primary, region } = languageTag(language);
   const normalize = Object.hasOwn(NORMALIZERS, primary) ? NORMALIZERS[primary] : undefined;
   return normalize ? normalize(text, region) : text;
 }
