@@ -31,7 +31,8 @@
 # phase and on SIGTERM/SIGINT, so a run cut short still leaves what finished. Score with score.sh.
 #
 # Rehearsal on a CPU: XTTS_CLI="node src/cli/run.js" XTTS_BENCH_BACKEND=wasm VOICES_STEPS=30 VOICES_TEXTS=4
-# VOICES_EXTRA_CLIPS=2 VOICES_ARGS="--set batching.batch_size=8" (small at batch 32 passes wasm's 4 GiB heap)
+# VOICES_EXTRA_CLIPS=2 VOICES_ARGS="--set batching.batch_size=8 --set training.precision=fp32" (small at batch 32
+# passes wasm's 4 GiB heap; mixed_fp16 trains on webgpu only)
 # (no .gpu-runtime/: espeak-ng and node come from PATH; no nvidia-smi: none is logged).
 set -u
 start=$(date +%s%N)
