@@ -2,9 +2,9 @@
 // position that points at the offending text, a fix that (applied) clears it, and a docs link that
 // exists; and none fires on the quickstart preset.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { type Finding, severityRank, SEVERITIES } from '../../src/core/config/findings.js';
@@ -519,6 +519,21 @@ describe('each rule fires on a crafted config', () => {
       );
     }
     assert.deepEqual(lintConfig(load(presetPath('dual-gpu')), { environment: false }), []);
+  });
+
+  test("every benchmark's config loads and lints with no error (with the machine checks off)", () => {
+    // They run on GPU hosts, where a mistake costs a device call: each is checked here, its dataset aside.
+    const bench = join(repoRoot, 'bench');
+    const configs = readdirSync(bench, { recursive: true, encoding: 'utf8' }).filter(
+      (f) => f.endsWith('.yaml') && !f.split(sep).some((part) => part.startsWith('.') || part === 'data'),
+    );
+    assert.ok(configs.includes(join('voices', 'voices.yaml')), configs.join(', '));
+    for (const name of configs) {
+      const { loaded, findings } = loadConfig(join(bench, name));
+      assert.deepEqual(findings, [], name);
+      const errors = lintConfig(loaded!, { environment: false }).filter((f) => f.severity === 'error');
+      assert.deepEqual(errors, [], name);
+    }
   });
 
   test('--no-environment skips the rules that look at this machine', () => {
