@@ -309,15 +309,18 @@ describe('xtts train', () => {
       for (const f of ['line-0001.wav', 'line-0003.wav'])
         assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
 
-      // A texts file that is not text: a binary file (a checkpoint's weights) and a Latin-1 line are refused before
-      // any work, the line named; no WAV is written.
+      // A texts file that is not text: a binary file (a checkpoint's weights), UTF-16 text and a Latin-1 line are
+      // refused before any work, the line named; no WAV is written.
       const latin1 = join(dir, 'latin1.txt');
       writeFileSync(latin1, Buffer.concat([Buffer.from('The boy.\nCaf'), Buffer.from([0xe9]), Buffer.from('.\n')]));
       const weights = join(new CheckpointStore(out).latest()!, 'weights.safetensors');
+      const utf16 = join(dir, 'utf16.txt');
+      writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('The boy.\r\n', 'utf16le')]));
       const none = join(dir, 'spoken-not');
       mkdirSync(none);
       for (const [file, code, message] of [
         [weights, 'SYNTH_TEXTS_UNREADABLE', /it is a binary file \(it holds NUL bytes\), not text/],
+        [utf16, 'SYNTH_TEXTS_UNREADABLE', /it is UTF-16LE text, not UTF-8: convert it, e\.g\. iconv -f UTF-16/],
         [
           latin1,
           'SYNTH_TEXTS_NOT_UTF8',

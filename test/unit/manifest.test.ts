@@ -6,6 +6,7 @@ import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { buildManifest, detectFormat, inValidationSplit } from '../../src/core/data/manifest.js';
 import type { DatasetConfig } from '../../src/core/config/schema.js';
+import type { XttsError } from '../../src/core/errors.js';
 import { writeToneWav } from '../helpers/wav.js';
 
 const dataset = (over: Partial<DatasetConfig> = {}): DatasetConfig => ({
@@ -231,8 +232,51 @@ test(
       () => buildManifest(dir, dataset()),
       (e: Error & { code?: string }) => e.code === 'DATASET_METADATA_NOT_UTF8' && /none of its lines/.test(e.message),
     );
+
+    // The first line is a row like any other (it was taken for a blank line before the rows, and lost unnamed).
+    writeFileSync(
+      join(dir, 'metadata.csv'),
+      Buffer.concat([Buffer.from('\n'), latin1, Buffer.from('A1|plain\nC3|plain too\n', 'utf8')]),
+    );
+    const firstBad = buildManifest(dir, dataset());
+    assert.deepEqual(
+      firstBad.train.map((r) => r.id),
+      ['A1', 'C3'],
+    );
+    assert.deepEqual(
+      firstBad.skipped.map((r) => [r.line, r.id, r.reason]),
+      [[2, 'B2', 'not_utf8']],
+    );
   },
 );
+
+test('a metadata file in UTF-16 (with a byte-order mark or without) is refused with the command that converts it', () => {
+  const dir = makeDataset('', ['A1', 'B2']);
+  const text = 'A1|one\r\nB2|two\r\n';
+  const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+  const beNoMark = Buffer.from(text, 'utf16le').swap16();
+  for (const [bytes, encoding] of [
+    [le, 'UTF-16LE'],
+    [Buffer.from(text, 'utf16le'), 'UTF-16LE'],
+    [beNoMark, 'UTF-16BE'],
+  ] as const) {
+    writeFileSync(join(dir, 'metadata.csv'), bytes);
+    assert.throws(
+      () => buildManifest(dir, dataset()),
+      (e: XttsError) =>
+        e.code === 'DATASET_METADATA_NOT_UTF8' &&
+        e.message.includes(`is ${encoding} text, not UTF-8`) &&
+        e.suggestions.some((s) => s.includes('iconv -f UTF-16 -t UTF-8')),
+      encoding,
+    );
+  }
+  // UTF-8 text is not taken for UTF-16.
+  writeFileSync(join(dir, 'metadata.csv'), text);
+  assert.deepEqual(
+    buildManifest(dir, dataset()).train.map((r) => r.id),
+    ['A1', 'B2'],
+  );
+});
 
 test(
   'audio that resolves through a symbolic link to outside the dataset folder is ' +

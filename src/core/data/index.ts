@@ -8,7 +8,7 @@ export {
   type SkippedRow,
   type SkipReason,
 } from './manifest.js';
-export { splitLines } from './text-lines.js';
+export { splitLines, utf16Encoding } from './text-lines.js';
 export {
   loaderItems,
   prepareDataset,

@@ -178,7 +178,8 @@ export function readMetadataFile(
     );
   }
   let first = 0;
-  while (first < lines.length && lines[first].trim() === '') first++;
+  // Blank lines before the first row or header; a line that is not UTF-8 is a row (skipped and named below).
+  while (first < lines.length && lines[first].trim() === '' && !notUtf8.has(first)) first++;
   const hasHeader = first < lines.length && HEADER_FIRST_CELLS.has(lines[first].split('|')[0].trim().toLowerCase());
   const dataStart = hasHeader ? first + 1 : first;
   const format: MetadataFormat = formatSetting === 'auto' ? detectFormat(lines.slice(dataStart)) : formatSetting;

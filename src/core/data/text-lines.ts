@@ -1,6 +1,7 @@
 // Text files read line by line, each line decoded on its own: a line in another encoding costs that line (named, with
-// how it reads as Latin-1), not the file.
+// how it reads as Latin-1), not the file; a file in UTF-16 is refused whole, with the command that converts it.
 import { readFileSync } from 'node:fs';
+import { XttsError } from '../errors.js';
 
 /**
  * Index of the first byte of `b` that breaks UTF-8 (a bad lead, a missing continuation, an overlong or surrogate form),
@@ -29,7 +30,38 @@ function firstInvalidUtf8(b: Uint8Array): number {
  * mark is dropped; CRLF and LF both end lines.
  */
 export function readLines(file: string): ReturnType<typeof splitLines> {
-  return splitLines(readFileSync(file));
+  const bytes = readFileSync(file);
+  const utf16 = utf16Encoding(bytes);
+  if (utf16) {
+    throw new XttsError('DATASET_METADATA_NOT_UTF8', `${file} is ${utf16} text, not UTF-8`, {
+      position: { file },
+      suggestions: [
+        `convert it, e.g. iconv -f UTF-16 -t UTF-8 ${file} > ${file}.utf8 && mv ${file}.utf8 ${file} ` +
+          '(Windows editors save "Unicode" text as UTF-16)',
+      ],
+    });
+  }
+  return splitLines(bytes);
+}
+
+/**
+ * 'UTF-16LE' or 'UTF-16BE' where `bytes` are UTF-16 text: a UTF-16 byte-order mark, or, without one, NUL bytes
+ * at every other place of the first 64 byte pairs where the others are not (ASCII written as UTF-16); else null.
+ */
+export function utf16Encoding(bytes: Uint8Array): 'UTF-16LE' | 'UTF-16BE' | null {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'UTF-16LE';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'UTF-16BE';
+  const pairs = Math.min(64, bytes.length >> 1);
+  if (pairs < 2) return null;
+  let evenNul = 0;
+  let oddNul = 0;
+  for (let i = 0; i < pairs; i++) {
+    if (bytes[2 * i] === 0) evenNul++;
+    if (bytes[2 * i + 1] === 0) oddNul++;
+  }
+  if (oddNul === pairs && evenNul === 0) return 'UTF-16LE';
+  if (evenNul === pairs && oddNul === 0) return 'UTF-16BE';
+  return null;
 }
 
 /** `readLines` of bytes already read (a pipe can be read only once). */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { announcePipes, ExitCode, positiveNumberFlag, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
-import { splitLines } from '@xtts/core/data';
+import { splitLines, utf16Encoding } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizedUtterance, SynthesizeResult } from '@xtts/core/training';
 
@@ -190,13 +190,18 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
     if (stdin) process.stderr.write('reading --texts from standard input (until it ends)\n');
     else announcePipes('--texts', [file]);
     const bytes = readFileSync(stdin ? 0 : file);
+    const utf16 = utf16Encoding(bytes);
+    if (utf16) throw Object.assign(new Error(utf16), { code: 'UTF16' });
     if (bytes.includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
     read = splitLines(bytes);
   } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
     const why =
-      (e as NodeJS.ErrnoException).code === 'BINARY'
-        ? 'it is a binary file (it holds NUL bytes), not text'
-        : unreadableWhy(e);
+      code === 'UTF16'
+        ? `it is ${(e as Error).message} text, not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8 ${file} > texts.txt`
+        : code === 'BINARY'
+          ? 'it is a binary file (it holds NUL bytes), not text'
+          : unreadableWhy(e);
     throw new XttsError('SYNTH_TEXTS_UNREADABLE', `cannot read --texts ${file}: ${why}`, {
       exitCode: ExitCode.usage,
       suggestions: ['pass a UTF-8 text file with one sentence per line'],
