@@ -250,7 +250,7 @@ test(
   },
 );
 
-test('a metadata file in UTF-16 (with a byte-order mark or without) is refused with the command that converts it', () => {
+test('a metadata file in UTF-16 (with a byte-order mark or without) is refused with the command converting it', () => {
   const dir = makeDataset('', ['A1', 'B2']);
   const text = 'A1|one\r\nB2|two\r\n';
   const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
