@@ -12,4 +12,12 @@ export {
   parseThresholds,
   positiveNumberFlag,
 } from './cli/flags.js';
-export { announcePipes, didYouMean, plural, shellQuote, unreadableWhy } from './util/index.js';
+export {
+  announcePipes,
+  didYouMean,
+  makeTemporaryFolder,
+  plural,
+  removeTemporaryFolder,
+  shellQuote,
+  unreadableWhy,
+} from './util/index.js';

@@ -2,8 +2,7 @@
 // manifest, text front end cold (scratch cache) and warm, audio read/decode/resample/trim/mel per
 // file, batch assembly, and the prefetch ring against a consumer that takes a batch every stepMs —
 // then grade the consumer's wait the way every xtts tool does and say what to change.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { FeatureCache } from '../cache/index.js';
 import type { LoadedConfig, XttsConfig } from '../config/index.js';
@@ -15,7 +14,7 @@ import {
   requireAcousticTask,
 } from '../config/index.js';
 import { gradeInputWait, THRESHOLDS } from '../config/index.js';
-import { summarize, type Summary } from '../util/index.js';
+import { makeTemporaryFolder, removeTemporaryFolder, summarize, type Summary } from '../util/index.js';
 import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
 import { melExtractorFor, readAudioFile } from './audio/index.js';
 import { resample } from './audio/resample.js';
@@ -242,7 +241,7 @@ async function timeTextFrontEnd(
   manifest: Manifest,
   config: XttsConfig,
 ): Promise<{ rows: number; coldMs: number; warmMs: number }> {
-  const scratch = mkdtempSync(join(tmpdir(), 'xtts-analyze-'));
+  const scratch = makeTemporaryFolder('xtts-analyze-');
   const skipSink: SkippedRow[] = [];
   const rows = assignLanguages(manifest, config, (row, reason, detail) =>
     skipSink.push({ file: row.file, line: row.line, id: row.id, reason, detail }),
@@ -264,7 +263,7 @@ async function timeTextFrontEnd(
     }
   } finally {
     phonemizer?.close();
-    rmSync(scratch, { recursive: true, force: true });
+    removeTemporaryFolder(scratch);
   }
   return { rows: rows.length, coldMs, warmMs };
 }

@@ -3,15 +3,13 @@
 // does not), the config audit (the validator's rules), a short speed test (a few profiled training
 // steps, then the input pipeline against that step time), and one prioritised list of actions.
 // Its --json form is the snapshot a user attaches to a bug report.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { BackendProbe } from '../backend/index.js';
 import { loadConfigOrThrow, presetPath } from '../config/index.js';
 import type { Backend } from '../config/index.js';
 import { isInputFailure, validateConfigFile, type ValidationReport } from '../config/index.js';
 import type { PipelineAnalysis } from '../data/index.js';
 import { ExitCode, formatPosition, XttsError } from '../errors.js';
+import { makeTemporaryFolder, removeTemporaryFolder } from '../util/index.js';
 import { profileRecordedRun, type ProfileResult, type Thresholds } from '../profile/index.js';
 import { fromDeviceSampleRecord } from '../telemetry/index.js';
 import { summarizeGpuSamples, type GpuWindowSummary } from '../telemetry/index.js';
@@ -148,7 +146,7 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
   const warmup = o.warmup ?? 3;
   const steps = o.steps ?? 10;
   const timed = o.deviceTimedSteps ?? 2;
-  const runDir = mkdtempSync(join(tmpdir(), 'xtts-diagnose-'));
+  const runDir = makeTemporaryFolder('xtts-diagnose-');
   try {
     say(
       `speed test: ${warmup} + ${steps} training ` +
@@ -191,6 +189,6 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
       gpuUnderLoad,
     };
   } finally {
-    rmSync(runDir, { recursive: true, force: true });
+    removeTemporaryFolder(runDir);
   }
 }

@@ -1,5 +1,5 @@
 // Small helpers every subsystem may use: durable writes, SQLite opening, summaries, string
-// suggestions, worker-thread entries.
+// suggestions, worker-thread entries, temporary folders.
 export {
   checkOutputFolder,
   type FileContent,
@@ -24,3 +24,4 @@ export { summarize, type Summary } from './stats.js';
 export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';
 export { refuseUnsafeOutputs, RUN_ENTRIES, RUN_MARKER } from './run-files.js';
+export { makeTemporaryFolder, removeTemporaryFolder } from './temporary.js';

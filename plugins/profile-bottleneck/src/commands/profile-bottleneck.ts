@@ -1,12 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import {
   datasetFlag,
   ExitCode,
   isXttsError,
+  makeTemporaryFolder,
   parseThresholds,
+  removeTemporaryFolder,
   setFlag,
   thresholdFlag,
   XttsCommand,
@@ -118,7 +118,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       // Before minutes of profiled training, not after.
       checkProfileOutputs({ warmup: flags.warmup, ...files }, loaded.file);
       // Without --output the profiled run goes to a temporary folder, removed once it is judged.
-      if (!flags.output) this.temporaryRun = mkdtempSync(join(tmpdir(), 'xtts-profile-'));
+      if (!flags.output) this.temporaryRun = makeTemporaryFolder('xtts-profile-');
       runDir = flags.output ?? this.temporaryRun!;
       const { freeSibling, train } = await import('@xtts/core/training');
       const human = !this.jsonEnabled();
@@ -157,7 +157,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   }
 
   private removeTemporaryRun(): void {
-    if (this.temporaryRun) rmSync(this.temporaryRun, { recursive: true, force: true });
+    if (this.temporaryRun) removeTemporaryFolder(this.temporaryRun);
   }
 
   protected render(r: ProfileResult): void {
