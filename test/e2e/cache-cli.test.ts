@@ -1,7 +1,7 @@
 // `xtts cache stats|verify|clear` as processes on a real cache built from real WAVs; processes sharing
 // one cache at once.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -196,6 +196,49 @@ test('clear refuses a cache another process holds open (a run reads from it), an
   const cleared = await runCli(['cache', 'clear', '--cache', path, '--json']);
   assert.equal(cleared.code, 0, cleared.stderr);
   assert.equal(existsSync(path), false);
+});
+
+test('audio rewritten in place (size kept, mtime set back) is hashed again; an old cache gains a column', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-stalecache-'));
+  const audioPath = join(dir, 'a.wav');
+  writeToneWav(audioPath, 0.5, 22050, 300);
+  const path = join(dir, 'cache.sqlite');
+  // A cache whose hash memo has no change time (as before it had one): the column is added, the memo hashed again.
+  FeatureCache.open(path).close();
+  const old = new Database(path);
+  old.exec('ALTER TABLE audio_hashes DROP COLUMN ctime_ns');
+  old
+    .prepare('INSERT INTO audio_hashes (path, size, mtime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?)')
+    .run(
+      audioPath,
+      statSync(audioPath).size,
+      statSync(audioPath, { bigint: true }).mtimeNs.toString(),
+      statSync(audioPath).ino,
+      'f'.repeat(64),
+    );
+  old.close();
+  const cache = FeatureCache.open(path);
+  try {
+    const first = cache.audioHash(audioPath);
+    assert.notEqual(first, 'f'.repeat(64), 'a memo without a change time is not trusted');
+    assert.equal(cache.audioHash(audioPath), first);
+    // Another tone of the same length written into the same file, and its times set back with `touch -r` (to the
+    // nanosecond: only the change time tells).
+    const mtimeNs = statSync(audioPath, { bigint: true }).mtimeNs;
+    const saved = join(dir, 'times');
+    writeFileSync(saved, '');
+    execFileSync('touch', ['-r', audioPath, saved]);
+    const other = join(dir, 'b.wav');
+    writeToneWav(other, 0.5, 22050, 900);
+    writeFileSync(audioPath, readFileSync(other), { flag: 'r+' });
+    execFileSync('touch', ['-r', saved, audioPath]);
+    assert.equal(statSync(audioPath, { bigint: true }).mtimeNs, mtimeNs);
+    const second = cache.audioHash(audioPath);
+    assert.notEqual(second, first);
+    assert.equal(second, cache.audioHash(other));
+  } finally {
+    cache.close();
+  }
 });
 
 test('a cache made before caches carried their application id is still recognised, and clear removes it', async () => {

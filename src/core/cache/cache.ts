@@ -145,7 +145,7 @@ export interface VerifyReport {
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS audio_hashes (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL,
-  ino INTEGER NOT NULL, sha256 TEXT NOT NULL);
+  ino INTEGER NOT NULL, sha256 TEXT NOT NULL, ctime_ns TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS texts (key TEXT PRIMARY KEY, cleaned TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tokens (key TEXT PRIMARY KEY, n INTEGER NOT NULL, ids BLOB NOT NULL,
   unmappable TEXT NOT NULL);
@@ -204,6 +204,10 @@ function createTables(db: Database.Database): void {
     db.exec('DELETE FROM meta');
   }
   db.exec(SCHEMA);
+  // The change time joined the hashes' memo later: an older cache gets the column, its memos '' (hashed again once).
+  const hashColumns = db.prepare('PRAGMA table_info(audio_hashes)').all() as { name: string }[];
+  if (!hashColumns.some((c) => c.name === 'ctime_ns'))
+    db.exec("ALTER TABLE audio_hashes ADD COLUMN ctime_ns TEXT NOT NULL DEFAULT ''");
   db.prepare("INSERT OR REPLACE INTO meta (k, v) VALUES ('schema_version', ?)").run(String(CACHE_SCHEMA_VERSION));
   db.pragma(`application_id = ${CACHE_APPLICATION_ID}`);
 }
@@ -259,9 +263,10 @@ export class FeatureCache {
       ),
       getFailure: prep('SELECT reason, message FROM failures WHERE key = ?'),
       putFailure: prepWrite('INSERT OR REPLACE INTO failures (key, reason, message) VALUES (?, ?, ?)'),
-      getHash: prep('SELECT size, mtime_ns, ino, sha256 FROM audio_hashes WHERE path = ?'),
+      // Only a writable cache hashes audio (its memo's columns are those of a migrated cache).
+      getHash: prepWrite('SELECT size, mtime_ns, ctime_ns, ino, sha256 FROM audio_hashes WHERE path = ?'),
       putHash: prepWrite(
-        'INSERT OR REPLACE INTO audio_hashes (path, size, mtime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?)',
+        'INSERT OR REPLACE INTO audio_hashes (path, size, mtime_ns, ctime_ns, ino, sha256) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       getMeta: prep('SELECT v FROM meta WHERE k = ?'),
       putMeta: prepWrite('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)'),
@@ -405,18 +410,20 @@ export class FeatureCache {
   }
 
   /**
-   * SHA-256 of an audio file's bytes. Like git's index, a (size, mtime, inode) match with the last
-   * hash skips re-reading the file; `verify` re-hashes everything.
+   * SHA-256 of an audio file's bytes. Like git's index, a (size, mtime, ctime, inode) match with the last
+   * hash skips re-reading the file; `verify` re-hashes everything. The change time is the one no tool sets
+   * back: a file rewritten in place with its size kept and its mtime restored (`touch -r`) has a new one.
    */
   audioHash(path: string): string {
     const st = statSync(path, { bigint: true });
     const memo = this.stmt.getHash.get(path) as
-      | { size: number; mtime_ns: string; ino: number; sha256: string }
+      | { size: number; mtime_ns: string; ctime_ns: string; ino: number; sha256: string }
       | undefined;
-    if (memo && BigInt(memo.size) === st.size && memo.mtime_ns === st.mtimeNs.toString() && BigInt(memo.ino) === st.ino)
-      return memo.sha256;
+    const [mtime, ctime] = [st.mtimeNs.toString(), st.ctimeNs.toString()];
+    const seen = (m: NonNullable<typeof memo>) => [m.size, m.mtime_ns, m.ctime_ns, m.ino].join(' ');
+    if (memo && seen(memo) === [st.size, mtime, ctime, st.ino].join(' ')) return memo.sha256;
     const sha = hashFile(path);
-    this.stmt.putHash.run(path, Number(st.size), st.mtimeNs.toString(), Number(st.ino), sha);
+    this.stmt.putHash.run(path, Number(st.size), mtime, ctime, Number(st.ino), sha);
     return sha;
   }
 
