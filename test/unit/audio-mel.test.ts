@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { AudioConfig } from '../../src/core/config/schema.js';
+import type { XttsError } from '../../src/core/errors.js';
 import {
   decodeWav,
   encodeWav,
@@ -317,6 +318,16 @@ describe('processClip', () => {
     assert.throws(
       () => processClip(encodeWav(new Float32Array(22050), 22050), AUDIO, 'quiet.wav'),
       (e: Error & { code?: string }) => e.code === 'AUDIO_SILENT' && e.message.startsWith('quiet.wav:'),
+    );
+    // Two loud channels, one the other inverted, average to silence: said, with the channel to take.
+    const left = tone(440, 0.5, 22050, 0.5);
+    const cancelling = encodeWav(left, 22050, { channels: [left, left.map((x) => -x)] });
+    assert.throws(
+      () => processClip(cancelling, AUDIO, 'stereo.wav'),
+      (e: XttsError) =>
+        e.code === 'AUDIO_SILENT' &&
+        e.message.startsWith('stereo.wav: the audio is silent once its 2 channels are averaged to mono') &&
+        e.suggestions.some((s) => s.includes('sox IN OUT.wav remix 1')),
     );
   });
 

@@ -1,10 +1,12 @@
 // readAudioFile (data/audio/index.ts): a large WAV whose header says it is longer than a clip may be is refused
 // from its first MiB, never read whole (an hour-long recording in a dataset would be read by every worker that meets
-// it); a large WAV within the limit, a small one and other formats are read as they are.
+// it); a large WAV within the limit, a small one and other formats are read as they are; a file over 2 GiB is refused.
 import assert from 'node:assert/strict';
 import { closeSync, openSync, statSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { readAudioFile } from '../../src/core/data/audio/index.js';
+import type { XttsError } from '../../src/core/errors.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 import { TempDir } from '../helpers/tmp.js';
 
@@ -36,6 +38,46 @@ test('a WAV over 16 MiB that holds more than 600 s is refused from its header; o
     assert.equal(readAudioFile(small).length, statSync(small).size);
     const notWav = tmp.write('big.bin', Buffer.alloc(17 << 20, 1));
     assert.equal(readAudioFile(notWav).length, 17 << 20);
+  } finally {
+    tmp.remove();
+  }
+});
+
+test('a file over 2 GiB within 600 s (many channels at a high rate) is refused unread, saying what to do', async () => {
+  const tmp = new TempDir('xtts-audio-read-');
+  try {
+    // 590 s of 16 channels of 16-bit at 192 kHz (3.6 GB) as a sparse file: the header, then a hole.
+    const big = tmp.at('many-channels.wav');
+    const [channels, rate, seconds] = [16, 192000, 590];
+    const dataBytes = seconds * rate * channels * 2;
+    const header = pcm16Wav(new Float32Array(0), rate);
+    header.writeUInt16LE(channels, 22);
+    header.writeUInt32LE(rate * channels * 2, 28);
+    header.writeUInt16LE(channels * 2, 32);
+    header.writeUInt32LE(36 + dataBytes, 4);
+    header.writeUInt32LE(dataBytes, 40);
+    writeFileSync(big, header);
+    const fd = openSync(big, 'r+');
+    ftruncateSync(fd, 44 + dataBytes);
+    closeSync(fd);
+    assert.throws(
+      () => readAudioFile(big),
+      (e: XttsError) => {
+        assert.equal(e.code, 'AUDIO_TOO_LARGE');
+        assert.match(e.message, /many-channels\.wav: 3\.4 GiB, more than the 2 GiB xtts reads of one clip/);
+        assert.match(e.suggestions.join(' '), /sox IN\.wav -c 1 -r 22050 OUT\.wav remix 1/);
+        return true;
+      },
+    );
+    // A dataset row naming it is skipped with that message (not Node's ERR_FS_FILE_TOO_LARGE).
+    const { featureTask } = await import('../../src/core/data/feature-worker.js');
+    const audio = loadConfig(presetPath('quickstart')).loaded!.config.audio;
+    const r = await featureTask({ audioPath: big, audio });
+    assert.equal(r.ok, false);
+    if (!r.ok) {
+      assert.equal(r.reason, 'unreadable_audio');
+      assert.match(r.message, /3\.4 GiB, more than the 2 GiB/);
+    }
   } finally {
     tmp.remove();
   }

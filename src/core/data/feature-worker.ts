@@ -4,6 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AudioConfig } from '../config/index.js';
 import { isXttsError } from '../errors.js';
+import { unreadableWhy } from '../util/index.js';
 import { processAudioFile, readAudioFile } from './audio/index.js';
 
 export interface FeatureTask {
@@ -35,7 +36,7 @@ export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult>
     return {
       ok: false,
       reason: 'unreadable_audio',
-      message: `cannot read ${task.audioPath}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      message: isXttsError(e) ? e.message : `cannot read ${task.audioPath}: ${unreadableWhy(e)}`,
     };
   }
   const t1 = performance.now();

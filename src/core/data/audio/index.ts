@@ -126,6 +126,8 @@ export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string
   return processDecoded(decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS }), audio, where);
 }
 
+/** The most readAudioFile reads of one file: Node reads at most 2 GiB into one buffer. */
+const MAX_READ_BYTES = 2 ** 31 - 1;
 /** Files larger than this have their WAV header read first (readAudioFile). */
 const PEEK_ABOVE_BYTES = 16 << 20;
 const HEAD_BYTES = 1 << 20;
@@ -153,6 +155,16 @@ export function readAudioFile(path: string, where = path, options: { pipes?: boo
             'read): cut it into sentences',
           { suggestions: ['split long recordings into sentence-length clips'] },
         );
+    }
+    if (size > MAX_READ_BYTES) {
+      const gib = (size / 2 ** 30).toFixed(1);
+      throw new XttsError(
+        'AUDIO_TOO_LARGE',
+        `${where}: ${gib} GiB, more than the 2 GiB xtts reads of one clip (it was not read); a clip of speech is ` +
+          'far smaller: many channels or a high sample rate? cut it into sentences, or take one channel at the ' +
+          "model's rate",
+        { suggestions: ['e.g. `sox IN.wav -c 1 -r 22050 OUT.wav remix 1`, then cut it into sentence-length clips'] },
+      );
     }
     // From the open file (its position is still 0: the header was read at a position), not opened again.
     return readFileSync(fd);
@@ -209,12 +221,22 @@ function processDecoded(wav: DecodedWav, audio: AudioConfig, where: string): Pro
   }
   const sourcePeak = peakAmplitude(wav.samples);
   if (sourcePeak < SILENCE_PEAK) {
+    // Channels are averaged to mono: two that cancel (one the other inverted) average to silence though each is loud.
+    const mixed = wav.channels > 1 ? ` once its ${wav.channels} channels are averaged to mono` : '';
     throw new XttsError(
       'AUDIO_SILENT',
-      `${where}: the audio is silent (${wav.durationS.toFixed(2)} s with no sample ` +
+      `${where}: the audio is silent${mixed} (${wav.durationS.toFixed(2)} s with no sample ` +
         `above half a 16-bit step); remove the row or replace the file`,
       {
-        suggestions: ['remove the row from the metadata or replace the audio file'],
+        suggestions: [
+          ...(mixed
+            ? [
+                'if a channel on its own holds the voice (the channels cancel when averaged, one the other ' +
+                  'inverted), take that channel: `sox IN OUT.wav remix 1`',
+              ]
+            : []),
+          'remove the row from the metadata or replace the audio file',
+        ],
       },
     );
   }
