@@ -232,8 +232,12 @@ test('no validation row drawn is a warning that names the key to change', async 
       /Raise dataset\.validation_fraction/,
     ),
   );
+  // The envelope's warnings carry them too (docs/exit-codes.md), as train's do.
+  assert.deepEqual(r.json.warnings, r.json.result.dataset.warnings);
   const human = await runCli(['analyze-data-pipeline', ...args]);
   assert.match(human.stdout, /warning: no validation utterances/);
+  assert.equal(human.stdout.match(/warning: no validation utterances/g)?.length, 1);
+  assert.doesNotMatch(human.stderr, /no validation utterances/);
 });
 
 test('a missing dataset and a bad flag are clear errors without stack traces', async () => {

@@ -78,6 +78,8 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
     });
     bars.text.finish();
     bars.features.finish();
+    // The envelope's warnings, as train's (people read them in the report, where render prints them).
+    if (this.jsonEnabled()) for (const w of result.dataset.warnings) this.addWarning(w);
     return result;
   }
 
