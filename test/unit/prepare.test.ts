@@ -44,7 +44,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
   writeFileSync(join(dir, 'wavs', 'garbage.wav'), 'definitely not a wav file');
   const ulaw = join(dir, 'wavs', 'ulaw.wav');
   execFileSync('sox', [join(dir, 'wavs', 'g0.wav'), '-e', 'u-law', ulaw]);
-  for (const id of ['dup', 'uni', 'tl', 'ts', 'lang', 'empty'])
+  for (const id of ['dup', 'uni', 'tl', 'ts', 'lang', 'empty', 'punct'])
     copyFileSync(join(dir, 'wavs', 'g1.wav'), join(dir, 'wavs', `${id}.wav`));
   const rows = [
     'g0|x|The first good sentence.|alice|en',
@@ -61,6 +61,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
     'ts|x|Hi|alice|en',
     'lang|x|Bonjour tout le monde.|alice|fr',
     'empty| | |alice|en',
+    'punct|x|...!!!? --|alice|en',
     '../../outside|x|Escapes the root.|alice|en',
     'only|two',
     'nobody|x|Whose voice is this?||en',
@@ -90,6 +91,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
     ts: 'text_too_short',
     lang: 'unknown_language',
     empty: 'empty_text',
+    punct: 'empty_text',
     '../../outside': 'path_escapes_root',
     only: 'malformed_row',
     nan: 'unreadable_audio',
@@ -97,6 +99,7 @@ test('every skip reason comes from a crafted row, and the good rows are all kept
     nobody: 'no_speaker',
   });
   assert.match(p.skipped.find((s) => s.id === 'nan')!.detail, /sample 100 .* is NaN/);
+  assert.match(p.skipped.find((s) => s.id === 'punct')!.detail, /nothing to speak: ".*" has no letter or digit/);
   const covered = new Set(p.skipped.map((s) => s.reason));
   assert.deepEqual(
     Object.keys(SKIP_REASONS).filter((r) => !covered.has(r as never)),
@@ -200,7 +203,7 @@ test("each row's numbers are read in its own language (multilingual cleaner, lan
   assert.match(spoken.es1, /tengo tres perros y veinticinco gatos\./);
 });
 
-test('clips below the model rate or in 8-bit PCM are counted, from the cache too, and named in a warning', async () => {
+test('clips below the model rate, in 8-bit PCM or 40 dB down are counted, from the cache too, and named', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-source-'));
   mkdirSync(join(dir, 'wavs'));
   const rows: string[] = [];
@@ -221,17 +224,31 @@ test('clips below the model rate or in 8-bit PCM are counted, from the cache too
     join(dir, 'wavs', 'tel.wav'),
   ]);
   rows.push('tel|x|A call from far away.|alice|en');
+  // Speech 54 dB down, and a mains hum 60 dB down where speech should be.
+  execFileSync('sox', [join(dir, 'wavs', 'g0.wav'), join(dir, 'wavs', 'faint.wav'), 'gain', '-n', '-54']);
+  writeFileSync(join(dir, 'wavs', 'hum.wav'), pcm16Wav(tone(1.5, 22050, 50, 0.001), 22050));
+  rows.push('faint|x|Good sentence number 1.|alice|en', 'hum|x|Nothing but hum.|alice|en');
   writeFileSync(join(dir, 'metadata.csv'), `${rows.join('\n')}\n`);
   const loaded = loadConfig(configFor(dir)).loaded!;
   for (const pass of ['computed', 'cached']) {
     const p = await prepareDataset(loaded);
-    assert.equal(p.train.length, 4, pass);
+    assert.equal(p.train.length, 6, pass);
+    const { quiet, ...others } = p.sourceNotes;
     assert.deepEqual(
-      p.sourceNotes,
+      others,
       {
         belowRate: { clips: 1, lowestHz: 8000, modelHz: 22050, example: join(dir, 'wavs', 'tel.wav') },
         eightBit: { clips: 1, example: join(dir, 'wavs', 'tel.wav') },
       },
+      pass,
+    );
+    assert.equal(quiet?.clips, 2, pass);
+    assert.equal(quiet?.example, join(dir, 'wavs', 'hum.wav'), pass);
+    assert.ok(Math.abs(quiet!.quietestDb + 60) < 0.5, `${quiet?.quietestDb}`);
+    assert.ok(
+      describeDataset(p).warnings.some((w) =>
+        w.startsWith(`2 clips peak 40 dB or more below full scale (the quietest at -60 dBFS: ${quiet?.example})`),
+      ),
       pass,
     );
     const warnings = describeDataset(p).warnings;

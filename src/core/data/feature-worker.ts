@@ -20,7 +20,7 @@ export type FeatureTaskResult =
       durationS: number;
       mel: Float32Array;
       /** The file's own sample rate, and its bits per sample where it is PCM. */
-      source: { hz: number; pcmBits?: number };
+      source: { hz: number; pcmBits?: number; peak: number };
       ms: { read: number; process: number };
     }
   | { ok: false; reason: 'unreadable_audio' | 'unsupported_format' | 'audio_too_long'; message: string };
@@ -48,7 +48,11 @@ export async function featureTask(task: FeatureTask): Promise<FeatureTaskResult>
       nMels: clip.nMels,
       durationS: clip.durationS,
       mel: clip.mel,
-      source: { hz: clip.originalSampleRateHz, ...(clip.pcmBits !== undefined ? { pcmBits: clip.pcmBits } : {}) },
+      source: {
+        hz: clip.originalSampleRateHz,
+        ...(clip.pcmBits !== undefined ? { pcmBits: clip.pcmBits } : {}),
+        peak: clip.sourcePeak,
+      },
       ms: { read: t1 - t0, process: performance.now() - t1 },
     };
   } catch (e) {

@@ -8,6 +8,7 @@ import type { AudioConfig } from '../config/index.js';
 import { AUDIO_FRONTEND_VERSION } from './audio/index.js';
 import { featureTask, type FeatureTask, type FeatureTaskResult } from './feature-worker.js';
 import type { ManifestRow, SkipReason } from './manifest.js';
+import { QUIET_PEAK } from './source-notes.js';
 import { workerEntry } from '../util/index.js';
 
 /** Bumped when the feature computation changes in a way the settings do not capture. */
@@ -34,14 +35,19 @@ export interface FeatureProgress {
 export interface SourceNote {
   hz: number;
   pcmBits?: number;
+  /** The loudest sample (full scale 1), where it is below QUIET_PEAK. */
+  peak?: number;
 }
 
 const SOURCE_NOTE_KIND = 'source-note';
 const sourceNoteKey = (featureKey: string) => `source:${featureKey}`;
 
 function sourceNote(source: SourceNote, audio: AudioConfig): SourceNote | undefined {
-  const low = source.hz < audio.sample_rate_hz || (source.pcmBits !== undefined && source.pcmBits <= 8);
-  return low ? source : undefined;
+  const quiet = source.peak !== undefined && source.peak < QUIET_PEAK;
+  const low = source.hz < audio.sample_rate_hz || (source.pcmBits !== undefined && source.pcmBits <= 8) || quiet;
+  if (!low) return undefined;
+  const { peak, ...rest } = source;
+  return quiet ? source : rest;
 }
 
 export interface FeatureStageResult {

@@ -26,7 +26,7 @@ import { readLines } from './text-lines.js';
 export const SKIP_REASONS = {
   malformed_row: 'the row does not have the columns of the metadata format',
   not_utf8: "the line is not UTF-8 (the file's other lines are)",
-  empty_text: 'the text is empty',
+  empty_text: 'the text is empty, or has no letter or digit to speak (punctuation alone)',
   missing_audio: 'the audio file does not exist, or is not a regular file',
   unreadable_audio: 'the audio file cannot be read or decoded (a broken header, a cut file, NaN samples, silence)',
   unsupported_format: 'a codec, sample format, rate or channel count xtts does not read',

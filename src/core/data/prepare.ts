@@ -182,8 +182,12 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     const t2 = performance.now();
     const lim = config.limits;
     const usable = rows.filter((r) => {
-      const n = [...cleaned.get(r.row.id)!.text].length;
-      if (n < lim.min_text_chars)
+      const text = cleaned.get(r.row.id)!.text;
+      const n = [...text].length;
+      // Punctuation alone ("...!!!?") is no sentence to learn from, however long.
+      if (!/[\p{L}\p{N}]/u.test(text))
+        skip(r.row, 'empty_text', `nothing to speak: "${text}" has no letter or digit after cleaning`);
+      else if (n < lim.min_text_chars)
         skip(r.row, 'text_too_short', `${n} characters after cleaning; limits.min_text_chars is ${lim.min_text_chars}`);
       else if (n > lim.max_text_chars)
         skip(r.row, 'text_too_long', `${n} characters after cleaning; limits.max_text_chars is ${lim.max_text_chars}`);

@@ -97,7 +97,7 @@ export async function loadClips(
     if (o.notes)
       noteSource(
         o.notes,
-        { hz: clip.originalSampleRateHz, pcmBits: clip.pcmBits },
+        { hz: clip.originalSampleRateHz, pcmBits: clip.pcmBits, peak: clip.sourcePeak },
         row.audioPath,
         audio.sample_rate_hz,
       );
