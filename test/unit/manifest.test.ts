@@ -85,6 +85,27 @@ test('every manifest-level skip reason is produced, with line and id, and good r
   assert.ok(m.skipped.every((s) => s.file.endsWith('metadata.csv') && s.detail.length > 0));
 });
 
+test('an id written with its folder or its .wav, whose file is in wavs/, is skipped with the id to write', () => {
+  const dir = makeDataset('B1.wav|with the extension\nwavs/B2|with the folder\nB3|as it should be\nB4.wav|nowhere\n', [
+    'B1',
+    'B2',
+    'B3',
+  ]);
+  const m = buildManifest(dir, dataset({ format: 'ljspeech' }));
+  assert.deepEqual(
+    m.train.map((r) => r.id),
+    ['B3'],
+  );
+  const detail = (id: string) => m.skipped.find((r) => r.id === id)!.detail;
+  assert.equal(
+    detail('B1.wav'),
+    `${join(dir, 'B1.wav')} does not exist, but ${join('wavs', 'B1.wav')} does: write the id as B1 (an id names ` +
+      'wavs/<id>.wav; one ending in .wav, a file in the dataset folder itself)',
+  );
+  assert.match(detail('wavs/B2'), /wavs\/wavs\/B2\.wav does not exist, but wavs\/B2\.wav does: write the id as B2 /);
+  assert.equal(detail('B4.wav'), `${join(dir, 'B4.wav')} does not exist`);
+});
+
 test('multi-speaker formats: id|text|normalized|speaker and wav_path|speaker|text', () => {
   const d1 = makeDataset('a|x|y|alice\nb|x|y|bob\n', ['a', 'b']);
   const m1 = buildManifest(d1, dataset());

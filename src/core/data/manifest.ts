@@ -132,6 +132,20 @@ function ljspeechAudio(root: string, id: string): string {
 }
 
 /**
+ * For an LJSpeech-layout id whose audio is not where the id says: the file it likely meant, where that exists (an id
+ * written with its folder or its extension), as advice to append to the skip's detail; else ''.
+ */
+function misplacedAudio(root: string, id: string, audioPath: string): string {
+  const bare = id.replace(/^\.?\/?wavs\//i, '').replace(/\.wav$/i, '');
+  const meant = resolve(root, 'wavs', `${bare}.wav`);
+  if (bare === id || meant === audioPath || !existsSync(meant)) return '';
+  return (
+    `, but ${relative(root, meant)} does: write the id as ${bare} (an id names wavs/<id>.wav; one ending in ` +
+    '.wav, a file in the dataset folder itself)'
+  );
+}
+
+/**
  * Read one metadata file. UTF-8 with or without BOM, LF or CRLF, a header line tolerated.
  * Throws XttsError only when the file itself cannot be read; bad rows are skipped and reported.
  */
@@ -322,7 +336,7 @@ function dedupeAndCheckAudio(datasetDir: string, parts: ManifestPart[], followSy
         const code = (e as NodeJS.ErrnoException).code;
         notFile =
           code === 'ENOENT'
-            ? `${row.audioPath} does not exist`
+            ? `${row.audioPath} does not exist${misplacedAudio(datasetDir, row.id, row.audioPath)}`
             : code === 'ELOOP'
               ? `${row.audioPath} is a symbolic link that loops`
               : code === 'EACCES'
