@@ -172,6 +172,10 @@ test(
       /is a header \(file, words, speaker_id\) with no column xtts reads as the text/,
     );
     assert.match(header.json.error.suggestions.join(' '), /set dataset\.columns\.text to the header's name/);
+    // Doing so is enough: the header's other columns are still found by their names.
+    const told = await runCli([...args(csv), '--set', 'dataset.columns.text=words', '--json']);
+    assert.equal(told.code, 0, told.stderr);
+    assert.match(told.json.result.dataset.line, /6 rows: .*; 0 rows skipped/);
     // No metadata.csv and no release TSV: the key that names the file, and the files that are there.
     rmSync(join(csv, 'metadata.csv'));
     writeFileSync(join(csv, 'lines.tsv'), 'x');

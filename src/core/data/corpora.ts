@@ -48,27 +48,34 @@ const COLUMN_NAMES = {
 } as const;
 
 /**
- * A header's columns by the names xtts knows for them (COLUMN_NAMES): the audio and text columns, with the speaker
- * and language ones where it has them; `missing` names the required ones it lacks.
+ * A header's columns by the names xtts knows for them (COLUMN_NAMES), a name the config gives (dataset.columns) first:
+ * the audio and text columns, with the speaker and language ones where it has them; `missing` names the required ones
+ * it lacks.
  */
 export function inferCsvColumns(
   header: readonly string[],
+  configured?: DatasetConfig['columns'],
 ): { columns: DatasetConfig['columns']; missing: [] } | { columns: null; missing: ('audio' | 'text')[] } {
-  const find = (names: readonly string[]) => {
-    for (const n of names) {
+  const find = (names: readonly string[], own?: string | null) => {
+    for (const n of own ? [own.trim().toLowerCase(), ...names] : names) {
       const hit = header.find((h) => h.trim().toLowerCase() === n);
       if (hit !== undefined) return hit.trim();
     }
     return null;
   };
-  const [audio, text] = [find(COLUMN_NAMES.audio), find(COLUMN_NAMES.text)];
+  const [audio, text] = [find(COLUMN_NAMES.audio, configured?.audio), find(COLUMN_NAMES.text, configured?.text)];
   if (audio === null || text === null)
     return {
       columns: null,
       missing: [...(audio === null ? ['audio' as const] : []), ...(text === null ? ['text' as const] : [])],
     };
   return {
-    columns: { audio, text, speaker: find(COLUMN_NAMES.speaker), language: find(COLUMN_NAMES.language) },
+    columns: {
+      audio,
+      text,
+      speaker: find(COLUMN_NAMES.speaker, configured?.speaker),
+      language: find(COLUMN_NAMES.language, configured?.language),
+    },
     missing: [],
   };
 }
@@ -304,31 +311,23 @@ export function readCsv(datasetDir: string, metadataName: string, columns: Datas
   const index = Object.fromEntries(
     Object.entries(want).map(([k, name]) => [k, name === null ? -1 : header.indexOf(name)]),
   ) as Record<keyof typeof want, number>;
-  for (const k of ['audio', 'text'] as const) {
-    if (index[k] < 0) {
-      throw new XttsError(
-        'DATASET_HEADER',
-        `${file}: no "${want[k]}" column for the ${k} (dataset.columns.${k}); the header ` +
-          `has ${header.join(', ') || 'nothing'}`,
-        {
-          exitCode: ExitCode.usage,
-          position: { file, line: 1 },
-          suggestions: [`set dataset.columns.${k} to the header's name for it`],
-        },
-      );
-    }
-  }
-  for (const k of ['speaker', 'language'] as const) {
-    if (want[k] !== null && index[k] < 0)
-      throw new XttsError(
-        'DATASET_HEADER',
-        `${file}: no "${want[k]}" column (dataset.columns.${k}); the header has ${header.join(', ')}`,
-        {
-          exitCode: ExitCode.usage,
-          position: { file, line: 1 },
-          suggestions: [`set dataset.columns.${k} to the header's name for it, or to null`],
-        },
-      );
+  // Every column the header lacks in one error, not one a run.
+  const missing = (['audio', 'text', 'speaker', 'language'] as const).filter((k) => want[k] !== null && index[k] < 0);
+  if (missing.length > 0) {
+    throw new XttsError(
+      'DATASET_HEADER',
+      `${file}: ${missing.map((k) => `no "${want[k]}" column for the ${k} (dataset.columns.${k})`).join(', ')}; ` +
+        `the header has ${header.join(', ') || 'nothing'}`,
+      {
+        exitCode: ExitCode.usage,
+        position: { file, line: 1 },
+        suggestions: missing.map(
+          (k) =>
+            `set dataset.columns.${k} to the header's name for it` +
+            (k === 'speaker' || k === 'language' ? ', or to null' : ''),
+        ),
+      },
+    );
   }
   const rows: ManifestRow[] = [];
   const skipped = skipNotUtf8(file, notUtf8, delimiter, index.audio);

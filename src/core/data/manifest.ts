@@ -462,7 +462,7 @@ function csvHeader(file: string, head: string, configured: DatasetConfig['column
     const cells = head.split(d).map((x) => x.trim().replace(/^"|"$/g, ''));
     if (cells.length < 2) continue;
     if (cells.includes(configured.audio) && cells.includes(configured.text)) return configured;
-    const inferred = inferCsvColumns(cells);
+    const inferred = inferCsvColumns(cells, configured);
     if (inferred.columns) return inferred.columns;
     // Names, not values: no path, no spaces inside a name, no audio file.
     if (cells.every((c) => /^[A-Za-z][\w.-]*$/.test(c) && !looksLikeAudioPath(c))) {
