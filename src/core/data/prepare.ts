@@ -302,7 +302,19 @@ function preparedItems(
   return { train, validation };
 }
 
-/** --strict refuses any skipped row (naming the first); no usable training row is refused either way. */
+/**
+ * The skipped row that comes first in the metadata (its file's line order; files in the order rows were read from
+ * them): the checks skip rows in passes (columns, then audio files, then texts), so the list is not in line order.
+ */
+function firstSkipped(skipped: readonly SkippedRow[]): SkippedRow | undefined {
+  const files = [...new Set(skipped.map((r) => r.file))];
+  return skipped.reduce<SkippedRow | undefined>((best, r) => {
+    if (!best) return r;
+    const [fr, fb] = [files.indexOf(r.file), files.indexOf(best.file)];
+    return fr < fb || (fr === fb && r.line < best.line) ? r : best;
+  }, undefined);
+}
+
 /** Refuses a dataset with skipped rows under --strict (naming the first), or with no training rows left. */
 export function refuseUnusable(
   skipped: readonly SkippedRow[],
@@ -310,8 +322,8 @@ export function refuseUnusable(
   datasetDir: string,
   strict: boolean,
 ): void {
-  if (strict && skipped.length) {
-    const first = skipped[0];
+  const first = firstSkipped(skipped);
+  if (strict && first) {
     throw new XttsError(
       'DATASET_ROWS_SKIPPED',
       `${skipped.length} row${skipped.length === 1 ? '' : 's'} cannot be used ` +
@@ -327,7 +339,6 @@ export function refuseUnusable(
     // Every row is gone: say why here (a command that reads the dataset would stop at the same point).
     const reasons = new Map<string, number>();
     for (const r of skipped) reasons.set(r.reason, (reasons.get(r.reason) ?? 0) + 1);
-    const first = skipped[0];
     throw new XttsError(
       'DATASET_EMPTY',
       `no usable training rows in ${datasetDir}` +
