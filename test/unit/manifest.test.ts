@@ -380,3 +380,23 @@ test('a validation metadata file that is the training metadata itself is refused
       /validation_metadata: null/.test(e.suggestions?.[0] ?? ''),
   );
 });
+
+test('classic Mac line ends (CR alone) read as lines; a dataset path that is a looping link says so', () => {
+  const dir = makeDataset('', ['A1', 'B2']);
+  writeFileSync(join(dir, 'metadata.csv'), 'A1|one\rB2|two\r');
+  assert.deepEqual(
+    buildManifest(dir, dataset()).train.map((r) => [r.id, r.text]),
+    [
+      ['A1', 'one'],
+      ['B2', 'two'],
+    ],
+  );
+  const loop = join(dir, 'loop');
+  symlinkSync(loop, loop);
+  assert.throws(
+    () => buildManifest(loop, dataset()),
+    (e: XttsError) =>
+      e.code === 'DATASET_NOT_FOUND' &&
+      e.message.includes('is a symbolic link to nothing that exists (or one that loops)'),
+  );
+});

@@ -3,7 +3,7 @@
 // the tokenizer (unreadable audio, lengths, unmappable characters) happen later, in preprocessing,
 // and report through the same SkippedRow shape.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
 import {
@@ -488,7 +488,12 @@ function csvHeader(file: string, head: string, configured: DatasetConfig['column
 /** Read, validate and split the dataset's metadata. */
 export function buildManifest(datasetDir: string, dataset: DatasetConfig): Manifest {
   if (!existsSync(datasetDir) || !statSync(datasetDir).isDirectory()) {
-    const what = existsSync(datasetDir) ? `${datasetDir} is a file, not the dataset's folder` : undefined;
+    const loops = !existsSync(datasetDir) && lstatSync(datasetDir, { throwIfNoEntry: false })?.isSymbolicLink();
+    const what = existsSync(datasetDir)
+      ? `${datasetDir} is a file, not the dataset's folder`
+      : loops
+        ? `${datasetDir} is a symbolic link to nothing that exists (or one that loops), not the dataset's folder`
+        : undefined;
     throw new XttsError('DATASET_NOT_FOUND', what ?? `dataset folder not found: ${datasetDir}`, {
       exitCode: ExitCode.usage,
       suggestions: [

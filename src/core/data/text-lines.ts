@@ -27,7 +27,7 @@ function firstInvalidUtf8(b: Uint8Array): number {
 /**
  * A text file's lines, decoded one by one: a line in another encoding costs that line (reported with
  * the first byte that is not UTF-8 and how it reads as Latin-1), not the file. A UTF-8 byte-order
- * mark is dropped; CRLF and LF both end lines.
+ * mark is dropped; CRLF and LF both end lines, and CR alone in a file with no LF.
  */
 export function readLines(file: string): ReturnType<typeof splitLines> {
   const bytes = readFileSync(file);
@@ -71,13 +71,15 @@ export function splitLines(data: Uint8Array): {
 } {
   let bytes = data;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+  // Classic Mac OS line ends (CR alone: Excel's "CSV (Macintosh)") where the file has no LF at all.
+  const eol = bytes.includes(0x0a) || !bytes.includes(0x0d) ? 0x0a : 0x0d;
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const lines: string[] = [];
   const notUtf8 = new Map<number, { at: number; asLatin1: string }>();
   for (let start = 0; start <= bytes.length; ) {
-    let end = bytes.indexOf(0x0a, start);
+    let end = bytes.indexOf(eol, start);
     if (end < 0) end = bytes.length;
-    const raw = bytes.subarray(start, end > start && bytes[end - 1] === 0x0d ? end - 1 : end);
+    const raw = bytes.subarray(start, eol === 0x0a && end > start && bytes[end - 1] === 0x0d ? end - 1 : end);
     try {
       lines.push(utf8.decode(raw));
     } catch {
