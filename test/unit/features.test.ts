@@ -3,7 +3,7 @@
 // become reason-coded failures that are remembered; a build killed midway resumes cleanly.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -48,6 +48,29 @@ test('cold, warm, one edited file, and a changed setting', async () => {
   const v = cache.verify();
   assert.equal(v.integrity, 'ok');
   assert.deepEqual(v.badFeatures, []);
+  cache.close();
+});
+
+test('rows whose audio is the same bytes (copies, links) share one computation, or one failure', async () => {
+  const d = dataset(2);
+  const rows = [...d.rows];
+  for (const [i, from] of [0, 0, 1].entries()) {
+    const audioPath = join(d.dir, 'wavs', `copy${i}.wav`);
+    copyFileSync(d.rows[from].audioPath, audioPath);
+    rows.push({ ...d.rows[from], id: `copy${i}`, line: 10 + i, audioPath });
+  }
+  const broken = join(d.dir, 'wavs', 'broken.wav');
+  writeFileSync(broken, 'not audio at all');
+  for (const id of ['b1', 'b2']) rows.push({ ...d.rows[0], id, audioPath: broken });
+  const cache = FeatureCache.open(d.cachePath);
+  for (const workers of [2, 0]) {
+    const r = await prepareFeatures({ cache, rows, audio, workers });
+    if (workers === 2) assert.equal(r.computed, 3, 'two clips and the broken file, each once');
+    assert.equal(r.features.size, 5);
+    assert.equal(r.features.get('copy0')!.featureKey, r.features.get('u0')!.featureKey);
+    assert.equal(r.features.get('copy2')!.featureKey, r.features.get('u1')!.featureKey);
+    assert.deepEqual(r.failures.map((f) => f.row.id).sort(), ['b1', 'b2']);
+  }
   cache.close();
 });
 

@@ -143,7 +143,8 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
   const t0 = performance.now();
   const features = new Map<string, FeatureInfo>();
   const failures: FeatureStageResult['failures'] = [];
-  const todo: { row: ManifestRow; key: string }[] = [];
+  // One computation a distinct clip: rows whose audio is the same bytes (a corpus of links or copies) share it.
+  const todo = new Map<string, { row: ManifestRow; key: string; rows: ManifestRow[] }>();
   const notes = new Map<string, SourceNote>();
   const noted = o.cache.blobsOfKind(SOURCE_NOTE_KIND);
   let fromCache = 0;
@@ -159,11 +160,12 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
     }
     const failure = o.cache.getFailure(key);
     if (failure) failures.push({ row, reason: failure.reason as SkipReason, message: failure.message });
-    else todo.push({ row, key });
+    else if (todo.has(key)) todo.get(key)!.rows.push(row);
+    else todo.set(key, { row, key, rows: [row] });
   }
   const hashMs = performance.now() - t0;
   const total = o.rows.length;
-  let done = total - todo.length;
+  let done = fromCache + failures.length;
   let writeMs = 0;
   const perClipMs: number[] = [];
   const pending: Parameters<FeatureCache['putMany']>[0] = { features: [], failures: [] };
@@ -175,13 +177,14 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
     writeMs += performance.now() - t;
   };
   const commitEvery = o.commitEvery ?? 64;
-  const accept = (item: { row: ManifestRow; key: string }, r: FeatureTaskResult) => {
+  const accept = (item: { row: ManifestRow; key: string; rows: ManifestRow[] }, r: FeatureTaskResult) => {
     if (r.ok) {
       pending.features!.push({
         key: item.key,
         feature: { frames: r.frames, nMels: r.nMels, durationS: r.durationS, mel: r.mel },
       });
-      features.set(item.row.id, { featureKey: item.key, frames: r.frames, durationS: r.durationS });
+      for (const row of item.rows)
+        features.set(row.id, { featureKey: item.key, frames: r.frames, durationS: r.durationS });
       const note = sourceNote(r.source, o.audio);
       if (note) {
         notes.set(item.key, note);
@@ -190,22 +193,23 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
       perClipMs.push(r.ms.read + r.ms.process);
     } else {
       pending.failures!.push({ key: item.key, failure: { reason: r.reason, message: r.message } });
-      failures.push({ row: item.row, reason: r.reason, message: r.message });
+      for (const row of item.rows) failures.push({ row, reason: r.reason, message: r.message });
     }
-    done++;
+    done += item.rows.length;
     if (pending.features!.length + pending.failures!.length >= commitEvery) commit();
     o.onProgress?.({ done, total, computed: done - fromCache, fromCache, elapsedMs: performance.now() - t0 });
   };
   const tc = performance.now();
-  if (todo.length > 0 && o.workers > 0) {
+  const distinct = [...todo.values()];
+  if (distinct.length > 0 && o.workers > 0) {
     await runPool(
-      Math.min(o.workers, todo.length),
-      todo,
+      Math.min(o.workers, distinct.length),
+      distinct,
       (item) => ({ audioPath: item.row.audioPath, audio: o.audio }),
       accept,
     );
   } else {
-    for (const item of todo) accept(item, await featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
+    for (const item of distinct) accept(item, await featureTask({ audioPath: item.row.audioPath, audio: o.audio }));
   }
   commit();
   const computeMs = performance.now() - tc;
@@ -213,7 +217,7 @@ export async function prepareFeatures(o: FeatureStageOptions): Promise<FeatureSt
     features,
     notes,
     failures,
-    computed: todo.length,
+    computed: distinct.length,
     fromCache,
     timings: { hashMs, computeMs, writeMs, wallMs: performance.now() - t0, perClipMs },
   };
