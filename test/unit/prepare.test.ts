@@ -266,3 +266,29 @@ test('clips below the model rate, in 8-bit PCM or 40 dB down are counted, from t
     );
   }
 });
+
+test("rows written mostly in letters their language's alphabet lacks are counted and named in a warning", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-prep-script-'));
+  mkdirSync(join(dir, 'wavs'));
+  const rows = [
+    ['g0', 'A plain English sentence.'],
+    ['g1', 'We met at a café in Zürich.'],
+    ['ru', 'Привет, как дела у тебя сегодня?'],
+    ['ru2', 'Это тоже русский текст.'],
+  ];
+  for (const [id, text] of rows) speak(join(dir, 'wavs', `${id}.wav`), text, id.startsWith('ru') ? 'ru' : 'en-us');
+  writeFileSync(join(dir, 'metadata.csv'), `${rows.map(([id, text]) => `${id}|x|${text}|alice|en`).join('\n')}\n`);
+  const p = await prepareDataset(loadConfig(configFor(dir)).loaded!);
+  assert.deepEqual(p.train.map((i) => i.id).sort(), ['g0', 'g1', 'ru', 'ru2']);
+  assert.deepEqual(p.foreignText, {
+    rows: 2,
+    language: 'en',
+    example: `${join(dir, 'metadata.csv')}:3 (ru)`,
+    text: 'Привет, как дела у тебя сегодня?',
+  });
+  assert.ok(
+    describeDataset(p).warnings.some((w) =>
+      w.startsWith('2 rows of language en are written mostly in letters its alphabet lacks (e.g. '),
+    ),
+  );
+});

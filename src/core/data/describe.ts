@@ -134,6 +134,14 @@ export function describeDataset(data: PreparedDataset): { line: string; warnings
         `${twins.length > 3 ? `; and ${twins.length - 3} more` : ''}. If each is one person, write one name`,
     );
   warnings.push(...sourceNoteWarnings(data.sourceNotes));
+  const foreign = data.foreignText;
+  if (foreign)
+    warnings.push(
+      `${plural(foreign.rows, 'row')} of language ${foreign.language} ${foreign.rows === 1 ? 'is' : 'are'} written ` +
+        `mostly in letters its alphabet lacks (e.g. ${foreign.example}: "${foreign.text}"): another language, ` +
+        `which the model learns as ${foreign.language}. Give each row its language (a language column with ` +
+        'dataset.language_source: metadata), or set dataset.language to the one the text is in',
+    );
   const unheard = validationOnlySpeakers(data);
   if (unheard.length)
     warnings.push(

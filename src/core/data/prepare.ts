@@ -15,7 +15,7 @@ import { cleanText } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
 import { detectLanguage, languageFromFilename } from './text/language.js';
 import { Phonemizer } from './text/phonemizer.js';
-import { baseSymbols } from './text/alphabets.js';
+import { baseSymbols, foreignLetterShare } from './text/alphabets.js';
 import { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';
 
 export interface PreparedItem {
@@ -43,6 +43,8 @@ export interface PreparedDataset {
   manifest: Manifest;
   /** Clips whose recordings lack what the model's audio has: recorded below its rate, or in 8-bit PCM. */
   sourceNotes: SourceNotes;
+  /** Usable rows written mostly in letters their language's alphabet lacks (foreignText), with the first. */
+  foreignText?: { rows: number; language: string; example: string; text: string };
   cachePath: string;
   /** Milliseconds per stage, and how much came from the cache. */
   timings: {
@@ -156,6 +158,18 @@ export function assignLanguages(
   return rows;
 }
 
+/**
+ * Rows more than half of whose letters their language's alphabet lacks: a sentence in another language or script
+ * given the dataset's one language (dataset.language), which the model would learn as that language.
+ */
+function foreignText(rows: readonly TextRow[]): PreparedDataset['foreignText'] {
+  const foreign = rows.filter((r) => (foreignLetterShare(r.row.text, r.language) ?? 0) > 0.5);
+  if (foreign.length === 0) return undefined;
+  const { row, language } = foreign[0];
+  const text = [...row.text].length > 40 ? `${[...row.text].slice(0, 40).join('')}…` : row.text;
+  return { rows: foreign.length, language, example: `${row.file}:${row.line} (${row.id})`, text };
+}
+
 export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptions = {}): Promise<PreparedDataset> {
   const config = loaded.config;
   const t0 = performance.now();
@@ -224,6 +238,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     const { train, validation } = preparedItems(withTokens, tokens, feats.features, speakers, config, skip);
     refuseUnusable(skipped, train.length, manifest.datasetDir, options.strict === true);
 
+    const kept = new Set([...train, ...validation].map((item) => item.id));
     const t4 = performance.now();
     const stats = trainingStats(cache, train, config.audio.n_mels);
     const statsMs = performance.now() - t4;
@@ -237,6 +252,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       stats,
       manifest,
       sourceNotes: summariseNotes([...train, ...validation], feats.notes, config.audio.sample_rate_hz),
+      foreignText: foreignText(withTokens.filter((r) => kept.has(r.row.id))),
       cachePath,
       timings: { manifestMs, textMs, tokensMs, featuresMs, statsMs, totalMs: performance.now() - t0 },
       cacheUse: {

@@ -55,3 +55,18 @@ export function baseSymbols(
   if (text.unicode_normalization !== 'none') symbols = symbols.normalize(text.unicode_normalization);
   return codePoints(symbols);
 }
+
+/**
+ * The share of a text's letters that its language's alphabet lacks (lower-cased, accents taken apart from their
+ * letters first, so café counts as Latin for English), or undefined where CLDR gives no alphabet or the text has no
+ * letter: near 1 for a sentence in another script ("Привет, мир" as English), near 0 for the language's own text
+ * with a loanword in it.
+ */
+export function foreignLetterShare(text: string, language: string): number | undefined {
+  const alphabet = cldrAlphabet(language);
+  if (!alphabet) return undefined;
+  const own = new Set(alphabet.normalize('NFD').replace(/\p{M}/gu, ''));
+  const letters = text.toLocaleLowerCase(language.split('-')[0]).normalize('NFD').match(/\p{L}/gu);
+  if (!letters) return undefined;
+  return letters.filter((c) => !own.has(c)).length / letters.length;
+}
