@@ -10,20 +10,27 @@ import type { XttsError } from '../../src/core/errors.js';
 import { pcm16Wav, tone } from '../helpers/wav.js';
 import { TempDir } from '../helpers/tmp.js';
 
+/**
+ * A WAV whose header (`wav`: a 44-byte header and what samples follow) declares `dataBytes` of samples, written as a
+ * sparse file: what `wav` holds, then a hole to the declared end (no disk taken, whatever the size).
+ */
+function sparseWav(path: string, wav: Buffer, dataBytes: number): void {
+  wav.writeUInt32LE(36 + dataBytes, 4);
+  wav.writeUInt32LE(dataBytes, 40);
+  writeFileSync(path, wav);
+  const fd = openSync(path, 'r+');
+  ftruncateSync(fd, 44 + dataBytes);
+  closeSync(fd);
+}
+
 test('a WAV over 16 MiB that holds more than 600 s is refused from its header; one within is read', () => {
   const tmp = new TempDir('xtts-audio-read-');
   try {
     // An hour of 16-bit mono at 22,050 Hz (159 MB), as a sparse file: the header and one second of samples, then
     // the rest of the declared data as a hole. Reading it whole would take 159 MB.
     const hour = tmp.at('hour.wav');
-    const second = pcm16Wav(tone(1, 22050), 22050);
     const dataBytes = 3600 * 22050 * 2;
-    second.writeUInt32LE(36 + dataBytes, 4);
-    second.writeUInt32LE(dataBytes, 40);
-    writeFileSync(hour, second);
-    const fd = openSync(hour, 'r+');
-    ftruncateSync(fd, 44 + dataBytes);
-    closeSync(fd);
+    sparseWav(hour, pcm16Wav(tone(1, 22050), 22050), dataBytes);
     assert.equal(statSync(hour).size, 44 + dataBytes);
     assert.throws(() => readAudioFile(hour), {
       code: 'AUDIO_TOO_LONG',
@@ -49,17 +56,11 @@ test('a file over 2 GiB within 600 s (many channels at a high rate) is refused u
     // 590 s of 16 channels of 16-bit at 192 kHz (3.6 GB) as a sparse file: the header, then a hole.
     const big = tmp.at('many-channels.wav');
     const [channels, rate, seconds] = [16, 192000, 590];
-    const dataBytes = seconds * rate * channels * 2;
     const header = pcm16Wav(new Float32Array(0), rate);
     header.writeUInt16LE(channels, 22);
     header.writeUInt32LE(rate * channels * 2, 28);
     header.writeUInt16LE(channels * 2, 32);
-    header.writeUInt32LE(36 + dataBytes, 4);
-    header.writeUInt32LE(dataBytes, 40);
-    writeFileSync(big, header);
-    const fd = openSync(big, 'r+');
-    ftruncateSync(fd, 44 + dataBytes);
-    closeSync(fd);
+    sparseWav(big, header, seconds * rate * channels * 2);
     assert.throws(
       () => readAudioFile(big),
       (e: XttsError) => {
