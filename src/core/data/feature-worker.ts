@@ -19,7 +19,7 @@ export type FeatureTaskResult =
       nMels: number;
       durationS: number;
       mel: Float32Array;
-      /** The file's own sample rate, and its bits per sample where it is PCM. */
+      /** The file's own sample rate, its bits per sample where it is PCM, and its loudest sample (full scale 1). */
       source: { hz: number; pcmBits?: number; peak: number };
       ms: { read: number; process: number };
     }

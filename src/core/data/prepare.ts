@@ -41,7 +41,7 @@ export interface PreparedDataset {
   languages: string[];
   stats: { mean: Float32Array; std: Float32Array; frames: number };
   manifest: Manifest;
-  /** Clips whose recordings lack what the model's audio has: recorded below its rate, or in 8-bit PCM. */
+  /** Clips whose recordings lack what the model's audio has: recorded below its rate, in 8-bit PCM, or 40 dB down. */
   sourceNotes: SourceNotes;
   /** Usable rows written mostly in letters their language's alphabet lacks (foreignText), with the first. */
   foreignText?: { rows: number; language: string; example: string; text: string };

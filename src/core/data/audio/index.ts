@@ -136,6 +136,7 @@ const HEAD_BYTES = 1 << 20;
  * An audio file's bytes, for processAudioFile. A WAV file over 16 MiB whose header says it holds more than
  * MAX_CLIP_SECONDS is refused (AUDIO_TOO_LONG) from its first MiB, without reading the rest: a dataset row pointing
  * at an hour-long recording (600 MB) would otherwise be read whole by every worker that meets it, only to be refused.
+ * A file over 2 GiB, which Node cannot read into one buffer, is refused unread (AUDIO_TOO_LARGE).
  */
 export function readAudioFile(path: string, where = path, options: { pipes?: boolean } = {}): Buffer {
   // A named pipe's open waits for its writer: read only where the user named it (`--reference <(sox …)`), and only
