@@ -89,6 +89,10 @@ test('stats, verify (clean, corrupted, repaired) and clear', async () => {
     }
     const human = await runCli(['cache', 'verify', '--cache', damaged]);
     assert.match(human.stdout + human.stderr, /damaged.*xtts cache clear --cache/s);
+    // A damaged file's entries are not said to be "all whole" (those read may be all it could reach).
+    assert.doesNotMatch(human.stdout, /all whole/);
+    // SQLite's report (a line a damaged page) is cut to its first lines for people.
+    assert.ok(human.stdout.split('\n').length < 16, human.stdout);
   }
 
   // A part clear cannot remove (here its -wal is a folder, which even root cannot unlink as a file) is an error naming

@@ -32,14 +32,19 @@ export default class CacheVerifyCommand extends XttsCommand<CacheVerifyResult> {
 
   protected render(r: CacheVerifyResult): void {
     this.log(`${paint.bold('cache')} ${r.path}`);
-    this.log(`  SQLite integrity: ${r.integrity === 'ok' ? paint.ok('ok') : paint.error(r.integrity)}`);
+    // SQLite's report lists every page it finds wrong: the first lines say what; --json has them all.
+    const report = r.integrity.split('\n');
+    const shown = report.length > 6 ? [...report.slice(0, 5), `… and ${report.length - 5} more lines`] : report;
+    this.log(`  SQLite integrity: ${r.integrity === 'ok' ? paint.ok('ok') : paint.error(shown.join('\n    '))}`);
+    // In a damaged file the entries read are not all there are: "all whole" would claim too much.
+    const whole = r.integrity === 'ok' ? 'all whole' : 'those read whole (the damage may hide others)';
     this.log(
       `  features: ${r.checkedFeatures} ` +
-        `checked, ${r.badFeatures.length ? paint.error(`${r.badFeatures.length} bad`) : paint.ok('all whole')}`,
+        `checked, ${r.badFeatures.length ? paint.error(`${r.badFeatures.length} bad`) : paint.ok(whole)}`,
     );
     this.log(
       `  tokens:   ${r.checkedTokens} ` +
-        `checked, ${r.badTokens.length ? paint.error(`${r.badTokens.length} bad`) : paint.ok('all whole')}`,
+        `checked, ${r.badTokens.length ? paint.error(`${r.badTokens.length} bad`) : paint.ok(whole)}`,
     );
     this.log(
       `  audio:    ${r.checkedAudio} ` +
