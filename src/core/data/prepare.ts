@@ -236,6 +236,9 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     // Audio length limits, speakers and languages as indices.
     const speakers = [...new Set(withTokens.map((r) => r.row.speaker))].sort();
     const { train, validation } = preparedItems(withTokens, tokens, feats.features, speakers, config, skip);
+    // In line order, as reported: the checks skip rows in passes (columns, audio files, texts), and the first named
+    // is the first in the file.
+    skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
     refuseUnusable(skipped, train.length, manifest.datasetDir, options.strict === true);
 
     const kept = new Set([...train, ...validation].map((item) => item.id));
@@ -245,7 +248,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
     return {
       train,
       validation,
-      skipped: skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line),
+      skipped,
       tokenizer,
       speakers,
       languages: [...config.text.languages],
@@ -319,26 +322,16 @@ function preparedItems(
 }
 
 /**
- * The skipped row that comes first in the metadata (its file's line order; files in the order rows were read from
- * them): the checks skip rows in passes (columns, then audio files, then texts), so the list is not in line order.
+ * Refuses a dataset with skipped rows under --strict (naming the first of `skipped`, which callers sort into line
+ * order), or with no training rows left.
  */
-function firstSkipped(skipped: readonly SkippedRow[]): SkippedRow | undefined {
-  const files = [...new Set(skipped.map((r) => r.file))];
-  return skipped.reduce<SkippedRow | undefined>((best, r) => {
-    if (!best) return r;
-    const [fr, fb] = [files.indexOf(r.file), files.indexOf(best.file)];
-    return fr < fb || (fr === fb && r.line < best.line) ? r : best;
-  }, undefined);
-}
-
-/** Refuses a dataset with skipped rows under --strict (naming the first), or with no training rows left. */
 export function refuseUnusable(
   skipped: readonly SkippedRow[],
   trainRows: number,
   datasetDir: string,
   strict: boolean,
 ): void {
-  const first = firstSkipped(skipped);
+  const first = skipped[0];
   if (strict && first) {
     throw new XttsError(
       'DATASET_ROWS_SKIPPED',
