@@ -32,7 +32,7 @@ export { type ProcessedClip, processAudioFile, readAudioFile } from './audio/ind
 export { decodeWav, encodeWav } from './audio/wav.js';
 export { slotBytes } from './ring.js';
 export { speakerName } from './speakers.js';
-export { CLEANER_LANGUAGES, cleanerClaims, cleanText } from './text/cleaners.js';
+export { CLEANER_LANGUAGES, cleanerClaims, cleanText, hasSpeech } from './text/cleaners.js';
 export { isKnownLanguage } from './text/language.js';
 export { espeakLanguages, espeakVoice, Phonemizer } from './text/phonemizer.js';
 export { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';

@@ -11,7 +11,7 @@ import { MelStats } from './audio/stats.js';
 import { type FeatureInfo, type FeatureProgress, prepareFeatures, type SourceNote } from './features.js';
 import { noteSource, type SourceNotes } from './source-notes.js';
 import { buildManifest, type Manifest, type ManifestRow, type SkippedRow, type SkipReason } from './manifest.js';
-import { cleanText } from './text/cleaners.js';
+import { cleanText, hasSpeech } from './text/cleaners.js';
 import { textIdentity } from './text/frontend.js';
 import { detectLanguage, languageFromFilename } from './text/language.js';
 import { Phonemizer } from './text/phonemizer.js';
@@ -199,7 +199,7 @@ export async function prepareDataset(loaded: LoadedConfig, options: PrepareOptio
       const text = cleaned.get(r.row.id)!.text;
       const n = [...text].length;
       // Punctuation alone ("...!!!?") is no sentence to learn from, however long.
-      if (!/[\p{L}\p{N}]/u.test(text))
+      if (!hasSpeech(text))
         skip(r.row, 'empty_text', `nothing to speak: "${text}" has no letter or digit after cleaning`);
       else if (n < lim.min_text_chars)
         skip(r.row, 'text_too_short', `${n} characters after cleaning; limits.min_text_chars is ${lim.min_text_chars}`);

@@ -2,7 +2,7 @@
 // phonemes, encoded by its tokenizer; or why it cannot be spoken. `xtts synthesize` speaks such texts,
 // a vocoder's fine-tuning (vocoder-finetune.ts) aligns them to their recordings.
 import type { XttsConfig } from '../config/index.js';
-import { cleanText, type Phonemizer, type Tokenizer } from '../data/index.js';
+import { cleanText, hasSpeech, type Phonemizer, type Tokenizer } from '../data/index.js';
 
 /**
  * A text as the checkpoint's token ids: cleaned as its config cleans, phonemized where it reads
@@ -19,7 +19,7 @@ export async function encodeText(
   let text = cleanText(input, config.text, language);
   if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
   // Punctuation alone ("?!...") spoke a third of a second of noise.
-  if (!/[\p{L}\p{N}]/u.test(text)) return { reason: 'nothing to speak: the text has no letters or digits' };
+  if (!hasSpeech(text)) return { reason: 'nothing to speak: the text has no letters or digits' };
   if (phonemizer) text = await phonemizer.phonemize(text, language);
   const enc = tokenizer.encode(text, language);
   const reason = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');

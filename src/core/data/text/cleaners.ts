@@ -269,6 +269,11 @@ export function expandAbbreviations(text: string): string {
   );
 }
 
+/** Whether a cleaned text has anything to speak: a letter or a digit (punctuation alone, "?!...", is nothing). */
+export function hasSpeech(cleaned: string): boolean {
+  return /[\p{L}\p{N}]/u.test(cleaned);
+}
+
 /**
  * Clean one text with the configured cleaner, after Unicode normalisation.
  * `language` decides the multilingual cleaner's readings of numbers, dates and abbreviations (see
