@@ -32,6 +32,18 @@ function child(name: string, body: string, base = 'quickstart'): string {
   return tmp.write(name, `extends: ${base}\ndataset:\n  path: ${quickstartData}\n${body}`);
 }
 
+/**
+ * A dataset folder NAME with one clip of the bundled data as a1.wav and metadata.csv: a usable row a1 (unless
+ * `withA1` is false) followed by `rows`; and a config reading it (dataset.metadata written out), its path returned.
+ */
+function rowsDataset(name: string, rows: string | Buffer, withA1 = true): string {
+  const clip = readdirSync(join(quickstartData, 'wavs')).find((f) => f.endsWith('.wav'))!;
+  tmp.write(`${name}/wavs/a1.wav`, readFileSync(join(quickstartData, 'wavs', clip)));
+  const first = withA1 ? 'a1|Hello there.|Hello there.\n' : '';
+  tmp.write(`${name}/metadata.csv`, Buffer.concat([Buffer.from(first), Buffer.from(rows)]));
+  return tmp.write(`${name}.yaml`, `extends: quickstart\ndataset:\n  path: ./${name}\n  metadata: metadata.csv\n`);
+}
+
 function rule(id: string) {
   const r = RULES.find((x) => x.id === id);
   assert.ok(r, `no rule ${id}`);
@@ -96,6 +108,48 @@ const CASES: RuleCase[] = [
     severity: 'error',
     at: join(quickstartData, 'metadata.csv'),
     message: /is a file, not a folder/,
+    fixApplies: false,
+  },
+  {
+    name: 'a metadata row whose clip is missing (the other row trains)',
+    ruleId: 'dataset/rows',
+    file: () => rowsDataset('rows-missing', 'a2|Missing clip.|Missing clip.\n'),
+    keyPath: 'dataset.metadata',
+    severity: 'warn',
+    inFile: () => tmp.at('rows-missing/metadata.csv'),
+    at: 'a2|Missing clip.|Missing clip.',
+    message: /^1 of the 2 rows will train; 1 row skipped: .*metadata\.csv:2 \(a2\): .*a2\.wav does not exist/,
+    fixApplies: false,
+  },
+  {
+    name: 'a metadata file none of whose rows is usable (every clip missing)',
+    ruleId: 'dataset/rows',
+    file: () => rowsDataset('rows-none', 'b1|One.|One.\nb2|Two.|Two.\n', false),
+    keyPath: 'dataset.metadata',
+    severity: 'error',
+    inFile: () => tmp.at('rows-none/metadata.csv'),
+    at: 'b1|One.|One.',
+    message: /^no usable training rows in .*rows-none \(2 skipped: 2 missing_audio\); first: .*metadata\.csv:1 \(b1\)/,
+    fixApplies: false,
+  },
+  {
+    name: 'a metadata file in Latin-1, not UTF-8',
+    ruleId: 'dataset/rows',
+    file: () => rowsDataset('rows-latin1', Buffer.from('b1|caf\xe9 au lait|caf\xe9 au lait\n', 'latin1'), false),
+    keyPath: 'dataset.metadata',
+    severity: 'error',
+    at: 'metadata.csv',
+    message: /rows-latin1\/metadata\.csv is not UTF-8: none of its lines is/,
+    fixApplies: false,
+  },
+  {
+    name: 'a metadata file in UTF-16',
+    ruleId: 'dataset/rows',
+    file: () => rowsDataset('rows-utf16', Buffer.from('\ufeffa1|Hello there.|Hello there.\n', 'utf16le'), false),
+    keyPath: 'dataset.metadata',
+    severity: 'error',
+    at: 'metadata.csv',
+    message: /metadata\.csv is UTF-16LE text, not UTF-8/,
     fixApplies: false,
   },
   {

@@ -2,7 +2,10 @@
 // shapes those features and the length limits must fit.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { at, fired, type Rule } from './rule-context.js';
+import { assignLanguages, buildManifest, type Manifest, refuseUnusable, type SkippedRow } from '../data/index.js';
+import { skippedRowsWarning } from '../data/index.js';
+import { XttsError } from '../errors.js';
+import { at, type Draft, fired, type Rule, type RuleContext } from './rule-context.js';
 
 export const datasetPathRule: Rule = {
   id: 'dataset/path',
@@ -58,6 +61,75 @@ export const datasetPathRule: Rule = {
     });
   },
 };
+
+export const datasetRowsRule: Rule = {
+  id: 'dataset/rows',
+  title: "The metadata's rows can be trained on",
+  severity: 'error',
+  environment: true,
+  rationale:
+    'A run reads its metadata after the model and the GPU are set up: rows it cannot use (a line that is not ' +
+    'UTF-8 or lacks a column, a clip that is missing, an id used twice, a language the model does not learn) ' +
+    'are skipped then, and a metadata file none of whose rows is usable stops it. The rows are read here as ' +
+    'the run reads them, clips not decoded (analyze-data-pipeline decodes them).',
+  check(ctx) {
+    const dir = ctx.loaded.datasetDir;
+    const c = ctx.config.dataset;
+    const metadataMissing = [c.metadata, c.validation_metadata].some((m) => m !== null && !readable(join(dir, m)));
+    // dataset/path reports a folder or metadata file that is not there.
+    if (!existsSync(dir) || !statSync(dir).isDirectory() || metadataMissing) return [];
+    let manifest: Manifest;
+    try {
+      manifest = buildManifest(dir, c);
+    } catch (e) {
+      if (!(e instanceof XttsError)) throw e;
+      return [rowsFinding(ctx, 'error', e.message, e.suggestions[0], e.position)];
+    }
+    const skipped = [...manifest.skipped];
+    const trainRows =
+      ctx.config.task === 'vocoder'
+        ? manifest.train.length
+        : assignLanguages(manifest, ctx.config, (row, reason, detail) =>
+            skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail }),
+          ).filter((r) => r.split === 'train').length;
+    skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
+    try {
+      refuseUnusable(skipped, trainRows, dir, false);
+    } catch (e) {
+      if (!(e instanceof XttsError)) throw e;
+      return [rowsFinding(ctx, 'error', e.message, e.suggestions[0], e.position)];
+    }
+    const warning = skippedRowsWarning(skipped);
+    if (!warning) return [];
+    const rows = manifest.train.length + manifest.validation.length + manifest.skipped.length;
+    return [
+      rowsFinding(
+        ctx,
+        'warn',
+        `${trainRows} of the ${rows} rows will train; ${warning}`,
+        'fix or remove those rows (docs/datasets.md); train skips them and --strict refuses the dataset',
+        firstPosition(skipped),
+      ),
+    ];
+  },
+};
+
+/** A finding at the start of the metadata row it names (`position`), else at dataset.metadata in the config. */
+function rowsFinding(
+  ctx: RuleContext,
+  severity: Draft['severity'],
+  message: string,
+  fix: string | undefined,
+  position: Draft['position'],
+): Draft {
+  const draft = at(ctx, 'dataset.metadata', severity, message, fix);
+  return position?.line !== undefined ? { ...draft, position: { col: 1, ...position } } : draft;
+}
+
+function firstPosition(skipped: readonly SkippedRow[]): Draft['position'] {
+  const first = skipped[0];
+  return first && { file: first.file, line: first.line, rowId: first.id };
+}
 
 /** Whether this process may read the file. */
 function readable(file: string): boolean {

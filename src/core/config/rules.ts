@@ -14,7 +14,7 @@ import {
   batchingVoiceAugmentationRule,
 } from './rules-batching.js';
 import { batchingStaticShapesRule } from './rules-batching.js';
-import { audioConsistencyRule, datasetPathRule, modelShapeRule } from './rules-data.js';
+import { audioConsistencyRule, datasetPathRule, datasetRowsRule, modelShapeRule } from './rules-data.js';
 import { deviceBackendRule, deviceDualGpuRule } from './rules-device.js';
 import { pipelineCacheRule, pipelinePrefetchDepthRule, pipelinePrefetchMemoryRule } from './rules-pipeline.js';
 import { pipelineWorkersVsCoresRule } from './rules-pipeline.js';
@@ -36,6 +36,7 @@ export { FP16_TRAINING_BACKENDS };
 
 export const RULES: Rule[] = [
   datasetPathRule,
+  datasetRowsRule,
   audioConsistencyRule,
   modelShapeRule,
   textLanguagesRule,

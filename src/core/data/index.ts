@@ -10,6 +10,7 @@ export {
 } from './manifest.js';
 export { splitLines, utf16Encoding } from './text-lines.js';
 export {
+  assignLanguages,
   loaderItems,
   prepareDataset,
   refuseUnusable,

@@ -50,7 +50,7 @@ export default class ValidateGpuOptimization extends XttsCommand<ValidationRepor
     }),
     environment: Flags.boolean({
       summary:
-        'Check against this machine (dataset on disk, backends, GPUs, cores). ' +
+        'Check against this machine (the dataset on disk and its metadata rows, backends, GPUs, cores). ' +
         '--no-environment lints a config meant for another host.',
       default: true,
       allowNo: true,
