@@ -181,6 +181,13 @@ describe('a run is never lost', () => {
       other.json.error.suggestions[0],
       /^this run began with `xtts train --config .* --output .*reshaped --max-steps 2 --json`: resume it with the same/,
     );
+    // Other mels: refused before any clip is read, with the same advice first.
+    const mels = await train(['--output', run, '--max-steps', '4', '--resume', '--set', 'audio.sample_rate_hz=16000']);
+    assert.equal(mels.code, 2, describeRun(mels));
+    assert.equal(mels.json.error.code, 'RESUME_AUDIO_CHANGED');
+    assert.match(mels.json.error.message, /audio\.sample_rate_hz 22050 \(the run\) vs 16000/);
+    assert.match(mels.json.error.suggestions[0], /^this run began with `xtts train/);
+    assert.match(mels.json.error.suggestions[1], /without a --set of audio\.sample_rate_hz/);
   });
 
   test('a resume reads the data its run trained on (no --dataset: refused); a run records its flags', async () => {

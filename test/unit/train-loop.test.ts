@@ -18,6 +18,7 @@ import { BatchFeed, type BatchSource } from '../../src/core/training/loop/batch-
 import { DeviceProbes } from '../../src/core/training/loop/device-probes.js';
 import { LocalSteps, meanStats } from '../../src/core/training/loop/local-steps.js';
 import { RunLog } from '../../src/core/training/loop/run-log.js';
+import { refuseOtherFeatures } from '../../src/core/training/loop/resume-checks.js';
 import { resume } from '../../src/core/training/loop/run-setup.js';
 import { type IssuedStep, type StepRead, StepQueue } from '../../src/core/training/loop/step-queue.js';
 import { AdamW } from '../../src/core/training/optim/adamw.js';
@@ -410,6 +411,14 @@ describe('one-device steps', () => {
   );
 });
 
+/** The text settings a resume compares with its run's where the tokenizers differ. */
+const TEXT = {
+  cleaners: 'english',
+  tokenizer: 'characters',
+  languages: ['en'],
+  phonemizer_command: 'espeak-ng',
+} as never;
+
 describe('resuming', () => {
   test(
     "a run without a checkpoint starts over (said); another run's checkpoint is " + 'refused, naming its state.json',
@@ -423,6 +432,7 @@ describe('resuming', () => {
           dir,
           'aaaaaaaaaaaaaaaa',
           { tokenizer: { identity: () => 'x' } } as never,
+          TEXT,
           noop,
           { setState: () => undefined } as never,
           (m) => said.push(m),
@@ -455,6 +465,7 @@ describe('resuming', () => {
             dir,
             'aaaaaaaaaaaaaaaa',
             { tokenizer: { identity: () => 'x' } } as never,
+            TEXT,
             noop,
             { setState: () => undefined } as never,
             () => undefined,
@@ -466,6 +477,76 @@ describe('resuming', () => {
       );
     },
   );
+
+  test('a resume at other mel settings is refused; other audio settings and another batch size are said', () => {
+    const now = loadConfig(presetPath('quickstart')).loaded!.config;
+    const said: string[] = [];
+    const check = (recorded: object) => () => refuseOtherFeatures('/runs/r', recorded, now, (m) => said.push(m));
+    assert.throws(
+      check({ audio: { ...now.audio, sample_rate_hz: 16000 } }),
+      (e: Error & { code?: string; suggestions: string[] }) =>
+        e.code === 'RESUME_AUDIO_CHANGED' &&
+        e.message.includes(`audio.sample_rate_hz 16000 (the run) vs ${now.audio.sample_rate_hz}`) &&
+        /without a --set of audio\.sample_rate_hz\)/.test(e.suggestions[0]) &&
+        /--output .* \(without --resume\)/.test(e.suggestions[1]),
+    );
+    // A run whose version recorded fewer keys is compared on those it has.
+    const { n_mels: _, ...older } = now.audio;
+    check({ audio: older })();
+    check({ audio: now.audio, batching: now.batching })();
+    assert.deepEqual(said, []);
+    const trim = { ...now.audio.trim, top_db: now.audio.trim.top_db + 10 };
+    check({ audio: { ...now.audio, trim }, batching: { batch_size: 99 } })();
+    assert.equal(said.length, 2, said.join('\n'));
+    assert.match(
+      said[0],
+      new RegExp(`audio\\.trim\\.top_db ${now.audio.trim.top_db} where /runs/r's run had ${trim.top_db}:`),
+    );
+    assert.match(said[1], new RegExp(`batching\\.batch_size ${now.batching.batch_size} where .* trained at 99`));
+  });
+
+  test("a tokenizer changed by the command's text settings is said so (not blamed on the data)", () => {
+    const dir = tmp.mkdir('resume-text');
+    const store = new CheckpointStore(dir);
+    const weights = [{ name: 'w', shape: [2], dtype: 'float32' as const, data: new Float32Array([1, 2]) }];
+    const text = { cleaners: 'basic', tokenizer: 'characters', languages: ['en'], phonemizer_command: 'espeak-ng' };
+    const state = {
+      runId: 'aaaaaaaaaaaaaaaa',
+      step: 3,
+      position: { epoch: 0, batch: 3 },
+      dropoutRng: 1,
+      bestValidationLoss: null,
+      validationsWithoutImprovement: 0,
+      tokenizer: {},
+      tokenizerIdentity: 'y',
+      stats: { mean: [0], std: [1] },
+      speakers: [],
+      languages: [],
+      sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
+      config: { model: {}, audio: {}, training: {}, text },
+    };
+    store.save(3, { weights, optimizer: weights, state }, { keep: 2, best: false });
+    const attempt = (now: unknown) => () =>
+      resume(
+        store,
+        dir,
+        'aaaaaaaaaaaaaaaa',
+        { tokenizer: { identity: () => 'x' } } as never,
+        now as never,
+        { setWeights: () => undefined, dropout: { rngState: 0 } } as never,
+        { setState: () => undefined } as never,
+        () => undefined,
+      );
+    assert.throws(
+      attempt(TEXT),
+      (e: Error & { code?: string; suggestions: string[] }) =>
+        e.code === 'RESUME_TOKENIZER_CHANGED' &&
+        /reads the texts with text\.cleaners "english" where the run had "basic": the symbols of /.test(e.message) &&
+        /resume with the run's text settings/.test(e.suggestions[0]),
+    );
+    // The same settings: the data's characters changed.
+    assert.throws(attempt(text), (e: Error) => /the dataset's characters changed since/.test(e.message));
+  });
 });
 
 describe('the precision policy', () => {

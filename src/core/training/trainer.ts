@@ -67,15 +67,17 @@ async function inRunFolder<R>(
   return result;
 }
 
+/** What a resume refuses where its run was begun otherwise (withRunCommand). */
+const RUN_MISMATCHES = ['CHECKPOINT_KIND', 'WEIGHTS_MISMATCH', 'RESUME_AUDIO_CHANGED', 'RESUME_TOKENIZER_CHANGED'];
+
 /**
- * `e`, where a resume's model is not its run's (another model's shape, a vocoder run under an acoustic config), with
- * the command that began the run as what to do: added to the error's advice, in place of a checkpoint kind's (which
- * speaks of synthesize's flags).
+ * `e`, where a resume's model is not its run's (another model's shape, a vocoder run under an acoustic config, other
+ * mel or text settings), with the command that began the run as what to do: added to the error's advice, in place of a
+ * checkpoint kind's (which speaks of synthesize's flags).
  */
 function withRunCommand(e: unknown, runDir: string): unknown {
   const command = runCommand(runDir);
-  if (!isXttsError(e) || (e.code !== 'CHECKPOINT_KIND' && e.code !== 'WEIGHTS_MISMATCH') || command === undefined)
-    return e;
+  if (!isXttsError(e) || !RUN_MISMATCHES.includes(e.code) || command === undefined) return e;
   const began = `this run began with \`xtts ${command}\`: resume it with the same config and --set, adding --resume`;
   return new XttsError(e.code, e.message, {
     exitCode: e.exitCode,

@@ -29,12 +29,8 @@ import { toArrays, toArraysDisposing } from './loop/host-arrays.js';
 import { RunLog } from './loop/run-log.js';
 import type { TrainOptions } from './loop/types.js';
 import { AdamW } from './optim/adamw.js';
-import {
-  MIXED_FP16_GROWTH_INTERVAL,
-  MIXED_FP16_LOSS_SCALE,
-  recordedDataset,
-  refuseOtherData,
-} from './loop/run-setup.js';
+import { checkResume } from './loop/resume-checks.js';
+import { MIXED_FP16_GROWTH_INTERVAL, MIXED_FP16_LOSS_SCALE } from './loop/run-setup.js';
 import { describeFinetune, type FinetuneMels, initVocoderFrom, predictClipMels } from './vocoder-finetune.js';
 import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
 import {
@@ -227,7 +223,7 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   const config = o.loaded.config;
   const t = config.training;
   // As an acoustic run's resume: on the data the run trained on, checked before any clip is read.
-  if (o.resume) refuseOtherData(runDir, recordedDataset(runDir), o.loaded.datasetDir, o.datasetDir !== undefined, say);
+  if (o.resume) checkResume(o, runDir, say);
   const data = await loadData(o, say);
   const { choice } = await initBackend(o.backend ?? config.device.backend, {
     device: config.device.model_device,

@@ -1,7 +1,6 @@
 // A run's setup, before its first step: the prepared data, the backend (and replicas), the model and
 // its optimizer, and where the run resumes from its last checkpoint.
-import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type BackendChoice, boundsChecksNote, initBackend } from '../../backend/index.js';
 import type { XttsConfig } from '../../config/index.js';
 import { describeDataset, prepareDataset, type PreparedDataset } from '../../data/index.js';
@@ -11,8 +10,7 @@ import { checkCheckpointDisk, checkMemoryEstimate } from '../budget.js';
 import { assignArrays, type CheckpointState, CheckpointStore, refuseNonFinite } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { planReplicas, type ReplicaPlan } from '../parallel/group.js';
-import { shellQuote } from '../../util/index.js';
-import { freeSibling } from '../run-folder.js';
+import { checkResume } from './resume-checks.js';
 import type { TrainOptions } from './types.js';
 
 /** mixed_fp16's first loss scale (2¹²) and the updates in a row after which it doubles. */
@@ -52,7 +50,7 @@ export async function setUpRun(
   const config = o.loaded.config;
   const t = config.training;
   // Before the data is prepared (hours, for a large dataset that is the wrong one).
-  if (o.resume) refuseOtherData(runDir, recordedDataset(runDir), o.loaded.datasetDir, o.datasetDir !== undefined, say);
+  if (o.resume) checkResume(o, runDir, say);
   const data = await prepareDataset(o.loaded, {
     datasetDir: o.datasetDir,
     onProgress: o.onPrepareProgress,
@@ -105,7 +103,7 @@ export async function setUpRun(
   }
   const store = new CheckpointStore(runDir);
   checkCheckpointDisk(runDir, model.parameterCount(), t.keep_checkpoints, say);
-  const resumed = o.resume ? resume(store, runDir, runId, data, model, optimizer, say) : undefined;
+  const resumed = o.resume ? resume(store, runDir, runId, data, config.text, model, optimizer, say) : undefined;
   return {
     config,
     data,
@@ -124,51 +122,6 @@ export async function setUpRun(
   };
 }
 
-/** The dataset folder the run's latest checkpoint records (absolute since runs write their flags into the config). */
-export function recordedDataset(runDir: string): string | undefined {
-  const latest = new CheckpointStore(runDir).latest();
-  if (!latest) return undefined;
-  try {
-    const state = JSON.parse(readFileSync(join(latest, 'state.json'), 'utf8')) as { config?: XttsConfig };
-    return state.config?.dataset?.path;
-  } catch {
-    return undefined; // a damaged state.json is named where the checkpoint is loaded
-  }
-}
-
-/**
- * Refuses to resume a run on other data than it trained on when the command did not name the data (a resume without
- * the --dataset the run began with reads the config's dataset); data named with --dataset (moved, or new on purpose)
- * is a warning. The recorded folder is compared where it is an absolute path (as runs record it since their flags are
- * written into their config).
- */
-export function refuseOtherData(
-  runDir: string,
-  recorded: string | undefined,
-  now: string,
-  named: boolean,
-  say: (m: string) => void,
-): void {
-  if (recorded === undefined || !isAbsolute(recorded)) return;
-  if (resolve(recorded) === resolve(now)) return;
-  if (named) {
-    say(`warning: --resume on ${now} (--dataset); ${runDir}'s run trained on ${recorded} until now`);
-    return;
-  }
-  const gone = existsSync(recorded) ? '' : ' (which is no longer there: where the data moved, name it with --dataset)';
-  throw new XttsError(
-    'RESUME_OTHER_DATA',
-    `${runDir}'s run trained on ${recorded}${gone}; this command would resume it on ${now}`,
-    {
-      exitCode: ExitCode.usage,
-      suggestions: [
-        `continue it on its data: --dataset ${shellQuote(recorded)} --output ${shellQuote(runDir)} --resume`,
-        `or train on ${now} in a new run: --output ${shellQuote(freeSibling(runDir))} (without --resume)`,
-      ],
-    },
-  );
-}
-
 /**
  * The run's last checkpoint into the model and optimizer, refused where another run wrote it, where it
  * holds NaN or Inf, or where the dataset's characters changed since; undefined where the run has none
@@ -179,6 +132,7 @@ export function resume(
   runDir: string,
   runId: string,
   data: Pick<PreparedDataset, 'tokenizer'>,
+  text: XttsConfig['text'],
   model: Pick<XttsModel, 'setWeights' | 'dropout'>,
   optimizer: Pick<AdamW, 'setState'>,
   say: (m: string) => void,
@@ -198,11 +152,22 @@ export function resume(
     });
   }
   if (ckpt.state.tokenizerIdentity !== data.tokenizer.identity()) {
+    // The text settings that decide the symbols, where the command changed them; else the data did.
+    const theirs = ckpt.state.config?.text ?? text;
+    const changed = (['cleaners', 'tokenizer', 'languages', 'phonemizer_command'] as const)
+      .filter((k) => theirs[k] !== undefined && JSON.stringify(theirs[k]) !== JSON.stringify(text[k]))
+      .map((k) => `text.${k} ${JSON.stringify(text[k])} where the run had ${JSON.stringify(theirs[k])}`);
     throw new XttsError(
       'RESUME_TOKENIZER_CHANGED',
-      `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`,
+      changed.length
+        ? `this command reads the texts with ${changed.join(', ')}: the symbols of ${dir}'s tokenizer no longer match`
+        : `the dataset's characters changed since ${dir} was written: its tokenizer no longer matches`,
       {
-        suggestions: ['resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)'],
+        suggestions: [
+          changed.length
+            ? "resume with the run's text settings, or train these in a new run (--output NEW_DIR, without --resume)"
+            : 'resume with the dataset the run was trained on, or start a new run (--output NEW_DIR)',
+        ],
       },
     );
   }
