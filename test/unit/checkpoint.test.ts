@@ -279,3 +279,31 @@ test("rotation removes only checkpoints of the run that saves: another run's are
     [3, 30],
   );
 });
+
+test('a checkpoint that says it holds voices and lacks their file is refused as damaged; one without voices loads', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-voices-'));
+  const store = new CheckpointStore(run);
+  const voices = [{ name: 'voice/ada', shape: [2], dtype: 'float32' as const, data: Float32Array.from([1, 2]) }];
+  const withVoices = store.save(
+    1,
+    { weights: arrays(1), optimizer: arrays(-1), state: state(1), voices },
+    { keep: 3, best: false },
+  );
+  assert.deepEqual(
+    store.load(withVoices).voices?.map((v) => v.name),
+    ['voice/ada'],
+  );
+  rmSync(join(withVoices, 'voices.safetensors'));
+  assert.throws(
+    () => store.load(withVoices),
+    (e: Error & { code?: string }) => e.code === 'CHECKPOINT_TRUNCATED' && /has no voices\.safetensors/.test(e.message),
+  );
+  // Saved without voices (they could not be computed), from a state read back from a checkpoint that had them.
+  const readBack = { ...state(2), voiceArrays: 1 } as CheckpointState;
+  const without = store.save(
+    2,
+    { weights: arrays(2), optimizer: arrays(-2), state: readBack },
+    { keep: 3, best: false },
+  );
+  assert.equal(store.load(without).voices, undefined);
+});

@@ -212,6 +212,12 @@ function kindAdvice(kind: CheckpointKind, found: CheckpointKind, from: string | 
     : `pass a vocoder run (task: vocoder) with --vocoder: ${roles}`;
 }
 
+/** Whether a checkpoint's state says it holds voices (voiceArrays, written by save() since checkpoints count them). */
+function recordsVoices(state: unknown): boolean {
+  const n = (state as { voiceArrays?: unknown }).voiceArrays;
+  return typeof n === 'number' && n > 0;
+}
+
 /** state.json of `dir`, checked against `schema` (the acoustic model's by default); every problem names the file. */
 function readState(dir: string, kind: CheckpointKind, schema: TSchema, from?: string): unknown {
   const file = join(dir, 'state.json');
@@ -440,7 +446,15 @@ export class CheckpointStore {
       writeArrays(tmp, 'weights', contents.weights, weightsMetadata(contents.state));
       writeArrays(tmp, 'optimizer', contents.optimizer);
       if (contents.voices?.length) writeArrays(tmp, 'voices', contents.voices);
-      writeDurable(join(tmp, 'state.json'), JSON.stringify({ format: CHECKPOINT_FORMAT, ...contents.state }, null, 1));
+      // How many voice arrays it holds: a checkpoint that says so and lacks the file is damaged, not one written
+      // before voices (or where they could not be computed).
+      // (A state read from another checkpoint does not carry its count over.)
+      const { voiceArrays: _, ...state } = contents.state as { voiceArrays?: number };
+      const voices = contents.voices?.length ? { voiceArrays: contents.voices.length } : {};
+      writeDurable(
+        join(tmp, 'state.json'),
+        JSON.stringify({ format: CHECKPOINT_FORMAT, ...state, ...voices }, null, 1),
+      );
       fsyncDir(tmp);
     } catch (e) {
       // A write that failed (a full disk) leaves nothing half-written; the previous checkpoints stand.
@@ -483,7 +497,9 @@ export class CheckpointStore {
       weights: readArrays(dir, 'weights'),
       optimizer: options.optimizer === false ? [] : readArrays(dir, 'optimizer'),
       state,
-      ...(existsSync(join(dir, 'voices.safetensors')) ? { voices: readArrays(dir, 'voices') } : {}),
+      ...(existsSync(join(dir, 'voices.safetensors')) || recordsVoices(state)
+        ? { voices: readArrays(dir, 'voices') }
+        : {}),
     };
   }
 
