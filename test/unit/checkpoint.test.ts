@@ -280,7 +280,7 @@ test("rotation removes only checkpoints of the run that saves: another run's are
   );
 });
 
-test('a checkpoint that says it holds voices and lacks their file is refused as damaged; one without voices loads', () => {
+test('a checkpoint that says it holds voices but lacks their file is refused as damaged; one without loads', () => {
   const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-voices-'));
   const store = new CheckpointStore(run);
   const voices = [{ name: 'voice/ada', shape: [2], dtype: 'float32' as const, data: Float32Array.from([1, 2]) }];
