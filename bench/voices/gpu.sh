@@ -11,7 +11,7 @@
 # 2. The clips: one of about 6 s per voice, all 15 (clips.py: held-out sentences that are not evaluation
 #    texts), and the evaluation texts: the first VOICES_TEXTS (20) held-out sentences.
 # 3. Training: voices.yaml for at most MINUTES (default 5.5), a cosine schedule sized to what fits in that
-#    time (fit_steps: a 60-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
+#    time (fit_steps: an 80-step calibration run measures the mean step; VOICES_STEPS fixes it instead).
 #    VOICES_VOCODER_MINUTES (default 0: none) also trains xtts's neural vocoder (bench/vocoder/heldout.yaml,
 #    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on
 #    (VOICES_VOCODER_BESIDE=0: alone, before it), for at most that many minutes (a schedule of
@@ -177,18 +177,20 @@ if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
     pack
   fi
 fi
-# fit_steps: the steps that fit MINUTES, from a 60-step calibration run's mean step (92% of
-# the minutes at that pace: the rest is start-up and the eager steps that record the replay).
+# fit_steps: the steps that fit MINUTES, from an 80-step calibration run's mean step from the 31st (92% of
+# the minutes at that pace: the rest is start-up and the eager steps that record the replays).
 fit_steps() { # minutes args...
   local minutes=$1 t=$(date +%s%N) ms
   shift
-  $x train --output "$work/calibration" --max-steps 60 --backend "$backend" --json "$@" \
+  $x train --output "$work/calibration" --max-steps 80 --backend "$backend" --json "$@" \
     --set training.eval_every=1000000 --set training.validate_every=1000000 --set training.checkpoint_every=1000000 \
     >"$work/logs/calibration.json" 2>"$work/logs/calibration.log"
-  # The mean step from the 21st, readbacks included: with step capture the median is only the host's issuing
-  # time, and the GPU's part is paid at the readbacks.
+  # The mean step from the 31st, readbacks included: with step capture the median is only the host's issuing
+  # time, and the GPU's part is paid at the readbacks. Steps 21-30 still record replays (a bucket's first replayed
+  # step, 170-230 ms): from the 21st, run W's calibration read 18.2 ms a step where its run took 12.0, and its
+  # schedule ended at 64% of the minutes (bench/voices/README.md).
   ms=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(
-    "SELECT AVG(wall_ms) FROM steps WHERE step > 20").fetchone()[0])' "$work/calibration/run.sqlite" 2>/dev/null)
+    "SELECT AVG(wall_ms) FROM steps WHERE step > 30").fetchone()[0])' "$work/calibration/run.sqlite" 2>/dev/null)
   log "calibration: mean step ${ms:-unknown} ms in $(since "$t") ms"
   rm -rf "$work/calibration"
   [[ -n $ms ]] && awk -v m="$minutes" -v ms="$ms" 'BEGIN { printf "%d", 0.92 * m * 60000 / ms }'

@@ -384,6 +384,14 @@ test("memory leak: live tensors that grow from step to step are reported, the fi
   assert.equal(verdict(judge(unclocked, gpu(20, 60), ctx), 'memory-leak').grade, 'high');
   const firstStep = { ...ctx, processFirstStep: unclocked[20].step };
   assert.equal(verdict(judge(unclocked, gpu(20, 60), firstStep), 'memory-leak').grade, 'ok');
+  // A short resumed process (its first step allocates, then steady): too few steps to judge, so no verdict.
+  const short = run(
+    24,
+    () => ({}),
+    (i) => ({ tensors: i < 20 ? 900 : i === 20 ? 129 : 132 }),
+  );
+  const shortCtx = { ...ctx, processFirstStep: short[20].step };
+  assert.equal(judge(short, gpu(20, 60), shortCtx).verdicts.filter((v) => v.id === 'memory-leak').length, 0);
   // The threshold can be overridden like every other.
   assert.equal(
     verdict(

@@ -150,9 +150,15 @@ function lastProcess<S extends Pick<StepRecord, 'startMs' | 'step'>>(steps: read
 }
 
 /**
+ * The fewest steps of a process (after its first fifth) a trend in its live tensors is judged over: a resumed run's
+ * four steps (129, 132, 132, 132 tensors: its first step allocates) read as +0.90 a step, a leak graded high.
+ */
+const LEAK_WINDOW = 8;
+
+/**
  * Growth of the engine's live tensors across steps (of the last process that trained): the least-squares slope over
- * the steps after the first fifth (the first steps allocate optimizer state and caches once). Undefined without
- * records.
+ * the steps after the first fifth, and at least after the first (the first steps allocate optimizer state and caches
+ * once). Undefined without records, or with fewer than LEAK_WINDOW steps to judge.
  */
 export function tensorGrowth(
   steps: readonly StepRecord[],
@@ -172,8 +178,8 @@ export function tensorGrowth(
     steps.filter((s) => s.tensors !== undefined),
     firstStep,
   );
-  const steady = held.slice(Math.floor(held.length / 5));
-  if (steady.length < 3) return undefined;
+  const steady = held.slice(Math.max(1, Math.floor(held.length / 5)));
+  if (steady.length < LEAK_WINDOW) return undefined;
   const n = steady.length;
   const mx = steady.reduce((a, s) => a + s.step, 0) / n;
   const my = steady.reduce((a, s) => a + s.tensors!, 0) / n;
