@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import Database from 'better-sqlite3';
 import { CheckpointStore } from '../../src/core/training/checkpoint.js';
 import { describeRun, repoRoot, runCli } from '../helpers/cli.js';
 import { microRun, trainingLosses } from '../helpers/short-clips.js';
@@ -174,3 +175,39 @@ for (const hangup of [false, true])
     assert.ok(step >= 3 && step < STEPS, `checkpoint at step ${step}`);
     assert.equal(existsSync(join(out, '.xtts-run.lock')), false, 'the lock was left behind');
   });
+
+test('kill -9 after a checkpoint leaves run.sqlite with a record of every step the checkpoint covers', {
+  timeout: 300_000,
+}, async () => {
+  const out = join(dir, 'killed-between-logs');
+  const { NODE_TEST_CONTEXT: _n, ...env } = process.env;
+  // Records are written at each logged step (every 100th here); checkpoints at every step.
+  const args = [join(repoRoot, 'src/cli/run.js'), 'train', '--config', config, '--backend', 'wasm', '--output', out];
+  const sets = ['--set', 'training.log_every=100', '--set', 'training.checkpoint_every=1'];
+  const child = spawn(process.execPath, [...args, '--max-steps', String(STEPS), ...sets], {
+    cwd: repoRoot,
+    env: { ...env, NO_COLOR: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const closed = new Promise<NodeJS.Signals | null>((resolve) => child.once('close', (_c, s) => resolve(s)));
+  const store = new CheckpointStore(out);
+  const deadline = Date.now() + 240_000;
+  while (!/step-0000000[5-9]$/.test(store.latest() ?? '') && child.exitCode === null && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
+  child.kill('SIGKILL');
+  assert.equal(await closed, 'SIGKILL', stderr.slice(-1500));
+  const latest = store.latest();
+  assert.ok(latest, stderr.slice(-1500));
+  const covered = Number(/step-(\d+)$/.exec(latest)![1]);
+  const db = new Database(join(out, 'run.sqlite'), { readonly: true });
+  const steps = (db.prepare('SELECT step FROM steps ORDER BY step').all() as { step: number }[]).map((r) => r.step);
+  db.close();
+  // The checkpoint's own step is recorded milliseconds after it is written: a kill in between may lose that one.
+  assert.deepEqual(
+    steps.slice(0, covered - 1),
+    Array.from({ length: covered - 1 }, (_, i) => i + 1),
+    `the latest checkpoint is step ${covered}`,
+  );
+});

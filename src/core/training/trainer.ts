@@ -187,6 +187,7 @@ async function trainSteps(p: RunParts, o: TrainOptions, nonFiniteLimit: number):
     // (or, where it logs, its losses) is read later.
     const defer = deferrable(p, step);
     const read = defer ? undefined : await readNow(log, issued, step, logNow, timer);
+    const checkpoints = milestones.checkpoints.length;
     if (!o.stepsOnly) {
       await milestones.afterStep();
       timer.mark('checkpointMs');
@@ -194,6 +195,9 @@ async function trainSteps(p: RunParts, o: TrainOptions, nonFiniteLimit: number):
     const rec = stepRecord(p, timer, issued, read);
     if (defer) queue.push(rec, issued, logNow);
     else log.addStep(rec);
+    // A checkpoint's own step into run.sqlite at once (the steps before it were, before it was written): a process
+    // killed after it leaves no step the resumed run will not train again unrecorded.
+    if (milestones.checkpoints.length > checkpoints) log.db.flush();
     o.onStep?.({ step, startStep: p.startStep, maxSteps: p.maxSteps, elapsedMs: performance.now() - p.runStart });
     if (read?.logged) log.reportProgress(step, read.logged.loss, issued.learningRate);
     throwOnGpuError(step);

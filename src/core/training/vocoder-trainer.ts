@@ -411,6 +411,7 @@ async function saveCheckpoint(run: VocoderRun, best: boolean): Promise<void> {
       ),
       state,
     };
+    run.log.db.flush(); // the steps the checkpoint covers are recorded before it (as an acoustic run's)
     run.checkpoints.push(run.store.save(run.step, contents, { keep: run.config.training.keep_checkpoints, best }));
   } catch (e) {
     if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;

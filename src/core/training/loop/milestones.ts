@@ -236,6 +236,9 @@ export class Milestones {
           return [];
         }),
       };
+      // The steps' records first (they are written at each logged step): a process killed after the checkpoint
+      // must not leave run.sqlite without the steps it covers, a gap no resume fills.
+      this.o.log.db.flush();
       dir = store.save(state.step, arrays, { keep: config.training.keep_checkpoints, best });
     } catch (e) {
       if (!(e instanceof XttsError && e.code === 'CHECKPOINT_NOT_FINITE')) throw e;
