@@ -4,7 +4,8 @@
 // live run on the CPU backend that says plainly there is no GPU, a stable --json shape, and bad input (planted
 // problems in real runs on the software WebGPU device: profile-planted.test.ts).
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -286,6 +287,61 @@ test(
     // Not even --overwrite writes the patched config over the config it patches.
     const own = await runCli(['profile-bottleneck', '--run', runDir, '--fix-config', config, '--overwrite', '--json']);
     assert.equal(own.json.error?.code, 'OUTPUT_IS_INPUT', describeRun(own));
+  },
+);
+
+test(
+  '--fix-config writes only the changes judged for the values its file gives, and only to the file as the run ' +
+    'read it, named whole',
+  async () => {
+    const { runDir, config } = runs['dispatch-bound'];
+    /** The run copied to NAME, its meta rewritten (values as the trainer writes them: JSON). */
+    const variant = (name: string, meta: Record<string, unknown>) => {
+      const dir = tmp.mkdir(name);
+      cpSync(runDir, dir, { recursive: true });
+      const db = new Database(join(dir, 'run.sqlite'));
+      for (const [k, v] of Object.entries(meta))
+        db.prepare('INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)').run(k, JSON.stringify(v));
+      db.close();
+      return dir;
+    };
+    const sha = createHash('sha256').update(readFileSync(config)).digest('hex');
+    const fix = (dir: string, out: string) =>
+      runCli(['profile-bottleneck', '--run', dir, '--fix-config', out, '--json']);
+    // The run trained at batch 8 (a --set), the file says 16: the advice (16, twice the run's) is not written.
+    const runConfig = { ...loadConfig(config).loaded!.config };
+    runConfig.batching = { ...runConfig.batching, batch_size: 8 };
+    const kept = tmp.at('fixed-kept.yaml');
+    const r = await fix(variant('run-set', { config: runConfig, configSha256: sha }), kept);
+    assert.equal(r.code, 1, describeRun(r));
+    assert.ok(
+      r.json.warnings.some((w: string) =>
+        /batching\.batch_size: 16 not written: it was judged for the run's 8 .* says 16/.test(w),
+      ),
+      r.json.warnings.join('\n'),
+    );
+    assert.deepEqual(r.json.result.fixConfigNotes, r.json.warnings);
+    assert.equal(parse(readFileSync(kept, 'utf8')).batching.batch_size, 16);
+    // The file changed since the run began: refused, nothing written.
+    const changed = variant('run-changed', { configSha256: 'a'.repeat(64) });
+    const c = await fix(changed, tmp.at('fixed-changed.yaml'));
+    assert.equal(c.code, 2, describeRun(c));
+    assert.equal(c.json.error.code, 'RUN_CONFIG_CHANGED');
+    // An older run that recorded its config relative to a folder it did not record: refused, whatever the cwd holds.
+    const relative = variant('run-relative', { configFile: 'configs/quickstart.yaml' });
+    const rel = await runCli(
+      ['profile-bottleneck', '--run', relative, '--fix-config', tmp.at('fixed-rel.yaml'), '--json'],
+      {
+        cwd: repoRoot,
+      },
+    );
+    assert.equal(rel.code, 2, describeRun(rel));
+    assert.equal(rel.json.error.code, 'RUN_CONFIG_RELATIVE');
+    assert.match(rel.json.error.suggestions[0], /apply the verdicts' changes by hand/);
+    assert.deepEqual(
+      readdirSync(tmp.path).filter((f) => /^fixed-(changed|rel)/.test(f)),
+      [],
+    );
   },
 );
 

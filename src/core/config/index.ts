@@ -29,4 +29,4 @@ export { estimateParameters, estimateTrainingMemory, formatBytes, type MemoryEst
 export { batchSizeWithin, describeEstimate, trainingMemoryLimit } from './estimate.js';
 export { ruleDocsLink } from './findings.js';
 export { configInvalid } from './load.js';
-export { patchConfigFile } from './patch.js';
+export { type ConfigChange, patchConfigFile } from './patch.js';

@@ -2,7 +2,6 @@
 // profiler just made), and write the trace, the HTML report and a patched config on request.
 import type { ProgramTime } from '../backend/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { patchConfigFile } from '../config/index.js';
 import { hostInventory } from '../env/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { RunDatabase, type DeviceSampleRecord, type ReplicaStepRecord } from '../telemetry/index.js';
@@ -11,6 +10,7 @@ import type { StepCaptureSummary } from '../training/index.js';
 import { checkOutputFolder, refuseUnsafeOutputs, writeOutputFile } from '../util/index.js';
 import { htmlReport, terminalTimeline } from './report.js';
 import { toTrace } from './trace.js';
+import { writeFixedConfig } from './fix-config.js';
 import { type ShapePhase, splitNewShapes } from './shapes.js';
 import { describeKernel, type TopKernel, topKernels } from './top-kernels.js';
 import {
@@ -91,6 +91,8 @@ export interface ProfileResult extends ProfileVerdicts {
   /** Device timing of the probe steps: what it measured, or why there is none. */
   deviceTiming: { available: boolean; steps: number; source?: string; reason?: string; programs?: ProgramTime[] };
   files: { trace?: string; report?: string; fixConfig?: string };
+  /** The verdicts' changes --fix-config did not write (judged for a value the run had and its file does not). */
+  fixConfigNotes: string[];
   /** Data-parallel runs: each replica's device and mean spans over the measured steps; null on one device. */
   replicas: ReplicaSummary[] | null;
   /**
@@ -115,6 +117,8 @@ interface RecordedRun {
   backend: string;
   device: string | null;
   configFile: string | null;
+  /** The config file's SHA-256 when the run began (runs recorded before it: null). */
+  configSha256: string | null;
   telemetry: GpuTelemetryMeta | undefined;
   timingMeta: Omit<ProfileResult['deviceTiming'], 'steps'> | undefined;
   startedAtEpochMs: number | null;
@@ -143,6 +147,7 @@ function readRecordedRun(runDir: string): RecordedRun {
       backend: db.getMeta<string>('backend') ?? 'unknown',
       device: db.getMeta<string>('device') ?? null,
       configFile: db.getMeta<string>('configFile') ?? null,
+      configSha256: db.getMeta<string>('configSha256') ?? null,
       telemetry: db.getMeta<GpuTelemetryMeta>('gpuTelemetry'),
       timingMeta: db.getMeta('deviceTiming'),
       startedAtEpochMs: db.getMeta<number>('startedAtEpochMs') ?? null,
@@ -242,17 +247,25 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
       ? { available: true, steps: steps.length, source: 'recorded with every step' }
       : { available: false, steps: 0, reason: 'no device-timed steps in this run' };
   const gpuNote = window.length === 0 ? noGpuNote(backend, gpuTelemetry, v.breakdown, deviceTiming) : null;
-  const files = writeRequestedFiles(runDir, options, {
-    measured,
-    window,
-    probes,
-    v,
-    backend,
-    device,
-    configFile,
-    deviceTiming,
-    gpuNote,
-  });
+  const fixConfigNotes: string[] = [];
+  const files = writeRequestedFiles(
+    runDir,
+    options,
+    {
+      measured,
+      window,
+      probes,
+      v,
+      backend,
+      device,
+      configFile,
+      configSha256: run.configSha256,
+      config,
+      deviceTiming,
+      gpuNote,
+    },
+    fixConfigNotes,
+  );
   return {
     schemaVersion: PROFILE_SCHEMA_VERSION,
     ...v,
@@ -268,6 +281,7 @@ export function profileRecordedRun(runDir: string, options: ProfileOptions): Pro
     measuredWindowMs: { fromMs: t0, toMs: t1 },
     deviceTiming,
     files,
+    fixConfigNotes,
     replicas: measuredReplicas.length ? summarizeReplicas(run.replicaDevices, measuredReplicas) : null,
     stepCapture,
     newShapes,
@@ -322,12 +336,22 @@ interface JudgedRun {
   backend: string;
   device: string | null;
   configFile: string | null;
+  configSha256: string | null;
+  config: XttsConfig;
   deviceTiming: ProfileResult['deviceTiming'];
   gpuNote: string | null;
 }
 
-/** Writes the trace, the HTML report and the patched config, each where its option asks; returns their paths. */
-function writeRequestedFiles(runDir: string, options: ProfileOptions, run: JudgedRun): ProfileResult['files'] {
+/**
+ * Writes the trace, the HTML report and the patched config, each where its option asks; returns their paths, and
+ * into `notes` the patched config's changes not written (writeFixedConfig).
+ */
+function writeRequestedFiles(
+  runDir: string,
+  options: ProfileOptions,
+  run: JudgedRun,
+  notes: string[],
+): ProfileResult['files'] {
   const { measured, window, probes, v, backend, device, configFile } = run;
   const files: ProfileResult['files'] = {};
   const overwrite = { overwrite: options.overwrite === true };
@@ -361,13 +385,16 @@ function writeRequestedFiles(runDir: string, options: ProfileOptions, run: Judge
     const changes = v.verdicts.flatMap((x) =>
       x.actions.map((a) => ({ key: a.key, value: a.value, reason: `${x.title} — ${a.effect}` })),
     );
-    if (!configFile)
-      throw new XttsError(
-        'RUN_NO_CONFIG_FILE',
-        'the run does not record which config file it used, so there is nothing to patch',
-        { exitCode: ExitCode.usage },
-      );
-    patchConfigFile(configFile, changes, options.fixConfig, overwrite);
+    notes.push(
+      ...writeFixedConfig({
+        configFile,
+        configSha256: run.configSha256,
+        runConfig: run.config,
+        changes,
+        out: options.fixConfig,
+        overwrite: overwrite.overwrite,
+      }),
+    );
     files.fixConfig = options.fixConfig;
   }
   return files;

@@ -150,7 +150,9 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       if (human) process.stderr.write('\n');
     }
     try {
-      return profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
+      const result = profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
+      for (const note of result.fixConfigNotes) this.addWarning(note);
+      return result;
     } finally {
       this.removeTemporaryRun();
     }
