@@ -5,6 +5,7 @@
 // backend cannot reach it". --watch: live frames with sparklines and the samples as JSON; no GPU to
 // watch is exit 3. The config audit becomes actions; bad input is exit 2 without a stack trace.
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { assertNoStackTrace, describeRun, repoRoot, runCli, utilityBin } from '../helpers/cli.js';
@@ -41,15 +42,21 @@ const stand = fakeNvidiaSmi(
 );
 // The stand-in host has no Vulkan loader (this machine has none), like an NVIDIA container without
 // the GPU runtime: the GPU is there, the webgpu backend cannot reach it.
-const cache = tmp.at('cache.sqlite');
-const quickSpeedTest = ['--steps', '2', '--warmup', '1', '--set', `pipeline.cache.path=${cache}`];
+const quickSpeedTest = ['--steps', '2', '--warmup', '1'];
 
 test('no GPU: it runs, says so plainly, speed-tests on the CPU and ranks "no GPU" high; exit 0', {
   skip: nvidiaDriverLoaded && 'this host has an NVIDIA driver loaded',
   timeout: 300_000,
 }, async () => {
-  const r = await runCli(['diagnose-gpu-utilization', ...quickSpeedTest, '--json'], { env: noGpu, timeoutMs: 280_000 });
+  // Run from a folder of its own, which it must leave as it was: the preset's feature cache goes with its run.
+  const cwd = tmp.mkdir('diagnose-cwd');
+  const r = await runCli(['diagnose-gpu-utilization', ...quickSpeedTest, '--json'], {
+    env: noGpu,
+    timeoutMs: 280_000,
+    cwd,
+  });
   assert.equal(r.code, 0, describeRun(r));
+  assert.deepEqual(readdirSync(cwd), [], 'nothing written into the current folder');
   const d = r.json.result;
   assert.equal(d.mode, 'report');
   assert.equal(d.schemaVersion, 1);

@@ -3,6 +3,7 @@
 // does not), the config audit (the validator's rules), a short speed test (a few profiled training
 // steps, then the input pipeline against that step time), and one prioritised list of actions.
 // Its --json form is the snapshot a user attaches to a bug report.
+import { join } from 'node:path';
 import type { BackendProbe } from '../backend/index.js';
 import { loadConfigOrThrow, presetPath } from '../config/index.js';
 import type { Backend } from '../config/index.js';
@@ -142,11 +143,16 @@ export async function diagnose(o: DiagnoseOptions): Promise<Diagnosis> {
 async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promise<SpeedTest> {
   const preset = o.configFile ? null : 'quickstart';
   const configFile = o.configFile ?? presetPath('quickstart');
-  const loaded = loadConfigOrThrow(configFile, { set: o.set });
   const warmup = o.warmup ?? 3;
   const steps = o.steps ?? 10;
   const timed = o.deviceTimedSteps ?? 2;
-  const runDir = makeTemporaryFolder('xtts-diagnose-');
+  const scratch = makeTemporaryFolder('xtts-diagnose-');
+  const runDir = join(scratch, 'run');
+  // The preset's feature cache goes with the run (its default, .xtts-cache/, is a folder of the current one, which
+  // the user did not name); a config's, or one named with --set, is the user's own.
+  const named = loadConfigOrThrow(configFile, { set: o.set });
+  const ownCache = o.set?.some((s) => s.trim().startsWith('pipeline.cache.path='));
+  const loaded = preset && !ownCache ? { ...named, cachePath: join(scratch, 'cache.sqlite') } : named;
   try {
     say(
       `speed test: ${warmup} + ${steps} training ` +
@@ -189,6 +195,6 @@ async function runSpeedTest(o: DiagnoseOptions, say: (m: string) => void): Promi
       gpuUnderLoad,
     };
   } finally {
-    removeTemporaryFolder(runDir);
+    removeTemporaryFolder(scratch);
   }
 }
