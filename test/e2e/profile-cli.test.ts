@@ -411,6 +411,9 @@ test('without --output the profiled run goes to a temporary folder that is remov
   assert.ok(r.code === 0 || r.code === 1, describeRun(r));
   assert.match(r.stdout, /a temporary run, removed \(--output DIR keeps it\)/);
   assert.deepEqual(readdirSync(scratch), [], 'the temporary run folder is left behind');
+  // stderr is a pipe here, not a terminal: a progress line of its own each time, none rewritten with \r.
+  assert.match(r.stderr, /^profiling step \d+\/\d+$/m);
+  assert.doesNotMatch(r.stderr, /\r/);
 });
 
 /** A folder whose run.sqlite holds `bytes`. */

@@ -307,3 +307,28 @@ test('a checkpoint that says it holds voices but lacks their file is refused as 
   );
   assert.equal(store.load(without).voices, undefined);
 });
+
+test('a path that names no checkpoint says what it is: a run stopped before its first, a file inside one', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-what-'));
+  writeFileSync(join(run, 'xtts-run.json'), '{}');
+  assert.throws(
+    () => resolveCheckpoint(run),
+    (e: Error & { suggestions: string[] }) =>
+      /is a run of xtts train that has no checkpoint yet/.test(e.message) &&
+      e.suggestions[0].includes(`--output ${run} --resume`),
+  );
+  const dir = new CheckpointStore(run).save(
+    1,
+    { weights: arrays(1), optimizer: arrays(-1), state: state(1) },
+    {
+      keep: 2,
+      best: false,
+    },
+  );
+  assert.throws(
+    () => resolveCheckpoint(join(dir, 'weights.safetensors')),
+    (e: Error & { suggestions: string[] }) =>
+      e.message.endsWith(`is a file of the checkpoint ${dir}`) &&
+      e.suggestions[0] === `name the checkpoint folder: ${dir}`,
+  );
+});

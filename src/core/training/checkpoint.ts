@@ -23,7 +23,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { XttsConfig } from '../config/index.js';
 import { ExitCode, inFile, isXttsError, XttsError } from '../errors.js';
-import { filesIn, makeFolders, type NamedFile, writeDurable } from '../util/index.js';
+import { filesIn, makeFolders, type NamedFile, RUN_MARKER, writeDurable } from '../util/index.js';
 import { readSafetensorsFile, safetensorsWriter } from './safetensors.js';
 
 /** A named float32 (or int32) array with its shape: model weights and optimizer moments alike. */
@@ -550,12 +550,29 @@ export function resolveCheckpoint(path: string): string {
   if (asRun) return asRun;
   const asRoot = existsSync(join(path, 'latest')) ? new CheckpointStore(join(path, '..')).latest() : undefined;
   if (asRoot) return asRoot;
+  throw notACheckpoint(path);
+}
+
+/** Why `path` names no checkpoint, and what to name: a run stopped before its first, a file inside one, or nothing. */
+function notACheckpoint(path: string): XttsError {
   const st = statSync(path, { throwIfNoEntry: false });
-  const what = !st ? `${path} does not exist` : st.isDirectory() ? `no checkpoint in ${path}` : `${path} is a file`;
-  throw new XttsError('CHECKPOINT_NOT_FOUND', what, {
-    exitCode: ExitCode.usage,
-    suggestions: ['name the run folder of `xtts train` (it holds checkpoints/)'],
-  });
+  const fail = (what: string, suggestion: string) =>
+    new XttsError('CHECKPOINT_NOT_FOUND', what, { exitCode: ExitCode.usage, suggestions: [suggestion] });
+  const runFolder = 'name the run folder of `xtts train` (it holds checkpoints/)';
+  if (!st) return fail(`${path} does not exist`, runFolder);
+  if (st.isFile()) {
+    const parent = dirname(resolve(path));
+    return existsSync(join(parent, 'state.json'))
+      ? fail(`${path} is a file of the checkpoint ${parent}`, `name the checkpoint folder: ${parent}`)
+      : fail(`${path} is a file`, runFolder);
+  }
+  if (existsSync(join(path, RUN_MARKER)) || existsSync(join(path, 'run.sqlite')))
+    return fail(
+      `${path} is a run of xtts train that has no checkpoint yet (it stopped before its first)`,
+      `train it further: xtts train ... --output ${path} --resume (a checkpoint is written every ` +
+        'training.checkpoint_every steps, and when a run is stopped)',
+    );
+  return fail(`no checkpoint in ${path}`, runFolder);
 }
 
 /**

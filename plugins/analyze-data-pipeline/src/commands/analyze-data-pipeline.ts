@@ -143,7 +143,7 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
     this.log(
       `${paint.bold('prefetch ring')}: ${r.batches} batches, ` +
         `depth ${r.depth}, ${r.producers} producer ` +
-        `thread${r.producers === 1 ? '' : 's'}, a batch every ${r.stepMs} ms ` +
+        `thread${r.producers === 1 ? '' : 's'}, a batch every ${Number(r.stepMs.toFixed(1))} ms ` +
         (`(` +
           (r.stepMsSource === 'default'
             ? 'default; pass --step-ms or --run'

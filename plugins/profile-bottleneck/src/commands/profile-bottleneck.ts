@@ -132,7 +132,15 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
           stepsOnly: true,
           deviceTimedSteps: flags['device-timed-steps'],
           onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
-          onProgress: human ? (p) => process.stderr.write(`\rprofiling step ${p.step}/${p.maxSteps}`) : undefined,
+          // Rewritten in place on a terminal; a line a step where stderr goes to a file or a pipe.
+          onProgress: human
+            ? (p) =>
+                process.stderr.write(
+                  process.stderr.isTTY
+                    ? `\rprofiling step ${p.step}/${p.maxSteps}`
+                    : `profiling step ${p.step}/${p.maxSteps}\n`,
+                )
+            : undefined,
         });
       } catch (e) {
         this.removeTemporaryRun();
@@ -147,7 +155,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
           });
         throw e;
       }
-      if (human) process.stderr.write('\n');
+      if (human && process.stderr.isTTY) process.stderr.write('\n');
     }
     try {
       const result = profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
