@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { isCorruptDatabase, makeFolders, openSqlite, otherFileKind } from '../util/index.js';
 import { ExitCode, XttsError } from '../errors.js';
-import { corruptCache, guarded, unreadableFolder } from './damage.js';
+import { corruptCache, guarded, openFailed, unreadableFolder } from './damage.js';
 import { refuseCacheInUse, refuseLinkToCache } from './holders.js';
 
 /** Bumped when the table layout changes; an older cache is rebuilt, never misread. */
@@ -233,13 +233,7 @@ export class FeatureCache {
       if (!readonly) this.migrate();
     } catch (e) {
       if (isCorruptDatabase(e)) throw corruptCache(path, e);
-      throw new XttsError('CACHE_OPEN_FAILED', `cannot open the feature cache ${path}: ${(e as Error).message}`, {
-        exitCode: ExitCode.environment,
-        suggestions: [
-          'name a cache file in a folder you can write (pipeline.cache.path, or --cache)',
-          `or, if this file is damaged, remove it: \`xtts cache clear --cache ${path}\``,
-        ],
-      });
+      throw openFailed(path, e, found !== 'absent');
     }
     try {
       this.db.pragma('cache_size = -65536');

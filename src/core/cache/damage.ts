@@ -3,6 +3,7 @@
 // user's file, not a bug of xtts: CACHE_CORRUPT names it and says what to do. The cache holds only what xtts
 // computes from the data and text, so removing it loses nothing the next run cannot rebuild. And a cache this user
 // cannot open where it lies (unreadableFolder).
+import { accessSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { ExitCode, XttsError } from '../errors.js';
@@ -34,20 +35,56 @@ export function guarded(path: string, s: Database.Statement): Database.Statement
   return s;
 }
 
+/** Why nothing can be written in `dir`: a read-only file system, this user's permissions; null where it can. */
+export function unwritableBecause(dir: string): string | null {
+  try {
+    accessSync(dir, constants.W_OK);
+    return null;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'EROFS'
+      ? 'is on a read-only file system'
+      : code === 'ENOENT'
+        ? 'does not exist'
+        : 'this user may not write';
+  }
+}
+
 /**
- * A cache in a folder this user may not write: SQLite reads a WAL database only where it can make the -shm file
+ * A cache in a folder nothing may be written to: SQLite reads a WAL database only where it can make the -shm file
  * beside it, so even a read-only command cannot open it there.
  */
 export function unreadableFolder(path: string, e: unknown): XttsError {
+  const why = unwritableBecause(dirname(path)) ?? 'this user may not write';
+  const readOnly = why.startsWith('is on');
   return new XttsError(
     'CACHE_OPEN_FAILED',
-    `cannot open the feature cache ${path}: SQLite needs to write its -shm file in ${dirname(path)}, which this user ` +
-      `may not (${(e as Error).message})`,
+    `cannot open the feature cache ${path}: SQLite needs to write its -shm file in ${dirname(path)}, which ` +
+      `${readOnly ? why : `${why} (${(e as Error).message})`}`,
     {
       exitCode: ExitCode.environment,
       suggestions: [
-        'run as a user who may write that folder, or copy the cache to one you may write and name the copy ' +
-          '(--cache, or pipeline.cache.path)',
+        (readOnly ? '' : 'run as a user who may write that folder, or ') +
+          'copy the cache to a folder you may write and name the copy (--cache, or pipeline.cache.path)',
+      ],
+    },
+  );
+}
+
+/**
+ * A cache that could not be opened for another reason than damage; removing the file is advice only where there is
+ * one (`exists`) and its folder may be written (else `cache clear` fails too).
+ */
+export function openFailed(path: string, e: unknown, exists: boolean): XttsError {
+  const why = unwritableBecause(dirname(path));
+  return new XttsError(
+    'CACHE_OPEN_FAILED',
+    `cannot open the feature cache ${path}: ${(e as Error).message}` + (why ? ` (${dirname(path)} ${why})` : ''),
+    {
+      exitCode: ExitCode.environment,
+      suggestions: [
+        'name a cache file in a folder you can write (pipeline.cache.path, or --cache)',
+        ...(exists && !why ? [`or, if this file is damaged, remove it: \`xtts cache clear --cache ${path}\``] : []),
       ],
     },
   );
