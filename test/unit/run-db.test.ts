@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { stepMsFromRun } from '../../src/core/data/step-time.js';
 import { RunDatabase } from '../../src/core/telemetry/run-db.js';
 import { SpanTimer, type StepRecord } from '../../src/core/telemetry/spans.js';
 
@@ -163,3 +164,22 @@ test(
     );
   },
 );
+
+test("a run's step time is read for a pipeline of its own task only (a vocoder's steps are no acoustic pace)", () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'xtts-run-')), 'run');
+  const db = RunDatabase.create(dir);
+  db.setMeta('config', { task: 'vocoder' });
+  const spans = new SpanTimer().finish().spans;
+  for (let i = 1; i <= 9; i++)
+    db.addStep({
+      ...{ step: i, startMs: i * 100, wallMs: i < 6 ? 500 : 40, spans, epoch: 0, batchIndex: i, bucket: 0 },
+      ...{ batchSize: 8, tokens: 0, frames: 32, kernels: 10, readySlots: 1, learningRate: 1e-3 },
+    });
+  db.close();
+  assert.equal(stepMsFromRun(dir, 'vocoder'), 40);
+  assert.throws(
+    () => stepMsFromRun(dir, 'acoustic'),
+    (e: Error & { code?: string }) =>
+      e.code === 'RUN_OTHER_TASK' && /trained a vocoder, and this config trains an acoustic/.test(e.message),
+  );
+});

@@ -277,8 +277,9 @@ async function setUpVocoderRun(o: TrainOptions, runDir: string, runId: string): 
   const start = resumed ?? { step: 0, bestValidationLoss: null };
   const maxSteps = o.maxSteps ?? t.max_steps;
   const log = RunLog.open(runDir, { tensorboard: true, maxSteps, logEvery: t.log_every, onProgress: o.onProgress });
-  const meta = { runId, task: 'vocoder', config, configFile: o.loaded.file, backend: choice.backend };
+  const meta = { runId, task: 'vocoder', config, backend: choice.backend };
   for (const [k, v] of Object.entries(meta)) log.db.setMeta(k, v);
+  log.recordConfigFile(o.loaded.file);
   log.db.setMeta('device', choice.adapter ? choice.adapter.name : null);
   log.db.setMeta('parameters', generator.parameterCount());
   // What the run trains on and starts from: the recordings' mels or an acoustic model's, fresh or a vocoder's weights.

@@ -56,7 +56,7 @@ export default class AnalyzeDataPipeline extends XttsCommand<PipelineAnalysis> {
     const { flags } = await this.parse(AnalyzeDataPipeline);
     this.strict = flags.strict;
     const loaded = loadConfigOrThrow(flags.config, { set: flags.set });
-    const stepMs = flags['step-ms'] ?? (flags.run ? stepMsFromRun(flags.run) : undefined);
+    const stepMs = flags['step-ms'] ?? (flags.run ? stepMsFromRun(flags.run, loaded.config.task) : undefined);
     const bars = { text: new ProgressLine('text    ', 'rows'), features: new ProgressLine('features', 'clips') };
     const showBars = !this.jsonEnabled();
     const progress =

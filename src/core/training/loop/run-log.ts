@@ -2,7 +2,8 @@
 // TensorBoard event file, the loss curve picture, and the progress line's figures. The loop hands it
 // each step's record and each logged step's stats; nothing here touches the device.
 import { readFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
+import { sha256Hex } from '../../cache/index.js';
 import { stringify as stringifyYaml } from 'yaml';
 import { curveFigure } from '../../render/index.js';
 import type { GpuSampler } from '../../telemetry/index.js';
@@ -142,6 +143,21 @@ export class RunLog {
    * The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), and its settings in the HPARAMS
    * tab (every scalar key, dotted: `training.learning_rate`), at the step the run starts from.
    */
+  /**
+   * The config file the run read, its whole path and its bytes' hash (null where it cannot be read): profile-bottleneck
+   * --fix-config patches it from any folder, and only as it was.
+   */
+  recordConfigFile(file: string): void {
+    this.db.setMeta('configFile', resolve(file));
+    let sha: string | null = null;
+    try {
+      sha = sha256Hex(readFileSync(file));
+    } catch {
+      // a config that went away since it was loaded: no hash, and --fix-config will not find it
+    }
+    this.db.setMeta('configSha256', sha);
+  }
+
   describeConfig(at: number, config: object, file: string | undefined): void {
     const yaml = stringifyYaml(config, { lineWidth: 0 });
     // Markdown: an indented block is shown as code, line for line.

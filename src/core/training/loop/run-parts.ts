@@ -1,10 +1,7 @@
 // The loop's parts, started once the run is set up and closed when it ends: the run log, the batch
 // feed, the step issuer (one device, or replicas), the queue of pipelined steps, the milestones
 // (validation, checkpoints, eval), the device probes, and the telemetry beside them.
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
-import { sha256Hex } from '../../cache/index.js';
 import * as tf from '@tensorflow/tfjs-core';
 import { KernelCounter, noDeviceTime } from '../../backend/index.js';
 import type { CaptureState } from '../../backend/index.js';
@@ -176,23 +173,12 @@ export async function startRun(
   }
 }
 
-/** A file's SHA-256, or null where it cannot be read (a preset named by its name is read from the package). */
-function fileSha256(file: string): string | null {
-  try {
-    return sha256Hex(readFileSync(file));
-  } catch {
-    return null;
-  }
-}
-
 /** What the run database says of the run before its first step. */
 function describeRun(log: RunLog, o: TrainOptions, setup: RunSetup, runId: string): void {
   const { db } = log;
   db.setMeta('runId', runId);
   db.setMeta('config', setup.config);
-  // Whole, and its bytes' hash: profile-bottleneck --fix-config patches this file, from any folder, only as it was.
-  db.setMeta('configFile', resolve(o.loaded.file));
-  db.setMeta('configSha256', fileSha256(o.loaded.file));
+  log.recordConfigFile(o.loaded.file);
   db.setMeta('backend', setup.choice.backend);
   db.setMeta('device', setup.choice.adapter ? setup.choice.adapter.name : null);
   db.setMeta('parameters', setup.model.parameterCount());
