@@ -3,7 +3,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { assignLanguages, buildManifest, type Manifest, refuseUnusable, type SkippedRow } from '../data/index.js';
-import { skippedRowsWarning } from '../data/index.js';
+import { skippedRowsWarning } from '../data/index.js'; // (one import a line of 120 characters at most)
 import { XttsError } from '../errors.js';
 import { at, type Draft, fired, type Rule, type RuleContext } from './rule-context.js';
 

@@ -29,7 +29,7 @@ export function writeFixedConfig(r: FixConfigRequest): string[] {
   if (!file)
     throw new XttsError(
       'RUN_NO_CONFIG_FILE',
-      'the run does not record which config file it used, so there is nothing ' + 'to patch',
+      'the run does not record which config file it used, so there is nothing to patch',
       { exitCode: ExitCode.usage },
     );
   const byHand =

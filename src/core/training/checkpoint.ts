@@ -447,8 +447,7 @@ export class CheckpointStore {
       writeArrays(tmp, 'optimizer', contents.optimizer);
       if (contents.voices?.length) writeArrays(tmp, 'voices', contents.voices);
       // How many voice arrays it holds: a checkpoint that says so and lacks the file is damaged, not one written
-      // before voices (or where they could not be computed).
-      // (A state read from another checkpoint does not carry its count over.)
+      // before voices (or where they could not be computed). A state read from another checkpoint keeps no count.
       const { voiceArrays: _, ...state } = contents.state as { voiceArrays?: number };
       const voices = contents.voices?.length ? { voiceArrays: contents.voices.length } : {};
       writeDurable(
@@ -568,9 +567,9 @@ function notACheckpoint(path: string): XttsError {
   }
   if (existsSync(join(path, RUN_MARKER)) || existsSync(join(path, 'run.sqlite')))
     return fail(
-      `${path} is a run of xtts train that has no checkpoint yet (it stopped before its first)`,
-      `train it further: xtts train ... --output ${path} --resume (a checkpoint is written every ` +
-        'training.checkpoint_every steps, and when a run is stopped)',
+      `${path} is a run of xtts train that has no checkpoint yet (stopped, or still training, before its first)`,
+      `wait for its first, or train it further: xtts train ... --output ${path} --resume (a checkpoint is written ` +
+        'every training.checkpoint_every steps, and when a run is stopped)',
     );
   return fail(`no checkpoint in ${path}`, runFolder);
 }
