@@ -2,8 +2,14 @@
 // shapes those features and the length limits must fit.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { assignLanguages, buildManifest, type Manifest, refuseUnusable, type SkippedRow } from '../data/index.js';
-import { skippedRowsWarning } from '../data/index.js'; // (one import a line of 120 characters at most)
+import {
+  assignLanguages,
+  buildManifest,
+  type Manifest,
+  refuseUnusable,
+  type SkippedRow,
+  skippedRowsWarning,
+} from '../data/index.js';
 import { XttsError } from '../errors.js';
 import { at, type Draft, fired, type Rule, type RuleContext } from './rule-context.js';
 
