@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { parse } from 'yaml';
 import { traceProblems } from '../../src/core/profile/trace.js';
+import { processStartTime } from '../../src/core/training/run-lock.js';
 import { loadConfig } from '../../src/core/config/load.js';
 import { RunDatabase, type DeviceSampleRecord } from '../../src/core/telemetry/run-db.js';
 import type { StepRecord, StepSpans } from '../../src/core/telemetry/spans.js';
@@ -344,6 +346,30 @@ test(
     );
   },
 );
+
+test('a run still training (its lock held by a live process) is judged with a warning that says so', async () => {
+  const dir = tmp.mkdir('run-live');
+  cpSync(runs.balanced.runDir, dir, { recursive: true });
+  // This test's own process holds the lock, as a training process would.
+  const holder = {
+    pid: process.pid,
+    processStart: processStartTime(process.pid),
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    command: 'train',
+  };
+  writeFileSync(join(dir, '.xtts-run.lock'), JSON.stringify(holder));
+  const r = await runCli(['profile-bottleneck', '--run', dir, '--json']);
+  assert.equal(r.code, 0, describeRun(r));
+  assert.deepEqual(r.json.warnings, [
+    `${dir} is still training (process ${process.pid} on ${hostname()}, started ${holder.startedAt}): this judges ` +
+      'its steps so far',
+  ]);
+  // Its process gone (a killed run's lock): nothing to say.
+  writeFileSync(join(dir, '.xtts-run.lock'), JSON.stringify({ ...holder, pid: 2 ** 22 + 7, processStart: null }));
+  const after = await runCli(['profile-bottleneck', '--run', dir, '--json']);
+  assert.deepEqual(after.json.warnings, [], describeRun(after));
+});
 
 test('--json keeps its shape (fields renamed or removed fail here)', async () => {
   const r = await runCli(['profile-bottleneck', '--run', runs['dispatch-bound'].runDir, '--json']);

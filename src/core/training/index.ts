@@ -5,6 +5,7 @@ export { describeVocoder, type VocoderUsed } from './vocoder-run.js';
 export { type VocodedFile, vocodeFiles, type VocodeOptions, type VocodeResult } from './vocode.js';
 export { CheckpointStore, resolveCheckpoint, type NamedArray } from './checkpoint.js';
 export { freeSibling } from './run-folder.js';
+export { runInProgress } from './run-lock.js';
 export {
   synthesize,
   type SynthesisText,

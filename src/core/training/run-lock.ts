@@ -53,6 +53,18 @@ function holderAlive(h: Holder): boolean {
 }
 
 /**
+ * The run training in `runDir` now, as "process PID on HOST, started AT", or undefined where none holds its lock (or
+ * one on another host, which cannot be told alive from here: it is named as such).
+ */
+export function runInProgress(runDir: string): string | undefined {
+  const holder = readHolder(join(runDir, RUN_LOCK_FILE));
+  if (!holder) return undefined;
+  const where = `process ${holder.pid} on ${holder.host}, started ${holder.startedAt}`;
+  if (holder.host !== hostname()) return `${where} (another host: whether it still runs is not known here)`;
+  return holderAlive(holder) ? where : undefined;
+}
+
+/**
  * Takes the run folder (creating it) or throws RUN_FOLDER_IN_USE naming the holder; release() gives it back. `made`:
  * the folders it created for it, the outermost first.
  */

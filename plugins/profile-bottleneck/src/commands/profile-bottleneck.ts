@@ -157,6 +157,11 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       }
       if (human && process.stderr.isTTY) process.stderr.write('\n');
     }
+    if (flags.run) {
+      const { runInProgress } = await import('@xtts/core/training');
+      const live = runInProgress(flags.run);
+      if (live) this.addWarning(`${flags.run} is still training (${live}): this judges its steps so far`);
+    }
     try {
       const result = profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
       for (const note of result.fixConfigNotes) this.addWarning(note);
