@@ -36,7 +36,7 @@ test(
       const changes = [{ key: 'batching.batch_size', value: 8, reason: 'dispatch-bound' }];
       for (const out of [tmp.at('elsewhere/fixed.yaml'), tmp.at('fixed.yaml'), tmp.at('project/fixed.yaml')]) {
         mkdirSync(dirname(out), { recursive: true });
-        patchConfigFile(file, changes, out);
+        patchConfigFile({ file, text: readFileSync(file, 'utf8') }, changes, out);
         const { loaded, findings } = loadConfig(out);
         assert.deepEqual(findings, [], out);
         assert.equal(loaded!.datasetDir, resolve(tmp.at('project/data')), out);
@@ -52,7 +52,7 @@ test(
       );
       // A preset's name is not a path.
       const preset = tmp.write('project/p.yaml', 'extends: quickstart\n');
-      patchConfigFile(preset, changes, tmp.at('elsewhere/p.yaml'));
+      patchConfigFile({ file: preset, text: readFileSync(preset, 'utf8') }, changes, tmp.at('elsewhere/p.yaml'));
       assert.match(readFileSync(tmp.at('elsewhere/p.yaml'), 'utf8'), /^extends: quickstart\n/);
     } finally {
       tmp.remove();

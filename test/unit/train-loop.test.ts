@@ -419,6 +419,25 @@ const TEXT = {
   phonemizer_command: 'espeak-ng',
 } as never;
 
+/** A checkpoint's state.json as train writes it at step 3, of run `runId`, its tokenizer `identity`. */
+function checkpointState(runId: string, identity: string, config: object = {}) {
+  return {
+    runId,
+    step: 3,
+    position: { epoch: 0, batch: 3 },
+    dropoutRng: 1,
+    bestValidationLoss: null,
+    validationsWithoutImprovement: 0,
+    tokenizer: {},
+    tokenizerIdentity: identity,
+    stats: { mean: [0], std: [1] },
+    speakers: [],
+    languages: [],
+    sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
+    config: { model: {}, audio: {}, training: {}, ...config },
+  };
+}
+
 describe('resuming', () => {
   test(
     "a run without a checkpoint starts over (said); another run's checkpoint is " + 'refused, naming its state.json',
@@ -442,21 +461,7 @@ describe('resuming', () => {
       assert.match(said[0], /has no checkpoint yet: it starts over from step 0/);
       const store = new CheckpointStore(dir);
       const weights = [{ name: 'w', shape: [2], dtype: 'float32' as const, data: new Float32Array([1, 2]) }];
-      const state = {
-        runId: 'bbbbbbbbbbbbbbbb',
-        step: 3,
-        position: { epoch: 0, batch: 3 },
-        dropoutRng: 1,
-        bestValidationLoss: null,
-        validationsWithoutImprovement: 0,
-        tokenizer: {},
-        tokenizerIdentity: 'x',
-        stats: { mean: [0], std: [1] },
-        speakers: [],
-        languages: [],
-        sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
-        config: { model: {}, audio: {}, training: {} },
-      };
+      const state = checkpointState('bbbbbbbbbbbbbbbb', 'x');
       store.save(3, { weights, optimizer: weights, state }, { keep: 2, best: false });
       assert.throws(
         () =>
@@ -510,21 +515,7 @@ describe('resuming', () => {
     const store = new CheckpointStore(dir);
     const weights = [{ name: 'w', shape: [2], dtype: 'float32' as const, data: new Float32Array([1, 2]) }];
     const text = { cleaners: 'basic', tokenizer: 'characters', languages: ['en'], phonemizer_command: 'espeak-ng' };
-    const state = {
-      runId: 'aaaaaaaaaaaaaaaa',
-      step: 3,
-      position: { epoch: 0, batch: 3 },
-      dropoutRng: 1,
-      bestValidationLoss: null,
-      validationsWithoutImprovement: 0,
-      tokenizer: {},
-      tokenizerIdentity: 'y',
-      stats: { mean: [0], std: [1] },
-      speakers: [],
-      languages: [],
-      sizes: { vocabSize: 1, nMels: 1, numLanguages: 1 },
-      config: { model: {}, audio: {}, training: {}, text },
-    };
+    const state = checkpointState('aaaaaaaaaaaaaaaa', 'y', { text });
     store.save(3, { weights, optimizer: weights, state }, { keep: 2, best: false });
     const attempt = (now: unknown) => () =>
       resume(

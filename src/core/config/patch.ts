@@ -1,9 +1,7 @@
 // Writing a config with some keys changed, keeping the user's comments, order and formatting
 // (the yaml package edits the document tree, not the text).
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { isMap, isScalar, parseDocument, type Scalar } from 'yaml';
-import { ExitCode, XttsError } from '../errors.js';
 import { writeOutputFile } from '../util/index.js';
 import { splitKeyPath } from './config-source.js';
 import { isPresetName } from './extends.js';
@@ -55,25 +53,19 @@ function rebasePaths(text: string, fromDir: string, toDir: string): string {
 }
 
 /**
- * Writes `file` with `changes` applied to `out` (its relative paths rebased when `out` is in another folder);
- * `overwrite` as writeOutputFile's.
+ * Writes the config `file` (its `text`, as the caller read it) with `changes` applied to `out` (its relative paths
+ * rebased when `out` is in another folder); `overwrite` as writeOutputFile's.
  */
 export function patchConfigFile(
-  file: string,
+  config: { file: string; text: string },
   changes: readonly ConfigChange[],
   out: string,
   options: { overwrite?: boolean } = {},
 ): void {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new XttsError(
-      'CONFIG_UNREADABLE',
-      `cannot read ${file} to patch it: ${(e as NodeJS.ErrnoException).code ?? String(e)}`,
-      { exitCode: ExitCode.usage },
-    );
-  }
-  const patched = rebasePaths(patchConfigText(text, changes), dirname(resolve(file)), dirname(resolve(out)));
+  const patched = rebasePaths(
+    patchConfigText(config.text, changes),
+    dirname(resolve(config.file)),
+    dirname(resolve(out)),
+  );
   writeOutputFile(out, patched, 'the patched config (--fix-config)', options);
 }

@@ -69,7 +69,7 @@ export function writeFixedConfig(r: FixConfigRequest): string[] {
     );
     return false;
   });
-  patchConfigFile(file, applied, r.out, { overwrite: r.overwrite });
+  patchConfigFile({ file, text }, applied, r.out, { overwrite: r.overwrite });
   return notes;
 }
 
