@@ -23,7 +23,7 @@ import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { decodeSafetensors } from '../../src/core/training/safetensors.js';
 import { latestCheckpoint, tensorsDiffer } from '../helpers/checkpoints.js';
-import { runCli as run } from '../helpers/cli.js';
+import { runCli as run, xttsBin } from '../helpers/cli.js';
 import { microRun, microVocoderRun, trainingLosses } from '../helpers/short-clips.js';
 import { capturedMatchesEager, withoutLlvmpipe } from '../helpers/software-webgpu.js';
 import { readEvents } from '../helpers/tfevents.js';
@@ -357,6 +357,49 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     ]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /VOCODER_AUDIO_MISMATCH.*audio\.n_mels 64 \(vocoder\) vs 80/);
+
+    // vocoder.checkpoint is checked before the first step (it was read at the first eval, which stopped the run
+    // there): nothing, or a vocoder of other mels, is refused naming the key, and no run folder is left.
+    const trainWith = (vocoder: string, out: string, more: string[] = []) =>
+      runCli(
+        ['train', '--config', acoustic.config, '--output', out, '--backend', 'wasm', '--max-steps', '4', '--json']
+          .concat(['--set', `vocoder.checkpoint=${vocoder}`])
+          .concat(more),
+      );
+    for (const [vocoder, code] of [
+      [join(dir, 'nowhere'), 'CHECKPOINT_NOT_FOUND'],
+      [o, 'VOCODER_AUDIO_MISMATCH'],
+    ]) {
+      const refused = await trainWith(vocoder, join(acoustic.dir, 'refused'));
+      assert.equal(refused.code, 2, refused.stderr.slice(-2000));
+      assert.equal(refused.json.error.code, code);
+      assert.match(refused.json.error.message, /^vocoder\.checkpoint: /);
+      assert.ok(!existsSync(join(acoustic.dir, 'refused')), 'a refused run leaves no folder');
+    }
+  });
+
+  test('a vocoder gone from under a run (after its check) costs the eval its neural WAVs, not the run', async () => {
+    assert.ok(acousticRun, 'the test before trains the acoustic model');
+    const acoustic = microRun('xtts-vocoder-gone-');
+    const copy = join(dir, 'full-copy');
+    cpSync(full, copy, { recursive: true });
+    const out = join(acoustic.dir, 'run');
+    const args = ['train', '--config', acoustic.config, '--output', out, '--backend', 'wasm', '--max-steps', '4'];
+    const sets = ['vocoder.checkpoint=' + copy, 'training.eval_every=2', 'training.log_every=1'];
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [xttsBin, ...args, ...sets.flatMap((x) => ['--set', x])], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      // After the first step (the check passed before it), before the first eval (step 2).
+      if (/^step\s+1\//m.test(stderr) && existsSync(copy)) rmSync(copy, { recursive: true });
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    assert.equal(code, 0, stderr.slice(-2000));
+    assert.match(stderr, /warning: vocoder\.checkpoint: .*full-copy.*; this eval's WAVs are Griffin-Lim's/);
+    assert.ok(latestCheckpoint(out)?.endsWith('step-00000004'), stderr.slice(-1500));
   });
   test("fine-tuning: another vocoder's weights to start from, an acoustic model's mels to learn", async () => {
     assert.ok(acousticRun, 'the test before trained the acoustic run');

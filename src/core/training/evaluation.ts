@@ -16,8 +16,9 @@ import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
 import type { GenerateResult, XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
-import { describeVocoder, type MelVocoder, melVocoder } from './vocoder-run.js';
+import { describeVocoder, griffinLimVocoder, type MelVocoder, melVocoder } from './vocoder-run.js';
 import { makeFolders, writeFileAtomic } from '../util/index.js';
+import { isXttsError } from '../errors.js';
 
 /**
  * The most frames a generated utterance may have: as long as the longest clip trained on
@@ -226,7 +227,15 @@ export async function synthesizeEval(
   const phonemizer = config.text.tokenizer === 'phonemes' ? new Phonemizer(config.text.phonemizer_command) : undefined;
   let vocoder: MelVocoder | undefined;
   try {
-    vocoder = melVocoder(config.vocoder?.checkpoint, config.audio, config.training.eval_griffin_lim_iterations);
+    const iterations = config.training.eval_griffin_lim_iterations;
+    try {
+      vocoder = melVocoder(config.vocoder?.checkpoint, config.audio, iterations);
+    } catch (e) {
+      // Checked before the first step: gone or replaced since. The eval's WAVs are not worth the run.
+      if (!isXttsError(e)) throw e;
+      say(`warning: vocoder.checkpoint: ${e.message}; this eval's WAVs are Griffin-Lim's`);
+      vocoder = griffinLimVocoder(config.audio, iterations);
+    }
     const ref = normalised(refItem.featureKey);
     const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);

@@ -73,6 +73,39 @@ export function loadNeuralVocoder(path: string, audio?: AudioConfig): MelVocoder
 }
 
 /**
+ * Refuses, before any training, a `key` (vocoder.checkpoint) that names no vocoder for mels of `audio`: what would
+ * otherwise stop the run at its first eval, after the steps since its last checkpoint. Errors name the key.
+ */
+export function checkVocoderCheckpoint(path: string, audio: AudioConfig, key: string): void {
+  try {
+    const dir = resolveCheckpoint(path);
+    const { state } = new CheckpointStore(dir).load<VocoderCheckpointState>(dir, {
+      optimizer: false,
+      kind: 'vocoder',
+      schema: VocoderStateSchema,
+      from: key,
+    });
+    const differ = melSettingsDiffer(state.config.audio, audio, 'vocoder');
+    if (differ.length)
+      throw new XttsError(
+        'VOCODER_AUDIO_MISMATCH',
+        `the vocoder ${dir} was trained on other mels: ${differ.join(', ')}`,
+        {
+          exitCode: ExitCode.usage,
+          suggestions: ['train a vocoder with the audio section of this config (`extends` it)'],
+        },
+      );
+  } catch (e) {
+    if (!(e instanceof XttsError) || e.message.startsWith(`${key}: `)) throw e;
+    throw new XttsError(e.code, `${key}: ${e.message}`, {
+      exitCode: e.exitCode,
+      position: e.position,
+      suggestions: [...e.suggestions, `or remove ${key}: the eval WAVs are then Griffin-Lim's`],
+    });
+  }
+}
+
+/**
  * Mels of different lengths as one batch, each padded to the longest with the log floor (silence in the
  * features' units); each output cut to its own frames·hop samples.
  */

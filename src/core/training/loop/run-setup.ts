@@ -10,6 +10,7 @@ import { checkCheckpointDisk, checkMemoryEstimate } from '../budget.js';
 import { assignArrays, type CheckpointState, CheckpointStore, refuseNonFinite } from '../checkpoint.js';
 import { AdamW } from '../optim/adamw.js';
 import { planReplicas, type ReplicaPlan } from '../parallel/group.js';
+import { checkVocoderCheckpoint } from '../vocoder-run.js';
 import { checkResume } from './resume-checks.js';
 import type { TrainOptions } from './types.js';
 
@@ -51,6 +52,7 @@ export async function setUpRun(
   const t = config.training;
   // Before the data is prepared (hours, for a large dataset that is the wrong one).
   if (o.resume) checkResume(o, runDir, say);
+  if (config.vocoder?.checkpoint) checkVocoderCheckpoint(config.vocoder.checkpoint, config.audio, 'vocoder.checkpoint');
   const data = await prepareDataset(o.loaded, {
     datasetDir: o.datasetDir,
     onProgress: o.onPrepareProgress,
