@@ -145,8 +145,22 @@ describe('parsing the YAML', () => {
     assert.match(end.fix ?? '', /up to line 2: "b: \[2,"$/);
   });
 
-  test('two documents in one file are a syntax error', () => {
-    only(parseConfigSource('two.yaml', 'a: 1\n---\nb: 2\n').findings, 'yaml/syntax');
+  test("two documents, a merge key and nesting past reading are said in a config's terms, not the parser's", () => {
+    const two = only(parseConfigSource('two.yaml', 'a: 1\n---\nb: 2\n').findings, 'yaml/syntax');
+    assert.equal(two.message, 'a second YAML document (after `---`): a config is one document');
+    assert.match(two.fix ?? '', /^remove the `---` and what follows it/);
+    // Not "unknown key `<<`": the merge is what is not read.
+    const merge = only(
+      parseConfigSource('merge.yaml', 'extends: quickstart\nbatching:\n  <<: {batch_size: 4}\n').findings,
+      'yaml/syntax',
+    );
+    assert.deepEqual(merge.position, { file: 'merge.yaml', line: 3, col: 3 });
+    assert.match(merge.message, /^a YAML merge key \(`<<:`\)/);
+    const depth = 3000;
+    const keys = [...Array(depth).keys()].map((i) => `${'  '.repeat(i + 1)}k:\n`).join('');
+    const deep = parseConfigSource('deep.yaml', `a:\n${keys}${'  '.repeat(depth + 1)}v: 1\n`).findings;
+    const nested = deep.find((f) => f.ruleId === 'yaml/syntax')!;
+    assert.match(nested.message, /^the YAML is nested too deeply/);
   });
 
   test('only comments is empty; a list or a scalar at the top is a type error at line 1', () => {

@@ -185,6 +185,18 @@ function nearestLine(text: string, line: number): string {
   return `line ${i + 1}: ${JSON.stringify(lines[Math.max(0, i)].trim())}`;
 }
 
+/** The YAML library's errors that its message does not explain to a user, by code: what to say and do instead. */
+const YAML_ERRORS: Record<string, { message: string; fix: string } | undefined> = {
+  MULTIPLE_DOCS: {
+    message: 'a second YAML document (after `---`): a config is one document',
+    fix: 'remove the `---` and what follows it, or put the second document in a file of its own',
+  },
+  RESOURCE_EXHAUSTION: {
+    message: 'the YAML is nested too deeply (or its aliases expand too far) to read',
+    fix: 'a config is a few levels deep (section: key: value): rewrite it so',
+  },
+};
+
 export function parseConfigSource(
   file: string,
   text: string,
@@ -197,10 +209,13 @@ export function parseConfigSource(
     const [start] = err.linePos ?? [];
     const dup = err.code === 'DUPLICATE_KEY';
     const ruleId = dup ? 'schema/duplicate-key' : 'yaml/syntax';
+    // What the YAML library says in its own terms (an API to call, a stack), in the config's.
+    const known = YAML_ERRORS[err.code];
     const message = dup
       ? `duplicate key: ${keyTextAt(text, err.pos[0])} is already set above in the same mapping`
-      : // The first line, less its own " at line L, column C:" (the finding's place says it; the code frame is cut).
-        err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+      : (known?.message ??
+        // The first line, less its own " at line L, column C:" (the finding's place says it; the code frame is cut).
+        err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, ''));
     findings.push(
       errorFinding(
         ruleId,
@@ -209,7 +224,7 @@ export function parseConfigSource(
         dup ? joinKeyPath(keyPathAt(doc, err.pos[0])) : '',
         dup
           ? 'keep one of the two entries'
-          : `check the brackets, quotes and indentation up to ${nearestLine(text, start?.line ?? 1)}`,
+          : (known?.fix ?? `check the brackets, quotes and indentation up to ${nearestLine(text, start?.line ?? 1)}`),
       ),
     );
   }
@@ -240,6 +255,24 @@ export function parseConfigSource(
       ],
     };
   }
+  // A merge key (`<<: *anchor`, YAML 1.1) is not read as one: said as such, not as an unknown key named `<<`.
+  visit(doc, {
+    Pair(_key, pair) {
+      const k = pair.key as Node | null;
+      if (k && isScalar(k) && k.value === '<<')
+        findings.push(
+          errorFinding(
+            'yaml/syntax',
+            'a YAML merge key (`<<:`): configs do not merge mappings',
+            positionOf(k, lineCounter, file),
+            '',
+            'write the keys out in the mapping (an anchor and alias of a single value, `&a` and `*a`, do work)',
+          ),
+        );
+      return undefined;
+    },
+  });
+  if (findings.length) return { findings };
   // Keys that would change an object's prototype instead of setting a value are never settings.
   visit(doc, {
     Pair(_key, pair, path) {
