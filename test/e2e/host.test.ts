@@ -101,6 +101,12 @@ test(
     const far = xtts(['zzzz']);
     assert.equal(far.code, 2);
     assert.doesNotMatch(far.stderr, /did you mean/);
+    // The start of one command's name; a command given a config without --config.
+    assert.match(xtts(['validate']).stderr, /did you mean `xtts validate-gpu-optimization`\?/);
+    const bare = xtts(['train', 'configs/quickstart.yaml', '--max-steps', '1']);
+    assert.equal(bare.code, 2);
+    assert.match(bare.stderr, /`xtts train` takes flags, not `configs\/quickstart\.yaml`; did you mean /);
+    assert.match(bare.stderr, /did you mean `xtts train --config configs\/quickstart\.yaml`\?/);
     // Asking a mistyped command for its help is the same mistake, answered the same way.
     const help = xtts(['trian', '--help']);
     assert.equal(help.code, 2, help.stderr);
