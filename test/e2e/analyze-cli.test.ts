@@ -242,6 +242,14 @@ test('no validation row drawn is a warning that names the key to change', async 
   assert.match(human.stdout, /warning: no validation utterances/);
   assert.equal(human.stdout.match(/warning: no validation utterances/g)?.length, 1);
   assert.doesNotMatch(human.stderr, /no validation utterances/);
+  // A batch larger than the training set is measured as train would use it: the training set, said so.
+  const big = await runCli(['analyze-data-pipeline', ...args, '--set', 'batching.batch_size=1000', '--json']);
+  assert.equal(big.code, 0, big.stderr);
+  assert.ok(
+    big.json.result.dataset.warnings.some((w: string) => /batch_size 1000 is more than the 12 training utter/.test(w)),
+    big.json.result.dataset.warnings.join('\n'),
+  );
+  for (const shape of big.json.result.buckets.shapes) assert.ok(shape.batchSize <= 12, JSON.stringify(shape));
 });
 
 test('a missing dataset and a bad flag are clear errors without stack traces', async () => {

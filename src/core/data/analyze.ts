@@ -19,7 +19,7 @@ import { normaliseLoudness, trimSilence } from './audio/dynamics.js';
 import { melExtractorFor, readAudioFile } from './audio/index.js';
 import { resample } from './audio/resample.js';
 import { decodeAudio, sniffAudio } from './audio/decode.js';
-import { type BucketPlan, planBuckets } from './buckets.js';
+import { batchSizeWithin, type BucketPlan, planBuckets } from './buckets.js';
 import { DataLoader, type LoaderOptions, producerThreads } from './loader.js';
 import { describeDataset } from './describe.js';
 import { voiceWarpFor } from './voice-warp.js';
@@ -131,12 +131,13 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   const prepared = await prepareDataset(loaded, { datasetDir, onProgress: options.onPrepareProgress });
   const prepareMs = performance.now() - tp;
 
-  // Buckets and batch assembly through the ring.
+  // Buckets and batch assembly through the ring, at the batch size train would use.
+  const batch = batchSizeWithin(config.batching.batch_size, prepared.train.length);
   const plan = planBuckets(
     prepared.train.map((i) => ({ tokens: i.tokens.length, frames: i.frames })),
     {
       buckets: config.batching.buckets,
-      batchSize: config.batching.batch_size,
+      batchSize: batch.size,
       frameBudget: config.batching.frame_budget,
       frameMultiple: config.model.reduction_factor,
     },
@@ -175,7 +176,7 @@ export async function analyzePipeline(loaded: LoadedConfig, options: AnalyzeOpti
   return {
     datasetDir,
     rows: { train: prepared.train.length, validation: prepared.validation.length, skipped: prepared.skipped.length },
-    dataset: describeDataset(prepared),
+    dataset: withNote(describeDataset(prepared), batch.note),
     skipped: prepared.skipped,
     stages,
     text: {
@@ -460,4 +461,9 @@ function recommend(
     });
   }
   return out;
+}
+
+/** The dataset's description with one more warning, where there is one. */
+function withNote(d: PipelineAnalysis['dataset'], note: string | undefined): PipelineAnalysis['dataset'] {
+  return note ? { ...d, warnings: [...d.warnings, note] } : d;
 }

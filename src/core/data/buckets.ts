@@ -47,6 +47,21 @@ const TOKEN_COST = 1;
 const FRAME_COST = 80;
 
 /**
+ * The batch size a run trains with where it asks for `asked` and has `rows` training utterances: a batch larger than
+ * the training set would repeat every clip in it many times over (memory and time for nothing), so it becomes the
+ * training set; `note` says so where it does.
+ */
+export function batchSizeWithin(asked: number, rows: number): { size: number; note?: string } {
+  if (asked <= rows) return { size: asked };
+  return {
+    size: rows,
+    note:
+      `batching.batch_size ${asked} is more than the ${rows} training utterances: batches are at most ${rows} ` +
+      'utterances, and an epoch is one pass over them (a batch or more of each bucket)',
+  };
+}
+
+/**
  * Choose up to `buckets` shapes. With buckets = 0 there is no plan: each batch is padded to its own
  * longest item (dynamic shapes; the validator warns), represented here by one bucket per distinct
  * (tokens, frames) rounded shape.

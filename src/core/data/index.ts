@@ -19,7 +19,7 @@ export {
   type PrepareOptions,
   type PrepareProgress,
 } from './prepare.js';
-export { planBuckets, epochBatches, type BucketPlan, type Bucket } from './buckets.js';
+export { batchSizeWithin, planBuckets, epochBatches, type BucketPlan, type Bucket } from './buckets.js';
 export { DataLoader, producerThreads, type LoadedBatch, type LoaderOptions } from './loader.js';
 export { REFERENCE_JOIN_CLIPS } from './producer.js';
 export { type VoiceWarp, voiceWarpFor } from './voice-warp.js';

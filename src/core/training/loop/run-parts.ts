@@ -7,7 +7,7 @@ import { KernelCounter, noDeviceTime } from '../../backend/index.js';
 import type { CaptureState } from '../../backend/index.js';
 import { stagedUploadStats } from '../../backend/index.js';
 import { formatBytes } from '../../config/index.js';
-import { planBuckets } from '../../data/index.js';
+import { batchSizeWithin, planBuckets } from '../../data/index.js';
 import { DataLoader, producerThreads, voiceWarpFor } from '../../data/index.js';
 import { slotBytes } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
@@ -187,19 +187,11 @@ function describeRun(log: RunLog, o: TrainOptions, setup: RunSetup, runId: strin
   log.describeConfig(setup.resumed.step, setup.config, o.loaded.file);
 }
 
-/**
- * The batch size the run trains with: a batch larger than the training set would repeat every clip in
- * it many times over (memory and time for nothing): it becomes the training set.
- */
+/** The batch size the run trains with (batchSizeWithin), said where it is not the config's. */
 export function batchSizeFor(setup: Pick<RunSetup, 'config' | 'data'>, say: (m: string) => void): number {
-  const asked = setup.config.batching.batch_size;
-  const rows = setup.data.train.length;
-  if (asked > rows)
-    say(
-      `batching.batch_size ${asked} is more than the ${rows} training utterances: each ` +
-        `batch holds all ${rows} of them once`,
-    );
-  return Math.min(asked, rows);
+  const { size, note } = batchSizeWithin(setup.config.batching.batch_size, setup.data.train.length);
+  if (note) say(note);
+  return size;
 }
 
 /**
