@@ -6,7 +6,7 @@
 // refused before anything opens it, in the words every such refusal uses (otherFileKind).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, linkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -115,6 +115,22 @@ test('a file the user named that is not a regular file is refused naming what it
     }
     writeFileSync(tmp.at('file'), 'mine');
     requireRegularFile(tmp.at('file'));
+    // A path through a file: in general, and through a checkpoint pointer (checkpoints/latest names a step folder).
+    mkdirSync(tmp.at('checkpoints'));
+    writeFileSync(tmp.at('checkpoints/latest'), 'step-00000020\n');
+    const through = (path: string) => {
+      try {
+        readFileSync(path);
+      } catch (err) {
+        return unreadableWhy(err);
+      }
+      return undefined;
+    };
+    assert.equal(through(tmp.at('file/voices.safetensors')), 'a folder on its path is a file');
+    assert.match(
+      through(tmp.at('checkpoints/latest/voices.safetensors')) ?? '',
+      /^checkpoints\/latest is a file naming a/,
+    );
   } finally {
     server.close();
     tmp.remove();

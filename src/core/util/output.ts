@@ -125,6 +125,14 @@ export function unreadableWhy(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return 'it does not exist';
   if (code === 'EISDIR') return 'it is a folder';
+  // checkpoints/latest/… : `latest` (and `best`) are files naming a step folder, not folders.
+  if (code === 'ENOTDIR') {
+    const p = (e as NodeJS.ErrnoException).path ?? '';
+    const pointer = /(^|\/)checkpoints\/(latest|best)\//.exec(p);
+    return pointer
+      ? `checkpoints/${pointer[2]} is a file naming a checkpoint folder (step-…), not a folder: name that folder`
+      : 'a folder on its path is a file';
+  }
   if (code === 'XTTS_NOT_FILE') return `it is ${(e as { kind?: string }).kind ?? 'not a regular file'}, not a file`;
   if (code === 'EACCES' || code === 'EPERM') return 'it may not be read (permissions)';
   return code ?? (e as Error).message;
