@@ -550,6 +550,24 @@ describe('xtts writes only where it was told', () => {
       ]);
       assert.equal(many.json.error.code, 'OUTPUT_EXISTS', describeRun(many));
       assert.deepEqual(readdirSync(outDir), ['line-0002.wav']);
+      // With --overwrite the folder holds this synthesis: the two lines, then one line and no WAV of the line gone
+      // (xtts's own, listed in the earlier synthesis.json; a file it did not write stays).
+      const speak = (file: string) =>
+        runCli(
+          ['synthesize', '--checkpoint', runDir, '--texts', file, '--out-dir', outDir, '--backend', 'wasm'].concat([
+            '--overwrite',
+            '--json',
+          ]),
+        );
+      const two = await speak(texts);
+      assert.equal(two.code, 0, describeRun(two));
+      writeFileSync(join(outDir, 'notes.txt'), 'mine');
+      const one = join(dir, 'one.txt');
+      writeFileSync(one, 'The boy.\n');
+      const again = await speak(one);
+      assert.equal(again.code, 0, describeRun(again));
+      assert.deepEqual(readdirSync(outDir).sort(), ['line-0001.wav', 'notes.txt', 'synthesis.json']);
+      assert.match(again.json.warnings.join('\n'), /removed 1 WAV of the earlier synthesis in .* \(line-0002\.wav\)/);
       const replaced = await runCli([
         'synthesize',
         '--checkpoint',

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { announcePipes, ExitCode, positiveNumberFlag, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
@@ -113,6 +113,8 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     }
     const { synthesize } = await import('@xtts/core/training');
     announcePipes('--reference', flags.reference ?? []);
+    const summaryFile = flags['out-dir'] ? join(flags['out-dir'], 'synthesis.json') : undefined;
+    const earlier = summaryFile && flags.overwrite ? earlierWavs(summaryFile) : [];
     const result = await synthesize({
       checkpoint: flags.checkpoint,
       texts,
@@ -123,11 +125,21 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       backend: flags.backend as never,
       maxSeconds: flags['max-seconds'],
       batchSize: flags['batch-size'],
-      summaryFile: flags['out-dir'] ? join(flags['out-dir'], 'synthesis.json') : undefined,
+      summaryFile,
       overwrite: flags.overwrite,
       vocoder: flags.vocoder,
     });
     for (const w of result.warnings) this.addWarning(w);
+    // --overwrite replaces the earlier synthesis in --out-dir: its WAVs this one did not write again go too (a
+    // folder of three lines' WAVs and a summary of one would be two syntheses mixed).
+    const written = new Set(result.utterances.map((u) => resolve(u.out)));
+    const stale = earlier.filter((f) => !written.has(f) && existsSync(f));
+    for (const f of stale) rmSync(f, { force: true });
+    if (stale.length)
+      this.addWarning(
+        `removed ${stale.length} WAV${stale.length === 1 ? '' : 's'} of the earlier synthesis in ${flags['out-dir']} ` +
+          `that this one did not write again (${stale.map((f) => basename(f)).join(', ')})`,
+      );
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
     return result;
   }
@@ -173,6 +185,7 @@ function describeVoice(v: SynthesizeResult['voice']): string {
     case 'file':
       return `${v.file} (${v.source})`;
     case 'average':
+      if (v.speakers === 1) return 'the one trained voice';
       return v.speakers > 0 ? `the mean of ${v.speakers} trained voices` : "the dataset's average spectrum";
   }
 }
@@ -235,4 +248,20 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
       suggestions: ['write one sentence per line'],
     });
   return texts;
+}
+
+/**
+ * The WAVs an earlier synthesis into the same folder wrote (its synthesis.json's utterances), as absolute paths: only
+ * line-NNNN.wav files in that folder, whatever the summary says; none where there is no readable summary.
+ */
+function earlierWavs(summaryFile: string): string[] {
+  try {
+    const earlier = JSON.parse(readFileSync(summaryFile, 'utf8')) as { utterances?: { out?: unknown }[] };
+    const folder = resolve(dirname(summaryFile));
+    return (earlier.utterances ?? [])
+      .map((u) => (typeof u.out === 'string' ? resolve(u.out) : ''))
+      .filter((f) => dirname(f) === folder && /^line-\d{4,}\.wav$/.test(basename(f)));
+  } catch {
+    return [];
+  }
 }
