@@ -136,7 +136,7 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       const human = await validate(['--config', 'configs/vocoder-tiny.yaml', '--no-environment']);
       assert.doesNotMatch(human.stdout, /training memory/);
       const tiny = await validate(['--config', 'configs/tiny.yaml', '--json', '--no-environment']);
-      assert.match(tiny.json.result.memory.description, /estimated \(1\.5 M parameters/);
+      assert.match(tiny.json.result.memory.description, /estimated \(1\.8 M parameters/);
     });
 
     test('a config extending a preset validates from any working directory', async () => {

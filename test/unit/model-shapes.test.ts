@@ -5,6 +5,8 @@ import { before, describe, it } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
+import { estimateParameters } from '../../src/core/config/estimate.js';
+import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { isXttsError } from '../../src/core/errors.js';
 import { countParameters, XttsModel } from '../../src/core/model/model.js';
 import { voiceLatents } from '../../src/core/model/generate.js';
@@ -53,6 +55,21 @@ describe('presets', () => {
       },
     );
   }
+
+  it("the validator's closed-form count (config/estimate.ts) is the built model's, for every preset and option", () => {
+    for (const preset of ['tiny', 'small', 'normal', 'big', 'quickstart']) {
+      const config = loadConfig(presetPath(preset)).loaded!.config;
+      for (const model of [
+        config.model,
+        { ...config.model, speaker_offset: true, speaker_rate: true },
+        { ...config.model, postnet_layers: 0 },
+        { ...config.model, postnet_layers: 1, reduction_factor: 3 },
+      ]) {
+        const sizes = { vocabSize: 160, nMels: config.audio.n_mels, numLanguages: config.text.languages.length };
+        assert.equal(estimateParameters({ ...config, model }), countParameters(model, sizes), `${preset}`);
+      }
+    }
+  });
 
   it("speaker_offset: one more matrix; each voice's means move by its own offset, which learns", () => {
     const config = { ...PRESETS.tiny, speaker_offset: true };

@@ -6,14 +6,18 @@ const BYTES_PER_FLOAT = 4;
 /** Vocabulary size assumed for estimates: specials + language tokens + the characters of a Latin-script corpus. */
 const ESTIMATE_VOCAB = 160;
 
+/** A feed-forward sublayer: d -> ffMult·d -> d, with biases. */
+const feedForwardParams = (d: number, ffMult: number) => 2 * ffMult * d * d + ffMult * d + d;
+/** Query, key, value and output projections, with biases (fused or not, the same count). */
+const attentionParams = (d: number) => 4 * d * d + 4 * d;
+
+/** A pre-norm transformer block (its layer norms a gain each); a decoder's adds cross-attention and its norm. */
 function transformerBlockParams(d: number, ffMult: number, crossAttention: boolean): number {
-  const attention = 4 * d * d + 4 * d; // fused QKV + output projection, with biases
-  const ff = 2 * ffMult * d * d + ffMult * d + d;
-  const norms = (crossAttention ? 3 : 2) * 2 * d;
-  return attention + ff + norms + (crossAttention ? attention : 0);
+  const norms = (crossAttention ? 3 : 2) * d;
+  return attentionParams(d) * (crossAttention ? 2 : 1) + feedForwardParams(d, ffMult) + norms;
 }
 
-/** Parameters of the XTTS-style model a config describes (within a few % of the built model). */
+/** Parameters of the XTTS-style model a config describes: the built model's count (a test holds them equal). */
 export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCAB): number {
   const m = config.model;
   const d = m.d_model;
@@ -25,15 +29,21 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
     languages * d +
     m.max_text_tokens * d +
     m.text_layers * transformerBlockParams(d, m.ff_mult, false) +
-    2 * d;
+    d +
+    (d * nMels + nMels); // text.mel_head: each token's mean frame
+  // The duration predictor: two width-3 convolutions over the text encodings, each with a layer norm, then one output.
+  const duration = 2 * (3 * d * d + d) + 2 * d + d + 1;
   const cond =
-    nMels * d +
+    3 * nMels * d + // cond.in_conv, width 3
     d +
     m.cond_layers * transformerBlockParams(d, m.ff_mult, false) +
+    d + // its frames' layer norm
     m.cond_latents * d +
-    4 * d * d +
-    4 * d +
-    2 * d +
+    // The latents' pooling: attention to the frames, its layer norm and feed-forward; the output's layer norm.
+    attentionParams(d) +
+    d +
+    feedForwardParams(d, m.ff_mult) +
+    d +
     (m.speaker_offset ? d * nMels + nMels : 0) +
     (m.speaker_rate ? d * d + d : 0);
   const prenet =
@@ -42,11 +52,9 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
     prenet +
     Math.ceil(m.max_mel_frames / r) * d +
     m.decoder_layers * transformerBlockParams(d, m.ff_mult, true) +
-    2 * d +
-    d * (r * nMels) +
-    r * nMels +
     d +
-    1;
+    d * (r * nMels) +
+    r * nMels;
   const c = m.postnet_channels;
   const k = m.postnet_kernel;
   const postnet =
@@ -55,7 +63,7 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
       : m.postnet_layers === 1
         ? nMels * nMels * k + nMels
         : nMels * c * k + c + (m.postnet_layers - 2) * (c * c * k + c) + c * nMels * k + nMels;
-  return Math.round(text + cond + decoder + postnet);
+  return Math.round(text + duration + cond + decoder + postnet);
 }
 
 export interface MemoryEstimate {
