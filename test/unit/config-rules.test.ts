@@ -153,6 +153,31 @@ const CASES: RuleCase[] = [
     fixApplies: false,
   },
   {
+    name: 'vocoder.checkpoint naming a folder with no checkpoint',
+    ruleId: 'vocoder/checkpoints',
+    file: () => child('no-vocoder.yaml', `vocoder:\n  checkpoint: ${tmp.mkdir('no-vocoder-run')}\n`),
+    keyPath: 'vocoder.checkpoint',
+    severity: 'error',
+    at: tmp.at('no-vocoder-run'),
+    message: /^vocoder\.checkpoint: .*no-vocoder-run holds no xtts checkpoint$/,
+    fixApplies: false,
+  },
+  {
+    name: "vocoder.init_from naming an acoustic run's latest checkpoint",
+    ruleId: 'vocoder/checkpoints',
+    file: () => {
+      // A run folder as train leaves it: checkpoints/latest naming a step folder whose state.json has no kind.
+      tmp.write('acoustic-run/checkpoints/step-00000002/state.json', '{"step": 2}');
+      tmp.write('acoustic-run/checkpoints/latest', 'step-00000002\n');
+      return child('init-acoustic.yaml', `vocoder:\n  init_from: ${tmp.at('acoustic-run')}\n`, 'vocoder-tiny');
+    },
+    keyPath: 'vocoder.init_from',
+    severity: 'error',
+    at: tmp.at('acoustic-run'),
+    message: /^vocoder\.init_from: .*acoustic-run is a checkpoint of an acoustic model$/,
+    fixApplies: false,
+  },
+  {
     name: 'fmax above Nyquist',
     ruleId: 'audio/consistency',
     file: () => child('fmax.yaml', 'audio:\n  sample_rate_hz: 16000\n  fmax_hz: 11025\n'),

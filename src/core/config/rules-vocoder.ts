@@ -1,4 +1,6 @@
 // The vocoder's own rule: the settings its inverse STFT and its losses need (src/core/vocoder).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { at, fired, type Rule } from './rule-context.js';
 
 export const vocoderShapeRule: Rule = {
@@ -73,3 +75,67 @@ export const vocoderShapeRule: Rule = {
     ]);
   },
 };
+
+/** The kinds of run a vocoder key names: a vocoder for its eval audio or to start from, an acoustic model's mels. */
+const CHECKPOINT_KEYS = [
+  { key: 'vocoder.checkpoint', task: 'acoustic', kind: 'vocoder' },
+  { key: 'vocoder.init_from', task: 'vocoder', kind: 'vocoder' },
+  { key: 'vocoder.finetune_acoustic', task: 'vocoder', kind: 'acoustic' },
+] as const;
+
+export const vocoderCheckpointsRule: Rule = {
+  id: 'vocoder/checkpoints',
+  title: 'The runs the vocoder keys name are there, and of their kind',
+  severity: 'error',
+  environment: true,
+  rationale:
+    "vocoder.checkpoint (an acoustic run's eval audio), vocoder.init_from and vocoder.finetune_acoustic name " +
+    'run folders (or checkpoints) that train reads before its first step and refuses if missing or of the ' +
+    'other kind: an acoustic model where a vocoder is meant, or the reverse. Found here, before the data is ' +
+    'prepared. (Paths are relative to the working directory, as train reads them.)',
+  check(ctx) {
+    return CHECKPOINT_KEYS.flatMap(({ key, task, kind }) => {
+      const path = key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], ctx.config);
+      if (typeof path !== 'string' || ctx.config.task !== task) return [];
+      const found = checkpointKindAt(path);
+      const want = kind === 'vocoder' ? 'a vocoder run (task: vocoder)' : 'an acoustic run';
+      if (found === undefined)
+        return [at(ctx, key, 'error', `${key}: ${path} holds no xtts checkpoint`, `name ${want}'s folder`)];
+      return found === kind
+        ? []
+        : [
+            at(
+              ctx,
+              key,
+              'error',
+              `${key}: ${path} is a checkpoint of ${found === 'vocoder' ? 'a vocoder' : 'an acoustic model'}`,
+              `name ${want}'s folder`,
+            ),
+          ];
+    });
+  },
+};
+
+/**
+ * The kind of the checkpoint `path` names (a checkpoint folder, a run folder's latest, or its checkpoints/ folder's), as
+ * its state.json says; undefined where there is none to read.
+ */
+function checkpointKindAt(path: string): 'vocoder' | 'acoustic' | undefined {
+  const latest = (checkpoints: string) => {
+    try {
+      return join(checkpoints, readFileSync(join(checkpoints, 'latest'), 'utf8').trim());
+    } catch {
+      return undefined;
+    }
+  };
+  for (const dir of [path, latest(join(path, 'checkpoints')), latest(path)]) {
+    if (dir === undefined) continue;
+    try {
+      const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { kind?: unknown };
+      return state.kind === 'vocoder' ? 'vocoder' : 'acoustic';
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
