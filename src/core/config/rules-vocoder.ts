@@ -117,8 +117,8 @@ export const vocoderCheckpointsRule: Rule = {
 };
 
 /**
- * The kind of the checkpoint `path` names (a checkpoint folder, a run folder's latest, or its checkpoints/ folder's), as
- * its state.json says; undefined where there is none to read.
+ * The kind of the checkpoint `path` names (a checkpoint folder, a run folder's latest, or its checkpoints/ folder's),
+ * as its state.json says; undefined where there is none to read.
  */
 function checkpointKindAt(path: string): 'vocoder' | 'acoustic' | undefined {
   const latest = (checkpoints: string) => {

@@ -150,10 +150,11 @@ function lastProcess<S extends Pick<StepRecord, 'startMs' | 'step'>>(steps: read
 }
 
 /**
- * The fewest steps of a process (after its first fifth) a trend in its live tensors is judged over: a resumed run's
- * four steps (129, 132, 132, 132 tensors: its first step allocates) read as +0.90 a step, a leak graded high.
+ * The fewest steps of a process (after its first fifth, and its first) a trend in its live tensors is judged over:
+ * fewer say nothing (a resumed run's four steps, 129, 132, 132, 132 tensors, its first step allocating, read as +0.90
+ * a step, a leak graded high, when the first was not left out and three steps were enough).
  */
-const LEAK_WINDOW = 8;
+const LEAK_WINDOW = 4;
 
 /**
  * Growth of the engine's live tensors across steps (of the last process that trained): the least-squares slope over
