@@ -140,10 +140,6 @@ export class RunLog {
   }
 
   /**
-   * The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), and its settings in the HPARAMS
-   * tab (every scalar key, dotted: `training.learning_rate`), at the step the run starts from.
-   */
-  /**
    * The config file the run read, its whole path and its bytes' hash (null where it cannot be read): profile-bottleneck
    * --fix-config patches it from any folder, and only as it was.
    */
@@ -158,6 +154,10 @@ export class RunLog {
     this.db.setMeta('configSha256', sha);
   }
 
+  /**
+   * The run's resolved config as YAML in TensorBoard's Text tab (tag `config`), and its settings in the HPARAMS
+   * tab (every scalar key, dotted: `training.learning_rate`), at the step the run starts from.
+   */
   describeConfig(at: number, config: object, file: string | undefined): void {
     const yaml = stringifyYaml(config, { lineWidth: 0 });
     // Markdown: an indented block is shown as code, line for line.
