@@ -2,6 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { at, fired, type Rule } from './rule-context.js';
+import type { XttsConfig } from './schema.js';
+
+type VocoderConfig = XttsConfig['vocoder'];
 
 export const vocoderShapeRule: Rule = {
   id: 'vocoder/shape',
@@ -78,9 +81,14 @@ export const vocoderShapeRule: Rule = {
 
 /** The kinds of run a vocoder key names: a vocoder for its eval audio or to start from, an acoustic model's mels. */
 const CHECKPOINT_KEYS = [
-  { key: 'vocoder.checkpoint', task: 'acoustic', kind: 'vocoder' },
-  { key: 'vocoder.init_from', task: 'vocoder', kind: 'vocoder' },
-  { key: 'vocoder.finetune_acoustic', task: 'vocoder', kind: 'acoustic' },
+  { key: 'vocoder.checkpoint', task: 'acoustic', kind: 'vocoder', path: (v: VocoderConfig) => v.checkpoint },
+  { key: 'vocoder.init_from', task: 'vocoder', kind: 'vocoder', path: (v: VocoderConfig) => v.init_from },
+  {
+    key: 'vocoder.finetune_acoustic',
+    task: 'vocoder',
+    kind: 'acoustic',
+    path: (v: VocoderConfig) => v.finetune_acoustic,
+  },
 ] as const;
 
 export const vocoderCheckpointsRule: Rule = {
@@ -94,8 +102,8 @@ export const vocoderCheckpointsRule: Rule = {
     'other kind: an acoustic model where a vocoder is meant, or the reverse. Found here, before the data is ' +
     'prepared. (Paths are relative to the working directory, as train reads them.)',
   check(ctx) {
-    return CHECKPOINT_KEYS.flatMap(({ key, task, kind }) => {
-      const path = key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k], ctx.config);
+    return CHECKPOINT_KEYS.flatMap(({ key, task, kind, path: named }) => {
+      const path = named(ctx.config.vocoder);
       if (typeof path !== 'string' || ctx.config.task !== task) return [];
       const found = checkpointKindAt(path);
       const want = kind === 'vocoder' ? 'a vocoder run (task: vocoder)' : 'an acoustic run';

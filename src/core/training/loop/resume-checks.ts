@@ -9,6 +9,7 @@ import { ExitCode, XttsError } from '../../errors.js';
 import { shellQuote } from '../../util/index.js';
 import { CheckpointStore } from '../checkpoint.js';
 import { freeSibling } from '../run-folder.js';
+import { hparamsOf } from './run-log.js';
 import type { TrainOptions } from './types.js';
 
 /**
@@ -98,12 +99,15 @@ export function refuseOtherFeatures(
           ],
         },
       );
-    const mels = new Set<string>(MEL_SETTINGS_KEYS);
-    const other = leafDifferences(theirs, now.audio, 'audio').filter((d) => !mels.has(d.key.split('.')[1]));
+    // The other settings by their dotted keys (as TensorBoard's hyperparameters name them); keys the run's version
+    // did not record are not compared.
+    const [ours, had] = [hparamsOf(now.audio, 'audio.'), hparamsOf(theirs, 'audio.')];
+    const mels = new Set<string>(MEL_SETTINGS_KEYS.map((k) => `audio.${k}`));
+    const other = Object.keys(ours).filter((k) => !mels.has(k) && k in had && had[k] !== ours[k]);
     if (other.length)
       say(
-        `warning: --resume with ${other.map((d) => `${d.key} ${d.ours}`).join(', ')} where ${runDir}'s run had ` +
-          `${other.map((d) => d.theirs).join(', ')}: its clips' features are computed so from here on`,
+        `warning: --resume with ${other.map((k) => `${k} ${ours[k]}`).join(', ')} where ${runDir}'s run had ` +
+          `${other.map((k) => had[k]).join(', ')}: its clips' features are computed so from here on`,
       );
   }
   const batch = recorded.batching?.batch_size;
@@ -113,20 +117,4 @@ export function refuseOtherFeatures(
         `${batch}: its steps from here on average another number of clips (the learning rate and its schedule ` +
         'are the same)',
     );
-}
-
-/** The leaves of `ours` (keys under `prefix`) whose value `theirs` records otherwise, as JSON (not those it lacks). */
-function leafDifferences(
-  theirs: object,
-  ours: object,
-  prefix: string,
-): { key: string; ours: string; theirs: string }[] {
-  return Object.entries(ours).flatMap(([k, v]) => {
-    const t = (theirs as Record<string, unknown>)[k];
-    if (t === undefined) return [];
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && t !== null && typeof t === 'object')
-      return leafDifferences(t, v, `${prefix}.${k}`);
-    const [a, b] = [JSON.stringify(v), JSON.stringify(t)];
-    return a === b ? [] : [{ key: `${prefix}.${k}`, ours: a, theirs: b }];
-  });
 }
