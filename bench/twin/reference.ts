@@ -62,6 +62,7 @@ const batch = {
   melLengths: tf.tensor1d(melLengths, 'int32'),
   refMel: tf.tensor3d(refMel, [batchSize, refFrames, sizes.nMels]),
   refLengths: tf.tensor1d(refLengths, 'int32'),
+  refPitch: tf.zeros([batchSize]) as tf.Tensor1D,
 };
 const prior = loaded.config.training.alignment_prior;
 const alignment = await model.align(batch, textLengths, melLengths, prior);

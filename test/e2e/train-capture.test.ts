@@ -19,7 +19,7 @@ import { tensorsDiffer } from '../helpers/checkpoints.js';
 describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () => {
   test(
     'replayed steps train exactly as eager ones, and shaders without bounds checks as with them: ' +
-      'the same losses, validation and weights; run.sqlite says which steps replayed',
+      'the same losses, validation and weights; run.sqlite says which steps replayed (with the reference pitch)',
     async () => {
       const { dir, config } = shortQuickstartRun(
         12,
@@ -33,7 +33,10 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
 `,
         MICRO_MODEL,
       );
-      const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'];
+      // model.speaker_pitch: the reference pitch's input and its ops go through the recording too.
+      const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'].concat(
+        ['--set', 'model.speaker_pitch=true'],
+      );
       const eager = join(dir, 'eager');
       const checked = ['--set', 'device.bounds_checks=on'];
       const r1 = await runCli([...args, ...checked, '--set', 'device.step_capture=off', '--output', eager], {

@@ -1113,6 +1113,7 @@ test("a batch goes to the device as it is made, from views of the ring's shared 
         Array.from({ length: 3 * refFrames * nMels }, (_, i) => -i / 3),
       ),
       refLengths: shared(Int32Array, [4, 2, 1]),
+      refPitch: shared(Float32Array, [4.6, 0, 5.1]),
     };
     const expected = Object.fromEntries(
       Object.entries(host).map(([k, v]) => [k, Array.from(v.subarray(0, (v.length / 3) * b))]),
@@ -1152,11 +1153,14 @@ test('batches of 64 KiB or more are copied once into reused mapped staging buffe
         melLengths: 3,
         refMel: 3 * d.refFrames * d.nMels,
         refLengths: 3,
+        refPitch: 3,
       };
       return Object.fromEntries(
         Object.entries(n).map(([k, len]) => [
           k,
-          new (k.endsWith('Mel') || k === 'mel' ? Float32Array : Int32Array)(new SharedArrayBuffer(4 * len)),
+          new (k.endsWith('Mel') || k === 'mel' || k === 'refPitch' ? Float32Array : Int32Array)(
+            new SharedArrayBuffer(4 * len),
+          ),
         ]),
       ) as never as import('../../src/core/model/batch.js').HostBatch;
     };
@@ -1178,6 +1182,7 @@ test('batches of 64 KiB or more are copied once into reused mapped staging buffe
         melLengths: 2,
         refMel: 2 * d.refFrames * d.nMels,
         refLengths: 2,
+        refPitch: 2,
       };
       const expected = Object.fromEntries(
         Object.entries(host).map(([name, a]) => [name, Array.from((a as Float32Array).subarray(0, counts[name]))]),
@@ -1186,7 +1191,7 @@ test('batches of 64 KiB or more are copied once into reused mapped staging buffe
       // The slot is refilled by a producer as soon as the batch is made.
       for (const a of Object.values(host)) (a as Float32Array).fill(-7);
     };
-    const bytes = (frames: number) => 4 * (2 * 7 + 5 * 2 + 2 * frames * 80 + 2 * 40 * 80);
+    const bytes = (frames: number) => 4 * (2 * 7 + 6 * 2 + 2 * frames * 80 + 2 * 40 * 80);
     assert.ok(
       bytes(200) >= STAGED_UPLOAD_MIN_BYTES &&
         bytes(8) < STAGED_UPLOAD_MIN_BYTES &&

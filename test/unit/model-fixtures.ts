@@ -131,6 +131,7 @@ export function syntheticHostBatch(
     melLengths: new Int32Array(s.batchSize),
     refMel: new Float32Array(s.batchSize * s.refFrames * s.nMels),
     refLengths: new Int32Array(s.batchSize),
+    refPitch: new Float32Array(s.batchSize),
   };
   for (let b = 0; b < s.batchSize; b++) {
     const textLen =

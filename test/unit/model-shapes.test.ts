@@ -10,7 +10,15 @@ import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { isXttsError } from '../../src/core/errors.js';
 import { countParameters, XttsModel } from '../../src/core/model/model.js';
 import { voiceLatents } from '../../src/core/model/generate.js';
-import { maxAbsDiff, PRESETS, shapeFor, SIZES, syntheticBatch, syntheticHostBatch } from './model-fixtures.js';
+import {
+  disposeInputs,
+  maxAbsDiff,
+  PRESETS,
+  shapeFor,
+  SIZES,
+  syntheticBatch,
+  syntheticHostBatch,
+} from './model-fixtures.js';
 
 before(async () => {
   await tf.setBackend('cpu');
@@ -61,7 +69,7 @@ describe('presets', () => {
       const config = loadConfig(presetPath(preset)).loaded!.config;
       for (const model of [
         config.model,
-        { ...config.model, speaker_offset: true, speaker_rate: true },
+        { ...config.model, speaker_offset: true, speaker_rate: true, speaker_pitch: true },
         { ...config.model, postnet_layers: 0 },
         { ...config.model, postnet_layers: 1, reduction_factor: 3 },
       ]) {
@@ -124,6 +132,48 @@ describe('presets', () => {
         );
         for (const g of Object.values(grads)) assert.ok((tf.norm(g).dataSync()[0] as number) > 0);
       });
+    } finally {
+      model.dispose();
+      plain.dispose();
+    }
+  });
+
+  it("speaker_pitch: one more matrix; a known pitch moves the voice's latents, which learn from it", async () => {
+    const config = { ...PRESETS.tiny, speaker_offset: true, speaker_pitch: true };
+    const { d_model: d } = config;
+    const plainConfig = { ...config, speaker_pitch: false };
+    assert.equal(countParameters(config, SIZES), countParameters(plainConfig, SIZES) + 10 * d + d);
+    const model = new XttsModel(config, SIZES, { seed: 1 });
+    const plain = new XttsModel(plainConfig, SIZES, { seed: 1 });
+    try {
+      const batch = syntheticBatch(shapeFor(config, 2, 5, 8), 3);
+      const pitched = { ...batch, refPitch: tf.tensor1d([Math.log(95), Math.log(230)]) };
+      tf.tidy(() => {
+        const mel = (m: XttsModel, b: typeof batch) => m.forward(b, { training: false }).melPre;
+        // Unknown pitch (0) adds the projection's bias alone, zero at initialisation: the model without it.
+        assert.ok(maxAbsDiff(mel(model, batch), mel(plain, batch)) < 1e-6, 'an unknown pitch changes nothing');
+        assert.ok(maxAbsDiff(mel(model, pitched), mel(plain, batch)) > 1e-4, 'a known pitch moves the frames');
+        const pitch = model.voicePitch!.project;
+        const { grads } = tf.variableGrads(() => tf.mean(tf.square(mel(model, pitched))) as tf.Scalar, [
+          pitch.w,
+          pitch.b,
+        ] as tf.Variable[]);
+        for (const g of Object.values(grads)) assert.ok((tf.norm(g).dataSync()[0] as number) > 0);
+      });
+      // Generation and stored voices read the pitch a reference carries; a bare log-mel's is unknown.
+      const ref = tf.slice(batch.refMel, [0, 0, 0], [1, 16, SIZES.nMels]).dataSync() as Float32Array;
+      const ids = [1, 4, 10, 11, 2];
+      const low = await model.generate(ids, 0, { mel: ref, logF0: Math.log(95) }, { seed: 3, maxFrames: 12 });
+      const high = await model.generate(ids, 0, { mel: ref, logF0: Math.log(230) }, { seed: 3, maxFrames: 12 });
+      const bare = await model.generate(ids, 0, ref, { seed: 3, maxFrames: 12 });
+      const unknown = await model.generate(ids, 0, { mel: ref, logF0: 0 }, { seed: 3, maxFrames: 12 });
+      assert.deepEqual(bare.mel, unknown.mel);
+      assert.ok(Math.max(...low.mel.map((v, i) => Math.abs(v - high.mel[i]))) > 1e-4, 'two pitches, two voices');
+      const latents = await voiceLatents(model, [{ mel: ref, logF0: Math.log(95) }]);
+      const fromLatents = await model.generate(ids, 0, { latents }, { seed: 3, maxFrames: 12 });
+      assert.ok(Math.max(...fromLatents.mel.map((v, i) => Math.abs(v - low.mel[i]))) < 1e-4);
+      disposeInputs(batch);
+      pitched.refPitch.dispose();
     } finally {
       model.dispose();
       plain.dispose();
@@ -206,17 +256,18 @@ describe('initialisation', () => {
 });
 
 describe('generate', () => {
-  const voiced = { ...PRESETS.tiny, speaker_offset: true, speaker_rate: true };
+  const voiced = { ...PRESETS.tiny, speaker_offset: true, speaker_rate: true, speaker_pitch: true };
   for (const [what, config] of [
     ['', PRESETS.tiny],
-    [" (with the voice's offset and pace)", voiced],
+    [" (with the voice's offset, pace and pitch)", voiced],
   ] as const)
     it(`decodes step by step as the teacher-forced pass would on its own output, along its plan${what}`, async () => {
       const model = new XttsModel(config, SIZES, { seed: 5, prenetDropout: 0 });
       const host = syntheticHostBatch(shapeFor(config, 1, 8, 8, 10), 21, { text: [8] });
       const ids = host.tokens.subarray(0, 8);
       const ref = host.refMel.subarray(0, host.refLengths[0] * SIZES.nMels);
-      const g = await model.generate(ids, host.languages[0], ref);
+      const logF0 = Math.log(120);
+      const g = await model.generate(ids, host.languages[0], { mel: ref, logF0 });
       assert.equal(g.stopReason, 'end_of_text');
       assert.equal(g.mel.length, g.frames * SIZES.nMels);
       const steps = g.frames / config.reduction_factor;
@@ -231,6 +282,7 @@ describe('generate', () => {
         melLengths: tf.tensor1d([g.frames], 'int32'),
         refMel: tf.tensor3d(ref, [1, host.refLengths[0], SIZES.nMels]),
         refLengths: tf.tensor1d([host.refLengths[0]], 'int32'),
+        refPitch: tf.tensor1d([logF0]),
         alignment: { steps: tf.tensor2d(plan, [1, steps], 'int32'), durations: tf.zeros([1, 8]) as tf.Tensor2D },
       };
       const out = model.forward(batch, { training: false });

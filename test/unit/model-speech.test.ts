@@ -92,6 +92,7 @@ function batchOf(us: Utterance[]): { batch: TrainBatch; textLengths: Int32Array;
     melLengths: Int32Array.from(us.map((u) => u.frames)),
     refMel: new Float32Array(b * REF * N_MELS),
     refLengths: new Int32Array(b).fill(REF),
+    refPitch: new Float32Array(b),
   };
   us.forEach((u, i) => {
     h.tokens.set(u.ids, i * TOKENS);
@@ -332,6 +333,7 @@ describe('a trained model says its text', () => {
       melLengths: tf.tensor1d([g.frames], 'int32'),
       refMel: tf.tensor3d(ref, [1, REF, N_MELS]),
       refLengths: tf.tensor1d([REF], 'int32'),
+      refPitch: tf.zeros([1]) as tf.Tensor1D,
     };
     // The alignment generation followed: its plan, as token positions per step.
     const plan = Int32Array.from({ length: g.frames / R }, (_, s) =>

@@ -88,6 +88,7 @@ describe('trainStep', () => {
         melLengths: rows(host.melLengths, 1) as Int32Array,
         refMel: rows(host.refMel, 10 * SIZES.nMels) as Float32Array,
         refLengths: rows(host.refLengths, 1) as Int32Array,
+        refPitch: rows(host.refPitch, 1) as Float32Array,
       };
       return {
         ...uploadBatch(part, { ...shape, batchSize: to - from }),

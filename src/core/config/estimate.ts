@@ -2,6 +2,9 @@
 // judge batch size against a memory budget without building the model (or loading TensorFlow.js).
 import type { XttsConfig } from './schema.js';
 
+/** model.speaker_pitch's features (model/voice-pitch.ts; model-shapes.test.ts checks the count against the model). */
+const PITCH_FEATURES = 10;
+
 const BYTES_PER_FLOAT = 4;
 /** Vocabulary size assumed for estimates: specials + language tokens + the characters of a Latin-script corpus. */
 const ESTIMATE_VOCAB = 160;
@@ -45,7 +48,8 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
     feedForwardParams(d, m.ff_mult) +
     d +
     (m.speaker_offset ? d * nMels + nMels : 0) +
-    (m.speaker_rate ? d * d + d : 0);
+    (m.speaker_rate ? d * d + d : 0) +
+    (m.speaker_pitch ? PITCH_FEATURES * d + d : 0);
   const prenet =
     r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
   const decoder =

@@ -6,6 +6,8 @@ import {
   assignLanguages,
   buildManifest,
   type Manifest,
+  PITCH_MIN_BANDS,
+  pitchBands,
   refuseUnusable,
   type SkippedRow,
   skippedRowsWarning,
@@ -203,11 +205,22 @@ export const modelShapeRule: Rule = {
   severity: 'error',
   rationale:
     'Heads must divide the model width; the positional tables must cover the longest ' +
-    'sequences the limits admit, or long utterances fail mid-run.',
+    'sequences the limits admit, or long utterances fail mid-run; model.speaker_pitch reads a pitch from mel ' +
+    "bands a voice's first harmonics fall in, and a mel without enough of them would tell the model nothing.",
   check(ctx) {
     const { model: m, limits, audio: a } = ctx.config;
     const frames = Math.ceil((limits.max_audio_s * a.sample_rate_hz) / a.hop_length) + 1;
+    const pitchBandCount = m.speaker_pitch ? pitchBands(a).length : PITCH_MIN_BANDS;
     return fired([
+      pitchBandCount < PITCH_MIN_BANDS &&
+        at(
+          ctx,
+          'model.speaker_pitch',
+          'error',
+          `audio's ${a.n_mels} mel bands from ${a.fmin_hz} to ${a.fmax_hz} Hz have ${pitchBandCount} centred within ` +
+            `50-1000 Hz; speaker_pitch reads a voice's pitch from at least ${PITCH_MIN_BANDS} there`,
+          'speaker_pitch: false (or audio.n_mels: 80 with fmin_hz: 0)',
+        ),
       m.d_model % m.heads !== 0 &&
         at(
           ctx,

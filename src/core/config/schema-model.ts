@@ -56,6 +56,14 @@ export const ModelSchema = Section(
         'duration loss teaches the conditioning encoder what a pace sounds like. A new model (one more ' +
         'd_model × d_model matrix); false: every voice speaks at the pace of the training data as a whole.',
     }),
+    speaker_pitch: Type.Boolean({
+      default: false,
+      description:
+        "Tell the model the reference's pitch: the median F0 of the voiced frames of the clips it is read from " +
+        "(measured on their log-mel), as a vector added to every conditioning latent, so that a new voice's pitch " +
+        'is spoken between those of the trained voices instead of at the nearest one. A new model (a 10 × d_model ' +
+        'matrix); needs 12 mel bands centred within 50-1000 Hz (80 bands to 8 kHz have 25).',
+    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

@@ -32,6 +32,7 @@ export interface LoaderOptions
     | 'recomputeAudio'
     | 'referenceJoin'
     | 'voiceWarp'
+    | 'referencePitch'
   > {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
@@ -129,6 +130,7 @@ export class DataLoader {
       recomputeAudio: o.recomputeAudio,
       referenceJoin: o.referenceJoin,
       voiceWarp: o.voiceWarp,
+      referencePitch: o.referencePitch,
     };
   }
 

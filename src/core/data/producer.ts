@@ -7,6 +7,8 @@ import { FeatureCache } from '../cache/index.js';
 import { XttsError } from '../errors.js';
 import type { AudioConfig } from '../config/index.js';
 import { processClip, sniffAudio } from './audio/index.js';
+import type { MelSettings } from './audio/mel.js';
+import { type ClipPitch, clipPitch, pitchEstimatorFor, pooledLogF0 } from './audio/pitch.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
 import { drawVoiceWarp, type VoiceWarp, type WarpTable, warpedBand } from './voice-warp.js';
@@ -53,6 +55,11 @@ export interface ProducerJob {
   referenceJoin?: boolean;
   /** batching.voice_warp: each utterance and its reference read in a warped voice (training batches only). */
   voiceWarp?: VoiceWarp;
+  /**
+   * model.speaker_pitch: each reference's pitch (audio/pitch.ts) from the log-mels of the clips it is read from,
+   * measured with these mel settings; without it refPitch stays 0.
+   */
+  referencePitch?: MelSettings;
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
@@ -176,6 +183,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
     const { mel } = processClip(bytes, job.recomputeAudio, item.audioPath);
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
+  const pitchOf = clipPitches(job, melOf);
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -201,6 +209,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
       v.tokens.fill(0);
       v.mel.fill(0);
       v.refMel.fill(0);
+      v.refPitch.fill(0);
       const batchSeed = (job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
       const rand = mulberry32(batchSeed);
       // The warps and the joined clips draw from streams of their own: turning either on changes what it does and
@@ -217,7 +226,8 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.speakers[b] = item.speaker;
         const blob = melOf(item) ?? missingFeature(item);
         const frames = Math.min(item.frames, shape.frames);
-        const warp = drawVoiceWarp(job.voiceWarp, warpRand)?.table;
+        const warped = drawVoiceWarp(job.voiceWarp, warpRand);
+        const warp = warped?.table;
         copyNormalised(blob, 0, frames, nMels, job, v.mel, b * shape.frames * nMels, warp);
         v.melLengths[b] = filler ? 0 : frames;
         // Reference: another clip of the same speaker (the clip itself when it is the only one).
@@ -231,11 +241,20 @@ export function runProducer(job: ProducerJob): ProducerResult {
         const refAt = b * layout.refFrames * nMels;
         copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, refAt, warp);
         v.refLengths[b] = refLen;
+        const clips = [refIndex];
         if (job.referenceJoin && refLen < layout.refFrames)
           v.refLengths[b] = joinReferences(job, peers, [itemIndex, refIndex], refLen, joinRand, (clip, at, frames) => {
             const joined = melOf(job.items[clip]) ?? missingFeature(job.items[clip]);
             copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, warp);
+            clips.push(clip);
           });
+        if (pitchOf) {
+          const logF0 = pooledLogF0(
+            clips.map((c) => pitchOf(c, c === itemIndex ? blob : c === refIndex ? refBlob : undefined)),
+          );
+          // A warp scales every frequency by α, F0 with them.
+          v.refPitch[b] = logF0 !== 0 && warped ? logF0 + Math.log(warped.alpha) : logF0;
+        }
       });
       publishFilled(job.ring, slot, batch.bucket, batch.fillers);
       result.fillMs += performance.now() - t1;
@@ -246,6 +265,34 @@ export function runProducer(job: ProducerJob): ProducerResult {
     cache.close();
   }
   return result;
+}
+
+/**
+ * model.speaker_pitch: each clip's pitch (audio/pitch.ts) from its raw log-mel, measured once a producer and kept (two
+ * numbers a clip); `blob` saves reading a clip the batch has read already. Undefined when no pitch is asked for.
+ */
+function clipPitches(
+  job: Pick<ProducerJob, 'referencePitch' | 'items' | 'cachePath'>,
+  melOf: (item: ProducerItem) => Buffer | undefined,
+): ((clip: number, blob?: Buffer) => ClipPitch) | undefined {
+  if (!job.referencePitch) return undefined;
+  const estimator = pitchEstimatorFor(job.referencePitch);
+  const nMels = job.referencePitch.n_mels;
+  const logF0 = new Float32Array(job.items.length).fill(Number.NaN);
+  const voiced = new Int32Array(job.items.length);
+  return (clip, blob) => {
+    if (Number.isNaN(logF0[clip])) {
+      const item = job.items[clip];
+      const bytes = blob ?? melOf(item);
+      if (!bytes) throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}`);
+      const mel = new Float32Array(item.frames * nMels);
+      new Uint8Array(mel.buffer).set(bytes.subarray(0, mel.byteLength));
+      const p = clipPitch(estimator.voicedLogF0(mel, item.frames));
+      logF0[clip] = p.logF0;
+      voiced[clip] = p.voiced;
+    }
+    return { logF0: logF0[clip], voiced: voiced[clip] };
+  };
 }
 
 /**

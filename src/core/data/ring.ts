@@ -39,6 +39,8 @@ export interface BatchViews {
   refMel: Float32Array;
   /** [B] real reference frames. */
   refLengths: Int32Array;
+  /** [B] the reference's median log F0 (model.speaker_pitch; 0: unknown, or not asked for). */
+  refPitch: Float32Array;
 }
 
 export interface BatchShape {
@@ -63,6 +65,7 @@ function slotBuffers(l: SlotLayout): SlotBuffers {
     ['speakers', l.batchSize],
     ['melLengths', l.batchSize],
     ['refLengths', l.batchSize],
+    ['refPitch', l.batchSize],
     ['mel', l.batchSize * l.maxFrames * l.nMels],
     ['refMel', l.batchSize * l.refFrames * l.nMels],
   ];
@@ -90,6 +93,7 @@ export function viewsFor(sab: SharedArrayBuffer, offsets: Record<keyof BatchView
     speakers: i32('speakers', s.batchSize),
     melLengths: i32('melLengths', s.batchSize),
     refLengths: i32('refLengths', s.batchSize),
+    refPitch: f32('refPitch', s.batchSize),
     mel: f32('mel', s.batchSize * s.frames * s.nMels),
     refMel: f32('refMel', s.batchSize * s.refFrames * s.nMels),
   };

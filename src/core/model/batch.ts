@@ -9,6 +9,7 @@
 //   melLengths   Int32   [B]                real frames; 0 marks a filler utterance (no loss at all)
 //   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
 //   refLengths   Int32   [B]                real reference frames
+//   refPitch     Float32 [B]                the reference's median log F0 (model.speaker_pitch), 0 where unknown
 import * as tf from '@tensorflow/tfjs-core';
 import { uploadTensors } from '../backend/index.js';
 
@@ -27,6 +28,8 @@ export interface TrainBatch {
   refMel: tf.Tensor3D;
   /** [B] int32 */
   refLengths: tf.Tensor1D;
+  /** [B] float32 */
+  refPitch: tf.Tensor1D;
 }
 
 /**
@@ -52,6 +55,7 @@ export interface HostBatch {
   melLengths: Int32Array;
   refMel: Float32Array;
   refLengths: Int32Array;
+  refPitch: Float32Array;
 }
 
 export interface BatchDims {
@@ -64,7 +68,7 @@ export interface BatchDims {
 }
 
 /**
- * Upload one batch (8 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
+ * Upload one batch (9 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
  * On webgpu the tensors go to the device at once, from views of the ring's arrays: the upload copies
  * them (into a reused mapped staging buffer in one go: backend/webgpu-uploads.ts uploadTensors) and
  * drops the host values, so no host copy of the batch is made first (2.9 MB a tiny step: 0.75 ms of an
@@ -90,6 +94,7 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     melLengths: tf.tensor1d(first(h.melLengths, b), 'int32'),
     refMel: tf.tensor3d(first(h.refMel, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
     refLengths: tf.tensor1d(first(h.refLengths, b), 'int32'),
+    refPitch: tf.tensor1d(first(h.refPitch, b), 'float32'),
   };
   if (backend)
     uploadTensors(

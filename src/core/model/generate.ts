@@ -43,10 +43,34 @@ export interface GenerateResult {
 }
 
 /**
- * Whose voice generation speaks in: a reference clip's normalised log-mel ([frames, nMels] row-major),
- * or `latents` the model computed from clips before (voiceLatents: [cond_latents, d_model]).
+ * A reference window: a clip's normalised log-mel ([frames, nMels] row-major) and the median log F0 of the clips it
+ * was read from (data/audio/pitch.ts referenceLogF0), which a model with model.speaker_pitch reads; 0: unknown.
  */
-export type Voice = Float32Array | { latents: Float32Array };
+export interface ReferenceMel {
+  mel: Float32Array;
+  logF0: number;
+}
+
+/**
+ * Whose voice generation speaks in: a reference window (a bare log-mel: its pitch unknown), or `latents` the model
+ * computed from windows before (voiceLatents: [cond_latents, d_model]).
+ */
+export type Voice = Float32Array | ReferenceMel | { latents: Float32Array };
+
+/** One reference window as the model's reference inputs for `batch` texts that all take it. */
+export function referenceInputs(ref: ReferenceMel, batch: number, nMels: number) {
+  const frames = ref.mel.length / nMels;
+  return {
+    refMel: tf.tile(tf.tensor3d(ref.mel, [1, frames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
+    refLengths: tf.tensor1d(new Array<number>(batch).fill(frames), 'int32'),
+    refPitch: tf.fill([batch], ref.logF0) as tf.Tensor1D,
+  };
+}
+
+/** A reference given as a bare log-mel or with its pitch, as a ReferenceMel. */
+export function asReference(ref: Float32Array | ReferenceMel): ReferenceMel {
+  return ref instanceof Float32Array ? { mel: ref, logF0: 0 } : ref;
+}
 
 /** Throws GENERATE_REFERENCE_INVALID unless `refMel` is a [frames ≥ 1, nMels] log-mel. */
 export function checkReference(refMel: Float32Array, nMels: number): void {
@@ -64,27 +88,33 @@ export function checkReference(refMel: Float32Array, nMels: number): void {
  * the conditioning latents [L, D] of every clip, averaged. Each latent answers the same learned
  * query, so the mean of clip latents is a latent of the voice that several clips agree on.
  */
-export async function voiceLatents(model: XttsModel, refMels: readonly Float32Array[], batchSize = 32) {
+export async function voiceLatents(
+  model: XttsModel,
+  windows: readonly (Float32Array | ReferenceMel)[],
+  batchSize = 32,
+) {
   const { nMels } = model.sizes;
   const { d_model: dModel, cond_latents: latents } = model.config;
-  if (refMels.length === 0) throw new XttsError('GENERATE_REFERENCE_INVALID', 'a voice needs at least one clip');
-  for (const m of refMels) checkReference(m, nMels);
+  if (windows.length === 0) throw new XttsError('GENERATE_REFERENCE_INVALID', 'a voice needs at least one clip');
+  const refs = windows.map(asReference);
+  for (const r of refs) checkReference(r.mel, nMels);
   const sum = new Float64Array(latents * dModel);
   const dropout = new DropoutPool(mixSeed(model.seed, hashString('voice')));
   try {
-    for (let at = 0; at < refMels.length; at += batchSize) {
-      const clips = refMels.slice(at, at + batchSize);
-      const frames = Math.max(...clips.map((m) => m.length / nMels));
+    for (let at = 0; at < refs.length; at += batchSize) {
+      const clips = refs.slice(at, at + batchSize);
+      const frames = Math.max(...clips.map((r) => r.mel.length / nMels));
       const padded = new Float32Array(clips.length * frames * nMels);
-      clips.forEach((m, b) => padded.set(m, b * frames * nMels));
+      clips.forEach((r, b) => padded.set(r.mel, b * frames * nMels));
       const out = tf.tidy(() =>
         model.condition(
           tf.tensor3d(padded, [clips.length, frames, nMels]),
           tf.tensor1d(
-            clips.map((m) => m.length / nMels),
+            clips.map((r) => r.mel.length / nMels),
             'int32',
           ),
           { dropout, dropoutRate: 0 },
+          tf.tensor1d(clips.map((r) => r.logF0)),
         ),
       );
       const values = (await out.data()) as Float32Array;
@@ -94,7 +124,7 @@ export async function voiceLatents(model: XttsModel, refMels: readonly Float32Ar
   } finally {
     dropout.dispose();
   }
-  return Float32Array.from(sum, (v) => v / refMels.length);
+  return Float32Array.from(sum, (v) => v / refs.length);
 }
 
 /** Throws the GENERATE_* error of the first input generateBatch cannot take. */
@@ -132,7 +162,7 @@ export function checkGenerateInputs(
         'Pass an index into text.languages.',
       );
   }
-  if (voice instanceof Float32Array) checkReference(voice, nMels);
+  if (!('latents' in voice)) checkReference(asReference(voice).mel, nMels);
   else {
     const { cond_latents: latents, d_model: dModel } = model.config;
     if (voice.latents.length !== latents * dModel || !voice.latents.every(Number.isFinite))

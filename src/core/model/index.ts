@@ -19,7 +19,14 @@ export {
   type ModelSizes,
   XttsModel,
 } from './model.js';
-export { type GenerateItem, type GenerateOptions, type GenerateResult, type Voice, voiceLatents } from './generate.js';
+export {
+  type GenerateItem,
+  type GenerateOptions,
+  type GenerateResult,
+  type ReferenceMel,
+  type Voice,
+  voiceLatents,
+} from './generate.js';
 export { cachedConstant, Conv1d, conv1dComposed, type ConvImpl, LayerNorm, Linear, MASK_BIAS } from './nn.js';
 export { ParamStore } from './params.js';
 export { mixSeed, Rng } from './init.js';

@@ -35,6 +35,7 @@ import { Decoder, Postnet } from './decoder.js';
 import { DropoutPool } from './dropout.js';
 import { ConditioningEncoder, DurationPredictor, TextEncoder } from './encoders.js';
 import {
+  asReference,
   checkGenerateInputs,
   decodeSteps,
   type GenerateItem,
@@ -43,6 +44,7 @@ import {
   type GenerateResult,
   planSteps,
   readUtterances,
+  referenceInputs,
   type StepInputs,
 } from './generate.js';
 import { hashString, mixSeed } from './init.js';
@@ -57,15 +59,10 @@ import {
   scalar,
   stopGradient,
 } from './nn.js';
+import { checkDims, type ModelSizes } from './dims.js';
 import { ParamStore } from './params.js';
+import { VoicePitch } from './voice-pitch.js';
 import { crossAttentionBias, fusedMasksAvailable } from '../backend/programs/index.js';
-
-/** Sizes that come from the data rather than the model config. */
-export interface ModelSizes {
-  vocabSize: number;
-  nMels: number;
-  numLanguages: number;
-}
 
 export interface ModelOptions {
   /** Initialisation and dropout seed (training.seed). */
@@ -76,10 +73,11 @@ export interface ModelOptions {
   convImpl?: ConvImpl;
 }
 
+export type { ModelSizes } from './dims.js';
 export type { GenerateItem, GenerateOptions, GenerateResult, Voice } from './generate.js';
 
 /** The voice the decoder reads: reference mels [B, T_ref, nMels] with lengths, or latents [B·L, D] from them. */
-type VoiceInput = Pick<ModelInputs, 'refMel' | 'refLengths'> | { voice: tf.Tensor2D };
+type VoiceInput = Pick<ModelInputs, 'refMel' | 'refLengths' | 'refPitch'> | { voice: tf.Tensor2D };
 
 export interface ForwardOptions {
   /** Dropout in the transformer blocks on (the prenet's is always on). */
@@ -99,33 +97,6 @@ export interface ModelOutputs {
   frameMask: tf.Tensor3D;
 }
 
-function checkDims(config: ModelConfig, sizes: ModelSizes): void {
-  const bad = (field: string, message: string, suggestion: string) => {
-    throw new XttsError('MODEL_CONFIG_INVALID', `model.${field}: ${message}`, { suggestions: [suggestion] });
-  };
-  if (config.d_model % config.heads !== 0)
-    bad(
-      'heads',
-      `${config.heads} heads do not divide d_model ${config.d_model}`,
-      'Choose heads that divide d_model (e.g. d_model / 64).',
-    );
-  if (config.alignment_heads > config.heads)
-    bad(
-      'alignment_heads',
-      `${config.alignment_heads} alignment heads are more than the ${config.heads} heads`,
-      'Use at most `heads` alignment heads (1 is enough).',
-    );
-  if (config.postnet_kernel % 2 !== 1)
-    bad(
-      'postnet_kernel',
-      `${config.postnet_kernel} is even; 'same' padding needs an odd width`,
-      'Use an odd kernel width such as 5.',
-    );
-  for (const [k, v] of Object.entries(sizes))
-    if (!Number.isInteger(v) || v < 1)
-      bad(k, `must be a positive integer, got ${v}`, 'Pass sizes taken from the prepared dataset.');
-}
-
 export class XttsModel {
   readonly store: ParamStore;
   readonly text: TextEncoder;
@@ -136,6 +107,8 @@ export class XttsModel {
   readonly durations: DurationPredictor;
   /** model.speaker_rate: the voice's vector, from its mean latent, added to what the duration predictor reads. */
   readonly voiceRate: Linear | null;
+  /** model.speaker_pitch: the reference's pitch as a vector on every conditioning latent. */
+  readonly voicePitch: VoicePitch | null;
   readonly cond: ConditioningEncoder;
   readonly decoder: Decoder;
   readonly postnet: Postnet | null;
@@ -173,6 +146,7 @@ export class XttsModel {
     this.durations = new DurationPredictor(this.store, config.d_model);
     this.voiceRate = config.speaker_rate ? new Linear(this.store, 'dur.voice', config.d_model, config.d_model) : null;
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
+    this.voicePitch = config.speaker_pitch ? new VoicePitch(this.store, config.d_model) : null;
     this.decoder = new Decoder(this.store, {
       ...d,
       layers: config.decoder_layers,
@@ -218,7 +192,8 @@ export class XttsModel {
     this.checkText(textSteps);
     const textBias = keyPaddingBias(inputs.textLengths, textSteps);
     const textOut = this.text.apply(inputs.tokens, inputs.languages, textBias, { ...c, batch, steps: textSteps });
-    const condOut = 'voice' in inputs ? inputs.voice : this.condition(inputs.refMel, inputs.refLengths, c);
+    const condOut =
+      'voice' in inputs ? inputs.voice : this.condition(inputs.refMel, inputs.refLengths, c, inputs.refPitch);
 
     const memorySteps = latents + textSteps;
     const text = tf.reshape(textOut, [batch, textSteps, dModel]) as tf.Tensor3D;
@@ -258,14 +233,23 @@ export class XttsModel {
     return offset ? (tf.add(means, offset) as tf.Tensor3D) : means;
   }
 
-  /** Reference mels [B, T_ref, nMels] (lengths [B]) -> the voice latents [B·L, D] the decoder reads. */
-  condition(refMel: tf.Tensor3D, refLengths: tf.Tensor1D, c: Omit<BlockContext, 'batch' | 'steps'>) {
+  /**
+   * Reference mels [B, T_ref, nMels] (lengths [B]; median log F0 [B], 0 where unknown, read by model.speaker_pitch)
+   * -> the voice latents [B·L, D] the decoder reads.
+   */
+  condition(
+    refMel: tf.Tensor3D,
+    refLengths: tf.Tensor1D,
+    c: Omit<BlockContext, 'batch' | 'steps'>,
+    refPitch?: tf.Tensor1D,
+  ): tf.Tensor2D {
     const [batch, refFrames] = refMel.shape;
     const refMask = lengthMask(refLengths, refFrames); // [B, T_ref]
     const refBias = keyPaddingBias(refLengths, refFrames, refMask);
     // Zero the padded reference frames so the input conv's window at the last real frames sees zeros.
     const ref = tf.mul(refMel, tf.reshape(refMask, [batch, refFrames, 1])) as tf.Tensor3D;
-    return this.cond.apply(ref, refBias, { ...c, batch, steps: refFrames }, this.convImpl);
+    const latents = this.cond.apply(ref, refBias, { ...c, batch, steps: refFrames }, this.convImpl);
+    return this.voicePitch ? this.voicePitch.apply(latents, refPitch ?? tf.zeros([batch])) : latents;
   }
 
   /** Text encodings [B, T_text, D] -> every token's mean mel frame [B, T_text, nMels]. */
@@ -543,12 +527,9 @@ export class XttsModel {
           items.map((i) => i.language),
           'int32',
         ),
-        ...(voice instanceof Float32Array
-          ? {
-              refMel: tf.tile(tf.tensor3d(voice, [1, voice.length / nMels, nMels]), [batch, 1, 1]) as tf.Tensor3D,
-              refLengths: tf.tensor1d(new Array<number>(batch).fill(voice.length / nMels), 'int32'),
-            }
-          : { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }),
+        ...('latents' in voice
+          ? { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }
+          : referenceInputs(asReference(voice), batch, nMels)),
       };
       const { kv, text, textBias, voiceOffset, voiceRate } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);
       return {

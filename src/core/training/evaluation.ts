@@ -10,7 +10,7 @@ import { planBuckets } from '../data/index.js';
 import { DataLoader } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { cleanText } from '../data/index.js';
-import { Phonemizer } from '../data/index.js';
+import { Phonemizer, referenceLogF0 } from '../data/index.js';
 import { disposeBatch, uploadBatch } from '../model/index.js';
 import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
@@ -237,7 +237,11 @@ export async function synthesizeEval(
       vocoder = griffinLimVocoder(config.audio, iterations);
     }
     const ref = normalised(refItem.featureKey);
-    const refMel = ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels);
+    const refMel = {
+      mel: ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels),
+      // model.speaker_pitch: the clip's pitch, as the training batches measure it (the clip's raw log-mel).
+      logF0: config.model.speaker_pitch ? referenceLogF0([cache.getFeature(refItem.featureKey)!], config.audio) : 0,
+    };
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);
     if (data.validation[0]) {
       const v = data.validation[0];

@@ -10,7 +10,7 @@ import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
 import { ExitCode, XttsError } from '../errors.js';
-import { type GenerateItem, type Voice, voiceLatents, XttsModel } from '../model/index.js';
+import { type GenerateItem, type ReferenceMel, type Voice, voiceLatents, XttsModel } from '../model/index.js';
 import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { frameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
@@ -300,7 +300,7 @@ async function voiceSource(
   o: SynthesizeOptions,
   dir: string,
   ckpt: { state: CheckpointState; voices?: NamedArray[] },
-): Promise<{ voice: Voice; mels: Float32Array[]; used: VoiceUsed; warnings: string[] }> {
+): Promise<{ voice: Voice; mels: ReferenceMel[]; used: VoiceUsed; warnings: string[] }> {
   const { config, stats } = ckpt.state;
   const named = [
     o.references?.length ? '--reference' : undefined,

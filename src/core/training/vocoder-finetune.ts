@@ -14,7 +14,14 @@
 import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import type { XttsConfig } from '../config/index.js';
-import { melSettingsDiffer, Phonemizer, Tokenizer, type TokenizerJSON } from '../data/index.js';
+import {
+  type MelSettings,
+  melSettingsDiffer,
+  Phonemizer,
+  referenceLogF0,
+  Tokenizer,
+  type TokenizerJSON,
+} from '../data/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import { disposeBatch, uploadBatch, XttsModel } from '../model/index.js';
 import type { VocoderClip, VocoderGenerator } from '../vocoder/index.js';
@@ -164,6 +171,7 @@ export async function predictClipMels(
       const prediction = await predictOne(model, clip, encoded.ids, langIndex, {
         ...{ nMels, mean, std, frameStep, refMax, maxFrames, maxTokens: theirs.model.max_text_tokens },
         prior: theirs.training.alignment_prior,
+        pitch: theirs.model.speaker_pitch ? theirs.audio : undefined,
       });
       for (let i = 0; i < prediction.length; i++) errorSum += Math.abs(prediction[i] - clip.mel[i]);
       errorCount += prediction.length;
@@ -225,6 +233,8 @@ async function predictOne(
     maxFrames: number;
     maxTokens: number;
     prior: number;
+    /** model.speaker_pitch: the mel settings the clip's pitch is measured with (its own clip is its reference). */
+    pitch?: MelSettings;
   },
 ): Promise<Float32Array> {
   const { nMels, mean, std } = o;
@@ -246,6 +256,7 @@ async function predictOne(
       melLengths: Int32Array.of(clip.frames),
       refMel,
       refLengths: Int32Array.of(refFrames),
+      refPitch: Float32Array.of(o.pitch ? referenceLogF0([clip], o.pitch) : 0),
     },
     { batchSize: 1, tokens, frames, refFrames: o.refMax, nMels, reductionFactor: model.config.reduction_factor },
   );

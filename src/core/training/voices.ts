@@ -8,10 +8,10 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { type ProcessedClip, processAudioFile, readAudioFile, speakerName } from '../data/index.js';
+import { type ProcessedClip, processAudioFile, readAudioFile, referenceLogF0, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
-import { voiceLatents, type XttsModel } from '../model/index.js';
+import { type ReferenceMel, voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors, safetensorsMetadata } from './safetensors.js';
 import { didYouMean, requireRegularFile, unreadableWhy } from '../util/index.js';
@@ -71,15 +71,21 @@ export function referenceWindows(
 /**
  * Several clips of one voice as reference windows: each clip's own windows; or, for a model trained with
  * batching.reference_join (whose windows were filled from several clips), the clips joined in order first, so that
- * short clips fill windows together as they did in training.
+ * short clips fill windows together as they did in training. A window's pitch (model.speaker_pitch) is that of the
+ * clips it is read from, as the training batches' were: its own clip's, or the joined clips' together.
  */
 export function voiceWindows(
   clips: readonly { mel: Float32Array; frames: number }[],
   stats: { mean: ArrayLike<number>; std: ArrayLike<number> },
   config: XttsConfig,
-): Float32Array[] {
+): ReferenceMel[] {
+  const pitch = (of: readonly { mel: Float32Array; frames: number }[]) =>
+    config.model.speaker_pitch ? referenceLogF0(of, config.audio) : 0;
   if (!config.batching.reference_join || clips.length < 2)
-    return clips.flatMap((c) => referenceWindows(c.mel, c.frames, stats, config));
+    return clips.flatMap((c) => {
+      const logF0 = pitch([c]);
+      return referenceWindows(c.mel, c.frames, stats, config).map((mel) => ({ mel, logF0 }));
+    });
   const frames = clips.reduce((n, c) => n + c.frames, 0);
   const joined = new Float32Array(frames * config.audio.n_mels);
   let at = 0;
@@ -88,7 +94,11 @@ export function voiceWindows(
     at += c.frames * config.audio.n_mels;
   }
   // As many windows as the clips would give apart: each clip's minute counts, joined or not.
-  return referenceWindows(joined, frames, stats, config, MAX_WINDOWS_PER_CLIP * clips.length);
+  const logF0 = pitch(clips);
+  return referenceWindows(joined, frames, stats, config, MAX_WINDOWS_PER_CLIP * clips.length).map((mel) => ({
+    mel,
+    logF0,
+  }));
 }
 
 /** Every trained speaker's voice with the model's current weights, as checkpoint arrays ("voice/<speaker>"). */
@@ -173,7 +183,7 @@ export async function referenceMels(
   files: readonly string[],
   config: XttsConfig,
   stats: CheckpointState['stats'],
-): Promise<{ mels: Float32Array[]; warnings: string[] }> {
+): Promise<{ mels: ReferenceMel[]; warnings: string[] }> {
   const clips: { mel: Float32Array; frames: number }[] = [];
   const warnings: string[] = [];
   const refused = (file: string, why: string, suggestion: string) =>

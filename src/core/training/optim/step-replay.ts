@@ -262,6 +262,7 @@ export class StepReplayer {
         b.melLengths,
         b.refMel,
         b.refLengths,
+        b.refPitch,
         b.alignment.steps,
         b.alignment.durations,
         offsets,

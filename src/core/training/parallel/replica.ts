@@ -181,6 +181,7 @@ export function shardOf(host: HostBatch, dims: BatchDims, rows: ShardRows): { ho
       melLengths: rowsOf(host.melLengths, 1),
       refMel: rowsOf(host.refMel, dims.refFrames * dims.nMels),
       refLengths: rowsOf(host.refLengths, 1),
+      refPitch: rowsOf(host.refPitch, 1),
     },
     dims: { ...dims, batchSize: rows.size },
   };
