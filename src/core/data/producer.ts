@@ -183,7 +183,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
     const { mel } = processClip(bytes, job.recomputeAudio, item.audioPath);
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
-  const pitchOf = clipPitches(job, melOf);
+  const pitchOf = clipPitches(job, (item) => melOf(item) ?? missingFeature(item));
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -272,8 +272,8 @@ export function runProducer(job: ProducerJob): ProducerResult {
  * numbers a clip); `blob` saves reading a clip the batch has read already. Undefined when no pitch is asked for.
  */
 function clipPitches(
-  job: Pick<ProducerJob, 'referencePitch' | 'items' | 'cachePath'>,
-  melOf: (item: ProducerItem) => Buffer | undefined,
+  job: Pick<ProducerJob, 'referencePitch' | 'items'>,
+  melOf: (item: ProducerItem) => Buffer,
 ): ((clip: number, blob?: Buffer) => ClipPitch) | undefined {
   if (!job.referencePitch) return undefined;
   const estimator = pitchEstimatorFor(job.referencePitch);
@@ -284,7 +284,6 @@ function clipPitches(
     if (Number.isNaN(logF0[clip])) {
       const item = job.items[clip];
       const bytes = blob ?? melOf(item);
-      if (!bytes) throw new Error(`feature ${item.featureKey} is missing from the cache ${job.cachePath}`);
       const mel = new Float32Array(item.frames * nMels);
       new Uint8Array(mel.buffer).set(bytes.subarray(0, mel.byteLength));
       const p = clipPitch(estimator.voicedLogF0(mel, item.frames));
