@@ -1,8 +1,10 @@
 // What a user is told of a reference clip that was read: all but silent, too short, longer than what makes the voice,
-// recorded narrowband. Each is a warning; the voice is still made.
+// recorded narrowband, without voiced speech for a model that reads the pitch. Each is a warning; the voice is still
+// made.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig, presetPath } from '../../src/core/config/index.js';
+import { MelExtractor } from '../../src/core/data/audio/index.js';
 import type { ProcessedClip } from '../../src/core/data/index.js';
 import { clipWarnings } from '../../src/core/training/voices.js';
 
@@ -40,4 +42,32 @@ test('quiet, short, long and narrowband clips each say so, with what to do', () 
   assert.deepEqual(clipWarnings('l.wav', clip(readS - 1), config), [], 'what is read in full');
   const narrow = clipWarnings('n.wav', clip(6, { originalSampleRateHz: 8000 }), config);
   assert.match(narrow.join(), /n\.wav was recorded at 8000 Hz: it holds no sound above 4000 Hz, which the model reads/);
+});
+
+test('a model that reads the pitch is told of a reference with no voiced speech in it', () => {
+  const pitched = { ...config, model: { ...config.model, speaker_pitch: true } };
+  const extractor = new MelExtractor(config.audio);
+  const read = (samples: Float32Array) => {
+    const { mel, frames } = extractor.compute(samples);
+    return clip(samples.length / rate, { mel, frames, melFrames: frames });
+  };
+  let state = 11;
+  const whisper = read(
+    Float32Array.from({ length: 3 * rate }, () => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return (state / 2 ** 32 - 0.5) * 0.2;
+    }),
+  );
+  const warned = clipWarnings('w.wav', whisper, pitched);
+  assert.equal(warned.length, 1);
+  assert.match(warned[0], /w\.wav: no voiced speech found in it .* give a clip of the voice speaking aloud/);
+  assert.deepEqual(clipWarnings('w.wav', whisper, config), [], 'a model without speaker_pitch reads no pitch');
+  const hum = read(
+    Float32Array.from({ length: 3 * rate }, (_, i) => {
+      let v = 0;
+      for (let k = 1; k < 30; k++) v += (0.3 / k) * Math.sin((2 * Math.PI * 140 * k * i) / rate);
+      return v;
+    }),
+  );
+  assert.deepEqual(clipWarnings('v.wav', hum, pitched), []);
 });

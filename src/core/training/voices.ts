@@ -274,6 +274,12 @@ export function clipWarnings(file: string, clip: ProcessedClip, config: XttsConf
         `${clip.originalSampleRateHz / 2} Hz, which the model reads up to ${fmax} Hz, so the voice may come out ` +
         'duller; a clip recorded at 16 kHz or more clones it better',
     );
+  if (config.model.speaker_pitch && referenceLogF0([clip], config.audio) === 0)
+    warnings.push(
+      `--reference ${file}: no voiced speech found in it (whispered, noise, or too short), so the model, which ` +
+        "reads a reference's pitch (model.speaker_pitch), is told none and speaks at a pitch of its own; " +
+        'give a clip of the voice speaking aloud',
+    );
   return warnings;
 }
 
