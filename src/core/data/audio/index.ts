@@ -6,7 +6,7 @@ import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
 import { requireRegularFile } from '../../util/index.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
-import { MEL_SETTINGS_KEYS, MelExtractor } from './mel.js';
+import { MelExtractor, perMelSettings } from './mel.js';
 import { resample } from './resample.js';
 import { decodeAudio } from './decode.js';
 import { decodeWav, type DecodedWav, wavSecondsFromHead } from './wav.js';
@@ -102,19 +102,8 @@ export interface ProcessedClip {
   sourcePeak: number;
 }
 
-const extractors = new Map<string, MelExtractor>();
-
 /** One MelExtractor per distinct settings and thread, reused across clips. */
-export function melExtractorFor(audio: AudioConfig): MelExtractor {
-  const key = JSON.stringify(MEL_SETTINGS_KEYS.map((k) => audio[k]));
-  let m = extractors.get(key);
-  if (!m) {
-    if (extractors.size >= 8) extractors.delete(extractors.keys().next().value!);
-    m = new MelExtractor(audio);
-    extractors.set(key, m);
-  }
-  return m;
-}
+export const melExtractorFor = perMelSettings(8, (s) => new MelExtractor(s));
 
 /**
  * One WAV file's bytes -> processed samples and log-mel. Throws XttsError with code

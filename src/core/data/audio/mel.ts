@@ -31,6 +31,24 @@ export const MEL_SETTINGS_KEYS = [
 
 export type MelSettings = Pick<AudioConfig, (typeof MEL_SETTINGS_KEYS)[number]>;
 
+/**
+ * What is built once for each distinct mel settings on a thread (an extractor, a pitch estimator): `make`'s result
+ * kept for at most `max` settings, the oldest dropped first.
+ */
+export function perMelSettings<T>(max: number, make: (s: MelSettings) => T): (s: MelSettings) => T {
+  const built = new Map<string, T>();
+  return (s) => {
+    const key = JSON.stringify(MEL_SETTINGS_KEYS.map((k) => s[k]));
+    let value = built.get(key);
+    if (value === undefined) {
+      if (built.size >= max) built.delete(built.keys().next().value!);
+      value = make(s);
+      built.set(key, value);
+    }
+    return value;
+  };
+}
+
 /** The mel settings in which `theirs` (named `who`) differs from `ours`, each as "audio.KEY THEIRS (who) vs OURS". */
 export function melSettingsDiffer(theirs: MelSettings, ours: MelSettings, who: string): string[] {
   return MEL_SETTINGS_KEYS.filter((k) => theirs[k] !== ours[k]).map(

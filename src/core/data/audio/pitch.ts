@@ -14,7 +14,7 @@
 // candidate's. Harmonics closer than two bands apart cannot be told apart: at the default settings (bands 37 Hz apart
 // below 1 kHz) voices under about 100 Hz read up to 11% high (test/unit/reference-pitch.test.ts; bench/voices'
 // espeak-ng voices of 79–271 Hz read within 11%, in their order but for two 5 Hz apart, at 92 and 97 Hz).
-import { MEL_SETTINGS_KEYS, MelExtractor, type MelSettings, melBandEdgesHz } from './mel.js';
+import { MelExtractor, type MelSettings, melBandEdgesHz, perMelSettings } from './mel.js';
 
 /** Candidate F0s: log-spaced over a speaking voice's range (bench/voices' voices are 79–271 Hz). */
 export const PITCH_MIN_HZ = 55;
@@ -155,19 +155,8 @@ export class PitchEstimator {
   }
 }
 
-const estimators = new Map<string, PitchEstimator>();
-
-/** One PitchEstimator per mel settings and thread (its templates take a few milliseconds to build). */
-export function pitchEstimatorFor(settings: MelSettings): PitchEstimator {
-  const key = JSON.stringify(MEL_SETTINGS_KEYS.map((k) => settings[k]));
-  let e = estimators.get(key);
-  if (!e) {
-    if (estimators.size >= 4) estimators.delete(estimators.keys().next().value!);
-    e = new PitchEstimator(settings);
-    estimators.set(key, e);
-  }
-  return e;
-}
+/** One PitchEstimator per mel settings and thread (its templates take about half a second to build). */
+export const pitchEstimatorFor = perMelSettings(4, (s) => new PitchEstimator(s));
 
 /** A clip's pitch: the median log F0 of its voiced frames and how many there were (0 and 0: no pitch). */
 export interface ClipPitch {
