@@ -485,6 +485,26 @@ const CASES: RuleCase[] = [
     message: /voice_warp 0\.2 warps nothing at share 0/,
   },
   {
+    name: 'references read as recorded under a warp, with nothing to tell the model the warp',
+    ruleId: 'batching/voice-augmentation',
+    file: () => child('warp-unref.yaml', 'batching:\n  voice_warp: 0.2\n  voice_warp_reference: false\n'),
+    keyPath: 'batching.voice_warp_reference',
+    severity: 'warn',
+    at: 'false',
+    message: /without model\.speaker_pitch nothing tells the model how each utterance was warped/,
+    fixApplies: false, // the fix is in another section (model.speaker_pitch), or undoes the setting
+  },
+  {
+    name: 'references as recorded with no warp',
+    ruleId: 'batching/voice-augmentation',
+    file: () => child('unref.yaml', 'batching:\n  voice_warp_reference: false\n'),
+    keyPath: 'batching.voice_warp_reference',
+    severity: 'info',
+    at: 'false',
+    message: /voice_warp_reference false does nothing while voice_warp is 0/,
+    fixApplies: false, // the fix sets voice_warp, the other key of the pair
+  },
+  {
     name: "voice warping in a vocoder's config",
     ruleId: 'batching/voice-augmentation',
     file: () => child('vocoder-warp.yaml', 'batching:\n  voice_warp: 0.2\n', 'vocoder-tiny'),

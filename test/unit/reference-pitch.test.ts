@@ -120,6 +120,20 @@ test("the producers give each reference its clips' pitch, moved by a warp's α; 
       `${shifts}`,
     );
     assert.ok(new Set(shifts.map((s) => s.toFixed(2))).size > 3, 'each utterance its own α');
+    // batching.voice_warp_reference false: the same α for each utterance (the same draws), the reference read as
+    // recorded, and its pitch still moved by α: the pitch alone tells the model the warp.
+    const refs = (o: Parameters<typeof eachUtterance>[1]) =>
+      eachUtterance(f, { seed: 3, producers: 0, refFrames: 24, ...o }, 4, (b, j) =>
+        Array.from(b.refMel.subarray(j * 24 * audio.n_mels, (j + 1) * 24 * audio.n_mels)),
+      );
+    const unwarped = { referencePitch: audio, voiceWarp: { ...voiceWarp, reference: false } };
+    const asRecorded = await read(unwarped);
+    assert.deepEqual(
+      asRecorded.map((u) => u.pitch),
+      warped.map((u) => u.pitch),
+    );
+    assert.deepEqual(await refs(unwarped), await refs({ referencePitch: audio }), 'references as recorded');
+    assert.notDeepEqual(await refs({ referencePitch: audio, voiceWarp }), await refs({ referencePitch: audio }));
   } finally {
     rmSync(f.dir, { recursive: true, force: true });
   }

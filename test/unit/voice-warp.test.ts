@@ -78,7 +78,7 @@ test('α is drawn log-uniform within [1 / (1 + max), 1 + max] for the configured
   );
 });
 
-test('voiceWarpFor reads batching.voice_warp and voice_warp_share; 0 of either is off', () => {
+test('voiceWarpFor reads batching.voice_warp, voice_warp_share and voice_warp_reference; 0 of either is off', () => {
   const config = loadConfig(presetPath('tiny')).loaded!.config;
   assert.equal(config.batching.voice_warp, 0, 'off by default');
   assert.equal(voiceWarpFor(config), undefined);
@@ -86,8 +86,10 @@ test('voiceWarpFor reads batching.voice_warp and voice_warp_share; 0 of either i
   assert.deepEqual(voiceWarpFor(on), {
     max: 0.2,
     share: 0.4,
+    reference: true,
     mel: { n_mels: 80, fmin_hz: 0, fmax_hz: 8000, mel_scale: 'slaney' },
   });
+  assert.equal(voiceWarpFor({ ...on, batching: { ...on.batching, voice_warp_reference: false } })?.reference, false);
   assert.equal(voiceWarpFor({ ...on, batching: { ...on.batching, voice_warp_share: 0 } }), undefined);
 });
 

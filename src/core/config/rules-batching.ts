@@ -177,12 +177,13 @@ export function memoryLimitFor(ctx: { config: XttsConfig; host?: HostInventory }
 export const batchingVoiceAugmentationRule: Rule = {
   id: 'batching/voice-augmentation',
   title: 'Voice warping and reference joining are set where they act',
-  severity: 'info',
+  severity: 'warn',
   rationale:
     "batching.voice_warp, voice_warp_share and reference_join shape the acoustic model's training batches (its " +
     'utterances and their reference clips); a vocoder run reads none of them, voice_warp_share does nothing ' +
     'while voice_warp is 0, and voice_warp nothing at a share of 0. A setting that does nothing is a mistake ' +
-    'worth hearing about before a run.',
+    'worth hearing about before a run. voice_warp_reference: false leaves the reference unwarped, so only ' +
+    "model.speaker_pitch's pitch can tell the model how its utterance was warped; without it the warp is noise.",
   check(ctx) {
     const b = ctx.config.batching;
     if (ctx.config.task === 'vocoder')
@@ -207,6 +208,26 @@ export const batchingVoiceAugmentationRule: Rule = {
           'info',
           `voice_warp ${b.voice_warp} warps nothing at share 0`,
           'voice_warp_share: 0.5',
+        ),
+      b.voice_warp > 0 &&
+        !b.voice_warp_reference &&
+        !ctx.config.model.speaker_pitch &&
+        at(
+          ctx,
+          'batching.voice_warp_reference',
+          'warn',
+          'voice_warp_reference false reads the references as recorded, and without model.speaker_pitch nothing ' +
+            "tells the model how each utterance was warped: it would learn the warped voices' average",
+          'speaker_pitch: true (in model), or voice_warp_reference: true',
+        ),
+      b.voice_warp === 0 &&
+        !b.voice_warp_reference &&
+        at(
+          ctx,
+          'batching.voice_warp_reference',
+          'info',
+          'voice_warp_reference false does nothing while voice_warp is 0',
+          'voice_warp: 0.15',
         ),
       b.voice_warp === 0 &&
         b.voice_warp_share !== 0.5 &&

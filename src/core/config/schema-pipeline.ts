@@ -62,6 +62,14 @@ export const BatchingSchema = Section(
       default: 0.5,
       description: 'Share of the training utterances `voice_warp` warps; the rest are read as recorded.',
     }),
+    voice_warp_reference: Type.Boolean({
+      default: true,
+      description:
+        "Whether a warped utterance's reference clip is warped with it. false (with model.speaker_pitch): the " +
+        'reference is read as recorded and only its pitch, moved by α, tells the model the warp, so that the ' +
+        "decoder learns to follow the pitch it is given rather than the voice the encoder recognises. A new model's " +
+        'training choice; synthesis is the same either way.',
+    }),
   },
   'How utterances become batches of a few static shapes.',
 );

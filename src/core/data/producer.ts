@@ -239,13 +239,15 @@ export function runProducer(job: ProducerJob): ProducerResult {
         const refLen = Math.min(ref.frames, layout.refFrames);
         const start = ref.frames > refLen ? Math.floor(rand() * (ref.frames - refLen + 1)) : 0;
         const refAt = b * layout.refFrames * nMels;
-        copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, refAt, warp);
+        // batching.voice_warp_reference false: the reference as recorded; its pitch (below) still tells the warp.
+        const refWarp = job.voiceWarp?.reference === false ? undefined : warp;
+        copyNormalised(refBlob, start, refLen, nMels, job, v.refMel, refAt, refWarp);
         v.refLengths[b] = refLen;
         const clips = [refIndex];
         if (job.referenceJoin && refLen < layout.refFrames)
           v.refLengths[b] = joinReferences(job, peers, [itemIndex, refIndex], refLen, joinRand, (clip, at, frames) => {
             const joined = melOf(job.items[clip]) ?? missingFeature(job.items[clip]);
-            copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, warp);
+            copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, refWarp);
             clips.push(clip);
           });
         if (pitchOf) {

@@ -14,18 +14,20 @@ export interface VoiceWarp {
   max: number;
   /** Share of the utterances warped. */
   share: number;
+  /** batching.voice_warp_reference: the reference clip warped with its utterance (else read as recorded). */
+  reference: boolean;
   mel: Pick<AudioConfig, 'n_mels' | 'fmin_hz' | 'fmax_hz' | 'mel_scale'>;
 }
 
 /** The voice warping a training config asks for, or undefined when batching.voice_warp is 0. */
 export function voiceWarpFor(config: {
-  batching: { voice_warp: number; voice_warp_share: number };
+  batching: { voice_warp: number; voice_warp_share: number; voice_warp_reference: boolean };
   audio: VoiceWarp['mel'];
 }): VoiceWarp | undefined {
-  const { voice_warp: max, voice_warp_share: share } = config.batching;
+  const { voice_warp: max, voice_warp_share: share, voice_warp_reference: reference } = config.batching;
   if (max <= 0 || share <= 0) return undefined;
   const { n_mels, fmin_hz, fmax_hz, mel_scale } = config.audio;
-  return { max, share, mel: { n_mels, fmin_hz, fmax_hz, mel_scale } };
+  return { max, share, reference, mel: { n_mels, fmin_hz, fmax_hz, mel_scale } };
 }
 
 /**

@@ -235,7 +235,8 @@ function openLoader(setup: RunSetup, position: RunState['position'], say: (m: st
   const voiceWarp = voiceWarpFor(config);
   if (voiceWarp)
     say(
-      `voice warp: ${Math.round(voiceWarp.share * 100)}% of the training utterances and their references are ` +
+      `voice warp: ${Math.round(voiceWarp.share * 100)}% of the training utterances ` +
+        (voiceWarp.reference ? 'and their references are ' : 'are (their references as recorded, their pitch moved) ') +
         `read with frequencies scaled by α in ${(1 / (1 + voiceWarp.max)).toFixed(2)}–` +
         `${(1 + voiceWarp.max).toFixed(2)} (batching.voice_warp); validation as recorded`,
     );
