@@ -82,7 +82,8 @@ export class PitchEstimator {
     if (nb < PITCH_MIN_BANDS) return;
     const extractor = new MelExtractor(settings, { engine: 'js' });
     const rate = settings.sample_rate_hz;
-    const samples = new Float32Array(settings.n_fft * 4);
+    // Long enough for three whole frames in the middle whatever the hop.
+    const samples = new Float32Array(4 * Math.max(settings.n_fft, settings.hop_length));
     const values = new Float64Array(nb);
     const scratch = new Float64Array(nb);
     this.candidates.forEach((logHz, c) => {
