@@ -118,6 +118,23 @@ test(
   },
 );
 
+test('a config named by XTTS_CONFIG that fails says it came from the environment; one given by flag does not', () => {
+  const missing = join(tmpdir(), 'xtts-env-config-missing.yaml');
+  const output = join(tmpdir(), 'never-made');
+  const fromEnv = xtts(['train', '--output', output, '--json'], { XTTS_CONFIG: missing });
+  assert.equal(fromEnv.code, 2, fromEnv.stderr);
+  const error = JSON.parse(fromEnv.stdout).error;
+  assert.equal(error.code, 'CONFIG_INVALID');
+  assert.match(error.suggestions[0], /is named by the environment \(XTTS_CONFIG\), not by --config/);
+  const human = xtts(['analyze-data-pipeline', '--files', '2'], { XTTS_CONFIG: missing });
+  assert.match(human.stderr, /→ the config .*xtts-env-config-missing\.yaml is named by the environment/);
+  for (const flag of [['--config', missing], [`--config=${missing}`], ['-c', missing]]) {
+    const typed = xtts(['train', ...flag, '--output', output, '--json'], { XTTS_CONFIG: missing });
+    assert.equal(typed.code, 2);
+    assert.doesNotMatch(typed.stdout, /named by the environment/, flag.join(' '));
+  }
+});
+
 test('a mistyped flag names the flag it is likely a typo of; an unrelated one gets none', () => {
   const r = xtts(['train', '--max-step', '3', '--output', join(tmpdir(), 'never-made'), '--json']);
   assert.equal(r.code, 2, r.stderr);

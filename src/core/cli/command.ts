@@ -94,6 +94,13 @@ export abstract class XttsCommand<T> extends Command {
   protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
     if (err instanceof Errors.ExitError) throw err;
     const xe = toXttsError(err);
+    const fromEnvironment = configFromEnvironment(this.argv, this.ctor.flags, process.env);
+    if (fromEnvironment && xe.message.includes(fromEnvironment))
+      // A config the user did not type this time: say where it came from before anything else.
+      xe.suggestions.unshift(
+        `the config ${fromEnvironment} is named by the environment (XTTS_CONFIG), not by --config: pass --config ` +
+          'FILE, or unset XTTS_CONFIG',
+      );
     if (this.jsonEnabled()) {
       const envelope: ErrorEnvelope = { status: 'error', error: xe.toJSON(), warnings: this.warnings };
       this.logJson(envelope);
@@ -106,6 +113,21 @@ export abstract class XttsCommand<T> extends Command {
     this.exit(xe.exitCode);
     return undefined;
   }
+}
+
+/**
+ * The config file a command read from $XTTS_CONFIG because its arguments named none (no --config or -c), or
+ * undefined: a config named by the environment and forgotten there is a mistake its error should point at.
+ */
+export function configFromEnvironment(
+  argv: readonly string[],
+  flags: Record<string, { env?: string }> | undefined,
+  env: Record<string, string | undefined>,
+): string | undefined {
+  const value = env.XTTS_CONFIG;
+  if (!value || flags?.config?.env !== 'XTTS_CONFIG') return undefined;
+  const named = argv.some((a) => a === '--config' || a.startsWith('--config=') || /^-c/.test(a));
+  return named ? undefined : value;
 }
 
 /** Turn anything thrown into an XttsError: ours as is, oclif's parse errors as usage errors. */
