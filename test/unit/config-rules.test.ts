@@ -505,6 +505,16 @@ const CASES: RuleCase[] = [
     fixApplies: false, // the fix sets voice_warp, the other key of the pair
   },
   {
+    name: "an acoustic model's keys in a vocoder's config",
+    ruleId: 'vocoder/acoustic-keys',
+    file: () => child('vocoder-model.yaml', 'model:\n  d_model: 512\n  heads: 8\n', 'vocoder-tiny'),
+    keyPath: 'model.d_model',
+    severity: 'info',
+    at: '512',
+    message: /a vocoder run reads no model\.\* key, and the config sets d_model, heads$/,
+    fixApplies: false, // the fix removes a section, which a one-key patch does not
+  },
+  {
     name: "voice warping in a vocoder's config",
     ruleId: 'batching/voice-augmentation',
     file: () => child('vocoder-warp.yaml', 'batching:\n  voice_warp: 0.2\n', 'vocoder-tiny'),

@@ -1,7 +1,8 @@
 // The vocoder's own rule: the settings its inverse STFT and its losses need (src/core/vocoder).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { at, fired, type Rule } from './rule-context.js';
+import { isMap, isScalar } from 'yaml';
+import { at, fired, type Rule, type RuleContext } from './rule-context.js';
 import type { XttsConfig } from './schema.js';
 
 type VocoderConfig = XttsConfig['vocoder'];
@@ -147,3 +148,46 @@ function checkpointKindAt(path: string): 'vocoder' | 'acoustic' | undefined {
   }
   return undefined;
 }
+
+/** The model.* keys a config's own files and --set overrides write (not the schema's defaults). */
+function writtenModelKeys(ctx: RuleContext): string[] {
+  const keys = new Set<string>();
+  for (const src of ctx.loaded.sources) {
+    if (src.overrides) {
+      for (const k of src.overrides.keys())
+        if (k.startsWith('model.')) keys.add(k.slice('model.'.length).split('.')[0]);
+      continue;
+    }
+    // The file as written (a source's value is filled with defaults once the config is built).
+    const model = src.doc?.get('model');
+    if (isMap(model)) for (const pair of model.items) keys.add(String(isScalar(pair.key) ? pair.key.value : pair.key));
+  }
+  return [...keys];
+}
+
+export const vocoderAcousticKeysRule: Rule = {
+  id: 'vocoder/acoustic-keys',
+  title: "A vocoder config sets no acoustic model's keys",
+  severity: 'info',
+  tasks: ['vocoder'],
+  rationale:
+    'model.* shapes the acoustic model (its width, layers, voice options); a vocoder run builds the vocoder from ' +
+    'vocoder.* and reads none of them. A model section in a vocoder config is most often an acoustic config ' +
+    'copied or extended, or a size meant for the vocoder written in the wrong section: a setting that does nothing ' +
+    'is worth hearing about before a run.',
+  check(ctx) {
+    if (ctx.config.task !== 'vocoder') return [];
+    const written = writtenModelKeys(ctx);
+    if (written.length === 0) return [];
+    const shown = written.slice(0, 4).join(', ') + (written.length > 4 ? `, … (${written.length} in all)` : '');
+    return [
+      at(
+        ctx,
+        `model.${written[0]}`,
+        'info',
+        `a vocoder run reads no model.* key, and the config sets ${shown}`,
+        "remove the model section; the vocoder's own size is under vocoder.* (configs/vocoder-small.yaml)",
+      ),
+    ];
+  },
+};

@@ -21,7 +21,7 @@ import { pipelineWorkersVsCoresRule } from './rules-pipeline.js';
 import { trainingEvalSentencesRule, trainingIntervalsRule, trainingLogSyncRule } from './rules-training.js';
 import { trainingOptimizerRule, trainingPrecisionRule } from './rules-training.js';
 import { textEspeakRule, textLanguagesRule } from './rules-text.js';
-import { vocoderCheckpointsRule, vocoderShapeRule } from './rules-vocoder.js';
+import { vocoderAcousticKeysRule, vocoderCheckpointsRule, vocoderShapeRule } from './rules-vocoder.js';
 import type { XttsConfig } from './schema.js';
 
 export type { Rule, RuleContext } from './rule-context.js';
@@ -59,6 +59,7 @@ export const RULES: Rule[] = [
   trainingLogSyncRule,
   vocoderShapeRule,
   vocoderCheckpointsRule,
+  vocoderAcousticKeysRule,
 ];
 
 export interface LintOptions {
