@@ -286,14 +286,19 @@ function clipPitches(
     if (Number.isNaN(logF0[clip])) {
       const item = job.items[clip];
       const bytes = blob ?? melOf(item);
-      const mel = new Float32Array(item.frames * nMels);
-      new Uint8Array(mel.buffer).set(bytes.subarray(0, mel.byteLength));
-      const p = clipPitch(estimator.voicedLogF0(mel, item.frames));
+      const p = clipPitch(estimator.voicedLogF0(blobFrames(bytes, 0, item.frames, nMels), item.frames));
       logF0[clip] = p.logF0;
       voiced[clip] = p.voiced;
     }
     return { logF0: logF0[clip], voiced: voiced[clip] };
   };
+}
+
+/** `frames` frames from `startFrame` on of a cached float32 log-mel blob, as an aligned copy. */
+function blobFrames(blob: Buffer, startFrame: number, frames: number, nMels: number): Float32Array {
+  const out = new Float32Array(frames * nMels);
+  new Uint8Array(out.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
+  return out;
 }
 
 /**
@@ -310,8 +315,7 @@ function copyNormalised(
   outOffset: number,
   warp?: WarpTable,
 ): void {
-  const src = new Float32Array(frames * nMels);
-  new Uint8Array(src.buffer).set(blob.subarray(startFrame * nMels * 4, (startFrame + frames) * nMels * 4));
+  const src = blobFrames(blob, startFrame, frames, nMels);
   for (let f = 0; f < frames; f++) {
     const o = outOffset + f * nMels;
     const i = f * nMels;

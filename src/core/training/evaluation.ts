@@ -40,14 +40,17 @@ export function frameBound(
   return { frames, bound, seconds: (frames * hop) / rate };
 }
 
-/** A cached clip's log-mel in the model's scale (the training set's mean and deviation per bin), and back. */
+/**
+ * A cached clip's log-mel in the model's scale (the training set's mean and deviation per bin), with the log-mel as
+ * recorded; and back.
+ */
 function melScaling(cache: FeatureCache, stats: PreparedDataset['stats'], nMels: number) {
   return {
     normalised: (key: string) => {
       const f = cache.getFeature(key)!;
       const out = new Float32Array(f.frames * nMels);
       for (let i = 0; i < out.length; i++) out[i] = (f.mel[i] - stats.mean[i % nMels]) / stats.std[i % nMels];
-      return { mel: out, frames: f.frames };
+      return { mel: out, frames: f.frames, recorded: f.mel };
     },
     denormalised: (mel: Float32Array) => mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]),
   };
@@ -240,7 +243,7 @@ export async function synthesizeEval(
     const refMel = {
       mel: ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels),
       // model.speaker_pitch: the clip's pitch, as the training batches measure it (the clip's raw log-mel).
-      logF0: config.model.speaker_pitch ? referenceLogF0([cache.getFeature(refItem.featureKey)!], config.audio) : 0,
+      logF0: config.model.speaker_pitch ? referenceLogF0([{ mel: ref.recorded, frames: ref.frames }], config.audio) : 0,
     };
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);
     if (data.validation[0]) {
