@@ -18,6 +18,9 @@ export {
   makeTemporaryFolder,
   plural,
   removeTemporaryFolder,
+  SIGNAL_EXIT,
   shellQuote,
+  STOP_SIGNALS,
+  type StopSignal,
   unreadableWhy,
 } from './util/index.js';

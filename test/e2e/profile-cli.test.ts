@@ -442,6 +442,57 @@ test('without --output the profiled run goes to a temporary folder that is remov
   assert.doesNotMatch(r.stderr, /\r/);
 });
 
+test('Ctrl-C while profiling: the steps so far are judged, the signal is the exit status; too few, it says so', {
+  timeout: 600_000,
+}, async () => {
+  const { microRun } = await import('../helpers/short-clips.js');
+  const micro = microRun('xtts-profile-sigint-');
+  const profile = (out: string, warmup: number, afterSteps: number, signal: NodeJS.Signals = 'SIGINT') =>
+    runCli(
+      [
+        'profile-bottleneck',
+        '--config',
+        micro.config,
+        '--backend',
+        'wasm',
+        '--steps',
+        '200',
+        '--warmup',
+        String(warmup),
+      ].concat(['--output', out]),
+      {
+        timeoutMs: 280_000,
+        interrupt: { signal, when: (e) => (e.match(/^profiling step \d+\//gm)?.length ?? 0) >= afterSteps },
+      },
+    );
+  // Past the warm-up: the report of the steps that ran, and a warning that says how many of the asked-for ones.
+  const judged = await profile(tmp.at('sigint-judged'), 1, 4);
+  assert.equal(judged.code, 130, describeRun(judged));
+  assert.match(judged.stderr, /SIGINT: finishing this step, then judging the \d+ steps so far/);
+  const m = judged.stderr.match(/SIGINT stopped the profile after (\d+) of 204 steps: (\d+) of them past the warm-up/);
+  assert.ok(m, judged.stderr);
+  assert.equal(Number(m[2]), Number(m[1]) - 1);
+  assert.match(judged.stderr, /where --steps asked for 200/);
+  assert.match(judged.stdout, /timeline/);
+  assertNoStackTrace(judged, 'judged');
+  // SIGTERM the same, with its own status.
+  const term = await profile(tmp.at('sigterm-judged'), 1, 4, 'SIGTERM');
+  assert.equal(term.code, 143, describeRun(term));
+  assert.match(term.stderr, /SIGTERM stopped the profile after \d+ of 204 steps/);
+  // Within the warm-up: nothing to judge, said as such (not as a usage error), and where the steps are.
+  const early = tmp.at('sigint-early');
+  const short = await profile(early, 50, 2);
+  assert.equal(short.code, 130, describeRun(short));
+  assert.match(short.stderr, /INTERRUPTED/);
+  assert.match(short.stderr, /SIGINT stopped the profile before 2 steps past the 50 warm-up steps were measured/);
+  assert.ok(short.stderr.includes(`xtts profile-bottleneck --run ${early} --warmup 0`), short.stderr);
+  assertNoStackTrace(short, 'early');
+  // The steps that ran are judged when asked so.
+  const again = await runCli(['profile-bottleneck', '--run', early, '--warmup', '0', '--json']);
+  assert.ok(again.code === 0 || again.code === 1, describeRun(again));
+  assert.ok(again.json.result.breakdown.steps >= 2, JSON.stringify(again.json.result.breakdown.steps));
+});
+
 /** A folder whose run.sqlite holds `bytes`. */
 function runWithDb(name: string, bytes: Buffer): string {
   const dir = tmp.mkdir(`db-${name}`);

@@ -40,6 +40,8 @@ export interface CliOptions {
   input?: string;
   /** Kill the process (SIGKILL) after this long; default 120 s. */
   timeoutMs?: number;
+  /** Send `signal` once, the first time `when` holds of the stderr so far (a user's Ctrl-C at some point of a run). */
+  interrupt?: { signal: NodeJS.Signals; when: (stderr: string) => boolean };
 }
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
@@ -57,7 +59,14 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    let interrupted = false;
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      if (options.interrupt && !interrupted && options.interrupt.when(stderr)) {
+        interrupted = true;
+        child.kill(options.interrupt.signal);
+      }
+    });
     child.stdin.on('error', () => {}); // a child that exits before reading its input
     child.stdin.end(options.input ?? '');
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);

@@ -1,5 +1,5 @@
 // Small helpers every subsystem may use: durable writes, SQLite opening, summaries, string
-// suggestions, worker-thread entries, temporary folders.
+// suggestions, worker-thread entries, temporary folders, stop signals.
 export {
   checkOutputFolder,
   type FileContent,
@@ -24,4 +24,5 @@ export { summarize, type Summary } from './stats.js';
 export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';
 export { refuseUnsafeOutputs, RUN_ENTRIES, RUN_MARKER } from './run-files.js';
+export { SIGNAL_EXIT, STOP_SIGNALS, type StopSignal } from './signals.js';
 export { makeTemporaryFolder, removeTemporaryFolder } from './temporary.js';

@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { STOP_SIGNALS } from './signals.js';
 
 const live = new Set<string>();
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 function removeAll(): void {
   for (const dir of live) rmSync(dir, { recursive: true, force: true });
@@ -26,7 +26,7 @@ function onSignal(signal: NodeJS.Signals): void {
   process.kill(process.pid, signal);
 }
 
-const handlers = new Map(SIGNALS.map((s) => [s, () => onSignal(s)] as const));
+const handlers = new Map(STOP_SIGNALS.map((s) => [s, () => onSignal(s)] as const));
 
 let installed = false;
 

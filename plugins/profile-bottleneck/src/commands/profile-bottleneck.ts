@@ -1,18 +1,22 @@
 import { join } from 'node:path';
-import { Flags } from '@oclif/core';
+import { Flags, type Interfaces } from '@oclif/core';
 import {
   datasetFlag,
   ExitCode,
   isXttsError,
   makeTemporaryFolder,
   parseThresholds,
+  plural,
   removeTemporaryFolder,
+  SIGNAL_EXIT,
+  STOP_SIGNALS,
+  type StopSignal,
   setFlag,
   thresholdFlag,
   XttsCommand,
   XttsError,
 } from '@xtts/core';
-import { BACKENDS, loadConfigOrThrow } from '@xtts/core/config';
+import { BACKENDS, type LoadedConfig, loadConfigOrThrow } from '@xtts/core/config';
 import { checkProfileOutputs, describeSpans, profileRecordedRun, type ProfileResult } from '@xtts/core/profile';
 import { paint, renderTable } from '@xtts/core/render';
 
@@ -21,6 +25,7 @@ const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.t
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 type Summary = ProfileResult['breakdown']['wallMs'];
+type ProfileFlags = Interfaces.InferredFlags<(typeof ProfileBottleneck)['flags']>;
 type StepCapture = NonNullable<ProfileResult['stepCapture']>;
 
 /** A row of the span table: mean, std, min, max and p95 in ms, CV, and the share given. */
@@ -51,7 +56,11 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     'every xtts tool shares (docs/rules.md#thresholds); override them with ' +
     '--threshold NAME=VALUE.\n' +
     '\n' +
-    'Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run.';
+    'Ctrl-C (SIGINT), SIGTERM or SIGHUP while it trains: the step under way finishes and the steps so far are ' +
+    'judged. A second signal exits at once.\n' +
+    '\n' +
+    'Exit codes: 0 no verdict graded high; 1 a verdict graded high; 2 bad config or run; 130, 143, 129 stopped ' +
+    'by a signal.';
 
   static override examples = [
     '<%= config.bin %> <%= command.id %> --config configs/small.yaml --backend ' +
@@ -103,6 +112,9 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   /** The temporary run folder of a profile without --output, if any; removed once judged. */
   private temporaryRun: string | undefined;
 
+  /** The signal that stopped the profiled training, if one did: the steps so far are judged; it is the exit status. */
+  private stopSignal: StopSignal | undefined;
+
   protected async execute(): Promise<ProfileResult> {
     const { flags } = await this.parse(ProfileBottleneck);
     const thresholds = parseThresholds(flags.threshold);
@@ -120,42 +132,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       // Without --output the profiled run goes to a temporary folder, removed once it is judged.
       if (!flags.output) this.temporaryRun = makeTemporaryFolder('xtts-profile-');
       runDir = flags.output ?? this.temporaryRun!;
-      const { freeSibling, train } = await import('@xtts/core/training');
-      const human = !this.jsonEnabled();
-      try {
-        await train({
-          loaded,
-          datasetDir: flags.dataset,
-          backend: flags.backend as never,
-          maxSteps: flags.warmup + flags.steps + flags['device-timed-steps'],
-          outputDir: runDir,
-          stepsOnly: true,
-          deviceTimedSteps: flags['device-timed-steps'],
-          onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
-          // Rewritten in place on a terminal; a line a step where stderr goes to a file or a pipe.
-          onProgress: human
-            ? (p) =>
-                process.stderr.write(
-                  process.stderr.isTTY
-                    ? `\rprofiling step ${p.step}/${p.maxSteps}`
-                    : `profiling step ${p.step}/${p.maxSteps}\n`,
-                )
-            : undefined,
-        });
-      } catch (e) {
-        this.removeTemporaryRun();
-        // train's advice for a used folder is --resume, which profiling has not: a new folder, or the run there.
-        if (isXttsError(e) && e.code === 'RUN_FOLDER_USED')
-          throw new XttsError('RUN_FOLDER_USED', e.message, {
-            exitCode: ExitCode.usage,
-            suggestions: [
-              `profile into a new folder: --output ${freeSibling(runDir)}`,
-              `or judge the run already there: xtts profile-bottleneck --run ${runDir}`,
-            ],
-          });
-        throw e;
-      }
-      if (human && process.stderr.isTTY) process.stderr.write('\n');
+      await this.profileTraining(flags, loaded, runDir);
     }
     if (flags.run) {
       const { runInProgress } = await import('@xtts/core/training');
@@ -166,8 +143,100 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       const result = profileRecordedRun(runDir, { warmup: flags.warmup, thresholds, ...files });
       for (const note of result.fixConfigNotes) this.addWarning(note);
       return result;
+    } catch (e) {
+      // Stopped before two steps past the warm-up: the signal's story, with its exit status, not a usage error.
+      if (this.stopSignal && isXttsError(e) && e.code === 'RUN_TOO_SHORT')
+        throw new XttsError(
+          'INTERRUPTED',
+          `${this.stopSignal} stopped the profile before 2 steps past the ${flags.warmup} warm-up steps were ` +
+            'measured: nothing to judge',
+          {
+            exitCode: SIGNAL_EXIT[this.stopSignal],
+            suggestions: [
+              flags.output
+                ? `the steps that ran are in ${flags.output}: judge them with a lower warm-up, ` +
+                  `xtts profile-bottleneck --run ${flags.output} --warmup 0`
+                : 'profile again and let at least --warmup + 2 steps run (--steps, --warmup set how many)',
+            ],
+          },
+        );
+      throw e;
     } finally {
       this.removeTemporaryRun();
+    }
+  }
+
+  /**
+   * Trains the profiled steps into runDir. Ctrl-C (or SIGTERM, SIGHUP) ends the training after its step, and the
+   * steps so far are judged; a second signal, or one before any step, exits at once (a temporary run folder is
+   * removed on the way out).
+   */
+  private async profileTraining(flags: ProfileFlags, loaded: LoadedConfig, runDir: string): Promise<void> {
+    const { freeSibling, train } = await import('@xtts/core/training');
+    const human = !this.jsonEnabled();
+    const maxSteps = flags.warmup + flags.steps + flags['device-timed-steps'];
+    const control = { stop: false };
+    let stepsDone = 0;
+    const onSignal = (signal: StopSignal) => {
+      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
+      if (control.stop || stepsDone === 0) {
+        tell(control.stop ? 'second signal: exiting now, nothing judged' : 'no step has run yet: exiting now');
+        process.exit(SIGNAL_EXIT[signal]);
+      }
+      this.stopSignal = signal;
+      control.stop = true;
+      tell(`finishing this step, then judging the ${plural(stepsDone, 'step')} so far (a second signal quits at once)`);
+    };
+    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
+    for (const [signal, handler] of handlers) process.on(signal, handler);
+    try {
+      await train({
+        loaded,
+        datasetDir: flags.dataset,
+        backend: flags.backend as never,
+        maxSteps,
+        outputDir: runDir,
+        stepsOnly: true,
+        control,
+        onStep: (p) => {
+          stepsDone = p.step - p.startStep;
+        },
+        deviceTimedSteps: flags['device-timed-steps'],
+        onMessage: human ? (m) => process.stderr.write(`${m}\n`) : undefined,
+        // Rewritten in place on a terminal; a line a step where stderr goes to a file or a pipe.
+        onProgress: human
+          ? (p) =>
+              process.stderr.write(
+                process.stderr.isTTY
+                  ? `\rprofiling step ${p.step}/${p.maxSteps}`
+                  : `profiling step ${p.step}/${p.maxSteps}\n`,
+              )
+          : undefined,
+      });
+    } catch (e) {
+      this.removeTemporaryRun();
+      // train's advice for a used folder is --resume, which profiling has not: a new folder, or the run there.
+      if (isXttsError(e) && e.code === 'RUN_FOLDER_USED')
+        throw new XttsError('RUN_FOLDER_USED', e.message, {
+          exitCode: ExitCode.usage,
+          suggestions: [
+            `profile into a new folder: --output ${freeSibling(runDir)}`,
+            `or judge the run already there: xtts profile-bottleneck --run ${runDir}`,
+          ],
+        });
+      throw e;
+    } finally {
+      for (const [signal, handler] of handlers) process.off(signal, handler);
+    }
+    if (human && process.stderr.isTTY) process.stderr.write('\n');
+    if (this.stopSignal) {
+      const past = stepsDone - flags.warmup - flags.steps;
+      this.addWarning(
+        `${this.stopSignal} stopped the profile after ${stepsDone} of ${maxSteps} steps: ` +
+          (past < 0
+            ? `${Math.max(0, stepsDone - flags.warmup)} of them past the warm-up where --steps asked for ${flags.steps}`
+            : `${past} of the ${flags['device-timed-steps']} device-timed steps ran`),
+      );
     }
   }
 
@@ -414,6 +483,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
   }
 
   protected override exitCodeFor(r: ProfileResult): number {
+    if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
     return r.verdicts.some((v) => v.grade === 'high') ? ExitCode.findings : ExitCode.ok;
   }
 }

@@ -1,18 +1,20 @@
 import { Flags } from '@oclif/core';
-import { datasetFlag, ExitCode, plural, positiveNumberFlag, setFlag, shellQuote, XttsCommand } from '@xtts/core';
+import {
+  datasetFlag,
+  ExitCode,
+  plural,
+  positiveNumberFlag,
+  SIGNAL_EXIT,
+  STOP_SIGNALS,
+  type StopSignal,
+  setFlag,
+  shellQuote,
+  XttsCommand,
+} from '@xtts/core';
 import { loadConfigOrThrow, presetPath, BACKENDS } from '@xtts/core/config';
 import { describeSpans } from '@xtts/core/profile';
 import { etaText, paint, ProgressLine } from '@xtts/core/render';
 import type { TrainResult, VocoderTrainResult } from '@xtts/core/training';
-
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-type StopSignal = (typeof STOP_SIGNALS)[number];
-/** 128 + the signal's number, as a shell reports a process the signal ended. */
-const SIGNAL_EXIT: Record<StopSignal, number> = {
-  SIGINT: ExitCode.interrupted,
-  SIGTERM: ExitCode.terminated,
-  SIGHUP: ExitCode.hangup,
-};
 
 /** How a run ended, for its summary line. */
 const STOPPED: Record<TrainResult['stoppedBy'], string> = {
