@@ -10,7 +10,14 @@ import { test } from 'node:test';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { lintConfig } from '../../src/core/config/rules.js';
 import { f0Track, MelExtractor, processClip } from '../../src/core/data/audio/index.js';
-import { clipPitch, pitchBands, pitchEstimatorFor, pooledLogF0 } from '../../src/core/data/audio/pitch.js';
+import {
+  clipPitch,
+  PitchEstimator,
+  pitchBands,
+  pitchEstimatorFor,
+  pooledLogF0,
+  referenceLogF0,
+} from '../../src/core/data/audio/pitch.js';
 import { melWarpSources, warpedBand, warpTable } from '../../src/core/data/voice-warp.js';
 import { voiceWindows } from '../../src/core/training/voices.js';
 import { cachedClips, eachUtterance } from '../helpers/cached-clips.js';
@@ -150,6 +157,28 @@ test("synthesis's reference windows carry their clip's pitch, or the joined clip
   const pooled = pooledLogF0(clips.map((c) => clipPitch(pitchEstimatorFor(audio).voicedLogF0(c.mel, c.frames))));
   assert.ok(joined.every((w) => w.logF0 === pooled));
   assert.ok(pooled > Math.log(120) && pooled < Math.log(170), `${Math.exp(pooled)} Hz`);
+});
+
+test("a clip's pitch is measured once however often a reference is read (its warning, then its windows)", () => {
+  const { mel, frames } = extractor.compute(vowel(130, 0.5));
+  const measure = PitchEstimator.prototype.voicedLogF0;
+  let calls = 0;
+  PitchEstimator.prototype.voicedLogF0 = function (this: PitchEstimator, m: Float32Array, f: number) {
+    calls++;
+    return measure.call(this, m, f);
+  };
+  try {
+    const first = referenceLogF0([{ mel, frames }], audio);
+    assert.equal(referenceLogF0([{ mel, frames }], audio), first);
+    assert.equal(calls, 1);
+    // Fewer frames of the same array: measured again.
+    const fewer = referenceLogF0([{ mel, frames: frames - 4 }], audio);
+    assert.equal(calls, 2);
+    assert.ok(Math.abs(fewer - first) < 0.05);
+    assert.ok(Math.abs(Math.exp(first) / 130 - 1) < 0.03, `${Math.exp(first)} Hz`);
+  } finally {
+    PitchEstimator.prototype.voicedLogF0 = measure;
+  }
 });
 
 test('validate refuses speaker_pitch on a mel too coarse to read a pitch from, and says why', () => {

@@ -185,8 +185,18 @@ export function pooledLogF0(clips: readonly ClipPitch[]): number {
   return weight > 0 ? sum / weight : 0;
 }
 
+/** Each clip's pitch as last measured, by its log-mel: synthesis reads a reference's twice (its warning, its windows). */
+const measured = new WeakMap<Float32Array, { estimator: PitchEstimator; frames: number; pitch: ClipPitch }>();
+
 /** The pitch of clips read as one reference ([frames, nMels] raw log-mels): pooledLogF0 of each clip's. */
 export function referenceLogF0(clips: readonly { mel: Float32Array; frames: number }[], settings: MelSettings): number {
   const estimator = pitchEstimatorFor(settings);
-  return pooledLogF0(clips.map((c) => clipPitch(estimator.voicedLogF0(c.mel, c.frames))));
+  const pitchOf = (c: { mel: Float32Array; frames: number }) => {
+    const known = measured.get(c.mel);
+    if (known && known.estimator === estimator && known.frames === c.frames) return known.pitch;
+    const pitch = clipPitch(estimator.voicedLogF0(c.mel, c.frames));
+    measured.set(c.mel, { estimator, frames: c.frames, pitch });
+    return pitch;
+  };
+  return pooledLogF0(clips.map(pitchOf));
 }
