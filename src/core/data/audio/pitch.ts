@@ -185,7 +185,7 @@ export function pooledLogF0(clips: readonly ClipPitch[]): number {
   return weight > 0 ? sum / weight : 0;
 }
 
-/** Each clip's pitch as last measured, by its log-mel: synthesis reads a reference's twice (its warning, its windows). */
+/** Each clip's pitch as last measured, by its log-mel: synthesis reads a reference's twice (warning, windows). */
 const measured = new WeakMap<Float32Array, { estimator: PitchEstimator; frames: number; pitch: ClipPitch }>();
 
 /** The pitch of clips read as one reference ([frames, nMels] raw log-mels): pooledLogF0 of each clip's. */
