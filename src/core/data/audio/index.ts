@@ -115,8 +115,12 @@ export function processClip(bytes: Uint8Array, audio: AudioConfig, where: string
   return processDecoded(decodeWav(bytes, where, { maxSeconds: MAX_CLIP_SECONDS }), audio, where);
 }
 
-/** The most readAudioFile reads of one file: Node reads at most 2 GiB into one buffer. */
-const MAX_READ_BYTES = 2 ** 31 - 1;
+/**
+ * The most readAudioFile reads of one file (a pipe too): 600 s of 48 kHz 24-bit stereo is 173 MB. Each worker holds
+ * a clip's bytes while it decodes them: a 590 s recording of 16 channels (906 MB at 48 kHz, 16-bit) is within
+ * MAX_CLIP_SECONDS but would take a gigabyte a worker.
+ */
+const MAX_READ_BYTES = 256 << 20;
 /** Files larger than this have their WAV header read first (readAudioFile). */
 const PEEK_ABOVE_BYTES = 16 << 20;
 const HEAD_BYTES = 1 << 20;
@@ -125,7 +129,7 @@ const HEAD_BYTES = 1 << 20;
  * An audio file's bytes, for processAudioFile. A WAV file over 16 MiB whose header says it holds more than
  * MAX_CLIP_SECONDS is refused (AUDIO_TOO_LONG) from its first MiB, without reading the rest: a dataset row pointing
  * at an hour-long recording (600 MB) would otherwise be read whole by every worker that meets it, only to be refused.
- * A file over 2 GiB, which Node cannot read into one buffer, is refused unread (AUDIO_TOO_LARGE).
+ * A file over MAX_READ_BYTES (256 MiB: many channels, a high rate) is refused unread (AUDIO_TOO_LARGE).
  */
 export function readAudioFile(path: string, where = path, options: { pipes?: boolean } = {}): Buffer {
   // A named pipe's open waits for its writer: read only where the user named it (`--reference <(sox …)`), and only
@@ -147,10 +151,11 @@ export function readAudioFile(path: string, where = path, options: { pipes?: boo
         );
     }
     if (size > MAX_READ_BYTES) {
-      const gib = (size / 2 ** 30).toFixed(1);
+      const amount = size >= 2 ** 30 ? `${(size / 2 ** 30).toFixed(1)} GiB` : `${Math.round(size / 2 ** 20)} MiB`;
       throw new XttsError(
         'AUDIO_TOO_LARGE',
-        `${where}: ${gib} GiB, more than the 2 GiB xtts reads of one clip (it was not read); a clip of speech is ` +
+        `${where}: ${amount}, more than the ${MAX_READ_BYTES >> 20} MiB xtts reads of one clip (it was not read); ` +
+          'a clip of speech is ' +
           'far smaller: many channels or a high sample rate? cut it into sentences, or take one channel at the ' +
           "model's rate",
         { suggestions: ['e.g. `sox IN.wav -c 1 -r 22050 OUT.wav remix 1`, then cut it into sentence-length clips'] },
@@ -163,10 +168,7 @@ export function readAudioFile(path: string, where = path, options: { pipes?: boo
   }
 }
 
-/** The most a pipe named as audio is read: 600 s of 48 kHz 24-bit stereo is 173 MB. */
-const MAX_PIPE_BYTES = 256 << 20;
-
-/** A pipe's bytes to its end, refused (AUDIO_TOO_LONG) past MAX_PIPE_BYTES rather than held without bound. */
+/** A pipe's bytes to its end, refused (AUDIO_TOO_LONG) past MAX_READ_BYTES rather than held without bound. */
 function readPipe(path: string, where: string): Buffer {
   const fd = openSync(path, 'r');
   try {
@@ -177,10 +179,10 @@ function readPipe(path: string, where: string): Buffer {
       const n = readSync(fd, chunk, 0, chunk.length, null);
       if (n === 0) return Buffer.concat(chunks, total);
       total += n;
-      if (total > MAX_PIPE_BYTES)
+      if (total > MAX_READ_BYTES)
         throw new XttsError(
           'AUDIO_TOO_LONG',
-          `${where}: the pipe gave more than ${MAX_PIPE_BYTES >> 20} MiB of audio; a clip may be at most ` +
+          `${where}: the pipe gave more than ${MAX_READ_BYTES >> 20} MiB of audio; a clip may be at most ` +
             `${MAX_CLIP_SECONDS} s: cut it into sentences`,
           { suggestions: ['split long recordings into sentence-length clips'] },
         );
