@@ -600,6 +600,24 @@ describe('xtts validate-gpu-optimization', { concurrency: true }, () => {
       assert.match(f.fix ?? '', /^batch_size: \d+/);
     });
 
+    test('a batch_size above the training rows is estimated at the rows, as train trains it', async () => {
+      // quickstart's 30 training utterances at batch_size 2048: train batches them 30 at a time (634 MiB, within a
+      // 1 GiB budget); at 2048 the estimate would be about 41 GiB. Without the dataset read, the asked batch stands.
+      const args = ['--config', 'configs/quickstart.yaml', '--set', 'batching.batch_size=2048'];
+      const budget = ['--set', 'device.model_memory_budget_mb=1024', '--json'];
+      const [read, unread] = await Promise.all([
+        validate([...args, ...budget]),
+        validate([...args, ...budget, '--no-environment']),
+      ]);
+      assert.equal(read.code, 0, describeRun(read));
+      assert.equal(findings(read).filter((f) => f.ruleId === 'batching/memory').length, 0);
+      const memory = read.json.result.memory;
+      assert.match(memory.description, /at batch 30 × \d+ frames\); batch_size 2048 is more than the 30 training/);
+      assert.ok(memory.estimateBytes < memory.limitBytes, JSON.stringify(memory));
+      assert.equal(unread.code, 1, describeRun(unread));
+      assert.match(one(unread, 'batching/memory').message, /at batch 2048 × \d+ frames\) exceeds/);
+    });
+
     test('a missing dataset folder is an error at dataset.path; --no-environment skips it', async () => {
       const file = tmp.write('nodata.yaml', 'extends: quickstart\ndataset:\n  path: ./no-such-folder\n');
       const [withEnv, without] = await Promise.all([

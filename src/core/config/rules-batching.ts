@@ -9,7 +9,9 @@ import {
   type MemoryLimit,
   trainingMemoryLimit,
 } from './estimate.js';
+import type { LoadedConfig } from './load.js';
 import { at, fired, firstFired, type Rule } from './rule-context.js';
+import { readTrainingRows } from './rules-data.js';
 import type { XttsConfig } from './schema.js';
 import { THRESHOLDS } from './thresholds.js';
 
@@ -64,12 +66,13 @@ export const batchingMemoryRule: Rule = {
     'grow with batch × layers × sequence length and with the square of it in ' +
     'attention. Out of memory mid-run loses the run; the estimate catches it before.',
   check(ctx) {
-    const est = estimateTrainingMemory(ctx.config);
+    const trained = atTrainedBatch(ctx);
+    const est = estimateTrainingMemory(trained.config);
     const limit = memoryLimitFor(ctx);
     if (!limit) return [];
     const share = est.totalBytes / limit.bytes;
-    const detail = describeEstimate(ctx.config, est);
-    const fits = batchSizeWithin(ctx.config, est, limit.bytes, THRESHOLDS.memoryWarnShare);
+    const detail = describeEstimate(trained.config, est) + trained.note;
+    const fits = batchSizeWithin(trained.config, est, limit.bytes, THRESHOLDS.memoryWarnShare);
     // Parameters alone over the limit: no batch size helps, the model is too large.
     const fix =
       est.parameterBytes >= limit.bytes * THRESHOLDS.memoryWarnShare
@@ -99,6 +102,24 @@ export const batchingMemoryRule: Rule = {
     ]);
   },
 };
+
+/**
+ * The config at the batch its run trains where the dataset is read here (environment checks on): a batch_size above
+ * the training rows trains at the rows (data/buckets.ts batchSizeWithin), and `note` says so; else the config.
+ */
+export function atTrainedBatch(ctx: { loaded: LoadedConfig; config: XttsConfig; host?: HostInventory }): {
+  config: XttsConfig;
+  note: string;
+} {
+  const asked = ctx.config.batching.batch_size;
+  const read = ctx.host && ctx.config.task !== 'vocoder' ? readTrainingRows(ctx.loaded) : undefined;
+  if (!read || 'error' in read || read.trainRows === 0 || read.trainRows >= asked)
+    return { config: ctx.config, note: '' };
+  return {
+    config: { ...ctx.config, batching: { ...ctx.config.batching, batch_size: read.trainRows } },
+    note: `; batch_size ${asked} is more than the ${read.trainRows} training utterances, which are the batch`,
+  };
+}
 
 export const batchingSmallBatchRule: Rule = {
   id: 'batching/small-batch',

@@ -13,6 +13,7 @@ import {
   skippedRowsWarning,
 } from '../data/index.js';
 import { XttsError } from '../errors.js';
+import type { LoadedConfig } from './load.js';
 import { at, type Draft, fired, type Rule, type RuleContext } from './rule-context.js';
 
 export const datasetPathRule: Rule = {
@@ -81,35 +82,13 @@ export const datasetRowsRule: Rule = {
     'are skipped then, and a metadata file none of whose rows is usable stops it. The rows are read here as ' +
     'the run reads them, clips not decoded (analyze-data-pipeline decodes them).',
   check(ctx) {
-    const dir = ctx.loaded.datasetDir;
-    const c = ctx.config.dataset;
-    const metadataMissing = [c.metadata, c.validation_metadata].some((m) => m !== null && !readable(join(dir, m)));
-    // dataset/path reports a folder or metadata file that is not there.
-    if (!existsSync(dir) || !statSync(dir).isDirectory() || metadataMissing) return [];
-    let manifest: Manifest;
-    try {
-      manifest = buildManifest(dir, c);
-    } catch (e) {
-      if (!(e instanceof XttsError)) throw e;
-      return [rowsFinding(ctx, 'error', e.message, e.suggestions[0], e.position)];
-    }
-    const skipped = [...manifest.skipped];
-    const trainRows =
-      ctx.config.task === 'vocoder'
-        ? manifest.train.length
-        : assignLanguages(manifest, ctx.config, (row, reason, detail) =>
-            skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail }),
-          ).filter((r) => r.split === 'train').length;
-    skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
-    try {
-      refuseUnusable(skipped, trainRows, dir, false);
-    } catch (e) {
-      if (!(e instanceof XttsError)) throw e;
-      return [rowsFinding(ctx, 'error', e.message, e.suggestions[0], e.position)];
-    }
+    const read = readTrainingRows(ctx.loaded);
+    if (!read) return [];
+    if ('error' in read)
+      return [rowsFinding(ctx, 'error', read.error.message, read.error.suggestions[0], read.error.position)];
+    const { skipped, trainRows, rows } = read;
     const warning = skippedRowsWarning(skipped);
     if (!warning) return [];
-    const rows = manifest.train.length + manifest.validation.length + manifest.skipped.length;
     return [
       rowsFinding(
         ctx,
@@ -121,6 +100,52 @@ export const datasetRowsRule: Rule = {
     ];
   },
 };
+
+/** The metadata's rows as a run reads them: how many train, how many in all, those skipped; or why none can. */
+type TrainingRows = { trainRows: number; rows: number; skipped: SkippedRow[] } | { error: XttsError };
+
+const rowsRead = new WeakMap<LoadedConfig, TrainingRows | undefined>();
+
+/**
+ * The dataset's rows read as the run reads them (clips not decoded), once per loaded config (dataset/rows and the
+ * memory estimate both read them); undefined where its folder or metadata is missing (dataset/path says so).
+ */
+export function readTrainingRows(loaded: LoadedConfig): TrainingRows | undefined {
+  if (rowsRead.has(loaded)) return rowsRead.get(loaded);
+  const read = readRows(loaded);
+  rowsRead.set(loaded, read);
+  return read;
+}
+
+function readRows(loaded: LoadedConfig): TrainingRows | undefined {
+  const dir = loaded.datasetDir;
+  const { config } = loaded;
+  const c = config.dataset;
+  const metadataMissing = [c.metadata, c.validation_metadata].some((m) => m !== null && !readable(join(dir, m)));
+  if (!existsSync(dir) || !statSync(dir).isDirectory() || metadataMissing) return undefined;
+  let manifest: Manifest;
+  try {
+    manifest = buildManifest(dir, c);
+  } catch (e) {
+    if (!(e instanceof XttsError)) throw e;
+    return { error: e };
+  }
+  const skipped = [...manifest.skipped];
+  const trainRows =
+    config.task === 'vocoder'
+      ? manifest.train.length
+      : assignLanguages(manifest, config, (row, reason, detail) =>
+          skipped.push({ file: row.file, line: row.line, id: row.id, reason, detail }),
+        ).filter((r) => r.split === 'train').length;
+  skipped.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
+  try {
+    refuseUnusable(skipped, trainRows, dir, false);
+  } catch (e) {
+    if (!(e instanceof XttsError)) throw e;
+    return { error: e };
+  }
+  return { trainRows, rows: manifest.train.length + manifest.validation.length + manifest.skipped.length, skipped };
+}
 
 /** A finding at the start of the metadata row it names (`position`), else at dataset.metadata in the config. */
 function rowsFinding(

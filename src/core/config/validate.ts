@@ -4,6 +4,7 @@ import { loadConfig } from './load.js';
 import { describeEstimate, estimateTrainingMemory } from './estimate.js';
 import { hostInventory } from '../env/index.js';
 import { lintConfig, memoryLimitFor } from './rules.js';
+import { atTrainedBatch } from './rules-batching.js';
 
 export interface ValidationOptions {
   set?: readonly string[];
@@ -42,16 +43,15 @@ export function validateConfigFile(file: string, options: ValidationOptions = {}
   const sorted = sortFindings(all);
   let memory: ValidationReport['memory'];
   if (loaded && loaded.config.task !== 'vocoder') {
-    const est = estimateTrainingMemory(loaded.config);
-    const limit = memoryLimitFor({
-      config: loaded.config,
-      host: options.environment === false ? undefined : hostInventory(),
-    });
+    const host = options.environment === false ? undefined : hostInventory();
+    const trained = atTrainedBatch({ loaded, config: loaded.config, host });
+    const est = estimateTrainingMemory(trained.config);
+    const limit = memoryLimitFor({ config: loaded.config, host });
     const known = limit && Number.isFinite(limit.bytes) ? limit : undefined;
     memory = {
       estimateBytes: est.totalBytes,
       parameters: est.parameters,
-      description: describeEstimate(loaded.config, est),
+      description: describeEstimate(trained.config, est) + trained.note,
       limitBytes: known?.bytes ?? null,
       limit: known ? known.what : null,
     };
