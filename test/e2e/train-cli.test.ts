@@ -242,6 +242,17 @@ describe('xtts train', () => {
       ]);
       assert.equal(notSeconds.code, 2);
       assert.match(notSeconds.json.error.message, /--max-seconds must be a positive number of seconds, got "0"/);
+      // Milliseconds meant as seconds: refused before any work, not a WAV of one frame.
+      const tooShort = await runCli(
+        ['synthesize', '--checkpoint', out, '--text', 'Hi.', '--max-seconds', '0.01'].concat([
+          '--out',
+          join(dir, 'short.wav'),
+          '--json',
+        ]),
+      );
+      assert.equal(tooShort.code, 2, tooShort.stderr);
+      assert.match(tooShort.json.error.message, /--max-seconds 0\.01 allows 10 ms a text, shorter than any word/);
+      assert.equal(existsSync(join(dir, 'short.wav')), false);
       assert.ok(upper.json.result.utterances[0].frames <= Math.ceil((0.25 * 22050) / 256) + 1);
       const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
       assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);

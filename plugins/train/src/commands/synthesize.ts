@@ -7,6 +7,9 @@ import { splitLines, utf16Encoding } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
 import type { SynthesisText, SynthesizedUtterance, SynthesizeResult } from '@xtts/core/training';
 
+/** The shortest --max-seconds: a word takes longer (a mistaken 0.01, milliseconds meant, made 1-frame WAVs). */
+const MIN_MAX_SECONDS = 0.1;
+
 export default class Synthesize extends XttsCommand<SynthesizeResult> {
   static override summary =
     'Turn text into WAVs with a trained checkpoint, in a trained voice or one cloned from clips.';
@@ -95,6 +98,12 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
         exitCode: ExitCode.usage,
         suggestions: ['see --help for the flags this command takes'],
       });
+    const maxSeconds = flags['max-seconds'];
+    if (maxSeconds !== undefined && maxSeconds < MIN_MAX_SECONDS)
+      throw usage(
+        `--max-seconds ${maxSeconds} allows ${Math.round(maxSeconds * 1000)} ms a text, shorter than any word (it ` +
+          `counts seconds): give the longest output you want, at least ${MIN_MAX_SECONDS} (e.g. --max-seconds 20)`,
+      );
     let texts: SynthesisText[];
     // synthesize() checks every WAV's folder before it loads the model; an --out that names a folder
     // would pass that check and fail only after synthesis.
