@@ -18,7 +18,8 @@
 #    VOICES_VOCODER_STEPS, default 2,400 a minute); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
 #    the trained model's teacher-forced mels of the seen voices' clips (vocoder.finetune_acoustic, at 3e-4),
 #    HiFi-GAN's second stage.
-# 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference), through
+# 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference; the unseen
+#    voices first, so that a run cut short by the deadline still has them), through
 #    the fine-tuned and the plain neural vocoder too where they were trained (spoken/finetuned, spoken/neural;
 #    VOICES_GRIFFIN_LIM=0: through them alone), for every seen voice also by name (--speaker, Griffin-Lim;
 #    VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not started VOICES_DEADLINE_S (540) seconds
@@ -249,6 +250,7 @@ synth() { # mode voice args...
 }
 jobs_list=()
 speakers=()
+# The unseen voices first: a run cut short by the deadline still scores them (their match is the hardest target).
 while IFS=$'\t' read -r name _ _ _ split; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
   [[ -d $work/finetuned/checkpoints ]] &&
@@ -258,7 +260,7 @@ while IFS=$'\t' read -r name _ _ _ split; do
   [[ $griffin_lim == 1 || ! -d $work/vocoder/checkpoints ]] &&
     jobs_list+=("reference $name --reference $work/clips/$name.wav")
   [[ $split == seen && $by_name == 1 ]] && speakers+=("speaker $name --speaker $name")
-done <"$here/voices.tsv"
+done < <(awk -F'\t' '$5 == "unseen"' "$here/voices.tsv"; awk -F'\t' '$5 != "unseen"' "$here/voices.tsv")
 jobs_list+=(${speakers[@]+"${speakers[@]}"})
 t=$(date +%s%N)
 skipped=0
