@@ -58,6 +58,19 @@ mkdir -p "$work/logs"
 since() { echo "$((($(date +%s%N) - $1) / 1000000))"; }
 elapsed_s() { echo "$((($(date +%s%N) - start) / 1000000000))"; }
 log() { echo "$*" >>"$work/summary.txt"; echo "gpu.sh [$(elapsed_s) s] $*" >&2; }
+# The deadline is kept by the phases too, not by skipping synthesis alone: the acoustic model's training and the
+# fine-tuning stop in time to leave VOICES_SYNTH_RESERVE_S (70) seconds for synthesis, and the training also
+# VOICES_FINETUNE_RESERVE_S (80) for the fine-tuning. On a slow host (every phase 1.4-1.8x X's) the runs before
+# this ran their full minutes and the deadline then skipped most of the synthesis.
+synth_reserve_s=${VOICES_SYNTH_RESERVE_S:-70}
+finetune_reserve_s=0
+((finetune_steps > 0)) && finetune_reserve_s=${VOICES_FINETUNE_RESERVE_S:-80}
+# within MINUTES RESERVE_S: MINUTES, or fewer where they would not end RESERVE_S before the deadline (20 s of a
+# run's start-up, before its minutes count, left out; 0.1 at the least).
+within() {
+  awk -v m="$1" -v d="$deadline_s" -v e="$(elapsed_s)" -v r="$2" \
+    'BEGIN { left = (d - e - r - 20) / 60; if (left > m) left = m; printf "%.2f", (left < 0.1 ? 0.1 : left) }'
+}
 {
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -200,8 +213,11 @@ fit_steps() { # minutes args...
 train_args=(--config "$here/voices.yaml" --dataset "$work/data" ${VOICES_ARGS:-})
 steps=${VOICES_STEPS:-$(fit_steps "$minutes" "${train_args[@]}")}
 steps=${steps:-$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 380 }')}
+train_minutes=$(within "$minutes" $((synth_reserve_s + finetune_reserve_s)))
+[[ $train_minutes != "$(awk -v m="$minutes" 'BEGIN { printf "%.2f", m }')" ]] &&
+  log "training cut to $train_minutes minutes (of $minutes) to leave the fine-tuning and synthesis their time"
 t=$(date +%s%N)
-$x train --output "$work/voices" --max-minutes "$minutes" --backend "$backend" --json "${train_args[@]}" \
+$x train --output "$work/voices" --max-minutes "$train_minutes" --backend "$backend" --json "${train_args[@]}" \
   --set training.max_steps="$steps" --set training.eval_every="$steps" --set training.checkpoint_every="$steps" \
   >"$work/logs/train.json" 2>"$work/logs/train.log"
 rc=$?
@@ -218,7 +234,10 @@ if [[ -n $vocoder_pid ]]; then
   pack
 fi
 # The fine-tuning: on the seen voices' clips alone (the training-only voices' would triple the mels to predict).
-if ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/checkpoints ]]; then
+finetune_minutes=$(within 1000 "$synth_reserve_s")
+if ((finetune_steps > 0)) && awk -v m="$finetune_minutes" 'BEGIN { exit !(m < 0.3) }'; then
+  log "vocoder fine-tuning skipped: $finetune_minutes minutes are left before synthesis's time"
+elif ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/checkpoints ]]; then
   t=$(date +%s%N)
   mkdir -p "$work/seen-data"
   cp -al "$work/data/wavs" "$work/seen-data/wavs" # hard links: the same clips, no copy
@@ -227,9 +246,9 @@ if ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voices/
     "$work/data/metadata.csv" >"$work/seen-data/metadata.csv"
   vocoder_run finetuned "$work/seen-data" "$finetune_steps" --set vocoder.init_from="$work/vocoder" \
     --set vocoder.finetune_acoustic="$work/voices" --set training.learning_rate=3e-4 \
-    --set training.schedule.warmup_steps=50
-  log "vocoder fine-tuning rc=$?, $finetune_steps steps on $(wc -l <"$work/seen-data/metadata.csv") clips," \
-    "in $(since "$t") ms"
+    --set training.schedule.warmup_steps=50 --max-minutes "$finetune_minutes"
+  log "vocoder fine-tuning rc=$?, $finetune_steps steps (at most $finetune_minutes minutes) on" \
+    "$(wc -l <"$work/seen-data/metadata.csv") clips, in $(since "$t") ms"
   pack
 fi
 
