@@ -3,7 +3,17 @@
 // 130, and synthesis writes a valid WAV.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -253,6 +263,20 @@ describe('xtts train', () => {
       assert.equal(tooShort.code, 2, tooShort.stderr);
       assert.match(tooShort.json.error.message, /--max-seconds 0\.01 allows 10 ms a text, shorter than any word/);
       assert.equal(existsSync(join(dir, 'short.wav')), false);
+      // A named pipe as the WAV (a player reading it), --overwrite or not: refused before any work, the pipe left as
+      // it was (the write's rename into place replaced it with a file).
+      const pipe = join(dir, 'player.wav');
+      execFileSync('mkfifo', [pipe]);
+      const toPipe = await runCli(
+        ['synthesize', '--checkpoint', out, '--text', 'Hi.', '--out', pipe, '--overwrite'].concat(['--json']),
+      );
+      assert.equal(toPipe.code, 2, toPipe.stderr);
+      assert.match(
+        toPipe.json.error.message,
+        /cannot write the WAV to .*player\.wav: it is a named pipe \(FIFO\), not a/,
+      );
+      assert.ok(statSync(pipe).isFIFO());
+      rmSync(pipe);
       assert.ok(upper.json.result.utterances[0].frames <= Math.ceil((0.25 * 22050) / 256) + 1);
       const toFolder = await runCli(['export', '--checkpoint', out, '--out', dir, '--overwrite', '--json']);
       assert.equal(toFolder.json.error?.code, 'OUTPUT_UNWRITABLE', toFolder.stderr);

@@ -11,12 +11,15 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
+  checkOutputFolder,
   makeFolders,
   otherFileKind,
   refuseOutputsOverInputs,
   requireRegularFile,
   unreadableWhy,
+  writeOutputFile,
 } from '../../src/core/util/index.js';
+import type { XttsError } from '../../src/core/errors.js';
 import { TempDir } from '../helpers/tmp.js';
 
 test('makeFolders makes the missing levels, leaves existing ones, and refuses a file in the way', () => {
@@ -82,6 +85,37 @@ test('an output that is an input by another name, or two outputs that are one fi
       { code: 'OUTPUTS_COLLIDE' },
     );
   } finally {
+    tmp.remove();
+  }
+});
+
+test('an output that is a pipe, socket or device (/dev/null, /dev/stdout) is refused, --overwrite or not', async () => {
+  const tmp = new TempDir('xtts-out-not-file-');
+  const server = createServer();
+  try {
+    // With --overwrite the write's rename into place replaced a named pipe, or as root /dev/null itself, with a file.
+    execFileSync('mkfifo', [tmp.at('pipe.wav')]);
+    await new Promise<void>((done) => server.listen(tmp.at('socket.wav'), done));
+    const cases: [string, RegExp][] = [
+      [tmp.at('pipe.wav'), /it is a named pipe \(FIFO\), not a file: xtts writes a file whole and renames it/],
+      [tmp.at('socket.wav'), /it is a socket, not a file/],
+      ['/dev/null', /it is a device, not a file/],
+    ];
+    for (const [path, why] of cases)
+      for (const overwrite of [true, false]) {
+        const refused = (e: XttsError) => e.code === 'OUTPUT_UNWRITABLE' && why.test(e.message);
+        assert.throws(() => checkOutputFolder(path, 'the WAV', { overwrite }), refused, path);
+        assert.throws(() => writeOutputFile(path, 'RIFF', 'the WAV', { overwrite }), refused, path);
+      }
+    assert.ok(statSync(tmp.at('pipe.wav')).isFIFO());
+    assert.ok(statSync('/dev/null').isCharacterDevice());
+    // A regular file is replaced with --overwrite, as before; a path through a file is the write's error.
+    writeFileSync(tmp.at('old.wav'), 'old');
+    writeOutputFile(tmp.at('old.wav'), 'new', 'the WAV', { overwrite: true });
+    assert.equal(readFileSync(tmp.at('old.wav'), 'utf8'), 'new');
+    assert.throws(() => writeOutputFile(tmp.at('old.wav/x.wav'), 'x', 'the WAV'), { code: 'OUTPUT_UNWRITABLE' });
+  } finally {
+    server.close();
     tmp.remove();
   }
 });

@@ -184,6 +184,25 @@ export function writeFileAtomic(path: string, data: FileContent, options: { over
   }
 }
 
+/**
+ * Why an output path that exists is no place for a file xtts writes, or undefined: a folder; a named pipe, socket or
+ * device (/dev/stdout among them), which the write's rename into place would replace with a file, not write into.
+ */
+function notAFileWhy(file: string): string | undefined {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(file, { throwIfNoEntry: false });
+  } catch {
+    return undefined; // a path through a file, or a folder that may not be searched: the write says which
+  }
+  if (!st || st.isFile()) return undefined;
+  if (st.isDirectory()) return 'it is a folder, not a file';
+  return (
+    `it is ${otherFileKind(st)}, not a file: xtts writes a file whole and renames it into place, which would ` +
+    'replace it rather than write into it; write a file, then copy it there'
+  );
+}
+
 function exists(file: string, what: string): XttsError {
   return new XttsError('OUTPUT_EXISTS', `${file} exists: xtts does not replace ${what} it did not just write`, {
     exitCode: ExitCode.usage,
@@ -198,6 +217,12 @@ export function writeOutputFile(
   what: string,
   options: { overwrite?: boolean } = {},
 ): void {
+  const notFile = notAFileWhy(file);
+  if (notFile)
+    throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${notFile}`, {
+      exitCode: ExitCode.usage,
+      suggestions: ['name a file in a folder that exists and that you can write'],
+    });
   try {
     writeFileAtomic(file, text, options);
   } catch (e) {
@@ -313,7 +338,7 @@ export function checkOutputFolder(file: string, what: string, options: { overwri
         ? `its folder ${folder} does not exist`
         : `its folder ${folder} cannot be written`;
   }
-  if (!problem && statSync(file, { throwIfNoEntry: false })?.isDirectory()) problem = 'it is a folder, not a file';
+  if (!problem) problem = notAFileWhy(file);
   if (problem)
     throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, {
       exitCode: ExitCode.usage,
