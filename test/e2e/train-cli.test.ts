@@ -20,13 +20,13 @@ import Database from 'better-sqlite3';
 import { decodeWav } from '../../src/core/data/audio/wav.js';
 import { CheckpointStore, type CheckpointState } from '../../src/core/training/checkpoint.js';
 import { decodeSafetensors, encodeSafetensors } from '../../src/core/training/safetensors.js';
-import { repoRoot, runCli as run } from '../helpers/cli.js';
+import { assertNoStackTrace, type CliOptions, describeRun, repoRoot, runCli as run } from '../helpers/cli.js';
 import { MICRO_MODEL, shortQuickstartRun, trainingLosses } from '../helpers/short-clips.js';
 import { readEvents } from '../helpers/tfevents.js';
 import { joinedRegExp } from '../helpers/regexp.js';
 
 // Training runs take minutes on a 2-core CPU: longer than the helper's default timeout.
-const runCli = (args: string[]) => run(args, { timeoutMs: 1_200_000 });
+const runCli = (args: string[], options: CliOptions = {}) => run(args, { timeoutMs: 1_200_000, ...options });
 
 // The 12 shortest quickstart clips keep each step cheap on a 2-core CPU.
 const { dir, config } = shortQuickstartRun(
@@ -343,6 +343,26 @@ describe('xtts train', () => {
       );
       for (const f of ['line-0001.wav', 'line-0003.wav'])
         assert.ok(decodeWav(readFileSync(join(spoken, f)), f).durationS > 0.1);
+
+      // Ctrl-C while 40 texts are spoken one at a time: the WAV under way is finished, the summary lists the texts
+      // spoken, the exit status is SIGINT's; the rest are not spoken.
+      const forty = join(dir, 'forty.txt');
+      writeFileSync(forty, Array.from({ length: 40 }, (_, i) => `The boy was there ${i + 1} times.`).join('\n'));
+      const cut = join(dir, 'spoken-cut');
+      mkdirSync(cut);
+      const stopped = await runCli(
+        ['synthesize', '--checkpoint', out, '--texts', forty, '--out-dir', cut, '--batch-size', '1'],
+        { interrupt: { signal: 'SIGINT', when: () => existsSync(join(cut, 'line-0002.wav')) } },
+      );
+      assert.equal(stopped.code, 130, describeRun(stopped));
+      assert.match(stopped.stderr, /SIGINT: finishing this WAV; \d+ texts? spoken so far/);
+      const summary = JSON.parse(readFileSync(join(cut, 'synthesis.json'), 'utf8'));
+      const cutWavs = readdirSync(cut).filter((f) => f.endsWith('.wav'));
+      assert.ok(cutWavs.length >= 2 && cutWavs.length < 40, cutWavs.join(' '));
+      assert.equal(summary.utterances.length, cutWavs.length);
+      assert.equal(summary.unspoken, 40 - cutWavs.length);
+      assert.match(stopped.stderr, new RegExp(`SIGINT stopped the synthesis: ${cutWavs.length} of 40 texts spoken`));
+      assertNoStackTrace(stopped, 'stopped synthesis');
 
       // A texts file that is not text: a binary file (a checkpoint's weights), UTF-16 text and a Latin-1 line are
       // refused before any work, the line named; no WAV is written.

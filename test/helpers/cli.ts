@@ -40,7 +40,10 @@ export interface CliOptions {
   input?: string;
   /** Kill the process (SIGKILL) after this long; default 120 s. */
   timeoutMs?: number;
-  /** Send `signal` once, the first time `when` holds of the stderr so far (a user's Ctrl-C at some point of a run). */
+  /**
+   * Send `signal` once, the first time `when` holds of the stderr so far (a user's Ctrl-C at some point of a run):
+   * asked at each output and every 50 ms (for a point that a file shows).
+   */
   interrupt?: { signal: NodeJS.Signals; when: (stderr: string) => boolean };
 }
 
@@ -60,22 +63,28 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     let interrupted = false;
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      if (options.interrupt && !interrupted && options.interrupt.when(stderr)) {
+    const interrupt = () => {
+      if (options.interrupt && !interrupted && child.exitCode === null && options.interrupt.when(stderr)) {
         interrupted = true;
         child.kill(options.interrupt.signal);
       }
+    };
+    const poll = options.interrupt ? setInterval(interrupt, 50) : undefined;
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      interrupt();
     });
     child.stdin.on('error', () => {}); // a child that exits before reading its input
     child.stdin.end(options.input ?? '');
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
     child.on('error', (e) => {
       clearTimeout(timer);
+      clearInterval(poll);
       reject(e);
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      clearInterval(poll);
       let json: unknown;
       try {
         json = JSON.parse(stdout);

@@ -60,6 +60,10 @@ export interface SynthesizeOptions {
   summaryFile?: string;
   /** Replace WAVs (and the summary) that exist already; without it an existing file is refused before any work. */
   overwrite?: boolean;
+  /** Set `stop` (a signal's handler) to end after the utterance being written: the summary then tells those spoken. */
+  control?: { stop: boolean };
+  /** Each utterance once its WAV is written. */
+  onUtterance?: (u: SynthesizedUtterance) => void;
 }
 
 export interface SynthesizedUtterance {
@@ -96,6 +100,8 @@ export interface SynthesizeResult {
   /** Whose voice it spoke in. */
   voice: VoiceUsed;
   synthesisMs: number;
+  /** Texts left unspoken where `control.stop` ended the synthesis early (absent when it ran to the end). */
+  unspoken?: number;
 }
 
 /** Whose voice: clips, a trained speaker, a voice file, or the mean of the trained voices (`speakers` of them). */
@@ -189,6 +195,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     vocoder: vocoder.used,
     voice: source.used,
     synthesisMs: performance.now() - t0,
+    ...(utterances.length < jobs.length ? { unspoken: jobs.length - utterances.length } : {}),
   };
   if (o.summaryFile)
     writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
@@ -358,13 +365,14 @@ async function speak(
   const { frames: maxFrames, bound, seconds } = frameBound(config, o.maxSeconds);
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
-  for (let start = 0; start < jobs.length; start += batchSize) {
+  for (let start = 0; start < jobs.length && !o.control?.stop; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
     const results = await model.generateBatch(batch, voice, {
       maxFrames,
       logDurationVariance: state.logDurationVariance ?? 0,
     });
     for (const [j, g] of results.entries()) {
+      if (o.control?.stop) break;
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
       const samples = await vocoder.vocode(logMel, g.frames);
@@ -380,6 +388,10 @@ async function speak(
         ...(g.stopReason === 'max_frames' ? { cutBy: { bound, seconds } } : {}),
         vocoder: vocoder.used.kind,
       });
+      o.onUtterance?.(utterances[utterances.length - 1]);
+      // A turn of the event loop, where a signal's handler runs (on the CPU backends every await here is a
+      // microtask, and a Ctrl-C would wait for the last text).
+      await new Promise((next) => setImmediate(next));
     }
   }
   return utterances;

@@ -1,7 +1,18 @@
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
-import { announcePipes, ExitCode, positiveNumberFlag, unreadableWhy, XttsCommand, XttsError } from '@xtts/core';
+import {
+  announcePipes,
+  ExitCode,
+  plural,
+  positiveNumberFlag,
+  SIGNAL_EXIT,
+  STOP_SIGNALS,
+  type StopSignal,
+  unreadableWhy,
+  XttsCommand,
+  XttsError,
+} from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { splitLines, utf16Encoding } from '@xtts/core/data';
 import { paint } from '@xtts/core/render';
@@ -11,13 +22,18 @@ import type { SynthesisText, SynthesizedUtterance, SynthesizeResult } from '@xtt
 const MIN_MAX_SECONDS = 0.1;
 
 export default class Synthesize extends XttsCommand<SynthesizeResult> {
+  /** The signal that stopped the synthesis early, if one did: its exit status. */
+  private stopSignal: StopSignal | undefined;
+
   static override summary =
     'Turn text into WAVs with a trained checkpoint, in a trained voice or one cloned from clips.';
   static override description =
     'One text with --text and --out, or many with --texts FILE (one per line; blank ' +
     'lines are skipped) and --out-dir DIR, which gets line-0001.wav, line-0002.wav, ' +
     '… and synthesis.json. Texts are decoded in batches; a text the model cannot ' +
-    'speak is reported with its line and skipped, and the others are spoken.';
+    'speak is reported with its line and skipped, and the others are spoken. Ctrl-C ' +
+    '(SIGINT), SIGTERM or SIGHUP ends it after the WAV being written, with the summary of ' +
+    'the texts spoken (exit 130, 143, 129); a second signal exits at once.';
   static override examples = [
     '<%= config.bin %> <%= command.id %> --checkpoint runs/quickstart --text "The quick brown fox." --out fox.wav',
     '<%= config.bin %> <%= command.id %> --checkpoint ' +
@@ -124,6 +140,22 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     announcePipes('--reference', flags.reference ?? []);
     const summaryFile = flags['out-dir'] ? join(flags['out-dir'], 'synthesis.json') : undefined;
     const earlier = summaryFile && flags.overwrite ? earlierWavs(summaryFile) : [];
+    // Ctrl-C (or SIGTERM, SIGHUP) ends the synthesis after the WAV being written, and the summary tells the texts
+    // spoken; a second signal, or one before the first WAV, exits at once.
+    const control = { stop: false };
+    let spoken = 0;
+    const onSignal = (signal: StopSignal) => {
+      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
+      if (control.stop || spoken === 0) {
+        tell(control.stop ? 'second signal: exiting now, without the summary' : 'no WAV written yet: exiting now');
+        process.exit(SIGNAL_EXIT[signal]);
+      }
+      this.stopSignal = signal;
+      control.stop = true;
+      tell(`finishing this WAV; ${plural(spoken, 'text')} spoken so far (a second signal quits at once)`);
+    };
+    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
+    for (const [signal, handler] of handlers) process.on(signal, handler);
     const result = await synthesize({
       checkpoint: flags.checkpoint,
       texts,
@@ -137,8 +169,21 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       summaryFile,
       overwrite: flags.overwrite,
       vocoder: flags.vocoder,
+      control,
+      onUtterance: () => spoken++,
+    }).finally(() => {
+      for (const [signal, handler] of handlers) process.off(signal, handler);
     });
     for (const w of result.warnings) this.addWarning(w);
+    if (result.unspoken !== undefined && this.stopSignal) {
+      this.addWarning(
+        `${this.stopSignal} stopped the synthesis: ${result.utterances.length} of ` +
+          `${result.utterances.length + result.unspoken} texts spoken, ${result.unspoken} not` +
+          (summaryFile ? ` (${summaryFile} lists those spoken)` : ''),
+      );
+      // The earlier synthesis's WAVs of the texts not reached are left: they are not this one's to judge.
+      return result;
+    }
     // --overwrite replaces the earlier synthesis in --out-dir: its WAVs this one did not write again go too (a
     // folder of three lines' WAVs and a summary of one would be two syntheses mixed).
     const written = new Set(result.utterances.map((u) => resolve(u.out)));
@@ -154,6 +199,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
   }
 
   protected override exitCodeFor(r: SynthesizeResult): number {
+    if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
     return r.skipped.length > 0 ? ExitCode.findings : ExitCode.ok;
   }
 
