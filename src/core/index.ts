@@ -18,6 +18,7 @@ export {
   makeTemporaryFolder,
   plural,
   removeTemporaryFolder,
+  requireRegularFile,
   SIGNAL_EXIT,
   shellQuote,
   STOP_SIGNALS,

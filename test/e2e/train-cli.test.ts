@@ -12,6 +12,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  truncateSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -363,6 +364,57 @@ describe('xtts train', () => {
       assert.equal(summary.unspoken, 40 - cutWavs.length);
       assert.match(stopped.stderr, new RegExp(`SIGINT stopped the synthesis: ${cutWavs.length} of 40 texts spoken`));
       assertNoStackTrace(stopped, 'stopped synthesis');
+
+      // --texts from a pipeline still writing (standard input non-blocking: EAGAIN was an error), numbered as wide as
+      // the last line needs (line 10001: 5 digits, so that names sort in line order); a device is refused unread.
+      const piped = join(dir, 'spoken-piped');
+      mkdirSync(piped);
+      const cli = [process.execPath, join(repoRoot, 'src/cli/run.js')].map((a) => JSON.stringify(a)).join(' ');
+      const writer = '(sleep 1; echo "The boy."; for i in $(seq 9999); do echo; done; echo "A quiz.")';
+      const shell =
+        `${writer} | ${cli} synthesize --checkpoint ${JSON.stringify(out)} --texts - ` +
+        `--out-dir ${JSON.stringify(piped)}`;
+      execFileSync('bash', ['-c', shell], { stdio: 'pipe', env: { ...process.env, NO_COLOR: '1' } });
+      assert.deepEqual(readdirSync(piped).sort(), ['line-00001.wav', 'line-10001.wav', 'synthesis.json']);
+      const zero = await runCli(['synthesize', '--checkpoint', out, '--texts', '/dev/zero', '--out-dir', piped]);
+      assert.equal(zero.code, 2, zero.stderr);
+      assert.match(zero.stderr, /cannot read --texts \/dev\/zero: it is a device, not a file/);
+      const huge = join(dir, 'huge.txt'); // 65 MiB, sparse: refused by its size, unread
+      writeFileSync(huge, '');
+      truncateSync(huge, 65 << 20);
+      const tooMuch = await runCli(['synthesize', '--checkpoint', out, '--texts', huge, '--out-dir', piped]);
+      assert.equal(tooMuch.code, 2, tooMuch.stderr);
+      assert.match(tooMuch.stderr, /it holds more than 64 MiB of text \(it was not read further\): split it/);
+
+      // A model of one language that is not dataset.language (a German dataset read with language_source: metadata
+      // keeps dataset.language's default, en): spoken in its language without --language. The checkpoint's state is
+      // rewritten to say so.
+      const german = join(dir, 'german');
+      cpSync(out, german, { recursive: true });
+      const stateFile = join(new CheckpointStore(german).latest()!, 'state.json');
+      const state = JSON.parse(readFileSync(stateFile, 'utf8'));
+      state.config.text.languages = ['de'];
+      state.config.text.cleaners = 'multilingual';
+      state.tokenizer.languages = ['de'];
+      state.languages = ['de'];
+      writeFileSync(stateFile, JSON.stringify(state));
+      const guten = await runCli(
+        ['synthesize', '--checkpoint', german, '--text', 'Guten Tag.', '--out'].concat([
+          join(dir, 'guten.wav'),
+          '--json',
+        ]),
+      );
+      assert.equal(guten.code, 0, guten.stderr);
+      assert.equal(guten.json.result.language, 'de');
+      const english = await runCli(
+        ['synthesize', '--checkpoint', german, '--text', 'Hello.', '--language', 'en'].concat([
+          '--out',
+          join(dir, 'hello-de.wav'),
+          '--json',
+        ]),
+      );
+      assert.equal(english.code, 2, english.stderr);
+      assert.deepEqual(english.json.error.suggestions, ['pass one of them (de), or leave --language out for de']);
 
       // A texts file that is not text: a binary file (a checkpoint's weights), UTF-16 text and a Latin-1 line are
       // refused before any work, the line named; no WAV is written.

@@ -144,18 +144,32 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   const { config } = ckpt.state;
   refuseSpeechless(dir, config);
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
-  const asked = o.language ?? config.dataset.language;
   // Language codes match in any case (--language EN is en), as the cleaners claim them.
-  const langIndex = config.text.languages.findIndex((l) => l.toLowerCase() === asked.toLowerCase());
+  const indexOf = (code: string) => config.text.languages.findIndex((l) => l.toLowerCase() === code.toLowerCase());
+  // Without --language: dataset.language, or the model's one language where that is not it (a German-only dataset
+  // read with language_source: metadata keeps dataset.language's default, en).
+  const fallback =
+    indexOf(config.dataset.language) < 0 && config.text.languages.length === 1
+      ? config.text.languages[0]
+      : config.dataset.language;
+  const asked = o.language ?? fallback;
+  const langIndex = indexOf(asked);
   const language = langIndex >= 0 ? config.text.languages[langIndex] : asked;
   const trained = config.text.languages.join(', ');
   if (langIndex < 0)
     throw new XttsError(
       'SYNTH_LANGUAGE',
-      `--language ${JSON.stringify(language)} is not one the model was trained on: ${trained}`,
+      o.language !== undefined
+        ? `--language ${JSON.stringify(language)} is not one the model was trained on: ${trained}`
+        : `the model's default language, dataset.language ${JSON.stringify(language)}, is not one it was trained ` +
+            `on: ${trained}`,
       {
         exitCode: ExitCode.usage,
-        suggestions: [`pass one of them (${trained}), or leave --language out for ${config.dataset.language}`],
+        suggestions: [
+          o.language !== undefined && indexOf(fallback) >= 0
+            ? `pass one of them (${trained}), or leave --language out for ${fallback}`
+            : `pass --language with one of them (${trained})`,
+        ],
       },
     );
   if (o.texts.length === 0)

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import {
@@ -6,6 +6,7 @@ import {
   ExitCode,
   plural,
   positiveNumberFlag,
+  requireRegularFile,
   SIGNAL_EXIT,
   STOP_SIGNALS,
   type StopSignal,
@@ -257,7 +258,7 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
     const stdin = file === '-' || file === '/dev/stdin';
     if (stdin) process.stderr.write('reading --texts from standard input (until it ends)\n');
     else announcePipes('--texts', [file]);
-    const bytes = readFileSync(stdin ? 0 : file);
+    const bytes = readTextBytes(file, stdin);
     const utf16 = utf16Encoding(bytes);
     if (utf16) throw Object.assign(new Error(utf16), { code: 'UTF16' });
     if (bytes.includes(0)) throw Object.assign(new Error('binary'), { code: 'BINARY' });
@@ -269,7 +270,9 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
         ? `it is ${(e as Error).message} text, not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8 ${file} > texts.txt`
         : code === 'BINARY'
           ? 'it is a binary file (it holds NUL bytes), not text'
-          : unreadableWhy(e);
+          : code === 'TOO_LARGE'
+            ? `it holds more than ${MAX_TEXTS_BYTES >> 20} MiB of text (it was not read further): split it`
+            : unreadableWhy(e);
     throw new XttsError('SYNTH_TEXTS_UNREADABLE', `cannot read --texts ${file}: ${why}`, {
       exitCode: ExitCode.usage,
       suggestions: ['pass a UTF-8 text file with one sentence per line'],
@@ -289,11 +292,13 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
       },
     );
   const texts: SynthesisText[] = [];
+  // Numbered as wide as the last line's number needs (at least 4 digits), so that the names sort in line order.
+  const width = Math.max(4, String(read.lines.length).length);
   read.lines.forEach((text, i) => {
     if (text.trim() !== '')
       texts.push({
         text: text.trim(),
-        out: join(outDir, `line-${String(i + 1).padStart(4, '0')}.wav`),
+        out: join(outDir, `line-${String(i + 1).padStart(width, '0')}.wav`),
         where: `${file}:${i + 1}`,
       });
   });
@@ -303,6 +308,46 @@ function readTexts(file: string, outDir: string): SynthesisText[] {
       suggestions: ['write one sentence per line'],
     });
   return texts;
+}
+
+/** The most --texts reads: 64 MiB is about 600,000 sentences; a device (/dev/zero) would otherwise fill memory. */
+const MAX_TEXTS_BYTES = 64 << 20;
+
+/**
+ * The bytes of --texts: a regular file, a named pipe or standard input, up to MAX_TEXTS_BYTES (past it, an error coded
+ * TOO_LARGE); a device, socket or folder is refused unread (requireRegularFile's error). Standard input may be
+ * non-blocking (a pipe from a program still writing): EAGAIN waits for more, not an error.
+ */
+function readTextBytes(file: string, stdin: boolean): Buffer {
+  const tooLarge = () => Object.assign(new Error('too large'), { code: 'TOO_LARGE' });
+  if (!stdin && !statSync(file).isFIFO()) {
+    requireRegularFile(file);
+    if (statSync(file).size > MAX_TEXTS_BYTES) throw tooLarge();
+    return readFileSync(file);
+  }
+  const fd = stdin ? 0 : openSync(file, 'r');
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(1 << 16);
+      let n: number;
+      try {
+        n = readSync(fd, chunk, 0, chunk.length, null);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+        Atomics.wait(pause, 0, 0, 10);
+        continue;
+      }
+      if (n === 0) return Buffer.concat(chunks, total);
+      total += n;
+      if (total > MAX_TEXTS_BYTES) throw tooLarge();
+      chunks.push(chunk.subarray(0, n));
+    }
+  } finally {
+    if (!stdin) closeSync(fd);
+  }
 }
 
 /**
