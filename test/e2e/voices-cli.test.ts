@@ -171,6 +171,14 @@ describe('voices', () => {
     assert.equal(wrong.code, 2);
     assert.equal(wrong.json.error.code, 'SYNTH_VOICE_FILE');
     assert.match(wrong.json.error.message, /8×64 latents \(\/elsewhere\/step-00000010\); this one takes 4×32/);
+    // A voice file of this model's shape whose values are NaN: damaged, said as such (not a shape mismatch).
+    const nan = join(dir, 'nan.voice.safetensors');
+    const nanInfo = { checkpoint: '/elsewhere/step-00000010', step: 10, source: 'speaker zed', latents: 4, dModel: 32 };
+    writeFileSync(nan, encodeVoiceFile(new Float32Array(4 * 32).fill(Number.NaN), nanInfo));
+    const damaged = await runCli(['synthesize', '--checkpoint', runDir, '--voice', nan, '--out', out, ...say]);
+    assert.equal(damaged.code, 2, damaged.stderr);
+    assert.equal(damaged.json.error.code, 'SYNTH_VOICE_FILE');
+    assert.match(damaged.json.error.message, /nan\.voice\.safetensors: 128 of its 128 values are not finite/);
     const notVoice = await runCli(['synthesize', '--checkpoint', runDir, '--voice', config, '--out', out, ...say]);
     assert.equal(notVoice.code, 2);
     assertNoStackTrace(notVoice);

@@ -358,6 +358,12 @@ export function readVoiceFile(
         `${latents}×${dModel}`,
       'compute the voice with this checkpoint: `xtts voices --checkpoint DIR --reference CLIP --out FILE`',
     );
+  const notFinite = voice.data.filter((v) => !Number.isFinite(v)).length;
+  if (notFinite > 0)
+    throw bad(
+      `${notFinite} of its ${voice.data.length} values are not finite (NaN or infinite): the file is damaged`,
+      'write the voice file again with `xtts voices --out`',
+    );
   // A voice is what one run's conditioning encoder made of the clips: only that run's checkpoints read it as meant.
   const warning =
     info.runId !== undefined && runId !== undefined && info.runId === runId
