@@ -559,8 +559,24 @@ describe('xtts writes only where it was told', () => {
             '--json',
           ]),
         );
-      const two = await speak(texts);
+      // The first from the folder above, with relative paths (its synthesis.json names them so); the next from
+      // elsewhere still finds its WAVs.
+      const two = await runCli(
+        [
+          'synthesize',
+          '--checkpoint',
+          runDir,
+          '--texts',
+          'texts.txt',
+          '--out-dir',
+          'spoken',
+          '--backend',
+          'wasm',
+        ].concat(['--overwrite', '--json']),
+        { cwd: dir },
+      );
       assert.equal(two.code, 0, describeRun(two));
+      assert.equal(two.json.result.utterances[1].out, join('spoken', 'line-0002.wav'));
       writeFileSync(join(outDir, 'notes.txt'), 'mine');
       const one = join(dir, 'one.txt');
       writeFileSync(one, 'The boy.\n');

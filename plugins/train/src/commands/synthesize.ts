@@ -358,9 +358,11 @@ function earlierWavs(summaryFile: string): string[] {
   try {
     const earlier = JSON.parse(readFileSync(summaryFile, 'utf8')) as { utterances?: { out?: unknown }[] };
     const folder = resolve(dirname(summaryFile));
+    // Its paths are as given where it ran (relative to that folder, maybe another): its WAVs are named in this one.
     return (earlier.utterances ?? [])
-      .map((u) => (typeof u.out === 'string' ? resolve(u.out) : ''))
-      .filter((f) => dirname(f) === folder && /^line-\d{4,}\.wav$/.test(basename(f)));
+      .map((u) => (typeof u.out === 'string' ? basename(u.out) : ''))
+      .filter((name) => /^line-\d{4,}\.wav$/.test(name))
+      .map((name) => join(folder, name));
   } catch {
     return [];
   }
