@@ -176,6 +176,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       for (const [signal, handler] of handlers) process.off(signal, handler);
     });
     for (const w of result.warnings) this.addWarning(w);
+    for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
     if (result.unspoken !== undefined && this.stopSignal) {
       this.addWarning(
         `${this.stopSignal} stopped the synthesis: ${result.utterances.length} of ` +
@@ -195,7 +196,6 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
         `removed ${stale.length} WAV${stale.length === 1 ? '' : 's'} of the earlier synthesis in ${flags['out-dir']} ` +
           `that this one did not write again (${stale.map((f) => basename(f)).join(', ')})`,
       );
-    for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
     return result;
   }
 
