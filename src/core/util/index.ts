@@ -9,6 +9,7 @@ export {
   makeOutputFolders,
   type NamedFile,
   otherFileKind,
+  readToEnd,
   refuseOutputsOverInputs,
   unreadableWhy,
   writeAllSync,
@@ -24,5 +25,5 @@ export { summarize, type Summary } from './stats.js';
 export { didYouMean, plural, shellQuote } from './strings.js';
 export { endWorker, workerEntry } from './worker-entry.js';
 export { refuseUnsafeOutputs, RUN_ENTRIES, RUN_MARKER } from './run-files.js';
-export { SIGNAL_EXIT, STOP_SIGNALS, type StopSignal } from './signals.js';
+export { onStopSignals, SIGNAL_EXIT, type StopSignal } from './signals.js';
 export { makeTemporaryFolder, removeTemporaryFolder } from './temporary.js';

@@ -12,6 +12,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -118,6 +119,31 @@ export function announcePipes(flag: string, files: readonly string[]): void {
   for (const file of files)
     if (statSync(file, { throwIfNoEntry: false })?.isFIFO())
       process.stderr.write(`reading ${flag} from the pipe ${file} (until its writer ends)\n`);
+}
+
+/**
+ * A descriptor's bytes to its end (a pipe, standard input), or undefined once more than `maxBytes` came: never held
+ * without bound. A non-blocking descriptor (standard input from a program still writing) waits on EAGAIN for more.
+ */
+export function readToEnd(fd: number, maxBytes: number): Buffer | undefined {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = Buffer.alloc(1 << 20);
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(pause, 0, 0, 10);
+      continue;
+    }
+    if (n === 0) return Buffer.concat(chunks, total);
+    total += n;
+    if (total > maxBytes) return undefined;
+    chunks.push(chunk.subarray(0, n));
+  }
 }
 
 /** Why a file the user named could not be read, in words: "it does not exist", "it is a folder", else the code. */

@@ -10,3 +10,12 @@ export const SIGNAL_EXIT: Record<StopSignal, ExitCode> = {
   SIGTERM: ExitCode.terminated,
   SIGHUP: ExitCode.hangup,
 };
+
+/** Calls `onSignal` on each stop signal until the function returned is called (which removes the listeners). */
+export function onStopSignals(onSignal: (signal: StopSignal) => void): () => void {
+  const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
+  for (const [signal, handler] of handlers) process.on(signal, handler);
+  return () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}

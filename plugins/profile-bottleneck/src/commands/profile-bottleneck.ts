@@ -5,11 +5,11 @@ import {
   ExitCode,
   isXttsError,
   makeTemporaryFolder,
+  onStopSignals,
   parseThresholds,
   plural,
   removeTemporaryFolder,
   SIGNAL_EXIT,
-  STOP_SIGNALS,
   type StopSignal,
   setFlag,
   thresholdFlag,
@@ -187,8 +187,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
       control.stop = true;
       tell(`finishing this step, then judging the ${plural(stepsDone, 'step')} so far (a second signal quits at once)`);
     };
-    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
-    for (const [signal, handler] of handlers) process.on(signal, handler);
+    const stopListening = onStopSignals(onSignal);
     try {
       await train({
         loaded,
@@ -226,7 +225,7 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
         });
       throw e;
     } finally {
-      for (const [signal, handler] of handlers) process.off(signal, handler);
+      stopListening();
     }
     if (human && process.stderr.isTTY) process.stderr.write('\n');
     if (this.stopSignal) {

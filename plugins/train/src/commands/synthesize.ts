@@ -1,14 +1,15 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import {
   announcePipes,
   ExitCode,
   plural,
+  onStopSignals,
   positiveNumberFlag,
+  readToEnd,
   requireRegularFile,
   SIGNAL_EXIT,
-  STOP_SIGNALS,
   type StopSignal,
   unreadableWhy,
   XttsCommand,
@@ -155,8 +156,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       control.stop = true;
       tell(`finishing this WAV; ${plural(spoken, 'text')} spoken so far (a second signal quits at once)`);
     };
-    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
-    for (const [signal, handler] of handlers) process.on(signal, handler);
+    const stopListening = onStopSignals(onSignal);
     const result = await synthesize({
       checkpoint: flags.checkpoint,
       texts,
@@ -172,9 +172,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       vocoder: flags.vocoder,
       control,
       onUtterance: () => spoken++,
-    }).finally(() => {
-      for (const [signal, handler] of handlers) process.off(signal, handler);
-    });
+    }).finally(stopListening);
     for (const w of result.warnings) this.addWarning(w);
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
     if (result.unspoken !== undefined && this.stopSignal) {
@@ -326,25 +324,10 @@ function readTextBytes(file: string, stdin: boolean): Buffer {
     return readFileSync(file);
   }
   const fd = stdin ? 0 : openSync(file, 'r');
-  const pause = new Int32Array(new SharedArrayBuffer(4));
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(1 << 16);
-      let n: number;
-      try {
-        n = readSync(fd, chunk, 0, chunk.length, null);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
-        Atomics.wait(pause, 0, 0, 10);
-        continue;
-      }
-      if (n === 0) return Buffer.concat(chunks, total);
-      total += n;
-      if (total > MAX_TEXTS_BYTES) throw tooLarge();
-      chunks.push(chunk.subarray(0, n));
-    }
+    const bytes = readToEnd(fd, MAX_TEXTS_BYTES);
+    if (!bytes) throw tooLarge();
+    return bytes;
   } finally {
     if (!stdin) closeSync(fd);
   }

@@ -2,10 +2,10 @@ import { Flags } from '@oclif/core';
 import {
   datasetFlag,
   ExitCode,
+  onStopSignals,
   plural,
   positiveNumberFlag,
   SIGNAL_EXIT,
-  STOP_SIGNALS,
   type StopSignal,
   setFlag,
   shellQuote,
@@ -168,8 +168,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
         process.exit(code);
       }, flags['stop-timeout'] * 1000).unref();
     };
-    const handlers = STOP_SIGNALS.map((signal) => [signal, () => onSignal(signal)] as const);
-    for (const [signal, handler] of handlers) process.on(signal, handler);
+    const stopListening = onStopSignals(onSignal);
     // Output that can no longer be written (a closed terminal; a pipe whose reader is gone: `| head`, a quit pager, a
     // killed tee) fails each later write: never the run's end. As with a closed terminal (SIGHUP), the run finishes
     // its step and writes its checkpoint; what it would print is lost.
@@ -233,7 +232,7 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
       });
     } finally {
       bars.train.finish();
-      for (const [signal, handler] of handlers) process.off(signal, handler);
+      stopListening();
       outputGone = true; // the run is over: a later failed write (the summary's) is only lost
     }
   }

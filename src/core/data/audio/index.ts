@@ -4,7 +4,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import type { AudioConfig } from '../../config/index.js';
 import { XttsError } from '../../errors.js';
-import { requireRegularFile } from '../../util/index.js';
+import { readToEnd, requireRegularFile } from '../../util/index.js';
 import { normaliseLoudness, peakAmplitude, trimSilence } from './dynamics.js';
 import { MelExtractor, perMelSettings } from './mel.js';
 import { resample } from './resample.js';
@@ -172,22 +172,14 @@ export function readAudioFile(path: string, where = path, options: { pipes?: boo
 function readPipe(path: string, where: string): Buffer {
   const fd = openSync(path, 'r');
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.alloc(1 << 20);
-      const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) return Buffer.concat(chunks, total);
-      total += n;
-      if (total > MAX_READ_BYTES)
-        throw new XttsError(
-          'AUDIO_TOO_LONG',
-          `${where}: the pipe gave more than ${MAX_READ_BYTES >> 20} MiB of audio; a clip may be at most ` +
-            `${MAX_CLIP_SECONDS} s: cut it into sentences`,
-          { suggestions: ['split long recordings into sentence-length clips'] },
-        );
-      chunks.push(chunk.subarray(0, n));
-    }
+    const bytes = readToEnd(fd, MAX_READ_BYTES);
+    if (bytes) return bytes;
+    throw new XttsError(
+      'AUDIO_TOO_LONG',
+      `${where}: the pipe gave more than ${MAX_READ_BYTES >> 20} MiB of audio; a clip may be at most ` +
+        `${MAX_CLIP_SECONDS} s: cut it into sentences`,
+      { suggestions: ['split long recordings into sentence-length clips'] },
+    );
   } finally {
     closeSync(fd);
   }
