@@ -67,8 +67,9 @@ export const BatchingSchema = Section(
       description:
         "Whether a warped utterance's reference clip is warped with it. false (with model.speaker_pitch): the " +
         'reference is read as recorded and only its pitch, moved by α, tells the model the warp, so that the ' +
-        "decoder learns to follow the pitch it is given rather than the voice the encoder recognises. A new model's " +
-        'training choice; synthesis is the same either way.',
+        'decoder learns to follow the pitch it is given rather than the voice the encoder recognises. Measured on ' +
+        'the voices benchmark (two seeds, H100) it cloned worse than the default, unseen voices above all. A new ' +
+        "model's training choice; synthesis is the same either way.",
     }),
   },
   'How utterances become batches of a few static shapes.',
