@@ -36,5 +36,6 @@ export { slotBytes } from './ring.js';
 export { speakerName } from './speakers.js';
 export { CLEANER_LANGUAGES, cleanerClaims, cleanText, hasSpeech } from './text/cleaners.js';
 export { isKnownLanguage } from './text/language.js';
+export { languageTag } from './text/normalize/index.js';
 export { espeakLanguages, espeakVoice, Phonemizer } from './text/phonemizer.js';
 export { Tokenizer, type TokenizerJSON } from './text/tokenizer.js';

@@ -7,7 +7,8 @@ import { cleanText, hasSpeech, type Phonemizer, type Tokenizer } from '../data/i
 /**
  * A text as the checkpoint's token ids: cleaned as its config cleans, phonemized where it reads
  * phonemes, encoded by its tokenizer; or why it cannot be spoken (nothing left after cleaning,
- * symbols without a token, too many tokens).
+ * symbols without a token, too many tokens). `readAs`: the tag the cleaner reads the text as, where it is more
+ * than the trained language (en-GB's dates for an en model).
  */
 export async function encodeText(
   input: string,
@@ -15,8 +16,9 @@ export async function encodeText(
   config: XttsConfig,
   tokenizer: Tokenizer,
   phonemizer: Phonemizer | undefined,
+  readAs = language,
 ): Promise<{ ids: Int32Array; text: string } | { reason: string }> {
-  let text = cleanText(input, config.text, language);
+  let text = cleanText(input, config.text, readAs);
   if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
   // Punctuation alone ("?!...") spoke a third of a second of noise.
   if (!hasSpeech(text)) return { reason: 'nothing to speak: the text has no letters or digits' };

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { disposeBackend, initBackend, type BackendChoice } from '../backend/index.js';
 import type { Backend, XttsConfig } from '../config/index.js';
-import { encodeWav } from '../data/index.js';
+import { encodeWav, languageTag } from '../data/index.js';
 import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { join } from 'node:path';
@@ -144,34 +144,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   const { config } = ckpt.state;
   refuseSpeechless(dir, config);
   const tokenizer = Tokenizer.fromJSON(ckpt.state.tokenizer as TokenizerJSON);
-  // Language codes match in any case (--language EN is en), as the cleaners claim them.
-  const indexOf = (code: string) => config.text.languages.findIndex((l) => l.toLowerCase() === code.toLowerCase());
-  // Without --language: dataset.language, or the model's one language where that is not it (a German-only dataset
-  // read with language_source: metadata keeps dataset.language's default, en).
-  const fallback =
-    indexOf(config.dataset.language) < 0 && config.text.languages.length === 1
-      ? config.text.languages[0]
-      : config.dataset.language;
-  const asked = o.language ?? fallback;
-  const langIndex = indexOf(asked);
-  const language = langIndex >= 0 ? config.text.languages[langIndex] : asked;
-  const trained = config.text.languages.join(', ');
-  if (langIndex < 0)
-    throw new XttsError(
-      'SYNTH_LANGUAGE',
-      o.language !== undefined
-        ? `--language ${JSON.stringify(language)} is not one the model was trained on: ${trained}`
-        : `the model's default language, dataset.language ${JSON.stringify(language)}, is not one it was trained ` +
-            `on: ${trained}`,
-      {
-        exitCode: ExitCode.usage,
-        suggestions: [
-          o.language !== undefined && indexOf(fallback) >= 0
-            ? `pass one of them (${trained}), or leave --language out for ${fallback}`
-            : `pass --language with one of them (${trained})`,
-        ],
-      },
-    );
+  const { language, readAs, langIndex } = synthesisLanguage(o.language, config);
   if (o.texts.length === 0)
     throw new XttsError('SYNTH_NO_TEXT', 'there is no text to speak', {
       exitCode: ExitCode.usage,
@@ -179,6 +152,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     });
   const { jobs, skipped, warnings } = await synthesisJobs(o.texts, config, tokenizer, language, {
     langIndex,
+    readAs,
     unseen: new Set(ckpt.state.unseenSymbols ?? []),
   });
   const source = await voiceSource(o, dir, ckpt);
@@ -253,6 +227,47 @@ function refuseSpeechless(dir: string, config: XttsConfig): void {
 }
 
 /**
+ * The trained language a synthesis speaks (`language`, its index) and the tag its text is read as (`readAs`):
+ * --language, else dataset.language, else a one-language model's language. Codes match in any case (--language EN
+ * is en), as the cleaners claim them; a tag the model was not trained on speaks the trained language of its
+ * primary subtag where there is exactly one (--language en-GB on an en model: en's tokens and phonemes, its text
+ * read as en-GB writes it, days before months in "12/05/2024").
+ */
+function synthesisLanguage(
+  asked: string | undefined,
+  config: XttsConfig,
+): { language: string; readAs: string; langIndex: number } {
+  const trained = config.text.languages;
+  const exact = (code: string) => trained.findIndex((l) => l.toLowerCase() === code.toLowerCase());
+  const byPrimary = (code: string) => {
+    const found = trained.flatMap((l, i) => (languageTag(l).primary === languageTag(code).primary ? [i] : []));
+    return found.length === 1 ? found[0] : -1;
+  };
+  const find = (code: string) => (exact(code) >= 0 ? exact(code) : byPrimary(code));
+  // Without --language: dataset.language, or the model's one language where that is not it (a German-only dataset
+  // read with language_source: metadata keeps dataset.language's default, en).
+  const fallback = find(config.dataset.language) < 0 && trained.length === 1 ? trained[0] : config.dataset.language;
+  const code = asked ?? fallback;
+  const langIndex = find(code);
+  if (langIndex >= 0) return { language: trained[langIndex], readAs: code, langIndex };
+  const list = trained.join(', ');
+  throw new XttsError(
+    'SYNTH_LANGUAGE',
+    asked !== undefined
+      ? `--language ${JSON.stringify(code)} is not one the model was trained on: ${list}`
+      : `the model's default language, dataset.language ${JSON.stringify(code)}, is not one it was trained on: ${list}`,
+    {
+      exitCode: ExitCode.usage,
+      suggestions: [
+        asked !== undefined && find(fallback) >= 0
+          ? `pass one of them (${list}), or leave --language out for ${fallback}`
+          : `pass --language with one of them (${list})`,
+      ],
+    },
+  );
+}
+
+/**
  * Text -> tokens; what cannot be spoken is reported with where it is and skipped, symbols the model
  * never heard are warned about. Refuses when no text is left to speak.
  */
@@ -261,7 +276,7 @@ async function synthesisJobs(
   config: XttsConfig,
   tokenizer: Tokenizer,
   language: string,
-  trained: { langIndex: number; unseen: ReadonlySet<string> },
+  trained: { langIndex: number; readAs: string; unseen: ReadonlySet<string> },
 ): Promise<{ jobs: SynthesisJob[]; skipped: SynthesizeResult['skipped']; warnings: string[] }> {
   const skipped: SynthesizeResult['skipped'] = [];
   const warnings: string[] = [];
@@ -270,7 +285,7 @@ async function synthesisJobs(
   try {
     for (const input of texts) {
       const name = input.where ? `${input.where}: ` : '';
-      const encoded = await encodeText(input.text, language, config, tokenizer, phonemizer);
+      const encoded = await encodeText(input.text, language, config, tokenizer, phonemizer, trained.readAs);
       if ('reason' in encoded) {
         skipped.push({ where: input.where, text: input.text, reason: encoded.reason });
         continue;
