@@ -241,6 +241,34 @@ describe('xtts train', () => {
         '--json',
       ]);
       assert.equal(upper.code, 0, upper.stderr);
+      // A regional tag of a trained language (the docs' en-GB) speaks that language, its text read as the region
+      // writes it: "12/05/2024" is the twelfth of May, where en reads December fifth.
+      const british = await runCli(
+        ['synthesize', '--checkpoint', out, '--text', 'On 12/05/2024.', '--language', 'en-GB'].concat([
+          '--max-seconds',
+          '0.25',
+          '--out',
+          join(dir, 'british.wav'),
+          '--json',
+        ]),
+      );
+      assert.equal(british.code, 0, british.stderr);
+      assert.equal(british.json.result.language, 'en');
+      assert.match(british.json.result.utterances[0].cleanedText, /twelfth of may/i);
+      const austrian = await runCli([
+        'synthesize',
+        '--checkpoint',
+        out,
+        '--text',
+        'Hi.',
+        '--language',
+        'de-AT',
+        '--json',
+        '--out',
+        join(dir, 'austrian.wav'),
+      ]);
+      assert.equal(austrian.code, 2, austrian.stderr);
+      assert.match(austrian.json.error.message, /--language "de-AT" is not one the model was trained on: en/);
       const notSeconds = await runCli([
         'synthesize',
         '--checkpoint',
@@ -792,6 +820,19 @@ describe('xtts train', () => {
         /\d+ young \([\d.]+ ms\): [\d.]+% of the run's wall/,
       ),
     );
+  });
+
+  test('a signal before the first step: --json still prints one envelope, interrupted, with no result', async () => {
+    // The run folder's xtts-run.json is written as the run starts, seconds before the tiny model's first step here.
+    const out = join(dir, 'run-early-signal');
+    const r = await runCli(['train', '--config', config, '--output', out, '--json'], {
+      interrupt: { signal: 'SIGTERM', when: () => existsSync(join(out, 'xtts-run.json')) },
+    });
+    assert.equal(r.code, 143, describeRun(r));
+    assert.equal(r.json?.status, 'interrupted', r.stdout);
+    assert.equal(r.json.result, null);
+    assert.deepEqual(r.json.warnings, ['SIGTERM: no step has been trained yet: exiting now']);
+    assert.match(r.stderr, /SIGTERM: no step has been trained yet: exiting now/);
   });
 
   test('a run folder that cannot be one fails at once, before the data is prepared', async () => {

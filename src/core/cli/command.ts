@@ -8,7 +8,7 @@
 import { Command, Errors } from '@oclif/core';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { paint } from '../render/index.js';
-import { didYouMean } from '../util/index.js';
+import { didYouMean, SIGNAL_EXIT, type StopSignal } from '../util/index.js';
 
 export type ResultStatus = 'success' | 'findings' | 'interrupted';
 
@@ -64,6 +64,25 @@ export abstract class XttsCommand<T> extends Command {
   protected addWarning(message: string): void {
     this.warnings.push(message);
     if (!this.jsonEnabled()) process.stderr.write(`${paint.warn('warning')} ${message}\n`);
+  }
+
+  /** Tells on stderr what a stop signal does now (a line of its own, under any progress line). */
+  protected tellSignal(signal: StopSignal, message: string): void {
+    process.stderr.write(`\n${paint.warn(signal)}: ${message}\n`);
+  }
+
+  /**
+   * Exits at once for a stop signal (nothing to save yet, or a second signal), with the signal's status (130, 143,
+   * 129): said on stderr, and with --json an `interrupted` envelope without a result, the reason in its warnings, so
+   * that a script reading standard output still gets one envelope.
+   */
+  protected exitForSignal(signal: StopSignal, message: string): never {
+    this.tellSignal(signal, message);
+    if (this.jsonEnabled()) {
+      this.warnings.push(`${signal}: ${message}`);
+      this.logJson({ status: 'interrupted', result: null, warnings: this.warnings });
+    }
+    process.exit(SIGNAL_EXIT[signal]);
   }
 
   async run(): Promise<T> {

@@ -178,14 +178,17 @@ export default class ProfileBottleneck extends XttsCommand<ProfileResult> {
     const control = { stop: false };
     let stepsDone = 0;
     const onSignal = (signal: StopSignal) => {
-      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
-      if (control.stop || stepsDone === 0) {
-        tell(control.stop ? 'second signal: exiting now, nothing judged' : 'no step has run yet: exiting now');
-        process.exit(SIGNAL_EXIT[signal]);
-      }
+      if (control.stop || stepsDone === 0)
+        this.exitForSignal(
+          signal,
+          control.stop ? 'second signal: exiting now, nothing judged' : 'no step has run yet: exiting now',
+        );
       this.stopSignal = signal;
       control.stop = true;
-      tell(`finishing this step, then judging the ${plural(stepsDone, 'step')} so far (a second signal quits at once)`);
+      this.tellSignal(
+        signal,
+        `finishing this step, then judging the ${plural(stepsDone, 'step')} so far (a second signal quits at once)`,
+      );
     };
     const stopListening = onStopSignals(onSignal);
     try {

@@ -147,14 +147,17 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     const control = { stop: false };
     let spoken = 0;
     const onSignal = (signal: StopSignal) => {
-      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
-      if (control.stop || spoken === 0) {
-        tell(control.stop ? 'second signal: exiting now, without the summary' : 'no WAV written yet: exiting now');
-        process.exit(SIGNAL_EXIT[signal]);
-      }
+      if (control.stop || spoken === 0)
+        this.exitForSignal(
+          signal,
+          control.stop ? 'second signal: exiting now, without the summary' : 'no WAV written yet: exiting now',
+        );
       this.stopSignal = signal;
       control.stop = true;
-      tell(`finishing this WAV; ${plural(spoken, 'text')} spoken so far (a second signal quits at once)`);
+      this.tellSignal(
+        signal,
+        `finishing this WAV; ${plural(spoken, 'text')} spoken so far (a second signal quits at once)`,
+      );
     };
     const stopListening = onStopSignals(onSignal);
     const result = await synthesize({

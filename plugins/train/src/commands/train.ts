@@ -141,31 +141,26 @@ export default class Train extends XttsCommand<TrainResult | VocoderTrainResult>
     let loggedStepS: number | undefined;
     let stoppedByOutput = false;
     const onSignal = (signal: StopSignal) => {
-      const code = SIGNAL_EXIT[signal];
-      const tell = (m: string) => process.stderr.write(`\n${paint.warn(signal)}: ${m}\n`);
       if (control.stop) {
         // A closed terminal's SIGHUP that comes after its failed writes began the stop is the same event.
         if (signal === 'SIGHUP' && stoppedByOutput) return;
-        tell('second signal: exiting now, without a checkpoint of the current step');
-        process.exit(code);
+        this.exitForSignal(signal, 'second signal: exiting now, without a checkpoint of the current step');
       }
       this.stopSignal = signal;
-      if (stepsDone === 0) {
-        // Nothing trained yet in this process: nothing to save (the feature cache commits row by row).
-        tell('no step has been trained yet: exiting now');
-        process.exit(code);
-      }
+      // Nothing trained yet in this process: nothing to save (the feature cache commits row by row).
+      if (stepsDone === 0) this.exitForSignal(signal, 'no step has been trained yet: exiting now');
       control.stop = true;
-      tell(
+      this.tellSignal(
+        signal,
         `finishing this step and writing a checkpoint (at most ${flags['stop-timeout']} ` +
           `s; a second signal quits at once)`,
       );
       setTimeout(() => {
-        tell(
+        this.exitForSignal(
+          signal,
           `no checkpoint within --stop-timeout ${flags['stop-timeout']} s: exiting without ` +
             `one (--resume continues from the last checkpoint)`,
         );
-        process.exit(code);
       }, flags['stop-timeout'] * 1000).unref();
     };
     const stopListening = onStopSignals(onSignal);
