@@ -120,6 +120,27 @@ test('an output that is a pipe, socket or device (/dev/null, /dev/stdout) is ref
   }
 });
 
+test('an output in a kernel file system (/proc, /sys) is refused as such, not as a folder that does not exist', () => {
+  // As root the folder passes the access check and the write then fails with ENOENT.
+  for (const [path, fs] of [
+    ['/proc/x.wav', 'proc'],
+    ['/sys/x.wav', 'sysfs'],
+  ]) {
+    const folder = path.slice(0, path.lastIndexOf('/'));
+    assert.throws(
+      () => checkOutputFolder(path, 'the WAV'),
+      (e: XttsError) =>
+        e.code === 'OUTPUT_UNWRITABLE' &&
+        e.message.includes(`its folder ${folder} is on the kernel's ${fs} file system`),
+    );
+    assert.throws(
+      () => writeOutputFile(path, 'RIFF', 'the WAV'),
+      (e: XttsError) => e.code === 'OUTPUT_UNWRITABLE' && !e.message.includes('does not exist'),
+      path,
+    );
+  }
+});
+
 test('a file the user named that is not a regular file is refused naming what it is, in one wording', async () => {
   const tmp = new TempDir('xtts-not-file-');
   const server = createServer();

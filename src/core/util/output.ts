@@ -18,6 +18,7 @@ import {
   rmSync,
   type Stats,
   statSync,
+  statfsSync,
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -258,7 +259,9 @@ export function writeOutputFile(
       'OUTPUT_UNWRITABLE',
       `cannot write ${what} to ${file}: ${
         code === 'ENOENT'
-          ? 'its folder does not exist'
+          ? statSync(dirname(file), { throwIfNoEntry: false })?.isDirectory()
+            ? `its folder ${dirname(file)} takes no new files`
+            : 'its folder does not exist'
           : code === 'EISDIR' || code === 'ENOTEMPTY'
             ? 'it is a folder, not a file'
             : (e as Error).message
@@ -348,6 +351,36 @@ export function requireSafetensorsName(out: string, what: string): void {
     });
 }
 
+/** Linux's kernel file systems (statfs f_type), where a folder lists the kernel's state and takes no new files. */
+const KERNEL_FILE_SYSTEMS: ReadonlyMap<number, string> = new Map([
+  [0x9fa0, 'proc'],
+  [0x62656572, 'sysfs'],
+  [0x1cd1, 'devpts'],
+  [0x27e0eb, 'cgroup'],
+  [0x63677270, 'cgroup2'],
+  [0x64626720, 'debugfs'],
+  [0x74726163, 'tracefs'],
+  [0x73636673, 'securityfs'],
+  [0xcafe4a11, 'bpf'],
+  [0x62656570, 'configfs'],
+  [0xde5e81e4, 'efivarfs'],
+]);
+
+/**
+ * Why a file cannot be made in `folder` because it lies on a kernel file system (/proc, /sys), or undefined. Root
+ * passes the access check there, and the write then fails with ENOENT, which read as a folder that does not exist.
+ */
+function kernelFolderWhy(folder: string): string | undefined {
+  let type: number;
+  try {
+    type = Number(statfsSync(folder).type);
+  } catch {
+    return undefined;
+  }
+  const name = KERNEL_FILE_SYSTEMS.get(type);
+  return name ? `its folder ${folder} is on the kernel's ${name} file system, which takes no files` : undefined;
+}
+
 /**
  * Before long work: the folder `file` goes into exists and can be written, or a usage error naming
  * it; with `overwrite: false`, `file` must not exist yet.
@@ -364,7 +397,7 @@ export function checkOutputFolder(file: string, what: string, options: { overwri
         ? `its folder ${folder} does not exist`
         : `its folder ${folder} cannot be written`;
   }
-  if (!problem) problem = notAFileWhy(file);
+  if (!problem) problem = kernelFolderWhy(folder) ?? notAFileWhy(file);
   if (problem)
     throw new XttsError('OUTPUT_UNWRITABLE', `cannot write ${what} to ${file}: ${problem}`, {
       exitCode: ExitCode.usage,
