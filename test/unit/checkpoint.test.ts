@@ -12,6 +12,7 @@ import {
   type CheckpointState,
   type NamedArray,
 } from '../../src/core/training/checkpoint.js';
+import type { XttsError } from '../../src/core/errors.js';
 
 /** A state.json that the schema accepts (what train writes), at `step`. */
 const state = (step: number): CheckpointState => ({
@@ -331,4 +332,25 @@ test('a path that names no checkpoint says what it is: a run stopped before its 
       e.message.endsWith(`is a file of the checkpoint ${dir}`) &&
       e.suggestions[0] === `name the checkpoint folder: ${dir}`,
   );
+});
+
+test('a checkpoint with its arrays but no state.json is refused as cut short, not as a folder named by mistake', () => {
+  const run = mkdtempSync(join(tmpdir(), 'xtts-ckpt-nostate-'));
+  const store = new CheckpointStore(run);
+  const dir = store.save(1, { weights: arrays(1), optimizer: arrays(-1), state: state(1) }, { keep: 3 });
+  rmSync(join(dir, 'state.json'));
+  assert.throws(
+    () => store.load(dir),
+    (e: XttsError) =>
+      e.code === 'CHECKPOINT_TRUNCATED' &&
+      e.message ===
+        `${dir} has its weights and optimizer but no state.json (its step, config and tokenizer): the ` +
+          'checkpoint was cut short or copied in part' &&
+      /copy the checkpoint again whole/.test(e.suggestions[0]),
+  );
+  // A folder with nothing of a checkpoint is still not one.
+  const empty = join(run, 'empty');
+  mkdirSync(empty);
+  assert.throws(() => store.load(empty), { code: 'CHECKPOINT_NOT_FOUND' });
+  rmSync(run, { recursive: true });
 });

@@ -486,6 +486,18 @@ export class CheckpointStore {
     } = {},
   ): CheckpointContents<State> {
     if (!existsSync(join(dir, 'state.json'))) {
+      // Its arrays without its state: a checkpoint cut short or copied in part, not a folder named by mistake.
+      const arrays = ['weights', 'optimizer'].filter((b) => existsSync(join(dir, `${b}.safetensors`)));
+      if (arrays.length)
+        throw new XttsError(
+          'CHECKPOINT_TRUNCATED',
+          `${dir} has its ${arrays.join(' and ')} but no state.json (its step, config and tokenizer): the ` +
+            'checkpoint was cut short or copied in part',
+          {
+            exitCode: ExitCode.usage,
+            suggestions: ['copy the checkpoint again whole, or use another checkpoint of the run (checkpoints/step-*)'],
+          },
+        );
       throw new XttsError('CHECKPOINT_NOT_FOUND', `${dir} is not an xtts checkpoint (no state.json)`, {
         exitCode: ExitCode.usage,
         suggestions: ['name a run folder (its latest checkpoint is used) or one of its checkpoints/step-* folders'],
