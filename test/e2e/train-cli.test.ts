@@ -174,13 +174,13 @@ describe('xtts train', () => {
       assert.equal(bad.json.error.code, 'SYNTH_UNSPEAKABLE');
       assert.match(bad.json.error.message, /"☃" at character 9/);
 
-      // Nothing to say is not 8 s of a WAV.
+      // Nothing to say is not 8 s of a WAV (a blank --text is refused by name, below).
       const blank = await runCli([
         'synthesize',
         '--checkpoint',
         out,
         '--text',
-        '   ',
+        '?! ...',
         '--out',
         join(dir, 'blank.wav'),
         '--json',
@@ -269,6 +269,15 @@ describe('xtts train', () => {
       ]);
       assert.equal(austrian.code, 2, austrian.stderr);
       assert.match(austrian.json.error.message, /--language "de-AT" is not one the model was trained on: en/);
+      // An empty --text (an unset shell variable) is said to be empty, before the model is loaded.
+      for (const [text, said] of [
+        ['', 'empty'],
+        ['  ', 'blank'],
+      ]) {
+        const none = await runCli(['synthesize', '--checkpoint', out, '--text', text, '--out', join(dir, 'e.wav')]);
+        assert.equal(none.code, 2, none.stderr);
+        assert.match(none.stderr, new RegExp(`--text is ${said}: give the words to say`));
+      }
       const notSeconds = await runCli([
         'synthesize',
         '--checkpoint',

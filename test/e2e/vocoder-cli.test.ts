@@ -385,10 +385,12 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     cpSync(full, copy, { recursive: true });
     const out = join(acoustic.dir, 'run');
     const args = ['train', '--config', acoustic.config, '--output', out, '--backend', 'wasm', '--max-steps', '4'];
-    const sets = ['vocoder.checkpoint=' + copy, 'training.eval_every=2', 'training.log_every=1'];
+    // Named relative to the folder the run starts in (dir): the run records it absolute.
+    const sets = ['vocoder.checkpoint=full-copy', 'training.eval_every=2', 'training.log_every=1'];
     const { spawn } = await import('node:child_process');
     const child = spawn(process.execPath, [xttsBin, ...args, ...sets.flatMap((x) => ['--set', x])], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: dir,
     });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
@@ -400,6 +402,29 @@ describe('xtts train (task: vocoder) and synthesize --vocoder', () => {
     assert.equal(code, 0, stderr.slice(-2000));
     assert.match(stderr, /warning: vocoder\.checkpoint: .*full-copy.*; this eval's WAVs are Griffin-Lim's/);
     assert.ok(latestCheckpoint(out)?.endsWith('step-00000004'), stderr.slice(-1500));
+    const state = JSON.parse(readFileSync(join(latestCheckpoint(out)!, 'state.json'), 'utf8'));
+    assert.equal(state.config.vocoder.checkpoint, copy);
+    // Synthesis without --vocoder names the model's record of the vocoder that is gone and offers --vocoder;
+    // --vocoder griffin-lim speaks with Griffin-Lim whatever the model names.
+    const speak = (more: string[]) =>
+      runCli(
+        ['synthesize', '--checkpoint', out, '--text', 'The boy.', '--backend', 'wasm', '--max-seconds', '0.3']
+          .concat(['--out', join(acoustic.dir, 'gone.wav'), '--json'])
+          .concat(more),
+      );
+    const gone = await speak([]);
+    assert.equal(gone.code, 2, gone.stderr);
+    assert.equal(gone.json.error.code, 'CHECKPOINT_NOT_FOUND');
+    assert.ok(
+      gone.json.error.message.startsWith(
+        `the model's vocoder, vocoder.checkpoint "${copy}" in ${latestCheckpoint(out)}`,
+      ),
+      gone.json.error.message,
+    );
+    assert.match(gone.json.error.suggestions[0], /--vocoder griffin-lim/);
+    const griffin = await speak(['--vocoder', 'griffin-lim']);
+    assert.equal(griffin.code, 0, griffin.stderr);
+    assert.equal(griffin.json.result.vocoder.kind, 'griffin-lim');
   });
   test("fine-tuning: another vocoder's weights to start from, an acoustic model's mels to learn", async () => {
     assert.ok(acousticRun, 'the test before trained the acoustic run');

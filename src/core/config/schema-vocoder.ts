@@ -145,7 +145,8 @@ export const VocoderSchema = Section(
       default: null,
       description:
         'A vocoder run folder (or one of its checkpoints) that an acoustic run uses for its eval audio and ' +
-        '`xtts synthesize` by default; null: Griffin-Lim. Relative to the working directory. `train` checks it ' +
+        '`xtts synthesize` by default; null: Griffin-Lim. Relative to the working directory (a run records it ' +
+        'absolute). `train` checks it ' +
         "before its first step (a vocoder, of this config's mels); one gone since costs an eval its neural WAVs " +
         "(Griffin-Lim's instead, with a warning), not the run.",
     }),

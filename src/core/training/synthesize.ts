@@ -8,8 +8,8 @@ import type { Backend, XttsConfig } from '../config/index.js';
 import { encodeWav, languageTag } from '../data/index.js';
 import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
-import { join } from 'node:path';
-import { ExitCode, XttsError } from '../errors.js';
+import { isAbsolute, join } from 'node:path';
+import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { type GenerateItem, type ReferenceMel, type Voice, voiceLatents, XttsModel } from '../model/index.js';
 import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { frameBound } from './evaluation.js';
@@ -50,7 +50,7 @@ export interface SynthesizeOptions {
   maxSeconds?: number;
   griffinLimIterations?: number;
   /**
-   * A vocoder run folder (or checkpoint) to make the WAVs with; default: the checkpoint config's
+   * A vocoder run folder (or checkpoint) to make the WAVs with, or 'griffin-lim'; default: the checkpoint config's
    * vocoder.checkpoint, else Griffin-Lim.
    */
   vocoder?: string;
@@ -134,7 +134,9 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
       ...(o.voiceFile ? [{ file: o.voiceFile, what: 'the voice (--voice)' }] : []),
       ...textFiles(o.texts),
       ...checkpointInputs(o.checkpoint, 'a file of the checkpoint (--checkpoint)'),
-      ...(o.vocoder ? checkpointInputs(o.vocoder, 'a file of the vocoder (--vocoder)') : []),
+      ...(o.vocoder && o.vocoder !== GRIFFIN_LIM
+        ? checkpointInputs(o.vocoder, 'a file of the vocoder (--vocoder)')
+        : []),
     ],
   );
   for (const t of o.texts) checkOutputFolder(t.out, 'the WAV', overwrite);
@@ -162,7 +164,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   const t0 = performance.now();
   let utterances: SynthesizedUtterance[];
   try {
-    vocoder = melVocoder(o.vocoder ?? config.vocoder?.checkpoint, config.audio, o.griffinLimIterations ?? 32);
+    vocoder = synthesisVocoder(o, config, dir);
     // One reference window conditions as a mel; several (a long clip, or several clips) are one voice, their
     // latents averaged.
     const voice = source.mels.length > 1 ? { latents: await voiceLatents(model, source.mels) } : source.voice;
@@ -221,6 +223,39 @@ function refuseSpeechless(dir: string, config: XttsConfig): void {
       {
         exitCode: ExitCode.usage,
         suggestions: ['train the model again with this xtts (the same config and dataset work as they are)'],
+      },
+    );
+  }
+}
+
+/** `--vocoder griffin-lim`: Griffin-Lim's WAVs, whatever vocoder the model's config names. */
+export const GRIFFIN_LIM = 'griffin-lim';
+
+/**
+ * What makes a synthesis's WAVs: --vocoder (Griffin-Lim for GRIFFIN_LIM), else the model's vocoder.checkpoint, else
+ * Griffin-Lim. A vocoder.checkpoint that is gone (moved, or a relative path recorded by a run started elsewhere) is
+ * named as the model's record, with --vocoder offered.
+ */
+function synthesisVocoder(o: SynthesizeOptions, config: XttsConfig, dir: string): MelVocoder {
+  const iterations = o.griffinLimIterations ?? 32;
+  if (o.vocoder === GRIFFIN_LIM) return melVocoder(undefined, config.audio, iterations);
+  const recorded = config.vocoder?.checkpoint;
+  if (o.vocoder !== undefined || !recorded) return melVocoder(o.vocoder, config.audio, iterations);
+  try {
+    return melVocoder(recorded, config.audio, iterations);
+  } catch (e) {
+    if (!isXttsError(e) || e.code !== 'CHECKPOINT_NOT_FOUND') throw e;
+    const relative = !isAbsolute(recorded) ? ` (relative to the folder synthesize runs in, ${process.cwd()})` : '';
+    throw new XttsError(
+      'CHECKPOINT_NOT_FOUND',
+      `the model's vocoder, vocoder.checkpoint ${JSON.stringify(recorded)} in ${join(dir, 'state.json')}` +
+        `${relative}: ${e.message}`,
+      {
+        exitCode: ExitCode.usage,
+        suggestions: [
+          "pass --vocoder with the vocoder's run folder where it lies now, or --vocoder griffin-lim for " +
+            "Griffin-Lim's WAVs",
+        ],
       },
     );
   }

@@ -90,9 +90,10 @@ function withRunCommand(e: unknown, runDir: string): unknown {
 /**
  * The config as the run trains it: what the command line says instead of the config's keys (--dataset, --backend)
  * written into it, so that the run's records (run.sqlite, TensorBoard, every checkpoint) say what it did and a resume
- * can tell its data. --max-steps is where this command stops: the schedule keeps training.max_steps, as with
- * --max-minutes (a run stopped early and resumed follows one schedule). output.dir stays the config's: a checkpoint
- * does not say where it lies (the same run in two folders writes the same bytes, and a moved run is not wrong).
+ * can tell its data; vocoder.checkpoint as an absolute path. --max-steps is where this command stops: the schedule
+ * keeps training.max_steps, as with --max-minutes (a run stopped early and resumed follows one schedule). output.dir
+ * stays the config's: a checkpoint does not say where it lies (the same run in two folders writes the same bytes,
+ * and a moved run is not wrong).
  */
 function withRunFlags(o: TrainOptions): LoadedConfig {
   const c = o.loaded.config;
@@ -104,6 +105,8 @@ function withRunFlags(o: TrainOptions): LoadedConfig {
       ...c,
       dataset: { ...c.dataset, path: datasetDir },
       device: { ...c.device, backend: o.backend ?? c.device.backend },
+      // Relative to the folder the run started in: recorded absolute, so that synthesis run from elsewhere finds it.
+      ...(c.vocoder?.checkpoint ? { vocoder: { ...c.vocoder, checkpoint: resolve(c.vocoder.checkpoint) } } : {}),
     },
   };
 }

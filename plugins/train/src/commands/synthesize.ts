@@ -104,7 +104,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     vocoder: Flags.string({
       summary:
         'A vocoder run folder (`xtts train` with task: vocoder) or one of its checkpoints: it makes the WAVs ' +
-        "(default: the checkpoint config's vocoder.checkpoint, else Griffin-Lim).",
+        "(default: the checkpoint config's vocoder.checkpoint, else Griffin-Lim); griffin-lim: Griffin-Lim's WAVs.",
       helpValue: 'DIR',
     }),
   };
@@ -126,6 +126,9 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     // synthesize() checks every WAV's folder before it loads the model; an --out that names a folder
     // would pass that check and fail only after synthesis.
     if (flags.text !== undefined) {
+      // An empty --text (an unset shell variable) was refused later as text that cleaning had emptied.
+      if (flags.text.trim() === '')
+        throw usage(`--text is ${flags.text === '' ? 'empty' : 'blank'}: give the words to say (--text "Hello.")`);
       if (!flags.out) throw usage('--text needs --out, the WAV to write');
       if (existsSync(flags.out) && statSync(flags.out).isDirectory())
         throw usage(`--out ${flags.out} is a folder: name the WAV file to write`);
