@@ -22,7 +22,7 @@ function cases(name: string, table: [string, string][]): void {
 }
 
 cases('english: abbreviations are whole words only', [
-  ['Dr. Smith lives on Main St.', 'doctor smith lives on main street'],
+  ['Dr. Smith lives on Main St.', 'doctor smith lives on main street.'],
   ['The drummer took the drum to the stop on Drury Lane.', 'the drummer took the drum to the stop on drury lane.'],
   ['Adr. and Mrsx. are not abbreviations, nor is Stop.', 'adr. and mrsx. are not abbreviations, nor is stop.'],
   ['St. Louis is far from St. Paul.', 'saint louis is far from saint paul.'],
@@ -32,13 +32,42 @@ cases('english: abbreviations are whole words only', [
   ['Dr Who met Mr Smith at St Paul.', 'doctor who met mister smith at saint paul.'],
   ['the dr said it, and Dr said nothing.', 'the dr said it, and dr said nothing.'],
   ['Capt. Hook and Lt. Dan sailed with Sgt. Pepper.', 'captain hook and lieutenant dan sailed with sergeant pepper.'],
-  ['Smith & Co. vs. Jones Ltd., etc.', 'smith and company versus jones limited, et cetera'],
+  ['Smith & Co. vs. Jones Ltd., etc.', 'smith and company versus jones limited, et cetera.'],
   ['Room No. 5, not no. 6; I said no.', 'room number five, not number six; i said no.'],
   ['Fruit, e.g. apples, i.e. the red ones.', 'fruit, for example apples, that is the red ones.'],
   ['On Jan. 5 he left; jan. is not a month here.', 'on january five he left; jan. is not a month here.'],
   ['He is 6 ft. tall and Ft. Worth is in Texas.', 'he is six feet tall and fort worth is in texas.'],
   ['It took 20 ms and weighed 3 kg.', 'it took twenty milliseconds and weighed three kilograms.'],
   ['Room 5 Dr. Smith is in; 20 Ms. Jones are not.', 'room five doctor smith is in; twenty miss jones are not.'],
+]);
+
+// An abbreviation's period that also ends the sentence stays, so that the sentence still ends: at the end of the
+// text, or before a capital after a word that ends a phrase, a month, or a title used as a noun.
+cases('english: an abbreviation that ends a sentence keeps its period', [
+  ['I saw the Dr. He said hi.', 'i saw the doctor. he said hi.'],
+  ['Call the Dr.', 'call the doctor.'],
+  ['We live on Main St. It is quiet.', 'we live on main street. it is quiet.'],
+  ['He works for Acme Inc. The pay is good.', 'he works for acme incorporated. the pay is good.'],
+  ['We met in Jan. The day was cold.', 'we met in january. the day was cold.'],
+  ['She said "ask the Dr."', 'she said "ask the doctor."'],
+  ['Ask Dr. Smith and Mrs. Jones.', 'ask doctor smith and missus jones.'],
+  ['Sam Jones Jr. and Co. came; Main St. was closed.', 'sam jones junior and company came; main street was closed.'],
+]);
+
+cases('english: times of day with a.m. and p.m., telephone numbers', [
+  ['Meet me at 3:30pm.', 'meet me at three thirty p m.'],
+  ['At 10am, 7 PM and 12:05 a.m. sharp.', 'at ten a m, seven p m and twelve oh five a m sharp.'],
+  ['It opens at 9:00 a.m. We wait.', 'it opens at nine a m. we wait.'],
+  ['The 2 PMs met at 5 p.m.', 'the two pms met at five p m.'],
+  ['Call 555-123-4567 now.', 'call five five five, one two three, four five six seven now.'],
+  [
+    'Call (555) 123-4567 or 555.123.4567.',
+    'call five five five, one two three, four five six seven or five five five, one two three, four five six seven.',
+  ],
+  ['Ring +44 20 7946 0958 today.', 'ring plus four four, two zero, seven nine four six, zero nine five eight today.'],
+  ['Call +1 (212) 555-0100.', 'call plus one, two one two, five five five, zero one zero zero.'],
+  ['At 0100 hours, not 1100.', 'at zero one zero zero hours, not eleven hundred.'],
+  ['The score was 3-2 in 1990.', 'the score was three-two in nineteen ninety.'],
 ]);
 
 cases('english: cardinals, negatives and separators', [

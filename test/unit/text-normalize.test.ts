@@ -194,7 +194,7 @@ cases('en', [
   ['Dated 1999-12-31.', 'dated december thirty-first, nineteen ninety-nine.'],
   ['at 14:00', "at fourteen o'clock"],
   ['£12.50 and €1', 'twelve pounds, fifty pence and one euro'],
-  ['Dr. Jones on Main St.', 'doctor jones on main street'],
+  ['Dr. Jones on Main St.', 'doctor jones on main street.'],
   ['e.g. the drum', 'for example the drum'],
   ['No numbers here.', 'no numbers here.'],
   ['mp3 and 3x', 'mp three and three x'],

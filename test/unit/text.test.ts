@@ -15,10 +15,10 @@ const en = (s: string) => cleanText(s, { cleaners: 'english', unicode_normalizat
 
 describe('english cleaner', () => {
   const cases: [string, string][] = [
-    ['Dr. Smith lives on Main St.', 'doctor smith lives on main street'],
+    ['Dr. Smith lives on Main St.', 'doctor smith lives on main street.'],
     ['St. Louis is far.', 'saint louis is far.'],
     ['The drum and the stop sign.', 'the drum and the stop sign.'],
-    ['Mr. and Mrs. Jones, etc.', 'mister and missus jones, et cetera'],
+    ['Mr. and Mrs. Jones, etc.', 'mister and missus jones, et cetera.'],
     ['He paid $12 for 3 apples.', 'he paid twelve dollars for three apples.'],
     ['It costs $5.50 now.', 'it costs five dollars, fifty cents now.'],
     ['A £3 fee and €2.', 'a three pounds fee and two euros.'],

@@ -11,10 +11,10 @@ export type UnicodeNormalization = TextConfig['unicode_normalization'];
 
 const UNICODE = `unicode${process.versions.unicode ?? 'unknown'}`;
 
-/** The version of each cleaner's output, as it enters cache keys ("english@3+unicode17.0"). */
+/** The version of each cleaner's output, as it enters cache keys ("english@4+unicode17.0"). */
 export const CLEANER_VERSIONS: Readonly<Record<CleanerName, string>> = {
-  english: `english@3+${UNICODE}`,
-  multilingual: `multilingual@4+${UNICODE}`,
+  english: `english@4+${UNICODE}`,
+  multilingual: `multilingual@5+${UNICODE}`,
   basic: `basic@1+${UNICODE}`,
 };
 
@@ -105,7 +105,8 @@ export function lowerCase(text: string, language?: string): string {
 // English abbreviations, expanded only as whole words ending in a period ("Dr." but never "drum",
 // "dr" or "Adr."). From Ito's english_cleaners list, plus common ones his list lacks. Case decides
 // nothing here: the cleaner lower-cases afterwards, so "DR." and "dr." read alike. The abbreviation's
-// period is consumed, as in Ito's cleaner ("Main St." -> "main street").
+// period is consumed, as in Ito's cleaner ("Main St." -> "main street" inside a sentence), unless it also ends the
+// sentence (sentenceEnds below).
 const ABBREVIATIONS: Record<string, string> = {
   mr: 'mister',
   mrs: 'missus',
@@ -212,6 +213,25 @@ const ABBREVIATION_RE = new RegExp(
     `(?:(\\.)(?=(\\s*)(\\p{Lu}|\\p{N})?)|(?=(\\s+)(\\p{Lu})))`,
   'gu',
 );
+// Words that end a phrase rather than stand before a name or a number: before a capital their period is also the
+// sentence's ("We live on Main St. It is quiet."), where a title's is not ("Dr. Smith").
+const PHRASE_ENDS = new Set(['jr', 'sr', 'esq', 'co', 'corp', 'ltd', 'inc', 'bros', 'etc', 'ave', 'blvd', 'rd', 'hwy']);
+const MONTHS = new Set(['jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec']);
+// A title after one of these is a noun ("I saw the Dr. He said …"), so a capital after it starts a sentence.
+const DETERMINER_BEFORE = /\b(?:the|a|an|my|your|his|her|our|their|this|that)\s+$/i;
+
+/**
+ * Whether an abbreviation's period (at `end`, after its `word`) also ends the sentence, so that the expansion keeps
+ * one: nothing but closing quotes or brackets after it, or a capital after a word that ends a phrase (or a title
+ * used as a noun).
+ */
+function sentenceEnds(text: string, start: number, end: number, key: string, street: boolean): boolean {
+  const rest = text.slice(end);
+  if (/^["'”’)\]]*\s*$/.test(rest)) return true;
+  if (!/^\s+\p{Lu}/u.test(rest)) return false;
+  if (PHRASE_ENDS.has(key) || MONTHS.has(key) || street) return true;
+  return DETERMINER_BEFORE.test(text.slice(Math.max(0, start - 12), start));
+}
 const LETTER_DOTS_RE = /(?<![\p{L}\p{M}\p{N}])(?:e\.g\.|i\.e\.|a\.k\.a\.)/giu;
 const LETTER_DOTS: Record<string, string> = { 'e.g.': 'for example', 'i.e.': 'that is', 'a.k.a.': 'also known as' };
 const SENTENCE_START = /(?:^|[.!?"(]\s*)$/;
@@ -262,9 +282,17 @@ export function expandAbbreviations(text: string): string {
         return ABBREVIATIONS[key];
       }
       if (key === 'no' || key === 'nos') return digit ? (key === 'no' ? 'number' : 'numbers') : m;
-      if (key === 'st') return street(text, offset, capital && space.length > 0) ? 'street' : 'saint';
-      if (CAPITALISED[key] && isCapitalised(word)) return CAPITALISED[key];
-      return ABBREVIATIONS[key] ?? m;
+      const isStreet = key === 'st' && street(text, offset, capital && space.length > 0);
+      const words =
+        key === 'st'
+          ? isStreet
+            ? 'street'
+            : 'saint'
+          : CAPITALISED[key] && isCapitalised(word)
+            ? CAPITALISED[key]
+            : ABBREVIATIONS[key];
+      if (words === undefined) return m;
+      return sentenceEnds(text, offset, offset + m.length, key, isStreet) ? `${words}.` : words;
     },
   );
 }

@@ -183,6 +183,16 @@ const CURRENCY_RE = new RegExp(
   'gu',
 );
 const TIME_RE = /(?<![\p{L}\p{N}:.])([01]?\d|2[0-4]):([0-5]\d)(?![\p{L}\p{N}:]|[.,]\d)/gu;
+// A time of day with its half of the day, the letters said: "3:30pm" -> "three thirty p m", "10 a.m." -> "ten a m".
+const CLOCK_RE = /(?<![\p{L}\p{N}:.,])(1[0-2]|0?[1-9])(?::([0-5]\d))?\s?([AaPp])\.?[Mm](\.?)(?![\p{L}\p{N}])/gu;
+// Telephone numbers, said digit by digit, group by group: "555-123-4567", "(555) 123-4567", "555.123.4567", and
+// after a country code "+1 212 555 0100", "+44 20 7946 0958".
+const PHONE_RE = new RegExp(
+  String.raw`(?<![\p{L}\p{N}_.,+-])(?:(\+\d{1,3})[\s.-]?)?(?:\((\d{2,4})\)\s?|(\d{3})[-.])` +
+    String.raw`(\d{3})[-.](\d{4})(?![\p{N}]|[.,-]\d)`,
+  'gu',
+);
+const INTERNATIONAL_RE = /(?<![\p{L}\p{N}_])\+(\d{1,3})((?:[\s.-]\d{1,4}){2,5})(?![\p{N}]|[.,-]\d)/gu;
 const ORDINAL_RE = new RegExp(String.raw`${START}(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)(?![\p{L}\p{N}_])`, 'giu');
 const DECADE_RE = /(?<![\p{L}\p{N}_.,])'?(\d{2}|\d{3}0)'?s(?![\p{L}\p{N}_])/gu;
 const PERCENT_RE = new RegExp(String.raw`${START}([-+])?${NUM}\s?%`, 'gu');
@@ -206,10 +216,27 @@ function number(sign: string | undefined, whole: string, fraction: string | unde
   // Callers pass a sign only when it stands before the number, not between ("1990-95", "3+4").
   const prefix = sign === '-' ? 'minus ' : sign === '+' ? 'plus ' : '';
   if (fraction !== undefined) return prefix + decimal(strip(whole), fraction);
-  if (asYear && !sign && /^\d{4}$/.test(whole)) return year(whole);
-  // Leading zeros mark a code, not a quantity: "007" -> "zero zero seven".
+  // Leading zeros mark a code, not a quantity or a year: "007" -> "zero zero seven", "0100" -> "zero one zero zero".
   if (whole.length > 1 && whole[0] === '0') return prefix + digitsAsWords(whole);
+  if (asYear && !sign && /^\d{4}$/.test(whole)) return year(whole);
   return prefix + cardinal(strip(whole));
+}
+
+/** A phone number's groups, digit by digit with a pause between; a country code ("+44") is "plus four four". */
+function phone(groups: readonly (string | undefined)[]): string {
+  return groups
+    .filter((g): g is string => g !== undefined && g !== '')
+    .map((g) => (g[0] === '+' ? `plus ${digitsAsWords(g.slice(1))}` : digitsAsWords(g)))
+    .join(', ');
+}
+
+/** CLOCK_RE's time: the hour, the minutes but for ":00", the letters; a final period kept where a sentence ends. */
+function clock(_m: string, h: string, mm: string | undefined, half: string, dot: string, offset: number, all: string) {
+  const minutes =
+    mm === undefined || mm === '00' ? '' : ` ${mm[0] === '0' ? `oh ${ONES[Number(mm[1])]}` : cardinal(mm)}`;
+  const rest = all.slice(offset + _m.length);
+  const ends = dot !== '' && (/^["'”’)\]]*\s*$/.test(rest) || /^\s+\p{Lu}/u.test(rest));
+  return `${cardinal(String(Number(h)))}${minutes} ${half.toLowerCase()} m${ends ? '.' : ''}`;
 }
 
 /**
@@ -245,6 +272,15 @@ export function expandNumbers(text: string): string {
       },
     );
   }
+  if (/\d{3}[-.]\d{4}/.test(s))
+    s = s.replace(PHONE_RE, (_m, code?: string, area?: string, first?: string, mid?: string, last?: string) =>
+      phone([code, area ?? first, mid, last]),
+    );
+  if (s.includes('+'))
+    s = s.replace(INTERNATIONAL_RE, (_m, code: string, rest: string) =>
+      phone([`+${code}`, ...rest.trim().split(/[\s.-]/)]),
+    );
+  if (/\d\s?[AaPp]\.?[Mm]/.test(s)) s = s.replace(CLOCK_RE, clock);
   if (s.includes(':'))
     s = s.replace(TIME_RE, (_m, h: string, mm: string) =>
       mm === '00'
