@@ -394,6 +394,9 @@ describe('xtts train', () => {
       );
       assert.equal(stopped.code, 130, describeRun(stopped));
       assert.match(stopped.stderr, /SIGINT: finishing this WAV; \d+ texts? spoken so far/);
+      // Each WAV is told as it is written (stderr is a pipe here: a line each).
+      assert.match(stopped.stderr, /^spoken 1\/40: .*line-0001\.wav \(\d+\.\d\d s\)$/m);
+      assert.match(stopped.stderr, /^spoken 2\/40: .*line-0002\.wav/m);
       const summary = JSON.parse(readFileSync(join(cut, 'synthesis.json'), 'utf8'));
       const cutWavs = readdirSync(cut).filter((f) => f.endsWith('.wav'));
       assert.ok(cutWavs.length >= 2 && cutWavs.length < 40, cutWavs.join(' '));

@@ -17,7 +17,7 @@ import {
 } from '@xtts/core';
 import { BACKENDS } from '@xtts/core/config';
 import { splitLines, utf16Encoding } from '@xtts/core/data';
-import { paint } from '@xtts/core/render';
+import { paint, ProgressLine } from '@xtts/core/render';
 import type { SynthesisText, SynthesizedUtterance, SynthesizeResult } from '@xtts/core/training';
 
 /** The shortest --max-seconds: a word takes longer (a mistaken 0.01, milliseconds meant, made 1-frame WAVs). */
@@ -163,6 +163,16 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       );
     };
     const stopListening = onStopSignals(onSignal);
+    // --texts: each WAV as it is written, on stderr (a bar on a terminal, a line each elsewhere); stdout lists them all
+    // at the end, as for one text.
+    const bar = new ProgressLine('speaking', 'texts');
+    const started = performance.now();
+    const progress = (u: SynthesizedUtterance) => {
+      if (this.jsonEnabled() || texts.length < 2) return;
+      if (bar.enabled) bar.update(spoken, texts.length, performance.now() - started);
+      else process.stderr.write(`spoken ${spoken}/${texts.length}: ${u.out} (${u.durationS.toFixed(2)} s)\n`);
+      if (spoken === texts.length) bar.finish();
+    };
     const result = await synthesize({
       checkpoint: flags.checkpoint,
       texts,
@@ -177,8 +187,14 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       overwrite: flags.overwrite,
       vocoder: flags.vocoder,
       control,
-      onUtterance: () => spoken++,
-    }).finally(stopListening);
+      onUtterance: (u) => {
+        spoken++;
+        progress(u);
+      },
+    }).finally(() => {
+      stopListening();
+      bar.finish();
+    });
     for (const w of result.warnings) this.addWarning(w);
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
     if (result.unspoken !== undefined && this.stopSignal) {
