@@ -2,7 +2,7 @@
 // a run killed after a checkpoint and resumed continues the same loss curve, Ctrl-C saves and exits
 // 130, and synthesis writes a valid WAV.
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   cpSync,
@@ -425,6 +425,39 @@ describe('xtts train', () => {
       const tooMuch = await runCli(['synthesize', '--checkpoint', out, '--texts', huge, '--out-dir', piped]);
       assert.equal(tooMuch.code, 2, tooMuch.stderr);
       assert.match(tooMuch.stderr, /it holds more than 64 MiB of text \(it was not read further\): split it/);
+      // A WAV the file system refuses after others were written (a full disk; here a file-size limit, EFBIG, on the
+      // long second line): the synthesis stops there, the summary lists the WAV written, the exit status is 3, and
+      // --json's envelope is the error with the result beside it.
+      const limited = join(dir, 'spoken-limited');
+      mkdirSync(limited);
+      const lines = join(dir, 'limited.txt');
+      writeFileSync(
+        lines,
+        `Hi.\n${'The boy was there many times, and then he went home for dinner. '.repeat(2)}\nA quiz.\n`,
+      );
+      const capped = spawnSync(
+        'bash',
+        [
+          '-c',
+          `ulimit -f 40; exec ${cli} synthesize --checkpoint ${JSON.stringify(out)} --texts ${lines} --json ` +
+            `--out-dir ${JSON.stringify(limited)}`,
+        ],
+        { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } },
+      );
+      assert.equal(capped.status, 3, capped.stdout.slice(0, 3000));
+      const envelope = JSON.parse(capped.stdout);
+      assert.equal(envelope.status, 'error');
+      assert.equal(envelope.error.code, 'DISK_FULL');
+      assert.match(
+        envelope.error.message,
+        /line-0002\.wav: the file is larger than this process or file system allows/,
+      );
+      assert.equal(envelope.result.utterances.length, 1);
+      assert.equal(envelope.result.unspoken, 2);
+      assert.deepEqual(readdirSync(limited).sort(), ['line-0001.wav', 'synthesis.json']);
+      const limitedSummary = JSON.parse(readFileSync(join(limited, 'synthesis.json'), 'utf8'));
+      assert.equal(limitedSummary.writeFailed.out, join(limited, 'line-0002.wav'));
+      assert.equal(limitedSummary.utterances.length, 1);
 
       // A model of one language that is not dataset.language (a German dataset read with language_source: metadata
       // keeps dataset.language's default, en): spoken in its language without --language. The checkpoint's state is

@@ -100,8 +100,15 @@ export interface SynthesizeResult {
   /** Whose voice it spoke in. */
   voice: VoiceUsed;
   synthesisMs: number;
-  /** Texts left unspoken where `control.stop` ended the synthesis early (absent when it ran to the end). */
+  /** Texts left unspoken where `control.stop` or a failed write ended the synthesis early (absent: none were). */
   unspoken?: number;
+  /**
+   * The WAV that could not be written (a full disk, a file too large for the file system) where that ended the
+   * synthesis after other WAVs were: the error, and the WAV. Those written before it stay, and the summary lists them.
+   */
+  writeFailed?: { out: string; code: Uppercase<string>; message: string; suggestions: string[] };
+  /** Why the summary file (--out-dir's synthesis.json) could not be written, where it could not. */
+  summaryFailed?: string;
 }
 
 /** Whose voice: clips, a trained speaker, a voice file, or the mean of the trained voices (`speakers` of them). */
@@ -163,12 +170,13 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
   let vocoder: MelVocoder | undefined;
   const t0 = performance.now();
   let utterances: SynthesizedUtterance[];
+  let writeFailed: SynthesizeResult['writeFailed'];
   try {
     vocoder = synthesisVocoder(o, config, dir);
     // One reference window conditions as a mel; several (a long clip, or several clips) are one voice, their
     // latents averaged.
     const voice = source.mels.length > 1 ? { latents: await voiceLatents(model, source.mels) } : source.voice;
-    utterances = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite });
+    ({ utterances, writeFailed } = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite }));
   } finally {
     vocoder?.dispose();
     model.dispose();
@@ -186,9 +194,17 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     voice: source.used,
     synthesisMs: performance.now() - t0,
     ...(utterances.length < jobs.length ? { unspoken: jobs.length - utterances.length } : {}),
+    ...(writeFailed ? { writeFailed } : {}),
   };
-  if (o.summaryFile)
-    writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
+  if (o.summaryFile) {
+    try {
+      writeOutputFile(o.summaryFile, `${JSON.stringify(result, null, 1)}\n`, 'the synthesis summary', overwrite);
+    } catch (e) {
+      // After a failed WAV the disk may take no summary either: the result still says what was written.
+      if (!writeFailed || !isXttsError(e)) throw e;
+      result.summaryFailed = e.message;
+    }
+  }
   return result;
 }
 
@@ -422,14 +438,15 @@ async function speak(
   state: CheckpointState,
   o: SynthesizeOptions,
   out: { vocoder: MelVocoder; overwrite: { overwrite: boolean } },
-): Promise<SynthesizedUtterance[]> {
+): Promise<{ utterances: SynthesizedUtterance[]; writeFailed: SynthesizeResult['writeFailed'] }> {
   const { vocoder, overwrite } = out;
   const { config, stats } = state;
   const nMels = config.audio.n_mels;
   const { frames: maxFrames, bound, seconds } = frameBound(config, o.maxSeconds);
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
-  for (let start = 0; start < jobs.length && !o.control?.stop; start += batchSize) {
+  let writeFailed: SynthesizeResult['writeFailed'];
+  for (let start = 0; start < jobs.length && !o.control?.stop && !writeFailed; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
     const results = await model.generateBatch(batch, voice, {
       maxFrames,
@@ -440,7 +457,14 @@ async function speak(
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
       const samples = await vocoder.vocode(logMel, g.frames);
-      writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
+      try {
+        writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
+      } catch (e) {
+        // The first WAV's failure is the command's error; a later one ends the synthesis with what was written.
+        if (utterances.length === 0 || !isXttsError(e)) throw e;
+        writeFailed = { out: job.input.out, code: e.code, message: e.message, suggestions: e.suggestions };
+        break;
+      }
       utterances.push({
         ...(job.input.where ? { where: job.input.where } : {}),
         text: job.input.text,
@@ -458,5 +482,5 @@ async function speak(
       await new Promise((next) => setImmediate(next));
     }
   }
-  return utterances;
+  return { utterances, writeFailed };
 }

@@ -255,6 +255,25 @@ export function writeOutputFile(
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') throw exists(file, what);
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG')
+      throw new XttsError(
+        'DISK_FULL',
+        `cannot write ${what} to ${file}: ${
+          code === 'EFBIG'
+            ? 'the file is larger than this process or file system allows (EFBIG: ulimit -f, or the file system)'
+            : code === 'EDQUOT'
+              ? 'the disk quota is used up'
+              : 'the disk is full'
+        }`,
+        {
+          exitCode: ExitCode.environment,
+          suggestions: [
+            code === 'EFBIG'
+              ? 'raise the limit (ulimit -f), or write to a folder on another file system'
+              : 'free space there (nothing of the file was left), or write to a folder on another disk',
+          ],
+        },
+      );
     throw new XttsError(
       'OUTPUT_UNWRITABLE',
       `cannot write ${what} to ${file}: ${

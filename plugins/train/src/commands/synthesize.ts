@@ -197,15 +197,8 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     });
     for (const w of result.warnings) this.addWarning(w);
     for (const s of result.skipped) this.addWarning(`${s.where ? `${s.where}: ` : ''}not spoken: ${s.reason}`);
-    if (result.unspoken !== undefined && this.stopSignal) {
-      this.addWarning(
-        `${this.stopSignal} stopped the synthesis: ${result.utterances.length} of ` +
-          `${result.utterances.length + result.unspoken} texts spoken, ${result.unspoken} not` +
-          (summaryFile ? ` (${summaryFile} lists those spoken)` : ''),
-      );
-      // The earlier synthesis's WAVs of the texts not reached are left: they are not this one's to judge.
-      return result;
-    }
+    // The earlier synthesis's WAVs of the texts not reached are left: they are not this one's to judge.
+    if (this.warnCutShort(result, summaryFile)) return result;
     // --overwrite replaces the earlier synthesis in --out-dir: its WAVs this one did not write again go too (a
     // folder of three lines' WAVs and a summary of one would be two syntheses mixed).
     const written = new Set(result.utterances.map((u) => resolve(u.out)));
@@ -219,9 +212,45 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
     return result;
   }
 
+  /**
+   * Warns of a synthesis that ended before its last text (a WAV that could not be written, a stop signal): how many
+   * were spoken and where they are listed. True where it was cut short.
+   */
+  private warnCutShort(result: SynthesizeResult, summaryFile: string | undefined): boolean {
+    const spoken = result.utterances.length;
+    if (result.writeFailed) {
+      // A WAV that could not be written (a full disk) ended the synthesis: what was written stays, and is listed.
+      const f = result.writeFailed;
+      this.addWarning(
+        `${f.message}: the synthesis stopped there, ${spoken} of ${spoken + (result.unspoken ?? 0)} texts spoken` +
+          (summaryFile && !result.summaryFailed ? ` (${summaryFile} lists them)` : '') +
+          (result.summaryFailed ? `; the summary could not be written either: ${result.summaryFailed}` : '') +
+          ` — ${f.suggestions.join('; ')}`,
+      );
+      return true;
+    }
+    if (result.unspoken === undefined || !this.stopSignal) return false;
+    this.addWarning(
+      `${this.stopSignal} stopped the synthesis: ${spoken} of ${spoken + result.unspoken} texts spoken, ` +
+        `${result.unspoken} not${summaryFile ? ` (${summaryFile} lists those spoken)` : ''}`,
+    );
+    return true;
+  }
+
   protected override exitCodeFor(r: SynthesizeResult): number {
     if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
+    if (r.writeFailed) return r.writeFailed.code === 'DISK_FULL' ? ExitCode.environment : ExitCode.usage;
     return r.skipped.length > 0 ? ExitCode.findings : ExitCode.ok;
+  }
+
+  protected override errorFor(r: SynthesizeResult, code: number): XttsError {
+    const f = r.writeFailed;
+    if (!f) return super.errorFor(r, code);
+    return new XttsError(
+      f.code,
+      `${f.message}: the synthesis stopped there, ${plural(r.utterances.length, 'text')} spoken (in the result)`,
+      { exitCode: code as ExitCode, suggestions: f.suggestions },
+    );
   }
 
   protected render(r: SynthesizeResult): void {
