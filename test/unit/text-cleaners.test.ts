@@ -51,6 +51,10 @@ cases('english: an abbreviation that ends a sentence keeps its period', [
   ['We met in Jan. The day was cold.', 'we met in january. the day was cold.'],
   ['She said "ask the Dr."', 'she said "ask the doctor."'],
   ['Ask Dr. Smith and Mrs. Jones.', 'ask doctor smith and missus jones.'],
+  [
+    'We heard the Rev. Martin Luther King at the St. Lawrence.',
+    'we heard the reverend martin luther king at the saint lawrence.',
+  ],
   ['Sam Jones Jr. and Co. came; Main St. was closed.', 'sam jones junior and company came; main street was closed.'],
 ]);
 

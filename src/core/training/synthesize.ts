@@ -245,7 +245,7 @@ function refuseSpeechless(dir: string, config: XttsConfig): void {
 }
 
 /** `--vocoder griffin-lim`: Griffin-Lim's WAVs, whatever vocoder the model's config names. */
-export const GRIFFIN_LIM = 'griffin-lim';
+const GRIFFIN_LIM = 'griffin-lim';
 
 /**
  * What makes a synthesis's WAVs: --vocoder (Griffin-Lim for GRIFFIN_LIM), else the model's vocoder.checkpoint, else

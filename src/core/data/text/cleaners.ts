@@ -217,20 +217,28 @@ const ABBREVIATION_RE = new RegExp(
 // sentence's ("We live on Main St. It is quiet."), where a title's is not ("Dr. Smith").
 const PHRASE_ENDS = new Set(['jr', 'sr', 'esq', 'co', 'corp', 'ltd', 'inc', 'bros', 'etc', 'ave', 'blvd', 'rd', 'hwy']);
 const MONTHS = new Set(['jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec']);
-// A title after one of these is a noun ("I saw the Dr. He said …"), so a capital after it starts a sentence.
+// A title after a determiner and before a word that starts sentences, not a name, is a noun ("I saw the Dr. He
+// said …"); "the Rev. Martin Luther King" keeps its title.
 const DETERMINER_BEFORE = /\b(?:the|a|an|my|your|his|her|our|their|this|that)\s+$/i;
+const SENTENCE_OPENER =
+  /^\s+(?:He|She|It|They|We|I|You|The|This|That|These|Those|There|Then|But|And|So|His|Her|Its|Our|Their|My|Your)\b/;
 
 /**
- * Whether an abbreviation's period (at `end`, after its `word`) also ends the sentence, so that the expansion keeps
- * one: nothing but closing quotes or brackets after it, or a capital after a word that ends a phrase (or a title
- * used as a noun).
+ * Whether an abbreviation's period (the abbreviation from `start`, its period ending at `end`) also ends the
+ * sentence, so that the expansion keeps one: nothing but closing quotes or brackets after it, a capital after a word
+ * that ends a phrase (Inc., etc., a street, a month), or a title used as a noun (DETERMINER_BEFORE).
  */
 function sentenceEnds(text: string, start: number, end: number, key: string, street: boolean): boolean {
   const rest = text.slice(end);
   if (/^["'”’)\]]*\s*$/.test(rest)) return true;
   if (!/^\s+\p{Lu}/u.test(rest)) return false;
   if (PHRASE_ENDS.has(key) || MONTHS.has(key) || street) return true;
-  return DETERMINER_BEFORE.test(text.slice(Math.max(0, start - 12), start));
+  return (
+    TITLES_WITHOUT_PERIOD.has(key) &&
+    key !== 'st' &&
+    SENTENCE_OPENER.test(rest) &&
+    DETERMINER_BEFORE.test(text.slice(Math.max(0, start - 12), start))
+  );
 }
 const LETTER_DOTS_RE = /(?<![\p{L}\p{M}\p{N}])(?:e\.g\.|i\.e\.|a\.k\.a\.)/giu;
 const LETTER_DOTS: Record<string, string> = { 'e.g.': 'for example', 'i.e.': 'that is', 'a.k.a.': 'also known as' };
