@@ -5,7 +5,7 @@
 // problems in real runs on the software WebGPU device: profile-planted.test.ts).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -491,6 +491,27 @@ test('Ctrl-C while profiling: the steps so far are judged, the signal is the exi
   const again = await runCli(['profile-bottleneck', '--run', early, '--warmup', '0', '--json']);
   assert.ok(again.code === 0 || again.code === 1, describeRun(again));
   assert.ok(again.json.result.breakdown.steps >= 2, JSON.stringify(again.json.result.breakdown.steps));
+});
+
+test('--json and a signal before the first step: one interrupted envelope without a result', {
+  timeout: 300_000,
+}, async () => {
+  // The tiny model's first step on wasm takes seconds after the run folder's xtts-run.json is written.
+  const { shortQuickstartRun } = await import('../helpers/short-clips.js');
+  const run = shortQuickstartRun(12, 'xtts-profile-early-', '  max_steps: 60\n');
+  const out = tmp.at('early-json');
+  const r = await runCli(
+    ['profile-bottleneck', '--config', run.config, '--backend', 'wasm', '--steps', '20', '--warmup', '1'].concat([
+      '--output',
+      out,
+      '--json',
+    ]),
+    { timeoutMs: 280_000, interrupt: { signal: 'SIGINT', when: () => existsSync(join(out, 'xtts-run.json')) } },
+  );
+  assert.equal(r.code, 130, describeRun(r));
+  assert.equal(r.json?.status, 'interrupted', r.stdout);
+  assert.equal(r.json.result, null);
+  assert.deepEqual(r.json.warnings, ['SIGINT: no step has run yet: exiting now']);
 });
 
 /** A folder whose run.sqlite holds `bytes`. */
