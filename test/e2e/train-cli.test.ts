@@ -269,6 +269,22 @@ describe('xtts train', () => {
       ]);
       assert.equal(austrian.code, 2, austrian.stderr);
       assert.match(austrian.json.error.message, /--language "de-AT" is not one the model was trained on: en/);
+      // A text longer than the model reads at once (256 tokens) is spoken in pieces of whole sentences, one WAV.
+      const paragraph = Array.from({ length: 12 }, (_, i) => `The boy was there ${i + 1} times, then went home.`);
+      const long = await runCli(
+        ['synthesize', '--checkpoint', out, '--text', paragraph.join(' '), '--out', join(dir, 'long.wav')].concat([
+          '--json',
+        ]),
+      );
+      assert.equal(long.code, 0, long.stdout.slice(0, 2000));
+      const longUtterance = long.json.result.utterances[0];
+      assert.ok(longUtterance.pieces >= 2, JSON.stringify(longUtterance));
+      assert.match(
+        longUtterance.cleanedText,
+        /^the boy was there one times, then went home\..*twelve times, then went home\.$/,
+      );
+      const longWav = decodeWav(readFileSync(join(dir, 'long.wav')), 'long.wav');
+      assert.ok(Math.abs(longWav.durationS - longUtterance.durationS) < 0.01, `${longWav.durationS}`);
       // An empty --text (an unset shell variable) is said to be empty, before the model is loaded.
       for (const [text, said] of [
         ['', 'empty'],

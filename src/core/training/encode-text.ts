@@ -17,7 +17,7 @@ export async function encodeText(
   tokenizer: Tokenizer,
   phonemizer: Phonemizer | undefined,
   readAs = language,
-): Promise<{ ids: Int32Array; text: string } | { reason: string }> {
+): Promise<{ ids: Int32Array; text: string } | { reason: string; tooLong?: boolean }> {
   let text = cleanText(input, config.text, readAs);
   if (text.trim() === '') return { reason: 'nothing to speak after cleaning' };
   // Punctuation alone ("?!...") spoke a third of a second of noise.
@@ -25,7 +25,11 @@ export async function encodeText(
   if (phonemizer) text = await phonemizer.phonemize(text, language);
   const enc = tokenizer.encode(text, language);
   const reason = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');
-  return reason ? { reason } : { ids: enc.ids, text };
+  if (!reason) return { ids: enc.ids, text };
+  // Too long and nothing else: synthesize speaks such a text in pieces (text-pieces.ts).
+  return enc.unmappable.length === 0 && enc.ids.length > config.model.max_text_tokens
+    ? { reason, tooLong: true }
+    : { reason };
 }
 
 /** Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined. */

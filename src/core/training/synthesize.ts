@@ -14,6 +14,7 @@ import { type GenerateItem, type ReferenceMel, type Voice, voiceLatents, XttsMod
 import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { frameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
+import { encodeInPieces } from './text-pieces.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
   assignArrays,
@@ -74,6 +75,11 @@ export interface SynthesizedUtterance {
   out: string;
   frames: number;
   durationS: number;
+  /**
+   * The pieces of whole sentences it was spoken in, where it was longer than the model reads at once
+   * (model.max_text_tokens): each spoken in turn, joined with 0.2 s between. Absent: in one.
+   */
+  pieces?: number;
   /** 'end_of_text' when the whole text was read at its predicted durations; 'max_frames' when the bound cut it. */
   stopReason: 'end_of_text' | 'max_frames';
   /**
@@ -126,8 +132,11 @@ function textFiles(texts: readonly SynthesisText[]): NamedFile[] {
   return [...files].map((file) => ({ file, what: 'the texts (--texts)' }));
 }
 
-/** A text ready to speak: its tokens and language index, where it came from and what the model reads. */
-type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string };
+/**
+ * A text ready to speak: its tokens and language index, where it came from and what the model reads; `part`: which
+ * piece of a text spoken in pieces (text-pieces.ts) it is.
+ */
+type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string; part?: { index: number; of: number } };
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
@@ -336,12 +345,17 @@ async function synthesisJobs(
   try {
     for (const input of texts) {
       const name = input.where ? `${input.where}: ` : '';
-      const encoded = await encodeText(input.text, language, config, tokenizer, phonemizer, trained.readAs);
-      if ('reason' in encoded) {
-        skipped.push({ where: input.where, text: input.text, reason: encoded.reason });
+      const encode = (text: string) => encodeText(text, language, config, tokenizer, phonemizer, trained.readAs);
+      const encoded = await encode(input.text);
+      // Longer than the model reads at once: spoken in pieces of whole sentences, joined into one WAV.
+      const split = 'reason' in encoded && encoded.tooLong ? await encodeInPieces(input.text, encode) : undefined;
+      const pieces = 'ids' in encoded ? [encoded] : split && 'pieces' in split ? split.pieces : undefined;
+      if (!pieces) {
+        const reason = split && 'reason' in split ? split.reason : (encoded as { reason: string }).reason;
+        skipped.push({ where: input.where, text: input.text, reason });
         continue;
       }
-      const { ids, text } = encoded;
+      const text = pieces.map((p) => p.text).join(' ');
       const untrained = [...new Set([...text].filter((c) => trained.unseen.has(c)))];
       if (untrained.length)
         warnings.push(
@@ -349,7 +363,14 @@ async function synthesisJobs(
             `the training data: the model has not learnt ` +
             `how ${untrained.length > 1 ? 'they sound' : 'it sounds'}`,
         );
-      jobs.push({ ids, language: trained.langIndex, input, cleanedText: text });
+      for (const [index, p] of pieces.entries())
+        jobs.push({
+          ids: p.ids,
+          language: trained.langIndex,
+          input,
+          cleanedText: p.text,
+          ...(pieces.length > 1 ? { part: { index, of: pieces.length } } : {}),
+        });
     }
   } finally {
     phonemizer?.close();
@@ -446,6 +467,7 @@ async function speak(
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   let writeFailed: SynthesizeResult['writeFailed'];
+  let pending: { samples: Float32Array[]; frames: number; cut: SynthesizedUtterance['stopReason'] } | undefined;
   for (let start = 0; start < jobs.length && !o.control?.stop && !writeFailed; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
     const results = await model.generateBatch(batch, voice, {
@@ -456,7 +478,21 @@ async function speak(
       if (o.control?.stop) break;
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
-      const samples = await vocoder.vocode(logMel, g.frames);
+      const spoken = { samples: [await vocoder.vocode(logMel, g.frames)], frames: g.frames, cut: g.stopReason };
+      // A text spoken in pieces: its audio so far waits for the last piece, then is written as one WAV.
+      if (job.part) {
+        if (job.part.index > 0 && pending) {
+          spoken.samples.unshift(...pending.samples);
+          spoken.frames += pending.frames;
+          if (pending.cut === 'max_frames') spoken.cut = 'max_frames';
+        }
+        if (job.part.index < job.part.of - 1) {
+          pending = spoken;
+          continue;
+        }
+        pending = undefined;
+      }
+      const samples = joinPieces(spoken.samples, Math.round(PIECE_GAP_S * config.audio.sample_rate_hz));
       try {
         writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
       } catch (e) {
@@ -468,12 +504,18 @@ async function speak(
       utterances.push({
         ...(job.input.where ? { where: job.input.where } : {}),
         text: job.input.text,
-        cleanedText: job.cleanedText,
+        cleanedText: job.part
+          ? jobs
+              .filter((x) => x.input === job.input)
+              .map((x) => x.cleanedText)
+              .join(' ')
+          : job.cleanedText,
         out: job.input.out,
-        frames: g.frames,
+        frames: spoken.frames,
         durationS: samples.length / config.audio.sample_rate_hz,
-        stopReason: g.stopReason,
-        ...(g.stopReason === 'max_frames' ? { cutBy: { bound, seconds } } : {}),
+        stopReason: spoken.cut,
+        ...(spoken.cut === 'max_frames' ? { cutBy: { bound, seconds } } : {}),
+        ...(job.part ? { pieces: job.part.of } : {}),
         vocoder: vocoder.used.kind,
       });
       o.onUtterance?.(utterances[utterances.length - 1]);
@@ -483,4 +525,19 @@ async function speak(
     }
   }
   return { utterances, writeFailed };
+}
+
+/** Silence between the pieces of a text spoken in pieces, a sentence's pause. */
+const PIECE_GAP_S = 0.2;
+
+/** The pieces' samples one after another, `gap` samples of silence between them. */
+function joinPieces(pieces: Float32Array[], gap: number): Float32Array {
+  if (pieces.length === 1) return pieces[0];
+  const out = new Float32Array(pieces.reduce((n, p) => n + p.length, 0) + gap * (pieces.length - 1));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length + gap;
+  }
+  return out;
 }

@@ -263,6 +263,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       this.log(
         paint.ok(
           `wrote ${u.out}: ${u.durationS.toFixed(2)} s (${u.frames} mel frames` +
+            `${u.pieces ? `; too long to read at once, spoken in ${u.pieces} pieces of whole sentences` : ''}` +
             `${u.cutBy ? `, cut ${cut[u.cutBy.bound]}` : ''})`,
         ),
       );
