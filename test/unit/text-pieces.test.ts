@@ -19,7 +19,7 @@ function encoderOf(limit: number) {
 const texts = async (r: Awaited<ReturnType<typeof encodeInPieces>>) =>
   'pieces' in r ? r.pieces.map((p) => p.text) : assert.fail(r.reason);
 
-test('sentences are cut at . ! ? … ; : (closing quotes kept with them); punctuation alone joins the one before', () => {
+test('sentences end at . ! ? … ; : (closing quotes kept with them); punctuation alone joins the one before', () => {
   assert.deepEqual(splitAt('One. Two! "Three?" Four… Five; six: seven', /(?<=[.!?…;:]["'”’)\]]*)\s+/u), [
     'One.',
     'Two!',

@@ -24,21 +24,20 @@ export async function encodeText(
   if (!hasSpeech(text)) return { reason: 'nothing to speak: the text has no letters or digits' };
   if (phonemizer) text = await phonemizer.phonemize(text, language);
   const enc = tokenizer.encode(text, language);
-  const reason = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');
-  if (!reason) return { ids: enc.ids, text };
-  // Too long and nothing else: synthesize speaks such a text in pieces (text-pieces.ts).
-  return enc.unmappable.length === 0 && enc.ids.length > config.model.max_text_tokens
-    ? { reason, tooLong: true }
-    : { reason };
+  const refused = unspeakable(text, enc, config, phonemizer ? 'phonemes' : text === input ? 'text' : 'cleaned');
+  return refused ?? { ids: enc.ids, text };
 }
 
-/** Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined. */
+/**
+ * Why an encoded text cannot be spoken (symbols without a token, too many tokens), or undefined; `tooLong` where its
+ * length alone is why (synthesize speaks such a text in pieces: text-pieces.ts).
+ */
 function unspeakable(
   text: string,
   enc: ReturnType<Tokenizer['encode']>,
   config: XttsConfig,
   read: 'text' | 'cleaned' | 'phonemes',
-): string | undefined {
+): { reason: string; tooLong?: boolean } | undefined {
   if (enc.unmappable.length) {
     // Positions count in what was tokenized: the cleaner's output (numbers read out) need not line up with the line.
     const of = read === 'text' ? '' : read === 'cleaned' ? ' of the cleaned text' : ' of the phonemes';
@@ -49,15 +48,19 @@ function unspeakable(
           `("${around(text, enc.unmappableAt?.[i] ?? 0)}")`,
       )
       .join(', ');
-    return (
-      `${read === 'phonemes' ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
-      `token for: ${what}; rephrase without them or spell them out in words`
-    );
+    return {
+      reason:
+        `${read === 'phonemes' ? 'the phonemes have' : 'the text has'} symbols the model has no ` +
+        `token for: ${what}; rephrase without them or spell them out in words`,
+    };
   }
   if (enc.ids.length > config.model.max_text_tokens)
-    return (
-      `${enc.ids.length} tokens; the model takes at ` + `most ${config.model.max_text_tokens}: split it into sentences`
-    );
+    return {
+      reason:
+        `${enc.ids.length} tokens; the model takes at most ${config.model.max_text_tokens}: split it into ` +
+        'sentences',
+      tooLong: true,
+    };
   return undefined;
 }
 

@@ -112,7 +112,7 @@ export interface SynthesizeResult {
    * The WAV that could not be written (a full disk, a file too large for the file system) where that ended the
    * synthesis after other WAVs were: the error, and the WAV. Those written before it stay, and the summary lists them.
    */
-  writeFailed?: { out: string; code: Uppercase<string>; message: string; suggestions: string[] };
+  writeFailed?: { out: string; code: Uppercase<string>; exitCode: ExitCode; message: string; suggestions: string[] };
   /** Why the summary file (--out-dir's synthesis.json) could not be written, where it could not. */
   summaryFailed?: string;
 }
@@ -467,7 +467,8 @@ async function speak(
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   let writeFailed: SynthesizeResult['writeFailed'];
-  let pending: { samples: Float32Array[]; frames: number; cut: SynthesizedUtterance['stopReason'] } | undefined;
+  type Spoken = { samples: Float32Array[]; texts: string[]; frames: number; cut: SynthesizedUtterance['stopReason'] };
+  let pending: Spoken | undefined;
   for (let start = 0; start < jobs.length && !o.control?.stop && !writeFailed; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
     const results = await model.generateBatch(batch, voice, {
@@ -478,11 +479,17 @@ async function speak(
       if (o.control?.stop) break;
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
-      const spoken = { samples: [await vocoder.vocode(logMel, g.frames)], frames: g.frames, cut: g.stopReason };
+      const spoken: Spoken = {
+        samples: [await vocoder.vocode(logMel, g.frames)],
+        texts: [job.cleanedText],
+        frames: g.frames,
+        cut: g.stopReason,
+      };
       // A text spoken in pieces: its audio so far waits for the last piece, then is written as one WAV.
       if (job.part) {
         if (job.part.index > 0 && pending) {
           spoken.samples.unshift(...pending.samples);
+          spoken.texts.unshift(...pending.texts);
           spoken.frames += pending.frames;
           if (pending.cut === 'max_frames') spoken.cut = 'max_frames';
         }
@@ -498,18 +505,14 @@ async function speak(
       } catch (e) {
         // The first WAV's failure is the command's error; a later one ends the synthesis with what was written.
         if (utterances.length === 0 || !isXttsError(e)) throw e;
-        writeFailed = { out: job.input.out, code: e.code, message: e.message, suggestions: e.suggestions };
+        const { code, exitCode, message, suggestions } = e;
+        writeFailed = { out: job.input.out, code, exitCode, message, suggestions };
         break;
       }
       utterances.push({
         ...(job.input.where ? { where: job.input.where } : {}),
         text: job.input.text,
-        cleanedText: job.part
-          ? jobs
-              .filter((x) => x.input === job.input)
-              .map((x) => x.cleanedText)
-              .join(' ')
-          : job.cleanedText,
+        cleanedText: spoken.texts.join(' '),
         out: job.input.out,
         frames: spoken.frames,
         durationS: samples.length / config.audio.sample_rate_hz,

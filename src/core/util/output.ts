@@ -130,8 +130,10 @@ export function readToEnd(fd: number, maxBytes: number): Buffer | undefined {
   const pause = new Int32Array(new SharedArrayBuffer(4));
   const chunks: Buffer[] = [];
   let total = 0;
+  // One read buffer; each read's bytes are copied out (a pipe gives 64 KiB a read: a view of a fresh 1 MiB buffer
+  // each time kept 16 times the bytes read alive).
+  const chunk = Buffer.allocUnsafe(1 << 20);
   for (;;) {
-    const chunk = Buffer.alloc(1 << 20);
     let n: number;
     try {
       n = readSync(fd, chunk, 0, chunk.length, null);
@@ -143,7 +145,7 @@ export function readToEnd(fd: number, maxBytes: number): Buffer | undefined {
     if (n === 0) return Buffer.concat(chunks, total);
     total += n;
     if (total > maxBytes) return undefined;
-    chunks.push(chunk.subarray(0, n));
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
   }
 }
 

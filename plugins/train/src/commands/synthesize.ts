@@ -171,7 +171,6 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       if (this.jsonEnabled() || texts.length < 2) return;
       if (bar.enabled) bar.update(spoken, texts.length, performance.now() - started);
       else process.stderr.write(`spoken ${spoken}/${texts.length}: ${u.out} (${u.durationS.toFixed(2)} s)\n`);
-      if (spoken === texts.length) bar.finish();
     };
     const result = await synthesize({
       checkpoint: flags.checkpoint,
@@ -239,7 +238,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
 
   protected override exitCodeFor(r: SynthesizeResult): number {
     if (this.stopSignal) return SIGNAL_EXIT[this.stopSignal];
-    if (r.writeFailed) return r.writeFailed.code === 'DISK_FULL' ? ExitCode.environment : ExitCode.usage;
+    if (r.writeFailed) return r.writeFailed.exitCode;
     return r.skipped.length > 0 ? ExitCode.findings : ExitCode.ok;
   }
 
