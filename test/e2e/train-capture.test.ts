@@ -19,7 +19,7 @@ import { tensorsDiffer } from '../helpers/checkpoints.js';
 describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () => {
   test(
     'replayed steps train exactly as eager ones, and shaders without bounds checks as with them: ' +
-      'the same losses, validation and weights; run.sqlite says which steps replayed (with the reference pitch)',
+      'the same losses, validation and weights; run.sqlite says which steps replayed (with the pitch inputs)',
     async () => {
       const { dir, config } = shortQuickstartRun(
         12,
@@ -33,9 +33,10 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
 `,
         MICRO_MODEL,
       );
-      // model.speaker_pitch: the reference pitch's input and its ops go through the recording too.
+      // model.speaker_pitch and pitch_contour: the reference's pitch and the target frames' (a batch input of its own)
+      // and their ops go through the recording too.
       const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'].concat(
-        ['--set', 'model.speaker_pitch=true'],
+        ['--set', 'model.speaker_pitch=true', '--set', 'model.pitch_contour=true'],
       );
       const eager = join(dir, 'eager');
       const checked = ['--set', 'device.bounds_checks=on'];
@@ -83,6 +84,9 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
         const db = new Database(join(run, 'run.sqlite'), { readonly: true });
         const out = {
           val: db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/val' ORDER BY step").all(),
+          pitch: db.prepare("SELECT step, value FROM metrics WHERE name = 'loss/pitch' ORDER BY step").all() as {
+            value: number;
+          }[],
           replayed: (db.prepare('SELECT replayed FROM steps ORDER BY step').all() as { replayed: number | null }[]).map(
             (r) => r.replayed,
           ),
@@ -96,6 +100,9 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
       };
       const [a, b] = [read(eager), read(replayed)];
       assert.deepEqual(b.val, a.val);
+      // The pitch predictor's loss, logged at every interval, the same in both.
+      assert.deepEqual(b.pitch, a.pitch);
+      assert.ok(a.pitch.length === 4 && a.pitch.every((p) => p.value > 0), JSON.stringify(a.pitch));
       assert.deepEqual([a.nonFinite, b.nonFinite], [0, 0]);
       assert.equal(a.val.length, 2);
       assert.deepEqual(a.replayed, [0, 0, 0, 0, 0, 0, 0, 0]);

@@ -298,6 +298,52 @@ describe('voice warp and reference join', () => {
     assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
   });
 
+  test('model.pitch_contour: each voice keeps its pitch, which --speaker and its voice file speak at', async () => {
+    const out = join(dir, 'runs', 'contour');
+    const r = await runCli([
+      'train',
+      '--config',
+      config,
+      '--output',
+      out,
+      '--backend',
+      'wasm',
+      '--set',
+      'model.pitch_contour=true',
+    ]);
+    assert.equal(r.code, 0, r.stderr.slice(-2000));
+    const metrics = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const pitchLoss = metrics.filter((m) => m.name === 'loss/pitch');
+    assert.equal(pitchLoss.length, 4, "the pitch predictor's loss at every logged step");
+    const latest = join(out, 'checkpoints');
+    const ckpt = join(latest, readFileSync(join(latest, 'latest'), 'utf8').trim());
+    const arrays = decodeSafetensors(readFileSync(join(ckpt, 'voices.safetensors')), 'voices').arrays;
+    const pitch = new Map(arrays.filter((a) => a.name.startsWith('voice-pitch/')).map((a) => [a.name, a.data[0]]));
+    assert.deepEqual([...pitch.keys()].sort(), ['voice-pitch/alice', 'voice-pitch/bob']);
+    // The quickstart's voice: a median F0 of a speaking voice, read on the clips' log-mels.
+    for (const [name, logF0] of pitch) assert.ok(logF0 > Math.log(80) && logF0 < Math.log(400), `${name} ${logF0}`);
+    const file = join(dir, 'contour.voice.safetensors');
+    const saved = await runCli(['voices', '--checkpoint', out, '--speaker', 'alice', '--out', file, '--json']);
+    assert.equal(saved.code, 0, saved.stderr);
+    const info = JSON.parse(decodeSafetensors(readFileSync(file), 'voice').metadata.info!);
+    assert.equal(info.logF0, pitch.get('voice-pitch/alice'));
+    const wav = (name: string) => join(dir, `contour-${name}.wav`);
+    for (const [name, voice] of [
+      ['speaker', ['--speaker', 'alice']],
+      ['file', ['--voice', file]],
+    ] as const) {
+      const s = await runCli(['synthesize', '--checkpoint', out, ...voice, '--out', wav(name), ...say]);
+      assert.equal(s.code, 0, s.stderr);
+    }
+    assert.ok(
+      readFileSync(wav('file')).equals(readFileSync(wav('speaker'))),
+      'the file carries the voice and its pitch',
+    );
+  });
+
   test('batching.reference_join fills a window longer than the clips with more of the voice', async () => {
     // 400 frames (4.6 s) against clips of 1-2 s: padded, or joined from the speaker's other clips.
     const train = (out: string, ...set: string[]) =>

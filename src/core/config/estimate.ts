@@ -49,7 +49,9 @@ export function estimateParameters(config: XttsConfig, vocabSize = ESTIMATE_VOCA
     d +
     (m.speaker_offset ? d * nMels + nMels : 0) +
     (m.speaker_rate ? d * d + d : 0) +
-    (m.speaker_pitch ? PITCH_FEATURES * d + d : 0);
+    (m.speaker_pitch ? PITCH_FEATURES * d + d : 0) +
+    // model.pitch_contour: a pitch predictor shaped as the duration predictor, and the pitch embedding.
+    (m.pitch_contour ? duration + PITCH_FEATURES * d + d : 0);
   const prenet =
     r * nMels * m.prenet_dim + m.prenet_dim + m.prenet_dim * m.prenet_dim + m.prenet_dim + m.prenet_dim * d + d;
   const decoder =

@@ -230,21 +230,23 @@ export const modelShapeRule: Rule = {
   severity: 'error',
   rationale:
     'Heads must divide the model width; the positional tables must cover the longest ' +
-    'sequences the limits admit, or long utterances fail mid-run; model.speaker_pitch reads a pitch from mel ' +
+    'sequences the limits admit, or long utterances fail mid-run; model.speaker_pitch and pitch_contour read a ' +
+    'pitch from mel ' +
     "bands a voice's first harmonics fall in, and a mel without enough of them would tell the model nothing.",
   check(ctx) {
     const { model: m, limits, audio: a } = ctx.config;
     const frames = Math.ceil((limits.max_audio_s * a.sample_rate_hz) / a.hop_length) + 1;
-    const pitchBandCount = m.speaker_pitch ? pitchBands(a).length : PITCH_MIN_BANDS;
+    const pitchKey = m.speaker_pitch ? 'speaker_pitch' : m.pitch_contour ? 'pitch_contour' : undefined;
+    const pitchBandCount = pitchKey ? pitchBands(a).length : PITCH_MIN_BANDS;
     return fired([
       pitchBandCount < PITCH_MIN_BANDS &&
         at(
           ctx,
-          'model.speaker_pitch',
+          `model.${pitchKey}`,
           'error',
           `audio's ${a.n_mels} mel bands from ${a.fmin_hz} to ${a.fmax_hz} Hz have ${pitchBandCount} centred within ` +
-            `50-1000 Hz; speaker_pitch reads a voice's pitch from at least ${PITCH_MIN_BANDS} there`,
-          'speaker_pitch: false (or audio.n_mels: 80 with fmin_hz: 0)',
+            `50-1000 Hz; ${pitchKey} reads a voice's pitch from at least ${PITCH_MIN_BANDS} there`,
+          `${pitchKey}: false (or audio.n_mels: 80 with fmin_hz: 0)`,
         ),
       m.d_model % m.heads !== 0 &&
         at(

@@ -64,6 +64,17 @@ export const ModelSchema = Section(
         'is spoken between those of the trained voices instead of at the nearest one. A new model (a 10 × d_model ' +
         'matrix); needs 12 mel bands centred within 50-1000 Hz (80 bands to 8 kHz have 25).',
     }),
+    pitch_contour: Type.Boolean({
+      default: false,
+      description:
+        "Give the decoder every text symbol's pitch (FastPitch's pitch embedding): in training the symbol's mean " +
+        "F0 over its aligned frames (read on the target's log-mel as speaker_pitch reads a reference's), at " +
+        "synthesis the reference's median F0 plus a pitch predictor's rise or fall for that symbol (trained on " +
+        "the targets' own, in log F0 from the utterance's mean), so that a voice is spoken at the pitch its clip " +
+        'was measured at, not the trained voice its clip resembles. A new model (a pitch predictor the size of ' +
+        'the duration predictor and a 10 × d_model matrix); the pitch loss is logged as loss/pitch; the ' +
+        'mel-band condition of speaker_pitch applies.',
+    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

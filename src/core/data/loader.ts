@@ -33,6 +33,7 @@ export interface LoaderOptions
     | 'referenceJoin'
     | 'voiceWarp'
     | 'referencePitch'
+    | 'framePitch'
   > {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
@@ -131,6 +132,7 @@ export class DataLoader {
       referenceJoin: o.referenceJoin,
       voiceWarp: o.voiceWarp,
       referencePitch: o.referencePitch,
+      framePitch: o.framePitch,
     };
   }
 

@@ -60,6 +60,8 @@ export interface ProducerJob {
    * measured with these mel settings; without it refPitch stays 0.
    */
   referencePitch?: MelSettings;
+  /** model.pitch_contour (with referencePitch): each target frame's log F0 into melPitch; without it, zeros. */
+  framePitch?: boolean;
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
@@ -183,7 +185,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
     const { mel } = processClip(bytes, job.recomputeAudio, item.audioPath);
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
-  const pitchOf = clipPitches(job, (item) => melOf(item) ?? missingFeature(item));
+  const pitches = clipPitches(job, (item) => melOf(item) ?? missingFeature(item));
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -206,10 +208,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         nMels,
       };
       const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape);
-      v.tokens.fill(0);
-      v.mel.fill(0);
-      v.refMel.fill(0);
-      v.refPitch.fill(0);
+      for (const a of [v.tokens, v.mel, v.refMel, v.refPitch, v.melPitch]) a.fill(0);
       const batchSeed = (job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
       const rand = mulberry32(batchSeed);
       // The warps and the joined clips draw from streams of their own: turning either on changes what it does and
@@ -250,12 +249,14 @@ export function runProducer(job: ProducerJob): ProducerResult {
             copyNormalised(joined, 0, frames, nMels, job, v.refMel, refAt + at * nMels, refWarp);
             clips.push(clip);
           });
-        if (pitchOf) {
+        if (pitches) {
           const logF0 = pooledLogF0(
-            clips.map((c) => pitchOf(c, c === itemIndex ? blob : c === refIndex ? refBlob : undefined)),
+            clips.map((c) => pitches.pitch(c, c === itemIndex ? blob : c === refIndex ? refBlob : undefined)),
           );
           // A warp scales every frequency by α, F0 with them.
-          v.refPitch[b] = logF0 !== 0 && warped ? logF0 + Math.log(warped.alpha) : logF0;
+          const shift = warped ? Math.log(warped.alpha) : 0;
+          v.refPitch[b] = logF0 !== 0 ? logF0 + shift : logF0;
+          if (pitches.frames) pitches.frames(itemIndex, blob, shift, v.melPitch.subarray(b * shape.frames), frames);
         }
       });
       publishFilled(job.ring, slot, batch.bucket, batch.fillers);
@@ -272,25 +273,50 @@ export function runProducer(job: ProducerJob): ProducerResult {
 /**
  * model.speaker_pitch: each clip's pitch (audio/pitch.ts) from its raw log-mel, measured once a producer and kept (two
  * numbers a clip); `blob` saves reading a clip the batch has read already. Undefined when no pitch is asked for.
+ * With job.framePitch (model.pitch_contour) each clip's frame track is kept instead (a byte a frame: 13,100
+ * LJSpeech clips, 10 MB), and `frames` writes a target's first `count` frames' log F0, moved by `shift` (a warp's
+ * log α), 0 where unvoiced.
  */
 function clipPitches(
-  job: Pick<ProducerJob, 'referencePitch' | 'items'>,
+  job: Pick<ProducerJob, 'referencePitch' | 'items' | 'framePitch'>,
   melOf: (item: ProducerItem) => Buffer,
-): ((clip: number, blob?: Buffer) => ClipPitch) | undefined {
+):
+  | {
+      pitch: (clip: number, blob?: Buffer) => ClipPitch;
+      frames?: (clip: number, blob: Buffer, shift: number, out: Float32Array, count: number) => void;
+    }
+  | undefined {
   if (!job.referencePitch) return undefined;
   const estimator = pitchEstimatorFor(job.referencePitch);
   const nMels = job.referencePitch.n_mels;
   const logF0 = new Float32Array(job.items.length).fill(Number.NaN);
   const voiced = new Int32Array(job.items.length);
-  return (clip, blob) => {
+  const tracks: (Uint8Array | undefined)[] = [];
+  const melOfClip = (clip: number, blob?: Buffer) => {
+    const item = job.items[clip];
+    return blobFrames(blob ?? melOf(item), 0, item.frames, nMels);
+  };
+  const track = (clip: number, blob?: Buffer) => {
+    tracks[clip] ??= estimator.frameTrack(melOfClip(clip, blob), job.items[clip].frames);
+    return tracks[clip];
+  };
+  const pitch = (clip: number, blob?: Buffer): ClipPitch => {
     if (Number.isNaN(logF0[clip])) {
-      const item = job.items[clip];
-      const bytes = blob ?? melOf(item);
-      const p = clipPitch(estimator.voicedLogF0(blobFrames(bytes, 0, item.frames, nMels), item.frames));
+      const p = job.framePitch
+        ? clipPitch(estimator.voicedOf(track(clip, blob)))
+        : clipPitch(estimator.voicedLogF0(melOfClip(clip, blob), job.items[clip].frames));
       logF0[clip] = p.logF0;
       voiced[clip] = p.voiced;
     }
     return { logF0: logF0[clip], voiced: voiced[clip] };
+  };
+  if (!job.framePitch) return { pitch };
+  return {
+    pitch,
+    frames: (clip, blob, shift, out, count) => {
+      const t = track(clip, blob);
+      for (let f = 0; f < count; f++) out[f] = t[f] > 0 ? estimator.candidates[t[f] - 1] + shift : 0;
+    },
   };
 }
 

@@ -10,6 +10,7 @@
 //   refMel       Float32 [B, T_ref, nMels]  normalised log-mel of another clip of the same speaker
 //   refLengths   Int32   [B]                real reference frames
 //   refPitch     Float32 [B]                the reference's median log F0 (model.speaker_pitch), 0 where unknown
+//   melPitch     Float32 [B, T_mel]         each target frame's log F0 (model.pitch_contour), 0 where unvoiced
 import * as tf from '@tensorflow/tfjs-core';
 import { uploadTensors } from '../backend/index.js';
 
@@ -30,6 +31,8 @@ export interface TrainBatch {
   refLengths: tf.Tensor1D;
   /** [B] float32 */
   refPitch: tf.Tensor1D;
+  /** [B, T_mel] float32; absent where the batch's maker had none (a model without pitch_contour reads none). */
+  melPitch?: tf.Tensor2D;
 }
 
 /**
@@ -56,6 +59,7 @@ export interface HostBatch {
   refMel: Float32Array;
   refLengths: Int32Array;
   refPitch: Float32Array;
+  melPitch?: Float32Array;
 }
 
 export interface BatchDims {
@@ -68,7 +72,7 @@ export interface BatchDims {
 }
 
 /**
- * Upload one batch (9 host-to-device copies, no kernels). The caller disposes it with disposeBatch.
+ * Upload one batch (9 host-to-device copies, 10 with melPitch; no kernels). The caller disposes it with disposeBatch.
  * On webgpu the tensors go to the device at once, from views of the ring's arrays: the upload copies
  * them (into a reused mapped staging buffer in one go: backend/webgpu-uploads.ts uploadTensors) and
  * drops the host values, so no host copy of the batch is made first (2.9 MB a tiny step: 0.75 ms of an
@@ -95,6 +99,7 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     refMel: tf.tensor3d(first(h.refMel, b * d.refFrames * d.nMels), [b, d.refFrames, d.nMels], 'float32'),
     refLengths: tf.tensor1d(first(h.refLengths, b), 'int32'),
     refPitch: tf.tensor1d(first(h.refPitch, b), 'float32'),
+    ...(h.melPitch ? { melPitch: tf.tensor2d(first(h.melPitch, b * d.frames), [b, d.frames], 'float32') } : {}),
   };
   if (backend)
     uploadTensors(

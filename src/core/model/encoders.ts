@@ -146,15 +146,17 @@ export class DurationPredictor {
   readonly ln2: LayerNorm;
   readonly out: Linear;
 
+  /** `name`: the parameters' prefix (model.pitch_contour's pitch predictor has this shape too, as `pitch`). */
   constructor(
     store: ParamStore,
     readonly dModel: number,
+    name = 'dur',
   ) {
-    this.conv1 = new Conv1d(store, 'dur.conv1', 3, dModel, dModel, Math.SQRT2);
-    this.ln1 = new LayerNorm(store, 'dur.ln1', dModel);
-    this.conv2 = new Conv1d(store, 'dur.conv2', 3, dModel, dModel, Math.SQRT2);
-    this.ln2 = new LayerNorm(store, 'dur.ln2', dModel);
-    this.out = new Linear(store, 'dur.out', dModel, 1);
+    this.conv1 = new Conv1d(store, `${name}.conv1`, 3, dModel, dModel, Math.SQRT2);
+    this.ln1 = new LayerNorm(store, `${name}.ln1`, dModel);
+    this.conv2 = new Conv1d(store, `${name}.conv2`, 3, dModel, dModel, Math.SQRT2);
+    this.ln2 = new LayerNorm(store, `${name}.ln2`, dModel);
+    this.out = new Linear(store, `${name}.out`, dModel, 1);
   }
 
   // text [B, T, D], textLengths [B] -> log(1 + steps) [B, T]

@@ -53,9 +53,14 @@ export interface ReferenceMel {
 
 /**
  * Whose voice generation speaks in: a reference window (a bare log-mel: its pitch unknown), or `latents` the model
- * computed from windows before (voiceLatents: [cond_latents, d_model]).
+ * computed from windows before (voiceLatents: [cond_latents, d_model]) with the windows' median log F0, which a model
+ * with model.pitch_contour speaks at (0 or none: unknown).
  */
-export type Voice = Float32Array | ReferenceMel | { latents: Float32Array };
+export type Voice = Float32Array | ReferenceMel | LatentVoice;
+export interface LatentVoice {
+  latents: Float32Array;
+  logF0?: number;
+}
 
 /** One reference window as the model's reference inputs for `batch` texts that all take it. */
 export function referenceInputs(ref: ReferenceMel, batch: number, nMels: number) {
@@ -64,6 +69,14 @@ export function referenceInputs(ref: ReferenceMel, batch: number, nMels: number)
     refMel: tf.tile(tf.tensor3d(ref.mel, [1, frames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
     refLengths: tf.tensor1d(new Array<number>(batch).fill(frames), 'int32'),
     refPitch: tf.fill([batch], ref.logF0) as tf.Tensor1D,
+  };
+}
+
+/** Latents [L, D] and their pitch as the model's voice inputs for `batch` texts that all take them. */
+export function latentInputs(voice: LatentVoice, batch: number, latents: number, dModel: number) {
+  return {
+    voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D,
+    refPitch: tf.fill([batch], voice.logF0 ?? 0) as tf.Tensor1D,
   };
 }
 

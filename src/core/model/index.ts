@@ -23,6 +23,7 @@ export {
   type GenerateItem,
   type GenerateOptions,
   type GenerateResult,
+  type LatentVoice,
   type ReferenceMel,
   type Voice,
   voiceLatents,

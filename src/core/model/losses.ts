@@ -6,6 +6,7 @@ import type { TrainingConfig } from '../config/index.js';
 import type { ModelInputs } from './batch.js';
 import type { ModelOutputs } from './model.js';
 import { scalar } from './nn.js';
+import { pitchLoss } from './pitch-contour.js';
 import { fusedDurationLoss, fusedLossesAvailable, fusedMaskedError } from '../backend/programs/index.js';
 
 export type LossConfig = TrainingConfig['loss'];
@@ -19,6 +20,8 @@ export interface LossParts {
   alignedText: tf.Scalar;
   /** The duration predictor's log-duration error. */
   duration: tf.Scalar;
+  /** model.pitch_contour: the pitch predictor's error; null without it. */
+  pitch: tf.Scalar | null;
 }
 
 /**
@@ -99,11 +102,16 @@ export function computeLosses(
     : (tf.zeros([]) as tf.Scalar);
   const alignedText = maskedMelLoss(out.textMel, batch.mel, out.frameMask, loss.mel, melDenominator);
   const duration = durationLoss(out.logDurations, batch.alignment.durations, whole ? denominator(whole, 1) : undefined);
+  // It reaches the pitch predictor alone (which reads the text encodings without changing them): weight 1.
+  const pitch = out.pitch
+    ? pitchLoss(out.pitch.predicted, out.pitch.targets, whole ? denominator(whole, 1) : undefined)
+    : null;
   const total = tf.addN([
     melPre,
     melPost,
     tf.mul(alignedText, scalar(loss.aligned_text_weight)),
     tf.mul(duration, scalar(loss.duration_weight)),
+    ...(pitch ? [pitch] : []),
   ]) as tf.Scalar;
-  return { total, melPre, melPost, alignedText, duration };
+  return { total, melPre, melPost, alignedText, duration, pitch };
 }

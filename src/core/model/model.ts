@@ -36,6 +36,7 @@ import { DropoutPool } from './dropout.js';
 import { ConditioningEncoder, DurationPredictor, TextEncoder } from './encoders.js';
 import {
   asReference,
+  latentInputs,
   checkGenerateInputs,
   decodeSteps,
   type GenerateItem,
@@ -61,6 +62,7 @@ import {
 } from './nn.js';
 import { checkDims, type ModelSizes } from './dims.js';
 import { ParamStore } from './params.js';
+import { PitchContour, type PitchTargets } from './pitch-contour.js';
 import { VoicePitch } from './voice-pitch.js';
 import { crossAttentionBias, fusedMasksAvailable } from '../backend/programs/index.js';
 
@@ -76,8 +78,10 @@ export interface ModelOptions {
 export type { ModelSizes } from './dims.js';
 export type { GenerateItem, GenerateOptions, GenerateResult, Voice } from './generate.js';
 
-/** The voice the decoder reads: reference mels [B, T_ref, nMels] with lengths, or latents [B·L, D] from them. */
-type VoiceInput = Pick<ModelInputs, 'refMel' | 'refLengths' | 'refPitch'> | { voice: tf.Tensor2D };
+/** The voice: reference mels [B, T_ref, nMels] with lengths, or latents [B·L, D] from them; median log F0 [B]. */
+type VoiceInput =
+  | Pick<ModelInputs, 'refMel' | 'refLengths' | 'refPitch'>
+  | { voice: tf.Tensor2D; refPitch?: tf.Tensor1D };
 
 export interface ForwardOptions {
   /** Dropout in the transformer blocks on (the prenet's is always on). */
@@ -95,6 +99,8 @@ export interface ModelOutputs {
   logDurations: tf.Tensor2D;
   /** [B, T_mel, 1] 1 on real frames */
   frameMask: tf.Tensor3D;
+  /** model.pitch_contour: the predicted rise of every token [B, T_text] and what the target says. */
+  pitch?: { predicted: tf.Tensor2D; targets: PitchTargets };
 }
 
 export class XttsModel {
@@ -109,6 +115,8 @@ export class XttsModel {
   readonly voiceRate: Linear | null;
   /** model.speaker_pitch: the reference's pitch as a vector on every conditioning latent. */
   readonly voicePitch: VoicePitch | null;
+  /** model.pitch_contour: every token's pitch in the decoder's memory, and its predictor. */
+  readonly pitchContour: PitchContour | null;
   readonly cond: ConditioningEncoder;
   readonly decoder: Decoder;
   readonly postnet: Postnet | null;
@@ -147,6 +155,7 @@ export class XttsModel {
     this.voiceRate = config.speaker_rate ? new Linear(this.store, 'dur.voice', config.d_model, config.d_model) : null;
     this.cond = new ConditioningEncoder(this.store, d, config.cond_layers, sizes.nMels, config.cond_latents);
     this.voicePitch = config.speaker_pitch ? new VoicePitch(this.store, config.d_model) : null;
+    this.pitchContour = config.pitch_contour ? new PitchContour(this.store, config.d_model) : null;
     this.decoder = new Decoder(this.store, {
       ...d,
       layers: config.decoder_layers,
@@ -179,13 +188,14 @@ export class XttsModel {
 
   /**
    * Text and reference -> each decoder layer's memory keys/values, the text encodings [B, T_text, D] and the text's key
-   * bias.
+   * bias. `decoding`: the keys and values as [B, H, M, dh] tensors, for free-running decoding. `tokenPitch`
+   * (model.pitch_contour): each token's log F0 [B, T_text] in training; synthesis predicts it.
    */
-  /** `decoding`: the memory's keys and values as [B, H, M, dh] tensors, for free-running decoding. */
   private encode(
     inputs: Pick<ModelInputs, 'tokens' | 'textLengths' | 'languages'> & VoiceInput,
     c: Omit<BlockContext, 'batch' | 'steps'>,
     decoding = false,
+    tokenPitch?: tf.Tensor2D,
   ) {
     const [batch, textSteps] = inputs.tokens.shape;
     const { d_model: dModel, cond_latents: latents } = this.config;
@@ -197,7 +207,8 @@ export class XttsModel {
 
     const memorySteps = latents + textSteps;
     const text = tf.reshape(textOut, [batch, textSteps, dModel]) as tf.Tensor3D;
-    const memory = tf.reshape(tf.concat([tf.reshape(condOut, [batch, latents, dModel]), text], 1), [
+    const read = this.pitchContour?.memory(text, tokenPitch, inputs, c, this.convImpl) ?? text;
+    const memory = tf.reshape(tf.concat([tf.reshape(condOut, [batch, latents, dModel]), read], 1), [
       batch * memorySteps,
       dModel,
     ]) as tf.Tensor2D;
@@ -405,7 +416,8 @@ export class XttsModel {
       );
     }
     const base = { dropout: this.dropout, dropoutRate: opts.training ? this.config.dropout : 0 };
-    const { kv, text, textBias, latents, voiceOffset, voiceRate } = this.encode(inputs, base);
+    const targets = this.pitchContour ? PitchContour.targetsOf(inputs, r) : undefined;
+    const { kv, text, textBias, latents, voiceOffset, voiceRate } = this.encode(inputs, base, false, targets?.logF0);
     const means = this.voicedMeans(text, voiceOffset);
     const textMel = this.alignedMeans(inputs.alignment.steps, means);
 
@@ -435,7 +447,12 @@ export class XttsModel {
     // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3); its loss does train
     // the voice's pace (model.speaker_rate), through the conditioning encoder.
     const logDurations = this.logDurations(stopGradient(text) as tf.Tensor3D, voiceRate, inputs.textLengths, base);
-    return { melPre, melPost, textMel, logDurations, frameMask };
+    // The pitch predictor reads them the same way.
+    const pitch = targets && {
+      predicted: this.pitchContour!.predict(stopGradient(text) as tf.Tensor3D, inputs.textLengths, base, this.convImpl),
+      targets,
+    };
+    return { melPre, melPost, textMel, logDurations, frameMask, ...(pitch ? { pitch } : {}) };
   }
 
   /**
@@ -528,7 +545,7 @@ export class XttsModel {
           'int32',
         ),
         ...('latents' in voice
-          ? { voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D }
+          ? latentInputs(voice, batch, latents, dModel)
           : referenceInputs(asReference(voice), batch, nMels)),
       };
       const { kv, text, textBias, voiceOffset, voiceRate } = this.encode(inputs, { dropout, dropoutRate: 0 }, true);

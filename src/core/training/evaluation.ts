@@ -17,6 +17,7 @@ import { diagonalShare } from '../model/index.js';
 import type { GenerateResult, XttsModel } from '../model/index.js';
 import { alignmentFigure, melFigure } from '../render/index.js';
 import { describeVocoder, griffinLimVocoder, type MelVocoder, melVocoder } from './vocoder-run.js';
+import { readsPitch } from './voices.js';
 import { makeFolders, writeFileAtomic } from '../util/index.js';
 import { isXttsError } from '../errors.js';
 
@@ -149,7 +150,9 @@ export async function validate(
       const next = tf.tidy(() => {
         const aligned = { ...tensors, alignment };
         const out = model.forward(aligned, { training: false });
-        const loss = computeLosses(out, aligned, config.training.loss).total;
+        // The mel and duration terms: comparable with a model without model.pitch_contour's pitch predictor.
+        const parts = computeLosses(out, aligned, config.training.loss);
+        const loss = parts.pitch ? tf.sub(parts.total, parts.pitch) : parts.total;
         const spoken = tf.cast(tf.greater(alignment.durations, tf.scalar(0)), 'float32');
         const diff = tf.sub(out.logDurations, tf.log1p(alignment.durations));
         const error = tf.sum(tf.mul(tf.abs(diff), spoken));
@@ -242,8 +245,8 @@ export async function synthesizeEval(
     const ref = normalised(refItem.featureKey);
     const refMel = {
       mel: ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels),
-      // model.speaker_pitch: the clip's pitch, as the training batches measure it (the clip's raw log-mel).
-      logF0: config.model.speaker_pitch ? referenceLogF0([{ mel: ref.recorded, frames: ref.frames }], config.audio) : 0,
+      // model.speaker_pitch, pitch_contour: the clip's pitch, as the training batches measure it (its raw log-mel).
+      logF0: readsPitch(config) ? referenceLogF0([{ mel: ref.recorded, frames: ref.frames }], config.audio) : 0,
     };
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);
     if (data.validation[0]) {

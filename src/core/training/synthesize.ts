@@ -25,7 +25,7 @@ import {
   refuseNonFinite,
   resolveCheckpoint,
 } from './checkpoint.js';
-import { readVoiceFile, referenceMels, speakerVoice, trainedVoices } from './voices.js';
+import { readVoiceFile, referenceMels, speakerVoice, trainedVoices, windowsLogF0 } from './voices.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -184,7 +184,10 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     vocoder = synthesisVocoder(o, config, dir);
     // One reference window conditions as a mel; several (a long clip, or several clips) are one voice, their
     // latents averaged.
-    const voice = source.mels.length > 1 ? { latents: await voiceLatents(model, source.mels) } : source.voice;
+    const voice =
+      source.mels.length > 1
+        ? { latents: await voiceLatents(model, source.mels), logF0: windowsLogF0(source.mels) }
+        : source.voice;
     ({ utterances, writeFailed } = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite }));
   } finally {
     vocoder?.dispose();
@@ -426,13 +429,13 @@ async function voiceSource(
   }
   const trained = trainedVoices(ckpt.voices);
   if (o.speaker !== undefined) {
-    const latents = speakerVoice(dir, trained, o.speaker);
-    return { voice: { latents }, mels: [], used: { kind: 'speaker', speaker: o.speaker }, warnings: [] };
+    const voice = speakerVoice(dir, trained, o.speaker);
+    return { voice, mels: [], used: { kind: 'speaker', speaker: o.speaker }, warnings: [] };
   }
   if (o.voiceFile !== undefined) {
     const file = readVoiceFile(o.voiceFile, config, ckpt.state.runId);
     return {
-      voice: { latents: file.latents },
+      voice: { latents: file.latents, logF0: file.info.logF0 },
       mels: [],
       used: { kind: 'file', file: o.voiceFile, source: file.info.source },
       warnings: file.warning ? [file.warning] : [],
@@ -446,9 +449,13 @@ async function voiceSource(
       used,
       warnings: [],
     };
-  const mean = new Float32Array([...trained.values()][0].length);
-  for (const v of trained.values()) for (let i = 0; i < mean.length; i++) mean[i] += v[i] / trained.size;
-  return { voice: { latents: mean }, mels: [], used, warnings: [] };
+  const voices = [...trained.values()];
+  const mean = new Float32Array(voices[0].latents.length);
+  for (const v of voices) for (let i = 0; i < mean.length; i++) mean[i] += v.latents[i] / voices.length;
+  // The trained voices' pitch, their median log F0s averaged (a model that reads pitch stored them).
+  const pitched = voices.filter((v) => v.logF0);
+  const logF0 = pitched.length ? pitched.reduce((a, v) => a + v.logF0!, 0) / pitched.length : 0;
+  return { voice: { latents: mean, logF0 }, mels: [], used, warnings: [] };
 }
 
 /** Free-running decoding of the jobs in batches, each utterance vocoded by Griffin-Lim and written as a WAV. */

@@ -18,6 +18,7 @@ import {
   type MelSettings,
   melSettingsDiffer,
   Phonemizer,
+  frameLogF0,
   referenceLogF0,
   Tokenizer,
   type TokenizerJSON,
@@ -34,6 +35,7 @@ import {
 } from './checkpoint.js';
 import { encodeText } from './encode-text.js';
 import { type VocoderCheckpointState, VocoderStateSchema } from './vocoder-state.js';
+import { readsPitch } from './voices.js';
 
 /** The generator keys a vocoder's weights depend on. */
 const SHAPE_KEYS = ['channels', 'layers', 'kernel', 'ff_mult'] as const;
@@ -171,7 +173,8 @@ export async function predictClipMels(
       const prediction = await predictOne(model, clip, encoded.ids, langIndex, {
         ...{ nMels, mean, std, frameStep, refMax, maxFrames, maxTokens: theirs.model.max_text_tokens },
         prior: theirs.training.alignment_prior,
-        pitch: theirs.model.speaker_pitch ? theirs.audio : undefined,
+        pitch: readsPitch(theirs) ? theirs.audio : undefined,
+        framePitch: theirs.model.pitch_contour,
       });
       for (let i = 0; i < prediction.length; i++) errorSum += Math.abs(prediction[i] - clip.mel[i]);
       errorCount += prediction.length;
@@ -235,6 +238,8 @@ async function predictOne(
     prior: number;
     /** model.speaker_pitch: the mel settings the clip's pitch is measured with (its own clip is its reference). */
     pitch?: MelSettings;
+    /** model.pitch_contour: the target's frames' log F0 too (with `pitch`'s settings). */
+    framePitch?: boolean;
   },
 ): Promise<Float32Array> {
   const { nMels, mean, std } = o;
@@ -257,6 +262,9 @@ async function predictOne(
       refMel,
       refLengths: Int32Array.of(refFrames),
       refPitch: Float32Array.of(o.pitch ? referenceLogF0([clip], o.pitch) : 0),
+      ...(o.framePitch && o.pitch
+        ? { melPitch: frameLogF0(clip.mel, clip.frames, o.pitch, new Float32Array(frames)) }
+        : {}),
     },
     { batchSize: 1, tokens, frames, refFrames: o.refMax, nMels, reductionFactor: model.config.reduction_factor },
   );

@@ -10,7 +10,15 @@ import { voiceLatents } from '../model/index.js';
 import { checkOutputFolder, refuseUnsafeOutputs, requireSafetensorsName, writeOutputFile } from '../util/index.js';
 import { CheckpointStore, checkpointInputs, resolveCheckpoint, type CheckpointState } from './checkpoint.js';
 import { openAcousticModel } from './synthesize.js';
-import { encodeVoiceFile, referenceMels, speakerVoice, trainedVoices, VOICE_CLIPS } from './voices.js';
+import {
+  encodeVoiceFile,
+  readsPitch,
+  referenceMels,
+  speakerVoice,
+  trainedVoices,
+  VOICE_CLIPS,
+  windowsLogF0,
+} from './voices.js';
 
 export interface VoicesOptions {
   checkpoint: string;
@@ -85,10 +93,11 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
   if (!o.out) return result;
   const info = { checkpoint: dir, runId, step, latents: config.model.cond_latents, dModel: config.model.d_model };
   let latents: Float32Array;
+  let logF0: number | undefined;
   let source: string;
   const warnings: string[] = [];
   if (o.speaker !== undefined) {
-    latents = speakerVoice(dir, trained, o.speaker);
+    ({ latents, logF0 } = speakerVoice(dir, trained, o.speaker));
     source = `speaker ${o.speaker}`;
   } else {
     const references = o.references!;
@@ -97,13 +106,14 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     const { model } = await openAcousticModel(dir, ckpt, o.backend);
     try {
       latents = await voiceLatents(model, mels);
+      if (readsPitch(config)) logF0 = windowsLogF0(mels);
     } finally {
       model.dispose();
       disposeBackend(tf as never);
     }
     source = `clips ${references.join(', ')}`;
   }
-  writeOutputFile(o.out, encodeVoiceFile(latents, { ...info, source }), 'the voice file', {
+  writeOutputFile(o.out, encodeVoiceFile(latents, { ...info, source, ...(logF0 ? { logF0 } : {}) }), 'the voice file', {
     overwrite: o.overwrite === true,
   });
   return { ...result, saved: { file: o.out, source }, warnings };

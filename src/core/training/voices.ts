@@ -11,7 +11,7 @@ import type { XttsConfig } from '../config/index.js';
 import { type ProcessedClip, processAudioFile, readAudioFile, referenceLogF0, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
-import { type ReferenceMel, voiceLatents, type XttsModel } from '../model/index.js';
+import { type LatentVoice, type ReferenceMel, voiceLatents, type XttsModel } from '../model/index.js';
 import type { CheckpointState, NamedArray } from './checkpoint.js';
 import { decodeSafetensors, encodeSafetensors, safetensorsMetadata } from './safetensors.js';
 import { didYouMean, requireRegularFile, unreadableWhy } from '../util/index.js';
@@ -20,6 +20,8 @@ import { didYouMean, requireRegularFile, unreadableWhy } from '../util/index.js'
 export const VOICE_CLIPS = 4;
 /** The tensor-name prefix of a speaker's voice in voices.safetensors ("voice/<speaker>"). */
 const VOICE_PREFIX = 'voice/';
+/** A speaker's median log F0 beside their voice ("voice-pitch/<speaker>", [1]), for a model that reads pitch. */
+const PITCH_PREFIX = 'voice-pitch/';
 const VOICE_FILE_FORMAT = 'xtts-voice/1';
 
 /**
@@ -80,7 +82,7 @@ export function voiceWindows(
   config: XttsConfig,
 ): ReferenceMel[] {
   const pitch = (of: readonly { mel: Float32Array; frames: number }[]) =>
-    config.model.speaker_pitch ? referenceLogF0(of, config.audio) : 0;
+    readsPitch(config) ? referenceLogF0(of, config.audio) : 0;
   if (!config.batching.reference_join || clips.length < 2)
     return clips.flatMap((c) => {
       const logF0 = pitch([c]);
@@ -118,6 +120,13 @@ export async function speakerVoices(
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
       out.push({ name: `${VOICE_PREFIX}${data.speakers[s]}`, shape, dtype: 'float32', data: latents });
+      if (readsPitch(config))
+        out.push({
+          name: `${PITCH_PREFIX}${data.speakers[s]}`,
+          shape: [1],
+          dtype: 'float32',
+          data: Float32Array.of(windowsLogF0(mels)),
+        });
     }
   } finally {
     cache.close();
@@ -125,17 +134,37 @@ export async function speakerVoices(
   return out;
 }
 
-/** The trained speakers that have a voice in a checkpoint's voices.safetensors (none before voices existed). */
-export function trainedVoices(voices: readonly NamedArray[] | undefined): Map<string, Float32Array> {
-  const out = new Map<string, Float32Array>();
+/**
+ * The trained speakers that have a voice in a checkpoint's voices.safetensors (none before voices existed), with
+ * their median log F0 where the model reads pitch.
+ */
+export function trainedVoices(voices: readonly NamedArray[] | undefined): Map<string, LatentVoice> {
+  const out = new Map<string, LatentVoice>();
+  const pitch = new Map<string, number>();
   for (const a of voices ?? [])
-    if (a.name.startsWith(VOICE_PREFIX) && a.data instanceof Float32Array)
-      out.set(a.name.slice(VOICE_PREFIX.length), a.data);
+    if (a.name.startsWith(PITCH_PREFIX) && a.data instanceof Float32Array)
+      pitch.set(a.name.slice(PITCH_PREFIX.length), a.data[0]);
+  for (const a of voices ?? [])
+    if (a.name.startsWith(VOICE_PREFIX) && a.data instanceof Float32Array) {
+      const name = a.name.slice(VOICE_PREFIX.length);
+      out.set(name, { latents: a.data, ...(pitch.has(name) ? { logF0: pitch.get(name) } : {}) });
+    }
   return out;
 }
 
+/** Whether a model reads a reference's pitch (model.speaker_pitch or pitch_contour). */
+export function readsPitch(config: Pick<XttsConfig, 'model'>): boolean {
+  return config.model.speaker_pitch || config.model.pitch_contour;
+}
+
+/** The median log F0 of a voice read from several windows: the mean of the known ones' (0: none known). */
+export function windowsLogF0(windows: readonly ReferenceMel[]): number {
+  const known = windows.filter((w) => w.logF0 !== 0);
+  return known.length ? known.reduce((a, w) => a + w.logF0, 0) / known.length : 0;
+}
+
 /** The voice of trained speaker `name` (as speakerName reads it); refuses an unknown name with the names there are. */
-export function speakerVoice(dir: string, voices: ReadonlyMap<string, Float32Array>, name: string): Float32Array {
+export function speakerVoice<V>(dir: string, voices: ReadonlyMap<string, V>, name: string): V {
   // As the dataset's names were read: composed or not, with invisible characters or doubled spaces, one name.
   const wanted = speakerName(name);
   const voice = voices.get(name) ?? [...voices].find(([k]) => speakerName(k) === wanted)?.[1];
@@ -274,10 +303,11 @@ export function clipWarnings(file: string, clip: ProcessedClip, config: XttsConf
         `${clip.originalSampleRateHz / 2} Hz, which the model reads up to ${fmax} Hz, so the voice may come out ` +
         'duller; a clip recorded at 16 kHz or more clones it better',
     );
-  if (config.model.speaker_pitch && referenceLogF0([clip], config.audio) === 0)
+  if (readsPitch(config) && referenceLogF0([clip], config.audio) === 0)
     warnings.push(
       `--reference ${file}: no voiced speech found in it (whispered, noise, or too short), so the model, which ` +
-        "reads a reference's pitch (model.speaker_pitch), is told none and speaks at a pitch of its own; " +
+        "reads a reference's pitch (model.speaker_pitch or pitch_contour), is told none and speaks at a pitch of " +
+        'its own; ' +
         'give a clip of the voice speaking aloud',
     );
   return warnings;
@@ -300,6 +330,8 @@ export interface VoiceFileInfo {
   source: string;
   latents: number;
   dModel: number;
+  /** Its median log F0, for a model that reads pitch (model.pitch_contour speaks at it); absent: unknown. */
+  logF0?: number;
 }
 
 /** One voice as a safetensors file (tensor `voice`, [cond_latents, d_model]; the header says whose and for what). */

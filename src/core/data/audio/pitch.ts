@@ -113,7 +113,23 @@ export class PitchEstimator {
 
   /** The log F0 (natural log of Hz) of each voiced frame of a [frames, nMels] log-mel, ascending. */
   voicedLogF0(mel: Float32Array, frames: number): Float32Array {
-    if (!this.usable) return new Float32Array(0);
+    return this.voicedOf(this.frameTrack(mel, frames));
+  }
+
+  /** The log F0 of each voiced frame of a frame track (frameTrack), ascending. */
+  voicedOf(track: Uint8Array): Float32Array {
+    const out: number[] = [];
+    for (const c of track) if (c > 0) out.push(this.candidates[c - 1]);
+    return Float32Array.from(out).sort();
+  }
+
+  /**
+   * Each frame's pitch as a candidate: 0 where the frame is unvoiced, else 1 + the index of its F0 in `candidates`
+   * (a byte a frame: model.pitch_contour keeps every training clip's).
+   */
+  frameTrack(mel: Float32Array, frames: number): Uint8Array {
+    const track = new Uint8Array(frames);
+    if (!this.usable) return track;
     const nb = this.bands.length;
     let loudest = -Infinity;
     const level = new Float64Array(frames);
@@ -127,6 +143,7 @@ export class PitchEstimator {
     const scratch = new Float64Array(nb);
     // Each frame's best candidate's log F0, NaN where no comb fits (or the frame is quiet).
     const best = new Float64Array(frames).fill(Number.NaN);
+    const index = new Uint8Array(frames);
     for (let f = 0; f < frames; f++) {
       if (level[f] < loudest - this.loudRange) continue;
       this.bands.forEach((m, i) => (values[i] = mel[f * this.nMels + m]));
@@ -141,18 +158,20 @@ export class PitchEstimator {
           at = c;
         }
       }
-      if (fit >= VOICED_CORRELATION) best[f] = this.candidates[at];
+      if (fit >= VOICED_CORRELATION) {
+        best[f] = this.candidates[at];
+        index[f] = at + 1;
+      }
     }
     // Voiced: a fitting frame in a run of three whose F0s are within a semitone of its own (a voice's pitch glides;
     // noise that happens to fit a comb fits another one a window later, and frames overlap by three quarters).
     const near = (f: number, g: number) => g >= 0 && g < frames && Math.abs(best[f] - best[g]) <= SEMITONE;
-    const out: number[] = [];
     for (let f = 0; f < frames; f++) {
       const before = near(f, f - 1);
       const after = near(f, f + 1);
-      if ((before && after) || (before && near(f, f - 2)) || (after && near(f, f + 2))) out.push(best[f]);
+      if ((before && after) || (before && near(f, f - 2)) || (after && near(f, f + 2))) track[f] = index[f];
     }
-    return Float32Array.from(out).sort();
+    return track;
   }
 }
 
@@ -199,4 +218,17 @@ export function referenceLogF0(clips: readonly { mel: Float32Array; frames: numb
     return pitch;
   };
   return pooledLogF0(clips.map(pitchOf));
+}
+
+/** Each frame's log F0 of a raw [frames, nMels] log-mel, 0 where unvoiced (model.pitch_contour's targets), in `out`. */
+export function frameLogF0(
+  mel: Float32Array,
+  frames: number,
+  settings: MelSettings,
+  out = new Float32Array(frames),
+): Float32Array {
+  const estimator = pitchEstimatorFor(settings);
+  const track = estimator.frameTrack(mel, frames);
+  for (let f = 0; f < frames; f++) out[f] = track[f] > 0 ? estimator.candidates[track[f] - 1] : 0;
+  return out;
 }

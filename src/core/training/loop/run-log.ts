@@ -75,6 +75,8 @@ export class RunLog {
     this.metric(at, 'loss/mel_post', stat('melPost'));
     this.metric(at, 'loss/aligned_text', stat('alignedText'));
     this.metric(at, 'loss/duration', stat('duration'));
+    // Exactly 0 without model.pitch_contour (no pitch predictor): not a curve then.
+    if (stat('pitch') !== 0) this.metric(at, 'loss/pitch', stat('pitch'));
     this.trainingDurationError = stat('duration');
     this.metric(at, 'grad_norm', gradNorm);
     this.metric(at, 'learning_rate', learningRate);

@@ -210,7 +210,8 @@ export function loaderCommon(config: RunSetup['config'], data: Pick<RunSetup['da
     // Without the cache, producers recompute every clip's features from its audio for every batch.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
     referenceJoin: config.batching.reference_join,
-    referencePitch: config.model.speaker_pitch ? config.audio : undefined,
+    referencePitch: config.model.speaker_pitch || config.model.pitch_contour ? config.audio : undefined,
+    framePitch: config.model.pitch_contour,
   };
 }
 

@@ -263,6 +263,7 @@ export class StepReplayer {
         b.refMel,
         b.refLengths,
         b.refPitch,
+        ...(b.melPitch ? [b.melPitch] : []),
         b.alignment.steps,
         b.alignment.durations,
         offsets,
@@ -289,6 +290,7 @@ export class StepReplayer {
           result.melPost,
           result.alignedText,
           result.duration,
+          ...(result.pitch ? [result.pitch] : []),
           result.finite,
           result.stats,
           ...(result.gradNorm ? [result.gradNorm] : []),
@@ -326,16 +328,17 @@ export class StepReplayer {
     this.last = { shape: this.last!.shape, replayed: true, programs: s.capture!.programs };
     const early = s.capture!.early;
     const exchange = early ? (out.slice(out.length - early) as tf.Tensor1D[]) : null;
-    const [total, melPre, melPost, alignedText, duration, finite, stats, gradNorm] = out.slice(
-      0,
-      out.length - early,
-    ) as tf.Scalar[];
+    const outputs = out.slice(0, out.length - early) as tf.Scalar[];
+    // model.pitch_contour's loss follows the duration's where the model has it.
+    const pitch = this.model.pitchContour ? outputs.splice(5, 1)[0] : null;
+    const [total, melPre, melPost, alignedText, duration, finite, stats, gradNorm] = outputs;
     const parts = {
       total,
       melPre,
       melPost,
       alignedText,
       duration,
+      pitch,
       finite,
       stats: stats as unknown as tf.Tensor1D,
       exchange,

@@ -31,7 +31,16 @@ export interface TrainStepOptions {
 }
 
 /** Order of the values in StepResult.stats. */
-export const STEP_STATS = ['loss', 'melPre', 'melPost', 'alignedText', 'duration', 'gradNorm', 'finite'] as const;
+export const STEP_STATS = [
+  'loss',
+  'melPre',
+  'melPost',
+  'alignedText',
+  'duration',
+  'pitch',
+  'gradNorm',
+  'finite',
+] as const;
 
 export interface StepResult extends LossParts {
   /** True when this call made an optimizer update (the last micro-batch of an accumulation). */
@@ -43,7 +52,7 @@ export interface StepResult extends LossParts {
   finite: tf.Scalar;
   /** Learning rate of the update (NaN on accumulate-only calls). */
   learningRate: number;
-  /** [loss, melPre, melPost, alignedText, duration, gradNorm (0 if none), finite]: one read-back. */
+  /** [loss, melPre, melPost, alignedText, duration, pitch, gradNorm (0 if none), finite]: one read-back. */
   stats: tf.Tensor1D;
   /** With TrainStepOptions.exchange: the accumulated gradient's exchange buckets; else null. */
   exchange: tf.Tensor1D[] | null;
@@ -80,6 +89,7 @@ function issueStep(
       melPost: tf.keep(p.melPost),
       alignedText: tf.keep(p.alignedText),
       duration: tf.keep(p.duration),
+      pitch: p.pitch && tf.keep(p.pitch),
     };
     return lossScale ? (tf.mul(p.total, lossScale) as tf.Scalar) : p.total;
   }, optimizer.variables);
@@ -121,6 +131,7 @@ function issueStep(
       lossParts.melPost,
       lossParts.alignedText,
       lossParts.duration,
+      lossParts.pitch ?? tf.zeros([]),
       gradNorm ?? tf.zeros([]),
       finite,
     ]),
@@ -136,6 +147,7 @@ export function stepResultTensors(r: StepResult): tf.Tensor[] {
     r.melPost,
     r.alignedText,
     r.duration,
+    ...(r.pitch ? [r.pitch] : []),
     r.finite,
     r.stats,
     ...(r.gradNorm ? [r.gradNorm] : []),

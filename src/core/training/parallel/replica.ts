@@ -131,7 +131,7 @@ export const REPLICA_SPANS = [...STEP_SPANS, 'peerWaitMs', 'readbackMs', 'exchan
 export const zeroSpans = (): ReplicaSpans =>
   Object.fromEntries(REPLICA_SPANS.map((k) => [k, 0])) as Record<(typeof REPLICA_SPANS)[number], number>;
 
-/** The loss parts STEP_STATS names before the gradient norm: total, melPre, melPost, alignedText, duration. */
+/** The loss parts STEP_STATS names before the gradient norm: total, melPre, melPost, alignedText, duration, pitch. */
 export const LOSS_PARTS = STEP_STATS.indexOf('gradNorm');
 
 export interface ReplicaUpdate {
@@ -182,6 +182,7 @@ export function shardOf(host: HostBatch, dims: BatchDims, rows: ShardRows): { ho
       refMel: rowsOf(host.refMel, dims.refFrames * dims.nMels),
       refLengths: rowsOf(host.refLengths, 1),
       refPitch: rowsOf(host.refPitch, 1),
+      ...(host.melPitch ? { melPitch: rowsOf(host.melPitch, dims.frames) } : {}),
     },
     dims: { ...dims, batchSize: rows.size },
   };
