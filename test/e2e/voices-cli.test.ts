@@ -325,6 +325,12 @@ describe('voice warp and reference join', () => {
     assert.deepEqual([...pitch.keys()].sort(), ['voice-pitch/alice', 'voice-pitch/bob']);
     // The quickstart's voice: a median F0 of a speaking voice, read on the clips' log-mels.
     for (const [name, logF0] of pitch) assert.ok(logF0 > Math.log(80) && logF0 < Math.log(400), `${name} ${logF0}`);
+    // The listing gives each voice's pitch, as the model reads it.
+    const list = await runCli(['voices', '--checkpoint', out, '--json']);
+    const hz = Math.round(Math.exp(pitch.get('voice-pitch/alice')!) * 10) / 10;
+    assert.deepEqual(list.json.result.speakers[0], { name: 'alice', voice: true, pitchHz: hz });
+    const human = await runCli(['voices', '--checkpoint', out]);
+    assert.match(human.stdout, new RegExp(`\\n {2}alice {2}${hz.toFixed(0)} Hz\\n`));
     const file = join(dir, 'contour.voice.safetensors');
     const saved = await runCli(['voices', '--checkpoint', out, '--speaker', 'alice', '--out', file, '--json']);
     assert.equal(saved.code, 0, saved.stderr);

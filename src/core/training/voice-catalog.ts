@@ -35,8 +35,11 @@ export interface VoicesResult {
   checkpoint: string;
   step: number;
   runId?: string;
-  /** Every speaker of the training data; `voice`: whether the checkpoint holds their voice (--speaker). */
-  speakers: { name: string; voice: boolean }[];
+  /**
+   * Every speaker of the training data; `voice`: whether the checkpoint holds their voice (--speaker); `pitchHz`: the
+   * voice's median F0 as the model reads it, where the model reads pitch (model.speaker_pitch, pitch_contour).
+   */
+  speakers: { name: string; voice: boolean; pitchHz?: number }[];
   /** Clips of each speaker their voice was computed from (at most). */
   clipsPerVoice: number;
   /**
@@ -81,7 +84,10 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     checkpoint: dir,
     step,
     ...(runId ? { runId } : {}),
-    speakers: ckpt.state.speakers.map((name) => ({ name, voice: trained.has(name) })),
+    speakers: ckpt.state.speakers.map((name) => {
+      const logF0 = trained.get(name)?.logF0;
+      return { name, voice: trained.has(name), ...(logF0 ? { pitchHz: Math.round(Math.exp(logF0) * 10) / 10 } : {}) };
+    }),
     clipsPerVoice: VOICE_CLIPS,
     languages: ckpt.state.languages.map((code) => ({
       code,
