@@ -37,6 +37,9 @@ const runDir = join(dir, 'runs', 'voices');
 const checkpoint = () =>
   join(runDir, 'checkpoints', readFileSync(join(runDir, 'checkpoints', 'latest'), 'utf8').trim());
 const say = ['--text', 'The birch canoe.', '--backend', 'wasm', '--json'];
+/** Another run of the config into runs/OUT, with more arguments. */
+const train = (out: string, ...args: string[]) =>
+  runCli(['train', '--config', config, '--output', join(dir, 'runs', out), '--backend', 'wasm', ...args]);
 
 describe('voices', () => {
   test('a run on two speakers checkpoints both voices; xtts voices lists them and the languages', async () => {
@@ -267,8 +270,6 @@ describe('voices', () => {
 
 describe('voice warp and reference join', () => {
   test('a run with batching.voice_warp says what it warps, trains on warped mels and keeps both voices', async () => {
-    const train = (out: string, ...set: string[]) =>
-      runCli(['train', '--config', config, '--output', join(dir, 'runs', out), '--backend', 'wasm', ...set]);
     const plain = await train('unwarped', '--json');
     assert.equal(plain.code, 0, plain.stderr.slice(-2000));
     assert.doesNotMatch(plain.stdout + plain.stderr, /voice warp/);
@@ -300,17 +301,7 @@ describe('voice warp and reference join', () => {
 
   test('model.pitch_contour: each voice keeps its pitch, which --speaker and its voice file speak at', async () => {
     const out = join(dir, 'runs', 'contour');
-    const r = await runCli([
-      'train',
-      '--config',
-      config,
-      '--output',
-      out,
-      '--backend',
-      'wasm',
-      '--set',
-      'model.pitch_contour=true',
-    ]);
+    const r = await train('contour', '--set', 'model.pitch_contour=true');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     const metrics = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
       .trim()
@@ -352,21 +343,9 @@ describe('voice warp and reference join', () => {
 
   test('batching.reference_join fills a window longer than the clips with more of the voice', async () => {
     // 400 frames (4.6 s) against clips of 1-2 s: padded, or joined from the speaker's other clips.
-    const train = (out: string, ...set: string[]) =>
-      runCli([
-        'train',
-        '--config',
-        config,
-        '--output',
-        join(dir, 'runs', out),
-        '--backend',
-        'wasm',
-        '--set',
-        'batching.reference_frames=400',
-        ...set,
-      ]);
-    assert.equal((await train('padded')).code, 0);
-    const joined = await train('joined', '--set', 'batching.reference_join=true');
+    const frames = ['--set', 'batching.reference_frames=400'];
+    assert.equal((await train('padded', ...frames)).code, 0);
+    const joined = await train('joined', ...frames, '--set', 'batching.reference_join=true');
     assert.equal(joined.code, 0, joined.stderr.slice(-2000));
     const first = (out: string) => readFileSync(join(dir, 'runs', out, 'metrics.jsonl'), 'utf8').split('\n')[0];
     assert.notEqual(first('joined'), first('padded'));

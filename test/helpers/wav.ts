@@ -43,3 +43,15 @@ export function concatSamples(...parts: Float32Array[]): Float32Array {
   }
   return out;
 }
+
+/** A voiced vowel at `rate` Hz: harmonics of f0 under a two-formant envelope (500 and 1,500 Hz), seconds long. */
+export function vowel(rate: number, f0: number, seconds: number): Float32Array {
+  const out = new Float32Array(Math.round(seconds * rate));
+  for (let k = 1; k * f0 < 7000; k++) {
+    const hz = k * f0;
+    const envelope = 1 / (1 + ((hz - 500) / 150) ** 2) + 0.5 / (1 + ((hz - 1500) / 200) ** 2) + 0.02;
+    const w = (2 * Math.PI * hz) / rate;
+    for (let i = 0; i < out.length; i++) out[i] += 0.1 * envelope * Math.cos(w * i + k * k * 0.7);
+  }
+  return out;
+}

@@ -21,23 +21,14 @@ import {
 import { melWarpSources, warpedBand, warpTable } from '../../src/core/data/voice-warp.js';
 import { voiceWindows } from '../../src/core/training/voices.js';
 import { cachedClips, eachUtterance } from '../helpers/cached-clips.js';
+import { vowel as voicedVowel } from '../helpers/wav.js';
 
 const config = loadConfig(presetPath('tiny')).loaded!.config;
 const audio = config.audio;
 const extractor = new MelExtractor(audio);
 
-/** A voiced vowel: harmonics of f0 under a two-formant envelope (500 and 1,500 Hz), seconds long. */
-function vowel(f0: number, seconds = 0.8): Float32Array {
-  const rate = audio.sample_rate_hz;
-  const out = new Float32Array(Math.round(seconds * rate));
-  for (let k = 1; k * f0 < 7000; k++) {
-    const hz = k * f0;
-    const envelope = 1 / (1 + ((hz - 500) / 150) ** 2) + 0.5 / (1 + ((hz - 1500) / 200) ** 2) + 0.02;
-    const w = (2 * Math.PI * hz) / rate;
-    for (let i = 0; i < out.length; i++) out[i] += 0.1 * envelope * Math.cos(w * i + k * k * 0.7);
-  }
-  return out;
-}
+/** A voiced vowel at f0 (helpers/wav.ts), at the model's sample rate. */
+const vowel = (f0: number, seconds = 0.8) => voicedVowel(audio.sample_rate_hz, f0, seconds);
 
 const medianHz = (mel: Float32Array, frames: number) =>
   Math.exp(clipPitch(pitchEstimatorFor(audio).voicedLogF0(mel, frames)).logF0);
