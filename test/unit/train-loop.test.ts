@@ -169,7 +169,8 @@ describe('the run log', () => {
         onProgress: (p) => progress.push(p),
       });
       for (let s = 1; s <= 4; s++) log.addStep(record(s));
-      const logged = log.logStats(4, [0.8, 0.3, 0.2, 0.2, 0.1, 2.5, 1], 1e-3);
+      // STEP_STATS: loss, melPre, melPost, alignedText, duration, pitch, gradNorm, finite.
+      const logged = log.logStats(4, [0.8, 0.3, 0.2, 0.2, 0.1, 0.04, 2.5, 1], 1e-3);
       assert.deepEqual(logged, { loss: 0.8, gradNorm: 2.5, flag: 1 });
       assert.equal(log.trainingDurationError, 0.1);
       assert.equal(log.countFlag(0), true);
@@ -191,6 +192,8 @@ describe('the run log', () => {
           gpuUtilizationPct: undefined,
         },
       ]);
+      // A model without model.pitch_contour has a pitch loss of exactly 0: no loss/pitch curve for it.
+      log.logStats(6, [0.7, 0.3, 0.2, 0.2, 0.1, 0, 2.5, 1], 1e-3);
       log.writeLossCurve();
       log.db.setMeta('runId', 'abc');
       log.close();
@@ -208,6 +211,7 @@ describe('the run log', () => {
           'loss/duration',
           'loss/mel_post',
           'loss/mel_pre',
+          'loss/pitch',
           'loss/train',
           // The progress line's speed, as in TensorBoard (no GPU utilisation without a GPU sampler).
           'perf/data_wait_share',
@@ -219,6 +223,8 @@ describe('the run log', () => {
         value: number;
       };
       assert.equal(stepMs.value, 10);
+      const pitchRows = db.prepare("SELECT step FROM metrics WHERE name = 'loss/pitch'").all();
+      assert.deepEqual(pitchRows, [{ step: 4 }]);
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM steps').get() as { n: number }).n, 4);
       db.close();
       assert.ok(existsSync(join(dir, 'loss-curve.png')));

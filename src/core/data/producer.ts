@@ -313,10 +313,7 @@ function clipPitches(
   if (!job.framePitch) return { pitch };
   return {
     pitch,
-    frames: (clip, blob, shift, out, count) => {
-      const t = track(clip, blob);
-      for (let f = 0; f < count; f++) out[f] = t[f] > 0 ? estimator.candidates[t[f] - 1] + shift : 0;
-    },
+    frames: (clip, blob, shift, out, count) => estimator.trackLogF0(track(clip, blob), out, shift, count),
   };
 }
 

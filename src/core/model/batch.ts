@@ -109,6 +109,11 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   return batch;
 }
 
+/** A host batch as `model` reads it: its frames' pitch only for a model with model.pitch_contour (one copy fewer). */
+export function batchFor<H extends HostBatch>(model: { pitchContour: unknown }, h: H): H {
+  return model.pitchContour ? h : { ...h, melPitch: undefined };
+}
+
 export function disposeBatch(batch: TrainBatch): void {
   for (const t of Object.values(batch)) (t as tf.Tensor).dispose();
 }

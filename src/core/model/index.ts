@@ -5,6 +5,7 @@ export {
   type BatchAlignment,
   disposeBatch,
   type BatchDims,
+  batchFor,
   type HostBatch,
   type ModelInputs,
   type TrainBatch,

@@ -11,7 +11,7 @@ import { DataLoader } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { cleanText } from '../data/index.js';
 import { Phonemizer, referenceLogF0 } from '../data/index.js';
-import { disposeBatch, uploadBatch } from '../model/index.js';
+import { batchFor, disposeBatch, uploadBatch } from '../model/index.js';
 import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
 import type { GenerateResult, XttsModel } from '../model/index.js';
@@ -123,7 +123,7 @@ export async function validate(
     for (;;) {
       const b = await loader.next();
       if (!b) break;
-      const tensors = uploadBatch(b, {
+      const tensors = uploadBatch(batchFor(model, b), {
         batchSize: b.shape.batchSize,
         tokens: b.shape.tokens,
         frames: b.shape.frames,

@@ -116,6 +116,12 @@ export class PitchEstimator {
     return this.voicedOf(this.frameTrack(mel, frames));
   }
 
+  /** A frame track's (frameTrack) first `count` frames as log F0 moved by `shift`, 0 where unvoiced, into `out`. */
+  trackLogF0(track: Uint8Array, out: Float32Array, shift = 0, count = track.length): Float32Array {
+    for (let f = 0; f < count; f++) out[f] = track[f] > 0 ? this.candidates[track[f] - 1] + shift : 0;
+    return out;
+  }
+
   /** The log F0 of each voiced frame of a frame track (frameTrack), ascending. */
   voicedOf(track: Uint8Array): Float32Array {
     const out: number[] = [];
@@ -228,7 +234,5 @@ export function frameLogF0(
   out = new Float32Array(frames),
 ): Float32Array {
   const estimator = pitchEstimatorFor(settings);
-  const track = estimator.frameTrack(mel, frames);
-  for (let f = 0; f < frames; f++) out[f] = track[f] > 0 ? estimator.candidates[track[f] - 1] : 0;
-  return out;
+  return estimator.trackLogF0(estimator.frameTrack(mel, frames), out);
 }

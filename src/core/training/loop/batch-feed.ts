@@ -10,7 +10,14 @@ import type { XttsConfig } from '../../config/index.js';
 import type { LoadedBatch } from '../../data/index.js';
 import { ExitCode, XttsError } from '../../errors.js';
 import type { AlignmentSearcher } from '../../model/index.js';
-import { type BatchAlignment, type BatchDims, disposeBatch, type TrainBatch, uploadBatch } from '../../model/index.js';
+import {
+  type BatchAlignment,
+  batchFor,
+  type BatchDims,
+  disposeBatch,
+  type TrainBatch,
+  uploadBatch,
+} from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
 import type { SpanTimer } from '../../telemetry/index.js';
 
@@ -86,7 +93,7 @@ export interface FedBatch {
 
 export interface BatchFeedOptions {
   source: BatchSource;
-  model: Pick<XttsModel, 'align'>;
+  model: Pick<XttsModel, 'align' | 'pitchContour'>;
   reductionFactor: number;
   /** training.alignment_prior. */
   prior: number;
@@ -175,7 +182,7 @@ export class BatchFeed {
   }
 
   private prepare(b: LoadedBatch): PreparedBatch {
-    const tensors = uploadBatch(b, batchDims(b, this.o.reductionFactor));
+    const tensors = uploadBatch(batchFor(this.o.model, b), batchDims(b, this.o.reductionFactor));
     const lengths = { text: b.textLengths.slice(0, b.shape.batchSize), mel: b.melLengths.slice(0, b.shape.batchSize) };
     this.o.source.release(b);
     const searcher = this.o.searcher;

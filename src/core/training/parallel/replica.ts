@@ -13,7 +13,14 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { deviceIdle, HostTransfers } from '../../backend/index.js';
 import { bf16ExchangeOnDevice, packBf16, roundBf16, sumPackedBf16 } from '../../backend/programs/index.js';
-import { type BatchDims, disposeBatch, type HostBatch, uploadBatch, wholeDenominators } from '../../model/index.js';
+import {
+  batchFor,
+  type BatchDims,
+  disposeBatch,
+  type HostBatch,
+  uploadBatch,
+  wholeDenominators,
+} from '../../model/index.js';
 import type { DeviceConfig } from '../../config/index.js';
 import type { LossConfig } from '../../model/index.js';
 import type { XttsModel } from '../../model/index.js';
@@ -236,7 +243,7 @@ export class Replica {
     const size = job.rows.size;
     const textLengths = job.host.textLengths.subarray(0, size);
     const melLengths = job.host.melLengths.subarray(0, size);
-    const tensors = uploadBatch(job.host, job.dims);
+    const tensors = uploadBatch(batchFor(model, job.host), job.dims);
     mark('uploadMs');
     let result: StepResult | undefined;
     let alignment: Awaited<ReturnType<XttsModel['align']>> | undefined;
