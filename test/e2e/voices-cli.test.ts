@@ -299,7 +299,7 @@ describe('voice warp and reference join', () => {
     assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
   });
 
-  test('model.pitch_contour: each voice keeps its pitch, which --speaker and its voice file speak at', async () => {
+  test('model.pitch_contour: a voice keeps its pitch; --speaker, its voice file and --pitch speak at it', async () => {
     const out = join(dir, 'runs', 'contour');
     const r = await train('contour', '--set', 'model.pitch_contour=true');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
@@ -339,6 +339,26 @@ describe('voice warp and reference join', () => {
       readFileSync(wav('file')).equals(readFileSync(wav('speaker'))),
       'the file carries the voice and its pitch',
     );
+    // --pitch speaks the voice at another median F0: the result says which, and its own.
+    const up = ['--speaker', 'alice', '--pitch', '+5st', '--out', wav('higher')];
+    const higher = await runCli(['synthesize', '--checkpoint', out, ...up, ...say]);
+    assert.equal(higher.code, 0, higher.stderr);
+    const raised = Math.round(Math.exp(pitch.get('voice-pitch/alice')! + (5 * Math.LN2) / 12) * 10) / 10;
+    assert.deepEqual(higher.json.result.pitch, { hz: raised, voiceHz: hz });
+    assert.ok(!readFileSync(wav('higher')).equals(readFileSync(wav('speaker'))), 'another pitch, another WAV');
+    // A model that reads no pitch refuses it by name, before any work; a pitch that is not one is a usage error.
+    for (const [checkpoint, value, code, why] of [
+      [runDir, '200', 'SYNTH_PITCH', /this model reads no pitch/],
+      [out, 'high', 'USAGE', /give a median F0 in Hz/],
+    ] as const) {
+      const args = ['--checkpoint', checkpoint, '--pitch', value, '--out', wav('no')];
+      const refused = await runCli(['synthesize', ...args, ...say]);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.equal(refused.json.error.code, code);
+      assert.match(refused.json.error.message, why);
+      assertNoStackTrace(refused);
+      assert.ok(!existsSync(wav('no')));
+    }
   });
 
   test('batching.reference_join fills a window longer than the clips with more of the voice', async () => {

@@ -1,7 +1,8 @@
 // model.pitch_contour: every token's pitch in the decoder's memory. The producers give each target frame its log F0
 // (read on its log-mel as a reference's pitch is), the model averages them over each token's aligned frames and
 // embeds them, a pitch predictor learns each token's rise over the utterance's mean, and synthesis speaks the
-// voice's measured pitch plus the predicted rise: the pitch comes from the reference's number, in training and out.
+// voice's measured pitch plus the predicted rise: the pitch comes from the reference's number, in training and out;
+// `synthesize --pitch` replaces the number.
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { test } from 'node:test';
@@ -18,6 +19,7 @@ import { countParameters, XttsModel } from '../../src/core/model/model.js';
 import { PitchContour } from '../../src/core/model/pitch-contour.js';
 import { AdamW } from '../../src/core/training/optim/adamw.js';
 import { disposeStepResult, trainStep } from '../../src/core/training/optim/train-step.js';
+import { parsePitch, withPitch } from '../../src/core/training/pitch-request.js';
 import { trainedVoices, windowsLogF0 } from '../../src/core/training/voices.js';
 import { cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 import { vowel as voicedVowel } from '../helpers/wav.js';
@@ -226,4 +228,44 @@ test('validate refuses pitch_contour on a mel too coarse to read a pitch from', 
   assert.ok(finding, 'a finding on model.pitch_contour');
   assert.equal(finding.severity, 'error');
   assert.match(finding.message, /pitch_contour reads a voice's pitch/);
+});
+
+test('--pitch: Hz or semitones, refused by name where the model would not hear it', () => {
+  assert.deepEqual(parsePitch('180'), { hz: 180 });
+  assert.deepEqual(parsePitch('97.5Hz'), { hz: 97.5 });
+  assert.deepEqual(parsePitch('+3st'), { semitones: 3 });
+  assert.deepEqual(parsePitch('-2.5 st'), { semitones: -2.5 });
+  for (const [text, why] of [
+    ['high', /give a median F0 in Hz/],
+    ['20', /20 Hz is outside the 55-420 Hz/],
+    ['+30st', /at most 24 semitones/],
+  ] as const)
+    assert.throws(
+      () => parsePitch(text),
+      (e) => isXttsError(e) && e.code === 'USAGE' && why.test(e.message),
+    );
+  const mel = new Float32Array(8);
+  const contour = { model: { ...config.model, pitch_contour: true, speaker_pitch: false } };
+  const windows = { voice: { mel, logF0: Math.log(120) }, mels: [{ mel, logF0: Math.log(120) }] };
+  // No request: the voice's own pitch, reported.
+  assert.deepEqual(withPitch(windows, undefined, contour).pitch, { hz: 120 });
+  // Hz: every window and the voice take it; semitones: from the voice's own (+12 st: an octave).
+  const at = withPitch(windows, { hz: 200 }, contour);
+  assert.deepEqual([at.mels[0].logF0, (at.voice as { logF0: number }).logF0], [Math.log(200), Math.log(200)]);
+  assert.deepEqual(at.pitch, { hz: 200, voiceHz: 120 });
+  assert.equal(withPitch(windows, { semitones: 12 }, contour).pitch!.hz, 240);
+  // A trained speaker's latents with their stored pitch, moved.
+  const speaker = { voice: { latents: new Float32Array(4), logF0: Math.log(100) }, mels: [] };
+  assert.equal(withPitch(speaker, { semitones: -12 }, contour).pitch!.hz, 50);
+  const refused = (source: typeof windows | typeof speaker, model: object, why: RegExp) =>
+    assert.throws(
+      () => withPitch(source, { semitones: 1 }, { model: { ...config.model, ...model } }),
+      (e) => isXttsError(e) && e.code === 'SYNTH_PITCH' && why.test(e.message),
+    );
+  refused(windows, { pitch_contour: false, speaker_pitch: false }, /reads no pitch/);
+  refused(speaker, { pitch_contour: false, speaker_pitch: true }, /only from reference clips/);
+  refused({ voice: { latents: new Float32Array(4) }, mels: [] } as never, { pitch_contour: true }, /is unknown/);
+  // speaker_pitch alone hears it through reference clips.
+  const latentsOnly = { model: { ...config.model, pitch_contour: false, speaker_pitch: true } };
+  assert.equal(withPitch(windows, { hz: 90 }, latentsOnly).mels[0].logF0, Math.log(90));
 });

@@ -28,7 +28,15 @@ export { noteSource, sourceNoteWarnings, type SourceNotes } from './source-notes
 export { analyzePipeline, DEFAULT_STEP_MS, type PipelineAnalysis, type AnalyzeOptions } from './analyze.js';
 export { stepMsFromRun } from './step-time.js';
 export { griffinLim } from './audio/griffin-lim.js';
-export { frameLogF0, PITCH_MIN_BANDS, pitchBands, pitchEstimatorFor, referenceLogF0 } from './audio/pitch.js';
+export {
+  frameLogF0,
+  PITCH_MAX_HZ,
+  PITCH_MIN_BANDS,
+  PITCH_MIN_HZ,
+  pitchBands,
+  pitchEstimatorFor,
+  referenceLogF0,
+} from './audio/pitch.js';
 export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, melSettingsDiffer, stftWindow } from './audio/mel.js';
 export { type ProcessedClip, processAudioFile, readAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';

@@ -25,6 +25,7 @@ import {
   refuseNonFinite,
   resolveCheckpoint,
 } from './checkpoint.js';
+import { parsePitch, type PitchUsed, withPitch } from './pitch-request.js';
 import { readVoiceFile, referenceMels, speakerVoice, trainedVoices, windowsLogF0 } from './voices.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
@@ -55,6 +56,8 @@ export interface SynthesizeOptions {
    * vocoder.checkpoint, else Griffin-Lim.
    */
   vocoder?: string;
+  /** Speak the voice at this median F0 instead of its own: "180" (Hz) or "+3st" (pitch-request.ts; --pitch). */
+  pitch?: string;
   /** Texts decoded together (default 16): one batch runs the same kernels as one text. */
   batchSize?: number;
   /** Also write the result as JSON here (beside a folder of WAVs). */
@@ -105,6 +108,8 @@ export interface SynthesizeResult {
   vocoder: VocoderUsed;
   /** Whose voice it spoke in. */
   voice: VoiceUsed;
+  /** The median F0 it spoke the voice at, where the model reads pitch and the voice's is known (or --pitch set it). */
+  pitch?: PitchUsed;
   synthesisMs: number;
   /** Texts left unspoken where `control.stop` or a failed write ended the synthesis early (absent: none were). */
   unspoken?: number;
@@ -140,6 +145,7 @@ type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string; 
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
+  const pitch = o.pitch === undefined ? undefined : parsePitch(o.pitch);
   refuseUnsafeOutputs(
     [
       ...o.texts.map((t) => ({ file: t.out, what: `the WAV${t.where ? ` of ${t.where}` : ''}` })),
@@ -173,8 +179,9 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     readAs,
     unseen: new Set(ckpt.state.unseenSymbols ?? []),
   });
-  const source = await voiceSource(o, dir, ckpt);
-  warnings.push(...source.warnings);
+  const found = await voiceSource(o, dir, ckpt);
+  warnings.push(...found.warnings);
+  const source = withPitch(found, pitch, config);
   const { model, choice } = await openAcousticModel(dir, ckpt, o.backend);
   let vocoder: MelVocoder | undefined;
   const t0 = performance.now();
@@ -203,7 +210,8 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     skipped,
     warnings,
     vocoder: vocoder.used,
-    voice: source.used,
+    voice: found.used,
+    ...(source.pitch ? { pitch: source.pitch } : {}),
     synthesisMs: performance.now() - t0,
     ...(utterances.length < jobs.length ? { unspoken: jobs.length - utterances.length } : {}),
     ...(writeFailed ? { writeFailed } : {}),

@@ -100,6 +100,12 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
         'existing one is refused before any work.',
       default: false,
     }),
+    pitch: Flags.string({
+      summary:
+        'Speak the voice at this median F0 instead of its own: Hz (180) or semitones (+3st, -2st); for a model ' +
+        'trained with model.pitch_contour (or speaker_pitch, with --reference).',
+      helpValue: 'HZ|±Nst',
+    }),
     'batch-size': Flags.integer({ summary: 'Texts decoded together.', min: 1, max: 256, default: 16 }),
     vocoder: Flags.string({
       summary:
@@ -185,6 +191,7 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
       summaryFile,
       overwrite: flags.overwrite,
       vocoder: flags.vocoder,
+      pitch: flags.pitch,
       control,
       onUtterance: (u) => {
         spoken++;
@@ -274,7 +281,8 @@ export default class Synthesize extends XttsCommand<SynthesizeResult> {
           (r.vocoder.kind === 'neural'
             ? `the neural vocoder ${r.vocoder.checkpoint} (step ${r.vocoder.step})`
             : `Griffin-Lim (${r.vocoder.iterations} iterations)`) +
-          `; voice: ${describeVoice(r.voice)}`,
+          `; voice: ${describeVoice(r.voice)}` +
+          (r.pitch ? `, at ${r.pitch.hz} Hz${r.pitch.voiceHz ? ` (its own: ${r.pitch.voiceHz} Hz)` : ''}` : ''),
       ),
     );
     if (r.utterances.length === 1) this.log(paint.dim(`text as spoken: "${r.utterances[0].cleanedText}"`));
