@@ -117,3 +117,23 @@ test("a voice file speaks without a warning only where it is known to be this ru
   ] as const)
     assert.match(readVoiceFile(file, quickstart, run).warning ?? '', /cannot be told whether that is this model's run/);
 });
+
+test("a voice file's pitch is read back, and one that is not a pitch is refused as damaged", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'xtts-voice-pitch-'));
+  const write = (name: string, logF0: unknown) => {
+    const file = join(dir, name);
+    const info = { checkpoint: '/runs/a/step-00000010', step: 10, source: 'speaker a', latents, dModel, logF0 };
+    writeFileSync(file, encodeVoiceFile(new Float32Array(latents * dModel), info as never));
+    return file;
+  };
+  assert.equal(
+    readVoiceFile(write('pitched.safetensors', Math.log(150)), quickstart, undefined).info.logF0,
+    Math.log(150),
+  );
+  for (const logF0 of ['high', 150, -1])
+    assert.throws(
+      () => readVoiceFile(write('bad.safetensors', logF0), quickstart, undefined),
+      (e: Error & { code?: string }) => e.code === 'SYNTH_VOICE_FILE' && /header's pitch .* is damaged/.test(e.message),
+      String(logF0),
+    );
+});

@@ -383,6 +383,12 @@ export function readVoiceFile(
   } catch {
     throw bad('its header is damaged', 'write the voice file again with `xtts voices --out`');
   }
+  // A pitch (a median log F0: 4 to 6.1 for 55-420 Hz) that is not one would speak the voice at nonsense.
+  if (info.logF0 !== undefined && !(typeof info.logF0 === 'number' && info.logF0 > 3 && info.logF0 < 7))
+    throw bad(
+      `its header's pitch (logF0 ${JSON.stringify(info.logF0)}) is damaged`,
+      'write the voice file again with `xtts voices --out`',
+    );
   const { cond_latents: latents, d_model: dModel } = config.model;
   if (voice.shape[0] !== latents || voice.shape[1] !== dModel)
     throw bad(
