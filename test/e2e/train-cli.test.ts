@@ -463,7 +463,7 @@ describe('xtts train', () => {
       assert.equal(capped.status, 3, capped.stdout.slice(0, 3000));
       const envelope = JSON.parse(capped.stdout);
       assert.equal(envelope.status, 'error');
-      assert.equal(envelope.error.code, 'DISK_FULL');
+      assert.equal(envelope.error.code, 'NO_SPACE');
       assert.match(
         envelope.error.message,
         /line-0002\.wav: the file is larger than this process or file system allows/,

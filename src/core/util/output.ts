@@ -259,7 +259,7 @@ export function writeOutputFile(
     if (code === 'EEXIST') throw exists(file, what);
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG')
       throw new XttsError(
-        'DISK_FULL',
+        'NO_SPACE',
         `cannot write ${what} to ${file}: ${
           code === 'EFBIG'
             ? 'the file is larger than this process or file system allows (EFBIG: ulimit -f, or the file system)'
