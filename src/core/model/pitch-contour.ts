@@ -18,6 +18,7 @@ import { PITCH_FEATURES, VoicePitch } from './voice-pitch.js';
 
 /** An utterance with fewer voiced frames has no pitch (as a reference clip, data/audio/pitch.ts). */
 const MIN_VOICED_FRAMES = 5;
+const NO_PITCH = 'model.pitch_contour reads each target frame’s pitch; the batch has none';
 
 /** What training reads of a target's pitch, per token [B, T_text]. */
 export interface PitchTargets {
@@ -40,7 +41,7 @@ export class PitchContour {
   /** The targets of a training batch (reduction factor r); refused without its frames' pitch. */
   static targetsOf(inputs: ModelInputs, r: number): PitchTargets {
     if (!inputs.melPitch)
-      throw new XttsError('BATCH_NO_PITCH', 'model.pitch_contour reads each target frame’s pitch; the batch has none', {
+      throw new XttsError('BATCH_NO_PITCH', NO_PITCH, {
         suggestions: ['Make the batch with its frames’ log F0 (melPitch), as the training loader does.'],
       });
     return PitchContour.targets(inputs.alignment.steps, inputs.alignment.durations, inputs.melPitch, r);

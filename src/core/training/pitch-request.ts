@@ -8,7 +8,7 @@ import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ReferenceMel, Voice } from '../model/index.js';
 import { PITCH_MAX_HZ, PITCH_MIN_HZ } from '../data/index.js';
-import { windowsLogF0 } from './voices.js';
+import { hzOf, windowsLogF0 } from './voices.js';
 
 /** What --pitch asks: a median F0 in Hz, or a shift of the voice's own in semitones. */
 export type PitchRequest = { hz: number } | { semitones: number };
@@ -89,5 +89,3 @@ export function withPitch(
 function voicePitch(source: { voice: Voice; mels: ReferenceMel[] }): number {
   return windowsLogF0(source.mels) || (source.voice instanceof Float32Array ? 0 : (source.voice.logF0 ?? 0));
 }
-
-const hzOf = (logF0: number) => Math.round(Math.exp(logF0) * 10) / 10;

@@ -461,9 +461,7 @@ async function voiceSource(
   const mean = new Float32Array(voices[0].latents.length);
   for (const v of voices) for (let i = 0; i < mean.length; i++) mean[i] += v.latents[i] / voices.length;
   // The trained voices' pitch, their median log F0s averaged (a model that reads pitch stored them).
-  const pitched = voices.filter((v) => v.logF0);
-  const logF0 = pitched.length ? pitched.reduce((a, v) => a + v.logF0!, 0) / pitched.length : 0;
-  return { voice: { latents: mean, logF0 }, mels: [], used, warnings: [] };
+  return { voice: { latents: mean, logF0: windowsLogF0(voices) }, mels: [], used, warnings: [] };
 }
 
 /** Free-running decoding of the jobs in batches, each utterance vocoded by Griffin-Lim and written as a WAV. */

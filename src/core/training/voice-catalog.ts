@@ -12,6 +12,7 @@ import { CheckpointStore, checkpointInputs, resolveCheckpoint, type CheckpointSt
 import { openAcousticModel } from './synthesize.js';
 import {
   encodeVoiceFile,
+  hzOf,
   readsPitch,
   referenceMels,
   speakerVoice,
@@ -86,7 +87,7 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     ...(runId ? { runId } : {}),
     speakers: ckpt.state.speakers.map((name) => {
       const logF0 = trained.get(name)?.logF0;
-      return { name, voice: trained.has(name), ...(logF0 ? { pitchHz: Math.round(Math.exp(logF0) * 10) / 10 } : {}) };
+      return { name, voice: trained.has(name), ...(logF0 ? { pitchHz: hzOf(logF0) } : {}) };
     }),
     clipsPerVoice: VOICE_CLIPS,
     languages: ckpt.state.languages.map((code) => ({

@@ -158,10 +158,13 @@ export function readsPitch(config: Pick<XttsConfig, 'model'>): boolean {
 }
 
 /** The median log F0 of a voice read from several windows: the mean of the known ones' (0: none known). */
-export function windowsLogF0(windows: readonly ReferenceMel[]): number {
-  const known = windows.filter((w) => w.logF0 !== 0);
-  return known.length ? known.reduce((a, w) => a + w.logF0, 0) / known.length : 0;
+export function windowsLogF0(windows: readonly Pick<LatentVoice, 'logF0'>[]): number {
+  const known = windows.filter((w) => w.logF0);
+  return known.length ? known.reduce((a, w) => a + w.logF0!, 0) / known.length : 0;
 }
+
+/** A median log F0 in Hz, to 0.1 Hz (as results and listings give it). */
+export const hzOf = (logF0: number) => Math.round(Math.exp(logF0) * 10) / 10;
 
 /** The voice of trained speaker `name` (as speakerName reads it); refuses an unknown name with the names there are. */
 export function speakerVoice<V>(dir: string, voices: ReadonlyMap<string, V>, name: string): V {

@@ -27,6 +27,7 @@ import { RunLog } from './run-log.js';
 import type { RunSetup } from './run-setup.js';
 import { PIPELINE_DEPTH, type SettleStep, StepQueue } from './step-queue.js';
 import type { RunState, TrainOptions, TrainResult } from './types.js';
+import { readsPitch } from '../voices.js';
 import { loaderItems } from '../../data/index.js';
 
 /**
@@ -210,7 +211,7 @@ export function loaderCommon(config: RunSetup['config'], data: Pick<RunSetup['da
     // Without the cache, producers recompute every clip's features from its audio for every batch.
     recomputeAudio: config.pipeline.cache.enabled ? undefined : config.audio,
     referenceJoin: config.batching.reference_join,
-    referencePitch: config.model.speaker_pitch || config.model.pitch_contour ? config.audio : undefined,
+    referencePitch: readsPitch(config) ? config.audio : undefined,
     framePitch: config.model.pitch_contour,
   };
 }
