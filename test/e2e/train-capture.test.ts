@@ -33,10 +33,17 @@ describe('xtts train with step capture (WebGPU)', { skip: withoutLlvmpipe }, () 
 `,
         MICRO_MODEL,
       );
-      // model.speaker_pitch and pitch_contour: the reference's pitch and the target frames' (a batch input of its own)
-      // and their ops go through the recording too.
+      // model.speaker_pitch, pitch_contour and reference_rate: the reference's pitch, the target frames' and the
+      // speaker's rate (batch inputs of their own) and their ops go through the recording too.
       const args = ['train', '--config', config, '--backend', 'webgpu', '--set', 'device.model_device=llvmpipe'].concat(
-        ['--set', 'model.speaker_pitch=true', '--set', 'model.pitch_contour=true'],
+        [
+          '--set',
+          'model.speaker_pitch=true',
+          '--set',
+          'model.pitch_contour=true',
+          '--set',
+          'model.reference_rate=true',
+        ],
       );
       const eager = join(dir, 'eager');
       const checked = ['--set', 'device.bounds_checks=on'];

@@ -299,9 +299,9 @@ describe('voice warp and reference join', () => {
     assert.deepEqual(voices.map((a) => a.name).sort(), ['voice/alice', 'voice/bob']);
   });
 
-  test('model.pitch_contour: a voice keeps its pitch; --speaker, its voice file and --pitch speak at it', async () => {
+  test('pitch_contour, reference_rate: a voice keeps its pitch and rate; --speaker, its file, --pitch', async () => {
     const out = join(dir, 'runs', 'contour');
-    const r = await train('contour', '--set', 'model.pitch_contour=true');
+    const r = await train('contour', '--set', 'model.pitch_contour=true', '--set', 'model.reference_rate=true');
     assert.equal(r.code, 0, r.stderr.slice(-2000));
     const metrics = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
       .trim()
@@ -316,17 +316,24 @@ describe('voice warp and reference join', () => {
     assert.deepEqual([...pitch.keys()].sort(), ['voice-pitch/alice', 'voice-pitch/bob']);
     // The quickstart's voice: a median F0 of a speaking voice, read on the clips' log-mels.
     for (const [name, logF0] of pitch) assert.ok(logF0 > Math.log(80) && logF0 < Math.log(400), `${name} ${logF0}`);
-    // The listing gives each voice's pitch, as the model reads it.
+    // And its speaking rate: spectral-change peaks a second of speech, 5 to 15 for a speaking voice.
+    const rate = new Map(arrays.filter((a) => a.name.startsWith('voice-rate/')).map((a) => [a.name, a.data[0]]));
+    assert.deepEqual([...rate.keys()].sort(), ['voice-rate/alice', 'voice-rate/bob']);
+    for (const [name, logRate] of rate)
+      assert.ok(logRate > Math.log(5) && logRate < Math.log(15), `${name} ${logRate}`);
+    // The listing gives each voice's pitch and rate, as the model reads them.
     const list = await runCli(['voices', '--checkpoint', out, '--json']);
     const hz = Math.round(Math.exp(pitch.get('voice-pitch/alice')!) * 10) / 10;
-    assert.deepEqual(list.json.result.speakers[0], { name: 'alice', voice: true, pitchHz: hz });
+    const perS = Math.round(Math.exp(rate.get('voice-rate/alice')!) * 100) / 100;
+    assert.deepEqual(list.json.result.speakers[0], { name: 'alice', voice: true, pitchHz: hz, ratePerS: perS });
     const human = await runCli(['voices', '--checkpoint', out]);
-    assert.match(human.stdout, new RegExp(`\\n {2}alice {2}${hz.toFixed(0)} Hz\\n`));
+    assert.match(human.stdout, new RegExp(`\\n {2}alice {2}${hz.toFixed(0)} Hz {2}${perS.toFixed(1)} changes/s\\n`));
     const file = join(dir, 'contour.voice.safetensors');
     const saved = await runCli(['voices', '--checkpoint', out, '--speaker', 'alice', '--out', file, '--json']);
     assert.equal(saved.code, 0, saved.stderr);
     const info = JSON.parse(decodeSafetensors(readFileSync(file), 'voice').metadata.info!);
     assert.equal(info.logF0, pitch.get('voice-pitch/alice'));
+    assert.equal(info.logRate, rate.get('voice-rate/alice'));
     const wav = (name: string) => join(dir, `contour-${name}.wav`);
     for (const [name, voice] of [
       ['speaker', ['--speaker', 'alice']],
@@ -337,8 +344,17 @@ describe('voice warp and reference join', () => {
     }
     assert.ok(
       readFileSync(wav('file')).equals(readFileSync(wav('speaker'))),
-      'the file carries the voice and its pitch',
+      'the file carries the voice, its pitch and its rate',
     );
+    // A header whose rate is not one (damaged, edited) is refused by name, as a damaged pitch is.
+    const edited = join(dir, 'contour-edited.voice.safetensors');
+    const latents = decodeSafetensors(readFileSync(file), 'voice').arrays[0].data as Float32Array;
+    writeFileSync(edited, encodeVoiceFile(latents, { ...info, logRate: 'fast' }));
+    const damaged = await runCli(['synthesize', '--checkpoint', out, '--voice', edited, '--out', wav('no'), ...say]);
+    assert.equal(damaged.code, 2, damaged.stderr);
+    assert.equal(damaged.json.error.code, 'SYNTH_VOICE_FILE');
+    assert.match(damaged.json.error.message, /its header's speaking rate \(logRate "fast"\) is damaged/);
+    assertNoStackTrace(damaged);
     // --pitch speaks the voice at another median F0: the result says which, and its own.
     const up = ['--speaker', 'alice', '--pitch', '+5st', '--out', wav('higher')];
     const higher = await runCli(['synthesize', '--checkpoint', out, ...up, ...say]);

@@ -50,7 +50,10 @@ export function cachedClips(
 /** Each real utterance of the first `batches` batches, in order: its batch, its row, the batch's reference window. */
 export async function eachUtterance<T>(
   f: CachedClips,
-  options: Pick<LoaderOptions, 'seed' | 'producers' | 'refFrames' | 'referenceJoin' | 'voiceWarp'>,
+  options: Pick<
+    LoaderOptions,
+    'seed' | 'producers' | 'refFrames' | 'referenceJoin' | 'voiceWarp' | 'referenceRate' | 'rateItems'
+  >,
   batches: number,
   visit: (b: LoadedBatch, row: number) => T,
 ): Promise<T[]> {

@@ -20,7 +20,7 @@ import { PitchContour } from '../../src/core/model/pitch-contour.js';
 import { AdamW } from '../../src/core/training/optim/adamw.js';
 import { disposeStepResult, trainStep } from '../../src/core/training/optim/train-step.js';
 import { parsePitch, withPitch } from '../../src/core/training/pitch-request.js';
-import { trainedVoices, windowsLogF0 } from '../../src/core/training/voices.js';
+import { trainedVoices, windowsProsody } from '../../src/core/training/voices.js';
 import { cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 import { vowel as voicedVowel } from '../helpers/wav.js';
 import { PRESETS, SIZES, syntheticBatch, trainingConfig } from './model-fixtures.js';
@@ -212,14 +212,14 @@ test("a checkpoint's trained voices carry their pitch; several windows' pitch is
   assert.equal(voices.get('bob')!.logF0, undefined, 'a model that reads no pitch stored none');
   const mel = new Float32Array(4);
   assert.equal(
-    windowsLogF0([
+    windowsProsody([
       { mel, logF0: 4 },
       { mel, logF0: 0 },
       { mel, logF0: 5 },
-    ]),
+    ]).logF0,
     4.5,
   );
-  assert.equal(windowsLogF0([{ mel, logF0: 0 }]), 0);
+  assert.equal(windowsProsody([{ mel, logF0: 0 }]).logF0, 0);
 });
 
 test('validate refuses pitch_contour on a mel too coarse to read a pitch from', () => {

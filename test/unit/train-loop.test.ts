@@ -310,6 +310,8 @@ describe('the batch feed', () => {
         align: (...args: Parameters<XttsModel['align']>) => (
           aligned.push(args[0].tokens.shape[0]), model.align(...args)
         ),
+        pitchContour: model.pitchContour,
+        config: model.config,
       };
       // The model's first alignment makes its cached constants: made before counting.
       const warm = new BatchFeed({

@@ -75,6 +75,15 @@ export const ModelSchema = Section(
         'the duration predictor and a 10 × d_model matrix); the pitch loss is logged as loss/pitch; the ' +
         'mel-band condition of speaker_pitch applies.',
     }),
+    reference_rate: Type.Boolean({
+      default: false,
+      description:
+        "Tell the duration predictor the voice's speaking rate, measured without its text on the log-mel of its " +
+        'clips (spectral-change peaks a second of speech): in training the speaker’s, pooled over up to 16 of ' +
+        "its clips, at synthesis the reference's, and every token's log duration is moved by it, so that a new " +
+        'voice is spoken at the pace its clip was measured at, not at the pace of the trained voice its clip ' +
+        'resembles. No new parameters; the duration predictor learns the durations of a typical rate.',
+    }),
     decoder_layers: Type.Integer({
       minimum: 1,
       maximum: 48,

@@ -37,6 +37,7 @@ export {
   pitchEstimatorFor,
   referenceLogF0,
 } from './audio/pitch.js';
+export { referenceLogRate } from './audio/rate.js';
 export { MEL_SETTINGS_KEYS, melFilterbank, type MelSettings, melSettingsDiffer, stftWindow } from './audio/mel.js';
 export { type ProcessedClip, processAudioFile, readAudioFile } from './audio/index.js';
 export { decodeWav, encodeWav } from './audio/wav.js';

@@ -34,6 +34,8 @@ export interface LoaderOptions
     | 'voiceWarp'
     | 'referencePitch'
     | 'framePitch'
+    | 'referenceRate'
+    | 'rateItems'
   > {
   depth: number;
   /** Producer threads; 0 fills each batch on the calling thread when it is asked for. */
@@ -133,6 +135,8 @@ export class DataLoader {
       voiceWarp: o.voiceWarp,
       referencePitch: o.referencePitch,
       framePitch: o.framePitch,
+      referenceRate: o.referenceRate,
+      rateItems: o.rateItems,
     };
   }
 

@@ -9,6 +9,7 @@ import type { AudioConfig } from '../config/index.js';
 import { processClip, sniffAudio } from './audio/index.js';
 import type { MelSettings } from './audio/mel.js';
 import { type ClipPitch, clipPitch, pitchEstimatorFor, pooledLogF0 } from './audio/pitch.js';
+import { clipRate, pooledLogRate } from './audio/rate.js';
 import { type BucketPlan, epochBatches, mulberry32, type PlannedBatch } from './buckets.js';
 import { acquireForFill, publishFilled, type RingShared, viewsFor } from './ring.js';
 import { drawVoiceWarp, type VoiceWarp, type WarpTable, warpedBand } from './voice-warp.js';
@@ -62,6 +63,16 @@ export interface ProducerJob {
   referencePitch?: MelSettings;
   /** model.pitch_contour (with referencePitch): each target frame's log F0 into melPitch; without it, zeros. */
   framePitch?: boolean;
+  /**
+   * model.reference_rate: each utterance's speaker's speaking rate (audio/rate.ts), pooled over up to
+   * RATE_CLIPS of its clips, measured with these mel settings; without it refRate stays 0.
+   */
+  referenceRate?: MelSettings;
+  /**
+   * The clips a speaker's rate is pooled over, where they are not `items` (the validation batches read the training
+   * clips' rates, as the model was trained at); a speaker none of them holds is pooled over its clips in `items`.
+   */
+  rateItems?: ProducerItem[];
 }
 
 /** The batch sequence from (startEpoch, startBatch) on, across epochs; position of each batch. */
@@ -186,6 +197,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
   const pitches = clipPitches(job, (item) => melOf(item) ?? missingFeature(item));
+  const rates = speakerRates(job, (item) => melOf(item) ?? missingFeature(item));
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -208,7 +220,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         nMels,
       };
       const v = viewsFor(job.ring.slots[slot], job.ring.offsets, shape);
-      for (const a of [v.tokens, v.mel, v.refMel, v.refPitch, v.melPitch]) a.fill(0);
+      for (const a of [v.tokens, v.mel, v.refMel, v.refPitch, v.refRate, v.melPitch]) a.fill(0);
       const batchSeed = (job.seed ^ Math.imul(epoch + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
       const rand = mulberry32(batchSeed);
       // The warps and the joined clips draw from streams of their own: turning either on changes what it does and
@@ -223,6 +235,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
         v.textLengths[b] = n;
         v.languages[b] = item.language;
         v.speakers[b] = item.speaker;
+        if (rates) v.refRate[b] = rates(item.speaker);
         const blob = melOf(item) ?? missingFeature(item);
         const frames = Math.min(item.frames, shape.frames);
         const warped = drawVoiceWarp(job.voiceWarp, warpRand);
@@ -314,6 +327,42 @@ function clipPitches(
   return {
     pitch,
     frames: (clip, blob, shift, out, count) => estimator.trackLogF0(track(clip, blob), out, shift, count),
+  };
+}
+
+/** The most clips a speaker's rate is pooled over: 16 clips of 2–3 s are 30–50 s of speech. */
+export const RATE_CLIPS = 16;
+
+/**
+ * model.reference_rate: each speaker's log speaking rate (audio/rate.ts), pooled over up to RATE_CLIPS of its clips
+ * spread evenly through its list, measured the first time a batch holds the speaker and kept. One clip of 2–3 s reads
+ * 6–17% off its voice's rate (bench/voices' espeak-ng voices), a reference window of one clip as much; the speaker's
+ * pooled rate is the voice's pace that a synthesis reference of several seconds is measured close to. Undefined when
+ * no rate is asked for.
+ */
+function speakerRates(
+  job: Pick<ProducerJob, 'referenceRate' | 'items' | 'rateItems'>,
+  melOf: (item: ProducerItem) => Buffer,
+): ((speaker: number) => number) | undefined {
+  const settings = job.referenceRate;
+  if (!settings) return undefined;
+  const pools = [job.rateItems, job.items].flatMap((items) => (items ? [{ items, speakers: bySpeaker(items) }] : []));
+  const known = new Map<number, number>();
+  return (speaker) => {
+    let rate = known.get(speaker);
+    if (rate === undefined) {
+      const pool = pools.find((p) => p.speakers.has(speaker))!;
+      const clips = pool.speakers.get(speaker)!;
+      const step = Math.max(1, clips.length / RATE_CLIPS);
+      const chosen: ProducerItem[] = [];
+      for (let at = 0; Math.floor(at) < clips.length && chosen.length < RATE_CLIPS; at += step)
+        chosen.push(pool.items[clips[Math.floor(at)]]);
+      rate = pooledLogRate(
+        chosen.map((item) => clipRate(blobFrames(melOf(item), 0, item.frames, settings.n_mels), item.frames, settings)),
+      );
+      known.set(speaker, rate);
+    }
+    return rate;
   };
 }
 

@@ -41,6 +41,8 @@ export interface BatchViews {
   refLengths: Int32Array;
   /** [B] the reference's median log F0 (model.speaker_pitch; 0: unknown, or not asked for). */
   refPitch: Float32Array;
+  /** [B] the speaker's log speaking rate (model.reference_rate; 0: unknown, or not asked for). */
+  refRate: Float32Array;
   /** [B, T_mel] each target frame's log F0 (model.pitch_contour; 0: unvoiced, or not asked for). */
   melPitch: Float32Array;
 }
@@ -68,6 +70,7 @@ function slotBuffers(l: SlotLayout): SlotBuffers {
     ['melLengths', l.batchSize],
     ['refLengths', l.batchSize],
     ['refPitch', l.batchSize],
+    ['refRate', l.batchSize],
     ['melPitch', l.batchSize * l.maxFrames],
     ['mel', l.batchSize * l.maxFrames * l.nMels],
     ['refMel', l.batchSize * l.refFrames * l.nMels],
@@ -97,6 +100,7 @@ export function viewsFor(sab: SharedArrayBuffer, offsets: Record<keyof BatchView
     melLengths: i32('melLengths', s.batchSize),
     refLengths: i32('refLengths', s.batchSize),
     refPitch: f32('refPitch', s.batchSize),
+    refRate: f32('refRate', s.batchSize),
     melPitch: f32('melPitch', s.batchSize * s.frames),
     mel: f32('mel', s.batchSize * s.frames * s.nMels),
     refMel: f32('refMel', s.batchSize * s.refFrames * s.nMels),

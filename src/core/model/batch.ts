@@ -11,6 +11,7 @@
 //   refLengths   Int32   [B]                real reference frames
 //   refPitch     Float32 [B]                the reference's median log F0 (model.speaker_pitch), 0 where unknown
 //   melPitch     Float32 [B, T_mel]         each target frame's log F0 (model.pitch_contour), 0 where unvoiced
+//   refRate      Float32 [B]                the speaker's log speaking rate (model.reference_rate), 0 where unknown
 import * as tf from '@tensorflow/tfjs-core';
 import { uploadTensors } from '../backend/index.js';
 
@@ -33,6 +34,8 @@ export interface TrainBatch {
   refPitch: tf.Tensor1D;
   /** [B, T_mel] float32; absent where the batch's maker had none (a model without pitch_contour reads none). */
   melPitch?: tf.Tensor2D;
+  /** [B] float32; absent where the batch's maker had none (a model without reference_rate reads none). */
+  refRate?: tf.Tensor1D;
 }
 
 /**
@@ -60,6 +63,7 @@ export interface HostBatch {
   refLengths: Int32Array;
   refPitch: Float32Array;
   melPitch?: Float32Array;
+  refRate?: Float32Array;
 }
 
 export interface BatchDims {
@@ -72,7 +76,8 @@ export interface BatchDims {
 }
 
 /**
- * Upload one batch (9 host-to-device copies, 10 with melPitch; no kernels). The caller disposes it with disposeBatch.
+ * Upload one batch (9 host-to-device copies, one more each with melPitch and refRate; no kernels). The caller
+ * disposes it with disposeBatch.
  * On webgpu the tensors go to the device at once, from views of the ring's arrays: the upload copies
  * them (into a reused mapped staging buffer in one go: backend/webgpu-uploads.ts uploadTensors) and
  * drops the host values, so no host copy of the batch is made first (2.9 MB a tiny step: 0.75 ms of an
@@ -100,6 +105,7 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
     refLengths: tf.tensor1d(first(h.refLengths, b), 'int32'),
     refPitch: tf.tensor1d(first(h.refPitch, b), 'float32'),
     ...(h.melPitch ? { melPitch: tf.tensor2d(first(h.melPitch, b * d.frames), [b, d.frames], 'float32') } : {}),
+    ...(h.refRate ? { refRate: tf.tensor1d(first(h.refRate, b), 'float32') } : {}),
   };
   if (backend)
     uploadTensors(
@@ -109,9 +115,19 @@ export function uploadBatch(h: HostBatch, d: BatchDims): TrainBatch {
   return batch;
 }
 
-/** A host batch as `model` reads it: its frames' pitch only for a model with model.pitch_contour (one copy fewer). */
-export function batchFor<H extends HostBatch>(model: { pitchContour: unknown }, h: H): H {
-  return model.pitchContour ? h : { ...h, melPitch: undefined };
+/**
+ * A host batch as `model` reads it: its frames' pitch only for a model with model.pitch_contour, its speakers' rates
+ * only with model.reference_rate (a copy fewer each).
+ */
+export function batchFor<H extends HostBatch>(
+  model: { pitchContour: unknown; config: { reference_rate: boolean } },
+  h: H,
+): H {
+  return {
+    ...h,
+    melPitch: model.pitchContour ? h.melPitch : undefined,
+    refRate: model.config.reference_rate ? h.refRate : undefined,
+  };
 }
 
 export function disposeBatch(batch: TrainBatch): void {

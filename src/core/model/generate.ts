@@ -44,11 +44,14 @@ export interface GenerateResult {
 
 /**
  * A reference window: a clip's normalised log-mel ([frames, nMels] row-major) and the median log F0 of the clips it
- * was read from (data/audio/pitch.ts referenceLogF0), which a model with model.speaker_pitch reads; 0: unknown.
+ * was read from (data/audio/pitch.ts referenceLogF0), which a model with model.speaker_pitch reads; 0: unknown; and
+ * their log speaking rate (data/audio/rate.ts referenceLogRate), which a model with model.reference_rate reads (0 or
+ * none: unknown).
  */
 export interface ReferenceMel {
   mel: Float32Array;
   logF0: number;
+  logRate?: number;
 }
 
 /**
@@ -60,6 +63,8 @@ export type Voice = Float32Array | ReferenceMel | LatentVoice;
 export interface LatentVoice {
   latents: Float32Array;
   logF0?: number;
+  /** The windows' log speaking rate, which a model with model.reference_rate speaks at (0 or none: unknown). */
+  logRate?: number;
 }
 
 /** One reference window as the model's reference inputs for `batch` texts that all take it. */
@@ -69,6 +74,7 @@ export function referenceInputs(ref: ReferenceMel, batch: number, nMels: number)
     refMel: tf.tile(tf.tensor3d(ref.mel, [1, frames, nMels]), [batch, 1, 1]) as tf.Tensor3D,
     refLengths: tf.tensor1d(new Array<number>(batch).fill(frames), 'int32'),
     refPitch: tf.fill([batch], ref.logF0) as tf.Tensor1D,
+    refRate: tf.fill([batch], ref.logRate ?? 0) as tf.Tensor1D,
   };
 }
 
@@ -77,6 +83,7 @@ export function latentInputs(voice: LatentVoice, batch: number, latents: number,
   return {
     voice: tf.tile(tf.tensor2d(voice.latents, [latents, dModel]), [batch, 1]) as tf.Tensor2D,
     refPitch: tf.fill([batch], voice.logF0 ?? 0) as tf.Tensor1D,
+    refRate: tf.fill([batch], voice.logRate ?? 0) as tf.Tensor1D,
   };
 }
 

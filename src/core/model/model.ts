@@ -64,6 +64,7 @@ import { checkDims, type ModelSizes } from './dims.js';
 import { ParamStore } from './params.js';
 import { PitchContour, type PitchTargets } from './pitch-contour.js';
 import { VoicePitch } from './voice-pitch.js';
+import { atRate } from './voice-rate.js';
 import { crossAttentionBias, fusedMasksAvailable } from '../backend/programs/index.js';
 
 export interface ModelOptions {
@@ -80,8 +81,8 @@ export type { GenerateItem, GenerateOptions, GenerateResult, Voice } from './gen
 
 /** The voice: reference mels [B, T_ref, nMels] with lengths, or latents [B·L, D] from them; median log F0 [B]. */
 type VoiceInput =
-  | Pick<ModelInputs, 'refMel' | 'refLengths' | 'refPitch'>
-  | { voice: tf.Tensor2D; refPitch?: tf.Tensor1D };
+  | Pick<ModelInputs, 'refMel' | 'refLengths' | 'refPitch' | 'refRate'>
+  | { voice: tf.Tensor2D; refPitch?: tf.Tensor1D; refRate?: tf.Tensor1D };
 
 export interface ForwardOptions {
   /** Dropout in the transformer blocks on (the prenet's is always on). */
@@ -226,16 +227,17 @@ export class XttsModel {
     return { kv, text, textBias, latents, textSteps, voiceOffset, voiceRate };
   }
 
-  /** Log durations [B, T_text] of the text encodings, in the voice's pace where it has one (model.speaker_rate). */
+  /** Log durations [B, T_text] of the text encodings, at the voice's pace (speaker_rate) and rate (reference_rate). */
   private logDurations(
     text: tf.Tensor3D,
     voiceRate: tf.Tensor2D | null,
-    textLengths: tf.Tensor1D,
+    inputs: { textLengths: tf.Tensor1D; refRate?: tf.Tensor1D },
     c: Omit<BlockContext, 'batch' | 'steps'>,
   ): tf.Tensor2D {
     const [batch, , dModel] = text.shape;
     const input = voiceRate ? (tf.add(text, tf.reshape(voiceRate, [batch, 1, dModel])) as tf.Tensor3D) : text;
-    return this.durations.apply(input, textLengths, c, this.convImpl);
+    const logDurations = this.durations.apply(input, inputs.textLengths, c, this.convImpl);
+    return this.config.reference_rate && inputs.refRate ? atRate(logDurations, inputs.refRate) : logDurations;
   }
 
   /** Every token's mean mel frame [B, T_text, nMels], in the voice where the model has a voice offset. */
@@ -446,7 +448,7 @@ export class XttsModel {
     const melPost = this.refine(melPre, frameMask);
     // The duration predictor reads the text encodings without changing them (Glow-TTS §3.3); its loss does train
     // the voice's pace (model.speaker_rate), through the conditioning encoder.
-    const logDurations = this.logDurations(stopGradient(text) as tf.Tensor3D, voiceRate, inputs.textLengths, base);
+    const logDurations = this.logDurations(stopGradient(text) as tf.Tensor3D, voiceRate, inputs, base);
     // The pitch predictor reads them the same way.
     const pitch = targets && {
       predicted: this.pitchContour!.predict(stopGradient(text) as tf.Tensor3D, inputs.textLengths, base, this.convImpl),
@@ -553,7 +555,7 @@ export class XttsModel {
         kv: kv.flatMap((m) => [m.k as tf.Tensor4D, m.v as tf.Tensor4D]),
         textBias,
         means: this.voicedMeans(text, voiceOffset),
-        logDurations: this.logDurations(text, voiceRate, inputs.textLengths, { dropout, dropoutRate: 0 }),
+        logDurations: this.logDurations(text, voiceRate, inputs, { dropout, dropoutRate: 0 }),
       };
     });
     const kv: MemoryKv[] = this.decoder.blocks.map((_, l) => ({

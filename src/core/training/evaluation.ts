@@ -10,7 +10,7 @@ import { planBuckets } from '../data/index.js';
 import { DataLoader } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { cleanText } from '../data/index.js';
-import { Phonemizer, referenceLogF0 } from '../data/index.js';
+import { Phonemizer, referenceLogF0, referenceLogRate } from '../data/index.js';
 import { batchFor, disposeBatch, uploadBatch } from '../model/index.js';
 import { computeLosses } from '../model/index.js';
 import { diagonalShare } from '../model/index.js';
@@ -106,6 +106,8 @@ export async function validate(
   const loader = new DataLoader({
     ...common,
     items: loaderItems(data.validation),
+    // model.reference_rate: each speaker at the rate of its training clips, as it was trained.
+    ...(config.model.reference_rate ? { rateItems: loaderItems(data.train) } : {}),
     plan,
     shuffle: false,
     depth: 2,
@@ -247,6 +249,10 @@ export async function synthesizeEval(
       mel: ref.mel.subarray(0, Math.min(ref.frames, config.batching.reference_frames) * nMels),
       // model.speaker_pitch, pitch_contour: the clip's pitch, as the training batches measure it (its raw log-mel).
       logF0: readsPitch(config) ? referenceLogF0([{ mel: ref.recorded, frames: ref.frames }], config.audio) : 0,
+      // model.reference_rate: the clip's speaking rate, as synthesis measures a reference's.
+      logRate: config.model.reference_rate
+        ? referenceLogRate([{ mel: ref.recorded, frames: ref.frames }], config.audio)
+        : 0,
     };
     const jobs = await evalSentenceJobs(data, config, phonemizer, say);
     if (data.validation[0]) {

@@ -8,7 +8,7 @@ import type { XttsConfig } from '../config/index.js';
 import { ExitCode, XttsError } from '../errors.js';
 import type { ReferenceMel, Voice } from '../model/index.js';
 import { PITCH_MAX_HZ, PITCH_MIN_HZ } from '../data/index.js';
-import { hzOf, windowsLogF0 } from './voices.js';
+import { hzOf, windowsProsody } from './voices.js';
 
 /** What --pitch asks: a median F0 in Hz, or a shift of the voice's own in semitones. */
 export type PitchRequest = { hz: number } | { semitones: number };
@@ -87,5 +87,5 @@ export function withPitch(
 
 /** The voice's own median log F0: its windows' or its own (0: unknown). */
 function voicePitch(source: { voice: Voice; mels: ReferenceMel[] }): number {
-  return windowsLogF0(source.mels) || (source.voice instanceof Float32Array ? 0 : (source.voice.logF0 ?? 0));
+  return windowsProsody(source.mels).logF0 || (source.voice instanceof Float32Array ? 0 : (source.voice.logF0 ?? 0));
 }

@@ -26,7 +26,7 @@ import {
   resolveCheckpoint,
 } from './checkpoint.js';
 import { parsePitch, type PitchUsed, withPitch } from './pitch-request.js';
-import { readVoiceFile, referenceMels, speakerVoice, trainedVoices, windowsLogF0 } from './voices.js';
+import { readVoiceFile, referenceMels, speakerVoice, trainedVoices, windowsProsody } from './voices.js';
 
 /** One text to speak and where its WAV goes; `where` names it in messages ("lines.txt:3"). */
 export interface SynthesisText {
@@ -193,7 +193,7 @@ export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult
     // latents averaged.
     const voice =
       source.mels.length > 1
-        ? { latents: await voiceLatents(model, source.mels), logF0: windowsLogF0(source.mels) }
+        ? { latents: await voiceLatents(model, source.mels), ...windowsProsody(source.mels) }
         : source.voice;
     ({ utterances, writeFailed } = await speak(model, jobs, voice, ckpt.state, o, { vocoder, overwrite }));
   } finally {
@@ -443,7 +443,7 @@ async function voiceSource(
   if (o.voiceFile !== undefined) {
     const file = readVoiceFile(o.voiceFile, config, ckpt.state.runId);
     return {
-      voice: { latents: file.latents, logF0: file.info.logF0 },
+      voice: { latents: file.latents, logF0: file.info.logF0, logRate: file.info.logRate },
       mels: [],
       used: { kind: 'file', file: o.voiceFile, source: file.info.source },
       warnings: file.warning ? [file.warning] : [],
@@ -460,8 +460,8 @@ async function voiceSource(
   const voices = [...trained.values()];
   const mean = new Float32Array(voices[0].latents.length);
   for (const v of voices) for (let i = 0; i < mean.length; i++) mean[i] += v.latents[i] / voices.length;
-  // The trained voices' pitch, their median log F0s averaged (a model that reads pitch stored them).
-  return { voice: { latents: mean, logF0: windowsLogF0(voices) }, mels: [], used, warnings: [] };
+  // The trained voices' pitch and rate, their median log F0s and log rates averaged (where the model stored them).
+  return { voice: { latents: mean, ...windowsProsody(voices) }, mels: [], used, warnings: [] };
 }
 
 /** Free-running decoding of the jobs in batches, each utterance vocoded by Griffin-Lim and written as a WAV. */

@@ -13,12 +13,11 @@ import { openAcousticModel } from './synthesize.js';
 import {
   encodeVoiceFile,
   hzOf,
-  readsPitch,
   referenceMels,
   speakerVoice,
   trainedVoices,
   VOICE_CLIPS,
-  windowsLogF0,
+  windowsProsody,
 } from './voices.js';
 
 export interface VoicesOptions {
@@ -38,9 +37,10 @@ export interface VoicesResult {
   runId?: string;
   /**
    * Every speaker of the training data; `voice`: whether the checkpoint holds their voice (--speaker); `pitchHz`: the
-   * voice's median F0 as the model reads it, where the model reads pitch (model.speaker_pitch, pitch_contour).
+   * voice's median F0 as the model reads it, where the model reads pitch (model.speaker_pitch, pitch_contour);
+   * `ratePerS`: its speaking rate as the model reads it (spectral-change peaks a second), with model.reference_rate.
    */
-  speakers: { name: string; voice: boolean; pitchHz?: number }[];
+  speakers: { name: string; voice: boolean; pitchHz?: number; ratePerS?: number }[];
   /** Clips of each speaker their voice was computed from (at most). */
   clipsPerVoice: number;
   /**
@@ -86,8 +86,13 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     step,
     ...(runId ? { runId } : {}),
     speakers: ckpt.state.speakers.map((name) => {
-      const logF0 = trained.get(name)?.logF0;
-      return { name, voice: trained.has(name), ...(logF0 ? { pitchHz: hzOf(logF0) } : {}) };
+      const { logF0, logRate } = trained.get(name) ?? {};
+      return {
+        name,
+        voice: trained.has(name),
+        ...(logF0 ? { pitchHz: hzOf(logF0) } : {}),
+        ...(logRate ? { ratePerS: Math.round(Math.exp(logRate) * 100) / 100 } : {}),
+      };
     }),
     clipsPerVoice: VOICE_CLIPS,
     languages: ckpt.state.languages.map((code) => ({
@@ -101,10 +106,11 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
   const info = { checkpoint: dir, runId, step, latents: config.model.cond_latents, dModel: config.model.d_model };
   let latents: Float32Array;
   let logF0: number | undefined;
+  let logRate: number | undefined;
   let source: string;
   const warnings: string[] = [];
   if (o.speaker !== undefined) {
-    ({ latents, logF0 } = speakerVoice(dir, trained, o.speaker));
+    ({ latents, logF0, logRate } = speakerVoice(dir, trained, o.speaker));
     source = `speaker ${o.speaker}`;
   } else {
     const references = o.references!;
@@ -113,14 +119,15 @@ export async function voices(o: VoicesOptions): Promise<VoicesResult> {
     const { model } = await openAcousticModel(dir, ckpt, o.backend);
     try {
       latents = await voiceLatents(model, mels);
-      if (readsPitch(config)) logF0 = windowsLogF0(mels);
+      ({ logF0, logRate } = windowsProsody(mels));
     } finally {
       model.dispose();
       disposeBackend(tf as never);
     }
     source = `clips ${references.join(', ')}`;
   }
-  writeOutputFile(o.out, encodeVoiceFile(latents, { ...info, source, ...(logF0 ? { logF0 } : {}) }), 'the voice file', {
+  const prosody = { ...(logF0 ? { logF0 } : {}), ...(logRate ? { logRate } : {}) };
+  writeOutputFile(o.out, encodeVoiceFile(latents, { ...info, source, ...prosody }), 'the voice file', {
     overwrite: o.overwrite === true,
   });
   return { ...result, saved: { file: o.out, source }, warnings };

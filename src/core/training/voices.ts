@@ -8,7 +8,8 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
-import { type ProcessedClip, processAudioFile, readAudioFile, referenceLogF0, speakerName } from '../data/index.js';
+import { type ProcessedClip, processAudioFile, readAudioFile, referenceLogF0 } from '../data/index.js';
+import { referenceLogRate, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { type LatentVoice, type ReferenceMel, voiceLatents, type XttsModel } from '../model/index.js';
@@ -22,6 +23,8 @@ export const VOICE_CLIPS = 4;
 const VOICE_PREFIX = 'voice/';
 /** A speaker's median log F0 beside their voice ("voice-pitch/<speaker>", [1]), for a model that reads pitch. */
 const PITCH_PREFIX = 'voice-pitch/';
+/** A speaker's log speaking rate beside their voice ("voice-rate/<speaker>", [1]), for model.reference_rate. */
+const RATE_PREFIX = 'voice-rate/';
 const VOICE_FILE_FORMAT = 'xtts-voice/1';
 
 /**
@@ -74,7 +77,8 @@ export function referenceWindows(
  * Several clips of one voice as reference windows: each clip's own windows; or, for a model trained with
  * batching.reference_join (whose windows were filled from several clips), the clips joined in order first, so that
  * short clips fill windows together as they did in training. A window's pitch (model.speaker_pitch) is that of the
- * clips it is read from, as the training batches' were: its own clip's, or the joined clips' together.
+ * clips it is read from, as the training batches' were: its own clip's, or the joined clips' together. Its rate
+ * (model.reference_rate) is that of all the clips, as a training speaker's was pooled over its clips.
  */
 export function voiceWindows(
   clips: readonly { mel: Float32Array; frames: number }[],
@@ -83,10 +87,11 @@ export function voiceWindows(
 ): ReferenceMel[] {
   const pitch = (of: readonly { mel: Float32Array; frames: number }[]) =>
     readsPitch(config) ? referenceLogF0(of, config.audio) : 0;
+  const rate = config.model.reference_rate ? { logRate: referenceLogRate(clips, config.audio) } : {};
   if (!config.batching.reference_join || clips.length < 2)
     return clips.flatMap((c) => {
       const logF0 = pitch([c]);
-      return referenceWindows(c.mel, c.frames, stats, config).map((mel) => ({ mel, logF0 }));
+      return referenceWindows(c.mel, c.frames, stats, config).map((mel) => ({ mel, logF0, ...rate }));
     });
   const frames = clips.reduce((n, c) => n + c.frames, 0);
   const joined = new Float32Array(frames * config.audio.n_mels);
@@ -100,6 +105,7 @@ export function voiceWindows(
   return referenceWindows(joined, frames, stats, config, MAX_WINDOWS_PER_CLIP * clips.length).map((mel) => ({
     mel,
     logF0,
+    ...rate,
   }));
 }
 
@@ -120,13 +126,15 @@ export async function speakerVoices(
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
       out.push({ name: `${VOICE_PREFIX}${data.speakers[s]}`, shape, dtype: 'float32', data: latents });
-      if (readsPitch(config))
-        out.push({
-          name: `${PITCH_PREFIX}${data.speakers[s]}`,
-          shape: [1],
-          dtype: 'float32',
-          data: Float32Array.of(windowsLogF0(mels)),
-        });
+      const { logF0, logRate } = windowsProsody(mels);
+      const scalar = (prefix: string, value: number): NamedArray => ({
+        name: `${prefix}${data.speakers[s]}`,
+        shape: [1],
+        dtype: 'float32',
+        data: Float32Array.of(value),
+      });
+      if (readsPitch(config)) out.push(scalar(PITCH_PREFIX, logF0));
+      if (config.model.reference_rate) out.push(scalar(RATE_PREFIX, logRate));
     }
   } finally {
     cache.close();
@@ -136,18 +144,27 @@ export async function speakerVoices(
 
 /**
  * The trained speakers that have a voice in a checkpoint's voices.safetensors (none before voices existed), with
- * their median log F0 where the model reads pitch.
+ * their median log F0 where the model reads pitch and their log speaking rate where it reads one.
  */
 export function trainedVoices(voices: readonly NamedArray[] | undefined): Map<string, LatentVoice> {
   const out = new Map<string, LatentVoice>();
-  const pitch = new Map<string, number>();
-  for (const a of voices ?? [])
-    if (a.name.startsWith(PITCH_PREFIX) && a.data instanceof Float32Array)
-      pitch.set(a.name.slice(PITCH_PREFIX.length), a.data[0]);
+  const scalars = (prefix: string) => {
+    const values = new Map<string, number>();
+    for (const a of voices ?? [])
+      if (a.name.startsWith(prefix) && a.data instanceof Float32Array)
+        values.set(a.name.slice(prefix.length), a.data[0]);
+    return values;
+  };
+  const pitch = scalars(PITCH_PREFIX);
+  const rate = scalars(RATE_PREFIX);
   for (const a of voices ?? [])
     if (a.name.startsWith(VOICE_PREFIX) && a.data instanceof Float32Array) {
       const name = a.name.slice(VOICE_PREFIX.length);
-      out.set(name, { latents: a.data, ...(pitch.has(name) ? { logF0: pitch.get(name) } : {}) });
+      out.set(name, {
+        latents: a.data,
+        ...(pitch.has(name) ? { logF0: pitch.get(name) } : {}),
+        ...(rate.has(name) ? { logRate: rate.get(name) } : {}),
+      });
     }
   return out;
 }
@@ -157,10 +174,19 @@ export function readsPitch(config: Pick<XttsConfig, 'model'>): boolean {
   return config.model.speaker_pitch || config.model.pitch_contour;
 }
 
-/** The median log F0 of a voice read from several windows: the mean of the known ones' (0: none known). */
-export function windowsLogF0(windows: readonly Pick<LatentVoice, 'logF0'>[]): number {
-  const known = windows.filter((w) => w.logF0);
-  return known.length ? known.reduce((a, w) => a + w.logF0!, 0) / known.length : 0;
+/**
+ * The median log F0 and the log speaking rate of a voice read from several windows (or voices): each the mean of the
+ * known ones' (0: none known).
+ */
+export function windowsProsody(windows: readonly Pick<LatentVoice, 'logF0' | 'logRate'>[]): {
+  logF0: number;
+  logRate: number;
+} {
+  const mean = (key: 'logF0' | 'logRate') => {
+    const known = windows.filter((w) => w[key]);
+    return known.length ? known.reduce((a, w) => a + w[key]!, 0) / known.length : 0;
+  };
+  return { logF0: mean('logF0'), logRate: mean('logRate') };
 }
 
 /** A median log F0 in Hz, to 0.1 Hz (as results and listings give it). */
@@ -335,6 +361,8 @@ export interface VoiceFileInfo {
   dModel: number;
   /** Its median log F0, for a model that reads pitch (model.pitch_contour speaks at it); absent: unknown. */
   logF0?: number;
+  /** Its log speaking rate, for a model with model.reference_rate (which speaks at it); absent: unknown. */
+  logRate?: number;
 }
 
 /** One voice as a safetensors file (tensor `voice`, [cond_latents, d_model]; the header says whose and for what). */
@@ -390,6 +418,12 @@ export function readVoiceFile(
   if (info.logF0 !== undefined && !(typeof info.logF0 === 'number' && info.logF0 > 3 && info.logF0 < 7))
     throw bad(
       `its header's pitch (logF0 ${JSON.stringify(info.logF0)}) is damaged`,
+      'write the voice file again with `xtts voices --out`',
+    );
+  // A rate (a log of 1 to 50 change peaks a second; speech reads 5 to 15) that is not one would speak at nonsense.
+  if (info.logRate !== undefined && !(typeof info.logRate === 'number' && info.logRate > 0 && info.logRate < 4))
+    throw bad(
+      `its header's speaking rate (logRate ${JSON.stringify(info.logRate)}) is damaged`,
       'write the voice file again with `xtts voices --out`',
     );
   const { cond_latents: latents, d_model: dModel } = config.model;

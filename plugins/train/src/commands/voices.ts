@@ -70,12 +70,13 @@ export default class Voices extends XttsCommand<VoicesResult> {
           ? paint.dim(` (${withVoice} with a voice: this checkpoint predates voices for the rest)`)
           : paint.dim(` (each voice from up to ${r.clipsPerVoice} of their clips)`)),
     );
-    // A model that reads pitch speaks each voice at its measured median F0: shown beside the name.
+    // A model that reads pitch (a rate) speaks each voice at its measured median F0 (rate): shown beside the name.
     const width = Math.max(...r.speakers.map((s) => s.name.length));
     for (const s of r.speakers)
       this.log(
-        `  ${s.pitchHz ? s.name.padEnd(width) : s.name}` +
+        `  ${s.pitchHz || s.ratePerS ? s.name.padEnd(width) : s.name}` +
           (s.pitchHz ? paint.dim(`  ${s.pitchHz.toFixed(0)} Hz`) : '') +
+          (s.ratePerS ? paint.dim(`  ${s.ratePerS.toFixed(1)} changes/s`) : '') +
           (s.voice ? '' : paint.dim('  (no voice)')),
       );
     this.log(paint.ok(`${r.languages.length} language${r.languages.length === 1 ? '' : 's'}`));

@@ -93,7 +93,7 @@ export interface FedBatch {
 
 export interface BatchFeedOptions {
   source: BatchSource;
-  model: Pick<XttsModel, 'align' | 'pitchContour'>;
+  model: Pick<XttsModel, 'align' | 'pitchContour' | 'config'>;
   reductionFactor: number;
   /** training.alignment_prior. */
   prior: number;

@@ -213,6 +213,7 @@ export function loaderCommon(config: RunSetup['config'], data: Pick<RunSetup['da
     referenceJoin: config.batching.reference_join,
     referencePitch: readsPitch(config) ? config.audio : undefined,
     framePitch: config.model.pitch_contour,
+    referenceRate: config.model.reference_rate ? config.audio : undefined,
   };
 }
 

@@ -264,6 +264,7 @@ export class StepReplayer {
         b.refLengths,
         b.refPitch,
         ...(b.melPitch ? [b.melPitch] : []),
+        ...(b.refRate ? [b.refRate] : []),
         b.alignment.steps,
         b.alignment.durations,
         offsets,

@@ -190,6 +190,7 @@ export function shardOf(host: HostBatch, dims: BatchDims, rows: ShardRows): { ho
       refLengths: rowsOf(host.refLengths, 1),
       refPitch: rowsOf(host.refPitch, 1),
       ...(host.melPitch ? { melPitch: rowsOf(host.melPitch, dims.frames) } : {}),
+      ...(host.refRate ? { refRate: rowsOf(host.refRate, 1) } : {}),
     },
     dims: { ...dims, batchSize: rows.size },
   };
