@@ -12,6 +12,7 @@ import '@tensorflow/tfjs-backend-cpu';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { MelExtractor, processClip } from '../../src/core/data/audio/index.js';
 import { clipRate, pooledLogRate, referenceLogRate } from '../../src/core/data/audio/rate.js';
+import { RATE_CLIPS, rateClips } from '../../src/core/data/producer.js';
 import { countParameters, XttsModel } from '../../src/core/model/model.js';
 import { RATE_CENTRE } from '../../src/core/model/voice-rate.js';
 import { trainedVoices, windowsProsody } from '../../src/core/training/voices.js';
@@ -125,6 +126,15 @@ test("the producers give each utterance its speaker's rate, pooled over its clip
     rmSync(dir, { recursive: true, force: true });
     rmSync(f.dir, { recursive: true, force: true });
   }
+});
+
+test("a speaker's rate is pooled over at most 16 of its clips, spread through its list", () => {
+  const of = (n: number) => Array.from({ length: n }, (_, i) => i);
+  assert.deepEqual(rateClips(of(5)), of(5));
+  const chosen = rateClips(of(40));
+  assert.equal(chosen.length, RATE_CLIPS);
+  assert.deepEqual(chosen.slice(0, 4), [0, 2, 5, 7], 'every 2.5th clip');
+  assert.ok(chosen.at(-1)! >= 37, 'to the end of the list');
 });
 
 test('reference_rate moves every log duration by the rate; no parameters; synthesis speaks faster', async () => {

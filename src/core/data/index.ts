@@ -21,7 +21,7 @@ export {
 } from './prepare.js';
 export { batchSizeWithin, planBuckets, epochBatches, type BucketPlan, type Bucket } from './buckets.js';
 export { DataLoader, producerThreads, type LoadedBatch, type LoaderOptions } from './loader.js';
-export { REFERENCE_JOIN_CLIPS } from './producer.js';
+export { rateClips, REFERENCE_JOIN_CLIPS } from './producer.js';
 export { type VoiceWarp, voiceWarpFor } from './voice-warp.js';
 export { describeDataset, noValidationWarning, skippedRowsWarning, speechLength } from './describe.js';
 export { noteSource, sourceNoteWarnings, type SourceNotes } from './source-notes.js';

@@ -333,12 +333,22 @@ function clipPitches(
 /** The most clips a speaker's rate is pooled over: 16 clips of 2–3 s are 30–50 s of speech. */
 export const RATE_CLIPS = 16;
 
+/** The clips of one speaker (in dataset order) its rate is pooled over: up to RATE_CLIPS, spread evenly. */
+export function rateClips<T>(clips: readonly T[]): T[] {
+  const step = Math.max(1, clips.length / RATE_CLIPS);
+  const chosen: T[] = [];
+  for (let at = 0; Math.floor(at) < clips.length && chosen.length < RATE_CLIPS; at += step)
+    chosen.push(clips[Math.floor(at)]);
+  return chosen;
+}
+
 /**
  * model.reference_rate: each speaker's log speaking rate (audio/rate.ts), pooled over up to RATE_CLIPS of its clips
- * spread evenly through its list, measured the first time a batch holds the speaker and kept. One clip of 2–3 s reads
- * 6–17% off its voice's rate (bench/voices' espeak-ng voices), a reference window of one clip as much; the speaker's
- * pooled rate is the voice's pace that a synthesis reference of several seconds is measured close to. Undefined when
- * no rate is asked for.
+ * spread evenly through its list (rateClips; a trained voice keeps the same, training/voices.ts), measured the first
+ * time a batch holds the speaker and kept. One clip of 2–3 s reads 6–17% off its voice's rate (bench/voices'
+ * espeak-ng voices), a reference window of one clip as much; the speaker's pooled rate is the voice's pace, which a
+ * synthesis reference of several seconds reads closer (one ~6 s clip: 6% off, root mean square; 17% at worst).
+ * Undefined when no rate is asked for.
  */
 function speakerRates(
   job: Pick<ProducerJob, 'referenceRate' | 'items' | 'rateItems'>,
@@ -352,13 +362,11 @@ function speakerRates(
     let rate = known.get(speaker);
     if (rate === undefined) {
       const pool = pools.find((p) => p.speakers.has(speaker))!;
-      const clips = pool.speakers.get(speaker)!;
-      const step = Math.max(1, clips.length / RATE_CLIPS);
-      const chosen: ProducerItem[] = [];
-      for (let at = 0; Math.floor(at) < clips.length && chosen.length < RATE_CLIPS; at += step)
-        chosen.push(pool.items[clips[Math.floor(at)]]);
       rate = pooledLogRate(
-        chosen.map((item) => clipRate(blobFrames(melOf(item), 0, item.frames, settings.n_mels), item.frames, settings)),
+        rateClips(pool.speakers.get(speaker)!).map((clip) => {
+          const item = pool.items[clip];
+          return clipRate(blobFrames(melOf(item), 0, item.frames, settings.n_mels), item.frames, settings);
+        }),
       );
       known.set(speaker, rate);
     }

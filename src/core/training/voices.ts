@@ -9,7 +9,7 @@ import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { FeatureCache } from '../cache/index.js';
 import type { XttsConfig } from '../config/index.js';
 import { type ProcessedClip, processAudioFile, readAudioFile, referenceLogF0 } from '../data/index.js';
-import { referenceLogRate, speakerName } from '../data/index.js';
+import { rateClips, referenceLogRate, speakerName } from '../data/index.js';
 import type { PreparedDataset, PreparedItem } from '../data/index.js';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
 import { type LatentVoice, type ReferenceMel, voiceLatents, type XttsModel } from '../model/index.js';
@@ -120,13 +120,14 @@ export async function speakerVoices(
   const shape = [config.model.cond_latents, config.model.d_model];
   const out: NamedArray[] = [];
   try {
+    const rates = trainedLogRates(data, cache, config);
     for (const [s, items] of clips.entries()) {
       const features = items.flatMap((item) => cache.getFeature(item.featureKey) ?? []);
       const mels = voiceWindows(features, data.stats, config);
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
       out.push({ name: `${VOICE_PREFIX}${data.speakers[s]}`, shape, dtype: 'float32', data: latents });
-      const { logF0, logRate } = windowsProsody(mels);
+      const { logF0 } = windowsProsody(mels);
       const scalar = (prefix: string, value: number): NamedArray => ({
         name: `${prefix}${data.speakers[s]}`,
         shape: [1],
@@ -134,12 +135,34 @@ export async function speakerVoices(
         data: Float32Array.of(value),
       });
       if (readsPitch(config)) out.push(scalar(PITCH_PREFIX, logF0));
-      if (config.model.reference_rate) out.push(scalar(RATE_PREFIX, logRate));
+      // The rate it was trained at: over the producers' clips of the speaker, not the voice's longest.
+      if (config.model.reference_rate) out.push(scalar(RATE_PREFIX, rates[s]));
     }
   } finally {
     cache.close();
   }
   return out;
+}
+
+/**
+ * Each speaker's log rate as the training batches read it (model.reference_rate): pooled over rateClips of its
+ * training clips in dataset order (its validation clips where it has none); 0 without the setting.
+ */
+function trainedLogRates(
+  data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>,
+  cache: FeatureCache,
+  config: XttsConfig,
+): number[] {
+  if (!config.model.reference_rate) return data.speakers.map(() => 0);
+  const clips = data.speakers.map(() => ({ train: [] as PreparedItem[], validation: [] as PreparedItem[] }));
+  for (const item of data.train) clips[item.speaker]?.train.push(item);
+  for (const item of data.validation) clips[item.speaker]?.validation.push(item);
+  return clips.map(({ train, validation }) =>
+    referenceLogRate(
+      rateClips(train.length ? train : validation).flatMap((item) => cache.getFeature(item.featureKey) ?? []),
+      config.audio,
+    ),
+  );
 }
 
 /**
