@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import * as tf from '@tensorflow/tfjs-core';
 import '@tensorflow/tfjs-backend-cpu';
+import '../../src/core/model/gradients.js';
 import { loadConfig, presetPath } from '../../src/core/config/load.js';
 import { MelExtractor, processClip } from '../../src/core/data/audio/index.js';
 import { clipRate, pooledLogRate, referenceLogRate } from '../../src/core/data/audio/rate.js';
 import { RATE_CLIPS, rateClips } from '../../src/core/data/producer.js';
 import { countParameters, XttsModel } from '../../src/core/model/model.js';
-import { RATE_CENTRE } from '../../src/core/model/voice-rate.js';
+import { atRate, RATE_CENTRE } from '../../src/core/model/voice-rate.js';
 import { trainedVoices, windowsProsody } from '../../src/core/training/voices.js';
 import { cachedClips, eachUtterance } from '../helpers/cached-clips.js';
 import { PRESETS, SIZES, shapeFor, syntheticBatch, disposeInputs } from './model-fixtures.js';
@@ -147,21 +148,44 @@ test('reference_rate moves every log duration by the rate; no parameters; synthe
     tf.tidy(() => {
       const at = (m: XttsModel, logRate: number[]) =>
         m.forward({ ...batch, refRate: tf.tensor1d(logRate) }, { training: false }).logDurations.arraySync();
+      // Every token's steps scaled by the rate, e^-0.3 and e^0.2; none at an unknown rate, nor where none are said.
       const centre = at(model, [RATE_CENTRE, RATE_CENTRE, RATE_CENTRE]);
       const moved = at(model, [RATE_CENTRE + 0.3, 0, RATE_CENTRE - 0.2]);
-      const expected = [-0.3, 0, 0.2];
+      const scale = [Math.exp(-0.3), 1, Math.exp(0.2)];
+      const stepsOf = (v: number) => Math.max(Math.exp(v) - 1, 0);
+      let spoken = 0;
       moved.forEach((row, b) =>
-        row.forEach((v, t) => assert.ok(Math.abs(v - centre[b][t] - expected[b]) < 1e-5, `${b},${t}`)),
+        row.forEach((v, t) => {
+          const c = centre[b][t];
+          if (c <= 0) return assert.equal(v, c, `${b},${t}: no steps, no move`);
+          spoken++;
+          assert.ok(Math.abs(stepsOf(v) - stepsOf(c) * scale[b]) < 1e-4 * (1 + stepsOf(c)), `${b},${t}`);
+        }),
       );
+      assert.ok(spoken > 10, `${spoken} tokens said`);
       const without = model.forward(batch, { training: false }).logDurations.arraySync();
-      assert.deepEqual(without, centre, 'no rate in the batch: nothing moved');
+      // At the centre rate the steps are scaled by 1: the same, to float32's rounding through exp and log1p.
+      without.forEach((row, b) =>
+        row.forEach((v, t) => assert.ok(Math.abs(v - centre[b][t]) < 1e-6, 'no rate in the batch: nothing moved')),
+      );
       assert.deepEqual(at(plain, [RATE_CENTRE + 0.3, 0, 0]), at(plain, [0, 0, 0]), 'a model without it reads none');
+      // The duration loss trains through the move: d/dx log(1 + (e^x - 1)·k) = e^x·k / (1 + (e^x - 1)·k) where a token
+      // says steps, 1 where it says none.
+      const x = tf.tensor2d([[0.5, 1.5, -0.2]]);
+      const k = Math.exp(-0.3);
+      const grad = tf
+        .grad((d: tf.Tensor2D) => tf.sum(atRate(d, tf.tensor1d([RATE_CENTRE + 0.3]))))(x)
+        .arraySync()[0];
+      [0.5, 1.5].forEach((v, i) =>
+        assert.ok(Math.abs(grad[i] - (Math.exp(v) * k) / (1 + (Math.exp(v) - 1) * k)) < 1e-5, `${grad[i]}`),
+      );
+      assert.ok(Math.abs(grad[2] - 1) < 1e-6);
     });
-    // The same voice measured 2.7 times as fast (one e) says the text in fewer frames.
+    // The same voice measured 7.4 times as fast (e^2) says the text in fewer frames.
     const ref = tf.slice(batch.refMel, [0, 0, 0], [1, 8, SIZES.nMels]).dataSync() as Float32Array;
     const ids = [1, 4, 10, 11, 12, 13, 14, 2];
     const options = { seed: 3, maxFrames: 400 };
-    const slow = await model.generate(ids, 0, { mel: ref, logF0: 0, logRate: RATE_CENTRE - 1.5 }, options);
+    const slow = await model.generate(ids, 0, { mel: ref, logF0: 0, logRate: RATE_CENTRE - 2 }, options);
     const fast = await model.generate(ids, 0, { mel: ref, logF0: 0, logRate: RATE_CENTRE }, options);
     assert.ok(slow.frames > fast.frames * 2, `${slow.frames} frames slow, ${fast.frames} fast`);
   } finally {
