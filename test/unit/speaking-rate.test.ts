@@ -169,7 +169,7 @@ test('reference_rate moves every log duration by the rate; no parameters; synthe
         row.forEach((v, t) => assert.ok(Math.abs(v - centre[b][t]) < 1e-6, 'no rate in the batch: nothing moved')),
       );
       assert.deepEqual(at(plain, [RATE_CENTRE + 0.3, 0, 0]), at(plain, [0, 0, 0]), 'a model without it reads none');
-      // The duration loss trains through the move: d/dx log(1 + (e^x - 1)·k) = e^x·k / (1 + (e^x - 1)·k) where a token
+      // The duration loss trains through the move: d/dx log(1 + (e^x - 1) k) = e^x k / (1 + (e^x - 1) k) where a token
       // says steps, 1 where it says none.
       const x = tf.tensor2d([[0.5, 1.5, -0.2]]);
       const k = Math.exp(-0.3);

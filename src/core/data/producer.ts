@@ -197,7 +197,7 @@ export function runProducer(job: ProducerJob): ProducerResult {
     return Buffer.from(mel.buffer, mel.byteOffset, mel.byteLength);
   };
   const pitches = clipPitches(job, (item) => melOf(item) ?? missingFeature(item));
-  const rates = speakerRates(job, (item) => melOf(item) ?? missingFeature(item));
+  const rates = speakerRates(job, speakers, (item) => melOf(item) ?? missingFeature(item));
   try {
     let seq = 0;
     for (const { epoch, index, batch } of batchSequence(job)) {
@@ -352,11 +352,15 @@ export function rateClips<T>(clips: readonly T[]): T[] {
  */
 function speakerRates(
   job: Pick<ProducerJob, 'referenceRate' | 'items' | 'rateItems'>,
+  speakers: Map<number, number[]>,
   melOf: (item: ProducerItem) => Buffer,
 ): ((speaker: number) => number) | undefined {
   const settings = job.referenceRate;
   if (!settings) return undefined;
-  const pools = [job.rateItems, job.items].flatMap((items) => (items ? [{ items, speakers: bySpeaker(items) }] : []));
+  const pools = [
+    ...(job.rateItems ? [{ items: job.rateItems, speakers: bySpeaker(job.rateItems) }] : []),
+    { items: job.items, speakers },
+  ];
   const known = new Map<number, number>();
   return (speaker) => {
     let rate = known.get(speaker);

@@ -27,19 +27,21 @@ const PITCH_PREFIX = 'voice-pitch/';
 const RATE_PREFIX = 'voice-rate/';
 const VOICE_FILE_FORMAT = 'xtts-voice/1';
 
-/**
- * Each speaker's clips for their voice: the longest training clips (a reference fills the
- * reference window), ties broken by row id so every checkpoint of a run uses the same ones; a speaker
- * heard only in validation rows takes those.
- */
-export function voiceClips(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): PreparedItem[][] {
+/** Each speaker's training clips in dataset order; a speaker heard only in validation rows, those. */
+function speakerClips(data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>): PreparedItem[][] {
   const bySpeaker = data.speakers.map(() => ({ train: [] as PreparedItem[], validation: [] as PreparedItem[] }));
   for (const item of data.train) bySpeaker[item.speaker]?.train.push(item);
   for (const item of data.validation) bySpeaker[item.speaker]?.validation.push(item);
+  return bySpeaker.map(({ train, validation }) => (train.length ? train : validation));
+}
+
+/**
+ * A speaker's clips for their voice: the longest (a reference fills the reference window), ties broken by row id so
+ * every checkpoint of a run uses the same ones.
+ */
+function voiceClips(clips: readonly PreparedItem[]): PreparedItem[] {
   const order = (a: PreparedItem, b: PreparedItem) => b.frames - a.frames || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  return bySpeaker.map(({ train, validation }) =>
-    (train.length ? train : validation).sort(order).slice(0, VOICE_CLIPS),
-  );
+  return [...clips].sort(order).slice(0, VOICE_CLIPS);
 }
 
 /** At most this many reference windows from one clip (a minute of speech at the default settings). */
@@ -115,14 +117,13 @@ export async function speakerVoices(
   data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers' | 'stats' | 'cachePath'>,
   config: XttsConfig,
 ): Promise<NamedArray[]> {
-  const clips = voiceClips(data);
+  const clips = speakerClips(data);
   const cache = FeatureCache.openReadonly(data.cachePath);
   const shape = [config.model.cond_latents, config.model.d_model];
   const out: NamedArray[] = [];
   try {
-    const rates = trainedLogRates(data, cache, config);
-    for (const [s, items] of clips.entries()) {
-      const features = items.flatMap((item) => cache.getFeature(item.featureKey) ?? []);
+    for (const [s, own] of clips.entries()) {
+      const features = voiceClips(own).flatMap((item) => cache.getFeature(item.featureKey) ?? []);
       const mels = voiceWindows(features, data.stats, config);
       if (mels.length === 0) continue;
       const latents = await voiceLatents(model, mels);
@@ -135,8 +136,8 @@ export async function speakerVoices(
         data: Float32Array.of(value),
       });
       if (readsPitch(config)) out.push(scalar(PITCH_PREFIX, logF0));
-      // The rate it was trained at: over the producers' clips of the speaker, not the voice's longest.
-      if (config.model.reference_rate) out.push(scalar(RATE_PREFIX, rates[s]));
+      // The rate it was trained at: over the producers' clips of the speaker (rateClips), not the voice's longest.
+      if (config.model.reference_rate) out.push(scalar(RATE_PREFIX, trainedLogRate(own, cache, config)));
     }
   } finally {
     cache.close();
@@ -144,24 +145,11 @@ export async function speakerVoices(
   return out;
 }
 
-/**
- * Each speaker's log rate as the training batches read it (model.reference_rate): pooled over rateClips of its
- * training clips in dataset order (its validation clips where it has none); 0 without the setting.
- */
-function trainedLogRates(
-  data: Pick<PreparedDataset, 'train' | 'validation' | 'speakers'>,
-  cache: FeatureCache,
-  config: XttsConfig,
-): number[] {
-  if (!config.model.reference_rate) return data.speakers.map(() => 0);
-  const clips = data.speakers.map(() => ({ train: [] as PreparedItem[], validation: [] as PreparedItem[] }));
-  for (const item of data.train) clips[item.speaker]?.train.push(item);
-  for (const item of data.validation) clips[item.speaker]?.validation.push(item);
-  return clips.map(({ train, validation }) =>
-    referenceLogRate(
-      rateClips(train.length ? train : validation).flatMap((item) => cache.getFeature(item.featureKey) ?? []),
-      config.audio,
-    ),
+/** A speaker's log rate as the training batches read it (model.reference_rate): pooled over rateClips of its clips. */
+function trainedLogRate(clips: readonly PreparedItem[], cache: FeatureCache, config: XttsConfig): number {
+  return referenceLogRate(
+    rateClips(clips).flatMap((item) => cache.getFeature(item.featureKey) ?? []),
+    config.audio,
   );
 }
 
