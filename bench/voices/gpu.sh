@@ -4,8 +4,9 @@
 #
 #   bash bench/voices/gpu.sh OUT [MINUTES]
 #
-# 1. The corpus: espeak-ng (all cores) speaks the 1,200 training sentences of bench/intelligibility/data,
-#    round-robin over the 12 seen voices of voices.tsv (100 clips each; metadata id|text|text|speaker). The 3
+# 1. The corpus: espeak-ng (all cores) speaks the training sentences of VOICES_DATA (default bench/voices/data, 3,600
+#    from prepare.sh; bench/intelligibility/data has 1,200), round-robin over the 12 seen voices of voices.tsv (300
+#    or 100 clips each; metadata id|text|text|speaker). The 3
 #    unseen voices never speak a training clip. Training-only voices (VOICES_EXTRA, default extra-voices.tsv:
 #    42 voices; none: without them) speak VOICES_EXTRA_CLIPS (50) clips each; they are neither cloned nor scored.
 # 2. The clips: one of about 6 s per voice, all 15 (clips.py: held-out sentences that are not evaluation
@@ -16,7 +17,8 @@
 #    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on
 #    (VOICES_VOCODER_BESIDE=0: alone, before it), for at most that many minutes (a schedule of
 #    VOICES_VOCODER_STEPS, default 2,400 a minute); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
-#    the trained model's teacher-forced mels of the seen voices' clips (vocoder.finetune_acoustic, at 3e-4),
+#    the trained model's teacher-forced mels of the seen voices' first VOICES_FINETUNE_CLIPS (100) clips each
+#    (vocoder.finetune_acoustic, at 3e-4),
 #    HiFi-GAN's second stage.
 # 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference; the unseen
 #    voices first, so that a run cut short by the deadline still has them), through
@@ -40,7 +42,7 @@ start=$(date +%s%N)
 out=${1:?usage: gpu.sh OUT [MINUTES]}
 minutes=${2:-5.5}
 here=$(cd "$(dirname "$0")" && pwd)
-data=${VOICES_DATA:-$here/../intelligibility/data}
+data=${VOICES_DATA:-$here/data}
 texts=${VOICES_TEXTS:-20}
 parallel=${VOICES_JOBS:-4}
 deadline_s=${VOICES_DEADLINE_S:-540}
@@ -51,6 +53,7 @@ extra_clips=${VOICES_EXTRA_CLIPS:-50}
 by_name=${VOICES_BY_NAME:-1}
 vocoder_minutes=${VOICES_VOCODER_MINUTES:-0}
 finetune_steps=${VOICES_FINETUNE_STEPS:-0}
+finetune_clips=${VOICES_FINETUNE_CLIPS:-100}
 griffin_lim=${VOICES_GRIFFIN_LIM:-1}
 source "$here/../gpu-host.sh"
 gpu_setup
@@ -86,7 +89,7 @@ within() {
     "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
-  echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/intelligibility/prepare.sh first" >&2
+  echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/voices/prepare.sh first" >&2
   exit 2
 fi
 smi_sample "$work/smi.csv" 500
@@ -233,7 +236,9 @@ if [[ -n $vocoder_pid ]]; then
   vocoder_pid=
   pack
 fi
-# The fine-tuning: on the seen voices' clips alone (the training-only voices' would triple the mels to predict).
+# The fine-tuning: on the seen voices' clips alone (the training-only voices' would triple the mels to predict), the
+# first VOICES_FINETUNE_CLIPS of each: its teacher-forced mels are predicted before its first step, outside its time
+# cap (run G1: 3,600 clips, 146 s against 51 s for 1,200, which left 16 of 45 synthesis calls before the deadline).
 finetune_minutes=$(within 1000 "$synth_reserve_s")
 if ((finetune_steps > 0)) && awk -v m="$finetune_minutes" 'BEGIN { exit !(m < 0.3) }'; then
   log "vocoder fine-tuning skipped: $finetune_minutes minutes are left before synthesis's time"
@@ -241,8 +246,8 @@ elif ((finetune_steps > 0)) && [[ -d $work/vocoder/checkpoints && -d $work/voice
   t=$(date +%s%N)
   mkdir -p "$work/seen-data"
   cp -al "$work/data/wavs" "$work/seen-data/wavs" # hard links: the same clips, no copy
-  awk -F'|' -v seen="$(awk -F'\t' '$5 == "seen" { printf "%s ", $1 }' "$here/voices.tsv")" \
-    'BEGIN { n = split(seen, s, " "); for (i = 1; i <= n; i++) keep[s[i]] = 1 } keep[$4]' \
+  awk -F'|' -v seen="$(awk -F'\t' '$5 == "seen" { printf "%s ", $1 }' "$here/voices.tsv")" -v most="$finetune_clips" \
+    'BEGIN { n = split(seen, s, " "); for (i = 1; i <= n; i++) keep[s[i]] = 1 } keep[$4] && taken[$4]++ < most' \
     "$work/data/metadata.csv" >"$work/seen-data/metadata.csv"
   vocoder_run finetuned "$work/seen-data" "$finetune_steps" --set vocoder.init_from="$work/vocoder" \
     --set vocoder.finetune_acoustic="$work/voices" --set training.learning_rate=3e-4 \

@@ -17,7 +17,11 @@ if [[ ! -x $py ]]; then
   echo "score.sh: run bench/intelligibility/prepare.sh first (it makes the ASR's environment)" >&2
   exit 3
 fi
-data=${VOICES_DATA:-$here/../intelligibility/data}
+data=${VOICES_DATA:-$here/data} # the enrolment sentences: its first 36 training sentences
+if [[ ! -f $data/train.tsv ]]; then
+  echo "score.sh: $data/train.tsv is missing: run bench/voices/prepare.sh first (or give gpu.sh's VOICES_DATA)" >&2
+  exit 3
+fi
 mkdir -p "$work/run"
 # voices.tar, or its parts voices.tar.0, .1, … (gpu.sh splits an archive over 15 MiB).
 if [[ -f $results/voices.tar ]]; then
