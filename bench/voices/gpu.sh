@@ -54,6 +54,10 @@ by_name=${VOICES_BY_NAME:-1}
 vocoder_minutes=${VOICES_VOCODER_MINUTES:-0}
 finetune_steps=${VOICES_FINETUNE_STEPS:-0}
 finetune_clips=${VOICES_FINETUNE_CLIPS:-100}
+if ! [[ $finetune_clips =~ ^[1-9][0-9]*$ ]]; then
+  echo "gpu.sh: VOICES_FINETUNE_CLIPS must be a whole number of clips, at least 1, not '$finetune_clips'" >&2
+  exit 2
+fi
 griffin_lim=${VOICES_GRIFFIN_LIM:-1}
 source "$here/../gpu-host.sh"
 gpu_setup

@@ -14,7 +14,7 @@ work=${2:-$(mktemp -d)}
 enrol_n=${VOICES_ENROL:-36}
 py=$here/../intelligibility/.venv/bin/python
 if [[ ! -x $py ]]; then
-  echo "score.sh: run bench/intelligibility/prepare.sh first (it makes the ASR's environment)" >&2
+  echo "score.sh: run bench/voices/prepare.sh first (it makes the ASR's environment)" >&2
   exit 3
 fi
 data=${VOICES_DATA:-$here/data} # the enrolment sentences: its first 36 training sentences
