@@ -87,6 +87,7 @@ echo "score.sh: ASR in $(($(date +%s) - t)) s" >&2
 
 "$py" - "$work" <<'PY'
 import json
+import random
 import sys
 
 work = sys.argv[1]
@@ -100,6 +101,25 @@ SHORT = {'reference': 'ref', 'neural': 'voc', 'finetuned': 'ft', 'speaker': 'spk
 
 def fmt(v, spec, none='-'):
     return none if v is None else format(v, spec)
+
+
+def gap_interval(ours, theirs, draws=2000):
+    """95% interval of a voice's WER gap (ours - espeak-ng's) by a paired bootstrap over the texts both spoke:
+    draw the texts with replacement, pool each side's errors over its words. 12 texts of about 85 words leave a
+    gap of a few hundredths on either side of the line undecided; this says how far."""
+    ids = sorted(set(ours) & set(theirs))
+    if len(ids) < 2:
+        return None
+    rng = random.Random(0)
+    gaps = []
+    for _ in range(draws):
+        pick = [rng.choice(ids) for _ in ids]
+        words_ours, words_theirs = sum(ours[i]['words'] for i in pick), sum(theirs[i]['words'] for i in pick)
+        if words_ours and words_theirs:
+            gaps.append(sum(ours[i]['errors'] for i in pick) / words_ours
+                        - sum(theirs[i]['errors'] for i in pick) / words_theirs)
+    gaps.sort()
+    return [gaps[int(0.025 * len(gaps))], gaps[int(0.975 * len(gaps)) - 1]]
 
 
 rows = []
@@ -131,6 +151,8 @@ for v in sp['voices']:
         row['systems'][m] = {
             'utterances': r['utterances'], 'f0': f0, 'f0_error': err, 'match': r['match'], 'guesses': r['guesses'],
             'wer': wer, 'wer_gap': gap, 'pace': pace,
+            'wer_gap_95': gap_interval(asr.get(f'{m}:{name}', {}).get('per', {}),
+                                       asr.get(f'espeak-ng:{name}', {}).get('per', {})) if gap is not None else None,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
     rows.append(row)
@@ -198,6 +220,14 @@ for m in modes:
         print(f"{m:9} {split:6} ({len(group):2} voices): match {pooled * 100:5.1f}% (target {t['match'] * 100:.0f}%) "
               f"{pf(res['match_pass'])}; F0 within {t['f0'] * 100:.0f}% {f0_ok}/{len(group)} {pf(res['f0_pass'])}; "
               f"WER within +{WER_GAP:.2f} {wer_ok}/{len(group)} {pf(res['wer_pass'])}")
+# The WER gaps that fail, or whose interval reaches over the line: how sure each verdict is.
+near = [f"{r['voice']} {SHORT[m]} {x['wer_gap']:+.3f} [{x['wer_gap_95'][0]:+.2f}, {x['wer_gap_95'][1]:+.2f}]"
+        for r in rows for m in modes if (x := r['systems'].get(m)) and x.get('wer_gap_95')
+        and (not x['pass']['wer'] or x['wer_gap_95'][1] > WER_GAP)]
+if near:
+    print(f"WER gaps failing or undecided (95% paired bootstrap over the texts; line +{WER_GAP:.2f}):")
+    for i in range(0, len(near), 4):
+        print('  ' + '; '.join(near[i:i + 4]))
 json.dump(summary, open(f'{work}/summary.json', 'w'), indent=1)
 PY
 echo "details: $work/speaker.json, $work/asr.json, $work/summary.json"
