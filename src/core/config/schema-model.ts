@@ -80,10 +80,10 @@ export const ModelSchema = Section(
       description:
         "Tell the duration predictor the voice's speaking rate, measured without its text on the log-mel of its " +
         'clips (spectral-change peaks a second of speech): in training the speaker’s, pooled over up to 16 of ' +
-        "its clips, at synthesis the reference's, and every token's log duration is moved by it, so that a new " +
-        'voice is spoken at the pace its clip was measured at, not at the pace of the trained voice its clip ' +
-        "resembles. No new parameters; the rate scales every token's steps, and the duration predictor learns the " +
-        'durations of a typical rate. Measured on bench/voices: an unseen voice kept its pace (0.99 of it, where it ' +
+        "its clips, at synthesis the reference's, and every token's predicted steps are scaled by it, so that a " +
+        'new voice is spoken at the pace its clip was measured at, not at the pace of the trained voice its clip ' +
+        'resembles. No new parameters; the duration predictor learns the durations of a typical rate. Measured ' +
+        'on bench/voices: an unseen voice kept its pace (0.99 of it, where it ' +
         "was spoken 20% slow), but one 6 s clip's rate is up to 17% off its voice's, and seen voices, which keep " +
         'their pace without it, came out at 0.79-1.04 of theirs (with a move that amplified the error by half, ' +
         'since fixed).',
