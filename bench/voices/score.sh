@@ -85,43 +85,27 @@ done <"$voices"
 "$py" "$here/../intelligibility/asr.py" "$work/run/eval.tsv" "${asr[@]}" --json "$work/asr.json" 2>"$work/asr.log"
 echo "score.sh: ASR in $(($(date +%s) - t)) s" >&2
 
-"$py" - "$work" <<'PY'
+"$py" - "$work" "$here" <<'PY'
 import json
-import random
 import sys
 
 work = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+# the targets and the paired bootstrap, one implementation for one run and for pooled runs
+from pool import SHORT, TARGETS, WER_GAP, errors, interval, text_ids  # noqa: E402
+
 sp = json.load(open(f'{work}/speaker.json'))
 asr = json.load(open(f'{work}/asr.json'))['systems']
-TARGETS = {'seen': {'match': 0.95, 'f0': 0.10}, 'unseen': {'match': 0.80, 'f0': 0.15}}
-WER_GAP = 0.10
-modes = [m for m in ('reference', 'neural', 'finetuned', 'speaker') if m in sp['systems']]
-SHORT = {'reference': 'ref', 'neural': 'voc', 'finetuned': 'ft', 'speaker': 'spk'}
+modes = [m for m in SHORT if m in sp['systems']]
 
 
 def fmt(v, spec, none='-'):
     return none if v is None else format(v, spec)
 
 
-def gap_interval(ours, theirs, draws=2000):
-    """95% interval of a voice's WER gap (ours - espeak-ng's) by a paired bootstrap over the texts both spoke:
-    draw the texts with replacement, pool each side's errors over its words. 12 texts of about 85 words leave a
-    gap of a few hundredths on either side of the line undecided; this says how far."""
-    ids = sorted(set(ours) & set(theirs))
-    if len(ids) < 2:
-        return None
-    rng = random.Random(0)
-    gaps = []
-    for _ in range(draws):
-        pick = [rng.choice(ids) for _ in ids]
-        words_ours, words_theirs = sum(ours[i]['words'] for i in pick), sum(theirs[i]['words'] for i in pick)
-        if words_ours and words_theirs:
-            gaps.append(sum(ours[i]['errors'] for i in pick) / words_ours
-                        - sum(theirs[i]['errors'] for i in pick) / words_theirs)
-    gaps.sort()
-    return [gaps[int(0.025 * len(gaps))], gaps[int(0.975 * len(gaps)) - 1]]
-
-
+# Each voice's WER gap gets a 95% interval by a paired bootstrap over the texts (pool.py's, with one run): 12 texts
+# of about 85 words leave a gap of a few hundredths on either side of the line undecided; this says how far.
+ids = text_ids(open(f'{work}/run/eval.tsv', encoding='utf-8').read())
 rows = []
 for v in sp['voices']:
     name, split = v['name'], v['split']
@@ -151,8 +135,8 @@ for v in sp['voices']:
         row['systems'][m] = {
             'utterances': r['utterances'], 'f0': f0, 'f0_error': err, 'match': r['match'], 'guesses': r['guesses'],
             'wer': wer, 'wer_gap': gap, 'pace': pace,
-            'wer_gap_95': gap_interval(asr.get(f'{m}:{name}', {}).get('per', {}),
-                                       asr.get(f'espeak-ng:{name}', {}).get('per', {})) if gap is not None else None,
+            'wer_gap_95': interval([errors(asr, f'{m}:{name}', ids)], [errors(asr, f'espeak-ng:{name}', ids)],
+                                   len(ids)) if gap is not None else None,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
     rows.append(row)
