@@ -23,7 +23,8 @@
 # 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference; the unseen
 #    voices first, so that a run cut short by the deadline still has them), through
 #    the fine-tuned and the plain neural vocoder too where they were trained (spoken/finetuned, spoken/neural;
-#    VOICES_GRIFFIN_LIM=0: through them alone), for every seen voice also by name (--speaker, Griffin-Lim;
+#    VOICES_GRIFFIN_LIM=0: through them alone; VOICES_PLAIN_VOCODER=0: the plain one only where no fine-tuned one
+#    was made, so that more texts fit the time), for every seen voice also by name (--speaker, Griffin-Lim;
 #    VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not started VOICES_DEADLINE_S (540) seconds
 #    after the script's start is skipped (and logged) so that the whole fits in one 10-minute command. The WAVs
 #    are rewritten at 16 kHz (shrink.py).
@@ -59,6 +60,13 @@ if ! [[ $finetune_clips =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 griffin_lim=${VOICES_GRIFFIN_LIM:-1}
+plain_vocoder=${VOICES_PLAIN_VOCODER:-1}
+for flag in griffin_lim plain_vocoder by_name; do
+  if [[ ${!flag} != [01] ]]; then
+    echo "gpu.sh: VOICES_${flag^^} must be 0 or 1, not '${!flag}'" >&2
+    exit 2
+  fi
+done
 source "$here/../gpu-host.sh"
 gpu_setup
 mkdir -p "$work/logs"
@@ -90,7 +98,7 @@ within() {
   echo "extra voices: ${extra:-none}${extra:+, $extra_clips clips each}; args: ${VOICES_ARGS:-none}"
   echo "neural vocoder: $vocoder_minutes minutes${VOICES_VOCODER_STEPS:+, $VOICES_VOCODER_STEPS steps}," \
     "beside the acoustic model ${VOICES_VOCODER_BESIDE:-1};" \
-    "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim"
+    "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim; plain vocoder clones $plain_vocoder"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
   echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/voices/prepare.sh first" >&2
@@ -283,7 +291,7 @@ while IFS=$'\t' read -r name _ _ _ split; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
   [[ -d $work/finetuned/checkpoints ]] &&
     jobs_list+=("finetuned $name --reference $work/clips/$name.wav --vocoder $work/finetuned")
-  [[ -d $work/vocoder/checkpoints ]] &&
+  [[ -d $work/vocoder/checkpoints && ($plain_vocoder == 1 || ! -d $work/finetuned/checkpoints) ]] &&
     jobs_list+=("neural $name --reference $work/clips/$name.wav --vocoder $work/vocoder")
   [[ $griffin_lim == 1 || ! -d $work/vocoder/checkpoints ]] &&
     jobs_list+=("reference $name --reference $work/clips/$name.wav")
