@@ -16,7 +16,8 @@
 #    VOICES_VOCODER_MINUTES (default 0: none) also trains xtts's neural vocoder (bench/vocoder/heldout.yaml,
 #    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on
 #    (VOICES_VOCODER_BESIDE=0: alone, before it), for at most that many minutes (a schedule of
-#    VOICES_VOCODER_STEPS, default 2,400 a minute); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
+#    VOICES_VOCODER_STEPS, default 2,400 a minute; VOICES_VOCODER_CACHE=DIR reuses one trained by an earlier run
+#    of the same recipe, below); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
 #    the trained model's teacher-forced mels of the seen voices' first VOICES_FINETUNE_CLIPS (100) clips each
 #    (vocoder.finetune_acoustic, at 3e-4),
 #    HiFi-GAN's second stage.
@@ -191,10 +192,45 @@ vocoder_run() { # NAME DATASET STEPS args...: a vocoder-small run into $work/NAM
     --set training.max_steps="$steps" --set training.checkpoint_every="$steps" "$@" \
     >"$work/logs/$name-train.json" 2>"$work/logs/$name-train.log"
 }
+# VOICES_VOCODER_CACHE=DIR: the vocoder's training is the same in every run of one recipe (the corpus, the configs,
+# the CLI, its steps and minutes; runs W1-W3 ended at the same validation loss, 1.0323), and it took 168-173 s of
+# each: a vocoder kept in DIR (DIR/run, DIR/recipe) with this run's recipe is used instead of training one, and one
+# trained here is kept there for the next run (on a GPU host, a git-ignored folder of the checkout survives between
+# the calls of one warm machine: bench/voices/.vocoder-cache is ignored). gpu.sh writes only DIR/run, DIR/logs and
+# DIR/recipe. The recipe hashes the CLI's file (the bundle); with XTTS_CLI="node src/cli/run.js", that file alone.
+vocoder_cache=${VOICES_VOCODER_CACHE:-}
+vocoder_recipe() {
+  local w
+  {
+    cat "$data/train.tsv" "$here/voices.tsv" "$here/../vocoder/heldout.yaml" "$here"/../../configs/vocoder-*.yaml
+    [[ -n $extra ]] && cat "$extra"
+    for w in $x; do [[ -f $w ]] && cat "$w"; done # the CLI's script or bundle
+    echo "extra clips $extra_clips; steps $vocoder_steps; minutes $vocoder_minutes; backend $backend"
+    echo "beside ${VOICES_VOCODER_BESIDE:-1}"
+  } | sha256sum | cut -c1-16
+}
 train_vocoder() {
-  local t=$(date +%s%N)
+  local t=$(date +%s%N) recipe rc kept=
+  recipe=$(vocoder_recipe)
+  [[ -n $vocoder_cache && -d $vocoder_cache/run/checkpoints ]] && kept=$(cat "$vocoder_cache/recipe" 2>/dev/null)
+  if [[ -n $kept && $kept == "$recipe" ]]; then
+    cp -a "$vocoder_cache/run" "$work/vocoder" && cp "$vocoder_cache"/logs/vocoder-train.* "$work/logs/"
+    log "vocoder reused from $vocoder_cache (recipe $recipe; its training: $(cat "$vocoder_cache/logs/summary"))," \
+      "in $(since "$t") ms"
+    return
+  fi
   vocoder_run vocoder "$work/data" "$vocoder_steps" --max-minutes "$vocoder_minutes"
-  log "vocoder train rc=$?, schedule $vocoder_steps steps, in $(since "$t") ms"
+  rc=$?
+  log "vocoder train rc=$rc, schedule $vocoder_steps steps, in $(since "$t") ms"
+  if [[ -n $vocoder_cache ]] && ((rc == 0)) && [[ -d $work/vocoder/checkpoints ]]; then
+    rm -rf "$vocoder_cache/recipe" "$vocoder_cache/run" "$vocoder_cache/logs" # the recipe last, once the rest is whole
+    mkdir -p "$vocoder_cache/logs" && cp -a "$work/vocoder" "$vocoder_cache/run" &&
+      cp "$work"/logs/vocoder-train.* "$vocoder_cache/logs/" &&
+      echo "rc $rc, schedule $vocoder_steps steps, in $(since "$t") ms" >"$vocoder_cache/logs/summary" &&
+      echo "$recipe" >"$vocoder_cache/recipe" &&
+      log "vocoder kept in $vocoder_cache for the next run (recipe $recipe)" ||
+      log "vocoder not kept: $vocoder_cache could not be written"
+  fi
 }
 if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
   vocoder_steps=${VOICES_VOCODER_STEPS:-$(awk -v m="$vocoder_minutes" 'BEGIN { printf "%d", m * 2400 }')}

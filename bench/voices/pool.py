@@ -1,6 +1,7 @@
-"""Pool several scored voices runs (score.sh's WORK folders) voice by voice: one run's WER gap rests on 12 texts
-of about 85 words, and its 95% interval spans +-0.08 to +-0.20; runs of other seeds on the same texts and
-reference clips pool to a firmer figure.
+"""Pool several scored voices runs (score.sh's WORK folders) voice by voice: one run's WER gap is one seed's and
+rests on 12 texts of about 85 words (its 95% interval spans +-0.08 to +-0.20); runs of other seeds on the same
+texts and reference clips pool to a figure that is no one seed's. Its interval is the texts' and narrows only
+with more texts (three seeds on the same 12 left it as wide as one run's).
 
     python3 bench/voices/pool.py WORK1 WORK2 ... [--json OUT.json]
 
@@ -110,13 +111,18 @@ def main():
                 'pass' if ci[1] <= WER_GAP else 'fail' if ci[0] > WER_GAP else 'open')
             row['systems'][m] = {
                 'runs': len(spoke), 'run_gaps': [s['wer_gap'] for _, s in spoke], 'wer_gap': g, 'wer_gap_95': ci,
-                'wer_verdict': verdict, 'match': sum(s['match'] * s['utterances'] for _, s in spoke) / utterances,
+                'wer_verdict': verdict,
+                'match': sum(s['match'] * s['utterances'] for _, s in spoke) / utterances if utterances else None,
                 'utterances': utterances, 'f0_error_worst': max(f0_errors) if f0_errors else None}
         rows.append(row)
     report(rows, modes, len(runs))
     if a.json:
         with open(a.json, 'w', encoding='utf-8') as f:
             json.dump({'runs': a.works, 'texts': len(ids), 'line': WER_GAP, 'voices': rows}, f, indent=1)
+
+
+def fmt_pct(x):
+    return '-' if x is None else f'{x * 100:.1f}%'
 
 
 def report(rows, modes, n_runs):
@@ -135,14 +141,14 @@ def report(rows, modes, n_runs):
             f0 = '-' if s['f0_error_worst'] is None else f"{s['f0_error_worst'] * 100:.0f}%"
             g = '-' if s['wer_gap'] is None else f"{s['wer_gap']:+.3f}"
             print(f"{r['voice']:6} {r['split']:6} {s['runs']:>4} {each:>24} {g:>7} {ci:>15} "
-                  f"{s['wer_verdict'] or '-':>5} {s['match'] * 100:5.1f}% {f0:>8}")
+                  f"{s['wer_verdict'] or '-':>5} {fmt_pct(s['match']):>6} {f0:>8}")
         for split in ('seen', 'unseen'):
             group = [r['systems'][m] for r in rows if r['split'] == split and m in r['systems']]
             if not group:
                 continue
             t = TARGETS[split]
             n = sum(s['utterances'] for s in group)
-            match = sum(s['match'] * s['utterances'] for s in group) / n
+            match = sum(s['match'] * s['utterances'] for s in group if s['match'] is not None) / n if n else 0.0
             f0_ok = sum(s['f0_error_worst'] is not None and s['f0_error_worst'] <= t['f0'] for s in group)
             under = sum(s['wer_gap'] is not None and s['wer_gap'] <= WER_GAP for s in group)
             verdicts = {v: sum(s['wer_verdict'] == v for s in group) for v in ('pass', 'open', 'fail')}
