@@ -213,11 +213,14 @@ train_vocoder() {
   local t=$(date +%s%N) recipe rc kept=
   recipe=$(vocoder_recipe)
   [[ -n $vocoder_cache && -d $vocoder_cache/run/checkpoints ]] && kept=$(cat "$vocoder_cache/recipe" 2>/dev/null)
-  if [[ -n $kept && $kept == "$recipe" ]]; then
-    cp -a "$vocoder_cache/run" "$work/vocoder" && cp "$vocoder_cache"/logs/vocoder-train.* "$work/logs/"
-    log "vocoder reused from $vocoder_cache (recipe $recipe; its training: $(cat "$vocoder_cache/logs/summary"))," \
-      "in $(since "$t") ms"
-    return
+  if [[ $kept == "$recipe" ]]; then
+    if cp -a "$vocoder_cache/run" "$work/vocoder" && cp "$vocoder_cache"/logs/vocoder-train.* "$work/logs/"; then
+      log "vocoder reused from $vocoder_cache (recipe $recipe; its training: $(cat "$vocoder_cache/logs/summary"))," \
+        "in $(since "$t") ms"
+      return
+    fi
+    rm -rf "$work/vocoder"
+    log "vocoder in $vocoder_cache could not be copied: training one"
   fi
   vocoder_run vocoder "$work/data" "$vocoder_steps" --max-minutes "$vocoder_minutes"
   rc=$?
