@@ -5,7 +5,8 @@ package `pocketsphinx`, US English acoustic model and CMUdict that ship inside i
 The language model is a unigram over the words of the scored sentences, all equally likely: the
 recogniser knows which words may occur, never in which order, so it cannot complete a sentence from
 a few words (a sentence grammar would) and a wrong sound still costs a word. The same recogniser and
-language model score every system of one comparison.
+language model score every system of one comparison, and each WAV's transcript depends on that WAV alone (not
+on the systems or sentences read before it).
 
 Durations are measured after trimming leading and trailing silence as xtts does (frames quieter
 than the peak by more than 40 dB, 1024-sample frames, 256-sample hop).
@@ -104,6 +105,10 @@ def main():
                 wav = os.path.join(folder, f'line-{row:04d}.wav')
             if not os.path.exists(wav):
                 continue
+            # A fresh front end (its cepstral mean and the like) for every WAV: the decoder otherwise carries the
+            # last utterance's into the next, and a WAV's transcript then hung on the WAVs read before it (espeak-ng's
+            # cole read 0.331 after one run's bram and 0.335 after another's; bench/voices, 2026-12-06).
+            decoder.reinit_feat()
             decoder.start_utt()
             decoder.process_raw(read_16k(wav), full_utt=True)
             decoder.end_utt()
@@ -114,7 +119,8 @@ def main():
             ref_words += len(ref)
             per[i] = {'hyp': hyp, 'errors': e, 'words': len(ref), 'seconds': trimmed_seconds(wav)}
         report['systems'][name] = {'wer': errors / ref_words if ref_words else None, 'utterances': len(per), 'per': per}
-        print(f'{name}: WER {errors / max(ref_words, 1):.3f} over {len(per)} utterances ({ref_words} words)', file=sys.stderr)
+        print(f'{name}: WER {errors / max(ref_words, 1):.3f} over {len(per)} utterances ({ref_words} words)',
+              file=sys.stderr)
     os.unlink(lm.name)
     if a.json:
         with open(a.json, 'w') as f:
