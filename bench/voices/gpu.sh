@@ -210,10 +210,10 @@ vocoder_recipe() {
   } | sha256sum | cut -c1-16
 }
 train_vocoder() {
-  local t=$(date +%s%N) recipe rc kept=
-  recipe=$(vocoder_recipe)
+  local t=$(date +%s%N) recipe= rc kept=
+  [[ -n $vocoder_cache ]] && recipe=$(vocoder_recipe) # hashes the bundle and the corpus: only where it is used
   [[ -n $vocoder_cache && -d $vocoder_cache/run/checkpoints ]] && kept=$(cat "$vocoder_cache/recipe" 2>/dev/null)
-  if [[ $kept == "$recipe" ]]; then
+  if [[ -n $kept && $kept == "$recipe" ]]; then
     if cp -a "$vocoder_cache/run" "$work/vocoder" && cp "$vocoder_cache"/logs/vocoder-train.* "$work/logs/"; then
       log "vocoder reused from $vocoder_cache (recipe $recipe; its training: $(cat "$vocoder_cache/logs/summary"))," \
         "in $(since "$t") ms"

@@ -1,7 +1,7 @@
 """Pool several scored voices runs (score.sh's WORK folders) voice by voice: one run's WER gap is one seed's and
-rests on 12 texts of about 85 words (its 95% interval spans +-0.08 to +-0.20); runs of other seeds on the same
-texts and reference clips pool to a figure that is no one seed's. Its interval is the texts' and narrows only
-with more texts (three seeds on the same 12 left it as wide as one run's).
+rests on the run's texts (12 of about 85 words in all: a 95% interval of +-0.08 to +-0.20; 36: about +-0.06); runs
+of other seeds on the same texts and reference clips pool to a figure that is no one seed's. Its interval is the
+texts' and narrows only with more texts (three seeds on the same 12 left it as wide as one run's).
 
     python3 bench/voices/pool.py WORK1 WORK2 ... [--json OUT.json]
 

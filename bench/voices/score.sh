@@ -103,8 +103,8 @@ def fmt(v, spec, none='-'):
     return none if v is None else format(v, spec)
 
 
-# Each voice's WER gap gets a 95% interval by a paired bootstrap over the texts (pool.py's, with one run): 12 texts
-# of about 85 words leave a gap of a few hundredths on either side of the line undecided; this says how far.
+# Each voice's WER gap gets a 95% interval by a paired bootstrap over the texts (pool.py's, with one run): 12 or 36
+# texts leave a gap of a few hundredths on either side of the line undecided; this says how far.
 ids = text_ids(open(f'{work}/run/eval.tsv', encoding='utf-8').read())
 rows = []
 for v in sp['voices']:
