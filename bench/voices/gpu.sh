@@ -29,6 +29,8 @@
 #    VOICES_BY_NAME=0: not); VOICES_JOBS (4) calls at a time; a call not started VOICES_DEADLINE_S (540) seconds
 #    after the script's start is skipped (and logged) so that the whole fits in one 10-minute command. The WAVs
 #    are rewritten at 16 kHz (shrink.py).
+# 5. VOICES_COPY="neural finetuned" (or either): the vocoders' ceiling: espeak-ng's renderings of the evaluation
+#    texts in every voice through log-mel and those vocoders (xtts vocode; spoken/copy-neural, copy-finetuned).
 # Everything comes back as one archive, OUT/voices.tar (WAVs, the trainer's and synthesiser's JSON and logs,
 # the clips and texts, summary.txt with each phase's timing, host.txt, nvidia-smi's log), split into 15 MiB
 # parts voices.tar.0, .1, … when larger (a file comes back from a GPU host only under 16 MiB), and the
@@ -62,6 +64,13 @@ if ! [[ $finetune_clips =~ ^[1-9][0-9]*$ ]]; then
 fi
 griffin_lim=${VOICES_GRIFFIN_LIM:-1}
 plain_vocoder=${VOICES_PLAIN_VOCODER:-1}
+copy=${VOICES_COPY:-}
+for mode in $copy; do
+  if [[ $mode != neural && $mode != finetuned ]]; then
+    echo "gpu.sh: VOICES_COPY names vocoders to copy-synthesise through: neural, finetuned or both, not '$mode'" >&2
+    exit 2
+  fi
+done
 for flag in griffin_lim plain_vocoder by_name; do
   if [[ ${!flag} != [01] ]]; then
     echo "gpu.sh: VOICES_${flag^^} must be 0 or 1, not '${!flag}'" >&2
@@ -99,7 +108,8 @@ within() {
   echo "extra voices: ${extra:-none}${extra:+, $extra_clips clips each}; args: ${VOICES_ARGS:-none}"
   echo "neural vocoder: $vocoder_minutes minutes${VOICES_VOCODER_STEPS:+, $VOICES_VOCODER_STEPS steps}," \
     "beside the acoustic model ${VOICES_VOCODER_BESIDE:-1};" \
-    "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim; plain vocoder clones $plain_vocoder"
+    "fine-tuned $finetune_steps steps; Griffin-Lim clones $griffin_lim; plain vocoder clones $plain_vocoder;" \
+    "copy synthesis through: ${copy:-none}"
 } >"$work/host.txt" 2>&1
 if [[ ! -f $data/train.tsv || ! -f $data/heldout.tsv ]]; then
   echo "gpu.sh: $data/train.tsv and heldout.tsv are missing: run bench/voices/prepare.sh first" >&2
@@ -363,6 +373,42 @@ for p in ${running[@]+"${running[@]}"}; do wait "$p"; done
 running=()
 cat "$work"/logs/time-*.txt >>"$work/summary.txt" 2>/dev/null
 log "synthesis: ${#jobs_list[@]} calls ($skipped skipped), $parallel at a time, in $(since "$t") ms"
+
+# 5. The vocoders' ceiling (VOICES_COPY): espeak-ng's renderings of the evaluation texts in all 15 voices (the
+# ones score.sh makes: the same espeak-ng, voices and texts) through xtts's log-mel and the neural vocoders it
+# names that were made here (copy synthesis, xtts vocode), into spoken/copy-neural and spoken/copy-finetuned: what
+# the vocoder alone costs a voice's WER, beside what the clones lose (each adds as many WAVs as a clone system: 36
+# texts fit two in the 8 files that come back). One vocode call a vocoder (its WAVs named voice--id, then moved
+# into a folder a voice); skipped when it would start less than 10 s before the deadline.
+if [[ -n $copy ]] && (($(elapsed_s) > deadline_s - 10)); then
+  log "copy synthesis skipped: $(elapsed_s) s have gone (deadline $deadline_s s)"
+elif [[ -n $copy ]]; then
+  t=$(date +%s%N)
+  mkdir -p "$work/copy/espeak"
+  awk -F'\t' -v OFS='\t' -v dir="$work/copy/espeak" '
+    NR == FNR && $1 != "name" && $1 !~ /^#/ && NF >= 5 { n++; name[n] = $1; v[n] = $2; p[n] = $3; r[n] = $4 }
+    NR == FNR { next }
+    { for (k = 1; k <= n; k++) print dir, name[k] "--" $1, v[k], p[k], r[k], $2 }' \
+    "$here/voices.tsv" "$work/eval.tsv" >"$work/copy-tasks.tsv"
+  speak_tasks "$work/copy-tasks.tsv"
+  for mode in $copy; do
+    dir=$work/vocoder
+    [[ $mode == finetuned ]] && dir=$work/finetuned
+    [[ -d $dir/checkpoints ]] || continue
+    $x vocode --vocoder "$dir" --in "$work/copy/espeak" --out-dir "$work/copy/$mode" --backend "$backend" --json \
+      >"$work/logs/copy-$mode.json" 2>"$work/logs/copy-$mode.log"
+    log "copy synthesis through the $mode vocoder rc=$?:" \
+      "$(ls "$work/copy/$mode"/*.wav 2>/dev/null | wc -l) WAVs of $(wc -l <"$work/copy-tasks.tsv")"
+    for w in "$work/copy/$mode"/*--*.wav; do
+      [[ -f $w ]] || continue
+      b=$(basename "$w")
+      mkdir -p "$work/spoken/copy-$mode/${b%%--*}" && mv "$w" "$work/spoken/copy-$mode/${b%%--*}/${b#*--}"
+    done
+    ls "$work/spoken/copy-$mode"/*/*.wav >/dev/null 2>&1 && python3 "$here/shrink.py" "$work/spoken/copy-$mode"/*/*.wav
+  done
+  rm -rf "$work/copy"
+  log "copy synthesis in $(since "$t") ms"
+fi
 smi_stop
 log "total $(since "$start") ms"
 pack

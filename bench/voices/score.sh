@@ -78,7 +78,7 @@ asr=()
 while IFS=$'\t' read -r name _ _ _ _; do
   [[ $name == name || $name == \#* || -z $name ]] && continue
   asr+=("espeak-ng:$name=$work/espeak/$name" "griffin-lim:$name=$work/griffin-lim/$name")
-  for mode in reference neural finetuned speaker; do
+  for mode in reference neural finetuned speaker copy-neural copy-finetuned; do
     [[ -d $work/run/spoken/$mode/$name ]] && asr+=("$mode:$name=$work/run/spoken/$mode/$name")
   done
 done <"$voices"
@@ -139,6 +139,15 @@ for v in sp['voices']:
                                    len(ids)) if gap is not None else None,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
+    # The neural vocoders' ceiling (gpu.sh's VOICES_COPY=1): espeak-ng's own renderings through log-mel and
+    # each vocoder; the gap over espeak-ng is what the vocoder alone costs this voice's WER.
+    for m in ('copy-neural', 'copy-finetuned'):
+        wer = asr.get(f'{m}:{name}', {}).get('wer')
+        if wer is not None and espeak_wer is not None:
+            row.setdefault('copy', {})[m] = {
+                'wer': wer, 'wer_gap': wer - espeak_wer,
+                'wer_gap_95': interval([errors(asr, f'{m}:{name}', ids)], [errors(asr, f'espeak-ng:{name}', ids)],
+                                       len(ids))}
     rows.append(row)
 
 confused = {n: r['guesses'] for n, r in sp['espeak'].items() if r['match'] < 1}
@@ -204,6 +213,15 @@ for m in modes:
         print(f"{m:9} {split:6} ({len(group):2} voices): match {pooled * 100:5.1f}% (target {t['match'] * 100:.0f}%) "
               f"{pf(res['match_pass'])}; F0 within {t['f0'] * 100:.0f}% {f0_ok}/{len(group)} {pf(res['f0_pass'])}; "
               f"WER within +{WER_GAP:.2f} {wer_ok}/{len(group)} {pf(res['wer_pass'])}")
+copies = [m for m in ('copy-neural', 'copy-finetuned') if any(m in r.get('copy', {}) for r in rows)]
+if copies:
+    print("\nthe vocoders' ceiling: espeak-ng's renderings through log-mel and the vocoder; WER gap over espeak-ng "
+          '[95% over the texts]')
+    for r in rows:
+        cells = [f"{m} {c['wer_gap']:+.3f}" + ('' if not c['wer_gap_95'] else
+                                              f" [{c['wer_gap_95'][0]:+.2f}, {c['wer_gap_95'][1]:+.2f}]")
+                 for m in copies if (c := r.get('copy', {}).get(m))]
+        print(f"  {r['voice']:6} {r['split']:6} " + '; '.join(cells))
 # The WER gaps that fail, or whose interval reaches over the line: how sure each verdict is.
 near = [f"{r['voice']} {SHORT[m]} {x['wer_gap']:+.3f} [{x['wer_gap_95'][0]:+.2f}, {x['wer_gap_95'][1]:+.2f}]"
         for r in rows for m in modes if (x := r['systems'].get(m)) and x.get('wer_gap_95')
