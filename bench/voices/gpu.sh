@@ -377,9 +377,10 @@ log "synthesis: ${#jobs_list[@]} calls ($skipped skipped), $parallel at a time, 
 # 5. The vocoders' ceiling (VOICES_COPY): espeak-ng's renderings of the evaluation texts in all 15 voices (the
 # ones score.sh makes: the same espeak-ng, voices and texts) through xtts's log-mel and the neural vocoders it
 # names that were made here (copy synthesis, xtts vocode), into spoken/copy-neural and spoken/copy-finetuned: what
-# the vocoder alone costs a voice's WER, beside what the clones lose (each adds as many WAVs as a clone system: 36
-# texts fit two in the 8 files that come back). One vocode call a vocoder (its WAVs named voice--id, then moved
-# into a folder a voice); skipped when it would start less than 10 s before the deadline.
+# the vocoder alone costs a voice's WER, beside what the clones lose (each adds as many WAVs as a clone system, 38
+# MiB with 36 texts: with the clones, more than the 64 MiB a GPU host returns a call; the README says how the rest
+# comes back). One vocode call a vocoder (its WAVs named voice--id, then moved into a folder a voice); skipped
+# when it would start less than 10 s before the deadline.
 if [[ -n $copy ]] && (($(elapsed_s) > deadline_s - 10)); then
   log "copy synthesis skipped: $(elapsed_s) s have gone (deadline $deadline_s s)"
 elif [[ -n $copy ]]; then
