@@ -139,7 +139,7 @@ for v in sp['voices']:
                                    len(ids)) if gap is not None else None,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
-    # The neural vocoders' ceiling (gpu.sh's VOICES_COPY=1): espeak-ng's own renderings through log-mel and
+    # The neural vocoders' ceiling (gpu.sh's VOICES_COPY): espeak-ng's own renderings through log-mel and
     # each vocoder; the gap over espeak-ng is what the vocoder alone costs this voice's WER.
     for m in ('copy-neural', 'copy-finetuned'):
         wer = asr.get(f'{m}:{name}', {}).get('wer')
