@@ -402,7 +402,7 @@ elif [[ -n $copy ]]; then
       "$(ls "$work/copy/$mode"/*.wav 2>/dev/null | wc -l) WAVs of $(wc -l <"$work/copy-tasks.tsv")"
     for w in "$work/copy/$mode"/*--*.wav; do
       [[ -f $w ]] || continue
-      b=$(basename "$w")
+      b=${w##*/}
       mkdir -p "$work/spoken/copy-$mode/${b%%--*}" && mv "$w" "$work/spoken/copy-$mode/${b%%--*}/${b#*--}"
     done
     ls "$work/spoken/copy-$mode"/*/*.wav >/dev/null 2>&1 && python3 "$here/shrink.py" "$work/spoken/copy-$mode"/*/*.wav

@@ -106,6 +106,14 @@ def fmt(v, spec, none='-'):
 # Each voice's WER gap gets a 95% interval by a paired bootstrap over the texts (pool.py's, with one run): 12 or 36
 # texts leave a gap of a few hundredths on either side of the line undecided; this says how far.
 ids = text_ids(open(f'{work}/run/eval.tsv', encoding='utf-8').read())
+COPIES = ('copy-neural', 'copy-finetuned')  # gpu.sh's VOICES_COPY: espeak-ng's audio through each vocoder
+
+
+def gap_95(system, name):
+    """The 95% interval of SYSTEM's WER gap over espeak-ng's in voice NAME."""
+    return interval([errors(asr, f'{system}:{name}', ids)], [errors(asr, f'espeak-ng:{name}', ids)], len(ids))
+
+
 rows = []
 for v in sp['voices']:
     name, split = v['name'], v['split']
@@ -135,19 +143,15 @@ for v in sp['voices']:
         row['systems'][m] = {
             'utterances': r['utterances'], 'f0': f0, 'f0_error': err, 'match': r['match'], 'guesses': r['guesses'],
             'wer': wer, 'wer_gap': gap, 'pace': pace,
-            'wer_gap_95': interval([errors(asr, f'{m}:{name}', ids)], [errors(asr, f'espeak-ng:{name}', ids)],
-                                   len(ids)) if gap is not None else None,
+            'wer_gap_95': gap_95(m, name) if gap is not None else None,
             'pass': {'match': r['match'] >= t['match'], 'f0': err is not None and err <= t['f0'],
                      'wer': gap is not None and gap <= WER_GAP}}
     # The neural vocoders' ceiling (gpu.sh's VOICES_COPY): espeak-ng's own renderings through log-mel and
     # each vocoder; the gap over espeak-ng is what the vocoder alone costs this voice's WER.
-    for m in ('copy-neural', 'copy-finetuned'):
+    for m in COPIES:
         wer = asr.get(f'{m}:{name}', {}).get('wer')
         if wer is not None and espeak_wer is not None:
-            row.setdefault('copy', {})[m] = {
-                'wer': wer, 'wer_gap': wer - espeak_wer,
-                'wer_gap_95': interval([errors(asr, f'{m}:{name}', ids)], [errors(asr, f'espeak-ng:{name}', ids)],
-                                       len(ids))}
+            row.setdefault('copy', {})[m] = {'wer': wer, 'wer_gap': wer - espeak_wer, 'wer_gap_95': gap_95(m, name)}
     rows.append(row)
 
 confused = {n: r['guesses'] for n, r in sp['espeak'].items() if r['match'] < 1}
@@ -213,7 +217,7 @@ for m in modes:
         print(f"{m:9} {split:6} ({len(group):2} voices): match {pooled * 100:5.1f}% (target {t['match'] * 100:.0f}%) "
               f"{pf(res['match_pass'])}; F0 within {t['f0'] * 100:.0f}% {f0_ok}/{len(group)} {pf(res['f0_pass'])}; "
               f"WER within +{WER_GAP:.2f} {wer_ok}/{len(group)} {pf(res['wer_pass'])}")
-copies = [m for m in ('copy-neural', 'copy-finetuned') if any(m in r.get('copy', {}) for r in rows)]
+copies = [m for m in COPIES if any(m in r.get('copy', {}) for r in rows)]
 if copies:
     print("\nthe vocoders' ceiling: espeak-ng's renderings through log-mel and the vocoder; WER gap over espeak-ng "
           '[95% over the texts]')
