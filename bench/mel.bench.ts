@@ -18,23 +18,13 @@ import {
   trimSilence,
   type MelEngine,
 } from '../src/core/data/audio/index.js';
+import { MEL_SETTINGS } from '../test/helpers/mel-settings.js';
 import { median, report } from './lib.js';
 
 const TARGET_X = 1500;
 const RUNS = 7;
 const AUDIO: AudioConfig = {
-  sample_rate_hz: 22050,
-  n_fft: 1024,
-  hop_length: 256,
-  win_length: 1024,
-  window: 'hann',
-  n_mels: 80,
-  fmin_hz: 0,
-  fmax_hz: 8000,
-  mel_scale: 'slaney',
-  mel_norm: 'slaney',
-  log_base: 'e',
-  log_floor: 1e-5,
+  ...MEL_SETTINGS,
   trim: { enabled: true, top_db: 40 },
   loudness: { enabled: false, target_lufs: -23 },
 };

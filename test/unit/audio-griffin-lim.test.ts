@@ -7,39 +7,18 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import {
-  decodeWav,
-  griffinLim,
-  MelExtractor,
-  melFilterbank,
-  melToMagnitude,
-  type MelSettings,
-} from '../../src/core/data/audio/index.js';
-
-const AUDIO: MelSettings = {
-  sample_rate_hz: 22050,
-  n_fft: 1024,
-  hop_length: 256,
-  win_length: 1024,
-  window: 'hann',
-  n_mels: 80,
-  fmin_hz: 0,
-  fmax_hz: 8000,
-  mel_scale: 'slaney',
-  mel_norm: 'slaney',
-  log_base: 'e',
-  log_floor: 1e-5,
-};
+import { decodeWav, griffinLim, MelExtractor, melFilterbank, melToMagnitude } from '../../src/core/data/audio/index.js';
+import { MEL_SETTINGS } from '../helpers/mel-settings.js';
 
 /**
  * For espeak-ng's speech of `text`: the mean |log-mel difference| (where the log-mel is above 1e-3)
  * between its log-mel and that of Griffin-Lim's audio from it, under the given options (unscaled).
  */
 function revocodedError(text: string): (options: { iterations?: number; power?: number }) => number {
-  const extractor = new MelExtractor(AUDIO);
+  const extractor = new MelExtractor(MEL_SETTINGS);
   const target = extractor.compute(speech(text));
   return (options) => {
-    const back = extractor.compute(griffinLim(target.mel, target.frames, AUDIO, { peak: null, ...options }));
+    const back = extractor.compute(griffinLim(target.mel, target.frames, MEL_SETTINGS, { peak: null, ...options }));
     let sum = 0;
     let n = 0;
     for (let i = 0; i < back.mel.length && i < target.mel.length; i++) {
@@ -78,10 +57,10 @@ function speech(text: string): Float32Array {
 
 describe('griffinLim', () => {
   test("a tone's log-mel vocodes back to that tone: the spectral peak is within half a mel band of it", () => {
-    const extractor = new MelExtractor(AUDIO);
+    const extractor = new MelExtractor(MEL_SETTINGS);
     for (const hz of [220, 1000, 3150]) {
       const { frames, mel } = extractor.compute(tone(hz, 0.6));
-      const y = griffinLim(mel, frames, AUDIO, { iterations: 16 });
+      const y = griffinLim(mel, frames, MEL_SETTINGS, { iterations: 16 });
       assert.equal(y.length, (frames - 1) * 256);
       const middle = y.subarray(2048, y.length - 2048);
       let bestHz = 0;
@@ -100,18 +79,18 @@ describe('griffinLim', () => {
   });
 
   test('peak-normalised to -1 dBFS by default, raw scale with peak: null, deterministic per seed', () => {
-    const { frames, mel } = new MelExtractor(AUDIO).compute(tone(500, 0.3, 0.2));
-    const y = griffinLim(mel, frames, AUDIO, { iterations: 4 });
+    const { frames, mel } = new MelExtractor(MEL_SETTINGS).compute(tone(500, 0.3, 0.2));
+    const y = griffinLim(mel, frames, MEL_SETTINGS, { iterations: 4 });
     assert.ok(Math.abs(Math.max(...y.map(Math.abs)) - 0.89) < 1e-6);
-    assert.deepEqual(griffinLim(mel, frames, AUDIO, { iterations: 4 }), y);
-    assert.notDeepEqual(griffinLim(mel, frames, AUDIO, { iterations: 4, seed: 2 }), y);
+    assert.deepEqual(griffinLim(mel, frames, MEL_SETTINGS, { iterations: 4 }), y);
+    assert.notDeepEqual(griffinLim(mel, frames, MEL_SETTINGS, { iterations: 4, seed: 2 }), y);
     // power 1, no normalisation: the output scales with the magnitudes, and keeps the tone's level
     // (RMS 0.2/√2) up to what the mel's frequency blur costs.
-    const raw = griffinLim(mel, frames, AUDIO, { iterations: 16, power: 1, peak: null });
+    const raw = griffinLim(mel, frames, MEL_SETTINGS, { iterations: 16, power: 1, peak: null });
     const louder = griffinLim(
       mel.map((v) => v + Math.log(2)),
       frames,
-      AUDIO,
+      MEL_SETTINGS,
       { iterations: 16, power: 1, peak: null },
     );
     let worst = 0;
@@ -124,9 +103,9 @@ describe('griffinLim', () => {
 
   test('melToMagnitude is non-negative and maps back through the filterbank to the mel it came from', () => {
     const x = speech('Mel inversion.');
-    const { frames, mel } = new MelExtractor(AUDIO).compute(x);
-    const mag = melToMagnitude(mel, frames, AUDIO);
-    const filters = melFilterbank(AUDIO);
+    const { frames, mel } = new MelExtractor(MEL_SETTINGS).compute(x);
+    const mag = melToMagnitude(mel, frames, MEL_SETTINGS);
+    const filters = melFilterbank(MEL_SETTINGS);
     let worst = 0;
     let checked = 0;
     for (let t = 0; t < frames; t++) {

@@ -20,23 +20,10 @@ import {
   type MelSettings,
 } from '../../src/core/data/audio/index.js';
 import { KERNELS_SOURCES_SHA256 } from '../../src/core/data/audio/wasm/kernels.wasm.js';
+import { MEL_SETTINGS } from '../helpers/mel-settings.js';
 
-const DEFAULTS: MelSettings = {
-  sample_rate_hz: 22050,
-  n_fft: 1024,
-  hop_length: 256,
-  win_length: 1024,
-  window: 'hann',
-  n_mels: 80,
-  fmin_hz: 0,
-  fmax_hz: 8000,
-  mel_scale: 'slaney',
-  mel_norm: 'slaney',
-  log_base: 'e',
-  log_floor: 1e-5,
-};
 const AUDIO: AudioConfig = {
-  ...DEFAULTS,
+  ...MEL_SETTINGS,
   trim: { enabled: true, top_db: 40 },
   loudness: { enabled: false, target_lufs: -23 },
 };
@@ -143,7 +130,7 @@ describe('log-mel', () => {
 
   for (const engine of ENGINES) {
     test(`${engine}: a pure tone peaks in the mel band whose centre is nearest to it`, () => {
-      const m = new MelExtractor(DEFAULTS, { engine });
+      const m = new MelExtractor(MEL_SETTINGS, { engine });
       assert.equal(m.engine, engine);
       for (const hz of [150, 300, 1000, 2500, 6000, 7500]) {
         const { frames, nMels, mel } = m.compute(tone(hz, 0.5, 22050));
@@ -162,7 +149,7 @@ describe('log-mel', () => {
     test(
       `${engine}: frames = 1 + floor(samples / hop) with real lengths, including clips ` + `shorter than n_fft / 2`,
       () => {
-        const m = new MelExtractor(DEFAULTS, { engine });
+        const m = new MelExtractor(MEL_SETTINGS, { engine });
         for (const n of [0, 1, 2, 100, 511, 512, 513, 1000, 22050]) {
           const r = m.compute(tone(440, n / 22050, 22050));
           assert.equal(r.frames, 1 + Math.floor(n / 256), `n = ${n}`);
@@ -191,7 +178,7 @@ describe('log-mel', () => {
     ];
     for (const [name, change] of variants) {
       test(`${engine}: matches a direct-DFT reference (${name})`, () => {
-        const s = { ...DEFAULTS, ...change };
+        const s = { ...MEL_SETTINGS, ...change };
         const x = speech('Seven slender swans.').subarray(4000, 4000 + 6 * s.hop_length);
         const ours = new MelExtractor(s, { engine }).compute(x);
         const ref = naiveLogMel(x, s);
@@ -207,8 +194,8 @@ describe('log-mel', () => {
     const x = new Float32Array(22050 * 20);
     const words = speech('The quick brown fox jumps over the lazy dog, and the five boxing wizards jump quickly.');
     for (let o = 0; o < x.length; o += words.length) x.set(words.subarray(0, Math.min(words.length, x.length - o)), o);
-    const a = new MelExtractor(DEFAULTS, { engine: 'wasm' }).compute(x);
-    const b = new MelExtractor(DEFAULTS, { engine: 'js' }).compute(x);
+    const a = new MelExtractor(MEL_SETTINGS, { engine: 'wasm' }).compute(x);
+    const b = new MelExtractor(MEL_SETTINGS, { engine: 'js' }).compute(x);
     let sum = 0;
     for (let i = 0; i < a.mel.length; i++) sum += Math.abs(a.mel[i] - b.mel[i]);
     assert.ok(maxAbsDiff(a.mel, b.mel) < 2e-3, `max ${maxAbsDiff(a.mel, b.mel)}`);
@@ -264,7 +251,7 @@ sys.stdout.buffer.write(out.astype(np.float32).tobytes())
     ],
   ] as [string, Partial<MelSettings>][]) {
     test(`matches librosa's definitions in numpy on 10 s of espeak-ng speech (${name})`, { skip }, () => {
-      const s = { ...DEFAULTS, ...change };
+      const s = { ...MEL_SETTINGS, ...change };
       const words = speech('A numpy reference: every frame, every band, in double precision.');
       const x = new Float32Array(22050 * 10);
       for (let o = 0; o < x.length; o += words.length)
