@@ -48,6 +48,15 @@ const { dir, config } = shortQuickstartRun(
 // seconds, and none of them needs a model that learns.
 const micro = join(dir, 'micro.yaml');
 writeFileSync(micro, `extends: ./config.yaml\n${MICRO_MODEL}`);
+// No validation, checkpoint or evaluation within a short run's steps (their own tests look at those).
+const QUIET = [
+  '--set',
+  'training.validate_every=1000',
+  '--set',
+  'training.checkpoint_every=1000',
+  '--set',
+  'training.eval_every=1000',
+];
 
 describe('xtts train', () => {
   test(
@@ -598,14 +607,6 @@ describe('xtts train', () => {
       'makes 4 updates of two batches each',
     async () => {
       const out = join(dir, 'run-accum');
-      const quiet = [
-        '--set',
-        'training.validate_every=1000',
-        '--set',
-        'training.checkpoint_every=1000',
-        '--set',
-        'training.eval_every=1000',
-      ];
       const r = await runCli([
         'train',
         '--config',
@@ -616,7 +617,7 @@ describe('xtts train', () => {
         '4',
         '--set',
         'training.grad_accumulation_steps=2',
-        ...quiet,
+        ...QUIET,
         '--json',
       ]);
       assert.equal(r.code, 0, r.stderr.slice(-2000));
@@ -654,15 +655,7 @@ describe('xtts train', () => {
       'envelope and no checkpoint of its state; synthesize refuses NaN weights',
     async () => {
       const out = join(dir, 'run-nan');
-      const quiet = [
-        '--set',
-        'training.validate_every=1000',
-        '--set',
-        'training.checkpoint_every=1000',
-        '--set',
-        'training.eval_every=1000',
-      ];
-      const first = await runCli(['train', '--config', micro, '--output', out, '--max-steps', '1', ...quiet, '--json']);
+      const first = await runCli(['train', '--config', micro, '--output', out, '--max-steps', '1', ...QUIET, '--json']);
       assert.equal(first.code, 0, first.stderr.slice(-2000));
       // Weights at the edge of float32 (finite, so the checkpoint is a legal one): every forward pass overflows, as a
       // blown-up run's would.
@@ -685,7 +678,7 @@ describe('xtts train', () => {
         '40',
         '--set',
         'training.max_nonfinite_steps=3',
-        ...quiet,
+        ...QUIET,
         '--json',
       ]);
       assert.equal(stopped.code, 1, stopped.stderr.slice(-2000));
@@ -714,7 +707,7 @@ describe('xtts train', () => {
         '3',
         '--set',
         'training.max_nonfinite_steps=10',
-        ...quiet,
+        ...QUIET,
         '--json',
       ]);
       assert.equal(all.code, 1, all.stderr.slice(-2000));
