@@ -17,10 +17,9 @@
 #    vocoder-small) on the same corpus, beside the acoustic model on the same GPU from the calibration on
 #    (VOICES_VOCODER_BESIDE=0: alone, before it), for at most that many minutes (a schedule of
 #    VOICES_VOCODER_STEPS, default 2,400 a minute; VOICES_VOCODER_CACHE=DIR reuses one trained by an earlier run
-#    of the same recipe, below); then VOICES_FINETUNE_STEPS (default 0: none) fine-tune it on
-#    the trained model's teacher-forced mels of the seen voices' first VOICES_FINETUNE_CLIPS (100) clips each
-#    (vocoder.finetune_acoustic, at 3e-4),
-#    HiFi-GAN's second stage.
+#    of the same recipe, below; VOICES_VOCODER_ONLY=1 stops once it is kept there); then VOICES_FINETUNE_STEPS
+#    (default 0: none) fine-tune it on the trained model's teacher-forced mels of the seen voices' first
+#    VOICES_FINETUNE_CLIPS (100) clips each (vocoder.finetune_acoustic, at 3e-4), HiFi-GAN's second stage.
 # 4. Synthesis of the evaluation texts, batch 32: for every voice cloned from its clip (--reference; the unseen
 #    voices first, so that a run cut short by the deadline still has them), through
 #    the fine-tuned and the plain neural vocoder too where they were trained (spoken/finetuned, spoken/neural;
@@ -71,7 +70,14 @@ for mode in $copy; do
     exit 2
   fi
 done
-for flag in griffin_lim plain_vocoder by_name; do
+vocoder_only=${VOICES_VOCODER_ONLY:-0}
+if [[ $vocoder_only == 1 ]] && { ! [[ ${VOICES_VOCODER_BESIDE:-1} == 0 && -n ${VOICES_VOCODER_CACHE:-} ]] ||
+  ! awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; }; then
+  echo "gpu.sh: VOICES_VOCODER_ONLY=1 trains the vocoder alone for the calls after it: it needs" \
+    "VOICES_VOCODER_MINUTES above 0, VOICES_VOCODER_BESIDE=0 and VOICES_VOCODER_CACHE=DIR" >&2
+  exit 2
+fi
+for flag in griffin_lim plain_vocoder by_name vocoder_only; do
   if [[ ${!flag} != [01] ]]; then
     echo "gpu.sh: VOICES_${flag^^} must be 0 or 1, not '${!flag}'" >&2
     exit 2
@@ -254,6 +260,19 @@ if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
     train_vocoder
     pack
   fi
+fi
+# VOICES_VOCODER_ONLY=1: the vocoder alone (with VOICES_VOCODER_CACHE, for the calls after it on one warm machine: a
+# recipe whose acoustic model, vocoder, fine-tuning and synthesis exceed one command trains its vocoder in a call of
+# its own).
+if [[ $vocoder_only == 1 ]]; then
+  smi_stop
+  kept=0
+  [[ -f $vocoder_cache/recipe ]] && kept=1
+  ((kept)) || log "no vocoder kept in $vocoder_cache: its training failed (logs/vocoder-train.log)"
+  log "total $(since "$start") ms"
+  pack
+  cat "$work/host.txt" "$work/summary.txt"
+  exit $((1 - kept))
 fi
 # fit_steps: the steps that fit MINUTES, from an 80-step calibration run's mean step from the 31st (92% of
 # the minutes at that pace: the rest is start-up and the eager steps that record the replays).
