@@ -294,6 +294,23 @@ describe('xtts train', () => {
       );
       const longWav = decodeWav(readFileSync(join(dir, 'long.wav')), 'long.wav');
       assert.ok(Math.abs(longWav.durationS - longUtterance.durationS) < 0.01, `${longWav.durationS}`);
+      // Each symbol's place in the WAV, in order through the pieces (a piece's symbols follow the gap after the one
+      // before), and within it.
+      const symbols: { symbol: string; startS: number; durationS: number }[] = longUtterance.symbols;
+      let end = 0;
+      for (const t of symbols) {
+        assert.ok(t.startS >= end - 0.001 && t.durationS > 0, JSON.stringify(t));
+        end = t.startS + t.durationS;
+      }
+      assert.ok(end <= longUtterance.durationS + 0.001, `${end} s`);
+      if (longUtterance.stopReason === 'end_of_text')
+        assert.equal(
+          symbols
+            .map((t) => t.symbol)
+            .join('')
+            .replace(/ /g, ''),
+          longUtterance.cleanedText.replace(/ /g, ''),
+        );
       // An empty --text (an unset shell variable) is said to be empty, before the model is loaded.
       for (const [text, said] of [
         ['', 'empty'],

@@ -13,7 +13,13 @@ import '@tensorflow/tfjs-backend-cpu';
 import '../../src/core/model/gradients.js';
 import { initWasm } from '../../src/core/backend/wasm.js';
 import type { ModelConfig } from '../../src/core/config/schema.js';
-import { diagonalShare, FIRST_SYMBOL, monotonicAlignment, scheduleFromDurations } from '../../src/core/model/align.js';
+import {
+  diagonalShare,
+  FIRST_SYMBOL,
+  framesPerSymbol,
+  monotonicAlignment,
+  scheduleFromDurations,
+} from '../../src/core/model/align.js';
 import { type BatchAlignment, type TrainBatch, uploadBatch } from '../../src/core/model/batch.js';
 import { XttsModel } from '../../src/core/model/model.js';
 import { Rng } from '../../src/core/model/init.js';
@@ -305,6 +311,17 @@ describe('a trained model says its text', () => {
       [gb, b],
     ] as const) {
       assert.equal(g.stopReason, 'end_of_text');
+      // The frames each symbol was read for, from the alignment generation followed: every symbol, every frame.
+      const perSymbol = framesPerSymbol(g.alignment, g.textTokens, g.frames, R);
+      assert.equal(perSymbol.length, u.ids.length - FIRST_SYMBOL - 1);
+      assert.equal(
+        perSymbol.reduce((n, f) => n + f, 0),
+        g.frames,
+      );
+      assert.ok(
+        perSymbol.every((f) => f > 0 && f % R === 0),
+        `${perSymbol}`,
+      );
       assert.ok(
         Math.abs(g.frames - u.frames) <= Math.max(R, 0.2 * u.frames),
         `${g.frames} frames for a ${u.frames}-frame target`,

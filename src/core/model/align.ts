@@ -150,3 +150,19 @@ export function diagonalShare(path: ArrayLike<number>, steps: number, tokens: nu
   for (let s = 0; s < steps; s++) if (Math.abs((path[s] - FIRST_SYMBOL + 0.5) / k - (s + 0.5) / steps) <= band) near++;
   return near / steps;
 }
+
+/**
+ * The frames each symbol of a generated utterance was spoken for, from its predicted alignment ([steps, tokens]
+ * row-major, 1 where a decoder step reads a token): a step is `r` frames, the last one cut to `frames`.
+ */
+export function framesPerSymbol(alignment: ArrayLike<number>, tokens: number, frames: number, r: number): Int32Array {
+  const k = symbolCount(tokens);
+  const out = new Int32Array(k);
+  for (let s = 0; s * r < frames; s++)
+    for (let j = 0; j < k; j++)
+      if (alignment[s * tokens + FIRST_SYMBOL + j] > 0.5) {
+        out[j] += Math.min(r, frames - s * r);
+        break;
+      }
+  return out;
+}

@@ -1,6 +1,6 @@
 // What other subsystems use of the model: the model itself, its batch layout, losses and checkpoint
 // files. Building blocks (nn.ts, attention.ts, …) stay internal.
-export { diagonalShare, monotonicAlignment, scheduleFromDurations } from './align.js';
+export { diagonalShare, FIRST_SYMBOL, framesPerSymbol, monotonicAlignment, scheduleFromDurations } from './align.js';
 export {
   type BatchAlignment,
   disposeBatch,

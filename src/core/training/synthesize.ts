@@ -10,11 +10,19 @@ import { Phonemizer } from '../data/index.js';
 import { Tokenizer, type TokenizerJSON } from '../data/index.js';
 import { isAbsolute, join } from 'node:path';
 import { ExitCode, isXttsError, XttsError } from '../errors.js';
-import { type GenerateItem, type ReferenceMel, type Voice, voiceLatents, XttsModel } from '../model/index.js';
+import {
+  FIRST_SYMBOL,
+  framesPerSymbol,
+  type GenerateItem,
+  type ReferenceMel,
+  type Voice,
+  voiceLatents,
+  XttsModel,
+} from '../model/index.js';
 import { checkOutputFolder, type NamedFile, writeOutputFile, refuseUnsafeOutputs } from '../util/index.js';
 import { frameBound } from './evaluation.js';
 import { encodeText } from './encode-text.js';
-import { encodeInPieces } from './text-pieces.js';
+import { encodeInPieces, joinPieces, PIECE_GAP_S, round3, type SymbolTiming, symbolTimings } from './text-pieces.js';
 import { type MelVocoder, melVocoder, type VocoderUsed } from './vocoder-run.js';
 import {
   assignArrays,
@@ -92,6 +100,12 @@ export interface SynthesizedUtterance {
   cutBy?: { bound: 'max_seconds' | 'max_audio_s' | 'max_mel_frames'; seconds: number };
   /** What made the WAV from the mel. */
   vocoder: VocoderUsed['kind'];
+  /**
+   * Each symbol the model read (a character, or an IPA symbol of the phonemized text) with where in the WAV its
+   * predicted duration put it, in seconds: its first frame and its frames' span. Symbols a cut left unspoken are not
+   * listed.
+   */
+  symbols: SymbolTiming[];
 }
 
 export interface SynthesizeResult {
@@ -141,7 +155,13 @@ function textFiles(texts: readonly SynthesisText[]): NamedFile[] {
  * A text ready to speak: its tokens and language index, where it came from and what the model reads; `part`: which
  * piece of a text spoken in pieces (text-pieces.ts) it is.
  */
-type SynthesisJob = GenerateItem & { input: SynthesisText; cleanedText: string; part?: { index: number; of: number } };
+type SynthesisJob = GenerateItem & {
+  input: SynthesisText;
+  cleanedText: string;
+  /** What each of `ids`' symbols stands for (ids less <bos>, [lang] and <eos>). */
+  symbols: string[];
+  part?: { index: number; of: number };
+};
 
 export async function synthesize(o: SynthesizeOptions): Promise<SynthesizeResult> {
   const overwrite = { overwrite: o.overwrite === true };
@@ -380,6 +400,7 @@ async function synthesisJobs(
           language: trained.langIndex,
           input,
           cleanedText: p.text,
+          symbols: Array.from(p.ids.slice(FIRST_SYMBOL, -1), (id) => tokenizer.token(id) ?? '<unk>'),
           ...(pieces.length > 1 ? { part: { index, of: pieces.length } } : {}),
         });
     }
@@ -480,7 +501,16 @@ async function speak(
   const batchSize = Math.max(1, Math.floor(o.batchSize ?? 16));
   const utterances: SynthesizedUtterance[] = [];
   let writeFailed: SynthesizeResult['writeFailed'];
-  type Spoken = { samples: Float32Array[]; texts: string[]; frames: number; cut: SynthesizedUtterance['stopReason'] };
+  type Spoken = {
+    samples: Float32Array[];
+    texts: string[];
+    frames: number;
+    cut: SynthesizedUtterance['stopReason'];
+    symbols: SymbolTiming[];
+  };
+  const r = model.config.reduction_factor;
+  const frameS = config.audio.hop_length / config.audio.sample_rate_hz;
+  const gap = Math.round(PIECE_GAP_S * config.audio.sample_rate_hz);
   let pending: Spoken | undefined;
   for (let start = 0; start < jobs.length && !o.control?.stop && !writeFailed; start += batchSize) {
     const batch = jobs.slice(start, start + batchSize);
@@ -492,15 +522,21 @@ async function speak(
       if (o.control?.stop) break;
       const job = batch[j];
       const logMel = g.mel.map((v, i) => v * stats.std[i % nMels] + stats.mean[i % nMels]);
+      const audio = await vocoder.vocode(logMel, g.frames);
+      const perSymbol = framesPerSymbol(g.alignment, g.textTokens, g.frames, r);
       const spoken: Spoken = {
-        samples: [await vocoder.vocode(logMel, g.frames)],
+        samples: [audio],
         texts: [job.cleanedText],
         frames: g.frames,
         cut: g.stopReason,
+        symbols: symbolTimings(job.symbols, perSymbol, frameS, audio.length / config.audio.sample_rate_hz),
       };
       // A text spoken in pieces: its audio so far waits for the last piece, then is written as one WAV.
       if (job.part) {
         if (job.part.index > 0 && pending) {
+          const offsetS = pending.samples.reduce((n, p) => n + p.length + gap, 0) / config.audio.sample_rate_hz;
+          for (const t of spoken.symbols) t.startS = round3(t.startS + offsetS);
+          spoken.symbols.unshift(...pending.symbols);
           spoken.samples.unshift(...pending.samples);
           spoken.texts.unshift(...pending.texts);
           spoken.frames += pending.frames;
@@ -512,7 +548,7 @@ async function speak(
         }
         pending = undefined;
       }
-      const samples = joinPieces(spoken.samples, Math.round(PIECE_GAP_S * config.audio.sample_rate_hz));
+      const samples = joinPieces(spoken.samples, gap);
       try {
         writeOutputFile(job.input.out, encodeWav(samples, config.audio.sample_rate_hz), 'the WAV', overwrite);
       } catch (e) {
@@ -533,6 +569,7 @@ async function speak(
         ...(spoken.cut === 'max_frames' ? { cutBy: { bound, seconds } } : {}),
         ...(job.part ? { pieces: job.part.of } : {}),
         vocoder: vocoder.used.kind,
+        symbols: spoken.symbols,
       });
       o.onUtterance?.(utterances[utterances.length - 1]);
       // A turn of the event loop, where a signal's handler runs (on the CPU backends every await here is a
@@ -541,19 +578,4 @@ async function speak(
     }
   }
   return { utterances, writeFailed };
-}
-
-/** Silence between the pieces of a text spoken in pieces, a sentence's pause. */
-const PIECE_GAP_S = 0.2;
-
-/** The pieces' samples one after another, `gap` samples of silence between them. */
-function joinPieces(pieces: Float32Array[], gap: number): Float32Array {
-  if (pieces.length === 1) return pieces[0];
-  const out = new Float32Array(pieces.reduce((n, p) => n + p.length, 0) + gap * (pieces.length - 1));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length + gap;
-  }
-  return out;
 }

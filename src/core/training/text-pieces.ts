@@ -1,6 +1,6 @@
 // A text longer than the model reads at once (model.max_text_tokens), spoken in pieces: split at its sentences
 // (and, for a sentence still too long, at its clauses), each piece as many whole sentences as fit. synthesize speaks
-// the pieces in turn and joins their audio into one WAV.
+// the pieces in turn and joins their audio into one WAV, and says where each symbol's predicted duration put it.
 
 /** A piece of text as the model reads it: its token ids and the text as read (cleaned, phonemized). */
 export interface EncodedPiece {
@@ -68,4 +68,49 @@ export async function encodeInPieces(
   };
   const why = await fill(splitAt(text, SENTENCE_END), CLAUSE_END);
   return why ? { reason: why } : { pieces };
+}
+
+/** A symbol of a spoken text and where its predicted duration put it in the WAV, in seconds. */
+export interface SymbolTiming {
+  symbol: string;
+  startS: number;
+  durationS: number;
+}
+
+/**
+ * Each symbol with its frames' place in seconds (millisecond precision), frame f at f · frameS (a centred STFT's
+ * frame centre), none past `lengthS` (the audio's length); those given no frame are left out. Symbols tile: one
+ * starts where the one before it ends.
+ */
+export function symbolTimings(
+  symbols: readonly string[],
+  frames: Int32Array,
+  frameS: number,
+  lengthS: number,
+): SymbolTiming[] {
+  const out: SymbolTiming[] = [];
+  let at = 0;
+  for (const [j, symbol] of symbols.entries()) {
+    const startS = round3(Math.min(at * frameS, lengthS));
+    at += frames[j];
+    if (frames[j] > 0) out.push({ symbol, startS, durationS: round3(round3(Math.min(at * frameS, lengthS)) - startS) });
+  }
+  return out;
+}
+
+export const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** Silence between the pieces of a text spoken in pieces, a sentence's pause. */
+export const PIECE_GAP_S = 0.2;
+
+/** The pieces' samples one after another, `gap` samples of silence between them. */
+export function joinPieces(pieces: Float32Array[], gap: number): Float32Array {
+  if (pieces.length === 1) return pieces[0];
+  const out = new Float32Array(pieces.reduce((n, p) => n + p.length, 0) + gap * (pieces.length - 1));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length + gap;
+  }
+  return out;
 }
