@@ -87,6 +87,11 @@ test('each symbol is placed where its predicted frames fall; a cut leaves the un
     startS: 0.06,
     durationS: 0.05,
   });
+  // Audio that ends inside the last symbol's first frame leaves nothing of it: it is not listed.
+  assert.deepEqual(
+    symbolTimings(['ð', 'ə', ' '], framesPerSymbol(alignment, tokens, 12, 2), frameS, 0.06).map((t) => t.symbol),
+    ['ð', 'ə'],
+  );
   // Frames of 11.6 ms rounded to the millisecond still tile: each symbol starts where the one before ends.
   const tiled = symbolTimings(['a', 'b', 'c', 'd'], Int32Array.of(3, 1, 4, 1), 256 / 22050, 1);
   for (let j = 1; j < tiled.length; j++)

@@ -79,8 +79,8 @@ export interface SymbolTiming {
 
 /**
  * Each symbol with its frames' place in seconds (millisecond precision), frame f at f · frameS (a centred STFT's
- * frame centre), none past `lengthS` (the audio's length); those given no frame are left out. Symbols tile: one
- * starts where the one before it ends.
+ * frame centre), none past `lengthS` (the audio's length); those given no frame, or none inside the audio, are left
+ * out. Symbols tile: one starts where the one before it ends.
  */
 export function symbolTimings(
   symbols: readonly string[],
@@ -93,7 +93,8 @@ export function symbolTimings(
   for (const [j, symbol] of symbols.entries()) {
     const startS = round3(Math.min(at * frameS, lengthS));
     at += frames[j];
-    if (frames[j] > 0) out.push({ symbol, startS, durationS: round3(round3(Math.min(at * frameS, lengthS)) - startS) });
+    const durationS = round3(round3(Math.min(at * frameS, lengthS)) - startS);
+    if (durationS > 0) out.push({ symbol, startS, durationS });
   }
   return out;
 }
