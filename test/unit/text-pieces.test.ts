@@ -87,7 +87,7 @@ test('each symbol is placed where its predicted frames fall; a cut leaves the un
     startS: 0.06,
     durationS: 0.05,
   });
-  // Audio that ends inside the last symbol's first frame leaves nothing of it: it is not listed.
+  // Audio that ends where the last symbol begins leaves nothing of it: it is not listed.
   assert.deepEqual(
     symbolTimings(['ð', 'ə', ' '], framesPerSymbol(alignment, tokens, 12, 2), frameS, 0.06).map((t) => t.symbol),
     ['ð', 'ə'],
