@@ -70,9 +70,11 @@ for mode in $copy; do
     exit 2
   fi
 done
+vocoder_on=0 # a neural vocoder is trained (VOICES_VOCODER_MINUTES above 0)
+awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }' && vocoder_on=1
 vocoder_only=${VOICES_VOCODER_ONLY:-0}
-if [[ $vocoder_only == 1 ]] && { ! [[ ${VOICES_VOCODER_BESIDE:-1} == 0 && -n ${VOICES_VOCODER_CACHE:-} ]] ||
-  ! awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; }; then
+if [[ $vocoder_only == 1 ]] &&
+  ! [[ $vocoder_on == 1 && ${VOICES_VOCODER_BESIDE:-1} == 0 && -n ${VOICES_VOCODER_CACHE:-} ]]; then
   echo "gpu.sh: VOICES_VOCODER_ONLY=1 trains the vocoder alone for the calls after it: it needs" \
     "VOICES_VOCODER_MINUTES above 0, VOICES_VOCODER_BESIDE=0 and VOICES_VOCODER_CACHE=DIR" >&2
   exit 2
@@ -251,7 +253,7 @@ train_vocoder() {
       log "vocoder not kept: $vocoder_cache could not be written"
   fi
 }
-if awk -v m="$vocoder_minutes" 'BEGIN { exit !(m > 0) }'; then
+if ((vocoder_on)); then
   vocoder_steps=${VOICES_VOCODER_STEPS:-$(awk -v m="$vocoder_minutes" 'BEGIN { printf "%d", m * 2400 }')}
   if [[ ${VOICES_VOCODER_BESIDE:-1} == 1 ]]; then
     train_vocoder &
@@ -266,8 +268,8 @@ fi
 # its own).
 if [[ $vocoder_only == 1 ]]; then
   smi_stop
-  kept=0
-  [[ -f $vocoder_cache/recipe ]] && kept=1
+  kept=0 # the cache holds this recipe's vocoder (one of another recipe's stays where this one's training failed)
+  [[ $(cat "$vocoder_cache/recipe" 2>/dev/null) == "$(vocoder_recipe)" ]] && kept=1
   ((kept)) || log "no vocoder kept in $vocoder_cache: its training failed (logs/vocoder-train.log)"
   log "total $(since "$start") ms"
   pack
